@@ -1,0 +1,49 @@
+// IRVisitor walks a tree read-only; IRMutator rebuilds it bottom-up, sharing every
+// subtree it did not change. Both dispatch on the one list of node kinds: override
+// `visit` for the kinds a pass cares about and call the base to recurse.
+#pragma once
+
+#include <functional>
+
+#include "ir/ir.h"
+
+namespace tl {
+
+class IRVisitor {
+ public:
+  virtual ~IRVisitor() = default;
+  virtual void visit(const Expr& e);
+  virtual void visit(const Stmt& s);
+  virtual void visit_buffer(const Buffer&) {}
+  void visit_region(const BufferRegion& r);
+
+#define TL_EXPR(Name) virtual void visit(const Name##Node* op);
+#define TL_STMT(Name) virtual void visit(const Name##Node* op);
+#include "ir/node_kinds.def"
+};
+
+class IRMutator {
+ public:
+  virtual ~IRMutator() = default;
+  virtual Expr mutate(const Expr& e);
+  virtual Stmt mutate(const Stmt& s);
+  // Buffers are kept as they are unless a pass overrides this.
+  virtual Buffer mutate_buffer(const Buffer& b) { return b; }
+  BufferRegion mutate_region(const BufferRegion& r);
+
+ protected:
+  // `self` is the handle of `op`, returned when nothing changed.
+#define TL_EXPR(Name) virtual Expr visit(const Name##Node* op, const Expr& self);
+#define TL_STMT(Name) virtual Stmt visit(const Name##Node* op, const Stmt& self);
+#include "ir/node_kinds.def"
+
+  std::vector<Expr> mutate_all(const std::vector<Expr>& v, bool* changed);
+};
+
+// Calls fn on every expression node of `s` / `e` (parents before children).
+void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
+// Replaces vars by expressions (keyed by VarNode*).
+Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& vmap);
+Stmt substitute(const Stmt& s, const std::map<const VarNode*, Expr>& vmap);
+
+}  // namespace tl

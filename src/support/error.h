@@ -1,0 +1,63 @@
+// Two kinds of failure, kept apart on purpose: a UserError is the kernel author's
+// mistake and names their source line and the fix; an internal check failing is a
+// bug in tilelang and says so.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace tl {
+
+// A position in the user's kernel source. `file` points at an interned string
+// (see intern_file) so spans are cheap to copy and compare.
+struct SourceSpan {
+  const char* file = nullptr;
+  int line = 0;
+
+  bool defined() const { return file != nullptr; }
+  std::string str() const;  // "path/kernel.py:12" or "" when undefined
+};
+
+// Returns a stable pointer for `path`; equal paths give equal pointers.
+const char* intern_file(const std::string& path);
+
+class UserError : public std::runtime_error {
+ public:
+  UserError(SourceSpan span, const std::string& message);
+  const SourceSpan& span() const { return span_; }
+  const std::string& bare_message() const { return bare_; }
+
+ private:
+  SourceSpan span_;
+  std::string bare_;
+};
+
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message);
+};
+
+[[noreturn]] void throw_user_error(SourceSpan span, const std::string& message);
+[[noreturn]] void throw_internal_error(const char* file, int line, const std::string& message);
+
+// Concatenates anything streamable: str_cat("expected ", n, " got ", m).
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+}  // namespace tl
+
+// A check of an invariant the compiler itself maintains. Failing it is a tilelang bug.
+#define TL_ICHECK(cond, ...)                                                              \
+  do {                                                                                    \
+    if (!(cond))                                                                          \
+      ::tl::throw_internal_error(__FILE__, __LINE__,                                      \
+                                 ::tl::str_cat("check failed: " #cond ". " __VA_OPT__(, ) \
+                                                   __VA_ARGS__));                         \
+  } while (0)
+
+#define TL_UNREACHABLE(msg) ::tl::throw_internal_error(__FILE__, __LINE__, msg)
