@@ -1,12 +1,37 @@
 // The tilelang._C extension: one init function per concept, defined in the other
-// files of this folder.
+// files of this folder, and the translation of C++ errors into Python exceptions.
 #include <nanobind/nanobind.h>
+
+#include "support/error.h"
 
 namespace nb = nanobind;
 
 void bind_dtype(nb::module_& m);
+void bind_ir(nb::module_& m);
+void bind_builder(nb::module_& m);
+void bind_runtime(nb::module_& m);
 
 NB_MODULE(_C, m) {
   m.doc() = "tilelang-cpp compiler core";
+  static nb::object user_error_type = nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
+  static nb::object internal_error_type = nb::borrow(PyErr_NewException("tilelang._C.InternalError", PyExc_RuntimeError, nullptr));
+  m.attr("TileLangError") = user_error_type;
+  m.attr("InternalError") = internal_error_type;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tl::UserError& e) {
+      nb::object exc = user_error_type(nb::str(e.what()));
+      exc.attr("file") = e.span().file ? nb::object(nb::str(e.span().file)) : nb::none();
+      exc.attr("line") = e.span().line;
+      exc.attr("bare_message") = nb::str(e.bare_message().c_str());
+      PyErr_SetObject(user_error_type.ptr(), exc.ptr());
+    } catch (const tl::InternalError& e) {
+      PyErr_SetString(internal_error_type.ptr(), e.what());
+    }
+  });
   bind_dtype(m);
+  bind_ir(m);
+  bind_builder(m);
+  bind_runtime(m);
 }

@@ -1,0 +1,231 @@
+// Binds the IR handles (Expr, Var, Buffer, PrimFunc) with Python operators, so
+// that kernel code like `A[i, k] * 2 + 1` builds IR directly in C++.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <climits>
+
+#include "convert.h"
+#include "ir/printer.h"
+
+using namespace tl;
+
+Expr to_expr(nb::handle h) {
+  if (nb::isinstance<Expr>(h)) return nb::cast<Expr>(h);
+  if (PyBool_Check(h.ptr())) return bool_imm(h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) throw nb::value_error("integer constant does not fit in 64 bits");
+    if (v > INT32_MAX || v < INT32_MIN) return int_imm(v, dtype::Int64);
+    return int_imm(v, dtype::Int32);
+  }
+  if (PyFloat_Check(h.ptr())) return float_imm(PyFloat_AsDouble(h.ptr()), dtype::Float32);
+  if (nb::hasattr(h, "__tl_expr__")) return nb::cast<Expr>(h.attr("__tl_expr__")());
+  throw nb::type_error(("expected a TileLang expression or a Python number, got " +
+                        std::string(nb::str(nb::handle(h.type())).c_str()))
+                           .c_str());
+}
+
+Expr to_expr_like(nb::handle h, const Expr& like) {
+  Expr e = to_expr(h);
+  (void)like;  // promote_types gives constants the other operand's type
+  return e;
+}
+
+std::vector<Expr> to_exprs(const nb::sequence& s) {
+  std::vector<Expr> out;
+  for (nb::handle h : s) out.push_back(to_expr(h));
+  return out;
+}
+
+DataType to_dtype(nb::handle h) {
+  if (nb::isinstance<DataType>(h)) return nb::cast<DataType>(h);
+  if (nb::isinstance<nb::str>(h)) return DataType::from_string(nb::cast<std::string>(h));
+  if (nb::hasattr(h, "__tl_dtype__")) return nb::cast<DataType>(h.attr("__tl_dtype__")());
+  throw nb::type_error(("expected a dtype, got " + std::string(nb::str(nb::handle(h.type())).c_str())).c_str());
+}
+
+namespace {
+
+Expr bin(BinaryOp op, nb::handle a, nb::handle b) { return binary(op, to_expr(a), to_expr(b)); }
+
+bool expr_bool(const Expr& e) {
+  if (auto v = as_const_int(e)) return *v != 0;
+  throw nb::type_error(("the symbolic condition `" + to_string(e) +
+                        "` has no Python truth value; use it in an `if`/`while` of the kernel body, "
+                        "T.if_then_else, or T.all/T.any")
+                           .c_str());
+}
+
+}  // namespace
+
+void bind_ir(nb::module_& m) {
+  nb::class_<SourceSpan>(m, "SourceSpan")
+      .def("__init__", [](SourceSpan* s, const std::string& file, int line) { new (s) SourceSpan{intern_file(file), line}; })
+      .def_prop_ro("file", [](const SourceSpan& s) { return s.file ? std::string(s.file) : std::string(); })
+      .def_ro("line", &SourceSpan::line);
+
+  auto expr = nb::class_<Expr>(m, "Expr");
+  expr.def_prop_ro("dtype", &Expr::dtype)
+      .def_prop_ro("kind", [](const Expr& e) { return std::string(node_kind_name(e.kind())); })
+      .def("__repr__", [](const Expr& e) { return to_string(e); })
+      .def("__str__", [](const Expr& e) { return to_string(e); })
+      .def("__hash__", [](const Expr& e) { return (size_t)e.get(); })
+      .def("__bool__", &expr_bool)
+      .def("same_as", [](const Expr& a, const Expr& b) { return a.same_as(b); })
+      .def("const_value", [](const Expr& e) -> nb::object {
+        if (auto* i = e.as<IntImmNode>()) return e.dtype().is_bool() ? nb::object(nb::bool_(i->value != 0)) : nb::object(nb::int_(i->value));
+        if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
+        return nb::none();
+      })
+      .def("__add__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Add, a, b); })
+      .def("__radd__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Add, b, a); })
+      .def("__sub__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Sub, a, b); })
+      .def("__rsub__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Sub, b, a); })
+      .def("__mul__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Mul, a, b); })
+      .def("__rmul__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Mul, b, a); })
+      .def("__truediv__", [](nb::handle a, nb::handle b) {
+        Expr x = to_expr(a), y = to_expr(b);
+        // Python's `/` is true division: integers divide as floats.
+        if (!x.dtype().is_float() && !y.dtype().is_float()) {
+          x = cast(dtype::Float32, x);
+          y = cast(dtype::Float32, y);
+        }
+        return div(x, y);
+      })
+      .def("__rtruediv__", [](nb::handle a, nb::handle b) {
+        Expr x = to_expr(b), y = to_expr(a);
+        if (!x.dtype().is_float() && !y.dtype().is_float()) {
+          x = cast(dtype::Float32, x);
+          y = cast(dtype::Float32, y);
+        }
+        return div(x, y);
+      })
+      .def("__floordiv__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorDiv, a, b); })
+      .def("__rfloordiv__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorDiv, b, a); })
+      .def("__mod__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorMod, a, b); })
+      .def("__rmod__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorMod, b, a); })
+      .def("__pow__", [](nb::handle a, nb::handle b) { return call(Intrinsic::Pow, {to_expr(a), to_expr(b)}); })
+      .def("__rpow__", [](nb::handle a, nb::handle b) { return call(Intrinsic::Pow, {to_expr(b), to_expr(a)}); })
+      .def("__and__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitAnd, a, b); })
+      .def("__rand__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitAnd, b, a); })
+      .def("__or__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitOr, a, b); })
+      .def("__ror__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitOr, b, a); })
+      .def("__xor__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitXor, a, b); })
+      .def("__rxor__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitXor, b, a); })
+      .def("__lshift__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Shl, a, b); })
+      .def("__rlshift__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Shl, b, a); })
+      .def("__rshift__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Shr, a, b); })
+      .def("__rrshift__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Shr, b, a); })
+      .def("__lt__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::LT, a, b); })
+      .def("__le__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::LE, a, b); })
+      .def("__gt__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::GT, a, b); })
+      .def("__ge__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::GE, a, b); })
+      .def("__eq__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::EQ, a, b); })
+      .def("__ne__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::NE, a, b); })
+      .def("__neg__", [](const Expr& a) { return neg(a); })
+      .def("__pos__", [](const Expr& a) { return a; })
+      .def("__invert__", [](const Expr& a) { return a.dtype().is_bool() ? logical_not(a) : bit_not(a); })
+      .def("__abs__", [](const Expr& a) { return call(Intrinsic::Abs, {a}); })
+      .def("__index__", [](const Expr& e) -> int64_t {
+        if (auto v = as_const_int(e)) return *v;
+        throw nb::type_error(("`" + to_string(e) + "` is symbolic and cannot be used as a Python int").c_str());
+      });
+
+  nb::class_<Var, Expr>(m, "Var")
+      .def("__init__", [](Var* v, const std::string& name, nb::handle dt) { new (v) Var(name, to_dtype(dt)); })
+      .def_prop_ro("name", &Var::name);
+
+  nb::class_<Buffer>(m, "Buffer")
+      .def_prop_ro("name", [](const Buffer& b) { return b->name; })
+      .def_prop_ro("dtype", [](const Buffer& b) { return b->dtype; })
+      .def_prop_ro("shape", [](const Buffer& b) { return b->shape; })
+      .def_prop_ro("strides", [](const Buffer& b) { return b->strides; })
+      .def_prop_ro("scope", [](const Buffer& b) { return std::string(scope_name(b->scope)); })
+      .def_prop_ro("ndim", &Buffer::ndim)
+      .def("same_as", &Buffer::same_as)
+      .def("__hash__", [](const Buffer& b) { return (size_t)b.get(); })
+      .def("__eq__", [](const Buffer& a, const Buffer& b) { return a.same_as(b); });
+
+  nb::class_<BufferRegion>(m, "BufferRegion")
+      .def("__init__", [](BufferRegion* r, const Buffer& b, const nb::sequence& mins, const nb::sequence& extents) {
+        std::vector<Expr> mn = to_exprs(mins), ex = to_exprs(extents);
+        if (mn.size() != ex.size() || int(mn.size()) != b.ndim())
+          throw nb::value_error("BufferRegion needs one min and one extent per buffer dimension");
+        new (r) BufferRegion{b, {}};
+        for (size_t i = 0; i < mn.size(); ++i) r->ranges.push_back({mn[i], ex[i]});
+      })
+      .def_prop_ro("buffer", [](const BufferRegion& r) { return r.buffer; })
+      .def_prop_ro("mins", [](const BufferRegion& r) {
+        std::vector<Expr> v;
+        for (auto& x : r.ranges) v.push_back(x.min);
+        return v;
+      })
+      .def_prop_ro("extents", &BufferRegion::extents);
+
+  nb::class_<Stmt>(m, "Stmt").def("__repr__", [](const Stmt& s) { return to_string(s); });
+
+  nb::class_<PrimFunc>(m, "PrimFunc")
+      .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
+      .def("script", [](const PrimFunc& f) { return to_string(f); })
+      .def("__repr__", [](const PrimFunc& f) { return to_string(f); })
+      .def_prop_ro("param_names", [](const PrimFunc& f) {
+        std::vector<std::string> v;
+        for (auto& p : f->params) v.push_back(p.name);
+        return v;
+      })
+      .def("param_buffer", [](const PrimFunc& f, size_t i) -> std::optional<Buffer> {
+        if (i >= f->params.size()) throw nb::index_error();
+        if (!f->params[i].is_tensor()) return std::nullopt;
+        return f->params[i].buffer;
+      })
+      .def("param_var", [](const PrimFunc& f, size_t i) -> std::optional<Var> {
+        if (i >= f->params.size()) throw nb::index_error();
+        if (f->params[i].is_tensor()) return std::nullopt;
+        return f->params[i].var;
+      });
+
+  // ---- expression functions (the T.* math surface builds on these)
+  m.def("const", [](nb::handle value, nb::handle dt) {
+    DataType t = to_dtype(dt);
+    if (PyFloat_Check(value.ptr()) || t.is_float()) return make_const(t, nb::cast<double>(value));
+    return t.is_bool() ? bool_imm(nb::cast<bool>(value)) : int_imm(nb::cast<int64_t>(value), t);
+  });
+  m.def("cast", [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
+    return cast(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
+  }, nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
+  m.def("reinterpret", [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
+    return reinterpret(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
+  }, nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
+  m.def("select", [](nb::handle c, nb::handle t, nb::handle f) { return select(to_expr(c), to_expr(t), to_expr(f)); });
+  m.def("binary", [](const std::string& op, nb::handle a, nb::handle b) {
+#define TL_BINARY(Ident, sym, is_cmp) \
+  if (op == #Ident) return bin(BinaryOp::Ident, a, b);
+#include "ir/binary_ops.def"
+#undef TL_BINARY
+    throw nb::value_error(("unknown binary op " + op).c_str());
+  });
+  m.def("logical_and", [](nb::handle a, nb::handle b) { return logical_and(to_expr(a), to_expr(b)); });
+  m.def("logical_or", [](nb::handle a, nb::handle b) { return logical_or(to_expr(a), to_expr(b)); });
+  m.def("logical_not", [](nb::handle a) { return logical_not(to_expr(a)); });
+  m.def("ceildiv", [](nb::handle a, nb::handle b) { return ceildiv(to_expr(a), to_expr(b)); });
+  m.def("call", [](const std::string& name, const nb::sequence& args, std::optional<SourceSpan> span) {
+    auto op = parse_intrinsic(name);
+    if (!op) throw nb::value_error(("unknown intrinsic '" + name + "'").c_str());
+    return call(*op, to_exprs(args), span.value_or(SourceSpan{}));
+  }, nb::arg("name"), nb::arg("args"), nb::arg("span") = nb::none());
+  m.def("call_extern", [](nb::handle dt, const std::string& name, const nb::sequence& args) {
+    return call_extern(to_dtype(dt), name, to_exprs(args));
+  });
+  m.def("max_value", [](nb::handle dt) { return max_value(to_dtype(dt)); });
+  m.def("min_value", [](nb::handle dt) { return min_value(to_dtype(dt)); });
+  m.def("infinity", [](nb::handle dt, bool negative) { return infinity(to_dtype(dt), negative); },
+        nb::arg("dtype"), nb::arg("negative") = false);
+  m.def("buffer_load", [](const Buffer& b, const nb::sequence& idx, std::optional<SourceSpan> span) {
+    return buffer_load(b, to_exprs(idx), span.value_or(SourceSpan{}));
+  }, nb::arg("buffer"), nb::arg("indices"), nb::arg("span") = nb::none());
+  m.def("is_const", [](const Expr& e) { return e.is<IntImmNode>() || e.is<FloatImmNode>(); });
+}

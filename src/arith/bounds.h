@@ -1,0 +1,70 @@
+// Integer interval analysis: what range can an index expression take, given the
+// ranges of the loop and block variables around it? Lowering uses it to prove
+// accesses in bounds (and drop predicates) or to keep the predicate when it cannot.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/ir.h"
+
+namespace tl {
+
+// A closed integer interval [min, max]; a missing end is unbounded on that side.
+struct Interval {
+  std::optional<int64_t> min, max;
+
+  static Interval everything() { return {}; }
+  static Interval single(int64_t v) { return {v, v}; }
+  static Interval range(int64_t lo, int64_t hi) { return {lo, hi}; }
+  static Interval at_least(int64_t lo) { return {lo, std::nullopt}; }
+
+  bool is_bounded() const { return min && max; }
+  bool is_single() const { return is_bounded() && *min == *max; }
+  bool is_everything() const { return !min && !max; }
+  bool is_non_negative() const { return min && *min >= 0; }
+  bool is_positive() const { return min && *min > 0; }
+  bool contains(int64_t v) const { return (!min || *min <= v) && (!max || v <= *max); }
+  bool operator==(const Interval& o) const { return min == o.min && max == o.max; }
+};
+
+// Interval arithmetic over mathematical integers; a bound that would overflow
+// int64 becomes unbounded, so every result contains the true range.
+Interval interval_add(const Interval& a, const Interval& b);
+Interval interval_scale(const Interval& a, int64_t c);
+Interval interval_mul(const Interval& a, const Interval& b);
+Interval interval_union(const Interval& a, const Interval& b);
+Interval interval_intersect(const Interval& a, const Interval& b);
+
+// Known ranges of variables, and the bounds of expressions over them. Reasoning
+// assumes index arithmetic does not overflow (as C does for signed types).
+class BoundAnalyzer {
+ public:
+  // v lies in [min, max] (inclusive).
+  void bind(const Var& v, int64_t min, int64_t max);
+  void bind(const Var& v, const Interval& range);
+  // v lies in [min, min + extent), using the constant bounds of min and extent.
+  void bind_range(const Var& v, const Expr& min, const Expr& extent);
+  void unbind(const Var& v);
+  // The bound range of v, if any was bound.
+  std::optional<Interval> range_of(const VarNode* v) const;
+
+  // Bounds of an integer (or bool) expression; unknown parts are unbounded.
+  Interval bounds(const Expr& e) const;
+  // True only when the ranges prove `cond` (comparisons, And/Or/Not of them).
+  bool can_prove(const Expr& cond) const;
+
+ private:
+  struct LetFrame;
+  struct Entry {
+    Var var;  // held so the key cannot be reused by a new node at the same address
+    Interval range;
+  };
+  Interval eval(const Expr& e, const LetFrame* lets) const;
+  Interval eval_binary(const BinaryNode* op, const LetFrame* lets) const;
+
+  std::unordered_map<const VarNode*, Entry> ranges_;
+};
+
+}  // namespace tl

@@ -1,0 +1,257 @@
+// The frame stack behind FunctionBuilder. Allocations and lets are recorded as
+// wrappers and folded around the statements that follow them when a frame closes.
+#include "builder/builder.h"
+
+namespace tl {
+
+FunctionBuilder::FunctionBuilder(std::string name, SourceSpan span)
+    : name_(std::move(name)), func_span_(span), span_(span) {
+  frames_.push_back(Frame{FrameKind::Root, span, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, {}, {}, {}, {}});
+}
+
+Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype,
+                                     std::vector<Expr> strides) {
+  for (const Param& p : params_)
+    if (p.name == name) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
+  Buffer b = Buffer::make(name, dtype, std::move(shape), Scope::Global, std::move(strides), span_);
+  params_.push_back(Param{name, b, {}});
+  return b;
+}
+
+Var FunctionBuilder::scalar_param(const std::string& name, DataType dtype) {
+  for (const Param& p : params_)
+    if (p.name == name) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
+  Var v(name, dtype, span_);
+  params_.push_back(Param{name, {}, v});
+  return v;
+}
+
+Var FunctionBuilder::dynamic_var(const std::string& name, DataType dtype) {
+  if (!dtype.is_integer())
+    throw_user_error(span_, str_cat("T.dynamic('", name, "') needs an integer dtype, got ", dtype.name()));
+  return Var(name, dtype, span_);
+}
+
+void FunctionBuilder::push(Frame f) { frames_.push_back(std::move(f)); }
+
+Stmt FunctionBuilder::fold(std::vector<Item>& items) {
+  Stmt rest;
+  for (int i = int(items.size()) - 1; i >= 0; --i) {
+    Item& it = items[i];
+    if (it.alloc.defined()) {
+      rest = allocate(it.alloc, rest.defined() ? rest : seq({}), it.span);
+    } else if (it.let_var.defined()) {
+      rest = let_stmt(it.let_var, it.let_value, rest.defined() ? rest : seq({}), it.span);
+    } else {
+      rest = rest.defined() ? seq({it.stmt, rest}) : it.stmt;
+    }
+  }
+  return rest.defined() ? rest : seq({});
+}
+
+Stmt FunctionBuilder::pop(FrameKind expected, const char* what) {
+  if (frames_.size() <= 1 || top().kind != expected)
+    throw_internal_error(__FILE__, __LINE__, str_cat("unbalanced builder frames closing ", what));
+  Stmt body = fold(top().items);
+  return body;
+}
+
+void FunctionBuilder::require_kernel(const char* what) {
+  if (kernel_depth_ == 0)
+    throw_user_error(span_, str_cat(what, " must be inside a `with T.Kernel(...)` block"));
+}
+
+KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude) {
+  if (kernel_depth_ > 0) throw_user_error(span_, "T.Kernel blocks cannot be nested");
+  if (grid.empty() || grid.size() > 3)
+    throw_user_error(span_, str_cat("T.Kernel takes 1 to 3 grid dimensions, got ", grid.size()));
+  if (threads.empty() || threads.size() > 3)
+    throw_user_error(span_, str_cat("T.Kernel threads takes 1 to 3 dimensions, got ", threads.size()));
+  int64_t total = 1;
+  for (int64_t t : threads) {
+    if (t < 1) throw_user_error(span_, str_cat("T.Kernel threads must be positive, got ", t));
+    total *= t;
+  }
+  if (total > 1024) throw_user_error(span_, str_cat("T.Kernel asks for ", total, " threads per block; the limit is 1024"));
+  for (Expr& g : grid) {
+    if (!g.dtype().is_integer())
+      throw_user_error(span_, str_cat("T.Kernel grid dimensions must be integers, got ", g.dtype().name()));
+  }
+  Frame f{FrameKind::Kernel, span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude), {}};
+  const char* bnames[] = {"bx", "by", "bz"};
+  const char* tnames[] = {"tx", "ty", "tz"};
+  for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.push_back(Var(bnames[i], grid[i].dtype(), span_));
+  for (size_t i = 0; i < threads.size(); ++i) f.kernel_vars.threads.push_back(Var(tnames[i], dtype::Int32, span_));
+  KernelVars vars = f.kernel_vars;
+  push(std::move(f));
+  ++kernel_depth_;
+  return vars;
+}
+
+void FunctionBuilder::end_kernel() {
+  Stmt body = pop(FrameKind::Kernel, "T.Kernel");
+  Frame f = std::move(top());
+  frames_.pop_back();
+  --kernel_depth_;
+  auto n = std::make_shared<KernelLaunchNode>(f.kernel_vars.blocks, f.grid, f.kernel_vars.threads, f.threads, body,
+                                              f.prelude);
+  n->span = f.span;
+  emit(Stmt(std::move(n)));
+}
+
+Var FunctionBuilder::begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations) {
+  if (!min.dtype().is_integer() || !extent.dtype().is_integer())
+    throw_user_error(span_, str_cat("loop bounds must be integers, got ", min.dtype().name(), " and ",
+                                    extent.dtype().name()));
+  DataType t = promote_types(min, extent);
+  Frame f{FrameKind::For, span_, {}, Var(name, t, span_), cast(t, min), cast(t, extent), {}, kind,
+          std::move(annotations), {}, {}, {}, {}, {}};
+  Var v = f.loop_var;
+  push(std::move(f));
+  ++loop_depth_;
+  return v;
+}
+
+void FunctionBuilder::end_for() {
+  Stmt body = pop(FrameKind::For, "for");
+  Frame f = std::move(top());
+  frames_.pop_back();
+  --loop_depth_;
+  emit(for_loop(f.loop_var, f.min, f.extent, f.for_kind, body, f.annotations, f.span));
+}
+
+void FunctionBuilder::begin_if(Expr cond) {
+  if (!cond.dtype().is_scalar()) throw_user_error(span_, "an `if` condition must be a scalar");
+  push(Frame{FrameKind::Then, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}});
+}
+
+void FunctionBuilder::begin_else() {
+  Stmt then_case = pop(FrameKind::Then, "if");
+  Frame& f = top();
+  f.kind = FrameKind::Else;
+  f.then_case = then_case;
+  f.items.clear();
+}
+
+void FunctionBuilder::end_if() {
+  bool has_else = top().kind == FrameKind::Else;
+  Stmt body = pop(has_else ? FrameKind::Else : FrameKind::Then, "if");
+  Frame f = std::move(top());
+  frames_.pop_back();
+  if (has_else)
+    emit(if_then_else(f.cond, f.then_case, body, f.span));
+  else
+    emit(if_then_else(f.cond, body, Stmt(), f.span));
+}
+
+void FunctionBuilder::begin_while(Expr cond) {
+  push(Frame{FrameKind::While, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}});
+  ++loop_depth_;
+}
+
+void FunctionBuilder::end_while() {
+  Stmt body = pop(FrameKind::While, "while");
+  Frame f = std::move(top());
+  frames_.pop_back();
+  --loop_depth_;
+  emit(while_loop(f.cond, body, f.span));
+}
+
+Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope) {
+  require_kernel("buffer allocation");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!shape[i].dtype().is_integer())
+      throw_user_error(span_, str_cat("shape of '", name, "' must be integers; dimension ", i, " has dtype ",
+                                      shape[i].dtype().name()));
+    auto c = as_const_int(shape[i]);
+    if (scope != Scope::Global && !c)
+      throw_user_error(span_, str_cat("on-chip buffer '", name, "' needs a constant shape; dimension ", i,
+                                      " is symbolic"));
+    if (c && *c <= 0)
+      throw_user_error(span_, str_cat("shape of '", name, "' must be positive; dimension ", i, " is ", *c));
+  }
+  Buffer b = Buffer::make(name, dtype, std::move(shape), scope, {}, span_);
+  top().items.push_back(Item{{}, b, {}, {}, span_});
+  return b;
+}
+
+Var FunctionBuilder::let(const std::string& name, Expr value) {
+  Var v(name, value.dtype(), span_);
+  top().items.push_back(Item{{}, {}, v, std::move(value), span_});
+  return v;
+}
+
+void FunctionBuilder::store(const Buffer& b, std::vector<Expr> indices, Expr value) {
+  emit(buffer_store(b, std::move(value), std::move(indices), span_));
+}
+
+void FunctionBuilder::emit(Stmt s) { top().items.push_back(Item{std::move(s), {}, {}, {}, span_}); }
+
+void FunctionBuilder::evaluate(Expr e) { emit(tl::evaluate(std::move(e), span_)); }
+
+void FunctionBuilder::emit_break() {
+  if (loop_depth_ == 0) throw_user_error(span_, "`break` outside a loop");
+  emit(break_stmt(span_));
+}
+
+void FunctionBuilder::emit_continue() {
+  if (loop_depth_ == 0) throw_user_error(span_, "`continue` outside a loop");
+  emit(continue_stmt(span_));
+}
+
+void FunctionBuilder::sync_threads() {
+  require_kernel("T.sync_threads");
+  emit(barrier(BarrierKind::Threads, span_));
+}
+
+void FunctionBuilder::copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs) {
+  require_kernel("T.copy");
+  emit(make_copy(src, dst, std::move(attrs), span_));
+}
+
+void FunctionBuilder::fill(const BufferRegion& dst, Expr value) {
+  require_kernel("T.fill");
+  emit(make_fill(dst, std::move(value), span_));
+}
+
+void FunctionBuilder::gemm(const BufferRegion& a, const BufferRegion& b, const BufferRegion& c, Attrs attrs) {
+  require_kernel("T.gemm");
+  emit(make_gemm(a, b, c, std::move(attrs), span_));
+}
+
+PrimFunc FunctionBuilder::finish() {
+  if (frames_.size() != 1) throw_user_error(span_, "kernel body ended with an unclosed block");
+  Stmt body = fold(top().items);
+  return PrimFunc::make(name_, params_, body, {}, func_span_);
+}
+
+void FunctionBuilder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,
+                             const std::function<void(KernelVars)>& body) {
+  KernelVars v = begin_kernel(std::move(grid), std::move(threads));
+  body(v);
+  end_kernel();
+}
+
+void FunctionBuilder::serial(Expr extent, const std::function<void(Var)>& body) {
+  Var v = begin_for("i", make_const(extent.dtype(), 0), extent, ForKind::Serial);
+  body(v);
+  end_for();
+}
+
+void FunctionBuilder::parallel(std::vector<Expr> extents, const std::function<void(std::vector<Var>)>& body) {
+  std::vector<Var> vars;
+  const char* names[] = {"i", "j", "k", "l", "m", "n"};
+  for (size_t d = 0; d < extents.size(); ++d)
+    vars.push_back(begin_for(d < 6 ? names[d] : "p", make_const(extents[d].dtype(), 0), extents[d], ForKind::Parallel));
+  body(vars);
+  for (size_t d = 0; d < extents.size(); ++d) end_for();
+}
+
+void FunctionBuilder::pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body) {
+  Var v = begin_for("k", make_const(extent.dtype(), 0), extent, ForKind::Serial,
+                    Attrs{{"num_stages", int64_t(num_stages)}});
+  body(v);
+  end_for();
+}
+
+}  // namespace tl

@@ -1,0 +1,114 @@
+// FunctionBuilder: the one way to write a kernel, used by the C++ API (include/tl)
+// and by the Python frontend alike. It keeps a stack of open frames (kernel, loops,
+// ifs); statements go into the innermost one, and closing a frame wraps its
+// statements into the node it stands for.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "ir/ir.h"
+#include "ops/tile_op.h"
+
+namespace tl {
+
+struct KernelVars {
+  std::vector<Var> blocks;   // bx, by, bz (one per grid dim)
+  std::vector<Var> threads;  // tx, ty, tz (one per thread dim)
+};
+
+class FunctionBuilder {
+ public:
+  explicit FunctionBuilder(std::string name, SourceSpan span = {});
+
+  // The span given to the statements and expressions that follow.
+  void set_span(SourceSpan span) { span_ = span; }
+  const SourceSpan& span() const { return span_; }
+
+  // ---- parameters
+  Buffer tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype,
+                      std::vector<Expr> strides = {});
+  Var scalar_param(const std::string& name, DataType dtype);
+  // A symbolic dimension (T.dynamic); bound at call time from the argument shapes.
+  Var dynamic_var(const std::string& name, DataType dtype = dtype::Int32);
+  const std::vector<Param>& params() const { return params_; }
+
+  // ---- frames
+  KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {});
+  void end_kernel();
+  Var begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations = {});
+  void end_for();
+  void begin_if(Expr cond);
+  void begin_else();
+  void end_if();
+  void begin_while(Expr cond);
+  void end_while();
+  bool in_kernel() const { return kernel_depth_ > 0; }
+  int loop_depth() const { return loop_depth_; }
+
+  // ---- statements
+  Buffer alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope);
+  // Binds `value` to a new variable for the rest of the current frame.
+  Var let(const std::string& name, Expr value);
+  void store(const Buffer& b, std::vector<Expr> indices, Expr value);
+  void emit(Stmt s);
+  void evaluate(Expr e);
+  void emit_break();
+  void emit_continue();
+  void sync_threads();
+
+  // ---- tile ops (validated here; errors point at the current span)
+  void copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs = {});
+  void fill(const BufferRegion& dst, Expr value);
+  void gemm(const BufferRegion& a, const BufferRegion& b, const BufferRegion& c, Attrs attrs = {});
+
+  // Closes the function. Throws a UserError when frames are still open.
+  PrimFunc finish();
+
+  // C++ convenience: run `body` inside a frame.
+  void kernel(std::vector<Expr> grid, std::vector<int64_t> threads, const std::function<void(KernelVars)>& body);
+  void serial(Expr extent, const std::function<void(Var)>& body);
+  void parallel(std::vector<Expr> extents, const std::function<void(std::vector<Var>)>& body);
+  void pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body);
+
+ private:
+  enum class FrameKind { Root, Kernel, For, Then, Else, While };
+  // A statement of a frame, or a wrapper (Allocate / LetStmt) around the statements after it.
+  struct Item {
+    Stmt stmt;
+    Buffer alloc;
+    Var let_var;
+    Expr let_value;
+    SourceSpan span;
+  };
+  struct Frame {
+    FrameKind kind;
+    SourceSpan span;
+    std::vector<Item> items;
+    // For loops / kernels / ifs: what the frame becomes when closed.
+    Var loop_var;
+    Expr min, extent, cond;
+    ForKind for_kind = ForKind::Serial;
+    Attrs annotations;
+    Stmt then_case;  // set when an If frame moves to its else branch
+    std::vector<Expr> grid;
+    std::vector<int64_t> threads;
+    std::string prelude;
+    KernelVars kernel_vars;
+  };
+
+  Frame& top() { return frames_.back(); }
+  void push(Frame f);
+  Stmt pop(FrameKind expected, const char* what);
+  static Stmt fold(std::vector<Item>& items);
+  void require_kernel(const char* what);
+
+  std::string name_;
+  SourceSpan func_span_, span_;
+  std::vector<Param> params_;
+  std::vector<Frame> frames_;
+  int kernel_depth_ = 0;
+  int loop_depth_ = 0;
+};
+
+}  // namespace tl

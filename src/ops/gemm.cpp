@@ -1,0 +1,78 @@
+// T.gemm: C += op(A) @ op(B) on tiles, op = transpose when asked. Operands may be
+// in shared or fragment memory; products accumulate in C's dtype.
+#include "ops/tile_op.h"
+
+namespace tl {
+namespace {
+
+// The two trailing dims of a region (leading dims must be 1).
+std::pair<Expr, Expr> matrix_dims(const BufferRegion& r, const char* which, SourceSpan span) {
+  int n = int(r.ranges.size());
+  if (n < 2)
+    throw_user_error(span, str_cat("T.gemm operand ", which, " '", r.buffer->name,
+                                   "' must be a 2-D tile, got ", n, " dimension(s)"));
+  for (int i = 0; i < n - 2; ++i)
+    if (!is_const_one(r.ranges[i].extent))
+      throw_user_error(span, str_cat("T.gemm operand ", which, " '", r.buffer->name,
+                                     "' must be a 2-D tile; its leading dimension ", i, " has extent > 1"));
+  return {r.ranges[n - 2].extent, r.ranges[n - 1].extent};
+}
+
+void check_equal(const Expr& a, const Expr& b, const std::string& what, SourceSpan span) {
+  auto x = as_const_int(a), y = as_const_int(b);
+  if (x && y && *x != *y) throw_user_error(span, str_cat("T.gemm shape mismatch: ", what, " (", *x, " vs ", *y, ")"));
+}
+
+}  // namespace
+
+Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span) {
+  bool ta = attr_int(attrs, "transpose_A", 0), tb = attr_int(attrs, "transpose_B", 0);
+  auto [a0, a1] = matrix_dims(a, "A", span);
+  auto [b0, b1] = matrix_dims(b, "B", span);
+  auto [c0, c1] = matrix_dims(c, "C", span);
+  Expr m = ta ? a1 : a0, k = ta ? a0 : a1;
+  Expr k2 = tb ? b1 : b0, n = tb ? b0 : b1;
+  check_equal(k, k2, str_cat("the K extent of A '", a.buffer->name, "'", ta ? " (transposed)" : "",
+                             " differs from the K extent of B '", b.buffer->name, "'", tb ? " (transposed)" : ""),
+              span);
+  check_equal(m, c0, str_cat("the M extent of A '", a.buffer->name, "' differs from the rows of C '",
+                             c.buffer->name, "'"),
+              span);
+  check_equal(n, c1, str_cat("the N extent of B '", b.buffer->name, "' differs from the columns of C '",
+                             c.buffer->name, "'"),
+              span);
+  for (auto* d : {&m, &n, &k})
+    if (!as_const_int(*d))
+      throw_user_error(span, "T.gemm tile extents must be compile-time constants");
+  if (c.buffer->scope == Scope::Global)
+    throw_user_error(span, str_cat("T.gemm accumulator C '", c.buffer->name,
+                                   "' must be in shared or fragment memory (alloc_fragment), not a global tensor"));
+  return tile_op(TileOpKind::Gemm, {std::move(a), std::move(b), std::move(c)}, {}, std::move(attrs), span);
+}
+
+// Calls the device header's tile GEMM with element pointers and row strides.
+Stmt lower_gemm_serial(const TileOpNode* op) {
+  const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+  bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
+  bool clear = attr_int(op->attrs, "clear_accum", 0);
+  auto [c0, c1] = std::pair(c.ranges[c.ranges.size() - 2].extent, c.ranges.back().extent);
+  const BufferRegion& ka = a;
+  Expr k = ta ? ka.ranges[ka.ranges.size() - 2].extent : ka.ranges.back().extent;
+  auto ptr = [](const BufferRegion& r) {
+    std::vector<Expr> mins;
+    for (const Range& rg : r.ranges) mins.push_back(rg.min);
+    return call(Intrinsic::AddressOf, {buffer_load(r.buffer, mins)});
+  };
+  auto row_stride = [](const BufferRegion& r) {
+    auto strides = r.buffer.effective_strides();
+    return cast(dtype::Int64, strides[strides.size() - 2]);
+  };
+  std::string name = str_cat("tl::gemm_tile<", *as_const_int(c0), ", ", *as_const_int(c1), ", ", *as_const_int(k),
+                             ", ", ta ? "true" : "false", ", ", tb ? "true" : "false", ", ", clear ? "true" : "false",
+                             ">");
+  return evaluate(call_extern(dtype::Void, name,
+                              {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}),
+                  op->span);
+}
+
+}  // namespace tl

@@ -1,0 +1,41 @@
+// The contract every tile operator implements, one file per op in src/ops/:
+// `make_<op>` checks the user's operands and builds the TileOp statement;
+// `lower_<op>_serial` expands it into loops for targets where one executor runs a
+// whole thread block (the CPU). GPU lowerings join this table as they are written.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace tl {
+
+struct OpInfo {
+  const char* name;
+  Stmt (*lower_serial)(const TileOpNode* op);
+};
+
+const OpInfo& op_info(TileOpKind kind);
+
+// One side of T.copy: a buffer with per-dimension starts and extents. An empty
+// `extents` means "start point": the extent is taken from the other side.
+struct CopyOperand {
+  Buffer buffer;
+  std::vector<Expr> mins;
+  std::vector<Expr> extents;
+};
+
+// Builders, validated (errors name the user's span). See the op files for semantics.
+Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span);
+Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
+Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
+
+Stmt lower_copy_serial(const TileOpNode* op);
+Stmt lower_fill_serial(const TileOpNode* op);
+Stmt lower_gemm_serial(const TileOpNode* op);
+
+// Shared by ops: an int attribute with a default, and "is this dim provably 1".
+int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback);
+bool is_const_one(const Expr& e);
+// The condition that every index is inside `buffer` (true when no check is needed).
+Expr in_bounds(const Buffer& buffer, const std::vector<Expr>& indices);
+
+}  // namespace tl
