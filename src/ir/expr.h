@@ -122,5 +122,6 @@ struct LetNode : ExprNode {
 // Value of an integer or float constant, if `e` is one.
 std::optional<int64_t> as_const_int(const Expr& e);
 std::optional<double> as_const_float(const Expr& e);
+bool is_const_one(const Expr& e);  // an integer constant equal to 1
 
 }  // namespace tl

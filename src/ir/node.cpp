@@ -163,6 +163,11 @@ std::optional<int64_t> as_const_int(const Expr& e) {
   return std::nullopt;
 }
 
+bool is_const_one(const Expr& e) {
+  auto v = as_const_int(e);
+  return v && *v == 1;
+}
+
 std::optional<double> as_const_float(const Expr& e) {
   if (!e.defined()) return std::nullopt;
   if (auto* f = e.as<FloatImmNode>()) return f->value;

@@ -27,8 +27,10 @@ class Printer {
       const Param& p = f->params[i];
       if (i) out_ << ", ";
       if (p.is_tensor()) {
-        out_ << buffer_name(p.buffer) << ": T.Tensor(" << shape(p.buffer) << ", \"" << p.buffer->dtype.name()
-             << "\")";
+        out_ << buffer_name(p.buffer) << ": T.Tensor(" << shape(p.buffer) << ", \"" << p.buffer->dtype.name() << "\"";
+        if (!p.buffer->strides.empty()) out_ << ", strides=" << exprs(p.buffer->strides);
+        if (p.buffer->scope != Scope::Global) out_ << ", scope=\"" << scope_name(p.buffer->scope) << "\"";
+        out_ << ")";
       } else {
         out_ << var_name(p.var.node()) << ": T." << p.var.dtype().name();
       }
@@ -70,6 +72,18 @@ class Printer {
   }
   std::string var_name(const VarNode* v) { return unique(v, v->name.empty() ? "v" : v->name); }
   std::string buffer_name(const Buffer& b) { return unique(b.get(), b->name.empty() ? "buf" : b->name); }
+
+  std::string exprs(const std::vector<Expr>& v) {
+    std::ostringstream os;
+    os << "(";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) os << ", ";
+      print_expr(os, v[i]);
+    }
+    if (v.size() == 1) os << ",";
+    os << ")";
+    return os.str();
+  }
 
   std::string shape(const Buffer& b) {
     std::ostringstream os;
@@ -219,7 +233,7 @@ class Printer {
       }
       case NodeKind::Let: {
         auto* n = e.as<LetNode>();
-        os << "T.Let(" << var_name(n->var.node()) << " = ";
+        os << "T.Let(" << var_name(n->var.node()) << ": T." << n->var.dtype().name() << " = ";
         print_expr(os, n->value);
         os << ", ";
         print_expr(os, n->body);
@@ -263,7 +277,7 @@ class Printer {
     std::string v = var_name(op->var.node());
     auto stages = op->annotations.find("num_stages");
     out_ << "for " << v << " in ";
-    if (stages != op->annotations.end()) {
+    if (stages != op->annotations.end() && op->for_kind == ForKind::Serial) {
       out_ << "T.Pipelined(";
     } else {
       switch (op->for_kind) {
@@ -281,6 +295,7 @@ class Printer {
       print_expr(out_, op->extent);
     }
     for (const auto& [k, val] : op->annotations) out_ << ", " << k << "=" << to_string(val);
+    if (op->var.dtype() != dtype::Int32) out_ << ", dtype=\"" << op->var.dtype().name() << "\"";
     out_ << "):\n";
     body(op->body);
   }
@@ -341,7 +356,9 @@ class Printer {
       case Scope::LocalVar: out_ << "T.alloc_var("; break;
       default: out_ << "T.alloc_local("; break;
     }
-    out_ << shape(b) << ", \"" << b->dtype.name() << "\", scope=\"" << scope_name(b->scope) << "\")\n";
+    out_ << shape(b) << ", \"" << b->dtype.name() << "\", scope=\"" << scope_name(b->scope) << "\"";
+    if (!b->strides.empty()) out_ << ", strides=" << exprs(b->strides);
+    out_ << ")\n";
     print_stmt(op->body);
   }
   void print(const KernelLaunchNode* op) {
@@ -362,13 +379,16 @@ class Printer {
     out_ << ") as (";
     for (size_t i = 0; i < op->block_vars.size(); ++i)
       out_ << (i ? ", " : "") << var_name(op->block_vars[i].node());
-    out_ << "):\n";
+    out_ << "):";
+    for (const Var& v : op->block_vars)
+      if (v.dtype() != dtype::Int32) out_ << "  # " << var_name(v.node()) << ": " << v.dtype().name();
+    out_ << "\n";
     ++indent_;
     if (!op->thread_vars.empty()) {
       line();
       for (size_t i = 0; i < op->thread_vars.size(); ++i)
         out_ << (i ? ", " : "") << var_name(op->thread_vars[i].node());
-      out_ << " = T.get_thread_bindings()\n";
+      out_ << (op->thread_vars.size() == 1 ? "," : "") << " = T.get_thread_bindings()\n";
     }
     if (!op->prelude.empty()) {
       line();

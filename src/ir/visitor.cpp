@@ -77,6 +77,8 @@ void IRVisitor::visit(const SeqNode* op) {
   for (const Stmt& s : op->seq) visit(s);
 }
 void IRVisitor::visit(const ForNode* op) {
+  for (const auto& [k, a] : op->annotations)
+    if (auto* e = std::get_if<Expr>(&a)) visit(*e);
   visit(op->min);
   visit(op->extent);
   visit(op->body);
@@ -111,6 +113,8 @@ void IRVisitor::visit(const KernelLaunchNode* op) {
 void IRVisitor::visit(const TileOpNode* op) {
   for (const BufferRegion& r : op->regions) visit_region(r);
   for (const Expr& a : op->args) visit(a);
+  for (const auto& [k, a] : op->attrs)
+    if (auto* e = std::get_if<Expr>(&a)) visit(*e);
 }
 void IRVisitor::visit(const BarrierNode*) {}
 void IRVisitor::visit(const AttrNode* op) {
@@ -202,7 +206,9 @@ Expr IRMutator::visit(const CallNode* op, const Expr& self) {
   bool changed = false;
   auto args = mutate_all(op->args, &changed);
   if (!changed) return self;
-  return make_node<Expr, CallNode>(op->dtype, op->op, std::move(args));
+  auto n = std::make_shared<CallNode>(op->dtype, op->op, std::move(args));
+  n->span = op->span;
+  return Expr(std::move(n));
 }
 Expr IRMutator::visit(const BufferLoadNode* op, const Expr& self) {
   bool changed = false;

@@ -24,11 +24,6 @@ int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback) {
   return fallback;
 }
 
-bool is_const_one(const Expr& e) {
-  auto v = as_const_int(e);
-  return v && *v == 1;
-}
-
 Expr in_bounds(const Buffer& buffer, const std::vector<Expr>& indices) {
   Expr cond = bool_imm(true);
   for (size_t d = 0; d < indices.size(); ++d) {

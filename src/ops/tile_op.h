@@ -32,9 +32,8 @@ Stmt lower_copy_serial(const TileOpNode* op);
 Stmt lower_fill_serial(const TileOpNode* op);
 Stmt lower_gemm_serial(const TileOpNode* op);
 
-// Shared by ops: an int attribute with a default, and "is this dim provably 1".
+// Shared by ops: an int attribute with a default.
 int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback);
-bool is_const_one(const Expr& e);
 // The condition that every index is inside `buffer` (true when no check is needed).
 Expr in_bounds(const Buffer& buffer, const std::vector<Expr>& indices);
 

@@ -1,0 +1,151 @@
+// The one header generated CPU kernels include: number types, the math and
+// integer helpers the code generator names, and the tile GEMM. It depends on the
+// C++ standard library only, so a kernel compiles in a fraction of a second.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "types.h"
+
+namespace tl {
+
+// One argument slot of a kernel call: a tensor's data pointer or a scalar.
+union Arg {
+  void* ptr;
+  int64_t i;
+  double f;
+};
+
+template <class T>
+inline T floordiv(T a, T b) {
+  T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T>
+inline T floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T>
+inline T min(T a, T b) {
+  return b < a ? b : a;
+}
+template <class T>
+inline T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+// Float math in the argument's precision (float or double).
+#define TL_UNARY_MATH(name, expr)            \
+  inline float name(float x) { return expr; } \
+  inline double name(double x) { return expr; }
+TL_UNARY_MATH(exp, std::exp(x))
+TL_UNARY_MATH(exp2, std::exp2(x))
+TL_UNARY_MATH(exp10, std::pow(decltype(x)(10), x))
+TL_UNARY_MATH(log, std::log(x))
+TL_UNARY_MATH(log2, std::log2(x))
+TL_UNARY_MATH(log10, std::log10(x))
+TL_UNARY_MATH(log1p, std::log1p(x))
+TL_UNARY_MATH(sqrt, std::sqrt(x))
+TL_UNARY_MATH(rsqrt, decltype(x)(1) / std::sqrt(x))
+TL_UNARY_MATH(floor, std::floor(x))
+TL_UNARY_MATH(ceil, std::ceil(x))
+TL_UNARY_MATH(round, std::nearbyint(x))
+TL_UNARY_MATH(trunc, std::trunc(x))
+TL_UNARY_MATH(nearbyint, std::nearbyint(x))
+TL_UNARY_MATH(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
+TL_UNARY_MATH(tanh, std::tanh(x))
+TL_UNARY_MATH(sin, std::sin(x))
+TL_UNARY_MATH(cos, std::cos(x))
+TL_UNARY_MATH(tan, std::tan(x))
+TL_UNARY_MATH(sinh, std::sinh(x))
+TL_UNARY_MATH(cosh, std::cosh(x))
+TL_UNARY_MATH(erf, std::erf(x))
+#undef TL_UNARY_MATH
+inline float pow(float a, float b) { return std::pow(a, b); }
+inline double pow(double a, double b) { return std::pow(a, b); }
+inline float fmod(float a, float b) { return std::fmod(a, b); }
+inline double fmod(double a, double b) { return std::fmod(a, b); }
+template <class T>
+inline T abs(T x) {
+  return x < 0 ? -x : x;
+}
+inline float abs(float x) { return std::fabs(x); }
+inline double abs(double x) { return std::fabs(x); }
+inline bool isnan(double x) { return std::isnan(x); }
+inline bool isinf(double x) { return std::isinf(x); }
+inline bool isfinite(double x) { return std::isfinite(x); }
+
+// Accumulator-precision copy of one operand element.
+template <class Acc, class T>
+inline Acc widen(const T& v) {
+  return Acc(float(v));
+}
+template <>
+inline float widen<float, float>(const float& v) {
+  return v;
+}
+template <>
+inline double widen<double, double>(const double& v) {
+  return v;
+}
+
+template <class T>
+struct AccumOf {
+  using type = float;
+};
+template <>
+struct AccumOf<double> {
+  using type = double;
+};
+template <>
+struct AccumOf<int32_t> {
+  using type = int32_t;
+};
+template <>
+struct AccumOf<int64_t> {
+  using type = int64_t;
+};
+
+// C[M][N] (+)= op(A) @ op(B) for one tile. lda/ldb/ldc are row strides in elements.
+// Operands are widened into contiguous tiles first so that the inner loop is a
+// unit-stride multiply-add the compiler vectorizes.
+template <int M, int N, int K, bool TransA, bool TransB, bool Clear, class TA, class TB, class TC>
+inline void gemm_tile(const TA* a, int64_t lda, const TB* b, int64_t ldb, TC* c, int64_t ldc) {
+  using Acc = typename AccumOf<TC>::type;
+  alignas(64) Acc at[M * K];
+  alignas(64) Acc bt[K * N];
+  alignas(64) Acc ct[M * N];
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) at[i * K + k] = widen<Acc>(TransA ? a[k * lda + i] : a[i * lda + k]);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) bt[k * N + j] = widen<Acc>(TransB ? b[j * ldb + k] : b[k * ldb + j]);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) ct[i * N + j] = Clear ? Acc(0) : widen<Acc>(c[i * ldc + j]);
+  for (int i = 0; i < M; ++i) {
+    Acc* crow = ct + i * N;
+    for (int k = 0; k < K; ++k) {
+      Acc av = at[i * K + k];
+      const Acc* brow = bt + k * N;
+      for (int j = 0; j < N; ++j) crow[j] += av * brow[j];
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) c[i * ldc + j] = TC(ct[i * N + j]);
+}
+
+// T.print support: one line prefixed with the block index.
+inline void print_value(const char* msg, int64_t bx, int64_t by, int64_t bz, double v) {
+  std::printf("%sblock (%lld, %lld, %lld): %g\n", msg, (long long)bx, (long long)by, (long long)bz, v);
+}
+
+[[noreturn]] inline void device_assert_fail(const char* msg) {
+  std::fprintf(stderr, "tilelang device assert failed: %s\n", msg);
+  std::abort();
+}
+
+}  // namespace tl

@@ -1,0 +1,31 @@
+// compile(): from a PrimFunc to a loaded, callable Kernel, through the kernel
+// cache (memory, then disk, then lowering + codegen + device compiler).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "runtime/kernel.h"
+#include "target/target.h"
+
+namespace tl {
+
+struct CompileOptions {
+  Target target;
+  Attrs pass_configs;
+  std::vector<std::string> compile_flags;
+  bool use_cache = true;  // memory and disk
+  std::string cache_dir;  // empty: default_cache_dir()
+};
+
+std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& options = {});
+
+// Generated source without compiling (for inspection and tests).
+std::string generate_source(const PrimFunc& f, const Target& target);
+
+// The text the cache key hashes: everything that changes the binary.
+std::string cache_key_material(const PrimFunc& f, const CompileOptions& options);
+
+}  // namespace tl

@@ -1,0 +1,287 @@
+"""Rewrites the Python syntax tree of a kernel function so that running it builds IR.
+
+Control flow whose condition may be symbolic (`if`, `while`, `for`, `and`/`or`/`not`,
+chained comparisons, `x if c else y`) is routed through hook functions (hooks.py) that
+decide at trace time between plain Python semantics and IR frames. Each statement first
+reports its line to the builder, and the code is compiled with the user's file name and
+line numbers, so tracebacks and IR spans point at the user's source."""
+
+import ast
+import inspect
+import textwrap
+
+from .builder_ctx import TileLangError
+
+# Statements a kernel body cannot contain, with the words used in the error.
+_UNSUPPORTED = {
+    ast.Try: "`try` statements",
+    ast.Global: "`global` statements",
+    ast.Nonlocal: "`nonlocal` statements",
+    ast.AsyncFor: "`async for` loops",
+    ast.AsyncWith: "`async with` blocks",
+    ast.AsyncFunctionDef: "`async def` functions",
+    ast.ClassDef: "class definitions",
+    ast.Yield: "`yield` expressions",
+    ast.YieldFrom: "`yield from` expressions",
+    ast.Await: "`await` expressions",
+}
+for _kind, _words in (("TryStar", "`try`/`except*` statements"), ("Match", "`match` statements")):
+    if hasattr(ast, _kind):
+        _UNSUPPORTED[getattr(ast, _kind)] = _words
+
+_COMPARE_NAMES = {
+    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne",
+    ast.Is: "is", ast.IsNot: "is_not", ast.In: "in", ast.NotIn: "not_in",
+}
+
+# Files holding rewritten code; the trace entry uses them to find the user's line.
+REWRITTEN_FILES = set()
+_cache = {}
+
+
+def located_error(message, file, line):
+    err = TileLangError(f"{file}:{line}: {message}")
+    err.file = file
+    err.line = line
+    err.bare_message = message
+    return err
+
+
+def _name(id_, ctx=None):
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _call(func, *args):
+    return ast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def _lambda(body):
+    empty = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[])
+    return ast.Lambda(args=empty, body=body)
+
+
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [e.id if isinstance(e, ast.Name) else f"i{k}" for k, e in enumerate(target.elts)]
+    return ["i"]
+
+
+class KernelRewriter(ast.NodeTransformer):
+    """Turns one function definition into its traced form (see the module docstring)."""
+
+    def __init__(self, filename, kernel_name, is_macro):
+        self.filename = filename
+        self.kernel_name = kernel_name
+        self.is_macro = is_macro
+        self.counter = 0
+        self.func_depth = 0
+        self.with_depth = 0
+
+    def fail(self, node, construct):
+        raise located_error(
+            f"{construct} are not supported in the body of kernel '{self.kernel_name}'",
+            self.filename, getattr(node, "lineno", 0),
+        )
+
+    def fresh(self, prefix):
+        self.counter += 1
+        return f"_tl_{prefix}{self.counter}"
+
+    def generic_visit(self, node):
+        construct = _UNSUPPORTED.get(type(node))
+        if construct:
+            self.fail(node, construct)
+        return super().generic_visit(node)
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            line = ast.Expr(_call("_tl_line", ast.Constant(stmt.lineno)))
+            out.append(ast.copy_location(line, stmt))
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+    # ---- functions
+    def visit_FunctionDef(self, node):
+        self.func_depth += 1
+        try:
+            if self.func_depth == 1:
+                return self._top_function(node)
+            if self.with_depth and not node.decorator_list:
+                self.fail(node, "nested function definitions (use @T.macro for helpers)")
+            node.decorator_list = [self.visit(d) for d in node.decorator_list]
+            node.decorator_list.append(_name("_tl_rewritten"))
+            node.body = self.block(node.body)
+            return node
+        finally:
+            self.func_depth -= 1
+
+    def _top_function(self, node):
+        node.decorator_list = []
+        node.returns = None
+        args = node.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if a is not None:
+                a.annotation = None
+        args.defaults = []
+        args.kw_defaults = [None] * len(args.kwonlyargs)
+        node.body = self.block(node.body)
+        return node
+
+    def visit_Lambda(self, node):
+        return self.generic_visit(node)
+
+    def visit_Return(self, node):
+        self.generic_visit(node)
+        if self.func_depth != 1 or self.is_macro:
+            return node
+        node.value = _call("_tl_return", node.value or ast.Constant(None))
+        return node
+
+    # ---- assignments
+    def _assign_name(self, target, value, node):
+        wrapped = _call("_tl_assign", _call("_tl_name", ast.Constant(target.id)), value,
+                        _call("locals"))
+        return ast.copy_location(ast.Assign(targets=[_name(target.id, ast.Store())], value=wrapped), node)
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            return self._assign_name(node.targets[0], node.value, node)
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        value = ast.BinOp(left=_name(node.target.id), op=node.op, right=node.value)
+        return self._assign_name(node.target, value, node)
+
+    def visit_AnnAssign(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            self.fail(node, "annotated assignments to anything but a plain name")
+        name = node.target.id
+        if node.value is None:
+            value = _call("_tl_declare", ast.Constant(name), node.annotation)
+            return ast.copy_location(ast.Assign(targets=[_name(name, ast.Store())], value=value), node)
+        value = _call("_tl_annotated", node.annotation, node.value)
+        return self._assign_name(node.target, value, node)
+
+    # ---- control flow
+    def visit_For(self, node):
+        if node.orelse:
+            self.fail(node, "`for ... else` loops")
+        node.iter = self.visit(node.iter)
+        names = ast.Tuple(elts=[ast.Constant(n) for n in _target_names(node.target)], ctx=ast.Load())
+        node.iter = _call("_tl_for", node.iter, names)
+        node.body = self.block(node.body)
+        return node
+
+    def visit_While(self, node):
+        if node.orelse:
+            self.fail(node, "`while ... else` loops")
+        state = self.fresh("w")
+        test = self.visit(node.test)
+        enter = ast.Assign(targets=[_name(state, ast.Store())], value=_call("_tl_while", _lambda(test)))
+        step = ast.Call(func=ast.Attribute(value=_name(state), attr="step", ctx=ast.Load()), args=[],
+                        keywords=[])
+        loop = ast.While(test=step, body=self.block(node.body), orelse=[])
+        leave = ast.Expr(ast.Call(func=ast.Attribute(value=_name(state), attr="exit", ctx=ast.Load()),
+                                  args=[], keywords=[]))
+        return [ast.copy_location(s, node) for s in (enter, loop, leave)]
+
+    def visit_If(self, node):
+        cond = self.fresh("c")
+        test = self.visit(node.test)
+        out = [ast.Assign(targets=[_name(cond, ast.Store())], value=_call("_tl_if", test))]
+        out.append(ast.If(test=_name(cond), body=self.block(node.body), orelse=[]))
+        if node.orelse:
+            out.append(ast.If(test=_call("_tl_else", _name(cond)), body=self.block(node.orelse),
+                              orelse=[]))
+        out.append(ast.Expr(_call("_tl_endif", _name(cond))))
+        return [ast.copy_location(s, node) for s in out]
+
+    def visit_Break(self, node):
+        return ast.copy_location(ast.If(test=_call("_tl_break"), body=[node], orelse=[]), node)
+
+    def visit_Continue(self, node):
+        return ast.copy_location(ast.If(test=_call("_tl_continue"), body=[node], orelse=[]), node)
+
+    def visit_With(self, node):
+        for item in node.items:
+            item.context_expr = _call("_tl_with", self.visit(item.context_expr))
+            if item.optional_vars is not None:
+                item.optional_vars = self.visit(item.optional_vars)
+        self.with_depth += 1
+        try:
+            node.body = self.block(node.body)
+        finally:
+            self.with_depth -= 1
+        return node
+
+    # ---- expressions whose Python meaning depends on symbolic operands
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        hook = "_tl_and" if isinstance(node.op, ast.And) else "_tl_or"
+        first, rest = node.values[0], node.values[1:]
+        return ast.copy_location(_call(hook, first, *[_lambda(v) for v in rest]), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("_tl_not", node.operand), node)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        pairs = [
+            ast.Tuple(elts=[ast.Constant(_COMPARE_NAMES[type(op)]), _lambda(right)], ctx=ast.Load())
+            for op, right in zip(node.ops, node.comparators)
+        ]
+        return ast.copy_location(_call("_tl_compare", node.left, ast.Tuple(elts=pairs, ctx=ast.Load())),
+                                 node)
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return ast.copy_location(
+            _call("_tl_ifexp", node.test, _lambda(node.body), _lambda(node.orelse)), node
+        )
+
+
+def _parse_function(func):
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError):
+        raise TileLangError(
+            f"cannot read the source of kernel '{func.__name__}'; kernels must be defined in a "
+            "file, not in an interactive prompt or via exec()"
+        ) from None
+    tree = ast.parse(textwrap.dedent(source))
+    ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not defs:
+        raise TileLangError(f"kernel '{func.__name__}' must be a plain `def` function")
+    return ast.Module(body=[defs[0]], type_ignores=[])
+
+
+def rewritten_code(func, is_macro=False):
+    """(code object defining the traced function, its name), cached per function code."""
+    key = (func.__code__, is_macro)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    filename = func.__code__.co_filename
+    module = _parse_function(func)
+    rewriter = KernelRewriter(filename, func.__name__, is_macro)
+    module = ast.fix_missing_locations(rewriter.visit(module))
+    code = compile(module, filename, "exec")
+    REWRITTEN_FILES.add(filename)
+    _cache[key] = (code, module.body[0].name)
+    return _cache[key]

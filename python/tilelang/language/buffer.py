@@ -1,0 +1,202 @@
+"""Python handles for buffers: `A[i, j]` loads, `A[i, j] = v` stores, `A[a:b, :]` regions
+for tile ops, `A.shape` / `A.dtype`. Scalars made by `T.alloc_var` also act as values."""
+
+import operator
+
+from . import builder_ctx
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+
+def to_value(x):
+    """Unwraps objects that stand for an expression (alloc_var scalars) into the Expr."""
+    return x.__tl_expr__() if isinstance(x, VarBuffer) else x
+
+
+def const_int(x):
+    """The Python int of a constant integer (Python int or constant Expr), else None."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    if isinstance(x, _C.Expr):
+        v = x.const_value()
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return None
+
+
+class Region:
+    """A rectangular part of a buffer: per-dimension starts and extents (from a slice)."""
+
+    __slots__ = ("buffer", "mins", "extents")
+
+    def __init__(self, buffer, mins, extents):
+        self.buffer = buffer
+        self.mins = list(mins)
+        self.extents = list(extents)
+
+    def to_core(self):
+        return _C.BufferRegion(self.buffer.handle, self.mins, self.extents)
+
+    @property
+    def shape(self):
+        return tuple(self.extents)
+
+    @property
+    def dtype(self):
+        return self.buffer.dtype
+
+    def __repr__(self):
+        ranges = ", ".join(f"{m}:{m} + {e}" for m, e in zip(self.mins, self.extents))
+        return f"{self.buffer.name}[{ranges}]"
+
+
+class Buffer:
+    """A tensor parameter or an on-chip allocation of the kernel being traced."""
+
+    __slots__ = ("handle", "name", "dtype", "shape", "scope")
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.name = handle.name
+        self.dtype = make_dtype(handle.dtype.name)
+        self.scope = handle.scope
+        shape = []
+        for dim in handle.shape:
+            value = const_int(dim)
+            shape.append(dim if value is None else value)
+        self.shape = tuple(shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"Buffer({self.name}, shape={list(self.shape)}, dtype={self.dtype}, scope={self.scope})"
+
+    def full_region(self):
+        return Region(self, [0] * self.ndim, self.shape)
+
+    def _normalize_index(self, index, dim):
+        index = to_value(index)
+        if isinstance(index, int) and not isinstance(index, bool) and index < 0:
+            extent = self.shape[dim]
+            return extent + index
+        return index
+
+    def _split_key(self, key):
+        """Returns (indices, region or None) for a subscript key."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > self.ndim:
+            raise frontend_error(
+                f"buffer '{self.name}' has {self.ndim} dimension(s) but is indexed with {len(key)}"
+            )
+        has_slice = len(key) < self.ndim or any(isinstance(k, slice) for k in key)
+        if not has_slice:
+            return [self._normalize_index(k, d) for d, k in enumerate(key)], None
+        mins, extents = [], []
+        for d in range(self.ndim):
+            k = key[d] if d < len(key) else slice(None)
+            if isinstance(k, slice):
+                lo, ext = self._slice_range(k, d)
+            else:
+                lo, ext = self._normalize_index(k, d), 1
+            mins.append(lo)
+            extents.append(ext)
+        return None, Region(self, mins, extents)
+
+    def _slice_range(self, s, dim):
+        if s.step not in (None, 1):
+            raise frontend_error(f"slices of buffer '{self.name}' must have step 1, got {s.step}")
+        lo = 0 if s.start is None else self._normalize_index(s.start, dim)
+        hi = self.shape[dim] if s.stop is None else self._normalize_index(s.stop, dim)
+        lo_c, hi_c = const_int(lo), const_int(hi)
+        if lo_c is not None and hi_c is not None:
+            return lo_c, hi_c - lo_c
+        return lo, hi - lo
+
+    def __getitem__(self, key):
+        indices, region = self._split_key(key)
+        if region is not None:
+            return region
+        ctx = builder_ctx.current(f"indexing buffer '{self.name}'")
+        load = _C.buffer_load(self.handle, indices)
+        ctx.remember_load(load, self, indices)
+        return load
+
+    def __setitem__(self, key, value):
+        indices, region = self._split_key(key)
+        ctx = builder_ctx.current(f"storing into buffer '{self.name}'")
+        if region is not None:
+            ctx.builder.fill(region.to_core(), to_value(value))
+            return
+        ctx.builder.store(self.handle, indices, to_value(value))
+
+    def __iter__(self):
+        raise TypeError(f"buffer '{self.name}' is not iterable; index it or use T.Parallel")
+
+
+def _forward(op, reflected=False):
+    def method(self, other):
+        a, b = self.__tl_expr__(), to_value(other)
+        return op(b, a) if reflected else op(a, b)
+
+    return method
+
+
+def _forward_unary(op):
+    def method(self):
+        return op(self.__tl_expr__())
+
+    return method
+
+
+class VarBuffer(Buffer):
+    """A `T.alloc_var` scalar: reads as its value; assigning its Python name stores into it."""
+
+    __slots__ = ()
+
+    def __tl_expr__(self):
+        ctx = builder_ctx.current(f"reading '{self.name}'")
+        load = _C.buffer_load(self.handle, [0])
+        ctx.remember_load(load, self, [0])
+        return load
+
+    def store(self, value):
+        builder_ctx.current(f"assigning '{self.name}'").builder.store(self.handle, [0], to_value(value))
+
+    def __getitem__(self, key):
+        if key == 0 or key == (0,):
+            return self.__tl_expr__()
+        return Buffer.__getitem__(self, key)
+
+    def __bool__(self):
+        return bool(self.__tl_expr__())
+
+    def __index__(self):
+        return operator.index(self.__tl_expr__())
+
+
+_BINARY = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "lshift": operator.lshift, "rshift": operator.rshift,
+}
+for _name, _op in _BINARY.items():
+    setattr(VarBuffer, f"__{_name}__", _forward(_op))
+    setattr(VarBuffer, f"__r{_name}__", _forward(_op, reflected=True))
+for _name, _op in {
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne,
+}.items():
+    setattr(VarBuffer, f"__{_name}__", _forward(_op))
+for _name, _op in {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+                   "abs": operator.abs}.items():
+    setattr(VarBuffer, f"__{_name}__", _forward_unary(_op))
+VarBuffer.__hash__ = object.__hash__
+
+
+def wrap_buffer(handle):
+    """The Python handle for a core buffer (VarBuffer for `local.var` scalars)."""
+    return VarBuffer(handle) if handle.scope == "local.var" else Buffer(handle)

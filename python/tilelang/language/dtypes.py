@@ -1,0 +1,193 @@
+"""The `T.float16`-style dtype objects. A dtype is a `str` holding its canonical name, so
+it compares equal to that name and passes straight into the C++ core; the core's one
+list of scalar types (dtypes.def) decides which names exist."""
+
+import builtins
+
+import numpy as np
+
+from tilelang import _native
+
+_C = _native.load()
+
+# Python-level aliases users write (`T.half`, `T.int` ...).
+ALIASES = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "int": "int32",
+    "uint": "uint32",
+    "long": "int64",
+    "short": "int16",
+}
+
+_PY_TYPES = {builtins.bool: "bool", builtins.int: "int32", builtins.float: "float32"}
+_INTERNAL = {"handle", "void"}
+# numpy cannot hold these natively; ml_dtypes supplies them.
+_ML_DTYPES_NAMES = {
+    "bfloat16", "int4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e8m0fnu", "float4_e2m1fn",
+}
+_parsed = {}
+
+
+def _core_dtype(name):
+    """The core's DataType for a name, raising TileLangError quoting an unknown name."""
+    core = _parsed.get(name)
+    if core is None:
+        try:
+            core = _C.DataType.from_string(name)
+        except TypeError:  # older bindings take only std::string through Var
+            core = _C.Var("_", name).dtype
+        _parsed[name] = core
+    return core
+
+
+def _name_of(value):
+    """The dtype name of a string, numpy/ml_dtypes dtype, torch dtype or Python type."""
+    if isinstance(value, str):
+        return ALIASES.get(value, value)
+    if isinstance(value, _C.DataType):
+        return value.name
+    if isinstance(value, type) and value in _PY_TYPES:
+        return _PY_TYPES[value]
+    module = type(value).__module__
+    if module.startswith("torch"):
+        name = str(value).replace("torch.", "")
+        return "float4_e2m1fn" if name == "float4_e2m1fn_x2" else name
+    try:
+        return np.dtype(value).name
+    except TypeError:
+        raise TypeError(f"cannot make a dtype from {value!r} of type {type(value).__name__}") from None
+
+
+class dtype(str):  # noqa: N801 - spelled like TileLang's T.dtype
+    """A scalar or vector element type: `T.float16`, `T.float32x4`, `T.dtype(torch.half)`."""
+
+    def __new__(cls, value):
+        if isinstance(value, dtype):
+            return value
+        core = _core_dtype(_name_of(value))
+        obj = super().__new__(cls, core.name)
+        obj._core = core
+        return obj
+
+    @property
+    def bits(self):
+        return self._core.bits
+
+    @property
+    def bytes(self):
+        return self._core.bytes
+
+    @property
+    def lanes(self):
+        return self._core.lanes
+
+    def with_lanes(self, lanes):
+        return dtype(self._core.with_lanes(lanes).name)
+
+    def is_float(self):
+        return self.startswith(("float", "bfloat", "tfloat"))
+
+    def is_int(self):
+        return self.startswith(("int", "uint"))
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return str.__eq__(self, ALIASES.get(other, other))
+        if other is None:
+            return False
+        try:
+            return str.__eq__(self, dtype(other))
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = str.__hash__
+
+    def __repr__(self):
+        return f"T.{str(self)}" if str(self).isidentifier() else f"T.dtype({str(self)!r})"
+
+    def __reduce__(self):
+        return (dtype, (str(self),))
+
+    def __call__(self, value=None):
+        """`T.float32(1.5)` is a constant; applied to an expression it is a cast."""
+        if value is None:
+            raise TypeError(f"{self}() needs a value, e.g. {self}(0)")
+        if isinstance(value, (builtins.bool, builtins.int, builtins.float)):
+            return _C.const(value, self)
+        if isinstance(value, np.generic):
+            return _C.const(value.item(), self)
+        return _C.cast(value, self)
+
+    def as_numpy(self):
+        """The numpy dtype holding this type (ml_dtypes for bfloat16, fp8, fp4 and int4)."""
+        if self.lanes != 1:
+            raise ValueError(f"dtype {self} has {self.lanes} lanes; numpy has no vector dtypes")
+        name = self._core.numpy_name
+        if name in _ML_DTYPES_NAMES:
+            import ml_dtypes
+
+            return np.dtype(getattr(ml_dtypes, name))
+        return np.dtype(name)
+
+    def as_torch(self):
+        """The torch dtype (int4 → int8, tfloat32 → float32, float4 → packed float4_e2m1fn_x2)."""
+        import torch
+
+        name = self._core.torch_name
+        if not hasattr(torch, name):
+            raise ValueError(f"dtype {self} needs torch.{name}, which this torch does not have")
+        return getattr(torch, name)
+
+
+def _make_all():
+    made = {}
+    for name in _C.scalar_type_names():
+        if name not in _INTERNAL:
+            made[name] = dtype(name)
+    for alias, name in ALIASES.items():
+        made[alias] = made[name]
+    return made
+
+
+DTYPES = _make_all()
+SCALAR_NAMES = [n for n in _C.scalar_type_names() if n not in _INTERNAL]
+
+
+def lookup(name):
+    """`T.<name>` for dtype names, including lane variants such as float16x8."""
+    if name in DTYPES:
+        return DTYPES[name]
+    base, sep, lanes = name.rpartition("x")
+    if sep and lanes.isdigit() and (base in DTYPES):
+        made = DTYPES[base].with_lanes(builtins.int(lanes))
+        DTYPES[name] = made
+        return made
+    return None
+
+
+def is_dtype_like(value):
+    """True for objects that name a dtype (strings that parse, dtypes, numpy/torch dtypes)."""
+    if isinstance(value, dtype):
+        return True
+    try:
+        dtype(value)
+    except Exception:
+        return False
+    return True
+
+
+def __getattr__(name):
+    found = lookup(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found
+
+
+globals().update({k: v for k, v in DTYPES.items() if k not in ALIASES})

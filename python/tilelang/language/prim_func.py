@@ -1,0 +1,199 @@
+"""Tracing entry points: `@T.prim_func` (trace a function with annotated parameters into
+a PrimFunc at decoration time), `@T.macro` (a helper inlined while tracing), and the
+common runner that executes rewritten code under a builder and reports user errors at
+the user's file:line with a short traceback."""
+
+import inspect
+import os
+import types
+
+from . import builder_ctx
+from .ast_rewrite import REWRITTEN_FILES, located_error, rewritten_code
+from .buffer import wrap_buffer
+from .builder_ctx import TileLangError, TraceContext, frontend_error
+from .dtypes import dtype as DType
+from .hooks import namespace
+from .shapes import TensorAnnotation
+
+_C = builder_ctx._C
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def instantiate(func, ctx, is_macro=False):
+    """The rewritten function, bound to `ctx`'s builder."""
+    code, name = rewritten_code(func, is_macro)
+    ns = namespace(func, ctx)
+    exec(code, ns)
+    fn = ns[name]
+    fn.__defaults__ = func.__defaults__
+    fn.__kwdefaults__ = func.__kwdefaults__
+    return fn
+
+
+def _user_frames(tb):
+    frames = []
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR):
+            frames.append(tb)
+        tb = tb.tb_next
+    return frames
+
+
+def _short_traceback(tb):
+    """The traceback without the frontend's own frames."""
+    out = None
+    for entry in reversed(_user_frames(tb)):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
+def _user_line(tb):
+    line = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename in REWRITTEN_FILES:
+            line = (filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return line
+
+
+def _located(err):
+    """The error with the user's file:line in front when it has none yet."""
+    if getattr(err, "file", None):
+        return err
+    where = _user_line(err.__traceback__)
+    if where is None:
+        return err
+    message = getattr(err, "bare_message", None) or str(err)
+    return located_error(message, *where)
+
+
+def run_traced(ctx, func, args, kwargs):
+    """Runs the rewritten `func` under `ctx`; returns what it returns."""
+    fn = instantiate(func, ctx)
+    builder_ctx.push(ctx)
+    try:
+        return fn(*args, **kwargs)
+    except TileLangError as err:
+        clean = _located(err)
+        raise clean.with_traceback(_short_traceback(err.__traceback__)) from None
+    finally:
+        builder_ctx.pop()
+
+
+def finish(ctx):
+    try:
+        return ctx.builder.finish()
+    except TileLangError as err:
+        raise err.with_traceback(None) from None
+
+
+def _resolve_annotation(func, name, annotation):
+    if isinstance(annotation, str):
+        ns = dict(func.__globals__)
+        for var, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+            try:
+                ns[var] = cell.cell_contents
+            except ValueError:
+                pass
+        annotation = eval(annotation, ns)  # noqa: S307 - the user's own annotation text
+    return annotation
+
+
+def _declare_param(builder, func, name, annotation):
+    if annotation is inspect.Parameter.empty:
+        raise frontend_error(
+            f"parameter '{name}' of T.prim_func '{func.__name__}' needs an annotation such as "
+            "T.Tensor((M, N), T.float32) or T.int32"
+        )
+    annotation = _resolve_annotation(func, name, annotation)
+    if isinstance(annotation, TensorAnnotation):
+        return wrap_buffer(annotation.declare(builder, name))
+    if isinstance(annotation, DType) or annotation in (int, float, bool):
+        return builder.scalar_param(name, DType(annotation))
+    raise frontend_error(
+        f"parameter '{name}' of T.prim_func '{func.__name__}' must be annotated with "
+        f"T.Tensor(shape, dtype) or a dtype, got {annotation!r}"
+    )
+
+
+def _where(func):
+    return func.__code__.co_filename, func.__code__.co_firstlineno
+
+
+def trace_prim_func(func):
+    """Traces `func` (parameters annotated in its signature) into a core PrimFunc."""
+    file, line = _where(func)
+    ctx = TraceContext(func.__name__, file, line, "prim_func")
+    try:
+        params = [
+            _declare_param(ctx.builder, func, p.name, p.annotation)
+            for p in inspect.signature(func).parameters.values()
+        ]
+    except TileLangError as err:
+        message = getattr(err, "bare_message", None) or str(err)
+        raise located_error(message, file, line) from None
+    run_traced(ctx, func, params, {})
+    return finish(ctx)
+
+
+class PrimFunc:
+    """A traced kernel: what `@T.prim_func` returns and `tilelang.compile` accepts."""
+
+    def __init__(self, core, func=None):
+        self.core = core
+        self.func = func
+        self.__name__ = core.name
+        self.__doc__ = getattr(func, "__doc__", None)
+
+    @property
+    def name(self):
+        return self.core.name
+
+    @property
+    def params(self):
+        return list(self.core.param_names)
+
+    def script(self):
+        return self.core.script()
+
+    def __str__(self):
+        return self.core.script()
+
+    def __repr__(self):
+        return self.core.script()
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"T.prim_func '{self.name}' is not callable; compile it first with "
+            "tilelang.compile(func, out_idx=...)"
+        )
+
+
+def prim_func(func=None, *, private=False, check_well_formed=True):
+    """Decorator: traces the function now and returns a PrimFunc."""
+    if func is None:
+        return lambda f: prim_func(f, private=private)
+    return PrimFunc(trace_prim_func(func), func)
+
+
+class Macro:
+    """`@T.macro`: a helper whose body is traced inline where it is called."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args, **kwargs):
+        ctx = builder_ctx.current(f"macro '{self.func.__name__}'")
+        if getattr(self.func, "__tl_rewritten__", False):
+            return self.func(*args, **kwargs)
+        return instantiate(self.func, ctx, is_macro=True)(*args, **kwargs)
+
+
+def macro(func=None, *, hygienic=True):
+    if func is None:
+        return Macro
+    return Macro(func)

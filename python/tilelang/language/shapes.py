@@ -1,0 +1,96 @@
+"""Parameter annotations and symbolic sizes: `T.Tensor(shape, dtype)`, `T.dynamic("m")`
+(one kernel for every value, bound from argument shapes at call time), `T.const("M, N")`
+(eager kernels specialized per value) and `T.empty` (an eager kernel's output)."""
+
+from . import builder_ctx
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+
+def _names(spec):
+    names = [n.strip() for n in spec.replace(",", " ").split()]
+    if not names or not all(n.isidentifier() for n in names):
+        raise ValueError(f"expected names such as 'm' or 'm, n', got {spec!r}")
+    return names
+
+
+def _shape_tuple(shape):
+    if isinstance(shape, (list, tuple)):
+        return tuple(shape)
+    return (shape,)
+
+
+class TensorAnnotation:
+    """The type of a tensor parameter: `A: T.Tensor((M, K), T.float16)`."""
+
+    def __init__(self, shape, dtype="float32", strides=None):
+        self.shape = _shape_tuple(shape)
+        self.dtype = make_dtype(dtype)
+        self.strides = None if strides is None else _shape_tuple(strides)
+
+    def __repr__(self):
+        return f"T.Tensor({self.shape}, {self.dtype})"
+
+    def declare(self, builder, name):
+        return builder.tensor_param(name, list(self.shape), self.dtype,
+                                    None if self.strides is None else list(self.strides))
+
+
+def Tensor(shape, dtype="float32", strides=None):  # noqa: N802 - TileLang's spelling
+    return TensorAnnotation(shape, dtype, strides)
+
+
+Buffer = Tensor
+
+
+def StridedTensor(shape, strides, dtype="float32"):  # noqa: N802
+    return TensorAnnotation(shape, dtype, strides)
+
+
+def dynamic(names, dtype="int32"):
+    """Symbolic dimensions: one Var for 'm', a tuple for 'm, n'."""
+    dt = make_dtype(dtype)
+    if not dt.is_int():
+        raise ValueError(f"T.dynamic({names!r}) needs an integer dtype, got {dt}")
+    made = tuple(_C.Var(n, dt) for n in _names(names))
+    return made[0] if len(made) == 1 else made
+
+
+symbolic = dynamic
+
+
+def const(names, dtype="int32"):
+    """Eager-mode compile-time sizes, bound from argument shapes or `fn.compile(M=...)`."""
+    ctx = builder_ctx.current("T.const")
+    if ctx.mode == "prim_func":
+        raise frontend_error(
+            "T.const is for eager @tilelang.jit functions; use T.dynamic in a T.prim_func"
+        )
+    made = []
+    for n in _names(names):
+        if ctx.const_values is not None and n in ctx.const_values:
+            made.append(ctx.const_values[n])
+            continue
+        var = _C.Var(n, make_dtype(dtype))
+        ctx.const_vars[n] = var
+        made.append(var)
+    return made[0] if len(made) == 1 else tuple(made)
+
+
+class EmptyDecl:
+    """`T.empty(shape, dtype)`: an output, declared when assigned to a name."""
+
+    def __init__(self, shape, dtype):
+        self.annotation = TensorAnnotation(shape, dtype)
+
+
+def empty(shape, dtype="float32"):
+    ctx = builder_ctx.current("T.empty")
+    if ctx.mode == "prim_func":
+        raise frontend_error(
+            "T.empty declares outputs of eager @tilelang.jit functions; in a T.prim_func, "
+            "annotate an output parameter and use out_idx"
+        )
+    return EmptyDecl(shape, dtype)

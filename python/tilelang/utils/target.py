@@ -1,0 +1,67 @@
+"""Turns the `target=` argument users pass (a string, a dict, or "auto") into the one
+canonical target string the C++ core understands."""
+
+import ctypes
+import functools
+import json
+import os
+
+_CPU_ALIASES = {"cpu", "c", "llvm"}
+_KINDS = {"cpu", "cuda", "metal"}
+
+
+@functools.lru_cache(maxsize=1)
+def has_cuda_device():
+    """True when the CUDA driver loads and reports at least one device (no torch needed)."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) != 0:
+        return False
+    return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+def _from_dict(spec):
+    kind = spec.get("kind")
+    if not isinstance(kind, str):
+        raise ValueError(f"target dict needs a 'kind' string, got {spec!r}")
+    parts = [kind]
+    for key, value in spec.items():
+        if key != "kind":
+            parts.append(f"-{key}={value}")
+    return " ".join(parts)
+
+
+def _default_target():
+    env = os.environ.get("TILELANG_DEFAULT_TARGET", "").strip()
+    if env:
+        if env.startswith("{"):
+            return _from_dict(json.loads(env))
+        return env
+    return "cuda" if has_cuda_device() else "cpu"
+
+
+def _canonical(target):
+    text = " ".join(target.split())
+    kind, _, rest = text.partition(" ")
+    if kind in _CPU_ALIASES:
+        return "cpu" if not rest else f"cpu {rest}"
+    if kind not in _KINDS:
+        raise ValueError(
+            f"unknown target '{target}'; expected 'auto', 'cpu', 'cuda' (e.g. 'cuda -arch=sm_90') "
+            "or 'metal'"
+        )
+    return text
+
+
+def determine_target(target="auto"):
+    """Returns the canonical target string: "auto" picks CUDA when a GPU answers, else the CPU."""
+    if isinstance(target, dict):
+        target = _from_dict(target)
+    if target is None or target == "auto":
+        target = _default_target()
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a str or dict, got {type(target).__name__}")
+    return _canonical(target)

@@ -1,0 +1,42 @@
+// The disk layer of the kernel cache (DESIGN §6): one directory per key, written
+// in a staging directory and published by an atomic rename, with a manifest of
+// checksums. A missing, partial or damaged entry is a miss, never a crash.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tl {
+
+// File name -> contents, as stored in one entry.
+using CacheFiles = std::map<std::string, std::string>;
+
+class DiskCache {
+ public:
+  // `root` is the cache directory; entries live under root/kernels/<key>/.
+  explicit DiskCache(std::string root);
+
+  // Path of the entry directory when it exists and every file matches its
+  // checksum; nullopt otherwise (a damaged entry is moved aside).
+  std::optional<std::string> lookup(const std::string& key) const;
+
+  // Builds an entry with `fill(staging_dir)` (which writes its files there) and
+  // publishes it. Returns the published directory. If another process published
+  // the same key first, its entry is used. Returns nullopt (and warns once) when
+  // the directory is not writable.
+  std::optional<std::string> publish(const std::string& key,
+                                     const std::function<void(const std::string& staging_dir)>& fill) const;
+
+  const std::string& root() const { return root_; }
+
+ private:
+  bool valid(const std::string& dir) const;
+  std::string root_;
+};
+
+// TILELANG_CACHE_DIR, else $XDG_CACHE_HOME/tilelang-cpp, else ~/.cache/tilelang-cpp.
+std::string default_cache_dir();
+
+}  // namespace tl

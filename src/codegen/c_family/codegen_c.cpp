@@ -1,0 +1,321 @@
+// The shared C-family printer: expressions, statements and buffer addressing.
+#include "codegen/c_family/codegen_c.h"
+
+#include <cmath>
+#include <iomanip>
+#include <limits>
+
+#include "ir/printer.h"
+#include "ops/tile_op.h"
+
+namespace tl {
+
+std::string CodeGenC::type_name(DataType t) {
+  if (!t.is_scalar()) throw_user_error({}, str_cat("vector type ", t.name(), " is not supported by this backend yet"));
+  switch (t.scalar_type()) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Int8: return "int8_t";
+    case ScalarType::Int16: return "int16_t";
+    case ScalarType::Int32: return "int32_t";
+    case ScalarType::Int64: return "int64_t";
+    case ScalarType::UInt8: return "uint8_t";
+    case ScalarType::UInt16: return "uint16_t";
+    case ScalarType::UInt32: return "uint32_t";
+    case ScalarType::UInt64: return "uint64_t";
+    case ScalarType::Float16: return "tl::half_t";
+    case ScalarType::BFloat16: return "tl::bfloat16_t";
+    case ScalarType::Float32:
+    case ScalarType::TFloat32: return "float";
+    case ScalarType::Float64: return "double";
+    case ScalarType::Float8E4M3FN: return "tl::float8_e4m3fn_t";
+    case ScalarType::Float8E5M2: return "tl::float8_e5m2_t";
+    case ScalarType::Float8E4M3FNUZ: return "tl::float8_e4m3fnuz_t";
+    case ScalarType::Float8E5M2FNUZ: return "tl::float8_e5m2fnuz_t";
+    case ScalarType::Float8E8M0FNU: return "tl::float8_e8m0fnu_t";
+    case ScalarType::Handle: return "void*";
+    case ScalarType::Void: return "void";
+    case ScalarType::Int4:
+    case ScalarType::Float4E2M1FN: break;
+  }
+  throw_user_error({}, str_cat("dtype ", t.name(), " is not supported in kernels on this target yet"));
+}
+
+std::string CodeGenC::c_ident(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
+  return s;
+}
+
+static std::string unique_name(std::unordered_map<const void*, std::string>& names,
+                               std::unordered_set<std::string>& taken, const void* key, const std::string& base) {
+  auto it = names.find(key);
+  if (it != names.end()) return it->second;
+  std::string name = base;
+  for (int n = 1; taken.count(name); ++n) name = base + "_" + std::to_string(n);
+  taken.insert(name);
+  return names[key] = name;
+}
+
+std::string CodeGenC::name_of(const VarNode* v) { return unique_name(names_, taken_, v, c_ident(v->name)); }
+std::string CodeGenC::name_of(const Buffer& b) { return unique_name(names_, taken_, b.get(), c_ident(b->name)); }
+
+void CodeGenC::line(const std::string& s) {
+  for (int i = 0; i < indent_; ++i) out_ << "  ";
+  out_ << s << "\n";
+}
+
+std::string CodeGenC::expr(const Expr& e) { return print_expr(e); }
+
+std::string CodeGenC::flat_offset(const Buffer& b, const std::vector<Expr>& indices) {
+  if (indices.empty()) return "0";
+  std::vector<Expr> strides = b.effective_strides();
+  Expr off;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    Expr idx = indices[i];
+    // Offsets of global tensors are computed in 64 bits: they may pass 2^31 elements.
+    if (b->scope == Scope::Global && idx.dtype() != dtype::Int64) idx = cast(dtype::Int64, idx);
+    Expr term = is_const_one(strides[i]) ? idx : mul(idx, strides[i]);
+    off = off.defined() ? add(off, term) : term;
+  }
+  return print_expr(off);
+}
+
+std::string CodeGenC::literal(const Expr& e) {
+  std::ostringstream os;
+  if (auto* i = e.as<IntImmNode>()) {
+    DataType t = i->dtype;
+    if (t.is_bool()) return i->value ? "true" : "false";
+    if (t == dtype::Int32) {
+      if (i->value == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+      return std::to_string(i->value);
+    }
+    if (t == dtype::Int64) {
+      if (i->value == std::numeric_limits<int64_t>::min()) return "(int64_t)(-9223372036854775807LL - 1)";
+      return "(int64_t)" + std::to_string(i->value) + "LL";
+    }
+    if (t.is_uint()) return "((" + type_name(t) + ")" + std::to_string(uint64_t(i->value)) + "ULL)";
+    return "((" + type_name(t) + ")" + std::to_string(i->value) + ")";
+  }
+  auto* f = e.as<FloatImmNode>();
+  TL_ICHECK(f, "literal of non-constant");
+  DataType t = f->dtype;
+  std::string v;
+  if (std::isinf(f->value)) {
+    v = f->value < 0 ? "-INFINITY" : "INFINITY";
+  } else if (std::isnan(f->value)) {
+    v = "NAN";
+  } else {
+    os << std::hexfloat << f->value;
+    v = os.str();
+  }
+  if (t == dtype::Float64) return v;
+  if (t == dtype::Float32 || t == dtype::TFloat32) return (v[0] == '-' || v[0] == 'I' || v[0] == 'N') ? "((float)" + v + ")" : v + "f";
+  return type_name(t) + "((float)" + v + ")";
+}
+
+std::string CodeGenC::print_binary(const BinaryNode* op) {
+  DataType t = op->a.dtype();
+  std::string a = print_expr(op->a), b = print_expr(op->b);
+  bool low = t.is_low_precision_float();
+  auto wrap = [&](const std::string& s) { return low && !binary_op_is_comparison(op->op) ? type_name(op->dtype) + "(" + s + ")" : s; };
+  if (low) {
+    a = "(float)" + a;
+    b = "(float)" + b;
+  }
+  switch (op->op) {
+    case BinaryOp::FloorDiv:
+      if (t.is_float()) return wrap(math_prefix() + "floor(" + a + " / " + b + ")");
+      return "tl::floordiv<" + type_name(t) + ">(" + a + ", " + b + ")";
+    case BinaryOp::FloorMod:
+      if (t.is_float()) return wrap("(" + a + " - " + math_prefix() + "floor(" + a + " / " + b + ") * " + b + ")");
+      return "tl::floormod<" + type_name(t) + ">(" + a + ", " + b + ")";
+    case BinaryOp::Mod:
+      if (t.is_float()) return wrap(math_prefix() + "fmod(" + a + ", " + b + ")");
+      break;
+    case BinaryOp::Min:
+    case BinaryOp::Max: {
+      std::string ty = low ? "float" : type_name(t);
+      return wrap("tl::" + std::string(op->op == BinaryOp::Min ? "min" : "max") + "<" + ty + ">(" + a + ", " + b + ")");
+    }
+    default: break;
+  }
+  return wrap("(" + a + " " + binary_op_symbol(op->op) + " " + b + ")");
+}
+
+std::string CodeGenC::print_call(const CallNode* op) {
+  switch (op->op) {
+    case Intrinsic::Extern: {
+      std::string s = op->args[0].as<StringImmNode>()->value + "(";
+      for (size_t i = 1; i < op->args.size(); ++i) s += (i > 1 ? ", " : "") + print_expr(op->args[i]);
+      return s + ")";
+    }
+    case Intrinsic::AddressOf: {
+      auto* load = op->args[0].as<BufferLoadNode>();
+      TL_ICHECK(load, "address_of needs a buffer load");
+      return "(&" + name_of(load->buffer) + "[" + flat_offset(load->buffer, load->indices) + "])";
+    }
+    case Intrinsic::IsNan:
+    case Intrinsic::IsInf:
+    case Intrinsic::IsFinite:
+      return "tl::" + std::string(intrinsic_name(op->op)) + "((double)" + print_expr(op->args[0]) + ")";
+    case Intrinsic::Print:
+    case Intrinsic::DeviceAssert: TL_UNREACHABLE("statement-level call in expression position");
+    default: break;
+  }
+  DataType t = op->dtype;
+  bool low = t.is_low_precision_float();
+  std::string s = math_prefix() + intrinsic_name(op->op) + "(";
+  for (size_t i = 0; i < op->args.size(); ++i) {
+    std::string a = print_expr(op->args[i]);
+    s += (i ? ", " : "") + (low ? "(float)" + a : a);
+  }
+  s += ")";
+  return low ? type_name(t) + "(" + s + ")" : s;
+}
+
+std::string CodeGenC::print_expr(const Expr& e) {
+  switch (e.kind()) {
+    case NodeKind::IntImm:
+    case NodeKind::FloatImm: return literal(e);
+    case NodeKind::StringImm: {
+      std::ostringstream os;
+      os << std::quoted(e.as<StringImmNode>()->value);
+      return os.str();
+    }
+    case NodeKind::Var: return name_of(e.as<VarNode>());
+    case NodeKind::Binary: return print_binary(e.as<BinaryNode>());
+    case NodeKind::Unary: {
+      auto* n = e.as<UnaryNode>();
+      std::string a = print_expr(n->a);
+      if (n->op == UnaryOp::Neg && n->dtype.is_low_precision_float()) return type_name(n->dtype) + "(-(float)" + a + ")";
+      return "(" + std::string(unary_op_symbol(n->op)) + a + ")";
+    }
+    case NodeKind::Select: {
+      auto* n = e.as<SelectNode>();
+      return "(" + print_expr(n->cond) + " ? " + print_expr(n->true_value) + " : " + print_expr(n->false_value) + ")";
+    }
+    case NodeKind::Cast: {
+      auto* n = e.as<CastNode>();
+      DataType from = n->value.dtype();
+      std::string v = print_expr(n->value);
+      // Low-precision types convert through float in both directions.
+      if (from.is_low_precision_float() && n->dtype != dtype::Float32) v = "(float)" + v;
+      if (n->dtype.is_low_precision_float()) return type_name(n->dtype) + "((float)" + v + ")";
+      return "((" + type_name(n->dtype) + ")" + v + ")";
+    }
+    case NodeKind::Reinterpret: {
+      auto* n = e.as<ReinterpretNode>();
+      return "tl::bit_cast<" + type_name(n->dtype) + ">(" + print_expr(n->value) + ")";
+    }
+    case NodeKind::Call: return print_call(e.as<CallNode>());
+    case NodeKind::BufferLoad: {
+      auto* n = e.as<BufferLoadNode>();
+      return name_of(n->buffer) + "[" + flat_offset(n->buffer, n->indices) + "]";
+    }
+    case NodeKind::Let: {
+      auto* n = e.as<LetNode>();
+      return "({ " + type_name(n->var.dtype()) + " " + name_of(n->var.node()) + " = " + print_expr(n->value) + "; " +
+             print_expr(n->body) + "; })";
+    }
+    case NodeKind::Ramp:
+    case NodeKind::Broadcast:
+      throw_user_error(e.span(), "vector expressions are not supported by this backend yet");
+#define TL_STMT(Name) case NodeKind::Name:
+#include "ir/node_kinds.def"
+      break;
+  }
+  TL_UNREACHABLE("statement in expression position");
+}
+
+void CodeGenC::print_for(const ForNode* op) {
+  std::string v = name_of(op->var.node());
+  std::string t = type_name(op->var.dtype());
+  if (op->for_kind == ForKind::Unrolled) line("#pragma GCC unroll 8");
+  std::string lo = print_expr(op->min);
+  std::string hi = print_expr(add(op->min, op->extent));
+  line("for (" + t + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {");
+  indent();
+  stmt(op->body);
+  dedent();
+  line("}");
+}
+
+void CodeGenC::stmt(const Stmt& s) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case NodeKind::Seq:
+      for (const Stmt& x : s.as<SeqNode>()->seq) stmt(x);
+      return;
+    case NodeKind::For: print_for(s.as<ForNode>()); return;
+    case NodeKind::While: {
+      auto* n = s.as<WhileNode>();
+      line("while (" + print_expr(n->cond) + ") {");
+      indent();
+      stmt(n->body);
+      dedent();
+      line("}");
+      return;
+    }
+    case NodeKind::IfThenElse: {
+      auto* n = s.as<IfThenElseNode>();
+      line("if (" + print_expr(n->cond) + ") {");
+      indent();
+      stmt(n->then_case);
+      dedent();
+      if (n->else_case.defined()) {
+        line("} else {");
+        indent();
+        stmt(n->else_case);
+        dedent();
+      }
+      line("}");
+      return;
+    }
+    case NodeKind::BufferStore: {
+      auto* n = s.as<BufferStoreNode>();
+      line(name_of(n->buffer) + "[" + flat_offset(n->buffer, n->indices) + "] = " + print_expr(n->value) + ";");
+      return;
+    }
+    case NodeKind::Evaluate: {
+      auto* n = s.as<EvaluateNode>();
+      if (auto* c = n->value.as<CallNode>(); c && c->op == Intrinsic::Print) {
+        emit_print(c);
+        return;
+      }
+      if (auto* c = n->value.as<CallNode>(); c && c->op == Intrinsic::DeviceAssert) {
+        line("if (!(" + print_expr(c->args[0]) + ")) tl::device_assert_fail(" + print_expr(c->args[1]) + ");");
+        return;
+      }
+      line(print_expr(n->value) + ";");
+      return;
+    }
+    case NodeKind::LetStmt: {
+      auto* n = s.as<LetStmtNode>();
+      line("const " + type_name(n->var.dtype()) + " " + name_of(n->var.node()) + " = " + print_expr(n->value) + ";");
+      stmt(n->body);
+      return;
+    }
+    case NodeKind::Allocate: {
+      auto* n = s.as<AllocateNode>();
+      const Buffer& b = n->buffer;
+      auto count = as_const_int(b.num_elements());
+      TL_ICHECK(count, "allocation of non-constant size reached codegen");
+      line(alloc_prefix(b) + type_name(b->dtype) + " " + name_of(b) + "[" + std::to_string(*count) + "];");
+      stmt(n->body);
+      return;
+    }
+    case NodeKind::KernelLaunch: emit_kernel_launch(s.as<KernelLaunchNode>()); return;
+    case NodeKind::TileOp: TL_UNREACHABLE("tile op reached codegen; lower_tile_ops must run first");
+    case NodeKind::Barrier: emit_barrier(s.as<BarrierNode>()); return;
+    case NodeKind::Attr: stmt(s.as<AttrNode>()->body); return;
+    case NodeKind::Break: line("break;"); return;
+    case NodeKind::Continue: line("continue;"); return;
+#define TL_EXPR(Name) case NodeKind::Name:
+#include "ir/node_kinds.def"
+      break;
+  }
+  TL_UNREACHABLE("expression in statement position");
+}
+
+}  // namespace tl

@@ -1,0 +1,55 @@
+// The printer shared by every C-family backend (CPU C++, CUDA, Metal). A backend
+// subclasses it and overrides the few hooks where its dialect differs (type
+// names, allocation qualifiers, kernel signature), instead of re-writing it.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/ir.h"
+
+namespace tl {
+
+class CodeGenC {
+ public:
+  virtual ~CodeGenC() = default;
+
+  std::string expr(const Expr& e);
+  void stmt(const Stmt& s);
+  std::string str() const { return out_.str(); }
+
+ protected:
+  // ---- dialect hooks
+  virtual std::string type_name(DataType t);
+  virtual std::string alloc_prefix(const Buffer& b) { return "alignas(64) "; }
+  virtual std::string math_prefix() { return "tl::"; }
+  virtual void emit_barrier(const BarrierNode* op) = 0;
+  virtual void emit_kernel_launch(const KernelLaunchNode* op) = 0;
+  virtual void emit_print(const CallNode* op) = 0;
+
+  // ---- helpers for backends
+  std::string name_of(const VarNode* v);
+  std::string name_of(const Buffer& b);
+  std::string flat_offset(const Buffer& b, const std::vector<Expr>& indices);
+  void line(const std::string& s);
+  void indent() { ++indent_; }
+  void dedent() { --indent_; }
+  std::string literal(const Expr& e);
+  static std::string c_ident(const std::string& name);
+
+  std::ostringstream out_;
+
+ private:
+  std::string print_expr(const Expr& e);
+  std::string print_binary(const BinaryNode* op);
+  std::string print_call(const CallNode* op);
+  void print_for(const ForNode* op);
+
+  int indent_ = 0;
+  std::unordered_map<const void*, std::string> names_;
+  std::unordered_set<std::string> taken_;
+};
+
+}  // namespace tl

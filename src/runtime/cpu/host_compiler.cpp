@@ -1,0 +1,116 @@
+// Runs the host compiler as a child process (posix_spawn) and waits for it with a
+// timeout (TILELANG_COMPILE_TIMEOUT_SECONDS, default 300).
+#include "runtime/cpu/host_compiler.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/device_dir.h"
+#include "support/error.h"
+
+extern char** environ;
+
+namespace tl {
+namespace {
+
+std::string compiler_path() {
+  for (const char* var : {"TILELANG_CXX", "CXX"})
+    if (const char* v = std::getenv(var); v && *v) return v;
+  return "c++";
+}
+
+std::vector<std::string> base_flags() {
+  return {"-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-w"};
+}
+
+// Runs argv, captures stdout+stderr into `output`; returns the exit status or -1 on timeout.
+int run(const std::vector<std::string>& argv, std::string& output, int timeout_s) {
+  char tmpl[] = "/tmp/tilelang-cc-XXXXXX";
+  int fd = mkstemp(tmpl);
+  TL_ICHECK(fd >= 0, "cannot create a temporary file for compiler output");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, fd, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    close(fd);
+    unlink(tmpl);
+    throw_user_error({}, str_cat("cannot run the host C++ compiler '", argv[0],
+                                 "' (needed by the cpu target); install g++ or clang++, or set TILELANG_CXX"));
+  }
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      status = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  close(fd);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  output = ss.str();
+  unlink(tmpl);
+  if (status == -1) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+}  // namespace
+
+const std::string& host_compiler_id() {
+  static const std::string id = [] {
+    std::string out;
+    run({compiler_path(), "--version"}, out, 30);
+    std::string first = out.substr(0, out.find('\n'));
+    std::string flags;
+    for (const std::string& f : base_flags()) flags += " " + f;
+    // -march=native binds the library to this CPU model.
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, model;
+    while (std::getline(cpuinfo, line))
+      if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) model += line;
+    return compiler_path() + " | " + first + " |" + flags + " | " + std::to_string(std::hash<std::string>()(model));
+  }();
+  return id;
+}
+
+void compile_shared_library(const std::string& source_path, const std::string& library_path,
+                            const std::vector<std::string>& extra_flags) {
+  std::vector<std::string> argv{compiler_path()};
+  for (const std::string& f : base_flags()) argv.push_back(f);
+  for (const std::string& f : extra_flags) argv.push_back(f);
+  argv.push_back("-I" + device_include_dir() + "/cpu");
+  argv.push_back(source_path);
+  argv.push_back("-o");
+  argv.push_back(library_path);
+  int timeout = 300;
+  if (const char* t = std::getenv("TILELANG_COMPILE_TIMEOUT_SECONDS")) timeout = std::max(1, std::atoi(t));
+  std::string output;
+  int rc = run(argv, output, timeout);
+  if (rc == -1)
+    throw_user_error({}, str_cat("compiling ", source_path, " took longer than ", timeout,
+                                 " s (TILELANG_COMPILE_TIMEOUT_SECONDS) and was stopped"));
+  if (rc != 0) throw_internal_error(__FILE__, __LINE__, str_cat("generated code failed to compile:\n", output));
+}
+
+}  // namespace tl

@@ -1,0 +1,195 @@
+// Argument checking and binding, shared by every backend's kernels.
+#include "runtime/kernel.h"
+
+#include <sstream>
+
+#include "ir/printer.h"
+
+namespace tl {
+namespace {
+
+std::string shape_str(const int64_t* shape, int ndim) {
+  std::ostringstream os;
+  os << "(";
+  for (int i = 0; i < ndim; ++i) os << (i ? ", " : "") << shape[i];
+  if (ndim == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+std::string shape_str(const std::vector<Expr>& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << to_string(shape[i]);
+  if (shape.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+const char* device_name(int32_t t) {
+  switch (t) {
+    case 1: return "cpu";
+    case 2: return "cuda";
+    case 3: return "cuda_host";
+    case 8: return "metal";
+    default: return "an unsupported device";
+  }
+}
+
+}  // namespace
+
+Kernel::Kernel(KernelSignature sig, Target target, std::string source, std::string host_source)
+    : sig_(std::move(sig)), target_(std::move(target)), source_(std::move(source)), host_source_(std::move(host_source)) {}
+
+void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const {
+  const Buffer& buf = p.buffer;
+  std::string who = str_cat("argument '", p.name, "' (parameter ", index, " of kernel '", sig_.name, "')");
+  if (t.dtype != buf->dtype)
+    throw_user_error({}, str_cat(who, " has dtype ", t.dtype.name(), ", expected ", buf->dtype.name()));
+  if (t.ndim != buf.ndim())
+    throw_user_error({}, str_cat(who, " has ", t.ndim, " dimension(s) with shape ", shape_str(t.shape, t.ndim),
+                                 ", expected ", buf.ndim(), " with shape ", shape_str(buf->shape)));
+  bool want_cpu = target_.kind == TargetKind::CPU;
+  bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
+  if (want_cpu && !on_cpu)
+    throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cpu tensor for the ",
+                                 target_.str(), " target"));
+  for (int d = 0; d < t.ndim; ++d) {
+    const Expr& e = buf->shape[d];
+    if (auto* v = e.as<VarNode>()) {
+      auto [it, fresh] = b.emplace(v, t.shape[d]);
+      if (!fresh && it->second != t.shape[d])
+        throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ",
+                                     t.shape[d], " but '", v->name, "' was bound to ", it->second,
+                                     " by an earlier argument"));
+      continue;
+    }
+    if (auto c = as_const_int(e); c && *c != t.shape[d])
+      throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ", expected ",
+                                   shape_str(buf->shape), " (dimension ", d, " is ", t.shape[d], ", expected ", *c,
+                                   ")"));
+  }
+  // Strides: compact row-major unless the parameter declares its own.
+  if (!t.strides) return;
+  std::vector<Expr> want = buf.effective_strides();
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] == 1) continue;  // any stride is fine for a unit dimension
+    auto* v = want[d].as<VarNode>();
+    if (v) {
+      auto [it, fresh] = b.emplace(v, t.strides[d]);
+      if (fresh || it->second == t.strides[d]) continue;
+    }
+    std::optional<int64_t> expect = eval_int(want[d], b);
+    if (expect && *expect == t.strides[d]) continue;
+    std::string exp_str = expect ? std::to_string(*expect) : to_string(want[d]);
+    throw_user_error({}, str_cat(who, " has stride ", t.strides[d], " in dimension ", d, ", expected ", exp_str,
+                                 "; pass a contiguous tensor (e.g. .contiguous() / np.ascontiguousarray)"));
+  }
+}
+
+Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) const {
+  if (args.size() != sig_.params.size())
+    throw_user_error({}, str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ",
+                                 args.size()));
+  Bindings b;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Param& p = sig_.params[i];
+    const ArgValue& a = args[i];
+    if (a.kind == ArgValue::Kind::None) {
+      if (allow_missing) continue;
+      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' is missing"));
+    }
+    if (p.is_tensor()) {
+      if (a.kind != ArgValue::Kind::Tensor)
+        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name,
+                                     "' must be a tensor of shape ", shape_str(p.buffer->shape), " and dtype ",
+                                     p.buffer->dtype.name(), ", got a scalar"));
+      check_tensor(i, p, a.tensor, b);
+      continue;
+    }
+    if (a.kind == ArgValue::Kind::Tensor)
+      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be a scalar of dtype ",
+                                   p.var.dtype().name(), ", got a tensor"));
+    if (p.var.dtype().is_integer() || p.var.dtype().is_bool()) {
+      if (a.kind != ArgValue::Kind::Int)
+        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be an integer (",
+                                     p.var.dtype().name(), "), got a float"));
+      b[p.var.node()] = a.i;
+    }
+  }
+  // Dims given as expressions of bound vars (e.g. 2*n) are checked now.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Param& p = sig_.params[i];
+    if (!p.is_tensor() || args[i].kind != ArgValue::Kind::Tensor) continue;
+    const TensorArg& t = args[i].tensor;
+    for (int d = 0; d < t.ndim; ++d) {
+      const Expr& e = p.buffer->shape[d];
+      if (e.is<VarNode>() || e.is<IntImmNode>()) continue;
+      auto v = eval_int(e, b);
+      if (v && *v != t.shape[d])
+        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' has shape ",
+                                     shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d],
+                                     ", expected ", to_string(e), " = ", *v));
+    }
+  }
+  return b;
+}
+
+std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes(const std::vector<ArgValue>& args) const {
+  Bindings b = bind(args, /*allow_missing=*/true);
+  std::vector<std::optional<std::vector<int64_t>>> out(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != ArgValue::Kind::None) continue;
+    const Param& p = sig_.params[i];
+    if (!p.is_tensor())
+      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name,
+                                   "' is a scalar and cannot be an output; pass a value"));
+    std::vector<int64_t> shape;
+    for (const Expr& e : p.buffer->shape) {
+      auto v = eval_int(e, b);
+      if (!v)
+        throw_user_error({}, str_cat("cannot infer the shape ", shape_str(p.buffer->shape), " of output '", p.name,
+                                     "' of kernel '", sig_.name, "': '", to_string(e),
+                                     "' is not bound by any input; pass the output tensor explicitly"));
+      shape.push_back(*v);
+    }
+    out[i] = shape;
+  }
+  return out;
+}
+
+void Kernel::call(const std::vector<ArgValue>& args) const {
+  Bindings b = bind(args, /*allow_missing=*/false);
+  std::vector<KernelArg> slots(sig_.num_args());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgValue& a = args[i];
+    if (a.kind == ArgValue::Kind::Tensor)
+      slots[i].ptr = a.tensor.data;
+    else if (a.kind == ArgValue::Kind::Int)
+      slots[i].i = a.i;
+    else
+      slots[i].f = a.kind == ArgValue::Kind::Float ? a.f : double(a.i);
+    if (!sig_.params[i].is_tensor() && sig_.params[i].var.dtype().is_float() && a.kind == ArgValue::Kind::Int)
+      slots[i].f = double(a.i);
+  }
+  for (size_t j = 0; j < sig_.dynamic_vars.size(); ++j) {
+    auto it = b.find(sig_.dynamic_vars[j].node());
+    if (it == b.end())
+      throw_user_error({}, str_cat("kernel '", sig_.name, "': symbolic dimension '", sig_.dynamic_vars[j].name(),
+                                   "' is not bound by any argument"));
+    slots[args.size() + j].i = it->second;
+  }
+  std::array<int64_t, 3> grid{1, 1, 1};
+  for (size_t d = 0; d < sig_.grid.size(); ++d) {
+    auto v = eval_int(sig_.grid[d], b);
+    if (!v)
+      throw_user_error({}, str_cat("kernel '", sig_.name, "': grid dimension ", d, " = ", to_string(sig_.grid[d]),
+                                   " depends on values that are not arguments"));
+    grid[d] = *v;
+  }
+  for (int64_t g : grid)
+    if (g <= 0) return;  // an empty grid launches nothing
+  launch(slots, grid);
+}
+
+}  // namespace tl

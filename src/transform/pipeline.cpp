@@ -1,0 +1,65 @@
+// The whole lowering order, per target, readable in one place. Each step is a
+// one-function pass from this folder; run_pass names, times, dumps and verifies it.
+#include "transform/pipeline.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+
+#include "ir/printer.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/simplify_pass.h"
+
+namespace tl {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::string(v) != "0" ? v : nullptr;
+}
+
+void dump(const std::string& step, const PrimFunc& f) {
+  const char* where = env("TILELANG_DUMP_IR");
+  if (!where) return;
+  std::string text = "# after " + step + "\n" + to_string(f) + "\n";
+  if (std::string(where) == "1") {
+    std::fputs(text.c_str(), stderr);
+    return;
+  }
+  std::ofstream(std::string(where) + "/" + f->name + "." + step + ".py") << text;
+}
+
+PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimFunc(const PrimFunc&)>& pass) {
+  auto start = std::chrono::steady_clock::now();
+  PrimFunc out = pass(f);
+  if (env("TILELANG_TIME_PASSES")) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[tilelang] pass %-24s %8.3f ms\n", name, ms);
+  }
+  dump(name, out);
+  return out;
+}
+
+// CPU: one executor per thread block, so fragments are block-wide arrays and tile
+// ops become plain loops; no layout inference is needed.
+PrimFunc lower_for_cpu(PrimFunc f, const Target& t) {
+  f = run_pass("lower_tile_ops", f, [&](const PrimFunc& g) { return lower_tile_ops(g, t); });
+  f = run_pass("simplify", f, [&](const PrimFunc& g) { return simplify_func(g); });
+  return f;
+}
+
+}  // namespace
+
+PrimFunc lower(const PrimFunc& f, const Target& target) {
+  dump("input", f);
+  switch (target.kind) {
+    case TargetKind::CPU: return lower_for_cpu(f, target);
+    case TargetKind::CUDA:
+    case TargetKind::Metal: break;
+  }
+  throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use target=\"cpu\""));
+}
+
+}  // namespace tl
