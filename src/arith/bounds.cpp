@@ -135,8 +135,9 @@ Interval truncmod_by_magnitude(const Interval& a, Bound m) {
   Interval limit{m ? Bound(-*m) : std::nullopt, m};
   if (a.min && *a.min >= 0) limit.min = 0;
   if (a.max && *a.max <= 0) limit.max = 0;
-  return interval_intersect(limit, {a.min && *a.min < 0 ? a.min : Bound(0),
-                                    a.max && *a.max > 0 ? a.max : Bound(0)});
+  Bound lo = a.min ? Bound(std::min<int64_t>(*a.min, 0)) : std::nullopt;
+  Bound hi = a.max ? Bound(std::max<int64_t>(*a.max, 0)) : std::nullopt;
+  return interval_intersect(limit, {lo, hi});
 }
 
 }  // namespace

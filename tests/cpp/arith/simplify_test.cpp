@@ -211,7 +211,7 @@ TEST_F(SimplifyTest, UnchangedExpressionsAreShared) {
 TEST_F(SimplifyTest, LetBindsTheRangeOfItsValue) {
   a.bind(x, 0, 7);
   Var t("t", dtype::Int32);
-  EXPECT_EQ(s(let(t, add(x, c32(1)), floordiv(t, c32(16)))), "T.Let(t = (x + 1), 0)");
+  EXPECT_EQ(s(let(t, add(x, c32(1)), floordiv(t, c32(16)))), "T.Let(t: T.int32 = (x + 1), 0)");
   EXPECT_EQ(s(let(t, c32(5), add(t, x))), "(x + 5)");
 }
 

@@ -14,7 +14,7 @@ TEST(Printer, KernelReadsLikeTheDsl) {
   const char* expected = R"(@T.prim_func
 def scale_kernel(A: T.Tensor((M, 64), "float16"), B: T.Tensor((M, 64), "float16"), scale: T.float32):
     with T.Kernel(T.floordiv(((M + 32) - 1), 32), threads=128) as (bx):
-        tx = T.get_thread_bindings()
+        tx, = T.get_thread_bindings()
         S = T.alloc_shared((32, 64), "float16", scope="shared")
         F = T.alloc_fragment((32, 64), "float32", scope="local.fragment")
         for k in T.Pipelined(2, num_stages=2):

@@ -1,0 +1,29 @@
+# Developer entry points. `make test` is the README's test command: it installs
+# the test requirements, builds the C++ core, unit tests and examples, and runs
+# ctest and pytest against the freshly built extension.
+PYTHON ?= python3
+BUILD ?= build/dev
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: test build cpp-test py-test bench clean
+
+test: build cpp-test py-test
+
+build:
+	$(PYTHON) -m pip install -q -r tests/requirements.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTL_BUILD_TESTS=ON -DTL_BUILD_EXAMPLES=ON \
+	  -DPython_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
+	cmake --build $(BUILD) -j $(JOBS)
+
+cpp-test:
+	TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+py-test:
+	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
+	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q
+
+bench:
+	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/compile_speed.py
+
+clean:
+	rm -rf $(BUILD)

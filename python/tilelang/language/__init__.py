@@ -1,0 +1,56 @@
+"""The kernel language, used as `import tilelang.language as T`: dtypes, parameter
+annotations, T.Kernel, allocations, loops, tile operators and math."""
+
+from . import dtypes as _dtypes
+from .buffer import Buffer as BufferHandle
+from .buffer import Region, VarBuffer
+from .dtypes import dtype
+from .kernel import (
+    Kernel,
+    get_block_binding,
+    get_block_bindings,
+    get_block_extent,
+    get_block_extents,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_thread_extents,
+)
+from .loops import Parallel, Pipelined, serial, unroll, vectorized
+from .math import *  # noqa: F401,F403 - the math surface is listed in math.__all__
+from .math import abs, max, min, pow  # noqa: A004 - TileLang's names
+from .ops import (
+    GemmWarpPolicy,
+    alloc_fragment,
+    alloc_local,
+    alloc_shared,
+    alloc_var,
+    clear,
+    copy,
+    evaluate,
+    fill,
+    gemm,
+    sync_threads,
+)
+from .prim_func import Macro, PrimFunc, macro, prim_func
+from .shapes import Buffer, StridedTensor, Tensor, const, dynamic, empty, symbolic
+
+globals().update(_dtypes.DTYPES)
+
+
+def __getattr__(name):
+    found = _dtypes.lookup(name)
+    if found is None:
+        raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}")
+    return found
+
+
+__all__ = [
+    "dtype", "Kernel", "get_block_binding", "get_block_bindings", "get_block_extent",
+    "get_block_extents", "get_thread_binding", "get_thread_bindings", "get_thread_extent",
+    "get_thread_extents", "Parallel", "Pipelined", "serial", "unroll", "vectorized",
+    "GemmWarpPolicy", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var", "clear",
+    "copy", "evaluate", "fill", "gemm", "sync_threads", "Macro", "PrimFunc", "macro",
+    "prim_func", "Buffer", "StridedTensor", "Tensor", "const", "dynamic", "empty", "symbolic",
+    "Region", "VarBuffer", "BufferHandle", "abs", "max", "min", "pow",
+]
