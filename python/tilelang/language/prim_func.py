@@ -90,7 +90,7 @@ def finish(ctx):
 
 
 def _resolve_annotation(func, name, annotation):
-    if isinstance(annotation, str):
+    if type(annotation) is str:  # a postponed annotation (T.int32 is a str subclass)
         ns = dict(func.__globals__)
         for var, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
             try:

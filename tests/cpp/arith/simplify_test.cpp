@@ -211,7 +211,10 @@ TEST_F(SimplifyTest, UnchangedExpressionsAreShared) {
 TEST_F(SimplifyTest, LetBindsTheRangeOfItsValue) {
   a.bind(x, 0, 7);
   Var t("t", dtype::Int32);
-  EXPECT_EQ(s(let(t, add(x, c32(1)), floordiv(t, c32(16)))), "T.Let(t: T.int32 = (x + 1), 0)");
+  Expr r = simplify(let(t, add(x, c32(1)), floordiv(t, c32(16))), &a);
+  auto* l = r.as<LetNode>();
+  ASSERT_NE(l, nullptr) << to_string(r);
+  EXPECT_EQ(to_string(l->body), "0");
   EXPECT_EQ(s(let(t, c32(5), add(t, x))), "(x + 5)");
 }
 
@@ -409,21 +412,21 @@ class ExprGen {
 };
 
 TEST(SimplifyDifferentialTest, RandomExpressionsKeepTheirValue) {
-  std::mt19937 rng(20261129);
+  std::mt19937 rng(std::getenv("SEED") ? std::atoi(std::getenv("SEED")) : 20261129);
   int proofs = 0, rewritten = 0;
-  for (int iter = 0; iter < 4000; ++iter) {
+  for (int iter = 0; iter < 40000; ++iter) {
     DataType t = iter % 3 == 0 ? dtype::Int64 : dtype::Int32;
     std::vector<Var> vars = {Var("x", t), Var("y", t), Var("z", t)};
     BoundAnalyzer an;
     std::vector<std::pair<int64_t, int64_t>> ranges;
     for (const Var& v : vars) {
       int64_t lo = std::uniform_int_distribution<int64_t>(-12, 8)(rng);
-      int64_t hi = lo + std::uniform_int_distribution<int64_t>(0, 24)(rng);
+      int64_t hi = lo + std::uniform_int_distribution<int64_t>(0, 60)(rng);
       ranges.push_back({lo, hi});
       an.bind(v, lo, hi);
     }
     ExprGen g(rng, vars, t);
-    Expr e = g.gen(4);
+    Expr e = g.gen(6);
     Expr with_bounds = simplify(e, &an);
     Expr without = simplify(e);
     Expr c = g.cond(2);

@@ -1,0 +1,104 @@
+"""`tilelang.compile` and `@tilelang.jit`: the two ways user code turns a kernel into a
+callable JITKernel. `jit` supports both frontend styles: a factory returning a
+T.prim_func (lazy) and a function whose body declares its tensors (eager)."""
+
+import ast
+import functools
+
+from tilelang.language.ast_rewrite import _parse_function
+from tilelang.language.prim_func import PrimFunc
+
+from .eager import EagerFunction, freeze
+from .kernel import JITKernel
+
+__all__ = ["JITKernel", "compile", "jit"]
+
+
+def compile(func, out_idx=None, execution_backend="auto", target="auto", target_host=None,  # noqa: A001
+            verbose=False, pass_configs=None, compile_flags=None):
+    """Compiles a T.prim_func into a JITKernel."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(
+            f"tilelang.compile expects a T.prim_func, got {type(func).__name__}; decorate the "
+            "kernel with @T.prim_func"
+        )
+    return JITKernel(func, out_idx=out_idx, target=target, execution_backend=execution_backend,
+                     pass_configs=pass_configs, compile_flags=compile_flags, verbose=verbose,
+                     target_host=target_host)
+
+
+def _top_level_statements(fn_node):
+    """Statements of the function body, without descending into nested functions."""
+    stack = list(fn_node.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and not isinstance(child, ast.FunctionDef):
+                stack.append(child)
+
+
+def is_eager(func):
+    """True when the body itself is a kernel (a T.Kernel block or declared parameters)."""
+    fn_node = _parse_function(func).body[0]
+    for node in _top_level_statements(fn_node):
+        if isinstance(node, ast.With):
+            return True
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            return True
+    return False
+
+
+class LazyJIT:
+    """A factory of T.prim_funcs; calling it compiles (once per arguments) and returns the kernel."""
+
+    def __init__(self, factory, options):
+        self.factory = factory
+        self.options = options
+        self.__name__ = factory.__name__
+        self.__doc__ = factory.__doc__
+        self._cache = {}
+
+    def __call__(self, *args, **kwargs):
+        key = (freeze(args), freeze(kwargs))
+        kernel = self._cache.get(key)
+        if kernel is None:
+            kernel = self._cache[key] = self._build(args, kwargs)
+        return kernel
+
+    def _build(self, args, kwargs):
+        func = self.factory(*args, **kwargs)
+        if not isinstance(func, PrimFunc):
+            raise TypeError(
+                f"the @tilelang.jit function '{self.__name__}' returned {type(func).__name__}; "
+                "a factory must return a @T.prim_func (or write the kernel in the body itself)"
+            )
+        return JITKernel(func, **self.options)
+
+    compile = __call__
+
+    def get_tir(self, *args, **kwargs):
+        return self.factory(*args, **kwargs)
+
+
+def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend="auto",
+        verbose=False, pass_configs=None, debug_root_path=None, compile_flags=None):
+    """`@tilelang.jit` / `@tilelang.jit(out_idx=..., target=...)` on a factory or eager function."""
+    options = dict(target=target, target_host=target_host, execution_backend=execution_backend,
+                   verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
+    if func is None:
+        return functools.partial(jit, out_idx=out_idx, target=target, target_host=target_host,
+                                 execution_backend=execution_backend, verbose=verbose,
+                                 pass_configs=pass_configs, debug_root_path=debug_root_path,
+                                 compile_flags=compile_flags)
+    if isinstance(func, PrimFunc):
+        return JITKernel(func, out_idx=out_idx, **options)
+    if is_eager(func):
+        if out_idx is not None:
+            raise ValueError(
+                f"out_idx cannot be used with the eager @tilelang.jit function '{func.__name__}'; "
+                "its outputs are the T.empty tensors it returns"
+            )
+        return functools.update_wrapper(EagerFunction(func, options), func, updated=())
+    return functools.update_wrapper(LazyJIT(func, dict(options, out_idx=out_idx)), func,
+                                    updated=())

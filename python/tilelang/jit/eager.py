@@ -1,0 +1,187 @@
+"""Eager `@tilelang.jit` functions: the body declares its tensors (`A: T.Tensor((M, K),
+dtype)`), sizes (`T.const`), outputs (`T.empty`) and returns them. A call binds the
+consts from the argument shapes, traces and compiles once per specialization, and runs."""
+
+import inspect
+
+import numpy as np
+
+from tilelang.language.buffer import Buffer
+from tilelang.language.builder_ctx import TraceContext, frontend_error
+from tilelang.language.kernel import DiscoveryDone
+from tilelang.language.prim_func import PrimFunc, finish, run_traced
+
+from .kernel import JITKernel
+
+
+def is_tensor(value):
+    return isinstance(value, np.ndarray) or hasattr(value, "__dlpack__")
+
+
+def freeze(value):
+    """A hashable cache key for a Python argument."""
+    if isinstance(value, (bool, int, float, str, bytes, type(None))):
+        return (type(value).__name__, value)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(freeze(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), freeze(v)) for k, v in value.items())))
+    if is_tensor(value):
+        return ("tensor", str(value.dtype), len(value.shape))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+class Specialization:
+    """One compiled variant: the kernel and how the function's arguments map onto it."""
+
+    def __init__(self, kernel, input_names, returned):
+        self.kernel = kernel
+        self.input_names = input_names
+        self.returned = returned  # None, an int (param index) or a tuple of indices
+
+    def call(self, values):
+        full = self.kernel.run([values.get(name) for name in self.input_names])
+        if self.returned is None:
+            return None
+        if isinstance(self.returned, tuple):
+            return tuple(full[i] for i in self.returned)
+        return full[self.returned]
+
+
+class EagerFunction:
+    """What `@tilelang.jit` returns for an eager-style function."""
+
+    def __init__(self, func, options):
+        self.func = func
+        self.options = options
+        self.signature = inspect.signature(func)
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+        self._const_maps = {}
+        self._kernels = {}
+
+    # ---- tracing
+    def _context(self, mode, const_values=None):
+        code = self.func.__code__
+        return TraceContext(self.func.__name__, code.co_filename, code.co_firstlineno, mode,
+                            const_values)
+
+    def _bind(self, args, kwargs, partial=False):
+        bound = (self.signature.bind_partial if partial else self.signature.bind)(*args, **kwargs)
+        bound.apply_defaults()
+        for name in self.signature.parameters:
+            bound.arguments.setdefault(name, None)
+        return bound
+
+    def _discover(self, bound):
+        """Traces the declarations only; returns {const name: (param name, dim)}."""
+        ctx = self._context("discover")
+        try:
+            run_traced(ctx, self.func, bound.args, bound.kwargs)
+        except DiscoveryDone:
+            pass
+        where = {}
+        for const_name, var in ctx.const_vars.items():
+            where[const_name] = self._find_dim(ctx, var)
+        declared = {name for name, _ in ctx.tensor_params}
+        for name, value in bound.arguments.items():
+            if is_tensor(value) and name not in declared:
+                raise frontend_error(
+                    f"argument '{name}' of '{self.func.__name__}' is a tensor but the body never "
+                    f"declares it; add `{name}: T.Tensor(shape, dtype)`"
+                )
+        return where
+
+    @staticmethod
+    def _find_dim(ctx, var):
+        for name, buf in ctx.tensor_params:
+            if name in ctx.outputs or not isinstance(buf, Buffer):
+                continue
+            for dim, extent in enumerate(buf.handle.shape):
+                if extent.same_as(var):
+                    return name, dim
+        return None
+
+    def _trace(self, bound, const_values):
+        ctx = self._context("eager", const_values)
+        run_traced(ctx, self.func, bound.args, bound.kwargs)
+        core = finish(ctx)
+        names = [name for name, _ in ctx.tensor_params]
+        out_idx = [names.index(n) for n in ctx.outputs]
+        kernel = JITKernel(PrimFunc(core, self.func), out_idx=out_idx, **self.options)
+        inputs = [n for n in names if n not in ctx.outputs]
+        return Specialization(kernel, inputs, self._returned(ctx))
+
+    def _returned(self, ctx):
+        value = ctx.returned
+        if value is None:
+            return None
+        bufs = [b for _, b in ctx.tensor_params]
+
+        def index(v):
+            for i, b in enumerate(bufs):
+                if v is b:
+                    return i
+            raise frontend_error(
+                f"'{self.func.__name__}' must return tensors it declared (T.empty outputs or "
+                f"parameters), got {v!r}"
+            )
+
+        if isinstance(value, (tuple, list)):
+            return tuple(index(v) for v in value)
+        return index(value)
+
+    def _specialize(self, config_key, bound, const_values):
+        key = (config_key, tuple(sorted(const_values.items())))
+        spec = self._kernels.get(key)
+        if spec is None:
+            spec = self._kernels[key] = self._trace(bound, const_values)
+        return spec
+
+    # ---- public API
+    def __call__(self, *args, **kwargs):
+        bound = self._bind(args, kwargs)
+        config_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
+        where = self._const_maps.get(config_key)
+        if where is None:
+            where = self._const_maps[config_key] = self._discover(bound)
+        const_values = self._bind_consts(where, bound.arguments)
+        spec = self._specialize(config_key, bound, const_values)
+        return spec.call(bound.arguments)
+
+    def _bind_consts(self, where, values):
+        out = {}
+        for name, place in where.items():
+            if place is None:
+                raise frontend_error(
+                    f"T.const '{name}' of '{self.func.__name__}' is not a dimension of any tensor "
+                    f"argument; give it with {self.func.__name__}.compile({name}=...)"
+                )
+            param, dim = place
+            out[name] = int(values[param].shape[dim])
+        return out
+
+    def compile(self, **kwargs):
+        """Compiles for given T.const values (and config arguments); returns the JITKernel."""
+        config = {k: v for k, v in kwargs.items() if k in self.signature.parameters}
+        consts = {k: int(v) for k, v in kwargs.items() if k not in config}
+        bound = self._bind((), config, partial=True)
+        where = self._discover(bound)
+        unknown = sorted(set(consts) - set(where))
+        missing = sorted(set(where) - set(consts))
+        if unknown or missing:
+            raise TypeError(
+                f"{self.func.__name__}.compile() got unknown names {unknown} and lacks T.const "
+                f"values {missing}; the function declares T.const {sorted(where)}"
+            )
+        config_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
+        return self._specialize(config_key, bound, consts).kernel
+
+    def get_tir(self, **kwargs):
+        return self.compile(**kwargs).prim_func
+
+

@@ -1,0 +1,196 @@
+"""JITKernel: a compiled kernel with TileLang's Python interface. It wraps the C++
+kernel object, allocates the outputs named by out_idx in the framework of the inputs,
+and leaves argument checking (dtype, rank, shape, strides, device) to C++."""
+
+import os
+
+import numpy as np
+
+from tilelang import _native
+from tilelang.env import is_cache_enabled
+from tilelang.language.dtypes import _ML_DTYPES_NAMES
+from tilelang.language.dtypes import dtype as DType
+from tilelang.language.prim_func import PrimFunc
+from tilelang.transform import normalize_pass_configs
+from tilelang.utils.target import determine_target
+
+_C = _native.load()
+
+# execution_backend names users may pass; each target accepts the ones listed for it.
+_BACKENDS = {"auto", "native", "cython", "ctypes", "tvm_ffi", "dlpack", "nvrtc", "torch"}
+_TARGET_BACKENDS = {
+    "cpu": {"native", "cython", "ctypes", "tvm_ffi", "dlpack"},
+    "cuda": {"native", "cython", "ctypes", "tvm_ffi", "dlpack", "nvrtc"},
+    "metal": {"native", "torch"},
+}
+
+
+def available_targets():
+    """Target kinds this build of the core can compile for."""
+    query = getattr(_C, "available_targets", None)
+    return set(query()) if query else {"cpu"}
+
+
+def resolve_backend(backend, target):
+    kind = target.split()[0]
+    if backend in (None, "auto"):
+        backend = os.environ.get("TILELANG_EXECUTION_BACKEND", "auto") or "auto"
+    if backend == "auto":
+        return "native"
+    if backend not in _BACKENDS:
+        raise ValueError(
+            f"unknown execution_backend '{backend}'; expected one of {sorted(_BACKENDS)}"
+        )
+    if backend not in _TARGET_BACKENDS.get(kind, set()):
+        raise ValueError(f"execution_backend '{backend}' is not available for target '{kind}'")
+    return "native"
+
+
+def native_compile(func, target, pass_configs, compile_flags):
+    """Calls the C++ compiler (a separate function so tests can stand in for it)."""
+    kind = target.split()[0]
+    if kind not in available_targets():
+        raise _C.TileLangError(
+            f"target '{target}' is not supported by this build yet; available: "
+            f"{', '.join(sorted(available_targets()))} (pass target='cpu')"
+        )
+    if not hasattr(_C, "compile"):
+        raise _C.TileLangError("this build of tilelang._C has no compile(); rebuild the extension")
+    return _C.compile(func, target, pass_configs, compile_flags)
+
+
+def normalize_out_idx(out_idx, num_params):
+    if out_idx is None:
+        return []
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in items:
+        if not isinstance(i, int) or not -num_params <= i < num_params:
+            raise ValueError(f"out_idx entry {i!r} is out of range for {num_params} parameter(s)")
+        out.append(i % num_params)
+    if len(set(out)) != len(out):
+        raise ValueError(f"out_idx {out_idx!r} names a parameter twice")
+    return out
+
+
+class KernelParam:
+    """One kernel parameter as the runtime sees it."""
+
+    __slots__ = ("name", "dtype", "shape", "is_tensor")
+
+    def __init__(self, name, dtype, shape, is_tensor):
+        self.name, self.dtype, self.shape, self.is_tensor = name, dtype, shape, is_tensor
+
+    def __repr__(self):
+        if self.is_tensor:
+            return f"KernelParam({self.name}: Tensor({self.shape}, {self.dtype}))"
+        return f"KernelParam({self.name}: {self.dtype})"
+
+
+def _to_native(arg):
+    """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""
+    if isinstance(arg, np.ndarray):
+        name = arg.dtype.name
+        if name in _ML_DTYPES_NAMES:
+            view = arg.view(np.uint16 if arg.dtype.itemsize == 2 else np.uint8)
+            return (view, name)
+        return arg
+    if isinstance(arg, np.generic):
+        return arg.item()
+    return arg
+
+
+def _framework_of(args):
+    for a in args:
+        if type(a).__module__.startswith("torch") and hasattr(a, "device"):
+            return a
+    return None
+
+
+def _allocate(shape, dtype, like):
+    if like is not None:
+        import torch
+
+        return torch.empty(shape, dtype=DType(dtype).as_torch(), device=like.device)
+    return np.empty(shape, dtype=DType(dtype).as_numpy())
+
+
+class JITKernel:
+    """A compiled kernel: call it with inputs; outputs named by out_idx are returned."""
+
+    def __init__(self, func, out_idx=None, target="auto", execution_backend="auto",
+                 pass_configs=None, compile_flags=None, verbose=False, target_host=None):
+        self.prim_func = func if isinstance(func, PrimFunc) else PrimFunc(func)
+        self.target = determine_target(target)
+        self.execution_backend = resolve_backend(execution_backend, self.target)
+        self.pass_configs = normalize_pass_configs(pass_configs)
+        if isinstance(compile_flags, str):
+            compile_flags = compile_flags.split()
+        self.compile_flags = list(compile_flags or [])
+        configs = dict(self.pass_configs)
+        if not is_cache_enabled():
+            configs["tl.disable_cache"] = True
+        self.kernel = native_compile(self.prim_func.core, self.target, configs, self.compile_flags)
+        self.params = self._read_params()
+        self.out_idx = normalize_out_idx(out_idx, len(self.params))
+        self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
+        if verbose:
+            print(f"tilelang: compiled kernel '{self.name}' for {self.target}")
+
+    @property
+    def name(self):
+        return self.prim_func.name
+
+    def _read_params(self):
+        k = self.kernel
+        return [
+            KernelParam(name, k.param_dtype(i), list(k.param_shape(i)), bool(k.param_is_tensor(i)))
+            for i, name in enumerate(k.param_names)
+        ]
+
+    def _check_count(self, args):
+        if len(args) in (len(self._inputs), len(self.params)):
+            return
+        names = ", ".join(self.params[i].name for i in self._inputs)
+        raise TypeError(
+            f"kernel '{self.name}' takes {len(self._inputs)} argument(s) ({names}), "
+            f"got {len(args)}"
+        )
+
+    def run(self, args):
+        """Runs the kernel; returns the list of all arguments, outputs filled in."""
+        self._check_count(args)
+        full = list(args) if len(args) == len(self.params) else [None] * len(self.params)
+        if len(args) != len(self.params):
+            for slot, arg in zip(self._inputs, args):
+                full[slot] = arg
+        native = [None if a is None else _to_native(a) for a in full]
+        missing = [i for i, a in enumerate(full) if a is None]
+        if missing:
+            shapes = self.kernel.output_shapes(native)
+            like = _framework_of(full)
+            for i in missing:
+                full[i] = _allocate(tuple(shapes[i]), self.params[i].dtype, like)
+                native[i] = _to_native(full[i])
+        self.kernel(native)
+        return full
+
+    def __call__(self, *args):
+        full = self.run(args)
+        outputs = [full[i] for i in self.out_idx]
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def get_kernel_source(self, kernel_only=True):
+        source = self.kernel.source
+        host = self.kernel.host_source
+        if kernel_only or not host or host == source:
+            return source
+        return host + "\n" + source
+
+    def get_host_source(self):
+        return self.kernel.host_source
+
+    def __repr__(self):
+        return f"JITKernel({self.name}, target={self.target}, out_idx={self.out_idx})"
