@@ -28,11 +28,18 @@ def _load_from_dir(build_dir):
     return module
 
 
+def _register_device_headers(module):
+    """An installed package ships the device headers next to `_C`; tell the core."""
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "device")
+    if os.path.isdir(shipped) and hasattr(module, "set_device_include_dir"):
+        module.set_device_include_dir(shipped)
+
+
 def load():
     """Returns the `_C` module, loading it once."""
     if _NAME in sys.modules:
         return sys.modules[_NAME]
     build_dir = os.environ.get("TILELANG_DEV_BUILD_DIR")
-    if build_dir:
-        return _load_from_dir(build_dir)
-    return importlib.import_module(_NAME)
+    module = _load_from_dir(build_dir) if build_dir else importlib.import_module(_NAME)
+    _register_device_headers(module)
+    return module

@@ -97,6 +97,15 @@ bool is_subset(const Interval& a, const Interval& b) {
   return true;
 }
 
+// Arithmetic on unsigned and narrow integers wraps: a result that leaves the type's
+// range may have wrapped to any value of it. (int32/int64 overflow is assumed away.)
+Interval wrapped(const Interval& r, DataType t) {
+  bool wraps = t.is_uint() || (t.is_int() && t.bits() < 32);
+  if (!wraps) return r;
+  Interval full = type_range(t);
+  return is_subset(r, full) ? r : full;
+}
+
 // Division of [lo, hi] by the constant c, for a division `div` that is monotonic
 // in its numerator (floor and truncating division both are).
 template <typename Div>
@@ -234,13 +243,13 @@ Interval BoundAnalyzer::eval(const Expr& e, const LetFrame* lets) const {
     if (it != ranges_.end()) return interval_intersect(it->second.range, natural_range(t));
     return natural_range(t);
   }
-  if (auto* n = e.as<BinaryNode>()) return eval_binary(n, lets);
+  if (auto* n = e.as<BinaryNode>()) return wrapped(eval_binary(n, lets), t);
   if (auto* n = e.as<UnaryNode>()) {
     if (n->op == UnaryOp::Not) return Interval::range(0, 1);
     Interval a = eval(n->a, lets);
-    if (n->op == UnaryOp::Neg) return interval_scale(a, -1);
+    if (n->op == UnaryOp::Neg) return wrapped(interval_scale(a, -1), t);
     // ~x == -x - 1 for signed integers.
-    if (t.is_int()) return interval_add(interval_scale(a, -1), Interval::single(-1));
+    if (t.is_int()) return wrapped(interval_add(interval_scale(a, -1), Interval::single(-1)), t);
     return natural_range(t);
   }
   if (auto* n = e.as<SelectNode>())

@@ -6,7 +6,6 @@
 #include "arith/simplify.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "arith/expr_order.h"

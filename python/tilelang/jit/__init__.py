@@ -33,9 +33,9 @@ def _top_level_statements(fn_node):
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt) and not isinstance(child, ast.FunctionDef):
-                stack.append(child)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
 def is_eager(func):

@@ -56,7 +56,8 @@ def native_compile(func, target, pass_configs, compile_flags):
         )
     if not hasattr(_C, "compile"):
         raise _C.TileLangError("this build of tilelang._C has no compile(); rebuild the extension")
-    return _C.compile(func, target, pass_configs, compile_flags)
+    cache_dir = os.environ.get("TILELANG_CACHE_DIR", "")
+    return _C.compile(func, target, pass_configs, compile_flags, is_cache_enabled(), cache_dir)
 
 
 def normalize_out_idx(out_idx, num_params):
@@ -127,10 +128,8 @@ class JITKernel:
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])
-        configs = dict(self.pass_configs)
-        if not is_cache_enabled():
-            configs["tl.disable_cache"] = True
-        self.kernel = native_compile(self.prim_func.core, self.target, configs, self.compile_flags)
+        self.kernel = native_compile(self.prim_func.core, self.target, self.pass_configs,
+                                     self.compile_flags)
         self.params = self._read_params()
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]

@@ -35,12 +35,19 @@ def _core_dtype(name):
     """The core's DataType for a name, raising TileLangError quoting an unknown name."""
     core = _parsed.get(name)
     if core is None:
-        try:
-            core = _C.DataType.from_string(name)
-        except TypeError:  # older bindings take only std::string through Var
-            core = _C.Var("_", name).dtype
-        _parsed[name] = core
+        core = _parsed[name] = _parse(name)
     return core
+
+
+def _from_string_works():
+    try:
+        _C.DataType.from_string("int32")
+    except TypeError:  # bindings whose from_string lacks a str caster
+        return False
+    return True
+
+
+_parse = _C.DataType.from_string if _from_string_works() else (lambda n: _C.Var("_", n).dtype)
 
 
 def _name_of(value):

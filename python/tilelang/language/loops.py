@@ -21,7 +21,7 @@ def _bounds(start, stop, step):
     if lo is not None and hi is not None and st is not None:
         return lo, max(0, len(builtins.range(lo, hi, st))), st
     if st == 1:
-        return start, stop - start, 1
+        return start, (stop if lo == 0 else stop - start), 1
     if st is None or st < 0:
         raise ValueError(f"a loop with symbolic bounds needs a positive constant step, got {step}")
     return start, _C.ceildiv(stop - start, st), st

@@ -21,7 +21,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def instantiate(func, ctx, is_macro=False):
     """The rewritten function, bound to `ctx`'s builder."""
-    code, name = rewritten_code(func, is_macro)
+    try:
+        code, name = rewritten_code(func, is_macro)
+    except TileLangError as err:
+        raise err.with_traceback(None) from None
     ns = namespace(func, ctx)
     exec(code, ns)
     fn = ns[name]

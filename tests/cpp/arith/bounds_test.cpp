@@ -17,7 +17,7 @@ class BoundsTest : public ::testing::Test {
   BoundAnalyzer a;
 };
 
-TEST(IntervalTest, ArithmeticHandlesUnboundedEnds) {
+TEST(BoundsIntervalTest, ArithmeticHandlesUnboundedEnds) {
   EXPECT_EQ(interval_add(iv(1, 2), iv(10, 20)), iv(11, 22));
   EXPECT_EQ(interval_add(Interval::at_least(0), iv(1, 2)), Interval::at_least(1));
   EXPECT_EQ(interval_scale(iv(-2, 3), -2), iv(-6, 4));
@@ -30,7 +30,7 @@ TEST(IntervalTest, ArithmeticHandlesUnboundedEnds) {
   EXPECT_EQ(interval_intersect(iv(0, 30), Interval::at_least(5)), iv(5, 30));
 }
 
-TEST(IntervalTest, OverflowBecomesUnbounded) {
+TEST(BoundsIntervalTest, OverflowBecomesUnbounded) {
   int64_t big = int64_t(1) << 62;
   Interval r = interval_add(iv(0, big), iv(0, big));
   EXPECT_EQ(r.min, 0);
@@ -133,6 +133,19 @@ TEST_F(BoundsTest, UnknownIsUnbounded) {
   EXPECT_EQ(a.bounds(buffer_load(b8, {c32(0)})), iv(0, 255));
 }
 
+TEST_F(BoundsTest, UnsignedAndNarrowArithmeticMayWrap) {
+  Var u("u", dtype::UInt32);
+  a.bind(u, 0, 10);
+  Expr one = int_imm(1, dtype::UInt32);
+  EXPECT_EQ(a.bounds(add(u, one)), iv(1, 11));
+  // u - 1 wraps to 4294967295 when u == 0.
+  EXPECT_EQ(a.bounds(sub(u, one)), iv(0, 4294967295LL));
+  Var s8("s8", dtype::Int8);
+  a.bind(s8, 100, 120);
+  EXPECT_EQ(a.bounds(add(s8, int_imm(20, dtype::Int8))), iv(-128, 127));
+  EXPECT_EQ(a.bounds(add(s8, int_imm(5, dtype::Int8))), iv(105, 125));
+}
+
 TEST_F(BoundsTest, BitOperations) {
   a.bind(x, 0, 1000);
   EXPECT_EQ(a.bounds(binary(BinaryOp::BitAnd, z, c32(7))), iv(0, 7));
@@ -169,7 +182,7 @@ TEST_F(BoundsTest, CanProveLogic) {
   a.bind(x, 0, 15);
   EXPECT_TRUE(a.can_prove(logical_and(ge(x, c32(0)), lt(x, c32(16)))));
   EXPECT_FALSE(a.can_prove(logical_and(ge(x, c32(0)), lt(x, c32(15)))));
-  EXPECT_TRUE(a.can_prove(logical_or(lt(x, c32(3)), lt(z, c32(16)) /* unknown */)) == false);
+  EXPECT_FALSE(a.can_prove(logical_or(lt(x, c32(3)), lt(z, c32(16)))));  // neither side is known
   EXPECT_TRUE(a.can_prove(logical_or(lt(z, c32(3)), lt(x, c32(16)))));
   EXPECT_TRUE(a.can_prove(logical_not(lt(x, c32(0)))));
   EXPECT_TRUE(a.can_prove(bool_imm(true)));

@@ -1,0 +1,25 @@
+"""Lets pytest import `tilelang` from a source checkout: when the package is not installed,
+the checkout's python/ directory is used and TILELANG_DEV_BUILD_DIR defaults to the most
+recently built extension under build/."""
+
+import glob
+import importlib.util
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _newest_build_dir():
+    found = glob.glob(os.path.join(ROOT, "build", "**", "_C.*.so"), recursive=True)
+    if not found:
+        return None
+    return os.path.dirname(max(found, key=os.path.getmtime))
+
+
+if importlib.util.find_spec("tilelang") is None:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    if "TILELANG_DEV_BUILD_DIR" not in os.environ:
+        build_dir = _newest_build_dir()
+        if build_dir:
+            os.environ["TILELANG_DEV_BUILD_DIR"] = build_dir
