@@ -19,7 +19,14 @@ void bind_dtype(nb::module_& m) {
       .def_prop_ro("numpy_name", &DataType::numpy_name)
       .def_prop_ro("torch_name", &DataType::torch_name)
       .def("with_lanes", &DataType::with_lanes)
-      .def("__eq__", [](const DataType& a, const DataType& b) { return a == b; })
+      .def("__eq__", [](const DataType& a, nb::handle b) {
+        if (nb::isinstance<DataType>(b)) return a == nb::cast<DataType>(b);
+        if (nb::isinstance<nb::str>(b)) {
+          auto t = DataType::parse(nb::cast<std::string>(b));
+          return t && *t == a;
+        }
+        return false;
+      })
       .def("__hash__", [](const DataType& a) { return std::hash<std::string>()(a.name()); })
       .def("__repr__", &DataType::name);
   m.def("scalar_type_names", [] {

@@ -14,17 +14,32 @@ from .kernel import JITKernel
 __all__ = ["JITKernel", "compile", "jit"]
 
 
-def compile(func, out_idx=None, execution_backend="auto", target="auto", target_host=None,  # noqa: A001
-            verbose=False, pass_configs=None, compile_flags=None):
+def compile(
+    func,
+    out_idx=None,
+    execution_backend="auto",
+    target="auto",
+    target_host=None,
+    verbose=False,
+    pass_configs=None,
+    compile_flags=None,
+):
     """Compiles a T.prim_func into a JITKernel."""
     if not isinstance(func, PrimFunc):
         raise TypeError(
             f"tilelang.compile expects a T.prim_func, got {type(func).__name__}; decorate the "
             "kernel with @T.prim_func"
         )
-    return JITKernel(func, out_idx=out_idx, target=target, execution_backend=execution_backend,
-                     pass_configs=pass_configs, compile_flags=compile_flags, verbose=verbose,
-                     target_host=target_host)
+    return JITKernel(
+        func,
+        out_idx=out_idx,
+        target=target,
+        execution_backend=execution_backend,
+        pass_configs=pass_configs,
+        compile_flags=compile_flags,
+        verbose=verbose,
+        target_host=target_host,
+    )
 
 
 def _top_level_statements(fn_node):
@@ -81,16 +96,39 @@ class LazyJIT:
         return self.factory(*args, **kwargs)
 
 
-def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend="auto",
-        verbose=False, pass_configs=None, debug_root_path=None, compile_flags=None):
+def jit(
+    func=None,
+    *,
+    out_idx=None,
+    target="auto",
+    target_host=None,
+    execution_backend="auto",
+    verbose=False,
+    pass_configs=None,
+    debug_root_path=None,
+    compile_flags=None,
+):
     """`@tilelang.jit` / `@tilelang.jit(out_idx=..., target=...)` on a factory or eager function."""
-    options = dict(target=target, target_host=target_host, execution_backend=execution_backend,
-                   verbose=verbose, pass_configs=pass_configs, compile_flags=compile_flags)
+    options = {
+        "target": target,
+        "target_host": target_host,
+        "execution_backend": execution_backend,
+        "verbose": verbose,
+        "pass_configs": pass_configs,
+        "compile_flags": compile_flags,
+    }
     if func is None:
-        return functools.partial(jit, out_idx=out_idx, target=target, target_host=target_host,
-                                 execution_backend=execution_backend, verbose=verbose,
-                                 pass_configs=pass_configs, debug_root_path=debug_root_path,
-                                 compile_flags=compile_flags)
+        return functools.partial(
+            jit,
+            out_idx=out_idx,
+            target=target,
+            target_host=target_host,
+            execution_backend=execution_backend,
+            verbose=verbose,
+            pass_configs=pass_configs,
+            debug_root_path=debug_root_path,
+            compile_flags=compile_flags,
+        )
     if isinstance(func, PrimFunc):
         return JITKernel(func, out_idx=out_idx, **options)
     if is_eager(func):
@@ -100,5 +138,4 @@ def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_b
                 "its outputs are the T.empty tensors it returns"
             )
         return functools.update_wrapper(EagerFunction(func, options), func, updated=())
-    return functools.update_wrapper(LazyJIT(func, dict(options, out_idx=out_idx)), func,
-                                    updated=())
+    return functools.update_wrapper(LazyJIT(func, dict(options, out_idx=out_idx)), func, updated=())

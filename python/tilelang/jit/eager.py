@@ -67,8 +67,9 @@ class EagerFunction:
     # ---- tracing
     def _context(self, mode, const_values=None):
         code = self.func.__code__
-        return TraceContext(self.func.__name__, code.co_filename, code.co_firstlineno, mode,
-                            const_values)
+        return TraceContext(
+            self.func.__name__, code.co_filename, code.co_firstlineno, mode, const_values
+        )
 
     def _bind(self, args, kwargs, partial=False):
         bound = (self.signature.bind_partial if partial else self.signature.bind)(*args, **kwargs)
@@ -78,23 +79,21 @@ class EagerFunction:
         return bound
 
     def _discover(self, bound):
-        """Traces the declarations only; returns {const name: (param name, dim)}."""
+        """Traces the declarations only: ({const name: (param name, dim)}, declared names)."""
         ctx = self._context("discover")
         try:
             run_traced(ctx, self.func, bound.args, bound.kwargs)
         except DiscoveryDone:
             pass
-        where = {}
-        for const_name, var in ctx.const_vars.items():
-            where[const_name] = self._find_dim(ctx, var)
-        declared = {name for name, _ in ctx.tensor_params}
+        where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
+        declared = frozenset(name for name, _ in ctx.tensor_params)
         for name, value in bound.arguments.items():
             if is_tensor(value) and name not in declared:
                 raise frontend_error(
                     f"argument '{name}' of '{self.func.__name__}' is a tensor but the body never "
                     f"declares it; add `{name}: T.Tensor(shape, dtype)`"
                 )
-        return where
+        return where, declared
 
     @staticmethod
     def _find_dim(ctx, var):
@@ -135,8 +134,10 @@ class EagerFunction:
             return tuple(index(v) for v in value)
         return index(value)
 
-    def _specialize(self, config_key, bound, const_values):
-        key = (config_key, tuple(sorted(const_values.items())))
+    def _specialize(self, bound, declared, const_values):
+        """The compiled variant for these config arguments and const values."""
+        config = tuple((n, freeze(v)) for n, v in bound.arguments.items() if n not in declared)
+        key = (config, tuple(sorted(const_values.items())))
         spec = self._kernels.get(key)
         if spec is None:
             spec = self._kernels[key] = self._trace(bound, const_values)
@@ -145,13 +146,13 @@ class EagerFunction:
     # ---- public API
     def __call__(self, *args, **kwargs):
         bound = self._bind(args, kwargs)
-        config_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
-        where = self._const_maps.get(config_key)
-        if where is None:
-            where = self._const_maps[config_key] = self._discover(bound)
+        plan_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
+        plan = self._const_maps.get(plan_key)
+        if plan is None:
+            plan = self._const_maps[plan_key] = self._discover(bound)
+        where, declared = plan
         const_values = self._bind_consts(where, bound.arguments)
-        spec = self._specialize(config_key, bound, const_values)
-        return spec.call(bound.arguments)
+        return self._specialize(bound, declared, const_values).call(bound.arguments)
 
     def _bind_consts(self, where, values):
         out = {}
@@ -170,7 +171,7 @@ class EagerFunction:
         config = {k: v for k, v in kwargs.items() if k in self.signature.parameters}
         consts = {k: int(v) for k, v in kwargs.items() if k not in config}
         bound = self._bind((), config, partial=True)
-        where = self._discover(bound)
+        where, declared = self._discover(bound)
         unknown = sorted(set(consts) - set(where))
         missing = sorted(set(where) - set(consts))
         if unknown or missing:
@@ -178,10 +179,7 @@ class EagerFunction:
                 f"{self.func.__name__}.compile() got unknown names {unknown} and lacks T.const "
                 f"values {missing}; the function declares T.const {sorted(where)}"
             )
-        config_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
-        return self._specialize(config_key, bound, consts).kernel
+        return self._specialize(bound, declared, consts).kernel
 
     def get_tir(self, **kwargs):
         return self.compile(**kwargs).prim_func
-
-

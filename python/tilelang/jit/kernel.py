@@ -77,7 +77,7 @@ def normalize_out_idx(out_idx, num_params):
 class KernelParam:
     """One kernel parameter as the runtime sees it."""
 
-    __slots__ = ("name", "dtype", "shape", "is_tensor")
+    __slots__ = ("dtype", "is_tensor", "name", "shape")
 
     def __init__(self, name, dtype, shape, is_tensor):
         self.name, self.dtype, self.shape, self.is_tensor = name, dtype, shape, is_tensor
@@ -119,8 +119,17 @@ def _allocate(shape, dtype, like):
 class JITKernel:
     """A compiled kernel: call it with inputs; outputs named by out_idx are returned."""
 
-    def __init__(self, func, out_idx=None, target="auto", execution_backend="auto",
-                 pass_configs=None, compile_flags=None, verbose=False, target_host=None):
+    def __init__(
+        self,
+        func,
+        out_idx=None,
+        target="auto",
+        execution_backend="auto",
+        pass_configs=None,
+        compile_flags=None,
+        verbose=False,
+        target_host=None,
+    ):
         self.prim_func = func if isinstance(func, PrimFunc) else PrimFunc(func)
         self.target = determine_target(target)
         self.execution_backend = resolve_backend(execution_backend, self.target)
@@ -128,8 +137,9 @@ class JITKernel:
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])
-        self.kernel = native_compile(self.prim_func.core, self.target, self.pass_configs,
-                                     self.compile_flags)
+        self.kernel = native_compile(
+            self.prim_func.core, self.target, self.pass_configs, self.compile_flags
+        )
         self.params = self._read_params()
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
@@ -152,8 +162,7 @@ class JITKernel:
             return
         names = ", ".join(self.params[i].name for i in self._inputs)
         raise TypeError(
-            f"kernel '{self.name}' takes {len(self._inputs)} argument(s) ({names}), "
-            f"got {len(args)}"
+            f"kernel '{self.name}' takes {len(self._inputs)} argument(s) ({names}), got {len(args)}"
         )
 
     def run(self, args):

@@ -17,8 +17,8 @@ from .kernel import (
     get_thread_extents,
 )
 from .loops import Parallel, Pipelined, serial, unroll, vectorized
-from .math import *  # noqa: F401,F403 - the math surface is listed in math.__all__
-from .math import abs, max, min, pow  # noqa: A004 - TileLang's names
+from .math import *
+from .math import abs, max, min, pow
 from .ops import (
     GemmWarpPolicy,
     alloc_fragment,
@@ -46,11 +46,48 @@ def __getattr__(name):
 
 
 __all__ = [
-    "dtype", "Kernel", "get_block_binding", "get_block_bindings", "get_block_extent",
-    "get_block_extents", "get_thread_binding", "get_thread_bindings", "get_thread_extent",
-    "get_thread_extents", "Parallel", "Pipelined", "serial", "unroll", "vectorized",
-    "GemmWarpPolicy", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var", "clear",
-    "copy", "evaluate", "fill", "gemm", "sync_threads", "Macro", "PrimFunc", "macro",
-    "prim_func", "Buffer", "StridedTensor", "Tensor", "const", "dynamic", "empty", "symbolic",
-    "Region", "VarBuffer", "BufferHandle", "abs", "max", "min", "pow",
+    "Buffer",
+    "BufferHandle",
+    "GemmWarpPolicy",
+    "Kernel",
+    "Macro",
+    "Parallel",
+    "Pipelined",
+    "PrimFunc",
+    "Region",
+    "StridedTensor",
+    "Tensor",
+    "VarBuffer",
+    "abs",
+    "alloc_fragment",
+    "alloc_local",
+    "alloc_shared",
+    "alloc_var",
+    "clear",
+    "const",
+    "copy",
+    "dtype",
+    "dynamic",
+    "empty",
+    "evaluate",
+    "fill",
+    "gemm",
+    "get_block_binding",
+    "get_block_bindings",
+    "get_block_extent",
+    "get_block_extents",
+    "get_thread_binding",
+    "get_thread_bindings",
+    "get_thread_extent",
+    "get_thread_extents",
+    "macro",
+    "max",
+    "min",
+    "pow",
+    "prim_func",
+    "serial",
+    "symbolic",
+    "sync_threads",
+    "unroll",
+    "vectorized",
 ]

@@ -30,8 +30,16 @@ for _kind, _words in (("TryStar", "`try`/`except*` statements"), ("Match", "`mat
         _UNSUPPORTED[getattr(ast, _kind)] = _words
 
 _COMPARE_NAMES = {
-    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne",
-    ast.Is: "is", ast.IsNot: "is_not", ast.In: "in", ast.NotIn: "not_in",
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+    ast.Is: "is",
+    ast.IsNot: "is_not",
+    ast.In: "in",
+    ast.NotIn: "not_in",
 }
 
 # Files holding rewritten code; the trace entry uses them to find the user's line.
@@ -56,8 +64,9 @@ def _call(func, *args):
 
 
 def _lambda(body):
-    empty = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                          kwarg=None, defaults=[])
+    empty = ast.arguments(
+        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    )
     return ast.Lambda(args=empty, body=body)
 
 
@@ -83,7 +92,8 @@ class KernelRewriter(ast.NodeTransformer):
     def fail(self, node, construct):
         raise located_error(
             f"{construct} are not supported in the body of kernel '{self.kernel_name}'",
-            self.filename, getattr(node, "lineno", 0),
+            self.filename,
+            getattr(node, "lineno", 0),
         )
 
     def fresh(self, prefix):
@@ -144,9 +154,12 @@ class KernelRewriter(ast.NodeTransformer):
 
     # ---- assignments
     def _assign_name(self, target, value, node):
-        wrapped = _call("_tl_assign", _call("_tl_name", ast.Constant(target.id)), value,
-                        _call("locals"))
-        return ast.copy_location(ast.Assign(targets=[_name(target.id, ast.Store())], value=wrapped), node)
+        wrapped = _call(
+            "_tl_assign", _call("_tl_name", ast.Constant(target.id)), value, _call("locals")
+        )
+        return ast.copy_location(
+            ast.Assign(targets=[_name(target.id, ast.Store())], value=wrapped), node
+        )
 
     def visit_Assign(self, node):
         self.generic_visit(node)
@@ -168,7 +181,9 @@ class KernelRewriter(ast.NodeTransformer):
         name = node.target.id
         if node.value is None:
             value = _call("_tl_declare", ast.Constant(name), node.annotation)
-            return ast.copy_location(ast.Assign(targets=[_name(name, ast.Store())], value=value), node)
+            return ast.copy_location(
+                ast.Assign(targets=[_name(name, ast.Store())], value=value), node
+            )
         value = _call("_tl_annotated", node.annotation, node.value)
         return self._assign_name(node.target, value, node)
 
@@ -177,7 +192,9 @@ class KernelRewriter(ast.NodeTransformer):
         if node.orelse:
             self.fail(node, "`for ... else` loops")
         node.iter = self.visit(node.iter)
-        names = ast.Tuple(elts=[ast.Constant(n) for n in _target_names(node.target)], ctx=ast.Load())
+        names = ast.Tuple(
+            elts=[ast.Constant(n) for n in _target_names(node.target)], ctx=ast.Load()
+        )
         node.iter = _call("_tl_for", node.iter, names)
         node.body = self.block(node.body)
         return node
@@ -187,12 +204,22 @@ class KernelRewriter(ast.NodeTransformer):
             self.fail(node, "`while ... else` loops")
         state = self.fresh("w")
         test = self.visit(node.test)
-        enter = ast.Assign(targets=[_name(state, ast.Store())], value=_call("_tl_while", _lambda(test)))
-        step = ast.Call(func=ast.Attribute(value=_name(state), attr="step", ctx=ast.Load()), args=[],
-                        keywords=[])
+        enter = ast.Assign(
+            targets=[_name(state, ast.Store())], value=_call("_tl_while", _lambda(test))
+        )
+        step = ast.Call(
+            func=ast.Attribute(value=_name(state), attr="step", ctx=ast.Load()),
+            args=[],
+            keywords=[],
+        )
         loop = ast.While(test=step, body=self.block(node.body), orelse=[])
-        leave = ast.Expr(ast.Call(func=ast.Attribute(value=_name(state), attr="exit", ctx=ast.Load()),
-                                  args=[], keywords=[]))
+        leave = ast.Expr(
+            ast.Call(
+                func=ast.Attribute(value=_name(state), attr="exit", ctx=ast.Load()),
+                args=[],
+                keywords=[],
+            )
+        )
         return [ast.copy_location(s, node) for s in (enter, loop, leave)]
 
     def visit_If(self, node):
@@ -201,8 +228,9 @@ class KernelRewriter(ast.NodeTransformer):
         out = [ast.Assign(targets=[_name(cond, ast.Store())], value=_call("_tl_if", test))]
         out.append(ast.If(test=_name(cond), body=self.block(node.body), orelse=[]))
         if node.orelse:
-            out.append(ast.If(test=_call("_tl_else", _name(cond)), body=self.block(node.orelse),
-                              orelse=[]))
+            out.append(
+                ast.If(test=_call("_tl_else", _name(cond)), body=self.block(node.orelse), orelse=[])
+            )
         out.append(ast.Expr(_call("_tl_endif", _name(cond))))
         return [ast.copy_location(s, node) for s in out]
 
@@ -245,8 +273,9 @@ class KernelRewriter(ast.NodeTransformer):
             ast.Tuple(elts=[ast.Constant(_COMPARE_NAMES[type(op)]), _lambda(right)], ctx=ast.Load())
             for op, right in zip(node.ops, node.comparators)
         ]
-        return ast.copy_location(_call("_tl_compare", node.left, ast.Tuple(elts=pairs, ctx=ast.Load())),
-                                 node)
+        return ast.copy_location(
+            _call("_tl_compare", node.left, ast.Tuple(elts=pairs, ctx=ast.Load())), node
+        )
 
     def visit_IfExp(self, node):
         self.generic_visit(node)

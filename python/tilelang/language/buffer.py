@@ -28,7 +28,7 @@ def const_int(x):
 class Region:
     """A rectangular part of a buffer: per-dimension starts and extents (from a slice)."""
 
-    __slots__ = ("buffer", "mins", "extents")
+    __slots__ = ("buffer", "extents", "mins")
 
     def __init__(self, buffer, mins, extents):
         self.buffer = buffer
@@ -54,7 +54,7 @@ class Region:
 class Buffer:
     """A tensor parameter or an on-chip allocation of the kernel being traced."""
 
-    __slots__ = ("handle", "name", "dtype", "shape", "scope")
+    __slots__ = ("dtype", "handle", "name", "scope", "shape")
 
     def __init__(self, handle):
         self.handle = handle
@@ -72,7 +72,9 @@ class Buffer:
         return len(self.shape)
 
     def __repr__(self):
-        return f"Buffer({self.name}, shape={list(self.shape)}, dtype={self.dtype}, scope={self.scope})"
+        return (
+            f"Buffer({self.name}, shape={list(self.shape)}, dtype={self.dtype}, scope={self.scope})"
+        )
 
     def full_region(self):
         return Region(self, [0] * self.ndim, self.shape)
@@ -163,7 +165,9 @@ class VarBuffer(Buffer):
         return load
 
     def store(self, value):
-        builder_ctx.current(f"assigning '{self.name}'").builder.store(self.handle, [0], to_value(value))
+        builder_ctx.current(f"assigning '{self.name}'").builder.store(
+            self.handle, [0], to_value(value)
+        )
 
     def __getitem__(self, key):
         if key == 0 or key == (0,):
@@ -178,21 +182,37 @@ class VarBuffer(Buffer):
 
 
 _BINARY = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-    "lshift": operator.lshift, "rshift": operator.rshift,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
 }
 for _name, _op in _BINARY.items():
     setattr(VarBuffer, f"__{_name}__", _forward(_op))
     setattr(VarBuffer, f"__r{_name}__", _forward(_op, reflected=True))
 for _name, _op in {
-    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-    "eq": operator.eq, "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
 }.items():
     setattr(VarBuffer, f"__{_name}__", _forward(_op))
-for _name, _op in {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
-                   "abs": operator.abs}.items():
+for _name, _op in {
+    "neg": operator.neg,
+    "pos": operator.pos,
+    "invert": operator.invert,
+    "abs": operator.abs,
+}.items():
     setattr(VarBuffer, f"__{_name}__", _forward_unary(_op))
 VarBuffer.__hash__ = object.__hash__
 

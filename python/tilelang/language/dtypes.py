@@ -25,8 +25,14 @@ _PY_TYPES = {builtins.bool: "bool", builtins.int: "int32", builtins.float: "floa
 _INTERNAL = {"handle", "void"}
 # numpy cannot hold these natively; ml_dtypes supplies them.
 _ML_DTYPES_NAMES = {
-    "bfloat16", "int4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-    "float8_e8m0fnu", "float4_e2m1fn",
+    "bfloat16",
+    "int4",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
 }
 _parsed = {}
 
@@ -65,10 +71,12 @@ def _name_of(value):
     try:
         return np.dtype(value).name
     except TypeError:
-        raise TypeError(f"cannot make a dtype from {value!r} of type {type(value).__name__}") from None
+        raise TypeError(
+            f"cannot make a dtype from {value!r} of type {type(value).__name__}"
+        ) from None
 
 
-class dtype(str):  # noqa: N801 - spelled like TileLang's T.dtype
+class dtype(str):
     """A scalar or vector element type: `T.float16`, `T.float32x4`, `T.dtype(torch.half)`."""
 
     def __new__(cls, value):
@@ -117,7 +125,7 @@ class dtype(str):  # noqa: N801 - spelled like TileLang's T.dtype
     __hash__ = str.__hash__
 
     def __repr__(self):
-        return f"T.{str(self)}" if str(self).isidentifier() else f"T.dtype({str(self)!r})"
+        return f"T.{self!s}" if str(self).isidentifier() else f"T.dtype({str(self)!r})"
 
     def __reduce__(self):
         return (dtype, (str(self),))
@@ -185,7 +193,7 @@ def is_dtype_like(value):
         return True
     try:
         dtype(value)
-    except Exception:
+    except (TypeError, ValueError):
         return False
     return True
 

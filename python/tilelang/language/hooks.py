@@ -259,9 +259,16 @@ def not_(value):
 
 
 _COMPARE = {
-    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-    "eq": operator.eq, "ne": operator.ne, "is": operator.is_, "is_not": operator.is_not,
-    "in": lambda a, b: a in b, "not_in": lambda a, b: a not in b,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "is": operator.is_,
+    "is_not": operator.is_not,
+    "in": lambda a, b: a in b,
+    "not_in": lambda a, b: a not in b,
 }
 
 

@@ -2,8 +2,8 @@
 the helpers that read its block and thread indices."""
 
 from . import builder_ctx
-from .builder_ctx import KERNEL, frontend_error
 from .buffer import to_value
+from .builder_ctx import KERNEL, frontend_error
 
 
 def _thread_list(threads):

@@ -37,8 +37,13 @@ class Loop:
         self.annotations = dict(annotations or {})
 
     def open(self, builder, names):
-        var = builder.begin_for(names[0] if names else "i", self.min if self.step == 1 else 0,
-                                self.extent, self.kind, self.annotations)
+        var = builder.begin_for(
+            names[0] if names else "i",
+            self.min if self.step == 1 else 0,
+            self.extent,
+            self.kind,
+            self.annotations,
+        )
         if self.step == 1:
             return var
         return self.min + var * self.step
@@ -47,29 +52,31 @@ class Loop:
         builder.end_for()
 
 
-class serial(Loop):  # noqa: N801 - TileLang's spelling
+class serial(Loop):
     kind = "serial"
 
 
-class unroll(Loop):  # noqa: N801
+class unroll(Loop):
     kind = "unroll"
 
-    def __init__(self, start, stop=None, step=1, explicit=False, unroll_factor=None,
-                 annotations=None):
+    def __init__(
+        self, start, stop=None, step=1, explicit=False, unroll_factor=None, annotations=None
+    ):
         super().__init__(start, stop, step, annotations)
         if unroll_factor is not None:
             self.annotations["unroll_factor"] = int(unroll_factor)
 
 
-class vectorized(Loop):  # noqa: N801
+class vectorized(Loop):
     kind = "vectorized"
 
 
 class Pipelined(Loop):
     """A serial loop software-pipelined `num_stages` deep (0: not pipelined)."""
 
-    def __init__(self, start, stop=None, num_stages=0, order=None, stage=None, group=None,
-                 sync=None):
+    def __init__(
+        self, start, stop=None, num_stages=0, order=None, stage=None, group=None, sync=None
+    ):
         annotations = {"num_stages": int(num_stages)}
         if order:
             annotations["order"] = [int(x) for x in order]

@@ -10,9 +10,32 @@ from .dtypes import is_dtype_like
 _C = builder_ctx._C
 
 _UNARY = [
-    "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "abs", "floor",
-    "ceil", "round", "trunc", "nearbyint", "sigmoid", "tanh", "sin", "cos", "tan", "sinh",
-    "cosh", "erf", "isnan", "isinf", "isfinite",
+    "exp",
+    "exp2",
+    "exp10",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "nearbyint",
+    "sigmoid",
+    "tanh",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "erf",
+    "isnan",
+    "isinf",
+    "isfinite",
 ]
 
 
@@ -32,7 +55,7 @@ def _unary(name):
 globals().update({name: _unary(name) for name in _UNARY})
 
 
-def pow(x, y):  # noqa: A001 - TileLang's name
+def pow(x, y):
     return _C.call("pow", [to_value(x), to_value(y)])
 
 
@@ -50,11 +73,11 @@ def _fold(op, values):
     return acc
 
 
-def max(*values):  # noqa: A001
+def max(*values):
     return _fold("Max", values)
 
 
-def min(*values):  # noqa: A001
+def min(*values):
     return _fold("Min", values)
 
 
@@ -144,8 +167,50 @@ def call_extern(dtype, name, *args):
     return _C.call_extern(make_dtype(dtype), name, [to_value(a) for a in args])
 
 
-__all__ = _UNARY + [
-    "pow", "fmod", "max", "min", "clamp", "if_then_else", "cast", "reinterpret", "ceildiv",
-    "floordiv", "floormod", "truncdiv", "truncmod", "infinity", "max_value", "min_value",
-    "all_of", "any_of", "call_extern",
+__all__ = [  # noqa: RUF022 - grouped: unary functions first
+    "exp",
+    "exp2",
+    "exp10",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "nearbyint",
+    "sigmoid",
+    "tanh",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "erf",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "pow",
+    "fmod",
+    "max",
+    "min",
+    "clamp",
+    "if_then_else",
+    "cast",
+    "reinterpret",
+    "ceildiv",
+    "floordiv",
+    "floormod",
+    "truncdiv",
+    "truncmod",
+    "infinity",
+    "max_value",
+    "min_value",
+    "all_of",
+    "any_of",
+    "call_extern",
 ]

@@ -101,15 +101,27 @@ def _region(x, what):
 
 
 def fill(buffer, value):
-    builder_ctx.current("T.fill").builder.fill(_region(buffer, "T.fill target").to_core(), to_value(value))
+    builder_ctx.current("T.fill").builder.fill(
+        _region(buffer, "T.fill target").to_core(), to_value(value)
+    )
 
 
 def clear(buffer):
     fill(buffer, 0)
 
 
-def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,  # noqa: N803
-         clear_accum=False, k_pack=1, wg_wait=0, **_ignored):
+def gemm(
+    A,
+    B,
+    C,
+    transpose_A=False,
+    transpose_B=False,
+    policy=GemmWarpPolicy.Square,
+    clear_accum=False,
+    k_pack=1,
+    wg_wait=0,
+    **_ignored,
+):
     """C += op(A) @ op(B) on tiles; synchronous from the user's point of view."""
     ctx = builder_ctx.current("T.gemm")
     attrs = {
@@ -120,7 +132,9 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
         "k_pack": int(k_pack),
         "wg_wait": int(wg_wait),
     }
-    regions = [_region(x, f"T.gemm operand {n}").to_core() for x, n in ((A, "A"), (B, "B"), (C, "C"))]
+    regions = [
+        _region(x, f"T.gemm operand {n}").to_core() for x, n in ((A, "A"), (B, "B"), (C, "C"))
+    ]
     ctx.builder.gemm(*regions, attrs)
 
 
@@ -133,6 +147,16 @@ def evaluate(expr):
 
 
 __all__ = [
-    "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", "GemmWarpPolicy", "copy",
-    "fill", "clear", "gemm", "sync_threads", "evaluate", "VarBuffer",
+    "GemmWarpPolicy",
+    "VarBuffer",
+    "alloc_fragment",
+    "alloc_local",
+    "alloc_shared",
+    "alloc_var",
+    "clear",
+    "copy",
+    "evaluate",
+    "fill",
+    "gemm",
+    "sync_threads",
 ]

@@ -34,18 +34,19 @@ class TensorAnnotation:
         return f"T.Tensor({self.shape}, {self.dtype})"
 
     def declare(self, builder, name):
-        return builder.tensor_param(name, list(self.shape), self.dtype,
-                                    None if self.strides is None else list(self.strides))
+        return builder.tensor_param(
+            name, list(self.shape), self.dtype, None if self.strides is None else list(self.strides)
+        )
 
 
-def Tensor(shape, dtype="float32", strides=None):  # noqa: N802 - TileLang's spelling
+def Tensor(shape, dtype="float32", strides=None):
     return TensorAnnotation(shape, dtype, strides)
 
 
 Buffer = Tensor
 
 
-def StridedTensor(shape, strides, dtype="float32"):  # noqa: N802
+def StridedTensor(shape, strides, dtype="float32"):
     return TensorAnnotation(shape, dtype, strides)
 
 

@@ -54,6 +54,8 @@ def normalize_pass_configs(pass_configs):
         if isinstance(key, PassConfigKey):
             key = key.value
         elif not isinstance(key, str):
-            raise TypeError(f"pass_configs keys must be str or PassConfigKey, got {type(key).__name__}")
+            raise TypeError(
+                f"pass_configs keys must be str or PassConfigKey, got {type(key).__name__}"
+            )
         out[key] = value
     return out

@@ -26,7 +26,7 @@ def has_cuda_device():
 def _from_dict(spec):
     kind = spec.get("kind")
     if not isinstance(kind, str):
-        raise ValueError(f"target dict needs a 'kind' string, got {spec!r}")
+        raise TypeError(f"target dict needs a 'kind' string, got {spec!r}")
     parts = [kind]
     for key, value in spec.items():
         if key != "kind":

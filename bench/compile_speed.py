@@ -1,0 +1,114 @@
+"""Compile speed of the quickstart GEMM: time from the Python kernel to generated
+source (frontend tracing + lowering passes + codegen; the host compiler is
+excluded). Target: under 50 ms. Prints a table and appends it to bench/RESULTS.md.
+
+Run: make bench   (or TILELANG_DEV_BUILD_DIR=build/dev PYTHONPATH=python python bench/compile_speed.py)
+"""
+
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import time
+
+import tilelang
+import tilelang.language as T
+
+REPEATS = 30
+TARGET_MS = 50.0
+
+
+def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float32"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.max(C_local[i, j], 0)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def measure():
+    trace_ms, codegen_ms = [], []
+    for rep in range(REPEATS):
+        start = time.perf_counter()
+        func = matmul(1024 + rep, 1024, 1024)  # a new shape each time: no cache can help
+        traced = time.perf_counter()
+        source = tilelang._C.generate_source(func.core, "cpu")
+        done = time.perf_counter()
+        assert "gemm_tile" in source
+        trace_ms.append((traced - start) * 1e3)
+        codegen_ms.append((done - traced) * 1e3)
+    return statistics.median(trace_ms), statistics.median(codegen_ms)
+
+
+def commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def cold():
+    """The first kernel of the process: includes parsing and rewriting the source."""
+    start = time.perf_counter()
+    func = matmul(1000, 1000, 1000)
+    tilelang._C.generate_source(func.core, "cpu")
+    return (time.perf_counter() - start) * 1e3
+
+
+def main():
+    first = cold()
+    trace, codegen = measure()
+    total = trace + codegen
+    rows = [
+        ("first kernel of the process (parse + rewrite + trace + codegen)", first),
+        ("frontend (trace Python -> IR)", trace),
+        ("passes + codegen (IR -> C++)", codegen),
+        ("total, Python kernel -> source", total),
+    ]
+    lines = [
+        f"### compile_speed — {datetime.date.today()} — commit {commit()} — "
+        f"{platform.processor() or platform.machine()} (cpu target, no GPU)",
+        "",
+        f"quickstart GEMM+ReLU 1024³ (128x128x32 tiles), median of {REPEATS}",
+        "",
+        "| step | ours (ms) | target (ms) | ratio target/ours |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, ms in rows:
+        timed = name.startswith(("total", "first"))
+        tgt = TARGET_MS if timed else float("nan")
+        ratio = f"{TARGET_MS / ms:.1f}x" if timed else ""
+        lines.append(f"| {name} | {ms:.2f} | {'' if tgt != tgt else f'{tgt:.0f}'} | {ratio} |")
+    table = "\n".join(lines)
+    print(table)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+    new = not os.path.exists(path)
+    with open(path, "a") as f:
+        if new:
+            f.write("# Benchmark results\n\nAppended by the scripts in bench/. Compare ratios "
+                    "from one run only.\n\n")
+        f.write(table + "\n\n")
+    worst = max(total, first)
+    print(f"{'OK' if worst < TARGET_MS else 'SLOWER THAN TARGET'}: {total:.2f} ms per kernel, "
+          f"{first:.2f} ms for the first (target {TARGET_MS:.0f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""User errors name the kernel's file and line, quote bad names, and keep the traceback
+short: what the frontend rejects and how it says so."""
+
+import inspect
+import traceback
+
+import pytest
+import tilelang
+import tilelang.language as T
+
+HERE = __file__
+
+
+def line_of(marker):
+    """The line number in this file of the line containing `marker`."""
+    lines, _ = inspect.findsource(inspect.getmodule(line_of))
+    return next(i + 1 for i, text in enumerate(lines) if marker in text and "line_of" not in text)
+
+
+def test_try_statement_names_file_and_line():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                try:  # MARK-try
+                    A[0] = 1.0
+                except ValueError:
+                    pass
+
+    assert str(info.value).startswith(f"{HERE}:{line_of('MARK-try')}: `try` statements")
+    assert "kernel 'main'" in str(info.value)
+
+
+@pytest.mark.parametrize("construct", ["global", "nested def"])
+def test_other_unsupported_statements(construct):
+    with pytest.raises(tilelang.TileLangError, match="not supported"):
+        if construct == "global":
+
+            @T.prim_func
+            def main(A: T.Tensor((4,), "float32")):
+                global HERE  # noqa: PLW0602 - the construct under test
+                with T.Kernel(1, threads=1):
+                    A[0] = 1.0
+        else:
+
+            @T.prim_func
+            def main2(A: T.Tensor((4,), "float32")):
+                with T.Kernel(1, threads=1):
+
+                    def helper():
+                        return 1
+
+                    A[0] = helper()
+
+
+def test_with_on_unknown_object_inside_kernel():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1) as bx, T.serial(4):  # MARK-with
+                A[0] = 1.0
+
+    assert str(info.value).startswith(f"{HERE}:{line_of('MARK-with')}: `with` on a serial object")
+
+
+def test_core_errors_carry_the_user_line_and_a_short_traceback():
+    n = T.dynamic("n")
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=1):
+                S = T.alloc_shared((n,), "float32")  # MARK-core
+                T.copy(A, S)
+
+    assert str(info.value).startswith(f"{HERE}:{line_of('MARK-core')}: ")
+    assert "constant shape" in str(info.value)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert frames[-1].filename == HERE and frames[-1].lineno == line_of("MARK-core")
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_frontend_errors_carry_the_user_line():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0, 1] = 1.0  # MARK-index
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-index')}: buffer 'A' has 1 dimension(s) but is indexed with 2"
+    )
+
+
+def test_break_of_python_loop_inside_symbolic_if():
+    with pytest.raises(tilelang.TileLangError, match="`break` of a Python-level loop"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                for v in [1, 2]:
+                    if A[v] > 0:
+                        break
+
+
+def test_missing_parameter_annotation():
+    with pytest.raises(tilelang.TileLangError, match="parameter 'A' .* needs an annotation"):
+
+        @T.prim_func
+        def main(A):
+            pass
+
+
+def test_symbolic_condition_has_no_python_truth_value():
+    with pytest.raises(TypeError, match="has no Python truth value"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0] = bool(A[1] > 0)
+
+
+def test_eager_only_constructs_in_prim_func():
+    with pytest.raises(tilelang.TileLangError, match="T.const is for eager"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            M = T.const("M")  # noqa: F841
+
+    with pytest.raises(tilelang.TileLangError, match="declarations in the body are for eager"):
+
+        @T.prim_func
+        def main2(A: T.Tensor((4,), "float32")):
+            B: T.Tensor((4,), "float32")  # noqa: F842
+
+
+def test_out_idx_with_eager_function():
+    with pytest.raises(ValueError, match="out_idx cannot be used with the eager"):
+
+        @tilelang.jit(out_idx=[-1])
+        def add(A):
+            A: T.Tensor((4,), "float32")
+            with T.Kernel(1, threads=1):
+                A[0] = 1.0
+
+
+def test_language_outside_a_kernel_function():
+    with pytest.raises(tilelang.TileLangError, match="only be used inside a @T.prim_func"):
+        T.alloc_shared((4,), "float32")
+
+
+def test_compile_rejects_non_prim_func():
+    with pytest.raises(TypeError, match="expects a T.prim_func, got function"):
+        tilelang.compile(lambda: None)
