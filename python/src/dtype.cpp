@@ -1,6 +1,7 @@
 // Binds DataType. The Python-side dtype class (tilelang.language.dtypes) wraps it.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,7 +29,8 @@ void bind_dtype(nb::module_& m) {
         return false;
       })
       .def("__hash__", [](const DataType& a) { return std::hash<std::string>()(a.name()); })
-      .def("__repr__", &DataType::name);
+      .def("__repr__", &DataType::name)
+      .def("__str__", &DataType::name);
   m.def("scalar_type_names", [] {
     std::vector<std::string> names;
     for (int i = 0; i < tl::num_scalar_types(); ++i) names.push_back(DataType(tl::ScalarType(i)).name());

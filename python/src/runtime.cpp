@@ -5,6 +5,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -194,6 +195,7 @@ void bind_runtime(nb::module_& m) {
     opt.compile_flags = flags;
     return cache_key_material(f, opt);
   });
+  m.def("available_targets", [] { return std::vector<std::string>{"cpu"}; });
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
   m.def("set_log_sink", [](nb::object fn) {

@@ -77,7 +77,10 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
                                    extents_str(s.extents()), " but destination '", d.buffer->name, "' covers ",
                                    extents_str(d.extents()),
                                    "; after dropping unit dimensions both sides must have the same extents"));
-  for (const BufferRegion* r : {&s, &d})
+  // A tile may hang over the edge of a tensor (that part is predicated), but it
+  // cannot be larger than an on-chip buffer.
+  for (const BufferRegion* r : {&s, &d}) {
+    if (r->buffer->scope == Scope::Global) continue;
     for (size_t i = 0; i < r->ranges.size(); ++i) {
       auto ext = as_const_int(r->ranges[i].extent);
       auto n = as_const_int(r->buffer->shape[i]);
@@ -85,6 +88,7 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
         throw_user_error(span, str_cat("T.copy region of '", r->buffer->name, "' has extent ", *ext,
                                        " in dimension ", i, " but the buffer has only ", *n));
     }
+  }
   return tile_op(TileOpKind::Copy, {s, d}, {}, std::move(attrs), span);
 }
 

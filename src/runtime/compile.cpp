@@ -41,7 +41,7 @@ std::string entry_name(const PrimFunc& f) {
 std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                   const std::string& key) {
   auto build_into = [&](const std::string& dir) {
-    CpuSource src = codegen_cpu(lower(f, opt.target), sig);
+    CpuSource src = codegen_cpu(lower(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
     compile_shared_library((fs::path(dir) / "kernel.cpp").string(), (fs::path(dir) / "kernel.so").string(),
                            opt.compile_flags);

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "ir/printer.h"
+#include "transform/legalize_safe_memory.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/simplify_pass.h"
 
@@ -44,18 +45,29 @@ PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimF
 
 // CPU: one executor per thread block, so fragments are block-wide arrays and tile
 // ops become plain loops; no layout inference is needed.
-PrimFunc lower_for_cpu(PrimFunc f, const Target& t) {
+bool config_on(const Attrs& configs, const std::string& key) {
+  auto it = configs.find(key);
+  if (it == configs.end()) return false;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return *i != 0;
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s == "1" || *s == "True" || *s == "true";
+  return false;
+}
+
+PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("lower_tile_ops", f, [&](const PrimFunc& g) { return lower_tile_ops(g, t); });
+  // Out-of-bounds global accesses are skipped (stores) or read 0 (loads) by default.
+  if (!config_on(configs, "tl.disable_safe_memory_legalize"))
+    f = run_pass("legalize_safe_memory", f, [&](const PrimFunc& g) { return legalize_safe_memory(g); });
   f = run_pass("simplify", f, [&](const PrimFunc& g) { return simplify_func(g); });
   return f;
 }
 
 }  // namespace
 
-PrimFunc lower(const PrimFunc& f, const Target& target) {
+PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
   dump("input", f);
   switch (target.kind) {
-    case TargetKind::CPU: return lower_for_cpu(f, target);
+    case TargetKind::CPU: return lower_for_cpu(f, target, pass_configs);
     case TargetKind::CUDA:
     case TargetKind::Metal: break;
   }

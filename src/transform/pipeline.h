@@ -8,6 +8,6 @@ namespace tl {
 
 // Runs every pass for `target` on `f`. Each step is named, and can be dumped
 // (TILELANG_DUMP_IR=1 or =<dir>) and timed (TILELANG_TIME_PASSES=1).
-PrimFunc lower(const PrimFunc& f, const Target& target);
+PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {});
 
 }  // namespace tl

@@ -153,3 +153,19 @@ def test_dynamic_shapes_and_scalar_params():
     script = main.script()
     assert 'A: T.Tensor((n, k), "float16")' in script and "scale: T.float32" in script
     assert main.params == ["A", "scale"]
+
+
+def test_annotated_scalar_and_element_copy_and_region_store():
+    @T.prim_func
+    def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float16")):
+        with T.Kernel(1, threads=1):
+            acc: T.float32 = 0.0
+            acc = acc + A[3]
+            T.copy(A[2], B[5])
+            B[8:12] = 0
+            A[0] = acc
+
+    script = main.script()
+    assert 'acc = T.alloc_var((1,), "float32"' in script and "acc[0] = (acc[0] + A[3])" in script
+    assert 'B[5] = T.cast(A[2], "float16")' in script
+    assert "T.fill(B[8:12], " in script

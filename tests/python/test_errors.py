@@ -59,7 +59,7 @@ def test_with_on_unknown_object_inside_kernel():
 
         @T.prim_func
         def main(A: T.Tensor((4,), "float32")):
-            with T.Kernel(1, threads=1) as bx, T.serial(4):  # MARK-with
+            with T.Kernel(1, threads=1), T.serial(4):  # MARK-with
                 A[0] = 1.0
 
     assert str(info.value).startswith(f"{HERE}:{line_of('MARK-with')}: `with` on a serial object")

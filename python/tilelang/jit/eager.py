@@ -86,7 +86,7 @@ class EagerFunction:
         except DiscoveryDone:
             pass
         where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
-        declared = frozenset(name for name, _ in ctx.tensor_params)
+        declared = frozenset(name for name, _ in ctx.params)
         for name, value in bound.arguments.items():
             if is_tensor(value) and name not in declared:
                 raise frontend_error(
@@ -97,7 +97,7 @@ class EagerFunction:
 
     @staticmethod
     def _find_dim(ctx, var):
-        for name, buf in ctx.tensor_params:
+        for name, buf in ctx.params:
             if name in ctx.outputs or not isinstance(buf, Buffer):
                 continue
             for dim, extent in enumerate(buf.handle.shape):
@@ -109,7 +109,7 @@ class EagerFunction:
         ctx = self._context("eager", const_values)
         run_traced(ctx, self.func, bound.args, bound.kwargs)
         core = finish(ctx)
-        names = [name for name, _ in ctx.tensor_params]
+        names = [name for name, _ in ctx.params]
         out_idx = [names.index(n) for n in ctx.outputs]
         kernel = JITKernel(PrimFunc(core, self.func), out_idx=out_idx, **self.options)
         inputs = [n for n in names if n not in ctx.outputs]
@@ -119,7 +119,7 @@ class EagerFunction:
         value = ctx.returned
         if value is None:
             return None
-        bufs = [b for _, b in ctx.tensor_params]
+        bufs = [b for _, b in ctx.params]
 
         def index(v):
             for i, b in enumerate(bufs):

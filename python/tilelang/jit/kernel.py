@@ -12,7 +12,7 @@ from tilelang.language.dtypes import _ML_DTYPES_NAMES
 from tilelang.language.dtypes import dtype as DType
 from tilelang.language.prim_func import PrimFunc
 from tilelang.transform import normalize_pass_configs
-from tilelang.utils.target import determine_target
+from tilelang.utils.target import available_targets, determine_target
 
 _C = _native.load()
 
@@ -23,12 +23,6 @@ _TARGET_BACKENDS = {
     "cuda": {"native", "cython", "ctypes", "tvm_ffi", "dlpack", "nvrtc"},
     "metal": {"native", "torch"},
 }
-
-
-def available_targets():
-    """Target kinds this build of the core can compile for."""
-    query = getattr(_C, "available_targets", None)
-    return set(query()) if query else {"cpu"}
 
 
 def resolve_backend(backend, target):

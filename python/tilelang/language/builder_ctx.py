@@ -38,7 +38,7 @@ class TraceContext:
         self.pending_name = None
         self.loads = {}
         self.names = {}
-        self.tensor_params = []  # eager: (python name, Buffer wrapper) in declaration order
+        self.params = []  # eager: (python name, Buffer or scalar Var) in declaration order
         self.outputs = []  # eager: names of T.empty outputs, in declaration order
         self.returned = None
         self.has_return = False

@@ -9,7 +9,6 @@ from . import builder_ctx
 from .buffer import Buffer, VarBuffer, to_value, wrap_buffer
 from .builder_ctx import IR_IF, IR_LOOP, PY_LOOP, frontend_error
 from .dtypes import dtype as DType
-from .dtypes import dtype as make_dtype
 from .kernel import Kernel
 from .loops import Loop, Parallel, from_range, python_range
 from .ops import alloc_var
@@ -71,11 +70,11 @@ def declare(name, annotation):
     _require_eager(ctx, name)
     if isinstance(annotation, TensorAnnotation):
         buf = wrap_buffer(annotation.declare(ctx.builder, name))
-        ctx.tensor_params.append((name, buf))
+        ctx.params.append((name, buf))
         return buf
     if isinstance(annotation, (str, type)):
-        var = ctx.builder.scalar_param(name, make_dtype(annotation))
-        ctx.tensor_params.append((name, var))
+        var = ctx.builder.scalar_param(name, DType(annotation))
+        ctx.params.append((name, var))
         return var
     raise frontend_error(
         f"parameter '{name}' must be annotated with T.Tensor(shape, dtype) or a dtype, "
@@ -85,7 +84,7 @@ def declare(name, annotation):
 
 def _declare_output(ctx, name, annotation):
     buf = wrap_buffer(annotation.declare(ctx.builder, name))
-    ctx.tensor_params.append((name, buf))
+    ctx.params.append((name, buf))
     ctx.outputs.append(name)
     return buf
 

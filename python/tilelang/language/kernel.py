@@ -17,7 +17,7 @@ def _thread_list(threads):
 class Kernel:
     """A frame: entering it opens the launch region and yields the block indices."""
 
-    def __init__(self, *grid, threads=128, prelude="", is_cpu=False, **_ignored):
+    def __init__(self, *grid, threads=128, prelude="", is_cpu=False):
         if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
             grid = tuple(grid[0])
         self.grid = [to_value(g) for g in grid]

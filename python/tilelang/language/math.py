@@ -9,35 +9,6 @@ from .dtypes import is_dtype_like
 
 _C = builder_ctx._C
 
-_UNARY = [
-    "exp",
-    "exp2",
-    "exp10",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "nearbyint",
-    "sigmoid",
-    "tanh",
-    "sin",
-    "cos",
-    "tan",
-    "sinh",
-    "cosh",
-    "erf",
-    "isnan",
-    "isinf",
-    "isfinite",
-]
-
 
 def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
@@ -52,7 +23,33 @@ def _unary(name):
     return fn
 
 
-globals().update({name: _unary(name) for name in _UNARY})
+# Elementwise functions of one expression, each a call of the core intrinsic of that name.
+exp = _unary("exp")
+exp2 = _unary("exp2")
+exp10 = _unary("exp10")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+abs = _unary("abs")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+sigmoid = _unary("sigmoid")
+tanh = _unary("tanh")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+erf = _unary("erf")
+isnan = _unary("isnan")
+isinf = _unary("isinf")
+isfinite = _unary("isfinite")
 
 
 def pow(x, y):

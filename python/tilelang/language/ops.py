@@ -74,7 +74,7 @@ def _copy_operand(x, side):
     )
 
 
-def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, **_ignored):
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None):
     """Copies a tile; out-of-bounds parts are predicated (reads give 0, writes are dropped)."""
     ctx = builder_ctx.current("T.copy")
     s_buf, s_min, s_ext = _copy_operand(src, "source")
@@ -120,9 +120,13 @@ def gemm(
     clear_accum=False,
     k_pack=1,
     wg_wait=0,
-    **_ignored,
+    mbar=None,
 ):
-    """C += op(A) @ op(B) on tiles; synchronous from the user's point of view."""
+    """C += op(A) @ op(B) on tiles; synchronous from the user's point of view.
+
+    `wg_wait` and `mbar` (Hopper asynchrony) are accepted for compatibility; targets that
+    do not use them ignore them.
+    """
     ctx = builder_ctx.current("T.gemm")
     attrs = {
         "transpose_A": bool(transpose_A),

@@ -23,6 +23,14 @@ def has_cuda_device():
     return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
+def available_targets():
+    """Target kinds this build of the core can compile for."""
+    from tilelang import _native
+
+    query = getattr(_native.load(), "available_targets", None)
+    return set(query()) if query else {"cpu"}
+
+
 def _from_dict(spec):
     kind = spec.get("kind")
     if not isinstance(kind, str):
@@ -40,7 +48,10 @@ def _default_target():
         if env.startswith("{"):
             return _from_dict(json.loads(env))
         return env
-    return "cuda" if has_cuda_device() else "cpu"
+    # The best target this build can compile for: CUDA when a GPU answers, else the CPU.
+    if has_cuda_device() and "cuda" in available_targets():
+        return "cuda"
+    return "cpu"
 
 
 def _canonical(target):
@@ -57,7 +68,7 @@ def _canonical(target):
 
 
 def determine_target(target="auto"):
-    """Returns the canonical target string: "auto" picks CUDA when a GPU answers, else the CPU."""
+    """The canonical target string; "auto" is TILELANG_DEFAULT_TARGET, else the best available."""
     if isinstance(target, dict):
         target = _from_dict(target)
     if target is None or target == "auto":
