@@ -58,7 +58,9 @@ def measure():
 
 def commit():
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
+        )
         return out.stdout.strip() or "unknown"
     except OSError:
         return "unknown"
@@ -83,8 +85,10 @@ def main():
         ("total, Python kernel -> source", total),
     ]
     lines = [
-        f"### compile_speed — {datetime.date.today()} — commit {commit()} — "
-        f"{platform.processor() or platform.machine()} (cpu target, no GPU)",
+        (
+            f"### compile_speed — {datetime.date.today()} — commit {commit()} — "
+            f"{platform.processor() or platform.machine()} (cpu target, no GPU)"
+        ),
         "",
         f"quickstart GEMM+ReLU 1024³ (128x128x32 tiles), median of {REPEATS}",
         "",
@@ -93,21 +97,25 @@ def main():
     ]
     for name, ms in rows:
         timed = name.startswith(("total", "first"))
-        tgt = TARGET_MS if timed else float("nan")
+        tgt = f"{TARGET_MS:.0f}" if timed else ""
         ratio = f"{TARGET_MS / ms:.1f}x" if timed else ""
-        lines.append(f"| {name} | {ms:.2f} | {'' if tgt != tgt else f'{tgt:.0f}'} | {ratio} |")
+        lines.append(f"| {name} | {ms:.2f} | {tgt} | {ratio} |")
     table = "\n".join(lines)
     print(table)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
     new = not os.path.exists(path)
     with open(path, "a") as f:
         if new:
-            f.write("# Benchmark results\n\nAppended by the scripts in bench/. Compare ratios "
-                    "from one run only.\n\n")
+            f.write(
+                "# Benchmark results\n\nAppended by the scripts in bench/. Compare ratios "
+                "from one run only.\n\n"
+            )
         f.write(table + "\n\n")
     worst = max(total, first)
-    print(f"{'OK' if worst < TARGET_MS else 'SLOWER THAN TARGET'}: {total:.2f} ms per kernel, "
-          f"{first:.2f} ms for the first (target {TARGET_MS:.0f} ms)")
+    print(
+        f"{'OK' if worst < TARGET_MS else 'SLOWER THAN TARGET'}: {total:.2f} ms per kernel, "
+        f"{first:.2f} ms for the first (target {TARGET_MS:.0f} ms)"
+    )
 
 
 if __name__ == "__main__":

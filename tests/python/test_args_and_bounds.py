@@ -12,7 +12,9 @@ rng = np.random.default_rng(1)
 def unguarded_add(N, block=128):
     # No `if idx < N`: the tail block must neither write past C nor read past A/B.
     @T.prim_func
-    def add(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+    def add(
+        A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")
+    ):
         with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
             for i in T.Parallel(block):
                 C[bx * block + i] = A[bx * block + i] + B[bx * block + i]
@@ -35,7 +37,9 @@ def test_predicate_disappears_when_tiles_divide_the_shape():
 
 def test_safe_memory_pass_config_turns_guards_off():
     kernel = tilelang.compile(
-        unguarded_add(1000), out_idx=[-1], target="cpu",
+        unguarded_add(1000),
+        out_idx=[-1],
+        target="cpu",
         pass_configs={"tl.disable_safe_memory_legalize": True},
     )
     assert "if (" not in kernel.get_kernel_source()
@@ -57,17 +61,23 @@ def copier():
 
 
 def test_rank_mismatch_names_parameter(copier):
-    with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* 1 dimension\(s\).*expected 2"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"argument 'A' .* 1 dimension\(s\).*expected 2"
+    ):
         copier(np.zeros(32, np.float32), np.zeros((4, 8), np.float32))
 
 
 def test_shape_mismatch_names_dimension(copier):
-    with pytest.raises(tilelang.TileLangError, match=r"argument 'B' .*dimension 1 is 9, expected 8"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"argument 'B' .*dimension 1 is 9, expected 8"
+    ):
         copier(np.zeros((4, 8), np.float32), np.zeros((4, 9), np.float32))
 
 
 def test_dtype_mismatch(copier):
-    with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* has dtype float64, expected float32"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"argument 'A' .* has dtype float64, expected float32"
+    ):
         copier(np.zeros((4, 8), np.float64), np.zeros((4, 8), np.float32))
 
 

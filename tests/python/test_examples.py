@@ -13,6 +13,13 @@ EXAMPLES = sorted((pathlib.Path(__file__).parents[2] / "examples").glob("*.py"))
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(path):
     env = dict(os.environ, TILELANG_DEFAULT_TARGET="cpu")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "match" in out.stdout, out.stdout
