@@ -5,9 +5,18 @@ PYTHON ?= python3
 BUILD ?= build/dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test build cpp-test py-test bench clean
+.PHONY: test build lint cpp-test py-test bench clean
 
-test: build cpp-test py-test
+CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
+                'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h')
+
+test: build lint cpp-test py-test
+
+# Formatting is mechanical: unformatted code fails the test command (and CI).
+lint:
+	clang-format --dry-run --Werror $(CXX_SOURCES)
+	$(PYTHON) -m ruff check python tests examples bench
+	$(PYTHON) -m ruff format --check python tests examples bench
 
 build:
 	$(PYTHON) -m pip install -q -r tests/requirements.txt

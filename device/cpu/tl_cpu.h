@@ -40,9 +40,13 @@ inline T max(T a, T b) {
 }
 
 // Float math in the argument's precision (float or double).
-#define TL_UNARY_MATH(name, expr)            \
-  inline float name(float x) { return expr; } \
-  inline double name(double x) { return expr; }
+#define TL_UNARY_MATH(name, expr) \
+  inline float name(float x) {    \
+    return expr;                  \
+  }                               \
+  inline double name(double x) {  \
+    return expr;                  \
+  }
 TL_UNARY_MATH(exp, std::exp(x))
 TL_UNARY_MATH(exp2, std::exp2(x))
 TL_UNARY_MATH(exp10, std::pow(decltype(x)(10), x))
@@ -66,19 +70,37 @@ TL_UNARY_MATH(sinh, std::sinh(x))
 TL_UNARY_MATH(cosh, std::cosh(x))
 TL_UNARY_MATH(erf, std::erf(x))
 #undef TL_UNARY_MATH
-inline float pow(float a, float b) { return std::pow(a, b); }
-inline double pow(double a, double b) { return std::pow(a, b); }
-inline float fmod(float a, float b) { return std::fmod(a, b); }
-inline double fmod(double a, double b) { return std::fmod(a, b); }
+inline float pow(float a, float b) {
+  return std::pow(a, b);
+}
+inline double pow(double a, double b) {
+  return std::pow(a, b);
+}
+inline float fmod(float a, float b) {
+  return std::fmod(a, b);
+}
+inline double fmod(double a, double b) {
+  return std::fmod(a, b);
+}
 template <class T>
 inline T abs(T x) {
   return x < 0 ? -x : x;
 }
-inline float abs(float x) { return std::fabs(x); }
-inline double abs(double x) { return std::fabs(x); }
-inline bool isnan(double x) { return std::isnan(x); }
-inline bool isinf(double x) { return std::isinf(x); }
-inline bool isfinite(double x) { return std::isfinite(x); }
+inline float abs(float x) {
+  return std::fabs(x);
+}
+inline double abs(double x) {
+  return std::fabs(x);
+}
+inline bool isnan(double x) {
+  return std::isnan(x);
+}
+inline bool isinf(double x) {
+  return std::isinf(x);
+}
+inline bool isfinite(double x) {
+  return std::isfinite(x);
+}
 
 // Accumulator-precision copy of one operand element.
 template <class Acc, class T>

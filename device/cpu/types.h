@@ -53,7 +53,9 @@ inline uint16_t float_to_bf16_bits(float f) {
   return uint16_t(x >> 16);
 }
 
-inline float bf16_bits_to_float(uint16_t b) { return bit_cast<float>(uint32_t(b) << 16); }
+inline float bf16_bits_to_float(uint16_t b) {
+  return bit_cast<float>(uint32_t(b) << 16);
+}
 
 // Minifloats (fp8, fp4, e8m0), parameterised by their encoding rules.
 //   E, M: exponent and mantissa bits; Bias: exponent bias;
@@ -118,30 +120,30 @@ struct MiniFloatCodec {
     if (Kind == 2 && b == 0x80) return NAN;
     if (Kind == 1 && exp == (1u << E) - 1 && mant == (1u << M) - 1) return NAN;
     if (Kind == 0 && exp == (1u << E) - 1) return mant ? NAN : (sign ? -INFINITY : INFINITY);
-    double v = exp == 0 ? std::ldexp(double(mant), 1 - Bias - M)
-                        : std::ldexp(1.0 + double(mant) / (1u << M), int(exp) - Bias);
+    double v =
+        exp == 0 ? std::ldexp(double(mant), 1 - Bias - M) : std::ldexp(1.0 + double(mant) / (1u << M), int(exp) - Bias);
     return float(sign ? -v : v);
   }
 };
 
-#define TL_DEFINE_FLOAT_STRUCT(Name, Storage, to_bits, from_bits)                 \
-  struct Name {                                                                     \
-    Storage bits;                                                                   \
-    Name() = default;                                                               \
-    Name(float f) : bits(to_bits(f)) {}                                             \
-    Name(double f) : bits(to_bits(float(f))) {}                                     \
-    Name(int v) : bits(to_bits(float(v))) {}                                        \
-    Name(int64_t v) : bits(to_bits(float(v))) {}                                    \
-    Name(unsigned v) : bits(to_bits(float(v))) {}                                   \
+#define TL_DEFINE_FLOAT_STRUCT(Name, Storage, to_bits, from_bits)                      \
+  struct Name {                                                                        \
+    Storage bits;                                                                      \
+    Name() = default;                                                                  \
+    Name(float f) : bits(to_bits(f)) {}                                                \
+    Name(double f) : bits(to_bits(float(f))) {}                                        \
+    Name(int v) : bits(to_bits(float(v))) {}                                           \
+    Name(int64_t v) : bits(to_bits(float(v))) {}                                       \
+    Name(unsigned v) : bits(to_bits(float(v))) {}                                      \
     template <class T, class = decltype(float(std::declval<T>().bits), T::kIsTlFloat)> \
-    explicit Name(const T& o) : bits(to_bits(float(o))) {}                          \
-    static constexpr bool kIsTlFloat = true;                                        \
-    operator float() const { return from_bits(bits); }                              \
-    static Name from_raw(Storage b) {                                               \
-      Name n;                                                                       \
-      n.bits = b;                                                                   \
-      return n;                                                                     \
-    }                                                                               \
+    explicit Name(const T& o) : bits(to_bits(float(o))) {}                             \
+    static constexpr bool kIsTlFloat = true;                                           \
+    operator float() const { return from_bits(bits); }                                 \
+    static Name from_raw(Storage b) {                                                  \
+      Name n;                                                                          \
+      n.bits = b;                                                                      \
+      return n;                                                                        \
+    }                                                                                  \
   };
 
 TL_DEFINE_FLOAT_STRUCT(half_t, uint16_t, float_to_half_bits, half_bits_to_float)

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "tl/tl.h"
 #include "../../device/cpu/types.h"
+#include "tl/tl.h"
 
 int main() {
   using namespace tl;
@@ -26,11 +26,14 @@ int main() {
     Buffer Cl = fb.alloc("C_local", {int_imm(BM), int_imm(BN)}, dtype::Float32, Scope::Fragment);
     fb.fill(BufferRegion::full(Cl), float_imm(0));
     fb.pipelined(int_imm((K + BK - 1) / BK), 3, [&](Var k) {
-      fb.copy({A, {mul(by, int_imm(BM)), mul(k, int_imm(BK))}, {}}, {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
-      fb.copy({B, {mul(k, int_imm(BK)), mul(bx, int_imm(BN))}, {}}, {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
+      fb.copy({A, {mul(by, int_imm(BM)), mul(k, int_imm(BK))}, {}},
+              {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
+      fb.copy({B, {mul(k, int_imm(BK)), mul(bx, int_imm(BN))}, {}},
+              {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
       fb.gemm(BufferRegion::full(As), BufferRegion::full(Bs), BufferRegion::full(Cl));
     });
-    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}}, {C, {mul(by, int_imm(BM)), mul(bx, int_imm(BN))}, {}});
+    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}},
+            {C, {mul(by, int_imm(BM)), mul(bx, int_imm(BN))}, {}});
   });
   PrimFunc f = fb.finish();
   std::printf("%s\n", to_string(f).c_str());

@@ -31,7 +31,8 @@ AttrValue to_attr(nb::handle h) {
     for (nb::handle x : nb::cast<nb::sequence>(h)) v.push_back(nb::cast<int64_t>(x));
     return v;
   }
-  throw nb::type_error(("unsupported attribute value of type " + std::string(nb::str(nb::handle(h.type())).c_str())).c_str());
+  throw nb::type_error(
+      ("unsupported attribute value of type " + std::string(nb::str(nb::handle(h.type())).c_str())).c_str());
 }
 
 Attrs to_attrs(const nb::dict& d) {
@@ -52,38 +53,43 @@ CopyOperand to_operand(const Buffer& b, const nb::sequence& mins, std::optional<
 }  // namespace
 
 void bind_builder(nb::module_& m) {
-  nb::class_<KernelVars>(m, "KernelVars")
-      .def_ro("blocks", &KernelVars::blocks)
-      .def_ro("threads", &KernelVars::threads);
+  nb::class_<KernelVars>(m, "KernelVars").def_ro("blocks", &KernelVars::blocks).def_ro("threads", &KernelVars::threads);
 
   nb::class_<FunctionBuilder>(m, "FunctionBuilder")
       .def(nb::init<std::string, SourceSpan>(), nb::arg("name"), nb::arg("span"))
       .def("set_span", &FunctionBuilder::set_span)
-      .def("set_line", [](FunctionBuilder& b, const std::string& file, int line) {
-        b.set_span(SourceSpan{intern_file(file), line});
-      })
-      .def("tensor_param", [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
-                              std::optional<nb::sequence> strides) {
-        std::vector<Expr> st;
-        if (strides) st = to_exprs(*strides);
-        return b.tensor_param(name, to_exprs(shape), to_dtype(dt), st);
-      }, nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("strides") = nb::none())
-      .def("scalar_param", [](FunctionBuilder& b, const std::string& name, nb::handle dt) {
-        return b.scalar_param(name, to_dtype(dt));
-      })
-      .def("dynamic_var", [](FunctionBuilder& b, const std::string& name, nb::handle dt) {
-        return b.dynamic_var(name, to_dtype(dt));
-      })
-      .def("begin_kernel", [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads,
-                              const std::string& prelude) {
-        return b.begin_kernel(to_exprs(grid), std::move(threads), prelude);
-      }, nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "")
+      .def("set_line",
+           [](FunctionBuilder& b, const std::string& file, int line) {
+             b.set_span(SourceSpan{intern_file(file), line});
+           })
+      .def(
+          "tensor_param",
+          [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
+             std::optional<nb::sequence> strides) {
+            std::vector<Expr> st;
+            if (strides) st = to_exprs(*strides);
+            return b.tensor_param(name, to_exprs(shape), to_dtype(dt), st);
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("strides") = nb::none())
+      .def("scalar_param", [](FunctionBuilder& b, const std::string& name,
+                              nb::handle dt) { return b.scalar_param(name, to_dtype(dt)); })
+      .def("dynamic_var",
+           [](FunctionBuilder& b, const std::string& name, nb::handle dt) { return b.dynamic_var(name, to_dtype(dt)); })
+      .def(
+          "begin_kernel",
+          [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads, const std::string& prelude) {
+            return b.begin_kernel(to_exprs(grid), std::move(threads), prelude);
+          },
+          nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "")
       .def("end_kernel", &FunctionBuilder::end_kernel)
-      .def("begin_for", [](FunctionBuilder& b, const std::string& name, nb::handle min, nb::handle extent,
-                           const std::string& kind, const nb::dict& ann) {
-        return b.begin_for(name, to_expr(min), to_expr(extent), parse_for_kind(kind), to_attrs(ann));
-      }, nb::arg("name"), nb::arg("min"), nb::arg("extent"), nb::arg("kind") = "serial",
-         nb::arg("annotations") = nb::dict())
+      .def(
+          "begin_for",
+          [](FunctionBuilder& b, const std::string& name, nb::handle min, nb::handle extent, const std::string& kind,
+             const nb::dict& ann) {
+            return b.begin_for(name, to_expr(min), to_expr(extent), parse_for_kind(kind), to_attrs(ann));
+          },
+          nb::arg("name"), nb::arg("min"), nb::arg("extent"), nb::arg("kind") = "serial",
+          nb::arg("annotations") = nb::dict())
       .def("end_for", &FunctionBuilder::end_for)
       .def("begin_if", [](FunctionBuilder& b, nb::handle c) { b.begin_if(to_expr(c)); })
       .def("begin_else", &FunctionBuilder::begin_else)
@@ -92,26 +98,31 @@ void bind_builder(nb::module_& m) {
       .def("end_while", &FunctionBuilder::end_while)
       .def_prop_ro("in_kernel", &FunctionBuilder::in_kernel)
       .def_prop_ro("loop_depth", &FunctionBuilder::loop_depth)
-      .def("alloc", [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
-                       const std::string& scope) {
-        return b.alloc(name, to_exprs(shape), to_dtype(dt), parse_scope(scope, b.span()));
-      })
+      .def("alloc",
+           [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
+              const std::string& scope) {
+             return b.alloc(name, to_exprs(shape), to_dtype(dt), parse_scope(scope, b.span()));
+           })
       .def("let", [](FunctionBuilder& b, const std::string& name, nb::handle v) { return b.let(name, to_expr(v)); })
-      .def("store", [](FunctionBuilder& b, const Buffer& buf, const nb::sequence& idx, nb::handle v) {
-        b.store(buf, to_exprs(idx), to_expr(v));
-      })
+      .def("store", [](FunctionBuilder& b, const Buffer& buf, const nb::sequence& idx,
+                       nb::handle v) { b.store(buf, to_exprs(idx), to_expr(v)); })
       .def("evaluate", [](FunctionBuilder& b, nb::handle e) { b.evaluate(to_expr(e)); })
       .def("emit_break", &FunctionBuilder::emit_break)
       .def("emit_continue", &FunctionBuilder::emit_continue)
       .def("sync_threads", &FunctionBuilder::sync_threads)
-      .def("copy", [](FunctionBuilder& b, const Buffer& sb, const nb::sequence& smin, std::optional<nb::sequence> sext,
-                      const Buffer& db, const nb::sequence& dmin, std::optional<nb::sequence> dext, const nb::dict& attrs) {
-        b.copy(to_operand(sb, smin, sext), to_operand(db, dmin, dext), to_attrs(attrs));
-      }, nb::arg("src"), nb::arg("src_mins"), nb::arg("src_extents").none(), nb::arg("dst"), nb::arg("dst_mins"),
-         nb::arg("dst_extents").none(), nb::arg("attrs") = nb::dict())
+      .def(
+          "copy",
+          [](FunctionBuilder& b, const Buffer& sb, const nb::sequence& smin, std::optional<nb::sequence> sext,
+             const Buffer& db, const nb::sequence& dmin, std::optional<nb::sequence> dext, const nb::dict& attrs) {
+            b.copy(to_operand(sb, smin, sext), to_operand(db, dmin, dext), to_attrs(attrs));
+          },
+          nb::arg("src"), nb::arg("src_mins"), nb::arg("src_extents").none(), nb::arg("dst"), nb::arg("dst_mins"),
+          nb::arg("dst_extents").none(), nb::arg("attrs") = nb::dict())
       .def("fill", [](FunctionBuilder& b, const BufferRegion& r, nb::handle v) { b.fill(r, to_expr(v)); })
-      .def("gemm", [](FunctionBuilder& b, const BufferRegion& a, const BufferRegion& bb, const BufferRegion& c,
-                      const nb::dict& attrs) { b.gemm(a, bb, c, to_attrs(attrs)); },
-           nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("attrs") = nb::dict())
+      .def(
+          "gemm",
+          [](FunctionBuilder& b, const BufferRegion& a, const BufferRegion& bb, const BufferRegion& c,
+             const nb::dict& attrs) { b.gemm(a, bb, c, to_attrs(attrs)); },
+          nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("attrs") = nb::dict())
       .def("finish", &FunctionBuilder::finish);
 }

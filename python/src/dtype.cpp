@@ -1,8 +1,8 @@
 // Binds DataType. The Python-side dtype class (tilelang.language.dtypes) wraps it.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
 #include "ir/dtype.h"
@@ -20,14 +20,15 @@ void bind_dtype(nb::module_& m) {
       .def_prop_ro("numpy_name", &DataType::numpy_name)
       .def_prop_ro("torch_name", &DataType::torch_name)
       .def("with_lanes", &DataType::with_lanes)
-      .def("__eq__", [](const DataType& a, nb::handle b) {
-        if (nb::isinstance<DataType>(b)) return a == nb::cast<DataType>(b);
-        if (nb::isinstance<nb::str>(b)) {
-          auto t = DataType::parse(nb::cast<std::string>(b));
-          return t && *t == a;
-        }
-        return false;
-      })
+      .def("__eq__",
+           [](const DataType& a, nb::handle b) {
+             if (nb::isinstance<DataType>(b)) return a == nb::cast<DataType>(b);
+             if (nb::isinstance<nb::str>(b)) {
+               auto t = DataType::parse(nb::cast<std::string>(b));
+               return t && *t == a;
+             }
+             return false;
+           })
       .def("__hash__", [](const DataType& a) { return std::hash<std::string>()(a.name()); })
       .def("__repr__", &DataType::name)
       .def("__str__", &DataType::name);

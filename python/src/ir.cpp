@@ -24,9 +24,9 @@ Expr to_expr(nb::handle h) {
   }
   if (PyFloat_Check(h.ptr())) return float_imm(PyFloat_AsDouble(h.ptr()), dtype::Float32);
   if (nb::hasattr(h, "__tl_expr__")) return nb::cast<Expr>(h.attr("__tl_expr__")());
-  throw nb::type_error(("expected a TileLang expression or a Python number, got " +
-                        std::string(nb::str(nb::handle(h.type())).c_str()))
-                           .c_str());
+  throw nb::type_error(
+      ("expected a TileLang expression or a Python number, got " + std::string(nb::str(nb::handle(h.type())).c_str()))
+          .c_str());
 }
 
 Expr to_expr_like(nb::handle h, const Expr& like) {
@@ -50,7 +50,9 @@ DataType to_dtype(nb::handle h) {
 
 namespace {
 
-Expr bin(BinaryOp op, nb::handle a, nb::handle b) { return binary(op, to_expr(a), to_expr(b)); }
+Expr bin(BinaryOp op, nb::handle a, nb::handle b) {
+  return binary(op, to_expr(a), to_expr(b));
+}
 
 bool expr_bool(const Expr& e) {
   if (auto v = as_const_int(e)) return *v != 0;
@@ -64,7 +66,10 @@ bool expr_bool(const Expr& e) {
 
 void bind_ir(nb::module_& m) {
   nb::class_<SourceSpan>(m, "SourceSpan")
-      .def("__init__", [](SourceSpan* s, const std::string& file, int line) { new (s) SourceSpan{intern_file(file), line}; })
+      .def("__init__",
+           [](SourceSpan* s, const std::string& file, int line) {
+             new (s) SourceSpan{intern_file(file), line};
+           })
       .def_prop_ro("file", [](const SourceSpan& s) { return s.file ? std::string(s.file) : std::string(); })
       .def_ro("line", &SourceSpan::line);
 
@@ -76,40 +81,50 @@ void bind_ir(nb::module_& m) {
       .def("__hash__", [](const Expr& e) { return (size_t)e.get(); })
       .def("__bool__", &expr_bool)
       .def("same_as", [](const Expr& a, const Expr& b) { return a.same_as(b); })
-      .def("const_value", [](const Expr& e) -> nb::object {
-        if (auto* i = e.as<IntImmNode>()) return e.dtype().is_bool() ? nb::object(nb::bool_(i->value != 0)) : nb::object(nb::int_(i->value));
-        if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
-        return nb::none();
-      })
+      .def("const_value",
+           [](const Expr& e) -> nb::object {
+             if (auto* i = e.as<IntImmNode>())
+               return e.dtype().is_bool() ? nb::object(nb::bool_(i->value != 0)) : nb::object(nb::int_(i->value));
+             if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
+             return nb::none();
+           })
       .def("__add__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Add, a, b); })
       .def("__radd__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Add, b, a); })
       .def("__sub__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Sub, a, b); })
       .def("__rsub__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Sub, b, a); })
       .def("__mul__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Mul, a, b); })
       .def("__rmul__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::Mul, b, a); })
-      .def("__truediv__", [](nb::handle a, nb::handle b) {
-        Expr x = to_expr(a), y = to_expr(b);
-        // Python's `/` is true division: integers divide as floats.
-        if (!x.dtype().is_float() && !y.dtype().is_float()) {
-          x = cast(dtype::Float32, x);
-          y = cast(dtype::Float32, y);
-        }
-        return div(x, y);
-      })
-      .def("__rtruediv__", [](nb::handle a, nb::handle b) {
-        Expr x = to_expr(b), y = to_expr(a);
-        if (!x.dtype().is_float() && !y.dtype().is_float()) {
-          x = cast(dtype::Float32, x);
-          y = cast(dtype::Float32, y);
-        }
-        return div(x, y);
-      })
+      .def("__truediv__",
+           [](nb::handle a, nb::handle b) {
+             Expr x = to_expr(a), y = to_expr(b);
+             // Python's `/` is true division: integers divide as floats.
+             if (!x.dtype().is_float() && !y.dtype().is_float()) {
+               x = cast(dtype::Float32, x);
+               y = cast(dtype::Float32, y);
+             }
+             return div(x, y);
+           })
+      .def("__rtruediv__",
+           [](nb::handle a, nb::handle b) {
+             Expr x = to_expr(b), y = to_expr(a);
+             if (!x.dtype().is_float() && !y.dtype().is_float()) {
+               x = cast(dtype::Float32, x);
+               y = cast(dtype::Float32, y);
+             }
+             return div(x, y);
+           })
       .def("__floordiv__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorDiv, a, b); })
       .def("__rfloordiv__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorDiv, b, a); })
       .def("__mod__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorMod, a, b); })
       .def("__rmod__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::FloorMod, b, a); })
-      .def("__pow__", [](nb::handle a, nb::handle b) { return call(Intrinsic::Pow, {to_expr(a), to_expr(b)}); })
-      .def("__rpow__", [](nb::handle a, nb::handle b) { return call(Intrinsic::Pow, {to_expr(b), to_expr(a)}); })
+      .def("__pow__",
+           [](nb::handle a, nb::handle b) {
+             return call(Intrinsic::Pow, {to_expr(a), to_expr(b)});
+           })
+      .def("__rpow__",
+           [](nb::handle a, nb::handle b) {
+             return call(Intrinsic::Pow, {to_expr(b), to_expr(a)});
+           })
       .def("__and__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitAnd, a, b); })
       .def("__rand__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitAnd, b, a); })
       .def("__or__", [](nb::handle a, nb::handle b) { return bin(BinaryOp::BitOr, a, b); })
@@ -151,19 +166,21 @@ void bind_ir(nb::module_& m) {
       .def("__eq__", [](const Buffer& a, const Buffer& b) { return a.same_as(b); });
 
   nb::class_<BufferRegion>(m, "BufferRegion")
-      .def("__init__", [](BufferRegion* r, const Buffer& b, const nb::sequence& mins, const nb::sequence& extents) {
-        std::vector<Expr> mn = to_exprs(mins), ex = to_exprs(extents);
-        if (mn.size() != ex.size() || int(mn.size()) != b.ndim())
-          throw nb::value_error("BufferRegion needs one min and one extent per buffer dimension");
-        new (r) BufferRegion{b, {}};
-        for (size_t i = 0; i < mn.size(); ++i) r->ranges.push_back({mn[i], ex[i]});
-      })
+      .def("__init__",
+           [](BufferRegion* r, const Buffer& b, const nb::sequence& mins, const nb::sequence& extents) {
+             std::vector<Expr> mn = to_exprs(mins), ex = to_exprs(extents);
+             if (mn.size() != ex.size() || int(mn.size()) != b.ndim())
+               throw nb::value_error("BufferRegion needs one min and one extent per buffer dimension");
+             new (r) BufferRegion{b, {}};
+             for (size_t i = 0; i < mn.size(); ++i) r->ranges.push_back({mn[i], ex[i]});
+           })
       .def_prop_ro("buffer", [](const BufferRegion& r) { return r.buffer; })
-      .def_prop_ro("mins", [](const BufferRegion& r) {
-        std::vector<Expr> v;
-        for (auto& x : r.ranges) v.push_back(x.min);
-        return v;
-      })
+      .def_prop_ro("mins",
+                   [](const BufferRegion& r) {
+                     std::vector<Expr> v;
+                     for (auto& x : r.ranges) v.push_back(x.min);
+                     return v;
+                   })
       .def_prop_ro("extents", &BufferRegion::extents);
 
   nb::class_<Stmt>(m, "Stmt").def("__repr__", [](const Stmt& s) { return to_string(s); });
@@ -172,16 +189,18 @@ void bind_ir(nb::module_& m) {
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
       .def("script", [](const PrimFunc& f) { return to_string(f); })
       .def("__repr__", [](const PrimFunc& f) { return to_string(f); })
-      .def_prop_ro("param_names", [](const PrimFunc& f) {
-        std::vector<std::string> v;
-        for (auto& p : f->params) v.push_back(p.name);
-        return v;
-      })
-      .def("param_buffer", [](const PrimFunc& f, size_t i) -> std::optional<Buffer> {
-        if (i >= f->params.size()) throw nb::index_error();
-        if (!f->params[i].is_tensor()) return std::nullopt;
-        return f->params[i].buffer;
-      })
+      .def_prop_ro("param_names",
+                   [](const PrimFunc& f) {
+                     std::vector<std::string> v;
+                     for (auto& p : f->params) v.push_back(p.name);
+                     return v;
+                   })
+      .def("param_buffer",
+           [](const PrimFunc& f, size_t i) -> std::optional<Buffer> {
+             if (i >= f->params.size()) throw nb::index_error();
+             if (!f->params[i].is_tensor()) return std::nullopt;
+             return f->params[i].buffer;
+           })
       .def("param_var", [](const PrimFunc& f, size_t i) -> std::optional<Var> {
         if (i >= f->params.size()) throw nb::index_error();
         if (f->params[i].is_tensor()) return std::nullopt;
@@ -194,12 +213,18 @@ void bind_ir(nb::module_& m) {
     if (PyFloat_Check(value.ptr()) || t.is_float()) return make_const(t, nb::cast<double>(value));
     return t.is_bool() ? bool_imm(nb::cast<bool>(value)) : int_imm(nb::cast<int64_t>(value), t);
   });
-  m.def("cast", [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
-    return cast(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
-  }, nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
-  m.def("reinterpret", [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
-    return reinterpret(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
-  }, nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
+  m.def(
+      "cast",
+      [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
+        return cast(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
+      },
+      nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
+  m.def(
+      "reinterpret",
+      [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {
+        return reinterpret(to_dtype(dt), to_expr(v), span.value_or(SourceSpan{}));
+      },
+      nb::arg("value"), nb::arg("dtype"), nb::arg("span") = nb::none());
   m.def("select", [](nb::handle c, nb::handle t, nb::handle f) { return select(to_expr(c), to_expr(t), to_expr(f)); });
   m.def("binary", [](const std::string& op, nb::handle a, nb::handle b) {
 #define TL_BINARY(Ident, sym, is_cmp) \
@@ -212,20 +237,27 @@ void bind_ir(nb::module_& m) {
   m.def("logical_or", [](nb::handle a, nb::handle b) { return logical_or(to_expr(a), to_expr(b)); });
   m.def("logical_not", [](nb::handle a) { return logical_not(to_expr(a)); });
   m.def("ceildiv", [](nb::handle a, nb::handle b) { return ceildiv(to_expr(a), to_expr(b)); });
-  m.def("call", [](const std::string& name, const nb::sequence& args, std::optional<SourceSpan> span) {
-    auto op = parse_intrinsic(name);
-    if (!op) throw nb::value_error(("unknown intrinsic '" + name + "'").c_str());
-    return call(*op, to_exprs(args), span.value_or(SourceSpan{}));
-  }, nb::arg("name"), nb::arg("args"), nb::arg("span") = nb::none());
+  m.def(
+      "call",
+      [](const std::string& name, const nb::sequence& args, std::optional<SourceSpan> span) {
+        auto op = parse_intrinsic(name);
+        if (!op) throw nb::value_error(("unknown intrinsic '" + name + "'").c_str());
+        return call(*op, to_exprs(args), span.value_or(SourceSpan{}));
+      },
+      nb::arg("name"), nb::arg("args"), nb::arg("span") = nb::none());
   m.def("call_extern", [](nb::handle dt, const std::string& name, const nb::sequence& args) {
     return call_extern(to_dtype(dt), name, to_exprs(args));
   });
   m.def("max_value", [](nb::handle dt) { return max_value(to_dtype(dt)); });
   m.def("min_value", [](nb::handle dt) { return min_value(to_dtype(dt)); });
-  m.def("infinity", [](nb::handle dt, bool negative) { return infinity(to_dtype(dt), negative); },
-        nb::arg("dtype"), nb::arg("negative") = false);
-  m.def("buffer_load", [](const Buffer& b, const nb::sequence& idx, std::optional<SourceSpan> span) {
-    return buffer_load(b, to_exprs(idx), span.value_or(SourceSpan{}));
-  }, nb::arg("buffer"), nb::arg("indices"), nb::arg("span") = nb::none());
+  m.def(
+      "infinity", [](nb::handle dt, bool negative) { return infinity(to_dtype(dt), negative); }, nb::arg("dtype"),
+      nb::arg("negative") = false);
+  m.def(
+      "buffer_load",
+      [](const Buffer& b, const nb::sequence& idx, std::optional<SourceSpan> span) {
+        return buffer_load(b, to_exprs(idx), span.value_or(SourceSpan{}));
+      },
+      nb::arg("buffer"), nb::arg("indices"), nb::arg("span") = nb::none());
   m.def("is_const", [](const Expr& e) { return e.is<IntImmNode>() || e.is<FloatImmNode>(); });
 }

@@ -13,8 +13,10 @@ void bind_runtime(nb::module_& m);
 
 NB_MODULE(_C, m) {
   m.doc() = "tilelang-cpp compiler core";
-  static nb::object user_error_type = nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
-  static nb::object internal_error_type = nb::borrow(PyErr_NewException("tilelang._C.InternalError", PyExc_RuntimeError, nullptr));
+  static nb::object user_error_type =
+      nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
+  static nb::object internal_error_type =
+      nb::borrow(PyErr_NewException("tilelang._C.InternalError", PyExc_RuntimeError, nullptr));
   m.attr("TileLangError") = user_error_type;
   m.attr("InternalError") = internal_error_type;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

@@ -25,27 +25,48 @@ DataType dtype_of(const nb::dlpack::dtype& d) {
   ScalarType t;
   switch (code) {
     case Code::Int:
-      t = d.bits == 8 ? ScalarType::Int8 : d.bits == 16 ? ScalarType::Int16 : d.bits == 32 ? ScalarType::Int32 : ScalarType::Int64;
+      t = d.bits == 8    ? ScalarType::Int8
+          : d.bits == 16 ? ScalarType::Int16
+          : d.bits == 32 ? ScalarType::Int32
+                         : ScalarType::Int64;
       break;
     case Code::UInt:
-      t = d.bits == 8 ? ScalarType::UInt8 : d.bits == 16 ? ScalarType::UInt16 : d.bits == 32 ? ScalarType::UInt32 : ScalarType::UInt64;
+      t = d.bits == 8    ? ScalarType::UInt8
+          : d.bits == 16 ? ScalarType::UInt16
+          : d.bits == 32 ? ScalarType::UInt32
+                         : ScalarType::UInt64;
       break;
     case Code::Float:
       t = d.bits == 16 ? ScalarType::Float16 : d.bits == 32 ? ScalarType::Float32 : ScalarType::Float64;
       break;
-    case Code::Bfloat: t = ScalarType::BFloat16; break;
-    case Code::Bool: t = ScalarType::Bool; break;
+    case Code::Bfloat:
+      t = ScalarType::BFloat16;
+      break;
+    case Code::Bool:
+      t = ScalarType::Bool;
+      break;
     default: {
       // DLPack 1.1 float8 codes.
       switch (int(d.code)) {
-        case 10: t = ScalarType::Float8E4M3FN; break;
-        case 11: t = ScalarType::Float8E4M3FNUZ; break;
-        case 12: t = ScalarType::Float8E5M2; break;
-        case 13: t = ScalarType::Float8E5M2FNUZ; break;
-        case 14: t = ScalarType::Float8E8M0FNU; break;
+        case 10:
+          t = ScalarType::Float8E4M3FN;
+          break;
+        case 11:
+          t = ScalarType::Float8E4M3FNUZ;
+          break;
+        case 12:
+          t = ScalarType::Float8E5M2;
+          break;
+        case 13:
+          t = ScalarType::Float8E5M2FNUZ;
+          break;
+        case 14:
+          t = ScalarType::Float8E8M0FNU;
+          break;
         default:
           throw nb::type_error(("unsupported tensor dtype (DLPack code " + std::to_string(int(d.code)) + ", " +
-                                std::to_string(d.bits) + " bits)").c_str());
+                                std::to_string(d.bits) + " bits)")
+                                   .c_str());
       }
     }
   }
@@ -135,36 +156,40 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("host_source", &Kernel::host_source)
       .def_prop_ro("name", [](const Kernel& k) { return k.signature().name; })
       .def_prop_ro("target", [](const Kernel& k) { return k.target().str(); })
-      .def_prop_ro("param_names", [](const Kernel& k) {
-        std::vector<std::string> v;
-        for (const Param& p : k.signature().params) v.push_back(p.name);
-        return v;
-      })
+      .def_prop_ro("param_names",
+                   [](const Kernel& k) {
+                     std::vector<std::string> v;
+                     for (const Param& p : k.signature().params) v.push_back(p.name);
+                     return v;
+                   })
       .def("param_is_tensor", [](const Kernel& k, size_t i) { return k.signature().params.at(i).is_tensor(); })
-      .def("param_dtype", [](const Kernel& k, size_t i) {
-        const Param& p = k.signature().params.at(i);
-        return p.is_tensor() ? p.buffer->dtype.name() : p.var.dtype().name();
-      })
-      .def("param_shape", [](const Kernel& k, size_t i) {
-        const Param& p = k.signature().params.at(i);
-        nb::list out;
-        if (!p.is_tensor()) return out;
-        for (const Expr& e : p.buffer->shape) {
-          if (auto c = as_const_int(e))
-            out.append(*c);
-          else
-            out.append(to_string(e));
-        }
-        return out;
-      })
-      .def("output_shapes", [](const Kernel& k, const nb::sequence& args) {
-        CallArgs ca;
-        convert_args(args, ca);
-        auto shapes = k.output_shapes(ca.values);
-        nb::list out;
-        for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
-        return out;
-      })
+      .def("param_dtype",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             return p.is_tensor() ? p.buffer->dtype.name() : p.var.dtype().name();
+           })
+      .def("param_shape",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             nb::list out;
+             if (!p.is_tensor()) return out;
+             for (const Expr& e : p.buffer->shape) {
+               if (auto c = as_const_int(e))
+                 out.append(*c);
+               else
+                 out.append(to_string(e));
+             }
+             return out;
+           })
+      .def("output_shapes",
+           [](const Kernel& k, const nb::sequence& args) {
+             CallArgs ca;
+             convert_args(args, ca);
+             auto shapes = k.output_shapes(ca.values);
+             nb::list out;
+             for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
+             return out;
+           })
       .def("__call__", [](const Kernel& k, const nb::sequence& args) {
         CallArgs ca;
         convert_args(args, ca);
@@ -172,21 +197,23 @@ void bind_runtime(nb::module_& m) {
         k.call(ca.values);
       });
 
-  m.def("compile", [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,
-                      const std::vector<std::string>& compile_flags, bool use_cache, const std::string& cache_dir) {
-    CompileOptions opt;
-    opt.target = Target::parse(target);
-    opt.pass_configs = to_pass_configs(pass_configs);
-    opt.compile_flags = compile_flags;
-    opt.use_cache = use_cache;
-    opt.cache_dir = cache_dir;
-    nb::gil_scoped_release release;
-    return compile(f, opt);
-  }, nb::arg("func"), nb::arg("target") = "cpu", nb::arg("pass_configs") = nb::dict(),
-     nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true, nb::arg("cache_dir") = "");
-  m.def("generate_source", [](const PrimFunc& f, const std::string& target) {
-    return generate_source(f, Target::parse(target));
-  });
+  m.def(
+      "compile",
+      [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,
+         const std::vector<std::string>& compile_flags, bool use_cache, const std::string& cache_dir) {
+        CompileOptions opt;
+        opt.target = Target::parse(target);
+        opt.pass_configs = to_pass_configs(pass_configs);
+        opt.compile_flags = compile_flags;
+        opt.use_cache = use_cache;
+        opt.cache_dir = cache_dir;
+        nb::gil_scoped_release release;
+        return compile(f, opt);
+      },
+      nb::arg("func"), nb::arg("target") = "cpu", nb::arg("pass_configs") = nb::dict(),
+      nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true, nb::arg("cache_dir") = "");
+  m.def("generate_source",
+        [](const PrimFunc& f, const std::string& target) { return generate_source(f, Target::parse(target)); });
   m.def("cache_key_material", [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,
                                  const std::vector<std::string>& flags) {
     CompileOptions opt;

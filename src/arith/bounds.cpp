@@ -25,8 +25,12 @@ struct Ext {
   int sign() const { return kind != 0 ? kind : (v > 0) - (v < 0); }
 };
 
-Ext ext_low(const Bound& b) { return b ? Ext{0, *b} : Ext{-1, 0}; }
-Ext ext_high(const Bound& b) { return b ? Ext{0, *b} : Ext{1, 0}; }
+Ext ext_low(const Bound& b) {
+  return b ? Ext{0, *b} : Ext{-1, 0};
+}
+Ext ext_high(const Bound& b) {
+  return b ? Ext{0, *b} : Ext{1, 0};
+}
 
 Ext ext_mul(Ext x, Ext y) {
   if ((x.kind == 0 && x.v == 0) || (y.kind == 0 && y.v == 0)) return {0, 0};
@@ -43,7 +47,9 @@ bool ext_less(Ext x, Ext y) {
 
 // A lower (upper) end is only usable when it is finite; an infinite one on the
 // wrong side cannot be represented and is conservatively dropped.
-Bound finite(Ext x) { return x.kind == 0 ? Bound(x.v) : std::nullopt; }
+Bound finite(Ext x) {
+  return x.kind == 0 ? Bound(x.v) : std::nullopt;
+}
 
 Bound min_bound(const Bound& a, const Bound& b) {
   if (!a || !b) return std::nullopt;
@@ -67,7 +73,9 @@ Bound tighter_min(const Bound& a, const Bound& b) {
   return std::max(*a, *b);
 }
 
-int64_t trunc_div(int64_t a, int64_t b) { return a / b; }
+int64_t trunc_div(int64_t a, int64_t b) {
+  return a / b;
+}
 
 // The range a value of type t can hold where that is narrower than "anything":
 // bools, unsigned types and integers narrower than 32 bits.
@@ -200,7 +208,9 @@ struct BoundAnalyzer::LetFrame {
   const LetFrame* next;
 };
 
-void BoundAnalyzer::bind(const Var& v, int64_t min, int64_t max) { bind(v, Interval::range(min, max)); }
+void BoundAnalyzer::bind(const Var& v, int64_t min, int64_t max) {
+  bind(v, Interval::range(min, max));
+}
 
 void BoundAnalyzer::bind(const Var& v, const Interval& range) {
   TL_ICHECK(v.defined(), "binding an undefined var");
@@ -218,7 +228,9 @@ void BoundAnalyzer::bind_range(const Var& v, const Expr& min, const Expr& extent
   bind(v, r);
 }
 
-void BoundAnalyzer::unbind(const Var& v) { ranges_.erase(v.node()); }
+void BoundAnalyzer::unbind(const Var& v) {
+  ranges_.erase(v.node());
+}
 
 std::optional<Interval> BoundAnalyzer::range_of(const VarNode* v) const {
   auto it = ranges_.find(v);
@@ -226,7 +238,9 @@ std::optional<Interval> BoundAnalyzer::range_of(const VarNode* v) const {
   return it->second.range;
 }
 
-Interval BoundAnalyzer::bounds(const Expr& e) const { return eval(e, nullptr); }
+Interval BoundAnalyzer::bounds(const Expr& e) const {
+  return eval(e, nullptr);
+}
 
 bool BoundAnalyzer::can_prove(const Expr& cond) const {
   auto c = as_const_int(simplify(cond, this));
@@ -252,8 +266,7 @@ Interval BoundAnalyzer::eval(const Expr& e, const LetFrame* lets) const {
     if (t.is_int()) return wrapped(interval_add(interval_scale(a, -1), Interval::single(-1)), t);
     return natural_range(t);
   }
-  if (auto* n = e.as<SelectNode>())
-    return interval_union(eval(n->true_value, lets), eval(n->false_value, lets));
+  if (auto* n = e.as<SelectNode>()) return interval_union(eval(n->true_value, lets), eval(n->false_value, lets));
   if (auto* n = e.as<CastNode>()) {
     DataType from = n->value.dtype();
     if (t.is_bool() || !(from.is_integer() || from.is_bool())) return natural_range(t);
@@ -285,9 +298,12 @@ Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) 
   if (binary_op_is_comparison(op->op)) return Interval::range(0, 1);
   Interval a = eval(op->a, lets), b = eval(op->b, lets);
   switch (op->op) {
-    case BinaryOp::Add: return interval_add(a, b);
-    case BinaryOp::Sub: return interval_add(a, interval_scale(b, -1));
-    case BinaryOp::Mul: return interval_mul(a, b);
+    case BinaryOp::Add:
+      return interval_add(a, b);
+    case BinaryOp::Sub:
+      return interval_add(a, interval_scale(b, -1));
+    case BinaryOp::Mul:
+      return interval_mul(a, b);
     case BinaryOp::FloorDiv:
       if (b.is_single()) return divide_by_const(a, *b.min, floor_div);
       if (b.is_positive())
@@ -312,8 +328,10 @@ Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) 
       if (b.is_single() && *b.min == 0) return Interval::everything();
       return truncmod_by_magnitude(a, m);
     }
-    case BinaryOp::Min: return {min_bound(a.min, b.min), tighter_max(a.max, b.max)};
-    case BinaryOp::Max: return {tighter_min(a.min, b.min), max_bound(a.max, b.max)};
+    case BinaryOp::Min:
+      return {min_bound(a.min, b.min), tighter_max(a.max, b.max)};
+    case BinaryOp::Max:
+      return {tighter_min(a.min, b.min), max_bound(a.max, b.max)};
     case BinaryOp::BitAnd: {
       // Masking with a non-negative value gives a value between 0 and the mask.
       Interval r = Interval::everything();
@@ -338,7 +356,8 @@ Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) 
     case BinaryOp::GT:
     case BinaryOp::GE:
     case BinaryOp::And:
-    case BinaryOp::Or: return Interval::range(0, 1);
+    case BinaryOp::Or:
+      return Interval::range(0, 1);
   }
   TL_UNREACHABLE("bad BinaryOp");
 }

@@ -44,7 +44,8 @@ int ExprOrder::compare(const Expr& a, const Expr& b) {
   if (int c = cmp3(int(ta.scalar_type()), int(tb.scalar_type()))) return c;
   if (int c = cmp3(ta.lanes(), tb.lanes())) return c;
   switch (a.kind()) {
-    case NodeKind::IntImm: return cmp3(a.as<IntImmNode>()->value, b.as<IntImmNode>()->value);
+    case NodeKind::IntImm:
+      return cmp3(a.as<IntImmNode>()->value, b.as<IntImmNode>()->value);
     case NodeKind::FloatImm: {
       // Bitwise, so that 0.0 and -0.0 (or two NaNs) are not merged.
       double x = a.as<FloatImmNode>()->value, y = b.as<FloatImmNode>()->value;
@@ -53,7 +54,8 @@ int ExprOrder::compare(const Expr& a, const Expr& b) {
       std::memcpy(&by, &y, sizeof y);
       return cmp3(bx, by);
     }
-    case NodeKind::StringImm: return a.as<StringImmNode>()->value.compare(b.as<StringImmNode>()->value);
+    case NodeKind::StringImm:
+      return a.as<StringImmNode>()->value.compare(b.as<StringImmNode>()->value);
     case NodeKind::Var: {
       auto *x = a.as<VarNode>(), *y = b.as<VarNode>();
       if (int c = x->name.compare(y->name)) return c;
@@ -76,8 +78,10 @@ int ExprOrder::compare(const Expr& a, const Expr& b) {
       if (int c = compare(x->true_value, y->true_value)) return c;
       return compare(x->false_value, y->false_value);
     }
-    case NodeKind::Cast: return compare(a.as<CastNode>()->value, b.as<CastNode>()->value);
-    case NodeKind::Reinterpret: return compare(a.as<ReinterpretNode>()->value, b.as<ReinterpretNode>()->value);
+    case NodeKind::Cast:
+      return compare(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case NodeKind::Reinterpret:
+      return compare(a.as<ReinterpretNode>()->value, b.as<ReinterpretNode>()->value);
     case NodeKind::Call: {
       auto *x = a.as<CallNode>(), *y = b.as<CallNode>();
       if (int c = cmp3(int(x->op), int(y->op))) return c;
@@ -95,7 +99,8 @@ int ExprOrder::compare(const Expr& a, const Expr& b) {
       if (int c = compare(x->base, y->base)) return c;
       return compare(x->stride, y->stride);
     }
-    case NodeKind::Broadcast: return compare(a.as<BroadcastNode>()->value, b.as<BroadcastNode>()->value);
+    case NodeKind::Broadcast:
+      return compare(a.as<BroadcastNode>()->value, b.as<BroadcastNode>()->value);
     case NodeKind::Let: {
       auto *x = a.as<LetNode>(), *y = b.as<LetNode>();
       if (int c = compare(x->var, y->var)) return c;
@@ -104,7 +109,7 @@ int ExprOrder::compare(const Expr& a, const Expr& b) {
     }
 #define TL_STMT(Name) case NodeKind::Name:
 #include "ir/node_kinds.def"
-      break;
+    break;
   }
   TL_UNREACHABLE("statement kind in expression position");
 }

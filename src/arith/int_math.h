@@ -16,7 +16,9 @@ inline int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 // The remainder of floor_div: it has the sign of b.
-inline int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+inline int64_t floor_mod(int64_t a, int64_t b) {
+  return a - floor_div(a, b) * b;
+}
 
 inline std::optional<int64_t> checked_add(int64_t a, int64_t b) {
   int64_t r;
@@ -35,6 +37,8 @@ inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
 }
 
 // gcd of magnitudes; gcd(0, x) == |x|. Callers keep values above INT64_MIN.
-inline int64_t gcd_abs(int64_t a, int64_t b) { return std::gcd(a < 0 ? -a : a, b < 0 ? -b : b); }
+inline int64_t gcd_abs(int64_t a, int64_t b) {
+  return std::gcd(a < 0 ? -a : a, b < 0 ? -b : b);
+}
 
 }  // namespace tl::arith_detail

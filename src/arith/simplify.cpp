@@ -21,7 +21,9 @@ namespace {
 // The types whose arithmetic is put into affine form: signed integers whose
 // overflow we may assume away. Narrow and unsigned integers wrap, so the
 // ring-free rules (division, comparison) would not hold for them.
-bool is_index_type(DataType t) { return t.is_scalar() && t.is_int() && t.bits() >= 32; }
+bool is_index_type(DataType t) {
+  return t.is_scalar() && t.is_int() && t.bits() >= 32;
+}
 
 struct Term {
   Expr e;
@@ -69,18 +71,30 @@ std::optional<Expr> fold_float(BinaryOp op, const Expr& a, const Expr& b) {
   if (!x || !y || !(t == dtype::Float32 || t == dtype::Float64)) return std::nullopt;
   auto fold = [&](auto u, auto v) -> std::optional<Expr> {
     switch (op) {
-      case BinaryOp::Add: return float_imm(double(u + v), t);
-      case BinaryOp::Sub: return float_imm(double(u - v), t);
-      case BinaryOp::Mul: return float_imm(double(u * v), t);
-      case BinaryOp::Div: return float_imm(double(u / v), t);
-      case BinaryOp::Min: return float_imm(double(std::min(u, v)), t);
-      case BinaryOp::Max: return float_imm(double(std::max(u, v)), t);
-      case BinaryOp::EQ: return bool_imm(u == v);
-      case BinaryOp::NE: return bool_imm(u != v);
-      case BinaryOp::LT: return bool_imm(u < v);
-      case BinaryOp::LE: return bool_imm(u <= v);
-      case BinaryOp::GT: return bool_imm(u > v);
-      case BinaryOp::GE: return bool_imm(u >= v);
+      case BinaryOp::Add:
+        return float_imm(double(u + v), t);
+      case BinaryOp::Sub:
+        return float_imm(double(u - v), t);
+      case BinaryOp::Mul:
+        return float_imm(double(u * v), t);
+      case BinaryOp::Div:
+        return float_imm(double(u / v), t);
+      case BinaryOp::Min:
+        return float_imm(double(std::min(u, v)), t);
+      case BinaryOp::Max:
+        return float_imm(double(std::max(u, v)), t);
+      case BinaryOp::EQ:
+        return bool_imm(u == v);
+      case BinaryOp::NE:
+        return bool_imm(u != v);
+      case BinaryOp::LT:
+        return bool_imm(u < v);
+      case BinaryOp::LE:
+        return bool_imm(u <= v);
+      case BinaryOp::GT:
+        return bool_imm(u > v);
+      case BinaryOp::GE:
+        return bool_imm(u >= v);
       case BinaryOp::Mod:
       case BinaryOp::FloorDiv:
       case BinaryOp::FloorMod:
@@ -90,7 +104,8 @@ std::optional<Expr> fold_float(BinaryOp op, const Expr& a, const Expr& b) {
       case BinaryOp::BitOr:
       case BinaryOp::BitXor:
       case BinaryOp::Shl:
-      case BinaryOp::Shr: return std::nullopt;
+      case BinaryOp::Shr:
+        return std::nullopt;
     }
     return std::nullopt;
   };
@@ -105,7 +120,9 @@ bool is_compare_op(BinaryOp op) {
 bool is_division_op(BinaryOp op) {
   return op == BinaryOp::Div || op == BinaryOp::Mod || op == BinaryOp::FloorDiv || op == BinaryOp::FloorMod;
 }
-bool is_linear_op(BinaryOp op) { return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul; }
+bool is_linear_op(BinaryOp op) {
+  return op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul;
+}
 
 // The comparison that holds exactly when `op` (a compare op) does not; integers
 // have no NaN, so this is exact.
@@ -119,7 +136,9 @@ BinaryOp negate_comparison(BinaryOp op) {
   return BinaryOp::EQ;
 }
 
-bool is_int_comparison(const BinaryNode* b) { return is_compare_op(b->op) && is_index_type(b->a.dtype()); }
+bool is_int_comparison(const BinaryNode* b) {
+  return is_compare_op(b->op) && is_index_type(b->a.dtype());
+}
 
 // ---------------------------------------------------------------- expressions
 
@@ -193,8 +212,7 @@ void ExprSimplifier::linearize(const Expr& e, int64_t scale, Sum* out, bool simp
   linearize(mutate(e), scale, out, false);
 }
 
-void ExprSimplifier::linearize_mul(const Expr& e, const BinaryNode* op, int64_t scale, Sum* out,
-                                   bool simplify_atoms) {
+void ExprSimplifier::linearize_mul(const Expr& e, const BinaryNode* op, int64_t scale, Sum* out, bool simplify_atoms) {
   if (!simplify_atoms) {
     // Simplified products keep their constant factor on one side.
     if (auto c = as_const_int(op->b)) return linearize(op->a, mul_or_fail(out, scale, *c), out, false);
@@ -547,8 +565,7 @@ Expr ExprSimplifier::visit(const SelectNode* op, const Expr& self) {
 Expr ExprSimplifier::visit(const LetNode* op, const Expr& self) {
   Expr value = mutate(op->value);
   // Constants and plain vars are cheaper inlined than bound.
-  if (value.is<IntImmNode>() || value.is<VarNode>())
-    return mutate(substitute(op->body, {{op->var.node(), value}}));
+  if (value.is<IntImmNode>() || value.is<VarNode>()) return mutate(substitute(op->body, {{op->var.node(), value}}));
   Expr body;
   if (is_index_type(value.dtype())) {
     BoundAnalyzer inner = *bounds_;
@@ -622,7 +639,9 @@ class StmtSimplifier : public IRMutator {
   BoundAnalyzer analyzer_;
 };
 
-Stmt empty_stmt() { return seq({}); }
+Stmt empty_stmt() {
+  return seq({});
+}
 
 Stmt StmtSimplifier::visit(const ForNode* op, const Stmt& self) {
   Expr mn = mutate(op->min), ext = mutate(op->extent);
@@ -708,8 +727,8 @@ Stmt StmtSimplifier::visit(const KernelLaunchNode* op, const Stmt& self) {
     scope.bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
   Stmt body = mutate(op->body);
   if (!changed && body.same_as(op->body)) return self;
-  auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads,
-                                              body, op->prelude);
+  auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, body,
+                                              op->prelude);
   n->span = op->span;
   return Stmt(std::move(n));
 }

@@ -32,7 +32,9 @@ Var FunctionBuilder::dynamic_var(const std::string& name, DataType dtype) {
   return Var(name, dtype, span_);
 }
 
-void FunctionBuilder::push(Frame f) { frames_.push_back(std::move(f)); }
+void FunctionBuilder::push(Frame f) {
+  frames_.push_back(std::move(f));
+}
 
 Stmt FunctionBuilder::fold(std::vector<Item>& items) {
   Stmt rest;
@@ -57,8 +59,7 @@ Stmt FunctionBuilder::pop(FrameKind expected, const char* what) {
 }
 
 void FunctionBuilder::require_kernel(const char* what) {
-  if (kernel_depth_ == 0)
-    throw_user_error(span_, str_cat(what, " must be inside a `with T.Kernel(...)` block"));
+  if (kernel_depth_ == 0) throw_user_error(span_, str_cat(what, " must be inside a `with T.Kernel(...)` block"));
 }
 
 KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude) {
@@ -72,7 +73,8 @@ KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int
     if (t < 1) throw_user_error(span_, str_cat("T.Kernel threads must be positive, got ", t));
     total *= t;
   }
-  if (total > 1024) throw_user_error(span_, str_cat("T.Kernel asks for ", total, " threads per block; the limit is 1024"));
+  if (total > 1024)
+    throw_user_error(span_, str_cat("T.Kernel asks for ", total, " threads per block; the limit is 1024"));
   for (Expr& g : grid) {
     if (!g.dtype().is_integer())
       throw_user_error(span_, str_cat("T.Kernel grid dimensions must be integers, got ", g.dtype().name()));
@@ -101,11 +103,23 @@ void FunctionBuilder::end_kernel() {
 
 Var FunctionBuilder::begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations) {
   if (!min.dtype().is_integer() || !extent.dtype().is_integer())
-    throw_user_error(span_, str_cat("loop bounds must be integers, got ", min.dtype().name(), " and ",
-                                    extent.dtype().name()));
+    throw_user_error(span_,
+                     str_cat("loop bounds must be integers, got ", min.dtype().name(), " and ", extent.dtype().name()));
   DataType t = promote_types(min, extent);
-  Frame f{FrameKind::For, span_, {}, Var(name, t, span_), cast(t, min), cast(t, extent), {}, kind,
-          std::move(annotations), {}, {}, {}, {}, {}};
+  Frame f{FrameKind::For,
+          span_,
+          {},
+          Var(name, t, span_),
+          cast(t, min),
+          cast(t, extent),
+          {},
+          kind,
+          std::move(annotations),
+          {},
+          {},
+          {},
+          {},
+          {}};
   Var v = f.loop_var;
   push(std::move(f));
   ++loop_depth_;
@@ -165,8 +179,8 @@ Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, 
                                       shape[i].dtype().name()));
     auto c = as_const_int(shape[i]);
     if (scope != Scope::Global && !c)
-      throw_user_error(span_, str_cat("on-chip buffer '", name, "' needs a constant shape; dimension ", i,
-                                      " is symbolic"));
+      throw_user_error(span_,
+                       str_cat("on-chip buffer '", name, "' needs a constant shape; dimension ", i, " is symbolic"));
     if (c && *c <= 0)
       throw_user_error(span_, str_cat("shape of '", name, "' must be positive; dimension ", i, " is ", *c));
   }
@@ -185,9 +199,13 @@ void FunctionBuilder::store(const Buffer& b, std::vector<Expr> indices, Expr val
   emit(buffer_store(b, std::move(value), std::move(indices), span_));
 }
 
-void FunctionBuilder::emit(Stmt s) { top().items.push_back(Item{std::move(s), {}, {}, {}, span_}); }
+void FunctionBuilder::emit(Stmt s) {
+  top().items.push_back(Item{std::move(s), {}, {}, {}, span_});
+}
 
-void FunctionBuilder::evaluate(Expr e) { emit(tl::evaluate(std::move(e), span_)); }
+void FunctionBuilder::evaluate(Expr e) {
+  emit(tl::evaluate(std::move(e), span_));
+}
 
 void FunctionBuilder::emit_break() {
   if (loop_depth_ == 0) throw_user_error(span_, "`break` outside a loop");

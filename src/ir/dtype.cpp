@@ -22,17 +22,18 @@ constexpr ScalarInfo kScalarInfo[] = {
 #undef TL_DTYPE
 };
 
-const ScalarInfo& info(ScalarType t) { return kScalarInfo[static_cast<int>(t)]; }
+const ScalarInfo& info(ScalarType t) {
+  return kScalarInfo[static_cast<int>(t)];
+}
 
 struct Alias {
   const char* alias;
   const char* name;
 };
 // TileLang's C-style aliases.
-constexpr Alias kAliases[] = {{"half", "float16"}, {"float", "float32"}, {"double", "float64"},
-                              {"short", "int16"},  {"int", "int32"},     {"uint", "uint32"},
-                              {"long", "int64"},   {"bf16", "bfloat16"}, {"fp16", "float16"},
-                              {"fp32", "float32"}};
+constexpr Alias kAliases[] = {{"half", "float16"}, {"float", "float32"}, {"double", "float64"}, {"short", "int16"},
+                              {"int", "int32"},    {"uint", "uint32"},   {"long", "int64"},     {"bf16", "bfloat16"},
+                              {"fp16", "float16"}, {"fp32", "float32"}};
 
 std::optional<ScalarType> parse_scalar(std::string_view name) {
   for (const Alias& a : kAliases)
@@ -44,13 +45,25 @@ std::optional<ScalarType> parse_scalar(std::string_view name) {
 
 }  // namespace
 
-int num_scalar_types() { return int(sizeof(kScalarInfo) / sizeof(kScalarInfo[0])); }
+int num_scalar_types() {
+  return int(sizeof(kScalarInfo) / sizeof(kScalarInfo[0]));
+}
 
-int DataType::bits() const { return info(type_).bits; }
-int DataType::bytes() const { return (bits() * lanes_ + 7) / 8; }
-TypeCategory DataType::category() const { return info(type_).category; }
-std::string DataType::numpy_name() const { return info(type_).numpy; }
-std::string DataType::torch_name() const { return info(type_).torch; }
+int DataType::bits() const {
+  return info(type_).bits;
+}
+int DataType::bytes() const {
+  return (bits() * lanes_ + 7) / 8;
+}
+TypeCategory DataType::category() const {
+  return info(type_).category;
+}
+std::string DataType::numpy_name() const {
+  return info(type_).numpy;
+}
+std::string DataType::torch_name() const {
+  return info(type_).torch;
+}
 
 std::string DataType::name() const {
   std::string n = info(type_).name;

@@ -24,8 +24,8 @@ class DataType {
 
   ScalarType scalar_type() const { return type_; }
   int lanes() const { return lanes_; }
-  int bits() const;          // bits of one lane
-  int bytes() const;         // storage bytes of all lanes, rounded up
+  int bits() const;   // bits of one lane
+  int bytes() const;  // storage bytes of all lanes, rounded up
   TypeCategory category() const;
   std::string name() const;  // "float16", "float32x4"
   std::string numpy_name() const;

@@ -46,8 +46,7 @@ struct StringImmNode : ExprNode {
 
 struct BinaryNode : ExprNode {
   static constexpr NodeKind kKind = NodeKind::Binary;
-  BinaryNode(DataType t, BinaryOp o, Expr x, Expr y)
-      : ExprNode(kKind, t), op(o), a(std::move(x)), b(std::move(y)) {}
+  BinaryNode(DataType t, BinaryOp o, Expr x, Expr y) : ExprNode(kKind, t), op(o), a(std::move(x)), b(std::move(y)) {}
   const BinaryOp op;
   const Expr a, b;
 };
@@ -81,8 +80,7 @@ struct ReinterpretNode : ExprNode {
 
 struct CallNode : ExprNode {
   static constexpr NodeKind kKind = NodeKind::Call;
-  CallNode(DataType t, Intrinsic o, std::vector<Expr> a)
-      : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+  CallNode(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
   const Intrinsic op;
   const std::vector<Expr> args;
 };

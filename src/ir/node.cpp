@@ -6,10 +6,12 @@ namespace tl {
 
 const char* node_kind_name(NodeKind kind) {
   switch (kind) {
-#define TL_EXPR(Name) \
-  case NodeKind::Name: return #Name;
-#define TL_STMT(Name) \
-  case NodeKind::Name: return #Name;
+#define TL_EXPR(Name)  \
+  case NodeKind::Name: \
+    return #Name;
+#define TL_STMT(Name)  \
+  case NodeKind::Name: \
+    return #Name;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("bad NodeKind");
@@ -18,7 +20,8 @@ const char* node_kind_name(NodeKind kind) {
 const char* binary_op_symbol(BinaryOp op) {
   switch (op) {
 #define TL_BINARY(Ident, sym, is_cmp) \
-  case BinaryOp::Ident: return sym;
+  case BinaryOp::Ident:               \
+    return sym;
 #include "ir/binary_ops.def"
 #undef TL_BINARY
   }
@@ -28,7 +31,8 @@ const char* binary_op_symbol(BinaryOp op) {
 bool binary_op_is_comparison(BinaryOp op) {
   switch (op) {
 #define TL_BINARY(Ident, sym, is_cmp) \
-  case BinaryOp::Ident: return is_cmp;
+  case BinaryOp::Ident:               \
+    return is_cmp;
 #include "ir/binary_ops.def"
 #undef TL_BINARY
   }
@@ -37,9 +41,12 @@ bool binary_op_is_comparison(BinaryOp op) {
 
 const char* unary_op_symbol(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return "-";
-    case UnaryOp::Not: return "!";
-    case UnaryOp::BitNot: return "~";
+    case UnaryOp::Neg:
+      return "-";
+    case UnaryOp::Not:
+      return "!";
+    case UnaryOp::BitNot:
+      return "~";
   }
   TL_UNREACHABLE("bad UnaryOp");
 }
@@ -56,8 +63,12 @@ constexpr IntrinInfo kIntrinsics[] = {
 };
 }  // namespace
 
-const char* intrinsic_name(Intrinsic op) { return kIntrinsics[int(op)].name; }
-int intrinsic_arity(Intrinsic op) { return kIntrinsics[int(op)].arity; }
+const char* intrinsic_name(Intrinsic op) {
+  return kIntrinsics[int(op)].name;
+}
+int intrinsic_arity(Intrinsic op) {
+  return kIntrinsics[int(op)].arity;
+}
 
 std::optional<Intrinsic> parse_intrinsic(const std::string& name) {
   for (size_t i = 0; i < sizeof(kIntrinsics) / sizeof(kIntrinsics[0]); ++i)
@@ -67,10 +78,14 @@ std::optional<Intrinsic> parse_intrinsic(const std::string& name) {
 
 const char* for_kind_name(ForKind k) {
   switch (k) {
-    case ForKind::Serial: return "serial";
-    case ForKind::Parallel: return "parallel";
-    case ForKind::Vectorized: return "vectorized";
-    case ForKind::Unrolled: return "unroll";
+    case ForKind::Serial:
+      return "serial";
+    case ForKind::Parallel:
+      return "parallel";
+    case ForKind::Vectorized:
+      return "vectorized";
+    case ForKind::Unrolled:
+      return "unroll";
   }
   TL_UNREACHABLE("bad ForKind");
 }
@@ -78,7 +93,8 @@ const char* for_kind_name(ForKind k) {
 const char* tile_op_name(TileOpKind k) {
   switch (k) {
 #define TL_TILE_OP(Ident, name) \
-  case TileOpKind::Ident: return name;
+  case TileOpKind::Ident:       \
+    return name;
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
   }
@@ -88,7 +104,8 @@ const char* tile_op_name(TileOpKind k) {
 const char* scope_name(Scope s) {
   switch (s) {
 #define TL_SCOPE(Ident, name) \
-  case Scope::Ident: return name;
+  case Scope::Ident:          \
+    return name;
 #include "ir/scopes.def"
 #undef TL_SCOPE
   }
@@ -116,8 +133,8 @@ Var Var::from(const Expr& e) {
   return Var(e.ptr());
 }
 
-Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape, Scope scope,
-                    std::vector<Expr> strides, SourceSpan span) {
+Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape, Scope scope, std::vector<Expr> strides,
+                    SourceSpan span) {
   auto n = std::make_shared<BufferNode>();
   n->name = std::move(name);
   n->dtype = dtype;
@@ -175,8 +192,7 @@ std::optional<double> as_const_float(const Expr& e) {
   return std::nullopt;
 }
 
-PrimFunc PrimFunc::make(std::string name, std::vector<Param> params, Stmt body, Attrs attrs,
-                        SourceSpan span) {
+PrimFunc PrimFunc::make(std::string name, std::vector<Param> params, Stmt body, Attrs attrs, SourceSpan span) {
   auto n = std::make_shared<PrimFuncNode>();
   n->name = std::move(name);
   n->params = std::move(params);

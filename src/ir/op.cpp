@@ -22,12 +22,18 @@ Expr float_imm(double v, DataType t) {
   TL_ICHECK(t.is_float(), "float_imm of ", t.name());
   return make_node<Expr, FloatImmNode>(t, v);
 }
-Expr bool_imm(bool v) { return make_node<Expr, IntImmNode>(dtype::Bool, v ? 1 : 0); }
-Expr string_imm(std::string s) { return make_node<Expr, StringImmNode>(std::move(s)); }
+Expr bool_imm(bool v) {
+  return make_node<Expr, IntImmNode>(dtype::Bool, v ? 1 : 0);
+}
+Expr string_imm(std::string s) {
+  return make_node<Expr, StringImmNode>(std::move(s));
+}
 
 namespace {
 
-bool is_imm(const Expr& e) { return e.is<IntImmNode>() || e.is<FloatImmNode>(); }
+bool is_imm(const Expr& e) {
+  return e.is<IntImmNode>() || e.is<FloatImmNode>();
+}
 
 // Rank used to pick the wider of two types of one category.
 DataType wider(DataType a, DataType b) {
@@ -54,34 +60,56 @@ int64_t floordiv_i(int64_t a, int64_t b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floormod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+int64_t floormod_i(int64_t a, int64_t b) {
+  return a - floordiv_i(a, b) * b;
+}
 
 std::optional<Expr> fold_int(BinaryOp op, int64_t x, int64_t y, DataType t) {
   switch (op) {
-    case BinaryOp::Add: return int_imm(x + y, t);
-    case BinaryOp::Sub: return int_imm(x - y, t);
-    case BinaryOp::Mul: return int_imm(x * y, t);
-    case BinaryOp::Div: return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x / y, t));
-    case BinaryOp::Mod: return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x % y, t));
+    case BinaryOp::Add:
+      return int_imm(x + y, t);
+    case BinaryOp::Sub:
+      return int_imm(x - y, t);
+    case BinaryOp::Mul:
+      return int_imm(x * y, t);
+    case BinaryOp::Div:
+      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x / y, t));
+    case BinaryOp::Mod:
+      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x % y, t));
     case BinaryOp::FloorDiv:
       return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(floordiv_i(x, y), t));
     case BinaryOp::FloorMod:
       return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(floormod_i(x, y), t));
-    case BinaryOp::Min: return int_imm(std::min(x, y), t);
-    case BinaryOp::Max: return int_imm(std::max(x, y), t);
-    case BinaryOp::EQ: return bool_imm(x == y);
-    case BinaryOp::NE: return bool_imm(x != y);
-    case BinaryOp::LT: return bool_imm(x < y);
-    case BinaryOp::LE: return bool_imm(x <= y);
-    case BinaryOp::GT: return bool_imm(x > y);
-    case BinaryOp::GE: return bool_imm(x >= y);
-    case BinaryOp::And: return bool_imm(x && y);
-    case BinaryOp::Or: return bool_imm(x || y);
-    case BinaryOp::BitAnd: return int_imm(x & y, t);
-    case BinaryOp::BitOr: return int_imm(x | y, t);
-    case BinaryOp::BitXor: return int_imm(x ^ y, t);
-    case BinaryOp::Shl: return int_imm(x << y, t);
-    case BinaryOp::Shr: return int_imm(x >> y, t);
+    case BinaryOp::Min:
+      return int_imm(std::min(x, y), t);
+    case BinaryOp::Max:
+      return int_imm(std::max(x, y), t);
+    case BinaryOp::EQ:
+      return bool_imm(x == y);
+    case BinaryOp::NE:
+      return bool_imm(x != y);
+    case BinaryOp::LT:
+      return bool_imm(x < y);
+    case BinaryOp::LE:
+      return bool_imm(x <= y);
+    case BinaryOp::GT:
+      return bool_imm(x > y);
+    case BinaryOp::GE:
+      return bool_imm(x >= y);
+    case BinaryOp::And:
+      return bool_imm(x && y);
+    case BinaryOp::Or:
+      return bool_imm(x || y);
+    case BinaryOp::BitAnd:
+      return int_imm(x & y, t);
+    case BinaryOp::BitOr:
+      return int_imm(x | y, t);
+    case BinaryOp::BitXor:
+      return int_imm(x ^ y, t);
+    case BinaryOp::Shl:
+      return int_imm(x << y, t);
+    case BinaryOp::Shr:
+      return int_imm(x >> y, t);
   }
   return std::nullopt;
 }
@@ -119,12 +147,12 @@ Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
     b = as_bool(b);
   }
   DataType t = promote_types(a, b);
-  bool is_bitwise = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor ||
-                    op == BinaryOp::Shl || op == BinaryOp::Shr;
+  bool is_bitwise = op == BinaryOp::BitAnd || op == BinaryOp::BitOr || op == BinaryOp::BitXor || op == BinaryOp::Shl ||
+                    op == BinaryOp::Shr;
   if (is_bitwise && !(t.is_integer() || t.is_bool()))
-    throw_user_error(span, str_cat("bitwise operator '", binary_op_symbol(op),
-                                   "' needs integer operands, got ", a.dtype().name(), " and ",
-                                   b.dtype().name(), "; use T.reinterpret to view float bits"));
+    throw_user_error(
+        span, str_cat("bitwise operator '", binary_op_symbol(op), "' needs integer operands, got ", a.dtype().name(),
+                      " and ", b.dtype().name(), "; use T.reinterpret to view float bits"));
   a = convert(a, t);
   b = convert(b, t);
   DataType result = binary_op_is_comparison(op) ? dtype::Bool.with_lanes(t.lanes()) : t;
@@ -134,10 +162,14 @@ Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
   if (t.is_float() && t.is_scalar() && a.is<FloatImmNode>() && b.is<FloatImmNode>()) {
     double x = *as_const_float(a), y = *as_const_float(b);
     switch (op) {
-      case BinaryOp::Add: return float_imm(x + y, t);
-      case BinaryOp::Sub: return float_imm(x - y, t);
-      case BinaryOp::Mul: return float_imm(x * y, t);
-      default: break;
+      case BinaryOp::Add:
+        return float_imm(x + y, t);
+      case BinaryOp::Sub:
+        return float_imm(x - y, t);
+      case BinaryOp::Mul:
+        return float_imm(x * y, t);
+      default:
+        break;
     }
   }
   auto n = std::make_shared<BinaryNode>(result, op, std::move(a), std::move(b));
@@ -145,24 +177,52 @@ Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
   return Expr(std::move(n));
 }
 
-Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
-Expr div(Expr a, Expr b) { return binary(BinaryOp::Div, std::move(a), std::move(b)); }
-Expr floordiv(Expr a, Expr b) { return binary(BinaryOp::FloorDiv, std::move(a), std::move(b)); }
-Expr floormod(Expr a, Expr b) { return binary(BinaryOp::FloorMod, std::move(a), std::move(b)); }
+Expr add(Expr a, Expr b) {
+  return binary(BinaryOp::Add, std::move(a), std::move(b));
+}
+Expr sub(Expr a, Expr b) {
+  return binary(BinaryOp::Sub, std::move(a), std::move(b));
+}
+Expr mul(Expr a, Expr b) {
+  return binary(BinaryOp::Mul, std::move(a), std::move(b));
+}
+Expr div(Expr a, Expr b) {
+  return binary(BinaryOp::Div, std::move(a), std::move(b));
+}
+Expr floordiv(Expr a, Expr b) {
+  return binary(BinaryOp::FloorDiv, std::move(a), std::move(b));
+}
+Expr floormod(Expr a, Expr b) {
+  return binary(BinaryOp::FloorMod, std::move(a), std::move(b));
+}
 Expr ceildiv(Expr a, Expr b) {
   // (a + b - 1) // b, kept in floordiv form so the simplifier can reason about it.
   return floordiv(sub(add(a, b), make_const(b.dtype(), 1)), b);
 }
-Expr min(Expr a, Expr b) { return binary(BinaryOp::Min, std::move(a), std::move(b)); }
-Expr max(Expr a, Expr b) { return binary(BinaryOp::Max, std::move(a), std::move(b)); }
-Expr eq(Expr a, Expr b) { return binary(BinaryOp::EQ, std::move(a), std::move(b)); }
-Expr ne(Expr a, Expr b) { return binary(BinaryOp::NE, std::move(a), std::move(b)); }
-Expr lt(Expr a, Expr b) { return binary(BinaryOp::LT, std::move(a), std::move(b)); }
-Expr le(Expr a, Expr b) { return binary(BinaryOp::LE, std::move(a), std::move(b)); }
-Expr gt(Expr a, Expr b) { return binary(BinaryOp::GT, std::move(a), std::move(b)); }
-Expr ge(Expr a, Expr b) { return binary(BinaryOp::GE, std::move(a), std::move(b)); }
+Expr min(Expr a, Expr b) {
+  return binary(BinaryOp::Min, std::move(a), std::move(b));
+}
+Expr max(Expr a, Expr b) {
+  return binary(BinaryOp::Max, std::move(a), std::move(b));
+}
+Expr eq(Expr a, Expr b) {
+  return binary(BinaryOp::EQ, std::move(a), std::move(b));
+}
+Expr ne(Expr a, Expr b) {
+  return binary(BinaryOp::NE, std::move(a), std::move(b));
+}
+Expr lt(Expr a, Expr b) {
+  return binary(BinaryOp::LT, std::move(a), std::move(b));
+}
+Expr le(Expr a, Expr b) {
+  return binary(BinaryOp::LE, std::move(a), std::move(b));
+}
+Expr gt(Expr a, Expr b) {
+  return binary(BinaryOp::GT, std::move(a), std::move(b));
+}
+Expr ge(Expr a, Expr b) {
+  return binary(BinaryOp::GE, std::move(a), std::move(b));
+}
 Expr logical_and(Expr a, Expr b) {
   a = as_bool(a);
   b = as_bool(b);
@@ -195,8 +255,7 @@ Expr bit_not(Expr a) {
 
 Expr cast(DataType t, Expr v, SourceSpan span) {
   if (v.dtype() == t) return v;
-  if (t.is_scalar() && v.dtype().is_scalar() && is_imm(v) && !t.is_handle())
-    return make_const(t, *as_const_float(v));
+  if (t.is_scalar() && v.dtype().is_scalar() && is_imm(v) && !t.is_handle()) return make_const(t, *as_const_float(v));
   if (auto i = as_const_int(v); i && t.is_integer()) return int_imm(*i, t);
   auto n = std::make_shared<CastNode>(t, std::move(v));
   n->span = span;
@@ -205,9 +264,9 @@ Expr cast(DataType t, Expr v, SourceSpan span) {
 
 Expr reinterpret(DataType t, Expr v, SourceSpan span) {
   if (t.bits() * t.lanes() != v.dtype().bits() * v.dtype().lanes())
-    throw_user_error(span, str_cat("T.reinterpret needs types of equal size, got ", v.dtype().name(),
-                                   " (", v.dtype().bits() * v.dtype().lanes(), " bits) to ",
-                                   t.name(), " (", t.bits() * t.lanes(), " bits)"));
+    throw_user_error(span, str_cat("T.reinterpret needs types of equal size, got ", v.dtype().name(), " (",
+                                   v.dtype().bits() * v.dtype().lanes(), " bits) to ", t.name(), " (",
+                                   t.bits() * t.lanes(), " bits)"));
   if (v.dtype() == t) return v;
   auto n = std::make_shared<ReinterpretNode>(t, std::move(v));
   n->span = span;
@@ -228,8 +287,7 @@ Expr select(Expr cond, Expr t, Expr f, SourceSpan span) {
 Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
   int arity = intrinsic_arity(op);
   if (arity >= 0 && int(args.size()) != arity)
-    throw_user_error(span, str_cat("T.", intrinsic_name(op), " takes ", arity, " argument(s), got ",
-                                   args.size()));
+    throw_user_error(span, str_cat("T.", intrinsic_name(op), " takes ", arity, " argument(s), got ", args.size()));
   DataType t = dtype::Void;
   switch (op) {
     case Intrinsic::IsNan:
@@ -287,30 +345,42 @@ Expr buffer_load(const Buffer& b, std::vector<Expr> indices, SourceSpan span) {
 Expr ramp(Expr base, Expr stride, int lanes) {
   return make_node<Expr, RampNode>(std::move(base), std::move(stride), lanes);
 }
-Expr broadcast(Expr value, int lanes) { return make_node<Expr, BroadcastNode>(std::move(value), lanes); }
+Expr broadcast(Expr value, int lanes) {
+  return make_node<Expr, BroadcastNode>(std::move(value), lanes);
+}
 Expr let(Var v, Expr value, Expr body) {
   return make_node<Expr, LetNode>(std::move(v), std::move(value), std::move(body));
 }
 
 Expr max_value(DataType t) {
   switch (t.scalar_type()) {
-    case ScalarType::Float16: return float_imm(65504.0, t);
-    case ScalarType::BFloat16: return float_imm(3.3895313892515355e38, t);
+    case ScalarType::Float16:
+      return float_imm(65504.0, t);
+    case ScalarType::BFloat16:
+      return float_imm(3.3895313892515355e38, t);
     case ScalarType::Float32:
-    case ScalarType::TFloat32: return float_imm(std::numeric_limits<float>::max(), t);
-    case ScalarType::Float64: return float_imm(std::numeric_limits<double>::max(), t);
-    case ScalarType::Float8E4M3FN: return float_imm(448.0, t);
-    case ScalarType::Float8E4M3FNUZ: return float_imm(240.0, t);
+    case ScalarType::TFloat32:
+      return float_imm(std::numeric_limits<float>::max(), t);
+    case ScalarType::Float64:
+      return float_imm(std::numeric_limits<double>::max(), t);
+    case ScalarType::Float8E4M3FN:
+      return float_imm(448.0, t);
+    case ScalarType::Float8E4M3FNUZ:
+      return float_imm(240.0, t);
     case ScalarType::Float8E5M2:
-    case ScalarType::Float8E5M2FNUZ: return float_imm(57344.0, t);
-    case ScalarType::Float8E8M0FNU: return float_imm(1.7014118346046923e38, t);
-    case ScalarType::Float4E2M1FN: return float_imm(6.0, t);
-    case ScalarType::Bool: return bool_imm(true);
-    default: break;
+    case ScalarType::Float8E5M2FNUZ:
+      return float_imm(57344.0, t);
+    case ScalarType::Float8E8M0FNU:
+      return float_imm(1.7014118346046923e38, t);
+    case ScalarType::Float4E2M1FN:
+      return float_imm(6.0, t);
+    case ScalarType::Bool:
+      return bool_imm(true);
+    default:
+      break;
   }
   TL_ICHECK(t.is_integer(), "max_value of ", t.name());
-  if (t.is_uint())
-    return int_imm(t.bits() == 64 ? int64_t(-1) : int64_t((uint64_t(1) << t.bits()) - 1), t);
+  if (t.is_uint()) return int_imm(t.bits() == 64 ? int64_t(-1) : int64_t((uint64_t(1) << t.bits()) - 1), t);
   return int_imm(t.bits() == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (t.bits() - 1)) - 1, t);
 }
 
@@ -352,8 +422,7 @@ static Stmt spanned(SourceSpan span, Args&&... args) {
 }
 
 Stmt for_loop(Var v, Expr min, Expr extent, ForKind kind, Stmt body, Attrs ann, SourceSpan span) {
-  return spanned<ForNode>(span, std::move(v), std::move(min), std::move(extent), kind, std::move(body),
-                          std::move(ann));
+  return spanned<ForNode>(span, std::move(v), std::move(min), std::move(extent), kind, std::move(body), std::move(ann));
 }
 Stmt while_loop(Expr cond, Stmt body, SourceSpan span) {
   return spanned<WhileNode>(span, as_bool(cond), std::move(body));
@@ -369,7 +438,9 @@ Stmt buffer_store(const Buffer& b, Expr value, std::vector<Expr> indices, Source
   if (value.dtype() != want) value = convert(value, want);
   return spanned<BufferStoreNode>(span, b, std::move(value), std::move(indices));
 }
-Stmt evaluate(Expr v, SourceSpan span) { return spanned<EvaluateNode>(span, std::move(v)); }
+Stmt evaluate(Expr v, SourceSpan span) {
+  return spanned<EvaluateNode>(span, std::move(v));
+}
 Stmt let_stmt(Var v, Expr value, Stmt body, SourceSpan span) {
   return spanned<LetStmtNode>(span, std::move(v), std::move(value), std::move(body));
 }
@@ -379,11 +450,16 @@ Stmt allocate(Buffer b, Stmt body, SourceSpan span) {
 Stmt attr_stmt(std::string key, AttrValue value, Stmt body, SourceSpan span) {
   return spanned<AttrNode>(span, std::move(key), std::move(value), std::move(body));
 }
-Stmt barrier(BarrierKind k, SourceSpan span) { return spanned<BarrierNode>(span, k); }
-Stmt break_stmt(SourceSpan span) { return spanned<BreakNode>(span); }
-Stmt continue_stmt(SourceSpan span) { return spanned<ContinueNode>(span); }
-Stmt tile_op(TileOpKind op, std::vector<BufferRegion> regions, std::vector<Expr> args, Attrs attrs,
-             SourceSpan span) {
+Stmt barrier(BarrierKind k, SourceSpan span) {
+  return spanned<BarrierNode>(span, k);
+}
+Stmt break_stmt(SourceSpan span) {
+  return spanned<BreakNode>(span);
+}
+Stmt continue_stmt(SourceSpan span) {
+  return spanned<ContinueNode>(span);
+}
+Stmt tile_op(TileOpKind op, std::vector<BufferRegion> regions, std::vector<Expr> args, Attrs attrs, SourceSpan span) {
   return spanned<TileOpNode>(span, op, std::move(regions), std::move(args), std::move(attrs));
 }
 

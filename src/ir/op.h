@@ -53,8 +53,7 @@ Expr min_value(DataType t);
 Expr infinity(DataType t, bool negative = false);
 
 Stmt seq(std::vector<Stmt> stmts);  // flattens nested sequences; one stmt returns itself
-Stmt for_loop(Var v, Expr min, Expr extent, ForKind kind, Stmt body, Attrs ann = {},
-              SourceSpan span = {});
+Stmt for_loop(Var v, Expr min, Expr extent, ForKind kind, Stmt body, Attrs ann = {}, SourceSpan span = {});
 Stmt while_loop(Expr cond, Stmt body, SourceSpan span = {});
 Stmt if_then_else(Expr cond, Stmt then_case, Stmt else_case = {}, SourceSpan span = {});
 Stmt buffer_store(const Buffer& b, Expr value, std::vector<Expr> indices, SourceSpan span = {});

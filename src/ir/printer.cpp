@@ -43,18 +43,21 @@ class Printer {
   void print_stmt(const Stmt& s) {
     if (!s.defined()) return;
     switch (s.kind()) {
-#define TL_STMT(Name)                                       \
-  case NodeKind::Name:                                      \
-    print(static_cast<const Name##Node*>(s.get()));         \
+#define TL_STMT(Name)                               \
+  case NodeKind::Name:                              \
+    print(static_cast<const Name##Node*>(s.get())); \
     return;
-#define TL_EXPR(Name) \
-  case NodeKind::Name: break;
+#define TL_EXPR(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
     }
     TL_UNREACHABLE("expression in statement position");
   }
 
-  std::string str() const { return out_.str(); }
+  std::string str() const {
+    return out_.str();
+  }
 
  private:
   std::ostringstream out_;
@@ -70,8 +73,12 @@ class Printer {
     taken_.insert(name);
     return names_[key] = name;
   }
-  std::string var_name(const VarNode* v) { return unique(v, v->name.empty() ? "v" : v->name); }
-  std::string buffer_name(const Buffer& b) { return unique(b.get(), b->name.empty() ? "buf" : b->name); }
+  std::string var_name(const VarNode* v) {
+    return unique(v, v->name.empty() ? "v" : v->name);
+  }
+  std::string buffer_name(const Buffer& b) {
+    return unique(b.get(), b->name.empty() ? "buf" : b->name);
+  }
 
   std::string exprs(const std::vector<Expr>& v) {
     std::ostringstream os;
@@ -143,7 +150,9 @@ class Printer {
         os << std::quoted(e.as<StringImmNode>()->value);
         return;
       }
-      case NodeKind::Var: os << var_name(e.as<VarNode>()); return;
+      case NodeKind::Var:
+        os << var_name(e.as<VarNode>());
+        return;
       case NodeKind::Binary: {
         auto* n = e.as<BinaryNode>();
         const char* sym = binary_op_symbol(n->op);
@@ -242,7 +251,7 @@ class Printer {
       }
 #define TL_STMT(Name) case NodeKind::Name:
 #include "ir/node_kinds.def"
-        break;
+      break;
     }
     TL_UNREACHABLE("statement in expression position");
   }
@@ -281,10 +290,18 @@ class Printer {
       out_ << "T.Pipelined(";
     } else {
       switch (op->for_kind) {
-        case ForKind::Serial: out_ << "T.serial("; break;
-        case ForKind::Parallel: out_ << "T.Parallel("; break;
-        case ForKind::Vectorized: out_ << "T.vectorized("; break;
-        case ForKind::Unrolled: out_ << "T.unroll("; break;
+        case ForKind::Serial:
+          out_ << "T.serial(";
+          break;
+        case ForKind::Parallel:
+          out_ << "T.Parallel(";
+          break;
+        case ForKind::Vectorized:
+          out_ << "T.vectorized(";
+          break;
+        case ForKind::Unrolled:
+          out_ << "T.unroll(";
+          break;
       }
     }
     if (!is_zero(op->min)) {
@@ -351,10 +368,18 @@ class Printer {
     out_ << buffer_name(b) << " = ";
     switch (b->scope) {
       case Scope::Shared:
-      case Scope::SharedDyn: out_ << "T.alloc_shared("; break;
-      case Scope::Fragment: out_ << "T.alloc_fragment("; break;
-      case Scope::LocalVar: out_ << "T.alloc_var("; break;
-      default: out_ << "T.alloc_local("; break;
+      case Scope::SharedDyn:
+        out_ << "T.alloc_shared(";
+        break;
+      case Scope::Fragment:
+        out_ << "T.alloc_fragment(";
+        break;
+      case Scope::LocalVar:
+        out_ << "T.alloc_var(";
+        break;
+      default:
+        out_ << "T.alloc_local(";
+        break;
     }
     out_ << shape(b) << ", \"" << b->dtype.name() << "\", scope=\"" << scope_name(b->scope) << "\"";
     if (!b->strides.empty()) out_ << ", strides=" << exprs(b->strides);
@@ -377,8 +402,7 @@ class Printer {
       out_ << "]";
     }
     out_ << ") as (";
-    for (size_t i = 0; i < op->block_vars.size(); ++i)
-      out_ << (i ? ", " : "") << var_name(op->block_vars[i].node());
+    for (size_t i = 0; i < op->block_vars.size(); ++i) out_ << (i ? ", " : "") << var_name(op->block_vars[i].node());
     out_ << "):";
     for (const Var& v : op->block_vars)
       if (v.dtype() != dtype::Int32) out_ << "  # " << var_name(v.node()) << ": " << v.dtype().name();
@@ -439,7 +463,9 @@ class Printer {
 
 }  // namespace
 
-std::string to_string(const Expr& e) { return Printer().expr(e); }
+std::string to_string(const Expr& e) {
+  return Printer().expr(e);
+}
 
 std::string to_string(const Stmt& s) {
   Printer p;

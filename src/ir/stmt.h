@@ -19,8 +19,13 @@ const char* for_kind_name(ForKind k);
 struct ForNode : StmtNode {
   static constexpr NodeKind kKind = NodeKind::For;
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b, Attrs ann = {})
-      : StmtNode(kKind), var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), for_kind(k),
-        body(std::move(b)), annotations(std::move(ann)) {}
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        for_kind(k),
+        body(std::move(b)),
+        annotations(std::move(ann)) {}
   const Var var;
   const Expr min, extent;
   const ForKind for_kind;
@@ -78,11 +83,16 @@ struct AllocateNode : StmtNode {
 // The launch region: a grid of blocks (block_vars over grid) of `threads` threads.
 struct KernelLaunchNode : StmtNode {
   static constexpr NodeKind kKind = NodeKind::KernelLaunch;
-  KernelLaunchNode(std::vector<Var> bv, std::vector<Expr> g, std::vector<Var> tv,
-                   std::vector<int64_t> t, Stmt b, std::string pre = {})
-      : StmtNode(kKind), block_vars(std::move(bv)), grid(std::move(g)), thread_vars(std::move(tv)),
-        threads(std::move(t)), body(std::move(b)), prelude(std::move(pre)) {}
-  const std::vector<Var> block_vars;   // bx, by, bz (as many as grid dims)
+  KernelLaunchNode(std::vector<Var> bv, std::vector<Expr> g, std::vector<Var> tv, std::vector<int64_t> t, Stmt b,
+                   std::string pre = {})
+      : StmtNode(kKind),
+        block_vars(std::move(bv)),
+        grid(std::move(g)),
+        thread_vars(std::move(tv)),
+        threads(std::move(t)),
+        body(std::move(b)),
+        prelude(std::move(pre)) {}
+  const std::vector<Var> block_vars;  // bx, by, bz (as many as grid dims)
   const std::vector<Expr> grid;
   const std::vector<Var> thread_vars;  // tx, ty, tz (as many as thread dims)
   const std::vector<int64_t> threads;
@@ -155,8 +165,7 @@ class PrimFunc {
  public:
   PrimFunc() = default;
   explicit PrimFunc(std::shared_ptr<const PrimFuncNode> p) : p_(std::move(p)) {}
-  static PrimFunc make(std::string name, std::vector<Param> params, Stmt body, Attrs attrs = {},
-                       SourceSpan span = {});
+  static PrimFunc make(std::string name, std::vector<Param> params, Stmt body, Attrs attrs = {}, SourceSpan span = {});
   PrimFunc with_body(Stmt body) const;
   bool defined() const { return p_ != nullptr; }
   const PrimFuncNode* operator->() const { return p_.get(); }

@@ -60,17 +60,15 @@ bool reduce_attrs(R& r, const Attrs& a, const Attrs& b) {
 // What a buffer definition (parameter or Allocate) must agree on.
 template <typename R>
 bool reduce_buffer_def(R& r, const Buffer& a, const Buffer& b) {
-  return r.value(a->dtype, b->dtype) && r.value(a->scope, b->scope) &&
-         reduce_exprs(r, a->shape, b->shape) && reduce_exprs(r, a->strides, b->strides) &&
-         r.layout(a, b);
+  return r.value(a->dtype, b->dtype) && r.value(a->scope, b->scope) && reduce_exprs(r, a->shape, b->shape) &&
+         reduce_exprs(r, a->strides, b->strides) && r.layout(a, b);
 }
 
 template <typename R>
 bool reduce_region(R& r, const BufferRegion& a, const BufferRegion& b) {
   if (!r.buffer_use(a.buffer, b.buffer) || !r.value(a.ranges.size(), b.ranges.size())) return false;
   for (size_t i = 0; i < a.ranges.size(); ++i)
-    if (!r.expr(a.ranges[i].min, b.ranges[i].min) || !r.expr(a.ranges[i].extent, b.ranges[i].extent))
-      return false;
+    if (!r.expr(a.ranges[i].min, b.ranges[i].min) || !r.expr(a.ranges[i].extent, b.ranges[i].extent)) return false;
   return true;
 }
 
@@ -102,8 +100,7 @@ bool fields(R& r, const UnaryNode& a, const UnaryNode& b) {
 }
 template <typename R>
 bool fields(R& r, const SelectNode& a, const SelectNode& b) {
-  return r.expr(a.cond, b.cond) && r.expr(a.true_value, b.true_value) &&
-         r.expr(a.false_value, b.false_value);
+  return r.expr(a.cond, b.cond) && r.expr(a.true_value, b.true_value) && r.expr(a.false_value, b.false_value);
 }
 template <typename R>
 bool fields(R& r, const CastNode& a, const CastNode& b) {
@@ -158,8 +155,7 @@ bool fields(R& r, const IfThenElseNode& a, const IfThenElseNode& b) {
 }
 template <typename R>
 bool fields(R& r, const BufferStoreNode& a, const BufferStoreNode& b) {
-  return r.buffer_use(a.buffer, b.buffer) && r.expr(a.value, b.value) &&
-         reduce_exprs(r, a.indices, b.indices);
+  return r.buffer_use(a.buffer, b.buffer) && r.expr(a.value, b.value) && reduce_exprs(r, a.indices, b.indices);
 }
 template <typename R>
 bool fields(R& r, const EvaluateNode& a, const EvaluateNode& b) {
@@ -179,8 +175,7 @@ bool fields(R& r, const KernelLaunchNode& a, const KernelLaunchNode& b) {
   if (!reduce_exprs(r, a.grid, b.grid) || !r.value(a.threads, b.threads) || !r.value(a.prelude, b.prelude))
     return false;
   return r.with_vars(std::span(a.block_vars), std::span(b.block_vars), [&] {
-    return r.with_vars(std::span(a.thread_vars), std::span(b.thread_vars),
-                       [&] { return r.stmt(a.body, b.body); });
+    return r.with_vars(std::span(a.thread_vars), std::span(b.thread_vars), [&] { return r.stmt(a.body, b.body); });
   });
 }
 template <typename R>
@@ -215,8 +210,9 @@ bool reduce_expr_fields(R& r, const Expr& a, const Expr& b) {
 #define TL_EXPR(Name)  \
   case NodeKind::Name: \
     return fields(r, static_cast<const Name##Node&>(*a.get()), static_cast<const Name##Node&>(*b.get()));
-#define TL_STMT(Name) \
-  case NodeKind::Name: break;
+#define TL_STMT(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("statement kind in expression position");
@@ -228,8 +224,9 @@ bool reduce_stmt_fields(R& r, const Stmt& a, const Stmt& b) {
 #define TL_STMT(Name)  \
   case NodeKind::Name: \
     return fields(r, static_cast<const Name##Node&>(*a.get()), static_cast<const Name##Node&>(*b.get()));
-#define TL_EXPR(Name) \
-  case NodeKind::Name: break;
+#define TL_EXPR(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("expression kind in statement position");
@@ -244,8 +241,7 @@ bool reduce_func(R& r, const PrimFuncNode& a, const PrimFuncNode& b) {
     const Param& pa = a.params[i];
     const Param& pb = b.params[i];
     if (!r.value(pa.is_tensor(), pb.is_tensor())) return false;
-    bool ok = pa.is_tensor() ? r.define_param_buffer(pa.buffer, pb.buffer)
-                             : r.define_param_var(pa.var, pb.var);
+    bool ok = pa.is_tensor() ? r.define_param_buffer(pa.buffer, pb.buffer) : r.define_param_var(pa.var, pb.var);
     if (!ok) return false;
   }
   return reduce_attrs(r, a.attrs, b.attrs) && r.stmt(a.body, b.body);
@@ -333,20 +329,26 @@ class EqualReducer {
 
   bool var_use(const VarNode* a, const VarNode* b) {
     switch (vars_.lookup(a, b)) {
-      case Match::Same: return true;
-      case Match::Different: return false;
-      case Match::Unbound: break;
+      case Match::Same:
+        return true;
+      case Match::Different:
+        return false;
+      case Match::Unbound:
+        break;
     }
     if (!defining_) return a == b;  // free on both sides
-    vars_.bind(a, b);              // first mention of a symbolic shape var
+    vars_.bind(a, b);               // first mention of a symbolic shape var
     return true;
   }
 
   bool buffer_use(const Buffer& a, const Buffer& b) {
     switch (buffers_.lookup(a.get(), b.get())) {
-      case Match::Same: return true;
-      case Match::Different: return false;
-      case Match::Unbound: return a.same_as(b);
+      case Match::Same:
+        return true;
+      case Match::Different:
+        return false;
+      case Match::Unbound:
+        return a.same_as(b);
     }
     TL_UNREACHABLE("bad Match");
   }
@@ -384,9 +386,12 @@ class EqualReducer {
 
   bool define_param_buffer(const Buffer& a, const Buffer& b) {
     switch (buffers_.lookup(a.get(), b.get())) {
-      case Match::Same: return true;
-      case Match::Different: return false;
-      case Match::Unbound: break;
+      case Match::Same:
+        return true;
+      case Match::Different:
+        return false;
+      case Match::Unbound:
+        break;
     }
     defining_ = true;
     bool ok = reduce_buffer_def(*this, a, b);
@@ -440,9 +445,7 @@ class HashReducer {
 
   bool value(const std::string& v, const std::string&) { return mix(hash_string(v)); }
   bool value(double v, double) { return mix(std::bit_cast<uint64_t>(v)); }
-  bool value(DataType t, DataType) {
-    return mix(uint64_t(t.scalar_type())) && mix(uint64_t(t.lanes()));
-  }
+  bool value(DataType t, DataType) { return mix(uint64_t(t.scalar_type())) && mix(uint64_t(t.lanes())); }
   bool value(const std::vector<int64_t>& v, const std::vector<int64_t>&) {
     mix(v.size());
     for (int64_t x : v) mix(uint64_t(x));
@@ -480,8 +483,7 @@ class HashReducer {
   }
 
   bool buffer_use(const Buffer& a, const Buffer&) {
-    if (auto it = buffer_ids_.find(a.get()); it != buffer_ids_.end())
-      return mix(Tag::BoundBuffer) && mix(it->second);
+    if (auto it = buffer_ids_.find(a.get()); it != buffer_ids_.end()) return mix(Tag::BoundBuffer) && mix(it->second);
     mix(Tag::FreeBuffer);
     mix(hash_string(a->name));
     value(a->dtype, a->dtype);
@@ -525,8 +527,7 @@ class HashReducer {
   }
 
   bool define_param_buffer(const Buffer& a, const Buffer&) {
-    if (auto it = buffer_ids_.find(a.get()); it != buffer_ids_.end())
-      return mix(Tag::BoundBuffer) && mix(it->second);
+    if (auto it = buffer_ids_.find(a.get()); it != buffer_ids_.end()) return mix(Tag::BoundBuffer) && mix(it->second);
     mix(Tag::BindBuffer);
     defining_ = true;
     reduce_buffer_def(*this, a, a);

@@ -34,9 +34,15 @@ class LiveSet {
   std::unordered_map<const T*, int> count_;
 };
 
-bool is_integer_index(const Expr& e) { return e.defined() && e.dtype().is_integer(); }
-bool is_scalar_bool(const Expr& e) { return e.defined() && e.dtype() == dtype::Bool; }
-bool same_element_type(DataType a, DataType b) { return a.element_of() == b.element_of(); }
+bool is_integer_index(const Expr& e) {
+  return e.defined() && e.dtype().is_integer();
+}
+bool is_scalar_bool(const Expr& e) {
+  return e.defined() && e.dtype() == dtype::Bool;
+}
+bool same_element_type(DataType a, DataType b) {
+  return a.element_of() == b.element_of();
+}
 
 class Verifier : public IRVisitor {
  public:
@@ -83,15 +89,14 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const VarNode* op) override {
-    TL_ICHECK(vars_.contains(op),
-              malformed(str_cat("var '", op->name, "' is used outside the scope that binds it")));
+    TL_ICHECK(vars_.contains(op), malformed(str_cat("var '", op->name, "' is used outside the scope that binds it")));
   }
 
   void visit(const BufferLoadNode* op) override {
     check_indices(op->buffer, op->indices);
     TL_ICHECK(same_element_type(op->dtype, op->buffer->dtype),
-              malformed(str_cat("load of type ", op->dtype.name(), " from buffer '", op->buffer->name,
-                                "' of type ", op->buffer->dtype.name())));
+              malformed(str_cat("load of type ", op->dtype.name(), " from buffer '", op->buffer->name, "' of type ",
+                                op->buffer->dtype.name())));
     IRVisitor::visit(op);
   }
 
@@ -115,8 +120,8 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const WhileNode* op) override {
-    TL_ICHECK(is_scalar_bool(op->cond), malformed(str_cat("While condition has type ", type_of(op->cond),
-                                                          ", expected bool")));
+    TL_ICHECK(is_scalar_bool(op->cond),
+              malformed(str_cat("While condition has type ", type_of(op->cond), ", expected bool")));
     visit(op->cond);
     ++loop_depth_;
     visit(op->body);
@@ -155,11 +160,11 @@ class Verifier : public IRVisitor {
   void visit(const KernelLaunchNode* op) override {
     TL_ICHECK(!in_kernel_, malformed("KernelLaunch nested inside another KernelLaunch"));
     TL_ICHECK(op->block_vars.size() == op->grid.size(),
-              malformed(str_cat("KernelLaunch has ", op->block_vars.size(), " block var(s) for ",
-                                op->grid.size(), " grid dimension(s)")));
+              malformed(str_cat("KernelLaunch has ", op->block_vars.size(), " block var(s) for ", op->grid.size(),
+                                " grid dimension(s)")));
     TL_ICHECK(op->thread_vars.size() == op->threads.size(),
-              malformed(str_cat("KernelLaunch has ", op->thread_vars.size(), " thread var(s) for ",
-                                op->threads.size(), " thread dimension(s)")));
+              malformed(str_cat("KernelLaunch has ", op->thread_vars.size(), " thread var(s) for ", op->threads.size(),
+                                " thread dimension(s)")));
     for (const Expr& g : op->grid) visit(g);
     for (const Var& v : op->block_vars) vars_.add(v.node());
     for (const Var& v : op->thread_vars) vars_.add(v.node());
@@ -182,20 +187,15 @@ class Verifier : public IRVisitor {
       for (const Range& rg : r.ranges)
         TL_ICHECK(is_integer_index(rg.min) && is_integer_index(rg.extent),
                   malformed(str_cat("region of buffer '", r.buffer->name, "' has a bound of type ",
-                                    type_of(is_integer_index(rg.min) ? rg.extent : rg.min),
-                                    ", expected an integer")));
+                                    type_of(is_integer_index(rg.min) ? rg.extent : rg.min), ", expected an integer")));
     }
     for (const auto& [key, value] : op->attrs)
       if (auto* e = std::get_if<Expr>(&value)) visit(*e);
     IRVisitor::visit(op);
   }
 
-  void visit(const BreakNode*) override {
-    TL_ICHECK(loop_depth_ > 0, malformed("Break outside a loop"));
-  }
-  void visit(const ContinueNode*) override {
-    TL_ICHECK(loop_depth_ > 0, malformed("Continue outside a loop"));
-  }
+  void visit(const BreakNode*) override { TL_ICHECK(loop_depth_ > 0, malformed("Break outside a loop")); }
+  void visit(const ContinueNode*) override { TL_ICHECK(loop_depth_ > 0, malformed("Continue outside a loop")); }
 
  private:
   void add_free_vars(const Expr& e) {
@@ -218,9 +218,9 @@ class Verifier : public IRVisitor {
               malformed(str_cat("buffer '", b->name, "' has ", b.ndim(), " dimension(s) but is indexed with ",
                                 indices.size(), " index(es)")));
     for (const Expr& i : indices)
-      TL_ICHECK(is_integer_index(i), malformed(str_cat("index ", i.defined() ? to_string(i) : "<undefined>",
-                                                      " into buffer '", b->name, "' has type ", type_of(i),
-                                                      ", expected an integer")));
+      TL_ICHECK(is_integer_index(i),
+                malformed(str_cat("index ", i.defined() ? to_string(i) : "<undefined>", " into buffer '", b->name,
+                                  "' has type ", type_of(i), ", expected an integer")));
   }
 
   static std::string type_of(const Expr& e) { return e.defined() ? e.dtype().name() : "<undefined>"; }
@@ -229,8 +229,7 @@ class Verifier : public IRVisitor {
   // innermost expression if any, else the statement) and the statement around it.
   std::string malformed(const std::string& what) const {
     std::string msg = str_cat("malformed IR in function '", func_->name, "': ", what);
-    if (expr_)
-      msg += str_cat("\n  offending node (", node_kind_name(expr_->kind()), "): ", clip(to_string(*expr_)));
+    if (expr_) msg += str_cat("\n  offending node (", node_kind_name(expr_->kind()), "): ", clip(to_string(*expr_)));
     if (stmt_) {
       msg += str_cat(expr_ ? "\n  in statement (" : "\n  offending node (", node_kind_name(stmt_->kind()),
                      "): ", clip(to_string(*stmt_)));

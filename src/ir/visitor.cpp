@@ -13,8 +13,9 @@ void IRVisitor::visit(const Expr& e) {
 #define TL_EXPR(Name)  \
   case NodeKind::Name: \
     return visit(static_cast<const Name##Node*>(e.get()));
-#define TL_STMT(Name) \
-  case NodeKind::Name: break;
+#define TL_STMT(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("statement kind in expression position");
@@ -26,8 +27,9 @@ void IRVisitor::visit(const Stmt& s) {
 #define TL_STMT(Name)  \
   case NodeKind::Name: \
     return visit(static_cast<const Name##Node*>(s.get()));
-#define TL_EXPR(Name) \
-  case NodeKind::Name: break;
+#define TL_EXPR(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("expression kind in statement position");
@@ -49,14 +51,20 @@ void IRVisitor::visit(const BinaryNode* op) {
   visit(op->a);
   visit(op->b);
 }
-void IRVisitor::visit(const UnaryNode* op) { visit(op->a); }
+void IRVisitor::visit(const UnaryNode* op) {
+  visit(op->a);
+}
 void IRVisitor::visit(const SelectNode* op) {
   visit(op->cond);
   visit(op->true_value);
   visit(op->false_value);
 }
-void IRVisitor::visit(const CastNode* op) { visit(op->value); }
-void IRVisitor::visit(const ReinterpretNode* op) { visit(op->value); }
+void IRVisitor::visit(const CastNode* op) {
+  visit(op->value);
+}
+void IRVisitor::visit(const ReinterpretNode* op) {
+  visit(op->value);
+}
 void IRVisitor::visit(const CallNode* op) {
   for (const Expr& a : op->args) visit(a);
 }
@@ -68,7 +76,9 @@ void IRVisitor::visit(const RampNode* op) {
   visit(op->base);
   visit(op->stride);
 }
-void IRVisitor::visit(const BroadcastNode* op) { visit(op->value); }
+void IRVisitor::visit(const BroadcastNode* op) {
+  visit(op->value);
+}
 void IRVisitor::visit(const LetNode* op) {
   visit(op->value);
   visit(op->body);
@@ -97,7 +107,9 @@ void IRVisitor::visit(const BufferStoreNode* op) {
   visit(op->value);
   for (const Expr& i : op->indices) visit(i);
 }
-void IRVisitor::visit(const EvaluateNode* op) { visit(op->value); }
+void IRVisitor::visit(const EvaluateNode* op) {
+  visit(op->value);
+}
 void IRVisitor::visit(const LetStmtNode* op) {
   visit(op->value);
   visit(op->body);
@@ -132,8 +144,9 @@ Expr IRMutator::mutate(const Expr& e) {
 #define TL_EXPR(Name)  \
   case NodeKind::Name: \
     return visit(static_cast<const Name##Node*>(e.get()), e);
-#define TL_STMT(Name) \
-  case NodeKind::Name: break;
+#define TL_STMT(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("statement kind in expression position");
@@ -145,8 +158,9 @@ Stmt IRMutator::mutate(const Stmt& s) {
 #define TL_STMT(Name)  \
   case NodeKind::Name: \
     return visit(static_cast<const Name##Node*>(s.get()), s);
-#define TL_EXPR(Name) \
-  case NodeKind::Name: break;
+#define TL_EXPR(Name)  \
+  case NodeKind::Name: \
+    break;
 #include "ir/node_kinds.def"
   }
   TL_UNREACHABLE("expression kind in statement position");
@@ -168,10 +182,18 @@ BufferRegion IRMutator::mutate_region(const BufferRegion& r) {
   return out;
 }
 
-Expr IRMutator::visit(const IntImmNode*, const Expr& self) { return self; }
-Expr IRMutator::visit(const FloatImmNode*, const Expr& self) { return self; }
-Expr IRMutator::visit(const StringImmNode*, const Expr& self) { return self; }
-Expr IRMutator::visit(const VarNode*, const Expr& self) { return self; }
+Expr IRMutator::visit(const IntImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::visit(const FloatImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::visit(const StringImmNode*, const Expr& self) {
+  return self;
+}
+Expr IRMutator::visit(const VarNode*, const Expr& self) {
+  return self;
+}
 Expr IRMutator::visit(const BinaryNode* op, const Expr& self) {
   Expr a = mutate(op->a), b = mutate(op->b);
   if (a.same_as(op->a) && b.same_as(op->b)) return self;
@@ -181,9 +203,12 @@ Expr IRMutator::visit(const UnaryNode* op, const Expr& self) {
   Expr a = mutate(op->a);
   if (a.same_as(op->a)) return self;
   switch (op->op) {
-    case UnaryOp::Neg: return neg(a);
-    case UnaryOp::Not: return logical_not(a);
-    case UnaryOp::BitNot: return bit_not(a);
+    case UnaryOp::Neg:
+      return neg(a);
+    case UnaryOp::Not:
+      return logical_not(a);
+    case UnaryOp::BitNot:
+      return bit_not(a);
   }
   TL_UNREACHABLE("bad UnaryOp");
 }
@@ -291,8 +316,8 @@ Stmt IRMutator::visit(const KernelLaunchNode* op, const Stmt& self) {
   auto grid = mutate_all(op->grid, &changed);
   Stmt b = mutate(op->body);
   if (!changed && b.same_as(op->body)) return self;
-  auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars,
-                                              op->threads, b, op->prelude);
+  auto n =
+      std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, b, op->prelude);
   n->span = op->span;
   return Stmt(std::move(n));
 }
@@ -304,14 +329,15 @@ Stmt IRMutator::visit(const TileOpNode* op, const Stmt& self) {
     const BufferRegion& n = regions.back();
     if (!n.buffer.same_as(r.buffer)) changed = true;
     for (size_t i = 0; i < r.ranges.size(); ++i)
-      if (!n.ranges[i].min.same_as(r.ranges[i].min) || !n.ranges[i].extent.same_as(r.ranges[i].extent))
-        changed = true;
+      if (!n.ranges[i].min.same_as(r.ranges[i].min) || !n.ranges[i].extent.same_as(r.ranges[i].extent)) changed = true;
   }
   auto args = mutate_all(op->args, &changed);
   if (!changed) return self;
   return tile_op(op->op, std::move(regions), std::move(args), op->attrs, op->span);
 }
-Stmt IRMutator::visit(const BarrierNode*, const Stmt& self) { return self; }
+Stmt IRMutator::visit(const BarrierNode*, const Stmt& self) {
+  return self;
+}
 Stmt IRMutator::visit(const AttrNode* op, const Stmt& self) {
   AttrValue v = op->value;
   bool changed = false;
@@ -324,8 +350,12 @@ Stmt IRMutator::visit(const AttrNode* op, const Stmt& self) {
   if (!changed && b.same_as(op->body)) return self;
   return attr_stmt(op->key, v, b, op->span);
 }
-Stmt IRMutator::visit(const BreakNode*, const Stmt& self) { return self; }
-Stmt IRMutator::visit(const ContinueNode*, const Stmt& self) { return self; }
+Stmt IRMutator::visit(const BreakNode*, const Stmt& self) {
+  return self;
+}
+Stmt IRMutator::visit(const ContinueNode*, const Stmt& self) {
+  return self;
+}
 
 // ---------------------------------------------------------------- helpers
 

@@ -45,9 +45,10 @@ BufferRegion resolve(const CopyOperand& side, const std::vector<Expr>& other_ext
   }
   std::vector<Expr> ext = non_unit(other_extents);
   if (ext.size() > size_t(b.ndim()))
-    throw_user_error(span, str_cat("T.copy ", which, " '", b->name, "' is a start point with ", b.ndim(),
-                                   " dimension(s), but the other side has the tile extents ", extents_str(other_extents),
-                                   "; index the ", which, " with slices or use a buffer of matching rank"));
+    throw_user_error(span,
+                     str_cat("T.copy ", which, " '", b->name, "' is a start point with ", b.ndim(),
+                             " dimension(s), but the other side has the tile extents ", extents_str(other_extents),
+                             "; index the ", which, " with slices or use a buffer of matching rank"));
   size_t pad = b.ndim() - ext.size();
   for (int d = 0; d < b.ndim(); ++d) {
     Expr e = size_t(d) < pad ? make_const(side.mins[d].dtype(), 1) : ext[d - pad];
@@ -73,10 +74,10 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
   bool ok = se.size() == de.size();
   for (size_t i = 0; ok && i < se.size(); ++i) ok = same_extent(se[i], de[i]);
   if (!ok)
-    throw_user_error(span, str_cat("T.copy extents do not match: source '", s.buffer->name, "' covers ",
-                                   extents_str(s.extents()), " but destination '", d.buffer->name, "' covers ",
-                                   extents_str(d.extents()),
-                                   "; after dropping unit dimensions both sides must have the same extents"));
+    throw_user_error(
+        span, str_cat("T.copy extents do not match: source '", s.buffer->name, "' covers ", extents_str(s.extents()),
+                      " but destination '", d.buffer->name, "' covers ", extents_str(d.extents()),
+                      "; after dropping unit dimensions both sides must have the same extents"));
   // A tile may hang over the edge of a tensor (that part is predicated), but it
   // cannot be larger than an on-chip buffer.
   for (const BufferRegion* r : {&s, &d}) {
@@ -85,8 +86,8 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
       auto ext = as_const_int(r->ranges[i].extent);
       auto n = as_const_int(r->buffer->shape[i]);
       if (ext && n && *ext > *n)
-        throw_user_error(span, str_cat("T.copy region of '", r->buffer->name, "' has extent ", *ext,
-                                       " in dimension ", i, " but the buffer has only ", *n));
+        throw_user_error(span, str_cat("T.copy region of '", r->buffer->name, "' has extent ", *ext, " in dimension ",
+                                       i, " but the buffer has only ", *n));
     }
   }
   return tile_op(TileOpKind::Copy, {s, d}, {}, std::move(attrs), span);

@@ -9,8 +9,8 @@ namespace {
 std::pair<Expr, Expr> matrix_dims(const BufferRegion& r, const char* which, SourceSpan span) {
   int n = int(r.ranges.size());
   if (n < 2)
-    throw_user_error(span, str_cat("T.gemm operand ", which, " '", r.buffer->name,
-                                   "' must be a 2-D tile, got ", n, " dimension(s)"));
+    throw_user_error(span, str_cat("T.gemm operand ", which, " '", r.buffer->name, "' must be a 2-D tile, got ", n,
+                                   " dimension(s)"));
   for (int i = 0; i < n - 2; ++i)
     if (!is_const_one(r.ranges[i].extent))
       throw_user_error(span, str_cat("T.gemm operand ", which, " '", r.buffer->name,
@@ -32,18 +32,18 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
   auto [c0, c1] = matrix_dims(c, "C", span);
   Expr m = ta ? a1 : a0, k = ta ? a0 : a1;
   Expr k2 = tb ? b1 : b0, n = tb ? b0 : b1;
-  check_equal(k, k2, str_cat("the K extent of A '", a.buffer->name, "'", ta ? " (transposed)" : "",
-                             " differs from the K extent of B '", b.buffer->name, "'", tb ? " (transposed)" : ""),
+  check_equal(k, k2,
+              str_cat("the K extent of A '", a.buffer->name, "'", ta ? " (transposed)" : "",
+                      " differs from the K extent of B '", b.buffer->name, "'", tb ? " (transposed)" : ""),
               span);
-  check_equal(m, c0, str_cat("the M extent of A '", a.buffer->name, "' differs from the rows of C '",
-                             c.buffer->name, "'"),
+  check_equal(m, c0,
+              str_cat("the M extent of A '", a.buffer->name, "' differs from the rows of C '", c.buffer->name, "'"),
               span);
-  check_equal(n, c1, str_cat("the N extent of B '", b.buffer->name, "' differs from the columns of C '",
-                             c.buffer->name, "'"),
+  check_equal(n, c1,
+              str_cat("the N extent of B '", b.buffer->name, "' differs from the columns of C '", c.buffer->name, "'"),
               span);
   for (auto* d : {&m, &n, &k})
-    if (!as_const_int(*d))
-      throw_user_error(span, "T.gemm tile extents must be compile-time constants");
+    if (!as_const_int(*d)) throw_user_error(span, "T.gemm tile extents must be compile-time constants");
   if (c.buffer->scope == Scope::Global)
     throw_user_error(span, str_cat("T.gemm accumulator C '", c.buffer->name,
                                    "' must be in shared or fragment memory (alloc_fragment), not a global tensor"));
@@ -67,11 +67,9 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
     auto strides = r.buffer.effective_strides();
     return cast(dtype::Int64, strides[strides.size() - 2]);
   };
-  std::string name = str_cat("tl::gemm_tile<", *as_const_int(c0), ", ", *as_const_int(c1), ", ", *as_const_int(k),
-                             ", ", ta ? "true" : "false", ", ", tb ? "true" : "false", ", ", clear ? "true" : "false",
-                             ">");
-  return evaluate(call_extern(dtype::Void, name,
-                              {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}),
+  std::string name = str_cat("tl::gemm_tile<", *as_const_int(c0), ", ", *as_const_int(c1), ", ", *as_const_int(k), ", ",
+                             ta ? "true" : "false", ", ", tb ? "true" : "false", ", ", clear ? "true" : "false", ">");
+  return evaluate(call_extern(dtype::Void, name, {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}),
                   op->span);
 }
 

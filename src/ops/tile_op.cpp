@@ -13,7 +13,8 @@ const OpInfo& op_info(TileOpKind kind) {
 #define TL_TILE_OP(Ident, name) +1
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
-                , "every op in tile_ops.def needs a row here");
+                ,
+                "every op in tile_ops.def needs a row here");
   return kTable[static_cast<int>(kind)];
 }
 

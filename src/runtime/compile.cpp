@@ -63,8 +63,8 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
     if (auto dir = disk.publish(*hash, build_into)) return load(*dir);
   }
   // No disk cache: build in a private temporary directory.
-  fs::path tmp = fs::temp_directory_path() / ("tilelang-build-" + std::to_string(std::hash<std::string>()(key)) +
-                                              "-" + std::to_string(getpid()));
+  fs::path tmp = fs::temp_directory_path() /
+                 ("tilelang-build-" + std::to_string(std::hash<std::string>()(key)) + "-" + std::to_string(getpid()));
   fs::create_directories(tmp);
   build_into(tmp.string());
   auto k = load(tmp.string());

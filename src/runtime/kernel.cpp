@@ -28,18 +28,26 @@ std::string shape_str(const std::vector<Expr>& shape) {
 
 const char* device_name(int32_t t) {
   switch (t) {
-    case 1: return "cpu";
-    case 2: return "cuda";
-    case 3: return "cuda_host";
-    case 8: return "metal";
-    default: return "an unsupported device";
+    case 1:
+      return "cpu";
+    case 2:
+      return "cuda";
+    case 3:
+      return "cuda_host";
+    case 8:
+      return "metal";
+    default:
+      return "an unsupported device";
   }
 }
 
 }  // namespace
 
 Kernel::Kernel(KernelSignature sig, Target target, std::string source, std::string host_source)
-    : sig_(std::move(sig)), target_(std::move(target)), source_(std::move(source)), host_source_(std::move(host_source)) {}
+    : sig_(std::move(sig)),
+      target_(std::move(target)),
+      source_(std::move(source)),
+      host_source_(std::move(host_source)) {}
 
 void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const {
   const Buffer& buf = p.buffer;
@@ -59,15 +67,14 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
     if (auto* v = e.as<VarNode>()) {
       auto [it, fresh] = b.emplace(v, t.shape[d]);
       if (!fresh && it->second != t.shape[d])
-        throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ",
-                                     t.shape[d], " but '", v->name, "' was bound to ", it->second,
-                                     " by an earlier argument"));
+        throw_user_error(
+            {}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d], " but '",
+                        v->name, "' was bound to ", it->second, " by an earlier argument"));
       continue;
     }
     if (auto c = as_const_int(e); c && *c != t.shape[d])
-      throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ", expected ",
-                                   shape_str(buf->shape), " (dimension ", d, " is ", t.shape[d], ", expected ", *c,
-                                   ")"));
+      throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ", expected ", shape_str(buf->shape),
+                                   " (dimension ", d, " is ", t.shape[d], ", expected ", *c, ")"));
   }
   // Strides: compact row-major unless the parameter declares its own.
   if (!t.strides) return;
@@ -89,8 +96,8 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
 
 Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) const {
   if (args.size() != sig_.params.size())
-    throw_user_error({}, str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ",
-                                 args.size()));
+    throw_user_error({},
+                     str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ", args.size()));
   Bindings b;
   for (size_t i = 0; i < args.size(); ++i) {
     const Param& p = sig_.params[i];
@@ -101,9 +108,9 @@ Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) con
     }
     if (p.is_tensor()) {
       if (a.kind != ArgValue::Kind::Tensor)
-        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name,
-                                     "' must be a tensor of shape ", shape_str(p.buffer->shape), " and dtype ",
-                                     p.buffer->dtype.name(), ", got a scalar"));
+        throw_user_error({},
+                         str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be a tensor of shape ",
+                                 shape_str(p.buffer->shape), " and dtype ", p.buffer->dtype.name(), ", got a scalar"));
       check_tensor(i, p, a.tensor, b);
       continue;
     }
@@ -127,9 +134,9 @@ Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) con
       if (e.is<VarNode>() || e.is<IntImmNode>()) continue;
       auto v = eval_int(e, b);
       if (v && *v != t.shape[d])
-        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' has shape ",
-                                     shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d],
-                                     ", expected ", to_string(e), " = ", *v));
+        throw_user_error(
+            {}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' has shape ", shape_str(t.shape, t.ndim),
+                        ": dimension ", d, " is ", t.shape[d], ", expected ", to_string(e), " = ", *v));
     }
   }
   return b;

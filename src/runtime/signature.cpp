@@ -71,11 +71,16 @@ std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
   if (!x || !y) return std::nullopt;
   int64_t p = *x, q = *y;
   switch (n->op) {
-    case BinaryOp::Add: return p + q;
-    case BinaryOp::Sub: return p - q;
-    case BinaryOp::Mul: return p * q;
-    case BinaryOp::Div: return q ? std::optional<int64_t>(p / q) : std::nullopt;
-    case BinaryOp::Mod: return q ? std::optional<int64_t>(p % q) : std::nullopt;
+    case BinaryOp::Add:
+      return p + q;
+    case BinaryOp::Sub:
+      return p - q;
+    case BinaryOp::Mul:
+      return p * q;
+    case BinaryOp::Div:
+      return q ? std::optional<int64_t>(p / q) : std::nullopt;
+    case BinaryOp::Mod:
+      return q ? std::optional<int64_t>(p % q) : std::nullopt;
     case BinaryOp::FloorDiv: {
       if (!q) return std::nullopt;
       int64_t r = p / q;
@@ -86,21 +91,36 @@ std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
       int64_t r = p % q;
       return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
     }
-    case BinaryOp::Min: return std::min(p, q);
-    case BinaryOp::Max: return std::max(p, q);
-    case BinaryOp::EQ: return p == q;
-    case BinaryOp::NE: return p != q;
-    case BinaryOp::LT: return p < q;
-    case BinaryOp::LE: return p <= q;
-    case BinaryOp::GT: return p > q;
-    case BinaryOp::GE: return p >= q;
-    case BinaryOp::And: return p && q;
-    case BinaryOp::Or: return p || q;
-    case BinaryOp::BitAnd: return p & q;
-    case BinaryOp::BitOr: return p | q;
-    case BinaryOp::BitXor: return p ^ q;
-    case BinaryOp::Shl: return p << q;
-    case BinaryOp::Shr: return p >> q;
+    case BinaryOp::Min:
+      return std::min(p, q);
+    case BinaryOp::Max:
+      return std::max(p, q);
+    case BinaryOp::EQ:
+      return p == q;
+    case BinaryOp::NE:
+      return p != q;
+    case BinaryOp::LT:
+      return p < q;
+    case BinaryOp::LE:
+      return p <= q;
+    case BinaryOp::GT:
+      return p > q;
+    case BinaryOp::GE:
+      return p >= q;
+    case BinaryOp::And:
+      return p && q;
+    case BinaryOp::Or:
+      return p || q;
+    case BinaryOp::BitAnd:
+      return p & q;
+    case BinaryOp::BitOr:
+      return p | q;
+    case BinaryOp::BitXor:
+      return p ^ q;
+    case BinaryOp::Shl:
+      return p << q;
+    case BinaryOp::Shr:
+      return p >> q;
   }
   return std::nullopt;
 }

@@ -27,8 +27,7 @@ UserError::UserError(SourceSpan span, const std::string& message)
     : std::runtime_error(with_span(span, message)), span_(span), bare_(message) {}
 
 InternalError::InternalError(const std::string& message)
-    : std::logic_error("internal compiler error (a bug in tilelang, please report it): " +
-                       message) {}
+    : std::logic_error("internal compiler error (a bug in tilelang, please report it): " + message) {}
 
 void throw_user_error(SourceSpan span, const std::string& message) {
   throw UserError(span, message);

@@ -52,12 +52,11 @@ std::string str_cat(const Args&... args) {
 }  // namespace tl
 
 // A check of an invariant the compiler itself maintains. Failing it is a tilelang bug.
-#define TL_ICHECK(cond, ...)                                                              \
-  do {                                                                                    \
-    if (!(cond))                                                                          \
-      ::tl::throw_internal_error(__FILE__, __LINE__,                                      \
-                                 ::tl::str_cat("check failed: " #cond ". " __VA_OPT__(, ) \
-                                                   __VA_ARGS__));                         \
+#define TL_ICHECK(cond, ...)                                                                             \
+  do {                                                                                                   \
+    if (!(cond))                                                                                         \
+      ::tl::throw_internal_error(__FILE__, __LINE__,                                                     \
+                                 ::tl::str_cat("check failed: " #cond ". " __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 #define TL_UNREACHABLE(msg) ::tl::throw_internal_error(__FILE__, __LINE__, msg)

@@ -9,8 +9,7 @@ namespace {
 using Sha256Fn = unsigned char* (*)(const unsigned char*, size_t, unsigned char*);
 
 Sha256Fn load_sha256() {
-  const char* names[] = {"libcrypto.so.3", "libcrypto.so", "libcrypto.3.dylib", "libcrypto.dylib",
-                         "libcrypto.so.1.1"};
+  const char* names[] = {"libcrypto.so.3", "libcrypto.so", "libcrypto.3.dylib", "libcrypto.dylib", "libcrypto.so.1.1"};
   for (const char* n : names) {
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) {
       if (void* f = dlsym(h, "SHA256")) return reinterpret_cast<Sha256Fn>(f);

@@ -20,7 +20,8 @@ Target Target::parse(const std::string& s) {
   } else if (word == "metal") {
     t.kind = TargetKind::Metal;
   } else {
-    throw_user_error({}, str_cat("unknown target '", s, "'; expected \"auto\", \"cpu\", \"cuda\", "
+    throw_user_error({}, str_cat("unknown target '", s,
+                                 "'; expected \"auto\", \"cpu\", \"cuda\", "
                                  "\"cuda -arch=sm_90a\" or \"metal\""));
   }
   while (is >> word) {

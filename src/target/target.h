@@ -12,7 +12,7 @@ enum class TargetKind { CPU, CUDA, Metal };
 
 struct Target {
   TargetKind kind = TargetKind::CPU;
-  std::string arch;           // "sm_90a" for CUDA; empty for the CPU
+  std::string arch;            // "sm_90a" for CUDA; empty for the CPU
   std::set<std::string> keys;  // e.g. "metal4"
 
   // Parses "cpu", "c", "llvm", "cuda", "cuda -arch=sm_90a", "metal", "metal -keys=metal4",

@@ -63,6 +63,8 @@ class SafeMemory : public IRMutator {
 
 }  // namespace
 
-PrimFunc legalize_safe_memory(const PrimFunc& f) { return f.with_body(SafeMemory().mutate(f->body)); }
+PrimFunc legalize_safe_memory(const PrimFunc& f) {
+  return f.with_body(SafeMemory().mutate(f->body));
+}
 
 }  // namespace tl

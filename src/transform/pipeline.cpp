@@ -67,9 +67,11 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
   dump("input", f);
   switch (target.kind) {
-    case TargetKind::CPU: return lower_for_cpu(f, target, pass_configs);
+    case TargetKind::CPU:
+      return lower_for_cpu(f, target, pass_configs);
     case TargetKind::CUDA:
-    case TargetKind::Metal: break;
+    case TargetKind::Metal:
+      break;
   }
   throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use target=\"cpu\""));
 }

@@ -13,29 +13,50 @@ namespace tl {
 std::string CodeGenC::type_name(DataType t) {
   if (!t.is_scalar()) throw_user_error({}, str_cat("vector type ", t.name(), " is not supported by this backend yet"));
   switch (t.scalar_type()) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::Int8: return "int8_t";
-    case ScalarType::Int16: return "int16_t";
-    case ScalarType::Int32: return "int32_t";
-    case ScalarType::Int64: return "int64_t";
-    case ScalarType::UInt8: return "uint8_t";
-    case ScalarType::UInt16: return "uint16_t";
-    case ScalarType::UInt32: return "uint32_t";
-    case ScalarType::UInt64: return "uint64_t";
-    case ScalarType::Float16: return "tl::half_t";
-    case ScalarType::BFloat16: return "tl::bfloat16_t";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int8:
+      return "int8_t";
+    case ScalarType::Int16:
+      return "int16_t";
+    case ScalarType::Int32:
+      return "int32_t";
+    case ScalarType::Int64:
+      return "int64_t";
+    case ScalarType::UInt8:
+      return "uint8_t";
+    case ScalarType::UInt16:
+      return "uint16_t";
+    case ScalarType::UInt32:
+      return "uint32_t";
+    case ScalarType::UInt64:
+      return "uint64_t";
+    case ScalarType::Float16:
+      return "tl::half_t";
+    case ScalarType::BFloat16:
+      return "tl::bfloat16_t";
     case ScalarType::Float32:
-    case ScalarType::TFloat32: return "float";
-    case ScalarType::Float64: return "double";
-    case ScalarType::Float8E4M3FN: return "tl::float8_e4m3fn_t";
-    case ScalarType::Float8E5M2: return "tl::float8_e5m2_t";
-    case ScalarType::Float8E4M3FNUZ: return "tl::float8_e4m3fnuz_t";
-    case ScalarType::Float8E5M2FNUZ: return "tl::float8_e5m2fnuz_t";
-    case ScalarType::Float8E8M0FNU: return "tl::float8_e8m0fnu_t";
-    case ScalarType::Handle: return "void*";
-    case ScalarType::Void: return "void";
+    case ScalarType::TFloat32:
+      return "float";
+    case ScalarType::Float64:
+      return "double";
+    case ScalarType::Float8E4M3FN:
+      return "tl::float8_e4m3fn_t";
+    case ScalarType::Float8E5M2:
+      return "tl::float8_e5m2_t";
+    case ScalarType::Float8E4M3FNUZ:
+      return "tl::float8_e4m3fnuz_t";
+    case ScalarType::Float8E5M2FNUZ:
+      return "tl::float8_e5m2fnuz_t";
+    case ScalarType::Float8E8M0FNU:
+      return "tl::float8_e8m0fnu_t";
+    case ScalarType::Handle:
+      return "void*";
+    case ScalarType::Void:
+      return "void";
     case ScalarType::Int4:
-    case ScalarType::Float4E2M1FN: break;
+    case ScalarType::Float4E2M1FN:
+      break;
   }
   throw_user_error({}, str_cat("dtype ", t.name(), " is not supported in kernels on this target yet"));
 }
@@ -57,15 +78,21 @@ static std::string unique_name(std::unordered_map<const void*, std::string>& nam
   return names[key] = name;
 }
 
-std::string CodeGenC::name_of(const VarNode* v) { return unique_name(names_, taken_, v, c_ident(v->name)); }
-std::string CodeGenC::name_of(const Buffer& b) { return unique_name(names_, taken_, b.get(), c_ident(b->name)); }
+std::string CodeGenC::name_of(const VarNode* v) {
+  return unique_name(names_, taken_, v, c_ident(v->name));
+}
+std::string CodeGenC::name_of(const Buffer& b) {
+  return unique_name(names_, taken_, b.get(), c_ident(b->name));
+}
 
 void CodeGenC::line(const std::string& s) {
   for (int i = 0; i < indent_; ++i) out_ << "  ";
   out_ << s << "\n";
 }
 
-std::string CodeGenC::expr(const Expr& e) { return print_expr(e); }
+std::string CodeGenC::expr(const Expr& e) {
+  return print_expr(e);
+}
 
 std::string CodeGenC::flat_offset(const Buffer& b, const std::vector<Expr>& indices) {
   if (indices.empty()) return "0";
@@ -110,7 +137,8 @@ std::string CodeGenC::literal(const Expr& e) {
     v = os.str();
   }
   if (t == dtype::Float64) return v;
-  if (t == dtype::Float32 || t == dtype::TFloat32) return (v[0] == '-' || v[0] == 'I' || v[0] == 'N') ? "((float)" + v + ")" : v + "f";
+  if (t == dtype::Float32 || t == dtype::TFloat32)
+    return (v[0] == '-' || v[0] == 'I' || v[0] == 'N') ? "((float)" + v + ")" : v + "f";
   return type_name(t) + "((float)" + v + ")";
 }
 
@@ -118,7 +146,9 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
   DataType t = op->a.dtype();
   std::string a = print_expr(op->a), b = print_expr(op->b);
   bool low = t.is_low_precision_float();
-  auto wrap = [&](const std::string& s) { return low && !binary_op_is_comparison(op->op) ? type_name(op->dtype) + "(" + s + ")" : s; };
+  auto wrap = [&](const std::string& s) {
+    return low && !binary_op_is_comparison(op->op) ? type_name(op->dtype) + "(" + s + ")" : s;
+  };
   if (low) {
     a = "(float)" + a;
     b = "(float)" + b;
@@ -138,7 +168,8 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
       std::string ty = low ? "float" : type_name(t);
       return wrap("tl::" + std::string(op->op == BinaryOp::Min ? "min" : "max") + "<" + ty + ">(" + a + ", " + b + ")");
     }
-    default: break;
+    default:
+      break;
   }
   return wrap("(" + a + " " + binary_op_symbol(op->op) + " " + b + ")");
 }
@@ -160,8 +191,10 @@ std::string CodeGenC::print_call(const CallNode* op) {
     case Intrinsic::IsFinite:
       return "tl::" + std::string(intrinsic_name(op->op)) + "((double)" + print_expr(op->args[0]) + ")";
     case Intrinsic::Print:
-    case Intrinsic::DeviceAssert: TL_UNREACHABLE("statement-level call in expression position");
-    default: break;
+    case Intrinsic::DeviceAssert:
+      TL_UNREACHABLE("statement-level call in expression position");
+    default:
+      break;
   }
   DataType t = op->dtype;
   bool low = t.is_low_precision_float();
@@ -177,18 +210,22 @@ std::string CodeGenC::print_call(const CallNode* op) {
 std::string CodeGenC::print_expr(const Expr& e) {
   switch (e.kind()) {
     case NodeKind::IntImm:
-    case NodeKind::FloatImm: return literal(e);
+    case NodeKind::FloatImm:
+      return literal(e);
     case NodeKind::StringImm: {
       std::ostringstream os;
       os << std::quoted(e.as<StringImmNode>()->value);
       return os.str();
     }
-    case NodeKind::Var: return name_of(e.as<VarNode>());
-    case NodeKind::Binary: return print_binary(e.as<BinaryNode>());
+    case NodeKind::Var:
+      return name_of(e.as<VarNode>());
+    case NodeKind::Binary:
+      return print_binary(e.as<BinaryNode>());
     case NodeKind::Unary: {
       auto* n = e.as<UnaryNode>();
       std::string a = print_expr(n->a);
-      if (n->op == UnaryOp::Neg && n->dtype.is_low_precision_float()) return type_name(n->dtype) + "(-(float)" + a + ")";
+      if (n->op == UnaryOp::Neg && n->dtype.is_low_precision_float())
+        return type_name(n->dtype) + "(-(float)" + a + ")";
       return "(" + std::string(unary_op_symbol(n->op)) + a + ")";
     }
     case NodeKind::Select: {
@@ -208,7 +245,8 @@ std::string CodeGenC::print_expr(const Expr& e) {
       auto* n = e.as<ReinterpretNode>();
       return "tl::bit_cast<" + type_name(n->dtype) + ">(" + print_expr(n->value) + ")";
     }
-    case NodeKind::Call: return print_call(e.as<CallNode>());
+    case NodeKind::Call:
+      return print_call(e.as<CallNode>());
     case NodeKind::BufferLoad: {
       auto* n = e.as<BufferLoadNode>();
       return name_of(n->buffer) + "[" + flat_offset(n->buffer, n->indices) + "]";
@@ -247,7 +285,9 @@ void CodeGenC::stmt(const Stmt& s) {
     case NodeKind::Seq:
       for (const Stmt& x : s.as<SeqNode>()->seq) stmt(x);
       return;
-    case NodeKind::For: print_for(s.as<ForNode>()); return;
+    case NodeKind::For:
+      print_for(s.as<ForNode>());
+      return;
     case NodeKind::While: {
       auto* n = s.as<WhileNode>();
       line("while (" + print_expr(n->cond) + ") {");
@@ -305,12 +345,23 @@ void CodeGenC::stmt(const Stmt& s) {
       stmt(n->body);
       return;
     }
-    case NodeKind::KernelLaunch: emit_kernel_launch(s.as<KernelLaunchNode>()); return;
-    case NodeKind::TileOp: TL_UNREACHABLE("tile op reached codegen; lower_tile_ops must run first");
-    case NodeKind::Barrier: emit_barrier(s.as<BarrierNode>()); return;
-    case NodeKind::Attr: stmt(s.as<AttrNode>()->body); return;
-    case NodeKind::Break: line("break;"); return;
-    case NodeKind::Continue: line("continue;"); return;
+    case NodeKind::KernelLaunch:
+      emit_kernel_launch(s.as<KernelLaunchNode>());
+      return;
+    case NodeKind::TileOp:
+      TL_UNREACHABLE("tile op reached codegen; lower_tile_ops must run first");
+    case NodeKind::Barrier:
+      emit_barrier(s.as<BarrierNode>());
+      return;
+    case NodeKind::Attr:
+      stmt(s.as<AttrNode>()->body);
+      return;
+    case NodeKind::Break:
+      line("break;");
+      return;
+    case NodeKind::Continue:
+      line("continue;");
+      return;
 #define TL_EXPR(Name) case NodeKind::Name:
 #include "ir/node_kinds.def"
       break;

@@ -51,8 +51,8 @@ class CodeGenCPU : public CodeGenC {
     const char* coords[] = {"block_x", "block_y", "block_z"};
     for (size_t i = 0; i < op->block_vars.size(); ++i) {
       const Var& v = op->block_vars[i];
-      line("const " + type_name(v.dtype()) + " " + name_of(v.node()) + " = (" + type_name(v.dtype()) + ")" +
-           coords[i] + ";");
+      line("const " + type_name(v.dtype()) + " " + name_of(v.node()) + " = (" + type_name(v.dtype()) + ")" + coords[i] +
+           ";");
     }
     if (!op->prelude.empty()) line("// prelude is emitted at file scope on GPU targets; ignored on the CPU");
     stmt(op->body);

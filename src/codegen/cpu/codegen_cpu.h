@@ -9,8 +9,8 @@
 namespace tl {
 
 struct CpuSource {
-  std::string code;         // the whole translation unit
-  std::string entry_name;   // the block function's symbol
+  std::string code;        // the whole translation unit
+  std::string entry_name;  // the block function's symbol
 };
 
 CpuSource codegen_cpu(const PrimFunc& lowered, const KernelSignature& sig);

@@ -88,6 +88,8 @@ ThreadPool& pool() {
 
 }  // namespace
 
-void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) { pool().run(n, fn); }
+void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+  pool().run(n, fn);
+}
 
 }  // namespace tl

@@ -8,8 +8,12 @@
 namespace tl {
 namespace {
 
-Interval iv(int64_t lo, int64_t hi) { return Interval::range(lo, hi); }
-Expr c32(int64_t v) { return int_imm(v); }
+Interval iv(int64_t lo, int64_t hi) {
+  return Interval::range(lo, hi);
+}
+Expr c32(int64_t v) {
+  return int_imm(v);
+}
 
 class BoundsTest : public ::testing::Test {
  protected:

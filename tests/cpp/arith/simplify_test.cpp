@@ -13,8 +13,12 @@
 namespace tl {
 namespace {
 
-Expr c32(int64_t v) { return int_imm(v); }
-Expr mod(Expr a, Expr b) { return binary(BinaryOp::Mod, std::move(a), std::move(b)); }
+Expr c32(int64_t v) {
+  return int_imm(v);
+}
+Expr mod(Expr a, Expr b) {
+  return binary(BinaryOp::Mod, std::move(a), std::move(b));
+}
 
 class SimplifyTest : public ::testing::Test {
  protected:
@@ -265,23 +269,23 @@ TEST(SimplifyStmtTest, KernelBlockAndThreadVarsAreBounded) {
   Buffer A = Buffer::make("A", dtype::Float32, {c32(512)}, Scope::Global);
   Expr idx = add(mul(bx, c32(128)), tx);
   Stmt guarded = if_then_else(lt(idx, c32(512)), buffer_store(A, float_imm(1.0), {idx}));
-  Stmt k = make_node<Stmt, KernelLaunchNode>(std::vector<Var>{bx}, std::vector<Expr>{c32(4)},
-                                             std::vector<Var>{tx}, std::vector<int64_t>{128}, guarded);
+  Stmt k = make_node<Stmt, KernelLaunchNode>(std::vector<Var>{bx}, std::vector<Expr>{c32(4)}, std::vector<Var>{tx},
+                                             std::vector<int64_t>{128}, guarded);
   Stmt r = simplify(k);
   auto* launch = r.as<KernelLaunchNode>();
   ASSERT_NE(launch, nullptr);
   EXPECT_NE(launch->body.as<BufferStoreNode>(), nullptr) << to_string(r);
   // A 5th block would overrun: the guard stays.
-  Stmt k5 = make_node<Stmt, KernelLaunchNode>(std::vector<Var>{bx}, std::vector<Expr>{c32(5)},
-                                              std::vector<Var>{tx}, std::vector<int64_t>{128}, guarded);
+  Stmt k5 = make_node<Stmt, KernelLaunchNode>(std::vector<Var>{bx}, std::vector<Expr>{c32(5)}, std::vector<Var>{tx},
+                                              std::vector<int64_t>{128}, guarded);
   EXPECT_NE(simplify(k5).as<KernelLaunchNode>()->body.as<IfThenElseNode>(), nullptr);
 }
 
 TEST(SimplifyStmtTest, ProvenFalseIfTakesTheElseBranch) {
   Var i("i", dtype::Int32);
   Buffer A = Buffer::make("A", dtype::Float32, {c32(16)}, Scope::Global);
-  Stmt body = if_then_else(ge(i, c32(16)), buffer_store(A, float_imm(1.0), {c32(0)}),
-                           buffer_store(A, float_imm(2.0), {i}));
+  Stmt body =
+      if_then_else(ge(i, c32(16)), buffer_store(A, float_imm(1.0), {c32(0)}), buffer_store(A, float_imm(2.0), {i}));
   Stmt r = simplify(for_loop(i, c32(0), c32(16), ForKind::Parallel, body));
   auto* loop = r.as<ForNode>();
   ASSERT_NE(loop, nullptr);
@@ -323,28 +327,50 @@ int64_t evaluate(const Expr& e, const Env& env) {
   if (!n) throw std::runtime_error("unexpected node " + to_string(e));
   int64_t x = evaluate(n->a, env), y = evaluate(n->b, env);
   switch (n->op) {
-    case BinaryOp::Add: return x + y;
-    case BinaryOp::Sub: return x - y;
-    case BinaryOp::Mul: return x * y;
-    case BinaryOp::Div: return x / y;
-    case BinaryOp::Mod: return x % y;
-    case BinaryOp::FloorDiv: return ref_floordiv(x, y);
-    case BinaryOp::FloorMod: return x - ref_floordiv(x, y) * y;
-    case BinaryOp::Min: return std::min(x, y);
-    case BinaryOp::Max: return std::max(x, y);
-    case BinaryOp::EQ: return x == y;
-    case BinaryOp::NE: return x != y;
-    case BinaryOp::LT: return x < y;
-    case BinaryOp::LE: return x <= y;
-    case BinaryOp::GT: return x > y;
-    case BinaryOp::GE: return x >= y;
-    case BinaryOp::And: return x && y;
-    case BinaryOp::Or: return x || y;
-    case BinaryOp::BitAnd: return x & y;
-    case BinaryOp::BitOr: return x | y;
-    case BinaryOp::BitXor: return x ^ y;
-    case BinaryOp::Shl: return x << y;
-    case BinaryOp::Shr: return x >> y;
+    case BinaryOp::Add:
+      return x + y;
+    case BinaryOp::Sub:
+      return x - y;
+    case BinaryOp::Mul:
+      return x * y;
+    case BinaryOp::Div:
+      return x / y;
+    case BinaryOp::Mod:
+      return x % y;
+    case BinaryOp::FloorDiv:
+      return ref_floordiv(x, y);
+    case BinaryOp::FloorMod:
+      return x - ref_floordiv(x, y) * y;
+    case BinaryOp::Min:
+      return std::min(x, y);
+    case BinaryOp::Max:
+      return std::max(x, y);
+    case BinaryOp::EQ:
+      return x == y;
+    case BinaryOp::NE:
+      return x != y;
+    case BinaryOp::LT:
+      return x < y;
+    case BinaryOp::LE:
+      return x <= y;
+    case BinaryOp::GT:
+      return x > y;
+    case BinaryOp::GE:
+      return x >= y;
+    case BinaryOp::And:
+      return x && y;
+    case BinaryOp::Or:
+      return x || y;
+    case BinaryOp::BitAnd:
+      return x & y;
+    case BinaryOp::BitOr:
+      return x | y;
+    case BinaryOp::BitXor:
+      return x ^ y;
+    case BinaryOp::Shl:
+      return x << y;
+    case BinaryOp::Shr:
+      return x >> y;
   }
   throw std::runtime_error("bad op");
 }
@@ -359,39 +385,58 @@ class ExprGen {
     if (depth == 0 || pick(5) == 0) return leaf();
     Expr a = gen(depth - 1);
     switch (pick(15)) {
-      case 0: return add(a, gen(depth - 1));
-      case 1: return sub(a, gen(depth - 1));
-      case 2: return mul(a, konst(-4, 4));
-      case 3: return mul(a, gen(depth - 1));
-      case 4: return floordiv(a, divisor());
-      case 5: return floormod(a, divisor());
-      case 6: return div(a, divisor());
-      case 7: return binary(BinaryOp::Mod, a, divisor());
-      case 8: return min(a, gen(depth - 1));
-      case 9: return max(a, gen(depth - 1));
-      case 10: return select(cond(depth - 1), a, gen(depth - 1));
+      case 0:
+        return add(a, gen(depth - 1));
+      case 1:
+        return sub(a, gen(depth - 1));
+      case 2:
+        return mul(a, konst(-4, 4));
+      case 3:
+        return mul(a, gen(depth - 1));
+      case 4:
+        return floordiv(a, divisor());
+      case 5:
+        return floormod(a, divisor());
+      case 6:
+        return div(a, divisor());
+      case 7:
+        return binary(BinaryOp::Mod, a, divisor());
+      case 8:
+        return min(a, gen(depth - 1));
+      case 9:
+        return max(a, gen(depth - 1));
+      case 10:
+        return select(cond(depth - 1), a, gen(depth - 1));
       case 11: {
         Expr c = konst(1, 8);
         return pick(2) ? floordiv(add(mul(a, c), gen(depth - 1)), c) : floormod(add(mul(a, c), gen(depth - 1)), c);
       }
-      case 12: return floordiv(floordiv(a, konst(1, 5)), konst(1, 5));
+      case 12:
+        return floordiv(floordiv(a, konst(1, 5)), konst(1, 5));
       case 13: {
         Expr c = konst(1, 8);
         return add(mul(floordiv(a, c), c), floormod(a, c));
       }
-      default: return neg(a);
+      default:
+        return neg(a);
     }
   }
 
   Expr cond(int depth) {
     Expr a = gen(depth), b = gen(depth);
     switch (pick(6)) {
-      case 0: return lt(a, b);
-      case 1: return le(a, b);
-      case 2: return gt(a, b);
-      case 3: return ge(a, b);
-      case 4: return eq(a, b);
-      default: return ne(a, b);
+      case 0:
+        return lt(a, b);
+      case 1:
+        return le(a, b);
+      case 2:
+        return gt(a, b);
+      case 3:
+        return ge(a, b);
+      case 4:
+        return eq(a, b);
+      default:
+        return ne(a, b);
     }
   }
 
@@ -479,7 +524,8 @@ TEST(SimplifyPerfTest, GemmIndexExpressionsAreCheap) {
   an.bind(ko, 0, 127);
   an.bind(tx, 0, 255);
   an.bind(i, 0, 7);
-  Expr row = add(mul(by, c32(128)), add(mul(floordiv(tx, c32(32)), c32(16)), floordiv(add(mul(i, c32(2)), floormod(tx, c32(4))), c32(2))));
+  Expr row = add(mul(by, c32(128)),
+                 add(mul(floordiv(tx, c32(32)), c32(16)), floordiv(add(mul(i, c32(2)), floormod(tx, c32(4))), c32(2))));
   Expr col = add(mul(ko, c32(32)), add(mul(floormod(floordiv(tx, c32(4)), c32(8)), c32(4)), floormod(i, c32(2))));
   Expr flat = add(mul(row, c32(4096)), col);
   Expr pred = logical_and(lt(row, c32(8192)), lt(col, c32(4096)));

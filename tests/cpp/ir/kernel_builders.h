@@ -9,8 +9,8 @@
 
 namespace tl::testing {
 
-inline Stmt make_kernel_launch(std::vector<Var> block_vars, std::vector<Expr> grid,
-                               std::vector<Var> thread_vars, std::vector<int64_t> threads, Stmt body) {
+inline Stmt make_kernel_launch(std::vector<Var> block_vars, std::vector<Expr> grid, std::vector<Var> thread_vars,
+                               std::vector<int64_t> threads, Stmt body) {
   return make_node<Stmt, KernelLaunchNode>(std::move(block_vars), std::move(grid), std::move(thread_vars),
                                            std::move(threads), std::move(body));
 }
@@ -66,21 +66,18 @@ inline PrimFunc make_scale_kernel(bool shuffled = false) {
   }
 
   Expr row0 = mul(bx, int_imm(32));
-  Stmt load =
-      for_loop(k, int_imm(0), int_imm(2), ForKind::Serial,
-               tile_op(TileOpKind::Copy,
-                       {region(A, {{add(row0, mul(k, int_imm(16))), int_imm(16)}, {int_imm(0), int_imm(64)}}),
-                        region(S, {{mul(k, int_imm(16)), int_imm(16)}, {int_imm(0), int_imm(64)}})},
-                       {}, {}),
-               Attrs{{"num_stages", int64_t(2)}});
-  Stmt compute =
-      for_loop(i, int_imm(0), int_imm(32), ForKind::Parallel,
-               for_loop(j, int_imm(0), int_imm(64), ForKind::Parallel,
-                        buffer_store(F, mul(cast(dtype::Float32, buffer_load(S, {i, j})), scale), {i, j})));
-  Stmt store = for_loop(
-      i2, int_imm(0), int_imm(32), ForKind::Parallel,
-      for_loop(j2, int_imm(0), int_imm(64), ForKind::Parallel,
-               buffer_store(B, cast(dtype::Float16, buffer_load(F, {i2, j2})), {add(row0, i2), j2})));
+  Stmt load = for_loop(k, int_imm(0), int_imm(2), ForKind::Serial,
+                       tile_op(TileOpKind::Copy,
+                               {region(A, {{add(row0, mul(k, int_imm(16))), int_imm(16)}, {int_imm(0), int_imm(64)}}),
+                                region(S, {{mul(k, int_imm(16)), int_imm(16)}, {int_imm(0), int_imm(64)}})},
+                               {}, {}),
+                       Attrs{{"num_stages", int64_t(2)}});
+  Stmt compute = for_loop(i, int_imm(0), int_imm(32), ForKind::Parallel,
+                          for_loop(j, int_imm(0), int_imm(64), ForKind::Parallel,
+                                   buffer_store(F, mul(cast(dtype::Float32, buffer_load(S, {i, j})), scale), {i, j})));
+  Stmt store = for_loop(i2, int_imm(0), int_imm(32), ForKind::Parallel,
+                        for_loop(j2, int_imm(0), int_imm(64), ForKind::Parallel,
+                                 buffer_store(B, cast(dtype::Float16, buffer_load(F, {i2, j2})), {add(row0, i2), j2})));
   Stmt body = make_kernel_launch({bx}, {ceildiv(M, int_imm(32))}, {tx}, {128},
                                  allocate(S, allocate(F, seq({load, compute, store}))));
   std::vector<Param> params = {{A->name, A, {}}, {B->name, B, {}}, {scale.name(), {}, scale}};

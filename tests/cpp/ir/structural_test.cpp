@@ -21,8 +21,8 @@ Buffer vec_buffer(const std::string& name, DataType t = dtype::Float32) {
 
 // for <v> in [0, 16): A[v] = A[v] + 1
 Stmt increment_loop(const Buffer& a, const Var& v, ForKind kind = ForKind::Serial, Attrs ann = {}) {
-  return for_loop(v, int_imm(0), int_imm(16), kind,
-                  buffer_store(a, add(buffer_load(a, {v}), float_imm(1.0f)), {v}), std::move(ann));
+  return for_loop(v, int_imm(0), int_imm(16), kind, buffer_store(a, add(buffer_load(a, {v}), float_imm(1.0f)), {v}),
+                  std::move(ann));
 }
 
 void expect_equal(const Stmt& a, const Stmt& b) {
@@ -114,8 +114,7 @@ TEST(Structural, DifferentConstantsDtypesAndOpsAreUnequal) {
   expect_unequal(floordiv(x, int_imm(2)), div(x, int_imm(2)));
   expect_unequal(cast(dtype::Float16, x), cast(dtype::BFloat16, x));
   expect_unequal(cast(dtype::Float32, x), reinterpret(dtype::Float32, x));
-  expect_unequal(call(Intrinsic::Exp, {cast(dtype::Float32, x)}),
-                 call(Intrinsic::Log, {cast(dtype::Float32, x)}));
+  expect_unequal(call(Intrinsic::Exp, {cast(dtype::Float32, x)}), call(Intrinsic::Log, {cast(dtype::Float32, x)}));
   expect_unequal(string_imm("a"), string_imm("b"));
   expect_unequal(broadcast(x, 4), broadcast(x, 8));
   expect_unequal(Expr(Var("x", dtype::Int32)), Expr(Var("x", dtype::Int64)));
@@ -166,16 +165,14 @@ TEST(Structural, AllocatedBuffersMapByDefinition) {
   auto kernel = [&](Scope scope, int64_t size, bool swap_uses) {
     Buffer x = Buffer::make("x", dtype::Float32, {int_imm(size)}, scope);
     Buffer y = Buffer::make("y", dtype::Float32, {int_imm(size)}, scope);
-    Stmt copy =
-        swap_uses ? buffer_store(y, buffer_load(x, {i}), {i}) : buffer_store(x, buffer_load(y, {i}), {i});
+    Stmt copy = swap_uses ? buffer_store(y, buffer_load(x, {i}), {i}) : buffer_store(x, buffer_load(y, {i}), {i});
     return allocate(x, allocate(y, copy));
   };
   expect_equal(kernel(Scope::Shared, 8, false), kernel(Scope::Shared, 8, false));
   EXPECT_FALSE(structural_equal(kernel(Scope::Shared, 8, false), kernel(Scope::Shared, 8, true)));
   EXPECT_FALSE(structural_equal(kernel(Scope::Shared, 8, false), kernel(Scope::Fragment, 8, false)));
   EXPECT_FALSE(structural_equal(kernel(Scope::Shared, 8, false), kernel(Scope::Shared, 4, false)));
-  EXPECT_NE(structural_hash(kernel(Scope::Shared, 8, false)),
-            structural_hash(kernel(Scope::Shared, 8, true)));
+  EXPECT_NE(structural_hash(kernel(Scope::Shared, 8, false)), structural_hash(kernel(Scope::Shared, 8, true)));
 }
 
 TEST(Structural, SameFunctionBuiltInAnotherOrderIsEqualAndHashesEqual) {

@@ -88,12 +88,9 @@ TEST_F(Verifier, BufferUsedOutsideItsAllocate) {
 }
 
 TEST_F(Verifier, IndexCountDiffersFromBufferRank) {
-  Stmt store =
-      make_node<Stmt, BufferStoreNode>(a, float_imm(1.0, dtype::Float16), std::vector<Expr>{int_imm(0)});
-  expect_malformed(func_of(store),
-                   {"buffer 'A' has 2 dimension(s) but is indexed with 1 index(es)", "(BufferStore)"});
-  Expr load = make_node<Expr, BufferLoadNode>(dtype::Float16, a,
-                                              std::vector<Expr>{int_imm(0), int_imm(0), int_imm(0)});
+  Stmt store = make_node<Stmt, BufferStoreNode>(a, float_imm(1.0, dtype::Float16), std::vector<Expr>{int_imm(0)});
+  expect_malformed(func_of(store), {"buffer 'A' has 2 dimension(s) but is indexed with 1 index(es)", "(BufferStore)"});
+  Expr load = make_node<Expr, BufferLoadNode>(dtype::Float16, a, std::vector<Expr>{int_imm(0), int_imm(0), int_imm(0)});
   expect_malformed(func_of(evaluate(load)), {"buffer 'A' has 2 dimension(s) but is indexed with 3 index(es)",
                                              "offending node (BufferLoad): A[0, 0, 0]"});
   BufferRegion one_range{a, {{int_imm(0), int_imm(4)}}};
@@ -120,8 +117,7 @@ TEST_F(Verifier, NonBoolConditions) {
 
 TEST_F(Verifier, StoredValueTypeDiffersFromBuffer) {
   Stmt store = make_node<Stmt, BufferStoreNode>(a, float_imm(1.0), std::vector<Expr>{int_imm(0), int_imm(0)});
-  expect_malformed(func_of(store),
-                   {"store of a float32 value into buffer 'A' of type float16", "(BufferStore)"});
+  expect_malformed(func_of(store), {"store of a float32 value into buffer 'A' of type float16", "(BufferStore)"});
   // Vector stores differ in lanes only: fine.
   Buffer v = Buffer::make("V", dtype::Float16, {int_imm(64)}, Scope::Global);
   Stmt vec = buffer_store(v, broadcast(float_imm(1.0, dtype::Float16), 4), {ramp(int_imm(0), int_imm(1), 4)});
@@ -130,8 +126,7 @@ TEST_F(Verifier, StoredValueTypeDiffersFromBuffer) {
 
 TEST_F(Verifier, BreakAndContinueOutsideLoops) {
   expect_malformed(func_of(break_stmt()), {"Break outside a loop", "offending node (Break): break"});
-  expect_malformed(func_of(seq({loop(i, store_a(i)), continue_stmt()})),
-                   {"Continue outside a loop", "(Continue)"});
+  expect_malformed(func_of(seq({loop(i, store_a(i)), continue_stmt()})), {"Continue outside a loop", "(Continue)"});
   EXPECT_NO_THROW(verify(func_of(make_node<Stmt, WhileNode>(bool_imm(true), break_stmt()))));
   // A loop around the launch is on the host: the kernel cannot break out of it.
   Var bx("bx", dtype::Int32);
