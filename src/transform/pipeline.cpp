@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "ir/printer.h"
+#include "ir/verifier.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/simplify_pass.h"
@@ -40,6 +41,7 @@ PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimF
     std::fprintf(stderr, "[tilelang] pass %-24s %8.3f ms\n", name, ms);
   }
   dump(name, out);
+  verify(out);  // a malformed result is a compiler bug: stop here, naming the pass's output
   return out;
 }
 

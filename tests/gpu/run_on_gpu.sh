@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds tilelang-cpp on the GPU machine (no network there: nanobind,
+# scikit-build-core, torch and numpy come from its image), then runs the tests
+# and the benchmarks. Logs go to $OUT (at most 8 files come back).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/tl-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
+} > "$OUT/build.log" 2>&1
+export PYTHONPATH=/tmp/site
+export TILELANG_CACHE_DIR=/tmp/tl-cache
+python3 -m pytest tests/python tests/gpu -q -rs -p no:cacheprovider > "$OUT/pytest.log" 2>&1
+echo "pytest exit $?" >> "$OUT/pytest.log"
+python3 bench/compile_speed.py > "$OUT/bench_compile_speed.log" 2>&1
+cp bench/RESULTS.md "$OUT/RESULTS.md" 2>/dev/null || true
+tail -3 "$OUT/pytest.log"
