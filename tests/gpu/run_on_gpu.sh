@@ -7,9 +7,13 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/tl-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# The image's default CXX (/opt/gcc) links libstdc++ statically into the
+# extension, which then crashes in iostreams next to the process's shared
+# libstdc++; build with the system compiler instead.
+[ -x /usr/bin/g++ ] && export CXX=/usr/bin/g++ CC=/usr/bin/gcc
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-  python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
+  rm -rf /tmp/site; python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
 } > "$OUT/build.log" 2>&1
 export PYTHONPATH=/tmp/site
 export TILELANG_CACHE_DIR=/tmp/tl-cache
