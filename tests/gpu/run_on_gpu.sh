@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1
 [ -x /usr/bin/g++ ] && export CXX=/usr/bin/g++ CC=/usr/bin/gcc
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-  rm -rf /tmp/site; python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
+  rm -rf /tmp/site build/cp3*; python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
 } > "$OUT/build.log" 2>&1
 export PYTHONPATH=/tmp/site
 export TILELANG_CACHE_DIR=/tmp/tl-cache
