@@ -124,5 +124,10 @@ void bind_builder(nb::module_& m) {
           [](FunctionBuilder& b, const BufferRegion& a, const BufferRegion& bb, const BufferRegion& c,
              const nb::dict& attrs) { b.gemm(a, bb, c, to_attrs(attrs)); },
           nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("attrs") = nb::dict())
+      .def(
+          "tile_op",
+          [](FunctionBuilder& b, const std::string& name, std::vector<BufferRegion> regions, const nb::sequence& args,
+             const nb::dict& attrs) { b.tile_op(name, std::move(regions), to_exprs(args), to_attrs(attrs)); },
+          nb::arg("name"), nb::arg("regions"), nb::arg("args") = nb::list(), nb::arg("attrs") = nb::dict())
       .def("finish", &FunctionBuilder::finish);
 }

@@ -237,6 +237,13 @@ void FunctionBuilder::gemm(const BufferRegion& a, const BufferRegion& b, const B
   emit(make_gemm(a, b, c, std::move(attrs), span_));
 }
 
+void FunctionBuilder::tile_op(const std::string& name, std::vector<BufferRegion> regions, std::vector<Expr> args,
+                              Attrs attrs) {
+  const OpInfo& info = op_info(name, span_);
+  require_kernel(info.name);
+  emit(info.make(TileOpArgs{std::move(regions), std::move(args), std::move(attrs), span_}));
+}
+
 PrimFunc FunctionBuilder::finish() {
   if (frames_.size() != 1) throw_user_error(span_, "kernel body ended with an unclosed block");
   Stmt body = fold(top().items);

@@ -60,6 +60,8 @@ class FunctionBuilder {
   void copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs = {});
   void fill(const BufferRegion& dst, Expr value);
   void gemm(const BufferRegion& a, const BufferRegion& b, const BufferRegion& c, Attrs attrs = {});
+  // Any op of ops/tile_ops.def by name ("reduce", "atomic_add" ...).
+  void tile_op(const std::string& name, std::vector<BufferRegion> regions, std::vector<Expr> args, Attrs attrs = {});
 
   // Closes the function. Throws a UserError when frames are still open.
   PrimFunc finish();

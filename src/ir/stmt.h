@@ -101,7 +101,7 @@ struct KernelLaunchNode : StmtNode {
 };
 
 enum class TileOpKind : uint8_t {
-#define TL_TILE_OP(Ident, name) Ident,
+#define TL_TILE_OP(Ident, name, fn) Ident,
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 };

@@ -93,6 +93,19 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
   return tile_op(TileOpKind::Copy, {s, d}, {}, std::move(attrs), span);
 }
 
+Stmt make_copy_op(TileOpArgs a) {
+  if (a.regions.size() != 2) throw_user_error(a.span, "T.copy takes a source and a destination");
+  auto operand = [](const BufferRegion& r) {
+    CopyOperand o{r.buffer, {}, {}};
+    for (const Range& rg : r.ranges) {
+      o.mins.push_back(rg.min);
+      o.extents.push_back(rg.extent);
+    }
+    return o;
+  };
+  return make_copy(operand(a.regions[0]), operand(a.regions[1]), std::move(a.attrs), a.span);
+}
+
 Stmt lower_copy_serial(const TileOpNode* op) {
   const BufferRegion& s = op->regions[0];
   const BufferRegion& d = op->regions[1];

@@ -10,6 +10,11 @@ Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span) {
   return tile_op(TileOpKind::Fill, {std::move(dst)}, {value}, {}, span);
 }
 
+Stmt make_fill_op(TileOpArgs a) {
+  if (a.regions.size() != 1 || a.args.size() != 1) throw_user_error(a.span, "T.fill takes a buffer and a value");
+  return make_fill(std::move(a.regions[0]), std::move(a.args[0]), a.span);
+}
+
 Stmt lower_fill_serial(const TileOpNode* op) {
   const BufferRegion& d = op->regions[0];
   std::vector<Var> vars;

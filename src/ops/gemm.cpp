@@ -50,6 +50,12 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
   return tile_op(TileOpKind::Gemm, {std::move(a), std::move(b), std::move(c)}, {}, std::move(attrs), span);
 }
 
+Stmt make_gemm_op(TileOpArgs a) {
+  if (a.regions.size() != 3) throw_user_error(a.span, "T.gemm takes A, B and C");
+  return make_gemm(std::move(a.regions[0]), std::move(a.regions[1]), std::move(a.regions[2]), std::move(a.attrs),
+                   a.span);
+}
+
 // Calls the device header's tile GEMM with element pointers and row strides.
 Stmt lower_gemm_serial(const TileOpNode* op) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];

@@ -3,19 +3,25 @@
 
 namespace tl {
 
-const OpInfo& op_info(TileOpKind kind) {
-  static const OpInfo kTable[] = {
-      {"copy", lower_copy_serial},
-      {"fill", lower_fill_serial},
-      {"gemm", lower_gemm_serial},
-  };
-  static_assert(sizeof(kTable) / sizeof(kTable[0]) == 0
-#define TL_TILE_OP(Ident, name) +1
+namespace {
+constexpr OpInfo kTable[] = {
+#define TL_TILE_OP(Ident, name, fn) {name, make_##fn##_op, lower_##fn##_serial},
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
-                ,
-                "every op in tile_ops.def needs a row here");
+};
+}  // namespace
+
+const OpInfo& op_info(TileOpKind kind) {
   return kTable[static_cast<int>(kind)];
+}
+
+const OpInfo& op_info(const std::string& name, SourceSpan span) {
+  std::string known;
+  for (const OpInfo& info : kTable) {
+    if (name == info.name) return info;
+    known += std::string(known.empty() ? "" : ", ") + info.name;
+  }
+  throw_user_error(span, str_cat("unknown tile op '", name, "'; known ops: ", known));
 }
 
 int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback) {

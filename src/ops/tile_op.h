@@ -8,12 +8,29 @@
 
 namespace tl {
 
+// The operands of a tile op as the frontends hand them over.
+struct TileOpArgs {
+  std::vector<BufferRegion> regions;
+  std::vector<Expr> args;
+  Attrs attrs;
+  SourceSpan span;
+};
+
 struct OpInfo {
   const char* name;
+  Stmt (*make)(TileOpArgs args);
   Stmt (*lower_serial)(const TileOpNode* op);
 };
 
 const OpInfo& op_info(TileOpKind kind);
+// The op called `name` ("copy", "reduce" ...); throws a UserError for unknown names.
+const OpInfo& op_info(const std::string& name, SourceSpan span = {});
+
+#define TL_TILE_OP(Ident, name, fn)     \
+  Stmt make_##fn##_op(TileOpArgs args); \
+  Stmt lower_##fn##_serial(const TileOpNode* op);
+#include "ops/tile_ops.def"
+#undef TL_TILE_OP
 
 // One side of T.copy: a buffer with per-dimension starts and extents. An empty
 // `extents` means "start point": the extent is taken from the other side.
@@ -27,10 +44,6 @@ struct CopyOperand {
 Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span);
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
-
-Stmt lower_copy_serial(const TileOpNode* op);
-Stmt lower_fill_serial(const TileOpNode* op);
-Stmt lower_gemm_serial(const TileOpNode* op);
 
 // Shared by ops: an int attribute with a default.
 int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback);
