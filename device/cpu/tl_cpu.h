@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "threads.h"
 #include "types.h"
 
 namespace tl {

@@ -16,11 +16,26 @@ class TileOpLowerer : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     TL_ICHECK(target_.runs_blocks_serially(), "tile-op lowering for ", target_.str(), " is not written yet");
-    return op_info(op->op).lower_serial(op);
+    return block_op(op_info(op->op).lower_serial(op));
+  }
+
+  // A T.Parallel nest is a block-wide operation too (its iterations are spread
+  // over the block's threads); inner loops stay part of the outer one.
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op->for_kind != ForKind::Parallel || in_parallel_) return IRMutator::visit(op, self);
+    in_parallel_ = true;
+    Stmt s = IRMutator::visit(op, self);
+    in_parallel_ = false;
+    return block_op(s);
   }
 
  private:
+  // Marks a statement that the block executes once, as a whole: on targets that
+  // run threads one by one it runs on one thread between two barriers.
+  static Stmt block_op(Stmt s) { return attr_stmt(kBlockOpAttr, int64_t(1), std::move(s)); }
+
   const Target& target_;
+  bool in_parallel_ = false;
 };
 
 }  // namespace

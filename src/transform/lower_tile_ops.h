@@ -9,4 +9,7 @@ namespace tl {
 
 PrimFunc lower_tile_ops(const PrimFunc& f, const Target& target);
 
+// The attribute that wraps each lowered tile op and T.Parallel nest.
+inline constexpr const char* kBlockOpAttr = "tl.block_op";
+
 }  // namespace tl

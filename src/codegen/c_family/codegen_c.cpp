@@ -279,6 +279,14 @@ void CodeGenC::print_for(const ForNode* op) {
   line("}");
 }
 
+void CodeGenC::emit_allocate(const AllocateNode* n) {
+  const Buffer& b = n->buffer;
+  auto count = as_const_int(b.num_elements());
+  TL_ICHECK(count, "allocation of non-constant size reached codegen");
+  line(alloc_prefix(b) + type_name(b->dtype) + " " + name_of(b) + "[" + std::to_string(*count) + "];");
+  stmt(n->body);
+}
+
 void CodeGenC::stmt(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
@@ -336,15 +344,9 @@ void CodeGenC::stmt(const Stmt& s) {
       stmt(n->body);
       return;
     }
-    case NodeKind::Allocate: {
-      auto* n = s.as<AllocateNode>();
-      const Buffer& b = n->buffer;
-      auto count = as_const_int(b.num_elements());
-      TL_ICHECK(count, "allocation of non-constant size reached codegen");
-      line(alloc_prefix(b) + type_name(b->dtype) + " " + name_of(b) + "[" + std::to_string(*count) + "];");
-      stmt(n->body);
+    case NodeKind::Allocate:
+      emit_allocate(s.as<AllocateNode>());
       return;
-    }
     case NodeKind::KernelLaunch:
       emit_kernel_launch(s.as<KernelLaunchNode>());
       return;
@@ -354,7 +356,7 @@ void CodeGenC::stmt(const Stmt& s) {
       emit_barrier(s.as<BarrierNode>());
       return;
     case NodeKind::Attr:
-      stmt(s.as<AttrNode>()->body);
+      emit_attr(s.as<AttrNode>());
       return;
     case NodeKind::Break:
       line("break;");

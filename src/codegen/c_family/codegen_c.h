@@ -28,6 +28,8 @@ class CodeGenC {
   virtual void emit_barrier(const BarrierNode* op) = 0;
   virtual void emit_kernel_launch(const KernelLaunchNode* op) = 0;
   virtual void emit_print(const CallNode* op) = 0;
+  virtual void emit_allocate(const AllocateNode* op);
+  virtual void emit_attr(const AttrNode* op) { stmt(op->body); }
 
   // ---- helpers for backends
   std::string name_of(const VarNode* v);

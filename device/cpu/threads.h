@@ -1,0 +1,96 @@
+// Per-thread execution of a thread block on the CPU, for kernels that read
+// thread indices: each thread of the block is a fiber (ucontext), and
+// tl::sync_threads() is a barrier between rounds of a round-robin scheduler. A
+// round resumes every live fiber once and each runs until its next barrier or its
+// end, so no fiber passes a barrier before all others have reached it.
+#pragma once
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+namespace tl {
+
+struct FiberScheduler {
+  ucontext_t main;
+  std::vector<ucontext_t> contexts;
+  std::vector<char> done;
+  int current = 0;
+  void* body = nullptr;
+  void (*invoke)(void* body, int tid) = nullptr;
+};
+
+inline FiberScheduler*& current_scheduler() {
+  static thread_local FiberScheduler* s = nullptr;
+  return s;
+}
+
+// Fiber stacks, reused across blocks by each OS worker thread. They are reserved
+// with MAP_NORESERVE: only the pages a thread touches cost memory.
+inline char* fiber_stack(int i, size_t size) {
+  static thread_local std::vector<char*> stacks;
+  while (int(stacks.size()) <= i) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    stacks.push_back(static_cast<char*>(p));
+  }
+  return stacks[i];
+}
+
+inline void fiber_entry() {
+  FiberScheduler* s = current_scheduler();
+  int tid = s->current;
+  s->invoke(s->body, tid);
+  s->done[tid] = 1;
+}
+
+// The barrier. Outside per-thread execution (one executor per block) it is a no-op.
+inline void sync_threads() {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;
+  swapcontext(&s->contexts[s->current], &s->main);
+}
+
+// Runs body(tx, ty, tz) for every thread of an nx*ny*nz block.
+template <class F>
+inline void run_threads(int nx, int ny, int nz, F&& body) {
+  constexpr size_t kStack = 1 << 20;
+  int n = nx * ny * nz;
+  FiberScheduler s;
+  s.contexts.resize(n);
+  s.done.assign(n, 0);
+  struct Shape {
+    F* f;
+    int nx, ny;
+  } shape{&body, nx, ny};
+  s.body = &shape;
+  s.invoke = [](void* p, int tid) {
+    Shape* sh = static_cast<Shape*>(p);
+    (*sh->f)(tid % sh->nx, (tid / sh->nx) % sh->ny, tid / (sh->nx * sh->ny));
+  };
+  for (int i = 0; i < n; ++i) {
+    getcontext(&s.contexts[i]);
+    s.contexts[i].uc_stack.ss_sp = fiber_stack(i, kStack);
+    s.contexts[i].uc_stack.ss_size = kStack;
+    s.contexts[i].uc_link = &s.main;
+    makecontext(&s.contexts[i], fiber_entry, 0);
+  }
+  FiberScheduler* outer = current_scheduler();
+  current_scheduler() = &s;
+  for (bool live = true; live;) {
+    live = false;
+    for (int i = 0; i < n; ++i) {
+      if (s.done[i]) continue;
+      s.current = i;
+      swapcontext(&s.main, &s.contexts[i]);
+      live = true;
+    }
+  }
+  current_scheduler() = outer;
+}
+
+}  // namespace tl
