@@ -5,12 +5,17 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
+
+#include "cache/kernel_cache.h"
 #include "convert.h"
 #include "ir/printer.h"
+#include "runtime/cuda/cuda_api.h"
 #include "runtime/device_dir.h"
 #include "support/logging.h"
 #include "tl/compile.h"
@@ -148,12 +153,23 @@ Attrs to_pass_configs(const nb::dict& d) {
   return a;
 }
 
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
 }  // namespace
 
 void bind_runtime(nb::module_& m) {
   nb::class_<Kernel>(m, "Kernel")
       .def_prop_ro("source", &Kernel::source)
       .def_prop_ro("host_source", &Kernel::host_source)
+      .def_prop_ro("signature_text", [](const Kernel& k) { return k.signature().serialize(); })
+      .def_prop_ro("artifact_dir", &Kernel::artifact_path)
+      .def_prop_ro("cache_key", &Kernel::cache_key)
       .def_prop_ro("name", [](const Kernel& k) { return k.signature().name; })
       .def_prop_ro("target", [](const Kernel& k) { return k.target().str(); })
       .def_prop_ro("param_names",
@@ -190,12 +206,12 @@ void bind_runtime(nb::module_& m) {
              for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
              return out;
            })
-      .def("__call__", [](const Kernel& k, const nb::sequence& args) {
+      .def("__call__", [](const Kernel& k, const nb::sequence& args, uintptr_t stream) {
         CallArgs ca;
         convert_args(args, ca);
         nb::gil_scoped_release release;
-        k.call(ca.values);
-      });
+        k.call(ca.values, reinterpret_cast<void*>(stream));
+      }, nb::arg("args"), nb::arg("stream") = 0);
 
   m.def(
       "compile",
@@ -222,7 +238,12 @@ void bind_runtime(nb::module_& m) {
     opt.compile_flags = flags;
     return cache_key_material(f, opt);
   });
-  m.def("available_targets", [] { return std::vector<std::string>{"cpu"}; });
+  m.def("available_targets", [] {
+    std::vector<std::string> t{"cpu"};
+    if (nvrtc()) t.push_back("cuda");
+    return t;
+  });
+  m.def("present_gpu_arch", &present_gpu_arch);
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
   m.def("set_log_sink", [](nb::object fn) {
@@ -230,12 +251,32 @@ void bind_runtime(nb::module_& m) {
       set_log_sink(nullptr);
       return;
     }
-    set_log_sink([fn](LogLevel level, const std::string& msg) {
+    // The sink may outlive the interpreter (static destructors, threads still
+    // logging at exit): never touch Python once it is finalizing; leak instead.
+    std::shared_ptr<PyObject> held(fn.release().ptr(), [](PyObject* p) {
+      if (!python_alive()) return;
       nb::gil_scoped_acquire gil;
-      try {
-        fn(int(level), msg);
-      } catch (...) {
+      Py_DECREF(p);
+    });
+    set_log_sink([held](LogLevel level, const std::string& msg) {
+      if (!python_alive()) {
+        if (level >= LogLevel::Warning) std::fprintf(stderr, "[tilelang] %s\n", msg.c_str());
+        return;
       }
+      nb::gil_scoped_acquire gil;
+      PyObject* r = PyObject_CallFunction(held.get(), "is", int(level), msg.c_str());
+      if (r)
+        Py_DECREF(r);
+      else
+        PyErr_Clear();
     });
   });
+  m.def("compile_count", &compile_count);
+  m.def("load_kernel", &load_kernel, nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
+  m.def("default_cache_dir", &default_cache_dir);
+  m.def("cache_stats", [](const std::string& dir) {
+    CacheStats s = DiskCache(dir).stats();
+    return std::make_pair(s.entries, s.bytes);
+  });
+  m.def("cache_prune", [](const std::string& dir, int64_t max_bytes) { return DiskCache(dir).prune(max_bytes); });
 }

@@ -28,7 +28,7 @@ Stmt lower_fill_serial(const TileOpNode* op) {
   Expr ok = in_bounds(d.buffer, idx);
   if (!as_const_int(ok)) body = if_then_else(ok, body);
   for (int i = int(vars.size()) - 1; i >= 0; --i)
-    body = for_loop(vars[i], make_const(d.ranges[i].extent.dtype(), 0), d.ranges[i].extent, ForKind::Serial, body);
+    body = for_loop(vars[i], make_const(d.ranges[i].extent.dtype(), 0), d.ranges[i].extent, ForKind::Parallel, body);
   return body;
 }
 

@@ -79,4 +79,37 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
                   op->span);
 }
 
+// For targets that run a block's threads in parallel without layout inference
+// yet (the first CUDA path): every C element is an independent dot product over K,
+// so the (i, j) nest is parallel and each iteration keeps its sum in a register.
+Stmt lower_gemm_loops(const TileOpNode* op) {
+  const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+  bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
+  bool clear = attr_int(op->attrs, "clear_accum", 0);
+  size_t na = a.ranges.size(), nb = b.ranges.size(), nc = c.ranges.size();
+  Expr m = c.ranges[nc - 2].extent, n = c.ranges[nc - 1].extent;
+  Expr k = ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent;
+  Var i("gi", m.dtype()), j("gj", n.dtype()), kk("gk", k.dtype());
+  auto index = [](const BufferRegion& r, const Expr& row, const Expr& col) {
+    std::vector<Expr> idx;
+    size_t n = r.ranges.size();
+    for (size_t d = 0; d + 2 < n; ++d) idx.push_back(r.ranges[d].min);
+    idx.push_back(add(r.ranges[n - 2].min, row));
+    idx.push_back(add(r.ranges[n - 1].min, col));
+    return idx;
+  };
+  DataType acc_t = c.buffer->dtype;
+  Buffer acc = Buffer::make("acc", acc_t, {int_imm(1)}, Scope::Local);
+  Expr zero = int_imm(0);
+  Expr av = cast(acc_t, buffer_load(a.buffer, ta ? index(a, kk, i) : index(a, i, kk)));
+  Expr bv = cast(acc_t, buffer_load(b.buffer, tb ? index(b, j, kk) : index(b, kk, j)));
+  Stmt init = buffer_store(acc, clear ? make_const(acc_t, 0) : buffer_load(c.buffer, index(c, i, j)), {zero});
+  Stmt step = buffer_store(acc, add(buffer_load(acc, {zero}), mul(av, bv)), {zero});
+  Stmt loop = for_loop(kk, make_const(k.dtype(), 0), k, ForKind::Serial, step);
+  Stmt done = buffer_store(c.buffer, buffer_load(acc, {zero}), index(c, i, j), op->span);
+  Stmt body = allocate(acc, seq({init, loop, done}));
+  body = for_loop(j, make_const(n.dtype(), 0), n, ForKind::Parallel, body);
+  return for_loop(i, make_const(m.dtype(), 0), m, ForKind::Parallel, body);
+}
+
 }  // namespace tl

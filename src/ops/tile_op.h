@@ -45,6 +45,9 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
 
+// T.gemm as a parallel nest of dot products (targets without layout inference yet).
+Stmt lower_gemm_loops(const TileOpNode* op);
+
 // Shared by ops: an int attribute with a default.
 int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback);
 // The condition that every index is inside `buffer` (true when no check is needed).

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -13,9 +15,12 @@
 
 #include "cache/kernel_cache.h"
 #include "codegen/cpu/codegen_cpu.h"
+#include "codegen/cuda/codegen_cuda.h"
 #include "ir/printer.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/host_compiler.h"
+#include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/cuda_kernel.h"
 #include "runtime/device_dir.h"
 #include "support/logging.h"
 #include "support/sha256.h"
@@ -48,45 +53,112 @@ const std::string& compiler_build_id() {
   return id;
 }
 
-std::string entry_name(const PrimFunc& f) {
+std::string entry_name(const std::string& kernel_name) {
   std::string s;
-  for (char c : f->name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : kernel_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return "tl_block_" + s;
 }
+std::string entry_name(const PrimFunc& f) { return entry_name(f->name); }
 
-std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                  const std::string& key) {
-  auto build_into = [&](const std::string& dir) {
-    CpuSource src = codegen_cpu(lower(f, opt.target, opt.pass_configs), sig);
-    std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
-    compile_shared_library((fs::path(dir) / "kernel.cpp").string(), (fs::path(dir) / "kernel.so").string(),
-                           opt.compile_flags);
-  };
-  auto load = [&](const std::string& dir) {
-    return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cpp"),
-                                       (fs::path(dir) / "kernel.so").string(), entry_name(f));
-  };
+std::atomic<int64_t> builds{0};
+
+// Called once per real build (codegen + device compiler), never for cache hits.
+void note_build(const PrimFunc& f, const Target& target) {
+  ++builds;
+  log(LogLevel::Debug, "compiling kernel '" + f->name + "' for " + target.str());
+  const char* print = std::getenv("TILELANG_PRINT_ON_COMPILATION");
+  if (print && *print && std::string(print) != "0") {
+    std::fprintf(stdout, "tilelang: compiling %s for %s...\n", f->name.c_str(), target.str().c_str());
+    std::fflush(stdout);
+  }
+}
+
+std::string read_meta(const fs::path& dir, const std::string& key) {
+  std::istringstream in(read_text(dir / "meta.txt"));
+  std::string k, v;
+  while (in >> k >> v)
+    if (k == key) return v;
+  throw std::runtime_error("cache entry has no " + key);
+}
+
+// Builds the artifact into a directory (`build_into`) and loads it (`load`), going
+// through the disk cache when it is on. A load failure of a cached entry is a miss.
+std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::string& key,
+                                     const std::function<void(const std::string&)>& build_into,
+                                     const std::function<std::shared_ptr<Kernel>(const std::string&)>& load) {
   std::optional<std::string> hash = sha256_hex(key);
   if (opt.use_cache && hash) {
     DiskCache disk(opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir);
     if (auto dir = disk.lookup(*hash)) {
       try {
-        return load(*dir);
+        auto k = load(*dir);
+        k->set_origin(*dir, *hash);
+        log(LogLevel::Debug, "kernel loaded from the disk cache entry " + *dir);
+        return k;
       } catch (const std::runtime_error& e) {
         log(LogLevel::Debug, std::string("cache entry failed to load, rebuilding: ") + e.what());
       }
     }
-    if (auto dir = disk.publish(*hash, build_into)) return load(*dir);
+    if (auto dir = disk.publish(*hash, build_into)) {
+      auto k = load(*dir);
+      k->set_origin(*dir, *hash);
+      return k;
+    }
   }
-  // No disk cache: build in a private temporary directory.
-  fs::path tmp = fs::temp_directory_path() /
-                 ("tilelang-build-" + std::to_string(std::hash<std::string>()(key)) + "-" + std::to_string(getpid()));
+  // No disk cache: build in a private directory that lives as long as the kernel
+  // (export_library copies the artifact from there).
+  static std::atomic<uint64_t> counter{0};
+  fs::path tmp = fs::temp_directory_path() / ("tilelang-build-" + std::to_string(getpid()) + "-" +
+                                              std::to_string(counter++) + "-" + hash.value_or("").substr(0, 16));
   fs::create_directories(tmp);
-  build_into(tmp.string());
-  auto k = load(tmp.string());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);  // the loaded library stays mapped
-  return k;
+  try {
+    build_into(tmp.string());
+    auto k = load(tmp.string());
+    k->set_origin(tmp.string(), hash.value_or(""), tmp.string());
+    return k;
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
+                                  const std::string& key) {
+  auto build_into = [&](const std::string& dir) {
+    note_build(f, opt.target);
+    CpuSource src = codegen_cpu(lower(f, opt.target, opt.pass_configs), sig);
+    std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
+    compile_shared_library((fs::path(dir) / "kernel.cpp").string(), (fs::path(dir) / "kernel.so").string(),
+                           opt.compile_flags);
+  };
+  auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
+    return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cpp"),
+                                       (fs::path(dir) / "kernel.so").string(), entry_name(f));
+  };
+  return build_cached(opt, key, build_into, load);
+}
+
+std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
+                                   const std::string& key) {
+  auto build_into = [&](const std::string& dir) {
+    note_build(f, opt.target);
+    CudaSource src = codegen_cuda(lower(f, opt.target, opt.pass_configs), sig);
+    std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
+    std::vector<char> cubin =
+        nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", opt.compile_flags);
+    std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
+    std::ofstream(fs::path(dir) / "meta.txt") << "entry " << src.entry_name << "\nshared_bytes " << src.shared_bytes
+                                              << "\n";
+  };
+  auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
+    std::string cubin = read_text(fs::path(dir) / "kernel.cubin");
+    if (cubin.empty()) throw std::runtime_error("empty cubin");
+    return std::make_shared<CudaKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cu"),
+                                        std::vector<char>(cubin.begin(), cubin.end()), read_meta(dir, "entry"),
+                                        std::stoll(read_meta(dir, "shared_bytes")));
+  };
+  return build_cached(opt, key, build_into, load);
 }
 
 }  // namespace
@@ -96,6 +168,7 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
   os << "tilelang-cpp " << TL_VERSION << " build " << compiler_build_id() << "\n";
   os << "target: " << opt.target.str() << "\n";
   if (opt.target.kind == TargetKind::CPU) os << "host compiler: " << host_compiler_id() << "\n";
+  if (opt.target.kind == TargetKind::CUDA) os << "nvrtc: " << nvrtc_version() << "\n";
   for (const auto& [k, v] : opt.pass_configs) os << "pass_config " << k << "=" << to_string(v) << "\n";
   for (const std::string& flag : opt.compile_flags) os << "flag " << flag << "\n";
   os << "device headers sha256: " << sha256_hex(device_headers_digest_input()).value_or("?") << "\n";
@@ -105,28 +178,54 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
 
 std::string generate_source(const PrimFunc& f, const Target& target) {
   KernelSignature sig = KernelSignature::from(f);
-  if (target.kind != TargetKind::CPU)
-    throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use target=\"cpu\""));
-  return codegen_cpu(lower(f, target), sig).code;
+  switch (target.kind) {
+    case TargetKind::CPU: return codegen_cpu(lower(f, target), sig).code;
+    case TargetKind::CUDA: return codegen_cuda(lower(f, target), sig).code;
+    case TargetKind::Metal: break;
+  }
+  throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use \"cpu\" or \"cuda\""));
 }
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<Kernel>> memory;
   KernelSignature sig = KernelSignature::from(f);
-  if (opt.target.kind != TargetKind::CPU)
-    throw_user_error({}, str_cat("the ", opt.target.str(), " target is not supported yet; use target=\"cpu\""));
+  if (opt.target.kind == TargetKind::Metal)
+    throw_user_error({}, str_cat("the ", opt.target.str(), " target is not supported yet; use \"cpu\" or \"cuda\""));
   std::string key = cache_key_material(f, opt);
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = memory.find(key); it != memory.end()) return it->second;
   }
-  log(LogLevel::Debug, "compiling kernel '" + f->name + "' for " + opt.target.str());
-  std::shared_ptr<Kernel> k = build_cpu(f, opt, sig, key);
+  std::shared_ptr<Kernel> k =
+      opt.target.kind == TargetKind::CUDA ? build_cuda(f, opt, sig, key) : build_cpu(f, opt, sig, key);
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);
     memory.emplace(key, k);
   }
+  return k;
+}
+
+int64_t compile_count() { return builds.load(); }
+
+std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::string& target,
+                                    const std::string& artifact_dir) {
+  KernelSignature sig = KernelSignature::parse(signature);
+  Target t = Target::parse(target);
+  fs::path dir(artifact_dir);
+  std::shared_ptr<Kernel> k;
+  switch (t.kind) {
+    case TargetKind::CPU: {
+      std::string entry = entry_name(sig.name);
+      k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cpp"),
+                                      (dir / "kernel.so").string(), entry);
+      break;
+    }
+    case TargetKind::CUDA:
+    case TargetKind::Metal:
+      throw_user_error({}, str_cat("loading an exported ", t.str(), " kernel is not supported yet; only cpu kernels"));
+  }
+  k->set_origin(artifact_dir, "");
   return k;
 }
 

@@ -1,6 +1,7 @@
 // Argument checking and binding, shared by every backend's kernels.
 #include "runtime/kernel.h"
 
+#include <filesystem>
 #include <sstream>
 
 #include "ir/printer.h"
@@ -47,7 +48,67 @@ Kernel::Kernel(KernelSignature sig, Target target, std::string source, std::stri
     : sig_(std::move(sig)),
       target_(std::move(target)),
       source_(std::move(source)),
-      host_source_(std::move(host_source)) {}
+      host_source_(std::move(host_source)) {
+  if (host_source_.empty()) host_source_ = describe_host(sig_, target_);
+}
+
+Kernel::~Kernel() {
+  if (owned_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(owned_dir_, ec);  // best effort: a mapped library survives unlinking
+}
+
+void Kernel::set_origin(std::string artifact_path, std::string cache_key, std::string owned_dir) {
+  artifact_path_ = std::move(artifact_path);
+  cache_key_ = std::move(cache_key);
+  owned_dir_ = std::move(owned_dir);
+}
+
+std::string describe_host(const KernelSignature& sig, const Target& target) {
+  std::ostringstream os;
+  os << "# Host side of kernel '" << sig.name << "' (target " << target.str() << ").\n";
+  os << "# The C++ runtime does this on every call, before any generated code runs.\n";
+  os << "def " << sig.name << "(";
+  for (size_t i = 0; i < sig.params.size(); ++i) os << (i ? ", " : "") << sig.params[i].name;
+  os << "):\n";
+  const char* device = target.kind == TargetKind::CPU ? "cpu" : "the target's device";
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    const Param& p = sig.params[i];
+    if (!p.is_tensor()) {
+      os << "    check " << p.name << ": scalar " << p.var.dtype().name() << "\n";
+      continue;
+    }
+    os << "    check " << p.name << ": tensor " << p.buffer->dtype.name() << shape_str(p.buffer->shape) << " on "
+       << device << ", strides " << shape_str(p.buffer.effective_strides()) << "\n";
+  }
+  for (const Var& v : sig.dynamic_vars) {
+    os << "    bind " << v.name() << " =";
+    bool found = false;
+    for (const Param& p : sig.params) {
+      if (!p.is_tensor()) continue;
+      for (size_t d = 0; d < p.buffer->shape.size() && !found; ++d)
+        if (p.buffer->shape[d].same_as(v)) {
+          os << " " << p.name << ".shape[" << d << "]";
+          found = true;
+        }
+      if (found) break;
+    }
+    if (!found) os << " (a stride or a dimension expression of the arguments)";
+    os << "  # checked equal wherever else it appears\n";
+  }
+  os << "    args = [";
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    os << (i ? ", " : "") << sig.params[i].name << (sig.params[i].is_tensor() ? ".data" : "");
+  for (const Var& v : sig.dynamic_vars) os << ", " << v.name();
+  os << "]\n";
+  os << "    grid = " << shape_str(sig.grid) << "\n";
+  os << "    threads = (";
+  for (size_t i = 0; i < sig.threads.size(); ++i) os << (i ? ", " : "") << sig.threads[i];
+  os << (sig.threads.size() == 1 ? ",)" : ")") << "\n";
+  os << "    if any(g <= 0 for g in grid): return\n";
+  os << "    launch(" << sig.name << ", args, grid, threads)  # one call of the block function per block\n";
+  return os.str();
+}
 
 void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const {
   const Buffer& buf = p.buffer;
@@ -62,6 +123,9 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   if (want_cpu && !on_cpu)
     throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cpu tensor for the ",
                                  target_.str(), " target"));
+  if (target_.kind == TargetKind::CUDA && t.device_type != int32_t(DeviceType::CUDA))
+    throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cuda tensor for the ",
+                                 target_.str(), " target (move it with .cuda())"));
   for (int d = 0; d < t.ndim; ++d) {
     const Expr& e = buf->shape[d];
     if (auto* v = e.as<VarNode>()) {
@@ -165,7 +229,7 @@ std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes(const std
   return out;
 }
 
-void Kernel::call(const std::vector<ArgValue>& args) const {
+void Kernel::call(const std::vector<ArgValue>& args, void* stream) const {
   Bindings b = bind(args, /*allow_missing=*/false);
   std::vector<KernelArg> slots(sig_.num_args());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -196,7 +260,13 @@ void Kernel::call(const std::vector<ArgValue>& args) const {
   }
   for (int64_t g : grid)
     if (g <= 0) return;  // an empty grid launches nothing
-  launch(slots, grid);
+  int device_id = 0;
+  for (const ArgValue& a : args)
+    if (a.kind == ArgValue::Kind::Tensor) {
+      device_id = a.tensor.device_id;
+      break;
+    }
+  launch(slots, grid, device_id, stream);
 }
 
 }  // namespace tl

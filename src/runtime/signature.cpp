@@ -1,7 +1,10 @@
-// Signature extraction and the small integer evaluator used to bind shapes and
-// compute the grid at call time.
+// Signature extraction, the small integer evaluator used to bind shapes and
+// compute the grid at call time, and the text form exported kernels store.
 #include "runtime/signature.h"
 
+#include <sstream>
+
+#include "ir/printer.h"
 #include "ir/visitor.h"
 
 namespace tl {
@@ -124,5 +127,244 @@ std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
   }
   return std::nullopt;
 }
+
+
+// ---- serialization
+//
+// Format (one record per line, tokens separated by single spaces):
+//   tl-signature 1
+//   name <kernel>
+//   var <id> <dtype> <name>                 every Var used below, in first-use order
+//   tensor <param> <buffer> <dtype> <ndim> <expr>... <nstrides> <expr>...
+//   scalar <param> <var id>
+//   dynamic <var id>
+//   grid <n> <expr>...
+//   threads <n> <int>...
+// An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
+// `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
+// are rebuilt as they were (no simplification), so evaluation is unchanged.
+namespace {
+
+constexpr const char* kSignatureHeader = "tl-signature 1";
+
+const char* binary_op_ident(BinaryOp op) {
+  switch (op) {
+#define TL_BINARY(Ident, sym, is_cmp) \
+  case BinaryOp::Ident:               \
+    return #Ident;
+#include "ir/binary_ops.def"
+#undef TL_BINARY
+  }
+  return "?";
+}
+
+std::optional<BinaryOp> binary_op_from_ident(const std::string& s) {
+#define TL_BINARY(Ident, sym, is_cmp) \
+  if (s == #Ident) return BinaryOp::Ident;
+#include "ir/binary_ops.def"
+#undef TL_BINARY
+  return std::nullopt;
+}
+
+void check_token(const std::string& what, const std::string& s) {
+  if (s.empty() || s.find_first_of(" \t\n") != std::string::npos)
+    throw_user_error({}, str_cat("cannot serialize the signature: ", what, " '", s,
+                                 "' is empty or contains whitespace; rename it"));
+}
+
+class SignatureWriter {
+ public:
+  std::string write(const KernelSignature& sig) {
+    check_token("kernel name", sig.name);
+    body_ << "name " << sig.name << "\n";
+    for (const Param& p : sig.params) {
+      check_token("parameter name", p.name);
+      if (!p.is_tensor()) {
+        body_ << "scalar " << p.name << " " << var_id(p.var) << "\n";
+        continue;
+      }
+      check_token("buffer name", p.buffer->name);
+      std::ostringstream line;
+      line << "tensor " << p.name << " " << p.buffer->name << " " << p.buffer->dtype.name();
+      write_exprs(line, p.buffer->shape);
+      write_exprs(line, p.buffer->strides);
+      body_ << line.str() << "\n";
+    }
+    for (const Var& v : sig.dynamic_vars) body_ << "dynamic " << var_id(v) << "\n";
+    std::ostringstream grid;
+    grid << "grid";
+    write_exprs(grid, sig.grid);
+    body_ << grid.str() << "\n";
+    body_ << "threads " << sig.threads.size();
+    for (int64_t t : sig.threads) body_ << " " << t;
+    body_ << "\n";
+    return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
+  }
+
+ private:
+  int var_id(const Var& v) {
+    auto [it, fresh] = ids_.emplace(v.node(), int(ids_.size()));
+    if (fresh) {
+      check_token("variable name", v.name());
+      vars_ << "var " << it->second << " " << v.dtype().name() << " " << v.name() << "\n";
+    }
+    return it->second;
+  }
+
+  void write_exprs(std::ostream& os, const std::vector<Expr>& es) {
+    os << " " << es.size();
+    for (const Expr& e : es) write_expr(os, e);
+  }
+
+  void write_expr(std::ostream& os, const Expr& e) {
+    if (auto* i = e.as<IntImmNode>()) {
+      os << " I " << e.dtype().name() << " " << i->value;
+    } else if (auto* v = e.as<VarNode>()) {
+      os << " V " << var_id(Var::from(e));
+      (void)v;
+    } else if (auto* b = e.as<BinaryNode>()) {
+      os << " B " << binary_op_ident(b->op) << " " << e.dtype().name();
+      write_expr(os, b->a);
+      write_expr(os, b->b);
+    } else if (auto* c = e.as<CastNode>()) {
+      os << " C " << e.dtype().name();
+      write_expr(os, c->value);
+    } else if (auto* s = e.as<SelectNode>()) {
+      os << " S " << e.dtype().name();
+      write_expr(os, s->cond);
+      write_expr(os, s->true_value);
+      write_expr(os, s->false_value);
+    } else {
+      throw_user_error({}, str_cat("cannot serialize the signature: the expression '", to_string(e),
+                                   "' (a shape, stride or grid extent) is not integer arithmetic"));
+    }
+  }
+
+  std::map<const VarNode*, int> ids_;
+  std::ostringstream vars_, body_;
+};
+
+class SignatureReader {
+ public:
+  KernelSignature read(const std::string& text) {
+    std::istringstream lines(text);
+    std::string line;
+    if (!std::getline(lines, line) || line != kSignatureHeader)
+      fail(1, str_cat("expected the header '", kSignatureHeader, "'"));
+    KernelSignature sig;
+    int number = 1;
+    while (std::getline(lines, line)) {
+      ++number;
+      if (line.empty()) continue;
+      in_ = std::istringstream(line);
+      line_ = number;
+      std::string kind = word();
+      if (kind == "name") {
+        sig.name = word();
+      } else if (kind == "var") {
+        int id = integer();
+        DataType t = dtype();
+        std::string name = word();
+        if (id != int(vars_.size())) fail(line_, "variable ids must be consecutive");
+        vars_.push_back(Var(name, t));
+      } else if (kind == "tensor") {
+        std::string name = word(), buffer = word();
+        DataType t = dtype();
+        std::vector<Expr> shape = exprs(), strides = exprs();
+        sig.params.push_back(Param{name, Buffer::make(buffer, t, shape, Scope::Global, strides), {}});
+      } else if (kind == "scalar") {
+        std::string name = word();
+        sig.params.push_back(Param{name, {}, var()});
+      } else if (kind == "dynamic") {
+        sig.dynamic_vars.push_back(var());
+      } else if (kind == "grid") {
+        sig.grid = exprs();
+      } else if (kind == "threads") {
+        int n = integer();
+        for (int i = 0; i < n; ++i) sig.threads.push_back(integer());
+      } else {
+        fail(line_, str_cat("unknown record '", kind, "'"));
+      }
+    }
+    if (sig.name.empty() || sig.grid.empty()) fail(number, "the signature has no name or no grid");
+    return sig;
+  }
+
+ private:
+  [[noreturn]] void fail(int line, const std::string& why) {
+    throw_user_error({}, str_cat("malformed kernel signature (line ", line, "): ", why));
+  }
+  std::string word() {
+    std::string w;
+    if (!(in_ >> w)) fail(line_, "the line ends early");
+    return w;
+  }
+  int64_t integer() {
+    std::string w = word();
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(w, &used);
+      if (used == w.size()) return v;
+    } catch (const std::exception&) {
+    }
+    fail(line_, str_cat("expected an integer, got '", w, "'"));
+  }
+  DataType dtype() {
+    std::string w = word();
+    auto t = DataType::parse(w);
+    if (!t) fail(line_, str_cat("unknown dtype '", w, "'"));
+    return *t;
+  }
+  Var var() {
+    int64_t id = integer();
+    if (id < 0 || id >= int64_t(vars_.size())) fail(line_, str_cat("unknown variable id ", id));
+    return vars_[id];
+  }
+  std::vector<Expr> exprs() {
+    int64_t n = integer();
+    std::vector<Expr> out;
+    for (int64_t i = 0; i < n; ++i) out.push_back(expr());
+    return out;
+  }
+  Expr expr() {
+    std::string tag = word();
+    if (tag == "I") {
+      DataType t = dtype();
+      return make_node<Expr, IntImmNode>(t, integer());
+    }
+    if (tag == "V") return var();
+    if (tag == "B") {
+      std::string op = word();
+      auto o = binary_op_from_ident(op);
+      if (!o) fail(line_, str_cat("unknown operator '", op, "'"));
+      DataType t = dtype();
+      Expr a = expr();
+      Expr b = expr();
+      return make_node<Expr, BinaryNode>(t, *o, a, b);
+    }
+    if (tag == "C") {
+      DataType t = dtype();
+      return make_node<Expr, CastNode>(t, expr());
+    }
+    if (tag == "S") {
+      DataType t = dtype();
+      Expr c = expr();
+      Expr x = expr();
+      Expr y = expr();
+      return make_node<Expr, SelectNode>(t, c, x, y);
+    }
+    fail(line_, str_cat("unknown expression tag '", tag, "'"));
+  }
+
+  std::vector<Var> vars_;
+  std::istringstream in_;
+  int line_ = 0;
+};
+
+}  // namespace
+
+std::string KernelSignature::serialize() const { return SignatureWriter().write(*this); }
+
+KernelSignature KernelSignature::parse(const std::string& text) { return SignatureReader().read(text); }
 
 }  // namespace tl

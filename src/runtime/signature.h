@@ -22,6 +22,13 @@ struct KernelSignature {
 
   static KernelSignature from(const PrimFunc& f);
   int num_args() const { return int(params.size() + dynamic_vars.size()); }
+
+  // A line-oriented text form that `parse` turns back into an equivalent
+  // signature (the same vars shared by shapes, scalars and grid). Exported
+  // kernels store it, since they are loaded without their PrimFunc.
+  std::string serialize() const;
+  // Throws a UserError naming the offending line when `text` is malformed.
+  static KernelSignature parse(const std::string& text);
 };
 
 using Bindings = std::map<const VarNode*, int64_t>;

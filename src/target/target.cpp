@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "runtime/cuda/cuda_api.h"
 #include "support/error.h"
 
 namespace tl {
@@ -16,7 +17,10 @@ Target Target::parse(const std::string& s) {
     t.kind = TargetKind::CPU;
   } else if (word == "cuda") {
     t.kind = TargetKind::CUDA;
-    t.arch = "sm_80";
+    // Without -arch: the present GPU's arch, or sm_80 (the oldest we support) when
+    // compiling on a machine without one.
+    t.arch = present_gpu_arch();
+    if (t.arch.empty()) t.arch = "sm_80";
   } else if (word == "metal") {
     t.kind = TargetKind::Metal;
   } else {

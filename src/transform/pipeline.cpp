@@ -64,6 +64,11 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   return f;
 }
 
+// CUDA, first path: the same tile-op expansion as the CPU; the code generator
+// spreads each block-wide op over the threads. Layout inference, tensor cores and
+// pipelining passes join here (issue 4).
+PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) { return lower_for_cpu(f, t, configs); }
+
 }  // namespace
 
 PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
@@ -72,6 +77,7 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_config
     case TargetKind::CPU:
       return lower_for_cpu(f, target, pass_configs);
     case TargetKind::CUDA:
+      return lower_for_cuda(f, target, pass_configs);
     case TargetKind::Metal:
       break;
   }

@@ -2,6 +2,7 @@
 #include "codegen/c_family/codegen_c.h"
 
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <limits>
 
@@ -128,17 +129,16 @@ std::string CodeGenC::literal(const Expr& e) {
   TL_ICHECK(f, "literal of non-constant");
   DataType t = f->dtype;
   std::string v;
-  if (std::isinf(f->value)) {
-    v = f->value < 0 ? "-INFINITY" : "INFINITY";
-  } else if (std::isnan(f->value)) {
-    v = "NAN";
+  bool special = std::isinf(f->value) || std::isnan(f->value);
+  if (special) {
+    v = special_float(f->value, t);
   } else {
     os << std::hexfloat << f->value;
     v = os.str();
   }
   if (t == dtype::Float64) return v;
   if (t == dtype::Float32 || t == dtype::TFloat32)
-    return (v[0] == '-' || v[0] == 'I' || v[0] == 'N') ? "((float)" + v + ")" : v + "f";
+    return (special || v[0] == '-') ? "((float)" + v + ")" : v + "f";
   return type_name(t) + "((float)" + v + ")";
 }
 
@@ -213,9 +213,21 @@ std::string CodeGenC::print_expr(const Expr& e) {
     case NodeKind::FloatImm:
       return literal(e);
     case NodeKind::StringImm: {
-      std::ostringstream os;
-      os << std::quoted(e.as<StringImmNode>()->value);
-      return os.str();
+      // A C string literal: quotes, backslashes and control characters escaped.
+      std::string s = "\"";
+      for (unsigned char c : e.as<StringImmNode>()->value) {
+        if (c == '"' || c == '\\') {
+          s += '\\';
+          s += char(c);
+        } else if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\%03o", c);
+          s += buf;
+        } else {
+          s += char(c);
+        }
+      }
+      return s + "\"";
     }
     case NodeKind::Var:
       return name_of(e.as<VarNode>());
@@ -238,7 +250,9 @@ std::string CodeGenC::print_expr(const Expr& e) {
       std::string v = print_expr(n->value);
       // Low-precision types convert through float in both directions.
       if (from.is_low_precision_float() && n->dtype != dtype::Float32) v = "(float)" + v;
-      if (n->dtype.is_low_precision_float()) return type_name(n->dtype) + "((float)" + v + ")";
+      // float64 goes in whole: float16 rounds it once (numpy does), the others via float.
+      if (n->dtype.is_low_precision_float())
+        return type_name(n->dtype) + (from == dtype::Float64 ? "(" + v + ")" : "((float)" + v + ")");
       return "((" + type_name(n->dtype) + ")" + v + ")";
     }
     case NodeKind::Reinterpret: {

@@ -25,6 +25,11 @@ class CodeGenC {
   virtual std::string type_name(DataType t);
   virtual std::string alloc_prefix(const Buffer& b) { return "alignas(64) "; }
   virtual std::string math_prefix() { return "tl::"; }
+  // Infinity or NaN as an expression of the dialect (a double-typed value).
+  virtual std::string special_float(double v, DataType t) {
+    if (v != v) return "NAN";
+    return v < 0 ? "-INFINITY" : "INFINITY";
+  }
   virtual void emit_barrier(const BarrierNode* op) = 0;
   virtual void emit_kernel_launch(const KernelLaunchNode* op) = 0;
   virtual void emit_print(const CallNode* op) = 0;

@@ -18,17 +18,34 @@ CpuKernel::CpuKernel(KernelSignature sig, Target target, std::string source, con
     handle_ = nullptr;
     throw std::runtime_error("kernel library " + library_path + " has no symbol " + entry);
   }
+  begin_block_ = reinterpret_cast<BeginBlockFn>(dlsym(handle_, "tl_debug_begin_block"));
+  take_assert_ = reinterpret_cast<TakeAssertFn>(dlsym(handle_, "tl_debug_take_assert"));
 }
 
 CpuKernel::~CpuKernel() {
   if (handle_) dlclose(handle_);
 }
 
-void CpuKernel::launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid) const {
+void CpuKernel::launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int, void*) const {
   const KernelArg* args = slots.data();
   BlockFn fn = fn_;
   int64_t gx = grid[0], gy = grid[1];
-  parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) { fn(args, i % gx, (i / gx) % gy, i / (gx * gy)); });
+  if (!begin_block_ || !take_assert_) {
+    parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) { fn(args, i % gx, (i / gx) % gy, i / (gx * gy)); });
+    return;
+  }
+  // A failed T.device_assert is recorded by the kernel; blocks not yet started are
+  // skipped and the failure is raised here, as the GPU would stop the kernel.
+  BeginBlockFn begin = begin_block_;
+  parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) {
+    int64_t bx = i % gx, by = (i / gx) % gy, bz = i / (gx * gy);
+    if (!begin(bx, by, bz)) fn(args, bx, by, bz);
+  });
+  char message[1024];
+  int64_t block[3];
+  if (take_assert_(message, sizeof message, block))
+    throw_user_error({}, str_cat("device assertion failed in kernel '", signature().name, "': ", message, " (block (",
+                                 block[0], ", ", block[1], ", ", block[2], "))"));
 }
 
 }  // namespace tl

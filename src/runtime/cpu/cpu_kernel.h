@@ -14,12 +14,18 @@ class CpuKernel : public Kernel {
   ~CpuKernel() override;
 
  protected:
-  void launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid) const override;
+  void launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int device_id,
+              void* stream) const override;
 
  private:
   using BlockFn = void (*)(const KernelArg*, int64_t, int64_t, int64_t);
   void* handle_ = nullptr;
   BlockFn fn_ = nullptr;
+  // T.device_assert support exported by device/cpu/debug.h (absent: not checked).
+  using BeginBlockFn = int (*)(int64_t, int64_t, int64_t);
+  using TakeAssertFn = int (*)(char*, int64_t, int64_t*);
+  BeginBlockFn begin_block_ = nullptr;
+  TakeAssertFn take_assert_ = nullptr;
 };
 
 }  // namespace tl

@@ -1,0 +1,132 @@
+// The one header generated CUDA kernels include. Self-contained on purpose: no
+// toolkit headers (cuda_fp16.h and friends cost seconds of NVRTC time per
+// kernel), only fixed-width integers, our own half/bfloat16 types built on PTX
+// conversions, and the helpers the code generator names.
+#pragma once
+
+#ifdef __CUDACC_RTC__  // NVRTC has no host headers
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
+
+#define TL_DEVICE __device__ __forceinline__
+
+namespace tl {
+
+template <class To, class From>
+TL_DEVICE To bit_cast(const From& v) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs types of equal size");
+  union {
+    From f;
+    To t;
+  } u;
+  u.f = v;
+  return u.t;
+}
+
+struct half_t {
+  uint16_t bits;
+  half_t() = default;
+  TL_DEVICE half_t(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+  TL_DEVICE half_t(double f) : half_t(float(f)) {}
+  TL_DEVICE half_t(int v) : half_t(float(v)) {}
+  TL_DEVICE operator float() const {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+  }
+};
+
+struct bfloat16_t {
+  uint16_t bits;
+  bfloat16_t() = default;
+  TL_DEVICE bfloat16_t(float f) {
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+#else
+    uint32_t x = __float_as_uint(f);
+    bits = (x & 0x7fffffffu) > 0x7f800000u ? uint16_t((x >> 16) | 0x40u)
+                                             : uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#endif
+  }
+  TL_DEVICE bfloat16_t(double f) : bfloat16_t(float(f)) {}
+  TL_DEVICE bfloat16_t(int v) : bfloat16_t(float(v)) {}
+  TL_DEVICE operator float() const { return __uint_as_float(uint32_t(bits) << 16); }
+};
+
+TL_DEVICE float infinity_f32() { return __int_as_float(0x7f800000); }
+TL_DEVICE double infinity_f64() { return __longlong_as_double(0x7ff0000000000000ll); }
+TL_DEVICE float nan_f32() { return __int_as_float(0x7fc00000); }
+TL_DEVICE double nan_f64() { return __longlong_as_double(0x7ff8000000000000ll); }
+
+template <class T>
+TL_DEVICE T floordiv(T a, T b) {
+  T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T>
+TL_DEVICE T floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T>
+TL_DEVICE T min(T a, T b) {
+  return b < a ? b : a;
+}
+template <class T>
+TL_DEVICE T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+// Float math in the argument's precision; the code generator passes float or double.
+#define TL_UNARY_MATH(name, f32, f64)            \
+  TL_DEVICE float name(float x) { return f32; }  \
+  TL_DEVICE double name(double x) { return f64; }
+TL_UNARY_MATH(exp, expf(x), ::exp(x))
+TL_UNARY_MATH(exp2, exp2f(x), ::exp2(x))
+TL_UNARY_MATH(exp10, exp10f(x), ::exp10(x))
+TL_UNARY_MATH(log, logf(x), ::log(x))
+TL_UNARY_MATH(log2, log2f(x), ::log2(x))
+TL_UNARY_MATH(log10, log10f(x), ::log10(x))
+TL_UNARY_MATH(log1p, log1pf(x), ::log1p(x))
+TL_UNARY_MATH(sqrt, sqrtf(x), ::sqrt(x))
+TL_UNARY_MATH(rsqrt, rsqrtf(x), ::rsqrt(x))
+TL_UNARY_MATH(floor, floorf(x), ::floor(x))
+TL_UNARY_MATH(ceil, ceilf(x), ::ceil(x))
+TL_UNARY_MATH(round, rintf(x), ::rint(x))
+TL_UNARY_MATH(trunc, truncf(x), ::trunc(x))
+TL_UNARY_MATH(nearbyint, nearbyintf(x), ::nearbyint(x))
+TL_UNARY_MATH(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)))
+TL_UNARY_MATH(tanh, tanhf(x), ::tanh(x))
+TL_UNARY_MATH(sin, sinf(x), ::sin(x))
+TL_UNARY_MATH(cos, cosf(x), ::cos(x))
+TL_UNARY_MATH(tan, tanf(x), ::tan(x))
+TL_UNARY_MATH(sinh, sinhf(x), ::sinh(x))
+TL_UNARY_MATH(cosh, coshf(x), ::cosh(x))
+TL_UNARY_MATH(erf, erff(x), ::erf(x))
+#undef TL_UNARY_MATH
+TL_DEVICE float pow(float a, float b) { return powf(a, b); }
+TL_DEVICE double pow(double a, double b) { return ::pow(a, b); }
+TL_DEVICE float fmod(float a, float b) { return fmodf(a, b); }
+TL_DEVICE double fmod(double a, double b) { return ::fmod(a, b); }
+template <class T>
+TL_DEVICE T abs(T x) {
+  return x < 0 ? -x : x;
+}
+TL_DEVICE float abs(float x) { return fabsf(x); }
+TL_DEVICE double abs(double x) { return fabs(x); }
+TL_DEVICE bool isnan(double x) { return x != x; }
+TL_DEVICE bool isinf(double x) { return x == infinity_f64() || x == -infinity_f64(); }
+TL_DEVICE bool isfinite(double x) { return !isnan(x) && !isinf(x); }
+
+TL_DEVICE void sync_threads() { __syncthreads(); }
+
+}  // namespace tl

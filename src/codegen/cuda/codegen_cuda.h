@@ -1,0 +1,18 @@
+// CUDA C++ generation: one `extern "C" __global__` kernel per PrimFunc, compiled
+// by NVRTC against device/cuda/tl_cuda.cuh.
+#pragma once
+
+#include "ir/ir.h"
+#include "runtime/signature.h"
+
+namespace tl {
+
+struct CudaSource {
+  std::string code;
+  std::string entry_name;
+  int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
+};
+
+CudaSource codegen_cuda(const PrimFunc& lowered, const KernelSignature& sig);
+
+}  // namespace tl

@@ -1,0 +1,125 @@
+// dlopen / dlsym of libcuda and libnvrtc, NVRTC compilation, error reporting.
+#include "runtime/cuda/cuda_api.h"
+
+#include <dlfcn.h>
+
+#include "support/error.h"
+
+namespace tl {
+namespace {
+
+void* open_first(std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (void* h = dlopen(n, RTLD_NOW | RTLD_GLOBAL)) return h;
+  return nullptr;
+}
+
+template <class F>
+bool load(void* h, F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+  return fn != nullptr;
+}
+
+}  // namespace
+
+const CudaDriver* cuda_driver() {
+  static const CudaDriver* d = []() -> const CudaDriver* {
+    void* h = open_first({"libcuda.so.1", "libcuda.so"});
+    if (!h) return nullptr;
+    static CudaDriver api;
+    bool ok = load(h, api.cuInit, "cuInit") && load(h, api.cuDeviceGet, "cuDeviceGet") &&
+              load(h, api.cuDeviceGetCount, "cuDeviceGetCount") &&
+              load(h, api.cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
+              load(h, api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+              load(h, api.cuCtxSetCurrent, "cuCtxSetCurrent") && load(h, api.cuCtxGetCurrent, "cuCtxGetCurrent") &&
+              load(h, api.cuModuleLoadData, "cuModuleLoadData") && load(h, api.cuModuleUnload, "cuModuleUnload") &&
+              load(h, api.cuModuleGetFunction, "cuModuleGetFunction") &&
+              load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") &&
+              load(h, api.cuLaunchKernel, "cuLaunchKernel") && load(h, api.cuGetErrorString, "cuGetErrorString") &&
+              load(h, api.cuGetErrorName, "cuGetErrorName");
+    if (!ok || api.cuInit(0) != 0) return nullptr;
+    return &api;
+  }();
+  return d;
+}
+
+const Nvrtc* nvrtc() {
+  static const Nvrtc* n = []() -> const Nvrtc* {
+    void* h = open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
+    if (!h) return nullptr;
+    static Nvrtc api;
+    bool ok = load(h, api.nvrtcCreateProgram, "nvrtcCreateProgram") &&
+              load(h, api.nvrtcCompileProgram, "nvrtcCompileProgram") &&
+              load(h, api.nvrtcGetCUBINSize, "nvrtcGetCUBINSize") && load(h, api.nvrtcGetCUBIN, "nvrtcGetCUBIN") &&
+              load(h, api.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize") &&
+              load(h, api.nvrtcGetProgramLog, "nvrtcGetProgramLog") &&
+              load(h, api.nvrtcDestroyProgram, "nvrtcDestroyProgram") && load(h, api.nvrtcVersion, "nvrtcVersion");
+    return ok ? &api : nullptr;
+  }();
+  return n;
+}
+
+std::string nvrtc_version() {
+  const Nvrtc* n = nvrtc();
+  if (!n) return "";
+  int major = 0, minor = 0;
+  n->nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                                const std::string& include_dir, const std::vector<std::string>& extra_flags) {
+  const Nvrtc* n = nvrtc();
+  if (!n)
+    throw_user_error({}, "the cuda target needs NVRTC (libnvrtc.so), which was not found; install the CUDA toolkit "
+                         "or put its lib directory on the loader path");
+  nvrtcProgram prog = nullptr;
+  if (n->nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != 0)
+    throw_internal_error(__FILE__, __LINE__, "nvrtcCreateProgram failed");
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-I" + include_dir, "--std=c++17",
+                                   "-default-device"};
+  for (const std::string& f : extra_flags) opts.push_back(f);
+  std::vector<const char*> cargs;
+  for (const std::string& o : opts) cargs.push_back(o.c_str());
+  nvrtcResult r = n->nvrtcCompileProgram(prog, int(cargs.size()), cargs.data());
+  size_t log_size = 0;
+  n->nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) n->nvrtcGetProgramLog(prog, log.data());
+  if (r != 0) {
+    n->nvrtcDestroyProgram(&prog);
+    throw_internal_error(__FILE__, __LINE__, str_cat("generated CUDA code failed to compile for ", arch, ":\n", log));
+  }
+  size_t size = 0;
+  n->nvrtcGetCUBINSize(prog, &size);
+  std::vector<char> cubin(size);
+  n->nvrtcGetCUBIN(prog, cubin.data());
+  n->nvrtcDestroyProgram(&prog);
+  return cubin;
+}
+
+void check_cuda(CUresult r, const std::string& what) {
+  if (r == 0) return;
+  const char* name = "?";
+  const char* msg = "?";
+  if (const CudaDriver* d = cuda_driver()) {
+    d->cuGetErrorName(r, &name);
+    d->cuGetErrorString(r, &msg);
+  }
+  throw_user_error({}, str_cat(what, " failed: ", name, " (", msg, ")"));
+}
+
+std::string present_gpu_arch() {
+  const CudaDriver* d = cuda_driver();
+  if (!d) return "";
+  int count = 0;
+  if (d->cuDeviceGetCount(&count) != 0 || count == 0) return "";
+  CUdevice dev;
+  if (d->cuDeviceGet(&dev, 0) != 0) return "";
+  int major = 0, minor = 0;
+  d->cuDeviceGetAttribute(&major, 75, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  d->cuDeviceGetAttribute(&minor, 76, dev);  // ..._MINOR
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+}  // namespace tl

@@ -1,0 +1,68 @@
+// The CUDA driver and NVRTC, loaded at run time with dlopen so that the package
+// builds, imports and runs its CPU target on machines without CUDA. Only the few
+// entry points we call are declared, with the driver's ABI.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tl {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+using nvrtcResult = int;
+using nvrtcProgram = void*;
+
+struct CudaDriver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+};
+
+struct Nvrtc {
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                                    const char* const*);
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
+  nvrtcResult (*nvrtcVersion)(int*, int*);
+};
+
+// The loaded libraries, or nullptr when they are not on this machine.
+const CudaDriver* cuda_driver();
+const Nvrtc* nvrtc();
+// "13.0"-style NVRTC version, for cache keys ("" when NVRTC is missing).
+std::string nvrtc_version();
+
+// Compiles CUDA source to a cubin for `arch` ("sm_90a"); throws an InternalError
+// with NVRTC's log when the generated code does not compile.
+std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                                const std::string& include_dir, const std::vector<std::string>& extra_flags);
+
+// Throws a UserError naming `what` when a driver call failed.
+void check_cuda(CUresult r, const std::string& what);
+
+// The compute capability of device 0 as "sm_XY" ("" when no GPU answers).
+std::string present_gpu_arch();
+
+}  // namespace tl
