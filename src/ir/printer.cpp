@@ -269,7 +269,8 @@ class Printer {
 
   void body(const Stmt& s) {
     ++indent_;
-    if (s.defined())
+    auto* q = s.defined() ? s.as<SeqNode>() : nullptr;
+    if (s.defined() && !(q && q->seq.empty()))
       print_stmt(s);
     else {
       line();

@@ -155,3 +155,127 @@ def test_language_outside_a_kernel_function():
 def test_compile_rejects_non_prim_func():
     with pytest.raises(TypeError, match="expects a T.prim_func, got function"):
         tilelang.compile(lambda: None)
+
+
+def _kernel_with(construct):
+    """Traces a kernel whose body uses one unsupported construct (on its MARK- line)."""
+    outer = 0
+
+    if construct == "nonlocal":
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            nonlocal outer  # MARK-nonlocal
+            with T.Kernel(1, threads=1):
+                A[0] = 1.0
+
+    elif construct == "class":
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+
+                class Helper:  # MARK-class
+                    pass
+
+                A[0] = 1.0
+
+    elif construct == "yield":
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                yield A  # MARK-yield
+
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("construct", "words"),
+    [
+        ("nonlocal", "`nonlocal` statements"),
+        ("class", "class definitions"),
+        ("yield", "`yield` expressions"),
+    ],
+)
+def test_unsupported_statements_name_the_line(construct, words):
+    with pytest.raises(tilelang.TileLangError) as info:
+        _kernel_with(construct)
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-' + construct)}: {words} are not supported in the body of "
+        "kernel 'main'"
+    )
+
+
+def test_assigning_a_buffer_to_an_alloc_var():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                x = T.alloc_var(T.float32, init=0.0)
+                S = T.alloc_shared((4,), "float32")
+                x = S  # MARK-varbuf
+                A[0] = x
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-varbuf')}: cannot assign buffer 'S' (shared.dyn, shape (4,)) to "
+        "'x', a T.alloc_var scalar of float32; assign one element such as S[i], or bind the "
+        "buffer to a new name"
+    )
+
+
+def test_assigning_a_string_to_an_alloc_var_or_a_buffer_element():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                x: T.int32 = 0
+                x = "three"  # MARK-varstr
+                A[0] = x
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-varstr')}: cannot assign str 'three' to 'x', a T.alloc_var "
+        "scalar of int32; assign a number or an expression"
+    )
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main2(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                A[1] = "1.5"  # MARK-elemstr
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-elemstr')}: cannot store str '1.5' into buffer 'A' (float32); "
+        "store a number or an expression"
+    )
+
+
+def test_storing_a_buffer_into_an_element_suggests_copy():
+    with pytest.raises(tilelang.TileLangError, match=r"use T.copy\(src, A\[...\]\)|T.copy"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                S = T.alloc_shared((4,), "float32")
+                A[0] = S
+
+
+@pytest.mark.parametrize(
+    ("grid", "threads", "message"),
+    [
+        ((1, 2, 3, 4), 32, "T.Kernel takes 1 to 3 grid dimensions, got 4"),
+        ((4,), 0, "T.Kernel threads must be positive, got 0"),
+        ((4,), [32, 64], "T.Kernel asks for 2048 threads per block; the limit is 1024"),
+    ],
+)
+def test_wrong_kernel_arguments(grid, threads, message):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(*grid, threads=threads):  # MARK-kernel
+                A[0] = 1.0
+
+    assert str(info.value).startswith(f"{HERE}:{line_of('MARK-kernel')}: {message}")

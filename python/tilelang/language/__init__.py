@@ -1,9 +1,13 @@
 """The kernel language, used as `import tilelang.language as T`: dtypes, parameter
 annotations, T.Kernel, allocations, loops, tile operators and math."""
 
+from ..layout import Fragment, Layout
 from . import dtypes as _dtypes
+from .annotations import annotate_layout, use_swizzle
+from .atomic import *
 from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
+from .debug import *
 from .dtypes import dtype
 from .kernel import (
     Kernel,
@@ -19,6 +23,7 @@ from .kernel import (
 from .loops import Parallel, Pipelined, serial, unroll, vectorized
 from .math import *
 from .math import abs, max, min, pow
+from .movement import annotate_safe_value, c2d_im2col, im2col, transpose
 from .ops import (
     GemmWarpPolicy,
     alloc_fragment,
@@ -33,6 +38,7 @@ from .ops import (
     sync_threads,
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
+from .reduce import *
 from .shapes import Buffer, StridedTensor, Tensor, const, dynamic, empty, symbolic
 
 globals().update(_dtypes.DTYPES)
@@ -91,3 +97,4 @@ __all__ = [
     "unroll",
     "vectorized",
 ]
+__all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip

@@ -78,6 +78,59 @@ def _target_names(target):
     return ["i"]
 
 
+def _assigned_names(stmts):
+    """Names the statements bind, in order, not looking into nested scopes."""
+    found = []
+    stack = list(reversed(stmts))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.append(node.name)
+            continue
+        if isinstance(
+            node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.append(node.id)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return list(dict.fromkeys(found))
+
+
+def _tuple_of_names(names):
+    return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
+
+
+def _rebind(names, source):
+    """`_tl_r = <source>` then `if "n" in _tl_r: n = _tl_r["n"]` for each name."""
+    out = [ast.Assign(targets=[_name("_tl_r", ast.Store())], value=source)]
+    for n in names:
+        pick = ast.Subscript(value=_name("_tl_r"), slice=ast.Constant(n), ctx=ast.Load())
+        test = ast.Compare(left=ast.Constant(n), ops=[ast.In()], comparators=[_name("_tl_r")])
+        out.append(
+            ast.If(
+                test=test, body=[ast.Assign(targets=[_name(n, ast.Store())], value=pick)], orelse=[]
+            )
+        )
+    return out
+
+
+def _slice_value(node):
+    """The expression of a subscript key (`a:b` becomes `slice(a, b)`)."""
+    if isinstance(node, ast.Slice):
+        parts = [
+            p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
+        ]
+        return _call("_tl_slice", *parts)
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple(elts=[_slice_value(e) for e in node.elts], ctx=ast.Load())
+    return node
+
+
+def _is_literal_true(node):
+    return isinstance(node, ast.Constant) and node.value is True
+
+
 class KernelRewriter(ast.NodeTransformer):
     """Turns one function definition into its traced form (see the module docstring)."""
 
@@ -147,9 +200,10 @@ class KernelRewriter(ast.NodeTransformer):
 
     def visit_Return(self, node):
         self.generic_visit(node)
-        if self.func_depth != 1 or self.is_macro:
+        if self.func_depth != 1:
             return node
-        node.value = _call("_tl_return", node.value or ast.Constant(None))
+        hook = "_tl_macro_return" if self.is_macro else "_tl_return"
+        node.value = _call(hook, node.value or ast.Constant(None))
         return node
 
     # ---- assignments
@@ -165,6 +219,10 @@ class KernelRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             return self._assign_name(node.targets[0], node.value, node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            target = node.targets[0]
+            store = _call("_tl_setitem", target.value, _slice_value(target.slice), node.value)
+            return ast.copy_location(ast.Expr(store), node)
         return node
 
     def visit_AugAssign(self, node):
@@ -205,7 +263,8 @@ class KernelRewriter(ast.NodeTransformer):
         state = self.fresh("w")
         test = self.visit(node.test)
         enter = ast.Assign(
-            targets=[_name(state, ast.Store())], value=_call("_tl_while", _lambda(test))
+            targets=[_name(state, ast.Store())],
+            value=_call("_tl_while", _lambda(test), ast.Constant(_is_literal_true(node.test))),
         )
         step = ast.Call(
             func=ast.Attribute(value=_name(state), attr="step", ctx=ast.Load()),
@@ -223,15 +282,28 @@ class KernelRewriter(ast.NodeTransformer):
         return [ast.copy_location(s, node) for s in (enter, loop, leave)]
 
     def visit_If(self, node):
+        # Names the branches bind are passed to the hooks, which turn those a symbolic `if`
+        # assigns in both branches into locals and make the rest unusable after it.
         cond = self.fresh("c")
         test = self.visit(node.test)
-        out = [ast.Assign(targets=[_name(cond, ast.Store())], value=_call("_tl_if", test))]
+        then_names = _assigned_names(node.body)
+        else_names = _assigned_names(node.orelse)
+        names = list(dict.fromkeys(then_names + else_names))
+        both = [n for n in then_names if n in else_names]
+        enter = _call(
+            "_tl_if", test, _tuple_of_names(names), _tuple_of_names(both), _call("locals")
+        )
+        out = [ast.Assign(targets=[_name(cond, ast.Store())], value=enter)]
         out.append(ast.If(test=_name(cond), body=self.block(node.body), orelse=[]))
         if node.orelse:
-            out.append(
-                ast.If(test=_call("_tl_else", _name(cond)), body=self.block(node.orelse), orelse=[])
-            )
-        out.append(ast.Expr(_call("_tl_endif", _name(cond))))
+            body = self.block(node.orelse)
+            if then_names:
+                body = _rebind(then_names, _call("_tl_else_locals", _name(cond))) + body
+            out.append(ast.If(test=_call("_tl_else", _name(cond)), body=body, orelse=[]))
+        if names:
+            out.extend(_rebind(names, _call("_tl_endif", _name(cond))))
+        else:
+            out.append(ast.Expr(_call("_tl_endif", _name(cond))))
         return [ast.copy_location(s, node) for s in out]
 
     def visit_Break(self, node):

@@ -25,6 +25,19 @@ def const_int(x):
     return None
 
 
+class BufferData:
+    """`buf.data`: a buffer's storage, as `T.Tensor(shape, dtype, buf.data)` takes it to
+    make a view (see views.py)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return f"{self.buffer.name}.data"
+
+
 class Region:
     """A rectangular part of a buffer: per-dimension starts and extents (from a slice)."""
 
@@ -71,6 +84,10 @@ class Buffer:
     def ndim(self):
         return len(self.shape)
 
+    @property
+    def data(self):
+        return BufferData(self)
+
     def __repr__(self):
         return (
             f"Buffer({self.name}, shape={list(self.shape)}, dtype={self.dtype}, scope={self.scope})"
@@ -80,10 +97,11 @@ class Buffer:
         return Region(self, [0] * self.ndim, self.shape)
 
     def _normalize_index(self, index, dim):
+        """A negative constant index counts from the end of the dimension, as in Python."""
         index = to_value(index)
-        if isinstance(index, int) and not isinstance(index, bool) and index < 0:
-            extent = self.shape[dim]
-            return extent + index
+        value = const_int(index)
+        if value is not None and value < 0:
+            return self.shape[dim] + value
         return index
 
     def _split_key(self, key):

@@ -19,6 +19,85 @@ def frontend_error(message):
     return err
 
 
+class CountingBuilder:
+    """The C++ FunctionBuilder, plus the number of statements and of bindings (lets and
+    allocations) made in each open frame so far: T.Pipelined checks its order=/stage= lists
+    against the statement count, and a symbolic `if` may be split only before bindings."""
+
+    _OPENS = frozenset(("begin_kernel", "begin_for", "begin_if", "begin_while"))
+    _CLOSES = frozenset(("end_kernel", "end_for", "end_if", "end_while"))
+    _EMITS = frozenset(
+        (
+            "store",
+            "evaluate",
+            "emit_break",
+            "emit_continue",
+            "sync_threads",
+            "copy",
+            "fill",
+            "gemm",
+            "tile_op",
+        )
+    )
+
+    _BINDS = frozenset(("let", "alloc"))
+
+    def __init__(self, core):
+        self.core = core
+        self.counts = [0]
+        self.bindings = [0]
+
+    def statements_in_frame(self):
+        """Statements emitted so far into the innermost open frame."""
+        return self.counts[-1]
+
+    def bindings_in_frame(self):
+        """Lets and allocations made so far in the innermost open frame."""
+        return self.bindings[-1]
+
+    def __getattr__(self, name):
+        attr = getattr(self.core, name)
+        if name in self._OPENS:
+            return self._wrap(attr, self._opened)
+        if name in self._CLOSES:
+            return self._wrap(attr, self._closed)
+        if name in self._EMITS:
+            return self._wrap(attr, self._emitted)
+        if name in self._BINDS:
+            return self._wrap(attr, self._bound)
+        if name == "begin_else":
+            return self._wrap(attr, self._else)
+        return attr
+
+    @staticmethod
+    def _wrap(method, after):
+        def call(*args, **kwargs):
+            result = method(*args, **kwargs)
+            after()
+            return result
+
+        return call
+
+    def _opened(self):
+        self.counts.append(0)
+        self.bindings.append(0)
+
+    def _closed(self):
+        if len(self.counts) > 1:
+            self.counts.pop()
+            self.bindings.pop()
+        self.counts[-1] += 1
+
+    def _bound(self):
+        self.bindings[-1] += 1
+
+    def _else(self):
+        self.counts[-1] = self.bindings[-1] = 0
+
+    def _emitted(self):
+        self.counts[-1] += 1
+
+
 # Kinds of entries on TraceContext.frames (what `break` / `return` must know about).
 PY_LOOP, IR_LOOP, IR_IF, KERNEL = "python loop", "loop", "if", "kernel"
 
@@ -27,7 +106,7 @@ class TraceContext:
     """Everything one trace needs; lives only while the traced function runs."""
 
     def __init__(self, name, file, line, mode="prim_func", const_values=None):
-        self.builder = _C.FunctionBuilder(name, _C.SourceSpan(file, line))
+        self.builder = CountingBuilder(_C.FunctionBuilder(name, _C.SourceSpan(file, line)))
         self.name = name
         self.mode = mode  # "prim_func", "eager" or "discover" (eager, consts unknown)
         self.const_values = const_values
@@ -36,6 +115,17 @@ class TraceContext:
         self.kernel_vars = None
         self.kernel_extents = None
         self.pending_name = None
+        self.line = line  # the user's line being traced
+        self.macro_frames = []  # len(frames) when each active @T.macro was entered
+        self.alloc_mark = 0
+        self.allocations = 0
+        self.last_named = (
+            None,
+            None,
+            0,
+        )  # buffers allocated so far (tells a fresh T.alloc_var from a read)
+        self.if_stack = []  # states of the open symbolic ifs (hooks.SymbolicIf)
+        self.loop_kinds = []  # kinds of the open IR loops ("serial", "parallel", "while" ...)
         self.loads = {}
         self.names = {}
         self.params = []  # eager: (python name, Buffer or scalar Var) in declaration order
@@ -46,11 +136,21 @@ class TraceContext:
     # ---- naming
     def take_name(self, default):
         """The name of the assignment being evaluated (if any), made unique in this trace."""
-        base = self.pending_name or default
+        target = self.pending_name
+        base = target or default
         self.pending_name = None
+        self.allocations += 1
         count = self.names.get(base, 0)
         self.names[base] = count + 1
-        return base if count == 0 else f"{base}_{count}"
+        name = base if count == 0 else f"{base}_{count}"
+        self.last_named = (target, name, self.allocations)
+        return name
+
+    def allocated_for(self, target, buffer, mark):
+        """Whether `buffer` was allocated for the assignment to `target` begun at `mark`
+        (`x = T.alloc_var(...)` rebinds x; `x = y` with y an existing buffer does not)."""
+        last_target, last_name, index = self.last_named
+        return last_target == target and last_name == buffer.name and index > mark
 
     # ---- element loads, remembered so that T.copy can use `A[i, j]` as a start point
     def remember_load(self, expr, buffer, indices):

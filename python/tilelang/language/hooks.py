@@ -6,7 +6,7 @@ import functools
 import operator
 
 from . import builder_ctx
-from .buffer import Buffer, VarBuffer, to_value, wrap_buffer
+from .buffer import Buffer, Region, VarBuffer, to_value, wrap_buffer
 from .builder_ctx import IR_IF, IR_LOOP, PY_LOOP, frontend_error
 from .dtypes import dtype as DType
 from .kernel import Kernel
@@ -29,23 +29,66 @@ def _truth(x):
 
 
 # ---- assignment and declarations
+_UNBOUND = object()  # a name not bound before an assignment
+
+
+def _is_scalar(x):
+    """A value a scalar local can hold: a Python number or an expression."""
+    return isinstance(x, (bool, int, float, _C.Expr))
+
+
 def name_next(name):
     """Called before an assignment's value: allocations in it take the target's name."""
-    _current().pending_name = name
+    ctx = _current()
+    ctx.pending_name = name
+    ctx.alloc_mark = ctx.allocations
     return name
 
 
+def _describe(value):
+    if isinstance(value, Buffer):
+        return f"buffer '{value.name}' ({value.scope}, shape {tuple(value.shape)})"
+    if isinstance(value, Region):
+        return f"the slice {value!r}"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) < 60 else text[:57] + '...'}"
+
+
+def _check_var_value(name, var, value):
+    if isinstance(value, VarBuffer) or _is_scalar(value) or hasattr(value, "__tl_expr__"):
+        return
+    if isinstance(value, (Buffer, Region)):
+        fix = "assign one element such as S[i], or bind the buffer to a new name"
+    else:
+        fix = "assign a number or an expression"
+    raise frontend_error(
+        f"cannot assign {_describe(value)} to '{name}', a T.alloc_var scalar of {var.dtype}; {fix}"
+    )
+
+
 def assign(name, value, local_vars):
+    """`name = value`: stores into an alloc_var, hoists a name a symbolic `if` assigns into
+    a local variable, binds a symbolic expression once (a let), else plain Python."""
     ctx = _current()
     ctx.pending_name = None
-    old = local_vars.get(name)
-    if isinstance(old, VarBuffer) and not isinstance(value, Buffer):
+    fresh = isinstance(value, Buffer) and ctx.allocated_for(name, value, ctx.alloc_mark)
+    old = local_vars.get(name, _UNBOUND)
+    if isinstance(old, VarBuffer) and not fresh:
+        _check_var_value(name, old, value)
         old.store(value)
         return old
     if isinstance(value, EmptyDecl):
         return _declare_output(ctx, name, value.annotation)
+    branch = _open_if(ctx)
+    if branch is not None:
+        scalar = to_value(value) if isinstance(value, VarBuffer) and not fresh else value
+        var = branch.try_hoist(ctx, name, scalar, old, own=branch in _own_ifs(ctx))
+        if var is not None:
+            return var
     if _symbolic(value) and not isinstance(value, _C.Var) and ctx.builder.in_kernel:
-        return ctx.builder.let(name, value)
+        value = ctx.builder.let(name, value)
+    for state in _own_ifs(ctx):
+        state.bound_inside(name, old)
     return value
 
 
@@ -113,7 +156,9 @@ def for_(iterable, names):
 def _ir_loop(ctx, loop, names):
     loop_vars = loop.open(ctx.builder, names)
     ctx.frames.append(IR_LOOP)
+    ctx.loop_kinds.append(loop.kind)
     yield loop_vars
+    ctx.loop_kinds.pop()
     ctx.frames.pop()
     loop.close(ctx.builder)
 
@@ -127,19 +172,21 @@ def _python_loop(ctx, iterable):
 
 
 class WhileLoop:
-    """A `while`: plain Python when its condition is a Python value, else one IR loop."""
+    """A `while`: plain Python when its condition is a Python value, else one IR loop.
+    `while True:` inside a kernel is an IR loop too (left with a `break` at run time)."""
 
-    def __init__(self, cond):
+    def __init__(self, cond, forever=False):
         self.ctx = _current()
         self.cond = cond
         first = to_value(cond())
-        self.symbolic = _symbolic(first)
+        self.symbolic = _symbolic(first) or (forever and self.ctx.builder.in_kernel)
         self.first = first
         self.untested = True  # the first test was already evaluated above
         self.done = False
         self.ctx.frames.append(IR_LOOP if self.symbolic else PY_LOOP)
         if self.symbolic:
             self.ctx.builder.begin_while(first)
+            self.ctx.loop_kinds.append("while")
 
     def step(self):
         untested, self.untested = self.untested, False
@@ -160,18 +207,25 @@ class WhileLoop:
         if not self.done:
             self.done = True
             self.ctx.frames.pop()
+            if self.symbolic:
+                self.ctx.loop_kinds.pop()
 
     def exit(self):
         self._leave()
 
 
-def while_(cond):
-    return WhileLoop(cond)
+def while_(cond, forever=False):
+    return WhileLoop(cond, forever)
 
 
 def _loop_jump(keyword, emit):
     ctx = _current()
     kind, crossed_if = ctx.innermost_loop()
+    if kind is None:
+        raise frontend_error(
+            f"`{keyword}` outside a loop of the kernel: the Python loop around it encloses the "
+            f"`with T.Kernel` block; put `{keyword}` inside a loop in the kernel body"
+        )
     if kind == PY_LOOP:
         if crossed_if:
             raise frontend_error(
@@ -179,6 +233,11 @@ def _loop_jump(keyword, emit):
                 "make the loop a T.serial loop"
             )
         return True
+    if kind == IR_LOOP and ctx.loop_kinds and ctx.loop_kinds[-1] in ("parallel", "vectorized"):
+        raise frontend_error(
+            f"`{keyword}` inside a T.{ctx.loop_kinds[-1].capitalize()} loop is not supported: its "
+            "iterations have no order; use T.serial for a loop that can stop early"
+        )
     emit(ctx.builder)
     return False
 
@@ -192,37 +251,200 @@ def continue_():
 
 
 # ---- if
-class _SymbolicIf:
-    """The token of an open IR `if` (any other value of the condition is plain Python)."""
+class BranchLocal:
+    """What a name bound inside a symbolic `if` (and not turned into a local variable)
+    reads as after the `if`, or in the other branch: any use is a clear error."""
 
-    __slots__ = ()
+    __slots__ = ("fix", "line", "name", "reason")
+
+    def __init__(self, name, line, reason, fix):
+        self.name, self.line, self.reason, self.fix = name, line, reason, fix
+
+    def fail(self, *args, **kwargs):
+        raise frontend_error(
+            f"'{self.name}' is assigned inside the symbolic `if` at line {self.line} "
+            f"({self.reason}), so it has no value here; {self.fix}"
+        )
+
+    __tl_expr__ = __bool__ = __index__ = __int__ = __float__ = __call__ = fail
+    __getitem__ = __setitem__ = __iter__ = __neg__ = __pos__ = __invert__ = __abs__ = fail
+
+    def __repr__(self):
+        return f"<'{self.name}' from a branch of the `if` at line {self.line}>"
 
 
-_IR_IF = _SymbolicIf()
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+for _op in (*_ARITHMETIC, "and", "or", "xor", "lshift", "rshift"):
+    setattr(BranchLocal, f"__{_op}__", BranchLocal.fail)
+    setattr(BranchLocal, f"__r{_op}__", BranchLocal.fail)
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(BranchLocal, f"__{_op}__", BranchLocal.fail)
+BranchLocal.__hash__ = object.__hash__
+
+_FIX_BOTH = "assign it in both branches (a number or expression then becomes a local variable)"
+_FIX_DECLARE = "declare it before the `if` with `{name} = T.alloc_var(dtype)`"
 
 
-def if_(cond):
+class SymbolicIf:
+    """An open IR `if`, and what its branches do to Python names.
+
+    Python semantics are kept by turning names into scalar locals allocated before the
+    `if`: those both branches assign, those that already held a number or expression, and
+    (once the `if` has such a name) every expression assigned in a branch. A local is made
+    at the first assignment, when its dtype is known: the builder's `if` is closed there,
+    the local allocated outside, and the `if` reopened on the same let-bound condition.
+    Names bound inside in any other way are unusable after the `if`."""
+
+    def __init__(self, ctx, cond, names, both, local_vars):
+        self.line = ctx.line
+        self.hoist = set(both) | {n for n in names if _is_scalar(local_vars.get(n, _UNBOUND))}
+        if self.hoist:
+            cond = ctx.builder.let("cond", cond)  # the `if` may be reopened on it
+        self.cond = cond
+        self.in_else = False
+        self.before = {}  # name -> its value before the `if`, for names bound inside
+        self.hoisted = set()  # names turned into locals that keep their value after the `if`
+        self.reasons = {}  # name -> (why it has no value after the `if`, the fix)
+        ctx.builder.begin_if(cond)
+        self.depth = len(ctx.frames)
+        ctx.frames.append(IR_IF)
+        ctx.if_stack.append(self)
+
+    def bound_inside(self, name, old):
+        self.before.setdefault(name, old)
+
+    def try_hoist(self, ctx, name, value, old, own=True):
+        """The local that now holds `name`, or None when it stays a plain binding. `own`:
+        the assignment is in this `if`'s function (not in a macro called in a branch)."""
+        if not _is_scalar(value) or not (old is _UNBOUND or _is_scalar(old)):
+            return None
+        wanted = own and name in self.hoist
+        if not wanted and not (self.hoist and _symbolic(value) and not isinstance(value, _C.Var)):
+            return None
+        if ctx.builder.bindings_in_frame():  # reopening would end their scope
+            if not own:
+                return None
+            self.reasons[name] = (
+                "after buffers or other values were bound in that branch",
+                _FIX_DECLARE.format(name=name),
+            )
+            return None
+        var = self._split(ctx, name, value, old)
+        if wanted:
+            self.hoisted.add(name)
+        elif own:
+            self.before.setdefault(name, old)
+        return var
+
+    def _split(self, ctx, name, value, old):
+        builder = ctx.builder
+        builder.end_if()
+        ctx.pending_name = name
+        var = alloc_var(_dtype_of(value, old))
+        if old is not _UNBOUND:
+            var.store(old)
+        builder.begin_if(_C.logical_not(self.cond) if self.in_else else self.cond)
+        var.store(value)
+        for state in _own_ifs(ctx):
+            if state is not self:
+                state.bound_inside(name, old)
+        return var
+
+    def _unusable(self, name, reason):
+        reason, fix = self.reasons.get(name, (reason, _FIX_BOTH))
+        return BranchLocal(name, self.line, reason, fix)
+
+    def start_else(self):
+        """Names the then-branch bound go back to their values from before the `if`."""
+        self.in_else = True
+        out = {
+            name: self._unusable(name, "in the other branch") if old is _UNBOUND else old
+            for name, old in self.before.items()
+            if name not in self.hoisted
+        }
+        self.before = {}
+        return out
+
+    def finish(self):
+        """Names bound inside and not hoisted have no single value after the `if`."""
+        return {
+            name: self._unusable(name, "in one branch only, or not to a number or expression")
+            for name in self.before
+            if name not in self.hoisted
+        }
+
+
+def _dtype_of(value, old):
+    for x in (value, old):
+        if isinstance(x, _C.Expr):
+            return x.dtype.name
+    for x in (value, old):
+        if isinstance(x, bool):
+            return "bool"
+        if isinstance(x, float):
+            return "float32"
+    return "int32"
+
+
+def _own_ifs(ctx):
+    """The open symbolic ifs of the function being traced (a macro sees only its own)."""
+    base = ctx.macro_frames[-1] if ctx.macro_frames else 0
+    return [state for state in ctx.if_stack if state.depth >= base]
+
+
+def _open_if(ctx):
+    """The symbolic `if` whose branch is the innermost IR frame, if any."""
+    for kind in reversed(ctx.frames):
+        if kind == PY_LOOP:
+            continue
+        return ctx.if_stack[-1] if kind == IR_IF else None
+    return None
+
+
+def if_(cond, names=(), both=(), local_vars=None):
     cond = to_value(cond)
     if not _symbolic(cond):
         return _truth(cond)
-    ctx = _current()
-    ctx.builder.begin_if(cond)
-    ctx.frames.append(IR_IF)
-    return _IR_IF
+    return SymbolicIf(_current(), cond, names, both, local_vars or {})
 
 
 def else_(token):
-    if token is _IR_IF:
+    if isinstance(token, SymbolicIf):
         _current().builder.begin_else()
         return True
     return not token
 
 
+def else_locals(token):
+    """Rebinds for the start of a symbolic `else` (see SymbolicIf.start_else)."""
+    return token.start_else() if isinstance(token, SymbolicIf) else {}
+
+
 def endif(token):
-    if token is _IR_IF:
-        ctx = _current()
-        ctx.frames.pop()
-        ctx.builder.end_if()
+    """Closes a symbolic `if`; returns the names to rebind after it."""
+    if not isinstance(token, SymbolicIf):
+        return {}
+    ctx = _current()
+    ctx.frames.pop()
+    ctx.if_stack.pop()
+    ctx.builder.end_if()
+    return token.finish()
+
+
+# ---- subscript stores
+def setitem(obj, key, value):
+    """`A[i] = v`: checks that v is something a buffer element can hold."""
+    if isinstance(obj, Buffer) and not (
+        _is_scalar(value) or isinstance(value, VarBuffer) or hasattr(value, "__tl_expr__")
+    ):
+        if isinstance(value, (Buffer, Region)):
+            fix = f"copy tiles with T.copy(src, {obj.name}[...])"
+        else:
+            fix = "store a number or an expression"
+        raise frontend_error(
+            f"cannot store {_describe(value)} into buffer '{obj.name}' ({obj.dtype}); {fix}"
+        )
+    obj[key] = value
 
 
 # ---- boolean operators
@@ -304,6 +526,18 @@ def with_(obj):
     return obj
 
 
+def macro_return(value):
+    """`return` in a @T.macro: only where no IR frame opened by the macro is still open."""
+    ctx = _current()
+    base = ctx.macro_frames[-1] if ctx.macro_frames else len(ctx.frames)
+    if any(kind != PY_LOOP for kind in ctx.frames[base:]):
+        raise frontend_error(
+            "`return` inside a loop or symbolic `if` of a @T.macro is not supported; assign "
+            "the result to a T.alloc_var and return it at the end of the macro"
+        )
+    return value
+
+
 def mark_rewritten(func):
     func.__tl_rewritten__ = True
     return func
@@ -321,7 +555,11 @@ HOOKS = {
     "_tl_continue": continue_,
     "_tl_if": if_,
     "_tl_else": else_,
+    "_tl_else_locals": else_locals,
     "_tl_endif": endif,
+    "_tl_setitem": setitem,
+    "_tl_slice": slice,
+    "_tl_macro_return": macro_return,
     "_tl_and": and_,
     "_tl_or": or_,
     "_tl_not": not_,
@@ -345,5 +583,11 @@ def namespace(func, ctx):
     if "range" not in ns:
         ns["range"] = python_range
     ns.update(HOOKS)
-    ns["_tl_line"] = functools.partial(ctx.builder.set_line, code.co_filename)
+    set_line = functools.partial(ctx.builder.set_line, code.co_filename)
+
+    def line(number):
+        ctx.line = number
+        set_line(number)
+
+    ns["_tl_line"] = line
     return ns

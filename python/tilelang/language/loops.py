@@ -1,39 +1,57 @@
 """Loop constructs (`T.Parallel`, `T.serial`, `T.Pipelined`, `T.unroll`, `T.vectorized`,
-and `range` in a kernel). Each one knows how to open its IR frame(s) and close them; the
-rewritten `for` statement runs the body once with the loop variables."""
+and `range` in a kernel). Each one checks its arguments, knows how to open its IR
+frame(s) and close them; the rewritten `for` statement runs the body once with the loop
+variables."""
 
 import builtins
 
 from . import builder_ctx
 from .buffer import const_int, to_value
+from .builder_ctx import frontend_error
 
 _C = builder_ctx._C
 
 
-def _bounds(start, stop, step):
-    """(min, extent, step) of a Python-style range with possibly symbolic ends."""
+def _show(*args):
+    return ", ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
+
+
+def _bounds(what, start, stop, step):
+    """(min, extent, step) of a Python-style range with possibly symbolic ends; step is a
+    non-zero Python int."""
     start, stop, step = to_value(start), to_value(stop), to_value(step)
+    if step is None:
+        step = 1
+    written = _show(*(a for a in (start, stop, step) if a is not None))
     if stop is None:
         start, stop = 0, start
-    if const_int(step) == 0:
-        raise ValueError("loop step must not be zero")
-    lo, hi, st = const_int(start), const_int(stop), const_int(step)
-    if lo is not None and hi is not None and st is not None:
-        return lo, max(0, len(builtins.range(lo, hi, st))), st
+    st = const_int(step)
+    if st is None:
+        raise frontend_error(
+            f"{what}({written}): the step must be a constant integer, got {step}; "
+            "compute the index from a unit-step loop instead (i = start + k * step)"
+        )
+    if st == 0:
+        raise frontend_error(
+            f"{what}({written}): the step must not be zero; use a positive step to count up "
+            "or a negative one to count down"
+        )
+    lo, hi = const_int(start), const_int(stop)
+    if lo is not None and hi is not None:
+        return lo, len(builtins.range(lo, hi, st)), st
     if st == 1:
         return start, (stop if lo == 0 else stop - start), 1
-    if st is None or st < 0:
-        raise ValueError(f"a loop with symbolic bounds needs a positive constant step, got {step}")
-    return start, _C.ceildiv(stop - start, st), st
+    span = stop - start if st > 0 else start - stop
+    return start, _C.binary("Max", _C.ceildiv(span, abs(st)), 0), st
 
 
 class Loop:
-    """One IR loop with a Python-range style signature."""
+    """One IR loop with a Python-range style signature: `(stop)` or `(start, stop, step)`."""
 
     kind = "serial"
 
-    def __init__(self, start, stop=None, step=1, annotations=None):
-        self.min, self.extent, self.step = _bounds(start, stop, step)
+    def __init__(self, start, stop=None, step=None, annotations=None):
+        self.min, self.extent, self.step = _bounds(f"T.{type(self).__name__}", start, stop, step)
         self.annotations = dict(annotations or {})
 
     def open(self, builder, names):
@@ -60,7 +78,7 @@ class unroll(Loop):
     kind = "unroll"
 
     def __init__(
-        self, start, stop=None, step=1, explicit=False, unroll_factor=None, annotations=None
+        self, start, stop=None, step=None, explicit=False, unroll_factor=None, annotations=None
     ):
         super().__init__(start, stop, step, annotations)
         if unroll_factor is not None:
@@ -71,34 +89,132 @@ class vectorized(Loop):
     kind = "vectorized"
 
 
+def _int_list(what, name, values):
+    try:
+        return [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise frontend_error(
+            f"{what}: {name}= must be a list of integers, got {values!r}"
+        ) from None
+
+
 class Pipelined(Loop):
-    """A serial loop software-pipelined `num_stages` deep (0: not pipelined)."""
+    """A serial loop software-pipelined `num_stages` deep (0: not pipelined). `order` and
+    `stage` place each statement of the body (or each `group` of statements) by hand; the
+    CPU target runs the loop in program order, so they are checked but change nothing."""
 
     def __init__(
         self, start, stop=None, num_stages=0, order=None, stage=None, group=None, sync=None
     ):
-        annotations = {"num_stages": int(num_stages)}
-        if order:
-            annotations["order"] = [int(x) for x in order]
-        if stage:
-            annotations["stage"] = [int(x) for x in stage]
-        if group:
-            annotations["group"] = ";".join(",".join(str(int(x)) for x in g) for g in group)
+        what = "T.Pipelined"
+        if isinstance(num_stages, bool) or const_int(num_stages) is None or num_stages < 0:
+            raise frontend_error(
+                f"{what}: num_stages must be a non-negative integer (0 turns pipelining off), "
+                f"got {num_stages!r}"
+            )
+        self.num_stages = int(num_stages)
+        self.order = None if order is None else _int_list(what, "order", order)
+        self.stage = None if stage is None else _int_list(what, "stage", stage)
+        self.group = None
+        if group is not None:
+            self.group = [_int_list(what, "group", g) for g in group]
+        annotations = {"num_stages": self.num_stages}
+        if self.order:
+            annotations["order"] = self.order
+        if self.stage:
+            annotations["stage"] = self.stage
+        if self.group:
+            annotations["group"] = ";".join(",".join(str(x) for x in g) for g in self.group)
         super().__init__(start, stop, 1, annotations)
+
+    def close(self, builder):
+        self._check_schedule(builder.statements_in_frame())
+        super().close(builder)
+
+    def _check_schedule(self, count):
+        """order/stage give one entry per statement of the body (per group when grouped)."""
+        units, unit_word = count, "statement"
+        if self.group:
+            self._check_groups(count)
+            units, unit_word = len(self.group), "group"
+        for name, values in (("order", self.order), ("stage", self.stage)):
+            if values and len(values) != units:
+                raise frontend_error(
+                    f"T.Pipelined {name}={values} has {len(values)} entries but the loop body has "
+                    f"{units} {unit_word}(s); give one entry per {unit_word}, in program order"
+                )
+        if self.order:
+            placed = [o for o in self.order if o >= 0]
+            if sorted(placed) != list(range(len(placed))) or any(o < -1 for o in self.order):
+                raise frontend_error(
+                    f"T.Pipelined order={self.order} must number the {unit_word}s 0, 1, 2 ... "
+                    "each once (-1 leaves one out of the schedule)"
+                )
+        if self.stage:
+            bad = [s for s in self.stage if not -1 <= s <= self.num_stages]
+            if bad:
+                raise frontend_error(
+                    f"T.Pipelined stage={self.stage} has entries {bad} outside [-1, "
+                    f"{self.num_stages}] for num_stages={self.num_stages}"
+                )
+
+    def _check_groups(self, count):
+        flat = [i for g in self.group for i in g]
+        bad = [i for i in flat if not 0 <= i < count]
+        if bad or len(set(flat)) != len(flat):
+            raise frontend_error(
+                f"T.Pipelined group={self.group} must list statement indices in [0, {count}) of "
+                f"the loop body, each at most once; got {bad or 'a repeated index'}"
+            )
+
+
+def _check_loop_layout(layout, extents):
+    """A T.Fragment / T.Layout, or a function of the loop indices giving the thread."""
+    if callable(layout) and not hasattr(layout, "shape"):
+        return
+    shape = getattr(layout, "shape", None)
+    if shape is None and not hasattr(layout, "forward_thread"):
+        raise frontend_error(
+            f"T.Parallel(loop_layout=...) expects a T.Fragment (or a function of the loop "
+            f"indices), got {type(layout).__name__} {layout!r}"
+        )
+    if shape is not None:
+        dims = [const_int(to_value(d)) for d in shape]
+        want = [const_int(e) for e in extents]
+        if None not in dims and None not in want and dims != want:
+            raise frontend_error(
+                f"T.Parallel{tuple(want)}: loop_layout has shape {tuple(dims)}; it must match "
+                "the loop extents"
+            )
 
 
 class Parallel:
-    """An elementwise nest whose iterations the compiler spreads over the block's threads."""
+    """An elementwise nest whose iterations the compiler spreads over the block's threads.
+    `loop_layout` fixes that spread on GPU targets; the CPU runs the nest in order."""
+
+    kind = "parallel"
 
     def __init__(self, *extents, coalesced_width=None, loop_layout=None):
         if not extents:
-            raise ValueError("T.Parallel needs at least one extent")
-        if loop_layout is not None:
-            raise NotImplementedError("T.Parallel(loop_layout=...) is not supported yet")
+            raise frontend_error("T.Parallel needs at least one extent, e.g. T.Parallel(M, N)")
         self.extents = [to_value(e) for e in extents]
+        for e in self.extents:
+            if isinstance(e, bool) or not isinstance(e, (int, _C.Expr)):
+                raise frontend_error(
+                    f"T.Parallel extents must be integers, got {type(e).__name__} {e!r}"
+                )
+            if const_int(e) is not None and const_int(e) < 0:
+                raise frontend_error(f"T.Parallel extents must not be negative, got {e}")
         self.annotations = {}
         if coalesced_width is not None:
+            if const_int(coalesced_width) is None or coalesced_width <= 0:
+                raise frontend_error(
+                    f"T.Parallel coalesced_width must be a positive integer, got {coalesced_width!r}"
+                )
             self.annotations["coalesced_width"] = int(coalesced_width)
+        if loop_layout is not None:
+            _check_loop_layout(loop_layout, self.extents)
+        self.loop_layout = loop_layout
 
     def open(self, builder, names):
         names = _loop_names(names, len(self.extents))
@@ -124,6 +240,8 @@ def python_range(*args):
     """`range` inside traced code: the builtin for ints, a serial loop for symbolic bounds."""
     if all(const_int(a) is not None and not isinstance(a, _C.Expr) for a in args):
         return builtins.range(*args)
+    if not 1 <= len(args) <= 3:
+        raise frontend_error(f"range expects 1 to 3 arguments, got {len(args)}")
     return serial(*args)
 
 

@@ -1,9 +1,11 @@
-"""Math on expressions (`T.exp`, `T.max`, `T.if_then_else`, `T.cast`, `T.ceildiv` ...).
+"""Math on expressions (`T.exp`, `T.max`, `T.if_then_else`, `T.cast`, `T.ceildiv` ...),
+TileLang's fast-math and IEEE rounding-mode names, and bitwise functions.
 Pure-Python ints stay Python ints where TileLang code relies on that (ceildiv of two
 ints), so Python-level decisions on them keep working."""
 
 from . import builder_ctx
 from .buffer import to_value
+from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 from .dtypes import is_dtype_like
 
@@ -58,6 +60,159 @@ def pow(x, y):
 
 def fmod(x, y):
     return _C.call("fmod", [to_value(x), to_value(y)])
+
+
+def _is_float(x):
+    if isinstance(x, _C.Expr):
+        return x.dtype.name.startswith(("float", "bfloat", "tfloat"))
+    return isinstance(x, float)
+
+
+def _as_float(x):
+    """x as a float expression: integer expressions compute in float32 (as T.exp does)."""
+    x = to_value(x)
+    if isinstance(x, bool):
+        x = int(x)
+    if isinstance(x, int):
+        return float(x)
+    if isinstance(x, _C.Expr) and not _is_float(x):
+        return _C.cast(x, "float32")
+    return x
+
+
+# ---- fast math: TileLang's names for the GPU's approximate functions. The CPU has no
+# cheaper variants worth their error, so each is the precise function.
+def _fast(name, precise, what):
+    def fn(x):
+        return precise(x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"T.{name}(x): {what} (fast-math name; computes the precise T.{precise.__name__})."
+    return fn
+
+
+__exp = _fast("__exp", exp, "e**x")
+__exp10 = _fast("__exp10", exp10, "10**x")
+__log = _fast("__log", log, "natural logarithm")
+__log2 = _fast("__log2", log2, "base-2 logarithm")
+__log10 = _fast("__log10", log10, "base-10 logarithm")
+__tan = _fast("__tan", tan, "tangent")
+__cos = _fast("__cos", cos, "cosine")
+__sin = _fast("__sin", sin, "sine")
+
+
+def fast_rcp(x):
+    """T.fast_rcp(x): 1 / x (fast-math name; computes the correctly rounded reciprocal)."""
+    x = _as_float(x)
+    return _C.binary("Div", 1.0, x)
+
+
+# ---- IEEE operations with an explicit rounding mode (TileLang's ieee_* names).
+_ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+
+
+def _check_rounding(fn, rounding_mode):
+    if rounding_mode not in _ROUNDING_MODES:
+        raise frontend_error(
+            f"T.{fn}: unknown rounding_mode {rounding_mode!r}; expected one of "
+            f"{', '.join(repr(m) for m in _ROUNDING_MODES)}"
+        )
+    if rounding_mode != "rn":
+        raise frontend_error(
+            f"T.{fn}: rounding_mode={rounding_mode!r} is not supported on the cpu target, which "
+            "rounds to nearest even only; use rounding_mode='rn'"
+        )
+
+
+def ieee_add(x, y, rounding_mode="rn"):
+    """x + y rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_add", rounding_mode)
+    return _C.binary("Add", _as_float(x), _as_float(y))
+
+
+def ieee_sub(x, y, rounding_mode="rn"):
+    """x - y rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_sub", rounding_mode)
+    return _C.binary("Sub", _as_float(x), _as_float(y))
+
+
+def ieee_mul(x, y, rounding_mode="rn"):
+    """x * y rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_mul", rounding_mode)
+    return _C.binary("Mul", _as_float(x), _as_float(y))
+
+
+def ieee_fmaf(x, y, z, rounding_mode="rn"):
+    """x * y + z with a single rounding (a fused multiply-add)."""
+    _check_rounding("ieee_fmaf", rounding_mode)
+    return _C.call("fma", [_as_float(x), _as_float(y), _as_float(z)])
+
+
+def ieee_frcp(x, rounding_mode="rn"):
+    """1 / x rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_frcp", rounding_mode)
+    return _C.binary("Div", 1.0, _as_float(x))
+
+
+def ieee_fsqrt(x, rounding_mode="rn"):
+    """sqrt(x) rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_fsqrt", rounding_mode)
+    return _C.call("sqrt", [_as_float(x)])
+
+
+def ieee_frsqrt(x, rounding_mode="rn"):
+    """1 / sqrt(x) (round to nearest)."""
+    _check_rounding("ieee_frsqrt", rounding_mode)
+    return _C.call("rsqrt", [_as_float(x)])
+
+
+def ieee_fdiv(x, y, rounding_mode="rn"):
+    """x / y rounded with `rounding_mode` ('rn' on the CPU)."""
+    _check_rounding("ieee_fdiv", rounding_mode)
+    return _C.binary("Div", _as_float(x), _as_float(y))
+
+
+# ---- bitwise functions (the operators &, |, ^, ~, <<, >> on expressions do the same)
+def _bitwise(op, a, b, py):
+    a, b = to_value(a), to_value(b)
+    if _is_int(a) and _is_int(b):
+        return py(a, b)
+    return _C.binary(op, a, b)
+
+
+def bitwise_and(a, b):
+    return _bitwise("BitAnd", a, b, lambda x, y: x & y)
+
+
+def bitwise_or(a, b):
+    return _bitwise("BitOr", a, b, lambda x, y: x | y)
+
+
+def bitwise_xor(a, b):
+    return _bitwise("BitXor", a, b, lambda x, y: x ^ y)
+
+
+def shift_left(a, b):
+    return _bitwise("Shl", a, b, lambda x, y: x << y)
+
+
+def shift_right(a, b):
+    """Arithmetic shift for signed types, logical for unsigned (as C does)."""
+    return _bitwise("Shr", a, b, lambda x, y: x >> y)
+
+
+def bitwise_not(a):
+    a = to_value(a)
+    if isinstance(a, _C.Expr) and a.dtype.name == "bool":
+        raise frontend_error(
+            f"T.bitwise_not needs an integer, got bool `{a}`; use `not` for booleans"
+        )
+    return ~a
+
+
+def max3(a, b, c):
+    """The largest of three values (TileLang's three-input max)."""
+    return max(a, b, c)
 
 
 def _fold(op, values):
@@ -210,4 +365,28 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "all_of",
     "any_of",
     "call_extern",
+    "__exp",
+    "__exp10",
+    "__log",
+    "__log2",
+    "__log10",
+    "__tan",
+    "__cos",
+    "__sin",
+    "fast_rcp",
+    "ieee_add",
+    "ieee_sub",
+    "ieee_mul",
+    "ieee_fmaf",
+    "ieee_frcp",
+    "ieee_fsqrt",
+    "ieee_frsqrt",
+    "ieee_fdiv",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "shift_left",
+    "shift_right",
+    "max3",
 ]

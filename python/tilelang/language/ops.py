@@ -4,10 +4,11 @@ op checks the operands and reports mistakes at the user's line."""
 
 from enum import IntEnum
 
-from . import builder_ctx
-from .buffer import Buffer, Region, VarBuffer, to_value, wrap_buffer
+from . import builder_ctx, views
+from .buffer import Buffer, Region, VarBuffer, const_int, to_value, wrap_buffer
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
+from .views import BufferView
 
 _C = builder_ctx._C
 
@@ -57,38 +58,99 @@ class GemmWarpPolicy(IntEnum):
     FullCol = 2
 
 
+_EVICTION_POLICIES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
+
+
 def _copy_operand(x, side):
-    """(buffer, mins, extents or None) for one side of T.copy."""
+    """(buffer or view, mins, extents or None, whole) for one side of T.copy."""
     x = to_value(x)
-    if isinstance(x, Buffer):
-        return x, [0] * x.ndim, list(x.shape)
+    if isinstance(x, (Buffer, BufferView)):
+        return x, [0] * x.ndim, list(x.shape), True
     if isinstance(x, Region):
-        return x.buffer, x.mins, x.extents
+        return x.buffer, x.mins, x.extents, False
     if isinstance(x, _C.Expr):
         element = builder_ctx.current("T.copy").element_of(x)
         if element is not None:
-            return element[0], element[1], None
+            return element[0], list(element[1]), None, False
     raise frontend_error(
         f"T.copy {side} must be a buffer, a slice such as A[0:32, :] or an element A[i, j] "
         f"used as a start point; got {type(x).__name__} {x!r}"
     )
 
 
-def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None):
-    """Copies a tile; out-of-bounds parts are predicated (reads give 0, writes are dropped)."""
+def _copy_attrs(coalesced_width, disable_tma, eviction_policy, annotations):
+    attrs = dict(annotations or {})
+    if coalesced_width is not None and "coalesced_width" not in attrs:
+        width = const_int(to_value(coalesced_width))
+        if width is None or width <= 0:
+            raise frontend_error(
+                f"T.copy coalesced_width must be a positive integer, got {coalesced_width!r}"
+            )
+        attrs["coalesced_width"] = width
+    if disable_tma and "disable_tma" not in attrs:
+        attrs["disable_tma"] = True
+    if eviction_policy is not None and "eviction_policy" not in attrs:
+        if eviction_policy not in _EVICTION_POLICIES:
+            raise frontend_error(
+                f"T.copy eviction_policy must be one of {', '.join(_EVICTION_POLICIES)} or None, "
+                f"got {eviction_policy!r}"
+            )
+        attrs["eviction_policy"] = _EVICTION_POLICIES[eviction_policy]
+    return attrs
+
+
+def _shape_str(shape):
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def copy(
+    src,
+    dst,
+    coalesced_width=None,
+    disable_tma=False,
+    eviction_policy=None,
+    *,
+    annotations=None,
+    loop_layout=None,
+):
+    """Copies a tile between any two memories (TileLang's T.copy).
+
+    Each side is a whole buffer, a slice (`Q[b, i:i + 64, h, :]`) or an element used as a
+    start point (`A[by * 64, k * 32]`, extents taken from the other side). Extents are
+    matched right-aligned after dropping unit dimensions; parts outside a tensor are
+    predicated: reads give 0 (or the value of T.annotate_safe_value), writes are dropped.
+    `coalesced_width`, `disable_tma`, `eviction_policy`, `annotations` and `loop_layout`
+    are hints for GPU targets; the CPU accepts and ignores them.
+    """
     ctx = builder_ctx.current("T.copy")
-    s_buf, s_min, s_ext = _copy_operand(src, "source")
-    d_buf, d_min, d_ext = _copy_operand(dst, "destination")
+    s_buf, s_min, s_ext, s_whole = _copy_operand(src, "source")
+    d_buf, d_min, d_ext, d_whole = _copy_operand(dst, "destination")
+    attrs = _copy_attrs(coalesced_width, disable_tma, eviction_policy, annotations)
+    if s_whole and d_whole and not views.same_shape(s_buf.shape, d_buf.shape):
+        raise frontend_error(
+            f"T.copy of two whole buffers needs equal shapes, but source '{s_buf.name}' has "
+            f"shape {_shape_str(s_buf.shape)} and destination '{d_buf.name}' has "
+            f"{_shape_str(d_buf.shape)}; slice one side to the other's shape "
+            f"(e.g. {d_buf.name}[0:{s_buf.shape[0]}, ...]) to copy a part"
+        )
     if s_ext is None and d_ext is None:
-        # Two elements: a plain store (the store converts to the destination's dtype).
-        ctx.builder.store(d_buf.handle, d_min, _C.buffer_load(s_buf.handle, s_min))
+        # Two elements: a plain store, converted to the destination's dtype.
+        value = _C.cast(_element(s_buf, s_min), d_buf.dtype)
+        views.store(ctx, d_buf, d_min, value)
         return
-    attrs = {
-        "coalesced_width": coalesced_width,
-        "disable_tma": bool(disable_tma),
-        "eviction_policy": eviction_policy,
-    }
+    safe = views.safe_value_of(ctx, s_buf)
+    if isinstance(s_buf, BufferView) or isinstance(d_buf, BufferView):
+        views.copy_loops(ctx, (s_buf, s_min, s_ext), (d_buf, d_min, d_ext), safe)
+        return
+    if safe is not None:
+        attrs["safe_value"] = safe
     ctx.builder.copy(s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext, attrs)
+
+
+def _element(buf, indices):
+    if isinstance(buf, BufferView):
+        return buf.load(indices)
+    return _C.buffer_load(buf.handle, indices)
 
 
 def _region(x, what):
@@ -101,6 +163,12 @@ def _region(x, what):
 
 
 def fill(buffer, value):
+    buffer = to_value(buffer)
+    if isinstance(buffer, BufferView):
+        buffer = buffer.full_region()
+    if isinstance(buffer, Region) and isinstance(buffer.buffer, BufferView):
+        views.fill_region(builder_ctx.current("T.fill"), buffer, to_value(value))
+        return
     builder_ctx.current("T.fill").builder.fill(
         _region(buffer, "T.fill target").to_core(), to_value(value)
     )

@@ -182,18 +182,30 @@ def prim_func(func=None, *, private=False, check_well_formed=True):
 
 
 class Macro:
-    """`@T.macro`: a helper whose body is traced inline where it is called."""
+    """`@T.macro`: a helper whose body is traced inline where it is called. Its parameters
+    are ordinary Python values (buffers, expressions, ints, other macros); it may return
+    values, call other macros and open its own loops and ifs."""
 
     def __init__(self, func):
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def __repr__(self):
+        return f"<T.macro {self.func.__name__}>"
 
     def __call__(self, *args, **kwargs):
         ctx = builder_ctx.current(f"macro '{self.func.__name__}'")
         if getattr(self.func, "__tl_rewritten__", False):
-            return self.func(*args, **kwargs)
-        return instantiate(self.func, ctx, is_macro=True)(*args, **kwargs)
+            fn = self.func  # defined inside a kernel: rewritten with it
+        else:
+            fn = instantiate(self.func, ctx, is_macro=True)
+        ctx.macro_frames.append(len(ctx.frames))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ctx.macro_frames.pop()
 
 
 def macro(func=None, *, hygienic=True):

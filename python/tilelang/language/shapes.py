@@ -39,7 +39,13 @@ class TensorAnnotation:
         )
 
 
-def Tensor(shape, dtype="float32", strides=None):
+def Tensor(shape, dtype="float32", data=None, strides=None):
+    """A parameter annotation; with `data` (e.g. `A.data`) inside a kernel, a view of
+    that buffer's elements with a new shape (see views.py)."""
+    if data is not None:
+        from .views import make_view
+
+        return make_view(shape, dtype, data)
     return TensorAnnotation(shape, dtype, strides)
 
 

@@ -1,0 +1,190 @@
+"""Atomics (`T.atomic_add`, `atomic_max`, `atomic_min`, `atomic_load`, `atomic_store`).
+
+On one element (`T.atomic_add(C[i, j], v)`) an atomic is an expression: a call of
+`tl::atomic_<op><order>` in the device header, so `return_prev=True` can hand back the
+previous value. On a region (`T.atomic_add(C[0:32, :], C_local)`) it is the C++ "atomic"
+tile op, which matches extents the way T.copy does. Blocks run concurrently on every
+target (on the CPU, on parallel OS threads), so these are real atomics everywhere.
+"""
+
+from . import builder_ctx
+from .buffer import Buffer, Region, VarBuffer, const_int, to_value
+from .builder_ctx import frontend_error
+
+_C = builder_ctx._C
+
+# TileLang's memory-order names; the numbers are also GCC's __ATOMIC_* constants.
+MEMORY_ORDERS = {"relaxed": 0, "consume": 1, "acquire": 2, "release": 3, "acq_rel": 4, "seq_cst": 5}
+
+
+def _order(memory_order, what, allowed=tuple(MEMORY_ORDERS)):
+    if memory_order is None:
+        return MEMORY_ORDERS["relaxed"]
+    if memory_order not in allowed:
+        raise frontend_error(
+            f"{what} memory_order must be one of {', '.join(allowed)}, got {memory_order!r}"
+        )
+    return MEMORY_ORDERS[memory_order]
+
+
+def _element(ctx, x):
+    """(buffer, indices) when `x` is one element (`C[i, j]`, an alloc_var, a 1-element buffer)."""
+    if isinstance(x, VarBuffer):
+        return x, [0]
+    if isinstance(x, Buffer) and all(const_int(s) == 1 for s in x.shape):
+        return x, [0] * x.ndim
+    if isinstance(x, _C.Expr):
+        return ctx.element_of(x)
+    return None
+
+
+def _check_dtype(buffer, what):
+    dt = buffer.dtype
+    if not (dt.is_float() or dt.is_int()) or dt.lanes != 1 or dt.bits not in (8, 16, 32, 64):
+        raise frontend_error(
+            f"{what} cannot update '{buffer.name}' of dtype {dt}; atomics need an integer or "
+            "floating dtype of 8, 16, 32 or 64 bits"
+        )
+
+
+def _in_bounds(buffer, indices):
+    """The condition that `indices` lie inside a global `buffer` (None when not needed)."""
+    if buffer.scope != "global":
+        return None
+    cond = None
+    for i, n in zip(indices, buffer.shape):
+        ci, cn = const_int(i), const_int(n)
+        if ci is not None and cn is not None and 0 <= ci < cn:
+            continue
+        term = _C.logical_and(_C.binary("GE", i, 0), _C.binary("LT", i, n))
+        cond = term if cond is None else _C.logical_and(cond, term)
+    return cond
+
+
+def _element_call(buffer, indices, fn, order, args):
+    """`tl::<fn><order>(&buffer[indices], args...)`, 0 where the element lies outside."""
+    load = _C.buffer_load(buffer.handle, indices)
+    call = _C.call_extern(
+        buffer.dtype, f"tl::{fn}<{order}>", [_C.call("address_of", [load]), *args]
+    )
+    return call, _in_bounds(buffer, indices)
+
+
+def _emit(ctx, call, cond):
+    if cond is None:
+        ctx.builder.evaluate(call)
+        return
+    ctx.builder.begin_if(cond)
+    ctx.builder.evaluate(call)
+    ctx.builder.end_if()
+
+
+def _as_region(x):
+    if isinstance(x, Region):
+        return x
+    if isinstance(x, Buffer) and not isinstance(x, VarBuffer):
+        return x.full_region()
+    return None
+
+
+def _start_point_region(buffer, indices, extents, what):
+    """The region at `indices` with the value's non-unit extents, right-aligned."""
+    ext = [e for e in extents if const_int(e) != 1]
+    if len(ext) > buffer.ndim:
+        raise frontend_error(
+            f"{what} destination '{buffer.name}' is an element of a {buffer.ndim}-d buffer, but "
+            f"the value covers {list(extents)}; index the destination with slices"
+        )
+    ext = [1] * (buffer.ndim - len(ext)) + ext
+    return Region(buffer, indices, ext)
+
+
+def _rmw(kind, dst, value, memory_order, return_prev):
+    what = f"T.atomic_{kind}"
+    ctx = builder_ctx.current(what)
+    order = _order(memory_order, what)
+    value_region = _as_region(value)
+    element = _element(ctx, dst if isinstance(dst, Buffer) else to_value(dst))
+    if element is not None and value_region is None:
+        buffer, indices = element
+        _check_dtype(buffer, what)
+        v = _C.cast(to_value(value), buffer.dtype)
+        call, cond = _element_call(buffer, indices, f"atomic_{kind}", order, [v])
+        if not return_prev:
+            _emit(ctx, call, cond)
+            return None
+        prev = call if cond is None else _C.select(cond, call, _C.const(0, buffer.dtype))
+        # Bound once here, so the update happens exactly once, where it is written.
+        return ctx.builder.let("prev", prev)
+    if return_prev:
+        raise frontend_error(
+            f"{what} with return_prev=True needs one element as destination (such as C[i, j]); "
+            "an atomic on a region returns nothing"
+        )
+    if element is not None:
+        buffer, indices = element
+        dst_region = _start_point_region(buffer, indices, value_region.extents, what)
+    else:
+        dst_region = _as_region(dst)
+    if dst_region is None:
+        raise frontend_error(
+            f"{what} destination must be an element such as C[i, j], a slice such as "
+            f"C[0:32, :] or a buffer; got {type(dst).__name__} {dst!r}"
+        )
+    _check_dtype(dst_region.buffer, what)
+    attrs = {"kind": kind, "memory_order": order}
+    if value_region is not None:
+        ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
+    else:
+        ctx.builder.tile_op("atomic", [dst_region.to_core()], [to_value(value)], attrs)
+    return None
+
+
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+    """dst += value atomically. On one element with return_prev=True, returns the value
+    dst held before. `use_tma` is accepted for compatibility (a Hopper fast path)."""
+    return _rmw("add", dst, value, memory_order, return_prev)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev=False):
+    """dst = max(dst, value) atomically."""
+    return _rmw("max", dst, value, memory_order, return_prev)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev=False):
+    """dst = min(dst, value) atomically."""
+    return _rmw("min", dst, value, memory_order, return_prev)
+
+
+def _single(ctx, x, what):
+    element = _element(ctx, x if isinstance(x, Buffer) else to_value(x))
+    if element is None:
+        raise frontend_error(
+            f"{what} needs one element such as flag[0] or C[i, j]; got {type(x).__name__} {x!r}"
+        )
+    _check_dtype(element[0], what)
+    return element
+
+
+def atomic_load(src, memory_order="seq_cst"):
+    """The value of one element, read atomically (an expression, read where it is used)."""
+    what = "T.atomic_load"
+    ctx = builder_ctx.current(what)
+    order = _order(memory_order, what, ("relaxed", "consume", "acquire", "seq_cst"))
+    buffer, indices = _single(ctx, src, what)
+    call, cond = _element_call(buffer, indices, "atomic_load", order, [])
+    return call if cond is None else _C.select(cond, call, _C.const(0, buffer.dtype))
+
+
+def atomic_store(dst, src, memory_order="seq_cst"):
+    """Stores `src` into one element atomically."""
+    what = "T.atomic_store"
+    ctx = builder_ctx.current(what)
+    order = _order(memory_order, what, ("relaxed", "release", "seq_cst"))
+    buffer, indices = _single(ctx, dst, what)
+    v = _C.cast(to_value(src), buffer.dtype)
+    call, cond = _element_call(buffer, indices, "atomic_store", order, [v])
+    _emit(ctx, call, cond)
+
+
+__all__ = ["atomic_add", "atomic_load", "atomic_max", "atomic_min", "atomic_store"]

@@ -1,0 +1,165 @@
+"""Reductions and scans over tiles (`T.reduce_sum`, `T.reduce_max`, `T.cumsum` ...) and
+reducers (`T.alloc_reducer` / `T.finalize_reducer`). Each call hands its buffers to one
+C++ tile op, which checks shapes and dims and reports mistakes at the user's line."""
+
+from . import builder_ctx
+from .buffer import Buffer, Region, to_value
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+
+def _region(x, what):
+    x = to_value(x)
+    if isinstance(x, Buffer):
+        return x.full_region()
+    if isinstance(x, Region):
+        return x
+    raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
+
+
+def _int_arg(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise frontend_error(f"{what} must be a Python int, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _reduce(kind, buffer, out, dim, clear):
+    name = f"T.reduce_{kind}"
+    ctx = builder_ctx.current(name)
+    regions = [
+        _region(buffer, f"{name} source").to_core(),
+        _region(out, f"{name} destination").to_core(),
+    ]
+    attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "clear": bool(clear)}
+    ctx.builder.tile_op("reduce", regions, [], attrs)
+
+
+def reduce_max(buffer, out, dim=-1, clear=True):
+    """out = max of `buffer` over `dim`; with clear=False, max(out, that)."""
+    _reduce("max", buffer, out, dim, clear)
+
+
+def reduce_min(buffer, out, dim=-1, clear=True):
+    """out = min of `buffer` over `dim`; with clear=False, min(out, that)."""
+    _reduce("min", buffer, out, dim, clear)
+
+
+def reduce_sum(buffer, out, dim=-1, clear=True):
+    """out = sum of `buffer` over `dim`; with clear=False, out + that."""
+    _reduce("sum", buffer, out, dim, clear)
+
+
+def reduce_abssum(buffer, out, dim=-1):
+    """out = sum of |buffer| over `dim` (always starts from zero, as in TileLang)."""
+    _reduce("abssum", buffer, out, dim, True)
+
+
+def reduce_absmax(buffer, out, dim=-1, clear=True):
+    """out = max of |buffer| over `dim`; with clear=False, max(out, that)."""
+    _reduce("absmax", buffer, out, dim, clear)
+
+
+def reduce_bitand(buffer, out, dim=-1, clear=True):
+    _reduce("bitand", buffer, out, dim, clear)
+
+
+def reduce_bitor(buffer, out, dim=-1, clear=True):
+    _reduce("bitor", buffer, out, dim, clear)
+
+
+def reduce_bitxor(buffer, out, dim=-1, clear=True):
+    _reduce("bitxor", buffer, out, dim, clear)
+
+
+def _scan(kind, src, dst, dim, reverse):
+    name = f"T.cum{kind}"
+    ctx = builder_ctx.current(name)
+    src_region = _region(src, f"{name} source")
+    dst_region = src_region if dst is None else _region(dst, f"{name} destination")
+    attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "reverse": bool(reverse)}
+    ctx.builder.tile_op("cumsum", [src_region.to_core(), dst_region.to_core()], [], attrs)
+
+
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive prefix sum of `src` along `dim` into `dst` (in place when dst is None);
+    reverse=True sums from the end."""
+    _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src, dst=None, dim=0, reverse=False):
+    """Inclusive running maximum of `src` along `dim`, like `cumsum`."""
+    _scan("max", src, dst, dim, reverse)
+
+
+class ReducerBuffer(Buffer):
+    """A fragment made by T.alloc_reducer; remembers its reduction op."""
+
+    __slots__ = ("reducer_op",)
+
+
+_REDUCER_OPS = ("sum", "max", "min")
+
+
+def _has_infinity(dt):
+    return dt.is_float() and (dt.bits >= 16 or dt == "float8_e5m2")
+
+
+def _identity(op, dt):
+    if op == "sum":
+        return _C.const(0, dt)
+    if _has_infinity(dt):
+        return _C.infinity(dt, op == "max")
+    return _C.min_value(dt) if op == "max" else _C.max_value(dt)
+
+
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """A block-wide partial-result buffer for `op`, initialised to the op's identity.
+
+    On GPUs each thread keeps its own partial results and T.finalize_reducer combines
+    them; on the CPU one executor runs the whole block, so the buffer already holds
+    the combined result and T.finalize_reducer is only a barrier.
+    """
+    if op not in _REDUCER_OPS:
+        raise frontend_error(
+            f"T.alloc_reducer op must be one of {', '.join(_REDUCER_OPS)}, got {op!r}"
+        )
+    if replication not in (None, "all", "none"):
+        raise frontend_error(
+            f"T.alloc_reducer replication must be None, 'all' or 'none', got {replication!r}"
+        )
+    ctx = builder_ctx.current("T.alloc_reducer")
+    dt = make_dtype(dtype)
+    shape = [to_value(s) for s in shape] if isinstance(shape, (list, tuple)) else [to_value(shape)]
+    handle = ctx.builder.alloc(ctx.take_name("reducer"), shape, dt, "local.fragment")
+    buf = ReducerBuffer(handle)
+    buf.reducer_op = op
+    ctx.builder.fill(buf.full_region().to_core(), _identity(op, dt))
+    return buf
+
+
+def finalize_reducer(reducer):
+    """Makes the reducer's combined values visible to the whole block."""
+    ctx = builder_ctx.current("T.finalize_reducer")
+    if not isinstance(reducer, ReducerBuffer):
+        raise frontend_error(
+            f"T.finalize_reducer expects a buffer made by T.alloc_reducer, got {reducer!r}"
+        )
+    ctx.builder.sync_threads()
+
+
+__all__ = [
+    "alloc_reducer",
+    "cummax",
+    "cumsum",
+    "finalize_reducer",
+    "reduce_absmax",
+    "reduce_abssum",
+    "reduce_bitand",
+    "reduce_bitor",
+    "reduce_bitxor",
+    "reduce_max",
+    "reduce_min",
+    "reduce_sum",
+]

@@ -1,0 +1,303 @@
+"""Views: `T.Tensor(shape, dtype, buf.data)` inside a kernel gives another shape to the
+elements of an existing buffer, as TileLang's convolution example does with
+`T.Tensor((KH * KW * C, F), dtype, kernel.data)`.
+
+A view is a frontend object, not a new IR buffer: an element `V[i, j]` becomes the
+element of the base buffer at the same row-major position, so generated code only ever
+names the base buffer's storage. T.copy and T.fill on a view (or a slice of one) become
+loops over those elements, predicated on the view's shape like any other tile."""
+
+import math
+
+from . import builder_ctx
+from .buffer import Buffer, BufferData, Region, const_int, to_value
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+
+def _same_dim(a, b):
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None and cb is not None:
+        return ca == cb
+    return a is b or str(a) == str(b)
+
+
+def _product(dims):
+    out = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+class BufferView:
+    """A reshaped view of a buffer's elements (row-major on both sides)."""
+
+    def __init__(self, base, shape, name):
+        self.base = base
+        self.shape = tuple(shape)
+        self.dtype = base.dtype
+        self.scope = base.scope
+        self.name = name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def data(self):
+        return BufferData(self)
+
+    @property
+    def handle(self):
+        raise frontend_error(
+            f"view '{self.name}' of buffer '{self.base.name}' can be indexed, copied with T.copy "
+            f"and filled with T.fill; for other tile operators, T.copy it into a buffer first"
+        )
+
+    def __repr__(self):
+        return (
+            f"View({self.name} of {self.base.name}, shape={list(self.shape)}, dtype={self.dtype})"
+        )
+
+    def full_region(self):
+        return Region(self, [0] * self.ndim, self.shape)
+
+    # Subscripts follow Buffer's rules (negative indices, slices, missing trailing dims).
+    _split_key = Buffer._split_key
+    _normalize_index = Buffer._normalize_index
+    _slice_range = Buffer._slice_range
+
+    def base_indices(self, indices):
+        """The indices into the base buffer of the view element at `indices`."""
+        vs, bs = list(self.shape), list(self.base.shape)
+        if len(vs) == len(bs) and all(_same_dim(a, b) for a, b in zip(vs, bs)):
+            return [to_value(i) for i in indices]
+        # Trailing dimensions the two shapes share map one to one; the rest are flattened
+        # on the view's side and unflattened on the base's.
+        common = 0
+        while common < min(len(vs), len(bs)) - 1 and _same_dim(vs[-1 - common], bs[-1 - common]):
+            common += 1
+        lead_v, lead_b = len(vs) - common, len(bs) - common
+        flat = 0
+        for d in range(lead_v):
+            flat = flat * vs[d] + to_value(indices[d])
+        out = []
+        for d in range(lead_b - 1, 0, -1):
+            out.append(flat % bs[d])
+            flat = flat // bs[d]
+        if lead_b:
+            out.append(flat)
+        out.reverse()
+        return out + [to_value(i) for i in indices[lead_v:]]
+
+    def in_bounds(self, indices):
+        """The condition that `indices` lie inside the view's shape (True when provable)."""
+        cond = True
+        for i, n in zip(indices, self.shape):
+            ci, cn = const_int(i), const_int(n)
+            if ci is not None and cn is not None and 0 <= ci < cn:
+                continue
+            term = _C.logical_and(i >= 0, i < n)
+            cond = term if cond is True else _C.logical_and(cond, term)
+        return cond
+
+    def load(self, indices):
+        return _C.buffer_load(self.base.handle, self.base_indices(indices))
+
+    def __getitem__(self, key):
+        indices, region = self._split_key(key)
+        if region is not None:
+            return region
+        ctx = builder_ctx.current(f"indexing view '{self.name}'")
+        load = self.load(indices)
+        ctx.remember_load(load, self, indices)
+        return load
+
+    def __setitem__(self, key, value):
+        indices, region = self._split_key(key)
+        ctx = builder_ctx.current(f"storing into view '{self.name}'")
+        if region is not None:
+            fill_region(ctx, region, to_value(value))
+            return
+        ctx.builder.store(self.base.handle, self.base_indices(indices), to_value(value))
+
+    def __iter__(self):
+        raise TypeError(f"view '{self.name}' is not iterable; index it or use T.Parallel")
+
+
+def make_view(shape, dtype, data):
+    """`T.Tensor(shape, dtype, data)` in a kernel body: a view of `data`'s buffer."""
+    ctx = builder_ctx.current("T.Tensor(shape, dtype, data)")
+    base = data.buffer if isinstance(data, BufferData) else data
+    if isinstance(base, BufferView):
+        base = base.base
+    if not isinstance(base, Buffer):
+        raise frontend_error(
+            f"T.Tensor(shape, dtype, data) needs the storage of a buffer, such as A.data, "
+            f"got {type(data).__name__} {data!r}"
+        )
+    shape = tuple(to_value(s) for s in (shape if isinstance(shape, (list, tuple)) else (shape,)))
+    dt = make_dtype(dtype)
+    if dt != base.dtype:
+        raise frontend_error(
+            f"view of '{base.name}' has dtype {dt} but the buffer holds {base.dtype}; views keep "
+            f"the element type (use T.reinterpret on elements to change it)"
+        )
+    if any(s is not None for s in base.handle.strides):
+        raise frontend_error(
+            f"cannot view '{base.name}': it has explicit strides; views need a contiguous buffer"
+        )
+    want, have = const_int(_product(shape)), const_int(_product(base.shape))
+    if want is not None and have is not None and want > have:
+        raise frontend_error(
+            f"view of '{base.name}' with shape {list(shape)} needs {want} elements but "
+            f"'{base.name}' (shape {list(base.shape)}) has only {have}"
+        )
+    name = getattr(ctx, "pending_name", None) or f"{base.name}_view"
+    return BufferView(base, shape, name)
+
+
+def safe_expr(value, dtype):
+    """The value an out-of-bounds read gives, as an expression of `dtype`."""
+    if isinstance(value, float) and math.isinf(value):
+        return _C.infinity(dtype, value < 0)
+    return _C.cast(to_value(value), dtype)
+
+
+def _loops(ctx, extents, body):
+    """Runs `body(vars)` inside a parallel loop nest over `extents`."""
+    builder = ctx.builder
+    vars_ = []
+    for k, e in enumerate(extents):
+        vars_.append(builder.begin_for(f"v{k}", 0, e, "parallel", {}))
+    body(vars_)
+    for _ in extents:
+        builder.end_for()
+
+
+def _side_indices(mins, extents, vars_):
+    """Indices of one side of a copy: non-unit extents take the loop vars in order."""
+    out, k = [], 0
+    for m, e in zip(mins, extents):
+        if const_int(e) == 1:
+            out.append(m)
+        else:
+            out.append(m + vars_[k])
+            k += 1
+    return out
+
+
+def _side_load(buf, indices):
+    if isinstance(buf, BufferView):
+        return buf.load(indices), buf.in_bounds(indices)
+    cond = True
+    for i, n in zip(indices, buf.shape):
+        ci, cn = const_int(i), const_int(n)
+        if ci is not None and cn is not None and 0 <= ci < cn:
+            continue
+        term = _C.logical_and(i >= 0, i < n)
+        cond = term if cond is True else _C.logical_and(cond, term)
+    return _C.buffer_load(buf.handle, indices), cond
+
+
+def store(ctx, buf, indices, value):
+    """Stores one element of a buffer or a view (dropped outside the view)."""
+    if isinstance(buf, BufferView):
+        cond = buf.in_bounds(indices)
+        target, idx = buf.base.handle, buf.base_indices(indices)
+    else:
+        cond, target, idx = True, buf.handle, indices
+    if cond is not True:
+        ctx.builder.begin_if(cond)
+    ctx.builder.store(target, idx, value)
+    if cond is not True:
+        ctx.builder.end_if()
+
+
+def same_shape(a, b):
+    return len(a) == len(b) and all(_same_dim(x, y) for x, y in zip(a, b))
+
+
+def safe_value_of(ctx, buf):
+    """The value T.annotate_safe_value set for `buf` (a view shares its base's), or None."""
+    if isinstance(buf, BufferView):
+        buf = buf.base
+    return getattr(ctx, "safe_values", {}).get(buf.handle)
+
+
+def _non_unit(extents):
+    return [e for e in extents if const_int(e) != 1]
+
+
+def _legalize(a, b):
+    """TileLang's pairwise rule: with unequal counts of non-unit extents, a unit extent
+    takes the other side's extent, right-aligned."""
+    if len(_non_unit(a)) == len(_non_unit(b)):
+        return
+    for k in range(1, min(len(a), len(b)) + 1):
+        if _same_dim(a[-k], b[-k]):
+            continue
+        if const_int(a[-k]) == 1:
+            a[-k] = b[-k]
+        elif const_int(b[-k]) == 1:
+            b[-k] = a[-k]
+
+
+def _place(buf, extents, which, other):
+    """A start point's extents laid over its trailing dimensions."""
+    extents = list(extents)
+    while len(extents) > buf.ndim and const_int(extents[0]) == 1:
+        extents.pop(0)
+    if len(extents) > buf.ndim:
+        raise frontend_error(
+            f"T.copy {which} '{buf.name}' is a start point with {buf.ndim} dimension(s), but the "
+            f"other side covers {_fmt(other)}; index the {which} with slices, or use a tile of at "
+            f"most {buf.ndim} non-unit dimension(s)"
+        )
+    return [1] * (buf.ndim - len(extents)) + extents
+
+
+def _fmt(extents):
+    return "[" + ", ".join(str(e) for e in extents) + "]"
+
+
+def copy_loops(ctx, src, dst, safe_value):
+    """T.copy where a side is a view: `src`/`dst` are (buffer or view, mins, extents or
+    None for a start point). Same rules as the core's T.copy."""
+    s_buf, s_min, s_ext = src
+    d_buf, d_min, d_ext = dst
+    se = list(s_ext) if s_ext is not None else [1] * len(d_ext)
+    de = list(d_ext) if d_ext is not None else [1] * len(s_ext)
+    _legalize(se, de)
+    se = _place(s_buf, se, "source", de) if s_ext is None else se
+    de = _place(d_buf, de, "destination", se) if d_ext is None else de
+    sn, dn = _non_unit(se), _non_unit(de)
+    if len(sn) != len(dn) or not all(_same_dim(x, y) for x, y in zip(sn, dn)):
+        raise frontend_error(
+            f"T.copy extents cannot be reconciled: source '{s_buf.name}' covers {_fmt(se)} but "
+            f"destination '{d_buf.name}' covers {_fmt(de)}; extents are paired right-aligned "
+            f"after dropping unit dimensions, so slice one side to match the other (make the "
+            f"destination cover {_fmt(sn)} or the source cover {_fmt(dn)})"
+        )
+    safe = 0 if safe_value is None else safe_value
+
+    def body(vars_):
+        value, ok = _side_load(s_buf, _side_indices(s_min, se, vars_))
+        if ok is not True:
+            value = _C.select(ok, value, safe_expr(safe, s_buf.dtype))
+        store(ctx, d_buf, _side_indices(d_min, de, vars_), _C.cast(value, d_buf.dtype))
+
+    _loops(ctx, dn, body)
+
+
+def fill_region(ctx, region, value):
+    """T.fill / slice assignment on a view."""
+    view = region.buffer
+    tile = [e for e in region.extents if const_int(e) != 1]
+
+    def body(vars_):
+        store(ctx, view, _side_indices(region.mins, region.extents, vars_), value)
+
+    _loops(ctx, tile, body)

@@ -1,0 +1,215 @@
+"""Control flow on symbolic values, run on the CPU and compared with numpy: if/elif/else
+(with names bound in both branches used after the `if`), while, break, continue, boolean
+operators and chained comparisons mixing Python and symbolic operands."""
+
+import inspect
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+rng = np.random.default_rng(7)
+N = 37
+HERE = __file__
+
+
+def line_of(marker):
+    lines, _ = inspect.findsource(inspect.getmodule(line_of))
+    return next(i + 1 for i, text in enumerate(lines) if marker in text and "line_of" not in text)
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def branches(n, limit=0.5):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                if A[i] > limit:
+                    t = A[i] * 2.0  # a temporary, then the name used after the if
+                    y = t + 1.0
+                elif A[i] < -limit:
+                    y = A[i] - 3.0
+                else:
+                    y = A[i] * 0.0 + 7.0
+                bonus = 0  # a Python int that one branch changes
+                if i % 3 == 0:
+                    bonus = 100
+                B[i] = y + bonus
+
+    return main
+
+
+def branches_ref(a, limit=0.5):
+    y = np.where(a > limit, a * 2 + 1, np.where(a < -limit, a - 3, 7.0))
+    return (y + np.where(np.arange(a.size) % 3 == 0, 100, 0)).astype(np.float32)
+
+
+def test_if_elif_else_binds_names_used_after_the_if():
+    a = rng.standard_normal(N).astype(np.float32)
+    np.testing.assert_allclose(branches(N)(a), branches_ref(a), rtol=1e-6)
+    script = branches(N).prim_func.script()
+    assert 'y = T.alloc_var((1,), "float32"' in script
+    assert 'bonus = T.alloc_var((1,), "int32"' in script
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def loops_with_jumps(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), B: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1):
+            # first index whose value exceeds 50, found with a while on a symbolic condition
+            k = T.alloc_var(T.int32, init=0)
+            while k < n and A[k] <= 50:
+                k += 1
+            B[0] = k
+            # sum of the even values before the first negative one: break + continue
+            total: T.int32 = 0
+            for i in range(n):
+                if A[i] < 0:
+                    break
+                if A[i] % 2 == 1:
+                    continue
+                total += A[i]
+            B[1] = total
+            # a while True loop left with break
+            j = T.alloc_var(T.int32, init=n - 1)
+            while True:
+                if A[j] > 90 or j == 0:
+                    break
+                j -= 1
+            B[2] = j
+            # boolean operators and chained comparisons mixing Python and symbolic values
+            count = T.alloc_var(T.int32, init=0)
+            lo = 10
+            for i in T.serial(n):
+                if lo <= A[i] < 40 and not (A[i] == 20) or A[i] == -1:  # noqa: SIM201
+                    count += 1
+            B[3] = count
+
+    return main
+
+
+def loops_ref(a):
+    n = a.size
+    k = 0
+    while k < n and a[k] <= 50:
+        k += 1
+    total = 0
+    for v in a:
+        if v < 0:
+            break
+        if v % 2 == 1:
+            continue
+        total += v
+    j = n - 1
+    while not (a[j] > 90 or j == 0):
+        j -= 1
+    count = int(np.sum(((a >= 10) & (a < 40) & (a != 20)) | (a == -1)))
+    return np.array([k, total, j, count], np.int32)
+
+
+@pytest.mark.parametrize("case", ["random", "negative-early", "all-small"])
+def test_while_break_continue_and_boolean_operators(case):
+    kernel = loops_with_jumps(N)
+    a = rng.integers(0, 100, N).astype(np.int32)
+    if case == "negative-early":
+        a[5] = -1
+    elif case == "all-small":
+        a = rng.integers(-1, 45, N).astype(np.int32)
+        a[a < 0] = 2
+    np.testing.assert_array_equal(kernel(a), loops_ref(a))
+
+
+def test_symbolic_if_script_hoists_names():
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=1):
+            if A[0] > 0:
+                y = A[1]
+            else:
+                y = A[2]
+            A[3] = y
+
+    script = main.script()
+    assert 'y = T.alloc_var((1,), "float32"' in script
+    assert "y[0] = A[1]" in script and "y[0] = A[2]" in script and "A[3] = y[0]" in script
+
+
+def test_name_bound_in_one_branch_used_after_the_if():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                if A[0] > 0:  # MARK-if
+                    y = A[1]
+                A[3] = y  # MARK-use
+
+    msg = str(info.value)
+    assert msg.startswith(f"{HERE}:{line_of('MARK-use')}: 'y' is assigned inside the symbolic")
+    assert f"`if` at line {line_of('MARK-if')}" in msg
+    assert "assign it in both branches" in msg
+
+
+def test_name_bound_after_an_allocation_in_the_branch():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                if A[0] > 0:
+                    S = T.alloc_local((2,), "float32")
+                    S[0] = A[1]
+                    y = S[0]
+                else:
+                    y = A[2]
+                A[3] = y  # MARK-alloc-use
+
+    msg = str(info.value)
+    assert msg.startswith(f"{HERE}:{line_of('MARK-alloc-use')}: 'y'")
+    assert "declare it before the `if` with `y = T.alloc_var(dtype)`" in msg
+
+
+def test_then_branch_names_are_not_visible_in_else():
+    with pytest.raises(tilelang.TileLangError, match="'t' is assigned inside the symbolic"):
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                if A[0] > 0:
+                    t = A[1] * 2.0
+                    A[4] = t
+                else:
+                    A[5] = t
+
+
+def test_break_inside_parallel_is_rejected():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                for i in T.Parallel(8):
+                    if A[i] > 0:
+                        break  # MARK-pbreak
+
+    assert str(info.value).startswith(
+        f"{HERE}:{line_of('MARK-pbreak')}: `break` inside a T.Parallel loop is not supported"
+    )
+    assert "use T.serial" in str(info.value)
+
+
+def test_break_outside_a_loop_of_the_kernel():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            for _ in [0]:
+                with T.Kernel(1, threads=1):
+                    if A[0] > 0:
+                        break  # MARK-outside
+
+    assert str(info.value).startswith(
+        f"{HERE}:{line_of('MARK-outside')}: `break` outside a loop of the kernel"
+    )

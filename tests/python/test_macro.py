@@ -1,0 +1,109 @@
+"""@T.macro: helpers inlined while tracing, with Python-level parameters, return values,
+macros calling macros, macros defined inside a kernel, and their own control flow; plus
+`T.prelude=` on T.Kernel. Run on the CPU against numpy."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+rng = np.random.default_rng(5)
+N = 21
+
+
+@T.macro
+def clamp_to(x, lo, hi):
+    return T.max(T.min(x, hi), lo)
+
+
+@T.macro
+def scaled(buf, i, factor=2.0, shift=None):
+    value = buf[i] * factor
+    if shift is not None:  # a Python-level decision on a macro parameter
+        value = value + shift
+    return value
+
+
+@T.macro
+def store_clamped(dst, src, i, lo, hi):
+    # a macro calling macros, with a symbolic if whose branches bind the same name
+    if src[i] > 0:
+        v = scaled(src, i, shift=1.0)
+    else:
+        v = scaled(src, i, factor=-1.0)
+    dst[i] = clamp_to(v, lo, hi)
+
+
+@T.macro
+def running_sum(src, n):
+    acc = T.alloc_var(T.float32, init=0.0)
+    for k in T.serial(n):
+        acc += src[k]
+    return acc
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def macro_kernel(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n + 2,), "float32")):
+        with T.Kernel(1, threads=1, prelude="// prelude from the test\n"):
+
+            @T.macro
+            def twice(x):
+                return x + x
+
+            for i in T.serial(n):
+                store_clamped(B, A, i, -1.5, 2.5)
+            total = running_sum(A, n)
+            B[n] = twice(total)
+            B[n + 1] = twice(clamp_to(A[0], 0.0, 1.0))
+
+    return main
+
+
+def macro_ref(a):
+    v = np.where(a > 0, a * 2 + 1, -a)
+    out = np.empty(a.size + 2, np.float32)
+    out[: a.size] = np.clip(v, -1.5, 2.5)
+    out[a.size] = 2 * a.sum()
+    out[a.size + 1] = 2 * np.clip(a[0], 0, 1)
+    return out
+
+
+def test_macros_inline_with_parameters_returns_and_nesting():
+    kernel = macro_kernel(N)
+    a = rng.standard_normal(N).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), macro_ref(a), rtol=1e-5)
+    # the prelude is kept in the IR for GPU targets (the CPU target has no use for it)
+    assert "// prelude from the test" in kernel.prim_func.script()
+
+
+def test_macro_script_shows_inlined_code():
+    script = macro_kernel(N).prim_func.script()
+    assert "T.max(T.min(" in script  # clamp_to inlined
+    assert "acc[0] = (acc[0] + A[k])" in script  # running_sum's loop inlined
+
+
+def test_macro_return_inside_a_loop_is_rejected():
+    @T.macro
+    def first_positive(buf, n):
+        for k in T.serial(n):
+            if buf[k] > 0:
+                return k  # MARK-ret
+        return -1
+
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "int32")):
+            with T.Kernel(1, threads=1):
+                B[0] = first_positive(A, 8)
+
+    msg = str(info.value)
+    assert "`return` inside a loop or symbolic `if` of a @T.macro is not supported" in msg
+    assert msg.startswith(f"{__file__}:{first_positive.func.__code__.co_firstlineno + 4}: ")
+
+
+def test_macro_outside_a_kernel_function():
+    with pytest.raises(tilelang.TileLangError, match="macro 'clamp_to' can only be used inside"):
+        clamp_to(1, 0, 2)
