@@ -1,9 +1,15 @@
-// T.copy: moves a tile between any two memories. Either side may be a whole
-// buffer, a slice, or a start point whose extent comes from the other side.
-// Extents are matched right-aligned after dropping unit dimensions, as TileLang
-// does; parts outside a buffer are predicated (reads give 0, writes are dropped).
+// T.copy: moves a tile between any two memories, with TileLang's rules for
+// matching the two sides. Either side is a whole buffer, a slice, or a start
+// point whose extents come from the other side. Extents are right-aligned; when
+// the sides differ in how many non-unit extents they have, a unit extent adopts
+// the other side's extent (so `A[r, 0:BK]` against a [BM, BK] tile covers BM
+// rows). The non-unit extents are then paired in order. Parts outside a buffer
+// are predicated: reads give the safe value (0 unless `safe_value` is set by
+// T.annotate_safe_value), writes are dropped.
+#include <cmath>
 #include <sstream>
 
+#include "arith/simplify.h"
 #include "ir/printer.h"
 #include "ops/tile_op.h"
 
@@ -31,30 +37,94 @@ bool same_extent(const Expr& a, const Expr& b) {
   return to_string(a) == to_string(b);
 }
 
-// Gives a start-point operand the extents of `other`, right-aligned.
-BufferRegion resolve(const CopyOperand& side, const std::vector<Expr>& other_extents, const char* which,
-                     SourceSpan span) {
+// Two extents that can be paired: equal, or at least one symbolic (the copy then
+// runs over the larger one and predicates each side by its own extent).
+bool compatible_extent(const Expr& a, const Expr& b) {
+  auto x = as_const_int(a), y = as_const_int(b);
+  return !(x && y) || *x == *y;
+}
+
+std::vector<Expr> ones(size_t n) {
+  return std::vector<Expr>(n, int_imm(1));
+}
+
+// TileLang's pairwise legalization: when both sides have the same number of
+// non-unit extents nothing changes; otherwise, right-aligned, a unit extent
+// takes the other side's extent.
+void legalize_pairwise(std::vector<Expr>& a, std::vector<Expr>& b) {
+  if (non_unit(a).size() == non_unit(b).size()) return;
+  for (size_t k = 1; k <= std::min(a.size(), b.size()); ++k) {
+    Expr& x = a[a.size() - k];
+    Expr& y = b[b.size() - k];
+    if (same_extent(x, y)) continue;
+    if (is_const_one(x)) {
+      x = y;
+    } else if (is_const_one(y)) {
+      y = x;
+    }
+  }
+}
+
+// The region one side covers, given its (legalized) extents. A start point's
+// extents are laid over its trailing dimensions.
+BufferRegion to_region(const CopyOperand& side, std::vector<Expr> extents, const std::vector<Expr>& other_extents,
+                       const char* which, SourceSpan span) {
   const Buffer& b = side.buffer;
-  BufferRegion r{b, {}};
   if (int(side.mins.size()) != b.ndim())
     throw_user_error(span, str_cat("T.copy ", which, " '", b->name, "' has ", b.ndim(), " dimension(s) but ",
                                    side.mins.size(), " index(es) were given"));
-  if (!side.extents.empty()) {
-    for (int d = 0; d < b.ndim(); ++d) r.ranges.push_back({side.mins[d], side.extents[d]});
-    return r;
-  }
-  std::vector<Expr> ext = non_unit(other_extents);
-  if (ext.size() > size_t(b.ndim()))
-    throw_user_error(span,
-                     str_cat("T.copy ", which, " '", b->name, "' is a start point with ", b.ndim(),
-                             " dimension(s), but the other side has the tile extents ", extents_str(other_extents),
-                             "; index the ", which, " with slices or use a buffer of matching rank"));
-  size_t pad = b.ndim() - ext.size();
+  TL_ICHECK(side.extents.empty() || extents.size() == size_t(b.ndim()),
+            "a T.copy region's extents must match its rank");
+  while (extents.size() > size_t(b.ndim()) && is_const_one(extents.front())) extents.erase(extents.begin());
+  if (extents.size() > size_t(b.ndim()))
+    throw_user_error(
+        span, str_cat("T.copy ", which, " '", b->name, "' is a start point with ", b.ndim(),
+                      " dimension(s), but the other side covers ", extents_str(other_extents), "; index the ", which,
+                      " with slices, or use a tile of at most ", b.ndim(), " non-unit dimension(s)"));
+  extents.insert(extents.begin(), b.ndim() - extents.size(), int_imm(1));
+  BufferRegion r{b, {}};
   for (int d = 0; d < b.ndim(); ++d) {
-    Expr e = size_t(d) < pad ? make_const(side.mins[d].dtype(), 1) : ext[d - pad];
+    Expr e = extents[d];
+    if (e.dtype() != side.mins[d].dtype() && side.mins[d].dtype().is_int()) e = cast(side.mins[d].dtype(), e);
     r.ranges.push_back({side.mins[d], e});
   }
   return r;
+}
+
+std::string region_str(const BufferRegion& r) {
+  return str_cat("'", r.buffer->name, "' covers ", extents_str(r.extents()));
+}
+
+// On-chip buffers have no predicated tail: a tile must fit inside them.
+void check_fits(const BufferRegion& r, SourceSpan span) {
+  if (r.buffer->scope == Scope::Global) return;
+  for (size_t i = 0; i < r.ranges.size(); ++i) {
+    auto ext = as_const_int(r.ranges[i].extent);
+    auto lo = as_const_int(r.ranges[i].min);
+    auto n = as_const_int(r.buffer->shape[i]);
+    if (!ext || !n) continue;
+    if (*ext > *n)
+      throw_user_error(span, str_cat("T.copy region of '", r.buffer->name, "' has extent ", *ext, " in dimension ", i,
+                                     " but the buffer has only ", *n));
+    if (lo && (*lo < 0 || *lo + *ext > *n))
+      throw_user_error(
+          span, str_cat("T.copy region of '", r.buffer->name, "' covers [", *lo, ", ", *lo + *ext, ") in dimension ", i,
+                        ", outside the buffer's extent ", *n, "; start the tile at most at ", *n - *ext));
+  }
+}
+
+// The value an out-of-bounds read gives: the `safe_value` attribute, else 0.
+Expr safe_value(const Attrs& attrs, DataType t) {
+  auto it = attrs.find("safe_value");
+  if (it == attrs.end()) return make_const(t, 0);
+  if (auto* i = std::get_if<int64_t>(&it->second)) return make_const(t, double(*i));
+  if (auto* f = std::get_if<double>(&it->second)) {
+    if (std::isinf(*f)) return infinity(t, *f < 0);
+    return make_const(t, *f);
+  }
+  if (auto* e = std::get_if<Expr>(&it->second)) return cast(t, *e);
+  TL_ICHECK(false, "the T.copy safe_value attribute has an unexpected kind");
+  return {};
 }
 
 }  // namespace
@@ -62,34 +132,31 @@ BufferRegion resolve(const CopyOperand& side, const std::vector<Expr>& other_ext
 Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span) {
   if (src.extents.empty() && dst.extents.empty()) {
     // Two start points: an element copy.
-    std::vector<Expr> one;
-    for (size_t i = 0; i < src.mins.size(); ++i) one.push_back(int_imm(1));
     CopyOperand s = src;
-    s.extents = one;
-    return make_copy(s, dst, attrs, span);
+    s.extents = ones(src.mins.size());
+    return make_copy(s, dst, std::move(attrs), span);
   }
-  BufferRegion s = resolve(src, dst.extents, "source", span);
-  BufferRegion d = resolve(dst, s.extents(), "destination", span);
-  std::vector<Expr> se = non_unit(s.extents()), de = non_unit(d.extents());
-  bool ok = se.size() == de.size();
-  for (size_t i = 0; ok && i < se.size(); ++i) ok = same_extent(se[i], de[i]);
+  // Slices give extents such as (bx + 1) * 64 - bx * 64; pair them once simplified.
+  auto simplified = [](std::vector<Expr> ext) {
+    for (Expr& e : ext) e = simplify(e);
+    return ext;
+  };
+  std::vector<Expr> se = src.extents.empty() ? ones(dst.extents.size()) : simplified(src.extents);
+  std::vector<Expr> de = dst.extents.empty() ? ones(src.extents.size()) : simplified(dst.extents);
+  legalize_pairwise(se, de);
+  BufferRegion s = to_region(src, se, de, "source", span);
+  BufferRegion d = to_region(dst, de, se, "destination", span);
+  std::vector<Expr> sn = non_unit(s.extents()), dn = non_unit(d.extents());
+  bool ok = sn.size() == dn.size();
+  for (size_t i = 0; ok && i < sn.size(); ++i) ok = compatible_extent(sn[i], dn[i]);
   if (!ok)
     throw_user_error(
-        span, str_cat("T.copy extents do not match: source '", s.buffer->name, "' covers ", extents_str(s.extents()),
-                      " but destination '", d.buffer->name, "' covers ", extents_str(d.extents()),
-                      "; after dropping unit dimensions both sides must have the same extents"));
-  // A tile may hang over the edge of a tensor (that part is predicated), but it
-  // cannot be larger than an on-chip buffer.
-  for (const BufferRegion* r : {&s, &d}) {
-    if (r->buffer->scope == Scope::Global) continue;
-    for (size_t i = 0; i < r->ranges.size(); ++i) {
-      auto ext = as_const_int(r->ranges[i].extent);
-      auto n = as_const_int(r->buffer->shape[i]);
-      if (ext && n && *ext > *n)
-        throw_user_error(span, str_cat("T.copy region of '", r->buffer->name, "' has extent ", *ext, " in dimension ",
-                                       i, " but the buffer has only ", *n));
-    }
-  }
+        span, str_cat("T.copy extents cannot be reconciled: source ", region_str(s), " but destination ", region_str(d),
+                      "; extents are paired right-aligned after dropping unit dimensions, so slice one "
+                      "side to match the other (make the destination cover ",
+                      extents_str(sn), " or the source cover ", extents_str(dn), ")"));
+  check_fits(s, span);
+  check_fits(d, span);
   return tile_op(TileOpKind::Copy, {s, d}, {}, std::move(attrs), span);
 }
 
@@ -109,13 +176,24 @@ Stmt make_copy_op(TileOpArgs a) {
 Stmt lower_copy_serial(const TileOpNode* op) {
   const BufferRegion& s = op->regions[0];
   const BufferRegion& d = op->regions[1];
-  // One loop per non-unit extent of the destination.
+  std::vector<Expr> sn = non_unit(s.extents()), dn = non_unit(d.extents());
+  TL_ICHECK(sn.size() == dn.size(), "T.copy regions were not reconciled by make_copy");
+  // One loop per paired non-unit extent; when a pair differs (symbolic), the loop
+  // runs over the larger and each side is predicated by its own extent.
   std::vector<Var> vars;
   std::vector<Expr> extents;
-  for (const Range& r : d.ranges) {
-    if (is_const_one(r.extent)) continue;
-    vars.push_back(Var("i" + std::to_string(vars.size()), r.extent.dtype()));
-    extents.push_back(r.extent);
+  Expr src_ok = bool_imm(true), dst_ok = bool_imm(true);
+  for (size_t i = 0; i < dn.size(); ++i) {
+    Var v("i" + std::to_string(i), dn[i].dtype());
+    vars.push_back(v);
+    if (same_extent(sn[i], dn[i])) {
+      extents.push_back(dn[i]);
+      continue;
+    }
+    Expr se = cast(dn[i].dtype(), sn[i]);
+    extents.push_back(max(se, dn[i]));
+    src_ok = logical_and(src_ok, lt(v, se));
+    dst_ok = logical_and(dst_ok, lt(v, dn[i]));
   }
   auto indices = [&](const BufferRegion& region) {
     std::vector<Expr> idx;
@@ -125,20 +203,19 @@ Stmt lower_copy_serial(const TileOpNode* op) {
         idx.push_back(r.min);
         continue;
       }
-      Expr iv = vars[v++];
-      idx.push_back(add(r.min, cast(r.min.dtype(), iv)));
+      idx.push_back(add(r.min, cast(r.min.dtype(), vars[v++])));
     }
     return idx;
   };
   std::vector<Expr> si = indices(s), di = indices(d);
+  src_ok = logical_and(src_ok, in_bounds(s.buffer, si));
+  dst_ok = logical_and(dst_ok, in_bounds(d.buffer, di));
   Expr load = buffer_load(s.buffer, si, op->span);
-  Expr src_ok = in_bounds(s.buffer, si);
-  if (!as_const_int(src_ok)) load = select(src_ok, load, make_const(s.buffer->dtype, 0));
+  if (!as_const_int(src_ok)) load = select(src_ok, load, safe_value(op->attrs, s.buffer->dtype));
   Stmt body = buffer_store(d.buffer, cast(d.buffer->dtype, load), di, op->span);
-  Expr dst_ok = in_bounds(d.buffer, di);
   if (!as_const_int(dst_ok)) body = if_then_else(dst_ok, body);
   for (int i = int(vars.size()) - 1; i >= 0; --i)
-    body = for_loop(vars[i], make_const(extents[i].dtype(), 0), extents[i], ForKind::Serial, body);
+    body = for_loop(vars[i], make_const(extents[i].dtype(), 0), extents[i], ForKind::Parallel, body);
   return body;
 }
 

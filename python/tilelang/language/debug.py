@@ -27,15 +27,14 @@ def _where(ctx):
     return blocks[:3] + threads[:2]
 
 
-def _describe_region(region):
-    buf = region.buffer
-    full = all(
-        isinstance(m, int) and m == 0 and (e is s or (isinstance(e, int) and e == s))
-        for m, e, s in zip(region.mins, region.extents, buf.shape)
-    )
-    if full:
-        return f"buffer {buf.name}", list(buf.shape)
-    return f"buffer {region!r}", list(region.extents)
+def _range_text(lo, extent, dim):
+    """The text of one dimension's range of a printed tile: ":" when it is the whole dim."""
+    if isinstance(lo, int) and lo == 0:
+        if extent is dim or (isinstance(extent, int) and isinstance(dim, int) and extent == dim):
+            return ":"
+    if isinstance(lo, int) and isinstance(extent, int):
+        return f"{lo}:{lo + extent}"
+    return f"{lo}:{lo} + {extent}"
 
 
 def print(obj=None, msg="", warp_group_id=0, warp_id=0):
@@ -65,10 +64,12 @@ def print(obj=None, msg="", warp_group_id=0, warp_id=0):
         return
     if isinstance(obj, (Buffer, Region)):
         region = obj.full_region() if isinstance(obj, Buffer) else obj
-        what, dims = _describe_region(region)
-        shape = ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "")
-        header = f"{msg + ': ' if msg else ''}{what} ({region.buffer.dtype}, shape ({shape}))"
-        attrs = {"msg": header, "name": region.buffer.name}
+        buf = region.buffer
+        ranges = [_range_text(*r) for r in zip(region.mins, region.extents, buf.shape)]
+        what = buf.name if all(r == ":" for r in ranges) else f"{buf.name}[{', '.join(ranges)}]"
+        dims = ", ".join(str(e) for e in region.extents) + ("," if len(ranges) == 1 else "")
+        header = f"{msg + ': ' if msg else ''}buffer {what} ({buf.dtype}, shape ({dims}))"
+        attrs = {"msg": header, "name": buf.name, "last": ranges[-1]}
         ctx.builder.tile_op("print", [region.to_core()], where, attrs)
         return
     value = to_value(obj)

@@ -274,7 +274,7 @@ def copy_loops(ctx, src, dst, safe_value):
     se = _place(s_buf, se, "source", de) if s_ext is None else se
     de = _place(d_buf, de, "destination", se) if d_ext is None else de
     sn, dn = _non_unit(se), _non_unit(de)
-    if len(sn) != len(dn) or not all(_same_dim(x, y) for x, y in zip(sn, dn)):
+    if len(sn) != len(dn) or not all(_compatible(x, y) for x, y in zip(sn, dn)):
         raise frontend_error(
             f"T.copy extents cannot be reconciled: source '{s_buf.name}' covers {_fmt(se)} but "
             f"destination '{d_buf.name}' covers {_fmt(de)}; extents are paired right-aligned "
@@ -282,14 +282,45 @@ def copy_loops(ctx, src, dst, safe_value):
             f"destination cover {_fmt(sn)} or the source cover {_fmt(dn)})"
         )
     safe = 0 if safe_value is None else safe_value
+    # A pair that may differ (symbolic) runs over the larger extent; each side is then
+    # predicated by its own.
+    differ = [not _same_dim(s, d) for s, d in zip(sn, dn)]
+    loop = [_C.binary("Max", s, d) if x else d for s, d, x in zip(sn, dn, differ)]
+
+    def within(vars_, extents):
+        cond = True
+        for v, e, x in zip(vars_, extents, differ):
+            if x:
+                cond = _and(cond, v < e)
+        return cond
 
     def body(vars_):
         value, ok = _side_load(s_buf, _side_indices(s_min, se, vars_))
+        ok = _and(ok, within(vars_, sn))
         if ok is not True:
             value = _C.select(ok, value, safe_expr(safe, s_buf.dtype))
+        inside = within(vars_, dn)
+        if inside is not True:
+            ctx.builder.begin_if(inside)
         store(ctx, d_buf, _side_indices(d_min, de, vars_), _C.cast(value, d_buf.dtype))
+        if inside is not True:
+            ctx.builder.end_if()
 
-    _loops(ctx, dn, body)
+    _loops(ctx, loop, body)
+
+
+def _compatible(a, b):
+    """Extents that can be paired: equal, or not both constant."""
+    ca, cb = const_int(a), const_int(b)
+    return ca == cb if ca is not None and cb is not None else True
+
+
+def _and(a, b):
+    if a is True:
+        return b
+    if b is True:
+        return a
+    return _C.logical_and(a, b)
 
 
 def fill_region(ctx, region, value):

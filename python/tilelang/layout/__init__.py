@@ -1,0 +1,25 @@
+"""Layouts of on-chip buffers, as TileLang spells them: `Layout(shape, forward_fn)` maps a
+logical index to a physical one, `Fragment` also names the owning thread, and the
+`make_*_swizzled_layout` helpers build the bank-conflict-free layouts GPU targets use.
+Kernels record them with `T.annotate_layout`; the CPU target keeps logical layouts, so they
+never change results there."""
+
+from .fragment import Fragment
+from .layout import Layout
+from .swizzle import (
+    make_full_bank_swizzled_layout,
+    make_half_bank_swizzled_layout,
+    make_linear_layout,
+    make_quarter_bank_swizzled_layout,
+    make_swizzled_layout,
+)
+
+__all__ = [
+    "Fragment",
+    "Layout",
+    "make_full_bank_swizzled_layout",
+    "make_half_bank_swizzled_layout",
+    "make_linear_layout",
+    "make_quarter_bank_swizzled_layout",
+    "make_swizzled_layout",
+]

@@ -1,0 +1,116 @@
+// T.atomic_add / atomic_max / atomic_min on a region: every element of the
+// destination region is updated atomically with the matching element of the value
+// region (or with one scalar). Extents are matched as T.copy matches them
+// (right-aligned after dropping unit dimensions). Each element becomes a call of
+// tl::atomic_<kind><order> from the device header; parts outside the destination
+// tensor are dropped, parts outside the value tensor read 0.
+#include <sstream>
+
+#include "ir/printer.h"
+#include "ops/tile_op.h"
+
+namespace tl {
+namespace {
+
+std::string attr_str(const Attrs& attrs, const std::string& key) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return "";
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return "";
+}
+
+std::string shape_str(const std::vector<Expr>& ext) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
+  os << "]";
+  return os.str();
+}
+
+std::vector<Expr> non_unit(const std::vector<Expr>& ext) {
+  std::vector<Expr> out;
+  for (const Expr& e : ext)
+    if (!is_const_one(e)) out.push_back(e);
+  return out;
+}
+
+bool same_extent(const Expr& a, const Expr& b) {
+  auto x = as_const_int(a), y = as_const_int(b);
+  if (x && y) return *x == *y;
+  return to_string(a) == to_string(b);
+}
+
+}  // namespace
+
+Stmt make_atomic_op(TileOpArgs a) {
+  std::string kind = attr_str(a.attrs, "kind");
+  if (kind != "add" && kind != "max" && kind != "min")
+    throw_user_error(a.span, str_cat("unknown atomic kind '", kind, "'; known kinds: add, max, min"));
+  std::string what = "T.atomic_" + kind;
+  bool scalar = a.regions.size() == 1 && a.args.size() == 1;
+  if (!scalar && !(a.regions.size() == 2 && a.args.empty()))
+    throw_user_error(a.span, what + " on a region takes a destination region and a value region (or one scalar)");
+  const BufferRegion& dst = a.regions[0];
+  DataType t = dst.buffer->dtype;
+  if (!(t.is_float() || t.is_integer()) || t.lanes() != 1 || !(t.bits() == 8 || t.bits() == 16 || t.bits() == 32 ||
+                                                                t.bits() == 64))
+    throw_user_error(a.span, str_cat(what, " cannot update '", dst.buffer->name, "' of dtype ", t.name(),
+                                     "; atomics need an integer or floating dtype of 8, 16, 32 or 64 bits"));
+  if (scalar) {
+    if (!a.args[0].dtype().is_scalar())
+      throw_user_error(a.span, str_cat(what, " value must be a scalar, got ", a.args[0].dtype().name()));
+    a.args[0] = cast(t, a.args[0]);
+    return tile_op(TileOpKind::Atomic, std::move(a.regions), std::move(a.args), std::move(a.attrs), a.span);
+  }
+  const BufferRegion& src = a.regions[1];
+  std::vector<Expr> se = non_unit(src.extents()), de = non_unit(dst.extents());
+  bool ok = se.size() == de.size();
+  for (size_t i = 0; ok && i < se.size(); ++i) ok = same_extent(se[i], de[i]);
+  if (!ok)
+    throw_user_error(a.span, str_cat(what, " extents do not match: destination '", dst.buffer->name, "' covers ",
+                                     shape_str(dst.extents()), " but value '", src.buffer->name, "' covers ",
+                                     shape_str(src.extents()),
+                                     "; after dropping unit dimensions both sides must have the same extents"));
+  return tile_op(TileOpKind::Atomic, std::move(a.regions), {}, std::move(a.attrs), a.span);
+}
+
+Stmt lower_atomic_serial(const TileOpNode* op) {
+  const BufferRegion& dst = op->regions[0];
+  const BufferRegion* src = op->regions.size() > 1 ? &op->regions[1] : nullptr;
+  std::vector<Var> vars;
+  std::vector<Expr> extents;
+  for (const Range& r : dst.ranges) {
+    if (is_const_one(r.extent)) continue;
+    vars.push_back(Var("i" + std::to_string(vars.size()), r.extent.dtype()));
+    extents.push_back(r.extent);
+  }
+  auto indices = [&](const BufferRegion& region) {
+    std::vector<Expr> idx;
+    size_t v = 0;
+    for (const Range& r : region.ranges)
+      idx.push_back(is_const_one(r.extent) ? r.min : add(r.min, cast(r.min.dtype(), vars[v++])));
+    return idx;
+  };
+  DataType t = dst.buffer->dtype;
+  Expr value;
+  if (src) {
+    std::vector<Expr> si = indices(*src);
+    value = buffer_load(src->buffer, si, op->span);
+    Expr ok = in_bounds(src->buffer, si);
+    if (!as_const_int(ok)) value = select(ok, value, make_const(src->buffer->dtype, 0));
+    value = cast(t, value);
+  } else {
+    value = op->args[0];
+  }
+  std::vector<Expr> di = indices(dst);
+  std::string fn = str_cat("tl::atomic_", attr_str(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
+  Expr address = call(Intrinsic::AddressOf, {buffer_load(dst.buffer, di, op->span)});
+  Stmt body = evaluate(call_extern(t, fn, {address, value}), op->span);
+  Expr dst_ok = in_bounds(dst.buffer, di);
+  if (!as_const_int(dst_ok)) body = if_then_else(dst_ok, body);
+  for (int i = int(vars.size()) - 1; i >= 0; --i)
+    body = for_loop(vars[i], make_const(extents[i].dtype(), 0), extents[i], ForKind::Serial, body);
+  return body;
+}
+
+}  // namespace tl

@@ -1,0 +1,198 @@
+// T.reduce_{sum,max,min,abssum,absmax,bitand,bitor,bitxor}: folds one dimension of a
+// tile into a tile of one rank less (or of equal rank with that dimension 1). The
+// result accumulates in the destination's dtype; with clear=False it is combined
+// with what the destination already holds, as TileLang does.
+#include <sstream>
+
+#include "ir/printer.h"
+#include "ops/tile_op.h"
+
+namespace tl {
+namespace {
+
+enum class ReduceKind { Sum, AbsSum, Max, Min, AbsMax, BitAnd, BitOr, BitXor };
+
+struct KindName {
+  ReduceKind kind;
+  const char* name;
+};
+constexpr KindName kKinds[] = {
+    {ReduceKind::Sum, "sum"},       {ReduceKind::AbsSum, "abssum"}, {ReduceKind::Max, "max"},
+    {ReduceKind::Min, "min"},       {ReduceKind::AbsMax, "absmax"}, {ReduceKind::BitAnd, "bitand"},
+    {ReduceKind::BitOr, "bitor"},   {ReduceKind::BitXor, "bitxor"},
+};
+
+std::string attr_str(const Attrs& attrs, const std::string& key) {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return "";
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return "";
+}
+
+std::optional<ReduceKind> parse_kind(const std::string& name) {
+  for (const KindName& k : kKinds)
+    if (name == k.name) return k.kind;
+  return std::nullopt;
+}
+
+bool is_bitwise(ReduceKind k) {
+  return k == ReduceKind::BitAnd || k == ReduceKind::BitOr || k == ReduceKind::BitXor;
+}
+
+std::string shape_str(const std::vector<Expr>& ext) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
+  os << "]";
+  return os.str();
+}
+
+bool same_extent(const Expr& a, const Expr& b) {
+  auto x = as_const_int(a), y = as_const_int(b);
+  if (x && y) return *x == *y;
+  return to_string(a) == to_string(b);
+}
+
+// The value the fold starts from: combining it with any x gives x.
+Expr identity(ReduceKind k, DataType t) {
+  // Types without an infinity (fp8 "fn" kinds) start from their finite extremes.
+  bool has_inf = t.is_float() && (t.bits() >= 16 || t.scalar_type() == ScalarType::Float8E5M2);
+  switch (k) {
+    case ReduceKind::Sum:
+    case ReduceKind::AbsSum:
+    case ReduceKind::AbsMax:
+    case ReduceKind::BitOr:
+    case ReduceKind::BitXor:
+      return make_const(t, 0);
+    case ReduceKind::Max:
+      return has_inf ? infinity(t, /*negative=*/true) : min_value(t);
+    case ReduceKind::Min:
+      return has_inf ? infinity(t) : max_value(t);
+    case ReduceKind::BitAnd:
+      return t.is_uint() ? max_value(t) : int_imm(-1, t);
+  }
+  TL_UNREACHABLE("bad reduce kind");
+}
+
+Expr combine(ReduceKind k, Expr acc, Expr x) {
+  switch (k) {
+    case ReduceKind::Sum:
+    case ReduceKind::AbsSum:
+      return add(std::move(acc), std::move(x));
+    case ReduceKind::Max:
+    case ReduceKind::AbsMax:
+      return max(std::move(acc), std::move(x));
+    case ReduceKind::Min:
+      return min(std::move(acc), std::move(x));
+    case ReduceKind::BitAnd:
+      return binary(BinaryOp::BitAnd, std::move(acc), std::move(x));
+    case ReduceKind::BitOr:
+      return binary(BinaryOp::BitOr, std::move(acc), std::move(x));
+    case ReduceKind::BitXor:
+      return binary(BinaryOp::BitXor, std::move(acc), std::move(x));
+  }
+  TL_UNREACHABLE("bad reduce kind");
+}
+
+}  // namespace
+
+Stmt make_reduce_op(TileOpArgs a) {
+  std::string kind_name = attr_str(a.attrs, "kind");
+  std::string what = "T.reduce_" + kind_name;
+  auto kind = parse_kind(kind_name);
+  if (!kind) {
+    std::string known;
+    for (const KindName& k : kKinds) known += std::string(known.empty() ? "" : ", ") + k.name;
+    throw_user_error(a.span, str_cat("unknown reduction kind '", kind_name, "'; known kinds: ", known));
+  }
+  if (a.regions.size() != 2) throw_user_error(a.span, what + " takes a source and a destination buffer");
+  const BufferRegion &src = a.regions[0], &dst = a.regions[1];
+  for (const BufferRegion* r : {&src, &dst})
+    if (r->buffer->scope == Scope::Global)
+      throw_user_error(a.span, str_cat(what, " operands must be in shared or fragment memory, but '", r->buffer->name,
+                                       "' is a global tensor; copy it into a T.alloc_fragment or T.alloc_shared "
+                                       "buffer first"));
+  std::vector<Expr> se = src.extents(), de = dst.extents();
+  int rank = int(se.size());
+  int64_t dim = attr_int(a.attrs, "dim", -1);
+  if (dim < -rank || dim >= rank)
+    throw_user_error(a.span, str_cat(what, " dim ", dim, " is out of range for source '", src.buffer->name,
+                                     "' of rank ", rank, " (shape ", shape_str(se), "); use a dim in [", -rank, ", ",
+                                     rank - 1, "]"));
+  if (dim < 0) dim += rank;
+
+  std::vector<Expr> dropped, kept;
+  for (int d = 0; d < rank; ++d) {
+    if (d != dim) dropped.push_back(se[d]);
+    kept.push_back(d == dim ? int_imm(1) : se[d]);
+  }
+  auto matches = [&](const std::vector<Expr>& want) {
+    if (want.size() != de.size()) return false;
+    for (size_t i = 0; i < want.size(); ++i)
+      if (!same_extent(want[i], de[i])) return false;
+    return true;
+  };
+  if (!matches(dropped) && !matches(kept))
+    throw_user_error(a.span, str_cat(what, " destination '", dst.buffer->name, "' has shape ", shape_str(de),
+                                     ", but reducing '", src.buffer->name, "' of shape ", shape_str(se), " over dim ",
+                                     dim, " gives ", shape_str(dropped), " (or ", shape_str(kept),
+                                     " keeping the dim); allocate the destination with that shape"));
+  if (is_bitwise(*kind) && !(src.buffer->dtype.is_integer() && dst.buffer->dtype.is_integer()))
+    throw_user_error(a.span, str_cat(what, " needs integer buffers, got '", src.buffer->name, "' (",
+                                     src.buffer->dtype.name(), ") and '", dst.buffer->name, "' (",
+                                     dst.buffer->dtype.name(), ")"));
+  Attrs attrs = a.attrs;
+  attrs["dim"] = dim;
+  // abssum always starts from zero (TileLang's reduce_abssum has no clear flag).
+  attrs["clear"] = int64_t(*kind == ReduceKind::AbsSum || attr_int(a.attrs, "clear", 1));
+  return tile_op(TileOpKind::Reduce, std::move(a.regions), {}, std::move(attrs), a.span);
+}
+
+// for each destination element: acc = identity; for r: acc = acc (+) f(src); dst = acc
+// (or dst (+) acc when not clearing). The accumulator is a one-element local buffer.
+Stmt lower_reduce_serial(const TileOpNode* op) {
+  const BufferRegion &src = op->regions[0], &dst = op->regions[1];
+  ReduceKind kind = *parse_kind(attr_str(op->attrs, "kind"));
+  int dim = int(attr_int(op->attrs, "dim", 0));
+  bool clear = attr_int(op->attrs, "clear", 1);
+  bool keep_dim = dst.ranges.size() == src.ranges.size();
+  DataType t = dst.buffer->dtype;
+
+  std::vector<Var> outer;  // one per source dim except `dim`
+  std::vector<Expr> src_idx, dst_idx;
+  Var r("r", src.ranges[dim].extent.dtype());
+  for (int d = 0; d < int(src.ranges.size()); ++d) {
+    const Range& rg = src.ranges[d];
+    if (d == dim) {
+      src_idx.push_back(add(rg.min, cast(rg.min.dtype(), r)));
+      continue;
+    }
+    Var v("i" + std::to_string(outer.size()), rg.extent.dtype());
+    outer.push_back(v);
+    src_idx.push_back(add(rg.min, cast(rg.min.dtype(), v)));
+  }
+  for (size_t d = 0, v = 0; d < dst.ranges.size(); ++d) {
+    const Expr& mn = dst.ranges[d].min;
+    if (keep_dim && int(d) == dim)
+      dst_idx.push_back(mn);
+    else
+      dst_idx.push_back(add(mn, cast(mn.dtype(), outer[v++])));
+  }
+
+  Buffer acc = Buffer::make("acc", t, {int_imm(1)}, Scope::Local, {}, op->span);
+  Expr acc_val = buffer_load(acc, {int_imm(0)});
+  Expr x = cast(t, buffer_load(src.buffer, src_idx, op->span));
+  if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) x = call(Intrinsic::Abs, {x});
+  Stmt fold = for_loop(r, make_const(r.dtype(), 0), src.ranges[dim].extent, ForKind::Serial,
+                       buffer_store(acc, combine(kind, acc_val, x), {int_imm(0)}));
+  Expr result = clear ? acc_val : combine(kind, buffer_load(dst.buffer, dst_idx), acc_val);
+  Stmt body = allocate(acc, seq({buffer_store(acc, identity(kind, t), {int_imm(0)}), fold,
+                                 buffer_store(dst.buffer, result, dst_idx, op->span)}));
+  for (int i = int(outer.size()) - 1, d = int(src.ranges.size()) - 1; i >= 0; --i, --d) {
+    if (d == dim) --d;
+    body = for_loop(outer[i], make_const(outer[i].dtype(), 0), src.ranges[d].extent, ForKind::Serial, body);
+  }
+  return body;
+}
+
+}  // namespace tl
