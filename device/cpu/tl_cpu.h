@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "atomic.h"
+#include "debug.h"
 #include "threads.h"
 #include "types.h"
 
@@ -59,7 +61,7 @@ TL_UNARY_MATH(sqrt, std::sqrt(x))
 TL_UNARY_MATH(rsqrt, decltype(x)(1) / std::sqrt(x))
 TL_UNARY_MATH(floor, std::floor(x))
 TL_UNARY_MATH(ceil, std::ceil(x))
-TL_UNARY_MATH(round, std::nearbyint(x))
+TL_UNARY_MATH(round, std::round(x))  // halves away from zero, as CUDA's roundf
 TL_UNARY_MATH(trunc, std::trunc(x))
 TL_UNARY_MATH(nearbyint, std::nearbyint(x))
 TL_UNARY_MATH(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
@@ -76,6 +78,12 @@ inline float pow(float a, float b) {
 }
 inline double pow(double a, double b) {
   return std::pow(a, b);
+}
+inline float fma(float a, float b, float c) {
+  return std::fma(a, b, c);
+}
+inline double fma(double a, double b, double c) {
+  return std::fma(a, b, c);
 }
 inline float fmod(float a, float b) {
   return std::fmod(a, b);
@@ -159,16 +167,6 @@ inline void gemm_tile(const TA* a, int64_t lda, const TB* b, int64_t ldb, TC* c,
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) c[i * ldc + j] = TC(ct[i * N + j]);
-}
-
-// T.print support: one line prefixed with the block index.
-inline void print_value(const char* msg, int64_t bx, int64_t by, int64_t bz, double v) {
-  std::printf("%sblock (%lld, %lld, %lld): %g\n", msg, (long long)bx, (long long)by, (long long)bz, v);
-}
-
-[[noreturn]] inline void device_assert_fail(const char* msg) {
-  std::fprintf(stderr, "tilelang device assert failed: %s\n", msg);
-  std::abort();
 }
 
 }  // namespace tl

@@ -17,12 +17,17 @@ inline To bit_cast(const From& v) {
   return out;
 }
 
+// float -> float16, round to nearest even. NaN keeps its sign and the top payload
+// bits (a payload that would vanish becomes 1), as numpy does.
 inline uint16_t float_to_half_bits(float f) {
   uint32_t x = bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return uint16_t(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to inf
+  if (abs > 0x7f800000u) {
+    uint32_t payload = (abs & 0x7fffffu) >> 13;
+    return uint16_t(sign | 0x7c00u | (payload ? payload : 1u));
+  }
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to inf (or is inf)
   if (abs < 0x38800000u) {                                  // half subnormal or zero
     float a = bit_cast<float>(abs);
     // Scale so that one half-subnormal ulp (2^-24) is 1, round to nearest even.
@@ -32,6 +37,24 @@ inline uint16_t float_to_half_bits(float f) {
   uint32_t mant_odd = (abs >> 13) & 1u;
   abs += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
   return uint16_t(sign | (abs >> 13));
+}
+
+// double -> float16 with a single rounding (numpy's float64 -> float16). Rounding
+// to float first with round-to-odd keeps enough bits that the second rounding is
+// exact: float carries 24 bits, more than the 11 + 2 that half needs.
+inline uint16_t double_to_half_bits(double d) {
+  if (std::isnan(d)) {
+    uint64_t x = bit_cast<uint64_t>(d);
+    uint32_t payload = uint32_t((x >> 42) & 0x3ffu);
+    return uint16_t(uint32_t(x >> 48 & 0x8000u) | 0x7c00u | (payload ? payload : 1u));
+  }
+  if (std::fabs(d) >= 65520.0) return float_to_half_bits(float(d));  // inf either way
+  float f = float(d);
+  if (double(f) != d) {
+    if (std::fabs(double(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);  // truncate
+    f = bit_cast<float>(bit_cast<uint32_t>(f) | 1u);                       // sticky bit
+  }
+  return float_to_half_bits(f);
 }
 
 inline float half_bits_to_float(uint16_t h) {
@@ -46,9 +69,11 @@ inline float half_bits_to_float(uint16_t h) {
   return bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
+// float -> bfloat16, round to nearest even; NaN becomes the quiet NaN of its sign
+// (ml_dtypes' behaviour).
 inline uint16_t float_to_bf16_bits(float f) {
   uint32_t x = bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t(((x >> 16) & 0x8000u) | 0x7fc0u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return uint16_t(x >> 16);
 }
@@ -57,88 +82,106 @@ inline float bf16_bits_to_float(uint16_t b) {
   return bit_cast<float>(uint32_t(b) << 16);
 }
 
-// Minifloats (fp8, fp4, e8m0), parameterised by their encoding rules.
+// Minifloats (fp8, e8m0), parameterised by their encoding rules. Conversions
+// match ml_dtypes bit for bit, NaN signs included.
 //   E, M: exponent and mantissa bits; Bias: exponent bias;
 //   Kind: 0 IEEE-like (inf and NaN at max exponent), 1 "fn" (no inf; NaN is all ones),
 //         2 "fnuz" (no inf, no -0; NaN is 0x80), 3 e8m0 (exponent only, unsigned).
 template <int E, int M, int Bias, int Kind>
 struct MiniFloatCodec {
-  static constexpr int kBits = 1 + E + M - (Kind == 3 ? 1 : 0);
-  static constexpr uint8_t nan_bits() {
-    return Kind == 2 ? 0x80 : Kind == 3 ? 0xff : uint8_t((1u << (E + M)) - 1);  // sign cleared
+  static_assert(M >= 1 || Kind == 3, "only e8m0 has no mantissa");
+  static constexpr uint32_t kSign = 1u << (E + M);
+  static constexpr uint32_t kExpAllOnes = ((1u << E) - 1) << M;
+  static constexpr uint32_t kMantAllOnes = (1u << M) - 1;
+  // Largest finite magnitude, as bits.
+  static constexpr uint32_t kMaxFinite = Kind == 0   ? kExpAllOnes - (1u << M) + kMantAllOnes
+                                         : Kind == 1 ? kExpAllOnes + kMantAllOnes - 1
+                                                     : kExpAllOnes + kMantAllOnes;
+  static constexpr uint8_t nan_of(uint32_t sign) {
+    return Kind == 0   ? uint8_t(sign | kExpAllOnes | (1u << (M - 1)))  // quiet NaN
+           : Kind == 1 ? uint8_t(sign | kExpAllOnes | kMantAllOnes)
+           : Kind == 2 ? uint8_t(0x80)
+                       : uint8_t(0xff);
   }
-  static double max_finite() {
-    if (Kind == 3) return std::ldexp(1.0, 254 - Bias);
-    int max_exp = (1 << E) - 1 - (Kind == 0 ? 1 : 0);
-    double mant = Kind == 1 ? 2.0 - 2.0 * std::ldexp(1.0, -M) : 2.0 - std::ldexp(1.0, -M);
-    if (Kind == 1 && M == 0) mant = 1.0;
-    return std::ldexp(mant, max_exp - Bias);
-  }
+  // Too large to represent (inf input or rounding past the largest finite value).
+  static constexpr uint8_t overflow_of(uint32_t sign) { return Kind == 0 ? uint8_t(sign | kExpAllOnes) : nan_of(sign); }
+
   static uint8_t encode(float f) {
-    if (std::isnan(f)) return nan_bits();
-    if (Kind == 3) {  // e8m0: round to the nearest power of two
-      if (f <= 0) return nan_bits();
-      int e = int(std::nearbyint(std::log2(double(f))));
-      e = e + Bias;
-      if (e < 0) e = 0;
-      if (e > 254) e = 254;
-      return uint8_t(e);
+    uint32_t x = bit_cast<uint32_t>(f);
+    uint32_t abs = x & 0x7fffffffu;
+    if (Kind == 3) {  // positive powers of two; rounds half up on the float's mantissa
+      if ((x >> 31) || abs == 0 || abs >= 0x7f800000u) return 0xff;
+      if (abs < 0x800000u) return abs > 0x400000u ? 1 : 0;  // float subnormals: 2^-127 is code 0
+      uint32_t r = (abs + 0x400000u) >> 23;
+      return r > 254 ? uint8_t(0xff) : uint8_t(r);
     }
-    bool neg = std::signbit(f);
-    double x = std::fabs(double(f));
-    uint8_t sign = neg ? uint8_t(1u << (E + M)) : 0;
-    if (std::isinf(f)) return Kind == 0 ? uint8_t(sign | (((1u << E) - 1) << M)) : nan_bits() | (Kind == 1 ? sign : 0);
-    int min_normal_exp = 1 - Bias;
-    int e;
-    std::frexp(x, &e);
-    e -= 1;  // x in [2^e, 2^(e+1))
-    if (e < min_normal_exp) e = min_normal_exp;
-    double quantum = std::ldexp(1.0, e - M);
-    double q = std::nearbyint(x / quantum) * quantum;
-    if (q > max_finite()) {
-      if (Kind == 0) return uint8_t(sign | (((1u << E) - 1) << M));
-      return Kind == 1 ? uint8_t(sign | nan_bits()) : nan_bits();
-    }
-    if (q == 0) return Kind == 2 ? 0 : sign;
-    int qe;
-    std::frexp(q, &qe);
-    qe -= 1;
+    uint32_t sign = (x >> 31) ? kSign : 0;
+    if (abs > 0x7f800000u) return nan_of(sign);
+    if (abs == 0x7f800000u) return overflow_of(sign);
+    constexpr int kMinNormalExp = 1 - Bias;
     uint32_t bits;
-    if (qe < min_normal_exp) {
-      bits = uint32_t(q / std::ldexp(1.0, min_normal_exp - M));
+    if (int(abs >> 23) - 127 < kMinNormalExp) {
+      // Subnormal (or zero) in the target: count quanta of 2^(kMinNormalExp - M),
+      // rounding to nearest even. A result of 2^M is the smallest normal, encoded alike.
+      float scaled = bit_cast<float>(abs) * std::ldexp(1.0f, M - kMinNormalExp);
+      bits = uint32_t(std::nearbyint(scaled));
     } else {
-      uint32_t mant = uint32_t(std::ldexp(q, -qe) * (1u << M)) - (1u << M);
-      bits = (uint32_t(qe + Bias) << M) | mant;
+      constexpr int kShift = 23 - M;  // round the mantissa to M bits, nearest even
+      uint32_t r = (abs + ((1u << (kShift - 1)) - 1) + ((abs >> kShift) & 1u)) >> kShift;
+      bits = r - (uint32_t(127 - Bias) << M);  // rebias the exponent
     }
+    if (bits > kMaxFinite) return overflow_of(sign);
+    if (bits == 0 && Kind == 2) return 0;  // no negative zero
     return uint8_t(sign | bits);
   }
+
   static float decode(uint8_t b) {
     if (Kind == 3) return b == 0xff ? NAN : float(std::ldexp(1.0, int(b) - Bias));
-    uint32_t sign = (b >> (E + M)) & 1u;
+    bool neg = (b & kSign) != 0;
     uint32_t exp = (b >> M) & ((1u << E) - 1);
-    uint32_t mant = b & ((1u << M) - 1);
-    if (Kind == 2 && b == 0x80) return NAN;
-    if (Kind == 1 && exp == (1u << E) - 1 && mant == (1u << M) - 1) return NAN;
-    if (Kind == 0 && exp == (1u << E) - 1) return mant ? NAN : (sign ? -INFINITY : INFINITY);
+    uint32_t mant = b & kMantAllOnes;
+    bool is_nan = Kind == 2   ? b == 0x80
+                  : Kind == 1 ? (b & ~kSign) == (kExpAllOnes | kMantAllOnes)
+                              : exp == (1u << E) - 1 && mant != 0;
+    if (is_nan) return neg ? -NAN : NAN;
+    if (Kind == 0 && exp == (1u << E) - 1) return neg ? -INFINITY : INFINITY;
     double v =
         exp == 0 ? std::ldexp(double(mant), 1 - Bias - M) : std::ldexp(1.0 + double(mant) / (1u << M), int(exp) - Bias);
-    return float(sign ? -v : v);
+    return float(neg ? -v : v);
   }
 };
 
-#define TL_DEFINE_FLOAT_STRUCT(Name, Storage, to_bits, from_bits)                      \
+// float16 converts float64 with one rounding (numpy); bfloat16 and the minifloats
+// round float64 to float first, as ml_dtypes does.
+struct HalfCodec {
+  static uint16_t encode(float f) { return float_to_half_bits(f); }
+  static uint16_t encode(double d) { return double_to_half_bits(d); }
+  static float decode(uint16_t b) { return half_bits_to_float(b); }
+};
+struct BFloat16Codec {
+  static uint16_t encode(float f) { return float_to_bf16_bits(f); }
+  static uint16_t encode(double d) { return float_to_bf16_bits(float(d)); }
+  static float decode(uint16_t b) { return bf16_bits_to_float(b); }
+};
+template <class Codec>
+struct ViaFloat : Codec {
+  using Codec::encode;
+  static auto encode(double d) { return Codec::encode(float(d)); }
+};
+
+#define TL_DEFINE_FLOAT_STRUCT(Name, Storage, Codec)                                   \
   struct Name {                                                                        \
     Storage bits;                                                                      \
     Name() = default;                                                                  \
-    Name(float f) : bits(to_bits(f)) {}                                                \
-    Name(double f) : bits(to_bits(float(f))) {}                                        \
-    Name(int v) : bits(to_bits(float(v))) {}                                           \
-    Name(int64_t v) : bits(to_bits(float(v))) {}                                       \
-    Name(unsigned v) : bits(to_bits(float(v))) {}                                      \
+    Name(float f) : bits(Codec::encode(f)) {}                                          \
+    Name(double f) : bits(Codec::encode(f)) {}                                         \
+    Name(int v) : bits(Codec::encode(float(v))) {}                                     \
+    Name(int64_t v) : bits(Codec::encode(float(v))) {}                                 \
+    Name(unsigned v) : bits(Codec::encode(float(v))) {}                                \
     template <class T, class = decltype(float(std::declval<T>().bits), T::kIsTlFloat)> \
-    explicit Name(const T& o) : bits(to_bits(float(o))) {}                             \
+    explicit Name(const T& o) : bits(Codec::encode(float(o))) {}                       \
     static constexpr bool kIsTlFloat = true;                                           \
-    operator float() const { return from_bits(bits); }                                 \
+    operator float() const { return Codec::decode(bits); }                             \
     static Name from_raw(Storage b) {                                                  \
       Name n;                                                                          \
       n.bits = b;                                                                      \
@@ -146,18 +189,18 @@ struct MiniFloatCodec {
     }                                                                                  \
   };
 
-TL_DEFINE_FLOAT_STRUCT(half_t, uint16_t, float_to_half_bits, half_bits_to_float)
-TL_DEFINE_FLOAT_STRUCT(bfloat16_t, uint16_t, float_to_bf16_bits, bf16_bits_to_float)
 using E4M3FN = MiniFloatCodec<4, 3, 7, 1>;
 using E5M2 = MiniFloatCodec<5, 2, 15, 0>;
 using E4M3FNUZ = MiniFloatCodec<4, 3, 8, 2>;
 using E5M2FNUZ = MiniFloatCodec<5, 2, 16, 2>;
 using E8M0 = MiniFloatCodec<8, 0, 127, 3>;
-TL_DEFINE_FLOAT_STRUCT(float8_e4m3fn_t, uint8_t, E4M3FN::encode, E4M3FN::decode)
-TL_DEFINE_FLOAT_STRUCT(float8_e5m2_t, uint8_t, E5M2::encode, E5M2::decode)
-TL_DEFINE_FLOAT_STRUCT(float8_e4m3fnuz_t, uint8_t, E4M3FNUZ::encode, E4M3FNUZ::decode)
-TL_DEFINE_FLOAT_STRUCT(float8_e5m2fnuz_t, uint8_t, E5M2FNUZ::encode, E5M2FNUZ::decode)
-TL_DEFINE_FLOAT_STRUCT(float8_e8m0fnu_t, uint8_t, E8M0::encode, E8M0::decode)
+TL_DEFINE_FLOAT_STRUCT(half_t, uint16_t, HalfCodec)
+TL_DEFINE_FLOAT_STRUCT(bfloat16_t, uint16_t, BFloat16Codec)
+TL_DEFINE_FLOAT_STRUCT(float8_e4m3fn_t, uint8_t, ViaFloat<E4M3FN>)
+TL_DEFINE_FLOAT_STRUCT(float8_e5m2_t, uint8_t, ViaFloat<E5M2>)
+TL_DEFINE_FLOAT_STRUCT(float8_e4m3fnuz_t, uint8_t, ViaFloat<E4M3FNUZ>)
+TL_DEFINE_FLOAT_STRUCT(float8_e5m2fnuz_t, uint8_t, ViaFloat<E5M2FNUZ>)
+TL_DEFINE_FLOAT_STRUCT(float8_e8m0fnu_t, uint8_t, ViaFloat<E8M0>)
 #undef TL_DEFINE_FLOAT_STRUCT
 
 }  // namespace tl

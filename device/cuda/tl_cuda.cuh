@@ -54,18 +54,28 @@ struct bfloat16_t {
 #else
     uint32_t x = __float_as_uint(f);
     bits = (x & 0x7fffffffu) > 0x7f800000u ? uint16_t((x >> 16) | 0x40u)
-                                             : uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+                                           : uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 #endif
   }
   TL_DEVICE bfloat16_t(double f) : bfloat16_t(float(f)) {}
   TL_DEVICE bfloat16_t(int v) : bfloat16_t(float(v)) {}
-  TL_DEVICE operator float() const { return __uint_as_float(uint32_t(bits) << 16); }
+  TL_DEVICE operator float() const {
+    return __uint_as_float(uint32_t(bits) << 16);
+  }
 };
 
-TL_DEVICE float infinity_f32() { return __int_as_float(0x7f800000); }
-TL_DEVICE double infinity_f64() { return __longlong_as_double(0x7ff0000000000000ll); }
-TL_DEVICE float nan_f32() { return __int_as_float(0x7fc00000); }
-TL_DEVICE double nan_f64() { return __longlong_as_double(0x7ff8000000000000ll); }
+TL_DEVICE float infinity_f32() {
+  return __int_as_float(0x7f800000);
+}
+TL_DEVICE double infinity_f64() {
+  return __longlong_as_double(0x7ff0000000000000ll);
+}
+TL_DEVICE float nan_f32() {
+  return __int_as_float(0x7fc00000);
+}
+TL_DEVICE double nan_f64() {
+  return __longlong_as_double(0x7ff8000000000000ll);
+}
 
 template <class T>
 TL_DEVICE T floordiv(T a, T b) {
@@ -87,9 +97,13 @@ TL_DEVICE T max(T a, T b) {
 }
 
 // Float math in the argument's precision; the code generator passes float or double.
-#define TL_UNARY_MATH(name, f32, f64)            \
-  TL_DEVICE float name(float x) { return f32; }  \
-  TL_DEVICE double name(double x) { return f64; }
+#define TL_UNARY_MATH(name, f32, f64) \
+  TL_DEVICE float name(float x) {     \
+    return f32;                       \
+  }                                   \
+  TL_DEVICE double name(double x) {   \
+    return f64;                       \
+  }
 TL_UNARY_MATH(exp, expf(x), ::exp(x))
 TL_UNARY_MATH(exp2, exp2f(x), ::exp2(x))
 TL_UNARY_MATH(exp10, exp10f(x), ::exp10(x))
@@ -113,20 +127,40 @@ TL_UNARY_MATH(sinh, sinhf(x), ::sinh(x))
 TL_UNARY_MATH(cosh, coshf(x), ::cosh(x))
 TL_UNARY_MATH(erf, erff(x), ::erf(x))
 #undef TL_UNARY_MATH
-TL_DEVICE float pow(float a, float b) { return powf(a, b); }
-TL_DEVICE double pow(double a, double b) { return ::pow(a, b); }
-TL_DEVICE float fmod(float a, float b) { return fmodf(a, b); }
-TL_DEVICE double fmod(double a, double b) { return ::fmod(a, b); }
+TL_DEVICE float pow(float a, float b) {
+  return powf(a, b);
+}
+TL_DEVICE double pow(double a, double b) {
+  return ::pow(a, b);
+}
+TL_DEVICE float fmod(float a, float b) {
+  return fmodf(a, b);
+}
+TL_DEVICE double fmod(double a, double b) {
+  return ::fmod(a, b);
+}
 template <class T>
 TL_DEVICE T abs(T x) {
   return x < 0 ? -x : x;
 }
-TL_DEVICE float abs(float x) { return fabsf(x); }
-TL_DEVICE double abs(double x) { return fabs(x); }
-TL_DEVICE bool isnan(double x) { return x != x; }
-TL_DEVICE bool isinf(double x) { return x == infinity_f64() || x == -infinity_f64(); }
-TL_DEVICE bool isfinite(double x) { return !isnan(x) && !isinf(x); }
+TL_DEVICE float abs(float x) {
+  return fabsf(x);
+}
+TL_DEVICE double abs(double x) {
+  return fabs(x);
+}
+TL_DEVICE bool isnan(double x) {
+  return x != x;
+}
+TL_DEVICE bool isinf(double x) {
+  return x == infinity_f64() || x == -infinity_f64();
+}
+TL_DEVICE bool isfinite(double x) {
+  return !isnan(x) && !isinf(x);
+}
 
-TL_DEVICE void sync_threads() { __syncthreads(); }
+TL_DEVICE void sync_threads() {
+  __syncthreads();
+}
 
 }  // namespace tl

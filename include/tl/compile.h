@@ -28,4 +28,14 @@ std::string generate_source(const PrimFunc& f, const Target& target);
 // The text the cache key hashes: everything that changes the binary.
 std::string cache_key_material(const PrimFunc& f, const CompileOptions& options);
 
+// Number of real builds (codegen + device compiler) in this process; cache hits
+// do not count.
+int64_t compile_count();
+
+// Loads an exported kernel without compiling: its signature text
+// (KernelSignature::serialize), target string and the directory holding its
+// artifact files (those of a cache entry: kernel.cpp + kernel.so on the CPU).
+std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::string& target,
+                                    const std::string& artifact_dir);
+
 }  // namespace tl

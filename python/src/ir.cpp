@@ -145,6 +145,7 @@ void bind_ir(nb::module_& m) {
       .def("__pos__", [](const Expr& a) { return a; })
       .def("__invert__", [](const Expr& a) { return a.dtype().is_bool() ? logical_not(a) : bit_not(a); })
       .def("__abs__", [](const Expr& a) { return call(Intrinsic::Abs, {a}); })
+      .def("astype", [](const Expr& a, nb::handle dt) { return cast(to_dtype(dt), a); })
       .def("__index__", [](const Expr& e) -> int64_t {
         if (auto v = as_const_int(e)) return *v;
         throw nb::type_error(("`" + to_string(e) + "` is symbolic and cannot be used as a Python int").c_str());

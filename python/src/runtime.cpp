@@ -206,12 +206,15 @@ void bind_runtime(nb::module_& m) {
              for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
              return out;
            })
-      .def("__call__", [](const Kernel& k, const nb::sequence& args, uintptr_t stream) {
-        CallArgs ca;
-        convert_args(args, ca);
-        nb::gil_scoped_release release;
-        k.call(ca.values, reinterpret_cast<void*>(stream));
-      }, nb::arg("args"), nb::arg("stream") = 0);
+      .def(
+          "__call__",
+          [](const Kernel& k, const nb::sequence& args, uintptr_t stream) {
+            CallArgs ca;
+            convert_args(args, ca);
+            nb::gil_scoped_release release;
+            k.call(ca.values, reinterpret_cast<void*>(stream));
+          },
+          nb::arg("args"), nb::arg("stream") = 0);
 
   m.def(
       "compile",
@@ -246,31 +249,34 @@ void bind_runtime(nb::module_& m) {
   m.def("present_gpu_arch", &present_gpu_arch);
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
-  m.def("set_log_sink", [](nb::object fn) {
-    if (fn.is_none()) {
-      set_log_sink(nullptr);
-      return;
-    }
-    // The sink may outlive the interpreter (static destructors, threads still
-    // logging at exit): never touch Python once it is finalizing; leak instead.
-    std::shared_ptr<PyObject> held(fn.release().ptr(), [](PyObject* p) {
-      if (!python_alive()) return;
-      nb::gil_scoped_acquire gil;
-      Py_DECREF(p);
-    });
-    set_log_sink([held](LogLevel level, const std::string& msg) {
-      if (!python_alive()) {
-        if (level >= LogLevel::Warning) std::fprintf(stderr, "[tilelang] %s\n", msg.c_str());
-        return;
-      }
-      nb::gil_scoped_acquire gil;
-      PyObject* r = PyObject_CallFunction(held.get(), "is", int(level), msg.c_str());
-      if (r)
-        Py_DECREF(r);
-      else
-        PyErr_Clear();
-    });
-  });
+  m.def(
+      "set_log_sink",
+      [](nb::object fn) {
+        if (fn.is_none()) {
+          set_log_sink(nullptr);
+          return;
+        }
+        // The sink may outlive the interpreter (static destructors, threads still
+        // logging at exit): never touch Python once it is finalizing; leak instead.
+        std::shared_ptr<PyObject> held(fn.release().ptr(), [](PyObject* p) {
+          if (!python_alive()) return;
+          nb::gil_scoped_acquire gil;
+          Py_DECREF(p);
+        });
+        set_log_sink([held](LogLevel level, const std::string& msg) {
+          if (!python_alive()) {
+            if (level >= LogLevel::Warning) std::fprintf(stderr, "[tilelang] %s\n", msg.c_str());
+            return;
+          }
+          nb::gil_scoped_acquire gil;
+          PyObject* r = PyObject_CallFunction(held.get(), "is", int(level), msg.c_str());
+          if (r)
+            Py_DECREF(r);
+          else
+            PyErr_Clear();
+        });
+      },
+      nb::arg("sink").none());
   m.def("compile_count", &compile_count);
   m.def("load_kernel", &load_kernel, nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
   m.def("default_cache_dir", &default_cache_dir);

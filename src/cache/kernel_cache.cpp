@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -39,6 +40,27 @@ std::string unique_suffix() {
 
 constexpr const char* kManifest = "manifest.txt";
 
+// Moves `dir` to a trash name and deletes it; false when another process got there first.
+bool discard(const fs::path& kernels, const fs::path& dir, const std::string& key) {
+  std::error_code ec;
+  fs::path trash = kernels / (".trash-" + key + "-" + unique_suffix());
+  fs::rename(dir, trash, ec);
+  if (ec) return false;
+  fs::remove_all(trash, ec);
+  return true;
+}
+
+int64_t dir_bytes(const fs::path& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) total += int64_t(it->file_size(size_ec));
+  }
+  return total;
+}
+
 }  // namespace
 
 std::string default_cache_dir() {
@@ -73,11 +95,12 @@ std::optional<std::string> DiskCache::lookup(const std::string& key) const {
   fs::path dir = fs::path(root_) / "kernels" / key;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return std::nullopt;
-  if (valid(dir.string())) return dir.string();
+  if (valid(dir.string())) {
+    fs::last_write_time(dir, fs::file_time_type::clock::now(), ec);  // best effort (read-only caches)
+    return dir.string();
+  }
   // Damaged or partial: move it aside so that a rebuild can publish (best effort).
-  fs::path trash = fs::path(root_) / "kernels" / (".trash-" + key + "-" + unique_suffix());
-  fs::rename(dir, trash, ec);
-  if (!ec) fs::remove_all(trash, ec);
+  discard(fs::path(root_) / "kernels", dir, key);
   log(LogLevel::Debug, "cache entry " + key + " was damaged; rebuilding it");
   return std::nullopt;
 }
@@ -121,12 +144,70 @@ std::optional<std::string> DiskCache::publish(const std::string& key,
       fs::remove_all(staging, ec);
       return dir.string();
     }
-    fs::path trash = kernels / (".trash-" + key + "-" + unique_suffix());
-    fs::rename(dir, trash, ec);
-    fs::remove_all(trash, ec);
+    discard(kernels, dir, key);
   }
   fs::remove_all(staging, ec);
   return std::nullopt;
+}
+
+namespace {
+
+struct EntryInfo {
+  fs::path dir;
+  std::string key;
+  fs::file_time_type used;
+  int64_t bytes;
+};
+
+std::vector<EntryInfo> list_entries(const fs::path& kernels) {
+  std::vector<EntryInfo> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(kernels, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code e2;
+    if (name.empty() || name[0] == '.' || !it->is_directory(e2)) continue;
+    auto used = fs::last_write_time(it->path(), e2);
+    if (e2) continue;  // vanished meanwhile
+    out.push_back({it->path(), name, used, dir_bytes(it->path())});
+  }
+  return out;
+}
+
+}  // namespace
+
+CacheStats DiskCache::stats() const {
+  CacheStats s;
+  for (const EntryInfo& e : list_entries(fs::path(root_) / "kernels")) {
+    ++s.entries;
+    s.bytes += e.bytes;
+  }
+  return s;
+}
+
+int64_t DiskCache::prune(int64_t max_bytes) const {
+  fs::path kernels = fs::path(root_) / "kernels";
+  std::vector<EntryInfo> entries = list_entries(kernels);
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryInfo& a, const EntryInfo& b) { return a.used != b.used ? a.used < b.used : a.key < b.key; });
+  int64_t total = 0;
+  for (const EntryInfo& e : entries) total += e.bytes;
+  int64_t removed = 0;
+  for (const EntryInfo& e : entries) {
+    if (total <= max_bytes) break;
+    if (discard(kernels, e.dir, e.key)) ++removed;
+    total -= e.bytes;
+  }
+  // Leftovers: trash of any age (its owner deletes it right after the rename) and
+  // staging dirs of writers that died an hour or more ago.
+  auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(kernels, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    std::error_code e2;
+    bool stale_staging = name.rfind(".staging-", 0) == 0 && fs::last_write_time(it->path(), e2) < cutoff && !e2;
+    if (name.rfind(".trash-", 0) == 0 || stale_staging) fs::remove_all(it->path(), e2);
+  }
+  return removed;
 }
 
 }  // namespace tl

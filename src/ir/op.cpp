@@ -307,11 +307,17 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
       t = dtype::Handle;
       break;
     case Intrinsic::Pow:
-    case Intrinsic::Fmod: {
-      t = promote_types(args[0], args[1]);
+    case Intrinsic::Fmod:
+    case Intrinsic::Fma: {
+      // Float math on the promoted type of all operands (integers compute in float32).
+      Expr acc = args[0];  // stands for the operands so far; non-constant once one is
+      for (size_t i = 1; i < args.size(); ++i) {
+        DataType ti = promote_types(acc, args[i]);
+        acc = is_imm(acc) && !is_imm(args[i]) ? convert(args[i], ti) : convert(acc, ti);
+      }
+      t = acc.dtype();
       if (!t.is_float()) t = dtype::Float32.with_lanes(t.lanes());
-      args[0] = convert(args[0], t);
-      args[1] = convert(args[1], t);
+      for (Expr& a : args) a = convert(a, t);
       break;
     }
     default:

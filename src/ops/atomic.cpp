@@ -4,46 +4,12 @@
 // (right-aligned after dropping unit dimensions). Each element becomes a call of
 // tl::atomic_<kind><order> from the device header; parts outside the destination
 // tensor are dropped, parts outside the value tensor read 0.
-#include <sstream>
-
-#include "ir/printer.h"
-#include "ops/tile_op.h"
+#include "ops/extent_util.h"
 
 namespace tl {
-namespace {
-
-std::string attr_str(const Attrs& attrs, const std::string& key) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return "";
-  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return "";
-}
-
-std::string shape_str(const std::vector<Expr>& ext) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
-  os << "]";
-  return os.str();
-}
-
-std::vector<Expr> non_unit(const std::vector<Expr>& ext) {
-  std::vector<Expr> out;
-  for (const Expr& e : ext)
-    if (!is_const_one(e)) out.push_back(e);
-  return out;
-}
-
-bool same_extent(const Expr& a, const Expr& b) {
-  auto x = as_const_int(a), y = as_const_int(b);
-  if (x && y) return *x == *y;
-  return to_string(a) == to_string(b);
-}
-
-}  // namespace
-
 Stmt make_atomic_op(TileOpArgs a) {
-  std::string kind = attr_str(a.attrs, "kind");
+  simplify_extents(a.regions);
+  std::string kind = attr_string(a.attrs, "kind");
   if (kind != "add" && kind != "max" && kind != "min")
     throw_user_error(a.span, str_cat("unknown atomic kind '", kind, "'; known kinds: add, max, min"));
   std::string what = "T.atomic_" + kind;
@@ -52,8 +18,8 @@ Stmt make_atomic_op(TileOpArgs a) {
     throw_user_error(a.span, what + " on a region takes a destination region and a value region (or one scalar)");
   const BufferRegion& dst = a.regions[0];
   DataType t = dst.buffer->dtype;
-  if (!(t.is_float() || t.is_integer()) || t.lanes() != 1 || !(t.bits() == 8 || t.bits() == 16 || t.bits() == 32 ||
-                                                                t.bits() == 64))
+  if (!(t.is_float() || t.is_integer()) || t.lanes() != 1 ||
+      !(t.bits() == 8 || t.bits() == 16 || t.bits() == 32 || t.bits() == 64))
     throw_user_error(a.span, str_cat(what, " cannot update '", dst.buffer->name, "' of dtype ", t.name(),
                                      "; atomics need an integer or floating dtype of 8, 16, 32 or 64 bits"));
   if (scalar) {
@@ -63,13 +29,11 @@ Stmt make_atomic_op(TileOpArgs a) {
     return tile_op(TileOpKind::Atomic, std::move(a.regions), std::move(a.args), std::move(a.attrs), a.span);
   }
   const BufferRegion& src = a.regions[1];
-  std::vector<Expr> se = non_unit(src.extents()), de = non_unit(dst.extents());
-  bool ok = se.size() == de.size();
-  for (size_t i = 0; ok && i < se.size(); ++i) ok = same_extent(se[i], de[i]);
-  if (!ok)
+  std::vector<Expr> se = non_unit_extents(src.extents()), de = non_unit_extents(dst.extents());
+  if (!same_extents(se, de))
     throw_user_error(a.span, str_cat(what, " extents do not match: destination '", dst.buffer->name, "' covers ",
-                                     shape_str(dst.extents()), " but value '", src.buffer->name, "' covers ",
-                                     shape_str(src.extents()),
+                                     extents_str(dst.extents()), " but value '", src.buffer->name, "' covers ",
+                                     extents_str(src.extents()),
                                      "; after dropping unit dimensions both sides must have the same extents"));
   return tile_op(TileOpKind::Atomic, std::move(a.regions), {}, std::move(a.attrs), a.span);
 }
@@ -103,7 +67,8 @@ Stmt lower_atomic_serial(const TileOpNode* op) {
     value = op->args[0];
   }
   std::vector<Expr> di = indices(dst);
-  std::string fn = str_cat("tl::atomic_", attr_str(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
+  std::string fn =
+      str_cat("tl::atomic_", attr_string(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
   Expr address = call(Intrinsic::AddressOf, {buffer_load(dst.buffer, di, op->span)});
   Stmt body = evaluate(call_extern(t, fn, {address, value}), op->span);
   Expr dst_ok = in_bounds(dst.buffer, di);

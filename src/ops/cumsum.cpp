@@ -1,38 +1,11 @@
 // T.cumsum / T.cummax: an inclusive scan of a tile along one dimension, forward or
 // reversed, into a destination of the same shape (which may be the source itself).
-#include <sstream>
-
-#include "ir/printer.h"
-#include "ops/tile_op.h"
+#include "ops/extent_util.h"
 
 namespace tl {
-namespace {
-
-std::string scan_kind(const Attrs& attrs) {
-  auto it = attrs.find("kind");
-  if (it != attrs.end())
-    if (auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return "sum";
-}
-
-std::string shape_str(const std::vector<Expr>& ext) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
-  os << "]";
-  return os.str();
-}
-
-bool same_extent(const Expr& a, const Expr& b) {
-  auto x = as_const_int(a), y = as_const_int(b);
-  if (x && y) return *x == *y;
-  return to_string(a) == to_string(b);
-}
-
-}  // namespace
-
 Stmt make_cumsum_op(TileOpArgs a) {
-  std::string kind = scan_kind(a.attrs);
+  simplify_extents(a.regions);
+  std::string kind = attr_string(a.attrs, "kind", "sum");
   if (kind != "sum" && kind != "max")
     throw_user_error(a.span, str_cat("unknown scan kind '", kind, "'; known kinds: sum, max"));
   std::string what = "T.cum" + kind;
@@ -47,15 +20,13 @@ Stmt make_cumsum_op(TileOpArgs a) {
   int rank = int(se.size());
   int64_t dim = attr_int(a.attrs, "dim", 0);
   if (dim < -rank || dim >= rank)
-    throw_user_error(a.span, str_cat(what, " dim ", dim, " is out of range for source '", src.buffer->name,
-                                     "' of rank ", rank, " (shape ", shape_str(se), "); use a dim in [", -rank, ", ",
-                                     rank - 1, "]"));
+    throw_user_error(a.span,
+                     str_cat(what, " dim ", dim, " is out of range for source '", src.buffer->name, "' of rank ", rank,
+                             " (shape ", extents_str(se), "); use a dim in [", -rank, ", ", rank - 1, "]"));
   if (dim < 0) dim += rank;
-  bool same = se.size() == de.size();
-  for (size_t i = 0; same && i < se.size(); ++i) same = same_extent(se[i], de[i]);
-  if (!same)
-    throw_user_error(a.span, str_cat(what, " destination '", dst.buffer->name, "' has shape ", shape_str(de),
-                                     " but source '", src.buffer->name, "' has shape ", shape_str(se),
+  if (!same_extents(se, de))
+    throw_user_error(a.span, str_cat(what, " destination '", dst.buffer->name, "' has shape ", extents_str(de),
+                                     " but source '", src.buffer->name, "' has shape ", extents_str(se),
                                      "; a scan writes a tile of the source's shape"));
   Attrs attrs = a.attrs;
   attrs["dim"] = dim;
@@ -68,7 +39,7 @@ Stmt make_cumsum_op(TileOpArgs a) {
 // in-place scan (dst == src) correct.
 Stmt lower_cumsum_serial(const TileOpNode* op) {
   const BufferRegion &src = op->regions[0], &dst = op->regions[1];
-  bool is_max = scan_kind(op->attrs) == "max";
+  bool is_max = attr_string(op->attrs, "kind", "sum") == "max";
   int dim = int(attr_int(op->attrs, "dim", 0));
   bool reverse = attr_int(op->attrs, "reverse", 0);
   DataType t = dst.buffer->dtype;
@@ -93,9 +64,7 @@ Stmt lower_cumsum_serial(const TileOpNode* op) {
   Buffer acc = Buffer::make("acc", t, {int_imm(1)}, Scope::Local, {}, op->span);
   Expr acc_val = buffer_load(acc, {int_imm(0)});
   Expr x = cast(t, buffer_load(src.buffer, src_idx, op->span));
-  // fp8 "fn" kinds have no infinity: a max scan starts from their lowest finite value.
-  bool has_inf = t.is_float() && (t.bits() >= 16 || t.scalar_type() == ScalarType::Float8E5M2);
-  Expr start = !is_max ? make_const(t, 0) : has_inf ? infinity(t, /*negative=*/true) : min_value(t);
+  Expr start = !is_max ? make_const(t, 0) : has_infinity(t) ? infinity(t, /*negative=*/true) : min_value(t);
   Stmt step = seq({buffer_store(acc, is_max ? max(acc_val, x) : add(acc_val, x), {int_imm(0)}),
                    buffer_store(dst.buffer, acc_val, dst_idx, op->span)});
   Stmt body = allocate(acc, seq({buffer_store(acc, start, {int_imm(0)}),

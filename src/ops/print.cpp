@@ -29,7 +29,8 @@ Stmt make_print_op(TileOpArgs a) {
   if (a.args.size() < kWhereArgs || values + a.regions.size() > 1)
     throw_user_error(a.span, "T.print takes one buffer, one expression or only msg=");
   if (values == 1 && !a.args.back().dtype().is_scalar())
-    throw_user_error(a.span, str_cat("T.print prints scalar expressions, got one of type ", a.args.back().dtype().name()));
+    throw_user_error(a.span,
+                     str_cat("T.print prints scalar expressions, got one of type ", a.args.back().dtype().name()));
   if (values == 1 && a.args.back().dtype().is_handle())
     throw_user_error(a.span, "T.print cannot print a pointer; print the buffer itself");
   return tile_op(TileOpKind::Print, std::move(a.regions), std::move(a.args), std::move(a.attrs), a.span);

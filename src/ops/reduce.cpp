@@ -2,10 +2,7 @@
 // tile into a tile of one rank less (or of equal rank with that dimension 1). The
 // result accumulates in the destination's dtype; with clear=False it is combined
 // with what the destination already holds, as TileLang does.
-#include <sstream>
-
-#include "ir/printer.h"
-#include "ops/tile_op.h"
+#include "ops/extent_util.h"
 
 namespace tl {
 namespace {
@@ -17,17 +14,10 @@ struct KindName {
   const char* name;
 };
 constexpr KindName kKinds[] = {
-    {ReduceKind::Sum, "sum"},       {ReduceKind::AbsSum, "abssum"}, {ReduceKind::Max, "max"},
-    {ReduceKind::Min, "min"},       {ReduceKind::AbsMax, "absmax"}, {ReduceKind::BitAnd, "bitand"},
-    {ReduceKind::BitOr, "bitor"},   {ReduceKind::BitXor, "bitxor"},
+    {ReduceKind::Sum, "sum"},     {ReduceKind::AbsSum, "abssum"}, {ReduceKind::Max, "max"},
+    {ReduceKind::Min, "min"},     {ReduceKind::AbsMax, "absmax"}, {ReduceKind::BitAnd, "bitand"},
+    {ReduceKind::BitOr, "bitor"}, {ReduceKind::BitXor, "bitxor"},
 };
-
-std::string attr_str(const Attrs& attrs, const std::string& key) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) return "";
-  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
-  return "";
-}
 
 std::optional<ReduceKind> parse_kind(const std::string& name) {
   for (const KindName& k : kKinds)
@@ -39,24 +29,10 @@ bool is_bitwise(ReduceKind k) {
   return k == ReduceKind::BitAnd || k == ReduceKind::BitOr || k == ReduceKind::BitXor;
 }
 
-std::string shape_str(const std::vector<Expr>& ext) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
-  os << "]";
-  return os.str();
-}
-
-bool same_extent(const Expr& a, const Expr& b) {
-  auto x = as_const_int(a), y = as_const_int(b);
-  if (x && y) return *x == *y;
-  return to_string(a) == to_string(b);
-}
-
 // The value the fold starts from: combining it with any x gives x.
 Expr identity(ReduceKind k, DataType t) {
   // Types without an infinity (fp8 "fn" kinds) start from their finite extremes.
-  bool has_inf = t.is_float() && (t.bits() >= 16 || t.scalar_type() == ScalarType::Float8E5M2);
+  bool has_inf = has_infinity(t);
   switch (k) {
     case ReduceKind::Sum:
     case ReduceKind::AbsSum:
@@ -97,7 +73,8 @@ Expr combine(ReduceKind k, Expr acc, Expr x) {
 }  // namespace
 
 Stmt make_reduce_op(TileOpArgs a) {
-  std::string kind_name = attr_str(a.attrs, "kind");
+  simplify_extents(a.regions);
+  std::string kind_name = attr_string(a.attrs, "kind");
   std::string what = "T.reduce_" + kind_name;
   auto kind = parse_kind(kind_name);
   if (!kind) {
@@ -116,31 +93,26 @@ Stmt make_reduce_op(TileOpArgs a) {
   int rank = int(se.size());
   int64_t dim = attr_int(a.attrs, "dim", -1);
   if (dim < -rank || dim >= rank)
-    throw_user_error(a.span, str_cat(what, " dim ", dim, " is out of range for source '", src.buffer->name,
-                                     "' of rank ", rank, " (shape ", shape_str(se), "); use a dim in [", -rank, ", ",
-                                     rank - 1, "]"));
+    throw_user_error(a.span,
+                     str_cat(what, " dim ", dim, " is out of range for source '", src.buffer->name, "' of rank ", rank,
+                             " (shape ", extents_str(se), "); use a dim in [", -rank, ", ", rank - 1, "]"));
   if (dim < 0) dim += rank;
 
+  // dst must hold src's shape without `dim`; unit dims are free (kept dims, row slices).
   std::vector<Expr> dropped, kept;
   for (int d = 0; d < rank; ++d) {
     if (d != dim) dropped.push_back(se[d]);
     kept.push_back(d == dim ? int_imm(1) : se[d]);
   }
-  auto matches = [&](const std::vector<Expr>& want) {
-    if (want.size() != de.size()) return false;
-    for (size_t i = 0; i < want.size(); ++i)
-      if (!same_extent(want[i], de[i])) return false;
-    return true;
-  };
-  if (!matches(dropped) && !matches(kept))
-    throw_user_error(a.span, str_cat(what, " destination '", dst.buffer->name, "' has shape ", shape_str(de),
-                                     ", but reducing '", src.buffer->name, "' of shape ", shape_str(se), " over dim ",
-                                     dim, " gives ", shape_str(dropped), " (or ", shape_str(kept),
+  if (!same_extents(non_unit_extents(dropped), non_unit_extents(de)))
+    throw_user_error(a.span, str_cat(what, " destination '", dst.buffer->name, "' has shape ", extents_str(de),
+                                     ", but reducing '", src.buffer->name, "' of shape ", extents_str(se), " over dim ",
+                                     dim, " gives ", extents_str(dropped), " (or ", extents_str(kept),
                                      " keeping the dim); allocate the destination with that shape"));
   if (is_bitwise(*kind) && !(src.buffer->dtype.is_integer() && dst.buffer->dtype.is_integer()))
-    throw_user_error(a.span, str_cat(what, " needs integer buffers, got '", src.buffer->name, "' (",
-                                     src.buffer->dtype.name(), ") and '", dst.buffer->name, "' (",
-                                     dst.buffer->dtype.name(), ")"));
+    throw_user_error(a.span,
+                     str_cat(what, " needs integer buffers, got '", src.buffer->name, "' (", src.buffer->dtype.name(),
+                             ") and '", dst.buffer->name, "' (", dst.buffer->dtype.name(), ")"));
   Attrs attrs = a.attrs;
   attrs["dim"] = dim;
   // abssum always starts from zero (TileLang's reduce_abssum has no clear flag).
@@ -152,14 +124,15 @@ Stmt make_reduce_op(TileOpArgs a) {
 // (or dst (+) acc when not clearing). The accumulator is a one-element local buffer.
 Stmt lower_reduce_serial(const TileOpNode* op) {
   const BufferRegion &src = op->regions[0], &dst = op->regions[1];
-  ReduceKind kind = *parse_kind(attr_str(op->attrs, "kind"));
+  ReduceKind kind = *parse_kind(attr_string(op->attrs, "kind"));
   int dim = int(attr_int(op->attrs, "dim", 0));
   bool clear = attr_int(op->attrs, "clear", 1);
-  bool keep_dim = dst.ranges.size() == src.ranges.size();
   DataType t = dst.buffer->dtype;
 
-  std::vector<Var> outer;  // one per source dim except `dim`
-  std::vector<Expr> src_idx, dst_idx;
+  // One loop per source dim except `dim`; the non-unit ones index the destination's
+  // non-unit dims in order.
+  std::vector<Var> outer;
+  std::vector<Expr> outer_extents, src_idx, dst_idx, mapped;
   Var r("r", src.ranges[dim].extent.dtype());
   for (int d = 0; d < int(src.ranges.size()); ++d) {
     const Range& rg = src.ranges[d];
@@ -169,15 +142,13 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
     }
     Var v("i" + std::to_string(outer.size()), rg.extent.dtype());
     outer.push_back(v);
+    outer_extents.push_back(rg.extent);
     src_idx.push_back(add(rg.min, cast(rg.min.dtype(), v)));
+    if (!is_const_one(rg.extent)) mapped.push_back(v);
   }
-  for (size_t d = 0, v = 0; d < dst.ranges.size(); ++d) {
-    const Expr& mn = dst.ranges[d].min;
-    if (keep_dim && int(d) == dim)
-      dst_idx.push_back(mn);
-    else
-      dst_idx.push_back(add(mn, cast(mn.dtype(), outer[v++])));
-  }
+  size_t next = 0;
+  for (const Range& rg : dst.ranges)
+    dst_idx.push_back(is_const_one(rg.extent) ? rg.min : add(rg.min, cast(rg.min.dtype(), mapped[next++])));
 
   Buffer acc = Buffer::make("acc", t, {int_imm(1)}, Scope::Local, {}, op->span);
   Expr acc_val = buffer_load(acc, {int_imm(0)});
@@ -188,10 +159,8 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   Expr result = clear ? acc_val : combine(kind, buffer_load(dst.buffer, dst_idx), acc_val);
   Stmt body = allocate(acc, seq({buffer_store(acc, identity(kind, t), {int_imm(0)}), fold,
                                  buffer_store(dst.buffer, result, dst_idx, op->span)}));
-  for (int i = int(outer.size()) - 1, d = int(src.ranges.size()) - 1; i >= 0; --i, --d) {
-    if (d == dim) --d;
-    body = for_loop(outer[i], make_const(outer[i].dtype(), 0), src.ranges[d].extent, ForKind::Serial, body);
-  }
+  for (int i = int(outer.size()) - 1; i >= 0; --i)
+    body = for_loop(outer[i], make_const(outer[i].dtype(), 0), outer_extents[i], ForKind::Serial, body);
   return body;
 }
 

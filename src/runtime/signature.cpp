@@ -128,7 +128,6 @@ std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
   return std::nullopt;
 }
 
-
 // ---- serialization
 //
 // Format (one record per line, tokens separated by single spaces):
@@ -168,8 +167,8 @@ std::optional<BinaryOp> binary_op_from_ident(const std::string& s) {
 
 void check_token(const std::string& what, const std::string& s) {
   if (s.empty() || s.find_first_of(" \t\n") != std::string::npos)
-    throw_user_error({}, str_cat("cannot serialize the signature: ", what, " '", s,
-                                 "' is empty or contains whitespace; rename it"));
+    throw_user_error(
+        {}, str_cat("cannot serialize the signature: ", what, " '", s, "' is empty or contains whitespace; rename it"));
 }
 
 class SignatureWriter {
@@ -363,8 +362,12 @@ class SignatureReader {
 
 }  // namespace
 
-std::string KernelSignature::serialize() const { return SignatureWriter().write(*this); }
+std::string KernelSignature::serialize() const {
+  return SignatureWriter().write(*this);
+}
 
-KernelSignature KernelSignature::parse(const std::string& text) { return SignatureReader().read(text); }
+KernelSignature KernelSignature::parse(const std::string& text) {
+  return SignatureReader().read(text);
+}
 
 }  // namespace tl

@@ -16,6 +16,9 @@ class TileOpLowerer : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     if (op->op == TileOpKind::Gemm && !target_.runs_blocks_serially()) return block_op(lower_gemm_loops(op));
+    // Per-thread ops: every thread checks its own assertion and prints its own value.
+    if (op->op == TileOpKind::DeviceAssert || (op->op == TileOpKind::Print && op->regions.empty()))
+      return op_info(op->op).lower_serial(op);
     return block_op(op_info(op->op).lower_serial(op));
   }
 

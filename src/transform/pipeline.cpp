@@ -67,7 +67,9 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 // CUDA, first path: the same tile-op expansion as the CPU; the code generator
 // spreads each block-wide op over the threads. Layout inference, tensor cores and
 // pipelining passes join here (issue 4).
-PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) { return lower_for_cpu(f, t, configs); }
+PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
+  return lower_for_cpu(f, t, configs);
+}
 
 }  // namespace
 

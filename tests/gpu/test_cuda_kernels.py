@@ -1,17 +1,17 @@
 """The cuda target on a real GPU: the CPU tests' kernels run on torch CUDA tensors
 and match torch."""
 
-import sys
 import pathlib
+import sys
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 
-import tilelang  # noqa: E402
-import tilelang.language as T  # noqa: E402
-from test_cpu_kernels import gemm_factory  # noqa: E402
-from test_threads import mixed_tile_ops_and_threads, neighbour_sum  # noqa: E402
+import tilelang
+import tilelang.language as T
+from test_cpu_kernels import gemm_factory
+from test_threads import mixed_tile_ops_and_threads, neighbour_sum
 
 torch = pytest.importorskip("torch")
 
@@ -31,7 +31,9 @@ def test_gemm_transposed_relu_matches_torch():
     )
     a = torch.randn(256, 96, device="cuda", dtype=torch.float16)
     b = torch.randn(192, 96, device="cuda", dtype=torch.float16)
-    torch.testing.assert_close(kernel(a, b), torch.relu(a.float() @ b.float().T), rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(
+        kernel(a, b), torch.relu(a.float() @ b.float().T), rtol=1e-2, atol=1e-2
+    )
 
 
 def test_thread_indices_and_barriers():

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
-from tilelang.utils.target import available_targets
-
 from test_cpu_kernels import gemm_factory
 from test_threads import mixed_tile_ops_and_threads, neighbour_sum
+from tilelang.utils.target import available_targets
 
 pytestmark = pytest.mark.skipif(
     "cuda" not in available_targets(), reason="NVRTC (libnvrtc.so) is not on this machine"
@@ -49,5 +48,7 @@ def test_generated_cuda_compiles_with_nvrtc(name, arch):
 def test_cuda_kernel_refuses_cpu_arrays():
     kernel = tilelang.compile(KERNELS["elementwise_math"](), target="cuda -arch=sm_80")
     a = np.zeros((50, 64), np.float32)
-    with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* is on cpu, expected a cuda tensor"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"argument 'A' .* is on cpu, expected a cuda tensor"
+    ):
         kernel(a, np.zeros((50, 64), np.uint16), 1.0)

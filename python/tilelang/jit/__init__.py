@@ -4,14 +4,18 @@ T.prim_func (lazy) and a function whose body declares its tensors (eager)."""
 
 import ast
 import functools
+import inspect
 
 from tilelang.language.ast_rewrite import _parse_function
 from tilelang.language.prim_func import PrimFunc
+from tilelang.transform import normalize_pass_configs
 
+from . import log
 from .eager import EagerFunction, freeze
+from .export import load_kernel
 from .kernel import JITKernel
 
-__all__ = ["JITKernel", "compile", "jit"]
+__all__ = ["JITKernel", "compile", "jit", "load_kernel"]
 
 
 def compile(
@@ -73,6 +77,7 @@ class LazyJIT:
         self.__name__ = factory.__name__
         self.__doc__ = factory.__doc__
         self._cache = {}
+        self._last_args = None
 
     def __call__(self, *args, **kwargs):
         key = (freeze(args), freeze(kwargs))
@@ -82,6 +87,15 @@ class LazyJIT:
         return kernel
 
     def _build(self, args, kwargs):
+        if log.logger.isEnabledFor(log.logging.DEBUG):
+            values = self._named(args, kwargs)
+            log.logger.debug(
+                "new specialization #%d of '%s': %s",
+                len(self._cache) + 1,
+                self.__name__,
+                log.describe_arguments(values, self._last_args),
+            )
+            self._last_args = values
         func = self.factory(*args, **kwargs)
         if not isinstance(func, PrimFunc):
             raise TypeError(
@@ -89,6 +103,14 @@ class LazyJIT:
                 "a factory must return a @T.prim_func (or write the kernel in the body itself)"
             )
         return JITKernel(func, **self.options)
+
+    def _named(self, args, kwargs):
+        try:
+            bound = inspect.signature(self.factory).bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+        except (TypeError, ValueError):
+            return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
 
     compile = __call__
 
@@ -109,6 +131,7 @@ def jit(
     compile_flags=None,
 ):
     """`@tilelang.jit` / `@tilelang.jit(out_idx=..., target=...)` on a factory or eager function."""
+    normalize_pass_configs(pass_configs)  # a misspelt key fails here, not at the first call
     options = {
         "target": target,
         "target_host": target_host,
@@ -139,3 +162,9 @@ def jit(
             )
         return functools.update_wrapper(EagerFunction(func, options), func, updated=())
     return functools.update_wrapper(LazyJIT(func, dict(options, out_idx=out_idx)), func, updated=())
+
+
+# `tilelang.jit` is this decorator once the package is imported (it shadows the module),
+# so the module's loader is reachable from it as `tilelang.jit.load_kernel` too.
+jit.load_kernel = load_kernel
+jit.JITKernel = JITKernel

@@ -11,6 +11,7 @@ from tilelang.language.builder_ctx import TraceContext, frontend_error
 from tilelang.language.kernel import DiscoveryDone
 from tilelang.language.prim_func import PrimFunc, finish, run_traced
 
+from . import log
 from .kernel import JITKernel
 
 
@@ -63,6 +64,7 @@ class EagerFunction:
         self.__doc__ = func.__doc__
         self._const_maps = {}
         self._kernels = {}
+        self._last_spec = None
 
     # ---- tracing
     def _context(self, mode, const_values=None):
@@ -140,8 +142,28 @@ class EagerFunction:
         key = (config, tuple(sorted(const_values.items())))
         spec = self._kernels.get(key)
         if spec is None:
+            self._log_specialization(bound, declared, const_values)
             spec = self._kernels[key] = self._trace(bound, const_values)
         return spec
+
+    def _log_specialization(self, bound, declared, const_values):
+        if not log.logger.isEnabledFor(log.logging.DEBUG):
+            return
+        values = {}
+        for name, value in bound.arguments.items():
+            if name in declared:
+                if is_tensor(value):
+                    values[name] = log.Described(f"{value.dtype}[{len(value.shape)}d]")
+            else:
+                values[name] = value
+        values.update(const_values)
+        log.logger.debug(
+            "new specialization #%d of '%s': %s",
+            len(self._kernels) + 1,
+            self.__name__,
+            log.describe_arguments(values, self._last_spec),
+        )
+        self._last_spec = values
 
     # ---- public API
     def __call__(self, *args, **kwargs):

@@ -16,28 +16,37 @@ from tilelang.utils.target import available_targets, determine_target
 
 _C = _native.load()
 
-# execution_backend names users may pass; each target accepts the ones listed for it.
-_BACKENDS = {"auto", "native", "cython", "ctypes", "tvm_ffi", "dlpack", "nvrtc", "torch"}
+# execution_backend names per target. Upstream TileLang's names that mean "a compiled
+# host wrapper around the kernel" (tvm_ffi, cython, ctypes, nvrtc) all mean our C++
+# runtime here; "auto" resolves to the first name of the target's list.
 _TARGET_BACKENDS = {
-    "cpu": {"native", "cython", "ctypes", "tvm_ffi", "dlpack"},
-    "cuda": {"native", "cython", "ctypes", "tvm_ffi", "dlpack", "nvrtc"},
-    "metal": {"native", "torch"},
+    "cpu": ("native", "tvm_ffi", "cython", "ctypes", "dlpack"),
+    "cuda": ("native", "tvm_ffi", "nvrtc", "cython", "ctypes", "dlpack"),
+    "metal": ("torch",),
 }
+_BACKENDS = {name for names in _TARGET_BACKENDS.values() for name in names}
 
 
 def resolve_backend(backend, target):
+    """The execution backend recorded on the kernel: "auto" (or TILELANG_EXECUTION_BACKEND)
+    becomes the target's default; an explicit name is checked against the target's list."""
     kind = target.split()[0]
+    valid = _TARGET_BACKENDS.get(kind, ())
     if backend in (None, "auto"):
         backend = os.environ.get("TILELANG_EXECUTION_BACKEND", "auto") or "auto"
     if backend == "auto":
-        return "native"
+        return valid[0]
+    choices = ", ".join(repr(n) for n in ("auto", *valid))
     if backend not in _BACKENDS:
         raise ValueError(
-            f"unknown execution_backend '{backend}'; expected one of {sorted(_BACKENDS)}"
+            f"unknown execution_backend '{backend}'; for target '{kind}' use one of {choices}"
         )
-    if backend not in _TARGET_BACKENDS.get(kind, set()):
-        raise ValueError(f"execution_backend '{backend}' is not available for target '{kind}'")
-    return "native"
+    if backend not in valid:
+        raise ValueError(
+            f"execution_backend '{backend}' is not available for target '{kind}'; use one of "
+            f"{choices}"
+        )
+    return backend
 
 
 def native_compile(func, target, pass_configs, compile_flags):
@@ -137,12 +146,55 @@ class JITKernel:
         self.params = self._read_params()
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self.latency = None  # set by the autotuner
+        self.config = None
         if verbose:
             print(f"tilelang: compiled kernel '{self.name}' for {self.target}")
 
+    @classmethod
+    def from_library(cls, path):
+        """Loads a kernel written by export_library, without compiling it."""
+        from .export import load_kernel
+
+        return load_kernel(path)
+
+    def _init_loaded(self, native_kernel, manifest):
+        self.prim_func = None  # an exported kernel carries its binary and signature only
+        self.target = manifest["target"]
+        self.execution_backend = manifest["execution_backend"]
+        self.pass_configs = dict(manifest.get("pass_configs") or {})
+        self.compile_flags = list(manifest.get("compile_flags") or [])
+        self.kernel = native_kernel
+        self.params = self._read_params()
+        self.out_idx = list(manifest["out_idx"])
+        self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self.latency = None
+        self.config = None
+        return self
+
+    @property
+    def cache_key(self):
+        """SHA-256 of everything that determines the binary (the disk cache entry's name)."""
+        return self.kernel.cache_key
+
+    def export_library(self, path):
+        """Writes the compiled kernel to one file that tilelang.jit.load_kernel(path) (or
+        JITKernel.from_library) loads back without compiling: a zip holding the binary,
+        the generated source and a manifest with the signature."""
+        from .export import export_library
+
+        export_library(self, path)
+
+    def get_profiler(self, tensor_supply_type=None):
+        """A Profiler that generates inputs (per `tensor_supply_type`, default Auto),
+        checks results against a reference and times the kernel."""
+        from tilelang.profiler import Profiler, TensorSupplyType
+
+        return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
+
     @property
     def name(self):
-        return self.prim_func.name
+        return self.kernel.name
 
     def _read_params(self):
         k = self.kernel

@@ -33,7 +33,7 @@ def _element(ctx, x):
         return x, [0]
     if isinstance(x, Buffer) and all(const_int(s) == 1 for s in x.shape):
         return x, [0] * x.ndim
-    if isinstance(x, _C.Expr):
+    if isinstance(x, _C.Expr):  # a load such as C[i, j], remembered by the trace
         return ctx.element_of(x)
     return None
 
@@ -104,7 +104,7 @@ def _rmw(kind, dst, value, memory_order, return_prev):
     ctx = builder_ctx.current(what)
     order = _order(memory_order, what)
     value_region = _as_region(value)
-    element = _element(ctx, dst if isinstance(dst, Buffer) else to_value(dst))
+    element = _element(ctx, dst)
     if element is not None and value_region is None:
         buffer, indices = element
         _check_dtype(buffer, what)
@@ -157,7 +157,7 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
 
 
 def _single(ctx, x, what):
-    element = _element(ctx, x if isinstance(x, Buffer) else to_value(x))
+    element = _element(ctx, x)
     if element is None:
         raise frontend_error(
             f"{what} needs one element such as flag[0] or C[i, j]; got {type(x).__name__} {x!r}"

@@ -29,12 +29,26 @@ def _where(ctx):
 
 def _range_text(lo, extent, dim):
     """The text of one dimension's range of a printed tile: ":" when it is the whole dim."""
-    if isinstance(lo, int) and lo == 0:
-        if extent is dim or (isinstance(extent, int) and isinstance(dim, int) and extent == dim):
-            return ":"
+    if isinstance(lo, int) and lo == 0 and str(extent) == str(dim):
+        return ":"
+    if isinstance(extent, int) and extent == 1:
+        return _expr_text(lo)
     if isinstance(lo, int) and isinstance(extent, int):
         return f"{lo}:{lo + extent}"
-    return f"{lo}:{lo} + {extent}"
+    return f"{_expr_text(lo)}:{_expr_text(lo)} + {_expr_text(extent)}"
+
+
+def _expr_text(e):
+    """An expression as the IR prints it, without the outermost parentheses."""
+    text = str(e)
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for k, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and k < len(text) - 1:
+            return text  # the first "(" closes before the end: not one outer pair
+    return text[1:-1]
 
 
 def print(obj=None, msg="", warp_group_id=0, warp_id=0):
@@ -78,7 +92,7 @@ def print(obj=None, msg="", warp_group_id=0, warp_id=0):
             "T.print takes a buffer, a slice of one, an expression or None (with msg=); "
             f"got {type(obj).__name__} {obj!r}"
         )
-    ctx.builder.tile_op("print", [], [*where, value], {"msg": msg or str(value)})
+    ctx.builder.tile_op("print", [], [*where, value], {"msg": msg or _expr_text(value)})
 
 
 def device_assert(condition, msg=""):
@@ -100,7 +114,7 @@ def device_assert(condition, msg=""):
         )
     caller = sys._getframe(1)
     location = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-    text = f"{msg} (at {location})" if msg else f"`{cond}` is false (at {location})"
+    text = f"{msg} (at {location})" if msg else f"`{_expr_text(cond)}` is false (at {location})"
     ctx.builder.tile_op("device_assert", [], [cond], {"msg": text})
 
 

@@ -1,6 +1,8 @@
 """Pass configuration keys accepted by `tilelang.compile(..., pass_configs=...)`, spelled as
-upstream TileLang spells them so that existing kernels keep working."""
+upstream TileLang spells them so that existing kernels keep working. A key outside this
+list is an error that lists the known keys (a misspelt key would otherwise be ignored)."""
 
+import difflib
 from enum import Enum
 
 
@@ -42,13 +44,59 @@ class PassConfigKey(str, Enum):
     TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
     TIR_NOALIAS = "tir.noalias"
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+    # Keys of later TileLang releases.
+    TL_DISABLE_BUFFER_INIT_CHECK = "tl.disable_buffer_init_check"
+    TL_DISABLE_DATA_RACE_CHECK = "tl.disable_data_race_check"
+    TL_DISABLE_PRELOWER_SEMANTIC_CHECK = "tl.disable_prelower_semantic_check"
+    TL_ENABLE_AUTO_WARP_SPECIALIZATION = "tl.enable_auto_warp_specialization"
+    TL_EMIT_LINE_DIRECTIVES = "tl.emit_line_directives"
+    TL_ENABLE_REDUCER_PLAN_VERBOSE = "tl.enable_reducer_plan_verbose"
+    TL_LAYOUT_COST_MODEL = "tl.layout_cost_model"
+    TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
+    TL_ENABLE_FP32X2_REDUCTION = "tl.enable_fp32x2_reduction"
+    TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
+    TL_ENABLE_LOWER_LDGSTG = "tl.enable_lower_ldgstg"
+    TL_ENABLE_LOWER_LDGSTG_PREDICATED = "tl.enable_lower_ldgstg_predicated"
+    TL_ENABLE_VECTORIZE_PLANNER_VERBOSE = "tl.enable_vectorize_planner_verbose"
+    TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
+    TL_DISABLE_LOOP_UNSWITCHING = "tl.disable_loop_unswitching"
+    TL_LOOP_UNSWITCHING_ALLOW_NON_TRIVIAL_ELSE = "tl.loop_unswitching_allow_non_trivial_else"
+    TL_IF_STMT_BINDING_INLINE_REPLAYABLE_BINDS = "tl.if_stmt_binding_inline_replayable_binds"
+    TL_AST_PRINT_ENABLE = "tl.ast_print_enable"
+    TL_DUMP_IR_PATH = "tl.dump_ir_path"
+    TL_PASS_PROFILE = "tl.pass_profile"
+    TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
+    TIR_ADD_LOWER_PASS = "tir.add_lower_pass"
 
     def __str__(self):
         return self.value
 
 
+# Later TileLang releases spell the "tir." keys "tirx."; both are accepted.
+KNOWN_KEYS = frozenset(
+    [k.value for k in PassConfigKey]
+    + [k.value.replace("tir.", "tirx.", 1) for k in PassConfigKey if k.value.startswith("tir.")]
+)
+
+
+def check_pass_config_key(key):
+    """Raises ValueError for a key TileLang does not know, suggesting the closest one."""
+    if key in KNOWN_KEYS:
+        return
+    close = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(
+        f"unknown pass config key {key!r}{hint}; known keys: {', '.join(sorted(KNOWN_KEYS))}"
+    )
+
+
 def normalize_pass_configs(pass_configs):
-    """Returns a dict keyed by plain strings, checking the key types."""
+    """Returns a dict keyed by plain strings, checking the key types and names."""
+    if pass_configs is not None and not isinstance(pass_configs, dict):
+        raise TypeError(
+            "pass_configs must be a dict of {key: value}, got "
+            f"{type(pass_configs).__name__} {pass_configs!r}"
+        )
     out = {}
     for key, value in (pass_configs or {}).items():
         if isinstance(key, PassConfigKey):
@@ -57,5 +105,6 @@ def normalize_pass_configs(pass_configs):
             raise TypeError(
                 f"pass_configs keys must be str or PassConfigKey, got {type(key).__name__}"
             )
+        check_pass_config_key(key)
         out[key] = value
     return out

@@ -137,8 +137,7 @@ std::string CodeGenC::literal(const Expr& e) {
     v = os.str();
   }
   if (t == dtype::Float64) return v;
-  if (t == dtype::Float32 || t == dtype::TFloat32)
-    return (special || v[0] == '-') ? "((float)" + v + ")" : v + "f";
+  if (t == dtype::Float32 || t == dtype::TFloat32) return (special || v[0] == '-') ? "((float)" + v + ")" : v + "f";
   return type_name(t) + "((float)" + v + ")";
 }
 

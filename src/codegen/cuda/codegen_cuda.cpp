@@ -76,8 +76,8 @@ class CodeGenCUDA : public CodeGenC {
     std::string msg = op->args.size() > 0 ? expr(op->args[0]) : "\"\"";
     if (op->args.size() > 1)
       line("printf(\"%sblock (%d, %d, %d), thread (%d, %d, %d): %g\\n\", " + msg +
-           ", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, (double)" +
-           expr(op->args[1]) + ");");
+           ", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, (double)" + expr(op->args[1]) +
+           ");");
     else
       line("printf(\"%s\\n\", " + msg + ");");
   }

@@ -34,9 +34,8 @@ const CudaDriver* cuda_driver() {
               load(h, api.cuCtxSetCurrent, "cuCtxSetCurrent") && load(h, api.cuCtxGetCurrent, "cuCtxGetCurrent") &&
               load(h, api.cuModuleLoadData, "cuModuleLoadData") && load(h, api.cuModuleUnload, "cuModuleUnload") &&
               load(h, api.cuModuleGetFunction, "cuModuleGetFunction") &&
-              load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") &&
-              load(h, api.cuLaunchKernel, "cuLaunchKernel") && load(h, api.cuGetErrorString, "cuGetErrorString") &&
-              load(h, api.cuGetErrorName, "cuGetErrorName");
+              load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") && load(h, api.cuLaunchKernel, "cuLaunchKernel") &&
+              load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName");
     if (!ok || api.cuInit(0) != 0) return nullptr;
     return &api;
   }();
@@ -71,13 +70,13 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
                                 const std::string& include_dir, const std::vector<std::string>& extra_flags) {
   const Nvrtc* n = nvrtc();
   if (!n)
-    throw_user_error({}, "the cuda target needs NVRTC (libnvrtc.so), which was not found; install the CUDA toolkit "
-                         "or put its lib directory on the loader path");
+    throw_user_error({},
+                     "the cuda target needs NVRTC (libnvrtc.so), which was not found; install the CUDA toolkit "
+                     "or put its lib directory on the loader path");
   nvrtcProgram prog = nullptr;
   if (n->nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr) != 0)
     throw_internal_error(__FILE__, __LINE__, "nvrtcCreateProgram failed");
-  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-I" + include_dir, "--std=c++17",
-                                   "-default-device"};
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-I" + include_dir, "--std=c++17", "-default-device"};
   for (const std::string& f : extra_flags) opts.push_back(f);
   std::vector<const char*> cargs;
   for (const std::string& o : opts) cargs.push_back(o.c_str());

@@ -8,8 +8,10 @@ namespace tl {
 
 CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
                        std::string entry, int64_t shared_bytes)
-    : Kernel(std::move(sig), std::move(target), std::move(source), ""), cubin_(std::move(cubin)),
-      entry_(std::move(entry)), shared_bytes_(shared_bytes) {
+    : Kernel(std::move(sig), std::move(target), std::move(source), ""),
+      cubin_(std::move(cubin)),
+      entry_(std::move(entry)),
+      shared_bytes_(shared_bytes) {
   for (size_t i = 0; i < signature().threads.size() && i < 3; ++i) threads_[i] = signature().threads[i];
 }
 
@@ -47,8 +49,8 @@ void CudaKernel::launch(const std::vector<KernelArg>& slots, const std::array<in
   CUresult r = d->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), unsigned(threads_[0]),
                                  unsigned(threads_[1]), unsigned(threads_[2]), unsigned(shared_bytes_), stream,
                                  params.data(), nullptr);
-  check_cuda(r, str_cat("launching kernel '", signature().name, "' with grid (", grid[0], ", ", grid[1], ", ",
-                        grid[2], "), block (", threads_[0], ", ", threads_[1], ", ", threads_[2], "), ", shared_bytes_,
+  check_cuda(r, str_cat("launching kernel '", signature().name, "' with grid (", grid[0], ", ", grid[1], ", ", grid[2],
+                        "), block (", threads_[0], ", ", threads_[1], ", ", threads_[2], "), ", shared_bytes_,
                         " bytes of shared memory"));
 }
 

@@ -1,0 +1,58 @@
+"""The `tilelang` logging namespace. The C++ core reports into it (its log sink is
+pointed here at import), and the JIT layer logs each new specialization there, so one
+`logging.getLogger("tilelang").setLevel(logging.DEBUG)` shows everything."""
+
+import atexit
+import logging
+
+from tilelang import _native
+
+logger = logging.getLogger("tilelang")
+
+_C = _native.load()
+
+
+def _forward(level, message):
+    # Called by the core, possibly from a worker thread; must never raise.
+    logger.log(level, message)
+
+
+def _detach():
+    # At interpreter exit: the core must stop calling into Python before it goes away.
+    _C.set_log_sink(None)
+
+
+def install():
+    if hasattr(_C, "set_log_sink"):
+        _C.set_log_sink(_forward)
+        atexit.register(_detach)
+
+
+def describe_arguments(values, previous=None):
+    """'M=1024, dtype=float16 (new: M)': the arguments of a specialization, and which of
+    them differ from the previous specialization of the same function."""
+    text = ", ".join(f"{name}={_short(value)}" for name, value in values.items())
+    if previous is None:
+        return text
+    changed = [n for n in values if n not in previous or _short(previous[n]) != _short(values[n])]
+    changed += [n for n in previous if n not in values]
+    return f"{text} (changed: {', '.join(changed) or 'none'})"
+
+
+class Described(str):
+    """A value already written for the log (e.g. 'float32[2d]' for a tensor argument)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def _short(value):
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"tensor{tuple(shape)}:{dtype}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+install()

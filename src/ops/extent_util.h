@@ -1,0 +1,61 @@
+// Small helpers the reduce, scan and atomic ops share for checking operand extents
+// and naming them in error messages.
+#pragma once
+
+#include <sstream>
+
+#include "arith/simplify.h"
+#include "ir/printer.h"
+#include "ops/tile_op.h"
+
+namespace tl {
+
+// "[4, 8]" for error messages.
+inline std::string extents_str(const std::vector<Expr>& ext) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ext.size(); ++i) os << (i ? ", " : "") << to_string(ext[i]);
+  os << "]";
+  return os.str();
+}
+
+inline std::vector<Expr> non_unit_extents(const std::vector<Expr>& ext) {
+  std::vector<Expr> out;
+  for (const Expr& e : ext)
+    if (!is_const_one(e)) out.push_back(e);
+  return out;
+}
+
+inline bool same_extent(const Expr& a, const Expr& b) {
+  auto x = as_const_int(a), y = as_const_int(b);
+  if (x && y) return *x == *y;
+  return to_string(a) == to_string(b);
+}
+
+inline bool same_extents(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_extent(a[i], b[i])) return false;
+  return true;
+}
+
+// Slices arrive as stop - start; fold them so that equal extents compare equal.
+inline void simplify_extents(std::vector<BufferRegion>& regions) {
+  for (BufferRegion& r : regions)
+    for (Range& rg : r.ranges) rg.extent = simplify(rg.extent);
+}
+
+// A string attribute, or `fallback` when absent.
+inline std::string attr_string(const Attrs& attrs, const std::string& key, const std::string& fallback = "") {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return fallback;
+}
+
+// Whether a float dtype can hold ±inf (the fp8 "fn" kinds cannot).
+inline bool has_infinity(DataType t) {
+  return t.is_float() && (t.bits() >= 16 || t.scalar_type() == ScalarType::Float8E5M2);
+}
+
+}  // namespace tl

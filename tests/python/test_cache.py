@@ -1,0 +1,271 @@
+"""The kernel cache across processes (DESIGN §6, §9): concurrent writers, damaged
+entries, read-only directories, compiler-version changes, deterministic keys,
+switching the cache off, and `python -m tilelang cache` (stats / prune / clear)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.cache
+import tilelang.language as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# A fresh process: builds the tiny kernel(s) named on the command line (in that order),
+# runs the first one and prints what the test needs as JSON.
+WORKER = r"""
+import hashlib, json, logging, sys
+import numpy as np
+import tilelang, tilelang.language as T
+
+warnings = []
+class Count(logging.Handler):
+    def emit(self, record):
+        if record.levelno >= logging.WARNING:
+            warnings.append(record.getMessage())
+logging.getLogger("tilelang").addHandler(Count())
+
+def make(name, scale):
+    @T.prim_func
+    def kernel(A: T.Tensor((37,), "float32"), B: T.Tensor((37,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(37):
+                B[i] = A[i] * scale + 1.0
+    kernel.core  # noqa
+    return kernel
+
+kernels, keys = {}, {}
+for name in sys.argv[1].split(","):
+    scale = {"a": 3.0, "b": 5.0, "c": 7.0}[name]
+    func = make(name, scale)
+    keys[name] = hashlib.sha256(
+        tilelang._C.cache_key_material(func.core, "cpu", {}, []).encode()).hexdigest()
+    if len(sys.argv) > 2 and sys.argv[2] == "keys-only":
+        continue
+    kernels[name] = tilelang.compile(func, out_idx=-1, target="cpu")
+    assert kernels[name].cache_key == keys[name]
+a = np.linspace(-1.0, 1.0, 37, dtype=np.float32)
+first = sys.argv[1].split(",")[0]
+out = kernels[first](a).tolist() if kernels else None
+print(json.dumps({"keys": keys, "out": out, "builds": tilelang._C.compile_count(),
+                  "warnings": warnings}))
+"""
+
+
+_worker_file = None
+
+
+def worker():
+    """WORKER saved to a file (kernels must come from a file that the frontend can read)."""
+    global _worker_file
+    if _worker_file is None:
+        import tempfile
+
+        fd, _worker_file = tempfile.mkstemp(prefix="tilelang_cache_worker_", suffix=".py")
+        with os.fdopen(fd, "w") as f:
+            f.write(WORKER)
+        os.chmod(_worker_file, 0o644)
+    return _worker_file
+
+
+def worker_env(cache_dir, **extra):
+    env = dict(os.environ)
+    env["TILELANG_CACHE_DIR"] = str(cache_dir)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("TILELANG_CACHE_SALT", None)
+    env.pop("TILELANG_DISABLE_CACHE", None)
+    env.update(extra)
+    return env
+
+
+def run_worker(cache_dir, kernels="a", *flags, **env):
+    proc = subprocess.run(
+        [sys.executable, worker(), kernels, *flags],
+        env=worker_env(cache_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def entries(cache_dir):
+    kernels = os.path.join(cache_dir, "kernels")
+    return sorted(os.listdir(kernels)) if os.path.isdir(kernels) else []
+
+
+def correct(out, scale):
+    a = np.linspace(-1.0, 1.0, 37, dtype=np.float64)
+    return out is not None and np.allclose(out, a * scale + 1.0, rtol=1e-6, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def concurrent_run(tmp_path_factory):
+    """8 fresh processes compiling one kernel into one empty cache directory at once."""
+    cache = tmp_path_factory.mktemp("concurrent")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, worker(), "a"],
+            env=worker_env(cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return cache, results
+
+
+def test_eight_processes_compiling_one_kernel_agree(concurrent_run):
+    cache, results = concurrent_run
+    assert correct(results[0]["out"], 3.0)
+    assert all(r["out"] == results[0]["out"] for r in results)
+    assert len({r["keys"]["a"] for r in results}) == 1
+    assert all(r["warnings"] == [] for r in results)
+    # One published entry, no staging or trash left behind.
+    assert entries(cache) == [results[0]["keys"]["a"]]
+
+
+def test_damaged_entries_rebuild_and_salt_never_serves_stale(tmp_path):
+    first = run_worker(tmp_path)
+    assert first["builds"] == 1 and correct(first["out"], 3.0)
+    folder = os.path.join(tmp_path, "kernels", first["keys"]["a"])
+    os.utime(folder, (1000, 1000))
+    assert run_worker(tmp_path)["builds"] == 0  # a disk hit in a fresh process ...
+    assert os.path.getmtime(folder) > 1000  # ... refreshes the entry's time (for prune)
+    # Truncate every file of every entry.
+    for entry in entries(tmp_path):
+        folder = os.path.join(tmp_path, "kernels", entry)
+        for name in os.listdir(folder):
+            with open(os.path.join(folder, name), "r+b") as f:
+                f.truncate(max(0, os.path.getsize(f.name) // 3))
+    rebuilt = run_worker(tmp_path)
+    assert rebuilt["builds"] == 1 and correct(rebuilt["out"], 3.0)
+    # Another compiler version (the salt stands in for a rebuilt compiler): a new entry.
+    salted = run_worker(tmp_path, TILELANG_CACHE_SALT="other")
+    assert salted["builds"] == 1 and correct(salted["out"], 3.0)
+    assert salted["keys"]["a"] != first["keys"]["a"]
+    assert sorted(entries(tmp_path)) == sorted([first["keys"]["a"], salted["keys"]["a"]])
+
+
+def test_keys_do_not_depend_on_build_order(tmp_path):
+    # The worker checks that a compiled kernel's key is this one (see the test above).
+    forward = run_worker(tmp_path, "a,b,c", "keys-only")
+    backward = run_worker(tmp_path, "c,b,a", "keys-only")
+    assert backward["keys"] == forward["keys"]
+    assert len(set(forward["keys"].values())) == 3
+
+
+def read_only(cache, argv):
+    """`argv` run so that `cache` is read-only for it. Root ignores permission bits, so
+    as root the directory is bind-mounted read-only in a private mount namespace."""
+    if os.geteuid() != 0:
+        cache.chmod(0o555)
+        return argv
+    usable = shutil.which("unshare") is not None
+    if usable:
+        usable = (
+            subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False).returncode
+            == 0
+        )
+    if not usable:
+        pytest.skip("running as root without mount namespaces: no way to make a read-only dir")
+    script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, str(cache), *argv]
+
+
+def test_read_only_cache_dir_still_works_and_warns_once(tmp_path, concurrent_run):
+    cache = tmp_path / "ro"
+    shutil.copytree(concurrent_run[0], cache)  # holds kernel 'a': still served read-only
+    proc = subprocess.run(
+        read_only(cache, [sys.executable, worker(), "a,b"]),
+        env=worker_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert correct(result["out"], 3.0) and result["builds"] == 1  # 'a' hit, 'b' built
+    assert len(result["warnings"]) == 1, result["warnings"]
+    assert "is not writable" in result["warnings"][0] and str(cache) in result["warnings"][0]
+    assert entries(cache) == [result["keys"]["a"]]
+
+
+def tiny(scale):
+    @T.prim_func
+    def tiny_kernel(A: T.Tensor((5,), "float32"), B: T.Tensor((5,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(5):
+                B[i] = A[i] * scale
+
+    return tiny_kernel
+
+
+def test_disabling_the_cache_compiles_afresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.arange(5, dtype=np.float32) + 0.5
+    k1 = tilelang.compile(tiny(1.25), out_idx=-1, target="cpu")
+    before = tilelang._C.compile_count()
+    assert tilelang.compile(tiny(1.25), out_idx=-1, target="cpu").kernel is k1.kernel  # memory hit
+    assert tilelang._C.compile_count() == before
+    tilelang.disable_cache()
+    try:
+        k2 = tilelang.compile(tiny(1.25), out_idx=-1, target="cpu")
+    finally:
+        tilelang.enable_cache()
+    assert tilelang._C.compile_count() == before + 1
+    assert not k2.kernel.artifact_dir.startswith(str(tmp_path))
+    np.testing.assert_array_equal(k2(a), a * np.float32(1.25))
+    assert entries(tmp_path) == [k1.cache_key]
+
+
+def test_stats_prune_clear(tmp_path, monkeypatch, capsys):
+    from tilelang.__main__ import main
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    keys = [tilelang.compile(tiny(s), target="cpu").cache_key for s in (2.0, 3.0)]
+    stats = tilelang.cache.stats()
+    assert stats["entries"] == 2 and stats["dir"] == str(tmp_path) and stats["bytes"] > 0
+    # The first entry was used last: the second is the least recently used.
+    for i, key in enumerate([keys[1], keys[0]]):
+        os.utime(os.path.join(tmp_path, "kernels", key), (1000 + i, 1000 + i))
+    cli = [sys.executable, "-m", "tilelang", "cache"]
+    out = subprocess.run(
+        cli + ["stats"],
+        env=worker_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "entries: 2" in out.stdout and f"dir: {tmp_path}" in out.stdout
+    assert main(["cache", "prune", "--max-size", str(stats["bytes"] * 3 // 4)]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert entries(tmp_path) == [keys[0]]
+    with pytest.raises(SystemExit):
+        main(["cache", "prune"])
+    assert "prune needs --max-size" in capsys.readouterr().err
+    assert (
+        tilelang.cache.parse_size("1G") == 1 << 30
+        and tilelang.cache.parse_size("500M") == 500 << 20
+    )
+    with pytest.raises(ValueError, match="cannot read the size 'lots'"):
+        tilelang.cache.parse_size("lots")
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert entries(tmp_path) == [] and os.path.isdir(os.path.join(tmp_path, "kernels"))

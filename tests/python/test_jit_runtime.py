@@ -1,0 +1,279 @@
+"""JITKernel around the runtime: export and load without recompiling, the host
+source, execution_backend names, the profiler (inputs, assert_allclose, do_bench) and
+the `tilelang` logging namespace (C++ messages, specializations, print on compile)."""
+
+import logging
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.profiler import TensorSupplyType, do_bench
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def scaled_rows(m, n=24, block=8):
+    @T.prim_func
+    def scale_rows(A: T.Tensor((m, n), "float32"), s: T.float32, B: T.Tensor((m, n), "float32")):
+        with T.Kernel(T.ceildiv(m, block), threads=1) as bx:
+            for i in T.serial(block):
+                for j in T.serial(n):
+                    if bx * block + i < m:
+                        B[bx * block + i, j] = A[bx * block + i, j] * s + 1.0
+
+    return scale_rows
+
+
+@pytest.fixture(scope="module")
+def dyn_kernel():
+    return tilelang.compile(scaled_rows(T.dynamic("m")), out_idx=-1, target="cpu")
+
+
+@pytest.fixture(scope="module")
+def add_kernel():
+    @T.prim_func
+    def vadd(
+        A: T.Tensor((300,), "float32"),
+        B: T.Tensor((300,), "float32"),
+        C: T.Tensor((300,), "float32"),
+    ):
+        with T.Kernel(3, threads=1) as bx:
+            for i in T.serial(100):
+                C[bx * 100 + i] = A[bx * 100 + i] + B[bx * 100 + i]
+
+    return tilelang.compile(vadd, out_idx=[2], target="cpu", execution_backend="cython")
+
+
+# ---- export / load
+
+
+def test_export_and_load_without_compiling(dyn_kernel, tmp_path):
+    path = tmp_path / "scale_rows.tlkernel"
+    dyn_kernel.export_library(str(path))
+    before = tilelang._C.compile_count()
+    loaded = tilelang.jit.load_kernel(str(path))
+    assert tilelang._C.compile_count() == before
+    assert loaded.out_idx == [2] and loaded.target == "cpu" and loaded.prim_func is None
+    assert [p.name for p in loaded.params] == ["A", "s", "B"]
+    assert loaded.params[0].shape == ["m", 24]
+    assert loaded.get_kernel_source() == dyn_kernel.get_kernel_source()
+    rng = np.random.default_rng(3)
+    for m in (5, 17):  # the symbolic dimension and the grid still bind per call
+        a = rng.standard_normal((m, 24)).astype(np.float32)
+        np.testing.assert_allclose(loaded(a, 0.5), a * 0.5 + 1.0, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match="'B'.*dimension 0 is 4.*'m' was bound to 5"):
+        loaded(np.zeros((5, 24), np.float32), 1.0, np.zeros((4, 24), np.float32))
+    again = tilelang.JITKernel.from_library(str(path))
+    a = rng.standard_normal((3, 24)).astype(np.float32)
+    np.testing.assert_allclose(again(a, 2.0), a * 2.0 + 1.0, rtol=1e-6)
+
+
+def test_loading_in_a_fresh_process_with_no_cache(add_kernel, tmp_path):
+    path = tmp_path / "vadd.zip"
+    add_kernel.export_library(str(path))
+    script = (
+        "import sys, numpy as np, tilelang\n"
+        "k = tilelang.jit.load_kernel(sys.argv[1])\n"
+        "a = np.arange(300, dtype=np.float32); b = a * 2\n"
+        "assert np.array_equal(k(a, b), a * 3)\n"
+        "print('builds', tilelang._C.compile_count(), k.execution_backend)\n"
+    )
+    env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "empty-cache"))
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["builds", "0", "cython"]
+    assert not os.path.exists(tmp_path / "empty-cache" / "kernels")
+
+
+def test_load_rejects_damaged_files(add_kernel, tmp_path):
+    path = tmp_path / "k.zip"
+    add_kernel.export_library(str(path))
+    damaged = tmp_path / "damaged.zip"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(damaged, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            dst.writestr(item, data[:-1] + b"x" if item.filename == "kernel.so" else data)
+    with pytest.raises(ValueError, match="member kernel.so does not match its checksum"):
+        tilelang.jit.load_kernel(str(damaged))
+    (tmp_path / "junk").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="junk is not a loadable tilelang kernel.*export_library"):
+        tilelang.jit.load_kernel(str(tmp_path / "junk"))
+
+
+def test_signature_round_trip_keeps_the_grid(dyn_kernel):
+    text = dyn_kernel.kernel.signature_text
+    assert text.startswith("tl-signature 1\nvar 0 int32 m\n")
+    assert "scalar s 1" in text and "dynamic 0" in text
+    with pytest.raises(tilelang.TileLangError, match=r"malformed kernel signature \(line 1\)"):
+        tilelang._C.load_kernel("nonsense", "cpu", "/nonexistent")
+
+
+# ---- sources and attributes
+
+
+def test_host_source_describes_checks_and_launch(dyn_kernel):
+    host = dyn_kernel.get_host_source()
+    assert "check A: tensor float32(m, 24) on cpu" in host
+    assert "check s: scalar float32" in host
+    assert "bind m = A.shape[0]" in host
+    assert "grid = (" in host and "args = [A.data, s, B.data, m]" in host
+    full = dyn_kernel.get_kernel_source(kernel_only=False)
+    assert full.startswith(host) and full.endswith(dyn_kernel.get_kernel_source())
+
+
+def test_execution_backend_names(add_kernel):
+    assert add_kernel.execution_backend == "cython"
+    func = scaled_rows(4)
+    for name in ("native", "tvm_ffi", "ctypes"):
+        assert (
+            tilelang.compile(func, target="cpu", execution_backend=name).execution_backend == name
+        )
+    assert tilelang.compile(func, target="cpu").execution_backend == "native"
+    with pytest.raises(
+        ValueError,
+        match=r"'nvrtc' is not available for target 'cpu'; use one of 'auto', 'native', 'tvm_ffi'",
+    ):
+        tilelang.compile(func, target="cpu", execution_backend="nvrtc")
+    with pytest.raises(ValueError, match="'torch' is not available for target 'cpu'"):
+        tilelang.compile(func, target="cpu", execution_backend="torch")
+    with pytest.raises(
+        ValueError, match="unknown execution_backend 'fast'; for target 'cpu' use one of"
+    ):
+        tilelang.compile(func, target="cpu", execution_backend="fast")
+
+
+# ---- profiler
+
+
+def test_profiler_checks_against_a_reference(dyn_kernel, add_kernel):
+    prof = add_kernel.get_profiler()
+    prof.assert_allclose(lambda a, b: a + b)
+    with pytest.raises(AssertionError, match=r"output 'C': 300 of 300 elements \(100.00%\) differ"):
+        prof.assert_allclose(lambda a, b: a - b - 1)
+
+    # A few bad elements pass under max_mismatched_ratio and fail without it.
+    def almost(a, b):
+        c = a + b
+        c[:2] += 1
+        return c
+
+    prof.assert_allclose(almost, max_mismatched_ratio=0.01)
+    with pytest.raises(AssertionError, match="2 of 300 elements"):
+        prof.assert_allclose(almost, max_mismatched_ratio=0.0)
+    dprof = dyn_kernel.get_profiler()
+    with pytest.raises(ValueError, match="symbolic dimension 'm'; give its size with"):
+        dprof.assert_allclose(lambda a, s: a * s + 1)
+    a = np.random.default_rng(0).standard_normal((9, 24)).astype(np.float32)
+    dprof.assert_allclose(lambda a, s: a * s + 1, input_tensors=[a, 0.25])
+
+
+def test_tensor_supply_types(add_kernel):
+    def inputs(kind):
+        return add_kernel.get_profiler(tensor_supply_type=kind)._get_inputs()[0]
+
+    auto = inputs(TensorSupplyType.Auto)
+    assert auto.dtype == np.float32 and auto.shape == (300,)
+    assert auto.min() >= -1 and auto.max() <= 1 and auto.std() > 0.3
+    integer = inputs(TensorSupplyType.Integer)
+    assert set(np.unique(integer)) <= {-2, -1, 0, 1, 2} and len(np.unique(integer)) == 5
+    assert inputs(TensorSupplyType.Normal).std() > 0.7
+    assert not inputs(TensorSupplyType.Zero).any() and (inputs(TensorSupplyType.One) == 1).all()
+    with pytest.raises(TypeError, match="must be a tilelang.profiler.TensorSupplyType"):
+        add_kernel.get_profiler(tensor_supply_type="uniform")
+
+
+def test_do_bench(add_kernel):
+    prof = add_kernel.get_profiler()
+    ms = prof.do_bench(warmup=1, rep=5)
+    assert 0 < ms < 10_000  # wall clock on a shared machine: only sanity
+    q = prof.do_bench(func=lambda a, b: a + b, warmup=1, rep=5, quantiles=[0.2, 0.5, 0.8])
+    assert len(q) == 3 and q[0] <= q[1] <= q[2]
+    calls = []
+    assert do_bench(lambda: calls.append(1), _n_warmup=3, _n_repeat=7, return_mode="min") >= 0
+    assert len(calls) == 1 + 5 + 3 + 7  # first call, estimate, warmup, measured
+    with pytest.raises(
+        ValueError, match="backend 'cudagraph' needs a CUDA device; on the cpu target"
+    ):
+        prof.do_bench(backend="cudagraph")
+    with pytest.raises(ValueError, match="return_mode must be one of min, max, mean, median"):
+        do_bench(lambda: None, return_mode="average")
+
+
+# ---- logging
+
+
+def test_core_messages_and_specializations_go_to_the_tilelang_logger(caplog, monkeypatch, tmp_path):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+
+    @tilelang.jit(out_idx=-1, target="cpu")
+    def make(m, block=8):
+        return scaled_rows(m, 16, block)
+
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        make(6)
+        make(6)  # no new specialization
+        make(6, block=4)
+    messages = [r.getMessage() for r in caplog.records if r.name == "tilelang"]
+    specs = [m for m in messages if "new specialization" in m]
+    assert specs == [
+        "new specialization #1 of 'make': m=6, block=8",
+        "new specialization #2 of 'make': m=6, block=4 (changed: block)",
+    ]
+    assert messages.count("compiling kernel 'scale_rows' for cpu") == 2  # from the C++ core
+
+
+@tilelang.jit(target="cpu")
+def eager_scale(A, factor=2.0):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    B = T.empty((N,), T.float32)
+    with T.Kernel(1, threads=1):
+        for i in T.serial(N):
+            B[i] = A[i] * factor
+    return B
+
+
+def test_eager_specializations_are_logged(caplog):
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        eager_scale(np.ones(4, np.float32))
+        eager_scale(np.ones(6, np.float32))
+    specs = [r.getMessage() for r in caplog.records if "new specialization" in r.getMessage()]
+    assert specs == [
+        "new specialization #1 of 'eager_scale': A=float32[1d], factor=2.0, N=4",
+        "new specialization #2 of 'eager_scale': A=float32[1d], factor=2.0, N=6 (changed: N)",
+    ]
+
+
+def test_print_on_compilation(tmp_path):
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import tilelang, test_jit_runtime as t\n"
+        "tilelang.compile(t.scaled_rows(5), target='cpu')\n"
+        "tilelang.compile(t.scaled_rows(5), target='cpu')\n"
+    )
+    env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path), TILELANG_PRINT_ON_COMPILATION="1")
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    out = subprocess.run(
+        [sys.executable, "-c", script, os.path.dirname(__file__)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=str(tmp_path),
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["tilelang: compiling scale_rows for cpu..."]

@@ -1,0 +1,264 @@
+"""Reductions, scans and reducers on the CPU target, compared with numpy on random data:
+every reduce kind over both dims (negative ones too) with clear=True/False, a 3-D case
+keeping the reduced dim, cumsum/cummax forward and reversed, alloc_reducer; and the
+errors a misuse gets (dim out of range, wrong destination shape ...)."""
+
+import inspect
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+rng = np.random.default_rng(7)
+M, N = 7, 13  # not multiples of anything
+KINDS = ["sum", "max", "min", "abssum", "absmax"]
+# (dim as written, the numpy axis, clear) for each of the four reductions per kind
+CASES = [(-1, 1, True), (0, 0, False), (1, 1, False), (-2, 0, True)]
+
+NP_REDUCE = {
+    "sum": lambda a, ax: a.sum(ax),
+    "max": lambda a, ax: a.max(ax),
+    "min": lambda a, ax: a.min(ax),
+    "abssum": lambda a, ax: np.abs(a).sum(ax),
+    "absmax": lambda a, ax: np.abs(a).max(ax),
+}
+NP_COMBINE = {"sum": np.add, "max": np.maximum, "min": np.minimum, "abssum": np.add}
+NP_COMBINE["absmax"] = np.maximum
+
+
+def line_of(marker):
+    lines, _ = inspect.findsource(inspect.getmodule(line_of))
+    return next(i + 1 for i, text in enumerate(lines) if marker in text and "line_of" not in text)
+
+
+@pytest.fixture(scope="module")
+def all_kinds_kernel():
+    """One kernel: for every kind, the four CASES; Rows[k, c] / Cols[k, c] hold the initial
+    destination values (for clear=False) and receive the results."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, N), "float32"),
+        Rows: T.Tensor((len(KINDS), 4, M), "float32"),
+        Cols: T.Tensor((len(KINDS), 4, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            for k, kind in enumerate(KINDS):
+                for c, (dim, axis, clear) in enumerate(CASES):
+                    if axis == 1:
+                        out = T.alloc_fragment((M,), "float32")
+                        T.copy(Rows[k, c, :], out)
+                    else:
+                        out = T.alloc_shared((N,), "float32")
+                        T.copy(Cols[k, c, :], out)
+                    if kind == "abssum":
+                        T.reduce_abssum(a, out, dim=dim)
+                    else:
+                        getattr(T, f"reduce_{kind}")(a, out, dim=dim, clear=clear)
+                    if axis == 1:
+                        T.copy(out, Rows[k, c, :])
+                    else:
+                        T.copy(out, Cols[k, c, :])
+
+    return tilelang.compile(main, target="cpu")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reduce_kinds_dims_and_clear(all_kinds_kernel, kind):
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    rows = rng.standard_normal((len(KINDS), 4, M)).astype(np.float32)
+    cols = rng.standard_normal((len(KINDS), 4, N)).astype(np.float32)
+    rows0, cols0 = rows.copy(), cols.copy()
+    all_kinds_kernel(a, rows, cols)
+    k = KINDS.index(kind)
+    for c, (dim, axis, clear) in enumerate(CASES):
+        got = (rows if axis == 1 else cols)[k, c]
+        init = (rows0 if axis == 1 else cols0)[k, c]
+        want = NP_REDUCE[kind](a, axis)
+        if not clear and kind != "abssum":  # reduce_abssum always clears
+            want = NP_COMBINE[kind](init, want)
+        np.testing.assert_allclose(
+            got, want, rtol=1e-5, atol=1e-5, err_msg=f"dim={dim} clear={clear}"
+        )
+
+
+def test_reduce_3d_keepdim_and_mixed_dtypes():
+    @T.prim_func
+    def main(
+        A: T.Tensor((3, 5, 6), "float16"),
+        S: T.Tensor((3, 1, 6), "float32"),
+        X: T.Tensor((3, 5), "float16"),
+        I: T.Tensor((4, 6), "int32"),
+        B: T.Tensor((3, 4), "int32"),
+    ):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((3, 5, 6), "float16")
+            s = T.alloc_fragment((3, 1, 6), "float32")
+            x = T.alloc_fragment((3, 5), "float16")
+            i = T.alloc_shared((4, 6), "int32")
+            b = T.alloc_fragment((3, 4), "int32")
+            T.copy(A, a)
+            T.copy(I, i)
+            T.reduce_sum(a, s, dim=1)  # kept unit dim; accumulates in float32
+            T.reduce_max(a, x, dim=-1)
+            T.reduce_bitand(i, b[0, :], dim=1)
+            T.reduce_bitor(i, b[1, :], dim=-1)
+            T.reduce_bitxor(i, b[2, :], dim=1)
+            T.copy(s, S)
+            T.copy(x, X)
+            T.copy(b, B)
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = rng.standard_normal((3, 5, 6)).astype(np.float16)
+    ints = rng.integers(0, 1 << 20, (4, 6)).astype(np.int32)
+    s = np.zeros((3, 1, 6), np.float32)
+    x = np.zeros((3, 5), np.float16)
+    b = np.zeros((3, 4), np.int32)
+    kernel(a, s, x, ints, b)
+    np.testing.assert_allclose(s, a.astype(np.float32).sum(1, keepdims=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(x, a.max(-1))
+    np.testing.assert_array_equal(b[0], np.bitwise_and.reduce(ints, axis=1))
+    np.testing.assert_array_equal(b[1], np.bitwise_or.reduce(ints, axis=1))
+    np.testing.assert_array_equal(b[2], np.bitwise_xor.reduce(ints, axis=1))
+
+
+def test_cumsum_and_cummax_forward_and_reverse():
+    R, C = 6, 11
+
+    @T.prim_func
+    def main(A: T.Tensor((R, C), "float32"), Out: T.Tensor((5, R, C), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_shared((R, C), "float32")
+            dst = T.alloc_shared((R, C), "float32")
+            T.copy(A, src)
+            T.cumsum(src, dst, dim=0)
+            T.copy(dst, Out[0, :, :])
+            T.cumsum(src, dst, dim=-1, reverse=True)
+            T.copy(dst, Out[1, :, :])
+            T.cummax(src, dst, dim=1)
+            T.copy(dst, Out[2, :, :])
+            T.cummax(src, dst, dim=0, reverse=True)
+            T.copy(dst, Out[3, :, :])
+            T.cumsum(src, dim=1)  # in place (dst defaults to src)
+            T.copy(src, Out[4, :, :])
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = rng.standard_normal((R, C)).astype(np.float32)
+    out = np.zeros((5, R, C), np.float32)
+    kernel(a, out)
+    np.testing.assert_allclose(out[0], np.cumsum(a, 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1], np.cumsum(a[:, ::-1], 1)[:, ::-1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[2], np.maximum.accumulate(a, 1))
+    np.testing.assert_array_equal(out[3], np.maximum.accumulate(a[::-1], 0)[::-1])
+    np.testing.assert_allclose(out[4], np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_alloc_reducer_sum_and_max():
+    R, C = 9, 10
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((R, C), "float32"), S: T.Tensor((R,), "float32"), X: T.Tensor((C,), "float32")
+    ):
+        with T.Kernel(1, threads=32):
+            total = T.alloc_reducer((R,), "float32", op="sum", replication="all")
+            best = T.alloc_reducer((C,), "float32", op="max")
+            for i, j in T.Parallel(R, C):
+                total[i] += A[i, j]
+                best[j] = T.max(best[j], A[i, j])
+            T.finalize_reducer(total)
+            T.finalize_reducer(best)
+            T.copy(total, S)
+            T.copy(best, X)
+
+    kernel = tilelang.compile(main, target="cpu")
+    a = rng.standard_normal((R, C)).astype(np.float32) - 5  # all negative: max must start at -inf
+    s, x = np.zeros(R, np.float32), np.zeros(C, np.float32)
+    kernel(a, s, x)
+    np.testing.assert_allclose(s, a.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(x, a.max(0))
+
+
+def _trace_error(body):
+    with pytest.raises(tilelang.TileLangError) as info:
+        body()
+    return str(info.value)
+
+
+def test_dim_out_of_range_names_dim_rank_and_line():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((4, 8), "float32")
+                out = T.alloc_fragment((4,), "float32")
+                T.reduce_max(a, out, dim=2)  # MARK-dim
+
+    msg = _trace_error(build)
+    assert f"{__file__}:{line_of('MARK-dim')}:" in msg
+    assert "T.reduce_max dim 2 is out of range for source 'a' of rank 2 (shape [4, 8])" in msg
+    assert "use a dim in [-2, 1]" in msg
+
+
+def test_destination_shape_mismatch():
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((4, 8), "float32")
+                out = T.alloc_fragment((8,), "float32")
+                T.reduce_sum(a, out, dim=-1)  # MARK-shape
+
+    msg = _trace_error(build)
+    assert f":{line_of('MARK-shape')}:" in msg
+    assert (
+        "T.reduce_sum destination 'out' has shape [8], but reducing 'a' of shape [4, 8] over "
+        "dim 1 gives [4] (or [4, 1] keeping the dim)"
+    ) in msg
+
+
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        (
+            "global",
+            "T.reduce_min operands must be in shared or fragment memory, but 'A' is a global",
+        ),
+        ("bitand_float", "T.reduce_bitand needs integer buffers, got 'a' (float32)"),
+        ("cumsum_dim", "T.cumsum dim -3 is out of range for source 'a' of rank 2"),
+        (
+            "cumsum_shape",
+            "T.cumsum destination 'b' has shape [4, 4] but source 'a' has shape [4, 8]",
+        ),
+        ("reducer_op", "T.alloc_reducer op must be one of sum, max, min, got 'prod'"),
+        ("finalize", "T.finalize_reducer expects a buffer made by T.alloc_reducer"),
+        ("dim_type", "T.reduce_sum dim must be a Python int, got float 1.0"),
+    ],
+)
+def test_misuse_errors(case, expected):
+    def build():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((4, 8), "float32")
+                b = T.alloc_fragment((4, 4), "float32")
+                out = T.alloc_fragment((4,), "float32")
+                if case == "global":
+                    T.reduce_min(A, out)
+                elif case == "bitand_float":
+                    T.reduce_bitand(a, out)
+                elif case == "cumsum_dim":
+                    T.cumsum(a, dim=-3)
+                elif case == "cumsum_shape":
+                    T.cumsum(a, b, dim=1)
+                elif case == "reducer_op":
+                    T.alloc_reducer((4,), "float32", op="prod")
+                elif case == "finalize":
+                    T.finalize_reducer(out)
+                else:
+                    T.reduce_sum(a, out, dim=1.0)
+
+    assert expected in _trace_error(build)
