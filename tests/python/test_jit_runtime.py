@@ -84,7 +84,7 @@ def test_loading_in_a_fresh_process_with_no_cache(add_kernel, tmp_path):
         "print('builds', tilelang._C.compile_count(), k.execution_backend)\n"
     )
     env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "empty-cache"))
-    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(tilelang.__file__))
     out = subprocess.run(
         [sys.executable, "-c", script, str(path)],
         env=env,
@@ -265,7 +265,7 @@ def test_print_on_compilation(tmp_path):
         "tilelang.compile(t.scaled_rows(5), target='cpu')\n"
     )
     env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path), TILELANG_PRINT_ON_COMPILATION="1")
-    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(tilelang.__file__))
     out = subprocess.run(
         [sys.executable, "-c", script, os.path.dirname(__file__)],
         env=env,
