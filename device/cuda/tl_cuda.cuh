@@ -4,7 +4,9 @@
 // conversions, and the helpers the code generator names.
 #pragma once
 
-#ifdef __CUDACC_RTC__  // NVRTC has no host headers
+#if defined(TL_EMULATE)
+#include <stdint.h>
+#elif defined(__CUDACC_RTC__)  // NVRTC has no host headers
 typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -13,14 +15,20 @@ typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
 #else
 #include <stdint.h>
 #endif
 
 #define TL_DEVICE __device__ __forceinline__
 
+#ifndef TL_DYNAMIC_SHARED  // the emulation gives each block its own array
+#define TL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
+
 namespace tl {
 
+#ifndef TL_EMULATE  // the emulation brings tl::bit_cast from float_bits.h
 template <class To, class From>
 TL_DEVICE To bit_cast(const From& v) {
   static_assert(sizeof(To) == sizeof(From), "bit_cast needs types of equal size");
@@ -31,25 +39,37 @@ TL_DEVICE To bit_cast(const From& v) {
   u.f = v;
   return u.t;
 }
+#endif
 
 struct half_t {
   uint16_t bits;
   half_t() = default;
-  TL_DEVICE half_t(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
-  TL_DEVICE half_t(double f) : half_t(float(f)) {}
-  TL_DEVICE half_t(int v) : half_t(float(v)) {}
+#ifdef TL_EMULATE
+  TL_DEVICE half_t(float f) : bits(float_to_half_bits(f)) {}
+  TL_DEVICE operator float() const {
+    return half_bits_to_float(bits);
+  }
+#else
+  TL_DEVICE half_t(float f) {
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+  }
   TL_DEVICE operator float() const {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
     return f;
   }
+#endif
+  TL_DEVICE half_t(double f) : half_t(float(f)) {}
+  TL_DEVICE half_t(int v) : half_t(float(v)) {}
 };
 
 struct bfloat16_t {
   uint16_t bits;
   bfloat16_t() = default;
   TL_DEVICE bfloat16_t(float f) {
-#if __CUDA_ARCH__ >= 800
+#if defined(TL_EMULATE)
+    bits = float_to_bf16_bits(f);
+#elif __CUDA_ARCH__ >= 800
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f));
 #else
     uint32_t x = __float_as_uint(f);
@@ -159,8 +179,12 @@ TL_DEVICE bool isfinite(double x) {
   return !isnan(x) && !isinf(x);
 }
 
+#ifndef TL_EMULATE  // the emulation's barrier is the fibers' (device/cpu/threads.h)
 TL_DEVICE void sync_threads() {
   __syncthreads();
 }
+#endif
 
 }  // namespace tl
+
+#include "atomic.cuh"

@@ -6,7 +6,7 @@ from . import _native
 _C = _native.load()
 
 from . import language
-from .env import disable_cache, enable_cache, is_cache_enabled
+from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
 from .transform import PassConfigKey
 from .utils.target import determine_target
@@ -24,6 +24,8 @@ __all__ = [
     "disable_cache",
     "enable_cache",
     "is_cache_enabled",
+    "is_emulation_enabled",
     "jit",
     "language",
+    "set_emulation",
 ]

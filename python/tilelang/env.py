@@ -47,3 +47,17 @@ def cache_dir():
 def print_on_compilation():
     """TILELANG_PRINT_ON_COMPILATION: the core prints a line for each real compilation."""
     return env_flag("TILELANG_PRINT_ON_COMPILATION")
+
+
+_emulate = env_flag("TILELANG_EMULATE")
+
+
+def set_emulation(enabled=True):
+    """Run CUDA targets through the CPU emulator: the kernel's exact CUDA source,
+    compiled with host shims, its threads run as fibers. Arguments are CPU arrays."""
+    global _emulate
+    _emulate = bool(enabled)
+
+
+def is_emulation_enabled():
+    return _emulate

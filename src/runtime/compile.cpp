@@ -146,6 +146,26 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
   return build_cached(opt, key, build_into, load);
 }
 
+// The CUDA source run on the CPU: the host compiler builds it against the
+// emulation shims (device/emu), and the CPU runtime calls its per-block entry.
+std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
+                                            const std::string& key) {
+  std::string entry = "tl_emu_tl_kernel_" + entry_name(f).substr(std::string("tl_block_").size());
+  auto build_into = [&](const std::string& dir) {
+    CudaSource src = codegen_cuda(lower(f, opt.target, opt.pass_configs), sig);
+    std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
+    std::vector<std::string> flags = {"-x", "c++", "-include", device_include_dir() + "/emu/cuda_emu.h",
+                                      "-I" + device_include_dir() + "/cuda"};
+    for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
+    compile_shared_library((fs::path(dir) / "kernel.cu").string(), (fs::path(dir) / "kernel.so").string(), flags);
+  };
+  auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
+    return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cu"),
+                                       (fs::path(dir) / "kernel.so").string(), entry);
+  };
+  return build_cached(opt, key, build_into, load);
+}
+
 std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                    const std::string& key) {
   auto build_into = [&](const std::string& dir) {
@@ -207,8 +227,9 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = memory.find(key); it != memory.end()) return it->second;
   }
-  std::shared_ptr<Kernel> k =
-      opt.target.kind == TargetKind::CUDA ? build_cuda(f, opt, sig, key) : build_cpu(f, opt, sig, key);
+  std::shared_ptr<Kernel> k = opt.target.kind != TargetKind::CUDA ? build_cpu(f, opt, sig, key)
+                              : opt.target.emulated               ? build_cuda_emulated(f, opt, sig, key)
+                                                                  : build_cuda(f, opt, sig, key);
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);
     memory.emplace(key, k);

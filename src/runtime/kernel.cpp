@@ -118,12 +118,12 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   if (t.ndim != buf.ndim())
     throw_user_error({}, str_cat(who, " has ", t.ndim, " dimension(s) with shape ", shape_str(t.shape, t.ndim),
                                  ", expected ", buf.ndim(), " with shape ", shape_str(buf->shape)));
-  bool want_cpu = target_.kind == TargetKind::CPU;
+  bool want_cpu = target_.kind == TargetKind::CPU || target_.emulated;
   bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
   if (want_cpu && !on_cpu)
     throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cpu tensor for the ",
                                  target_.str(), " target"));
-  if (target_.kind == TargetKind::CUDA && t.device_type != int32_t(DeviceType::CUDA))
+  if (target_.kind == TargetKind::CUDA && !target_.emulated && t.device_type != int32_t(DeviceType::CUDA))
     throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cuda tensor for the ",
                                  target_.str(), " target (move it with .cuda())"));
   for (int d = 0; d < t.ndim; ++d) {

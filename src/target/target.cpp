@@ -40,6 +40,8 @@ Target Target::parse(const std::string& s) {
         if (comma > pos) t.keys.insert(keys.substr(pos, comma - pos));
         pos = comma + 1;
       }
+    } else if (word == "-emulate") {
+      t.emulated = true;
     } else if (word.rfind("-", 0) == 0) {
       // Other TVM-style options (-mcpu=..., -thread_warp_size=...) do not change our code.
     } else {
@@ -60,6 +62,7 @@ std::string Target::str() const {
       first = false;
     }
   }
+  if (emulated) s += " -emulate";
   return s;
 }
 

@@ -14,6 +14,8 @@ struct Target {
   TargetKind kind = TargetKind::CPU;
   std::string arch;            // "sm_90a" for CUDA; empty for the CPU
   std::set<std::string> keys;  // e.g. "metal4"
+  // Run the target's exact source on the CPU through device/emu shims ("-emulate").
+  bool emulated = false;
 
   // Parses "cpu", "c", "llvm", "cuda", "cuda -arch=sm_90a", "metal", "metal -keys=metal4",
   // or a JSON-ish dict string handled by the Python side. Throws a UserError on others.

@@ -76,7 +76,9 @@ def worker():
 def worker_env(cache_dir, **extra):
     env = dict(os.environ)
     env["TILELANG_CACHE_DIR"] = str(cache_dir)
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(tilelang.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = (
+        os.path.dirname(os.path.dirname(tilelang.__file__)) + os.pathsep + env.get("PYTHONPATH", "")
+    )
     env.pop("TILELANG_CACHE_SALT", None)
     env.pop("TILELANG_DISABLE_CACHE", None)
     env.update(extra)

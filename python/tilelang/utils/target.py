@@ -48,7 +48,12 @@ def _default_target():
         if env.startswith("{"):
             return _from_dict(json.loads(env))
         return env
-    # The best target this build can compile for: CUDA when a GPU answers, else the CPU.
+    # The best target this build can compile for: CUDA when a GPU answers (or when the
+    # CUDA emulator is on), else the CPU.
+    from tilelang.env import is_emulation_enabled
+
+    if is_emulation_enabled() and "cuda" in available_targets():
+        return "cuda"
     if has_cuda_device() and "cuda" in available_targets():
         return "cuda"
     return "cpu"
@@ -59,6 +64,10 @@ def _canonical(target):
     kind, _, rest = text.partition(" ")
     if kind in _CPU_ALIASES:
         return "cpu" if not rest else f"cpu {rest}"
+    from tilelang.env import is_emulation_enabled
+
+    if kind == "cuda" and is_emulation_enabled() and "-emulate" not in rest.split():
+        text += " -emulate"
     if kind not in _KINDS:
         raise ValueError(
             f"unknown target '{target}'; expected 'auto', 'cpu', 'cuda' (e.g. 'cuda -arch=sm_90') "

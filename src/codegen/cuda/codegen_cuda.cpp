@@ -57,12 +57,21 @@ class CodeGenCUDA : public CodeGenC {
     stmt(f->body);
     dedent();
     out_ << "}\n";
+    emit_emulation_entry(sig, src.entry_name);
     src.code = out_.str();
     src.shared_bytes = shared_bytes_;
     return src;
   }
 
  protected:
+  std::string type_name(DataType t) override {
+    if (t.is_float() && t.bits() <= 8)
+      throw_user_error({}, str_cat("dtype ", t.name(),
+                                   " is not supported by the cuda target yet (device/cuda has no fp8/fp4 types); "
+                                   "run this kernel on target=\"cpu\""));
+    return CodeGenC::type_name(t);
+  }
+
   std::string special_float(double v, DataType t) override {
     if (v != v) return "tl::nan_f64()";
     return v < 0 ? "(-tl::infinity_f64())" : "tl::infinity_f64()";
@@ -105,7 +114,7 @@ class CodeGenCUDA : public CodeGenC {
       }
     } collect;
     collect.visit(op->body);
-    if (!collect.buffers.empty()) line("extern __shared__ __align__(16) unsigned char tl_smem[];");
+    if (!collect.buffers.empty()) line("TL_DYNAMIC_SHARED(tl_smem);");
     for (const Buffer& b : collect.buffers) {
       auto count = as_const_int(b.num_elements());
       TL_ICHECK(count, "allocation of non-constant size reached codegen");
@@ -170,6 +179,29 @@ class CodeGenCUDA : public CodeGenC {
   }
 
  private:
+  // Invisible to NVRTC: the CPU emulation (device/emu) calls this once per block.
+  void emit_emulation_entry(const KernelSignature& sig, const std::string& entry) {
+    int64_t dims[3] = {1, 1, 1};
+    if (launch_)
+      for (size_t i = 0; i < launch_->threads.size(); ++i) dims[i] = launch_->threads[i];
+    out_ << "\n#ifdef TL_EMULATE\n";
+    out_ << "extern \"C\" void tl_emu_" << entry
+         << "(const ::tl::emu::Arg* args, int64_t bx, int64_t by, int64_t bz) {\n";
+    out_ << str_cat("  ::tl::emu::run_block(bx, by, bz, ", dims[0], ", ", dims[1], ", ", dims[2], ", ", shared_bytes_,
+                    ", [&] { ", entry, "(");
+    int slot = 0;
+    for (const Param& p : sig.params) {
+      if (slot) out_ << ", ";
+      if (p.is_tensor())
+        out_ << "static_cast<" << type_name(p.buffer->dtype) << "*>(args[" << slot << "].ptr)";
+      else
+        out_ << "args[" << slot << "]" << (p.var.dtype().is_float() ? ".f" : ".i");
+      ++slot;
+    }
+    for (size_t j = 0; j < sig.dynamic_vars.size(); ++j) out_ << (slot ? ", " : "") << "args[" << slot++ << "].i";
+    out_ << "); });\n}\n#endif\n";
+  }
+
   void find_launch(const Stmt& s) {
     struct Finder : IRVisitor {
       const KernelLaunchNode* launch = nullptr;

@@ -1,0 +1,136 @@
+// T.atomic_* for generated CUDA code (and its CPU emulation). Every operation is a
+// compare-and-swap loop on the 32- or 64-bit word that holds the element, so one
+// template serves int, float, double, half, bfloat16 and fp8 alike. `Order` is
+// TileLang's memory-order number; anything stronger than relaxed adds a fence.
+#pragma once
+
+namespace tl {
+namespace atomic_detail {
+
+// The type arithmetic on T runs in: T for integers, double for double, float for
+// the rest (float and the low-precision floats).
+template <class T>
+struct acc {
+  using type = float;
+};
+template <>
+struct acc<double> {
+  using type = double;
+};
+#define TL_ACC_IS_SELF(T) \
+  template <>             \
+  struct acc<T> {         \
+    using type = T;       \
+  };
+TL_ACC_IS_SELF(int8_t)
+TL_ACC_IS_SELF(int16_t)
+TL_ACC_IS_SELF(int32_t)
+TL_ACC_IS_SELF(int64_t)
+TL_ACC_IS_SELF(uint8_t)
+TL_ACC_IS_SELF(uint16_t)
+TL_ACC_IS_SELF(uint32_t)
+TL_ACC_IS_SELF(uint64_t)
+#undef TL_ACC_IS_SELF
+
+TL_DEVICE unsigned cas32(unsigned* p, unsigned expected, unsigned desired) {
+#ifdef TL_EMULATE
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;  // the value seen: equal to `expected` exactly when the swap happened
+#else
+  return atomicCAS(p, expected, desired);
+#endif
+}
+
+TL_DEVICE unsigned long long cas64(unsigned long long* p, unsigned long long expected, unsigned long long desired) {
+#ifdef TL_EMULATE
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expected;
+#else
+  return atomicCAS(p, expected, desired);
+#endif
+}
+
+TL_DEVICE void fence(int order) {
+#ifndef TL_EMULATE
+  if (order != 0) __threadfence();
+#endif
+}
+
+// Replaces *addr by f(*addr) atomically; returns the previous value.
+template <class T, class F>
+TL_DEVICE T update(T* addr, F f) {
+  if constexpr (sizeof(T) == 8) {
+    auto* p = reinterpret_cast<unsigned long long*>(addr);
+    unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(p);
+    for (;;) {
+      T old = bit_cast<T>(seen);
+      unsigned long long prev = cas64(p, seen, bit_cast<unsigned long long>(T(f(old))));
+      if (prev == seen) return old;
+      seen = prev;
+    }
+  } else {
+    // 1-, 2- and 4-byte elements: swap the aligned 32-bit word around them.
+    uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    auto* word = reinterpret_cast<unsigned*>(a & ~uintptr_t(3));
+    unsigned shift = unsigned(a & 3) * 8;
+    unsigned mask = sizeof(T) == 4 ? 0xffffffffu : ((1u << (8 * sizeof(T))) - 1u) << shift;
+    unsigned seen = *reinterpret_cast<volatile unsigned*>(word);
+    for (;;) {
+      T old;
+      unsigned field = (seen & mask) >> shift;
+      if constexpr (sizeof(T) == 4) old = bit_cast<T>(field);
+      if constexpr (sizeof(T) == 2) old = bit_cast<T>((unsigned short)field);
+      if constexpr (sizeof(T) == 1) old = bit_cast<T>((unsigned char)field);
+      T next = T(f(old));
+      unsigned nb;
+      if constexpr (sizeof(T) == 4) nb = bit_cast<unsigned>(next);
+      if constexpr (sizeof(T) == 2) nb = bit_cast<unsigned short>(next);
+      if constexpr (sizeof(T) == 1) nb = bit_cast<unsigned char>(next);
+      unsigned desired = (seen & ~mask) | ((nb << shift) & mask);
+      unsigned prev = cas32(word, seen, desired);
+      if (prev == seen) return old;
+      seen = prev;
+    }
+  }
+}
+
+}  // namespace atomic_detail
+
+template <int Order = 0, class T, class V>
+TL_DEVICE T atomic_add(T* addr, V value) {
+  using A = typename atomic_detail::acc<T>::type;
+  A v = A(T(value));
+  atomic_detail::fence(Order);
+  return atomic_detail::update(addr, [&](T old) { return T(A(old) + v); });
+}
+
+template <int Order = 0, class T, class V>
+TL_DEVICE T atomic_max(T* addr, V value) {
+  using A = typename atomic_detail::acc<T>::type;
+  A v = A(T(value));
+  atomic_detail::fence(Order);
+  return atomic_detail::update(addr, [&](T old) { return A(old) < v ? T(v) : old; });
+}
+
+template <int Order = 0, class T, class V>
+TL_DEVICE T atomic_min(T* addr, V value) {
+  using A = typename atomic_detail::acc<T>::type;
+  A v = A(T(value));
+  atomic_detail::fence(Order);
+  return atomic_detail::update(addr, [&](T old) { return v < A(old) ? T(v) : old; });
+}
+
+template <int Order = 5, class T>
+TL_DEVICE T atomic_load(const T* addr) {
+  atomic_detail::fence(Order);
+  return *reinterpret_cast<const volatile T*>(addr);
+}
+
+template <int Order = 5, class T, class V>
+TL_DEVICE void atomic_store(T* addr, V value) {
+  T v = T(value);
+  atomic_detail::update(addr, [&](T) { return v; });
+  atomic_detail::fence(Order);
+}
+
+}  // namespace tl

@@ -1,0 +1,88 @@
+"""The CUDA emulator: the exact CUDA source of a kernel, compiled for the CPU with
+host shims (device/emu), its threads run as fibers. Results are compared with numpy,
+so CI checks the CUDA code generator's numbers without a GPU; the Python examples
+run through it too."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+from test_cpu_kernels import gemm_factory
+from test_threads import mixed_tile_ops_and_threads, neighbour_sum
+
+TARGET = "cuda -arch=sm_80 -emulate"
+rng = np.random.default_rng(3)
+
+
+def test_gemm_with_tails_runs_the_cuda_source():
+    kernel = tilelang.compile(gemm_factory(200, 130, 70, 64, 64, 32), out_idx=[-1], target=TARGET)
+    assert "__global__" in kernel.get_kernel_source()
+    a = rng.standard_normal((200, 70)).astype(np.float16)
+    b = rng.standard_normal((70, 130)).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_barriers_between_threads():
+    kernel = tilelang.compile(neighbour_sum(200), out_idx=[-1], target=TARGET)
+    a = rng.standard_normal(200).astype(np.float32)
+    padded = np.zeros(256, np.float32)
+    padded[:200] = a * 2
+    blocks = padded.reshape(-1, 64)
+    ref = (np.roll(blocks, -1, axis=1) + blocks).reshape(-1)[:200]
+    np.testing.assert_allclose(kernel(a), ref, rtol=1e-6)
+
+
+def test_block_wide_ops_between_per_thread_code():
+    kernel = tilelang.compile(mixed_tile_ops_and_threads(20, 16), out_idx=[-1], target=TARGET)
+    a = rng.standard_normal((20, 16)).astype(np.float32)
+    scale = (np.arange(20) % 8 + 1)[:, None]
+    np.testing.assert_allclose(kernel(a), a * scale + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_switch_turns_cuda_targets_into_emulated_ones(monkeypatch):
+    monkeypatch.setattr(tilelang.env, "_emulate", True)
+    kernel = tilelang.compile(neighbour_sum(64), out_idx=[-1], target="cuda -arch=sm_90")
+    assert kernel.target == "cuda -arch=sm_90 -emulate"
+    a = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), np.roll(a * 2, -1) + a * 2, rtol=1e-6)
+
+
+EXAMPLES = sorted((pathlib.Path(__file__).parents[2] / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs_emulated(path):
+    if path.stem == "fp8_quant":
+        pytest.skip("the cuda target has no fp8 types yet (issue 4); checked below that it says so")
+    env = dict(os.environ, TILELANG_EMULATE="1")
+    env.pop("TILELANG_DEFAULT_TARGET", None)
+    out = subprocess.run(
+        [sys.executable, str(path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "match" in out.stdout, out.stdout
+
+
+def test_fp8_on_cuda_is_a_clear_error():
+    import tilelang.language as T
+
+    @T.prim_func
+    def cast8(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float8_e4m3fn")):
+        with T.Kernel(1, threads=16):
+            for i in T.Parallel(16):
+                B[i] = A[i]
+
+    with pytest.raises(
+        tilelang.TileLangError, match="float8_e4m3fn is not supported by the cuda target yet"
+    ):
+        tilelang.compile(cast8, target=TARGET)
