@@ -6,6 +6,7 @@ from . import _native
 _C = _native.load()
 
 from . import language
+from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
 from .transform import PassConfigKey
@@ -15,10 +16,12 @@ TileLangError = _C.TileLangError
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutoTuner",
     "JITKernel",
     "PassConfigKey",
     "TileLangError",
     "__version__",
+    "autotune",
     "compile",
     "determine_target",
     "disable_cache",

@@ -57,7 +57,9 @@ def build(kind, fn, options, args, kwargs, config, eager_cache=None):
         return JITKernel(func, **options), None
     eager = eager_cache if eager_cache is not None else EagerFunction(fn, options)
     args = [a.make() if isinstance(a, TensorStandIn) else a for a in args]
-    call_kwargs = {k: v.make() if isinstance(v, TensorStandIn) else v for k, v in call_kwargs.items()}
+    call_kwargs = {
+        k: v.make() if isinstance(v, TensorStandIn) else v for k, v in call_kwargs.items()
+    }
     bound = eager._bind(args, call_kwargs)
     where, declared = eager._discover(bound)
     consts = eager._bind_consts(where, bound.arguments)
@@ -83,7 +85,7 @@ def _serve(conn_in, conn_out, kind, fn, options):
         try:
             kernel, _ = build(kind, fn, options, args, kwargs, config, eager)
             conn_out.send(("ok", index, kernel.cache_key))
-        except Exception as exc:  # every failure of a config is reported, none is fatal
+        except Exception as exc:  # noqa: BLE001  (a config's failure is reported, never fatal)
             conn_out.send(("error", index, (first_line(exc), traceback.format_exc())))
 
 
@@ -136,7 +138,7 @@ def subprocess_main(fd_in, fd_out):
                 f"'{recipe['qualname']}' in {recipe['file']} is not the function being tuned "
                 "(was the file edited?)"
             )
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001  (reported; the parent falls back)
         conn_out.send(("init_error", None, (first_line(exc), traceback.format_exc())))
         return
     _serve(conn_in, conn_out, recipe["kind"], fn, recipe["options"])

@@ -77,7 +77,7 @@ class _Worker:
         self.started = 0.0
         self.ready = False
         self.launched = time.monotonic()
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (closed in stop())
         if mode == "subprocess":
             self._start_subprocess(recipe)
         else:
@@ -153,7 +153,10 @@ class _Worker:
         if not isinstance(self.proc, subprocess.Popen) and self.proc.is_alive():
             self.proc.kill()
             self.proc.join()
-        for conn in {id(self.send_conn): self.send_conn, id(self.recv_conn): self.recv_conn}.values():
+        for conn in {
+            id(self.send_conn): self.send_conn,
+            id(self.recv_conn): self.recv_conn,
+        }.values():
             conn.close()
         self.log.close()
 
@@ -178,7 +181,8 @@ def compile_all(mode, recipe, live, tasks, timeout, n_workers, on_done):
                 if w.task is not None or not w.ready
             ]
             wait_s = max(0.0, min(deadlines) - now) if deadlines else None
-            mpc.wait([w.recv_conn for w in workers] + [w.sentinel for w in workers], wait_s)
+            watched = {id(o): o for w in workers for o in (w.recv_conn, w.sentinel)}
+            mpc.wait(list(watched.values()), wait_s)
             now = time.monotonic()
             for i, w in enumerate(workers):
                 replace = False
@@ -211,7 +215,9 @@ def compile_all(mode, recipe, live, tasks, timeout, n_workers, on_done):
                 elif w.task is not None and now - w.started >= timeout:
                     on_done(
                         w.task[0],
-                        Outcome("timeout", f"timed out after {timeout:g} s", seconds=now - w.started),
+                        Outcome(
+                            "timeout", f"timed out after {timeout:g} s", seconds=now - w.started
+                        ),
                     )
                     w.task = None
                     replace = True

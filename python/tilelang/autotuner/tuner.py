@@ -1,0 +1,702 @@
+"""`@tilelang.autotune` and `AutoTuner`: pick the fastest config of a kernel.
+
+A run (1) looks the problem up in the result cache, (2) compiles every config in worker
+processes (compile_pool), each within `timeout` seconds, (3) in this process loads each
+compiled config back from the disk kernel cache, checks it against `ref_prog` and times
+it with the kernel's profiler, (4) publishes the best config in the result cache. A
+config that fails at any step is logged in one line and skipped."""
+
+import functools
+import inspect
+import logging
+import multiprocessing
+import os
+import pickle
+import sys
+import time
+
+from tilelang.env import is_cache_enabled
+from tilelang.jit import LazyJIT, is_eager
+from tilelang.jit.eager import EagerFunction
+from tilelang.utils.target import determine_target
+
+from . import _worker, compile_pool, result_cache
+from ._worker import TensorStandIn, first_line
+
+logger = logging.getLogger("tilelang")
+
+_UNSET = object()
+_COMPILE_DEFAULTS = {
+    "out_idx": None,
+    "target": "auto",
+    "target_host": None,
+    "execution_backend": "auto",
+    "verbose": False,
+    "pass_configs": None,
+    "compile_flags": None,
+}
+_PROFILE_DEFAULTS = {
+    "warmup": 25,
+    "rep": 100,
+    "timeout": 100,
+    "supply_type": None,
+    "ref_prog": None,
+    "supply_prog": None,
+    "rtol": 1e-2,
+    "atol": 1e-2,
+    "max_mismatched_ratio": 0.01,
+    "skip_check": False,
+    "cache_input_tensors": False,
+    "early_stop_ratio": 10.0,
+}
+
+
+def _tilelang_error():
+    from tilelang import _native
+
+    return _native.load().TileLangError
+
+
+class AutoTuneError(_tilelang_error()):
+    """No config of a tuning run compiled, passed the check and ran."""
+
+
+class AutotuneResult:
+    """The outcome of a tuning run: `config` (dict), `latency` (ms), `ref_latency` (ms of
+    ref_prog, or None), `kernel` (the JITKernel of the best config), `func` (its
+    prim_func), `from_cache` (True when taken from the result cache), `failures`
+    ({config text: one-line reason}), `timings` ({config text: ms}; a config stopped
+    early has the time of one call) and `cache_path`."""
+
+    def __init__(self, config, latency, ref_latency, kernel, from_cache, failures, cache_path):
+        self.config, self.latency, self.ref_latency = config, latency, ref_latency
+        self.kernel, self.from_cache, self.failures = kernel, from_cache, failures
+        self.cache_path = cache_path
+        self._call = None
+
+    @property
+    def func(self):
+        return self.kernel.prim_func
+
+    @property
+    def libcode(self):
+        return self.kernel.get_kernel_source()
+
+    def __repr__(self):
+        source = ", from cache" if self.from_cache else ""
+        return f"AutotuneResult(config={self.config!r}, latency={self.latency:.4g} ms{source})"
+
+
+def unwrap_function(obj):
+    """(python function, "lazy" | "eager", jit options) behind a tuned/jit object."""
+    options, kind = {}, None
+    while True:
+        if isinstance(obj, AutoTuneFunction):
+            obj = obj.target
+        elif isinstance(obj, LazyJIT):
+            options, kind, obj = dict(obj.options), "lazy", obj.factory
+        elif isinstance(obj, EagerFunction):
+            options, kind, obj = dict(obj.options), "eager", obj.func
+        else:
+            break
+    if not inspect.isfunction(obj):
+        raise TypeError(
+            f"autotune needs a Python function (a @tilelang.jit kernel or a factory returning a "
+            f"T.prim_func), got {type(obj).__name__}"
+        )
+    if kind is None:
+        kind = "eager" if is_eager(obj) else "lazy"
+    return obj, kind, options
+
+
+class _Progress:
+    """A tqdm bar when tqdm is installed (and stderr is a terminal); counts either way."""
+
+    def __init__(self, name, total, phase):
+        self.counts = {}
+        self.bar = None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return
+        self.bar = tqdm(total=total, desc=f"autotune {name}: {phase}", unit="config", disable=None)
+
+    def step(self, what):
+        self.counts[what] = self.counts.get(what, 0) + 1
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.counts.items()))
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Inputs:
+    """Inputs and reference outputs shared by all configs (cache_input_tensors=True)."""
+
+    def __init__(self):
+        self.inputs = None
+        self.ref_out = None
+        self.ref_latency = None
+
+
+class AutoTuner:
+    """`AutoTuner.from_kernel(fn, configs).set_compile_args(...).set_profile_args(...)
+    .run(*args)`: tunes `fn` (a @tilelang.jit function or a plain factory) over
+    `configs` (a list of dicts of keyword arguments, or a callable taking the non-config
+    arguments and returning that list); `run` takes the non-config arguments."""
+
+    def __init__(self, fn, configs, do_not_specialize=None):
+        self.fn, self.kind, self._jit_options = unwrap_function(fn)
+        self.name = self.fn.__name__
+        self.signature = inspect.signature(self.fn)
+        if configs is None:
+            raise TypeError(
+                f"autotune of '{self.name}' needs configs=[{{...}}, ...] (or a callable)"
+            )
+        self.configs = configs
+        self.compile_args = {}
+        self.profile_args = dict(_PROFILE_DEFAULTS)
+        names = [do_not_specialize] if isinstance(do_not_specialize, str) else do_not_specialize
+        self.do_not_specialize = tuple(names or ())
+        unknown = [n for n in self.do_not_specialize if n not in self.signature.parameters]
+        if unknown:
+            raise TypeError(
+                f"do_not_specialize names {unknown}, which are not parameters of "
+                f"{self.name}{self.signature}"
+            )
+        self._decisions = {}
+        self._jits = {}
+        self._source_cache = None
+
+    @classmethod
+    def from_kernel(cls, kernel, configs, **kwargs):
+        return cls(kernel, configs, **kwargs)
+
+    def set_compile_args(
+        self,
+        out_idx=_UNSET,
+        target=_UNSET,
+        execution_backend=_UNSET,
+        target_host=_UNSET,
+        verbose=_UNSET,
+        pass_configs=_UNSET,
+        compile_flags=_UNSET,
+    ):
+        """Compile options for every config; those not given keep the @tilelang.jit ones."""
+        given = {
+            "out_idx": out_idx,
+            "target": target,
+            "execution_backend": execution_backend,
+            "target_host": target_host,
+            "verbose": verbose,
+            "pass_configs": pass_configs,
+            "compile_flags": compile_flags,
+        }
+        given = {k: v for k, v in given.items() if v is not _UNSET}
+        if self.kind == "eager" and given.get("out_idx") is not None:
+            raise ValueError(
+                f"out_idx cannot be used with the eager function '{self.name}'; its outputs are "
+                "the T.empty tensors it returns"
+            )
+        self.compile_args.update(given)
+        return self
+
+    def set_profile_args(self, **kwargs):
+        """warmup, rep (ms budgets of the profiler), timeout (s per config compile),
+        supply_type, ref_prog, supply_prog, rtol, atol, max_mismatched_ratio,
+        skip_check, cache_input_tensors, early_stop_ratio (None: time every config)."""
+        unknown = sorted(set(kwargs) - set(_PROFILE_DEFAULTS))
+        if unknown:
+            raise TypeError(
+                f"set_profile_args() got unknown argument(s) {unknown}; valid: "
+                f"{sorted(_PROFILE_DEFAULTS)}"
+            )
+        self.profile_args.update(kwargs)
+        return self
+
+    # ---- pieces of a run
+    def _options(self):
+        options = dict(_COMPILE_DEFAULTS)
+        if self.kind == "eager":
+            del options["out_idx"]
+        options.update(self._jit_options)
+        options.update(self.compile_args)
+        return options
+
+    def _jit(self, options):
+        key = repr(sorted(options.items()))
+        jit = self._jits.get(key)
+        if jit is None:
+            if self.kind == "lazy":
+                jit = LazyJIT(self.fn, options)
+            else:
+                jit = EagerFunction(self.fn, options)
+            self._jits[key] = jit
+        return jit
+
+    def _resolve_configs(self, args, kwargs):
+        configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
+        try:
+            configs = list(configs)
+        except TypeError:
+            raise TypeError(
+                f"configs of '{self.name}' must be a list of dicts, got {type(configs).__name__}"
+            ) from None
+        if not configs:
+            raise ValueError(f"autotune of '{self.name}': the list of configs is empty")
+        params = self.signature.parameters
+        var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        for c in configs:
+            if not isinstance(c, dict):
+                raise TypeError(
+                    f"each config of '{self.name}' must be a dict of keyword arguments, got {c!r}"
+                )
+            unknown = [k for k in c if k not in params]
+            if unknown and not var_kw:
+                raise TypeError(
+                    f"config {c!r} names {unknown}, which are not parameters of "
+                    f"{self.name}{self.signature}"
+                )
+        keys = {k for c in configs for k in c}
+        fixed = {k: v for k, v in kwargs.items() if k in keys}
+        if fixed:  # values the caller gives explicitly override the configs
+            merged = []
+            for c in configs:
+                c = {k: fixed.get(k, v) for k, v in c.items()}
+                if c not in merged:
+                    merged.append(c)
+            configs = merged
+        rest = {k: v for k, v in kwargs.items() if k not in keys}
+        try:
+            bound = self.signature.bind(*args, **rest, **configs[0])
+        except TypeError as exc:
+            raise TypeError(
+                f"{self.name}{self.signature}: {exc}; call the tuned function with the "
+                f"arguments that are not tuned (the configs set {sorted(keys)})"
+            ) from None
+        arguments = {
+            n: v
+            for n, v in bound.arguments.items()
+            if n not in keys and n not in self.do_not_specialize
+        }
+        return configs, rest, arguments
+
+    def _recipe(self, options):
+        """How a fresh interpreter finds the function, or None when it cannot."""
+        fn = self.fn
+        if "<" in fn.__qualname__:  # <locals>, <lambda>
+            return None
+        module = sys.modules.get(fn.__module__)
+        path = getattr(module, "__file__", None)
+        if not path or not path.endswith(".py") or not os.path.exists(path):
+            return None
+        try:
+            obj = module
+            for part in fn.__qualname__.split("."):
+                obj = getattr(obj, part)
+            if unwrap_function(obj)[0] is not fn:
+                return None
+        except Exception:  # noqa: BLE001  (not reachable by name: use another way)
+            return None
+        recipe = {
+            "sys_path": [p for p in sys.path if isinstance(p, str)],
+            "cwd": os.getcwd(),
+            "module": fn.__module__,
+            "file": os.path.abspath(path),
+            "qualname": fn.__qualname__,
+            "line": fn.__code__.co_firstlineno,
+            "kind": self.kind,
+            "options": options,
+            "cache_enabled": is_cache_enabled(),
+        }
+        try:
+            pickle.dumps(recipe)
+        except Exception:  # noqa: BLE001  (pickling can raise anything)
+            return None
+        return recipe
+
+    def _compile_configs(self, args, rest, configs, options, timeout, on_done):
+        """Compiles all configs in worker processes (or here when that is impossible)."""
+        if self.kind == "eager":
+            wargs = [_stand_in(a) for a in args]
+            wrest = {k: _stand_in(v) for k, v in rest.items()}
+        else:
+            wargs, wrest = list(args), dict(rest)
+        tasks = [(i, wargs, wrest, c) for i, c in enumerate(configs)]
+        done = set()
+
+        def record(index, outcome):
+            done.add(index)
+            on_done(index, outcome)
+
+        try:
+            pickle.dumps(tasks)
+            picklable = True
+        except Exception:  # noqa: BLE001  (pickling can raise anything)
+            picklable = False
+        n = compile_pool.worker_count(len(tasks))
+        modes = []
+        if picklable:
+            recipe = self._recipe(options)
+            if recipe is not None:
+                modes.append(("subprocess", recipe))
+            if "fork" in multiprocessing.get_all_start_methods():
+                modes.append(("fork", None))
+        for mode, recipe in modes:
+            logger.info(
+                "autotune '%s': compiling %d config(s) in %d worker process(es) (%s), %g s limit each",
+                self.name,
+                len(tasks),
+                n,
+                mode,
+                timeout,
+            )
+            try:
+                left = [t for t in tasks if t[0] not in done]
+                live = (self.kind, self.fn, options)
+                compile_pool.compile_all(mode, recipe, live, left, timeout, n, record)
+                return
+            except compile_pool.WorkerStartError as exc:
+                logger.info(
+                    "autotune '%s': %s workers could not start (%s)",
+                    self.name,
+                    mode,
+                    first_line(exc),
+                )
+        logger.warning(
+            "autotune '%s': compiling the configs in this process, one at a time, without a time "
+            "limit (the arguments cannot be sent to worker processes)",
+            self.name,
+        )
+        jit = self._jit(options)
+        for i, _, _, config in tasks:
+            if i in done:
+                continue
+            start = time.monotonic()
+            try:
+                kernel = self._build(jit, args, rest, config)[0]
+                outcome = compile_pool.Outcome("ok", cache_key=kernel.cache_key)
+            except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
+                outcome = compile_pool.Outcome("error", first_line(exc))
+            outcome.seconds = time.monotonic() - start
+            record(i, outcome)
+
+    def _build(self, jit, args, rest, config):
+        """(JITKernel, runner) of one config in this process (a disk-cache hit once a worker
+        compiled it); runner() runs an eager kernel on the call's tensors."""
+        if self.kind == "lazy":
+            return jit(*args, **rest, **config), None
+        kernel, (spec, bound) = _worker.build("eager", self.fn, None, args, rest, config, jit)
+        return kernel, functools.partial(spec.call, bound.arguments)
+
+    def _evaluate(self, kernel, prof, shared, best):
+        """Checks and times one kernel: ("ok" | "early", latency, ref_latency) or
+        ("wrong", message, None)."""
+        from tilelang.profiler import TensorSupplyType
+
+        profiler = kernel.get_profiler(prof["supply_type"] or TensorSupplyType.Auto)
+        inputs = (
+            shared.inputs if prof["cache_input_tensors"] and _fits(kernel, shared.inputs) else None
+        )
+        if inputs is None:
+            if prof["supply_prog"] is not None:
+                inputs = list(prof["supply_prog"]([kernel.params[i] for i in kernel._inputs]))
+            else:
+                inputs = profiler._get_inputs()
+            if prof["cache_input_tensors"]:
+                shared.inputs, shared.ref_out = inputs, None
+        ref_prog = prof["ref_prog"]
+        if ref_prog is not None and not prof["skip_check"]:
+            reference = ref_prog
+            if prof["cache_input_tensors"]:
+                if shared.ref_out is None:
+                    shared.ref_out = ref_prog(*inputs)
+                reference = lambda *_: shared.ref_out
+            try:
+                profiler.assert_allclose(
+                    reference,
+                    input_tensors=inputs,
+                    atol=prof["atol"],
+                    rtol=prof["rtol"],
+                    max_mismatched_ratio=prof["max_mismatched_ratio"],
+                )
+            except AssertionError as exc:
+                return "wrong", first_line(exc).replace("AssertionError: ", ""), None
+        full = kernel.run(list(inputs))
+        ratio = prof["early_stop_ratio"]
+        if best is not None and ratio:
+            once = _time_once(lambda: kernel.run(full))
+            if once > ratio * best:
+                return "early", once, None
+        latency = profiler.do_bench(warmup=prof["warmup"], rep=prof["rep"], input_tensors=full)
+        ref_latency = None
+        if ref_prog is not None and shared.ref_latency is None:
+            shared.ref_latency = profiler.do_bench(
+                ref_prog, warmup=prof["warmup"], rep=prof["rep"], input_tensors=inputs
+            )
+            ref_latency = shared.ref_latency
+        return "ok", latency, ref_latency
+
+    def _tune(self, jit, args, rest, configs, prof, options):
+        name, n = self.name, len(configs)
+        failures = {}
+        compiled = []
+
+        def fail(index, reason):
+            text = result_cache.describe(configs[index])
+            failures[text] = reason
+            logger.warning("autotune '%s': config %s skipped: %s", name, text, reason)
+
+        start = time.monotonic()
+        bar = _Progress(name, n, "compiling")
+
+        def on_done(index, outcome):
+            if outcome.status == "ok":
+                compiled.append(index)
+                bar.step("compiled")
+            elif outcome.status == "timeout":
+                fail(index, f"compile {outcome.message}")
+                bar.step("timed out")
+            else:
+                fail(index, f"compile error: {outcome.message}")
+                bar.step("failed")
+
+        try:
+            self._compile_configs(args, rest, configs, options, prof["timeout"], on_done)
+        finally:
+            bar.close()
+        counts = bar.counts
+        logger.info(
+            "autotune '%s': compiled %d/%d config(s) (%d failed, %d timed out) in %.1f s",
+            name,
+            counts.get("compiled", 0),
+            n,
+            counts.get("failed", 0),
+            counts.get("timed out", 0),
+            time.monotonic() - start,
+        )
+
+        start = time.monotonic()
+        bar = _Progress(name, len(compiled), "timing")
+        shared = _Inputs()
+        best = None  # (latency, index, kernel, runner)
+        timings = {}
+        ref_latency = None
+        try:
+            for index in sorted(compiled):
+                try:
+                    kernel, runner = self._build(jit, args, rest, configs[index])
+                    status, value, ref_ms = self._evaluate(kernel, prof, shared, best and best[0])
+                except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
+                    fail(index, f"benchmark failed: {first_line(exc)}")
+                    bar.step("failed")
+                    continue
+                if status == "wrong":
+                    fail(index, f"wrong result: {value}")
+                    bar.step("wrong")
+                    continue
+                ref_latency = ref_latency if ref_ms is None else ref_ms
+                bar.step("timed" if status == "ok" else "stopped early")
+                timings[result_cache.describe(configs[index])] = value
+                logger.debug(
+                    "autotune '%s': config %s: %.4g ms%s",
+                    name,
+                    result_cache.describe(configs[index]),
+                    value,
+                    " (stopped early)" if status == "early" else "",
+                )
+                if best is None or value < best[0]:
+                    best = (value, index, kernel, runner)
+        finally:
+            bar.close()
+        counts = bar.counts
+        verb = "timed" if prof["ref_prog"] is None or prof["skip_check"] else "checked and timed"
+        logger.info(
+            "autotune '%s': %s %d config(s) (%d wrong, %d failed, %d stopped early) in %.1f s",
+            name,
+            verb,
+            counts.get("timed", 0) + counts.get("stopped early", 0),
+            counts.get("wrong", 0),
+            counts.get("failed", 0),
+            counts.get("stopped early", 0),
+            time.monotonic() - start,
+        )
+        if best is None:
+            lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
+            raise AutoTuneError(f"autotune of '{name}': all {n} config(s) failed:\n{lines}")
+        return best, ref_latency, failures, timings
+
+    # ---- the entry point
+    def run(self, *args, warmup=None, rep=None, timeout=None, **kwargs):
+        """Tunes for the given non-config arguments; returns an AutotuneResult."""
+        if _worker.LOADING:  # a worker importing the user's module: stop before tuning
+            raise _worker.StopLoading()
+        prof = dict(self.profile_args)
+        for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
+            if v is not None:
+                prof[k] = v
+        configs, rest, arguments = self._resolve_configs(args, kwargs)
+        options = self._options()
+        jit = self._jit(options)
+        target = determine_target(options.get("target", "auto"))
+        key = result_cache.make_key(self.fn, self.kind, arguments, configs, target, options)
+        use_cache = result_cache.enabled()
+        path = result_cache.path_for(key) if use_cache else None
+
+        kernel = runner = None
+        decision = self._decisions.get(key)
+        from_cache = decision is not None
+        if decision is None and use_cache:
+            decision = result_cache.load(path, configs)
+            from_cache = decision is not None
+            if decision is not None:
+                logger.info(
+                    "autotune '%s': config %s (%.4g ms) from the result cache %s; no benchmarking",
+                    self.name,
+                    decision["config"],
+                    decision["latency"],
+                    path,
+                )
+        if decision is None:
+            (latency, index, kernel, runner), ref_latency, failures, timings = self._tune(
+                jit, args, rest, configs, prof, options
+            )
+            decision = {
+                "format": result_cache.FORMAT,
+                "function": self.name,
+                "index": index,
+                "config": result_cache.describe(configs[index]),
+                "latency": latency,
+                "ref_latency": ref_latency,
+                "target": target,
+                "configs": len(configs),
+                "failures": failures,
+                "timings": timings,
+            }
+            logger.info(
+                "autotune '%s': best config %s: %.4g ms%s",
+                self.name,
+                decision["config"],
+                latency,
+                "" if ref_latency is None else f" (ref_prog {ref_latency:.4g} ms)",
+            )
+            if use_cache:
+                published = result_cache.store(path, decision, configs)
+                if published["index"] != index:
+                    logger.info(
+                        "autotune '%s': another process published config %s first; using it",
+                        self.name,
+                        published["config"],
+                    )
+                    decision, from_cache, kernel = published, True, None
+        if kernel is None:
+            kernel, runner = self._build(jit, args, rest, configs[decision["index"]])
+        self._decisions[key] = decision
+        config = dict(configs[decision["index"]])
+        kernel.config, kernel.latency = config, decision["latency"]
+        result = AutotuneResult(
+            config,
+            decision["latency"],
+            decision.get("ref_latency"),
+            kernel,
+            from_cache,
+            dict(decision.get("failures") or {}),
+            path,
+        )
+        result.timings = dict(decision.get("timings") or {})
+        result._call = runner
+        return result
+
+
+def _stand_in(value):
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and not isinstance(value, (int, float)):
+        return TensorStandIn(shape, str(dtype).replace("torch.", ""))
+    return value
+
+
+def _fits(kernel, inputs):
+    if inputs is None or len(inputs) != len(kernel._inputs):
+        return False
+    for i, t in zip(kernel._inputs, inputs):
+        shape = kernel.params[i].shape
+        if all(isinstance(d, int) for d in shape) and list(t.shape) != list(shape):
+            return False
+    return True
+
+
+def _time_once(fn):
+    """The faster of two calls, in ms (the first may touch memory for the first time)."""
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times)
+
+
+class AutoTuneFunction:
+    """What `@tilelang.autotune(...)` returns. Calling a lazy kernel with its non-config
+    arguments returns the best JITKernel; calling an eager kernel runs the best one.
+    `last_result` holds the AutotuneResult of the latest call."""
+
+    def __init__(self, target, tuner):
+        self.target = target
+        self.tuner = tuner
+        self.last_result = None
+        functools.update_wrapper(self, tuner.fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        result = self.tuner.run(*args, **kwargs)
+        self.last_result = result
+        if self.tuner.kind == "lazy":
+            return result.kernel
+        return result._call()
+
+    def get_tuner_result(self, *args, **kwargs):
+        """The AutotuneResult for these arguments (tuning, or from the caches)."""
+        self.last_result = self.tuner.run(*args, **kwargs)
+        return self.last_result
+
+
+def autotune(
+    func=None,
+    *,
+    configs=None,
+    warmup=25,
+    rep=100,
+    timeout=100,
+    supply_type=None,
+    ref_prog=None,
+    supply_prog=None,
+    rtol=1e-2,
+    atol=1e-2,
+    max_mismatched_ratio=0.01,
+    skip_check=False,
+    cache_input_tensors=False,
+    do_not_specialize=None,
+):
+    """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner)."""
+    profile = {
+        "warmup": warmup,
+        "rep": rep,
+        "timeout": timeout,
+        "supply_type": supply_type,
+        "ref_prog": ref_prog,
+        "supply_prog": supply_prog,
+        "rtol": rtol,
+        "atol": atol,
+        "max_mismatched_ratio": max_mismatched_ratio,
+        "skip_check": skip_check,
+        "cache_input_tensors": cache_input_tensors,
+    }
+
+    def decorate(fn):
+        tuner = AutoTuner(fn, configs, do_not_specialize=do_not_specialize)
+        tuner.set_profile_args(**profile)
+        return AutoTuneFunction(fn, tuner)
+
+    return decorate if func is None else decorate(func)

@@ -1,0 +1,357 @@
+"""The autotuner on the CPU target: the search picks the fastest config and skips failing,
+timing-out and wrong ones; results are cached on disk, reused by a fresh process and
+safe under concurrent tuning; the imperative AutoTuner API and eager kernels."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import AutoTuneError, AutoTuner, compile_pool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tilelang.__file__)))
+
+FAST = [
+    {"block_M": 32, "block_N": 32, "block_K": 32},
+    {"block_M": 64, "block_N": 64, "block_K": 16},
+]
+SLOW = {"block_M": 32, "block_N": 32, "block_K": 32, "reps": 50}  # 50x the work
+BAD_SHAPE = {"block_M": 32, "block_N": 32, "block_K": 32, "b_tile_k": 16}  # T.gemm mismatch
+SLEEPS = {"block_M": 32, "block_N": 32, "block_K": 32, "sleep": 60}  # compile overruns
+WRONG = {"block_M": 32, "block_N": 32, "block_K": 32, "wrong": True}  # drops the last K tile
+TIMEOUT_S = 5
+
+
+def ref_matmul(A, B):
+    return A @ B
+
+
+def gemm_factory(
+    M, N, K, block_M=32, block_N=32, block_K=32, reps=1, b_tile_k=None, sleep=0, wrong=False
+):
+    if sleep:
+        time.sleep(sleep)
+    b_k = b_tile_k or block_K
+    k_tiles = T.ceildiv(K, block_K) - (1 if wrong else 0)
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float32"),
+        B: T.Tensor((K, N), "float32"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), "float32")
+            B_s = T.alloc_shared((b_k, block_N), "float32")
+            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            for _ in T.serial(reps):
+                T.clear(C_f)
+                for k in T.serial(k_tiles):
+                    T.copy(A[by * block_M, k * block_K], A_s)
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                    T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+@tilelang.autotune(
+    configs=[*FAST, SLOW, BAD_SHAPE, SLEEPS, WRONG],
+    warmup=5,
+    rep=20,
+    timeout=TIMEOUT_S,
+    ref_prog=ref_matmul,
+)
+@tilelang.jit(out_idx=-1, target="cpu")
+def tuned_gemm(M, N, K, **config):
+    return gemm_factory(M, N, K, **config)
+
+
+def scale_configs(A, factor=2.0):
+    return [{"block": 16}, {"block": 64}, {"block": 16, "reps": 5000}]  # the last: slow
+
+
+@tilelang.autotune(configs=scale_configs, warmup=5, rep=10, ref_prog=lambda A: A * 3.0)
+@tilelang.jit(target="cpu")
+def tuned_scale(A, factor=3.0, block=16, reps=1):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    B = T.empty((N,), T.float32)
+    with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+        for _ in T.serial(reps):
+            for i in T.serial(block):
+                if bx * block + i < N:
+                    B[bx * block + i] = A[bx * block + i] * factor
+    return B
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    """A fresh disk cache (kernels and tuning results) for this module; the compile
+    workers inherit it through the environment."""
+    path = str(tmp_path_factory.mktemp("tlcache"))
+    saved = {
+        k: os.environ.get(k) for k in ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_DISABLE_CACHE")
+    }
+    os.environ["TILELANG_CACHE_DIR"] = path
+    os.environ.pop("TILELANG_AUTO_TUNING_DISABLE_CACHE", None)
+    yield path
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def gemm_search():
+    """The search over the planted configs: (kernel, result, log messages)."""
+    handler = _Capture()
+    logger = logging.getLogger("tilelang")
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        kernel = tuned_gemm(100, 72, 80)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    return kernel, tuned_gemm.last_result, handler.messages
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def _desc(config):
+    return repr(dict(sorted(config.items())))
+
+
+def _read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PY_ROOT, HERE, env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_best_config_is_the_fastest_and_correct(gemm_search):
+    kernel, result, _ = gemm_search
+    assert kernel.config in FAST and result.config == kernel.config
+    assert result.kernel is kernel and not result.from_cache
+    # every config that ran has a time; the best is the minimum, the slow one far above
+    assert set(result.timings) == {_desc(c) for c in [*FAST, SLOW]}
+    assert kernel.latency == min(result.timings.values()) > 0
+    assert result.timings[_desc(SLOW)] > 5 * kernel.latency
+    assert result.ref_latency is not None and result.ref_latency > 0
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((100, 80)).astype(np.float32)
+    b = rng.standard_normal((80, 72)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_failing_timing_out_and_wrong_configs_are_reported_and_skipped(gemm_search):
+    _, result, messages = gemm_search
+    assert set(result.failures) == {_desc(BAD_SHAPE), _desc(SLEEPS), _desc(WRONG)}
+    bad = result.failures[_desc(BAD_SHAPE)]
+    assert bad.startswith("compile error: TileLangError: ")
+    assert "test_autotuner.py" in bad and "T.gemm shape mismatch" in bad and "(32 vs 16)" in bad
+    assert result.failures[_desc(SLEEPS)] == f"compile timed out after {TIMEOUT_S} s"
+    assert result.failures[_desc(WRONG)].startswith("wrong result: output 'C': ")
+    skipped = [m for m in messages if " skipped: " in m]
+    assert len(skipped) == 3 and all("\n" not in m for m in skipped)
+    assert f"autotune 'tuned_gemm': config {_desc(SLEEPS)} skipped: compile timed out" in "\n".join(
+        skipped
+    )
+    text = "\n".join(messages)
+    assert "worker process(es) (subprocess)" in text
+    assert "compiled 4/6 config(s) (1 failed, 1 timed out)" in text
+    assert "checked and timed 3 config(s) (1 wrong, 0 failed" in text
+    assert f"best config {_desc(result.config)}" in text
+
+
+def test_a_fresh_process_reuses_the_cached_result(gemm_search, cache_dir):
+    kernel, result, _ = gemm_search
+    entry = _read_json(result.cache_path)
+    assert result.cache_path.startswith(os.path.join(cache_dir, "autotuner", ""))
+    assert entry["config"] == _desc(kernel.config) and entry["latency"] == kernel.latency
+    script = (
+        "import json, logging, sys\n"
+        "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
+        "import tilelang.profiler, tilelang.autotuner.compile_pool as pool\n"
+        "def forbidden(*a, **k): raise RuntimeError('benchmarked or compiled configs')\n"
+        "tilelang.profiler.Profiler.do_bench = forbidden\n"
+        "pool.compile_all = forbidden\n"
+        "import test_autotuner as t\n"
+        "k = t.tuned_gemm(100, 72, 80)\n"
+        "r = t.tuned_gemm.last_result\n"
+        "print(json.dumps([k.config, k.latency, r.from_cache]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    config, latency, from_cache = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (config, latency, from_cache) == (kernel.config, kernel.latency, True)
+    assert "from the result cache" in out.stderr and "no benchmarking" in out.stderr
+
+
+def test_concurrent_processes_share_one_result(cache_dir):
+    script = (
+        "import json\n"
+        "import numpy as np\n"
+        "import test_autotuner as t\n"
+        "out = t.tuned_scale(np.arange(300, dtype=np.float32))\n"
+        "assert np.allclose(out, np.arange(300) * 3.0)\n"
+        "print(json.dumps(t.tuned_scale.last_result.config))\n"
+    )
+    env = dict(_env(), TILELANG_AUTO_TUNING_CPU_COUNTS="1")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    configs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr
+        configs.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert all(c == configs[0] for c in configs), configs
+    assert configs[0] in [{"block": 16}, {"block": 64}]
+    directory = os.path.join(cache_dir, "autotuner")
+    entries = [_read_json(os.path.join(directory, f)) for f in os.listdir(directory)]
+    assert not [f for f in os.listdir(directory) if f.startswith(".tmp")]
+    scale = [e for e in entries if e["function"] == "tuned_scale"]
+    assert len(scale) == 1 and scale[0]["config"] == _desc(configs[0])
+    # and this process, tuning the same problem, takes the published result
+    out = tuned_scale(np.ones(300, np.float32))
+    np.testing.assert_allclose(out, np.full(300, 3.0))
+    assert tuned_scale.last_result.from_cache
+    assert tuned_scale.last_result.kernel.config == configs[0]
+
+
+def test_eager_kernel_runs_the_best_config_with_a_progress_bar(monkeypatch):
+    bars = []
+
+    class FakeBar:
+        def __init__(self, total, desc, unit, disable):
+            self.total, self.desc, self.n, self.postfix = total, desc, 0, ""
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def set_postfix_str(self, text):
+            self.postfix = text
+
+        def close(self):
+            pass
+
+    fake = types.ModuleType("tqdm")
+    fake.auto = types.SimpleNamespace(tqdm=FakeBar)
+    monkeypatch.setitem(sys.modules, "tqdm", fake)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", fake.auto)
+    a = np.random.default_rng(3).standard_normal(77).astype(np.float32)
+    out = tuned_scale(a)  # a shape no other test tunes
+    np.testing.assert_allclose(out, a * 3.0, rtol=1e-6)
+    result = tuned_scale.last_result
+    assert result.config in [{"block": 16}, {"block": 64}] and not result.from_cache
+    assert result.kernel.config == result.config and result.kernel.latency == result.latency
+    assert [(b.desc, b.total, b.n) for b in bars] == [
+        ("autotune tuned_scale: compiling", 3, 3),
+        ("autotune tuned_scale: timing", 3, 3),
+    ]
+    assert bars[0].postfix == "compiled 3"
+    assert "timed" in bars[1].postfix
+
+
+def test_imperative_api_tunes_a_closure(caplog):
+    M, N, K = 64, 48, 40
+
+    def kernel(block_M=32, block_N=32, block_K=32):
+        return gemm_factory(M, N, K, block_M, block_N, block_K)
+
+    tuner = (
+        AutoTuner.from_kernel(kernel, configs=[FAST[0], {**FAST[0], "block_K": 16}])
+        .set_compile_args(out_idx=[-1], target="cpu")
+        .set_profile_args(warmup=5, rep=10, ref_prog=ref_matmul, timeout=60)
+    )
+    with caplog.at_level(logging.INFO, logger="tilelang"):
+        result = tuner.run()
+    assert "worker process(es) (fork)" in caplog.text  # a closure cannot be found by name
+    assert result.config in [FAST[0], {**FAST[0], "block_K": 16}]
+    assert result.latency > 0 and result.kernel.latency == result.latency
+    a = np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)
+    b = np.random.default_rng(6).standard_normal((K, N)).astype(np.float32)
+    np.testing.assert_allclose(result.kernel(a, b), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_all_configs_failing_is_one_clear_error():
+    tuner = AutoTuner.from_kernel(
+        tuned_gemm, [BAD_SHAPE, {**BAD_SHAPE, "b_tile_k": 8}]
+    ).set_profile_args(timeout=60)
+    with pytest.raises(AutoTuneError, match="all 2 config") as info:
+        tuner.run(100, 72, 80)
+    text = str(info.value)
+    assert f"{_desc(BAD_SHAPE)}: compile error: TileLangError:" in text
+    assert "(32 vs 8)" in text and "(32 vs 16)" in text
+    assert isinstance(info.value, tilelang.TileLangError)
+
+
+def test_misuse_is_reported():
+    with pytest.raises(TypeError, match=r"config \{'blk': 32\} names \['blk'\], which are not"):
+        AutoTuner.from_kernel(gemm_factory, [{"blk": 32}]).run(1, 2, 3)
+    with pytest.raises(TypeError, match=r"needs configs="):
+        tilelang.autotune(configs=None)(gemm_factory)
+    with pytest.raises(
+        TypeError, match=r"set_profile_args\(\) got unknown argument\(s\) \['wramup'\]"
+    ):
+        AutoTuner.from_kernel(gemm_factory, FAST).set_profile_args(wramup=3)
+    with pytest.raises(TypeError, match=r"do_not_specialize names \['Q'\]"):
+        AutoTuner(gemm_factory, FAST, do_not_specialize=["Q"])
+
+
+def test_disabled_result_cache_and_worker_bounds(monkeypatch, cache_dir):
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_DISABLE_CACHE", "1")
+    before = sorted(os.listdir(os.path.join(cache_dir, "autotuner")))
+    result = (
+        AutoTuner.from_kernel(tuned_gemm, FAST[:1])
+        .set_profile_args(warmup=2, rep=5)
+        .run(100, 72, 80)
+    )
+    assert not result.from_cache and result.cache_path is None and result.config == FAST[0]
+    assert sorted(os.listdir(os.path.join(cache_dir, "autotuner"))) == before
+    # a config key given in the call fixes that key in every config
+    tuner = AutoTuner.from_kernel(tuned_gemm, FAST).set_profile_args(warmup=2, rep=5)
+    assert tuner.run(100, 72, 80, block_K=32).config["block_K"] == 32
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "1")
+    assert compile_pool.worker_count(10) == 1
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "many")
+    with pytest.raises(ValueError, match="TILELANG_AUTO_TUNING_CPU_COUNTS must be a positive"):
+        compile_pool.worker_count(10)
