@@ -10,6 +10,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 
 import tilelang
 import tilelang.language as T
+from test_atomic import split_k_gemm
 from test_cpu_kernels import gemm_factory
 from test_threads import mixed_tile_ops_and_threads, neighbour_sum
 
@@ -79,28 +80,7 @@ def test_cpu_tensor_is_refused_with_a_clear_error():
 
 def test_split_k_atomics_on_the_gpu():
     M, N, K = 50, 40, 200
-    bM, bN, bK, splits = 16, 16, 32, 4
-    k_per_split = T.ceildiv(K, splits * bK)
-
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), "float32"),
-        B: T.Tensor((K, N), "float32"),
-        C: T.Tensor((M, N), "float32"),
-    ):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), splits, threads=128) as (bx, by, bz):
-            a = T.alloc_shared((bM, bK), "float32")
-            b = T.alloc_shared((bK, bN), "float32")
-            c = T.alloc_fragment((bM, bN), "float32")
-            T.clear(c)
-            for ko in T.Pipelined(k_per_split, num_stages=2):
-                k = bz * k_per_split + ko
-                T.copy(A[by * bM, k * bK], a)
-                T.copy(B[k * bK, bx * bN], b)
-                T.gemm(a, b, c)
-            T.atomic_add(C[by * bM : (by + 1) * bM, bx * bN : (bx + 1) * bN], c)
-
-    kernel = tilelang.compile(main, target="cuda")
+    kernel = tilelang.compile(split_k_gemm(M, N, K), target="cuda")
     a = torch.randn(M, K, device="cuda")
     b = torch.randn(K, N, device="cuda")
     c = torch.randn(M, N, device="cuda")

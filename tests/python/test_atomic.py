@@ -19,9 +19,8 @@ def line_of(marker):
     return next(i + 1 for i, text in enumerate(lines) if marker in text and "line_of" not in text)
 
 
-def test_split_k_gemm_region_atomic_add():
-    M, N, K = 50, 40, 200  # tails in every dim
-    bM, bN, bK, splits = 16, 16, 32, 4
+def split_k_gemm(M, N, K, bM=16, bN=16, bK=32, splits=4):
+    """C += A @ B with K split over `splits` blocks that atomic_add their tiles."""
     k_per_split = T.ceildiv(K, splits * bK)
 
     @T.prim_func
@@ -42,6 +41,12 @@ def test_split_k_gemm_region_atomic_add():
                 T.gemm(a, b, c)
             T.atomic_add(C[by * bM : (by + 1) * bM, bx * bN : (bx + 1) * bN], c)
 
+    return main
+
+
+def test_split_k_gemm_region_atomic_add():
+    M, N, K = 50, 40, 200  # tails in every dim
+    main = split_k_gemm(M, N, K)
     kernel = tilelang.compile(main, target="cpu")
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
