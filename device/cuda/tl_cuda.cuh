@@ -188,3 +188,5 @@ TL_DEVICE void sync_threads() {
 }  // namespace tl
 
 #include "atomic.cuh"
+#include "debug.cuh"
+#include "gemm_mma.cuh"

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cstdint>
 #include <cstring>
@@ -100,4 +101,10 @@ inline float rsqrtf(float x) {
 }
 inline double rsqrt(double x) {
   return 1.0 / sqrt(x);
+}
+// A trapped kernel ends the process in the emulation (the CPU runtime's recoverable
+// device-assert path belongs to the cpu target).
+[[noreturn]] inline void __trap() {
+  fflush(stdout);
+  abort();
 }

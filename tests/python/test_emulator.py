@@ -86,3 +86,23 @@ def test_fp8_on_cuda_is_a_clear_error():
         tilelang.TileLangError, match="float8_e4m3fn is not supported by the cuda target yet"
     ):
         tilelang.compile(cast8, target=TARGET)
+
+
+def test_print_inside_an_emulated_kernel(capfd):
+    import tilelang.language as T
+
+    @T.prim_func
+    def show(A: T.Tensor((2, 3), "float32")):
+        with T.Kernel(1, threads=4):
+            s = T.alloc_shared((2, 3), "float32")
+            T.copy(A, s)
+            T.print(s, msg="tile")
+            T.print(A[1, 2], msg="val")
+
+    kernel = tilelang.compile(show, target=TARGET)
+    assert "printf" in kernel.get_kernel_source() or "debug_print" in kernel.get_kernel_source()
+    kernel(np.arange(6, dtype=np.float32).reshape(2, 3))
+    out = capfd.readouterr().out
+    assert "[block (0, 0, 0), thread (0, 0, 0)] tile: buffer s (float32, shape (2, 3))" in out
+    assert "s[1, :] = 3 4 5" in out
+    assert all(f"thread ({t}, 0, 0)] val: 5" in out for t in range(4))
