@@ -19,6 +19,7 @@ struct FiberScheduler {
   ucontext_t main;
   std::vector<ucontext_t> contexts;
   std::vector<char> done;
+  std::vector<int> barriers;  // barriers each fiber has passed (the emulator's race detector reads it)
   int current = 0;
   void* body = nullptr;
   void (*invoke)(void* body, int tid) = nullptr;
@@ -52,6 +53,7 @@ inline void fiber_entry() {
 inline void sync_threads() {
   FiberScheduler* s = current_scheduler();
   if (!s) return;
+  ++s->barriers[s->current];
   swapcontext(&s->contexts[s->current], &s->main);
 }
 
@@ -63,6 +65,7 @@ inline void run_threads(int nx, int ny, int nz, F&& body) {
   FiberScheduler s;
   s.contexts.resize(n);
   s.done.assign(n, 0);
+  s.barriers.assign(n, 0);
   struct Shape {
     F* f;
     int nx, ny;

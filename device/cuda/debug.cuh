@@ -54,6 +54,10 @@ TL_DEVICE void debug_print_buffer_end() {
 // A failed T.device_assert stops the kernel, as CUDA's assert does; the launch then
 // reports the driver's error.
 TL_DEVICE void device_assert_fail(const char* msg) {
+#ifdef TL_EMULATE
+  ::tl::emu::record_failure(msg);
+  return;
+#endif
   printf("[block (%d, %d, %d), thread (%d, %d, %d)] device assertion failed: %s\n", int(blockIdx.x), int(blockIdx.y),
          int(blockIdx.z), int(threadIdx.x), int(threadIdx.y), int(threadIdx.z), msg);
   __trap();

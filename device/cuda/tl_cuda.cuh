@@ -22,6 +22,10 @@ typedef unsigned long long uintptr_t;
 
 #define TL_DEVICE __device__ __forceinline__
 
+#ifndef TL_SMEM  // a shared-memory element; the emulation records the access
+#define TL_SMEM(buf, off, write, where) (buf)[off]
+#endif
+
 #ifndef TL_DYNAMIC_SHARED  // the emulation gives each block its own array
 #define TL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
 #endif

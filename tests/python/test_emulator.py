@@ -106,3 +106,40 @@ def test_print_inside_an_emulated_kernel(capfd):
     assert "[block (0, 0, 0), thread (0, 0, 0)] tile: buffer s (float32, shape (2, 3))" in out
     assert "s[1, :] = 3 4 5" in out
     assert all(f"thread ({t}, 0, 0)] val: 5" in out for t in range(4))
+
+
+def rotate(N, with_barrier):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((N,), "float32")
+            S[tx] = A[tx]  # RACE-WRITE
+            if with_barrier:
+                T.sync_threads()
+            B[tx] = S[(tx + 1) % N]  # RACE-READ
+
+    return main
+
+
+def test_race_detector_reports_a_missing_barrier():
+    kernel = tilelang.compile(rotate(32, with_barrier=False), out_idx=[-1], target=TARGET)
+    src = pathlib.Path(__file__).read_text().splitlines()
+    write_line = next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith("# RACE-WRITE"))
+    read_line = next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith("# RACE-READ"))
+    with pytest.raises(tilelang.TileLangError) as err:
+        kernel(rng.standard_normal(32).astype(np.float32))
+    message = str(err.value)
+    assert "kernel 'main': shared-memory race on buffer 'S'" in message
+    assert (
+        f"test_emulator.py:{write_line}" in message and f"test_emulator.py:{read_line}" in message
+    )
+    assert "add T.sync_threads()" in message
+
+
+def test_the_same_kernel_with_the_barrier_passes():
+    kernel = tilelang.compile(rotate(32, with_barrier=True), out_idx=[-1], target=TARGET)
+    a = rng.standard_normal(32).astype(np.float32)
+    np.testing.assert_array_equal(kernel(a), np.roll(a, -1))

@@ -262,7 +262,7 @@ std::string CodeGenC::print_expr(const Expr& e) {
       return print_call(e.as<CallNode>());
     case NodeKind::BufferLoad: {
       auto* n = e.as<BufferLoadNode>();
-      return name_of(n->buffer) + "[" + flat_offset(n->buffer, n->indices) + "]";
+      return element(n->buffer, flat_offset(n->buffer, n->indices), false, n->span);
     }
     case NodeKind::Let: {
       auto* n = e.as<LetNode>();
@@ -302,6 +302,14 @@ void CodeGenC::emit_allocate(const AllocateNode* n) {
 
 void CodeGenC::stmt(const Stmt& s) {
   if (!s.defined()) return;
+  // The innermost user-written statement: expressions without a span of their own
+  // are attributed to it.
+  struct SpanScope {
+    SourceSpan& slot;
+    SourceSpan saved;
+    ~SpanScope() { slot = saved; }
+  } scope{statement_span_, statement_span_};
+  if (s.span().defined()) statement_span_ = s.span();
   switch (s.kind()) {
     case NodeKind::Seq:
       for (const Stmt& x : s.as<SeqNode>()->seq) stmt(x);
@@ -335,7 +343,7 @@ void CodeGenC::stmt(const Stmt& s) {
     }
     case NodeKind::BufferStore: {
       auto* n = s.as<BufferStoreNode>();
-      line(name_of(n->buffer) + "[" + flat_offset(n->buffer, n->indices) + "] = " + print_expr(n->value) + ";");
+      line(element(n->buffer, flat_offset(n->buffer, n->indices), true, n->span) + " = " + print_expr(n->value) + ";");
       return;
     }
     case NodeKind::Evaluate: {

@@ -35,6 +35,11 @@ class CodeGenC {
   virtual void emit_print(const CallNode* op) = 0;
   virtual void emit_allocate(const AllocateNode* op);
   virtual void emit_attr(const AttrNode* op) { stmt(op->body); }
+  // One element of a buffer as an lvalue; `write` and the user's span let a dialect
+  // instrument the access (the CUDA emulation's race detector does).
+  virtual std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) {
+    return name_of(b) + "[" + offset + "]";
+  }
 
   // ---- helpers for backends
   std::string name_of(const VarNode* v);
@@ -47,6 +52,7 @@ class CodeGenC {
   static std::string c_ident(const std::string& name);
 
   std::ostringstream out_;
+  SourceSpan statement_span_;  // of the statement being printed (see stmt())
 
  private:
   std::string print_expr(const Expr& e);

@@ -6,6 +6,9 @@
 // it op by op (issue 4).
 #include "codegen/cuda/codegen_cuda.h"
 
+#include <iomanip>
+#include <sstream>
+
 #include "codegen/c_family/codegen_c.h"
 #include "ir/visitor.h"
 #include "transform/lower_tile_ops.h"
@@ -134,9 +137,26 @@ class CodeGenCUDA : public CodeGenC {
 
   std::string alloc_prefix(const Buffer&) override { return ""; }
 
+  // Shared-memory elements go through TL_SMEM, which is plain indexing on the GPU
+  // and a recorded access under the emulator's race detector.
+  std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) override {
+    if (!hoisted_.count(b.get())) return CodeGenC::element(b, offset, write, span);
+    const SourceSpan& at = span.defined() ? span : statement_span_;
+    std::string where = at.defined() ? at.str() : std::string("generated code");
+    std::ostringstream quoted;
+    quoted << std::quoted(b->name + "|" + where);
+    return "TL_SMEM(" + name_of(b) + ", " + offset + ", " + (write ? "1" : "0") + ", " + quoted.str() + ")";
+  }
+
   void emit_attr(const AttrNode* op) override {
     if (op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
     line("__syncthreads();");
+    // A cooperative op (a block-wide device call): every thread runs it.
+    if (auto* coop = op->body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) {
+      stmt(coop->body);
+      line("__syncthreads();");
+      return;
+    }
     std::vector<const ForNode*> nest;
     Stmt body = op->body;
     while (auto* f = body.as<ForNode>()) {

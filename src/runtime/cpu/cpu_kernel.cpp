@@ -43,9 +43,13 @@ void CpuKernel::launch(const std::vector<KernelArg>& slots, const std::array<int
   });
   char message[1024];
   int64_t block[3];
-  if (take_assert_(message, sizeof message, block))
-    throw_user_error({}, str_cat("device assertion failed in kernel '", signature().name, "': ", message, " (block (",
-                                 block[0], ", ", block[1], ", ", block[2], "))"));
+  if (!take_assert_(message, sizeof message, block)) return;
+  // The CUDA emulator reports shared-memory races through the same channel.
+  if (std::string(message).rfind("shared-memory race", 0) == 0)
+    throw_user_error({}, str_cat("kernel '", signature().name, "': ", message, " (block (", block[0], ", ", block[1],
+                                 ", ", block[2], "))"));
+  throw_user_error({}, str_cat("device assertion failed in kernel '", signature().name, "': ", message, " (block (",
+                               block[0], ", ", block[1], ", ", block[2], "))"));
 }
 
 }  // namespace tl
