@@ -268,11 +268,27 @@ Stmt IRMutator::visit(const SeqNode* op, const Stmt& self) {
   if (!changed) return self;
   return seq(std::move(out));
 }
+// Expressions inside annotations / attributes (e.g. a symbolic loop annotation).
+Attrs IRMutator::mutate_attrs(const Attrs& attrs, bool* changed) {
+  Attrs out = attrs;
+  for (auto& [k, v] : out) {
+    auto* e = std::get_if<Expr>(&v);
+    if (!e) continue;
+    Expr m = mutate(*e);
+    if (m.same_as(*e)) continue;
+    *changed = true;
+    v = m;
+  }
+  return out;
+}
+
 Stmt IRMutator::visit(const ForNode* op, const Stmt& self) {
   Expr mn = mutate(op->min), ext = mutate(op->extent);
+  bool changed = false;
+  Attrs ann = mutate_attrs(op->annotations, &changed);
   Stmt body = mutate(op->body);
-  if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return self;
-  return for_loop(op->var, mn, ext, op->for_kind, body, op->annotations, op->span);
+  if (!changed && mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return self;
+  return for_loop(op->var, mn, ext, op->for_kind, body, std::move(ann), op->span);
 }
 Stmt IRMutator::visit(const WhileNode* op, const Stmt& self) {
   Expr c = mutate(op->cond);
@@ -332,8 +348,9 @@ Stmt IRMutator::visit(const TileOpNode* op, const Stmt& self) {
       if (!n.ranges[i].min.same_as(r.ranges[i].min) || !n.ranges[i].extent.same_as(r.ranges[i].extent)) changed = true;
   }
   auto args = mutate_all(op->args, &changed);
+  Attrs attrs = mutate_attrs(op->attrs, &changed);
   if (!changed) return self;
-  return tile_op(op->op, std::move(regions), std::move(args), op->attrs, op->span);
+  return tile_op(op->op, std::move(regions), std::move(args), std::move(attrs), op->span);
 }
 Stmt IRMutator::visit(const BarrierNode*, const Stmt& self) {
   return self;

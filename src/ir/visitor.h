@@ -38,6 +38,7 @@ class IRMutator {
 #include "ir/node_kinds.def"
 
   std::vector<Expr> mutate_all(const std::vector<Expr>& v, bool* changed);
+  Attrs mutate_attrs(const Attrs& attrs, bool* changed);
 };
 
 // Calls fn on every expression node of `s` / `e` (parents before children).
