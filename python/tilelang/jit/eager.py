@@ -104,7 +104,14 @@ class EagerFunction:
                 continue
             for dim, extent in enumerate(buf.handle.shape):
                 if extent.same_as(var):
-                    return name, dim
+                    return name, dim, "shape"
+        # A T.const may also be a stride of a StridedTensor parameter.
+        for name, buf in ctx.params:
+            if name in ctx.outputs or not isinstance(buf, Buffer):
+                continue
+            for dim, stride in enumerate(buf.handle.strides):
+                if stride.same_as(var):
+                    return name, dim, "stride"
         return None
 
     def _trace(self, bound, const_values):
@@ -184,8 +191,9 @@ class EagerFunction:
                     f"T.const '{name}' of '{self.func.__name__}' is not a dimension of any tensor "
                     f"argument; give it with {self.func.__name__}.compile({name}=...)"
                 )
-            param, dim = place
-            out[name] = int(values[param].shape[dim])
+            param, dim, kind = place
+            value = values[param]
+            out[name] = int(value.shape[dim]) if kind == "shape" else _element_stride(value, dim)
         return out
 
     def compile(self, **kwargs):
@@ -205,3 +213,13 @@ class EagerFunction:
 
     def get_tir(self, **kwargs):
         return self.compile(**kwargs).prim_func
+
+
+def _element_stride(tensor, dim):
+    """Stride of `dim` in elements (numpy counts bytes, torch counts elements)."""
+    stride = (
+        tensor.stride(dim) if callable(getattr(tensor, "stride", None)) else tensor.strides[dim]
+    )
+    if hasattr(tensor, "itemsize") and not callable(getattr(tensor, "stride", None)):
+        stride //= tensor.itemsize
+    return int(stride)
