@@ -6,6 +6,7 @@ Run: make bench   (or TILELANG_DEV_BUILD_DIR=build/dev PYTHONPATH=python python 
 """
 
 import datetime
+import importlib.util
 import os
 import platform
 import statistics
@@ -13,33 +14,27 @@ import subprocess
 import time
 
 import tilelang
-import tilelang.language as T
 
 REPEATS = 30
 TARGET_MS = 50.0
 
 
-def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float32"):
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), dtype),
-        B: T.Tensor((K, N), dtype),
-        C: T.Tensor((M, N), dtype),
-    ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            for i, j in T.Parallel(block_M, block_N):
-                C_local[i, j] = T.max(C_local[i, j], 0)
-            T.copy(C_local, C[by * block_M, bx * block_N])
+def _load_quickstart():
+    path = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "examples", "quickstart.py"
+    )
+    spec = importlib.util.spec_from_file_location("quickstart", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    return main
+
+_QUICKSTART = _load_quickstart()
+
+
+def matmul(M, N, K):
+    """The quickstart's GEMM+ReLU kernel, traced (not compiled)."""
+    return _QUICKSTART.matmul.get_tir(M, N, K, 128, 128, 32)
 
 
 def measure():
