@@ -1,6 +1,10 @@
 // T.gemm: C += op(A) @ op(B) on tiles, op = transpose when asked. Operands may be
 // in shared or fragment memory; products accumulate in C's dtype.
+#include <cmath>
+
 #include "ops/tile_op.h"
+#include "target/target.h"
+#include "transform/lower_tile_ops.h"
 
 namespace tl {
 namespace {
@@ -110,6 +114,65 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
   Stmt body = allocate(acc, seq({init, loop, done}));
   body = for_loop(j, make_const(n.dtype(), 0), n, ForKind::Parallel, body);
   return for_loop(i, make_const(m.dtype(), 0), m, ForKind::Parallel, body);
+}
+
+// Tensor cores, first step (no layout inference yet): every operand in shared
+// memory, the block's warps splitting C, each warp running
+// mma.sync.m16n8k16 (f16/bf16 -> f32) on its tile (device/cuda/gemm_mma.cuh).
+// Returns an undefined Stmt when the gemm does not fit, and the caller keeps
+// lower_gemm_loops: other dtypes, shapes that do not split into 16 x 8 x 16 tiles
+// over the warps, operands outside shared memory, or targets before sm_80.
+Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads) {
+  if (!target.has_mma_sync() || threads < 32 || threads % 32 != 0) return Stmt();
+  const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+  DataType in = a.buffer->dtype;
+  if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in) ||
+      !(c.buffer->dtype == dtype::Float32))
+    return Stmt();
+  for (const BufferRegion* r : {&a, &b, &c}) {
+    Scope sc = r->buffer->scope;
+    if (sc != Scope::Shared && sc != Scope::SharedDyn && sc != Scope::Fragment) return Stmt();
+    if (!is_const_one(r->buffer.effective_strides().back())) return Stmt();
+  }
+  bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
+  bool clear = attr_int(op->attrs, "clear_accum", 0);
+  size_t na = a.ranges.size(), nc = c.ranges.size();
+  int64_t m = *as_const_int(c.ranges[nc - 2].extent), n = *as_const_int(c.ranges[nc - 1].extent);
+  int64_t k = *as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
+  if (k % 16 != 0) return Stmt();
+  // Warps over (M, N), as TileLang's GemmWarpPolicy: Square (0) keeps the warp
+  // tiles as square as the shape allows, FullRow (1) puts every warp along M,
+  // FullCol (2) every warp along N; when the asked split does not divide the
+  // tile, the squarest one that does is taken.
+  int64_t warps = threads / 32, policy = attr_int(op->attrs, "policy", 0);
+  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
+  int64_t best = 0;
+  if (policy == 1 && fits(warps)) best = warps;
+  if (policy == 2 && fits(1)) best = 1;
+  if (!best) {
+    double best_gap = 0;
+    for (int64_t wm = 1; wm <= warps; ++wm) {
+      if (!fits(wm)) continue;
+      double gap = std::abs(double(m) / double(wm) - double(n) / double(warps / wm));
+      if (!best || gap < best_gap) best = wm, best_gap = gap;
+    }
+  }
+  if (!best) return Stmt();
+  auto ptr = [](const BufferRegion& r) {
+    std::vector<Expr> mins;
+    for (const Range& rg : r.ranges) mins.push_back(rg.min);
+    return call(Intrinsic::AddressOf, {buffer_load(r.buffer, mins)});
+  };
+  auto row_stride = [](const BufferRegion& r) {
+    auto strides = r.buffer.effective_strides();
+    return cast(dtype::Int64, strides[strides.size() - 2]);
+  };
+  auto flag = [](bool v) { return v ? "true" : "false"; };
+  std::string name = str_cat("tl::gemm_mma<", m, ", ", n, ", ", k, ", ", flag(ta), ", ", flag(tb), ", ", flag(clear),
+                             ", ", best, ", ", warps / best, ">");
+  Stmt call_stmt = evaluate(
+      call_extern(dtype::Void, name, {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}), op->span);
+  return attr_stmt(kCooperativeAttr, int64_t(1), call_stmt, op->span);
 }
 
 }  // namespace tl

@@ -152,6 +152,7 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
                                             const std::string& key) {
   std::string entry = "tl_emu_tl_kernel_" + entry_name(f).substr(std::string("tl_block_").size());
   auto build_into = [&](const std::string& dir) {
+    note_build(f, opt.target);
     CudaSource src = codegen_cuda(lower(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     std::vector<std::string> flags = {"-x", "c++", "-include", device_include_dir() + "/emu/cuda_emu.h",
@@ -194,8 +195,13 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
   std::ostringstream os;
   os << "tilelang-cpp " << TL_VERSION << " build " << compiler_build_id() << "\n";
   os << "target: " << opt.target.str() << "\n";
-  if (opt.target.kind == TargetKind::CPU) os << "host compiler: " << host_compiler_id() << "\n";
-  if (opt.target.kind == TargetKind::CUDA) os << "nvrtc: " << nvrtc_version() << "\n";
+  if (opt.target.kind == TargetKind::CPU || opt.target.emulated) os << "host compiler: " << host_compiler_id() << "\n";
+  if (opt.target.kind == TargetKind::CUDA && !opt.target.emulated) {
+    os << "nvrtc: " << nvrtc_version() << "\n";
+    // The driver JIT-links nothing for an exact-arch cubin, but a driver update can
+    // change what loads; a machine without a driver keys its entries "none".
+    os << "cuda driver: " << (cuda_driver_version().empty() ? "none" : cuda_driver_version()) << "\n";
+  }
   for (const auto& [k, v] : opt.pass_configs) os << "pass_config " << k << "=" << to_string(v) << "\n";
   for (const std::string& flag : opt.compile_flags) os << "flag " << flag << "\n";
   os << "device headers sha256: " << sha256_hex(device_headers_digest_input()).value_or("?") << "\n";
@@ -254,9 +260,29 @@ std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::str
                                       entry);
       break;
     }
-    case TargetKind::CUDA:
+    case TargetKind::CUDA: {
+      // Same files as the cache entry build_cuda / build_cuda_emulated write.
+      if (t.emulated) {
+        std::string entry = "tl_emu_tl_kernel_" + entry_name(sig.name).substr(std::string("tl_block_").size());
+        k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cu"), (dir / "kernel.so").string(),
+                                        entry);
+        break;
+      }
+      std::string cubin = read_text(dir / "kernel.cubin");
+      if (cubin.empty())
+        throw_user_error({}, str_cat("the exported kernel '", sig.name, "' has no kernel.cubin in ", artifact_dir,
+                                     "; export it again from a kernel compiled for ", t.str()));
+      std::string entry = read_meta(dir, "entry");
+      int64_t shared = std::stoll(read_meta(dir, "shared_bytes"));
+      // The module is loaded at the first call, so loading needs no GPU.
+      k = std::make_shared<CudaKernel>(std::move(sig), t, read_text(dir / "kernel.cu"),
+                                       std::vector<char>(cubin.begin(), cubin.end()), entry, shared);
+      break;
+    }
     case TargetKind::Metal:
-      throw_user_error({}, str_cat("loading an exported ", t.str(), " kernel is not supported yet; only cpu kernels"));
+      // Metal kernels run through the "torch" backend, whose artifact is not a file:
+      // there is nothing to export until a Metal backend writes one.
+      throw_user_error({}, str_cat("loading an exported ", t.str(), " kernel is not supported yet; only cpu and cuda"));
   }
   k->set_origin(artifact_dir, "");
   return k;

@@ -25,6 +25,15 @@ struct Target {
   int warp_size() const { return kind == TargetKind::Metal ? 32 : kind == TargetKind::CUDA ? 32 : 1; }
   // One executor runs a whole thread block (fragments are block-wide arrays).
   bool runs_blocks_serially() const { return kind == TargetKind::CPU; }
+  // The compute capability in arch "sm_XY[a]" as XY (0 when not a CUDA arch).
+  int sm_version() const {
+    if (kind != TargetKind::CUDA || arch.rfind("sm_", 0) != 0) return 0;
+    int v = 0;
+    for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
+    return v;
+  }
+  // mma.sync.aligned.m16n8k16 with f16/bf16 operands and f32 accumulators (sm_80+).
+  bool has_mma_sync() const { return sm_version() >= 80; }
 };
 
 }  // namespace tl

@@ -5,6 +5,10 @@
 #include "ops/tile_op.h"
 
 namespace tl {
+
+// src/ops/gemm.cpp: T.gemm on tensor cores, or an undefined Stmt when not eligible.
+Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads);
+
 namespace {
 
 class TileOpLowerer : public IRMutator {
@@ -15,11 +19,23 @@ class TileOpLowerer : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
-    if (op->op == TileOpKind::Gemm && !target_.runs_blocks_serially()) return block_op(lower_gemm_loops(op));
+    if (op->op == TileOpKind::Gemm && !target_.runs_blocks_serially()) {
+      if (Stmt mma = lower_gemm_mma(op, target_, threads_); mma.defined()) return block_op(mma);
+      return block_op(lower_gemm_loops(op));
+    }
     // Per-thread ops: every thread checks its own assertion and prints its own value.
     if (op->op == TileOpKind::DeviceAssert || (op->op == TileOpKind::Print && op->regions.empty()))
       return op_info(op->op).lower_serial(op);
     return block_op(op_info(op->op).lower_serial(op));
+  }
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    int64_t saved = threads_;
+    threads_ = 1;
+    for (int64_t t : op->threads) threads_ *= t;
+    Stmt s = IRMutator::visit(op, self);
+    threads_ = saved;
+    return s;
   }
 
   // A T.Parallel nest is a block-wide operation too (its iterations are spread
@@ -39,6 +55,7 @@ class TileOpLowerer : public IRMutator {
 
   const Target& target_;
   bool in_parallel_ = false;
+  int64_t threads_ = 1;  // of the enclosing T.Kernel
 };
 
 }  // namespace

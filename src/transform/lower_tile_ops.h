@@ -11,5 +11,8 @@ PrimFunc lower_tile_ops(const PrimFunc& f, const Target& target);
 
 // The attribute that wraps each lowered tile op and T.Parallel nest.
 inline constexpr const char* kBlockOpAttr = "tl.block_op";
+// Directly inside a block op: every thread of the block runs the body (a block-wide
+// device call such as tl::gemm_mma), instead of one thread or a strided nest.
+inline constexpr const char* kCooperativeAttr = "tl.cooperative";
 
 }  // namespace tl

@@ -91,6 +91,11 @@ class KernelParam:
         return f"KernelParam({self.name}: {self.dtype})"
 
 
+def _launches_on_gpu(target):
+    words = target.split()
+    return words[0] == "cuda" and "-emulate" not in words
+
+
 def _to_native(arg):
     """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""
     if isinstance(arg, np.ndarray):
@@ -117,6 +122,40 @@ def _allocate(shape, dtype, like):
 
         return torch.empty(shape, dtype=DType(dtype).as_torch(), device=like.device)
     return np.empty(shape, dtype=DType(dtype).as_numpy())
+
+
+_torch = None  # the torch module (False without torch), once a cuda kernel is called
+
+
+def _torch_module():
+    global _torch
+    if _torch is None:
+        try:
+            import torch
+
+            _torch = torch
+        except ImportError:
+            _torch = False
+    return _torch or None
+
+
+def _explicit_stream(stream, name):
+    """(raw CUstream as an int, torch stream object or None) for a user's `stream=`."""
+    if isinstance(stream, bool):
+        raise TypeError(_stream_error(stream, name))
+    if isinstance(stream, int):
+        return stream, None
+    raw = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream / ExternalStream
+    if isinstance(raw, int):
+        return raw, stream
+    raise TypeError(_stream_error(stream, name))
+
+
+def _stream_error(stream, name):
+    return (
+        f"stream= of kernel '{name}' must be a torch.cuda.Stream or a raw CUstream as an int, "
+        f"got {type(stream).__name__} {stream!r}"
+    )
 
 
 class JITKernel:
@@ -148,6 +187,7 @@ class JITKernel:
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
         self.latency = None  # set by the autotuner
         self.config = None
+        self._on_gpu = _launches_on_gpu(self.target)
         if verbose:
             print(f"tilelang: compiled kernel '{self.name}' for {self.target}")
 
@@ -170,6 +210,7 @@ class JITKernel:
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
         self.latency = None
         self.config = None
+        self._on_gpu = _launches_on_gpu(self.target)
         return self
 
     @property
@@ -211,9 +252,33 @@ class JITKernel:
             f"kernel '{self.name}' takes {len(self._inputs)} argument(s) ({names}), got {len(args)}"
         )
 
-    def run(self, args):
-        """Runs the kernel; returns the list of all arguments, outputs filled in."""
+    def _stream(self, args, stream):
+        """The CUstream to launch on: `stream` when given, else torch's current stream
+        on the device of the first torch CUDA tensor argument, else 0 (the default)."""
+        if stream is not None:
+            return _explicit_stream(stream, self.name)
+        torch = _torch_module()
+        if torch is None:
+            return 0, None
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_cuda:
+                return torch._C._cuda_getCurrentRawStream(a.get_device()), None
+        return 0, None
+
+    def run(self, args, stream=None):
+        """Runs the kernel; returns the list of all arguments, outputs filled in.
+        cuda kernels launch on `stream` (a torch.cuda.Stream or a raw CUstream int),
+        by default on torch's current stream of the arguments' device, so that they
+        order with torch's own work and CUDA-graph capture records them."""
         self._check_count(args)
+        raw, stream_obj = 0, None
+        if self._on_gpu:
+            raw, stream_obj = self._stream(args, stream)
+        elif stream is not None and not self.target.startswith("cuda"):
+            raise TypeError(
+                f"stream= was given to kernel '{self.name}', which targets {self.target}; "
+                "streams apply to cuda kernels only (drop the argument)"
+            )
         full = list(args) if len(args) == len(self.params) else [None] * len(self.params)
         if len(args) != len(self.params):
             for slot, arg in zip(self._inputs, args):
@@ -226,11 +291,17 @@ class JITKernel:
             for i in missing:
                 full[i] = _allocate(tuple(shapes[i]), self.params[i].dtype, like)
                 native[i] = _to_native(full[i])
-        self.kernel(native)
+                if raw and stream is not None and like is not None and full[i].is_cuda:
+                    # The caching allocator must not hand the memory out again while
+                    # the kernel may still write it on a stream other than the current.
+                    if stream_obj is None:
+                        stream_obj = _torch_module().cuda.ExternalStream(raw, device=full[i].device)
+                    full[i].record_stream(stream_obj)
+        self.kernel(native, raw)
         return full
 
-    def __call__(self, *args):
-        full = self.run(args)
+    def __call__(self, *args, stream=None):
+        full = self.run(args, stream)
         outputs = [full[i] for i in self.out_idx]
         if not outputs:
             return None

@@ -4,11 +4,15 @@ inputs (TensorSupplyType), compares the kernel with a reference program
 
 On the CPU target timing uses the wall clock (time.perf_counter) around each call,
 after writing a buffer as large as the last-level cache so that every call starts
-cold, as the GPU profiler flushes L2. `warmup` and `rep` are budgets in milliseconds,
-turned into iteration counts from a first estimate, as in Triton and TileLang."""
+cold. On CUDA, backend="event" brackets each call with torch.cuda.Events on the
+current stream after zeroing a 256 MB buffer (flushing L2), and backend="cudagraph"
+captures the calls in a torch.cuda.CUDAGraph and times its replays. `warmup` and
+`rep` are budgets in milliseconds, turned into iteration counts from a first
+estimate, as in Triton and TileLang."""
 
 import enum
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -28,6 +32,9 @@ class TensorSupplyType(enum.Enum):
 
 _RETURN_MODES = ("min", "max", "mean", "median")
 _CPU_BACKENDS = ("event",)
+_CUDA_BACKENDS = ("event", "cudagraph")
+_L2_FLUSH_BYTES = 256 << 20
+_MAX_GRAPH_CALLS = 5000  # calls captured in one graph (bounds capture time and memory)
 
 
 # ---- timing
@@ -59,49 +66,14 @@ def _flush_cache():
     _flush_buffer.fill(0)
 
 
-def do_bench(
-    fn,
-    warmup=25,
-    rep=100,
-    _n_warmup=0,
-    _n_repeat=0,
-    quantiles=None,
-    fast_flush=True,
-    backend="event",
-    return_mode="mean",
-):
-    """Runtime of `fn()` in milliseconds. `warmup`/`rep` are time budgets in ms (the
-    number of calls comes from a first estimate); `_n_warmup`/`_n_repeat` > 0 fix the
-    counts instead. With `quantiles` a list of those quantiles is returned, else the
-    `return_mode` statistic of the per-call times."""
-    if backend not in _CPU_BACKENDS:
-        raise ValueError(
-            f"do_bench backend '{backend}' needs a CUDA device; on the cpu target use "
-            "backend='event' (wall-clock timing)"
-        )
-    if return_mode not in _RETURN_MODES:
-        raise ValueError(
-            f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}"
-        )
-    flush = _flush_cache if fast_flush else (lambda: None)
-    fn()  # compile / first-touch outside the measurement
-    # The estimate includes the flush, so that the budgets bound the wall time.
-    start = time.perf_counter()
-    for _ in range(5):
-        flush()
-        fn()
-    estimate_ms = max((time.perf_counter() - start) * 1e3 / 5, 1e-6)
-    n_warmup = _n_warmup if _n_warmup > 0 else max(1, int(warmup / estimate_ms))
-    n_repeat = _n_repeat if _n_repeat > 0 else max(1, int(rep / estimate_ms))
-    for _ in range(n_warmup):
-        fn()
-    times = []
-    clock = time.perf_counter
-    for _ in range(n_repeat):
-        flush()
-        t0 = clock()
-        fn()
-        times.append((clock() - t0) * 1e3)
+def _cuda_in_use():
+    """True when this process already works with CUDA through torch (then a bare
+    `do_bench(fn)` times the GPU; a process that never touched CUDA times the CPU)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+
+
+def _summarize(times, quantiles, return_mode):
     if quantiles is not None:
         values = np.quantile(np.asarray(times), quantiles).tolist()
         return values[0] if len(values) == 1 else values
@@ -112,6 +84,147 @@ def do_bench(
     if return_mode == "median":
         return statistics.median(times)
     return statistics.fmean(times)
+
+
+def _counts(estimate_ms, warmup, rep, n_warmup, n_repeat):
+    estimate_ms = max(estimate_ms, 1e-6)
+    return (
+        n_warmup if n_warmup > 0 else max(1, int(warmup / estimate_ms)),
+        n_repeat if n_repeat > 0 else max(1, int(rep / estimate_ms)),
+    )
+
+
+def _bench_cuda_event(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
+    import torch
+
+    flush_buffer = None
+    if fast_flush:
+        flush_buffer = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    fn()  # compile / module load outside the measurement
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        if flush_buffer is not None:
+            flush_buffer.zero_()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    n_warmup, n_repeat = _counts(start.elapsed_time(end) / 5, warmup, rep, n_warmup, n_repeat)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+    for _ in range(n_warmup):
+        fn()
+    for i in range(n_repeat):
+        if flush_buffer is not None:
+            flush_buffer.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _bench_cuda_graph(fn, rep, n_repeat):
+    """Per-call ms of `fn` replayed from a CUDA graph of many calls (no launch cost)."""
+    import torch
+
+    def capture(calls):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        torch.cuda.synchronize()
+        return graph
+
+    def replay_ms(graph):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
+    torch.cuda.synchronize()  # inputs made on the current stream are ready for the side one
+    with torch.cuda.stream(torch.cuda.Stream()):
+        fn()  # first call (module load, allocations) outside any capture
+        torch.cuda.synchronize()
+        graph = capture(5)
+        replay_ms(graph)
+        estimate = replay_ms(graph) / 5
+        del graph
+        calls = n_repeat if n_repeat > 0 else max(1, int(rep / max(estimate, 1e-6)))
+        calls = min(calls, _MAX_GRAPH_CALLS)
+        graph = capture(calls)
+        replay_ms(graph)  # first replay uploads the graph
+        times = [replay_ms(graph) / calls for _ in range(10)]
+        del graph
+    return times
+
+
+def do_bench(
+    fn,
+    warmup=25,
+    rep=100,
+    _n_warmup=0,
+    _n_repeat=0,
+    quantiles=None,
+    fast_flush=True,
+    backend="event",
+    return_mode="mean",
+    device=None,
+):
+    """Runtime of `fn()` in milliseconds. `warmup`/`rep` are time budgets in ms (the
+    number of calls comes from a first estimate); `_n_warmup`/`_n_repeat` > 0 fix the
+    counts instead. With `quantiles` a list of those quantiles is returned, else the
+    `return_mode` statistic of the per-call times.
+
+    `device` is "cuda" (GPU time on the current stream: backend "event" or
+    "cudagraph") or "cpu" (wall clock); by default "cuda" once the process uses CUDA
+    through torch, else "cpu"."""
+    if return_mode not in _RETURN_MODES:
+        raise ValueError(
+            f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}"
+        )
+    if device is None:
+        device = "cuda" if _cuda_in_use() else "cpu"
+    if device == "cuda":
+        if backend not in _CUDA_BACKENDS:
+            raise ValueError(
+                f"unknown do_bench backend '{backend}'; on CUDA use one of "
+                f"{', '.join(repr(b) for b in _CUDA_BACKENDS)}"
+            )
+        if backend == "cudagraph":
+            times = _bench_cuda_graph(fn, rep, _n_repeat)
+        else:
+            times = _bench_cuda_event(fn, warmup, rep, _n_warmup, _n_repeat, fast_flush)
+        return _summarize(times, quantiles, return_mode)
+    if device != "cpu":
+        raise ValueError(f"do_bench device must be 'cuda' or 'cpu', got {device!r}")
+    if backend not in _CPU_BACKENDS:
+        raise ValueError(
+            f"do_bench backend '{backend}' needs a CUDA device; on the cpu target use "
+            "backend='event' (wall-clock timing)"
+        )
+    flush = _flush_cache if fast_flush else (lambda: None)
+    fn()  # compile / first-touch outside the measurement
+    # The estimate includes the flush, so that the budgets bound the wall time.
+    start = time.perf_counter()
+    for _ in range(5):
+        flush()
+        fn()
+    estimate_ms = (time.perf_counter() - start) * 1e3 / 5
+    n_warmup, n_repeat = _counts(estimate_ms, warmup, rep, _n_warmup, _n_repeat)
+    for _ in range(n_warmup):
+        fn()
+    times = []
+    clock = time.perf_counter
+    for _ in range(n_repeat):
+        flush()
+        t0 = clock()
+        fn()
+        times.append((clock() - t0) * 1e3)
+    return _summarize(times, quantiles, return_mode)
 
 
 # ---- inputs
@@ -163,6 +276,7 @@ class Profiler:
         self.supply_type = supply_type
         self._rng = np.random.default_rng(seed)
         self._bench_inputs = {}
+        self._on_gpu = bool(getattr(kernel, "_on_gpu", False))  # cuda kernels take torch tensors
 
     # -- inputs
     def _shape(self, param, constraints):
@@ -192,9 +306,8 @@ class Profiler:
                     f"kernel '{self.kernel.name}' takes the scalar '{p.name}' ({p.dtype}); the "
                     "profiler only makes tensors, so pass input_tensors=[...]"
                 )
-            out.append(
-                make_tensor(self._shape(p, constraints), p.dtype, self.supply_type, self._rng)
-            )
+            tensor = make_tensor(self._shape(p, constraints), p.dtype, self.supply_type, self._rng)
+            out.append(_to_cuda(tensor, p.dtype) if self._on_gpu else tensor)
         return out
 
     # -- running
@@ -274,7 +387,22 @@ class Profiler:
             quantiles=quantiles,
             backend=backend,
             return_mode=return_mode,
+            device="cuda" if self._on_gpu else "cpu",
         )
+
+
+def _to_cuda(array, dtype):
+    """A numpy input as a torch tensor on the current CUDA device (ml_dtypes values,
+    which torch cannot read, go through float32)."""
+    import torch
+
+    from tilelang.language.dtypes import _ML_DTYPES_NAMES
+    from tilelang.language.dtypes import dtype as DType
+
+    if array.dtype.name in _ML_DTYPES_NAMES:
+        host = torch.from_numpy(array.astype(np.float32))
+        return host.to(device="cuda").to(DType(dtype).as_torch())
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device="cuda")
 
 
 def _as_list(value):

@@ -20,11 +20,16 @@ bool load(void* h, F& fn, const char* name) {
   return fn != nullptr;
 }
 
+void* libcuda() {
+  static void* h = open_first({"libcuda.so.1", "libcuda.so"});
+  return h;
+}
+
 }  // namespace
 
 const CudaDriver* cuda_driver() {
   static const CudaDriver* d = []() -> const CudaDriver* {
-    void* h = open_first({"libcuda.so.1", "libcuda.so"});
+    void* h = libcuda();
     if (!h) return nullptr;
     static CudaDriver api;
     bool ok = load(h, api.cuInit, "cuInit") && load(h, api.cuDeviceGet, "cuDeviceGet") &&
@@ -35,7 +40,8 @@ const CudaDriver* cuda_driver() {
               load(h, api.cuModuleLoadData, "cuModuleLoadData") && load(h, api.cuModuleUnload, "cuModuleUnload") &&
               load(h, api.cuModuleGetFunction, "cuModuleGetFunction") &&
               load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") && load(h, api.cuLaunchKernel, "cuLaunchKernel") &&
-              load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName");
+              load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName") &&
+              load(h, api.cuDriverGetVersion, "cuDriverGetVersion");
     if (!ok || api.cuInit(0) != 0) return nullptr;
     return &api;
   }();
@@ -64,6 +70,17 @@ std::string nvrtc_version() {
   int major = 0, minor = 0;
   n->nvrtcVersion(&major, &minor);
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string cuda_driver_version() {
+  static const std::string v = []() -> std::string {
+    void* h = libcuda();
+    CUresult (*get)(int*) = nullptr;
+    int version = 0;
+    if (!h || !load(h, get, "cuDriverGetVersion") || get(&version) != 0) return "";
+    return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  }();
+  return v;
 }
 
 std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,

@@ -34,6 +34,7 @@ struct CudaDriver {
                              void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuDriverGetVersion)(int*);
 };
 
 struct Nvrtc {
@@ -53,6 +54,9 @@ const CudaDriver* cuda_driver();
 const Nvrtc* nvrtc();
 // "13.0"-style NVRTC version, for cache keys ("" when NVRTC is missing).
 std::string nvrtc_version();
+// The installed driver's CUDA version ("13.0"; "" without a driver), for cache
+// keys: read with cuDriverGetVersion, which needs no cuInit and no GPU.
+std::string cuda_driver_version();
 
 // Compiles CUDA source to a cubin for `arch` ("sm_90a"); throws an InternalError
 // with NVRTC's log when the generated code does not compile.
