@@ -44,10 +44,10 @@ def test_example_on_cuda(path, monkeypatch, capsys):
 
     # JITKernel.run serves both frontend styles: it takes every argument (None for
     # outputs) and returns them all with the outputs filled in.
-    def run_on_cuda(self, args):
+    def run_on_cuda(self, args, stream=None):
         targets.append(self.target)
         moved = [to_cuda(a) if isinstance(a, np.ndarray) else a for a in args]
-        full = original(self, moved)
+        full = original(self, moved, stream)
         for a, m in zip(args, moved):
             if isinstance(a, np.ndarray):
                 np.copyto(a, to_numpy(m))

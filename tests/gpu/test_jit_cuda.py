@@ -48,7 +48,7 @@ def test_launch_goes_to_the_current_torch_stream(kernel):
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(200_000_000)  # keeps `side` busy for a while (~0.1 s)
+        torch.cuda._sleep(2_000_000_000)  # keeps `side` busy for a while (about a second)
         kernel(a, b, c)
     # The default stream is free: had the kernel gone there, c would be written now.
     assert not side.query(), "the side stream finished too early for this check"

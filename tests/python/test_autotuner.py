@@ -76,7 +76,7 @@ def tuned_gemm(M, N, K, **config):
 
 
 def scale_configs(A, factor=2.0):
-    return [{"block": 16}, {"block": 64}, {"block": 16, "reps": 5000}]  # the last: slow
+    return [{"block": 16}, {"block": 64}, {"block": 16, "reps": 4096}]  # the last: slow
 
 
 @tilelang.autotune(configs=scale_configs, warmup=5, rep=10, ref_prog=lambda A: A * 3.0)
@@ -86,10 +86,14 @@ def tuned_scale(A, factor=3.0, block=16, reps=1):
     A: T.Tensor((N,), T.float32)
     B = T.empty((N,), T.float32)
     with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+        for i in T.serial(block):
+            if bx * block + i < N:
+                B[bx * block + i] = 0.0
+        # Each rep adds its share, so no compiler can drop the repeats of the slow config.
         for _ in T.serial(reps):
             for i in T.serial(block):
                 if bx * block + i < N:
-                    B[bx * block + i] = A[bx * block + i] * factor
+                    B[bx * block + i] += A[bx * block + i] * (factor / reps)
     return B
 
 
