@@ -135,7 +135,8 @@ void FunctionBuilder::end_for() {
 }
 
 void FunctionBuilder::begin_if(Expr cond) {
-  if (!cond.dtype().is_scalar()) throw_user_error(span_, "an `if` condition must be a scalar");
+  if (!cond.dtype().is_scalar())
+    throw_user_error(span_, str_cat("an `if` condition must be a scalar, got a value of type ", cond.dtype().name()));
   push(Frame{FrameKind::Then, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}});
 }
 

@@ -161,7 +161,8 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
 }
 
 Stmt make_copy_op(TileOpArgs a) {
-  if (a.regions.size() != 2) throw_user_error(a.span, "T.copy takes a source and a destination");
+  if (a.regions.size() != 2)
+    throw_user_error(a.span, str_cat("T.copy takes a source and a destination region, got ", a.regions.size()));
   auto operand = [](const BufferRegion& r) {
     CopyOperand o{r.buffer, {}, {}};
     for (const Range& rg : r.ranges) {

@@ -11,7 +11,9 @@ Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span) {
 }
 
 Stmt make_fill_op(TileOpArgs a) {
-  if (a.regions.size() != 1 || a.args.size() != 1) throw_user_error(a.span, "T.fill takes a buffer and a value");
+  if (a.regions.size() != 1 || a.args.size() != 1)
+    throw_user_error(a.span, str_cat("T.fill takes one buffer and one value, got ", a.regions.size(), " buffer(s) and ",
+                                     a.args.size(), " value(s)"));
   return make_fill(std::move(a.regions[0]), std::move(a.args[0]), a.span);
 }
 

@@ -2,6 +2,7 @@
 // in shared or fragment memory; products accumulate in C's dtype.
 #include <cmath>
 
+#include "ir/printer.h"
 #include "ops/tile_op.h"
 #include "target/target.h"
 #include "transform/lower_tile_ops.h"
@@ -46,8 +47,12 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
   check_equal(n, c1,
               str_cat("the N extent of B '", b.buffer->name, "' differs from the columns of C '", c.buffer->name, "'"),
               span);
-  for (auto* d : {&m, &n, &k})
-    if (!as_const_int(*d)) throw_user_error(span, "T.gemm tile extents must be compile-time constants");
+  const char* names[] = {"M", "N", "K"};
+  const Expr* dims[] = {&m, &n, &k};
+  for (int i = 0; i < 3; ++i)
+    if (!as_const_int(*dims[i]))
+      throw_user_error(span, str_cat("T.gemm tile extents must be compile-time constants; ", names[i], " is ",
+                                     to_string(*dims[i]), "; allocate the tiles with constant shapes"));
   if (c.buffer->scope == Scope::Global)
     throw_user_error(span, str_cat("T.gemm accumulator C '", c.buffer->name,
                                    "' must be in shared or fragment memory (alloc_fragment), not a global tensor"));
@@ -55,7 +60,8 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
 }
 
 Stmt make_gemm_op(TileOpArgs a) {
-  if (a.regions.size() != 3) throw_user_error(a.span, "T.gemm takes A, B and C");
+  if (a.regions.size() != 3)
+    throw_user_error(a.span, str_cat("T.gemm takes three operands A, B and C, got ", a.regions.size()));
   return make_gemm(std::move(a.regions[0]), std::move(a.regions[1]), std::move(a.regions[2]), std::move(a.attrs),
                    a.span);
 }

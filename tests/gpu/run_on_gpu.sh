@@ -25,5 +25,6 @@ python3 -m pytest tests/gpu -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >> "$OUT/pytest.log"
 python3 bench/compile_speed.py > "$OUT/bench_compile_speed.log" 2>&1
 python3 bench/jit_overhead_cuda.py > "$OUT/bench_jit_overhead_cuda.log" 2>&1
+python3 bench/gemm_cuda.py > "$OUT/bench_gemm_cuda.log" 2>&1
 cp bench/RESULTS.md "$OUT/RESULTS.md" 2>/dev/null || true
 tail -3 "$OUT/pytest.log"

@@ -53,12 +53,11 @@ def test_switch_turns_cuda_targets_into_emulated_ones(monkeypatch):
 
 
 EXAMPLES = sorted((pathlib.Path(__file__).parents[2] / "examples").glob("*.py"))
+NOT_ON_CUDA_YET = {"fp8_quant"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs_emulated(path):
-    if path.stem == "fp8_quant":
-        pytest.skip("the cuda target has no fp8 types yet (issue 4); checked below that it says so")
     env = dict(os.environ, TILELANG_EMULATE="1")
     env.pop("TILELANG_DEFAULT_TARGET", None)
     out = subprocess.run(
@@ -69,6 +68,12 @@ def test_example_runs_emulated(path):
         env=env,
         timeout=600,
     )
+    if path.stem in NOT_ON_CUDA_YET:
+        # The cuda target has no fp8 types yet (issue 4): the example must stop with
+        # the clear error, not compute something wrong.
+        assert out.returncode != 0
+        assert "float8_e4m3fn is not supported by the cuda target yet" in out.stderr, out.stderr
+        return
     assert out.returncode == 0, out.stdout + out.stderr
     assert "match" in out.stdout, out.stdout
 
