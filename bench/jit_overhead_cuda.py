@@ -11,7 +11,8 @@
     cuLaunchKernel of the same cubin (cuda-python when installed, else ctypes on
     libcuda; argument array prepared once) and against torch's own `c.add_(a)`:
     batches of calls timed on the host, A/B interleaved, medians. Targets: <= 1.5x
-    raw, <= 1.0x add_.
+    raw, <= 1.0x add_. Reported apart: the same kernel with out_idx (the output
+    allocated by torch.empty) against torch.add(a, b), which allocates too.
 
 Prints a table and appends it to bench/RESULTS.md (date, commit, GPU name).
 Run on a GPU machine: PYTHONPATH=<tilelang> python bench/jit_overhead_cuda.py
@@ -246,6 +247,8 @@ def host_costs(torch, tilelang, T):
             "no way to call cuLaunchKernel directly (neither cuda-python nor ctypes)"
         )
 
+    allocating = tilelang.compile(add3, out_idx=[-1], target="cuda")
+    torch.testing.assert_close(allocating(a, b), a + b)
     native = kernel.kernel
     native_args = [a, b, c]
     fns = [
@@ -253,14 +256,17 @@ def host_costs(torch, tilelang, T):
         raw,
         lambda: c.add_(a),
         lambda: native(native_args, stream),
+        lambda: allocating(a, b),
+        lambda: torch.add(a, b),
     ]
-    ours, raw_us, add_us, core_us = interleaved(fns, sync=torch.cuda.synchronize)
-    return ours, raw_us, add_us, core_us, raw_kind
+    times = interleaved(fns, sync=torch.cuda.synchronize)
+    return times, raw_kind
 
 
 def in_process_hits(tilelang, T):
     sys.path.insert(0, HERE)
     from compile_speed import matmul
+    from tilelang.language.prim_func import PrimFunc
 
     @tilelang.jit(target="cuda")
     def factory(m=1024):
@@ -268,13 +274,26 @@ def in_process_hits(tilelang, T):
 
     factory(1024)
     func = matmul(1024, 1024, 1024)
-    tilelang.compile(func, target="cuda")
-    jit_us, compile_us = interleaved(
-        [lambda: factory(1024), lambda: tilelang.compile(func, target="cuda")],
+    first = tilelang.compile(func, target="cuda")
+    assert tilelang.compile(func, target="cuda") is first, "the in-process hit did not hit"
+    jit_us, compile_us, core_us = interleaved(
+        [
+            lambda: factory(1024),
+            lambda: tilelang.compile(func, target="cuda"),
+            lambda: tilelang.compile(PrimFunc(func.core), target="cuda"),
+        ],
         calls=200,
         rounds=11,
     )
-    return jit_us, compile_us
+    return jit_us, compile_us, core_us
+
+
+def tensor_route(torch):
+    """How the runtime reads torch tensors in this torch build."""
+    for name in ("__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"):
+        if hasattr(torch.Tensor, name):
+            return f"the DLPack C exchange API (torch.Tensor.{name})"
+    return "__dlpack__ (this torch has no DLPack C exchange API)"
 
 
 def commit():
@@ -303,8 +322,10 @@ def main():
     gpu = torch.cuda.get_device_name()
     with tempfile.TemporaryDirectory(prefix="tl-bench-cache-") as cache_dir:
         os.environ["TILELANG_CACHE_DIR"] = cache_dir
-        ours, raw_us, add_us, core_us, raw_kind = host_costs(torch, tilelang, T)
-        jit_us, compile_us = in_process_hits(tilelang, T)
+        (ours, raw_us, add_us, core_us, alloc_us, torch_add_us), raw_kind = host_costs(
+            torch, tilelang, T
+        )
+        jit_us, compile_us, core_hit_us = in_process_hits(tilelang, T)
     torch_ms, import_ms, trace_ms, compile_ms, load_ms = cold_compile()
     cold_total = trace_ms + compile_ms + load_ms
     disk_ms, disk_load_ms = disk_hits()
@@ -321,7 +342,8 @@ def main():
         "",
         (
             f"(d): medians of {ROUNDS} interleaved rounds of {CALLS} calls, float32[{N}]; "
-            f"raw launch through {raw_kind}. (a): median of {COLD_RUNS} fresh processes; "
+            f"raw launch through {raw_kind}; torch tensors read through "
+            f"{tensor_route(torch)}. (a): median of {COLD_RUNS} fresh processes; "
             f"(b): median of {DISK_RUNS} fresh processes x {len(DISK_SHAPES)} kernels."
         ),
         "",
@@ -342,6 +364,7 @@ def main():
         f"|   (b) module load + first call | {disk_load_ms:.2f} ms | | |",
         row("(c) in-process hit: @tilelang.jit factory call", jit_us, "µs", "target 5 µs", 5),
         row("(c) in-process hit: tilelang.compile", compile_us, "µs", "target 5 µs", 5),
+        f"|   (c) another PrimFunc, same IR (core memory layer) | {core_hit_us:.2f} µs | | |",
         row(
             "(d) kernel(a, b, c), 3 torch CUDA tensors",
             ours,
@@ -362,6 +385,13 @@ def main():
             "µs",
             f"raw cuLaunchKernel: {raw_us:.2f} µs",
             raw_us,
+        ),
+        row(
+            "(d) kernel(a, b) with out_idx (c from torch.empty)",
+            alloc_us,
+            "µs",
+            f"torch.add(a, b): {torch_add_us:.2f} µs",
+            torch_add_us,
         ),
     ]
     text = "\n".join(lines) + "\n"

@@ -72,7 +72,7 @@ TL_DEVICE void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_
 }
 
 // The largest of {cap, cap / 2, ..., 1} that divides n.
-constexpr int chunk(int n, int cap) {
+TL_DEVICE constexpr int chunk(int n, int cap) {
   while (n % cap != 0) cap /= 2;
   return cap;
 }

@@ -1,6 +1,6 @@
 // The one header generated CUDA kernels include. Self-contained on purpose: no
 // toolkit headers (cuda_fp16.h and friends cost seconds of NVRTC time per
-// kernel), only fixed-width integers, our own half/bfloat16 types built on PTX
+// kernel), only fixed-width integers, our own half/bfloat16/fp8 types built on PTX
 // conversions, and the helpers the code generator names.
 #pragma once
 
@@ -21,6 +21,9 @@ typedef unsigned long long uintptr_t;
 #endif
 
 #define TL_DEVICE __device__ __forceinline__
+
+#define TL_MINIFLOAT_FN TL_DEVICE
+#include "../common/minifloat.h"  // the fp8 / e8m0 conversions, shared with the cpu target
 
 #ifndef TL_SMEM  // a shared-memory element; the emulation records the access
 #define TL_SMEM(buf, off, write, where) (buf)[off]
@@ -87,6 +90,50 @@ struct bfloat16_t {
     return __uint_as_float(uint32_t(bits) << 16);
   }
 };
+
+// fp8 and e8m0: one byte converted through float by device/common/minifloat.h, bit
+// for bit as the cpu target and ml_dtypes (no saturation: e4m3fn overflows to NaN,
+// e5m2 to inf). sm_89 and later convert float to e4m3 / e5m2 with the hardware's
+// cvt, which saturates and has one NaN, so the inputs where it differs (NaN and
+// values past the overflow threshold) keep the shared rule.
+template <class Bits>
+TL_DEVICE uint8_t minifloat_from_float(float f) {
+  return Bits::from_float_bits(bit_cast<uint32_t>(f));
+}
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 890
+template <>
+TL_DEVICE uint8_t minifloat_from_float<E4M3FN>(float f) {
+  uint32_t x = bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x43e80000u) return uint8_t(((x >> 24) & 0x80u) | 0x7fu);  // NaN, |f| > 464 (0x1.dp8)
+  uint16_t pair;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return uint8_t(pair & 0xffu);
+}
+template <>
+TL_DEVICE uint8_t minifloat_from_float<E5M2>(float f) {
+  uint32_t x = bit_cast<uint32_t>(f), abs = x & 0x7fffffffu, sign = (x >> 24) & 0x80u;
+  if (abs > 0x7f800000u) return uint8_t(sign | 0x7eu);   // NaN
+  if (abs >= 0x47700000u) return uint8_t(sign | 0x7cu);  // inf, |f| >= 61440 (0x1.ep15)
+  uint16_t pair;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  return uint8_t(pair & 0xffu);
+}
+#endif
+
+template <class Bits>
+struct minifloat_t {
+  uint8_t bits;
+  minifloat_t() = default;
+  TL_DEVICE minifloat_t(float f) : bits(minifloat_from_float<Bits>(f)) {}
+  TL_DEVICE minifloat_t(double f) : minifloat_t(float(f)) {}  // via float, as ml_dtypes
+  TL_DEVICE minifloat_t(int v) : minifloat_t(float(v)) {}
+  TL_DEVICE operator float() const { return bit_cast<float>(Bits::to_float_bits(bits)); }
+};
+using float8_e4m3fn_t = minifloat_t<E4M3FN>;
+using float8_e5m2_t = minifloat_t<E5M2>;
+using float8_e4m3fnuz_t = minifloat_t<E4M3FNUZ>;
+using float8_e5m2fnuz_t = minifloat_t<E5M2FNUZ>;
+using float8_e8m0fnu_t = minifloat_t<E8M0>;
 
 TL_DEVICE float infinity_f32() {
   return __int_as_float(0x7f800000);
@@ -194,3 +241,9 @@ TL_DEVICE void sync_threads() {
 #include "atomic.cuh"
 #include "debug.cuh"
 #include "gemm_mma.cuh"
+#include "vec.cuh"
+
+// The sm_80+ fast path: cp.async pipelines, ldmatrix + mma gemms, warp reductions.
+#include "copy_async.cuh"
+#include "gemm_sm80.cuh"
+#include "warp.cuh"

@@ -1,61 +1,71 @@
-// Emulated twin of mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.f32 for the
-// CUDA emulator (device/cuda/gemm_mma.cuh includes it under TL_EMULATE). The
+// Emulated twins of the mma.sync instructions for the CUDA emulator
+// (device/cuda/gemm_mma.cuh and gemm_sm80.cuh include it under TL_EMULATE):
+// m16n8k16 f16/bf16 -> f32, m16n8k8 tf32 -> f32 and m16n8k32 s8/u8 -> s32. The
 // lanes of a warp are fibers of one block: each publishes its fragment registers
-// in a per-block scratch area, a barrier lets the others read them, and each lane
-// computes its own four D elements by locating every A and B element it needs
-// through the PTX ISA fragment layout, read backwards:
-//   A(r, k) is in lane (r % 8) * 4 + (k % 8) / 2, register r / 8 + 2 * (k / 8), half k % 2
-//   B(k, n) is in lane n * 4 + (k % 8) / 2, register k / 8, half k % 2
+// (exchange_in_warp in cuda_emu.h), and each lane computes its own four D elements
+// by locating every A and B element it needs through the PTX ISA fragment layout,
+// read backwards. With P elements per 32-bit
+// register (2 for 16-bit types, 1 for tf32, 4 for 8-bit) and H = 4 * P (half the
+// k extent of one instruction):
+//   A(r, k) is in lane (r % 8) * 4 + (k % H) / P, register r / 8 + 2 * (k / H), part k % P
+//   B(k, n) is in lane n * 4 + (k % H) / P, register k / H, part k % P
 //   D element i of lane l is (l / 4 + 8 * (i / 2), 2 * (l % 4) + i % 2)
-// A layout error in the register gathering of gemm_mma.cuh therefore shows up as a
+// A layout error in the register gathering of the gemms therefore shows up as a
 // wrong product in emulation, as it would on the GPU. Every thread of the block
-// must reach each call (gemm_mma guarantees it: all warps run the same steps).
+// must reach each call (the gemms guarantee it: all warps run the same steps).
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace tl::emu {
 
-// Six registers (a0..a3, b0, b1) per thread of the running block.
-inline std::vector<uint32_t>& mma_scratch() {
-  static thread_local std::vector<uint32_t> regs;
-  return regs;
-}
-
-inline float mma_operand(uint32_t reg, int half, bool bf16) {
-  uint16_t bits = uint16_t(reg >> (16 * half));
-  return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
+// D += A * B for the calling lane; `value(reg, part)` decodes one operand element.
+template <int PerReg, class Acc, class Value>
+inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Value value) {
+  constexpr int kHalf = 4 * PerReg, kK = 2 * kHalf;
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  const uint32_t* warp = exchange_in_warp<uint32_t, 6, 2>(mine);  // six registers per lane
+  const int lane = thread_rank() % 32, g = lane / 4, q = lane % 4;
+  // This lane's D elements need A rows g, g + 8 and B columns 2q, 2q + 1.
+  Acc rows[2][kK], cols[2][kK];
+  for (int k = 0; k < kK; ++k) {
+    const int part = k % PerReg, in_half = (k % kHalf) / PerReg, half = k / kHalf;
+    for (int h = 0; h < 2; ++h) {
+      rows[h][k] = value(warp[(g * 4 + in_half) * 6 + h + 2 * half], part);        // A(g + 8h, k)
+      cols[h][k] = value(warp[((2 * q + h) * 4 + in_half) * 6 + 4 + half], part);  // B(k, 2q + h)
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    Acc sum = d[i];
+    for (int k = 0; k < kK; ++k) sum += rows[i / 2][k] * cols[i % 2][k];
+    d[i] = sum;
+  }
 }
 
 inline void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
-  const dim3 t = thread_idx();
-  const dim3& dims = block_state().block_dim;
-  const unsigned rank = t.x + dims.x * (t.y + dims.y * t.z);
-  const size_t threads = size_t(dims.x) * dims.y * dims.z;
-  std::vector<uint32_t>& regs = mma_scratch();
-  if (regs.size() < threads * 6) regs.resize(threads * 6);  // before the barrier: nobody reads yet
-  for (int j = 0; j < 4; ++j) regs[rank * 6 + j] = a[j];
-  for (int j = 0; j < 2; ++j) regs[rank * 6 + 4 + j] = b[j];
-  tl::sync_threads();
-  const unsigned warp0 = rank / 32 * 32, lane = rank % 32;
-  auto A = [&](int r, int k) {
-    unsigned owner = warp0 + unsigned((r % 8) * 4 + (k % 8) / 2);
-    return mma_operand(regs[owner * 6 + r / 8 + 2 * (k / 8)], k % 2, bf16);
-  };
-  auto B = [&](int k, int n) {
-    unsigned owner = warp0 + unsigned(n * 4 + (k % 8) / 2);
-    return mma_operand(regs[owner * 6 + 4 + k / 8], k % 2, bf16);
-  };
-  float out[4];
-  for (int i = 0; i < 4; ++i) {
-    int row = int(lane / 4) + 8 * (i / 2), col = int(2 * (lane % 4)) + i % 2;
-    float sum = d[i];
-    for (int k = 0; k < 16; ++k) sum += A(row, k) * B(k, col);
-    out[i] = sum;
-  }
-  tl::sync_threads();  // every lane has read the scratch before the next call overwrites it
-  for (int i = 0; i < 4; ++i) d[i] = out[i];
+  mma_m16n8<2>(d, a, b, [bf16](uint32_t reg, int half) {
+    uint16_t bits = uint16_t(reg >> (16 * half));
+    return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
+  });
+}
+
+// The tensor cores read the top 19 bits of a tf32 operand and ignore the rest.
+inline void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  mma_m16n8<1>(d, a, b, [](uint32_t reg, int) { return tl::bit_cast<float>(reg & 0xffffe000u); });
+}
+
+inline void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned) {
+  mma_m16n8<4>(d, a, b, [is_unsigned](uint32_t reg, int byte) {
+    uint32_t bits = (reg >> (8 * byte)) & 0xffu;
+    return is_unsigned ? int32_t(bits) : int32_t(int8_t(uint8_t(bits)));
+  });
+}
+
+// cvt.rna.tf32.f32: round to the nearest tf32 (10 mantissa bits), ties away from zero.
+inline uint32_t float_to_tf32_bits(float x) {
+  uint32_t u = tl::bit_cast<uint32_t>(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // inf and NaN stay
+  return (u + 0x1000u) & 0xffffe000u;
 }
 
 }  // namespace tl::emu

@@ -1,6 +1,5 @@
-// Binds compile() and Kernel. Tensor arguments arrive through nanobind's ndarray
-// (DLPack or the buffer protocol), so numpy arrays and torch tensors both work; a
-// tuple (array, "bfloat16") passes raw bytes with a dtype DLPack cannot describe.
+// Binds compile(), the cache and Kernel (KernelCaller, the call path of a
+// JITKernel, is in kernel_caller.cpp). Tensor arguments are read by call_args.h.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
@@ -13,8 +12,10 @@
 #include <cstdio>
 
 #include "cache/kernel_cache.h"
+#include "call_args.h"
 #include "convert.h"
 #include "ir/printer.h"
+#include "kernel_caller.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/device_dir.h"
 #include "support/logging.h"
@@ -23,121 +24,6 @@
 using namespace tl;
 
 namespace {
-
-DataType dtype_of(const nb::dlpack::dtype& d) {
-  using Code = nb::dlpack::dtype_code;
-  auto code = Code(d.code);
-  ScalarType t;
-  switch (code) {
-    case Code::Int:
-      t = d.bits == 8    ? ScalarType::Int8
-          : d.bits == 16 ? ScalarType::Int16
-          : d.bits == 32 ? ScalarType::Int32
-                         : ScalarType::Int64;
-      break;
-    case Code::UInt:
-      t = d.bits == 8    ? ScalarType::UInt8
-          : d.bits == 16 ? ScalarType::UInt16
-          : d.bits == 32 ? ScalarType::UInt32
-                         : ScalarType::UInt64;
-      break;
-    case Code::Float:
-      t = d.bits == 16 ? ScalarType::Float16 : d.bits == 32 ? ScalarType::Float32 : ScalarType::Float64;
-      break;
-    case Code::Bfloat:
-      t = ScalarType::BFloat16;
-      break;
-    case Code::Bool:
-      t = ScalarType::Bool;
-      break;
-    default: {
-      // DLPack 1.1 float8 codes.
-      switch (int(d.code)) {
-        case 10:
-          t = ScalarType::Float8E4M3FN;
-          break;
-        case 11:
-          t = ScalarType::Float8E4M3FNUZ;
-          break;
-        case 12:
-          t = ScalarType::Float8E5M2;
-          break;
-        case 13:
-          t = ScalarType::Float8E5M2FNUZ;
-          break;
-        case 14:
-          t = ScalarType::Float8E8M0FNU;
-          break;
-        default:
-          throw nb::type_error(("unsupported tensor dtype (DLPack code " + std::to_string(int(d.code)) + ", " +
-                                std::to_string(d.bits) + " bits)")
-                                   .c_str());
-      }
-    }
-  }
-  return DataType(t, d.lanes);
-}
-
-// Keeps the ndarrays (and shape/stride storage) alive for the duration of a call.
-struct CallArgs {
-  std::vector<nb::ndarray<>> arrays;
-  std::vector<std::vector<int64_t>> shapes, strides;
-  std::vector<ArgValue> values;
-};
-
-void convert_args(const nb::sequence& args, CallArgs& out) {
-  size_t n = nb::len(args);
-  out.arrays.reserve(n);
-  out.shapes.reserve(n);
-  out.strides.reserve(n);
-  for (nb::handle h : args) {
-    ArgValue v;
-    if (h.is_none()) {
-      out.values.push_back(v);
-      continue;
-    }
-    if (PyBool_Check(h.ptr()) || PyLong_Check(h.ptr())) {
-      v.kind = ArgValue::Kind::Int;
-      v.i = nb::cast<int64_t>(h);
-      out.values.push_back(v);
-      continue;
-    }
-    if (PyFloat_Check(h.ptr())) {
-      v.kind = ArgValue::Kind::Float;
-      v.f = nb::cast<double>(h);
-      out.values.push_back(v);
-      continue;
-    }
-    std::optional<DataType> override_dtype;
-    nb::handle tensor = h;
-    if (nb::isinstance<nb::tuple>(h) && nb::len(h) == 2) {
-      tensor = h[0];
-      override_dtype = to_dtype(h[1]);
-    }
-    nb::ndarray<> arr;
-    if (!nb::try_cast(tensor, arr))
-      throw nb::type_error(("kernel arguments must be tensors (numpy arrays, torch tensors) or Python numbers, got " +
-                            std::string(nb::str(nb::handle(tensor.type())).c_str()))
-                               .c_str());
-    out.arrays.push_back(arr);
-    std::vector<int64_t> shape(arr.ndim()), strides(arr.ndim());
-    for (size_t d = 0; d < arr.ndim(); ++d) {
-      shape[d] = arr.shape(d);
-      strides[d] = arr.stride(d);
-    }
-    out.shapes.push_back(std::move(shape));
-    out.strides.push_back(std::move(strides));
-    v.kind = ArgValue::Kind::Tensor;
-    v.tensor.data = arr.data();
-    v.tensor.dtype = override_dtype ? *override_dtype : dtype_of(arr.dtype());
-    v.tensor.ndim = int(arr.ndim());
-    v.tensor.shape = out.shapes.back().data();
-    v.tensor.strides = out.strides.back().data();
-    v.tensor.device_type = arr.device_type();
-    v.tensor.device_id = arr.device_id();
-    out.values.push_back(v);
-  }
-}
 
 Attrs to_pass_configs(const nb::dict& d) {
   Attrs a;
@@ -199,8 +85,7 @@ void bind_runtime(nb::module_& m) {
            })
       .def("output_shapes",
            [](const Kernel& k, const nb::sequence& args) {
-             CallArgs ca;
-             convert_args(args, ca);
+             PlainArgs ca(args);
              auto shapes = k.output_shapes(ca.values);
              nb::list out;
              for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
@@ -209,12 +94,14 @@ void bind_runtime(nb::module_& m) {
       .def(
           "__call__",
           [](const Kernel& k, const nb::sequence& args, uintptr_t stream) {
-            CallArgs ca;
-            convert_args(args, ca);
+            PlainArgs ca(args);
+            if (k.runs_on_gpu()) return k.call(ca.values, reinterpret_cast<void*>(stream));
             nb::gil_scoped_release release;
             k.call(ca.values, reinterpret_cast<void*>(stream));
           },
           nb::arg("args"), nb::arg("stream") = 0);
+
+  bind_kernel_caller(m);
 
   m.def(
       "compile",

@@ -447,7 +447,8 @@ Expr ExprSimplifier::floordiv_rule(const Expr& a, int64_t c, bool trunc) {
   }
   if (!quotient.defined()) {
     Expr num = to_expr(rest);
-    quotient = trunc && r.is_non_negative() ? div(num, int_imm(c, t)) : floordiv(num, int_imm(c, t));
+    // A non-negative numerator divides the same either way; C's division is cheaper.
+    quotient = r.is_non_negative() ? div(num, int_imm(c, t)) : floordiv(num, int_imm(c, t));
   }
   linearize(quotient, 1, &q, false);
   normalize(&q);
@@ -498,7 +499,7 @@ Expr ExprSimplifier::floormod_reduced(const Sum& rest, int64_t c, bool trunc) {
     if (k && *k > 0 && *k % c == 0) return floormod_rule(m->a, c, trunc);
   }
   Expr num = to_expr(rest);
-  if (trunc && r.is_non_negative()) return binary(BinaryOp::Mod, num, int_imm(c, t));
+  if (r.is_non_negative()) return binary(BinaryOp::Mod, num, int_imm(c, t));
   return floormod(num, int_imm(c, t));
 }
 

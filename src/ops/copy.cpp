@@ -113,6 +113,8 @@ void check_fits(const BufferRegion& r, SourceSpan span) {
   }
 }
 
+}  // namespace
+
 // The value an out-of-bounds read gives: the `safe_value` attribute, else 0.
 Expr safe_value(const Attrs& attrs, DataType t) {
   auto it = attrs.find("safe_value");
@@ -127,7 +129,7 @@ Expr safe_value(const Attrs& attrs, DataType t) {
   return {};
 }
 
-}  // namespace
+namespace {}  // namespace
 
 Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span) {
   if (src.extents.empty() && dst.extents.empty()) {

@@ -122,6 +122,24 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
   return for_loop(i, make_const(m.dtype(), 0), m, ForKind::Parallel, body);
 }
 
+// Warps over (M, N), as TileLang's GemmWarpPolicy: Square (0) keeps the warp
+// tiles as square as the shape allows, FullRow (1) puts every warp along M,
+// FullCol (2) every warp along N; when the asked split does not divide the tile,
+// the squarest one that does is taken.
+int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
+  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
+  if (policy == 1 && fits(warps)) return warps;
+  if (policy == 2 && fits(1)) return 1;
+  int64_t best = 0;
+  double best_gap = 0;
+  for (int64_t wm = 1; wm <= warps; ++wm) {
+    if (!fits(wm)) continue;
+    double gap = std::abs(double(m) / double(wm) - double(n) / double(warps / wm));
+    if (!best || gap < best_gap) best = wm, best_gap = gap;
+  }
+  return best;
+}
+
 // Tensor cores, first step (no layout inference yet): every operand in shared
 // memory, the block's warps splitting C, each warp running
 // mma.sync.m16n8k16 (f16/bf16 -> f32) on its tile (device/cuda/gemm_mma.cuh).
@@ -146,23 +164,8 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   int64_t m = *as_const_int(c.ranges[nc - 2].extent), n = *as_const_int(c.ranges[nc - 1].extent);
   int64_t k = *as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
   if (k % 16 != 0) return Stmt();
-  // Warps over (M, N), as TileLang's GemmWarpPolicy: Square (0) keeps the warp
-  // tiles as square as the shape allows, FullRow (1) puts every warp along M,
-  // FullCol (2) every warp along N; when the asked split does not divide the
-  // tile, the squarest one that does is taken.
-  int64_t warps = threads / 32, policy = attr_int(op->attrs, "policy", 0);
-  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
-  int64_t best = 0;
-  if (policy == 1 && fits(warps)) best = warps;
-  if (policy == 2 && fits(1)) best = 1;
-  if (!best) {
-    double best_gap = 0;
-    for (int64_t wm = 1; wm <= warps; ++wm) {
-      if (!fits(wm)) continue;
-      double gap = std::abs(double(m) / double(wm) - double(n) / double(warps / wm));
-      if (!best || gap < best_gap) best = wm, best_gap = gap;
-    }
-  }
+  int64_t warps = threads / 32;
+  int64_t best = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
   if (!best) return Stmt();
   auto ptr = [](const BufferRegion& r) {
     std::vector<Expr> mins;

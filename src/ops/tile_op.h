@@ -48,6 +48,13 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
 // T.gemm as a parallel nest of dot products (targets without layout inference yet).
 Stmt lower_gemm_loops(const TileOpNode* op);
 
+// Warps along M for a gemm of M x N over `warps` warps under `policy` (TileLang's
+// GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol); 0 when no split fits m16n8 tiles.
+int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy);
+
+// The value an out-of-bounds read of T.copy gives: its safe_value attribute, else 0.
+Expr safe_value(const Attrs& attrs, DataType t);
+
 // Shared by ops: an int attribute with a default.
 int64_t attr_int(const Attrs& attrs, const std::string& key, int64_t fallback);
 // The condition that every index is inside `buffer` (true when no check is needed).

@@ -1,4 +1,5 @@
-// Argument checking and binding, shared by every backend's kernels.
+// Argument checking and binding, shared by every backend's kernels: a fast path
+// that only answers yes or no, and the slow path that explains a no.
 #include "runtime/kernel.h"
 
 #include <filesystem>
@@ -50,6 +51,7 @@ Kernel::Kernel(KernelSignature sig, Target target, std::string source, std::stri
       source_(std::move(source)),
       host_source_(std::move(host_source)) {
   if (host_source_.empty()) host_source_ = describe_host(sig_, target_);
+  build_plan();
 }
 
 Kernel::~Kernel() {
@@ -158,12 +160,144 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   }
 }
 
-Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) const {
-  if (args.size() != sig_.params.size())
-    throw_user_error({},
-                     str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ", args.size()));
+// ---- the fast path
+
+// The symbolic dims bound during one call: kernels have a handful, so a small
+// array searched linearly beats any map and lives on the stack.
+class Kernel::FastBindings {
+ public:
+  const int64_t* find(const VarNode* v) const {
+    for (int i = 0; i < n_; ++i)
+      if (vars_[i] == v) return &values_[i];
+    return nullptr;
+  }
+  // Binds `v` unless it is bound; false when it is bound to another value (or
+  // the array is full: the slow path then binds the call).
+  bool bind(const VarNode* v, int64_t value) {
+    if (const int64_t* old = find(v)) return *old == value;
+    return append(v, value);
+  }
+  // Binds `v`, replacing an earlier value (scalar arguments do that).
+  bool assign(const VarNode* v, int64_t value) {
+    for (int i = 0; i < n_; ++i)
+      if (vars_[i] == v) {
+        values_[i] = value;
+        return true;
+      }
+    return append(v, value);
+  }
+  auto lookup() const {
+    return [this](const VarNode* v) { return find(v); };
+  }
+
+ private:
+  bool append(const VarNode* v, int64_t value) {
+    if (n_ == kCapacity) return false;
+    vars_[n_] = v;
+    values_[n_++] = value;
+    return true;
+  }
+  static constexpr int kCapacity = 16;
+  const VarNode* vars_[kCapacity];
+  int64_t values_[kCapacity];
+  int n_ = 0;
+};
+
+void Kernel::build_plan() {
+  want_cpu_ = target_.kind == TargetKind::CPU || target_.emulated;
+  want_cuda_ = target_.kind == TargetKind::CUDA && !target_.emulated;
+  for (const Param& p : sig_.params) {
+    ParamPlan pp;
+    pp.is_tensor = p.is_tensor();
+    if (pp.is_tensor) {
+      pp.dtype = p.buffer->dtype;
+      pp.ndim = p.buffer.ndim();
+      pp.strides = p.buffer.effective_strides();
+      for (const Expr& e : p.buffer->shape) pp.has_expr_dims |= !e.is<VarNode>() && !e.is<IntImmNode>();
+    } else {
+      pp.var = p.var.node();
+      pp.integer_scalar = p.var.dtype().is_integer() || p.var.dtype().is_bool();
+      pp.float_scalar = p.var.dtype().is_float();
+    }
+    plan_.push_back(std::move(pp));
+  }
+  grid_is_const_ = sig_.grid.size() <= 3;
+  for (size_t d = 0; d < sig_.grid.size() && grid_is_const_; ++d) {
+    auto c = as_const_int(sig_.grid[d]);
+    grid_is_const_ = c.has_value();
+    if (c) const_grid_[d] = *c;
+  }
+}
+
+// Mirrors check_tensor() without building any message.
+bool Kernel::fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b) const {
+  const ParamPlan& pp = plan_[index];
+  if (t.dtype != pp.dtype || t.ndim != pp.ndim) return false;
+  bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
+  if (want_cpu_ && !on_cpu) return false;
+  if (want_cuda_ && t.device_type != int32_t(DeviceType::CUDA)) return false;
+  const std::vector<Expr>& shape = sig_.params[index].buffer->shape;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (auto* v = shape[d].as<VarNode>()) {
+      if (!b.bind(v, t.shape[d])) return false;
+      continue;
+    }
+    if (auto c = as_const_int(shape[d]); c && *c != t.shape[d]) return false;
+  }
+  if (!t.strides) return true;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] == 1) continue;
+    const Expr& want = pp.strides[d];
+    if (auto* v = want.as<VarNode>()) {
+      if (!b.bind(v, t.strides[d])) return false;
+      continue;
+    }
+    std::optional<int64_t> expect = eval_int_with(want, b.lookup());
+    if (!expect || *expect != t.strides[d]) return false;
+  }
+  return true;
+}
+
+// Mirrors bind(): same order of checks and bindings, so that it accepts exactly
+// the calls bind() accepts.
+bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b) const {
+  bool expr_dims = false;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const ParamPlan& pp = plan_[i];
+    const ArgValue& a = args[i];
+    if (a.kind == ArgValue::Kind::None) {
+      if (allow_missing) continue;
+      return false;
+    }
+    if (pp.is_tensor) {
+      if (a.kind != ArgValue::Kind::Tensor || !fast_check_tensor(i, a.tensor, b)) return false;
+      expr_dims |= pp.has_expr_dims;
+      continue;
+    }
+    if (a.kind == ArgValue::Kind::Tensor) return false;
+    if (pp.integer_scalar && (a.kind != ArgValue::Kind::Int || !b.assign(pp.var, a.i))) return false;
+  }
+  if (!expr_dims) return true;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    if (!plan_[i].has_expr_dims || args[i].kind != ArgValue::Kind::Tensor) continue;
+    const TensorArg& t = args[i].tensor;
+    const std::vector<Expr>& shape = sig_.params[i].buffer->shape;
+    for (int d = 0; d < t.ndim; ++d) {
+      if (shape[d].is<VarNode>() || shape[d].is<IntImmNode>()) continue;
+      auto v = eval_int_with(shape[d], b.lookup());
+      if (v && *v != t.shape[d]) return false;
+    }
+  }
+  return true;
+}
+
+// ---- the slow path: full checks with messages
+
+Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const {
+  if (n != sig_.params.size())
+    throw_user_error({}, str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ", n));
   Bindings b;
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const Param& p = sig_.params[i];
     const ArgValue& a = args[i];
     if (a.kind == ArgValue::Kind::None) {
@@ -189,7 +323,7 @@ Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) con
     }
   }
   // Dims given as expressions of bound vars (e.g. 2*n) are checked now.
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const Param& p = sig_.params[i];
     if (!p.is_tensor() || args[i].kind != ArgValue::Kind::Tensor) continue;
     const TensorArg& t = args[i].tensor;
@@ -206,49 +340,75 @@ Bindings Kernel::bind(const std::vector<ArgValue>& args, bool allow_missing) con
   return b;
 }
 
-std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes(const std::vector<ArgValue>& args) const {
-  Bindings b = bind(args, /*allow_missing=*/true);
-  std::vector<std::optional<std::vector<int64_t>>> out(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
+namespace {
+
+template <class Lookup>
+std::vector<std::optional<std::vector<int64_t>>> shapes_of_missing(const KernelSignature& sig, const ArgValue* args,
+                                                                   size_t n, const Lookup& lookup) {
+  std::vector<std::optional<std::vector<int64_t>>> out(n);
+  for (size_t i = 0; i < n; ++i) {
     if (args[i].kind != ArgValue::Kind::None) continue;
-    const Param& p = sig_.params[i];
+    const Param& p = sig.params[i];
     if (!p.is_tensor())
-      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name,
+      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig.name,
                                    "' is a scalar and cannot be an output; pass a value"));
     std::vector<int64_t> shape;
     for (const Expr& e : p.buffer->shape) {
-      auto v = eval_int(e, b);
+      auto v = eval_int_with(e, lookup);
       if (!v)
         throw_user_error({}, str_cat("cannot infer the shape ", shape_str(p.buffer->shape), " of output '", p.name,
-                                     "' of kernel '", sig_.name, "': '", to_string(e),
+                                     "' of kernel '", sig.name, "': '", to_string(e),
                                      "' is not bound by any input; pass the output tensor explicitly"));
       shape.push_back(*v);
     }
-    out[i] = shape;
+    out[i] = std::move(shape);
   }
   return out;
 }
 
-void Kernel::call(const std::vector<ArgValue>& args, void* stream) const {
-  Bindings b = bind(args, /*allow_missing=*/false);
-  std::vector<KernelArg> slots(sig_.num_args());
-  for (size_t i = 0; i < args.size(); ++i) {
+}  // namespace
+
+std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes(const ArgValue* args, size_t n) const {
+  FastBindings fb;
+  if (n == plan_.size() && fast_bind(args, /*allow_missing=*/true, fb))
+    return shapes_of_missing(sig_, args, n, fb.lookup());
+  Bindings b = bind(args, n, /*allow_missing=*/true);
+  return shapes_of_missing(sig_, args, n, [&b](const VarNode* v) -> const int64_t* {
+    auto it = b.find(v);
+    return it == b.end() ? nullptr : &it->second;
+  });
+}
+
+void Kernel::fill_slots(const ArgValue* args, KernelArg* slots) const {
+  for (size_t i = 0; i < plan_.size(); ++i) {
     const ArgValue& a = args[i];
     if (a.kind == ArgValue::Kind::Tensor)
       slots[i].ptr = a.tensor.data;
-    else if (a.kind == ArgValue::Kind::Int)
-      slots[i].i = a.i;
-    else
-      slots[i].f = a.kind == ArgValue::Kind::Float ? a.f : double(a.i);
-    if (!sig_.params[i].is_tensor() && sig_.params[i].var.dtype().is_float() && a.kind == ArgValue::Kind::Int)
+    else if (a.kind == ArgValue::Kind::Float)
+      slots[i].f = a.f;
+    else if (plan_[i].float_scalar)
       slots[i].f = double(a.i);
+    else
+      slots[i].i = a.i;
   }
+}
+
+int Kernel::device_of(const ArgValue* args) const {
+  for (size_t i = 0; i < plan_.size(); ++i)
+    if (args[i].kind == ArgValue::Kind::Tensor) return args[i].tensor.device_id;
+  return 0;
+}
+
+void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
+  Bindings b = bind(args, n, /*allow_missing=*/false);
+  std::vector<KernelArg> slots(sig_.num_args());
+  fill_slots(args, slots.data());
   for (size_t j = 0; j < sig_.dynamic_vars.size(); ++j) {
     auto it = b.find(sig_.dynamic_vars[j].node());
     if (it == b.end())
       throw_user_error({}, str_cat("kernel '", sig_.name, "': symbolic dimension '", sig_.dynamic_vars[j].name(),
                                    "' is not bound by any argument"));
-    slots[args.size() + j].i = it->second;
+    slots[n + j].i = it->second;
   }
   std::array<int64_t, 3> grid{1, 1, 1};
   for (size_t d = 0; d < sig_.grid.size(); ++d) {
@@ -260,13 +420,38 @@ void Kernel::call(const std::vector<ArgValue>& args, void* stream) const {
   }
   for (int64_t g : grid)
     if (g <= 0) return;  // an empty grid launches nothing
-  int device_id = 0;
-  for (const ArgValue& a : args)
-    if (a.kind == ArgValue::Kind::Tensor) {
-      device_id = a.tensor.device_id;
-      break;
+  launch(slots.data(), slots.size(), grid, device_of(args), stream);
+}
+
+void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
+  FastBindings b;
+  if (n != plan_.size() || !fast_bind(args, /*allow_missing=*/false, b)) return call_slow(args, n, stream);
+  constexpr size_t kInlineSlots = 32;
+  KernelArg inline_slots[kInlineSlots];
+  std::vector<KernelArg> heap_slots;
+  size_t num_slots = size_t(sig_.num_args());
+  KernelArg* slots = inline_slots;
+  if (num_slots > kInlineSlots) {
+    heap_slots.resize(num_slots);
+    slots = heap_slots.data();
+  }
+  fill_slots(args, slots);
+  for (size_t j = 0; j < sig_.dynamic_vars.size(); ++j) {
+    const int64_t* v = b.find(sig_.dynamic_vars[j].node());
+    if (!v) return call_slow(args, n, stream);
+    slots[n + j].i = *v;
+  }
+  std::array<int64_t, 3> grid = const_grid_;
+  if (!grid_is_const_) {
+    for (size_t d = 0; d < sig_.grid.size(); ++d) {
+      auto v = eval_int_with(sig_.grid[d], b.lookup());
+      if (!v) return call_slow(args, n, stream);
+      grid[d] = *v;
     }
-  launch(slots, grid, device_id, stream);
+  }
+  for (int64_t g : grid)
+    if (g <= 0) return;  // an empty grid launches nothing
+  launch(slots, num_slots, grid, device_of(args), stream);
 }
 
 }  // namespace tl

@@ -1,6 +1,10 @@
 // A compiled kernel, ready to call: it checks arguments against the signature
 // (naming the parameter, what was expected and what was given), binds symbolic
 // dimensions, computes the grid and hands the launch to its backend.
+//
+// The checks of a call run against a plan read off the signature once (no map,
+// no allocation, no lock); only a call that fails them takes the slow path,
+// whose job is the error message (or a call the plan cannot hold).
 #pragma once
 
 #include <array>
@@ -64,17 +68,51 @@ class Kernel {
 
   // Shapes of the parameters whose argument is None (outputs to allocate), from
   // the dims the other arguments bind. Throws when a dim cannot be inferred.
-  std::vector<std::optional<std::vector<int64_t>>> output_shapes(const std::vector<ArgValue>& args) const;
+  std::vector<std::optional<std::vector<int64_t>>> output_shapes(const ArgValue* args, size_t n) const;
+  std::vector<std::optional<std::vector<int64_t>>> output_shapes(const std::vector<ArgValue>& args) const {
+    return output_shapes(args.data(), args.size());
+  }
   // `stream` is a CUstream for GPU targets (nullptr: the default stream).
-  void call(const std::vector<ArgValue>& args, void* stream = nullptr) const;
+  void call(const ArgValue* args, size_t n, void* stream = nullptr) const;
+  void call(const std::vector<ArgValue>& args, void* stream = nullptr) const { call(args.data(), args.size(), stream); }
+
+  // True when tensor arguments live in GPU memory (cuda, not emulated): the
+  // launch then goes to a stream.
+  bool runs_on_gpu() const { return want_cuda_; }
 
  protected:
-  virtual void launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int device_id,
+  virtual void launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
                       void* stream) const = 0;
 
  private:
-  Bindings bind(const std::vector<ArgValue>& args, bool allow_missing) const;
+  class FastBindings;
+  // The checks of bind(), against the plan: false when any fails (or the plan
+  // cannot hold the call), and the caller then takes the slow path for the message.
+  bool fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b) const;
+  bool fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b) const;
+  void call_slow(const ArgValue* args, size_t n, void* stream) const;
+  void fill_slots(const ArgValue* args, KernelArg* slots) const;
+  int device_of(const ArgValue* args) const;
+  Bindings bind(const ArgValue* args, size_t n, bool allow_missing) const;
   void check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const;
+  void build_plan();
+
+  // What the fast path checks per parameter, read off the signature once.
+  struct ParamPlan {
+    bool is_tensor = false;
+    bool integer_scalar = false;   // a scalar of integer or bool dtype: binds its var
+    bool float_scalar = false;     // a scalar of float dtype: an int argument is converted
+    const VarNode* var = nullptr;  // the scalar's var
+    DataType dtype;
+    int ndim = 0;
+    std::vector<Expr> strides;   // effective strides (row-major unless declared)
+    bool has_expr_dims = false;  // a dim that is neither a constant nor a var
+  };
+  std::vector<ParamPlan> plan_;
+  bool want_cpu_ = true;    // arguments must be in host memory
+  bool want_cuda_ = false;  // arguments must be in cuda device memory
+  std::array<int64_t, 3> const_grid_{1, 1, 1};
+  bool grid_is_const_ = false;
 
   KernelSignature sig_;
   Target target_;

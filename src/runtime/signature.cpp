@@ -52,28 +52,8 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
   return sig;
 }
 
-std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
-  if (auto* i = e.as<IntImmNode>()) return i->value;
-  if (auto* v = e.as<VarNode>()) {
-    auto it = b.find(v);
-    if (it == b.end()) return std::nullopt;
-    return it->second;
-  }
-  if (auto* c = e.as<CastNode>()) {
-    if (!c->dtype.is_integer()) return std::nullopt;
-    return eval_int(c->value, b);
-  }
-  if (auto* s = e.as<SelectNode>()) {
-    auto c = eval_int(s->cond, b);
-    if (!c) return std::nullopt;
-    return eval_int(*c ? s->true_value : s->false_value, b);
-  }
-  auto* n = e.as<BinaryNode>();
-  if (!n) return std::nullopt;
-  auto x = eval_int(n->a, b), y = eval_int(n->b, b);
-  if (!x || !y) return std::nullopt;
-  int64_t p = *x, q = *y;
-  switch (n->op) {
+std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
+  switch (op) {
     case BinaryOp::Add:
       return p + q;
     case BinaryOp::Sub:

@@ -31,9 +31,47 @@ struct KernelSignature {
   static KernelSignature parse(const std::string& text);
 };
 
+// `p op q` on integers as the runtime evaluates shapes and grids; nullopt for a
+// division or modulo by zero.
+std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q);
+
 using Bindings = std::map<const VarNode*, int64_t>;
 
 // Evaluates an integer expression whose vars are all bound; nullopt otherwise.
-std::optional<int64_t> eval_int(const Expr& e, const Bindings& b);
+// `lookup(const VarNode*)` gives a pointer to the var's value, or nullptr when
+// it is unbound (the call path binds into a small array instead of a map).
+template <class Lookup>
+std::optional<int64_t> eval_int_with(const Expr& e, const Lookup& lookup);
+
+inline std::optional<int64_t> eval_int(const Expr& e, const Bindings& b) {
+  return eval_int_with(e, [&b](const VarNode* v) -> const int64_t* {
+    auto it = b.find(v);
+    return it == b.end() ? nullptr : &it->second;
+  });
+}
+
+template <class Lookup>
+std::optional<int64_t> eval_int_with(const Expr& e, const Lookup& lookup) {
+  if (auto* i = e.as<IntImmNode>()) return i->value;
+  if (auto* v = e.as<VarNode>()) {
+    const int64_t* value = lookup(v);
+    if (!value) return std::nullopt;
+    return *value;
+  }
+  if (auto* c = e.as<CastNode>()) {
+    if (!c->dtype.is_integer()) return std::nullopt;
+    return eval_int_with(c->value, lookup);
+  }
+  if (auto* s = e.as<SelectNode>()) {
+    auto c = eval_int_with(s->cond, lookup);
+    if (!c) return std::nullopt;
+    return eval_int_with(*c ? s->true_value : s->false_value, lookup);
+  }
+  auto* n = e.as<BinaryNode>();
+  if (!n) return std::nullopt;
+  auto x = eval_int_with(n->a, lookup), y = eval_int_with(n->b, lookup);
+  if (!x || !y) return std::nullopt;
+  return apply_int_op(n->op, *x, *y);
+}
 
 }  // namespace tl

@@ -14,5 +14,8 @@ inline constexpr const char* kBlockOpAttr = "tl.block_op";
 // Directly inside a block op: every thread of the block runs the body (a block-wide
 // device call such as tl::gemm_mma), instead of one thread or a strided nest.
 inline constexpr const char* kCooperativeAttr = "tl.cooperative";
+// Per-thread code from a lowering that already split the work over the threads
+// (src/transform/lower_fragments.cpp): every thread runs it, no barrier of its own.
+inline constexpr const char* kThreadOpAttr = "tl.thread_op";
 
 }  // namespace tl

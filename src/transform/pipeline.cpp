@@ -11,7 +11,10 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "transform/legalize_safe_memory.h"
+#include "transform/lower_fragments.h"
 #include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+#include "transform/plan_barriers.h"
 #include "transform/simplify_pass.h"
 
 namespace tl {
@@ -64,11 +67,16 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   return f;
 }
 
-// CUDA, first path: the same tile-op expansion as the CPU; the code generator
-// spreads each block-wide op over the threads. Layout inference, tensor cores and
-// pipelining passes join here (issue 4).
+// CUDA: fragments go to registers where layout inference allows it, and the ops
+// that touch them become per-thread code; every other tile op becomes a block op
+// that the code generator spreads over the threads. Barriers come last, from an
+// analysis of the shared memory each step touches.
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
-  return lower_for_cpu(f, t, configs);
+  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, t); });
+  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
+  f = lower_for_cpu(f, t, configs);
+  f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
+  return f;
 }
 
 }  // namespace

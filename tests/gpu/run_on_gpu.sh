@@ -23,8 +23,13 @@ TILELANG_DEFAULT_TARGET=cpu python3 -m pytest tests/python -q -rs -p no:cachepro
 echo "cpu-target pytest exit $?" >> "$OUT/pytest.log"
 python3 -m pytest tests/gpu -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >> "$OUT/pytest.log"
+# Shapes that do not divide their tiles, under compute-sanitizer memcheck.
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+"$SAN" --tool memcheck --error-exitcode 3 python3 tests/gpu/sanitize_tails.py > "$OUT/sanitizer.log" 2>&1
+echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
 python3 bench/compile_speed.py > "$OUT/bench_compile_speed.log" 2>&1
 python3 bench/jit_overhead_cuda.py > "$OUT/bench_jit_overhead_cuda.log" 2>&1
 python3 bench/gemm_cuda.py > "$OUT/bench_gemm_cuda.log" 2>&1
+python3 bench/memory_bound_cuda.py > "$OUT/bench_memory_bound_cuda.log" 2>&1
 cp bench/RESULTS.md "$OUT/RESULTS.md" 2>/dev/null || true
 tail -3 "$OUT/pytest.log"

@@ -41,7 +41,7 @@ def test_mma_gemm_matches_torch(M, N, K, trans_a, trans_b, dtype):
         mma_gemm(M, N, K, 128, 128, 32, dtype, trans_a, trans_b, accumulate_into_c=True),
         target="cuda",
     )
-    assert "tl::gemm_mma<" in kernel.get_kernel_source()
+    assert "tl::gemm_ss<" in kernel.get_kernel_source()
     a, b, c0, ref = operands(M, N, K, dtype, trans_a, trans_b)
     c = torch.empty_like(c0)
     kernel(a, b, c0, c)

@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
@@ -53,7 +54,6 @@ def test_switch_turns_cuda_targets_into_emulated_ones(monkeypatch):
 
 
 EXAMPLES = sorted((pathlib.Path(__file__).parents[2] / "examples").glob("*.py"))
-NOT_ON_CUDA_YET = {"fp8_quant"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -68,29 +68,112 @@ def test_example_runs_emulated(path):
         env=env,
         timeout=600,
     )
-    if path.stem in NOT_ON_CUDA_YET:
-        # The cuda target has no fp8 types yet (issue 4): the example must stop with
-        # the clear error, not compute something wrong.
-        assert out.returncode != 0
-        assert "float8_e4m3fn is not supported by the cuda target yet" in out.stderr, out.stderr
-        return
     assert out.returncode == 0, out.stdout + out.stderr
     assert "match" in out.stdout, out.stdout
 
 
-def test_fp8_on_cuda_is_a_clear_error():
+FP8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+def fp8_conversions(name, n):
+    """X (float32) -> Q (`name`), and every code C of `name` -> F (float32)."""
     import tilelang.language as T
 
     @T.prim_func
-    def cast8(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float8_e4m3fn")):
+    def main(
+        X: T.Tensor((n,), "float32"),
+        C: T.Tensor((256,), name),
+        Q: T.Tensor((n,), name),
+        F: T.Tensor((256,), "float32"),
+    ):
+        with T.Kernel(n // 256, threads=256) as bx:
+            for i in T.Parallel(256):
+                Q[bx * 256 + i] = X[bx * 256 + i]
+                if bx == 0:
+                    F[i] = C[i]
+
+    return main
+
+
+def fp8_inputs(name):
+    """float32 values that probe every rounding decision of `name`: each finite value,
+    each midpoint between neighbours (a tie) and the floats either side of it, the
+    overflow edge, specials, float32 subnormals and random bit patterns; padded with
+    random normals to a multiple of 256."""
+    dt = np.dtype(getattr(ml_dtypes, name))
+    with np.errstate(invalid="ignore"):
+        v = np.arange(256, dtype=np.uint8).view(dt).astype(np.float64)
+    v = np.unique(v[np.isfinite(v)])
+    top = v[-1] + (v[-1] - v[-2]) / 2  # halfway to the next (unrepresentable) value
+    ties = np.concatenate([(v[:-1] + v[1:]) / 2, [top]]).astype(np.float32)  # exact
+    ties = np.concatenate([ties, -ties])
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1e-40, 3.4e38, -3.4e38]
+    random_bits = rng.integers(0, 1 << 32, 20_000, dtype=np.uint64).astype(np.uint32)
+    nan_bits = np.array([0x7F800001, 0xFFC00001, 0x7FFFFFFF], np.uint32)
+    parts = [
+        v.astype(np.float32),
+        -v.astype(np.float32),
+        ties,
+        np.nextafter(ties, np.float32(np.inf)),
+        np.nextafter(ties, np.float32(-np.inf)),
+        np.array(special, np.float32),
+        random_bits.view(np.float32),
+        nan_bits.view(np.float32),
+    ]
+    x = np.concatenate(parts)
+    pad = rng.standard_normal(-x.size % 256).astype(np.float32) * 100
+    return np.concatenate([x, pad])
+
+
+def check_fp8_conversions(name, run):
+    """`run(x, codes)` converts with the device header and returns (q, f); both must
+    equal ml_dtypes' casts bit for bit (NaN signs and payloads included)."""
+    x = fp8_inputs(name)
+    codes = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
+    q, f = run(x, codes)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want_q = x.astype(codes.dtype).view(np.uint8)
+        want_f = codes.astype(np.float32).view(np.uint32)
+    bad = np.nonzero(q.view(np.uint8) != want_q)[0]
+    assert bad.size == 0, (
+        f"float32 -> {name}: {bad.size} of {x.size} differ from ml_dtypes, e.g. "
+        f"{x[bad[:4]]!r}: got {q.view(np.uint8)[bad[:4]]}, expected {want_q[bad[:4]]}"
+    )
+    bad = np.nonzero(f.view(np.uint32) != want_f)[0]
+    assert bad.size == 0, (
+        f"{name} -> float32: codes {bad[:4]} give bits {f.view(np.uint32)[bad[:4]]}, "
+        f"ml_dtypes {want_f[bad[:4]]}"
+    )
+
+
+@pytest.mark.parametrize("name", FP8)
+def test_fp8_conversions_of_the_cuda_header_are_bit_exact(name):
+    """device/cuda/tl_cuda.cuh's fp8 types (the software path; sm_89's cvt is checked
+    by tests/gpu) against ml_dtypes, as the cpu target is."""
+
+    def run(x, codes):
+        kernel = tilelang.compile(fp8_conversions(name, x.size), target=TARGET)
+        assert f"tl::{name}_t" in kernel.get_kernel_source()
+        q, f = np.zeros(x.size, codes.dtype), np.zeros(256, np.float32)
+        kernel(x, codes, q, f)
+        return q, f
+
+    check_fp8_conversions(name, run)
+
+
+def test_fp4_on_cuda_is_a_clear_error():
+    import tilelang.language as T
+
+    @T.prim_func
+    def cast4(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float4_e2m1fn")):
         with T.Kernel(1, threads=16):
             for i in T.Parallel(16):
                 B[i] = A[i]
 
     with pytest.raises(
-        tilelang.TileLangError, match="float8_e4m3fn is not supported by the cuda target yet"
+        tilelang.TileLangError, match="dtype float4_e2m1fn is not supported in kernels"
     ):
-        tilelang.compile(cast8, target=TARGET)
+        tilelang.compile(cast4, target=TARGET)
 
 
 def test_print_inside_an_emulated_kernel(capfd):

@@ -1,6 +1,8 @@
 """The JIT layer's Python contract: argument counts, out_idx, outputs allocated like the
 inputs, caching of specializations, targets, backends, pass configs and cache switches."""
 
+import importlib
+
 import numpy as np
 import pytest
 import tilelang
@@ -168,3 +170,89 @@ def test_torch_tensors_give_torch_outputs(kernel):
     a = torch.randn(16)
     b, c = kernel(a)
     assert isinstance(b, torch.Tensor) and torch.equal(c, a * 2)
+
+
+# ---- the in-process memo of tilelang.compile
+
+
+def test_compiling_the_same_prim_func_again_returns_the_same_kernel(monkeypatch):
+    func = copy_kernel(8)
+    first = tilelang.compile(func, out_idx=[-2, -1], target="cpu")
+    builds = tilelang._C.compile_count()
+
+    def no_compile(*args):
+        raise AssertionError("a repeat compile of the same PrimFunc reached the compiler")
+
+    monkeypatch.setattr(
+        importlib.import_module("tilelang.jit.kernel"), "native_compile", no_compile
+    )
+    again = tilelang.compile(func, out_idx=[-2, -1], target="cpu")
+    assert again is first and tilelang._C.compile_count() == builds
+    a = np.random.default_rng(5).standard_normal(8).astype(np.float32)
+    b, c = again(a)
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(c, a * 2)
+
+
+def test_a_different_function_or_setting_is_a_new_kernel(monkeypatch):
+    func = copy_kernel(8)
+    outs = [-2, -1]
+    base = tilelang.compile(func, out_idx=outs, target="cpu")
+    # The same source traced again is another PrimFunc: a new JITKernel (the core's
+    # memory cache still shares the binary).
+    retraced = tilelang.compile(copy_kernel(8), out_idx=outs, target="cpu")
+    assert retraced is not base and retraced.kernel is base.kernel
+    variants = {
+        "out_idx": tilelang.compile(func, out_idx=-1, target="cpu"),
+        "backend": tilelang.compile(func, out_idx=outs, target="cpu", execution_backend="ctypes"),
+        "pass_configs": tilelang.compile(
+            func, out_idx=outs, target="cpu", pass_configs={"tl.disable_safe_memory_legalize": 1}
+        ),
+        "flags": tilelang.compile(func, out_idx=outs, target="cpu", compile_flags=["-O1"]),
+    }
+    assert all(k is not base for k in variants.values())
+    assert len({id(k) for k in variants.values()}) == len(variants)
+    assert variants["out_idx"].out_idx == [2]
+    assert variants["backend"].execution_backend == "ctypes"
+    assert variants["pass_configs"].pass_configs == {"tl.disable_safe_memory_legalize": 1}
+    assert variants["flags"].compile_flags == ["-O1"]
+    assert variants["flags"].kernel is not base.kernel  # other flags, other binary
+    # Each of them is memoized under its own settings.
+    assert (
+        tilelang.compile(func, out_idx=outs, target="cpu", compile_flags="-O1") is variants["flags"]
+    )
+    # target="auto" follows TILELANG_DEFAULT_TARGET at each call.
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
+    auto = tilelang.compile(func, out_idx=outs)
+    assert auto.target == "cpu" and tilelang.compile(func, out_idx=outs) is auto
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu -opt=1")
+    assert tilelang.compile(func, out_idx=outs) is not auto
+    a = np.random.default_rng(6).standard_normal(8).astype(np.float32)
+    for k in (base, retraced, variants["backend"], variants["flags"], variants["pass_configs"]):
+        b, c = k(a)
+        np.testing.assert_array_equal(b, a)
+        np.testing.assert_array_equal(c, a * 2)
+    b = np.zeros(8, np.float32)
+    np.testing.assert_array_equal(variants["out_idx"](a, b), a * 2)
+    np.testing.assert_array_equal(b, a)
+
+
+def test_a_prim_func_whose_core_was_replaced_compiles_the_new_one():
+    func = copy_kernel(8)
+    old = tilelang.compile(func, out_idx=[1, 2], target="cpu")
+    func.core = copy_kernel(4).core
+    new = tilelang.compile(func, out_idx=[1, 2], target="cpu")
+    assert new is not old and new.params[0].shape == [4]
+    a = np.random.default_rng(7).standard_normal(4).astype(np.float32)
+    np.testing.assert_array_equal(new(a)[1], a * 2)
+
+
+def test_no_memo_while_the_cache_is_off():
+    func = copy_kernel(8)
+    first = tilelang.compile(func, target="cpu")
+    tilelang.disable_cache()
+    try:
+        assert tilelang.compile(func, target="cpu") is not first
+    finally:
+        tilelang.enable_cache()
+    assert tilelang.compile(func, target="cpu") is first

@@ -1,7 +1,10 @@
 """JITKernel around the runtime: export and load without recompiling, the host
-source, execution_backend names, the profiler (inputs, assert_allclose, do_bench) and
-the `tilelang` logging namespace (C++ messages, specializations, print on compile)."""
+source, execution_backend names, the profiler (inputs, assert_allclose, do_bench), the
+`tilelang` logging namespace (C++ messages, specializations, print on compile) and the
+call path (each kind of tensor the C++ caller reads, numbers, outputs, and the full
+error messages after calls that passed the fast checks)."""
 
+import ctypes
 import logging
 import os
 import subprocess
@@ -277,3 +280,179 @@ def test_print_on_compilation(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["tilelang: compiling scale_rows for cpu..."]
+
+
+# ---- the call path: one C++ call per launch, with the checks of the slow path
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_DLTensor))
+_STREAM = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)
+)
+
+
+class _ExchangeApi(ctypes.Structure):
+    """DLPackExchangeAPI of dlpack.h (the struct torch publishes), filled from Python."""
+
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("prev_api", ctypes.c_void_p),
+        ("managed_tensor_allocator", ctypes.c_void_p),
+        ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
+        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p),
+        ("dltensor_from_py_object_no_sync", _FROM_PY),
+        ("current_work_stream", _STREAM),
+    ]
+
+
+_DL_CODES = {"f": 2, "i": 0, "u": 1, "b": 6}
+
+
+def _fill_dltensor(obj, out):
+    arr, t = obj.array, out.contents
+    t.data = arr.ctypes.data
+    t.device = _DLDevice(1, 0)
+    t.ndim = arr.ndim
+    t.dtype = _DLDataType(_DL_CODES[arr.dtype.kind], arr.dtype.itemsize * 8, 1)
+    t.shape = ctypes.cast(obj.shape_c, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(obj.strides_c, ctypes.POINTER(ctypes.c_int64))
+    t.byte_offset = 0
+    type(obj).reads += 1
+    return 0
+
+
+def _no_stream(device_type, device_id, out):
+    out[0] = None
+    return 0
+
+
+_API = _ExchangeApi(1, 1, None, None, None, None, _FROM_PY(_fill_dltensor), _STREAM(_no_stream))
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class ExchangeTensor:
+    """A CPU tensor type that, like torch.Tensor, publishes the DLPack C exchange API;
+    `reads` counts how often the runtime read a tensor through it."""
+
+    __dlpack_c_exchange_api__ = _capsule_new(ctypes.addressof(_API), b"dlpack_exchange_api", None)
+    reads = 0
+
+    def __init__(self, array):
+        self.array = array
+        self.shape_c = (ctypes.c_int64 * array.ndim)(*array.shape)
+        self.strides_c = (ctypes.c_int64 * array.ndim)(
+            *[s // array.itemsize for s in array.strides]
+        )
+
+
+class DLPackOnly:
+    """A tensor that offers nothing but __dlpack__ (read through nanobind's ndarray)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+@pytest.fixture(scope="module")
+def scale_kernel():
+    return tilelang.compile(scaled_rows(T.dynamic("m"), 16, 4), target="cpu")
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, ExchangeTensor, DLPackOnly])
+def test_tensor_kinds_read_by_the_caller(scale_kernel, wrap):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((10, 16)).astype(np.float32)
+    b = np.zeros((10, 16), np.float32)
+    before = ExchangeTensor.reads
+    scale_kernel(wrap(a), np.float32(0.5), wrap(b))  # a numpy scalar for s
+    np.testing.assert_allclose(b, a * 0.5 + 1.0, rtol=1e-6)
+    assert ExchangeTensor.reads - before == (2 if wrap is ExchangeTensor else 0)
+    # After calls that passed the checks, bad calls still get the full messages.
+    for _ in range(3):
+        scale_kernel(wrap(a), 2.0, wrap(b))
+    np.testing.assert_allclose(b, a * 2.0 + 1.0, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* has dtype float64"):
+        scale_kernel(wrap(a.astype(np.float64)), 2.0, wrap(b))
+    with pytest.raises(tilelang.TileLangError, match=r"'B'.*dimension 0 is 9.*'m' was bound to 10"):
+        scale_kernel(wrap(a), 2.0, wrap(b[:9]))
+    with pytest.raises(tilelang.TileLangError, match=r"'B' .* 1 dimension\(s\).*expected 2"):
+        scale_kernel(wrap(a), 2.0, wrap(b.reshape(-1)))
+    with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* stride 2 in dimension 1"):
+        scale_kernel(wrap(np.zeros((10, 32), np.float32)[:, ::2]), 2.0, wrap(b))
+    with pytest.raises(tilelang.TileLangError, match=r"argument 's' .* must be a scalar"):
+        scale_kernel(wrap(a), wrap(a), wrap(b))
+    np.testing.assert_allclose(b, a * 2.0 + 1.0, rtol=1e-6)  # no failed call wrote
+
+
+def test_scalars_and_outputs_through_the_caller():
+    @T.prim_func
+    def affine(
+        A: T.Tensor((12,), "float32"), k: T.int32, s: T.float32, B: T.Tensor((12,), "float32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(12):
+                B[i] = A[i] * s + k
+
+    kernel = tilelang.compile(affine, out_idx=-1, target="cpu")
+    a = np.random.default_rng(12).standard_normal(12).astype(np.float32)
+    for k, s in ((3, 0.5), (np.int64(-2), np.float32(1.5)), (True, 2)):
+        np.testing.assert_allclose(kernel(a, k, s), a * np.float32(s) + int(k), rtol=1e-6)
+    full = kernel.run([a, 1, 2.0])
+    assert len(full) == 4 and full[0] is a
+    np.testing.assert_allclose(full[3], a * 2 + 1, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match=r"argument 'k' .* must be an integer"):
+        kernel(a, 1.5, 2.0)
+    with pytest.raises(TypeError, match=r"must be tensors .* or Python numbers, got <class 'str'>"):
+        kernel(a, "1", 2.0)
+    with pytest.raises(
+        TypeError, match=r"kernel 'affine' takes 3 argument\(s\) \(A, k, s\), got 2"
+    ):
+        kernel(a, 1)
+    with pytest.raises(OverflowError):
+        kernel(a, 1 << 70, 2.0)
+
+
+def test_more_symbolic_dims_than_the_fast_path_holds():
+    # 18 symbolic dims: beyond the call path's inline bindings, so calls take the
+    # general path, which must bind, check and launch the same way.
+    dims = [T.dynamic(f"d{i}") for i in range(18)]
+
+    @T.prim_func
+    def first_element(A: T.Tensor(tuple(dims), "float32"), B: T.Tensor((dims[0],), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(dims[0]):
+                B[i] = A[(i,) + (0,) * 17] * 3.0
+
+    kernel = tilelang.compile(first_element, out_idx=-1, target="cpu")
+    a = np.random.default_rng(13).standard_normal((3,) + (1,) * 16 + (2,)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), a[(slice(None),) + (0,) * 17] * 3, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match=r"'B'.*dimension 0 is 4.*'d0' was bound to 3"):
+        kernel(a, np.zeros(4, np.float32))

@@ -5,7 +5,9 @@ T.prim_func (lazy) and a function whose body declares its tensors (eager)."""
 import ast
 import functools
 import inspect
+import os
 
+from tilelang.env import is_cache_enabled, is_emulation_enabled
 from tilelang.language.ast_rewrite import _parse_function
 from tilelang.language.prim_func import PrimFunc
 from tilelang.transform import normalize_pass_configs
@@ -28,22 +30,94 @@ def compile(
     pass_configs=None,
     compile_flags=None,
 ):
-    """Compiles a T.prim_func into a JITKernel."""
+    """Compiles a T.prim_func into a JITKernel. Compiling the same PrimFunc object again
+    with the same settings returns the same JITKernel (a dict lookup on the PrimFunc)."""
     if not isinstance(func, PrimFunc):
         raise TypeError(
             f"tilelang.compile expects a T.prim_func, got {type(func).__name__}; decorate the "
             "kernel with @T.prim_func"
         )
-    return JITKernel(
-        func,
-        out_idx=out_idx,
-        target=target,
-        execution_backend=execution_backend,
-        pass_configs=pass_configs,
-        compile_flags=compile_flags,
-        verbose=verbose,
-        target_host=target_host,
-    )
+    options = {
+        "out_idx": out_idx,
+        "target": target,
+        "execution_backend": execution_backend,
+        "pass_configs": pass_configs,
+        "compile_flags": compile_flags,
+        "verbose": verbose,
+        "target_host": target_host,
+    }
+    if not is_cache_enabled():
+        return JITKernel(func, **options)
+    key = _memo_key(out_idx, execution_backend, target, target_host, pass_configs, compile_flags)
+    memo = func.__dict__.get(_MEMO_ATTR)
+    # The IR is immutable, so the same core object means the same kernel; a PrimFunc
+    # whose core was replaced starts a fresh memo.
+    if memo is None or memo[0] is not func.core:
+        memo = (func.core, {})
+        setattr(func, _MEMO_ATTR, memo)
+    kernel = memo[1].get(key) if key is not None else None
+    if kernel is None:
+        kernel = JITKernel(func, **options)
+        if key is not None:
+            memo[1][key] = kernel
+    elif verbose:
+        print(f"tilelang: kernel '{kernel.name}' for {kernel.target} (in-process cache)")
+    return kernel
+
+
+# The attribute of a PrimFunc holding (core, {settings key: JITKernel}).
+_MEMO_ATTR = "_tl_compiled"
+
+
+def _frozen(value):
+    """A hashable stand-in for a pass-config value or an option list."""
+    if value is None or type(value) in _PLAIN:
+        return value
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    hash(value)  # TypeError for what cannot enter a key
+    return value
+
+
+_PLAIN = frozenset([str, int, float, bool])
+
+
+# os.environ.get costs microseconds for an unset variable (it raises and catches a
+# KeyError); the hit path reads the environment's own dict instead, where it has one.
+_ENVIRON = getattr(os.environ, "_data", None)
+if not isinstance(_ENVIRON, dict) or not all(isinstance(k, bytes) for k in _ENVIRON):
+    _ENVIRON = None
+
+
+def _getenv(name):
+    if _ENVIRON is not None:
+        return _ENVIRON.get(name.encode())
+    return os.environ.get(name)
+
+
+def _memo_key(out_idx, execution_backend, target, target_host, pass_configs, compile_flags):
+    """Everything besides the PrimFunc that decides the kernel tilelang.compile returns,
+    including what resolves target="auto" and execution_backend="auto" (environment
+    variables, the emulation switch). None when a setting cannot be hashed: that call
+    is not memoized."""
+    try:
+        key = (
+            _frozen(target),
+            _getenv("TILELANG_DEFAULT_TARGET") if target in (None, "auto") else None,
+            is_emulation_enabled(),
+            execution_backend,
+            _getenv("TILELANG_EXECUTION_BACKEND") if execution_backend in (None, "auto") else None,
+            _frozen(out_idx),
+            _frozen(pass_configs) if pass_configs else None,
+            _frozen(compile_flags.split() if isinstance(compile_flags, str) else compile_flags),
+            _frozen(target_host),
+        )
+        hash(key)
+        return key
+    except TypeError:
+        return None
 
 
 def _top_level_statements(fn_node):

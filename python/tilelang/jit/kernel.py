@@ -1,6 +1,8 @@
-"""JITKernel: a compiled kernel with TileLang's Python interface. It wraps the C++
-kernel object, allocates the outputs named by out_idx in the framework of the inputs,
-and leaves argument checking (dtype, rank, shape, strides, device) to C++."""
+"""JITKernel: a compiled kernel with TileLang's Python interface. A call is one C++
+call (KernelCaller): argument reading and checking (dtype, rank, shape, strides,
+device), the stream and the launch happen there; this module supplies the hooks it
+calls back for what needs Python (outputs allocated in the inputs' framework,
+numpy scalars, torch stream objects)."""
 
 import os
 
@@ -91,11 +93,6 @@ class KernelParam:
         return f"KernelParam({self.name}: {self.dtype})"
 
 
-def _launches_on_gpu(target):
-    words = target.split()
-    return words[0] == "cuda" and "-emulate" not in words
-
-
 def _to_native(arg):
     """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""
     if isinstance(arg, np.ndarray):
@@ -109,19 +106,36 @@ def _to_native(arg):
     return arg
 
 
+_is_torch_type = {}  # type -> whether its instances are torch tensors
+
+
 def _framework_of(args):
+    """The first torch tensor among `args` (outputs are then allocated by torch)."""
     for a in args:
-        if type(a).__module__.startswith("torch") and hasattr(a, "device"):
+        t = type(a)
+        is_torch = _is_torch_type.get(t)
+        if is_torch is None:
+            is_torch = _is_torch_type[t] = t.__module__.startswith("torch") and hasattr(t, "device")
+        if is_torch:
             return a
     return None
+
+
+_numpy_dtypes, _torch_dtypes = {}, {}  # dtype name -> the framework's dtype
 
 
 def _allocate(shape, dtype, like):
     if like is not None:
         import torch
 
-        return torch.empty(shape, dtype=DType(dtype).as_torch(), device=like.device)
-    return np.empty(shape, dtype=DType(dtype).as_numpy())
+        torch_dtype = _torch_dtypes.get(dtype)
+        if torch_dtype is None:
+            torch_dtype = _torch_dtypes[dtype] = DType(dtype).as_torch()
+        return torch.empty(shape, dtype=torch_dtype, device=like.device)
+    numpy_dtype = _numpy_dtypes.get(dtype)
+    if numpy_dtype is None:
+        numpy_dtype = _numpy_dtypes[dtype] = DType(dtype).as_numpy()
+    return np.empty(shape, dtype=numpy_dtype)
 
 
 _torch = None  # the torch module (False without torch), once a cuda kernel is called
@@ -158,6 +172,43 @@ def _stream_error(stream, name):
     )
 
 
+def _default_stream(args):
+    """torch's current stream on the device of the first torch CUDA tensor, else 0 (the
+    C++ caller asks torch itself, through its DLPack exchange API, when it can)."""
+    torch = _torch_module()
+    if torch is None:
+        return 0
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.is_cuda:
+            return torch._C._cuda_getCurrentRawStream(a.get_device())
+    return 0
+
+
+def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream):
+    """Fills the `missing` slots of `full` with new tensors in the framework of the
+    inputs (torch on their device, else numpy)."""
+    like = _framework_of(full)
+    for i, shape, dtype in zip(missing, shapes, dtypes):
+        out = full[i] = _allocate(shape, dtype, like)
+        if raw and stream is not None and like is not None and out.is_cuda:
+            # The caching allocator must not hand the memory out again while the
+            # kernel may still write it on a stream other than the current one.
+            if stream_obj is None:
+                stream_obj = _torch_module().cuda.ExternalStream(raw, device=out.device)
+            out.record_stream(stream_obj)
+
+
+# What the C++ KernelCaller calls back into: conversion of objects it does not read
+# itself, the stream of a `stream=` object, the current stream of non-torch CUDA
+# tensors, and output allocation.
+_CALLER_HOOKS = (_to_native, _explicit_stream, _default_stream, _allocate_outputs)
+
+
+def _launches_on_gpu(target):
+    words = target.split()
+    return words[0] == "cuda" and "-emulate" not in words
+
+
 class JITKernel:
     """A compiled kernel: call it with inputs; outputs named by out_idx are returned."""
 
@@ -185,9 +236,10 @@ class JITKernel:
         self.params = self._read_params()
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self._on_gpu = _launches_on_gpu(self.target)
+        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
         self.latency = None  # set by the autotuner
         self.config = None
-        self._on_gpu = _launches_on_gpu(self.target)
         if verbose:
             print(f"tilelang: compiled kernel '{self.name}' for {self.target}")
 
@@ -208,9 +260,10 @@ class JITKernel:
         self.params = self._read_params()
         self.out_idx = list(manifest["out_idx"])
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
+        self._on_gpu = _launches_on_gpu(self.target)
+        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
         self.latency = None
         self.config = None
-        self._on_gpu = _launches_on_gpu(self.target)
         return self
 
     @property
@@ -244,68 +297,18 @@ class JITKernel:
             for i, name in enumerate(k.param_names)
         ]
 
-    def _check_count(self, args):
-        if len(args) in (len(self._inputs), len(self.params)):
-            return
-        names = ", ".join(self.params[i].name for i in self._inputs)
-        raise TypeError(
-            f"kernel '{self.name}' takes {len(self._inputs)} argument(s) ({names}), got {len(args)}"
-        )
-
-    def _stream(self, args, stream):
-        """The CUstream to launch on: `stream` when given, else torch's current stream
-        on the device of the first torch CUDA tensor argument, else 0 (the default)."""
-        if stream is not None:
-            return _explicit_stream(stream, self.name)
-        torch = _torch_module()
-        if torch is None:
-            return 0, None
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.is_cuda:
-                return torch._C._cuda_getCurrentRawStream(a.get_device()), None
-        return 0, None
-
     def run(self, args, stream=None):
         """Runs the kernel; returns the list of all arguments, outputs filled in.
-        cuda kernels launch on `stream` (a torch.cuda.Stream or a raw CUstream int),
-        by default on torch's current stream of the arguments' device, so that they
-        order with torch's own work and CUDA-graph capture records them."""
-        self._check_count(args)
-        raw, stream_obj = 0, None
-        if self._on_gpu:
-            raw, stream_obj = self._stream(args, stream)
-        elif stream is not None and not self.target.startswith("cuda"):
-            raise TypeError(
-                f"stream= was given to kernel '{self.name}', which targets {self.target}; "
-                "streams apply to cuda kernels only (drop the argument)"
-            )
-        full = list(args) if len(args) == len(self.params) else [None] * len(self.params)
-        if len(args) != len(self.params):
-            for slot, arg in zip(self._inputs, args):
-                full[slot] = arg
-        native = [None if a is None else _to_native(a) for a in full]
-        missing = [i for i, a in enumerate(full) if a is None]
-        if missing:
-            shapes = self.kernel.output_shapes(native)
-            like = _framework_of(full)
-            for i in missing:
-                full[i] = _allocate(tuple(shapes[i]), self.params[i].dtype, like)
-                native[i] = _to_native(full[i])
-                if raw and stream is not None and like is not None and full[i].is_cuda:
-                    # The caching allocator must not hand the memory out again while
-                    # the kernel may still write it on a stream other than the current.
-                    if stream_obj is None:
-                        stream_obj = _torch_module().cuda.ExternalStream(raw, device=full[i].device)
-                    full[i].record_stream(stream_obj)
-        self.kernel(native, raw)
-        return full
+        `args` are the inputs (outputs allocated) or all parameters. cuda kernels
+        launch on `stream` (a torch.cuda.Stream or a raw CUstream int), by default on
+        torch's current stream of the arguments' device, so that they order with
+        torch's own work and CUDA-graph capture records them."""
+        return self._caller.run(args, stream)
 
     def __call__(self, *args, stream=None):
-        full = self.run(args, stream)
-        outputs = [full[i] for i in self.out_idx]
-        if not outputs:
-            return None
-        return outputs[0] if len(outputs) == 1 else outputs
+        # One C++ call: reads and checks the arguments, allocates the outputs named
+        # by out_idx, launches; returns None, the output, or a list of outputs.
+        return self._caller(args, stream)
 
     def get_kernel_source(self, kernel_only=True):
         source = self.kernel.source

@@ -6,7 +6,9 @@
 #include <iomanip>
 #include <limits>
 
+#include "arith/simplify.h"
 #include "ir/printer.h"
+#include "layout/layout.h"
 #include "ops/tile_op.h"
 
 namespace tl {
@@ -97,6 +99,7 @@ std::string CodeGenC::expr(const Expr& e) {
 
 std::string CodeGenC::flat_offset(const Buffer& b, const std::vector<Expr>& indices) {
   if (indices.empty()) return "0";
+  if (b->layout) return print_expr(simplify(b->layout->offset(b, indices)));
   std::vector<Expr> strides = b.effective_strides();
   Expr off;
   for (size_t i = 0; i < indices.size(); ++i) {
@@ -282,7 +285,7 @@ std::string CodeGenC::print_expr(const Expr& e) {
 void CodeGenC::print_for(const ForNode* op) {
   std::string v = name_of(op->var.node());
   std::string t = type_name(op->var.dtype());
-  if (op->for_kind == ForKind::Unrolled) line("#pragma GCC unroll 8");
+  if (op->for_kind == ForKind::Unrolled) line(unroll_pragma());
   std::string lo = print_expr(op->min);
   std::string hi = print_expr(add(op->min, op->extent));
   line("for (" + t + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {");

@@ -25,6 +25,8 @@ class CodeGenC {
   virtual std::string type_name(DataType t);
   virtual std::string alloc_prefix(const Buffer& b) { return "alignas(64) "; }
   virtual std::string math_prefix() { return "tl::"; }
+  // Emitted before T.unroll loops and the register loops of GPU lowerings.
+  virtual std::string unroll_pragma() { return "#pragma GCC unroll 8"; }
   // Infinity or NaN as an expression of the dialect (a double-typed value).
   virtual std::string special_float(double v, DataType t) {
     if (v != v) return "NAN";

@@ -67,18 +67,13 @@ class CodeGenCUDA : public CodeGenC {
   }
 
  protected:
-  std::string type_name(DataType t) override {
-    if (t.is_float() && t.bits() <= 8)
-      throw_user_error({}, str_cat("dtype ", t.name(),
-                                   " is not supported by the cuda target yet (device/cuda has no fp8/fp4 types); "
-                                   "run this kernel on target=\"cpu\""));
-    return CodeGenC::type_name(t);
-  }
-
   std::string special_float(double v, DataType t) override {
     if (v != v) return "tl::nan_f64()";
     return v < 0 ? "(-tl::infinity_f64())" : "tl::infinity_f64()";
   }
+
+  // Register arrays are indexed by unrolled loop counters: unroll them fully.
+  std::string unroll_pragma() override { return "#pragma unroll"; }
 
   void emit_barrier(const BarrierNode* op) override {
     line(op->barrier == BarrierKind::Threads ? "__syncthreads();" : "__syncwarp();");
@@ -150,11 +145,10 @@ class CodeGenCUDA : public CodeGenC {
 
   void emit_attr(const AttrNode* op) override {
     if (op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
-    line("__syncthreads();");
+    // Barriers around block ops come from the plan_barriers pass.
     // A cooperative op (a block-wide device call): every thread runs it.
     if (auto* coop = op->body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) {
       stmt(coop->body);
-      line("__syncthreads();");
       return;
     }
     std::vector<const ForNode*> nest;
@@ -195,7 +189,6 @@ class CodeGenCUDA : public CodeGenC {
       dedent();
       line("}");
     }
-    line("__syncthreads();");
   }
 
  private:

@@ -26,8 +26,7 @@ CpuKernel::~CpuKernel() {
   if (handle_) dlclose(handle_);
 }
 
-void CpuKernel::launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int, void*) const {
-  const KernelArg* args = slots.data();
+void CpuKernel::launch(const KernelArg* args, size_t, const std::array<int64_t, 3>& grid, int, void*) const {
   BlockFn fn = fn_;
   int64_t gx = grid[0], gy = grid[1];
   if (!begin_block_ || !take_assert_) {

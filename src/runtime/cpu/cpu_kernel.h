@@ -14,7 +14,7 @@ class CpuKernel : public Kernel {
   ~CpuKernel() override;
 
  protected:
-  void launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int device_id,
+  void launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
               void* stream) const override;
 
  private:

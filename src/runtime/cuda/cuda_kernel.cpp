@@ -12,12 +12,22 @@ CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, s
       cubin_(std::move(cubin)),
       entry_(std::move(entry)),
       shared_bytes_(shared_bytes) {
-  for (size_t i = 0; i < signature().threads.size() && i < 3; ++i) threads_[i] = signature().threads[i];
+  for (size_t i = 0; i < signature().threads.size() && i < 3; ++i) threads_[i] = unsigned(signature().threads[i]);
+  for (auto& f : functions_) f.store(nullptr, std::memory_order_relaxed);
 }
 
 void* CudaKernel::function_for(int device_id) const {
+  if (device_id >= 0 && device_id < kMaxDevices)
+    if (void* fn = functions_[device_id].load(std::memory_order_acquire)) return fn;
+  return load_function(device_id);
+}
+
+void* CudaKernel::load_function(int device_id) const {
+  if (device_id < 0 || device_id >= kMaxDevices)
+    throw_user_error({}, str_cat("kernel '", signature().name, "': cuda device ", device_id,
+                                 " is out of the range this runtime supports (0..", kMaxDevices - 1, ")"));
   std::lock_guard<std::mutex> lock(mu_);
-  if (device_id < int(functions_.size()) && functions_[device_id]) return functions_[device_id];
+  if (void* fn = functions_[device_id].load(std::memory_order_acquire)) return fn;
   const CudaDriver* d = cuda_driver();
   if (!d)
     throw_user_error({}, str_cat("kernel '", signature().name,
@@ -35,20 +45,26 @@ void* CudaKernel::function_for(int device_id) const {
   if (shared_bytes_ > 48 * 1024)  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     check_cuda(d->cuFuncSetAttribute(fn, 8, int(shared_bytes_)),
                str_cat("kernel '", signature().name, "' asking for ", shared_bytes_, " bytes of shared memory"));
-  if (int(functions_.size()) <= device_id) functions_.resize(device_id + 1, nullptr);
-  functions_[device_id] = fn;
+  functions_[device_id].store(fn, std::memory_order_release);
   return fn;
 }
 
-void CudaKernel::launch(const std::vector<KernelArg>& slots, const std::array<int64_t, 3>& grid, int device_id,
+void CudaKernel::launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
                         void* stream) const {
   void* fn = function_for(device_id);
-  const CudaDriver* d = cuda_driver();
-  std::vector<void*> params(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) params[i] = const_cast<KernelArg*>(&slots[i]);
-  CUresult r = d->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), unsigned(threads_[0]),
-                                 unsigned(threads_[1]), unsigned(threads_[2]), unsigned(shared_bytes_), stream,
-                                 params.data(), nullptr);
+  constexpr size_t kInline = 32;
+  void* inline_params[kInline];
+  std::vector<void*> heap_params;
+  void** params = inline_params;
+  if (num_slots > kInline) {
+    heap_params.resize(num_slots);
+    params = heap_params.data();
+  }
+  for (size_t i = 0; i < num_slots; ++i) params[i] = const_cast<KernelArg*>(&slots[i]);
+  CUresult r =
+      cuda_driver()->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), threads_[0],
+                                    threads_[1], threads_[2], unsigned(shared_bytes_), stream, params, nullptr);
+  if (r == 0) return;
   check_cuda(r, str_cat("launching kernel '", signature().name, "' with grid (", grid[0], ", ", grid[1], ", ", grid[2],
                         "), block (", threads_[0], ", ", threads_[1], ", ", threads_[2], "), ", shared_bytes_,
                         " bytes of shared memory"));

@@ -1,0 +1,332 @@
+// T.gemm on tensor cores, fast path for sm_80+: operands come from swizzled
+// shared-memory tiles (swizzle.cuh) through ldmatrix, the accumulator stays in
+// registers across calls, and every thread of the block calls tl::gemm_ss (or
+// tl::gemm_rs, A already in registers) once per K tile of a cp.async pipeline.
+//
+// Warps split the M x N tile into WarpsM x WarpsN warp tiles of (M / WarpsM) x
+// (N / WarpsN). The accumulator is the thread's array of MT * NT * 4 values, with
+// MT = M / WarpsM / 16 and NT = N / WarpsN / 8 (docs/design/cuda_layouts.md):
+//   acc[(mt * NT + nt) * 4 + e] = C[wm * M / WarpsM + mt * 16 + g + 8 * (e / 2)]
+//                                  [wn * N / WarpsN + nt * 8 + 2 * q + e % 2]
+// where warp = rank / 32, wm = warp / WarpsN, wn = warp % WarpsN, g = lane / 4 and
+// q = lane % 4: the C/D fragment of mma.sync, tile after tile. The compiler indexes
+// the accumulator with constants only, so it lives in registers.
+//
+// One mma k-step reads 32 bytes of K for every type (16 fp16/bf16, 8 tf32, 32
+// int8 elements), so the A operand of one m16 tile is a 16-row x 32-byte block of
+// four 8 x 16-byte matrices, which one ldmatrix.x4 loads; the B operands of two n8
+// tiles likewise. When the tile stores K along its rows (A [M][K], B [N][K]),
+// plain ldmatrix yields the mma fragments for every type; when it stores M or N
+// along its rows, ldmatrix.trans does for 16-bit types, and tf32/int8 fall back to
+// element loads (slower, correct). tf32 operands are rounded to nearest (cvt.rna).
+// Under TL_EMULATE ldmatrix and mma.sync are replaced by their twins
+// (device/emu/ldmatrix_emu.h, mma_emu.h), which move the same data.
+#pragma once
+
+#include "gemm_mma.cuh"
+#include "smem_addr.cuh"
+#include "swizzle.cuh"
+
+#ifdef TL_EMULATE
+#include "../emu/ldmatrix_emu.h"
+#define TL_SM80_UNROLL
+#else
+#define TL_SM80_UNROLL _Pragma("unroll")
+#endif
+
+namespace tl {
+
+// Loads Num (1, 2, 4) 8x8 matrices of 16-bit elements; lanes 8i..8i+7 supply the
+// shared addresses of the rows of matrix i, register i receives matrix i.
+template <int Num, bool Trans>
+TL_DEVICE void ldmatrix(uint32_t (&r)[Num], SmemAddr row_addr) {
+  static_assert(Num == 1 || Num == 2 || Num == 4, "ldmatrix loads 1, 2 or 4 matrices");
+#ifdef TL_EMULATE
+  emu::ldmatrix<Num, Trans>(r, row_addr);
+#else
+  if constexpr (Num == 1 && Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(row_addr));
+  } else if constexpr (Num == 1) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(row_addr));
+  } else if constexpr (Num == 2 && Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(row_addr));
+  } else if constexpr (Num == 2) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(row_addr));
+  } else if constexpr (Trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(row_addr));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(row_addr));
+  }
+#endif
+}
+
+namespace mma {
+
+// cvt.rna.tf32.f32: the tf32 operand nearest to x, as 32 bits.
+TL_DEVICE uint32_t to_tf32(uint32_t float_bits) {
+#ifdef TL_EMULATE
+  return emu::float_to_tf32_bits(tl::bit_cast<float>(float_bits));
+#else
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(float_bits)));
+  return r;
+#endif
+}
+
+// D += A * B, 16 x 8 x 8, tf32 operands, f32 accumulators (C/D layout as m16n8k16).
+TL_DEVICE void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef TL_EMULATE
+  emu::mma_m16n8k8_tf32(d, a, b);
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// D += A * B, 16 x 8 x 32, signed or unsigned 8-bit operands, s32 accumulators.
+template <bool Unsigned>
+TL_DEVICE void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef TL_EMULATE
+  emu::mma_m16n8k32_s32(d, a, b, Unsigned);
+#else
+  if constexpr (Unsigned) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#endif
+}
+
+}  // namespace mma
+
+namespace sm80 {
+
+template <class A, class B>
+struct SameType {
+  static constexpr bool value = false;
+};
+template <class A>
+struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
+// What one mma.sync of a storage type is: accumulator type and K per instruction.
+template <class T>
+struct MmaOf {
+  static constexpr bool kSupported = false;
+  using Acc = float;
+};
+template <>
+struct MmaOf<half_t> {
+  static constexpr bool kSupported = true;
+  using Acc = float;
+  static constexpr int kStep = 16;
+};
+template <>
+struct MmaOf<bfloat16_t> {
+  static constexpr bool kSupported = true;
+  using Acc = float;
+  static constexpr int kStep = 16;
+};
+template <>
+struct MmaOf<float> {  // tf32
+  static constexpr bool kSupported = true;
+  using Acc = float;
+  static constexpr int kStep = 8;
+};
+template <>
+struct MmaOf<int8_t> {
+  static constexpr bool kSupported = true;
+  using Acc = int32_t;
+  static constexpr int kStep = 32;
+};
+template <>
+struct MmaOf<uint8_t> {
+  static constexpr bool kSupported = true;
+  using Acc = int32_t;
+  static constexpr int kStep = 32;
+};
+
+template <class T, class Acc>
+TL_DEVICE void mma_tile(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (SameType<T, half_t>::value || SameType<T, bfloat16_t>::value)
+    mma::mma_m16n8k16<SameType<T, bfloat16_t>::value>(*reinterpret_cast<float(*)[4]>(d), a, b);
+  else if constexpr (SameType<T, float>::value)
+    mma::mma_m16n8k8_tf32(d, a, b);
+  else
+    mma::mma_m16n8k32_s32<SameType<T, uint8_t>::value>(d, a, b);
+}
+
+TL_DEVICE int thread_rank() {
+  return int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+
+// One lane's view of a swizzled operand tile (stored row length Cols) for the loads
+// of 16-row (or 8-row) x 32-byte operand blocks. "mn" is the operand's M (A) or N
+// (B) dim, "k" its K dim; KMajor tiles store mn along rows ([M][K] / [N][K]).
+// Register j of a block holds matrix j, which covers mn half and k half
+//   A (MnFirst):  (j % 2, j / 2)   -> the m16 tile's a0..a3
+//   B:            (j / 2, j % 2)   -> b0, b1 of n8 tile 0, then of n8 tile 1
+// and, inside a matrix, lane (g, q) holds mn = g and the k elements of part q.
+template <int Cols, class T, bool KMajor, bool MnFirst>
+struct SmemOperand {
+  static constexpr int kElem = int(sizeof(T)), kVec = 16 / kElem;
+  static constexpr int kStep = 32 / kElem, kPerReg = 4 / kElem;  // k per mma, k per register
+  static constexpr bool kLdmatrix = KMajor || kElem == 2;        // else element loads
+  static_assert(!kLdmatrix || (Cols * kElem) % 16 == 0,
+                "gemm operand tile rows must be whole 16-byte chunks for ldmatrix");
+
+  const T* tile;
+  SmemAddr row_addr;  // the row this lane supplies to ldmatrix, in block (0, 0)
+  int chunk, row_xor;
+  int g, q;
+
+  TL_DEVICE SmemOperand(const T* tile_, int lane) : tile(tile_), g(lane / 4), q(lane % 4) {
+    const int m = lane / 8 % 4, r = lane % 8;
+    const int mn_half = MnFirst ? m % 2 : m / 2, k_half = MnFirst ? m / 2 : m % 2;
+    const int row = r + 8 * (KMajor ? mn_half : k_half);
+    chunk = KMajor ? k_half : mn_half;
+    row_xor = swizzle_xor<Cols, kElem>(r);  // all blocks start at multiples of 8 rows
+    row_addr = smem_addr(tile_) + SmemAddr(row * Cols * kElem);
+  }
+
+  // Registers of the block at (mn0, k0); Num = 4: 16 mn x kStep, Num = 2: 8 mn x kStep.
+  template <int Num>
+  TL_DEVICE void load(uint32_t (&r)[Num], int mn0, int k0) const {
+    if constexpr (kLdmatrix) {
+      const int row0 = KMajor ? mn0 : k0, col0 = KMajor ? k0 : mn0;
+      ldmatrix<Num, !KMajor>(r, row_addr + SmemAddr(row0 * Cols * kElem + (((col0 / kVec + chunk) ^ row_xor) * 16)));
+    } else {
+      TL_SM80_UNROLL for (int j = 0; j < Num; ++j) {
+        const int mn_half = MnFirst ? j % 2 : j / 2, k_half = MnFirst ? j / 2 : j % 2;
+        const int mn = mn0 + 8 * mn_half + g, k = k0 + (kStep / 2) * k_half + kPerReg * q;
+        uint32_t bits = 0;
+        TL_SM80_UNROLL for (int p = 0; p < kPerReg; ++p) bits |= element(mn, k + p) << (8 * kElem * p);
+        r[j] = bits;
+      }
+    }
+    if constexpr (SameType<T, float>::value) {
+      TL_SM80_UNROLL for (int j = 0; j < Num; ++j) r[j] = mma::to_tf32(r[j]);
+    }
+  }
+
+  TL_DEVICE uint32_t element(int mn, int k) const {
+    const int off = KMajor ? swizzle_offset<Cols, kElem>(mn, k) : swizzle_offset<Cols, kElem>(k, mn);
+    if constexpr (kElem == 1) return reinterpret_cast<const uint8_t*>(tile)[off];
+    if constexpr (kElem == 2) return reinterpret_cast<const uint16_t*>(tile)[off];
+    return reinterpret_cast<const uint32_t*>(tile)[off];
+  }
+};
+
+// The B fragments of one k-step for all NT n8 tiles: x4 loads for pairs, x2 for an odd last tile.
+template <int NT, class Operand>
+TL_DEVICE void load_b(uint32_t (&b)[NT][2], const Operand& op, int n0, int k0) {
+  TL_SM80_UNROLL for (int j = 0; j < NT / 2; ++j) {
+    uint32_t r[4];
+    op.template load<4>(r, n0 + 16 * j, k0);
+    b[2 * j][0] = r[0];
+    b[2 * j][1] = r[1];
+    b[2 * j + 1][0] = r[2];
+    b[2 * j + 1][1] = r[3];
+  }
+  if constexpr (NT % 2 == 1) op.template load<2>(b[NT - 1], n0 + 16 * (NT / 2), k0);
+}
+
+template <int MT, int NT, class T, class Acc>
+TL_DEVICE void mma_all(Acc* acc, const uint32_t (&a)[MT][4], const uint32_t (&b)[NT][2]) {
+  TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) {
+    TL_SM80_UNROLL for (int nt = 0; nt < NT; ++nt) mma_tile<T>(acc + (mt * NT + nt) * 4, a[mt], b[nt]);
+  }
+}
+
+template <int M, int N, int K, int WarpsM, int WarpsN, class TA, class TB, class TC>
+TL_DEVICE void check_gemm_shape() {
+  static_assert(SameType<TA, TB>::value, "tl::gemm_ss/gemm_rs: A and B must have the same element type");
+  static_assert(MmaOf<TA>::kSupported,
+                "tl::gemm_ss/gemm_rs: element type must be half_t, bfloat16_t, float (tf32), int8_t or uint8_t");
+  static_assert(SameType<TC, typename MmaOf<TA>::Acc>::value,
+                "tl::gemm_ss/gemm_rs: the accumulator must be float (int32_t for 8-bit operands)");
+  static_assert(M % (16 * WarpsM) == 0, "tl::gemm_ss/gemm_rs: M must be a multiple of 16 * WarpsM");
+  static_assert(N % (8 * WarpsN) == 0, "tl::gemm_ss/gemm_rs: N must be a multiple of 8 * WarpsN");
+  static_assert(K % MmaOf<TA>::kStep == 0,
+                "tl::gemm_ss/gemm_rs: K must be a multiple of 32 bytes of the element type (16 fp16/bf16, 8 tf32, "
+                "32 int8)");
+}
+
+}  // namespace sm80
+
+// acc += op(A) * op(B) for the block's M x N x K tile; A is [M][K] ([K][M] when
+// TransA), B is [K][N] ([N][K] when TransB), both swizzled in shared memory.
+// Called by all WarpsM * WarpsN * 32 threads of the block, with the same arguments.
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, class TA, class TB, class TC>
+TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* acc) {
+  sm80::check_gemm_shape<M, N, K, WarpsM, WarpsN, TA, TB, TC>();
+  constexpr int kStep = sm80::MmaOf<TA>::kStep, kSteps = K / kStep;
+  constexpr int MT = M / WarpsM / 16, NT = N / WarpsN / 8;
+  const int rank = sm80::thread_rank(), warp = rank / 32, lane = rank % 32;
+  const int m0 = warp / WarpsN * (M / WarpsM), n0 = warp % WarpsN * (N / WarpsN);
+  const sm80::SmemOperand<TransA ? M : K, TA, !TransA, true> a_op(A, lane);
+  const sm80::SmemOperand<TransB ? K : N, TB, TransB, false> b_op(B, lane);
+  // Two sets of fragments: the loads of k-step s + 1 are issued before the mmas of s.
+  uint32_t a[2][MT][4], b[2][NT][2];
+  TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) a_op.template load<4>(a[0][mt], m0 + 16 * mt, 0);
+  sm80::load_b(b[0], b_op, n0, 0);
+  TL_SM80_UNROLL for (int s = 0; s < kSteps; ++s) {
+    if (s + 1 < kSteps) {
+      TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt)
+          a_op.template load<4>(a[(s + 1) % 2][mt], m0 + 16 * mt, (s + 1) * kStep);
+      sm80::load_b(b[(s + 1) % 2], b_op, n0, (s + 1) * kStep);
+    }
+    sm80::mma_all<MT, NT, TA>(acc, a[s % 2], b[s % 2]);
+  }
+}
+
+// acc += A * op(B) with A in registers: a_regs is the thread's fragment of the
+// M x K matrix A in the accumulator layout above for warps (WarpsM, 1), i.e. K / 8
+// n8 tiles per m16 tile: a_regs[(mt * (K / 8) + kt) * 4 + e]. A 16-bit fragment of
+// mma k-step s is tiles 2s and 2s + 1: a0 = tile 2s elements 0, 1; a1 = its 2, 3;
+// a2, a3 the same of tile 2s + 1. B is swizzled in shared memory as for gemm_ss.
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, class TA, class TB, class TC>
+TL_DEVICE void gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
+  sm80::check_gemm_shape<M, N, K, WarpsM, WarpsN, TA, TB, TC>();
+  static_assert(WarpsN == 1, "tl::gemm_rs: A in registers needs WarpsN == 1 (each warp owns whole rows of A)");
+  static_assert(sizeof(TA) == 2, "tl::gemm_rs: A in registers must be half_t or bfloat16_t");
+  constexpr int kSteps = K / 16, KT = K / 8, MT = M / WarpsM / 16, NT = N / 8;
+  const int rank = sm80::thread_rank(), lane = rank % 32;
+  const sm80::SmemOperand<TransB ? K : N, TB, TransB, false> b_op(B, lane);
+  uint32_t b[2][NT][2];
+  sm80::load_b(b[0], b_op, 0, 0);
+  TL_SM80_UNROLL for (int s = 0; s < kSteps; ++s) {
+    if (s + 1 < kSteps) sm80::load_b(b[(s + 1) % 2], b_op, 0, (s + 1) * 16);
+    uint32_t a[MT][4];
+    TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) {
+      const TA* t0 = a_regs + (mt * KT + 2 * s) * 4;  // n8 tile 2s; tile 2s + 1 follows
+      a[mt][0] = mma::pack(t0[0].bits, t0[1].bits);
+      a[mt][1] = mma::pack(t0[2].bits, t0[3].bits);
+      a[mt][2] = mma::pack(t0[4].bits, t0[5].bits);
+      a[mt][3] = mma::pack(t0[6].bits, t0[7].bits);
+    }
+    sm80::mma_all<MT, NT, TA>(acc, a, b[s % 2]);
+  }
+}
+
+}  // namespace tl
+
+#undef TL_SM80_UNROLL

@@ -1,0 +1,130 @@
+// Vector moves between memory and registers for the copies that
+// src/transform/lower_fragments.cpp generates. The memory side is moved in the
+// widest aligned units (up to 16 bytes) that the run's size allows; the compiler
+// only asks for a width when the address is a multiple of it. Registers are
+// converted one element at a time, so a fragment may differ in dtype from the
+// tensor it is copied to or from.
+#pragma once
+
+namespace tl {
+namespace vec {
+
+template <int Bytes>
+struct Unit;
+template <>
+struct alignas(16) Unit<16> {
+  uint32_t w[4];
+};
+template <>
+struct alignas(8) Unit<8> {
+  uint32_t w[2];
+};
+template <>
+struct Unit<4> {
+  uint32_t w;
+};
+template <>
+struct Unit<2> {
+  uint16_t w;
+};
+template <>
+struct Unit<1> {
+  uint8_t w;
+};
+
+constexpr int unit_bytes(int bytes) {
+  return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
+}
+
+template <class A, class B>
+struct Same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct Same<A, A> {
+  static constexpr bool value = true;
+};
+
+template <class D, class S>
+TL_DEVICE D convert(const S& x) {
+  if constexpr (Same<D, S>::value) {
+    return x;
+  } else {
+    return D(x);
+  }
+}
+
+template <int N, class T>
+struct PackSize {
+  static constexpr int kBytes = N * int(sizeof(T)), kUnit = unit_bytes(kBytes), kUnits = kBytes / kUnit;
+};
+
+// N elements of T over raw storage in units of U bytes (a union: reading the
+// elements after writing the units is the type pun both nvcc and g++ define).
+template <int N, class T>
+union Pack {
+  Unit<PackSize<N, T>::kUnit> u[PackSize<N, T>::kUnits];
+  T e[N];
+  TL_DEVICE Pack() {}
+  TL_DEVICE void load(const T* p) {
+#ifdef TL_EMULATE  // host compilers: memcpy keeps strict aliasing intact
+    __builtin_memcpy(u, p, sizeof(u));
+    return;
+#endif
+    using U = Unit<PackSize<N, T>::kUnit>;
+    const U* src = reinterpret_cast<const U*>(p);
+#pragma unroll
+    for (int i = 0; i < PackSize<N, T>::kUnits; ++i) u[i] = src[i];
+  }
+  TL_DEVICE void store(T* p) const {
+#ifdef TL_EMULATE
+    __builtin_memcpy(p, u, sizeof(u));
+    return;
+#endif
+    using U = Unit<PackSize<N, T>::kUnit>;
+    U* dst = reinterpret_cast<U*>(p);
+#pragma unroll
+    for (int i = 0; i < PackSize<N, T>::kUnits; ++i) dst[i] = u[i];
+  }
+};
+
+}  // namespace vec
+
+// registers <- memory: N elements, one vector read.
+template <int N, class D, class S>
+TL_DEVICE void load_vec(D* regs, const S* mem) {
+  vec::Pack<N, S> p;
+  p.load(mem);
+#pragma unroll
+  for (int i = 0; i < N; ++i) regs[i] = vec::convert<D>(p.e[i]);
+}
+
+// memory <- registers: N elements, one vector write.
+template <int N, class D, class S>
+TL_DEVICE void store_vec(D* mem, const S* regs) {
+  vec::Pack<N, D> p;
+#pragma unroll
+  for (int i = 0; i < N; ++i) p.e[i] = vec::convert<D>(regs[i]);
+  p.store(mem);
+}
+
+}  // namespace tl
+
+namespace tl {
+
+// memory <- memory: N elements, one vector read and one vector write.
+template <int N, class D, class S>
+TL_DEVICE void copy_vec(D* dst, const S* src) {
+  vec::Pack<N, S> in;
+  in.load(src);
+  if constexpr (vec::Same<D, S>::value) {
+    in.store(dst);
+  } else {
+    vec::Pack<N, D> out;
+#pragma unroll
+    for (int i = 0; i < N; ++i) out.e[i] = vec::convert<D>(in.e[i]);
+    out.store(dst);
+  }
+}
+
+}  // namespace tl

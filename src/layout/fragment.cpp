@@ -1,0 +1,197 @@
+#include "layout/fragment.h"
+
+#include <numeric>
+
+namespace tl {
+namespace {
+
+Expr i32(int64_t v) {
+  return int_imm(v, dtype::Int32);
+}
+
+int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= v[i];
+  return p;
+}
+
+// The largest power of two that divides both a and b.
+int64_t common_pow2(int64_t a, int64_t b) {
+  int64_t p = 1;
+  while (a % (p * 2) == 0 && b % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+// Row-major unflattening of `flat` over `dims`.
+std::vector<Expr> unflatten(Expr flat, const std::vector<int64_t>& dims) {
+  std::vector<Expr> out(dims.size());
+  for (int d = int(dims.size()) - 1; d >= 0; --d) {
+    out[d] = d == 0 ? flat : floormod(flat, i32(dims[d]));
+    if (d > 0) flat = floordiv(flat, i32(dims[d]));
+  }
+  return out;
+}
+
+}  // namespace
+
+FragmentLayoutPtr FragmentLayout::blocked(std::vector<int64_t> shape, int64_t threads, int64_t elem_bytes) {
+  auto l = std::make_shared<FragmentLayout>();
+  l->kind_ = Kind::Blocked;
+  l->shape_ = std::move(shape);
+  l->threads_ = threads;
+  int64_t cols = l->shape_.back(), rows = product(l->shape_, 0, l->shape_.size() - 1);
+  int64_t vec = std::max<int64_t>(1, 16 / std::max<int64_t>(1, elem_bytes));
+  while (cols % vec != 0) vec /= 2;
+  int64_t runs = cols / vec;
+  l->vec_ = vec;
+  l->tc_ = common_pow2(threads, runs);
+  l->tr_ = threads / l->tc_;
+  l->rows_per_thread_ = (rows + l->tr_ - 1) / l->tr_;
+  l->runs_per_row_ = runs / l->tc_;
+  l->local_size_ = l->rows_per_thread_ * l->runs_per_row_ * vec;
+  return l;
+}
+
+FragmentLayoutPtr FragmentLayout::accum(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
+  auto l = std::make_shared<FragmentLayout>();
+  l->kind_ = Kind::Accum;
+  l->shape_ = {m, n};
+  l->threads_ = warps_m * warps_n * 32;
+  l->warps_m_ = warps_m;
+  l->warps_n_ = warps_n;
+  l->local_size_ = m * n / l->threads_;
+  return l;
+}
+
+FragmentLayoutPtr FragmentLayout::rows(const FragmentLayoutPtr& parent) {
+  auto l = std::make_shared<FragmentLayout>();
+  l->kind_ = Kind::Rows;
+  l->parent_ = parent;
+  l->threads_ = parent->threads_;
+  const auto& ps = parent->shape_;
+  l->shape_ = std::vector<int64_t>(ps.begin(), ps.end() - 1);
+  if (parent->kind_ == Kind::Accum)
+    l->local_size_ = parent->shape_[0] / parent->warps_m_ / 8;  // (m tiles) x (two rows per lane)
+  else
+    l->local_size_ = parent->rows_per_thread_;
+  return l;
+}
+
+int64_t FragmentLayout::run() const {
+  switch (kind_) {
+    case Kind::Blocked:
+      return vec_;
+    case Kind::Accum:
+      return 2;
+    case Kind::Rows:
+      return 1;
+  }
+  return 1;
+}
+
+std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
+  switch (kind_) {
+    case Kind::Blocked: {
+      int64_t per_row = runs_per_row_ * vec_;
+      Expr i = floordiv(k, i32(per_row)), j = floormod(k, i32(per_row));
+      Expr row = add(mul(i, i32(tr_)), floordiv(t, i32(tc_)));
+      Expr col = add(add(mul(floordiv(j, i32(vec_)), i32(tc_ * vec_)), mul(floormod(t, i32(tc_)), i32(vec_))),
+                     floormod(j, i32(vec_)));
+      std::vector<int64_t> lead(shape_.begin(), shape_.end() - 1);
+      std::vector<Expr> out = lead.empty() ? std::vector<Expr>{} : unflatten(row, lead);
+      out.push_back(col);
+      return out;
+    }
+    case Kind::Accum: {
+      int64_t wm_rows = shape_[0] / warps_m_, wn_cols = shape_[1] / warps_n_, nt = wn_cols / 8;
+      Expr warp = floordiv(t, i32(32)), lane = floormod(t, i32(32));
+      Expr tile = floordiv(k, i32(4)), e = floormod(k, i32(4));
+      Expr row = add(add(mul(floordiv(warp, i32(warps_n_)), i32(wm_rows)), mul(floordiv(tile, i32(nt)), i32(16))),
+                     add(floordiv(lane, i32(4)), mul(floordiv(e, i32(2)), i32(8))));
+      Expr col = add(add(mul(floormod(warp, i32(warps_n_)), i32(wn_cols)), mul(floormod(tile, i32(nt)), i32(8))),
+                     add(mul(floormod(lane, i32(4)), i32(2)), floormod(e, i32(2))));
+      return {row, col};
+    }
+    case Kind::Rows: {
+      // Register k of a row vector is the row of parent register parent_k(k).
+      if (parent_->kind_ == Kind::Accum) {
+        int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
+        // k = mt * 2 + h  <->  parent register (mt * nt) * 4 + h * 2
+        Expr pk = add(mul(mul(floordiv(k, i32(2)), i32(nt)), i32(4)), mul(floormod(k, i32(2)), i32(2)));
+        auto idx = parent_->logical(t, pk);
+        idx.pop_back();
+        return idx;
+      }
+      Expr pk = mul(k, i32(parent_->runs_per_row_ * parent_->vec_));
+      auto idx = parent_->logical(t, pk);
+      idx.pop_back();
+      return idx;
+    }
+  }
+  return {};
+}
+
+Expr FragmentLayout::valid(const Expr& t, const Expr& k) const {
+  const FragmentLayout& base = kind_ == Kind::Rows ? *parent_ : *this;
+  if (base.kind_ != Kind::Blocked) return bool_imm(true);
+  int64_t rows = product(base.shape_, 0, base.shape_.size() - 1);
+  if (rows % base.tr_ == 0) return bool_imm(true);
+  Expr i = kind_ == Kind::Rows ? k : floordiv(k, i32(base.runs_per_row_ * base.vec_));
+  return lt(add(mul(i, i32(base.tr_)), floordiv(t, i32(base.tc_))), i32(rows));
+}
+
+Expr FragmentLayout::row_local(const Expr& parent_k) const {
+  TL_ICHECK(kind_ == Kind::Rows, "row_local of a non-row layout");
+  if (parent_->kind_ == Kind::Accum) {
+    int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
+    // parent register (mt * nt + n) * 4 + e holds row (mt, e / 2)
+    return add(mul(floordiv(parent_k, i32(nt * 4)), i32(2)), floordiv(floormod(parent_k, i32(4)), i32(2)));
+  }
+  return floordiv(parent_k, i32(parent_->runs_per_row_ * parent_->vec_));
+}
+
+int64_t FragmentLayout::row_lanes() const {
+  if (kind_ == Kind::Accum) return 4;
+  return std::min<int64_t>(tc_, 32);
+}
+
+int64_t FragmentLayout::row_warps() const {
+  if (kind_ == Kind::Accum) return warps_n_;
+  return tc_ > 32 ? tc_ / 32 : 1;
+}
+
+Expr FragmentLayout::row_warp_index(const Expr& t) const {
+  Expr warp = floordiv(t, i32(32));
+  if (kind_ == Kind::Accum) return floormod(warp, i32(warps_n_));
+  return floormod(warp, i32(row_warps()));
+}
+
+bool FragmentLayout::equals(const FragmentLayout& o) const {
+  if (kind_ != o.kind_ || shape_ != o.shape_ || threads_ != o.threads_) return false;
+  switch (kind_) {
+    case Kind::Blocked:
+      return tr_ == o.tr_ && tc_ == o.tc_ && vec_ == o.vec_;
+    case Kind::Accum:
+      return warps_m_ == o.warps_m_ && warps_n_ == o.warps_n_;
+    case Kind::Rows:
+      return parent_->equals(*o.parent_);
+  }
+  return false;
+}
+
+std::string FragmentLayout::str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
+  s += "]";
+  switch (kind_) {
+    case Kind::Blocked:
+      return str_cat("blocked", s, " threads ", tr_, "x", tc_, " vec ", vec_);
+    case Kind::Accum:
+      return str_cat("mma accumulator", s, " warps ", warps_m_, "x", warps_n_);
+    case Kind::Rows:
+      return "rows" + s + " of " + parent_->str();
+  }
+  return s;
+}
+
+}  // namespace tl

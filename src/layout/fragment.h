@@ -1,0 +1,76 @@
+// Fragment layouts: how a block-wide tile (T.alloc_fragment) is spread over the
+// registers of a thread block. A layout answers two questions, both as IR
+// expressions: which logical element does local register k of thread t hold, and
+// which local register holds a logical element. Lowering iterates each thread's
+// registers with k a compile-time constant (unrolled), so the register arrays
+// never leave registers.
+//
+// Three shapes of layout cover TileLang's kernels:
+//   Blocked: the default for 2-d tiles [R, C] (higher ranks fold their leading
+//            dims into R). TR x TC threads; thread (tr, tc) holds rows
+//            tr, tr + TR, ... and, in each, runs of `vec` consecutive columns
+//            starting at tc * vec, tc * vec + TC * vec, ... Consecutive threads
+//            hold consecutive runs, so copies are coalesced 16-byte accesses.
+//   Accum:   the mma.sync m16n8 accumulator layout of T.gemm's C over
+//            WarpsM x WarpsN warps (docs/design/cuda_layouts.md).
+//   Rows:    a vector [R] holding one value per row of a 2-d parent layout, kept
+//            by every thread that holds part of that row (replicated): the
+//            result of a reduction over the parent's last dim, and the shape that
+//            per-row values (row max, row sum, scale) take in T.Parallel loops.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace tl {
+
+class FragmentLayout;
+using FragmentLayoutPtr = std::shared_ptr<const FragmentLayout>;
+
+class FragmentLayout {
+ public:
+  enum class Kind { Blocked, Accum, Rows };
+
+  // `elem_bytes` sizes the runs: 16 bytes of the narrowest element copied.
+  static FragmentLayoutPtr blocked(std::vector<int64_t> shape, int64_t threads, int64_t elem_bytes);
+  static FragmentLayoutPtr accum(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+  static FragmentLayoutPtr rows(const FragmentLayoutPtr& parent);
+
+  Kind kind() const { return kind_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t local_size() const { return local_size_; }
+  int64_t warps_m() const { return warps_m_; }
+  int64_t warps_n() const { return warps_n_; }
+  const FragmentLayoutPtr& parent() const { return parent_; }
+  // Consecutive registers holding consecutive elements of the last dim.
+  int64_t run() const;
+
+  // The logical index held by register `k` of thread `t`, and whether it is inside
+  // the shape (false only where the tile does not divide over the threads).
+  std::vector<Expr> logical(const Expr& t, const Expr& k) const;
+  Expr valid(const Expr& t, const Expr& k) const;
+  // For a Rows layout: the register of the row that register `k` of the parent holds.
+  Expr row_local(const Expr& parent_k) const;
+  // For a 2-d layout, the threads that share a row: groups of `lanes` consecutive
+  // lanes of a warp (a power of two <= 32), times `warps` consecutive warps; and
+  // the position of thread t's warp among those warps.
+  int64_t row_lanes() const;
+  int64_t row_warps() const;
+  Expr row_warp_index(const Expr& t) const;
+
+  bool equals(const FragmentLayout& o) const;
+  std::string str() const;
+
+ private:
+  Kind kind_ = Kind::Blocked;
+  std::vector<int64_t> shape_;
+  int64_t threads_ = 1, local_size_ = 0;
+  int64_t tr_ = 1, tc_ = 1, vec_ = 1, rows_per_thread_ = 1, runs_per_row_ = 1;  // Blocked
+  int64_t warps_m_ = 1, warps_n_ = 1;                                           // Accum
+  FragmentLayoutPtr parent_;                                                    // Rows
+};
+
+}  // namespace tl

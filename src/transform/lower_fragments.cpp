@@ -1,0 +1,905 @@
+// Layout inference for fragments, then their lowering into per-thread registers.
+//
+// 1. Collect: every fragment of a T.Kernel with a constant shape is a candidate.
+//    Each use adds a constraint: T.Parallel nests tie the fragments they index by
+//    their loop variables to one layout (and per-row vectors indexed by the
+//    leading variables to the rows of it); T.reduce over the last dim makes the
+//    destination the rows of the source; a fragment-to-fragment T.copy ties both;
+//    T.gemm fixes its accumulator to the mma layout. A use of any other shape
+//    (an index that is not the loop variable, an op without a register lowering)
+//    keeps that fragment block-wide in shared memory ("demoted").
+// 2. Solve: union the tied fragments into classes; a class takes its seed (the
+//    gemm layout), else the rows of its parent class, else the default blocked
+//    layout. Conflicts demote the class; repeat until nothing changes.
+// 3. Rewrite: fragments become register arrays; their ops become unrolled
+//    per-thread loops over the registers (src/layout/fragment.h says which
+//    logical element each register holds); T.gemm calls the register-accumulator
+//    templates of device/cuda/gemm_sm80.cuh and swizzles its shared operands.
+#include "transform/lower_fragments.h"
+
+#include <map>
+#include <set>
+
+#include "ir/visitor.h"
+#include "layout/fragment.h"
+#include "layout/layout.h"
+#include "ops/extent_util.h"
+#include "ops/tile_op.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+
+namespace tl {
+namespace {
+
+using BufKey = const BufferNode*;
+
+Expr i32(int64_t v) {
+  return int_imm(v, dtype::Int32);
+}
+
+std::optional<std::vector<int64_t>> const_shape(const Buffer& b) {
+  std::vector<int64_t> out;
+  for (const Expr& e : b->shape) {
+    auto c = as_const_int(e);
+    if (!c) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+// The region is the whole buffer.
+bool covers_whole(const BufferRegion& r) {
+  for (size_t d = 0; d < r.ranges.size(); ++d) {
+    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent),
+         sh = as_const_int(r.buffer->shape[d]);
+    if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
+  }
+  return true;
+}
+
+// The region covers the last two dims of its buffer whole, one index of the others.
+bool covers_tile(const BufferRegion& r) {
+  size_t n = r.ranges.size();
+  if (n < 2) return false;
+  for (size_t d = 0; d < n; ++d) {
+    if (d + 2 < n) {
+      if (!is_const_one(r.ranges[d].extent)) return false;
+      continue;
+    }
+    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent),
+         sh = as_const_int(r.buffer->shape[d]);
+    if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
+  }
+  return true;
+}
+
+bool is_shared(const Buffer& b) {
+  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn;
+}
+
+int64_t elem_bytes(DataType t) {
+  return std::max<int64_t>(1, t.bits() * t.lanes() / 8);
+}
+
+// Whether `e` is a multiple of `n` for every value of its variables (affine forms).
+bool divisible(const Expr& e, int64_t n) {
+  if (n == 1) return true;
+  if (auto c = as_const_int(e)) return *c % n == 0;
+  if (auto* b = e.as<BinaryNode>()) {
+    switch (b->op) {
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+        return divisible(b->a, n) && divisible(b->b, n);
+      case BinaryOp::Mul:
+        return divisible(b->a, n) || divisible(b->b, n);
+      default:
+        return false;
+    }
+  }
+  if (auto* c = e.as<CastNode>()) return c->value.dtype().is_integer() && divisible(c->value, n);
+  return false;
+}
+
+struct GemmUse {
+  const TileOpNode* op;
+  BufKey a = nullptr, b = nullptr, c = nullptr;  // the fragment operands
+};
+
+// ---------------------------------------------------------------- analysis
+
+struct Analysis {
+  int64_t threads = 1;
+  const Target* target = nullptr;
+  std::map<BufKey, Buffer> candidates;
+  std::set<BufKey> demoted;
+  struct Loop {
+    std::vector<BufKey> full, rows;
+  };
+  std::vector<Loop> loops;
+  std::vector<std::pair<BufKey, BufKey>> same, row_of;  // (a, b): a ~ b; (rows, parent)
+  std::map<BufKey, FragmentLayoutPtr> seeds;
+  std::map<BufKey, int64_t> narrowest;  // bytes of the narrowest element copied with it
+  std::vector<GemmUse> gemms;
+  std::map<const TileOpNode*, std::string> why;  // for the debug log
+
+  bool candidate(const Buffer& b) const { return candidates.count(b.get()); }
+  void demote(const Buffer& b) {
+    if (candidate(b)) demoted.insert(b.get());
+  }
+  void note_bytes(const Buffer& frag, const Buffer& peer) {
+    if (!candidate(frag)) return;
+    int64_t& n = narrowest[frag.get()];
+    int64_t b = std::min(elem_bytes(frag->dtype), elem_bytes(peer->dtype));
+    n = n ? std::min(n, b) : b;
+  }
+};
+
+class Collector : public IRVisitor {
+ public:
+  explicit Collector(Analysis& a) : a_(a) {}
+  using IRVisitor::visit;
+
+  void visit(const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::Fragment && const_shape(op->buffer)) a_.candidates[op->buffer.get()] = op->buffer;
+    IRVisitor::visit(op);
+  }
+
+  void visit(const BufferLoadNode* op) override {
+    classify(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+  void visit(const BufferStoreNode* op) override {
+    classify(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const ForNode* op) override {
+    if (op->for_kind != ForKind::Parallel || loop_) return IRVisitor::visit(op);
+    std::vector<const ForNode*> nest{op};
+    while (auto* inner = nest.back()->body.as<ForNode>()) {
+      if (inner->for_kind != ForKind::Parallel) break;
+      nest.push_back(inner);
+    }
+    bool ok = true;
+    std::vector<int64_t> extents;
+    for (const ForNode* f : nest) {
+      auto mn = as_const_int(f->min), ex = as_const_int(f->extent);
+      ok = ok && mn && *mn == 0 && ex;
+      vars_.push_back(f->var.node());
+      extents.push_back(ex ? *ex : -1);
+    }
+    Analysis::Loop loop;
+    loop_ = &loop;
+    extents_ = ok ? extents : std::vector<int64_t>{};
+    visit(nest.back()->body);
+    loop_ = nullptr;
+    vars_.clear();
+    if (loop.full.empty())
+      for (BufKey r : loop.rows) a_.demoted.insert(r);
+    a_.loops.push_back(std::move(loop));
+  }
+
+  void visit(const TileOpNode* op) override {
+    auto frag = [&](const BufferRegion& r) { return a_.candidate(r.buffer); };
+    auto demote_all = [&] {
+      for (const BufferRegion& r : op->regions) a_.demote(r.buffer);
+    };
+    switch (op->op) {
+      case TileOpKind::Fill:
+        if (frag(op->regions[0]) && !covers_whole(op->regions[0])) demote_all();
+        break;
+      case TileOpKind::Copy: {
+        const BufferRegion &s = op->regions[0], &d = op->regions[1];
+        if (!frag(s) && !frag(d)) break;
+        if ((frag(s) && !covers_whole(s)) || (frag(d) && !covers_whole(d)) || !pairs_exactly(s, d)) {
+          demote_all();
+          break;
+        }
+        if (frag(s) && frag(d)) {
+          if (*const_shape(s.buffer) == *const_shape(d.buffer))
+            a_.same.push_back({s.buffer.get(), d.buffer.get()});
+          else
+            demote_all();
+        }
+        a_.note_bytes(s.buffer, d.buffer);
+        a_.note_bytes(d.buffer, s.buffer);
+        break;
+      }
+      case TileOpKind::Gemm:
+        gemm(op);
+        break;
+      case TileOpKind::Reduce: {
+        const BufferRegion &s = op->regions[0], &d = op->regions[1];
+        std::string kind = attr_string(op->attrs, "kind");
+        bool shuffled = kind == "sum" || kind == "max" || kind == "min" || kind == "abssum" || kind == "absmax";
+        if (!frag(s) && !frag(d)) break;
+        if (frag(s) && frag(d) && shuffled && covers_whole(s) && covers_whole(d) && s.buffer.ndim() == 2 &&
+            d.buffer.ndim() == 1 && attr_int(op->attrs, "dim", -1) == 1 &&
+            d.buffer->shape[0].same_as(d.buffer->shape[0]) &&
+            *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[0])) {
+          a_.row_of.push_back({d.buffer.get(), s.buffer.get()});
+        } else {
+          demote_all();
+        }
+        break;
+      }
+      default:
+        demote_all();
+        break;
+    }
+    // Regions are not indexed accesses: do not classify them as loads.
+  }
+
+ private:
+  // Both sides of a copy have the same non-unit constant extents, in order.
+  static bool pairs_exactly(const BufferRegion& s, const BufferRegion& d) {
+    std::vector<int64_t> a, b;
+    for (const Expr& e : s.extents()) {
+      auto c = as_const_int(e);
+      if (!c) return false;
+      if (*c != 1) a.push_back(*c);
+    }
+    for (const Expr& e : d.extents()) {
+      auto c = as_const_int(e);
+      if (!c) return false;
+      if (*c != 1) b.push_back(*c);
+    }
+    return a == b;
+  }
+
+  void gemm(const TileOpNode* op) {
+    const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+    GemmUse use{op};
+    auto fail = [&](const std::string& why) {
+      a_.why[op] = why;
+      for (const BufferRegion& r : op->regions) a_.demote(r.buffer);
+    };
+    if (!a_.candidate(c.buffer)) return fail("the accumulator is not a register fragment");
+    use.c = c.buffer.get();
+    if (a_.candidate(a.buffer)) use.a = a.buffer.get();
+    if (a_.candidate(b.buffer)) use.b = b.buffer.get();
+    DataType in = a.buffer->dtype;
+    if (!a_.target->has_mma_sync() || a_.threads % 32 != 0)
+      return fail("the target has no mma.sync or the block is not whole warps");
+    if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in) ||
+        !(c.buffer->dtype == dtype::Float32))
+      return fail("operand dtypes are not f16/bf16 with a float32 accumulator");
+    if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
+    bool ta = attr_int(op->attrs, "transpose_A", 0);
+    int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);
+    size_t na = a.ranges.size();
+    auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
+    if (!kk || *kk % 16 != 0) return fail("K is not a multiple of 16");
+    int64_t warps = a_.threads / 32;
+    int64_t wm = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
+    if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
+    if (n / (warps / wm) % 16 != 0) return fail("a warp's N is not a multiple of 16");
+    for (const BufferRegion* r : {&a, &b}) {
+      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !covers_tile(*r))
+        return fail("an operand is not a whole shared-memory tile");
+      auto sh = const_shape(r->buffer);
+      if (!sh || !Layout::swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
+        return fail("an operand's row length has no conflict-free swizzle");
+    }
+    a_.seeds[c.buffer.get()] = FragmentLayout::accum(m, n, wm, warps / wm);
+    if (use.a) {
+      // A from registers: the accumulator layout of an M x K tile, every warp along M.
+      if (ta || warps / wm != 1 || !covers_whole(a) || a.buffer.ndim() != 2) {
+        a_.demote(a.buffer);
+        use.a = nullptr;
+      } else {
+        a_.seeds[a.buffer.get()] = FragmentLayout::accum(m, *kk, wm, 1);
+      }
+    }
+    if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
+    use.b = nullptr;
+    a_.gemms.push_back(use);
+  }
+
+  void classify(const Buffer& b, const std::vector<Expr>& idx) {
+    if (!a_.candidate(b)) return;
+    if (!loop_ || extents_.empty()) return a_.demote(b);
+    auto shape = *const_shape(b);
+    auto is_var = [&](size_t i) {
+      auto* v = idx[i].as<VarNode>();
+      return v && v == vars_[i];
+    };
+    bool full = idx.size() == vars_.size() && shape == extents_;
+    for (size_t i = 0; full && i < idx.size(); ++i) full = is_var(i);
+    if (full) return loop_->full.push_back(b.get());
+    bool row = vars_.size() >= 2 && idx.size() == vars_.size() - 1 &&
+               shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
+    for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
+    if (row) return loop_->rows.push_back(b.get());
+    a_.demote(b);
+  }
+
+  Analysis& a_;
+  Analysis::Loop* loop_ = nullptr;
+  std::vector<const VarNode*> vars_;
+  std::vector<int64_t> extents_;
+};
+
+// ---------------------------------------------------------------- solving
+
+struct Solution {
+  std::map<BufKey, FragmentLayoutPtr> layouts;
+};
+
+class UnionFind {
+ public:
+  BufKey find(BufKey k) {
+    auto it = parent_.find(k);
+    if (it == parent_.end() || it->second == k) return k;
+    return parent_[k] = find(it->second);
+  }
+  void unite(BufKey a, BufKey b) { parent_[find(a)] = find(b); }
+
+ private:
+  std::map<BufKey, BufKey> parent_;
+};
+
+// One round; returns false when it demoted something (the caller repeats).
+bool solve_round(Analysis& a, Solution& out) {
+  auto alive = [&](BufKey k) { return a.candidates.count(k) && !a.demoted.count(k); };
+  auto demote = [&](BufKey k) { return a.demoted.insert(k).second; };
+  // A gemm whose accumulator lost its registers takes its register A with it.
+  for (const GemmUse& g : a.gemms)
+    if (g.a && !alive(g.c) && alive(g.a)) return !demote(g.a);
+  UnionFind uf;
+  for (auto& [x, y] : a.same)
+    if (alive(x) && alive(y)) uf.unite(x, y);
+  for (const Analysis::Loop& l : a.loops) {
+    BufKey first = nullptr;
+    for (BufKey f : l.full)
+      if (alive(f)) first ? uf.unite(f, first) : void(first = f);
+  }
+  // Rows: each row class has one parent class.
+  std::map<BufKey, BufKey> parent;  // row class -> parent class (roots, updated lazily)
+  auto add_row = [&](BufKey row, BufKey par) {
+    BufKey r = uf.find(row), p = uf.find(par);
+    auto it = parent.find(r);
+    if (it == parent.end()) {
+      parent[r] = p;
+      return true;
+    }
+    if (uf.find(it->second) != p) uf.unite(it->second, p);
+    return true;
+  };
+  bool changed = false;
+  for (const Analysis::Loop& l : a.loops) {
+    BufKey driver = nullptr;
+    for (BufKey f : l.full)
+      if (alive(f)) driver = f;
+    for (BufKey r : l.rows) {
+      if (!alive(r)) continue;
+      if (!driver) {
+        changed |= demote(r);
+        continue;
+      }
+      add_row(r, driver);
+    }
+  }
+  for (auto& [row, src] : a.row_of) {
+    if (alive(row) != alive(src)) {
+      changed |= demote(row) | demote(src);
+      continue;
+    }
+    if (alive(row)) add_row(row, src);
+  }
+  if (changed) return false;
+  // Classes, with their members.
+  std::map<BufKey, std::vector<BufKey>> members;
+  for (auto& [k, b] : a.candidates)
+    if (alive(k)) members[uf.find(k)].push_back(k);
+  std::map<BufKey, BufKey> root_parent;
+  for (auto& [r, p] : parent) root_parent[uf.find(r)] = uf.find(p);
+  std::map<BufKey, FragmentLayoutPtr> class_layout;
+  std::function<FragmentLayoutPtr(BufKey, int)> layout_of = [&](BufKey root, int depth) -> FragmentLayoutPtr {
+    if (auto it = class_layout.find(root); it != class_layout.end()) return it->second;
+    if (depth > 8) return nullptr;
+    const auto& ms = members[root];
+    auto shape = *const_shape(a.candidates[ms[0]]);
+    FragmentLayoutPtr seed;
+    int64_t bytes = 16;
+    for (BufKey m : ms) {
+      if (*const_shape(a.candidates[m]) != shape) return nullptr;
+      if (auto it = a.seeds.find(m); it != a.seeds.end()) {
+        if (seed && !seed->equals(*it->second)) return nullptr;
+        seed = it->second;
+      }
+      int64_t nb = a.narrowest.count(m) ? a.narrowest[m] : elem_bytes(a.candidates[m]->dtype);
+      bytes = std::min(bytes, nb);
+    }
+    FragmentLayoutPtr l;
+    if (auto it = root_parent.find(root); it != root_parent.end()) {
+      if (seed) return nullptr;
+      FragmentLayoutPtr p = layout_of(it->second, depth + 1);
+      if (!p || p->kind() == FragmentLayout::Kind::Rows || p->shape().size() != 2) return nullptr;
+      if (shape != std::vector<int64_t>{p->shape()[0]}) return nullptr;
+      l = FragmentLayout::rows(p);
+    } else if (seed) {
+      l = seed;
+    } else {
+      l = FragmentLayout::blocked(shape, a.threads, bytes);
+    }
+    class_layout[root] = l;
+    return l;
+  };
+  for (auto& [root, ms] : members) {
+    FragmentLayoutPtr l = layout_of(root, 0);
+    if (!l) {
+      for (BufKey m : ms) changed |= demote(m);
+      continue;
+    }
+    for (BufKey m : ms) out.layouts[m] = l;
+  }
+  return !changed;
+}
+
+Solution solve(Analysis& a) {
+  Solution s;
+  for (size_t round = 0; round <= a.candidates.size() + 1; ++round) {
+    s = Solution{};
+    if (solve_round(a, s)) return s;
+  }
+  return Solution{};  // unreachable in practice: every round demotes at least one
+}
+
+// ---------------------------------------------------------------- rewriting
+
+class Lowerer : public IRMutator {
+ public:
+  Lowerer(const Analysis& a, const Solution& s, Expr thread)
+      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads) {
+    for (auto& [k, l] : s_.layouts) {
+      const Buffer& b = a_.candidates.at(k);
+      regs_[k] = Buffer::make(b->name, b->dtype, {i32(l->local_size())}, Scope::Local, {}, b->span);
+    }
+    for (const GemmUse& g : a_.gemms) {
+      if (!s_.layouts.count(g.c)) continue;
+      for (int i : {0, 1}) {
+        const Buffer& b = g.op->regions[i].buffer;
+        if (s_.layouts.count(b.get())) continue;
+        auto sh = *const_shape(b);
+        swizzled_[b.get()] = with_layout(b, Layout::swizzle(sh.back(), elem_bytes(b->dtype)));
+      }
+    }
+  }
+  using IRMutator::mutate;
+
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (auto it = swizzled_.find(b.get()); it != swizzled_.end()) return it->second;
+    return b;
+  }
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const AllocateNode* op, const Stmt& self) override {
+    if (auto it = regs_.find(op->buffer.get()); it != regs_.end()) return allocate(it->second, mutate(op->body));
+    return IRMutator::visit(op, self);
+  }
+
+  Expr visit(const BufferLoadNode* op, const Expr& self) override {
+    TL_ICHECK(!regs_.count(op->buffer.get()), "register fragment '", op->buffer->name, "' read outside its lowering");
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
+    std::vector<const ForNode*> nest{op};
+    while (auto* inner = nest.back()->body.as<ForNode>()) {
+      if (inner->for_kind != ForKind::Parallel) break;
+      nest.push_back(inner);
+    }
+    // The driver: a register fragment indexed by all loop variables.
+    FragmentLayoutPtr driver;
+    std::set<BufKey> touched;
+    for_each_expr(nest.back()->body, [&](const Expr& e) {
+      if (auto* l = e.as<BufferLoadNode>()) touched.insert(l->buffer.get());
+    });
+    struct Stores : IRVisitor {
+      std::set<BufKey>* out;
+      using IRVisitor::visit;
+      void visit(const BufferStoreNode* s) override {
+        out->insert(s->buffer.get());
+        IRVisitor::visit(s);
+      }
+    } stores;
+    stores.out = &touched;
+    stores.visit(nest.back()->body);
+    for (BufKey k : touched) {
+      auto it = s_.layouts.find(k);
+      if (it == s_.layouts.end()) continue;
+      if (it->second->shape().size() == nest.size()) driver = it->second;
+    }
+    if (!driver) return IRMutator::visit(op, self);
+    Var k("k", dtype::Int32);
+    std::vector<Expr> logical = driver->logical(t_, k);
+    Stmt body = RegisterAccess(*this, driver, k).mutate(nest.back()->body);
+    body = mutate(body);
+    Expr valid = driver->valid(t_, k);
+    if (!is_const_true(valid)) body = if_then_else(valid, body);
+    for (int d = int(nest.size()) - 1; d >= 0; --d)
+      body = let_stmt(nest[d]->var, cast(nest[d]->var.dtype(), logical[d]), body);
+    return thread_op(for_loop(k, i32(0), i32(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
+  }
+
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    bool touches = false;
+    for (const BufferRegion& r : op->regions) touches |= s_.layouts.count(r.buffer.get()) > 0;
+    if (!touches && op->op == TileOpKind::Copy) {
+      Stmt s = lower_mem_copy(op);
+      if (s.defined()) return thread_op(s);
+    }
+    if (!touches) return IRMutator::visit(op, self);
+    switch (op->op) {
+      case TileOpKind::Fill:
+        return thread_op(lower_fill(op));
+      case TileOpKind::Copy:
+        return thread_op(lower_copy(op));
+      case TileOpKind::Gemm:
+        return thread_op(lower_gemm(op));
+      case TileOpKind::Reduce:
+        return thread_op(lower_reduce(op));
+      default:
+        TL_ICHECK(false, "tile op with a register fragment has no register lowering");
+    }
+    return self;
+  }
+
+ private:
+  // Rewrites the fragment accesses of a T.Parallel body driven by `driver`.
+  class RegisterAccess : public IRMutator {
+   public:
+    RegisterAccess(Lowerer& up, FragmentLayoutPtr driver, Var k)
+        : up_(up), driver_(std::move(driver)), k_(std::move(k)) {}
+    using IRMutator::mutate;
+
+   protected:
+    using IRMutator::visit;
+    Expr visit(const BufferLoadNode* op, const Expr& self) override {
+      if (auto reg = local_index(op->buffer)) return buffer_load(up_.regs_.at(op->buffer.get()), {*reg}, op->span);
+      return IRMutator::visit(op, self);
+    }
+    Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
+      if (auto reg = local_index(op->buffer))
+        return buffer_store(up_.regs_.at(op->buffer.get()), mutate(op->value), {*reg}, op->span);
+      return IRMutator::visit(op, self);
+    }
+
+   private:
+    std::optional<Expr> local_index(const Buffer& b) {
+      auto it = up_.s_.layouts.find(b.get());
+      if (it == up_.s_.layouts.end()) return std::nullopt;
+      const FragmentLayoutPtr& l = it->second;
+      if (l->equals(*driver_)) return Expr(k_);
+      TL_ICHECK(l->kind() == FragmentLayout::Kind::Rows && l->parent()->equals(*driver_), "fragment '", b->name,
+                "' has layout ", l->str(), " in a loop driven by ", driver_->str());
+      return l->row_local(k_);
+    }
+    Lowerer& up_;
+    FragmentLayoutPtr driver_;
+    Var k_;
+  };
+
+  static bool is_const_true(const Expr& e) {
+    auto c = as_const_int(e);
+    return c && *c != 0;
+  }
+
+  static Stmt thread_op(Stmt s) { return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s)); }
+
+  const FragmentLayoutPtr& layout(const Buffer& b) const { return s_.layouts.at(b.get()); }
+  const Buffer& reg(const Buffer& b) const { return regs_.at(b.get()); }
+
+  Stmt lower_fill(const TileOpNode* op) {
+    const Buffer& b = op->regions[0].buffer;
+    Var k("k", dtype::Int32);
+    Stmt st = buffer_store(reg(b), cast(b->dtype, op->args[0]), {k}, op->span);
+    return for_loop(k, i32(0), i32(layout(b)->local_size()), ForKind::Unrolled, st);
+  }
+
+  // The other side's index for fragment index `idx`: non-unit dims pair in order.
+  static std::vector<Expr> paired_index(const BufferRegion& frag, const BufferRegion& other,
+                                        const std::vector<Expr>& idx) {
+    std::vector<Expr> comps;
+    for (size_t d = 0; d < frag.ranges.size(); ++d)
+      if (!is_const_one(frag.ranges[d].extent)) comps.push_back(idx[d]);
+    std::vector<Expr> out;
+    size_t next = 0;
+    for (const Range& r : other.ranges) {
+      if (is_const_one(r.extent)) {
+        out.push_back(r.min);
+        continue;
+      }
+      out.push_back(add(r.min, cast(r.min.dtype(), comps[next++])));
+    }
+    return out;
+  }
+
+  // The widest run (<= `run` elements along the last dim) that region `mem` can move
+  // as one aligned vector.
+  static int64_t vector_width(const BufferRegion& mem, int64_t run, int64_t bytes) {
+    if (run <= 1 || is_const_one(mem.ranges.back().extent)) return 1;
+    auto strides = mem.buffer.effective_strides();
+    if (!is_const_one(strides.back())) return 1;
+    int64_t w = std::min<int64_t>(run, 16 / bytes);
+    auto ok = [&](int64_t w) {
+      if (run % w != 0 || !divisible(mem.ranges.back().min, w)) return false;
+      for (size_t d = 0; d + 1 < strides.size(); ++d)
+        if (!divisible(strides[d], w)) return false;
+      if (mem.buffer->scope == Scope::Global && !divisible(mem.buffer->shape.back(), w)) return false;
+      if (mem.buffer->layout && mem.buffer->layout->chunk_elems() % w != 0) return false;
+      return true;
+    };
+    while (w > 1 && !ok(w)) w /= 2;
+    return w;
+  }
+
+  // A copy between memories (global, shared, block-wide fragments): the tile is
+  // cut into runs of w elements along its last dim, dealt to the threads in turn,
+  // so a warp moves consecutive 16-byte pieces. Producers of a pipelined loop use
+  // cp.async where the run is 4, 8 or 16 bytes of one dtype and the padding is 0.
+  Stmt lower_mem_copy(const TileOpNode* op) {
+    const BufferRegion s = mutate_region(op->regions[0]), d = mutate_region(op->regions[1]);
+    std::vector<int64_t> ext;
+    for (const Expr& e : d.extents()) {
+      auto c = as_const_int(e);
+      if (!c) return Stmt();
+      if (*c != 1) ext.push_back(*c);
+    }
+    std::vector<int64_t> sext;
+    for (const Expr& e : s.extents()) {
+      auto c = as_const_int(e);
+      if (!c) return Stmt();
+      if (*c != 1) sext.push_back(*c);
+    }
+    if (ext.empty() || ext != sext) return Stmt();
+    int64_t cols = ext.back(), rows = 1;
+    for (size_t i = 0; i + 1 < ext.size(); ++i) rows *= ext[i];
+    int64_t sb = elem_bytes(s.buffer->dtype), db = elem_bytes(d.buffer->dtype);
+    int64_t w = std::min(vector_width(s, cols, sb), vector_width(d, cols, db));
+    while (w > 1 && (w * std::max(sb, db) > 16 || cols % w != 0)) w /= 2;
+    bool async = attr_int(op->attrs, kAsyncCopyAttr, 0) && s.buffer->scope == Scope::Global &&
+                 d.buffer->scope != Scope::Global && s.buffer->dtype == d.buffer->dtype &&
+                 (w * sb == 4 || w * sb == 8 || w * sb == 16);
+    // cp.async pads with zero bytes: only right when the padding value is 0.
+    Expr pad = safe_value(op->attrs, s.buffer->dtype);
+    auto* pad_f = pad.as<FloatImmNode>();
+    auto pad_i = as_const_int(pad);
+    if (!((pad_f && pad_f->value == 0) || (pad_i && *pad_i == 0))) async = false;
+    int64_t runs_per_row = cols / w, chunks = rows * runs_per_row;
+    int64_t iters = (chunks + threads_ - 1) / threads_;
+    Var it("it", dtype::Int32);
+    Expr c = add(mul(it, i32(threads_)), t_);
+    Expr row = floordiv(c, i32(runs_per_row)), col = mul(floormod(c, i32(runs_per_row)), i32(w));
+    std::vector<Expr> comps;
+    Expr rest = row;
+    for (int i = int(ext.size()) - 2; i >= 0; --i) {
+      comps.insert(comps.begin(), i == 0 ? rest : floormod(rest, i32(ext[i])));
+      if (i > 0) rest = floordiv(rest, i32(ext[i]));
+    }
+    comps.push_back(col);
+    auto index = [&](const BufferRegion& r) {
+      std::vector<Expr> out;
+      size_t next = 0;
+      for (const Range& rg : r.ranges)
+        out.push_back(is_const_one(rg.extent) ? rg.min : add(rg.min, cast(rg.min.dtype(), comps[next++])));
+      return out;
+    };
+    std::vector<Expr> si = index(s), di = index(d);
+    Expr ok_s = s.buffer->scope == Scope::Global ? in_bounds(s.buffer, si) : bool_imm(true);
+    Expr ok_d = d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true);
+    Expr src_ptr = call(Intrinsic::AddressOf, {buffer_load(s.buffer, si)});
+    Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(d.buffer, di)});
+    Stmt body;
+    if (async) {
+      body = evaluate(call_extern(dtype::Void, str_cat("tl::cp_async<", w * sb, ">"), {dst_ptr, src_ptr, ok_s}));
+    } else {
+      // One element e of the run, predicated and padded like the generic copy.
+      Var e("e", dtype::Int32);
+      std::vector<Expr> se = si, de = di;
+      se.back() = add(se.back(), cast(se.back().dtype(), e));
+      de.back() = add(de.back(), cast(de.back().dtype(), e));
+      Expr ok_se = s.buffer->scope == Scope::Global ? in_bounds(s.buffer, se) : bool_imm(true);
+      Expr ok_de = d.buffer->scope == Scope::Global ? in_bounds(d.buffer, de) : bool_imm(true);
+      Expr val = buffer_load(s.buffer, se, op->span);
+      if (!is_const_true(ok_se)) val = select(ok_se, val, safe_value(op->attrs, s.buffer->dtype));
+      Stmt one = buffer_store(d.buffer, cast(d.buffer->dtype, val), de, op->span);
+      if (!is_const_true(ok_de)) one = if_then_else(ok_de, one);
+      Stmt scalar = for_loop(e, i32(0), i32(w), ForKind::Unrolled, one);
+      if (w == 1) {
+        body = scalar;
+      } else {
+        Stmt vec = evaluate(call_extern(dtype::Void, str_cat("tl::copy_vec<", w, ">"), {dst_ptr, src_ptr}));
+        Expr ok = logical_and(ok_s, ok_d);
+        body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);
+      }
+    }
+    if (chunks % threads_ != 0) body = if_then_else(lt(c, i32(chunks)), body);
+    Stmt loop = for_loop(it, i32(0), i32(iters), iters <= 32 ? ForKind::Unrolled : ForKind::Serial, body, {}, op->span);
+    return async ? attr_stmt(kAsyncCopyAttr, int64_t(1), loop) : loop;
+  }
+
+  Stmt lower_copy(const TileOpNode* op) {
+    const BufferRegion s = mutate_region(op->regions[0]), d = mutate_region(op->regions[1]);
+    bool fs = s_.layouts.count(op->regions[0].buffer.get()), fd = s_.layouts.count(op->regions[1].buffer.get());
+    Var k("k", dtype::Int32);
+    if (fs && fd) {
+      Stmt st = buffer_store(reg(d.buffer), cast(d.buffer->dtype, buffer_load(reg(s.buffer), {k})), {k}, op->span);
+      return for_loop(k, i32(0), i32(layout(s.buffer)->local_size()), ForKind::Unrolled, st);
+    }
+    const BufferRegion& frag = fs ? s : d;
+    const BufferRegion& mem = fs ? d : s;
+    const FragmentLayoutPtr& l = layout(frag.buffer);
+    int64_t run = l->run();
+    int64_t w = is_const_one(frag.ranges.back().extent) ? 1 : vector_width(mem, run, elem_bytes(mem.buffer->dtype));
+    bool global = mem.buffer->scope == Scope::Global;
+    // One step per w registers.
+    Var r("r", dtype::Int32);
+    Expr k0 = mul(r, i32(w));
+    std::vector<Expr> fi = l->logical(t_, k0);
+    std::vector<Expr> mi = paired_index(frag, mem, fi);
+    Expr ok = l->valid(t_, k0);
+    if (global) ok = logical_and(ok, in_bounds(mem.buffer, mi));
+    Expr mem_ptr = call(Intrinsic::AddressOf, {buffer_load(mem.buffer, mi)});
+    Expr reg_ptr = call(Intrinsic::AddressOf, {buffer_load(reg(frag.buffer), {k0})});
+    Stmt body;
+    if (fs) {
+      Stmt st =
+          w > 1 ? evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", w, ">"), {mem_ptr, reg_ptr}))
+                : buffer_store(mem.buffer, cast(mem.buffer->dtype, buffer_load(reg(frag.buffer), {k0})), mi, op->span);
+      body = is_const_true(ok) ? st : if_then_else(ok, st);
+    } else {
+      Stmt st =
+          w > 1 ? evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", w, ">"), {reg_ptr, mem_ptr}))
+                : buffer_store(reg(frag.buffer), cast(frag.buffer->dtype, buffer_load(mem.buffer, mi)), {k0}, op->span);
+      if (!is_const_true(ok)) {
+        Var e("e", dtype::Int32);
+        Expr safe = cast(frag.buffer->dtype, safe_value(op->attrs, mem.buffer->dtype));
+        Stmt fill = for_loop(e, i32(0), i32(w), ForKind::Unrolled, buffer_store(reg(frag.buffer), safe, {add(k0, e)}));
+        st = if_then_else(ok, st, fill);
+      }
+      body = st;
+    }
+    return for_loop(r, i32(0), i32(l->local_size() / w), ForKind::Unrolled, body, {}, op->span);
+  }
+
+  Stmt lower_gemm(const TileOpNode* op) {
+    const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+    const FragmentLayoutPtr& lc = layout(c.buffer);
+    bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
+    bool clear = attr_int(op->attrs, "clear_accum", 0);
+    int64_t m = lc->shape()[0], n = lc->shape()[1];
+    size_t na = a.ranges.size();
+    int64_t kk = *as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
+    auto ptr = [&](const BufferRegion& r) {
+      std::vector<Expr> mins;
+      for (const Range& rg : r.ranges) mins.push_back(rg.min);
+      return call(Intrinsic::AddressOf, {buffer_load(mutate_buffer(r.buffer), mins)});
+    };
+    auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(reg(buf), {i32(0)})}); };
+    auto flag = [](bool v) { return v ? "true" : "false"; };
+    std::vector<Stmt> out;
+    if (clear) {
+      Var k("k", dtype::Int32);
+      out.push_back(for_loop(k, i32(0), i32(lc->local_size()), ForKind::Unrolled,
+                             buffer_store(reg(c.buffer), make_const(c.buffer->dtype, 0), {k})));
+    }
+    if (s_.layouts.count(a.buffer.get())) {
+      std::string name =
+          str_cat("tl::gemm_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(tb), ">");
+      out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));
+    } else {
+      std::string name = str_cat("tl::gemm_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
+                                 flag(ta), ", ", flag(tb), ">");
+      out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(b), regs(c.buffer)}), op->span));
+    }
+    return seq(out);
+  }
+
+  Stmt lower_reduce(const TileOpNode* op) {
+    const Buffer &src = op->regions[0].buffer, &dst = op->regions[1].buffer;
+    const FragmentLayoutPtr &ls = layout(src), &ld = layout(dst);
+    std::string kind = attr_string(op->attrs, "kind");
+    bool clear = attr_int(op->attrs, "clear", 1);
+    DataType t = dst->dtype;
+    bool is_max = kind == "max" || kind == "absmax", is_min = kind == "min";
+    const char* fn = is_max ? "tl::MaxOp" : is_min ? "tl::MinOp" : "tl::SumOp";
+    auto combine = [&](Expr x, Expr y) { return is_max ? max(x, y) : is_min ? min(x, y) : add(x, y); };
+    Expr identity = is_max   ? (has_infinity(t) ? infinity(t, true) : min_value(t))
+                    : is_min ? (has_infinity(t) ? infinity(t) : max_value(t))
+                             : make_const(t, 0);
+    int64_t rows = ld->local_size();
+    Buffer red = Buffer::make(dst->name + "_red", t, {i32(rows)}, Scope::Local, {}, op->span);
+    Var i("i", dtype::Int32), k("k", dtype::Int32);
+    std::vector<Stmt> body;
+    body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled, buffer_store(red, identity, {i})));
+    Expr x = cast(t, buffer_load(reg(src), {k}));
+    if (kind == "abssum" || kind == "absmax") x = call(Intrinsic::Abs, {x});
+    Expr slot = ld->row_local(k);
+    Stmt fold = buffer_store(red, combine(buffer_load(red, {slot}), x), {slot});
+    Expr valid = ls->valid(t_, k);
+    if (!is_const_true(valid)) fold = if_then_else(valid, fold);
+    body.push_back(for_loop(k, i32(0), i32(ls->local_size()), ForKind::Unrolled, fold));
+    // Across the lanes that share a row, then across the warps that do.
+    std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", ls->row_lanes(), ">");
+    if (ls->row_lanes() > 1)
+      body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled,
+                              buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
+    int64_t warps = ls->row_warps();
+    Stmt cross;
+    if (warps > 1) {
+      std::vector<Expr> shape;
+      for (int64_t s : ld->shape()) shape.push_back(i32(s));
+      shape.push_back(i32(warps));
+      Buffer ws = Buffer::make(dst->name + "_xwarp", t, shape, Scope::Shared, {}, op->span);
+      std::vector<Expr> at = ld->logical(t_, i);
+      std::vector<Expr> widx = at;
+      widx.push_back(ls->row_warp_index(t_));
+      Expr leader = eq(floormod(t_, i32(ls->row_lanes())), i32(0));
+      Expr row_ok = ld->valid(t_, i);
+      Stmt put = if_then_else(logical_and(leader, row_ok), buffer_store(ws, buffer_load(red, {i}), widx));
+      Var w("w", dtype::Int32);
+      std::vector<Expr> ridx = at;
+      ridx.push_back(w);
+      Stmt gather = seq({buffer_store(red, identity, {i}),
+                         for_loop(w, i32(0), i32(warps), ForKind::Unrolled,
+                                  buffer_store(red, combine(buffer_load(red, {i}), buffer_load(ws, ridx)), {i}))});
+      if (!is_const_true(row_ok)) gather = if_then_else(row_ok, gather);
+      cross =
+          allocate(ws, seq({for_loop(i, i32(0), i32(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
+                            for_loop(i, i32(0), i32(rows), ForKind::Unrolled, gather), barrier(BarrierKind::Threads)}));
+      body.push_back(cross);
+    }
+    Expr result = buffer_load(red, {i});
+    if (!clear) result = combine(buffer_load(reg(dst), {i}), result);
+    body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled, buffer_store(reg(dst), result, {i}, op->span)));
+    return allocate(red, seq(body));
+  }
+
+  const Analysis& a_;
+  const Solution& s_;
+  Expr t_;
+  int64_t threads_;
+  std::map<BufKey, Buffer> regs_;
+  std::map<BufKey, Buffer> swizzled_;
+};
+
+class PerKernel : public IRMutator {
+ public:
+  explicit PerKernel(const Target& t) : target_(t) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    Analysis a;
+    a.target = &target_;
+    for (int64_t t : op->threads) a.threads *= t;
+    Collector(a).visit(op->body);
+    Solution s = solve(a);
+    // The flat thread rank, from the launch's thread variables.
+    Expr rank = i32(0);
+    for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
+      rank = add(mul(rank, i32(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
+    Stmt body = Lowerer(a, s, rank).mutate(op->body);
+    auto n =
+        std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
+    n->span = op->span;
+    return Stmt(std::move(n));
+  }
+
+ private:
+  const Target& target_;
+};
+
+}  // namespace
+
+PrimFunc lower_fragments(const PrimFunc& f, const Target& target) {
+  return f.with_body(PerKernel(target).mutate(f->body));
+}
+
+}  // namespace tl

@@ -1,0 +1,171 @@
+#include "transform/plan_barriers.h"
+
+#include <set>
+
+#include "ir/visitor.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+
+namespace tl {
+namespace {
+
+using BufKey = const BufferNode*;
+
+bool block_shared(const Buffer& b) {
+  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn || b->scope == Scope::Fragment;
+}
+
+struct State {
+  std::set<BufKey> reads, writes;
+  void clear() { reads.clear(), writes.clear(); }
+  void merge(const State& o) {
+    reads.insert(o.reads.begin(), o.reads.end());
+    writes.insert(o.writes.begin(), o.writes.end());
+  }
+};
+
+bool meets(const std::set<BufKey>& a, const std::set<BufKey>& b) {
+  for (BufKey k : a)
+    if (b.count(k)) return true;
+  return false;
+}
+
+// The shared buffers a statement reads and writes (an address taken counts as both).
+State accesses(const Stmt& s) {
+  struct Walk : IRVisitor {
+    State st;
+    using IRVisitor::visit;
+    void visit(const BufferLoadNode* op) override {
+      if (block_shared(op->buffer)) st.reads.insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const BufferStoreNode* op) override {
+      if (block_shared(op->buffer)) st.writes.insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const CallNode* op) override {
+      if (op->op == Intrinsic::AddressOf)
+        if (auto* l = op->args[0].as<BufferLoadNode>(); l && block_shared(l->buffer)) st.writes.insert(l->buffer.get());
+      IRVisitor::visit(op);
+    }
+  } w;
+  w.visit(s);
+  return w.st;
+}
+
+// Whether a statement has barriers or block/thread ops inside it (then it is
+// planned through rather than treated as one step).
+bool compound(const Stmt& s) {
+  if (auto* a = s.as<AttrNode>(); a && a->key == kBlockOpAttr) return false;
+  bool found = false;
+  struct Find : IRVisitor {
+    bool* found;
+    using IRVisitor::visit;
+    void visit(const BarrierNode*) override { *found = true; }
+    void visit(const AttrNode* op) override {
+      if (op->key == kBlockOpAttr || op->key == kThreadOpAttr) *found = true;
+      IRVisitor::visit(op);
+    }
+  } f;
+  f.found = &found;
+  if (auto* a = s.as<AttrNode>(); a && a->key == kThreadOpAttr) {
+    f.visit(a->body);
+    return found;
+  }
+  f.visit(s);
+  return found;
+}
+
+class Planner {
+ public:
+  Stmt plan(const Stmt& s, State& st) {
+    if (!s.defined()) return s;
+    if (s.as<BarrierNode>()) {
+      if (s.as<BarrierNode>()->barrier == BarrierKind::Threads) st.clear();
+      return s;
+    }
+    // A pipelined loop's producer copy: its own wait and barrier order it.
+    if (auto* a = s.as<AttrNode>(); a && (a->key == kAsyncCopyAttr || a->key == kThreadOpAttr))
+      if (auto* inner = a->key == kAsyncCopyAttr ? a : a->body.as<AttrNode>(); inner && inner->key == kAsyncCopyAttr)
+        return s;
+    if (!compound(s)) {
+      State acc = accesses(s);
+      bool sync = meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads);
+      if (sync) st.clear();
+      st.merge(acc);
+      return sync ? seq({barrier(BarrierKind::Threads), s}) : s;
+    }
+    switch (s.kind()) {
+      case NodeKind::Seq: {
+        std::vector<Stmt> out;
+        for (const Stmt& x : s.as<SeqNode>()->seq) out.push_back(plan(x, st));
+        return seq(out);
+      }
+      case NodeKind::For: {
+        auto* f = s.as<ForNode>();
+        State start = loop_entry(f->body, st);
+        Stmt body = plan(f->body, start);
+        st.merge(start);
+        return for_loop(f->var, f->min, f->extent, f->for_kind, body, f->annotations, f->span);
+      }
+      case NodeKind::While: {
+        auto* w = s.as<WhileNode>();
+        State start = loop_entry(w->body, st);
+        Stmt body = plan(w->body, start);
+        st.merge(start);
+        return while_loop(w->cond, body, w->span);
+      }
+      case NodeKind::IfThenElse: {
+        auto* n = s.as<IfThenElseNode>();
+        State a = st, b = st;
+        Stmt t = plan(n->then_case, a);
+        Stmt e = n->else_case.defined() ? plan(n->else_case, b) : n->else_case;
+        st = a;
+        st.merge(b);
+        return if_then_else(n->cond, t, e, n->span);
+      }
+      case NodeKind::LetStmt: {
+        auto* n = s.as<LetStmtNode>();
+        return let_stmt(n->var, n->value, plan(n->body, st), n->span);
+      }
+      case NodeKind::Allocate: {
+        auto* n = s.as<AllocateNode>();
+        return allocate(n->buffer, plan(n->body, st), n->span);
+      }
+      case NodeKind::Attr: {
+        auto* n = s.as<AttrNode>();
+        return attr_stmt(n->key, n->value, plan(n->body, st), n->span);
+      }
+      case NodeKind::KernelLaunch: {
+        auto* n = s.as<KernelLaunchNode>();
+        State fresh;
+        auto k = std::make_shared<KernelLaunchNode>(n->block_vars, n->grid, n->thread_vars, n->threads,
+                                                    plan(n->body, fresh), n->prelude);
+        k->span = n->span;
+        return Stmt(std::move(k));
+      }
+      default:
+        return s;
+    }
+  }
+
+ private:
+  // What may be pending when an iteration starts: the state before the loop, or
+  // what an earlier iteration left behind.
+  State loop_entry(const Stmt& body, const State& before) {
+    State sim = before;
+    plan(body, sim);
+    State start = before;
+    start.merge(sim);
+    return start;
+  }
+};
+
+}  // namespace
+
+PrimFunc plan_barriers(const PrimFunc& f) {
+  State st;
+  return f.with_body(Planner().plan(f->body, st));
+}
+
+}  // namespace tl

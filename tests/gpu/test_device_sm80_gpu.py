@@ -1,0 +1,59 @@
+"""The sm_80 device building blocks on a real GPU: the emulator's tests of
+tests/python/test_device_sm80.py (swizzle, ldmatrix, gemm_ss, gemm_rs, shuffles,
+cp.async), with their kernels compiled by CuPy's NVRTC and launched on the device,
+against the same numpy references."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+
+cp = pytest.importorskip("cupy")
+
+# The emulator's tests, run here with a GPU `run`.
+from test_device_sm80 import (
+    DEVICE,
+    KERNELS,
+    test_cp_async_groups_and_zero_fill,
+    test_gemm_rs_matches_numpy,
+    test_gemm_ss_matches_numpy,
+    test_ldmatrix_fragment_layout,
+    test_shuffles_follow_cuda_width_rules,
+    test_swizzle_offsets,
+    test_warp_allreduce,
+)
+
+__all__ = [
+    "test_cp_async_groups_and_zero_fill",
+    "test_gemm_rs_matches_numpy",
+    "test_gemm_ss_matches_numpy",
+    "test_ldmatrix_fragment_layout",
+    "test_shuffles_follow_cuda_width_rules",
+    "test_swizzle_offsets",
+    "test_warp_allreduce",
+]
+
+
+@pytest.fixture(scope="module")
+def run():
+    module = cp.RawModule(
+        code=KERNELS.read_text(),
+        options=(f"-I{DEVICE / 'cuda'}", "--std=c++17"),
+        backend="nvrtc",
+    )
+
+    def run_on_gpu(entry, threads, shared_bytes, *arrays):
+        kernel = module.get_function(entry)
+        if shared_bytes > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared_bytes
+        # Raw bytes: CuPy has no bfloat16 dtype.
+        dev = [cp.asarray(np.ascontiguousarray(a).reshape(-1).view(np.uint8)) for a in arrays]
+        kernel((1,), (threads,), tuple(dev), shared_mem=shared_bytes)
+        cp.cuda.get_current_stream().synchronize()
+        for a, d in zip(arrays, dev):
+            a.reshape(-1).view(np.uint8)[...] = cp.asnumpy(d)
+
+    return run_on_gpu
