@@ -19,19 +19,22 @@ import tilelang.language as T
 import torch
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
-# (block_M, block_N, block_K, threads, num_stages)
+# (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off))
 CONFIGS = [
-    (128, 128, 32, 128, 3),
-    (128, 256, 32, 256, 3),
-    (256, 128, 32, 256, 3),
-    (128, 256, 64, 256, 3),
-    (128, 128, 64, 128, 4),
+    (128, 128, 32, 128, 3, 0),
+    (128, 128, 32, 128, 3, 8),
+    (128, 128, 32, 128, 4, 8),
+    (128, 128, 32, 128, 3, 16),
+    (128, 256, 64, 256, 3, 8),
+    (128, 128, 64, 128, 3, 8),
 ]
 DTYPES = ["float16", "bfloat16"]
 ROUNDS, CALLS = 11, 10
 
 
-def matmul(M, N, K, block_M, block_N, block_K, threads, stages, dtype, accum_dtype="float"):
+def matmul(
+    M, N, K, block_M, block_N, block_K, threads, stages, dtype, accum_dtype="float", panel=0
+):
     @T.prim_func
     def gemm_relu(
         A: T.Tensor((M, K), dtype),
@@ -42,6 +45,8 @@ def matmul(M, N, K, block_M, block_N, block_K, threads, stages, dtype, accum_dty
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            if panel:
+                T.use_swizzle(panel)
             T.clear(C_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=stages):
                 T.copy(A[by * block_M, ko * block_K], A_shared)
@@ -124,7 +129,7 @@ def main():
                 f"{CALLS} calls"
             ),
             "",
-            "| shape | config (bM, bN, bK, threads, stages) | tilelang (TFLOP/s) | torch (TFLOP/s) | ratio |",
+            "| shape | config (bM, bN, bK, threads, stages, swizzle panel) | tilelang (TFLOP/s) | torch (TFLOP/s) | ratio |",
             "| --- | --- | --- | --- | --- |",
             *rows,
         ]

@@ -16,6 +16,9 @@
 
 namespace tl {
 
+// T.use_swizzle's marker: blocks run in any order on the cpu, nothing to remap.
+inline void use_swizzle(int, int) {}
+
 // One argument slot of a kernel call: a tensor's data pointer or a scalar.
 union Arg {
   void* ptr;

@@ -162,21 +162,32 @@ class Pipeliner : public IRMutator {
       pro.push_back(if_then_else(lt(i32(s), n), issue(i32(s), i32(s))));
       pro.push_back(commit);
     }
-    // Steady state, in iteration it = k - lo.
+    // Steady state (iteration it = k - lo), in two loops: while iterations remain
+    // to prefetch, each issues the producers of it + S - 1; the last S - 1 only wait
+    // and compute. (Split rather than guarded, so that the prefetch's index range is
+    // the loop's and its bounds checks fold away.)
     Expr iter = sub(k, lo);
-    std::vector<Stmt> loop;
-    if (async_) loop.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", stages - 2, ">"), {})));
-    loop.push_back(barrier(BarrierKind::Threads));
-    Expr ahead = add(iter, i32(stages - 1));
-    loop.push_back(if_then_else(lt(ahead, n), issue(ahead, floormod(ahead, i32(stages)))));
-    loop.push_back(commit);
     std::vector<Stmt> consumers(body.begin() + np, body.end());
-    loop.push_back(AddStage(staged, floormod(iter, i32(stages))).mutate(mutate(seq(consumers))));
+    Stmt compute = mutate(seq(consumers));
+    auto step = [&](bool prefetch) {
+      std::vector<Stmt> loop;
+      if (async_)
+        loop.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", stages - 2, ">"), {})));
+      loop.push_back(barrier(BarrierKind::Threads));
+      Expr ahead = add(iter, i32(stages - 1));
+      if (prefetch) loop.push_back(issue(ahead, floormod(ahead, i32(stages))));
+      loop.push_back(commit);
+      loop.push_back(AddStage(staged, floormod(iter, i32(stages))).mutate(compute));
+      return seq(loop);
+    };
     Attrs ann = op->annotations;
     ann.erase("num_stages");
     ann["tl.pipelined"] = stages;
-    Stmt main = for_loop(k, lo, n, ForKind::Serial, seq(loop), ann, op->span);
-    pro.push_back(main);
+    Expr steady = max(sub(n, make_const(n.dtype(), stages - 1)), make_const(n.dtype(), 0));
+    pro.push_back(for_loop(k, lo, steady, ForKind::Serial, step(true), ann, op->span));
+    Var k2(k.name(), k.dtype());
+    Stmt tail = substitute(step(false), {{k.node(), Expr(k2)}});
+    pro.push_back(for_loop(k2, add(lo, steady), sub(n, steady), ForKind::Serial, tail, ann, op->span));
     // Drain: no copy may be in flight when the tiles are reused or freed.
     if (async_) pro.push_back(evaluate(call_extern(dtype::Void, "tl::cp_async_wait<0>", {})));
     return seq(pro);

@@ -43,21 +43,38 @@ def test_example_on_cuda(path, monkeypatch, capsys):
     monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cuda")
     from tilelang.jit.kernel import JITKernel
 
-    original = JITKernel.run
+    original_run, original_call = JITKernel.run, JITKernel.__call__
     targets = []
 
-    # JITKernel.run serves both frontend styles: it takes every argument (None for
-    # outputs) and returns them all with the outputs filled in.
-    def run_on_cuda(self, args, stream=None):
+    def back(x):
+        return to_numpy(x) if isinstance(x, torch.Tensor) else x
+
+    def moved_in(self, args):
         targets.append(self.target)
-        moved = [to_cuda(a) if isinstance(a, np.ndarray) else a for a in args]
-        full = original(self, moved, stream)
+        return [to_cuda(a) if isinstance(a, np.ndarray) else a for a in args]
+
+    def copied_back(args, moved):
         for a, m in zip(args, moved):
             if isinstance(a, np.ndarray):
                 np.copyto(a, to_numpy(m))
-        return [to_numpy(x) if isinstance(x, torch.Tensor) else x for x in full]
+
+    # JITKernel.run serves the eager style: it takes every argument (None for
+    # outputs) and returns them all with the outputs filled in.
+    def run_on_cuda(self, args, stream=None):
+        moved = moved_in(self, args)
+        full = original_run(self, moved, stream)
+        copied_back(args, moved)
+        return [back(x) for x in full]
+
+    # JITKernel.__call__ serves compiled kernels: None, one output or a list.
+    def call_on_cuda(self, *args, stream=None):
+        moved = moved_in(self, args)
+        out = original_call(self, *moved, stream=stream)
+        copied_back(args, moved)
+        return [back(x) for x in out] if isinstance(out, (list, tuple)) else back(out)
 
     monkeypatch.setattr(JITKernel, "run", run_on_cuda)
+    monkeypatch.setattr(JITKernel, "__call__", call_on_cuda)
     spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

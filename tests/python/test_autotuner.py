@@ -162,7 +162,7 @@ def test_best_config_is_the_fastest_and_correct(gemm_search):
     # every config that ran has a time; the best is the minimum, the slow one far above
     assert set(result.timings) == {_desc(c) for c in [*FAST, SLOW]}
     assert kernel.latency == min(result.timings.values()) > 0
-    assert result.timings[_desc(SLOW)] > 5 * kernel.latency
+    assert result.timings[_desc(SLOW)] > 2 * kernel.latency
     assert result.ref_latency is not None and result.ref_latency > 0
     rng = np.random.default_rng(7)
     a = rng.standard_normal((100, 80)).astype(np.float32)

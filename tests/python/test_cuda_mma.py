@@ -206,3 +206,34 @@ def test_mma_kernel_compiles_with_nvrtc(arch, dtype):
     assert "tl::gemm_ss<128, 128, 32, 2, 2, false, true>" in source
     ptx_type = "bf16" if dtype == "bfloat16" else "f16"
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{ptx_type}.{ptx_type}.f32" in HEADER.read_text()
+
+
+@pytest.mark.parametrize("order", ["row", "column"])
+def test_use_swizzle_rasterization_covers_every_tile(order):
+    # A 7 x 10 grid of tiles in panels of 3: the last panel is short; every tile must
+    # still be computed exactly once.
+    M, N, K, bM, bN, bK = 7 * 32, 10 * 32, 32, 32, 32, 32
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.use_swizzle(3, order=order)
+            T.copy(A[by * bM, 0], A_s)
+            T.copy(B[0, bx * bN], B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True)
+            T.copy(C_f, C[by * bM, bx * bN])
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=EMU)
+    assert "tl_raster_panel" in kernel.get_kernel_source()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-3)

@@ -65,6 +65,11 @@ def use_swizzle(panel_size, order="row", enable=True):
         raise frontend_error(f"T.use_swizzle enable must be True or False, got {enable!r}")
     if enable:
         ctx.swizzle = {"panel_size": size, "order": order}
+        # A marker the cuda code generator reads to remap the block indices of the
+        # whole kernel; a no-op function in the device headers.
+        from .math import call_extern
+
+        ctx.builder.evaluate(call_extern("void", "tl::use_swizzle", size, _ORDERS.index(order)))
 
 
 __all__ = ["annotate_layout", "use_swizzle"]

@@ -92,9 +92,11 @@ class CodeGenCUDA : public CodeGenC {
   void emit_kernel_launch(const KernelLaunchNode* op) override {
     const char* bidx[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
     const char* tidx[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    std::vector<std::string> block_index(bidx, bidx + 3);
+    rasterize(op, block_index);
     for (size_t i = 0; i < op->block_vars.size(); ++i)
       line("const " + type_name(op->block_vars[i].dtype()) + " " + name_of(op->block_vars[i].node()) + " = (" +
-           type_name(op->block_vars[i].dtype()) + ")" + bidx[i] + ";");
+           type_name(op->block_vars[i].dtype()) + ")" + block_index[i] + ";");
     for (size_t i = 0; i < op->thread_vars.size(); ++i)
       line("const int32_t " + name_of(op->thread_vars[i].node()) + " = (int32_t)" + tidx[i] + ";");
     int64_t dims[3] = {1, 1, 1};
@@ -192,6 +194,34 @@ class CodeGenCUDA : public CodeGenC {
   }
 
  private:
+  // T.use_swizzle(panel, order): blocks launched one after another cover `panel`
+  // rows (column order: columns) of the grid before moving on, so the tiles they
+  // read stay in L2. A bijection of (blockIdx.x, blockIdx.y); the last panel may be
+  // shorter.
+  void rasterize(const KernelLaunchNode* op, std::vector<std::string>& index) {
+    if (op->grid.size() < 2) return;
+    const CallNode* marker = nullptr;
+    for_each_expr(op->body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == "tl::use_swizzle") marker = c;
+    });
+    if (!marker) return;
+    int64_t panel = *as_const_int(marker->args[1]);
+    bool column = *as_const_int(marker->args[2]) == 1;
+    std::string gx = "(int)(" + expr(op->grid[0]) + ")", gy = "(int)(" + expr(op->grid[1]) + ")";
+    // Row order walks panels of `panel` rows (blockIdx.y); column order the transpose.
+    std::string along = column ? gx : gy, across = column ? gy : gx;
+    line("const int tl_raster_id = (int)(blockIdx.y * " + gx + " + blockIdx.x);");
+    line(str_cat("const int tl_raster_panel = tl_raster_id / (", panel, " * ", across, ");"));
+    line(str_cat("const int tl_raster_in = tl_raster_id % (", panel, " * ", across, ");"));
+    line(str_cat("const int tl_raster_left = ", along, " - tl_raster_panel * ", panel, ";"));
+    line(str_cat("const int tl_raster_rows = tl_raster_left < ", panel, " ? tl_raster_left : ", panel, ";"));
+    std::string a = str_cat("(tl_raster_panel * ", panel, " + tl_raster_in % tl_raster_rows)");
+    std::string b = "(tl_raster_in / tl_raster_rows)";
+    index[0] = column ? a : b;
+    index[1] = column ? b : a;
+  }
+
   // Invisible to NVRTC: the CPU emulation (device/emu) calls this once per block.
   void emit_emulation_entry(const KernelSignature& sig, const std::string& entry) {
     int64_t dims[3] = {1, 1, 1};
