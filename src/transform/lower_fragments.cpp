@@ -118,6 +118,7 @@ struct Analysis {
   std::vector<Loop> loops;
   std::vector<std::pair<BufKey, BufKey>> same, row_of;  // (a, b): a ~ b; (rows, parent)
   std::map<BufKey, FragmentLayoutPtr> seeds;
+  std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;  // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
   std::map<const TileOpNode*, std::string> why;  // for the debug log
@@ -261,15 +262,19 @@ class Collector : public IRVisitor {
     DataType in = a.buffer->dtype;
     if (!a_.target->has_mma_sync() || a_.threads % 32 != 0)
       return fail("the target has no mma.sync or the block is not whole warps");
-    if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in) ||
-        !(c.buffer->dtype == dtype::Float32))
-      return fail("operand dtypes are not f16/bf16 with a float32 accumulator");
+    // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, int8/uint8 into int32.
+    bool half = in == dtype::Float16 || in == dtype::BFloat16;
+    bool tf32 = in == dtype::Float32, byte = in == dtype::Int8 || in == dtype::UInt8;
+    DataType acc = byte ? dtype::Int32 : dtype::Float32;
+    if (!(half || tf32 || byte) || !(b.buffer->dtype == in) || !(c.buffer->dtype == acc))
+      return fail("operand dtypes have no mma.sync form (f16/bf16/float32 into float32, int8/uint8 into int32)");
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
     bool ta = attr_int(op->attrs, "transpose_A", 0);
     int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);
     size_t na = a.ranges.size();
     auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
-    if (!kk || *kk % 16 != 0) return fail("K is not a multiple of 16");
+    int64_t k_step = 32 / elem_bytes(in);  // one mma reads 32 bytes of K
+    if (!kk || *kk % k_step != 0) return fail(str_cat("K is not a multiple of ", k_step));
     int64_t warps = a_.threads / 32;
     int64_t wm = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
     if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
@@ -282,13 +287,15 @@ class Collector : public IRVisitor {
         return fail("an operand's row length has no conflict-free swizzle");
     }
     a_.seeds[c.buffer.get()] = FragmentLayout::accum(m, n, wm, warps / wm);
+    a_.seed_spans[c.buffer.get()] = op->span;
     if (use.a) {
       // A from registers: the accumulator layout of an M x K tile, every warp along M.
-      if (ta || warps / wm != 1 || !covers_whole(a) || a.buffer.ndim() != 2) {
+      if (!half || ta || warps / wm != 1 || !covers_whole(a) || a.buffer.ndim() != 2) {
         a_.demote(a.buffer);
         use.a = nullptr;
       } else {
         a_.seeds[a.buffer.get()] = FragmentLayout::accum(m, *kk, wm, 1);
+        a_.seed_spans[a.buffer.get()] = op->span;
       }
     }
     if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
@@ -401,12 +408,22 @@ bool solve_round(Analysis& a, Solution& out) {
     const auto& ms = members[root];
     auto shape = *const_shape(a.candidates[ms[0]]);
     FragmentLayoutPtr seed;
+    BufKey seeded = nullptr;
     int64_t bytes = 16;
     for (BufKey m : ms) {
       if (*const_shape(a.candidates[m]) != shape) return nullptr;
       if (auto it = a.seeds.find(m); it != a.seeds.end()) {
-        if (seed && !seed->equals(*it->second)) return nullptr;
+        // Two gemms fix different register layouts for fragments that one T.Parallel
+        // loop or T.copy ties together: no layout serves both.
+        if (seed && !seed->equals(*it->second))
+          throw_user_error(a.seed_spans[m],
+                           str_cat("layout conflict: fragment '", m->name, "' gets the layout ", it->second->str(),
+                                   " from this T.gemm, but fragment '", seeded->name, "', used with it in one "
+                                   "T.Parallel loop or T.copy, gets ",
+                                   seed->str(), " from the T.gemm at ", a.seed_spans[seeded].str(),
+                                   "; give both gemms the same tile shape and policy, or copy through shared memory"));
         seed = it->second;
+        seeded = m;
       }
       int64_t nb = a.narrowest.count(m) ? a.narrowest[m] : elem_bytes(a.candidates[m]->dtype);
       bytes = std::min(bytes, nb);

@@ -179,20 +179,41 @@ def test_gemms_that_do_not_fit_keep_the_loop_nest(why, target, args):
     assert "__global__" in source
 
 
-@needs_nvrtc
-def test_float32_operands_keep_the_loop_nest():
+@pytest.mark.parametrize(
+    "in_dtype, acc_dtype", [("float32", "float32"), ("int8", "int32"), ("uint8", "int32")]
+)
+def test_tf32_and_int8_gemms_run_on_tensor_cores(in_dtype, acc_dtype):
+    # float32 operands go through tf32 mma (TileLang's choice on CUDA), 8-bit ones
+    # through the int8 mma into int32.
+    M = N = 64
+    K = 64
+
     @T.prim_func
-    def main(A: T.Tensor((32, 32), "float32"), C: T.Tensor((32, 32), "float32")):
+    def main(
+        A: T.Tensor((M, K), in_dtype), B: T.Tensor((K, N), in_dtype), C: T.Tensor((M, N), acc_dtype)
+    ):
         with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((32, 32), "float32")
-            C_f = T.alloc_fragment((32, 32), "float32")
+            A_s = T.alloc_shared((M, K), in_dtype)
+            B_s = T.alloc_shared((K, N), in_dtype)
+            C_f = T.alloc_fragment((M, N), acc_dtype)
             T.copy(A, A_s)
-            T.gemm(A_s, A_s, C_f, clear_accum=True)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_f, clear_accum=True)
             T.copy(C_f, C)
 
-    kernel = tilelang.compile(main, out_idx=[-1], target="cuda -arch=sm_80")
-    source = kernel.get_kernel_source()
-    assert "tl::gemm_mma" not in source and "tl::gemm_ss" not in source
+    kernel = tilelang.compile(main, out_idx=[-1], target=EMU)
+    assert "tl::gemm_ss<64, 64, 64, 2, 2, false, false>" in kernel.get_kernel_source()
+    rng = np.random.default_rng(5)
+    if in_dtype == "float32":
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        b = rng.standard_normal((K, N)).astype(np.float32)
+        # tf32 keeps 10 mantissa bits of each operand.
+        np.testing.assert_allclose(kernel(a, b), a @ b, rtol=2e-2, atol=5e-2)
+    else:
+        lo, hi = (-128, 128) if in_dtype == "int8" else (0, 256)
+        a = rng.integers(lo, hi, (M, K)).astype(in_dtype)
+        b = rng.integers(lo, hi, (K, N)).astype(in_dtype)
+        np.testing.assert_array_equal(kernel(a, b), a.astype(np.int32) @ b.astype(np.int32))
 
 
 @needs_nvrtc
@@ -237,3 +258,31 @@ def test_use_swizzle_rasterization_covers_every_tile(order):
     b = rng.standard_normal((K, N)).astype(np.float16)
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_layout_conflict_names_both_gemms():
+    # acc1 is split over warps as 4 x 1 (FullRow), acc2 as 1 x 4 (FullCol); one
+    # T.Parallel loop ties them, and no register layout serves both.
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), "float16")
+            acc1 = T.alloc_fragment((64, 64), "float32")
+            acc2 = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.gemm(A_s, A_s, acc1, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            T.gemm(A_s, A_s, acc2, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            for i, j in T.Parallel(64, 64):
+                acc1[i, j] = acc1[i, j] + acc2[i, j]
+            T.copy(acc1, C)
+
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(main, out_idx=[-1], target=EMU)
+    message = str(info.value)
+    assert "layout conflict" in message and "acc1" in message and "acc2" in message
+    lines = [
+        n
+        for n, text in enumerate(open(__file__).read().splitlines(), 1)
+        if text.strip().startswith("T.gemm(A_s, A_s, acc")
+    ]
+    assert all(f"test_cuda_mma.py:{n}" in message for n in lines[-2:]), message
