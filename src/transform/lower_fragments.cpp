@@ -119,7 +119,7 @@ struct Analysis {
   std::vector<std::pair<BufKey, BufKey>> same, row_of;  // (a, b): a ~ b; (rows, parent)
   std::map<BufKey, FragmentLayoutPtr> seeds;
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
-  std::map<BufKey, int64_t> narrowest;  // bytes of the narrowest element copied with it
+  std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
   std::map<const TileOpNode*, std::string> why;  // for the debug log
 
@@ -418,7 +418,8 @@ bool solve_round(Analysis& a, Solution& out) {
         if (seed && !seed->equals(*it->second))
           throw_user_error(a.seed_spans[m],
                            str_cat("layout conflict: fragment '", m->name, "' gets the layout ", it->second->str(),
-                                   " from this T.gemm, but fragment '", seeded->name, "', used with it in one "
+                                   " from this T.gemm, but fragment '", seeded->name,
+                                   "', used with it in one "
                                    "T.Parallel loop or T.copy, gets ",
                                    seed->str(), " from the T.gemm at ", a.seed_spans[seeded].str(),
                                    "; give both gemms the same tile shape and policy, or copy through shared memory"));

@@ -282,7 +282,7 @@ def test_layout_conflict_names_both_gemms():
     assert "layout conflict" in message and "acc1" in message and "acc2" in message
     lines = [
         n
-        for n, text in enumerate(open(__file__).read().splitlines(), 1)
+        for n, text in enumerate(pathlib.Path(__file__).read_text().splitlines(), 1)
         if text.strip().startswith("T.gemm(A_s, A_s, acc")
     ]
     assert all(f"test_cuda_mma.py:{n}" in message for n in lines[-2:]), message
