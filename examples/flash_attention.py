@@ -21,7 +21,9 @@ import tilelang.language as T
 
 
 @tilelang.jit(out_idx=[3])
-def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=32, block_N=32):
+def flash_attention(
+    batch, heads, seq_len, dim, is_causal, block_M=32, block_N=32, threads=128, num_stages=1
+):
     scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
     dtype = "float16"
@@ -34,7 +36,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=32, block_N=3
         V: T.Tensor(shape, dtype),
         Output: T.Tensor(shape, dtype),
     ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=128) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -60,7 +62,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal, block_M=32, block_N=3
             else:
                 loop_range = T.ceildiv(seq_len, block_N)
 
-            for k in T.Pipelined(loop_range, num_stages=1):
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
                 T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
                 # Start from 0 where the key is visible and -inf where it is masked,
                 # then accumulate Q K^T on top.
