@@ -10,4 +10,7 @@ rm -rf /tmp/site build/cp3*
 python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 export PYTHONPATH=/tmp/site TILELANG_CACHE_DIR=/tmp/tl-cache PYTHONUNBUFFERED=1
 python3 -m pytest ${TESTS:-tests/gpu/test_mma_gpu.py tests/gpu/test_cuda_kernels.py} -q -x -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/pytest.log"
-[ -n "${BENCH:-bench/gemm_cuda.py}" ] && TL_NO_APPEND=1 python3 ${BENCH:-bench/gemm_cuda.py} 2>&1 | tail -30 | tee "$OUT/bench.log"
+for b in ${BENCH:-bench/gemm_cuda.py}; do
+  python3 "$b" 2>&1 | tee "$OUT/$(basename "$b" .py).log" | tail -25
+done
+cp bench/RESULTS.md "$OUT/RESULTS.md"

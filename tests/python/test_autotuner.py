@@ -97,6 +97,19 @@ def tuned_scale(A, factor=3.0, block=16, reps=1):
     return B
 
 
+def scaled_copy(scale=1.0):
+    """B = A * scale: a simulated profiler reads each config's cost off what its kernel
+    computes, so a kernel timed for the wrong config would show."""
+
+    @T.prim_func
+    def scaled(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(64):
+                B[i] = A[i] * scale
+
+    return scaled
+
+
 @pytest.fixture(scope="module", autouse=True)
 def cache_dir(tmp_path_factory):
     """A fresh disk cache (kernels and tuning results) for this module; the compile
@@ -293,6 +306,37 @@ def test_eager_kernel_runs_the_best_config_with_a_progress_bar(monkeypatch):
     ]
     assert bars[0].postfix == "compiled 3"
     assert "timed" in bars[1].postfix
+
+
+def test_a_load_burst_while_the_best_config_is_timed_does_not_pick_a_slower_one(monkeypatch):
+    # The machine is busy (other processes compiling) while the first two configs are
+    # timed: each of those timings is 100 ms too long. The configs, timed one after
+    # another, must still rank by what they cost when the machine is quiet.
+    from tilelang.profiler import Profiler
+
+    seen = []  # the scale each timed kernel really computes
+
+    def simulated_bench(self, func=None, input_tensors=None, **kwargs):
+        assert func is None, "no ref_prog here: only kernels are timed"
+        a, b = self.kernel.run(list(input_tensors))
+        scale = round(float(np.dot(a, b) / np.dot(a, a)), 3)  # its config, read off its output
+        seen.append(scale)
+        return scale + (100.0 if len(seen) <= 2 else 0.0)  # ms: the config's cost, or loaded
+
+    monkeypatch.setattr(Profiler, "do_bench", simulated_bench)
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "1")
+    configs = [{"scale": 1.0}, {"scale": 2.0}, {"scale": 50.0}]
+    result = (
+        AutoTuner.from_kernel(scaled_copy, configs)
+        .set_compile_args(out_idx=[-1], target="cpu")
+        .set_profile_args(warmup=1, rep=3, timeout=60)
+        .run()
+    )
+    assert result.config == {"scale": 1.0} and result.latency == 1.0
+    assert result.timings == {_desc(c): c["scale"] for c in configs}
+    assert set(seen) == {1.0, 2.0, 50.0}
+    a = np.random.default_rng(11).standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(result.kernel(a), a, rtol=0, atol=0)
 
 
 def test_imperative_api_tunes_a_closure(caplog):

@@ -3,8 +3,9 @@
 A run (1) looks the problem up in the result cache, (2) compiles every config in worker
 processes (compile_pool), each within `timeout` seconds, (3) in this process loads each
 compiled config back from the disk kernel cache, checks it against `ref_prog` and times
-it with the kernel's profiler, (4) publishes the best config in the result cache. A
-config that fails at any step is logged in one line and skipped."""
+it with the kernel's profiler in rounds interleaved with the other configs, (4)
+publishes the best config in the result cache. A config that fails at any step is
+logged in one line and skipped."""
 
 import functools
 import inspect
@@ -65,8 +66,8 @@ class AutotuneResult:
     """The outcome of a tuning run: `config` (dict), `latency` (ms), `ref_latency` (ms of
     ref_prog, or None), `kernel` (the JITKernel of the best config), `func` (its
     prim_func), `from_cache` (True when taken from the result cache), `failures`
-    ({config text: one-line reason}), `timings` ({config text: ms}; a config stopped
-    early has the time of one call) and `cache_path`."""
+    ({config text: one-line reason}), `timings` ({config text: ms, its fastest timing
+    round}; a config stopped early has the time of one call) and `cache_path`."""
 
     def __init__(self, config, latency, ref_latency, kernel, from_cache, failures, cache_path):
         self.config, self.latency, self.ref_latency = config, latency, ref_latency
@@ -204,7 +205,8 @@ class AutoTuner:
         return self
 
     def set_profile_args(self, **kwargs):
-        """warmup, rep (ms budgets of the profiler), timeout (s per config compile),
+        """warmup, rep (ms budgets of the profiler per config; rep is split over the
+        timing rounds), timeout (s per config compile),
         supply_type, ref_prog, supply_prog, rtol, atol, max_mismatched_ratio,
         skip_check, cache_input_tensors, early_stop_ratio (None: time every config)."""
         unknown = sorted(set(kwargs) - set(_PROFILE_DEFAULTS))
@@ -391,9 +393,10 @@ class AutoTuner:
         kernel, (spec, bound) = _worker.build("eager", self.fn, None, args, rest, config, jit)
         return kernel, functools.partial(spec.call, bound.arguments)
 
-    def _evaluate(self, kernel, prof, shared, best):
-        """Checks and times one kernel: ("ok" | "early", latency, ref_latency) or
-        ("wrong", message, None)."""
+    def _check(self, kernel, prof, shared, best):
+        """Checks one kernel against ref_prog and, when it is far slower than `best`
+        (ms), stops it early: ("ok", tensors to time it on, ref_latency),
+        ("early", ms of one call, None) or ("wrong", message, None)."""
         from tilelang.profiler import TensorSupplyType
 
         profiler = kernel.get_profiler(prof["supply_type"] or TensorSupplyType.Auto)
@@ -430,14 +433,24 @@ class AutoTuner:
             once = _time_once(lambda: kernel.run(full))
             if once > ratio * best:
                 return "early", once, None
-        latency = profiler.do_bench(warmup=prof["warmup"], rep=prof["rep"], input_tensors=full)
         ref_latency = None
         if ref_prog is not None and shared.ref_latency is None:
             shared.ref_latency = profiler.do_bench(
                 ref_prog, warmup=prof["warmup"], rep=prof["rep"], input_tensors=inputs
             )
             ref_latency = shared.ref_latency
-        return "ok", latency, ref_latency
+        return "ok", full, ref_latency
+
+    @staticmethod
+    def _time_round(entry, prof, first):
+        """One timing round of a config: the median ms of its calls within rep /
+        _TIMING_ROUNDS ms (the first round warms up too)."""
+        return entry.kernel.get_profiler().do_bench(
+            warmup=prof["warmup"] if first else 0,
+            rep=prof["rep"] / _TIMING_ROUNDS,
+            input_tensors=entry.tensors,
+            return_mode="median",
+        )
 
     def _tune(self, jit, args, rest, configs, prof, options):
         name, n = self.name, len(configs)
@@ -481,14 +494,24 @@ class AutoTuner:
         start = time.monotonic()
         bar = _Progress(name, len(compiled), "timing")
         shared = _Inputs()
-        best = None  # (latency, index, kernel, runner)
+        timed = []  # _Timed, in config order
+        tensors = {}  # kernel signature -> the tensors its configs are timed on
         timings = {}
         ref_latency = None
+
+        def fastest():
+            return min((e.latency for e in timed), default=None)
+
         try:
+            # Round 1: check each config, stop the far slower ones early, time the rest.
             for index in sorted(compiled):
                 try:
                     kernel, runner = self._build(jit, args, rest, configs[index])
-                    status, value, ref_ms = self._evaluate(kernel, prof, shared, best and best[0])
+                    status, value, ref_ms = self._check(kernel, prof, shared, fastest())
+                    if status == "ok":
+                        timing_tensors = tensors.setdefault(_signature(kernel), value)
+                        entry = _Timed(index, kernel, runner, timing_tensors)
+                        entry.add(self._time_round(entry, prof, first=True))
                 except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
                     fail(index, f"benchmark failed: {first_line(exc)}")
                     bar.step("failed")
@@ -497,20 +520,43 @@ class AutoTuner:
                     fail(index, f"wrong result: {value}")
                     bar.step("wrong")
                     continue
+                if status == "early":
+                    text = result_cache.describe(configs[index])
+                    timings[text] = value
+                    logger.debug(
+                        "autotune '%s': config %s: %.4g ms (stopped early)", name, text, value
+                    )
+                    bar.step("stopped early")
+                    continue
                 ref_latency = ref_latency if ref_ms is None else ref_ms
-                bar.step("timed" if status == "ok" else "stopped early")
-                timings[result_cache.describe(configs[index])] = value
+                timed.append(entry)
+            # Later rounds time every contender again, in alternating order, and a
+            # config's time is its fastest round: a burst of load (other processes
+            # compiling, a descheduled thread) that lands on one config's timing
+            # then does not decide the pick. None is skipped for being slow so far:
+            # its one round may be the one the burst hit.
+            for rnd in range(1, _TIMING_ROUNDS):
+                for entry in list(reversed(timed) if rnd % 2 else timed):
+                    try:
+                        entry.add(self._time_round(entry, prof, first=False))
+                    except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
+                        fail(entry.index, f"benchmark failed: {first_line(exc)}")
+                        bar.step("failed")
+                        timed.remove(entry)
+            for entry in timed:
+                text = result_cache.describe(configs[entry.index])
+                timings[text] = entry.latency
+                bar.step("timed")
                 logger.debug(
-                    "autotune '%s': config %s: %.4g ms%s",
+                    "autotune '%s': config %s: %.4g ms (rounds: %s)",
                     name,
-                    result_cache.describe(configs[index]),
-                    value,
-                    " (stopped early)" if status == "early" else "",
+                    text,
+                    entry.latency,
+                    ", ".join(f"{t:.4g}" for t in entry.times),
                 )
-                if best is None or value < best[0]:
-                    best = (value, index, kernel, runner)
         finally:
             bar.close()
+        best = min(timed, key=lambda e: e.latency, default=None)
         counts = bar.counts
         verb = "timed" if prof["ref_prog"] is None or prof["skip_check"] else "checked and timed"
         logger.info(
@@ -526,7 +572,7 @@ class AutoTuner:
         if best is None:
             lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
             raise AutoTuneError(f"autotune of '{name}': all {n} config(s) failed:\n{lines}")
-        return best, ref_latency, failures, timings
+        return (best.latency, best.index, best.kernel, best.runner), ref_latency, failures, timings
 
     # ---- the entry point
     def run(self, *args, warmup=None, rep=None, timeout=None, **kwargs):
@@ -608,6 +654,35 @@ class AutoTuner:
         result.timings = dict(decision.get("timings") or {})
         result._call = runner
         return result
+
+
+# Each config is timed in this many rounds (round 1 of all configs, then round 2, ...),
+# each the median of its calls within rep / _TIMING_ROUNDS ms; its time is the fastest
+# round. One window per config let a moment of load on a shared machine (a single
+# timed call, when a cache flush takes most of a small budget) pick a 50x slower one.
+_TIMING_ROUNDS = 3
+
+
+class _Timed:
+    """A config that passed the check: its kernel, the tensors it is timed on and the
+    times (ms) of its rounds so far."""
+
+    __slots__ = ("index", "kernel", "latency", "runner", "tensors", "times")
+
+    def __init__(self, index, kernel, runner, tensors):
+        self.index, self.kernel, self.runner, self.tensors = index, kernel, runner, tensors
+        self.times = []
+        self.latency = None
+
+    def add(self, ms):
+        self.times.append(ms)
+        self.latency = min(self.times)
+
+
+def _signature(kernel):
+    """Configs whose kernels take the same parameters are timed on one set of tensors
+    (the first such config's), so the rounds keep one set alive, not one per config."""
+    return tuple((p.name, p.dtype, tuple(p.shape), p.is_tensor) for p in kernel.params)
 
 
 def _stand_in(value):
