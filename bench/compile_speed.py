@@ -52,6 +52,9 @@ def measure():
 
 
 def commit():
+    # The GPU machine's copy of the tree may carry a stale .git: the caller names the commit.
+    if os.environ.get("TL_COMMIT"):
+        return os.environ["TL_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
