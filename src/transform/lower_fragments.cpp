@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "arith/simplify.h"
 #include "ir/visitor.h"
 #include "layout/fragment.h"
 #include "layout/layout.h"
@@ -532,7 +533,11 @@ class Lowerer : public IRMutator {
       if (it == s_.layouts.end()) continue;
       if (it->second->shape().size() == nest.size()) driver = it->second;
     }
-    if (!driver) return IRMutator::visit(op, self);
+    if (!driver) {
+      // (mutate: the accesses take the swizzled versions of their buffers)
+      if (Stmt v = vectorize_nest(nest); v.defined()) return thread_op(mutate(v));
+      return IRMutator::visit(op, self);
+    }
     Var k("k", dtype::Int32);
     std::vector<Expr> logical = driver->logical(t_, k);
     Stmt body = RegisterAccess(*this, driver, k).mutate(nest.back()->body);
@@ -611,6 +616,180 @@ class Lowerer : public IRMutator {
 
   const FragmentLayoutPtr& layout(const Buffer& b) const { return s_.layouts.at(b.get()); }
   const Buffer& reg(const Buffer& b) const { return regs_.at(b.get()); }
+
+  // A T.Parallel nest over memory (no register fragment), `dst[...] = f(loads)`
+  // under an optional guard, split into runs of v consecutive elements of the
+  // innermost variable, dealt to the threads in turn. A run whose accesses are all
+  // in bounds and whose guard holds at both ends (the guard is a conjunction of
+  // comparisons of affine expressions, so it holds in between) moves as vectors;
+  // any other run takes the element-by-element body.
+  Stmt vectorize_nest(const std::vector<const ForNode*>& nest) {
+    std::vector<int64_t> ext;
+    for (const ForNode* f : nest) {
+      auto mn = as_const_int(f->min), ex = as_const_int(f->extent);
+      if (!mn || *mn != 0 || !ex) return Stmt();
+      ext.push_back(*ex);
+    }
+    Stmt body = nest.back()->body;
+    // Names the user bound inside the loop (`idx = bx * block + i`) are inlined.
+    while (auto* l = body.as<LetStmtNode>()) body = substitute(l->body, {{l->var.node(), l->value}});
+    Expr guard;
+    if (auto* i = body.as<IfThenElseNode>(); i && !i->else_case.defined()) {
+      guard = i->cond;
+      body = i->then_case;
+    }
+    auto* store = body.as<BufferStoreNode>();
+    if (!store || store->buffer->dtype.lanes() != 1 || s_.layouts.count(store->buffer.get())) return Stmt();
+    const Var& j = nest.back()->var;
+    // Every access: last index = (something without j) + j, the others without j.
+    std::vector<const BufferLoadNode*> loads;
+    bool ok = true;
+    for_each_expr(evaluate(store->value), [&](const Expr& e) {
+      if (auto* l = e.as<BufferLoadNode>()) loads.push_back(l);
+      if (auto* c = e.as<CallNode>(); c && c->op == Intrinsic::AddressOf) ok = false;
+    });
+    if (!ok) return Stmt();
+    auto uses_j = [&](const Expr& e) {
+      bool found = false;
+      for_each_expr(evaluate(e), [&](const Expr& x) { found |= x.get() == j.get(); });
+      return found;
+    };
+    int64_t widest = elem_bytes(store->buffer->dtype);
+    auto unit_stride = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      if (s_.layouts.count(b.get()) || b->dtype.lanes() != 1 || idx.empty()) return false;
+      for (size_t d = 0; d + 1 < idx.size(); ++d)
+        if (uses_j(idx[d])) return false;
+      std::map<const VarNode*, Expr> next{{j.node(), add(j, make_const(j.dtype(), 1))}};
+      Expr step = simplify(sub(substitute(idx.back(), next), idx.back()));
+      auto c = as_const_int(step);
+      return c && *c == 1 && is_const_one(b.effective_strides().back());
+    };
+    if (!unit_stride(store->buffer, store->indices)) return Stmt();
+    for (const BufferLoadNode* l : loads) {
+      if (!uses_j(buffer_load(l->buffer, l->indices))) continue;  // broadcast: read once per element
+      if (!unit_stride(l->buffer, l->indices)) return Stmt();
+      widest = std::max(widest, elem_bytes(l->buffer->dtype));
+    }
+    if (guard.defined() && !affine_comparisons(guard)) return Stmt();
+    int64_t cols = ext.back(), v = std::min<int64_t>(16 / widest, cols);
+    auto aligned = [&](const Buffer& b, const std::vector<Expr>& idx, int64_t w) {
+      std::map<const VarNode*, Expr> at0{{j.node(), make_const(j.dtype(), 0)}};
+      if (!divisible(simplify(substitute(idx.back(), at0)), w)) return false;
+      auto strides = b.effective_strides();
+      for (size_t d = 0; d + 1 < strides.size(); ++d)
+        if (!divisible(strides[d], w)) return false;
+      return true;
+    };
+    auto all_aligned = [&](int64_t w) {
+      if (cols % w != 0 || !aligned(store->buffer, store->indices, w)) return false;
+      for (const BufferLoadNode* l : loads)
+        if (uses_j(buffer_load(l->buffer, l->indices)) && !aligned(l->buffer, l->indices, w)) return false;
+      return true;
+    };
+    while (v > 1 && !all_aligned(v)) v /= 2;
+    if (v < 2) return Stmt();
+
+    int64_t runs_per_row = cols / v, runs = runs_per_row;
+    for (size_t d = 0; d + 1 < ext.size(); ++d) runs *= ext[d];
+    int64_t iters = (runs + threads_ - 1) / threads_;
+    Var it("it", dtype::Int32);
+    Expr r = add(mul(it, i32(threads_)), t_);
+    Var j0(j.name() + "_v", j.dtype());
+    std::vector<std::pair<Var, Expr>> binds;  // outer nest vars and the run start
+    Expr rest = floordiv(r, i32(runs_per_row));
+    for (int d = int(ext.size()) - 2; d >= 0; --d) {
+      binds.push_back({nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, i32(ext[d])))});
+      if (d > 0) rest = floordiv(rest, i32(ext[d]));
+    }
+    binds.push_back({j0, cast(j.dtype(), mul(floormod(r, i32(runs_per_row)), i32(v)))});
+    std::map<const VarNode*, Expr> at_start{{j.node(), Expr(j0)}};
+    std::map<const VarNode*, Expr> at_end{{j.node(), add(j0, make_const(j.dtype(), v - 1))}};
+    // The fast run: one vector per access.
+    Expr fast = bool_imm(true);
+    if (guard.defined()) fast = logical_and(substitute(guard, at_start), substitute(guard, at_end));
+    std::vector<Stmt> pre;
+    std::vector<Buffer> temps;
+    std::map<const BufferLoadNode*, Buffer> temp_of;
+    for (const BufferLoadNode* l : loads) {
+      if (!uses_j(buffer_load(l->buffer, l->indices)) || temp_of.count(l)) continue;
+      Buffer tmp = Buffer::make(l->buffer->name + "_v", l->buffer->dtype, {i32(v)}, Scope::Local);
+      std::vector<Expr> idx;
+      for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
+      if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
+      pre.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", v, ">"),
+                                         {call(Intrinsic::AddressOf, {buffer_load(tmp, {i32(0)})}),
+                                          call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
+      temps.push_back(tmp);
+      temp_of[l] = tmp;
+    }
+    std::vector<Expr> sidx;
+    for (const Expr& e : store->indices) sidx.push_back(substitute(e, at_start));
+    if (store->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(store->buffer, sidx, v));
+    Var e("e", dtype::Int32);
+    struct UseTemps : IRMutator {
+      const std::map<const BufferLoadNode*, Buffer>* temps;
+      Expr lane;
+      using IRMutator::mutate;
+      using IRMutator::visit;
+      Expr visit(const BufferLoadNode* op, const Expr& self) override {
+        auto it = temps->find(op);
+        return it == temps->end() ? IRMutator::visit(op, self) : buffer_load(it->second, {lane});
+      }
+    } use;
+    use.temps = &temp_of;
+    use.lane = e;
+    Buffer out = Buffer::make(store->buffer->name + "_v", store->buffer->dtype, {i32(v)}, Scope::Local);
+    std::map<const VarNode*, Expr> at_lane{{j.node(), add(j0, cast(j.dtype(), e))}};
+    Expr value = substitute(use.mutate(store->value), at_lane);
+    std::vector<Stmt> vec = pre;
+    vec.push_back(for_loop(e, i32(0), i32(v), ForKind::Unrolled, buffer_store(out, value, {e})));
+    vec.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"),
+                                       {call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)}),
+                                        call(Intrinsic::AddressOf, {buffer_load(out, {i32(0)})})})));
+    Stmt vec_run = allocate(out, seq(vec));
+    for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
+    // The slow run: the user's body, element by element.
+    Stmt slow =
+        for_loop(e, i32(0), i32(v), ForKind::Unrolled, let_stmt(j, add(j0, cast(j.dtype(), e)), nest.back()->body));
+    Stmt run = if_then_else(fast, vec_run, slow);
+    for (int b = int(binds.size()) - 1; b >= 0; --b) run = let_stmt(binds[b].first, binds[b].second, run);
+    if (runs % threads_ != 0) run = if_then_else(lt(r, i32(runs)), run);
+    return for_loop(it, i32(0), i32(iters), iters <= 16 ? ForKind::Unrolled : ForKind::Serial, run, {}, nest[0]->span);
+  }
+
+  // Both ends of a run starting at `idx` (v elements along the last dim) in bounds.
+  static Expr run_in_bounds(const Buffer& b, const std::vector<Expr>& idx, int64_t v) {
+    std::vector<Expr> last = idx;
+    last.back() = add(last.back(), make_const(last.back().dtype(), v - 1));
+    return logical_and(in_bounds(b, idx), in_bounds(b, last));
+  }
+
+  // A conjunction of comparisons: true at both ends of a run of an affine index
+  // means true all along it.
+  static bool affine_comparisons(const Expr& e) {
+    auto* b = e.as<BinaryNode>();
+    if (!b) return false;
+    switch (b->op) {
+      case BinaryOp::And:
+        return affine_comparisons(b->a) && affine_comparisons(b->b);
+      case BinaryOp::LT:
+      case BinaryOp::LE:
+      case BinaryOp::GT:
+      case BinaryOp::GE:
+        return affine(b->a) && affine(b->b);
+      default:
+        return false;
+    }
+  }
+  static bool affine(const Expr& e) {
+    if (as_const_int(e) || e.as<VarNode>()) return true;
+    if (auto* c = e.as<CastNode>()) return c->value.dtype().is_integer() && affine(c->value);
+    auto* b = e.as<BinaryNode>();
+    if (!b) return false;
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return affine(b->a) && affine(b->b);
+    if (b->op == BinaryOp::Mul) return (as_const_int(b->a) && affine(b->b)) || (as_const_int(b->b) && affine(b->a));
+    return false;
+  }
 
   Stmt lower_fill(const TileOpNode* op) {
     const Buffer& b = op->regions[0].buffer;
