@@ -13,12 +13,16 @@
 // the accumulator with constants only, so it lives in registers.
 //
 // One mma k-step reads 32 bytes of K for every type (16 fp16/bf16, 8 tf32, 32
-// int8 elements), so the A operand of one m16 tile is a 16-row x 32-byte block of
-// four 8 x 16-byte matrices, which one ldmatrix.x4 loads; the B operands of two n8
-// tiles likewise. When the tile stores K along its rows (A [M][K], B [N][K]),
-// plain ldmatrix yields the mma fragments for every type; when it stores M or N
-// along its rows, ldmatrix.trans does for 16-bit types, and tf32/int8 fall back to
-// element loads (slower, correct). tf32 operands are rounded to nearest (cvt.rna).
+// int8 or fp8 elements), so the A operand of one m16 tile is a 16-row x 32-byte
+// block of four 8 x 16-byte matrices, which one ldmatrix.x4 loads; the B operands
+// of two n8 tiles likewise. When the tile stores K along its rows (A [M][K],
+// B [N][K]), plain ldmatrix yields the mma fragments for every type; when it
+// stores M or N along its rows, ldmatrix.trans does for 16-bit types, and
+// tf32/int8/fp8 fall back to element loads (slower, correct). tf32 operands are
+// rounded to nearest (cvt.rna). fp8 operands (float8_e4m3fn_t, float8_e5m2_t; A
+// and B may differ) accumulate into float with the m16n8k32 e4m3/e5m2 mma of
+// sm_89 and later (on sm_90 through f16, see mma_m16n8k32_f8_via_f16); compiling
+// them for an older GPU stops at a static_assert.
 // Under TL_EMULATE ldmatrix and mma.sync are replaced by their twins
 // (device/emu/ldmatrix_emu.h, mma_emu.h), which move the same data.
 #pragma once
@@ -114,6 +118,70 @@ TL_DEVICE void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32
 #endif
 }
 
+// Two fp8 values (bits 0-15 of x, the low byte first) as the f16x2 of the same
+// values, the low one in the low half; exact, f16 holds every e4m3 and e5m2 value.
+template <bool E5m2>
+TL_DEVICE uint32_t f8x2_to_f16x2(uint32_t x) {
+#ifdef TL_EMULATE
+  return emu::f8x2_to_f16x2(uint16_t(x), E5m2);
+#else
+  uint32_t r;
+  if constexpr (E5m2)
+    asm("cvt.rn.f16x2.e5m2x2 %0, %1;\n" : "=r"(r) : "h"(uint16_t(x)));
+  else
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(uint16_t(x)));
+  return r;
+#endif
+}
+
+// mma_m16n8k32_f8 as two f16 m16n8k16: the sm_90 form. Hopper's tensor cores take
+// fp8 only through wgmma, and ptxas lowers the fp8 mma.sync to this same sequence
+// anyway, but converting here keeps it from holding converted copies of every
+// fragment (a 64 x 64 warp tile then fits in registers). An fp8 register holds
+// k = 4q .. 4q + 3 (+ 16 in the second half); its low and high byte pairs fill the
+// f16 k slots 2q, 2q + 1 and 8 + 2q, 9 + 2q. A and B permute k alike, so the
+// products and their sum are those of the fp8 instruction.
+template <bool AE5m2, bool BE5m2>
+TL_DEVICE void mma_m16n8k32_f8_via_f16(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  TL_SM80_UNROLL for (int h = 0; h < 2; ++h) {
+    const uint32_t fa[4] = {f8x2_to_f16x2<AE5m2>(a[2 * h]), f8x2_to_f16x2<AE5m2>(a[2 * h + 1]),
+                            f8x2_to_f16x2<AE5m2>(a[2 * h] >> 16), f8x2_to_f16x2<AE5m2>(a[2 * h + 1] >> 16)};
+    const uint32_t fb[2] = {f8x2_to_f16x2<BE5m2>(b[h]), f8x2_to_f16x2<BE5m2>(b[h] >> 16)};
+    mma_m16n8k16<false>(*reinterpret_cast<float(*)[4]>(d), fa, fb);
+  }
+}
+
+// D += A * B, 16 x 8 x 32, fp8 operands (e4m3 or e5m2, each operand its own),
+// f32 accumulators; sm_89 and later (through f16 on sm_90, see above). Fragments
+// as the 8-bit integer m16n8k32.
+template <bool AE5m2, bool BE5m2>
+TL_DEVICE void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(TL_EMULATE)
+  emu::mma_m16n8k32_f8(d, a, b, AE5m2, BE5m2);
+#elif __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
+  mma_m16n8k32_f8_via_f16<AE5m2, BE5m2>(d, a, b);
+#elif __CUDA_ARCH__ >= 890
+#define TL_MMA_F8(atype, btype)                                                         \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." atype "." btype                 \
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                         \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+  if constexpr (!AE5m2 && !BE5m2)
+    TL_MMA_F8("e4m3", "e4m3");
+  else if constexpr (!AE5m2)
+    TL_MMA_F8("e4m3", "e5m2");
+  else if constexpr (!BE5m2)
+    TL_MMA_F8("e5m2", "e4m3");
+  else
+    TL_MMA_F8("e5m2", "e5m2");
+#undef TL_MMA_F8
+#elif defined(__CUDA_ARCH__)
+  static_assert(AE5m2 && !AE5m2,
+                "tl::gemm_ss: fp8 operands (float8_e4m3fn_t / float8_e5m2_t) need mma.sync m16n8k32 e4m3/e5m2, "
+                "which sm_89 and later have: compile for sm_89+ or use half_t / bfloat16_t operands");
+#endif
+}
+
 }  // namespace mma
 
 namespace sm80 {
@@ -127,51 +195,44 @@ struct SameType<A, A> {
   static constexpr bool value = true;
 };
 
-// What one mma.sync of a storage type is: accumulator type and K per instruction.
+// The PTX operand type of a storage type, its accumulator type and K per mma.sync.
+enum class MmaKind { None, F16, Bf16, Tf32, S8, U8, E4m3, E5m2 };
+template <MmaKind Kind, class Acc_, int Step>
+struct MmaInfo {
+  static constexpr MmaKind kKind = Kind;
+  static constexpr bool kSupported = Kind != MmaKind::None;
+  static constexpr bool kFp8 = Kind == MmaKind::E4m3 || Kind == MmaKind::E5m2;
+  using Acc = Acc_;
+  static constexpr int kStep = Step;
+};
 template <class T>
-struct MmaOf {
-  static constexpr bool kSupported = false;
-  using Acc = float;
-};
+struct MmaOf : MmaInfo<MmaKind::None, float, 1> {};
 template <>
-struct MmaOf<half_t> {
-  static constexpr bool kSupported = true;
-  using Acc = float;
-  static constexpr int kStep = 16;
-};
+struct MmaOf<half_t> : MmaInfo<MmaKind::F16, float, 16> {};
 template <>
-struct MmaOf<bfloat16_t> {
-  static constexpr bool kSupported = true;
-  using Acc = float;
-  static constexpr int kStep = 16;
-};
+struct MmaOf<bfloat16_t> : MmaInfo<MmaKind::Bf16, float, 16> {};
 template <>
-struct MmaOf<float> {  // tf32
-  static constexpr bool kSupported = true;
-  using Acc = float;
-  static constexpr int kStep = 8;
-};
+struct MmaOf<float> : MmaInfo<MmaKind::Tf32, float, 8> {};
 template <>
-struct MmaOf<int8_t> {
-  static constexpr bool kSupported = true;
-  using Acc = int32_t;
-  static constexpr int kStep = 32;
-};
+struct MmaOf<int8_t> : MmaInfo<MmaKind::S8, int32_t, 32> {};
 template <>
-struct MmaOf<uint8_t> {
-  static constexpr bool kSupported = true;
-  using Acc = int32_t;
-  static constexpr int kStep = 32;
-};
+struct MmaOf<uint8_t> : MmaInfo<MmaKind::U8, int32_t, 32> {};
+template <>
+struct MmaOf<float8_e4m3fn_t> : MmaInfo<MmaKind::E4m3, float, 32> {};
+template <>
+struct MmaOf<float8_e5m2_t> : MmaInfo<MmaKind::E5m2, float, 32> {};
 
-template <class T, class Acc>
+template <class TA, class TB, class Acc>
 TL_DEVICE void mma_tile(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (SameType<T, half_t>::value || SameType<T, bfloat16_t>::value)
-    mma::mma_m16n8k16<SameType<T, bfloat16_t>::value>(*reinterpret_cast<float(*)[4]>(d), a, b);
-  else if constexpr (SameType<T, float>::value)
+  constexpr MmaKind ka = MmaOf<TA>::kKind, kb = MmaOf<TB>::kKind;
+  if constexpr (ka == MmaKind::F16 || ka == MmaKind::Bf16)
+    mma::mma_m16n8k16<ka == MmaKind::Bf16>(*reinterpret_cast<float(*)[4]>(d), a, b);
+  else if constexpr (ka == MmaKind::Tf32)
     mma::mma_m16n8k8_tf32(d, a, b);
+  else if constexpr (ka == MmaKind::S8 || ka == MmaKind::U8)
+    mma::mma_m16n8k32_s32<ka == MmaKind::U8>(d, a, b);
   else
-    mma::mma_m16n8k32_s32<SameType<T, uint8_t>::value>(d, a, b);
+    mma::mma_m16n8k32_f8<ka == MmaKind::E5m2, kb == MmaKind::E5m2>(d, a, b);
 }
 
 TL_DEVICE int thread_rank() {
@@ -249,25 +310,27 @@ TL_DEVICE void load_b(uint32_t (&b)[NT][2], const Operand& op, int n0, int k0) {
   if constexpr (NT % 2 == 1) op.template load<2>(b[NT - 1], n0 + 16 * (NT / 2), k0);
 }
 
-template <int MT, int NT, class T, class Acc>
+template <int MT, int NT, class TA, class TB, class Acc>
 TL_DEVICE void mma_all(Acc* acc, const uint32_t (&a)[MT][4], const uint32_t (&b)[NT][2]) {
   TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) {
-    TL_SM80_UNROLL for (int nt = 0; nt < NT; ++nt) mma_tile<T>(acc + (mt * NT + nt) * 4, a[mt], b[nt]);
+    TL_SM80_UNROLL for (int nt = 0; nt < NT; ++nt) mma_tile<TA, TB>(acc + (mt * NT + nt) * 4, a[mt], b[nt]);
   }
 }
 
 template <int M, int N, int K, int WarpsM, int WarpsN, class TA, class TB, class TC>
 TL_DEVICE void check_gemm_shape() {
-  static_assert(SameType<TA, TB>::value, "tl::gemm_ss/gemm_rs: A and B must have the same element type");
-  static_assert(MmaOf<TA>::kSupported,
-                "tl::gemm_ss/gemm_rs: element type must be half_t, bfloat16_t, float (tf32), int8_t or uint8_t");
+  static_assert(MmaOf<TA>::kSupported && MmaOf<TB>::kSupported,
+                "tl::gemm_ss/gemm_rs: element type must be half_t, bfloat16_t, float (tf32), int8_t, uint8_t, "
+                "float8_e4m3fn_t or float8_e5m2_t");
+  static_assert(SameType<TA, TB>::value || (MmaOf<TA>::kFp8 && MmaOf<TB>::kFp8),
+                "tl::gemm_ss/gemm_rs: A and B must have the same element type (or both be fp8: e4m3fn / e5m2)");
   static_assert(SameType<TC, typename MmaOf<TA>::Acc>::value,
-                "tl::gemm_ss/gemm_rs: the accumulator must be float (int32_t for 8-bit operands)");
+                "tl::gemm_ss/gemm_rs: the accumulator must be float (int32_t for int8_t / uint8_t operands)");
   static_assert(M % (16 * WarpsM) == 0, "tl::gemm_ss/gemm_rs: M must be a multiple of 16 * WarpsM");
   static_assert(N % (8 * WarpsN) == 0, "tl::gemm_ss/gemm_rs: N must be a multiple of 8 * WarpsN");
   static_assert(K % MmaOf<TA>::kStep == 0,
                 "tl::gemm_ss/gemm_rs: K must be a multiple of 32 bytes of the element type (16 fp16/bf16, 8 tf32, "
-                "32 int8)");
+                "32 int8/fp8)");
 }
 
 }  // namespace sm80
@@ -294,7 +357,7 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* acc) {
           a_op.template load<4>(a[(s + 1) % 2][mt], m0 + 16 * mt, (s + 1) * kStep);
       sm80::load_b(b[(s + 1) % 2], b_op, n0, (s + 1) * kStep);
     }
-    sm80::mma_all<MT, NT, TA>(acc, a[s % 2], b[s % 2]);
+    sm80::mma_all<MT, NT, TA, TB>(acc, a[s % 2], b[s % 2]);
   }
 }
 
@@ -323,7 +386,7 @@ TL_DEVICE void gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
       a[mt][2] = mma::pack(t0[4].bits, t0[5].bits);
       a[mt][3] = mma::pack(t0[6].bits, t0[7].bits);
     }
-    sm80::mma_all<MT, NT, TA>(acc, a, b[s % 2]);
+    sm80::mma_all<MT, NT, TA, TB>(acc, a, b[s % 2]);
   }
 }
 

@@ -1,6 +1,8 @@
 // Emulated twins of the mma.sync instructions for the CUDA emulator
 // (device/cuda/gemm_mma.cuh and gemm_sm80.cuh include it under TL_EMULATE):
-// m16n8k16 f16/bf16 -> f32, m16n8k8 tf32 -> f32 and m16n8k32 s8/u8 -> s32. The
+// m16n8k16 f16/bf16 -> f32, m16n8k8 tf32 -> f32, m16n8k32 s8/u8 -> s32 and
+// m16n8k32 e4m3/e5m2 -> f32 (A and B formats chosen independently), with the
+// fp8 -> f16x2 conversion sm_90 runs that one through. The
 // lanes of a warp are fibers of one block: each publishes its fragment registers
 // (exchange_in_warp in cuda_emu.h), and each lane computes its own four D elements
 // by locating every A and B element it needs through the PTX ISA fragment layout,
@@ -13,15 +15,18 @@
 // A layout error in the register gathering of the gemms therefore shows up as a
 // wrong product in emulation, as it would on the GPU. Every thread of the block
 // must reach each call (the gemms guarantee it: all warps run the same steps).
+// The fp8 codecs (tl::E4M3FN, tl::E5M2) come from device/common/minifloat.h, which
+// tl_cuda.cuh includes before the gemm headers.
 #pragma once
 
 #include <cstdint>
 
 namespace tl::emu {
 
-// D += A * B for the calling lane; `value(reg, part)` decodes one operand element.
-template <int PerReg, class Acc, class Value>
-inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Value value) {
+// D += A * B for the calling lane; `value_a(reg, part)` decodes one element of A,
+// `value_b` one of B.
+template <int PerReg, class Acc, class ValueA, class ValueB>
+inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], ValueA value_a, ValueB value_b) {
   constexpr int kHalf = 4 * PerReg, kK = 2 * kHalf;
   const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
   const uint32_t* warp = exchange_in_warp<uint32_t, 6, 2>(mine);  // six registers per lane
@@ -31,8 +36,8 @@ inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Va
   for (int k = 0; k < kK; ++k) {
     const int part = k % PerReg, in_half = (k % kHalf) / PerReg, half = k / kHalf;
     for (int h = 0; h < 2; ++h) {
-      rows[h][k] = value(warp[(g * 4 + in_half) * 6 + h + 2 * half], part);        // A(g + 8h, k)
-      cols[h][k] = value(warp[((2 * q + h) * 4 + in_half) * 6 + 4 + half], part);  // B(k, 2q + h)
+      rows[h][k] = value_a(warp[(g * 4 + in_half) * 6 + h + 2 * half], part);        // A(g + 8h, k)
+      cols[h][k] = value_b(warp[((2 * q + h) * 4 + in_half) * 6 + 4 + half], part);  // B(k, 2q + h)
     }
   }
   for (int i = 0; i < 4; ++i) {
@@ -40,6 +45,11 @@ inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Va
     for (int k = 0; k < kK; ++k) sum += rows[i / 2][k] * cols[i % 2][k];
     d[i] = sum;
   }
+}
+
+template <int PerReg, class Acc, class Value>
+inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Value value) {
+  mma_m16n8<PerReg>(d, a, b, value, value);
 }
 
 inline void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
@@ -59,6 +69,28 @@ inline void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t 
     uint32_t bits = (reg >> (8 * byte)) & 0xffu;
     return is_unsigned ? int32_t(bits) : int32_t(int8_t(uint8_t(bits)));
   });
+}
+
+// One e4m3fn or e5m2 value, exactly (minifloat.h, bit for bit as ml_dtypes).
+inline float fp8_value(uint8_t bits, bool e5m2) {
+  return tl::bit_cast<float>(e5m2 ? tl::E5M2::to_float_bits(bits) : tl::E4M3FN::to_float_bits(bits));
+}
+
+// Every product of two fp8 values is exact in float; the sums here are float
+// additions in k order. The GPU adds with its own internal precision (sm_89's fp8
+// mma, or the f16 mmas sm_90 runs it as), so its results differ in the last bits;
+// the tests allow 2^-9 of sum |a * b| + |c|.
+inline void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2) {
+  auto decoder = [](bool e5m2) {
+    return [e5m2](uint32_t reg, int byte) { return fp8_value(uint8_t(reg >> (8 * byte)), e5m2); };
+  };
+  mma_m16n8<4>(d, a, b, decoder(a_e5m2), decoder(b_e5m2));
+}
+
+// cvt.rn.f16x2.{e4m3,e5m2}x2: the low byte into the low half; exact.
+inline uint32_t f8x2_to_f16x2(uint16_t v, bool e5m2) {
+  return uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v), e5m2))) |
+         uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v >> 8), e5m2))) << 16;
 }
 
 // cvt.rna.tf32.f32: round to the nearest tf32 (10 mantissa bits), ties away from zero.

@@ -263,12 +263,17 @@ class Collector : public IRVisitor {
     DataType in = a.buffer->dtype;
     if (!a_.target->has_mma_sync() || a_.threads % 32 != 0)
       return fail("the target has no mma.sync or the block is not whole warps");
-    // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, int8/uint8 into int32.
+    // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, int8/uint8 into
+    // int32, and from sm_89 fp8 e4m3fn/e5m2 (A and B may differ) into float32.
+    auto is_fp8 = [](DataType t) { return t == dtype::Float8E4M3FN || t == dtype::Float8E5M2; };
     bool half = in == dtype::Float16 || in == dtype::BFloat16;
     bool tf32 = in == dtype::Float32, byte = in == dtype::Int8 || in == dtype::UInt8;
+    bool fp8 = is_fp8(in) && is_fp8(b.buffer->dtype) && a_.target->sm_version() >= 89;
     DataType acc = byte ? dtype::Int32 : dtype::Float32;
-    if (!(half || tf32 || byte) || !(b.buffer->dtype == in) || !(c.buffer->dtype == acc))
-      return fail("operand dtypes have no mma.sync form (f16/bf16/float32 into float32, int8/uint8 into int32)");
+    if (!(half || tf32 || byte || fp8) || !(b.buffer->dtype == in || fp8) || !(c.buffer->dtype == acc))
+      return fail(
+          "operand dtypes have no mma.sync form (f16/bf16/float32 into float32, int8/uint8 into int32, fp8 into "
+          "float32 from sm_89)");
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
     bool ta = attr_int(op->attrs, "transpose_A", 0);
     int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);

@@ -1,7 +1,7 @@
 """The sm_80 device building blocks on a real GPU: the emulator's tests of
-tests/python/test_device_sm80.py (swizzle, ldmatrix, gemm_ss, gemm_rs, shuffles,
-cp.async), with their kernels compiled by CuPy's NVRTC and launched on the device,
-against the same numpy references."""
+tests/python/test_device_sm80.py (swizzle, ldmatrix, gemm_ss, gemm_rs, the fp8 mma and
+gemm_ss on sm_89+, shuffles, cp.async), with their kernels compiled by CuPy's NVRTC
+for the device's arch and launched there, against the same numpy references."""
 
 import pathlib
 import sys
@@ -19,8 +19,10 @@ from test_device_sm80 import (
     KERNELS,
     test_cp_async_groups_and_zero_fill,
     test_gemm_rs_matches_numpy,
+    test_gemm_ss_fp8_matches_numpy,
     test_gemm_ss_matches_numpy,
     test_ldmatrix_fragment_layout,
+    test_mma_fp8_fragments,
     test_shuffles_follow_cuda_width_rules,
     test_swizzle_offsets,
     test_warp_allreduce,
@@ -29,8 +31,10 @@ from test_device_sm80 import (
 __all__ = [
     "test_cp_async_groups_and_zero_fill",
     "test_gemm_rs_matches_numpy",
+    "test_gemm_ss_fp8_matches_numpy",
     "test_gemm_ss_matches_numpy",
     "test_ldmatrix_fragment_layout",
+    "test_mma_fp8_fragments",
     "test_shuffles_follow_cuda_width_rules",
     "test_swizzle_offsets",
     "test_warp_allreduce",
@@ -45,7 +49,11 @@ def run():
         backend="nvrtc",
     )
 
+    arch = int(cp.cuda.Device().compute_capability)
+
     def run_on_gpu(entry, threads, shared_bytes, *arrays):
+        if arch < 89 and ("e4m3" in entry or "e5m2" in entry):
+            pytest.skip(f"fp8 mma needs sm_89 or later; this GPU is sm_{arch}")
         kernel = module.get_function(entry)
         if shared_bytes > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared_bytes

@@ -3,7 +3,8 @@ copy_async.cuh, warp.cuh) without a GPU: the test kernels of device_sm80_kernels
 run on the CPU through the emulation shims (device/emu), whose ldmatrix, mma.sync,
 shuffle and cp.async twins move data as the PTX ISA specifies, and are compared with
 numpy; the same file compiles with NVRTC for sm_80 and sm_90, with the gemm
-accumulators in registers (no stack frame)."""
+accumulators in registers (no stack frame). The fp8 gemms (sm_89+) are left out of
+the sm_80 build, and instantiating them for sm_80 is a compile error."""
 
 import concurrent.futures
 import ctypes
@@ -229,6 +230,98 @@ def test_gemm_rs_matches_numpy(run, dtype, shape, tb):
     np.testing.assert_allclose(c, reference(a, b.T if tb else b, c0), rtol=1e-4, atol=1e-4)
 
 
+# fp8 gemm_ss: A and B each e4m3fn or e5m2, float accumulators, on sm_89+.
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+FP8_PAIRS = [(a, b) for a in FP8 for b in FP8]
+FP8_SS_SHAPES = {
+    "e4m3": [(64, 64, 64, 2, 2), (32, 48, 32, 1, 2)],
+    "e5m2": [(64, 64, 64, 2, 2)],
+    "e4m3_e5m2": [(64, 32, 64, 2, 1)],
+    "e5m2_e4m3": [(32, 48, 32, 1, 2)],
+}
+FP8_SS_CASES = [
+    (dtype, shape, ta, tb)
+    for dtype, shapes in FP8_SS_SHAPES.items()
+    for shape in shapes
+    for ta in (False, True)
+    for tb in (False, True)
+] + [("e4m3", (128, 128, 64, 2, 2), False, True)]  # the compiler's tile, K-major operands
+
+
+def random_fp8(name, shape):
+    """Normal values spread over 2^-4 .. 2^3, so products and sums mix exponents and
+    the smallest land in e4m3's subnormals (below 2^-6)."""
+    x = rng.standard_normal(shape) * 2.0 ** rng.integers(-4, 4, shape)
+    return x.astype(np.float32).astype(FP8[name])
+
+
+def assert_fp8_product(c, ref, bound):
+    """c matches the exact ref within the tensor cores' accumulation error `bound`."""
+    err = np.abs(c - ref)
+    worst = np.unravel_index(np.argmax(err / bound), err.shape)
+    where = ", ".join(str(int(i)) for i in worst)
+    assert np.all(err <= bound), (
+        f"[{where}] = {c[worst]}, expected {ref[worst]} (allowed error {bound[worst]:.3g})"
+    )
+
+
+def fp8_fragments(a, b):
+    """The m16n8k32 8-bit register fragments (PTX ISA) of A (16 x 32) and B (32 x 8):
+    lane (g, q) = (lane // 4, lane % 4); A register j holds row g + 8 * (j % 2),
+    k = 16 * (j // 2) + 4q + byte; B register j holds column g, k = 16j + 4q + byte."""
+    lane = np.arange(32)
+    g, q = lane // 4, lane % 4
+    a8, b8 = a.view(np.uint8).astype(np.uint32), b.view(np.uint8).astype(np.uint32)
+    fa, fb = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32)
+    for byte in range(4):
+        for j in range(4):
+            fa[:, j] |= a8[g + 8 * (j % 2), 16 * (j // 2) + 4 * q + byte] << (8 * byte)
+        for j in range(2):
+            fb[:, j] |= b8[16 * j + 4 * q + byte, g] << (8 * byte)
+    return fa, fb
+
+
+@pytest.mark.parametrize("a_name, b_name", FP8_PAIRS)
+def test_mma_fp8_fragments(run, a_name, b_name):
+    """One mma.m16n8k32 fp8 against numpy, in the arch's form and in the f16 form of sm_90."""
+    a, b = random_fp8(a_name, (16, 32)), random_fp8(b_name, (32, 8))
+    fa, fb = fp8_fragments(a, b)
+    lane = np.arange(32)
+    rows = lane[:, None] // 4 + 8 * (np.arange(4)[None, :] // 2)  # D element e of each lane
+    cols = 2 * (lane[:, None] % 4) + np.arange(4)[None, :] % 2
+    c_full = accumulator("f32", (16, 8))
+    c = np.ascontiguousarray(c_full[rows, cols])
+    out = np.zeros((32, 2, 4), np.float32)
+    run(f"mma_f8_{a_name}_{b_name}", 32, 0, fa, fb, c, out)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = (a64 @ b64 + c_full)[rows, cols]
+    bound = 2.0**-9 * (np.abs(a64) @ np.abs(b64) + np.abs(c_full))[rows, cols]
+    for form in range(2):
+        assert_fp8_product(out[:, form], ref, bound)
+
+
+@pytest.mark.parametrize(
+    "dtype, shape, ta, tb",
+    FP8_SS_CASES,
+    ids=[f"{d}-{'x'.join(map(str, s))}-{'nt'[ta]}{'nt'[tb]}" for d, s, ta, tb in FP8_SS_CASES],
+)
+def test_gemm_ss_fp8_matches_numpy(run, dtype, shape, ta, tb):
+    M, N, K, wm, wn = shape
+    a_name, b_name = (dtype.split("_") * 2)[:2]
+    a = random_fp8(a_name, (2 * K, M) if ta else (M, 2 * K))
+    b = random_fp8(b_name, (N, 2 * K) if tb else (2 * K, N))
+    c0 = accumulator("f32", (M, N))
+    c = np.zeros_like(c0)
+    run(ss_entry(dtype, shape, ta, tb), wm * wn * 32, 2 * (M + N) * K, a, b, c0, c)
+    # Exact products and sums in float64 (fp8 values decode exactly).
+    a64 = (a.T if ta else a).astype(np.float64)
+    b64 = (b.T if tb else b).astype(np.float64)
+    ref = a64 @ b64 + c0
+    # The tensor cores add with fewer bits than float (device/emu/mma_emu.h): allow
+    # 2^-9 of the sum of magnitudes, far below one misplaced product.
+    assert_fp8_product(c, ref, 2.0**-9 * (np.abs(a64) @ np.abs(b64) + np.abs(c0)))
+
+
 # ---- warp collectives
 
 
@@ -323,24 +416,34 @@ def test_race_detector_sees_the_helpers(emu, kind, words):
 # ---- NVRTC
 
 
-def nvrtc_compile(arch):
-    """(success, log) of compiling the test kernels for `arch` with ptxas -v."""
+def nvrtc_compile(arch, source=None, want_ptx=False):
+    """(success, log) of compiling the test kernels (or `source`) for `arch` with
+    ptxas -v; with want_ptx, (success, log, ptx) for a virtual arch (compute_XX)."""
     lib = ctypes.CDLL(next(name for name in NVRTC_NAMES if _loadable(name)))
     prog = ctypes.c_void_p()
-    source = KERNELS.read_bytes()
+    source = KERNELS.read_bytes() if source is None else source.encode()
     assert (
         lib.nvrtcCreateProgram(ctypes.byref(prog), source, b"device_sm80_kernels.cu", 0, None, None)
         == 0
     )
     opts = [f"--gpu-architecture={arch}", f"-I{DEVICE / 'cuda'}", "--std=c++17", "-default-device"]
-    opts.append("--ptxas-options=-v")
+    if not want_ptx:
+        opts.append("--ptxas-options=-v")
     argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
     rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetProgramLog(prog, log)
+    ptx = ""
+    if want_ptx and rc == 0:
+        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        text = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(prog, text)
+        ptx = text.value.decode()
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    if want_ptx:
+        return rc == 0, log.value.decode(), ptx
     return rc == 0, log.value.decode()
 
 
@@ -364,6 +467,55 @@ def test_kernels_compile_with_nvrtc_and_keep_accumulators_in_registers(nvrtc_log
         elif m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line):
             frames[entry] = (int(m.group(1)), int(m.group(2)))
     expected = {ss_entry(*case) for case in SS_CASES}
+    fp8 = {ss_entry(*case) for case in FP8_SS_CASES}
+    if arch == "sm_80":
+        assert not fp8 & frames.keys(), "the fp8 gemms must be left out of the sm_80 build"
+    else:
+        expected |= fp8
     assert expected <= frames.keys(), sorted(expected - frames.keys())
     spilled = {name: f for name, f in frames.items() if name.startswith("gemm") and f != (0, 0)}
     assert not spilled, f"gemm kernels with a stack frame or spills: {spilled}"
+
+
+# One fp8 gemm of each operand pairing: its PTX has the instructions of each arch,
+# and sm_80 stops at gemm_sm80.cuh's static_assert naming the arch needed.
+FP8_TYPES = {"e4m3": "tl::float8_e4m3fn_t", "e5m2": "tl::float8_e5m2_t"}
+
+
+def fp8_gemm_source(a, b):
+    return f"""#include "tl_cuda.cuh"
+extern "C" __global__ void __launch_bounds__(32) fp8_gemm(const uint4* src, float* out) {{
+  __shared__ __align__(16) unsigned char tile[16 * 32 + 8 * 32];
+  for (int i = threadIdx.x; i < 48; i += 32) reinterpret_cast<uint4*>(tile)[i] = src[i];
+  __syncthreads();
+  float acc[4] = {{0, 0, 0, 0}};
+  tl::gemm_ss<16, 8, 32, 1, 1, false, true>(reinterpret_cast<const {FP8_TYPES[a]}*>(tile),
+                                            reinterpret_cast<const {FP8_TYPES[b]}*>(tile + 16 * 32), acc);
+  for (int e = 0; e < 4; ++e) out[threadIdx.x * 4 + e] = acc[e];
+}}
+"""
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("a, b", FP8_PAIRS, ids=[f"{a}_{b}" for a, b in FP8_PAIRS])
+def test_fp8_gemm_instructions(a, b):
+    """sm_89 (and sm_100+) run the fp8 mma.sync; sm_90, which has no fp8 mma.sync of
+    its own, converts to f16 pairs and runs two f16 mmas per fp8 one."""
+    fp8_mma = f"mma.sync.aligned.m16n8k32.row.col.f32.{a}.{b}.f32"
+    f16_mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    for arch in ("compute_89", "compute_90", "compute_100"):
+        ok, log, ptx = nvrtc_compile(arch, fp8_gemm_source(a, b), want_ptx=True)
+        assert ok, log
+        assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx, arch  # A is K-major
+        if arch == "compute_90":
+            assert fp8_mma not in ptx and f16_mma in ptx
+            assert f"cvt.rn.f16x2.{a}x2" in ptx and f"cvt.rn.f16x2.{b}x2" in ptx
+        else:
+            assert fp8_mma in ptx and f16_mma not in ptx, arch
+
+
+@needs_nvrtc
+def test_fp8_gemm_needs_sm89():
+    ok, log = nvrtc_compile("sm_80", fp8_gemm_source("e4m3", "e5m2"))
+    assert not ok, "an fp8 gemm_ss compiled for sm_80"
+    assert "fp8 operands" in log and "sm_89" in log, log
