@@ -36,12 +36,17 @@ void CpuKernel::launch(const KernelArg* args, size_t, const std::array<int64_t, 
   // A failed T.device_assert is recorded by the kernel; blocks not yet started are
   // skipped and the failure is raised here, as the GPU would stop the kernel.
   BeginBlockFn begin = begin_block_;
-  parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) {
-    int64_t bx = i % gx, by = (i / gx) % gy, bz = i / (gx * gy);
-    if (!begin(bx, by, bz)) fn(args, bx, by, bz);
-  });
   char message[1024];
   int64_t block[3];
+  try {
+    parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) {
+      int64_t bx = i % gx, by = (i / gx) % gy, bz = i / (gx * gy);
+      if (!begin(bx, by, bz)) fn(args, bx, by, bz);
+    });
+  } catch (...) {
+    take_assert_(message, sizeof message, block);  // an exception ends the launch; so does its assertion record
+    throw;
+  }
   if (!take_assert_(message, sizeof message, block)) return;
   // The CUDA emulator reports shared-memory races through the same channel.
   if (std::string(message).rfind("shared-memory race", 0) == 0)
