@@ -210,6 +210,26 @@ class Collector : public IRVisitor {
       case TileOpKind::Gemm:
         gemm(op);
         break;
+      case TileOpKind::Atomic: {
+        // dst (memory) <- value: a whole register fragment (region form), or one
+        // element of it inside a T.Parallel loop (element form).
+        if (frag(op->regions[0])) {
+          demote_all();
+          break;
+        }
+        if (op->regions.size() < 2 || !frag(op->regions[1])) break;
+        const BufferRegion& v = op->regions[1];
+        bool element = true;
+        for (const Range& r : v.ranges) element = element && is_const_one(r.extent);
+        if (element && loop_) {
+          std::vector<Expr> idx;
+          for (const Range& r : v.ranges) idx.push_back(r.min);
+          classify(v.buffer, idx);
+        } else if (!covers_whole(v) || !pairs_exactly(v, op->regions[0])) {
+          demote_all();
+        }
+        break;
+      }
       case TileOpKind::Reduce: {
         const BufferRegion &s = op->regions[0], &d = op->regions[1];
         std::string kind = attr_string(op->attrs, "kind");
@@ -530,6 +550,10 @@ class Lowerer : public IRMutator {
         out->insert(s->buffer.get());
         IRVisitor::visit(s);
       }
+      void visit(const TileOpNode* op) override {  // element-wise atomics in the loop
+        for (const BufferRegion& r : op->regions) out->insert(r.buffer.get());
+        IRVisitor::visit(op);
+      }
     } stores;
     stores.out = &touched;
     stores.visit(nest.back()->body);
@@ -571,6 +595,8 @@ class Lowerer : public IRMutator {
         return thread_op(lower_gemm(op));
       case TileOpKind::Reduce:
         return thread_op(lower_reduce(op));
+      case TileOpKind::Atomic:
+        return thread_op(lower_atomic(op));
       default:
         TL_ICHECK(false, "tile op with a register fragment has no register lowering");
     }
@@ -595,6 +621,12 @@ class Lowerer : public IRMutator {
       if (auto reg = local_index(op->buffer))
         return buffer_store(up_.regs_.at(op->buffer.get()), mutate(op->value), {*reg}, op->span);
       return IRMutator::visit(op, self);
+    }
+    // An element-wise T.atomic_add(dst[...], frag[i, j]) inside the loop: each thread
+    // updates its own elements.
+    Stmt visit(const TileOpNode* op, const Stmt& self) override {
+      if (op->op != TileOpKind::Atomic) return IRMutator::visit(op, self);
+      return mutate(op_info(op->op).lower_serial(op));
     }
 
    private:
@@ -794,6 +826,25 @@ class Lowerer : public IRMutator {
     if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return affine(b->a) && affine(b->b);
     if (b->op == BinaryOp::Mul) return (as_const_int(b->a) && affine(b->b)) || (as_const_int(b->b) && affine(b->a));
     return false;
+  }
+
+  // T.atomic_<kind>(dst region, register fragment): each thread updates the
+  // elements it holds.
+  Stmt lower_atomic(const TileOpNode* op) {
+    const BufferRegion d = mutate_region(op->regions[0]);
+    const BufferRegion& v = op->regions[1];
+    const FragmentLayoutPtr& l = layout(v.buffer);
+    Var k("k", dtype::Int32);
+    std::vector<Expr> di = paired_index(v, d, l->logical(t_, k));
+    Expr ok = logical_and(l->valid(t_, k), d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true));
+    std::string fn =
+        str_cat("tl::atomic_", attr_string(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
+    Expr value = cast(d.buffer->dtype, buffer_load(reg(v.buffer), {k}));
+    Stmt st = evaluate(
+        call_extern(dtype::Void, fn, {call(Intrinsic::AddressOf, {buffer_load(d.buffer, di, op->span)}), value}),
+        op->span);
+    if (!is_const_true(ok)) st = if_then_else(ok, st);
+    return for_loop(k, i32(0), i32(l->local_size()), ForKind::Unrolled, st, {}, op->span);
   }
 
   Stmt lower_fill(const TileOpNode* op) {

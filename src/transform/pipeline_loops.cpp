@@ -115,11 +115,15 @@ class Pipeliner : public IRMutator {
     if (it != op->annotations.end())
       if (auto* v = std::get_if<int64_t>(&it->second)) stages = *v;
     if (stages < 2 || op->for_kind != ForKind::Serial) return IRMutator::visit(op, self);
+    // Names bound at the top of the body (`k = (bz * tiles + ko) * block_K`) are
+    // inlined, so that the copies under them are seen as producers.
+    Stmt whole = op->body;
+    while (auto* l = whole.as<LetStmtNode>()) whole = substitute(l->body, {{l->var.node(), l->value}});
     std::vector<Stmt> body;
-    if (auto* s = op->body.as<SeqNode>())
+    if (auto* s = whole.as<SeqNode>())
       body = s->seq;
     else
-      body = {op->body};
+      body = {whole};
     size_t np = 0;
     while (np < body.size() && producer(body[np])) ++np;
     if (np == 0 || np == body.size()) return IRMutator::visit(op, self);
