@@ -32,6 +32,7 @@ import time
 import numpy as np
 import tilelang
 import tilelang.language as T
+from results import commit
 from tilelang.profiler import do_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -257,22 +258,6 @@ def cached_in_fresh_process(mode, names, cache_dir):
 
 
 # ---- report
-
-
-def commit():
-    if os.environ.get("TL_COMMIT"):
-        return os.environ["TL_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE,
-            check=False,
-            capture_output=True,
-            text=True,
-        )
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
 def device_name(mode):

@@ -10,10 +10,10 @@ import importlib.util
 import os
 import platform
 import statistics
-import subprocess
 import time
 
 import tilelang
+from results import commit
 
 REPEATS = 30
 TARGET_MS = 50.0
@@ -49,19 +49,6 @@ def measure():
         trace_ms.append((traced - start) * 1e3)
         codegen_ms.append((done - traced) * 1e3)
     return statistics.median(trace_ms), statistics.median(codegen_ms)
-
-
-def commit():
-    # The GPU machine's copy of the tree may carry a stale .git: the caller names the commit.
-    if os.environ.get("TL_COMMIT"):
-        return os.environ["TL_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
-        )
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def cold():

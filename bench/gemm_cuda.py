@@ -12,11 +12,11 @@ Run on a GPU machine: python bench/gemm_cuda.py
 import datetime
 import os
 import statistics
-import subprocess
 
 import tilelang
 import tilelang.language as T
 import torch
+from results import commit
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 # (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off))
@@ -65,15 +65,6 @@ def timed(fn):
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / CALLS / 1e3
-
-
-def commit():
-    if os.environ.get("TL_COMMIT"):
-        return os.environ["TL_COMMIT"]
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
-    )
-    return out.stdout.strip() or "unknown"
 
 
 def main():

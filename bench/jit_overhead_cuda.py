@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from results import commit
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS, CALLS = 31, 200
 N, BLOCK = 1 << 16, 256
@@ -294,23 +296,6 @@ def tensor_route(torch):
         if hasattr(torch.Tensor, name):
             return f"the DLPack C exchange API (torch.Tensor.{name})"
     return "__dlpack__ (this torch has no DLPack C exchange API)"
-
-
-def commit():
-    # The GPU machine's copy of the tree may carry a stale .git: the caller names the commit.
-    if os.environ.get("TL_COMMIT"):
-        return os.environ["TL_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main():

@@ -20,6 +20,7 @@ import time
 import numpy as np
 import tilelang
 import tilelang.language as T
+from results import commit
 from tilelang.language.prim_func import PrimFunc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,19 +85,6 @@ def disk_hit_ms(cache_dir, runs=7):
         )
         rows.append([float(x) for x in out.stdout.split()])
     return [statistics.median(col) for col in zip(*rows)]
-
-
-def commit():
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main():

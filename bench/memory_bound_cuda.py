@@ -29,11 +29,11 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
+from results import commit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOG2E = math.log2(math.e)
@@ -403,22 +403,6 @@ def bench_rows(backend, target, op, m, n, configs):
 
 
 # ---- reporting
-
-
-def commit():
-    if os.environ.get("TL_COMMIT"):
-        return os.environ["TL_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def table(rows, backend):

@@ -187,13 +187,7 @@ TL_DEVICE void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t 
 namespace sm80 {
 
 template <class A, class B>
-struct SameType {
-  static constexpr bool value = false;
-};
-template <class A>
-struct SameType<A, A> {
-  static constexpr bool value = true;
-};
+using SameType = tl::is_same<A, B>;
 
 // The PTX operand type of a storage type, its accumulator type and K per mma.sync.
 enum class MmaKind { None, F16, Bf16, Tf32, S8, U8, E4m3, E5m2 };

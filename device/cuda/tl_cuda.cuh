@@ -135,6 +135,16 @@ using float8_e4m3fnuz_t = minifloat_t<E4M3FNUZ>;
 using float8_e5m2fnuz_t = minifloat_t<E5M2FNUZ>;
 using float8_e8m0fnu_t = minifloat_t<E8M0>;
 
+// std::is_same without <type_traits> (NVRTC has no host headers).
+template <class A, class B>
+struct is_same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct is_same<A, A> {
+  static constexpr bool value = true;
+};
+
 // T.use_swizzle's marker: the code generator remaps blockIdx at kernel entry.
 TL_DEVICE void use_swizzle(int, int) {}
 

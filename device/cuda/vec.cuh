@@ -36,18 +36,9 @@ constexpr int unit_bytes(int bytes) {
   return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
 }
 
-template <class A, class B>
-struct Same {
-  static constexpr bool value = false;
-};
-template <class A>
-struct Same<A, A> {
-  static constexpr bool value = true;
-};
-
 template <class D, class S>
 TL_DEVICE D convert(const S& x) {
-  if constexpr (Same<D, S>::value) {
+  if constexpr (is_same<D, S>::value) {
     return x;
   } else {
     return D(x);
@@ -117,7 +108,7 @@ template <int N, class D, class S>
 TL_DEVICE void copy_vec(D* dst, const S* src) {
   vec::Pack<N, S> in;
   in.load(src);
-  if constexpr (vec::Same<D, S>::value) {
+  if constexpr (is_same<D, S>::value) {
     in.store(dst);
   } else {
     vec::Pack<N, D> out;

@@ -5,10 +5,6 @@
 namespace tl {
 namespace {
 
-Expr i32(int64_t v) {
-  return int_imm(v, dtype::Int32);
-}
-
 int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
   int64_t p = 1;
   for (size_t i = from; i < to; ++i) p *= v[i];
@@ -26,8 +22,8 @@ int64_t common_pow2(int64_t a, int64_t b) {
 std::vector<Expr> unflatten(Expr flat, const std::vector<int64_t>& dims) {
   std::vector<Expr> out(dims.size());
   for (int d = int(dims.size()) - 1; d >= 0; --d) {
-    out[d] = d == 0 ? flat : floormod(flat, i32(dims[d]));
-    if (d > 0) flat = floordiv(flat, i32(dims[d]));
+    out[d] = d == 0 ? flat : floormod(flat, int_imm(dims[d]));
+    if (d > 0) flat = floordiv(flat, int_imm(dims[d]));
   }
   return out;
 }
@@ -93,10 +89,11 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
   switch (kind_) {
     case Kind::Blocked: {
       int64_t per_row = runs_per_row_ * vec_;
-      Expr i = floordiv(k, i32(per_row)), j = floormod(k, i32(per_row));
-      Expr row = add(mul(i, i32(tr_)), floordiv(t, i32(tc_)));
-      Expr col = add(add(mul(floordiv(j, i32(vec_)), i32(tc_ * vec_)), mul(floormod(t, i32(tc_)), i32(vec_))),
-                     floormod(j, i32(vec_)));
+      Expr i = floordiv(k, int_imm(per_row)), j = floormod(k, int_imm(per_row));
+      Expr row = add(mul(i, int_imm(tr_)), floordiv(t, int_imm(tc_)));
+      Expr col =
+          add(add(mul(floordiv(j, int_imm(vec_)), int_imm(tc_ * vec_)), mul(floormod(t, int_imm(tc_)), int_imm(vec_))),
+              floormod(j, int_imm(vec_)));
       std::vector<int64_t> lead(shape_.begin(), shape_.end() - 1);
       std::vector<Expr> out = lead.empty() ? std::vector<Expr>{} : unflatten(row, lead);
       out.push_back(col);
@@ -104,12 +101,14 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
     }
     case Kind::Accum: {
       int64_t wm_rows = shape_[0] / warps_m_, wn_cols = shape_[1] / warps_n_, nt = wn_cols / 8;
-      Expr warp = floordiv(t, i32(32)), lane = floormod(t, i32(32));
-      Expr tile = floordiv(k, i32(4)), e = floormod(k, i32(4));
-      Expr row = add(add(mul(floordiv(warp, i32(warps_n_)), i32(wm_rows)), mul(floordiv(tile, i32(nt)), i32(16))),
-                     add(floordiv(lane, i32(4)), mul(floordiv(e, i32(2)), i32(8))));
-      Expr col = add(add(mul(floormod(warp, i32(warps_n_)), i32(wn_cols)), mul(floormod(tile, i32(nt)), i32(8))),
-                     add(mul(floormod(lane, i32(4)), i32(2)), floormod(e, i32(2))));
+      Expr warp = floordiv(t, int_imm(32)), lane = floormod(t, int_imm(32));
+      Expr tile = floordiv(k, int_imm(4)), e = floormod(k, int_imm(4));
+      Expr row = add(
+          add(mul(floordiv(warp, int_imm(warps_n_)), int_imm(wm_rows)), mul(floordiv(tile, int_imm(nt)), int_imm(16))),
+          add(floordiv(lane, int_imm(4)), mul(floordiv(e, int_imm(2)), int_imm(8))));
+      Expr col = add(
+          add(mul(floormod(warp, int_imm(warps_n_)), int_imm(wn_cols)), mul(floormod(tile, int_imm(nt)), int_imm(8))),
+          add(mul(floormod(lane, int_imm(4)), int_imm(2)), floormod(e, int_imm(2))));
       return {row, col};
     }
     case Kind::Rows: {
@@ -117,12 +116,13 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
       if (parent_->kind_ == Kind::Accum) {
         int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
         // k = mt * 2 + h  <->  parent register (mt * nt) * 4 + h * 2
-        Expr pk = add(mul(mul(floordiv(k, i32(2)), i32(nt)), i32(4)), mul(floormod(k, i32(2)), i32(2)));
+        Expr pk =
+            add(mul(mul(floordiv(k, int_imm(2)), int_imm(nt)), int_imm(4)), mul(floormod(k, int_imm(2)), int_imm(2)));
         auto idx = parent_->logical(t, pk);
         idx.pop_back();
         return idx;
       }
-      Expr pk = mul(k, i32(parent_->runs_per_row_ * parent_->vec_));
+      Expr pk = mul(k, int_imm(parent_->runs_per_row_ * parent_->vec_));
       auto idx = parent_->logical(t, pk);
       idx.pop_back();
       return idx;
@@ -136,8 +136,8 @@ Expr FragmentLayout::valid(const Expr& t, const Expr& k) const {
   if (base.kind_ != Kind::Blocked) return bool_imm(true);
   int64_t rows = product(base.shape_, 0, base.shape_.size() - 1);
   if (rows % base.tr_ == 0) return bool_imm(true);
-  Expr i = kind_ == Kind::Rows ? k : floordiv(k, i32(base.runs_per_row_ * base.vec_));
-  return lt(add(mul(i, i32(base.tr_)), floordiv(t, i32(base.tc_))), i32(rows));
+  Expr i = kind_ == Kind::Rows ? k : floordiv(k, int_imm(base.runs_per_row_ * base.vec_));
+  return lt(add(mul(i, int_imm(base.tr_)), floordiv(t, int_imm(base.tc_))), int_imm(rows));
 }
 
 Expr FragmentLayout::row_local(const Expr& parent_k) const {
@@ -145,9 +145,10 @@ Expr FragmentLayout::row_local(const Expr& parent_k) const {
   if (parent_->kind_ == Kind::Accum) {
     int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
     // parent register (mt * nt + n) * 4 + e holds row (mt, e / 2)
-    return add(mul(floordiv(parent_k, i32(nt * 4)), i32(2)), floordiv(floormod(parent_k, i32(4)), i32(2)));
+    return add(mul(floordiv(parent_k, int_imm(nt * 4)), int_imm(2)),
+               floordiv(floormod(parent_k, int_imm(4)), int_imm(2)));
   }
-  return floordiv(parent_k, i32(parent_->runs_per_row_ * parent_->vec_));
+  return floordiv(parent_k, int_imm(parent_->runs_per_row_ * parent_->vec_));
 }
 
 int64_t FragmentLayout::row_lanes() const {
@@ -161,9 +162,9 @@ int64_t FragmentLayout::row_warps() const {
 }
 
 Expr FragmentLayout::row_warp_index(const Expr& t) const {
-  Expr warp = floordiv(t, i32(32));
-  if (kind_ == Kind::Accum) return floormod(warp, i32(warps_n_));
-  return floormod(warp, i32(row_warps()));
+  Expr warp = floordiv(t, int_imm(32));
+  if (kind_ == Kind::Accum) return floormod(warp, int_imm(warps_n_));
+  return floormod(warp, int_imm(row_warps()));
 }
 
 bool FragmentLayout::equals(const FragmentLayout& o) const {

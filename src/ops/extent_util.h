@@ -53,6 +53,21 @@ inline std::string attr_string(const Attrs& attrs, const std::string& key, const
   return fallback;
 }
 
+// The region is the whole buffer (constant bounds, starting at 0).
+inline bool covers_whole(const BufferRegion& r) {
+  for (size_t d = 0; d < r.ranges.size(); ++d) {
+    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent),
+         sh = as_const_int(r.buffer->shape[d]);
+    if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
+  }
+  return true;
+}
+
+// A buffer in shared memory proper (block-wide fragments excluded).
+inline bool is_shared(const Buffer& b) {
+  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn;
+}
+
 // Whether a float dtype can hold ±inf (the fp8 "fn" kinds cannot).
 inline bool has_infinity(DataType t) {
   return t.is_float() && (t.bits() >= 16 || t.scalar_type() == ScalarType::Float8E5M2);

@@ -26,6 +26,7 @@
 #include "layout/layout.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
+#include "support/logging.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
 
@@ -33,10 +34,6 @@ namespace tl {
 namespace {
 
 using BufKey = const BufferNode*;
-
-Expr i32(int64_t v) {
-  return int_imm(v, dtype::Int32);
-}
 
 std::optional<std::vector<int64_t>> const_shape(const Buffer& b) {
   std::vector<int64_t> out;
@@ -46,16 +43,6 @@ std::optional<std::vector<int64_t>> const_shape(const Buffer& b) {
     out.push_back(*c);
   }
   return out;
-}
-
-// The region is the whole buffer.
-bool covers_whole(const BufferRegion& r) {
-  for (size_t d = 0; d < r.ranges.size(); ++d) {
-    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent),
-         sh = as_const_int(r.buffer->shape[d]);
-    if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
-  }
-  return true;
 }
 
 // The region covers the last two dims of its buffer whole, one index of the others.
@@ -72,10 +59,6 @@ bool covers_tile(const BufferRegion& r) {
     if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
   }
   return true;
-}
-
-bool is_shared(const Buffer& b) {
-  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn;
 }
 
 int64_t elem_bytes(DataType t) {
@@ -122,7 +105,6 @@ struct Analysis {
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
-  std::map<const TileOpNode*, std::string> why;  // for the debug log
 
   bool candidate(const Buffer& b) const { return candidates.count(b.get()); }
   void demote(const Buffer& b) {
@@ -273,7 +255,8 @@ class Collector : public IRVisitor {
     const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
     GemmUse use{op};
     auto fail = [&](const std::string& why) {
-      a_.why[op] = why;
+      log(LogLevel::Debug,
+          str_cat(op->span.defined() ? op->span.str() + ": " : "", "T.gemm takes the shared-memory path: ", why));
       for (const BufferRegion& r : op->regions) a_.demote(r.buffer);
     };
     if (!a_.candidate(c.buffer)) return fail("the accumulator is not a register fragment");
@@ -498,7 +481,7 @@ class Lowerer : public IRMutator {
       : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads) {
     for (auto& [k, l] : s_.layouts) {
       const Buffer& b = a_.candidates.at(k);
-      regs_[k] = Buffer::make(b->name, b->dtype, {i32(l->local_size())}, Scope::Local, {}, b->span);
+      regs_[k] = Buffer::make(b->name, b->dtype, {int_imm(l->local_size())}, Scope::Local, {}, b->span);
     }
     for (const GemmUse& g : a_.gemms) {
       if (!s_.layouts.count(g.c)) continue;
@@ -575,7 +558,7 @@ class Lowerer : public IRMutator {
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
       body = let_stmt(nest[d]->var, cast(nest[d]->var.dtype(), logical[d]), body);
-    return thread_op(for_loop(k, i32(0), i32(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
+    return thread_op(for_loop(k, int_imm(0), int_imm(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
@@ -730,15 +713,15 @@ class Lowerer : public IRMutator {
     for (size_t d = 0; d + 1 < ext.size(); ++d) runs *= ext[d];
     int64_t iters = (runs + threads_ - 1) / threads_;
     Var it("it", dtype::Int32);
-    Expr r = add(mul(it, i32(threads_)), t_);
+    Expr r = add(mul(it, int_imm(threads_)), t_);
     Var j0(j.name() + "_v", j.dtype());
     std::vector<std::pair<Var, Expr>> binds;  // outer nest vars and the run start
-    Expr rest = floordiv(r, i32(runs_per_row));
+    Expr rest = floordiv(r, int_imm(runs_per_row));
     for (int d = int(ext.size()) - 2; d >= 0; --d) {
-      binds.push_back({nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, i32(ext[d])))});
-      if (d > 0) rest = floordiv(rest, i32(ext[d]));
+      binds.push_back({nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, int_imm(ext[d])))});
+      if (d > 0) rest = floordiv(rest, int_imm(ext[d]));
     }
-    binds.push_back({j0, cast(j.dtype(), mul(floormod(r, i32(runs_per_row)), i32(v)))});
+    binds.push_back({j0, cast(j.dtype(), mul(floormod(r, int_imm(runs_per_row)), int_imm(v)))});
     std::map<const VarNode*, Expr> at_start{{j.node(), Expr(j0)}};
     std::map<const VarNode*, Expr> at_end{{j.node(), add(j0, make_const(j.dtype(), v - 1))}};
     // The fast run: one vector per access.
@@ -749,12 +732,12 @@ class Lowerer : public IRMutator {
     std::map<const BufferLoadNode*, Buffer> temp_of;
     for (const BufferLoadNode* l : loads) {
       if (!uses_j(buffer_load(l->buffer, l->indices)) || temp_of.count(l)) continue;
-      Buffer tmp = Buffer::make(l->buffer->name + "_v", l->buffer->dtype, {i32(v)}, Scope::Local);
+      Buffer tmp = Buffer::make(l->buffer->name + "_v", l->buffer->dtype, {int_imm(v)}, Scope::Local);
       std::vector<Expr> idx;
       for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
       if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
       pre.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", v, ">"),
-                                         {call(Intrinsic::AddressOf, {buffer_load(tmp, {i32(0)})}),
+                                         {call(Intrinsic::AddressOf, {buffer_load(tmp, {int_imm(0)})}),
                                           call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
       temps.push_back(tmp);
       temp_of[l] = tmp;
@@ -775,23 +758,24 @@ class Lowerer : public IRMutator {
     } use;
     use.temps = &temp_of;
     use.lane = e;
-    Buffer out = Buffer::make(store->buffer->name + "_v", store->buffer->dtype, {i32(v)}, Scope::Local);
+    Buffer out = Buffer::make(store->buffer->name + "_v", store->buffer->dtype, {int_imm(v)}, Scope::Local);
     std::map<const VarNode*, Expr> at_lane{{j.node(), add(j0, cast(j.dtype(), e))}};
     Expr value = substitute(use.mutate(store->value), at_lane);
     std::vector<Stmt> vec = pre;
-    vec.push_back(for_loop(e, i32(0), i32(v), ForKind::Unrolled, buffer_store(out, value, {e})));
+    vec.push_back(for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
     vec.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"),
                                        {call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)}),
-                                        call(Intrinsic::AddressOf, {buffer_load(out, {i32(0)})})})));
+                                        call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})})})));
     Stmt vec_run = allocate(out, seq(vec));
     for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
     // The slow run: the user's body, element by element.
-    Stmt slow =
-        for_loop(e, i32(0), i32(v), ForKind::Unrolled, let_stmt(j, add(j0, cast(j.dtype(), e)), nest.back()->body));
+    Stmt slow = for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled,
+                         let_stmt(j, add(j0, cast(j.dtype(), e)), nest.back()->body));
     Stmt run = if_then_else(fast, vec_run, slow);
     for (int b = int(binds.size()) - 1; b >= 0; --b) run = let_stmt(binds[b].first, binds[b].second, run);
-    if (runs % threads_ != 0) run = if_then_else(lt(r, i32(runs)), run);
-    return for_loop(it, i32(0), i32(iters), iters <= 16 ? ForKind::Unrolled : ForKind::Serial, run, {}, nest[0]->span);
+    if (runs % threads_ != 0) run = if_then_else(lt(r, int_imm(runs)), run);
+    return for_loop(it, int_imm(0), int_imm(iters), iters <= 16 ? ForKind::Unrolled : ForKind::Serial, run, {},
+                    nest[0]->span);
   }
 
   // Both ends of a run starting at `idx` (v elements along the last dim) in bounds.
@@ -844,14 +828,14 @@ class Lowerer : public IRMutator {
         call_extern(dtype::Void, fn, {call(Intrinsic::AddressOf, {buffer_load(d.buffer, di, op->span)}), value}),
         op->span);
     if (!is_const_true(ok)) st = if_then_else(ok, st);
-    return for_loop(k, i32(0), i32(l->local_size()), ForKind::Unrolled, st, {}, op->span);
+    return for_loop(k, int_imm(0), int_imm(l->local_size()), ForKind::Unrolled, st, {}, op->span);
   }
 
   Stmt lower_fill(const TileOpNode* op) {
     const Buffer& b = op->regions[0].buffer;
     Var k("k", dtype::Int32);
     Stmt st = buffer_store(reg(b), cast(b->dtype, op->args[0]), {k}, op->span);
-    return for_loop(k, i32(0), i32(layout(b)->local_size()), ForKind::Unrolled, st);
+    return for_loop(k, int_imm(0), int_imm(layout(b)->local_size()), ForKind::Unrolled, st);
   }
 
   // The other side's index for fragment index `idx`: non-unit dims pair in order.
@@ -926,13 +910,13 @@ class Lowerer : public IRMutator {
     int64_t runs_per_row = cols / w, chunks = rows * runs_per_row;
     int64_t iters = (chunks + threads_ - 1) / threads_;
     Var it("it", dtype::Int32);
-    Expr c = add(mul(it, i32(threads_)), t_);
-    Expr row = floordiv(c, i32(runs_per_row)), col = mul(floormod(c, i32(runs_per_row)), i32(w));
+    Expr c = add(mul(it, int_imm(threads_)), t_);
+    Expr row = floordiv(c, int_imm(runs_per_row)), col = mul(floormod(c, int_imm(runs_per_row)), int_imm(w));
     std::vector<Expr> comps;
     Expr rest = row;
     for (int i = int(ext.size()) - 2; i >= 0; --i) {
-      comps.insert(comps.begin(), i == 0 ? rest : floormod(rest, i32(ext[i])));
-      if (i > 0) rest = floordiv(rest, i32(ext[i]));
+      comps.insert(comps.begin(), i == 0 ? rest : floormod(rest, int_imm(ext[i])));
+      if (i > 0) rest = floordiv(rest, int_imm(ext[i]));
     }
     comps.push_back(col);
     auto index = [&](const BufferRegion& r) {
@@ -962,7 +946,7 @@ class Lowerer : public IRMutator {
       if (!is_const_true(ok_se)) val = select(ok_se, val, safe_value(op->attrs, s.buffer->dtype));
       Stmt one = buffer_store(d.buffer, cast(d.buffer->dtype, val), de, op->span);
       if (!is_const_true(ok_de)) one = if_then_else(ok_de, one);
-      Stmt scalar = for_loop(e, i32(0), i32(w), ForKind::Unrolled, one);
+      Stmt scalar = for_loop(e, int_imm(0), int_imm(w), ForKind::Unrolled, one);
       if (w == 1) {
         body = scalar;
       } else {
@@ -971,8 +955,9 @@ class Lowerer : public IRMutator {
         body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);
       }
     }
-    if (chunks % threads_ != 0) body = if_then_else(lt(c, i32(chunks)), body);
-    Stmt loop = for_loop(it, i32(0), i32(iters), iters <= 32 ? ForKind::Unrolled : ForKind::Serial, body, {}, op->span);
+    if (chunks % threads_ != 0) body = if_then_else(lt(c, int_imm(chunks)), body);
+    Stmt loop =
+        for_loop(it, int_imm(0), int_imm(iters), iters <= 32 ? ForKind::Unrolled : ForKind::Serial, body, {}, op->span);
     return async ? attr_stmt(kAsyncCopyAttr, int64_t(1), loop) : loop;
   }
 
@@ -982,7 +967,7 @@ class Lowerer : public IRMutator {
     Var k("k", dtype::Int32);
     if (fs && fd) {
       Stmt st = buffer_store(reg(d.buffer), cast(d.buffer->dtype, buffer_load(reg(s.buffer), {k})), {k}, op->span);
-      return for_loop(k, i32(0), i32(layout(s.buffer)->local_size()), ForKind::Unrolled, st);
+      return for_loop(k, int_imm(0), int_imm(layout(s.buffer)->local_size()), ForKind::Unrolled, st);
     }
     const BufferRegion& frag = fs ? s : d;
     const BufferRegion& mem = fs ? d : s;
@@ -992,7 +977,7 @@ class Lowerer : public IRMutator {
     bool global = mem.buffer->scope == Scope::Global;
     // One step per w registers.
     Var r("r", dtype::Int32);
-    Expr k0 = mul(r, i32(w));
+    Expr k0 = mul(r, int_imm(w));
     std::vector<Expr> fi = l->logical(t_, k0);
     std::vector<Expr> mi = paired_index(frag, mem, fi);
     Expr ok = l->valid(t_, k0);
@@ -1012,12 +997,13 @@ class Lowerer : public IRMutator {
       if (!is_const_true(ok)) {
         Var e("e", dtype::Int32);
         Expr safe = cast(frag.buffer->dtype, safe_value(op->attrs, mem.buffer->dtype));
-        Stmt fill = for_loop(e, i32(0), i32(w), ForKind::Unrolled, buffer_store(reg(frag.buffer), safe, {add(k0, e)}));
+        Stmt fill =
+            for_loop(e, int_imm(0), int_imm(w), ForKind::Unrolled, buffer_store(reg(frag.buffer), safe, {add(k0, e)}));
         st = if_then_else(ok, st, fill);
       }
       body = st;
     }
-    return for_loop(r, i32(0), i32(l->local_size() / w), ForKind::Unrolled, body, {}, op->span);
+    return for_loop(r, int_imm(0), int_imm(l->local_size() / w), ForKind::Unrolled, body, {}, op->span);
   }
 
   Stmt lower_gemm(const TileOpNode* op) {
@@ -1033,12 +1019,12 @@ class Lowerer : public IRMutator {
       for (const Range& rg : r.ranges) mins.push_back(rg.min);
       return call(Intrinsic::AddressOf, {buffer_load(mutate_buffer(r.buffer), mins)});
     };
-    auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(reg(buf), {i32(0)})}); };
+    auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(reg(buf), {int_imm(0)})}); };
     auto flag = [](bool v) { return v ? "true" : "false"; };
     std::vector<Stmt> out;
     if (clear) {
       Var k("k", dtype::Int32);
-      out.push_back(for_loop(k, i32(0), i32(lc->local_size()), ForKind::Unrolled,
+      out.push_back(for_loop(k, int_imm(0), int_imm(lc->local_size()), ForKind::Unrolled,
                              buffer_store(reg(c.buffer), make_const(c.buffer->dtype, 0), {k})));
     }
     if (s_.layouts.count(a.buffer.get())) {
@@ -1066,50 +1052,51 @@ class Lowerer : public IRMutator {
                     : is_min ? (has_infinity(t) ? infinity(t) : max_value(t))
                              : make_const(t, 0);
     int64_t rows = ld->local_size();
-    Buffer red = Buffer::make(dst->name + "_red", t, {i32(rows)}, Scope::Local, {}, op->span);
+    Buffer red = Buffer::make(dst->name + "_red", t, {int_imm(rows)}, Scope::Local, {}, op->span);
     Var i("i", dtype::Int32), k("k", dtype::Int32);
     std::vector<Stmt> body;
-    body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled, buffer_store(red, identity, {i})));
+    body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(red, identity, {i})));
     Expr x = cast(t, buffer_load(reg(src), {k}));
     if (kind == "abssum" || kind == "absmax") x = call(Intrinsic::Abs, {x});
     Expr slot = ld->row_local(k);
     Stmt fold = buffer_store(red, combine(buffer_load(red, {slot}), x), {slot});
     Expr valid = ls->valid(t_, k);
     if (!is_const_true(valid)) fold = if_then_else(valid, fold);
-    body.push_back(for_loop(k, i32(0), i32(ls->local_size()), ForKind::Unrolled, fold));
+    body.push_back(for_loop(k, int_imm(0), int_imm(ls->local_size()), ForKind::Unrolled, fold));
     // Across the lanes that share a row, then across the warps that do.
     std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", ls->row_lanes(), ">");
     if (ls->row_lanes() > 1)
-      body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled,
+      body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
                               buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
     int64_t warps = ls->row_warps();
     Stmt cross;
     if (warps > 1) {
       std::vector<Expr> shape;
-      for (int64_t s : ld->shape()) shape.push_back(i32(s));
-      shape.push_back(i32(warps));
+      for (int64_t s : ld->shape()) shape.push_back(int_imm(s));
+      shape.push_back(int_imm(warps));
       Buffer ws = Buffer::make(dst->name + "_xwarp", t, shape, Scope::Shared, {}, op->span);
       std::vector<Expr> at = ld->logical(t_, i);
       std::vector<Expr> widx = at;
       widx.push_back(ls->row_warp_index(t_));
-      Expr leader = eq(floormod(t_, i32(ls->row_lanes())), i32(0));
+      Expr leader = eq(floormod(t_, int_imm(ls->row_lanes())), int_imm(0));
       Expr row_ok = ld->valid(t_, i);
       Stmt put = if_then_else(logical_and(leader, row_ok), buffer_store(ws, buffer_load(red, {i}), widx));
       Var w("w", dtype::Int32);
       std::vector<Expr> ridx = at;
       ridx.push_back(w);
       Stmt gather = seq({buffer_store(red, identity, {i}),
-                         for_loop(w, i32(0), i32(warps), ForKind::Unrolled,
+                         for_loop(w, int_imm(0), int_imm(warps), ForKind::Unrolled,
                                   buffer_store(red, combine(buffer_load(red, {i}), buffer_load(ws, ridx)), {i}))});
       if (!is_const_true(row_ok)) gather = if_then_else(row_ok, gather);
-      cross =
-          allocate(ws, seq({for_loop(i, i32(0), i32(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
-                            for_loop(i, i32(0), i32(rows), ForKind::Unrolled, gather), barrier(BarrierKind::Threads)}));
+      cross = allocate(
+          ws, seq({for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
+                   for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, gather), barrier(BarrierKind::Threads)}));
       body.push_back(cross);
     }
     Expr result = buffer_load(red, {i});
     if (!clear) result = combine(buffer_load(reg(dst), {i}), result);
-    body.push_back(for_loop(i, i32(0), i32(rows), ForKind::Unrolled, buffer_store(reg(dst), result, {i}, op->span)));
+    body.push_back(
+        for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(reg(dst), result, {i}, op->span)));
     return allocate(red, seq(body));
   }
 
@@ -1135,9 +1122,9 @@ class PerKernel : public IRMutator {
     Collector(a).visit(op->body);
     Solution s = solve(a);
     // The flat thread rank, from the launch's thread variables.
-    Expr rank = i32(0);
+    Expr rank = int_imm(0);
     for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, i32(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
+      rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
     Stmt body = Lowerer(a, s, rank).mutate(op->body);
     auto n =
         std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);

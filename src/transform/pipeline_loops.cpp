@@ -4,20 +4,13 @@
 #include <set>
 
 #include "ir/visitor.h"
+#include "ops/extent_util.h"
 #include "ops/tile_op.h"
 
 namespace tl {
 namespace {
 
 using BufKey = const BufferNode*;
-
-Expr i32(int64_t v) {
-  return int_imm(v, dtype::Int32);
-}
-
-bool is_shared(const Buffer& b) {
-  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn;
-}
 
 // A producer: T.copy from a global tensor into a whole shared tile.
 const TileOpNode* producer(const Stmt& s) {
@@ -62,7 +55,7 @@ class AddStage : public IRMutator {
         regions.push_back(mutate_region(r));
         continue;
       }
-      BufferRegion nr{it->second, {Range{stage_, i32(1)}}};
+      BufferRegion nr{it->second, {Range{stage_, int_imm(1)}}};
       for (const Range& rg : r.ranges) nr.ranges.push_back(Range{mutate(rg.min), mutate(rg.extent)});
       regions.push_back(nr);
     }
@@ -131,8 +124,9 @@ class Pipeliner : public IRMutator {
     std::map<BufKey, Buffer> staged;
     for (size_t i = 0; i < np; ++i) {
       const Buffer& b = body[i].as<TileOpNode>()->regions[1].buffer;
-      if (staged.count(b.get()) || !covers(body[i].as<TileOpNode>()->regions[1])) return IRMutator::visit(op, self);
-      std::vector<Expr> shape{i32(stages)};
+      if (staged.count(b.get()) || !covers_whole(body[i].as<TileOpNode>()->regions[1]))
+        return IRMutator::visit(op, self);
+      std::vector<Expr> shape{int_imm(stages)};
       for (const Expr& e : b->shape) shape.push_back(e);
       staged[b.get()] = Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span);
     }
@@ -163,7 +157,7 @@ class Pipeliner : public IRMutator {
     // Prologue: iterations 0 .. S-2.
     std::vector<Stmt> pro;
     for (int64_t s = 0; s + 1 < stages; ++s) {
-      pro.push_back(if_then_else(lt(i32(s), n), issue(i32(s), i32(s))));
+      pro.push_back(if_then_else(lt(int_imm(s), n), issue(int_imm(s), int_imm(s))));
       pro.push_back(commit);
     }
     // Steady state (iteration it = k - lo), in two loops: while iterations remain
@@ -178,10 +172,10 @@ class Pipeliner : public IRMutator {
       if (async_)
         loop.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", stages - 2, ">"), {})));
       loop.push_back(barrier(BarrierKind::Threads));
-      Expr ahead = add(iter, i32(stages - 1));
-      if (prefetch) loop.push_back(issue(ahead, floormod(ahead, i32(stages))));
+      Expr ahead = add(iter, int_imm(stages - 1));
+      if (prefetch) loop.push_back(issue(ahead, floormod(ahead, int_imm(stages))));
       loop.push_back(commit);
-      loop.push_back(AddStage(staged, floormod(iter, i32(stages))).mutate(compute));
+      loop.push_back(AddStage(staged, floormod(iter, int_imm(stages))).mutate(compute));
       return seq(loop);
     };
     Attrs ann = op->annotations;
@@ -201,14 +195,6 @@ class Pipeliner : public IRMutator {
   std::set<BufKey> outside_uses_;
 
  private:
-  static bool covers(const BufferRegion& r) {
-    for (size_t d = 0; d < r.ranges.size(); ++d) {
-      auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent);
-      auto sh = as_const_int(r.buffer->shape[d]);
-      if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
-    }
-    return true;
-  }
   std::map<BufKey, Buffer> staged_;
   bool async_;
 };
