@@ -26,6 +26,9 @@ CONFIGS = [
     (128, 128, 32, 128, 4, 16),
     (128, 256, 64, 256, 3, 8),
 ]
+# GEMM_CONFIGS="128,128,64,128,3,8;256,128,32,256,3,8" replaces the list (for sweeps).
+if os.environ.get("GEMM_CONFIGS"):
+    CONFIGS = [tuple(int(v) for v in c.split(",")) for c in os.environ["GEMM_CONFIGS"].split(";")]
 DTYPES = ["float16", "bfloat16"]
 ROUNDS, CALLS = 11, 10
 
