@@ -1,6 +1,9 @@
 #include "transform/pipeline_loops.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/visitor.h"
@@ -20,32 +23,39 @@ const TileOpNode* producer(const Stmt& s) {
   return op;
 }
 
-// Every use of the buffers in `staged` gets the stage index in front.
+// A staged tile: the buffer with a leading version dimension, and how many versions.
+struct Staged {
+  Buffer buffer;
+  int64_t versions;
+};
+
+// Every use of a staged tile gets the version of iteration `iter` in front.
 class AddStage : public IRMutator {
  public:
-  AddStage(const std::map<BufKey, Buffer>& staged, Expr stage) : staged_(staged), stage_(std::move(stage)) {}
+  AddStage(const std::map<BufKey, Staged>& staged, Expr iter) : staged_(staged), iter_(std::move(iter)) {}
   using IRMutator::mutate;
 
   Buffer mutate_buffer(const Buffer& b) override {
     auto it = staged_.find(b.get());
-    return it == staged_.end() ? b : it->second;
+    return it == staged_.end() ? b : it->second.buffer;
   }
 
  protected:
   using IRMutator::visit;
+  Expr version(const Staged& st) const { return floormod(iter_, int_imm(st.versions)); }
   Expr visit(const BufferLoadNode* op, const Expr& self) override {
     auto it = staged_.find(op->buffer.get());
     if (it == staged_.end()) return IRMutator::visit(op, self);
-    std::vector<Expr> idx{stage_};
+    std::vector<Expr> idx{version(it->second)};
     for (const Expr& e : op->indices) idx.push_back(mutate(e));
-    return buffer_load(it->second, idx, op->span);
+    return buffer_load(it->second.buffer, idx, op->span);
   }
   Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
     auto it = staged_.find(op->buffer.get());
     if (it == staged_.end()) return IRMutator::visit(op, self);
-    std::vector<Expr> idx{stage_};
+    std::vector<Expr> idx{version(it->second)};
     for (const Expr& e : op->indices) idx.push_back(mutate(e));
-    return buffer_store(it->second, mutate(op->value), idx, op->span);
+    return buffer_store(it->second.buffer, mutate(op->value), idx, op->span);
   }
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     std::vector<BufferRegion> regions;
@@ -55,7 +65,7 @@ class AddStage : public IRMutator {
         regions.push_back(mutate_region(r));
         continue;
       }
-      BufferRegion nr{it->second, {Range{stage_, int_imm(1)}}};
+      BufferRegion nr{it->second.buffer, {Range{version(it->second), int_imm(1)}}};
       for (const Range& rg : r.ranges) nr.ranges.push_back(Range{mutate(rg.min), mutate(rg.extent)});
       regions.push_back(nr);
     }
@@ -65,8 +75,8 @@ class AddStage : public IRMutator {
   }
 
  private:
-  const std::map<BufKey, Buffer>& staged_;
-  Expr stage_;
+  const std::map<BufKey, Staged>& staged_;
+  Expr iter_;
 };
 
 // Buffers a tile op or store writes.
@@ -88,6 +98,65 @@ std::set<BufKey> written(const Stmt& s) {
   return w.out;
 }
 
+// Buffers a statement touches at all (read or written).
+std::set<BufKey> touched(const Stmt& s) {
+  struct Walk : IRVisitor {
+    std::set<BufKey> out;
+    using IRVisitor::visit;
+    void visit(const BufferLoadNode* op) override {
+      out.insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const BufferStoreNode* op) override {
+      out.insert(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const TileOpNode* op) override {
+      for (const BufferRegion& r : op->regions) out.insert(r.buffer.get());
+      IRVisitor::visit(op);
+    }
+  } w;
+  w.visit(s);
+  return w.out;
+}
+
+// The loop body as a flat list of statements; names bound inside it
+// (`k = (bz * tiles + ko) * block_K`) are inlined, so that the copies under
+// them are seen as producers and statements can be moved apart.
+bool flatten_body(const Stmt& s, std::map<const VarNode*, Expr>& lets, std::vector<Stmt>& out) {
+  if (auto* l = s.as<LetStmtNode>()) {
+    lets[l->var.node()] = substitute(l->value, lets);
+    return flatten_body(l->body, lets, out);
+  }
+  if (auto* q = s.as<SeqNode>()) {
+    for (const Stmt& c : q->seq)
+      if (!flatten_body(c, lets, out)) return false;
+    return true;
+  }
+  if (s.as<AllocateNode>()) return false;
+  out.push_back(substitute(s, lets));
+  return true;
+}
+
+// One unit of a pipelined loop's schedule: a statement, or a `group` of them.
+struct Unit {
+  std::vector<Stmt> stmts;
+  int64_t stage = 0;
+  int64_t order = 0;
+  bool producer = false;  // only whole-tile global -> shared copies
+  std::set<BufKey> writes, touches;
+  SourceSpan span;
+};
+
+const std::vector<int64_t>* int_list(const Attrs& a, const char* key) {
+  auto it = a.find(key);
+  return it == a.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+}
+
+std::string where(const Unit& u, size_t index) {
+  return u.span.defined() ? str_cat("the statement at line ", u.span.line) : str_cat("statement ", index);
+}
+
 class Pipeliner : public IRMutator {
  public:
   explicit Pipeliner(bool async) : async_(async) {}
@@ -98,7 +167,8 @@ class Pipeliner : public IRMutator {
 
   Stmt visit(const AllocateNode* op, const Stmt& self) override {
     Stmt body = mutate(op->body);
-    if (auto it = staged_.find(op->buffer.get()); it != staged_.end()) return allocate(it->second, body, op->span);
+    if (auto it = staged_.find(op->buffer.get()); it != staged_.end())
+      return allocate(it->second.buffer, body, op->span);
     return body.same_as(op->body) ? self : allocate(op->buffer, body, op->span);
   }
 
@@ -107,95 +177,315 @@ class Pipeliner : public IRMutator {
     int64_t stages = 0;
     if (it != op->annotations.end())
       if (auto* v = std::get_if<int64_t>(&it->second)) stages = *v;
-    if (stages < 2 || op->for_kind != ForKind::Serial) return IRMutator::visit(op, self);
-    // Names bound at the top of the body (`k = (bz * tiles + ko) * block_K`) are
-    // inlined, so that the copies under them are seen as producers.
-    Stmt whole = op->body;
-    while (auto* l = whole.as<LetStmtNode>()) whole = substitute(l->body, {{l->var.node(), l->value}});
+    const std::vector<int64_t>* order = int_list(op->annotations, "order");
+    const std::vector<int64_t>* stage = int_list(op->annotations, "stage");
+    bool by_hand = (order && !order->empty()) || (stage && !stage->empty());
+    if ((stages < 2 && !by_hand) || op->for_kind != ForKind::Serial) return IRMutator::visit(op, self);
+    std::map<const VarNode*, Expr> lets;
     std::vector<Stmt> body;
-    if (auto* s = whole.as<SeqNode>())
-      body = s->seq;
-    else
-      body = {whole};
+    if (!flatten_body(op->body, lets, body)) {
+      if (by_hand)
+        throw_user_error(op->span,
+                         "T.Pipelined with order=/stage=: the loop body allocates a buffer; allocate it "
+                         "before the loop so that its statements can be scheduled");
+      return IRMutator::visit(op, self);
+    }
+    std::vector<Unit> units = by_hand ? units_by_hand(op, body, stages, order, stage) : default_units(body, stages);
+    if (units.empty()) return IRMutator::visit(op, self);
+    return schedule(op, self, units);
+  }
+
+ private:
+  // T.Pipelined(n, num_stages=S): the leading copies into shared tiles run S - 1
+  // iterations ahead of the rest of the body. Loops of another shape stay as they
+  // are (correct, just not overlapped).
+  std::vector<Unit> default_units(const std::vector<Stmt>& body, int64_t stages) {
     size_t np = 0;
     while (np < body.size() && producer(body[np])) ++np;
-    if (np == 0 || np == body.size()) return IRMutator::visit(op, self);
-    // The staged tiles: written by the producers only, used nowhere outside the loop.
-    std::map<BufKey, Buffer> staged;
-    for (size_t i = 0; i < np; ++i) {
-      const Buffer& b = body[i].as<TileOpNode>()->regions[1].buffer;
-      if (staged.count(b.get()) || !covers_whole(body[i].as<TileOpNode>()->regions[1]))
-        return IRMutator::visit(op, self);
-      std::vector<Expr> shape{int_imm(stages)};
-      for (const Expr& e : b->shape) shape.push_back(e);
-      staged[b.get()] = Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span);
+    if (np == 0 || np == body.size()) return {};
+    std::vector<Unit> units;
+    for (size_t i = 0; i < body.size(); ++i) {
+      Unit u;
+      u.stmts = {body[i]};
+      u.stage = i < np ? 0 : stages - 1;
+      u.order = int64_t(i);
+      u.producer = i < np;
+      units.push_back(std::move(u));
     }
-    for (size_t i = np; i < body.size(); ++i)
-      for (BufKey k : written(body[i]))
-        if (staged.count(k)) return IRMutator::visit(op, self);
-    for (auto& [k, b] : staged)
-      if (outside_uses_.count(k)) return IRMutator::visit(op, self);
+    return units;
+  }
+
+  // order=/stage=/group= given by hand (TileLang's semantics): unit u of iteration
+  // k runs in step k + stage[u], at position order[u] within the step; -1 leaves a
+  // copy into shared memory to the compiler, which issues it num_stages - 1 steps
+  // before its first reader.
+  std::vector<Unit> units_by_hand(const ForNode* op, const std::vector<Stmt>& body, int64_t stages,
+                                  const std::vector<int64_t>* order, const std::vector<int64_t>* stage) {
+    std::vector<std::vector<size_t>> groups;
+    if (auto g = op->annotations.find("group"); g != op->annotations.end()) {
+      if (auto* text = std::get_if<std::string>(&g->second)) {
+        std::vector<size_t> cur;
+        std::string num;
+        for (char c : *text + ";") {
+          if (c == ',' || c == ';') {
+            if (!num.empty()) cur.push_back(size_t(std::stoll(num)));
+            num.clear();
+            if (c == ';') groups.push_back(std::move(cur)), cur.clear();
+          } else {
+            num += c;
+          }
+        }
+      }
+    }
+    if (groups.empty())
+      for (size_t i = 0; i < body.size(); ++i) groups.push_back({i});
+    std::vector<bool> covered(body.size(), false);
+    for (const auto& g : groups)
+      for (size_t i : g) {
+        if (i >= body.size())
+          throw_user_error(op->span, str_cat("T.Pipelined group= names statement ", i, " but the loop body has ",
+                                             body.size(), " statements (after inlining its let-bindings)"));
+        covered[i] = true;
+      }
+    for (size_t i = 0; i < body.size(); ++i)
+      if (!covered[i])
+        throw_user_error(op->span, str_cat("T.Pipelined group= leaves statement ", i,
+                                           " of the loop body out; every statement must be in one group"));
+    size_t n = groups.size();
+    auto check_len = [&](const std::vector<int64_t>* v, const char* name) {
+      if (v && !v->empty() && v->size() != n)
+        throw_user_error(op->span, str_cat("T.Pipelined ", name, "= has ", v->size(), " entries but the loop body has ",
+                                           n, " statements or groups (after inlining its let-bindings)"));
+    };
+    check_len(order, "order");
+    check_len(stage, "stage");
+    std::vector<Unit> units(n);
+    for (size_t u = 0; u < n; ++u) {
+      Unit& un = units[u];
+      for (size_t i : groups[u]) un.stmts.push_back(body[i]);
+      un.span = un.stmts.front().span();
+      un.producer = true;
+      for (const Stmt& s : un.stmts)
+        un.producer = un.producer && producer(s) && covers_whole(s.as<TileOpNode>()->regions[1]);
+      un.order = order && !order->empty() ? (*order)[u] : int64_t(u);
+      un.stage = stage && !stage->empty() ? (*stage)[u] : (un.producer ? -1 : std::max<int64_t>(stages - 1, 0));
+      if ((un.order < 0) != (un.stage < 0))
+        throw_user_error(un.span, str_cat("T.Pipelined: ", where(un, u), " has order ", un.order, " and stage ",
+                                          un.stage, "; -1 (left to the compiler) must be given for both or neither"));
+      if (un.stage < 0 && !un.producer)
+        throw_user_error(un.span, str_cat("T.Pipelined: ", where(un, u),
+                                          " has stage -1, which only a T.copy from global memory into a whole "
+                                          "shared tile may have (the compiler then schedules the copy)"));
+    }
+    // Copies left to the compiler run num_stages - 1 steps before their first reader.
+    int64_t lead = std::max<int64_t>(stages - 1, 1);
+    for (Unit& p : units) {
+      if (p.stage >= 0) continue;
+      BufKey tile = p.stmts.front().as<TileOpNode>()->regions[1].buffer.get();
+      int64_t first = -1;
+      for (const Unit& c : units)
+        if (c.stage >= 0 && touched(seq(c.stmts)).count(tile)) first = first < 0 ? c.stage : std::min(first, c.stage);
+      p.stage = (first < 0 ? 0 : first) - lead;
+    }
+    int64_t lowest = 0;
+    for (const Unit& u : units) lowest = std::min(lowest, u.stage);
+    for (Unit& u : units) u.stage -= lowest;
+    return units;
+  }
+
+  // Emits the schedule of `units` for the loop `op`.
+  Stmt schedule(const ForNode* op, const Stmt& self, std::vector<Unit>& units) {
+    for (Unit& u : units) {
+      u.writes = written(seq(u.stmts));
+      u.touches = touched(seq(u.stmts));
+    }
+    // Producers are issued first in each step, right after the step's barrier;
+    // the rest follow in `order`.
+    std::vector<size_t> pos(units.size());
+    {
+      std::vector<size_t> idx(units.size());
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+        if (units[a].producer != units[b].producer) return units[a].producer;
+        return units[a].order < units[b].order;
+      });
+      for (size_t p = 0; p < idx.size(); ++p) pos[idx[p]] = p;
+    }
+    // The staged tiles: written by producers only, used nowhere outside the loop.
+    // A tile written in stage sp and read in stage sc needs sc - sp + 1 versions.
+    std::map<BufKey, Staged> staged;
+    for (const Unit& p : units) {
+      if (!p.producer) continue;
+      for (const Stmt& s : p.stmts) {
+        const Buffer& b = s.as<TileOpNode>()->regions[1].buffer;
+        if (staged.count(b.get()) || outside_uses_.count(b.get())) return IRMutator::visit(op, self);
+        int64_t versions = 1;
+        for (const Unit& c : units) {
+          if (&c == &p || !c.touches.count(b.get())) continue;
+          if (c.writes.count(b.get()) || c.stage < p.stage) return IRMutator::visit(op, self);
+          versions = std::max(versions, c.stage - p.stage + 1);
+        }
+        std::vector<Expr> shape{int_imm(versions)};
+        for (const Expr& e : b->shape) shape.push_back(e);
+        staged[b.get()] = Staged{Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span), versions};
+      }
+    }
+    check_dependences(units, pos, staged);
     for (auto& kv : staged) staged_.insert(kv);
 
+    int64_t max_stage = 0;
+    for (const Unit& u : units) max_stage = std::max(max_stage, u.stage);
+    // Waits: at the top of a step, the copies a reader d >= 1 steps later needs
+    // may leave the d - 1 newer commit groups in flight; a reader in the same step
+    // as its copy waits for everything right before it.
+    int64_t top_wait = -1;
+    std::vector<bool> wait_before(units.size(), false);
+    for (const Unit& c : units) {
+      if (c.producer) continue;
+      for (const Unit& p : units) {
+        if (!p.producer) continue;
+        bool reads = false;
+        for (const auto& kv : staged) reads = reads || (p.writes.count(kv.first) && c.touches.count(kv.first));
+        if (!reads) continue;
+        int64_t d = c.stage - p.stage;
+        if (d == 0)
+          wait_before[&c - units.data()] = true;
+        else
+          top_wait = top_wait < 0 ? d - 1 : std::min(top_wait, d - 1);
+      }
+    }
     const Var& k = op->var;
     Expr n = op->extent, lo = op->min;
-    auto issue = [&](Expr iter, Expr stage) {
+    std::vector<size_t> emit_order(units.size());
+    for (size_t i = 0; i < units.size(); ++i) emit_order[pos[i]] = i;
+    Stmt commit = async_ ? evaluate(call_extern(dtype::Void, "tl::cp_async_commit", {})) : Stmt(seq({}));
+    auto wait = [&](int64_t count) {
+      return async_ ? evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", count, ">"), {})) : Stmt(seq({}));
+    };
+    // One step of the schedule. `last` is the iteration of the max-stage units
+    // (unit u runs iteration last + max_stage - stage[u]); `run(u)` is its guard,
+    // or null when the unit is skipped in this step.
+    auto step = [&](const Expr& last, const std::function<Expr(const Unit&)>& run, bool sync_top) {
       std::vector<Stmt> out;
-      std::map<const VarNode*, Expr> at{{k.node(), add(lo, iter)}};
-      for (size_t i = 0; i < np; ++i) {
-        auto* p = body[i].as<TileOpNode>();
-        Attrs attrs = p->attrs;
-        if (async_) attrs[kAsyncCopyAttr] = int64_t(1);
-        Stmt s = tile_op(p->op, p->regions, p->args, attrs, p->span);
-        out.push_back(AddStage(staged, stage).mutate(substitute(s, at)));
+      if (!staged.empty() && sync_top) {
+        if (top_wait >= 0) out.push_back(wait(top_wait));
+        out.push_back(barrier(BarrierKind::Threads));
       }
+      bool committed = false;
+      for (size_t i : emit_order) {
+        const Unit& u = units[i];
+        if (!u.producer && !committed && !staged.empty()) {
+          out.push_back(commit);
+          committed = true;
+        }
+        Expr guard = run(u);
+        if (!guard.defined()) continue;
+        Expr iter = add(last, int_imm(max_stage - u.stage));
+        std::vector<Stmt> body;
+        if (wait_before[i]) {
+          body.push_back(wait(0));
+          body.push_back(barrier(BarrierKind::Threads));
+        }
+        std::map<const VarNode*, Expr> at{{k.node(), add(lo, iter)}};
+        for (const Stmt& s : u.stmts) {
+          Stmt t = s;
+          if (u.producer && async_) {
+            auto* c = s.as<TileOpNode>();
+            Attrs attrs = c->attrs;
+            attrs[kAsyncCopyAttr] = int64_t(1);
+            t = tile_op(c->op, c->regions, c->args, attrs, c->span);
+          }
+          t = AddStage(staged, iter).mutate(substitute(t, at));
+          body.push_back(u.producer ? t : mutate(t));
+        }
+        Stmt b = seq(body);
+        out.push_back(as_const_int(guard) == std::optional<int64_t>(1) ? b : if_then_else(guard, b));
+      }
+      if (!committed && !staged.empty()) out.push_back(commit);
       return seq(out);
     };
-    // Without cp.async (before sm_80) the producers copy synchronously: the same
-    // schedule, with nothing to commit or wait for.
-    Stmt commit = async_ ? evaluate(call_extern(dtype::Void, "tl::cp_async_commit", {})) : Stmt(seq({}));
-    // Prologue: iterations 0 .. S-2.
-    std::vector<Stmt> pro;
-    for (int64_t s = 0; s + 1 < stages; ++s) {
-      pro.push_back(if_then_else(lt(int_imm(s), n), issue(int_imm(s), int_imm(s))));
-      pro.push_back(commit);
+    std::vector<Stmt> out;
+    // Prologue: steps 0 .. max_stage - 1; unit u runs iteration t - stage[u] when
+    // that is in [0, n). Until the first reader has run, the steps only issue copies
+    // into fresh versions: nothing to wait for.
+    int64_t first_reader = max_stage;
+    for (const Unit& u : units)
+      if (!u.producer) first_reader = std::min(first_reader, u.stage);
+    for (int64_t t = 0; t < max_stage; ++t) {
+      out.push_back(step(
+          int_imm(t - max_stage),
+          [&](const Unit& u) -> Expr {
+            if (t < u.stage) return {};
+            return lt(int_imm(t - u.stage), n);
+          },
+          t >= first_reader));
     }
-    // Steady state (iteration it = k - lo), in two loops: while iterations remain
-    // to prefetch, each issues the producers of it + S - 1; the last S - 1 only wait
-    // and compute. (Split rather than guarded, so that the prefetch's index range is
-    // the loop's and its bounds checks fold away.)
-    Expr iter = sub(k, lo);
-    std::vector<Stmt> consumers(body.begin() + np, body.end());
-    Stmt compute = mutate(seq(consumers));
-    auto step = [&](bool prefetch) {
-      std::vector<Stmt> loop;
-      if (async_)
-        loop.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", stages - 2, ">"), {})));
-      loop.push_back(barrier(BarrierKind::Threads));
-      Expr ahead = add(iter, int_imm(stages - 1));
-      if (prefetch) loop.push_back(issue(ahead, floormod(ahead, int_imm(stages))));
-      loop.push_back(commit);
-      loop.push_back(AddStage(staged, floormod(iter, int_imm(stages))).mutate(compute));
-      return seq(loop);
-    };
+    // Steady state: every unit runs. Then the last max_stage steps, where the
+    // early stages have run out of iterations. (Two loops rather than one
+    // guarded one, so that index ranges are the loop's and bounds checks fold.)
     Attrs ann = op->annotations;
     ann.erase("num_stages");
-    ann["tl.pipelined"] = stages;
-    Expr steady = max(sub(n, make_const(n.dtype(), stages - 1)), make_const(n.dtype(), 0));
-    pro.push_back(for_loop(k, lo, steady, ForKind::Serial, step(true), ann, op->span));
-    Var k2(k.name(), k.dtype());
-    Stmt tail = substitute(step(false), {{k.node(), Expr(k2)}});
-    pro.push_back(for_loop(k2, add(lo, steady), sub(n, steady), ForKind::Serial, tail, ann, op->span));
+    ann.erase("order");
+    ann.erase("stage");
+    ann.erase("group");
+    ann["tl.pipelined"] = max_stage + 1;
+    Expr steady = max(sub(n, make_const(n.dtype(), max_stage)), make_const(n.dtype(), 0));
+    Var it(k.name(), k.dtype());
+    out.push_back(for_loop(it, int_imm(0), steady, ForKind::Serial,
+                           step(
+                               Expr(it), [](const Unit&) { return int_imm(1); }, true),
+                           ann, op->span));
+    Var it2(k.name(), k.dtype());
+    Stmt tail = step(
+        Expr(it2),
+        [&](const Unit& u) -> Expr {
+          if (u.stage == 0 && max_stage > 0) return {};  // its iterations all ran already
+          if (u.stage == max_stage) return int_imm(1);
+          return lt(add(Expr(it2), int_imm(max_stage - u.stage)), n);
+        },
+        true);
+    out.push_back(for_loop(it2, steady, sub(n, steady), ForKind::Serial, tail, ann, op->span));
     // Drain: no copy may be in flight when the tiles are reused or freed.
-    if (async_) pro.push_back(evaluate(call_extern(dtype::Void, "tl::cp_async_wait<0>", {})));
-    return seq(pro);
+    if (async_ && !staged.empty()) out.push_back(wait(0));
+    return seq(out);
+  }
+
+  // The schedule must keep every pair of statements that touch a common buffer
+  // (one of them writing it) in their original order, within an iteration and
+  // from one iteration to the next; staged tiles are exempt from the second
+  // rule (their versions keep iterations apart).
+  void check_dependences(const std::vector<Unit>& units, const std::vector<size_t>& pos,
+                         const std::map<BufKey, Staged>& staged) {
+    auto key = [&](size_t u, int64_t shift) { return std::make_pair(units[u].stage + shift, int64_t(pos[u])); };
+    for (size_t a = 0; a < units.size(); ++a)
+      for (size_t b = a + 1; b < units.size(); ++b) {
+        std::set<BufKey> common;
+        for (BufKey x : units[a].writes)
+          if (units[b].touches.count(x)) common.insert(x);
+        for (BufKey x : units[b].writes)
+          if (units[a].touches.count(x)) common.insert(x);
+        if (common.empty()) continue;
+        bool only_staged = true;
+        for (BufKey x : common) only_staged = only_staged && staged.count(x);
+        if (!(key(a, 0) < key(b, 0)))
+          throw_user_error(units[b].span,
+                           str_cat("T.Pipelined order=/stage= run ", where(units[b], b), " before ", where(units[a], a),
+                                   " of the same iteration, but it depends on it (they share a buffer one of them "
+                                   "writes); give it a later stage or a later order"));
+        if (!only_staged && !(key(b, 0) < key(a, 1)))
+          throw_user_error(units[a].span,
+                           str_cat("T.Pipelined order=/stage= run ", where(units[a], a),
+                                   " of the next iteration before ", where(units[b], b),
+                                   " of this one, but they share a buffer one of them writes; "
+                                   "give them stages at most one apart, with the later stage ordered first"));
+      }
   }
 
  public:
   std::set<BufKey> outside_uses_;
 
  private:
-  std::map<BufKey, Buffer> staged_;
+  std::map<BufKey, Staged> staged_;
   bool async_;
 };
 

@@ -10,13 +10,14 @@ namespace tl {
 // asynchronously (cp.async); the loop's own wait and barrier order it.
 inline constexpr const char* kAsyncCopyAttr = "tl.async_copy";
 
-// For each T.Pipelined(n, num_stages=S) loop with S >= 2 whose body starts with
-// copies from global into shared tiles (the producers) followed by the work that
-// reads those tiles (the consumers): gives each such tile S stages, issues the
-// producers of iterations 0 .. S-2 before the loop, and in iteration k waits for
-// stage k % S, issues the producers of iteration k + S - 1 and runs the consumers
-// on stage k % S. Loops of another shape are left as they are (still correct,
-// just not overlapped).
+// T.Pipelined loops become software pipelines. With order=/stage=/group= the
+// statements run where the user put them (unit u of iteration k in step
+// k + stage[u], at position order[u]); without them, for num_stages = S >= 2, the
+// leading copies from global into shared tiles run S - 1 iterations ahead of the
+// rest. Copies into shared tiles become asynchronous (cp.async on sm_80+) and their
+// tiles get one version per step between the copy and its last reader. Loops whose
+// default schedule does not apply are left as they are (correct, not overlapped);
+// by-hand schedules that break a dependence are user errors.
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target);
 
 }  // namespace tl

@@ -100,8 +100,8 @@ def _int_list(what, name, values):
 
 class Pipelined(Loop):
     """A serial loop software-pipelined `num_stages` deep (0: not pipelined). `order` and
-    `stage` place each statement of the body (or each `group` of statements) by hand; the
-    CPU target runs the loop in program order, so they are checked but change nothing."""
+    `stage` place each statement of the body (or each `group` of statements) by hand on GPU
+    targets; the CPU target runs the loop in program order (same results)."""
 
     def __init__(
         self, start, stop=None, num_stages=0, order=None, stage=None, group=None, sync=None
