@@ -1,7 +1,11 @@
-// T.atomic_* for generated CUDA code (and its CPU emulation). Every operation is a
-// compare-and-swap loop on the 32- or 64-bit word that holds the element, so one
-// template serves int, float, double, half, bfloat16 and fp8 alike. `Order` is
-// TileLang's memory-order number; anything stronger than relaxed adds a fence.
+// T.atomic_* for generated CUDA code (and its CPU emulation). Adds use the
+// hardware's own atomic add where the type has one (32/64-bit integers, float,
+// double; half from sm_70, bfloat16 from sm_90), and atomic_add_vec adds 2 or 4
+// neighbours with one vector reduction (float x2/x4 and bfloat16 x2 on sm_90,
+// half x2 from sm_70). Everything else is a compare-and-swap loop on the 32- or
+// 64-bit word that holds the element, so one template serves int, float, double,
+// half, bfloat16 and fp8 alike. `Order` is TileLang's memory-order number;
+// anything stronger than relaxed adds a fence.
 #pragma once
 
 namespace tl {
@@ -101,7 +105,68 @@ TL_DEVICE T atomic_add(T* addr, V value) {
   using A = typename atomic_detail::acc<T>::type;
   A v = A(T(value));
   atomic_detail::fence(Order);
+#if !defined(TL_EMULATE) && defined(__CUDA_ARCH__)
+  if constexpr (is_same<T, float>::value || is_same<T, double>::value || is_same<T, int>::value ||
+                is_same<T, unsigned>::value || is_same<T, unsigned long long>::value) {
+    return atomicAdd(addr, T(v));
+  } else if constexpr (is_same<T, int64_t>::value) {
+    // Two's complement: the unsigned add wraps exactly as the signed one.
+    return T(atomicAdd(reinterpret_cast<unsigned long long*>(addr), (unsigned long long)(v)));
+  }
+#if __CUDA_ARCH__ >= 700
+  if constexpr (is_same<T, half_t>::value) {
+    T in(v), old;
+    asm volatile("atom.add.noftz.f16 %0, [%1], %2;" : "=h"(old.bits) : "l"(addr), "h"(in.bits) : "memory");
+    return old;
+  }
+#endif
+#if __CUDA_ARCH__ >= 900
+  if constexpr (is_same<T, bfloat16_t>::value) {
+    T in(v), old;
+    asm volatile("atom.add.noftz.bf16 %0, [%1], %2;" : "=h"(old.bits) : "l"(addr), "h"(in.bits) : "memory");
+    return old;
+  }
+#endif
+#endif
   return atomic_detail::update(addr, [&](T old) { return T(A(old) + v); });
+}
+
+// addr[i] += values[i] for i < N, each element atomically (the N adds are not one
+// atomic unit). addr must be global memory aligned to N elements; the lowering
+// only emits this for runs it has proven so.
+template <int N, int Order = 0, class T>
+TL_DEVICE void atomic_add_vec(T* addr, const T* values) {
+#if !defined(TL_EMULATE) && defined(__CUDA_ARCH__)
+  const unsigned long long g = (unsigned long long)__cvta_generic_to_global(addr);
+#if __CUDA_ARCH__ >= 900
+  if constexpr (is_same<T, float>::value && N == 2) {
+    atomic_detail::fence(Order);
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(g), "f"(values[0]), "f"(values[1]) : "memory");
+    return;
+  } else if constexpr (is_same<T, float>::value && N == 4) {
+    atomic_detail::fence(Order);
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(g), "f"(values[0]), "f"(values[1]),
+                 "f"(values[2]), "f"(values[3])
+                 : "memory");
+    return;
+  } else if constexpr (is_same<T, bfloat16_t>::value && N == 2) {
+    atomic_detail::fence(Order);
+    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
+    asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
+    return;
+  }
+#endif
+#if __CUDA_ARCH__ >= 700
+  if constexpr (is_same<T, half_t>::value && N == 2) {
+    atomic_detail::fence(Order);
+    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
+    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
+    return;
+  }
+#endif
+  (void)g;
+#endif
+  for (int i = 0; i < N; ++i) atomic_add<Order>(addr + i, values[i]);
 }
 
 template <int Order = 0, class T, class V>

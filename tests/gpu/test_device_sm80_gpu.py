@@ -17,6 +17,7 @@ cp = pytest.importorskip("cupy")
 from test_device_sm80 import (
     DEVICE,
     KERNELS,
+    test_atomic_adds_of_every_type,
     test_cp_async_groups_and_zero_fill,
     test_gemm_rs_matches_numpy,
     test_gemm_ss_fp8_matches_numpy,
@@ -29,6 +30,7 @@ from test_device_sm80 import (
 )
 
 __all__ = [
+    "test_atomic_adds_of_every_type",
     "test_cp_async_groups_and_zero_fill",
     "test_gemm_rs_matches_numpy",
     "test_gemm_ss_fp8_matches_numpy",

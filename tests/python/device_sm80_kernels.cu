@@ -236,6 +236,27 @@ TL_DEVICE void race(const tl::half_t* src, float* out) {
   out[rank] = acc[0];
 }
 
+// Atomic adds from every thread of the block into 16 slots (8 threads per slot):
+// scalar adds of each type, and the 2- and 4-wide vector adds of atomic_add_vec.
+TL_DEVICE void atomic_adds(float* f32, double* f64, int* i32, int64_t* i64, tl::half_t* f16, tl::bfloat16_t* bf16,
+                           float* f32x2, float* f32x4, tl::half_t* f16x2, tl::bfloat16_t* bf16x2, const float* v) {
+  const int r = int(threadIdx.x), slot = r % 16;
+  const float x = v[r];
+  tl::atomic_add(f32 + slot, x);
+  tl::atomic_add(f64 + slot, double(x));
+  tl::atomic_add(i32 + slot, int(x) * 1000 - r);
+  tl::atomic_add(i64 + slot, (long long)(x)*10000000000LL + r);
+  tl::atomic_add(f16 + slot, x);
+  tl::atomic_add(bf16 + slot, x);
+  const float two[2] = {x, -2 * x}, four[4] = {x, 2 * x, -x, 3 * x};
+  tl::atomic_add_vec<2>(f32x2 + 2 * slot, two);
+  tl::atomic_add_vec<4>(f32x4 + 4 * slot, four);
+  const tl::half_t h2[2] = {tl::half_t(x), tl::half_t(-2 * x)};
+  tl::atomic_add_vec<2>(f16x2 + 2 * slot, h2);
+  const tl::bfloat16_t b2[2] = {tl::bfloat16_t(x), tl::bfloat16_t(-2 * x)};
+  tl::atomic_add_vec<2>(bf16x2 + 2 * slot, b2);
+}
+
 }  // namespace test
 
 // clang-format off
@@ -315,6 +336,10 @@ LDMATRIX(1, true, _trans)
 LDMATRIX(2, true, _trans)
 LDMATRIX(4, true, _trans)
 
+TEST_ENTRY(atomic_adds, 128, 0,
+           (float* f32, double* f64, int* i32, int64_t* i64, tl::half_t* f16, tl::bfloat16_t* bf16, float* f32x2,
+            float* f32x4, tl::half_t* f16x2, tl::bfloat16_t* bf16x2, const float* v),
+           (test::atomic_adds(f32, f64, i32, i64, f16, bf16, f32x2, f32x4, f16x2, bf16x2, v)))
 TEST_ENTRY(allreduce_f32, 64, 0, (const float* in, float* out), (test::warp_allreduce<float>(in, out)))
 TEST_ENTRY(allreduce_f64, 64, 0, (const double* in, double* out), (test::warp_allreduce<double>(in, out)))
 TEST_ENTRY(allreduce_i32, 64, 0, (const int* in, int* out), (test::warp_allreduce<int>(in, out)))

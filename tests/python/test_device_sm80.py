@@ -322,6 +322,53 @@ def test_gemm_ss_fp8_matches_numpy(run, dtype, shape, ta, tb):
     assert_fp8_product(c, ref, 2.0**-9 * (np.abs(a64) @ np.abs(b64) + np.abs(c0)))
 
 
+# ---- atomics
+
+
+def test_atomic_adds_of_every_type(run):
+    # Whole numbers in [-8, 8]: every partial sum is exact in fp16 and bf16, so the
+    # result does not depend on the order the 8 threads of a slot add in.
+    threads = 128
+    v = rng.integers(-8, 9, threads).astype(np.float32)
+    slot = np.arange(threads) % 16
+    outs = [
+        np.zeros(16, np.float32),
+        np.zeros(16, np.float64),
+        np.zeros(16, np.int32),
+        np.zeros(16, np.int64),
+        np.zeros(16, np.float16),
+        np.zeros(16, ml_dtypes.bfloat16),
+        np.zeros(32, np.float32),
+        np.zeros(64, np.float32),
+        np.zeros(32, np.float16),
+        np.zeros(32, ml_dtypes.bfloat16),
+    ]
+    run("atomic_adds", threads, 0, *outs, v)
+
+    def sums(values, width, index):
+        out = np.zeros(16 * width, np.float64)
+        np.add.at(out, index, values)
+        return out
+
+    r = np.arange(threads)
+    scalar = sums(v, 1, slot)
+    np.testing.assert_array_equal(outs[0], scalar)
+    np.testing.assert_array_equal(outs[1], scalar)
+    np.testing.assert_array_equal(outs[2], sums(v * 1000 - r, 1, slot))
+    np.testing.assert_array_equal(outs[3], sums(v.astype(np.int64) * 10_000_000_000 + r, 1, slot))
+    np.testing.assert_array_equal(outs[4].astype(np.float64), scalar)
+    np.testing.assert_array_equal(outs[5].astype(np.float64), scalar)
+    pair = np.stack([v, -2 * v], 1).ravel()
+    pair_index = (2 * slot[:, None] + np.arange(2)).ravel()
+    np.testing.assert_array_equal(outs[6], sums(pair, 2, pair_index))
+    quad = np.stack([v, 2 * v, -v, 3 * v], 1).ravel()
+    np.testing.assert_array_equal(
+        outs[7], sums(quad, 4, (4 * slot[:, None] + np.arange(4)).ravel())
+    )
+    np.testing.assert_array_equal(outs[8].astype(np.float64), sums(pair, 2, pair_index))
+    np.testing.assert_array_equal(outs[9].astype(np.float64), sums(pair, 2, pair_index))
+
+
 # ---- warp collectives
 
 
