@@ -105,6 +105,15 @@ std::optional<std::string> DiskCache::lookup(const std::string& key) const {
   return std::nullopt;
 }
 
+std::string DiskCache::published_dir(const std::string& dir) {
+  fs::path p(dir);
+  std::string name = p.filename().string();
+  const std::string prefix = ".staging-";
+  size_t dash = name.find('-', prefix.size());
+  if (name.rfind(prefix, 0) != 0 || dash == std::string::npos) return dir;
+  return (p.parent_path() / name.substr(prefix.size(), dash - prefix.size())).string();
+}
+
 std::optional<std::string> DiskCache::publish(const std::string& key,
                                               const std::function<void(const std::string&)>& fill) const {
   fs::path kernels = fs::path(root_) / "kernels";

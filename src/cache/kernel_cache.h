@@ -38,6 +38,11 @@ class DiskCache {
 
   const std::string& root() const { return root_; }
 
+  // The directory a staging directory of publish() becomes (root/kernels/<key>);
+  // `dir` itself when it is not one. Debug info names this path, so that a debugger
+  // finds the sources of a kernel built in staging.
+  static std::string published_dir(const std::string& dir);
+
   CacheStats stats() const;
   // Removes least-recently-used entries until the entries total at most
   // `max_bytes`; returns how many were removed. Entries are renamed to a trash

@@ -9,16 +9,19 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "cache/kernel_cache.h"
 #include "runtime/device_dir.h"
 #include "support/error.h"
 
 extern char** environ;
 
 namespace tl {
+namespace fs = std::filesystem;
 namespace {
 
 std::string compiler_path() {
@@ -100,6 +103,9 @@ void compile_shared_library(const std::string& source_path, const std::string& l
   for (const std::string& f : base_flags()) argv.push_back(f);
   for (const std::string& f : extra_flags) argv.push_back(f);
   argv.push_back("-I" + device_include_dir() + "/cpu");
+  // With -g, debug info names the cache entry's final directory, not the staging one.
+  std::string dir = fs::path(source_path).parent_path().string(), final_dir = DiskCache::published_dir(dir);
+  if (final_dir != dir) argv.push_back("-fdebug-prefix-map=" + dir + "=" + final_dir);
   argv.push_back(source_path);
   argv.push_back("-o");
   argv.push_back(library_path);
