@@ -68,6 +68,8 @@ def test_gdb_breaks_at_a_line_of_the_emulated_kernel(tmp_path):
         check=False,
     )
     text = out.stdout + out.stderr
+    if "ptrace: Operation not permitted" in text or "Could not trace the inferior" in text:
+        pytest.skip("this machine does not allow ptrace (container seccomp): " + text[-300:])
     assert "hit Breakpoint 1" in text, text
     assert "B[((int64_t)tx)] = " in text, text  # gdb found and shows kernel.cu's line
     assert "$1 = 5" in text and "$2 = 105" in text, text
