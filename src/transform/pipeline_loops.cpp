@@ -79,32 +79,16 @@ class AddStage : public IRMutator {
   Expr iter_;
 };
 
-// Buffers a tile op or store writes.
-std::set<BufKey> written(const Stmt& s) {
+// The buffers a statement writes (stores, and the destination of each tile op:
+// its last region, for copy, gemm C, reduce, fill ...), or with `all`, every
+// buffer it reads or writes.
+std::set<BufKey> buffers_of(const Stmt& s, bool all) {
   struct Walk : IRVisitor {
-    std::set<BufKey> out;
-    using IRVisitor::visit;
-    void visit(const BufferStoreNode* op) override {
-      out.insert(op->buffer.get());
-      IRVisitor::visit(op);
-    }
-    void visit(const TileOpNode* op) override {
-      // The destination of every op is its last region (copy, gemm C, reduce, fill ...).
-      if (!op->regions.empty()) out.insert(op->regions.back().buffer.get());
-      IRVisitor::visit(op);
-    }
-  } w;
-  w.visit(s);
-  return w.out;
-}
-
-// Buffers a statement touches at all (read or written).
-std::set<BufKey> touched(const Stmt& s) {
-  struct Walk : IRVisitor {
+    bool all = false;
     std::set<BufKey> out;
     using IRVisitor::visit;
     void visit(const BufferLoadNode* op) override {
-      out.insert(op->buffer.get());
+      if (all) out.insert(op->buffer.get());
       IRVisitor::visit(op);
     }
     void visit(const BufferStoreNode* op) override {
@@ -112,12 +96,21 @@ std::set<BufKey> touched(const Stmt& s) {
       IRVisitor::visit(op);
     }
     void visit(const TileOpNode* op) override {
-      for (const BufferRegion& r : op->regions) out.insert(r.buffer.get());
+      for (size_t i = all ? 0 : op->regions.size() - std::min<size_t>(op->regions.size(), 1); i < op->regions.size();
+           ++i)
+        out.insert(op->regions[i].buffer.get());
       IRVisitor::visit(op);
     }
   } w;
+  w.all = all;
   w.visit(s);
   return w.out;
+}
+std::set<BufKey> written(const Stmt& s) {
+  return buffers_of(s, false);
+}
+std::set<BufKey> touched(const Stmt& s) {
+  return buffers_of(s, true);
 }
 
 // The loop body as a flat list of statements; names bound inside it
