@@ -21,6 +21,7 @@ struct FiberScheduler {
   std::vector<char> done;
   std::vector<int> barriers;  // barriers each fiber has passed (the emulator's race detector reads it)
   int current = 0;
+  uint64_t serial = 0;  // distinct for each block an OS thread runs (warp_lanes.h resets its buffers on it)
   void* body = nullptr;
   void (*invoke)(void* body, int tid) = nullptr;
 };
@@ -28,6 +29,12 @@ struct FiberScheduler {
 inline FiberScheduler*& current_scheduler() {
   static thread_local FiberScheduler* s = nullptr;
   return s;
+}
+
+// A number for each block this OS thread runs (not per run_threads instantiation).
+inline uint64_t next_block_serial() {
+  static thread_local uint64_t blocks_run = 0;
+  return ++blocks_run;
 }
 
 // Fiber stacks, reused across blocks by each OS worker thread. They are reserved
@@ -63,6 +70,7 @@ inline void run_threads(int nx, int ny, int nz, F&& body) {
   constexpr size_t kStack = 1 << 20;
   int n = nx * ny * nz;
   FiberScheduler s;
+  s.serial = next_block_serial();
   s.contexts.resize(n);
   s.done.assign(n, 0);
   s.barriers.assign(n, 0);

@@ -13,6 +13,7 @@
 #include "debug.h"
 #include "threads.h"
 #include "types.h"
+#include "warp.h"
 
 namespace tl {
 

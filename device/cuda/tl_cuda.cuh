@@ -259,4 +259,6 @@ TL_DEVICE void sync_threads() {
 // The sm_80+ fast path: cp.async pipelines, ldmatrix + mma gemms, warp reductions.
 #include "copy_async.cuh"
 #include "gemm_sm80.cuh"
+#include "gemm_sm90.cuh"  // sm_90a: wgmma gemms
+#include "tma.cuh"        // sm_90: TMA copies and mbarriers
 #include "warp.cuh"

@@ -1,8 +1,10 @@
-// Reductions inside a warp through register shuffles: the building block of
-// row-wise reductions over mma accumulators (the lanes of one accumulator row are
-// 4 consecutive lanes) and of warp-level T.reduce. Under TL_EMULATE the shuffles
-// are the twins in device/emu/cuda_emu.h, which need every thread of the block to
-// make the same calls.
+// Warp-level code: reductions through register shuffles (the building block of
+// row-wise reductions over mma accumulators, whose rows span 4 consecutive lanes,
+// and of warp-level T.reduce), and the language's warp helpers (T.shfl_*, T.ballot,
+// T.any_sync, T.all_sync, T.activemask, T.sync_warp) for values of any scalar dtype.
+// The cpu target has the same functions in device/cpu/warp.h. Under TL_EMULATE the
+// intrinsics are the twins in device/emu/cuda_emu.h, which need every thread of the
+// block to make the same calls.
 #pragma once
 
 namespace tl {
@@ -36,6 +38,78 @@ TL_DEVICE T warp_allreduce(T v) {
 #pragma unroll
   for (int mask = Width / 2; mask > 0; mask /= 2) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, mask));
   return v;
+}
+
+// ---- the language's warp helpers. A value of 1, 2 or 4 bytes travels in one
+// 32-bit register, an 8-byte one in a 64-bit pair, whatever its type (half_t, fp8,
+// bool ...).
+template <int Bytes>
+struct LaneWord;
+template <>
+struct LaneWord<1> {
+  using bits = uint8_t;
+  using word = uint32_t;
+};
+template <>
+struct LaneWord<2> {
+  using bits = uint16_t;
+  using word = uint32_t;
+};
+template <>
+struct LaneWord<4> {
+  using bits = uint32_t;
+  using word = uint32_t;
+};
+template <>
+struct LaneWord<8> {
+  using bits = unsigned long long;
+  using word = unsigned long long;
+};
+
+template <class T>
+TL_DEVICE typename LaneWord<sizeof(T)>::word to_lane_word(T v) {
+  return bit_cast<typename LaneWord<sizeof(T)>::bits>(v);
+}
+template <class T>
+TL_DEVICE T from_lane_word(typename LaneWord<sizeof(T)>::word w) {
+  return bit_cast<T>(typename LaneWord<sizeof(T)>::bits(w));
+}
+
+template <class T>
+TL_DEVICE T shfl_sync(uint32_t mask, T v, int src_lane, int width = 32) {
+  return from_lane_word<T>(__shfl_sync(mask, to_lane_word(v), src_lane, width));
+}
+template <class T>
+TL_DEVICE T shfl_xor_sync(uint32_t mask, T v, int lane_mask, int width = 32) {
+  return from_lane_word<T>(__shfl_xor_sync(mask, to_lane_word(v), lane_mask, width));
+}
+template <class T>
+TL_DEVICE T shfl_down_sync(uint32_t mask, T v, int delta, int width = 32) {
+  return from_lane_word<T>(__shfl_down_sync(mask, to_lane_word(v), unsigned(delta), width));
+}
+template <class T>
+TL_DEVICE T shfl_up_sync(uint32_t mask, T v, int delta, int width = 32) {
+  return from_lane_word<T>(__shfl_up_sync(mask, to_lane_word(v), unsigned(delta), width));
+}
+
+// Votes. Ballots are 64-bit as in TileLang (the upper half is zero on 32-lane warps).
+TL_DEVICE uint64_t ballot_sync(uint32_t mask, bool pred) {
+  return uint64_t(__ballot_sync(mask, pred));
+}
+TL_DEVICE uint64_t ballot(bool pred) {
+  return uint64_t(__ballot_sync(0xffffffffu, pred));
+}
+TL_DEVICE int32_t any_sync(uint32_t mask, bool pred) {
+  return __any_sync(mask, pred);
+}
+TL_DEVICE int32_t all_sync(uint32_t mask, bool pred) {
+  return __all_sync(mask, pred);
+}
+TL_DEVICE uint64_t activemask() {
+  return uint64_t(__activemask());
+}
+TL_DEVICE void sync_warp(uint32_t mask = 0xffffffffu) {
+  __syncwarp(mask);
 }
 
 }  // namespace tl

@@ -2,26 +2,17 @@
 // run on the CPU (TILELANG_EMULATE=1, target "cuda -emulate"). Force-included
 // before the kernel source: CUDA's qualifiers become plain C++, each thread of a
 // block is a fiber (device/cpu/threads.h), __syncthreads() is the fibers' barrier,
-// and every block gets its own dynamic shared-memory array.
+// and every block gets its own dynamic shared-memory array. The parts the Metal
+// emulator shares (block state, failures, race detector) are in emu_core.h.
 #pragma once
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <cstdint>
-#include <cstring>
-#include <deque>
-#include <mutex>
-#include <string>
-#include <type_traits>
-#include <unordered_map>
-#include <vector>
+#include "../cpu/warp_lanes.h"
+#include "emu_core.h"
 
-#include "float_bits.h"
-#include "threads.h"
-
-#define TL_EMULATE 1
 #define __global__
 #define __device__
 #define __host__
@@ -29,78 +20,9 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define __shared__
+#define __grid_constant__  // a tensor map parameter (device/cuda/tma.cuh) is a plain const value
 
 namespace tl::emu {
-
-struct dim3 {
-  unsigned x, y, z;
-};
-
-// One argument slot, laid out as the runtime's KernelArg.
-union Arg {
-  void* ptr;
-  int64_t i;
-  double f;
-};
-
-// ---- failures: a failed T.device_assert or a shared-memory race. The first one
-// of a launch is kept; the CPU runtime reads it after the launch through
-// tl_debug_take_assert (the cpu target's device-assert protocol) and raises it.
-struct Failure {
-  std::mutex mu;
-  bool set = false;
-  std::string message;
-  int64_t block[3] = {0, 0, 0};
-};
-inline Failure& failure() {
-  static Failure f;
-  return f;
-}
-inline void record_failure(const std::string& message);
-
-// ---- race detector: every shared-memory element access (TL_SMEM) is checked
-// against the last write and read of that byte address by another thread since
-// both passed the same number of barriers.
-struct Access {
-  int thread = -1;
-  int epoch = -1;
-  const char* where = nullptr;  // "buffer|file:line"
-};
-struct RaceTable {
-  std::unordered_map<uintptr_t, Access> writes, reads;
-};
-
-inline std::string describe(const char* where) {
-  std::string w(where);
-  size_t bar = w.find('|');
-  return bar == std::string::npos ? w : w.substr(bar + 1);
-}
-
-// cp.async copies one thread has issued and not yet waited for (device/emu/copy_async_emu.h).
-struct AsyncCopy {
-  unsigned char* dst;
-  const unsigned char* src;  // nullptr: zero-fill
-  int bytes;
-};
-struct AsyncCopies {
-  std::vector<AsyncCopy> open;                   // issued since the last commit
-  std::deque<std::vector<AsyncCopy>> committed;  // oldest group first
-};
-
-// Per OS thread: the block it is running (its fibers all share it).
-struct BlockState {
-  dim3 block{0, 0, 0};
-  dim3 block_dim{1, 1, 1};
-  std::vector<unsigned char> shared;
-  RaceTable races;
-  std::vector<AsyncCopies> async_copies;  // by thread rank
-  uint64_t serial = 0;                    // counts the blocks this OS thread has run
-};
-
-inline BlockState& block_state() {
-  static thread_local BlockState s;
-  return s;
-}
 
 // threadIdx of the running fiber, from its rank in the block.
 inline dim3 thread_idx() {
@@ -111,109 +33,11 @@ inline dim3 thread_idx() {
   return {t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
 
-// The running fiber's rank in its block (threadIdx.x + blockDim.x * (y + blockDim.y * z)).
-inline int thread_rank() {
-  FiberScheduler* s = current_scheduler();
-  return s ? s->current : 0;
-}
-inline int block_threads() {
-  const dim3& d = block_state().block_dim;
-  return int(d.x * d.y * d.z);
-}
-
-// A rendezvous of all threads of the block that the race detector does not count
-// as a barrier. The twins of warp-collective instructions (shuffles, ldmatrix,
-// mma) exchange registers through per-block scratch around it; on the GPU those
-// synchronize one warp at most, so shared-memory accesses on either side of them
-// must stay unordered between threads for the race detector, as they are on the
-// GPU. Every thread of the block must reach it (the fibers' round-robin scheduler
-// resumes each live fiber once per round).
-inline void lockstep() {
-  FiberScheduler* s = current_scheduler();
-  if (!s) return;
-  swapcontext(&s->contexts[s->current], &s->main);
-}
-
-// Register exchange between the lanes of each warp, for the twins of
-// warp-collective instructions: every thread of the block publishes Count words,
-// one lockstep, then reads any lane of its warp (the result points at lane 0's
-// words). Calls of one Kind alternate between two buffers, so one lockstep per call
-// is enough: the next call that reuses a buffer comes after the following call's
-// lockstep, which no thread passes before all have read this call's words.
-template <class Word, int Count, int Kind>
-inline const Word* exchange_in_warp(const Word* mine) {
-  struct Buffers {
-    uint64_t block = ~uint64_t(0);
-    std::vector<Word> words[2];
-    std::vector<unsigned char> parity;  // by rank: the buffer of the thread's next call
-  };
-  static thread_local Buffers b;
-  const size_t rank = size_t(thread_rank()), threads = size_t(block_threads());
-  if (b.block != block_state().serial) {  // the first call of a block (before any thread publishes)
-    b.block = block_state().serial;
-    b.parity.assign(threads, 0);
-    for (std::vector<Word>& w : b.words) w.assign(threads * Count, Word());
-  }
-  Word* words = b.words[b.parity[rank]].data();
-  b.parity[rank] ^= 1;
-  for (int i = 0; i < Count; ++i) words[rank * Count + i] = mine[i];
-  lockstep();
-  return words + rank / 32 * 32 * Count;
-}
-
 // Runs `kernel` (a call of the __global__ function) for one block.
 template <class F>
 inline void run_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes, F&& kernel) {
-  BlockState& st = block_state();
-  st.block = {unsigned(bx), unsigned(by), unsigned(bz)};
-  st.block_dim = {unsigned(nx), unsigned(ny), unsigned(nz)};
-  st.shared.assign(size_t(shared_bytes) + 16, 0);
-  st.races.writes.clear();
-  st.races.reads.clear();
-  st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
-  ++st.serial;
+  begin_block(bx, by, bz, nx, ny, nz, shared_bytes);
   run_threads(nx, ny, nz, [&](int, int, int) { kernel(); });
-}
-
-inline void record_failure(const std::string& message) {
-  Failure& f = failure();
-  std::lock_guard<std::mutex> lock(f.mu);
-  if (f.set) return;
-  f.set = true;
-  f.message = message;
-  const dim3& b = block_state().block;
-  f.block[0] = b.x;
-  f.block[1] = b.y;
-  f.block[2] = b.z;
-}
-
-template <class T>
-inline T* note_shared(T* p, bool write, const char* where) {
-  FiberScheduler* s = current_scheduler();
-  if (!s) return p;
-  int tid = s->current, epoch = s->barriers[tid];
-  RaceTable& t = block_state().races;
-  uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto conflict = [&](const Access& other, const char* what_other, const char* what_this) {
-    if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return;
-    auto name_of = [](const char* w) { return std::string(w, strchr(w, '|') ? strchr(w, '|') - w : strlen(w)); };
-    // Accesses by device helpers (cp.async, ldmatrix) carry no buffer name: take the other's.
-    std::string name = name_of(where);
-    if (name.empty()) name = name_of(other.where);
-    std::string buffer = name.empty() ? "a shared buffer" : "buffer '" + name + "'";
-    record_failure("shared-memory race on " + buffer + ": thread " + std::to_string(other.thread) + " " + what_other +
-                   " it at " + describe(other.where) + " and thread " + std::to_string(tid) + " " + what_this +
-                   " it at " + describe(where) + " with no barrier between them; add T.sync_threads() between the two");
-  };
-  if (write) {
-    conflict(t.writes[a], "writes", "writes");
-    conflict(t.reads[a], "reads", "writes");
-    t.writes[a] = {tid, epoch, where};
-  } else {
-    conflict(t.writes[a], "writes", "reads");
-    t.reads[a] = {tid, epoch, where};
-  }
-  return p;
 }
 
 }  // namespace tl::emu
@@ -221,7 +45,6 @@ inline T* note_shared(T* p, bool write, const char* where) {
 #define threadIdx (::tl::emu::thread_idx())
 #define blockIdx (::tl::emu::block_state().block)
 #define blockDim (::tl::emu::block_state().block_dim)
-#define TL_SMEM(buf, off, write, where) (*::tl::emu::note_shared(&(buf)[off], (write) != 0, where))
 #define TL_DYNAMIC_SHARED(name) unsigned char* name = ::tl::emu::block_state().shared.data()
 
 inline void __syncthreads() {
@@ -276,6 +99,36 @@ inline T __shfl_up_sync(unsigned, T v, unsigned delta, int width = 32) {
   return tl::emu::shuffle(v, [&](int lane) { return lane % width < int(delta) ? -1 : lane - int(delta); });
 }
 
+// Votes, through the fibers' lane exchange that the cpu target's warp helpers use
+// too (device/cpu/warp_lanes.h). As on the GPU, every lane making the call votes,
+// whatever the mask; a lane outside its mask is undefined behaviour there and an
+// error here, since every thread of the block must reach each warp-level call.
+namespace tl::emu {
+inline void check_warp_mask(const char* call, unsigned mask) {
+  if (tl::lanes::in_mask(mask)) return;
+  char text[512];
+  tl::lanes::describe_mask_error(text, sizeof text, call, mask);
+  record_failure(text);
+}
+}  // namespace tl::emu
+
+inline unsigned __ballot_sync(unsigned mask, int pred) {
+  tl::emu::check_warp_mask("__ballot_sync", mask);
+  return tl::lanes::ballot(pred != 0);
+}
+inline int __any_sync(unsigned mask, int pred) {
+  tl::emu::check_warp_mask("__any_sync", mask);
+  return tl::lanes::any(pred != 0) ? 1 : 0;
+}
+inline int __all_sync(unsigned mask, int pred) {
+  tl::emu::check_warp_mask("__all_sync", mask);
+  return tl::lanes::all(pred != 0) ? 1 : 0;
+}
+// Every thread reaches each warp-level call, so the lanes that exist are active.
+inline unsigned __activemask() {
+  return tl::lanes::present();
+}
+
 inline float __int_as_float(int x) {
   return tl::bit_cast<float>(x);
 }
@@ -299,22 +152,4 @@ inline double rsqrt(double x) {
 [[noreturn]] inline void __trap() {
   fflush(stdout);
   abort();
-}
-
-// The cpu runtime's protocol (see device/cpu/debug.h): skip blocks once a failure
-// is recorded, and hand the failure over after the launch.
-extern "C" __attribute__((used, visibility("default"))) int tl_debug_begin_block(int64_t, int64_t, int64_t) {
-  tl::emu::Failure& f = tl::emu::failure();
-  std::lock_guard<std::mutex> lock(f.mu);
-  return f.set ? 1 : 0;
-}
-extern "C" __attribute__((used, visibility("default"))) int tl_debug_take_assert(char* message, int64_t capacity,
-                                                                                 int64_t* block) {
-  tl::emu::Failure& f = tl::emu::failure();
-  std::lock_guard<std::mutex> lock(f.mu);
-  if (!f.set) return 0;
-  snprintf(message, size_t(capacity), "%s", f.message.c_str());
-  for (int i = 0; i < 3; ++i) block[i] = f.block[i];
-  f.set = false;
-  return 1;
 }

@@ -17,7 +17,9 @@
 #include "ir/printer.h"
 #include "kernel_caller.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/tma.h"
 #include "runtime/device_dir.h"
+#include "runtime/metal_emu_source.h"
 #include "support/logging.h"
 #include "tl/compile.h"
 
@@ -129,13 +131,34 @@ void bind_runtime(nb::module_& m) {
     return cache_key_material(f, opt);
   });
   m.def("available_targets", [] {
-    std::vector<std::string> t{"cpu"};
+    std::vector<std::string> t{"cpu", "metal"};
     if (nvrtc()) t.push_back("cuda");
     return t;
   });
   m.def("present_gpu_arch", &present_gpu_arch);
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
+  m.def("msl_to_emulated_cpp", &msl_to_emulated_cpp);
+  m.def(  // TMA tensor maps (src/runtime/cuda/tma.h): the 128 bytes a kernel takes as a tl::TensorMap
+      "encode_tensor_map",
+      [](const std::string& dtype, uint64_t base, const std::vector<uint64_t>& dims,
+         const std::vector<uint64_t>& strides, const std::vector<uint32_t>& box,
+         const std::vector<uint32_t>& elem_strides, int swizzle, int l2_promotion, bool nan_fill, bool emulate) {
+        TensorMapParams p{DataType::from_string(dtype),
+                          base,
+                          dims,
+                          strides,
+                          box,
+                          elem_strides,
+                          tma_swizzle_of_bytes(swizzle),
+                          tma_l2_promotion_of_bytes(l2_promotion),
+                          nan_fill ? TmaOobFill::NanRequestZeroFma : TmaOobFill::Zero};
+        const TensorMapBytes map = encode_tensor_map(p, emulate);
+        return nb::bytes(reinterpret_cast<const char*>(map.data()), map.size());
+      },
+      nb::arg("dtype"), nb::arg("base"), nb::arg("dims"), nb::arg("strides"), nb::arg("box"),
+      nb::arg("elem_strides") = std::vector<uint32_t>(), nb::arg("swizzle") = 0, nb::arg("l2_promotion") = 0,
+      nb::arg("nan_fill") = false, nb::arg("emulate") = false);
   m.def(
       "set_log_sink",
       [](nb::object fn) {

@@ -59,6 +59,15 @@ FragmentLayoutPtr FragmentLayout::accum(int64_t m, int64_t n, int64_t warps_m, i
   return l;
 }
 
+FragmentLayoutPtr FragmentLayout::wgmma_accum(int64_t m, int64_t n, int64_t warpgroups_m, int64_t warpgroups_n) {
+  auto l = std::make_shared<FragmentLayout>(*accum(m, n, warpgroups_m, warpgroups_n));
+  l->kind_ = Kind::WgmmaAccum;
+  l->group_warps_ = 4;
+  l->threads_ *= 4;
+  l->local_size_ = m * n / l->threads_;
+  return l;
+}
+
 FragmentLayoutPtr FragmentLayout::rows(const FragmentLayoutPtr& parent) {
   auto l = std::make_shared<FragmentLayout>();
   l->kind_ = Kind::Rows;
@@ -66,8 +75,8 @@ FragmentLayoutPtr FragmentLayout::rows(const FragmentLayoutPtr& parent) {
   l->threads_ = parent->threads_;
   const auto& ps = parent->shape_;
   l->shape_ = std::vector<int64_t>(ps.begin(), ps.end() - 1);
-  if (parent->kind_ == Kind::Accum)
-    l->local_size_ = parent->shape_[0] / parent->warps_m_ / 8;  // (m tiles) x (two rows per lane)
+  if (parent->is_accum())  // (m16 tiles of the warp) x (two rows per lane)
+    l->local_size_ = parent->shape_[0] / parent->warps_m_ / parent->group_warps_ / 8;
   else
     l->local_size_ = parent->rows_per_thread_;
   return l;
@@ -78,6 +87,7 @@ int64_t FragmentLayout::run() const {
     case Kind::Blocked:
       return vec_;
     case Kind::Accum:
+    case Kind::WgmmaAccum:
       return 2;
     case Kind::Rows:
       return 1;
@@ -99,21 +109,25 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
       out.push_back(col);
       return out;
     }
-    case Kind::Accum: {
-      int64_t wm_rows = shape_[0] / warps_m_, wn_cols = shape_[1] / warps_n_, nt = wn_cols / 8;
+    case Kind::Accum:
+    case Kind::WgmmaAccum: {
+      // Group (warp or warpgroup) (gm, gn) owns a tm x tn tile; warp w of a group
+      // takes rows 16w.. of each (16 * group_warps)-row block of it.
+      int64_t g = group_warps_, tm = shape_[0] / warps_m_, tn = shape_[1] / warps_n_, nt = tn / 8;
       Expr warp = floordiv(t, int_imm(32)), lane = floormod(t, int_imm(32));
+      Expr group = floordiv(warp, int_imm(g)), w = floormod(warp, int_imm(g));
       Expr tile = floordiv(k, int_imm(4)), e = floormod(k, int_imm(4));
-      Expr row = add(
-          add(mul(floordiv(warp, int_imm(warps_n_)), int_imm(wm_rows)), mul(floordiv(tile, int_imm(nt)), int_imm(16))),
-          add(floordiv(lane, int_imm(4)), mul(floordiv(e, int_imm(2)), int_imm(8))));
-      Expr col = add(
-          add(mul(floormod(warp, int_imm(warps_n_)), int_imm(wn_cols)), mul(floormod(tile, int_imm(nt)), int_imm(8))),
-          add(mul(floormod(lane, int_imm(4)), int_imm(2)), floormod(e, int_imm(2))));
+      Expr row = add(add(mul(floordiv(group, int_imm(warps_n_)), int_imm(tm)),
+                         add(mul(floordiv(tile, int_imm(nt)), int_imm(16 * g)), mul(w, int_imm(16)))),
+                     add(floordiv(lane, int_imm(4)), mul(floordiv(e, int_imm(2)), int_imm(8))));
+      Expr col =
+          add(add(mul(floormod(group, int_imm(warps_n_)), int_imm(tn)), mul(floormod(tile, int_imm(nt)), int_imm(8))),
+              add(mul(floormod(lane, int_imm(4)), int_imm(2)), floormod(e, int_imm(2))));
       return {row, col};
     }
     case Kind::Rows: {
       // Register k of a row vector is the row of parent register parent_k(k).
-      if (parent_->kind_ == Kind::Accum) {
+      if (parent_->is_accum()) {
         int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
         // k = mt * 2 + h  <->  parent register (mt * nt) * 4 + h * 2
         Expr pk =
@@ -142,7 +156,7 @@ Expr FragmentLayout::valid(const Expr& t, const Expr& k) const {
 
 Expr FragmentLayout::row_local(const Expr& parent_k) const {
   TL_ICHECK(kind_ == Kind::Rows, "row_local of a non-row layout");
-  if (parent_->kind_ == Kind::Accum) {
+  if (parent_->is_accum()) {
     int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
     // parent register (mt * nt + n) * 4 + e holds row (mt, e / 2)
     return add(mul(floordiv(parent_k, int_imm(nt * 4)), int_imm(2)),
@@ -152,18 +166,18 @@ Expr FragmentLayout::row_local(const Expr& parent_k) const {
 }
 
 int64_t FragmentLayout::row_lanes() const {
-  if (kind_ == Kind::Accum) return 4;
+  if (is_accum()) return 4;
   return std::min<int64_t>(tc_, 32);
 }
 
 int64_t FragmentLayout::row_warps() const {
-  if (kind_ == Kind::Accum) return warps_n_;
+  if (is_accum()) return warps_n_;  // one warp of each group along N
   return tc_ > 32 ? tc_ / 32 : 1;
 }
 
 Expr FragmentLayout::row_warp_index(const Expr& t) const {
   Expr warp = floordiv(t, int_imm(32));
-  if (kind_ == Kind::Accum) return floormod(warp, int_imm(warps_n_));
+  if (is_accum()) return floormod(floordiv(warp, int_imm(group_warps_)), int_imm(warps_n_));
   return floormod(warp, int_imm(row_warps()));
 }
 
@@ -173,6 +187,7 @@ bool FragmentLayout::equals(const FragmentLayout& o) const {
     case Kind::Blocked:
       return tr_ == o.tr_ && tc_ == o.tc_ && vec_ == o.vec_;
     case Kind::Accum:
+    case Kind::WgmmaAccum:
       return warps_m_ == o.warps_m_ && warps_n_ == o.warps_n_;
     case Kind::Rows:
       return parent_->equals(*o.parent_);
@@ -189,6 +204,8 @@ std::string FragmentLayout::str() const {
       return str_cat("blocked", s, " threads ", tr_, "x", tc_, " vec ", vec_);
     case Kind::Accum:
       return str_cat("mma accumulator", s, " warps ", warps_m_, "x", warps_n_);
+    case Kind::WgmmaAccum:
+      return str_cat("wgmma accumulator", s, " warpgroups ", warps_m_, "x", warps_n_);
     case Kind::Rows:
       return "rows" + s + " of " + parent_->str();
   }

@@ -13,6 +13,9 @@
 //            hold consecutive runs, so copies are coalesced 16-byte accesses.
 //   Accum:   the mma.sync m16n8 accumulator layout of T.gemm's C over
 //            WarpsM x WarpsN warps (docs/design/cuda_layouts.md).
+//   WgmmaAccum: the wgmma m64nN accumulator layout over WgM x WgN warpgroups of
+//            4 warps (sm_90a): the same m16n8 tiles, but warp w of a warpgroup
+//            takes rows 16w.. of each m64 block of its warpgroup's tile.
 //   Rows:    a vector [R] holding one value per row of a 2-d parent layout, kept
 //            by every thread that holds part of that row (replicated): the
 //            result of a reduction over the parent's last dim, and the shape that
@@ -32,18 +35,21 @@ using FragmentLayoutPtr = std::shared_ptr<const FragmentLayout>;
 
 class FragmentLayout {
  public:
-  enum class Kind { Blocked, Accum, Rows };
+  enum class Kind { Blocked, Accum, WgmmaAccum, Rows };
 
   // `elem_bytes` sizes the runs: 16 bytes of the narrowest element copied.
   static FragmentLayoutPtr blocked(std::vector<int64_t> shape, int64_t threads, int64_t elem_bytes);
   static FragmentLayoutPtr accum(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
+  static FragmentLayoutPtr wgmma_accum(int64_t m, int64_t n, int64_t warpgroups_m, int64_t warpgroups_n);
   static FragmentLayoutPtr rows(const FragmentLayoutPtr& parent);
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t local_size() const { return local_size_; }
+  // The groups C is split over: warps (Accum) or warpgroups (WgmmaAccum).
   int64_t warps_m() const { return warps_m_; }
   int64_t warps_n() const { return warps_n_; }
+  bool is_accum() const { return kind_ == Kind::Accum || kind_ == Kind::WgmmaAccum; }
   const FragmentLayoutPtr& parent() const { return parent_; }
   // Consecutive registers holding consecutive elements of the last dim.
   int64_t run() const;
@@ -69,8 +75,9 @@ class FragmentLayout {
   std::vector<int64_t> shape_;
   int64_t threads_ = 1, local_size_ = 0;
   int64_t tr_ = 1, tc_ = 1, vec_ = 1, rows_per_thread_ = 1, runs_per_row_ = 1;  // Blocked
-  int64_t warps_m_ = 1, warps_n_ = 1;                                           // Accum
-  FragmentLayoutPtr parent_;                                                    // Rows
+  int64_t warps_m_ = 1, warps_n_ = 1;                                           // Accum, WgmmaAccum
+  int64_t group_warps_ = 1;   // warps per group: 1 (Accum) or 4 (WgmmaAccum)
+  FragmentLayoutPtr parent_;  // Rows
 };
 
 }  // namespace tl

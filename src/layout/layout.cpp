@@ -23,7 +23,7 @@ Expr drop_multiples(const Expr& e, int64_t p) {
 std::shared_ptr<const Layout> Layout::swizzle(int64_t cols, int64_t elem_bytes) {
   int64_t row_bytes = cols * elem_bytes;
   auto l = std::make_shared<Layout>();
-  l->cols_ = cols;
+  l->cols_ = l->block_cols_ = cols;
   l->chunk_ = 16 / elem_bytes;
   if (row_bytes % 128 == 0) {
     l->row_shift_ = 0, l->row_mask_ = 7;
@@ -37,6 +37,16 @@ std::shared_ptr<const Layout> Layout::swizzle(int64_t cols, int64_t elem_bytes) 
   return l;
 }
 
+std::shared_ptr<const Layout> Layout::wgmma_swizzle(int64_t cols, int64_t elem_bytes) {
+  int64_t row_bytes = cols * elem_bytes;
+  int64_t width = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : row_bytes % 32 == 0 ? 32 : 0;
+  if (!width) return nullptr;
+  auto l = std::make_shared<Layout>(*swizzle(width / elem_bytes, elem_bytes));
+  l->cols_ = cols;
+  l->base_align_ = 8 * width;  // the pattern repeats every 8 rows of one block
+  return l;
+}
+
 Expr Layout::offset(const Buffer& b, const std::vector<Expr>& indices) const {
   size_t n = indices.size();
   TL_ICHECK(n >= 2, "a swizzled buffer has at least two dims");
@@ -46,16 +56,22 @@ Expr Layout::offset(const Buffer& b, const std::vector<Expr>& indices) const {
   Expr rows = b->shape[n - 2];
   Expr row = indices[n - 2], col = indices[n - 1];
   Expr c = int_imm(chunk_, col.dtype());
-  Expr chunk = floordiv(col, c);
+  // Column blocks (wgmma): block col / B holds rows x B elements, row-major.
+  bool blocked = block_cols_ != cols_;
+  Expr bc = int_imm(block_cols_, col.dtype());
+  Expr chunk = floordiv(blocked ? floormod(col, bc) : col, c);
   Expr key_row = drop_multiples(row, (row_mask_ + 1) << row_shift_);
   Expr key = binary(BinaryOp::BitAnd, binary(BinaryOp::Shr, key_row, int_imm(row_shift_, row.dtype())),
                     int_imm(row_mask_, row.dtype()));
   Expr phys = add(mul(binary(BinaryOp::BitXor, chunk, cast(chunk.dtype(), key)), c), floormod(col, c));
-  return add(mul(add(mul(outer, rows), row), int_imm(cols_, row.dtype())), phys);
+  if (!blocked) return add(mul(add(mul(outer, rows), row), int_imm(cols_, row.dtype())), phys);
+  Expr block = add(mul(outer, int_imm(cols_ / block_cols_, row.dtype())), cast(row.dtype(), floordiv(col, bc)));
+  return add(mul(add(mul(block, rows), row), int_imm(block_cols_, row.dtype())), phys);
 }
 
 std::string Layout::str() const {
-  return str_cat("swizzle(cols=", cols_, ", chunk=", chunk_, ", row>>", row_shift_, "&", row_mask_, ")");
+  std::string blocks = block_cols_ == cols_ ? "" : str_cat(", blocks of ", block_cols_);
+  return str_cat("swizzle(cols=", cols_, blocks, ", chunk=", chunk_, ", row>>", row_shift_, "&", row_mask_, ")");
 }
 
 Buffer with_layout(const Buffer& b, std::shared_ptr<const Layout> layout) {

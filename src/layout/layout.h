@@ -1,9 +1,11 @@
 // The physical layout of a shared-memory buffer: where logical element (..., row,
-// col) lives. Today one kind: the 16-byte-chunk XOR swizzle that T.gemm's operand
+// col) lives. One family: the 16-byte-chunk XOR swizzle that T.gemm's operand
 // tiles get on CUDA, so that ldmatrix reads and the copies that fill the tiles are
-// free of bank conflicts (docs/design/cuda_layouts.md gives the formula). Code
-// generation asks the layout for every offset of such a buffer, so all accesses
-// (copies, T.Parallel loops, the fallback paths) agree with the gemm.
+// free of bank conflicts, and (wgmma_swizzle) the same swizzle cut into column
+// blocks one swizzle atom wide, which is what a wgmma matrix descriptor describes
+// (docs/design/cuda_layouts.md gives both formulas). Code generation asks the
+// layout for every offset of such a buffer, so all accesses (copies, T.Parallel
+// loops, the fallback paths) agree with the gemm.
 #pragma once
 
 #include <memory>
@@ -18,16 +20,26 @@ class Layout {
   // Swizzle over the last two dims of a tile whose rows hold `cols` elements of
   // `elem_bytes` bytes; nullptr when the row length has no conflict-free swizzle.
   static std::shared_ptr<const Layout> swizzle(int64_t cols, int64_t elem_bytes);
+  // The wgmma form: rows of 128 (else 64, else 32) bytes swizzled as the
+  // descriptor's swizzle mode of that width, a tile with longer rows stored as
+  // column blocks of that width one after another; nullptr when the row length is
+  // not a multiple of 32 bytes.
+  static std::shared_ptr<const Layout> wgmma_swizzle(int64_t cols, int64_t elem_bytes);
 
   // The physical element offset of `indices` in `b` (b's shape, compact row-major).
   Expr offset(const Buffer& b, const std::vector<Expr>& indices) const;
   // Elements that stay contiguous (and 16-byte aligned) under the swizzle.
   int64_t chunk_elems() const { return chunk_; }
+  // Bytes a buffer's start must be aligned to: the hardware swizzles absolute
+  // shared addresses, so a wgmma tile starts on a whole swizzle pattern.
+  int64_t base_align() const { return base_align_; }
   std::string str() const;
 
  private:
   int64_t cols_ = 0, chunk_ = 1;
+  int64_t block_cols_ = 0;                // columns per column block (== cols_ when not blocked)
   int64_t row_shift_ = 0, row_mask_ = 0;  // chunk ^= (row >> shift) & mask
+  int64_t base_align_ = 16;
 };
 
 // A copy of `b` carrying `layout`.

@@ -17,12 +17,15 @@
 #include "cache/kernel_cache.h"
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
+#include "codegen/metal/codegen_metal.h"
 #include "ir/printer.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
 #include "runtime/device_dir.h"
+#include "runtime/metal/metal_kernel.h"
+#include "runtime/metal_emu_source.h"
 #include "support/logging.h"
 #include "support/sha256.h"
 #include "transform/pipeline.h"
@@ -72,6 +75,12 @@ std::string entry_name(const std::string& kernel_name) {
 }
 std::string entry_name(const PrimFunc& f) {
   return entry_name(f->name);
+}
+// The emulated Metal kernel's per-threadgroup entry (codegen_metal's emu_entry).
+std::string metal_emu_entry_name(const std::string& kernel_name) {
+  std::string base = entry_name(kernel_name).substr(std::string("tl_block_").size());
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;  // as CodeGenC::c_ident
+  return "tl_emu_" + base + "_kernel";
 }
 
 std::atomic<int64_t> builds{0};
@@ -174,6 +183,41 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
   return build_cached(opt, key, build_into, load);
 }
 
+// The MSL run on the CPU: msl_to_emulated_cpp turns it into C++ that the host
+// compiler builds against the Metal shims, and the CPU runtime calls its
+// per-threadgroup entry (docs/design/metal.md).
+std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
+                                             const std::string& key) {
+  std::string entry = metal_emu_entry_name(f->name);
+  auto build_into = [&](const std::string& dir) {
+    note_build(f, opt.target);
+    MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
+    std::ofstream(fs::path(dir) / "kernel.metal", std::ios::binary) << src.code;
+    std::ofstream(fs::path(dir) / "kernel_emu.cpp", std::ios::binary) << msl_to_emulated_cpp(src.code);
+    std::vector<std::string> flags = {"-std=c++20", "-fno-strict-aliasing", "-include",
+                                      device_include_dir() + "/emu/metal_emu.h"};
+    for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
+    compile_shared_library((fs::path(dir) / "kernel_emu.cpp").string(), (fs::path(dir) / "kernel.so").string(), flags);
+  };
+  auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
+    return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.metal"),
+                                       (fs::path(dir) / "kernel.so").string(), entry);
+  };
+  return build_cached(opt, key, build_into, load);
+}
+
+// Metal on its own GPU: the source is the whole artifact (the torch backend
+// compiles it in the process that calls it), so there is nothing for the disk
+// cache to hold and it is never consulted.
+std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
+                                    const std::string& key) {
+  note_build(f, opt.target);
+  MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
+  auto k = std::make_shared<MetalKernel>(sig, opt.target, src.code, src.kernel_name);
+  k->set_origin("", sha256_hex(key).value_or(""));
+  return k;
+}
+
 std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                    const std::string& key) {
   auto build_into = [&](const std::string& dir) {
@@ -224,25 +268,32 @@ std::string generate_source(const PrimFunc& f, const Target& target) {
     case TargetKind::CUDA:
       return codegen_cuda(lower(f, target), sig).code;
     case TargetKind::Metal:
-      break;
+      return codegen_metal(lower(f, target), sig).code;
   }
-  throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use \"cpu\" or \"cuda\""));
+  TL_UNREACHABLE("unknown target kind");
 }
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<Kernel>> memory;
   KernelSignature sig = KernelSignature::from(f);
-  if (opt.target.kind == TargetKind::Metal)
-    throw_user_error({}, str_cat("the ", opt.target.str(), " target is not supported yet; use \"cpu\" or \"cuda\""));
   std::string key = cache_key_material(f, opt);
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = memory.find(key); it != memory.end()) return it->second;
   }
-  std::shared_ptr<Kernel> k = opt.target.kind != TargetKind::CUDA ? build_cpu(f, opt, sig, key)
-                              : opt.target.emulated               ? build_cuda_emulated(f, opt, sig, key)
-                                                                  : build_cuda(f, opt, sig, key);
+  std::shared_ptr<Kernel> k;
+  switch (opt.target.kind) {
+    case TargetKind::CPU:
+      k = build_cpu(f, opt, sig, key);
+      break;
+    case TargetKind::CUDA:
+      k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key) : build_cuda(f, opt, sig, key);
+      break;
+    case TargetKind::Metal:
+      k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);
+      break;
+  }
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);
     memory.emplace(key, k);
@@ -286,10 +337,18 @@ std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::str
                                        std::vector<char>(cubin.begin(), cubin.end()), entry, shared);
       break;
     }
-    case TargetKind::Metal:
-      // Metal kernels run through the "torch" backend, whose artifact is not a file:
-      // there is nothing to export until a Metal backend writes one.
-      throw_user_error({}, str_cat("loading an exported ", t.str(), " kernel is not supported yet; only cpu and cuda"));
+    case TargetKind::Metal: {
+      if (t.emulated) {  // the files build_metal_emulated writes
+        std::string entry = metal_emu_entry_name(sig.name);
+        k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.metal"),
+                                        (dir / "kernel.so").string(), entry);
+        break;
+      }
+      // The torch backend's artifact is the source itself, compiled where it runs.
+      throw_user_error({}, str_cat("loading an exported ", t.str(),
+                                   " kernel is not supported: a metal kernel's artifact is its source, which the "
+                                   "torch backend compiles at load; compile the kernel again instead"));
+    }
   }
   k->set_origin(artifact_dir, "");
   return k;

@@ -1,14 +1,118 @@
 // Parsing of target strings as TileLang users write them.
 #include "target/target.h"
 
+#include <cctype>
 #include <sstream>
+
+#ifdef __APPLE__
+#include <sys/sysctl.h>
+#endif
 
 #include "runtime/cuda/cuda_api.h"
 #include "support/error.h"
 
 namespace tl {
+namespace {
 
-Target Target::parse(const std::string& s) {
+// The dict form {"kind": "metal", "keys": ["metal4"], "arch": "sm_90"} as the
+// equivalent target string. Values are strings, lists of strings, or true/false.
+std::string dict_to_string(const std::string& text) {
+  size_t i = 0;
+  auto fail = [&](const std::string& why) -> std::string {
+    throw_user_error({}, str_cat("cannot read the target dict '", text, "': ", why,
+                                 "; write e.g. {\"kind\": \"metal\", \"keys\": [\"metal4\"]}"));
+  };
+  auto skip = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto expect = [&](char c) {
+    skip();
+    if (i >= text.size() || text[i] != c) fail(str_cat("expected '", std::string(1, c), "' at offset ", i));
+    ++i;
+  };
+  auto string = [&] {
+    skip();
+    if (i >= text.size() || (text[i] != '"' && text[i] != '\'')) fail(str_cat("expected a string at offset ", i));
+    char quote = text[i++];
+    size_t end = text.find(quote, i);
+    if (end == std::string::npos) fail("unterminated string");
+    std::string out = text.substr(i, end - i);
+    i = end + 1;
+    return out;
+  };
+  auto word = [&] {
+    skip();
+    size_t start = i;
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '-'))
+      ++i;
+    if (start == i) fail(str_cat("expected a value at offset ", start));
+    return text.substr(start, i - start);
+  };
+  std::string kind, options;
+  expect('{');
+  skip();
+  while (i < text.size() && text[i] != '}') {
+    std::string key = string();
+    expect(':');
+    skip();
+    std::string value;
+    if (i < text.size() && text[i] == '[') {
+      ++i;
+      skip();
+      while (i < text.size() && text[i] != ']') {
+        value += (value.empty() ? "" : ",") + string();
+        skip();
+        if (i < text.size() && text[i] == ',') ++i;
+        skip();
+      }
+      expect(']');
+    } else if (i < text.size() && (text[i] == '"' || text[i] == '\'')) {
+      value = string();
+    } else {
+      value = word();
+    }
+    if (key == "kind") {
+      kind = value;
+    } else if (value == "true" || value == "True") {
+      options += " -" + key;
+    } else if (value != "false" && value != "False" && !value.empty()) {
+      options += " -" + key + "=" + value;
+    }
+    skip();
+    if (i < text.size() && text[i] == ',') ++i;
+    skip();
+  }
+  expect('}');
+  if (kind.empty()) fail("it has no \"kind\"");
+  return kind + options;
+}
+
+}  // namespace
+
+bool metal4_supported(const std::string& macos_version, const std::string& chip) {
+  int major = std::atoi(macos_version.c_str());
+  size_t m = chip.find("Apple M");
+  if (major < 26 || m == std::string::npos) return false;
+  return std::atoi(chip.c_str() + m + 7) >= 5;
+}
+
+std::set<std::string> detect_metal_keys() {
+#ifdef __APPLE__
+  auto read = [](const char* name) {
+    char buf[256] = {};
+    size_t len = sizeof buf - 1;
+    return sysctlbyname(name, buf, &len, nullptr, 0) == 0 ? std::string(buf) : std::string();
+  };
+  static const bool metal4 = metal4_supported(read("kern.osproductversion"), read("machdep.cpu.brand_string"));
+  if (metal4) return {"metal4"};
+#endif
+  return {};
+}
+
+Target Target::parse(const std::string& text) {
+  size_t first = text.find_first_not_of(" \t\n");
+  if (first != std::string::npos && text[first] == '{') return parse(dict_to_string(text));
+  const std::string& s = text;
   std::istringstream is(s);
   std::string word;
   is >> word;
@@ -21,17 +125,22 @@ Target Target::parse(const std::string& s) {
     // compiling on a machine without one.
     t.arch = present_gpu_arch();
     if (t.arch.empty()) t.arch = "sm_80";
+    // The code runs on this very GPU, so a Hopper gets its arch-specific
+    // instructions (wgmma, setmaxnreg) too.
+    if (t.arch == "sm_90") t.arch = "sm_90a";
   } else if (word == "metal") {
     t.kind = TargetKind::Metal;
   } else {
     throw_user_error({}, str_cat("unknown target '", s,
                                  "'; expected \"auto\", \"cpu\", \"cuda\", "
-                                 "\"cuda -arch=sm_90a\" or \"metal\""));
+                                 "\"cuda -arch=sm_90a\", \"metal\" or \"metal -keys=metal4\""));
   }
+  bool keys_given = false;
   while (is >> word) {
     if (word.rfind("-arch=", 0) == 0) {
       t.arch = word.substr(6);
     } else if (word.rfind("-keys=", 0) == 0) {
+      keys_given = true;
       std::string keys = word.substr(6);
       size_t pos = 0;
       while (pos <= keys.size()) {
@@ -48,6 +157,8 @@ Target Target::parse(const std::string& s) {
       throw_user_error({}, str_cat("cannot read target option '", word, "' in '", s, "'"));
     }
   }
+  // "metal" alone: Metal 4 where this Mac has it (an explicit -keys= is kept as given).
+  if (t.kind == TargetKind::Metal && !keys_given) t.keys = detect_metal_keys();
   return t;
 }
 

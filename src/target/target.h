@@ -18,7 +18,8 @@ struct Target {
   bool emulated = false;
 
   // Parses "cpu", "c", "llvm", "cuda", "cuda -arch=sm_90a", "metal", "metal -keys=metal4",
-  // or a JSON-ish dict string handled by the Python side. Throws a UserError on others.
+  // or the dict form as JSON ({"kind": "metal", "keys": ["metal4"]}). Throws a
+  // UserError on others.
   static Target parse(const std::string& s);
   std::string str() const;  // canonical form, part of the cache key
 
@@ -34,6 +35,17 @@ struct Target {
   }
   // mma.sync.aligned.m16n8k16 with f16/bf16 operands and f32 accumulators (sm_80+).
   bool has_mma_sync() const { return sm_version() >= 80; }
+  // wgmma.mma_async (warpgroup tensor-core gemms from shared-memory descriptors): sm_90a only.
+  bool has_wgmma() const { return kind == TargetKind::CUDA && arch == "sm_90a"; }
+  // Metal 4 cooperative tensors (MetalPerformancePrimitives matmul2d): the "metal4" key.
+  bool has_metal4() const { return kind == TargetKind::Metal && keys.count("metal4"); }
 };
+
+// The keys "metal" gets on this machine when none are given: {"metal4"} on macOS 26
+// or later with an Apple M5 or later GPU, else none (always none off macOS).
+std::set<std::string> detect_metal_keys();
+// The same decision from its inputs (testable anywhere): the macOS product version
+// ("26.1") and the chip name ("Apple M5 Pro").
+bool metal4_supported(const std::string& macos_version, const std::string& chip);
 
 }  // namespace tl

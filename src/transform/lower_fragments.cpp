@@ -14,7 +14,9 @@
 // 3. Rewrite: fragments become register arrays; their ops become unrolled
 //    per-thread loops over the registers (src/layout/fragment.h says which
 //    logical element each register holds); T.gemm calls the register-accumulator
-//    templates of device/cuda/gemm_sm80.cuh and swizzles its shared operands.
+//    templates of device/cuda/gemm_sm80.cuh (mma.sync) or, on sm_90a when every
+//    register gemm of the kernel splits into whole warpgroups, gemm_sm90.cuh
+//    (wgmma), and lays out its shared operands as those templates read them.
 #include "transform/lower_fragments.h"
 
 #include <map>
@@ -94,6 +96,8 @@ struct GemmUse {
 struct Analysis {
   int64_t threads = 1;
   const Target* target = nullptr;
+  bool wgmma = false;          // register gemms try wgmma first (sm_90a, not disabled)
+  bool wgmma_refused = false;  // a register gemm fits mma.sync but not wgmma
   std::map<BufKey, Buffer> candidates;
   std::set<BufKey> demoted;
   struct Loop {
@@ -284,6 +288,13 @@ class Collector : public IRVisitor {
     auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
     int64_t k_step = 32 / elem_bytes(in);  // one mma reads 32 bytes of K
     if (!kk || *kk % k_step != 0) return fail(str_cat("K is not a multiple of ", k_step));
+    if (a_.wgmma) {
+      std::string why = try_wgmma(op, use, m, n, *kk, ta);
+      if (why.empty()) return;
+      a_.wgmma_refused = true;
+      log(LogLevel::Debug, str_cat(op->span.defined() ? op->span.str() + ": " : "",
+                                   "T.gemm cannot use wgmma, so the kernel's gemms use mma.sync: ", why));
+    }
     int64_t warps = a_.threads / 32;
     int64_t wm = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
     if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
@@ -310,6 +321,68 @@ class Collector : public IRVisitor {
     if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
     use.b = nullptr;
     a_.gemms.push_back(use);
+  }
+
+  // The wgmma form of a register gemm (device/cuda/gemm_sm90.cuh): f16/bf16 into
+  // float32, warpgroups splitting C into tiles of whole m64 rows and 16-column
+  // multiples, operand rows in whole 32-byte swizzle rows. Seeds the layouts and
+  // returns "" when it fits; else says why, and nothing is recorded.
+  std::string try_wgmma(const TileOpNode* op, GemmUse use, int64_t m, int64_t n, int64_t kk, bool ta) {
+    const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+    DataType in = a.buffer->dtype;
+    if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in))
+      return "wgmma takes float16 or bfloat16 operands here";
+    if (a_.threads % 128 != 0) return str_cat("the block's ", a_.threads, " threads are not whole warpgroups of 128");
+    if (kk % 16 != 0) return str_cat("K = ", kk, " is not a multiple of 16");
+    bool tb = attr_int(op->attrs, "transpose_B", 0);
+    for (const BufferRegion* r : {&a, &b}) {
+      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !covers_tile(*r))
+        return "an operand is not a whole shared-memory tile";
+      auto sh = const_shape(r->buffer);
+      if (!sh || !Layout::wgmma_swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
+        return "an operand's rows are not a multiple of 32 bytes";
+    }
+    // An N-major B: each warpgroup's columns are whole swizzle rows of B, or lie in one.
+    int64_t b_row = 128;
+    while (b_row > 32 && (n * elem_bytes(in)) % b_row != 0) b_row /= 2;
+    int64_t b_width = b_row / elem_bytes(in);
+    int64_t groups = a_.threads / 128;
+    auto fits = [&](int64_t wg_m) {
+      if (groups % wg_m != 0 || m % (64 * wg_m) != 0) return false;
+      int64_t wg_n = groups / wg_m;
+      if (n % wg_n != 0 || (n / wg_n) % 16 != 0) return false;
+      int64_t tn = n / wg_n;
+      return tb || tn % b_width == 0 || b_width % tn == 0;
+    };
+    // As gemm_warp_split, over warpgroups: the asked policy when it fits, else the
+    // squarest split that does.
+    int64_t policy = attr_int(op->attrs, "policy", 0), wg_m = 0;
+    if (policy == 1 && fits(groups)) wg_m = groups;
+    if (policy == 2 && fits(1)) wg_m = 1;
+    double best_gap = 0;
+    for (int64_t w = 1; w <= groups && (policy == 0 || !wg_m); ++w) {
+      if (!fits(w)) continue;
+      double gap = std::abs(double(m) / double(w) - double(n) / double(groups / w));
+      if (!wg_m || gap < best_gap) wg_m = w, best_gap = gap;
+    }
+    if (!wg_m)
+      return str_cat("the ", m, " x ", n, " tile does not split into m64 x n16 blocks over ", groups, " warpgroups");
+    bool a_in_regs = use.a && !ta && covers_whole(a) && a.buffer.ndim() == 2;
+    if (a_in_regs && wg_m != groups)
+      return "A in registers needs every warpgroup along M (policy FullRow and M a multiple of 64 per warpgroup)";
+    a_.seeds[c.buffer.get()] = FragmentLayout::wgmma_accum(m, n, wg_m, groups / wg_m);
+    a_.seed_spans[c.buffer.get()] = op->span;
+    if (use.a && a_in_regs) {
+      a_.seeds[a.buffer.get()] = FragmentLayout::wgmma_accum(m, kk, wg_m, 1);
+      a_.seed_spans[a.buffer.get()] = op->span;
+    } else if (use.a) {
+      a_.demote(a.buffer);
+      use.a = nullptr;
+    }
+    if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
+    use.b = nullptr;
+    a_.gemms.push_back(use);
+    return "";
   }
 
   void classify(const Buffer& b, const std::vector<Expr>& idx) {
@@ -489,7 +562,9 @@ class Lowerer : public IRMutator {
         const Buffer& b = g.op->regions[i].buffer;
         if (s_.layouts.count(b.get())) continue;
         auto sh = *const_shape(b);
-        swizzled_[b.get()] = with_layout(b, Layout::swizzle(sh.back(), elem_bytes(b->dtype)));
+        bool wgmma = s_.layouts.at(g.c)->kind() == FragmentLayout::Kind::WgmmaAccum;
+        swizzled_[b.get()] = with_layout(b, wgmma ? Layout::wgmma_swizzle(sh.back(), elem_bytes(b->dtype))
+                                                  : Layout::swizzle(sh.back(), elem_bytes(b->dtype)));
       }
     }
   }
@@ -1027,13 +1102,19 @@ class Lowerer : public IRMutator {
       out.push_back(for_loop(k, int_imm(0), int_imm(lc->local_size()), ForKind::Unrolled,
                              buffer_store(reg(c.buffer), make_const(c.buffer->dtype, 0), {k})));
     }
+    // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
+    const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
     if (s_.layouts.count(a.buffer.get())) {
       std::string name =
-          str_cat("tl::gemm_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(tb), ">");
+          str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(tb), ">");
       out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));
     } else {
-      std::string name = str_cat("tl::gemm_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
-                                 flag(ta), ", ", flag(tb), ">");
+      // A wgmma gemm the pipeline marked asynchronous returns with its own group in
+      // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the loop's drain waits for it.
+      bool pending =
+          lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
+      std::string name = str_cat(prefix, "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
+                                 flag(ta), ", ", flag(tb), pending ? ", 1>" : ">");
       out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(b), regs(c.buffer)}), op->span));
     }
     return seq(out);
@@ -1110,16 +1191,25 @@ class Lowerer : public IRMutator {
 
 class PerKernel : public IRMutator {
  public:
-  explicit PerKernel(const Target& t) : target_(t) {}
+  PerKernel(const Target& t, bool allow_wgmma) : target_(t), wgmma_(allow_wgmma && t.has_wgmma()) {}
   using IRMutator::mutate;
 
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    Analysis a;
-    a.target = &target_;
-    for (int64_t t : op->threads) a.threads *= t;
-    Collector(a).visit(op->body);
+    // wgmma for all register gemms of the kernel or for none: their fragments may be
+    // tied to each other and their shared operands shared, and the two kinds lay
+    // both out differently.
+    auto analyze = [&](bool wgmma) {
+      Analysis a;
+      a.target = &target_;
+      a.wgmma = wgmma;
+      for (int64_t t : op->threads) a.threads *= t;
+      Collector(a).visit(op->body);
+      return a;
+    };
+    Analysis a = analyze(wgmma_);
+    if (a.wgmma_refused) a = analyze(false);
     Solution s = solve(a);
     // The flat thread rank, from the launch's thread variables.
     Expr rank = int_imm(0);
@@ -1134,12 +1224,35 @@ class PerKernel : public IRMutator {
 
  private:
   const Target& target_;
+  bool wgmma_;
 };
 
 }  // namespace
 
-PrimFunc lower_fragments(const PrimFunc& f, const Target& target) {
-  return f.with_body(PerKernel(target).mutate(f->body));
+std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  std::set<const BufferNode*> out;
+  if (!allow_wgmma || !target.has_wgmma()) return out;
+  struct Launches : IRVisitor {
+    std::vector<const KernelLaunchNode*> found;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override { found.push_back(op); }
+  } launches;
+  launches.visit(f->body);
+  for (const KernelLaunchNode* op : launches.found) {
+    Analysis a;
+    a.target = &target;
+    a.wgmma = true;
+    for (int64_t t : op->threads) a.threads *= t;
+    Collector(a).visit(op->body);
+    if (a.wgmma_refused) continue;
+    for (const auto& [buf, layout] : a.seeds)
+      if (layout->kind() == FragmentLayout::Kind::WgmmaAccum) out.insert(buf);
+  }
+  return out;
+}
+
+PrimFunc lower_fragments(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  return f.with_body(PerKernel(target, allow_wgmma).mutate(f->body));
 }
 
 }  // namespace tl

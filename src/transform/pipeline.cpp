@@ -12,6 +12,8 @@
 #include "ir/verifier.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_fragments.h"
+#include "transform/lower_simd_reduce.h"
+#include "transform/lower_simdgroup_gemm.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
@@ -72,8 +74,22 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 // that the code generator spreads over the threads. Barriers come last, from an
 // analysis of the shared memory each step touches.
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
-  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, t); });
+  f = run_pass("pipeline_loops", f,
+               [&](const PrimFunc& g) { return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma")); });
+  f = run_pass("lower_fragments", f,
+               [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
+  f = lower_for_cpu(f, t, configs);
+  f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
+  return f;
+}
+
+// Metal: gemm accumulators become simdgroup matrices (or Metal 4 cooperative
+// tensors) before layout inference sees them; there is no cp.async, so pipelined
+// loops stay plain loops; reductions over threadgroup memory use simd_sum & co.
+PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
+  f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
+  f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });
   f = lower_for_cpu(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   return f;
@@ -89,9 +105,9 @@ PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_config
     case TargetKind::CUDA:
       return lower_for_cuda(f, target, pass_configs);
     case TargetKind::Metal:
-      break;
+      return lower_for_metal(f, target, pass_configs);
   }
-  throw_user_error({}, str_cat("the ", target.str(), " target is not supported yet; use target=\"cpu\""));
+  TL_UNREACHABLE("unknown target kind");
 }
 
 }  // namespace tl

@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
+#include "transform/lower_fragments.h"
 
 namespace tl {
 namespace {
@@ -137,6 +138,7 @@ struct Unit {
   int64_t stage = 0;
   int64_t order = 0;
   bool producer = false;  // only whole-tile global -> shared copies
+  bool async = false;     // a wgmma gemm left in flight into the next step
   std::set<BufKey> writes, touches;
   SourceSpan span;
 };
@@ -152,7 +154,7 @@ std::string where(const Unit& u, size_t index) {
 
 class Pipeliner : public IRMutator {
  public:
-  explicit Pipeliner(bool async) : async_(async) {}
+  Pipeliner(bool async, std::set<BufKey> wgmma_acc) : async_(async), wgmma_acc_(std::move(wgmma_acc)) {}
   using IRMutator::mutate;
 
  protected:
@@ -200,12 +202,34 @@ class Pipeliner : public IRMutator {
     for (size_t i = 0; i < body.size(); ++i) {
       Unit u;
       u.stmts = {body[i]};
-      u.stage = i < np ? 0 : stages - 1;
       u.order = int64_t(i);
       u.producer = i < np;
       units.push_back(std::move(u));
     }
+    // A wgmma gemm left in flight holds its tiles one step longer: it reads them
+    // one step earlier, so that the tiles still have num_stages versions.
+    bool any_async = mark_async(units);
+    for (Unit& u : units) u.stage = u.producer ? 0 : std::max<int64_t>(stages - 1 - (any_async ? 1 : 0), 0);
     return units;
+  }
+
+  // A gemm on shared tiles whose accumulator becomes a wgmma accumulator, that does
+  // not clear it and whose accumulator no other statement of the loop touches: its
+  // wgmma may run on while the next step waits for its copies (kWgmmaAsyncAttr).
+  bool mark_async(std::vector<Unit>& units) const {
+    bool any = false;
+    for (Unit& u : units) {
+      auto* g = u.stmts.size() == 1 ? u.stmts[0].as<TileOpNode>() : nullptr;
+      if (u.producer || !g || g->op != TileOpKind::Gemm || attr_int(g->attrs, "clear_accum", 0)) continue;
+      BufKey acc = g->regions[2].buffer.get();
+      if (!wgmma_acc_.count(acc) || !is_shared(g->regions[0].buffer) || !is_shared(g->regions[1].buffer)) continue;
+      bool alone = true;
+      for (const Unit& other : units)
+        if (&other != &u) alone = alone && !touched(seq(other.stmts)).count(acc);
+      u.async = alone;
+      any = any || alone;
+    }
+    return any;
   }
 
   // order=/stage=/group= given by hand (TileLang's semantics): unit u of iteration
@@ -292,6 +316,7 @@ class Pipeliner : public IRMutator {
       u.writes = written(seq(u.stmts));
       u.touches = touched(seq(u.stmts));
     }
+    bool any_async = mark_async(units);
     // Producers are issued first in each step, right after the step's barrier;
     // the rest follow in `order`.
     std::vector<size_t> pos(units.size());
@@ -316,7 +341,7 @@ class Pipeliner : public IRMutator {
         for (const Unit& c : units) {
           if (&c == &p || !c.touches.count(b.get())) continue;
           if (c.writes.count(b.get()) || c.stage < p.stage) return IRMutator::visit(op, self);
-          versions = std::max(versions, c.stage - p.stage + 1);
+          versions = std::max(versions, c.stage - p.stage + 1 + (c.async ? 1 : 0));
         }
         std::vector<Expr> shape{int_imm(versions)};
         for (const Expr& e : b->shape) shape.push_back(e);
@@ -388,6 +413,12 @@ class Pipeliner : public IRMutator {
             attrs[kAsyncCopyAttr] = int64_t(1);
             t = tile_op(c->op, c->regions, c->args, attrs, c->span);
           }
+          if (u.async) {
+            auto* g = s.as<TileOpNode>();
+            Attrs attrs = g->attrs;
+            attrs[kWgmmaAsyncAttr] = int64_t(1);
+            t = tile_op(g->op, g->regions, g->args, attrs, g->span);
+          }
           t = AddStage(staged, iter).mutate(substitute(t, at));
           body.push_back(u.producer ? t : mutate(t));
         }
@@ -438,7 +469,9 @@ class Pipeliner : public IRMutator {
         },
         true);
     out.push_back(for_loop(it2, steady, sub(n, steady), ForKind::Serial, tail, ann, op->span));
-    // Drain: no copy may be in flight when the tiles are reused or freed.
+    // Drain: no copy and no wgmma may be in flight when the tiles are reused or freed
+    // or the accumulators read.
+    if (any_async) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
     if (async_ && !staged.empty()) out.push_back(wait(0));
     return seq(out);
   }
@@ -480,6 +513,7 @@ class Pipeliner : public IRMutator {
  private:
   std::map<BufKey, Staged> staged_;
   bool async_;
+  std::set<BufKey> wgmma_acc_;
 };
 
 // Buffers used outside of any pipelined loop's body.
@@ -514,8 +548,8 @@ std::set<BufKey> outside_pipelined(const Stmt& s) {
 
 }  // namespace
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target) {
-  Pipeliner p(target.sm_version() >= 80);
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma));
   p.outside_uses_ = outside_pipelined(f->body);
   return f.with_body(p.mutate(f->body));
 }

@@ -18,6 +18,9 @@ inline constexpr const char* kAsyncCopyAttr = "tl.async_copy";
 // tiles get one version per step between the copy and its last reader. Loops whose
 // default schedule does not apply are left as they are (correct, not overlapped);
 // by-hand schedules that break a dependence are user errors.
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target);
+// On sm_90a (unless `allow_wgmma` is false), a gemm whose wgmma can stay in flight
+// into the next step (see kWgmmaAsyncAttr) reads its tiles one step earlier and
+// keeps them one step longer; the loop drains it with tl::wgmma_wait<0>().
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
 
 }  // namespace tl

@@ -25,6 +25,9 @@ _TARGET_BACKENDS = {
     "cpu": ("native", "tvm_ffi", "cython", "ctypes", "dlpack"),
     "cuda": ("native", "tvm_ffi", "nvrtc", "cython", "ctypes", "dlpack"),
     "metal": ("torch",),
+    # The emulator (TILELANG_EMULATE / "metal -emulate") runs the MSL on the CPU
+    # through our runtime.
+    "metal-emulated": ("native", "tvm_ffi", "cython", "ctypes"),
 }
 _BACKENDS = {name for names in _TARGET_BACKENDS.values() for name in names}
 
@@ -32,8 +35,11 @@ _BACKENDS = {name for names in _TARGET_BACKENDS.values() for name in names}
 def resolve_backend(backend, target):
     """The execution backend recorded on the kernel: "auto" (or TILELANG_EXECUTION_BACKEND)
     becomes the target's default; an explicit name is checked against the target's list."""
-    kind = target.split()[0]
+    words = target.split()
+    kind = words[0]
     valid = _TARGET_BACKENDS.get(kind, ())
+    if kind == "metal" and "-emulate" in words:
+        valid = _TARGET_BACKENDS["metal-emulated"]
     if backend in (None, "auto"):
         backend = os.environ.get("TILELANG_EXECUTION_BACKEND", "auto") or "auto"
     if backend == "auto":
@@ -237,7 +243,7 @@ class JITKernel:
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
         self._on_gpu = _launches_on_gpu(self.target)
-        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
+        self._make_caller()
         self.latency = None  # set by the autotuner
         self.config = None
         if verbose:
@@ -261,10 +267,22 @@ class JITKernel:
         self.out_idx = list(manifest["out_idx"])
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
         self._on_gpu = _launches_on_gpu(self.target)
-        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
+        self._make_caller()
         self.latency = None
         self.config = None
         return self
+
+    def _make_caller(self):
+        """The object a call goes through: the C++ KernelCaller, or for the "torch"
+        backend of metal kernels the torch.mps launcher (metal_torch.py)."""
+        self._torch = None
+        if self.execution_backend == "torch":
+            from .metal_torch import MetalTorchLauncher
+
+            self._torch = MetalTorchLauncher(self.kernel, self.out_idx)
+            self._caller = None
+            return
+        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
 
     @property
     def cache_key(self):
@@ -303,15 +321,30 @@ class JITKernel:
         launch on `stream` (a torch.cuda.Stream or a raw CUstream int), by default on
         torch's current stream of the arguments' device, so that they order with
         torch's own work and CUDA-graph capture records them."""
+        if self._torch is not None:
+            return self._torch(list(args), return_all=True)
         return self._caller.run(args, stream)
 
     def __call__(self, *args, stream=None):
         # One C++ call: reads and checks the arguments, allocates the outputs named
         # by out_idx, launches; returns None, the output, or a list of outputs.
+        if self._torch is not None:
+            if stream is not None:
+                raise TypeError(
+                    f"stream= was given to the metal kernel '{self.name}'; streams apply to cuda kernels only"
+                )
+            return self._torch(args)
         return self._caller(args, stream)
 
     def get_kernel_source(self, kernel_only=True):
+        """The generated device source. For metal, kernel_only=True gives the
+        [[kernel]] function alone; False the whole source torch compiles (helpers, the
+        argument struct, and the emulator's entry, which Metal never sees)."""
         source = self.kernel.source
+        if self.target.split()[0] == "metal":
+            from .metal_torch import kernel_only as metal_kernel_only
+
+            return metal_kernel_only(source) if kernel_only else source
         host = self.kernel.host_source
         if kernel_only or not host or host == source:
             return source

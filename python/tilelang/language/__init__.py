@@ -40,6 +40,7 @@ from .ops import (
 from .prim_func import Macro, PrimFunc, macro, prim_func
 from .reduce import *
 from .shapes import Buffer, StridedTensor, Tensor, const, dynamic, empty, symbolic
+from .warp import *
 
 globals().update(_dtypes.DTYPES)
 

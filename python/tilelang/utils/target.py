@@ -23,6 +23,21 @@ def has_cuda_device():
     return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
+@functools.lru_cache(maxsize=1)
+def has_mps_device():
+    """True on macOS when torch is installed with a usable MPS device (imports torch
+    only on macOS)."""
+    import platform
+
+    if platform.system() != "Darwin":
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.backends.mps.is_available())
+
+
 def available_targets():
     """Target kinds this build of the core can compile for."""
     from tilelang import _native
@@ -37,7 +52,13 @@ def _from_dict(spec):
         raise TypeError(f"target dict needs a 'kind' string, got {spec!r}")
     parts = [kind]
     for key, value in spec.items():
-        if key != "kind":
+        if key == "kind" or value is False or value is None:
+            continue
+        if value is True:
+            parts.append(f"-{key}")
+        elif isinstance(value, (list, tuple)):
+            parts.append(f"-{key}={','.join(str(v) for v in value)}")
+        else:
             parts.append(f"-{key}={value}")
     return " ".join(parts)
 
@@ -56,6 +77,8 @@ def _default_target():
         return "cuda"
     if has_cuda_device() and "cuda" in available_targets():
         return "cuda"
+    if has_mps_device():
+        return "metal"
     return "cpu"
 
 
@@ -66,18 +89,20 @@ def _canonical(target):
         return "cpu" if not rest else f"cpu {rest}"
     from tilelang.env import is_emulation_enabled
 
-    if kind == "cuda" and is_emulation_enabled() and "-emulate" not in rest.split():
+    if kind in ("cuda", "metal") and is_emulation_enabled() and "-emulate" not in rest.split():
         text += " -emulate"
     if kind not in _KINDS:
         raise ValueError(
             f"unknown target '{target}'; expected 'auto', 'cpu', 'cuda' (e.g. 'cuda -arch=sm_90') "
-            "or 'metal'"
+            "or 'metal' (e.g. 'metal -keys=metal4')"
         )
     return text
 
 
 def determine_target(target="auto"):
     """The canonical target string; "auto" is TILELANG_DEFAULT_TARGET, else the best available."""
+    if isinstance(target, str) and target.lstrip().startswith("{"):
+        target = json.loads(target)
     if isinstance(target, dict):
         target = _from_dict(target)
     if target is None or target == "auto":

@@ -56,8 +56,11 @@ class CodeGenC {
   std::ostringstream out_;
   SourceSpan statement_span_;  // of the statement being printed (see stmt())
 
+  // Every expression is printed through here: a dialect overrides the nodes it
+  // spells differently and passes the rest on (children come back through it).
+  virtual std::string print_expr(const Expr& e);
+
  private:
-  std::string print_expr(const Expr& e);
   std::string print_binary(const BinaryNode* op);
   std::string print_call(const CallNode* op);
   void print_for(const ForNode* op);

@@ -11,6 +11,7 @@
 
 #include "codegen/c_family/codegen_c.h"
 #include "ir/visitor.h"
+#include "layout/layout.h"
 #include "transform/lower_tile_ops.h"
 
 namespace tl {
@@ -119,6 +120,7 @@ class CodeGenCUDA : public CodeGenC {
       auto count = as_const_int(b.num_elements());
       TL_ICHECK(count, "allocation of non-constant size reached codegen");
       int64_t bytes = (*count * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+      if (int64_t a = b->layout ? b->layout->base_align() : 16; a > 16) shared_bytes_ = (shared_bytes_ + a - 1) / a * a;
       line(type_name(b->dtype) + "* " + name_of(b) + " = reinterpret_cast<" + type_name(b->dtype) + "*>(tl_smem + " +
            std::to_string(shared_bytes_) + ");");
       shared_bytes_ += (bytes + 15) / 16 * 16;

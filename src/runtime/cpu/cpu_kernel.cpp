@@ -48,8 +48,10 @@ void CpuKernel::launch(const KernelArg* args, size_t, const std::array<int64_t, 
     throw;
   }
   if (!take_assert_(message, sizeof message, block)) return;
-  // The CUDA emulator reports shared-memory races through the same channel.
-  if (std::string(message).rfind("shared-memory race", 0) == 0)
+  // The emulators report shared-memory races and threadgroup divergence through the same channel.
+  std::string text(message);
+  if (text.rfind("shared-memory race", 0) == 0 || text.rfind("threadgroup ", 0) == 0 ||
+      text.rfind("warp-level call", 0) == 0)
     throw_user_error({}, str_cat("kernel '", signature().name, "': ", message, " (block (", block[0], ", ", block[1],
                                  ", ", block[2], "))"));
   throw_user_error({}, str_cat("device assertion failed in kernel '", signature().name, "': ", message, " (block (",

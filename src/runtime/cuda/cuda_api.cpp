@@ -42,6 +42,7 @@ const CudaDriver* cuda_driver() {
               load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") && load(h, api.cuLaunchKernel, "cuLaunchKernel") &&
               load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName") &&
               load(h, api.cuDriverGetVersion, "cuDriverGetVersion");
+    load(h, api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");  // optional: sm_90 TMA maps (runtime/cuda/tma.h)
     if (!ok || api.cuInit(0) != 0) return nullptr;
     return &api;
   }();

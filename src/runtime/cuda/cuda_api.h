@@ -35,6 +35,8 @@ struct CudaDriver {
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuDriverGetVersion)(int*);
+  CUresult (*cuTensorMapEncodeTiled)(void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*,
+                                     const unsigned*, const unsigned*, int, int, int, int);  // null before CUDA 12
 };
 
 struct Nvrtc {

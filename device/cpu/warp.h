@@ -1,0 +1,84 @@
+// The warp-level helpers of the language (T.shfl_*, T.ballot, T.any_sync, T.all_sync,
+// T.activemask, T.sync_warp) on the cpu target, under the names and signatures of
+// their CUDA versions (device/cuda/warp.cuh), so the frontend emits one call for both.
+// Lanes are fibers; the exchange is warp_lanes.h's.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "debug.h"
+#include "warp_lanes.h"
+
+namespace tl {
+
+namespace detail {
+// Moves a value of up to 8 bytes through one 64-bit word.
+template <class T, class Source>
+inline T shuffle_value(T v, Source source) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value, "warp shuffles move scalars of up to 64 bits");
+  uint64_t word = 0;
+  std::memcpy(&word, &v, sizeof(T));
+  word = lanes::shuffle(word, source);
+  T out;
+  std::memcpy(&out, &word, sizeof(T));
+  return out;
+}
+}  // namespace detail
+
+// A lane outside `mask` makes the call: reported after the launch, as a failed
+// T.device_assert is (device/cpu/debug.h).
+inline void check_warp_mask(const char* call, uint32_t mask) {
+  if (lanes::in_mask(mask)) return;
+  char text[512];
+  lanes::describe_mask_error(text, sizeof text, call, mask);
+  device_assert_fail(text);
+}
+
+template <class T>
+inline T shfl_sync(uint32_t mask, T v, int src_lane, int width = 32) {
+  check_warp_mask("T.shfl_sync", mask);
+  return detail::shuffle_value(v, [&](int lane) { return lanes::source_idx(lane, src_lane, width); });
+}
+template <class T>
+inline T shfl_xor_sync(uint32_t mask, T v, int lane_mask, int width = 32) {
+  check_warp_mask("T.shfl_xor", mask);
+  return detail::shuffle_value(v, [&](int lane) { return lanes::source_xor(lane, lane_mask, width); });
+}
+template <class T>
+inline T shfl_down_sync(uint32_t mask, T v, int delta, int width = 32) {
+  check_warp_mask("T.shfl_down", mask);
+  return detail::shuffle_value(v, [&](int lane) { return lanes::source_down(lane, delta, width); });
+}
+template <class T>
+inline T shfl_up_sync(uint32_t mask, T v, int delta, int width = 32) {
+  check_warp_mask("T.shfl_up", mask);
+  return detail::shuffle_value(v, [&](int lane) { return lanes::source_up(lane, delta, width); });
+}
+
+inline uint64_t ballot_sync(uint32_t mask, bool pred) {
+  check_warp_mask("T.ballot_sync", mask);
+  return lanes::ballot(pred);
+}
+inline uint64_t ballot(bool pred) {
+  return lanes::ballot(pred);
+}
+inline int32_t any_sync(uint32_t mask, bool pred) {
+  check_warp_mask("T.any_sync", mask);
+  return lanes::any(pred) ? 1 : 0;
+}
+inline int32_t all_sync(uint32_t mask, bool pred) {
+  check_warp_mask("T.all_sync", mask);
+  return lanes::all(pred) ? 1 : 0;
+}
+inline uint64_t activemask() {
+  return lanes::present();
+}
+// Lanes of a warp meet here, so shared-memory writes before it are seen after it.
+inline void sync_warp(uint32_t mask = 0xffffffffu) {
+  check_warp_mask("T.sync_warp", mask);
+  lanes::lockstep();
+}
+
+}  // namespace tl

@@ -1,0 +1,392 @@
+// T.gemm on sm_90a tensor cores: wgmma.mma_async issued per warpgroup (4
+// consecutive warps, warpgroup = warp / 4), B and (gemm_ss) A read by the tensor
+// cores straight from shared memory through matrix descriptors, or (gemm_rs) A
+// from registers. Every thread of the block calls tl::wgmma_gemm_ss / _rs once per
+// K tile, with the same arguments; the call returns with the products in the
+// accumulators (it waits for its own wgmma group).
+//
+// Warpgroups split the M x N tile into WgM x WgN tiles of TM x TN (TM a multiple
+// of 64, TN of 16); warpgroup wg owns the tile at (wg / WgN, wg % WgN) and covers
+// it with TM / 64 rows of TN / N wgmma.m64nNk16 instructions per k-step (N the
+// largest power of two up to 256 that divides TN). The accumulator is the
+// thread's array of (TM / 64) * (TN / 8) * 4 floats (docs/design/cuda_layouts.md,
+// "wgmma"):
+//   acc[(mi * (TN / 8) + nt) * 4 + e] = C[wgm * TM + 64 mi + 16 w + g + 8 (e / 2)]
+//                                         [wgn * TN + 8 nt + 2 q + e % 2]
+// with w = warp % 4, g = lane / 4, q = lane % 4: the m64nN D fragment, m64 block
+// after m64 block. With one m64 block per warpgroup and WgN = 1 it is the sm_80
+// accumulator layout of warps (4 WgM, 1).
+//
+// Shared tiles are stored as the descriptors describe them (the compiler writes
+// them through src/layout/layout.cpp's wgmma_swizzle): rows of S = 128 bytes (64
+// or 32 when 128 does not divide the row) swizzled as the descriptor's S-byte
+// mode, the 16-byte chunk index XOR (row % 8) >> log2(128 / S); a tile with rows longer
+// than S is a sequence of column blocks S bytes wide, each Rows x S bytes. Every
+// block starts on a multiple of 8 * S bytes of the shared window, where the
+// hardware's swizzle pattern starts. K-major operands (A [M][K], B [N][K]) step
+// K by moving the descriptor's start address inside a row; MN-major operands
+// (A [K][M], B [K][N], 16-bit types only) by whole groups of 8 rows.
+//
+// Under TL_EMULATE the instructions are replaced by their twins in
+// device/emu/wgmma_emu.h, which decode the same descriptors.
+#pragma once
+
+#include "gemm_sm80.cuh"
+
+#ifdef TL_EMULATE
+#include "../emu/wgmma_emu.h"
+#define TL_SM90_UNROLL
+#else
+#define TL_SM90_UNROLL _Pragma("unroll")
+#endif
+
+// The instructions are sm_90a only: name the arch when they are compiled for another.
+#if defined(__CUDA_ARCH__) && !defined(TL_EMULATE) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TL_WGMMA_UNAVAILABLE 1
+#endif
+
+// Inline-asm operand lists for wgmma: "%0" .. "%127" in groups of eight, and the
+// "+f"(d[i]) outputs that they name.
+#define TL_WG_R0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define TL_WG_R1 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define TL_WG_R2 "%16, %17, %18, %19, %20, %21, %22, %23"
+#define TL_WG_R3 "%24, %25, %26, %27, %28, %29, %30, %31"
+#define TL_WG_R4 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define TL_WG_R5 "%40, %41, %42, %43, %44, %45, %46, %47"
+#define TL_WG_R6 "%48, %49, %50, %51, %52, %53, %54, %55"
+#define TL_WG_R7 "%56, %57, %58, %59, %60, %61, %62, %63"
+#define TL_WG_R8 "%64, %65, %66, %67, %68, %69, %70, %71"
+#define TL_WG_R9 "%72, %73, %74, %75, %76, %77, %78, %79"
+#define TL_WG_R10 "%80, %81, %82, %83, %84, %85, %86, %87"
+#define TL_WG_R11 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define TL_WG_R12 "%96, %97, %98, %99, %100, %101, %102, %103"
+#define TL_WG_R13 "%104, %105, %106, %107, %108, %109, %110, %111"
+#define TL_WG_R14 "%112, %113, %114, %115, %116, %117, %118, %119"
+#define TL_WG_R15 "%120, %121, %122, %123, %124, %125, %126, %127"
+#define TL_WG_D8 "{" TL_WG_R0 "}"
+#define TL_WG_D16 "{" TL_WG_R0 ", " TL_WG_R1 "}"
+#define TL_WG_D32 "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 "}"
+#define TL_WG_D64 \
+  "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 ", " TL_WG_R4 ", " TL_WG_R5 ", " TL_WG_R6 ", " TL_WG_R7 "}"
+#define TL_WG_D128                                                                                               \
+  "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 ", " TL_WG_R4 ", " TL_WG_R5 ", " TL_WG_R6 ", " TL_WG_R7 \
+  ", " TL_WG_R8 ", " TL_WG_R9 ", " TL_WG_R10 ", " TL_WG_R11 ", " TL_WG_R12 ", " TL_WG_R13 ", " TL_WG_R14         \
+  ", " TL_WG_R15 "}"
+// After R accumulators: gemm_ss's a-desc, b-desc, scale-d, trans-a, trans-b;
+// gemm_rs's a0..a3, b-desc, scale-d, trans-b.
+#define TL_WG_SS8 "%8, %9, p, 1, 1, %11, %12", "%10"
+#define TL_WG_SS16 "%16, %17, p, 1, 1, %19, %20", "%18"
+#define TL_WG_SS32 "%32, %33, p, 1, 1, %35, %36", "%34"
+#define TL_WG_SS64 "%64, %65, p, 1, 1, %67, %68", "%66"
+#define TL_WG_SS128 "%128, %129, p, 1, 1, %131, %132", "%130"
+#define TL_WG_RS8 "{%8, %9, %10, %11}, %12, p, 1, 1, %14", "%13"
+#define TL_WG_RS16 "{%16, %17, %18, %19}, %20, p, 1, 1, %22", "%21"
+#define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
+#define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
+#define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
+#define TL_WG_OUT8(d, o)                                                                                      \
+  "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), \
+      "+f"(d[o + 7])
+#define TL_WG_OUT16(d, o) TL_WG_OUT8(d, o), TL_WG_OUT8(d, o + 8)
+#define TL_WG_OUT32(d, o) TL_WG_OUT16(d, o), TL_WG_OUT16(d, o + 16)
+#define TL_WG_OUT64(d, o) TL_WG_OUT32(d, o), TL_WG_OUT32(d, o + 32)
+#define TL_WG_OUT128(d, o) TL_WG_OUT64(d, o), TL_WG_OUT64(d, o + 64)
+// The instruction string: operands (a pair of strings: the list, then scale-d).
+#define TL_WG_ASM2(shape_types, d_list, ops, scale)                                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\nwgmma.mma_async.sync.aligned." shape_types " " d_list ", " ops \
+  ";\n}\n"
+#define TL_WG_ASM(shape_types, d_list, ops_scale) TL_WG_ASM2(shape_types, d_list, ops_scale)
+
+namespace tl {
+namespace sm90 {
+
+// wgmma.fence / commit_group / wait_group and the generic -> async proxy fence;
+// `fence_operand` keeps the compiler from moving a register access across them.
+TL_DEVICE void wgmma_fence() {
+#ifndef TL_EMULATE
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+TL_DEVICE void wgmma_commit() {
+#ifdef TL_EMULATE
+  emu::wgmma_commit();
+#else
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+TL_DEVICE void wgmma_wait() {
+#ifdef TL_EMULATE
+  emu::wgmma_wait(N);
+#else
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+TL_DEVICE void fence_proxy_async() {
+#ifndef TL_EMULATE
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+template <int Count>
+TL_DEVICE void fence_operands(float* r) {
+#ifndef TL_EMULATE
+  TL_SM90_UNROLL for (int i = 0; i < Count; ++i) asm volatile("" : "+f"(r[i])::"memory");
+#endif
+}
+template <int Count>
+TL_DEVICE void fence_operands(uint32_t* r) {
+#ifndef TL_EMULATE
+  TL_SM90_UNROLL for (int i = 0; i < Count; ++i) asm volatile("" : "+r"(r[i])::"memory");
+#endif
+}
+
+// The shared-window address of a tile, as descriptors hold it.
+TL_DEVICE uint32_t shared_offset(const void* p) {
+#ifdef TL_EMULATE
+  return emu::wgmma_shared_offset(p);
+#else
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+#endif
+}
+
+// The swizzle width S of a tile row of RowBytes bytes: 128, else 64, else 32.
+template <int RowBytes>
+struct SwizzleOf {
+  static constexpr int kBytes = RowBytes % 128 == 0 ? 128 : RowBytes % 64 == 0 ? 64 : RowBytes % 32 == 0 ? 32 : 0;
+  static constexpr uint64_t kMode = kBytes == 128 ? 1 : kBytes == 64 ? 2 : 3;  // descriptor bits 62-63
+};
+
+}  // namespace sm90
+
+// The element offset of logical (row, col) in a Rows x Cols tile stored in the
+// wgmma layout: column block col / W (W = S / ElemBytes elements), then the row of
+// that block swizzled as swizzle.cuh does for S-byte rows. The compiler's
+// Layout::wgmma_swizzle computes the same offsets.
+template <int Rows, int Cols, int ElemBytes>
+TL_DEVICE int wgmma_tile_offset(int row, int col) {
+  constexpr int kW = sm90::SwizzleOf<Cols * ElemBytes>::kBytes / ElemBytes;
+  static_assert(kW != 0, "wgmma_tile_offset: rows must be a multiple of 32 bytes");
+  return col / kW * (Rows * kW) + swizzle_offset<kW, ElemBytes>(row, col % kW);
+}
+
+namespace sm90 {
+
+// One operand tile of Rows x Cols elements in the wgmma layout; KMajor when K runs
+// along the rows. The descriptor of the tile start is built once; at() moves its
+// start address to the block of one instruction (constant offsets once unrolled).
+template <int Rows, int Cols, class T, bool KMajor>
+struct DescTile {
+  static constexpr int kElem = int(sizeof(T)), kSw = SwizzleOf<Cols * kElem>::kBytes, kW = kSw / kElem;
+  static constexpr int kBlockBytes = Rows * kSw;  // one column block
+  static_assert(kSw != 0, "tl::wgmma_gemm: operand tile rows must be a multiple of 32 bytes");
+  static_assert(Rows % 8 == 0, "tl::wgmma_gemm: operand tiles have a multiple of 8 rows");
+  uint64_t base;
+
+  TL_DEVICE explicit DescTile(const T* tile) {
+    // K-major: LBO unused (1 by convention), SBO = 8 rows. MN-major: LBO = the next
+    // column block (S bytes further along MN), SBO = the next 8 rows of K.
+    const uint64_t lbo = KMajor ? 16 : kBlockBytes, sbo = 8 * kSw;
+    base = uint64_t((shared_offset(tile) & 0x3ffff) >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 |
+           SwizzleOf<Cols * kElem>::kMode << 62;
+  }
+
+  // The descriptor of the instruction block starting at (mn0, k0).
+  TL_DEVICE uint64_t at(int mn0, int k0) const {
+    const int off = KMajor ? k0 / kW * kBlockBytes + mn0 * kSw + k0 % kW * kElem
+                           : mn0 / kW * kBlockBytes + k0 * kSw + mn0 % kW * kElem;
+    return base + uint64_t(off >> 4);
+  }
+};
+
+template <class T>
+struct WgmmaOf {
+  static constexpr bool kSupported = false, kBf16 = false;
+};
+template <>
+struct WgmmaOf<half_t> {
+  static constexpr bool kSupported = true, kBf16 = false;
+};
+template <>
+struct WgmmaOf<bfloat16_t> {
+  static constexpr bool kSupported = true, kBf16 = true;
+};
+
+// The instruction N for a warpgroup tile TN wide: the largest power of two up to
+// 256 dividing it (whole swizzle blocks of an MN-major B, see wgmma_gemm_ss).
+template <int TN>
+TL_DEVICE constexpr int inst_n() {
+  int n = 256;
+  while (n > 16 && TN % n != 0) n /= 2;
+  return n;
+}
+
+// d (+)= A * B for one m64nNk16 (scale_d 0: d = A * B); A and B from descriptors,
+// each K-major or (MnMajor, the instruction's imm-trans 1) M- / N-major.
+template <int N, bool Bf16, bool MnMajorA, bool MnMajorB>
+TL_DEVICE void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+#if defined(TL_EMULATE)
+  emu::wgmma_ss(d, N, desc_a, desc_b, scale_d != 0, Bf16, MnMajorA, MnMajorB);
+#elif defined(TL_WGMMA_UNAVAILABLE)
+  static_assert(N < 0, "tl::wgmma_gemm: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
+#else
+#define TL_WG_SS_CALL(R, NS, T)                                                 \
+  asm volatile(TL_WG_ASM("m64n" NS "k16.f32." T "." T, TL_WG_D##R, TL_WG_SS##R) \
+               : TL_WG_OUT##R(d, 0)                                             \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
+#define TL_WG_SS_TYPE(T)         \
+  if constexpr (N == 16)         \
+    TL_WG_SS_CALL(8, "16", T);   \
+  else if constexpr (N == 32)    \
+    TL_WG_SS_CALL(16, "32", T);  \
+  else if constexpr (N == 64)    \
+    TL_WG_SS_CALL(32, "64", T);  \
+  else if constexpr (N == 128)   \
+    TL_WG_SS_CALL(64, "128", T); \
+  else                           \
+    TL_WG_SS_CALL(128, "256", T)
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_ss: N is 16, 32, 64, 128 or 256");
+  if constexpr (Bf16) {
+    TL_WG_SS_TYPE("bf16");
+  } else {
+    TL_WG_SS_TYPE("f16");
+  }
+#undef TL_WG_SS_TYPE
+#undef TL_WG_SS_CALL
+#endif
+}
+
+// The same with A from registers: a[4] the m64k16 fragment (reg j: rows
+// 16 w + g + 8 (j % 2), k 2q + 8 (j / 2) + {0, 1}, lower k in the low half).
+template <int N, bool Bf16, bool MnMajorB>
+TL_DEVICE void wgmma_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+#if defined(TL_EMULATE)
+  emu::wgmma_rs(d, N, a, desc_b, scale_d != 0, Bf16, MnMajorB);
+#elif defined(TL_WGMMA_UNAVAILABLE)
+  static_assert(N < 0, "tl::wgmma_gemm: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
+#else
+#define TL_WG_RS_CALL(R, NS, T)                                                 \
+  asm volatile(TL_WG_ASM("m64n" NS "k16.f32." T "." T, TL_WG_D##R, TL_WG_RS##R) \
+               : TL_WG_OUT##R(d, 0)                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorB)))
+#define TL_WG_RS_TYPE(T)         \
+  if constexpr (N == 16)         \
+    TL_WG_RS_CALL(8, "16", T);   \
+  else if constexpr (N == 32)    \
+    TL_WG_RS_CALL(16, "32", T);  \
+  else if constexpr (N == 64)    \
+    TL_WG_RS_CALL(32, "64", T);  \
+  else if constexpr (N == 128)   \
+    TL_WG_RS_CALL(64, "128", T); \
+  else                           \
+    TL_WG_RS_CALL(128, "256", T)
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_rs: N is 16, 32, 64, 128 or 256");
+  if constexpr (Bf16) {
+    TL_WG_RS_TYPE("bf16");
+  } else {
+    TL_WG_RS_TYPE("f16");
+  }
+#undef TL_WG_RS_TYPE
+#undef TL_WG_RS_CALL
+#endif
+}
+
+template <int M, int N, int K, int WgM, int WgN, class TA, class TB, class TC>
+TL_DEVICE void check_wgmma_shape() {
+  static_assert(WgmmaOf<TA>::kSupported && tl::is_same<TA, TB>::value,
+                "tl::wgmma_gemm: A and B must both be half_t or both bfloat16_t");
+  static_assert(tl::is_same<TC, float>::value, "tl::wgmma_gemm: the accumulator must be float");
+  static_assert(M % (64 * WgM) == 0, "tl::wgmma_gemm: M must be a multiple of 64 * WgM");
+  static_assert(N % WgN == 0 && (N / WgN) % 16 == 0, "tl::wgmma_gemm: N / WgN must be a multiple of 16");
+  static_assert(K % 16 == 0, "tl::wgmma_gemm: K must be a multiple of 16");
+}
+
+}  // namespace sm90
+
+// acc += op(A) * op(B) for the block's M x N x K tile; A is [M][K] ([K][M] when
+// TransA), B is [K][N] ([N][K] when TransB), both in shared memory in the wgmma
+// layout above. Called by all WgM * WgN * 128 threads of the block.
+// Pending = 1 returns with this call's wgmmas still running (it waits for the
+// previous call's instead): the next call, or tl::wgmma_wait<0>(), completes them.
+// Until then neither the accumulator nor this call's tiles may be touched; the
+// pipeline keeps the tiles' stage one step longer for it.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, class TA, class TB,
+          class TC>
+TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
+  sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
+  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN>(), NJ = TN / NI;
+  using TileA = sm90::DescTile<TransA ? K : M, TransA ? M : K, TA, !TransA>;
+  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  // An N-major B instruction reads whole S-byte column blocks, or stays in one.
+  static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),
+                "tl::wgmma_gemm_ss: an N-major B needs N / WgN to be a multiple or a divisor of its swizzle width");
+  const int wg = sm80::thread_rank() / 128, m0 = wg / WgN * TM, n0 = wg % WgN * TN;
+  const TileA a(A);
+  const TileB b(B);
+  // The tiles were written by ordinary stores (cp.async, st.shared) that the
+  // caller's barrier ordered before this call; the tensor cores read through the
+  // async proxy, which needs this fence between the two.
+  sm90::fence_proxy_async();
+  sm90::fence_operands<MI * TN / 2>(acc);
+  sm90::wgmma_fence();
+  TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
+        sm90::wgmma_ss<NI, sm90::WgmmaOf<TA>::kBf16, TransA, !TransB>(
+            acc + (mi * (TN / 8) + nj * (NI / 8)) * 4, a.at(m0 + 64 * mi, 16 * s), b.at(n0 + NI * nj, 16 * s), 1);
+      }
+    }
+  }
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<Pending>();
+  sm90::fence_operands<MI * TN / 2>(acc);
+}
+
+// Waits until at most N of this warpgroup's wgmma commit groups are in flight.
+template <int N>
+TL_DEVICE void wgmma_wait() {
+  sm90::wgmma_wait<N>();
+}
+
+// acc += A * op(B) with A in registers: a_regs is the thread's fragment of the
+// M x K matrix A in the accumulator layout above for warpgroups (WgM, 1), i.e.
+// a_regs[(mi * (K / 8) + kt) * 4 + e]; the m64k16 fragment of k-step s is n8
+// tiles 2s and 2s + 1 (a0 = tile 2s elements 0, 1; a1 = its 2, 3; a2, a3 the same
+// of tile 2s + 1), as for the sm_80 gemm_rs. B is in shared memory as for gemm_ss.
+template <int M, int N, int K, int WgM, int WgN, bool TransB, class TA, class TB, class TC>
+TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
+  sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
+  static_assert(WgN == 1, "tl::wgmma_gemm_rs: A in registers needs WgN == 1 (each warpgroup owns whole rows of A)");
+  constexpr int TM = M / WgM, MI = TM / 64, KT = K / 8, NI = sm90::inst_n<N>(), NJ = N / NI;
+  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  static_assert(TransB || (N % TileB::kW == 0 || TileB::kW % N == 0),
+                "tl::wgmma_gemm_rs: an N-major B needs N to be a multiple or a divisor of its swizzle width");
+  const TileB b(B);
+  // Every A fragment is packed before wgmma.fence: the fence orders register
+  // writes before the wgmmas that read them.
+  uint32_t a[K / 16][MI][4];
+  TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      const TA* t0 = a_regs + (mi * KT + 2 * s) * 4;  // n8 tile 2s; tile 2s + 1 follows
+      TL_SM90_UNROLL for (int j = 0; j < 4; ++j) a[s][mi][j] = mma::pack(t0[2 * j].bits, t0[2 * j + 1].bits);
+    }
+  }
+  sm90::fence_proxy_async();
+  sm90::fence_operands<K / 16 * MI * 4>(&a[0][0][0]);
+  sm90::fence_operands<MI * N / 2>(acc);
+  sm90::wgmma_fence();
+  TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
+        sm90::wgmma_rs<NI, sm90::WgmmaOf<TA>::kBf16, !TransB>(acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi],
+                                                              b.at(NI * nj, 16 * s), 1);
+      }
+    }
+  }
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<0>();
+  sm90::fence_operands<MI * N / 2>(acc);
+}
+
+}  // namespace tl
+
+#undef TL_SM90_UNROLL

@@ -1,0 +1,221 @@
+// What the CUDA and Metal emulators share: the argument slot of the per-block
+// entry, the per-OS-thread state of the running block, failure reporting through
+// the CPU runtime's device-assert protocol, the shared-memory race detector and the
+// register exchange of warp collectives. Each thread of a block is a fiber
+// (device/cpu/threads.h). No <math.h> here: the Metal shims overload the math
+// functions in namespace metal and must not meet libstdc++'s global overloads.
+#pragma once
+
+#include <stdio.h>
+
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "../cpu/float_bits.h"
+#include "../cpu/threads.h"
+
+#define TL_EMULATE 1
+
+namespace tl::emu {
+
+struct dim3 {
+  unsigned x, y, z;
+};
+
+// One argument slot, laid out as the runtime's KernelArg.
+union Arg {
+  void* ptr;
+  int64_t i;
+  double f;
+};
+
+// ---- failures: a failed T.device_assert, a shared-memory race or (Metal) a
+// divergent barrier. The first one of a launch is kept; the CPU runtime reads it
+// after the launch through tl_debug_take_assert (the cpu target's device-assert
+// protocol) and raises it.
+struct Failure {
+  std::mutex mu;
+  bool set = false;
+  std::string message;
+  int64_t block[3] = {0, 0, 0};
+};
+inline Failure& failure() {
+  static Failure f;
+  return f;
+}
+inline void record_failure(const std::string& message);
+
+// ---- race detector: every shared-memory element access (TL_SMEM) is checked
+// against the last write and read of that byte address by another thread since
+// both passed the same number of barriers.
+struct Access {
+  int thread = -1;
+  int epoch = -1;
+  const char* where = nullptr;  // "buffer|file:line"
+};
+struct RaceTable {
+  std::unordered_map<uintptr_t, Access> writes, reads;
+};
+
+inline std::string describe(const char* where) {
+  std::string w(where);
+  size_t bar = w.find('|');
+  return bar == std::string::npos ? w : w.substr(bar + 1);
+}
+
+// cp.async copies one thread has issued and not yet waited for (device/emu/copy_async_emu.h).
+struct AsyncCopy {
+  unsigned char* dst;
+  const unsigned char* src;  // nullptr: zero-fill
+  int bytes;
+};
+struct AsyncCopies {
+  std::vector<AsyncCopy> open;                   // issued since the last commit
+  std::deque<std::vector<AsyncCopy>> committed;  // oldest group first
+};
+
+// Per OS thread: the block it is running (its fibers all share it).
+struct BlockState {
+  dim3 block{0, 0, 0};
+  dim3 block_dim{1, 1, 1};
+  std::vector<unsigned char> shared;
+  RaceTable races;
+  std::vector<AsyncCopies> async_copies;  // by thread rank
+  uint64_t serial = 0;                    // counts the blocks this OS thread has run
+};
+
+inline BlockState& block_state() {
+  static thread_local BlockState s;
+  return s;
+}
+
+// Resets this OS thread's block state for block (bx, by, bz) of nx*ny*nz threads.
+inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes) {
+  BlockState& st = block_state();
+  st.block = {unsigned(bx), unsigned(by), unsigned(bz)};
+  st.block_dim = {unsigned(nx), unsigned(ny), unsigned(nz)};
+  st.shared.assign(size_t(shared_bytes) + 16, 0);
+  st.races.writes.clear();
+  st.races.reads.clear();
+  st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
+  ++st.serial;
+}
+
+// The running fiber's rank in its block (threadIdx.x + blockDim.x * (y + blockDim.y * z)).
+inline int thread_rank() {
+  FiberScheduler* s = current_scheduler();
+  return s ? s->current : 0;
+}
+inline int block_threads() {
+  const dim3& d = block_state().block_dim;
+  return int(d.x * d.y * d.z);
+}
+
+// A rendezvous of all threads of the block that the race detector does not count
+// as a barrier. The twins of warp-collective instructions (shuffles, ldmatrix,
+// mma) exchange registers through per-block scratch around it; on the GPU those
+// synchronize one warp at most, so shared-memory accesses on either side of them
+// must stay unordered between threads for the race detector, as they are on the
+// GPU. Every thread of the block must reach it (the fibers' round-robin scheduler
+// resumes each live fiber once per round).
+inline void lockstep() {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;
+  swapcontext(&s->contexts[s->current], &s->main);
+}
+
+// Register exchange between the lanes of each warp, for the twins of
+// warp-collective instructions: every thread of the block publishes Count words,
+// one lockstep, then reads any lane of its warp (the result points at lane 0's
+// words). Calls of one Kind alternate between two buffers, so one lockstep per call
+// is enough: the next call that reuses a buffer comes after the following call's
+// lockstep, which no thread passes before all have read this call's words.
+template <class Word, int Count, int Kind>
+inline const Word* exchange_in_warp(const Word* mine) {
+  struct Buffers {
+    uint64_t block = ~uint64_t(0);
+    std::vector<Word> words[2];
+    std::vector<unsigned char> parity;  // by rank: the buffer of the thread's next call
+  };
+  static thread_local Buffers b;
+  const size_t rank = size_t(thread_rank()), threads = size_t(block_threads());
+  if (b.block != block_state().serial) {  // the first call of a block (before any thread publishes)
+    b.block = block_state().serial;
+    b.parity.assign(threads, 0);
+    for (std::vector<Word>& w : b.words) w.assign(threads * Count, Word());
+  }
+  Word* words = b.words[b.parity[rank]].data();
+  b.parity[rank] ^= 1;
+  for (int i = 0; i < Count; ++i) words[rank * Count + i] = mine[i];
+  lockstep();
+  return words + rank / 32 * 32 * Count;
+}
+
+inline void record_failure(const std::string& message) {
+  Failure& f = failure();
+  std::lock_guard<std::mutex> lock(f.mu);
+  if (f.set) return;
+  f.set = true;
+  f.message = message;
+  const dim3& b = block_state().block;
+  f.block[0] = b.x;
+  f.block[1] = b.y;
+  f.block[2] = b.z;
+}
+
+template <class T>
+inline T* note_shared(T* p, bool write, const char* where) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return p;
+  int tid = s->current, epoch = s->barriers[tid];
+  RaceTable& t = block_state().races;
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto conflict = [&](const Access& other, const char* what_other, const char* what_this) {
+    if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return;
+    auto name_of = [](const char* w) { return std::string(w, strchr(w, '|') ? strchr(w, '|') - w : strlen(w)); };
+    // Accesses by device helpers (cp.async, ldmatrix) carry no buffer name: take the other's.
+    std::string name = name_of(where);
+    if (name.empty()) name = name_of(other.where);
+    std::string buffer = name.empty() ? "a shared buffer" : "buffer '" + name + "'";
+    record_failure("shared-memory race on " + buffer + ": thread " + std::to_string(other.thread) + " " + what_other +
+                   " it at " + describe(other.where) + " and thread " + std::to_string(tid) + " " + what_this +
+                   " it at " + describe(where) + " with no barrier between them; add T.sync_threads() between the two");
+  };
+  if (write) {
+    conflict(t.writes[a], "writes", "writes");
+    conflict(t.reads[a], "reads", "writes");
+    t.writes[a] = {tid, epoch, where};
+  } else {
+    conflict(t.writes[a], "writes", "reads");
+    t.reads[a] = {tid, epoch, where};
+  }
+  return p;
+}
+
+}  // namespace tl::emu
+
+#define TL_SMEM(buf, off, write, where) (*::tl::emu::note_shared(&(buf)[off], (write) != 0, where))
+
+// The cpu runtime's protocol (see device/cpu/debug.h): skip blocks once a failure
+// is recorded, and hand the failure over after the launch.
+extern "C" __attribute__((used, visibility("default"))) int tl_debug_begin_block(int64_t, int64_t, int64_t) {
+  tl::emu::Failure& f = tl::emu::failure();
+  std::lock_guard<std::mutex> lock(f.mu);
+  return f.set ? 1 : 0;
+}
+extern "C" __attribute__((used, visibility("default"))) int tl_debug_take_assert(char* message, int64_t capacity,
+                                                                                 int64_t* block) {
+  tl::emu::Failure& f = tl::emu::failure();
+  std::lock_guard<std::mutex> lock(f.mu);
+  if (!f.set) return 0;
+  snprintf(message, size_t(capacity), "%s", f.message.c_str());
+  for (int i = 0; i < 3; ++i) block[i] = f.block[i];
+  f.set = false;
+  return 1;
+}

@@ -1,0 +1,466 @@
+// Emulated twins of Hopper's TMA copies and shared-memory mbarriers for the CUDA
+// emulator (device/cuda/tma.cuh includes it under TL_EMULATE).
+//
+// Tensor maps are the emulator's encoding (device/common/tma_map.h, written by
+// tl::encode_tensor_map with emulate=true). A copy moves its box element by element
+// as the hardware defines it: out-of-bounds elements read as zeros (NaN with the
+// NaN fill) and are never written; the shared side is dense, dimension 0 innermost,
+// every element at shared-window offset swizzle(tile + linear offset), the 16-byte
+// chunk bits 4.. XOR bits 7.. as on the GPU, so a tile that does not start on a
+// whole swizzle pattern reads back permuted, as it would there.
+//
+// An mbarrier keeps its state in its own 64-bit word (our layout, below): expected
+// arrivals, pending arrivals, tx-count and phase parity. A load subtracts its bytes
+// from the tx-count when issued and lands when the phase completes, the latest
+// moment the GPU may land it, so a reader that does not wait for the phase sees
+// stale data. A wait on an incomplete phase yields the fiber; when every running
+// thread of the block waits and no barrier changed since each one last looked,
+// nothing can complete any more: the deadlock is reported as a failure and the
+// block's threads are abandoned instead of spinning forever.
+//
+// A store copies at issue (the earliest moment), and the wait that covers it checks
+// that nobody wrote the tile in between (on the GPU the store could have read the
+// new values). The race detector sees a store's reads of the tile; landed loads and
+// mbarrier waits are invisible to it.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../common/tma_map.h"
+
+namespace tl::emu {
+
+// ---- the mbarrier word: bits 0-19 expected arrivals, 20-39 pending arrivals,
+// 40-61 tx-count (two's complement), 62 phase parity, 63 initialized. Zero (fresh
+// shared memory) is an uninitialized barrier.
+struct Mbarrier {
+  uint32_t expected = 0, pending = 0;
+  int64_t tx = 0;  // wide enough that a bad byte count cannot overflow before the range check
+  uint32_t parity = 0;
+  bool initialized = false;
+};
+constexpr int64_t kMaxTxCount = (1 << 20) - 1;    // the PTX ISA's tx-count range is +-(2^20 - 1)
+constexpr uint32_t kMaxArrivals = (1 << 20) - 1;  // and an arrival count is in [1, 2^20 - 1]
+
+inline Mbarrier unpack_mbarrier(uint64_t w) {
+  Mbarrier m;
+  m.expected = uint32_t(w & 0xfffff);
+  m.pending = uint32_t((w >> 20) & 0xfffff);
+  const uint32_t tx = uint32_t((w >> 40) & 0x3fffff);
+  m.tx = tx & 0x200000 ? int64_t(tx) - 0x400000 : int64_t(tx);
+  m.parity = uint32_t((w >> 62) & 1);
+  m.initialized = (w >> 63) != 0;
+  return m;
+}
+inline uint64_t pack_mbarrier(const Mbarrier& m) {
+  return uint64_t(m.expected) | uint64_t(m.pending) << 20 | (uint64_t(m.tx) & 0x3fffff) << 40 |
+         uint64_t(m.parity) << 62 | uint64_t(m.initialized) << 63;
+}
+
+struct PendingLoad {
+  EmuTensorMap map;
+  unsigned char* dst;
+  int32_t coords[5];
+};
+struct IssuedStore {
+  EmuTensorMap map;
+  const unsigned char* src;
+  int32_t coords[5];
+  std::vector<unsigned char> tile;  // the box as the store read it, in linear order
+};
+struct StoreGroups {
+  std::vector<IssuedStore> open;                    // issued since the last commit
+  std::vector<std::vector<IssuedStore>> committed;  // oldest group first
+};
+
+constexpr uint64_t kNotWaiting = ~uint64_t(0);
+
+// Per OS thread, reset for each block it runs.
+struct TmaBlock {
+  uint64_t serial = ~uint64_t(0);
+  uint64_t events = 0;  // counts every change of any barrier of the block
+  bool deadlocked = false;
+  std::vector<uint64_t> waiting_since;  // by rank: `events` when the thread last found its phase incomplete
+  std::vector<const uint64_t*> waiting_on;
+  std::vector<uint32_t> waiting_parity;
+  std::unordered_map<const void*, std::vector<PendingLoad>> loads;  // by barrier
+  std::vector<StoreGroups> stores;                                  // by rank
+};
+
+inline TmaBlock& tma_block() {
+  static thread_local TmaBlock b;
+  if (b.serial != block_state().serial) {
+    const size_t n = size_t(block_threads());
+    b.serial = block_state().serial;
+    b.events = 0;
+    b.deadlocked = false;
+    b.waiting_since.assign(n, kNotWaiting);
+    b.waiting_on.assign(n, nullptr);
+    b.waiting_parity.assign(n, 0);
+    b.loads.clear();
+    b.stores.assign(n, StoreGroups{});
+  }
+  return b;
+}
+
+// The byte offset of [p, p + bytes) in the block's shared memory, or -1 when it is
+// not inside it.
+inline int64_t shared_window_offset(const void* p, size_t bytes) {
+  const BlockState& st = block_state();
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  if (c < st.shared.data() || c + bytes > st.shared.data() + st.shared.size()) return -1;
+  return int64_t(c - st.shared.data());
+}
+
+inline std::string str_of(int64_t v) {
+  return std::to_string(v);
+}
+
+// Reads the barrier, reporting a barrier outside shared memory or not initialized.
+inline bool read_mbarrier(const uint64_t* bar, const char* what, Mbarrier* m) {
+  const int64_t off = shared_window_offset(bar, 8);
+  if (off < 0 || off % 8 != 0) {
+    record_failure(std::string(what) + ": the mbarrier is not an 8-byte aligned word of the block's shared memory");
+    return false;
+  }
+  *m = unpack_mbarrier(*bar);
+  if (!m->initialized) {
+    record_failure(std::string(what) + ": the mbarrier at shared offset " + str_of(off) +
+                   " is used before mbarrier_init (or after mbarrier_inval)");
+    return false;
+  }
+  return true;
+}
+
+inline bool tx_in_range(int64_t tx, const uint64_t* bar, const char* what) {
+  if (tx >= -kMaxTxCount && tx <= kMaxTxCount) return true;
+  record_failure(std::string(what) + ": the tx-count of the mbarrier at shared offset " +
+                 str_of(shared_window_offset(bar, 8)) + " leaves its range of +-(2^20 - 1) bytes (" + str_of(tx) + ")");
+  return false;
+}
+
+// ---- box traversal
+
+inline uint32_t tma_swizzle(uint32_t offset, int swizzle_bytes) {
+  if (swizzle_bytes == 0) return offset;
+  const uint32_t mask = uint32_t(swizzle_bytes / 16 - 1);
+  return offset ^ (((offset >> 7) & mask) << 4);
+}
+
+inline uint32_t box_bytes(const EmuTensorMap& m) {
+  uint32_t n = m.elem_bytes;
+  for (int d = 0; d < m.rank; ++d) n *= emu_box_extent(m, d);
+  return n;
+}
+
+// f(linear element index, global address or nullptr when out of bounds) for each
+// element of the box at `c`, in shared-memory (linear) order.
+template <class F>
+inline void for_each_box_element(const EmuTensorMap& m, const int32_t* c, F&& f) {
+  uint32_t n[5] = {1, 1, 1, 1, 1};
+  for (int d = 0; d < m.rank; ++d) n[d] = emu_box_extent(m, d);
+  uint32_t linear = 0;
+  for (uint32_t i4 = 0; i4 < n[4]; ++i4)
+    for (uint32_t i3 = 0; i3 < n[3]; ++i3)
+      for (uint32_t i2 = 0; i2 < n[2]; ++i2)
+        for (uint32_t i1 = 0; i1 < n[1]; ++i1)
+          for (uint32_t i0 = 0; i0 < n[0]; ++i0, ++linear) {
+            const uint32_t idx[5] = {i0, i1, i2, i3, i4};
+            bool inside = true;
+            uint64_t addr = m.base;
+            for (int d = 0; d < m.rank; ++d) {
+              const int64_t g = int64_t(c[d]) + int64_t(idx[d]) * (d == 0 ? 1 : m.elem_strides[d]);
+              inside = inside && g >= 0 && uint64_t(g) < m.dims[d];
+              addr += uint64_t(g) * m.strides[d];
+            }
+            f(linear, inside ? reinterpret_cast<unsigned char*>(uintptr_t(addr)) : nullptr);
+          }
+}
+
+// The fill of an out-of-bounds element: zeros, or a quiet NaN of the map's float type.
+inline void oob_fill(unsigned char* dst, const EmuTensorMap& m) {
+  memset(dst, 0, m.elem_bytes);
+  if (!m.nan_fill) return;
+  const uint64_t nan = m.elem_bytes == 2 ? 0x7fffu : m.elem_bytes == 4 ? 0x7fffffffu : 0x7fffffffffffffffull;
+  memcpy(dst, &nan, m.elem_bytes);  // little-endian: the low bytes
+}
+
+inline void land_load(const PendingLoad& p) {
+  const uint32_t tile = uint32_t(shared_window_offset(p.dst, 0));
+  unsigned char* shared = block_state().shared.data();
+  for_each_box_element(p.map, p.coords, [&](uint32_t i, const unsigned char* g) {
+    unsigned char* s = shared + tma_swizzle(tile + i * p.map.elem_bytes, p.map.swizzle_bytes);
+    if (g)
+      memcpy(s, g, p.map.elem_bytes);
+    else
+      oob_fill(s, p.map);
+  });
+}
+
+// Decodes the map of a copy, reporting one that the emulator did not encode.
+inline bool decode_map(const void* map, int rank, const char* what, EmuTensorMap* m) {
+  memcpy(m, map, sizeof(EmuTensorMap));
+  if (m->magic != kEmuTensorMapMagic) {
+    record_failure(std::string(what) +
+                   ": the tensor map was not encoded for the emulator; build it with "
+                   "tl::encode_tensor_map(..., emulate=true)");
+    return false;
+  }
+  if (m->rank != rank) {
+    record_failure(std::string(what) + "<" + str_of(rank) + ">: the tensor map has rank " + str_of(m->rank));
+    return false;
+  }
+  return true;
+}
+
+// Checks the shared side of a copy: inside the block's shared memory, 128-byte aligned.
+inline bool check_tile(const void* tile, const EmuTensorMap& m, const char* what) {
+  const int64_t off = shared_window_offset(tile, box_bytes(m));
+  if (off < 0) {
+    record_failure(std::string(what) + ": the " + str_of(box_bytes(m)) +
+                   "-byte box does not fit in the block's shared memory at that address");
+    return false;
+  }
+  if (off % 128 != 0) {
+    record_failure(std::string(what) + ": the shared tile must be 128-byte aligned; its offset is " + str_of(off));
+    return false;
+  }
+  return true;
+}
+
+// ---- mbarrier operations
+
+// Completes the phase when no arrival and no byte is pending: lands its loads,
+// flips the parity and expects the arrivals again.
+inline void complete_phase_if_done(uint64_t* bar) {
+  Mbarrier m = unpack_mbarrier(*bar);
+  if (m.pending != 0 || m.tx != 0) return;
+  TmaBlock& b = tma_block();
+  auto it = b.loads.find(bar);
+  if (it != b.loads.end()) {
+    for (const PendingLoad& p : it->second) land_load(p);
+    b.loads.erase(it);
+  }
+  m.parity ^= 1;
+  m.pending = m.expected;
+  *bar = pack_mbarrier(m);
+  ++b.events;
+}
+
+inline void mbarrier_init(uint64_t* bar, uint32_t count) {
+  const int64_t off = shared_window_offset(bar, 8);
+  if (off < 0 || off % 8 != 0) {
+    record_failure("mbarrier_init: the mbarrier is not an 8-byte aligned word of the block's shared memory");
+    return;
+  }
+  if (count < 1 || count > kMaxArrivals) {
+    record_failure("mbarrier_init: the arrival count must be in [1, 2^20 - 1]; got " + str_of(count));
+    return;
+  }
+  TmaBlock& b = tma_block();
+  b.loads.erase(bar);
+  Mbarrier m;
+  m.expected = m.pending = count;
+  m.initialized = true;
+  *bar = pack_mbarrier(m);
+  ++b.events;
+}
+
+inline void mbarrier_inval(uint64_t* bar) {
+  Mbarrier m;
+  if (!read_mbarrier(bar, "mbarrier_inval", &m)) return;
+  TmaBlock& b = tma_block();
+  if (b.loads.count(bar)) {
+    record_failure("mbarrier_inval: TMA loads still complete on the mbarrier at shared offset " +
+                   str_of(shared_window_offset(bar, 8)));
+    return;
+  }
+  *bar = 0;
+  ++b.events;
+}
+
+inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  Mbarrier m;
+  if (!read_mbarrier(bar, "mbarrier_expect_tx", &m)) return;
+  m.tx += bytes;
+  if (!tx_in_range(m.tx, bar, "mbarrier_expect_tx")) return;
+  *bar = pack_mbarrier(m);
+  ++tma_block().events;
+  complete_phase_if_done(bar);
+}
+
+// An arrival, after raising the tx-count by tx_bytes (arrive.expect_tx).
+inline void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
+  const char* what = tx_bytes ? "mbarrier_arrive_expect_tx" : "mbarrier_arrive";
+  Mbarrier m;
+  if (!read_mbarrier(bar, what, &m)) return;
+  m.tx += tx_bytes;
+  if (!tx_in_range(m.tx, bar, what)) return;
+  if (m.pending == 0) {
+    record_failure(std::string(what) + ": the current phase of the mbarrier at shared offset " +
+                   str_of(shared_window_offset(bar, 8)) + " already has all " + str_of(m.expected) +
+                   " arrivals it was initialized with");
+    return;
+  }
+  --m.pending;
+  *bar = pack_mbarrier(m);
+  ++tma_block().events;
+  complete_phase_if_done(bar);
+}
+
+// ---- waiting
+
+inline void yield_fiber() {
+  FiberScheduler* s = current_scheduler();
+  if (s) swapcontext(&s->contexts[s->current], &s->main);
+}
+
+// Ends the calling fiber for good: the scheduler never resumes a done fiber.
+inline void abandon_fiber() {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;
+  s->done[s->current] = 1;
+  swapcontext(&s->contexts[s->current], &s->main);
+}
+
+// True when every running thread waits and nothing changed since each one looked.
+inline bool block_deadlocked(const TmaBlock& b) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return true;  // one thread alone: nobody else can arrive
+  for (size_t j = 0; j < b.waiting_since.size(); ++j)
+    if (!s->done[j] && b.waiting_since[j] != b.events) return false;
+  return true;
+}
+
+// "0-31, 64" from ascending ranks.
+inline std::string rank_ranges(const std::vector<int>& r) {
+  std::string out;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + str_of(r[i]) + (j > i ? "-" + str_of(r[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+inline void report_deadlock(const TmaBlock& b) {
+  FiberScheduler* s = current_scheduler();
+  std::vector<std::pair<const uint64_t*, uint32_t>> keys;  // distinct (barrier, parity), first-seen order
+  std::vector<std::vector<int>> ranks;
+  for (size_t j = 0; j < b.waiting_since.size(); ++j) {
+    if (s && s->done[j]) continue;
+    if (!s && int(j) != thread_rank()) continue;
+    std::pair<const uint64_t*, uint32_t> k{b.waiting_on[j], b.waiting_parity[j]};
+    size_t i = 0;
+    while (i < keys.size() && keys[i] != k) ++i;
+    if (i == keys.size()) {
+      keys.push_back(k);
+      ranks.emplace_back();
+    }
+    ranks[i].push_back(int(j));
+  }
+  std::string msg =
+      "mbarrier deadlock: every running thread of the block waits for an mbarrier phase that can no "
+      "longer complete:";
+  for (size_t i = 0; i < keys.size() && i < 4; ++i) {
+    const Mbarrier m = unpack_mbarrier(*keys[i].first);
+    msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
+           " wait for parity " + str_of(keys[i].second) + " of the mbarrier at shared offset " +
+           str_of(shared_window_offset(keys[i].first, 8)) + " (its phase still expects " + str_of(m.pending) + " of " +
+           str_of(m.expected) + " arrivals and " + str_of(m.tx) + " transaction bytes)";
+  }
+  msg +=
+      ". Check the count given to mbarrier_init, the bytes given to mbarrier_arrive_expect_tx against the boxes "
+      "loaded, and the parity each wait alternates";
+  record_failure(msg);
+}
+
+inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  TmaBlock& b = tma_block();
+  const size_t rank = size_t(thread_rank());
+  for (;;) {
+    Mbarrier m;
+    if (!read_mbarrier(bar, "mbarrier_wait", &m)) return;
+    if (m.parity != (parity & 1)) {
+      b.waiting_since[rank] = kNotWaiting;
+      return;
+    }
+    if (b.deadlocked) abandon_fiber();
+    b.waiting_since[rank] = b.events;
+    b.waiting_on[rank] = bar;
+    b.waiting_parity[rank] = parity & 1;
+    if (block_deadlocked(b)) {
+      report_deadlock(b);
+      b.deadlocked = true;
+      if (!current_scheduler()) return;
+      abandon_fiber();
+    }
+    yield_fiber();
+  }
+}
+
+// ---- copies
+
+inline void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank) {
+  PendingLoad p;
+  if (!decode_map(map, rank, "tma_load", &p.map) || !check_tile(smem_dst, p.map, "tma_load")) return;
+  Mbarrier m;
+  if (!read_mbarrier(bar, "tma_load", &m)) return;
+  p.dst = static_cast<unsigned char*>(smem_dst);
+  memcpy(p.coords, coords, sizeof(p.coords));
+  m.tx -= box_bytes(p.map);  // complete_tx: the bytes count when issued, the data lands with the phase
+  if (!tx_in_range(m.tx, bar, "tma_load")) return;
+  tma_block().loads[bar].push_back(p);
+  *bar = pack_mbarrier(m);
+  ++tma_block().events;
+  complete_phase_if_done(bar);
+}
+
+// The box of a store's tile in linear order, read through the swizzle.
+inline std::vector<unsigned char> gather_tile(const EmuTensorMap& m, const unsigned char* src, bool note) {
+  const uint32_t tile = uint32_t(shared_window_offset(src, 0));
+  const unsigned char* shared = block_state().shared.data();
+  std::vector<unsigned char> out(box_bytes(m));
+  for (uint32_t i = 0; i * m.elem_bytes < out.size(); ++i) {
+    const unsigned char* s = shared + tma_swizzle(tile + i * m.elem_bytes, m.swizzle_bytes);
+    if (note) note_shared(s, false, "|tl::tma_store");
+    memcpy(&out[i * m.elem_bytes], s, m.elem_bytes);
+  }
+  return out;
+}
+
+inline void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank) {
+  IssuedStore st;
+  if (!decode_map(map, rank, "tma_store", &st.map) || !check_tile(smem_src, st.map, "tma_store")) return;
+  st.src = static_cast<const unsigned char*>(smem_src);
+  memcpy(st.coords, coords, sizeof(st.coords));
+  st.tile = gather_tile(st.map, st.src, true);
+  for_each_box_element(st.map, st.coords, [&](uint32_t i, unsigned char* g) {
+    if (g) memcpy(g, &st.tile[i * st.map.elem_bytes], st.map.elem_bytes);
+  });
+  tma_block().stores[size_t(thread_rank())].open.push_back(std::move(st));
+}
+
+inline void tma_store_commit() {
+  StoreGroups& q = tma_block().stores[size_t(thread_rank())];
+  q.committed.push_back(std::move(q.open));
+  q.open.clear();
+}
+
+inline void tma_store_wait(int n) {
+  StoreGroups& q = tma_block().stores[size_t(thread_rank())];
+  while (q.committed.size() > size_t(n)) {
+    for (const IssuedStore& st : q.committed.front())
+      if (gather_tile(st.map, st.src, false) != st.tile)
+        record_failure("tma_store: the shared tile at offset " + str_of(shared_window_offset(st.src, 0)) +
+                       " was written before the tma_store_wait that covers its store (thread " + str_of(thread_rank()) +
+                       "); on the GPU the store may read the new values");
+    q.committed.erase(q.committed.begin());
+  }
+}
+
+}  // namespace tl::emu

@@ -1,0 +1,332 @@
+"""Warp-level helpers: lane and warp indices (`T.get_lane_idx`, `T.get_warp_idx` ...),
+register shuffles (`T.shfl_xor`, `shfl_down`, `shfl_up`, `shfl_sync`), votes (`T.ballot`,
+`ballot_sync`, `any_sync`, `all_sync`, `activemask`) and `T.sync_warp`, with TileLang's
+signatures.
+
+Indices are plain arithmetic on the thread indices. The collectives are calls of
+`tl::<name>` functions that each target's device header defines (device/cuda/warp.cuh
+wraps CUDA's `__shfl_*_sync` / `__ballot_sync` ...; device/cpu/warp.h exchanges values
+between the fibers of a warp), so no code generator knows about them. A warp has 32
+lanes on every target; lanes are numbered by the linear thread index
+`tx + ex * (ty + ey * tz)`, as CUDA numbers them.
+"""
+
+from . import builder_ctx
+from .buffer import const_int, to_value
+from .builder_ctx import frontend_error
+
+_C = builder_ctx._C
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+
+
+# ---- argument checks: each error names the helper, the argument, what it needs and
+# what it got; the trace adds the user's file and line.
+
+
+def _describe(x):
+    if isinstance(x, _C.Expr):
+        return f"{x.dtype} expression {x}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def _kernel(what):
+    ctx = builder_ctx.current(what)
+    if ctx.kernel_vars is None:
+        raise frontend_error(f"{what} must be called inside a `with T.Kernel(...)` block")
+    return ctx
+
+
+# Loops whose iterations the compiler spreads over threads (or vector lanes).
+_SPREAD_LOOPS = {"parallel": "T.Parallel", "vectorized": "T.vectorized"}
+
+
+def _collective(what):
+    """The trace, for a helper that every lane of a warp must reach together."""
+    ctx = _kernel(what)
+    loops = [_SPREAD_LOOPS[k] for k in ctx.loop_kinds if k in _SPREAD_LOOPS]
+    if loops:
+        raise frontend_error(
+            f"{what} cannot be used inside a {loops[-1]} loop: the compiler "
+            "spreads its iterations over the threads, so its lanes are not the warp's lanes; "
+            "call it in per-thread code (outside T.Parallel), e.g. with T.get_lane_idx()"
+        )
+    return ctx
+
+
+def _is_int_dtype(dt):
+    return dt.lanes == 1 and dt.name.startswith(("int", "uint")) and dt.bits >= 8
+
+
+def _int_arg(what, name, x, expected):
+    """An integer argument (Python int or integer expression) as an int32 expression or int."""
+    x = to_value(x)
+    if isinstance(x, bool) or not isinstance(x, (int, _C.Expr)):
+        raise frontend_error(f"{what} {name} must be {expected}, got {_describe(x)}")
+    if isinstance(x, _C.Expr):
+        if not _is_int_dtype(x.dtype):
+            raise frontend_error(f"{what} {name} must be {expected}, got {_describe(x)}")
+        c = const_int(x)
+        if c is not None:
+            return c
+        return x if x.dtype.name == "int32" else _C.cast(x, "int32")
+    return x
+
+
+def _warp_size(what, warp_size):
+    if warp_size is None:
+        return WARP_SIZE
+    size = _int_arg(what, "warp_size", warp_size, "a positive integer (the lanes of a warp)")
+    if isinstance(size, int) and size <= 0:
+        raise frontend_error(f"{what} warp_size must be a positive integer, got {size}")
+    return size
+
+
+def _mask(what, mask):
+    mask = to_value(mask)
+    if isinstance(mask, _C.Expr) and mask.dtype.name == "bool":
+        raise frontend_error(
+            f"{what} mask must be a 32-bit lane mask (an integer), got {_describe(mask)}; "
+            f"the predicate comes first: {what}(predicate, mask=0xFFFFFFFF)"
+        )
+    expected = "a 32-bit lane mask (an integer such as 0xFFFFFFFF)"
+    if isinstance(mask, bool) or not isinstance(mask, (int, _C.Expr)):
+        raise frontend_error(f"{what} mask must be {expected}, got {_describe(mask)}")
+    if isinstance(mask, int):
+        if not 0 <= mask <= FULL_MASK:
+            raise frontend_error(
+                f"{what} mask must be {expected}: a warp has {WARP_SIZE} lanes, got {mask:#x}"
+            )
+        return _C.const(mask, "uint32")
+    if not _is_int_dtype(mask.dtype):
+        raise frontend_error(f"{what} mask must be {expected}, got {_describe(mask)}")
+    return mask if mask.dtype.name == "uint32" else _C.cast(mask, "uint32")
+
+
+def _predicate(what, pred):
+    """A vote's predicate: a boolean, or an integer that counts as true when non-zero."""
+    pred = to_value(pred)
+    if isinstance(pred, (bool, int)):
+        return _C.const(bool(pred), "bool")
+    if isinstance(pred, _C.Expr) and pred.dtype.lanes == 1:
+        if pred.dtype.name == "bool":
+            return pred
+        if _is_int_dtype(pred.dtype):
+            return _C.binary("NE", pred, _C.const(0, pred.dtype))
+    raise frontend_error(
+        f"{what} predicate must be a boolean condition such as `x > 0` (or an integer, true "
+        f"when non-zero), got {_describe(pred)}"
+    )
+
+
+def _shuffled_value(what, value):
+    value = to_value(value)
+    if isinstance(value, bool):
+        return _C.const(value, "bool")
+    if isinstance(value, int):
+        return _C.const(value, "int32")
+    if isinstance(value, float):
+        return _C.const(value, "float32")
+    if isinstance(value, _C.Expr):
+        dt = value.dtype
+        if dt.lanes == 1 and (dt.name == "bool" or dt.bits in (8, 16, 32, 64)):
+            return value
+    raise frontend_error(
+        f"{what} value must be a scalar of 8, 16, 32 or 64 bits (an element such as x[0], "
+        f"an alloc_var or an expression), got {_describe(value)}"
+    )
+
+
+def _width(what, width):
+    width = _int_arg(what, "width", width, "a power of two from 1 to 32")
+    if isinstance(width, int) and not (0 < width <= WARP_SIZE and width & (width - 1) == 0):
+        raise frontend_error(
+            f"{what} width must be a power of two from 1 to {WARP_SIZE} (lanes per group), "
+            f"got {width}"
+        )
+    return width
+
+
+def _lane_offset(what, name, x):
+    x = _int_arg(what, name, x, f"an integer lane offset in [0, {WARP_SIZE})")
+    if isinstance(x, int) and not 0 <= x < WARP_SIZE:
+        raise frontend_error(f"{what} {name} must be a lane offset in [0, {WARP_SIZE}), got {x}")
+    return x
+
+
+# ---- indices
+
+
+def _linear_thread_index(ctx):
+    """tx + ex * (ty + ey * tz): the thread's rank in its block, as CUDA numbers lanes."""
+    threads = list(ctx.kernel_vars.threads)
+    extents = list(ctx.kernel_extents[1])
+    index = threads[-1]
+    for var, extent in zip(reversed(threads[:-1]), reversed(extents[:-1])):
+        index = var + extent * index
+    return index
+
+
+def get_lane_idx(warp_size=None):
+    """The calling thread's lane in its warp: linear thread index % warp_size (int32)."""
+    what = "T.get_lane_idx"
+    ctx = _kernel(what)
+    return _linear_thread_index(ctx) % _warp_size(what, warp_size)
+
+
+def get_warp_idx(warp_size=None):
+    """The calling thread's warp in its block: linear thread index // warp_size (int32)."""
+    what = "T.get_warp_idx"
+    ctx = _kernel(what)
+    return _linear_thread_index(ctx) // _warp_size(what, warp_size)
+
+
+def get_warp_idx_sync(warp_size=None):
+    """As T.get_warp_idx (TileLang's variant for converged warps; the value is the same)."""
+    what = "T.get_warp_idx_sync"
+    ctx = _kernel(what)
+    return _linear_thread_index(ctx) // _warp_size(what, warp_size)
+
+
+def get_warp_group_idx(warp_size=None, warps_per_group=None):
+    """The calling thread's warp group: linear thread index // (warp_size * warps_per_group),
+    4 warps per group unless given (warps_per_group needs warp_size, as in TileLang)."""
+    what = "T.get_warp_group_idx"
+    ctx = _kernel(what)
+    if warps_per_group is not None and warp_size is None:
+        raise frontend_error(
+            f"{what} needs warp_size when warps_per_group is given: {what}(32, {warps_per_group!r})"
+        )
+    size = _warp_size(what, warp_size)
+    group = 4
+    if warps_per_group is not None:
+        group = _int_arg(what, "warps_per_group", warps_per_group, "a positive integer")
+        if isinstance(group, int) and group <= 0:
+            raise frontend_error(f"{what} warps_per_group must be a positive integer, got {group}")
+    return _linear_thread_index(ctx) // (size * group)
+
+
+# ---- shuffles
+
+
+def _shuffle(what, fn, value, lane_arg, lane_name, width, mask, check_lane):
+    _collective(what)
+    v = _shuffled_value(what, value)
+    lane = check_lane(what, lane_name, lane_arg)
+    args = [_mask(what, mask), v, lane, _width(what, width)]
+    return _C.call_extern(v.dtype, f"tl::{fn}", args)
+
+
+def _any_int(what, name, x):
+    return _int_arg(what, name, x, "an integer lane index")
+
+
+def shfl_xor(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+    """`value` of lane (lane ^ delta): the butterfly step of a warp reduction. Within
+    groups of `width` lanes, a lane whose partner lies in a later group keeps its value."""
+    return _shuffle("T.shfl_xor", "shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset)
+
+
+def shfl_down(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+    """`value` of lane (lane + delta) of the same group of `width` lanes; the last
+    `delta` lanes of each group keep their own."""
+    return _shuffle(
+        "T.shfl_down", "shfl_down_sync", value, delta, "delta", width, mask, _lane_offset
+    )
+
+
+def shfl_up(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+    """`value` of lane (lane - delta) of the same group of `width` lanes; the first
+    `delta` lanes of each group keep their own."""
+    return _shuffle("T.shfl_up", "shfl_up_sync", value, delta, "delta", width, mask, _lane_offset)
+
+
+def shfl_sync(value, srcLane, width=WARP_SIZE, mask=FULL_MASK):
+    """`value` of lane srcLane (modulo `width`) of the caller's group of `width` lanes."""
+    return _shuffle("T.shfl_sync", "shfl_sync", value, srcLane, "srcLane", width, mask, _any_int)
+
+
+# ---- votes
+
+
+def _present_lanes(ctx, ballot):
+    """`ballot` limited to the lanes that exist when the block ends with a partial warp.
+    The GPU never sets the other bits; on the cpu target, a kernel that reads no thread
+    index runs its block on one executor, which stands for all 32 lanes."""
+    n = 1
+    for extent in ctx.kernel_extents[1]:
+        n *= extent
+    if n % WARP_SIZE == 0:
+        return ballot
+    partial = _C.const((1 << (n % WARP_SIZE)) - 1, "uint64")
+    if n < WARP_SIZE:
+        return ballot & partial
+    last = _linear_thread_index(ctx) // WARP_SIZE == n // WARP_SIZE
+    return ballot & _C.select(last, partial, _C.const(FULL_MASK, "uint64"))
+
+
+def ballot_sync(predicate, mask=FULL_MASK):
+    """A uint64 with bit l set when lane l is in `mask` and its predicate holds."""
+    what = "T.ballot_sync"
+    ctx = _collective(what)
+    args = [_mask(what, mask), _predicate(what, predicate)]
+    return _present_lanes(ctx, _C.call_extern("uint64", "tl::ballot_sync", args))
+
+
+def ballot(predicate):
+    """T.ballot_sync over the whole warp: bit l set when lane l's predicate holds (uint64)."""
+    what = "T.ballot"
+    ctx = _collective(what)
+    call = _C.call_extern("uint64", "tl::ballot", [_predicate(what, predicate)])
+    return _present_lanes(ctx, call)
+
+
+def any_sync(predicate, mask=FULL_MASK):
+    """1 when the predicate holds on some lane of `mask`, else 0 (int32)."""
+    what = "T.any_sync"
+    _collective(what)
+    args = [_mask(what, mask), _predicate(what, predicate)]
+    return _C.call_extern("int32", "tl::any_sync", args)
+
+
+def all_sync(predicate, mask=FULL_MASK):
+    """1 when the predicate holds on every lane of `mask`, else 0 (int32)."""
+    what = "T.all_sync"
+    _collective(what)
+    args = [_mask(what, mask), _predicate(what, predicate)]
+    return _C.call_extern("int32", "tl::all_sync", args)
+
+
+def activemask():
+    """The lanes of the caller's warp that take part (uint64). Every thread of the block
+    must reach warp-level calls together here, so: the lanes that exist."""
+    ctx = _collective("T.activemask")
+    return _present_lanes(ctx, _C.call_extern("uint64", "tl::activemask", []))
+
+
+def sync_warp(mask=None):
+    """A barrier for the lanes of a warp (`__syncwarp`): shared-memory writes made
+    before it by a lane are visible after it to the lanes in `mask`."""
+    what = "T.sync_warp"
+    ctx = _collective(what)
+    args = [] if mask is None else [_mask(what, mask)]
+    ctx.builder.evaluate(_C.call_extern("void", "tl::sync_warp", args))
+
+
+__all__ = [
+    "activemask",
+    "all_sync",
+    "any_sync",
+    "ballot",
+    "ballot_sync",
+    "get_lane_idx",
+    "get_warp_group_idx",
+    "get_warp_idx",
+    "get_warp_idx_sync",
+    "shfl_down",
+    "shfl_sync",
+    "shfl_up",
+    "shfl_xor",
+    "sync_warp",
+]
