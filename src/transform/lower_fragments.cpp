@@ -888,22 +888,37 @@ class Lowerer : public IRMutator {
   }
 
   // T.atomic_<kind>(dst region, register fragment): each thread updates the
-  // elements it holds.
+  // elements it holds. Adds of runs of consecutive registers into global memory of
+  // the same dtype go 2 or 4 at a time (tl::atomic_add_vec: one vector reduction
+  // where the GPU has one), under the same alignment rules as vector copies.
   Stmt lower_atomic(const TileOpNode* op) {
     const BufferRegion d = mutate_region(op->regions[0]);
     const BufferRegion& v = op->regions[1];
     const FragmentLayoutPtr& l = layout(v.buffer);
-    Var k("k", dtype::Int32);
-    std::vector<Expr> di = paired_index(v, d, l->logical(t_, k));
-    Expr ok = logical_and(l->valid(t_, k), d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true));
-    std::string fn =
-        str_cat("tl::atomic_", attr_string(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
-    Expr value = cast(d.buffer->dtype, buffer_load(reg(v.buffer), {k}));
-    Stmt st = evaluate(
-        call_extern(dtype::Void, fn, {call(Intrinsic::AddressOf, {buffer_load(d.buffer, di, op->span)}), value}),
-        op->span);
+    std::string kind = attr_string(op->attrs, "kind");
+    int64_t order = attr_int(op->attrs, "memory_order", 0);
+    int64_t w = 1;
+    DataType t = d.buffer->dtype;
+    if (kind == "add" && d.buffer->scope == Scope::Global && v.buffer->dtype == t &&
+        !is_const_one(v.ranges.back().extent) && (t == dtype::Float32 || t == dtype::Float16 || t == dtype::BFloat16))
+      w = std::min<int64_t>(vector_width(d, l->run(), elem_bytes(t)), t == dtype::Float32 ? 4 : 2);
+    Var r("r", dtype::Int32);
+    Expr k0 = mul(r, int_imm(w));
+    std::vector<Expr> di = paired_index(v, d, l->logical(t_, k0));
+    Expr ok =
+        logical_and(l->valid(t_, k0), d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true));
+    Expr dst = call(Intrinsic::AddressOf, {buffer_load(d.buffer, di, op->span)});
+    Stmt st;
+    if (w > 1) {
+      Expr src = call(Intrinsic::AddressOf, {buffer_load(reg(v.buffer), {k0})});
+      st =
+          evaluate(call_extern(dtype::Void, str_cat("tl::atomic_add_vec<", w, ", ", order, ">"), {dst, src}), op->span);
+    } else {
+      Expr value = cast(t, buffer_load(reg(v.buffer), {k0}));
+      st = evaluate(call_extern(dtype::Void, str_cat("tl::atomic_", kind, "<", order, ">"), {dst, value}), op->span);
+    }
     if (!is_const_true(ok)) st = if_then_else(ok, st);
-    return for_loop(k, int_imm(0), int_imm(l->local_size()), ForKind::Unrolled, st, {}, op->span);
+    return for_loop(r, int_imm(0), int_imm(l->local_size() / w), ForKind::Unrolled, st, {}, op->span);
   }
 
   Stmt lower_fill(const TileOpNode* op) {

@@ -68,3 +68,30 @@ def test_two_dim_loop_with_broadcast_row_vector():
     np.testing.assert_allclose(
         kernel(x, w, 0.5).astype(np.float32), ref.astype(np.float32), rtol=1e-3, atol=1e-3
     )
+
+
+def fragment_atomic_add(M, N, dtype):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 32), 3, threads=128) as (bx, by, bz):
+            F = T.alloc_fragment((32, 64), dtype)
+            T.copy(A[by * 32, bx * 64], F)
+            for i, j in T.Parallel(32, 64):
+                F[i, j] = F[i, j] * (bz + 1)
+            T.atomic_add(C[by * 32, bx * 64], F)
+
+    return main
+
+
+@pytest.mark.parametrize("dtype, width", [("float32", 4), ("float16", 2)])
+def test_region_atomic_adds_of_a_fragment_go_in_vectors(dtype, width):
+    # Three blocks add A, 2A and 3A into every element: C = 6A. The last tile hangs
+    # over the end of C (100 rows), so its vectors are guarded like a copy's.
+    M, N = 100, 128
+    kernel = tilelang.compile(fragment_atomic_add(M, N, dtype), target=EMU)
+    assert f"tl::atomic_add_vec<{width}, 0>" in kernel.get_kernel_source()
+    rng = np.random.default_rng(3)
+    a = rng.integers(-8, 9, (M, N)).astype(dtype)  # whole numbers: exact in any order
+    c = np.zeros((M, N), dtype)
+    kernel(a, c)
+    np.testing.assert_array_equal(c, 6 * a)
