@@ -38,20 +38,26 @@ needs_nvrtc = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def emu(tmp_path_factory):
-    """The test kernels built for the CPU against the emulation shims."""
-    lib = tmp_path_factory.mktemp("sm80") / "kernels.so"
+def build_emulated(tmp_path_factory, kernels, name):
+    """A file of test kernels built for the CPU against the emulation shims (the
+    device-block tests of sm_80, wgmma and TMA share this)."""
+    lib = tmp_path_factory.mktemp(name) / "kernels.so"
     cxx = os.environ.get("TILELANG_CXX") or os.environ.get("CXX") or "c++"
     # -O0: a third of -O1's compile time, and the runs stay well under a second each.
     flags = ["-std=c++17", "-O0", "-fPIC", "-shared", "-w", "-x", "c++"]
     flags += ["-include", str(DEVICE / "emu" / "cuda_emu.h")]
     flags += [f"-I{DEVICE / 'cuda'}", f"-I{DEVICE / 'cpu'}"]
     out = subprocess.run(
-        [cxx, *flags, str(KERNELS), "-o", str(lib)], capture_output=True, text=True, check=False
+        [cxx, *flags, str(kernels), "-o", str(lib)], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stderr
     return ctypes.CDLL(str(lib))
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    """The test kernels built for the CPU against the emulation shims."""
+    return build_emulated(tmp_path_factory, KERNELS, "sm80")
 
 
 def take_failure(lib):
@@ -464,8 +470,8 @@ def test_race_detector_sees_the_helpers(emu, kind, words):
 
 
 def nvrtc_compile(arch, source=None, want_ptx=False):
-    """(success, log) of compiling the test kernels (or `source`) for `arch` with
-    ptxas -v; with want_ptx, (success, log, ptx) for a virtual arch (compute_XX)."""
+    """(success, log) of compiling the test kernels (or `source`) for `arch` (ptxas -v
+    for a real arch sm_XX); with want_ptx, (success, log, ptx)."""
     lib = ctypes.CDLL(next(name for name in NVRTC_NAMES if _loadable(name)))
     prog = ctypes.c_void_p()
     source = KERNELS.read_bytes() if source is None else source.encode()
@@ -474,7 +480,7 @@ def nvrtc_compile(arch, source=None, want_ptx=False):
         == 0
     )
     opts = [f"--gpu-architecture={arch}", f"-I{DEVICE / 'cuda'}", "--std=c++17", "-default-device"]
-    if not want_ptx:
+    if arch.startswith("sm_"):
         opts.append("--ptxas-options=-v")
     argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
     rc = lib.nvrtcCompileProgram(prog, len(opts), argv)

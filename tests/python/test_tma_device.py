@@ -11,16 +11,14 @@ tests on the GPU with maps from the driver."""
 
 import concurrent.futures
 import ctypes
-import os
 import pathlib
 import re
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
-from test_device_sm80 import DEVICE, needs_nvrtc, nvrtc_compile, take_failure
+from test_device_sm80 import build_emulated, needs_nvrtc, nvrtc_compile, take_failure
 
 HERE = pathlib.Path(__file__).parent
 KERNELS = HERE / "tma_kernels.cu"
@@ -82,16 +80,7 @@ def box_reference(tensor, coords, box, elem_strides=()):
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
     """The test kernels built for the CPU against the emulation shims."""
-    lib = tmp_path_factory.mktemp("tma") / "kernels.so"
-    cxx = os.environ.get("TILELANG_CXX") or os.environ.get("CXX") or "c++"
-    flags = ["-std=c++17", "-O0", "-fPIC", "-shared", "-w", "-x", "c++"]
-    flags += ["-include", str(DEVICE / "emu" / "cuda_emu.h")]
-    flags += [f"-I{DEVICE / 'cuda'}", f"-I{DEVICE / 'cpu'}"]
-    out = subprocess.run(
-        [cxx, *flags, str(KERNELS), "-o", str(lib)], capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    return ctypes.CDLL(str(lib))
+    return build_emulated(tmp_path_factory, KERNELS, "tma")
 
 
 def launch(lib, entry, tensor, map_kw, args, buf, map_bytes=None):

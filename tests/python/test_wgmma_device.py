@@ -6,16 +6,13 @@ file compiles with NVRTC for sm_90a into HGMMA code with the accumulators in
 registers, and compiling a wgmma gemm for sm_90 stops at a static_assert naming
 sm_90a. tests/gpu/test_wgmma_gpu.py runs the same tests on an H100/H200."""
 
-import ctypes
-import os
 import pathlib
 import re
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
-from test_device_sm80 import DEVICE, NVRTC_NAMES, _loadable, launch, needs_nvrtc
+from test_device_sm80 import build_emulated, launch, needs_nvrtc, nvrtc_compile
 
 HERE = pathlib.Path(__file__).parent
 KERNELS = HERE / "wgmma_kernels.cu"
@@ -26,16 +23,7 @@ NP_DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
     """The test kernels built for the CPU against the emulation shims."""
-    lib = tmp_path_factory.mktemp("wgmma") / "kernels.so"
-    cxx = os.environ.get("TILELANG_CXX") or os.environ.get("CXX") or "c++"
-    flags = ["-std=c++17", "-O0", "-fPIC", "-shared", "-w", "-x", "c++"]
-    flags += ["-include", str(DEVICE / "emu" / "cuda_emu.h")]
-    flags += [f"-I{DEVICE / 'cuda'}", f"-I{DEVICE / 'cpu'}"]
-    out = subprocess.run(
-        [cxx, *flags, str(KERNELS), "-o", str(lib)], capture_output=True, text=True, check=False
-    )
-    assert out.returncode == 0, out.stderr
-    return ctypes.CDLL(str(lib))
+    return build_emulated(tmp_path_factory, KERNELS, "wgmma")
 
 
 @pytest.fixture(scope="module")
@@ -157,33 +145,9 @@ def test_wgmma_rs_matches_numpy(run, dtype, shape, tb):
 # ---- NVRTC
 
 
-def nvrtc_compile(arch, source):
-    """(success, log, ptx) of compiling `source` for `arch` (ptxas -v for sm_XX)."""
-    lib = ctypes.CDLL(next(name for name in NVRTC_NAMES if _loadable(name)))
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"k.cu", 0, None, None) == 0
-    opts = [f"--gpu-architecture={arch}", f"-I{DEVICE / 'cuda'}", "--std=c++17", "-default-device"]
-    if arch.startswith("sm_"):
-        opts.append("--ptxas-options=-v")
-    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-    rc = lib.nvrtcCompileProgram(prog, len(opts), argv)
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    log = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    ptx = ""
-    if rc == 0:
-        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-        text = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetPTX(prog, text)
-        ptx = text.value.decode()
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return rc == 0, log.value.decode(), ptx
-
-
 @needs_nvrtc
 def test_kernels_compile_for_sm90a_with_accumulators_in_registers():
-    ok, log, ptx = nvrtc_compile("sm_90a", KERNELS.read_text())
+    ok, log, ptx = nvrtc_compile("sm_90a", KERNELS.read_text(), want_ptx=True)
     assert ok, log
     for shape in ("m64n64k16.f32.f16.f16", "m64n128k16.f32.bf16.bf16", "m64n256k16", "m64n16k16"):
         assert f"wgmma.mma_async.sync.aligned.{shape}" in ptx, shape
@@ -213,8 +177,8 @@ extern "C" __global__ void __launch_bounds__(128) one_gemm(float* out) {
 
 @needs_nvrtc
 def test_wgmma_needs_sm90a():
-    ok, log, ptx = nvrtc_compile("sm_90a", ONE_GEMM)
+    ok, log, ptx = nvrtc_compile("sm_90a", ONE_GEMM, want_ptx=True)
     assert ok and "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in ptx, log
-    ok, log, _ = nvrtc_compile("sm_90", ONE_GEMM)
+    ok, log = nvrtc_compile("sm_90", ONE_GEMM)
     assert not ok, "a wgmma gemm compiled for sm_90"
     assert "wgmma needs sm_90a" in log, log
