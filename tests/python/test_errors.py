@@ -279,3 +279,25 @@ def test_wrong_kernel_arguments(grid, threads, message):
                 A[0] = 1.0
 
     assert str(info.value).startswith(f"{HERE}:{line_of('MARK-kernel')}: {message}")
+
+
+def test_names_that_are_keywords_of_a_dialect_are_renamed():
+    # A convolution's weight is often called `kernel` (an MSL keyword); FlashAttention
+    # backward's dO tile `do` (a C++ keyword). Every target compiles them.
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(kernel: T.Tensor((64,), "float32"), half: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            do = T.alloc_shared((64,), "float32")
+            T.copy(kernel, do)
+            for i in T.Parallel(64):
+                half[i] = do[i] * 2
+
+    a = np.arange(64, dtype=np.float32)
+    for target in ("cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"):
+        out = np.zeros(64, np.float32)
+        tilelang.compile(main, target=target)(a, out)
+        np.testing.assert_array_equal(out, a * 2, err_msg=target)

@@ -1,0 +1,290 @@
+"""DeepSeek multi-head latent attention (MLA), decode step.
+
+In MLA every query head attends to one shared latent KV cache: keys are the
+latent vector c (dv = 512 wide) concatenated with a small rotary part k_pe
+(dpe = 64), and values are c itself. For one new token per sequence:
+
+    scores[h, t] = (q[h, :dv] . KV[t] + q[h, dv:] . K_pe[t]) / sqrt(dv + dpe)
+    out[h]       = softmax_t(scores[h]) @ KV
+
+Shapes: q [batch, h_q, dv + dpe], KV [batch, seqlen_kv, 1, dv],
+K_pe [batch, seqlen_kv, 1, dpe] (h_kv = 1), out [batch, h_q, dv].
+
+Because all heads share the cache, one block takes block_H heads of one
+sequence: the heads become the M dimension of the gemms, so a decode step still
+runs on tensor cores. The block streams the cache in block_N-token tiles with
+T.Pipelined; the score tile is two gemms into the same fragment (the latent part
+and the rotary part, both with transpose_B=True), followed by the online softmax
+of FlashAttention (running max with T.reduce_max(clear=False), rescale with
+exp2) and acc_o += P @ KV, reusing the KV tile already in shared memory as V.
+
+With num_split > 1 the cache is also cut into num_split slices (split-KV, for
+batches too small to fill the GPU): each block writes its slice's partial output
+and log-sum-exp, and a second kernel merges the slices with their softmax weights.
+
+The default tiles are small (16 heads, 64 tokens, 4 warps): the compiler cannot yet
+give the per-head vectors one register layout that serves both the (block_H,
+block_N) score tile and the (block_H, dv) output, so it keeps this kernel's
+fragments in shared memory, where a (64, 512) float32 accumulator would not fit.
+"""
+
+import math
+
+import numpy as np
+import tilelang
+import tilelang.language as T
+
+LOG2E = math.log2(math.e)
+
+
+def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype):
+    """A macro: the online-softmax attention of block_H heads of sequence bz over the
+    cache tiles first_tile .. first_tile + num_tiles - 1. It leaves the unnormalized
+    output in acc_o, the row sums in logsum and the running maximum (of the raw
+    scores) in scores_max."""
+    accum_dtype = "float32"
+    scale = (1.0 / (dv + dpe)) ** 0.5 * LOG2E
+
+    @T.macro
+    def attend(q, KV, K_pe, hx, bz, first_tile, num_tiles, acc_o, logsum, scores_max):
+        Q_shared = T.alloc_shared((block_H, dv), dtype)
+        Q_pe_shared = T.alloc_shared((block_H, dpe), dtype)
+        KV_shared = T.alloc_shared((block_N, dv), dtype)
+        K_pe_shared = T.alloc_shared((block_N, dpe), dtype)
+        S_shared = T.alloc_shared((block_H, block_N), dtype)
+        acc_s = T.alloc_fragment((block_H, block_N), accum_dtype)
+        scores_max_prev = T.alloc_fragment((block_H,), accum_dtype)
+        scores_scale = T.alloc_fragment((block_H,), accum_dtype)
+        scores_sum = T.alloc_fragment((block_H,), accum_dtype)
+
+        heads_0 = hx * block_H
+        T.copy(q[bz, heads_0 : heads_0 + block_H, 0:dv], Q_shared)
+        T.copy(q[bz, heads_0 : heads_0 + block_H, dv : dv + dpe], Q_pe_shared)
+        T.fill(acc_o, 0)
+        T.fill(logsum, 0)
+        T.fill(scores_max, -T.infinity(accum_dtype))
+
+        for t in T.Pipelined(num_tiles, num_stages=num_stages):
+            k = first_tile + t
+            T.copy(KV[bz, k * block_N : (k + 1) * block_N, 0, :], KV_shared)
+            T.copy(K_pe[bz, k * block_N : (k + 1) * block_N, 0, :], K_pe_shared)
+            # Tokens past the end of the cache score -inf; the gemms add on top.
+            for i, j in T.Parallel(block_H, block_N):
+                acc_s[i, j] = T.if_then_else(
+                    k * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype)
+                )
+            T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
+            T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
+
+            T.copy(scores_max, scores_max_prev)
+            T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+            # Rows that have seen only tokens past the end keep max = -inf: measure
+            # from 0 instead, so that exp2 never computes -inf - (-inf).
+            for i in T.Parallel(block_H):
+                scores_max[i] = T.if_then_else(
+                    scores_max[i] == -T.infinity(accum_dtype), 0, scores_max[i]
+                )
+            for i in T.Parallel(block_H):
+                scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+            for i, j in T.Parallel(block_H, block_N):
+                acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+            T.reduce_sum(acc_s, scores_sum, dim=1)
+            for i in T.Parallel(block_H):
+                logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+            T.copy(acc_s, S_shared)
+
+            # P @ V with V = the latent tile already in shared memory. P goes through
+            # shared memory so that the warps can split the wide dv over N (FullCol).
+            for i, j in T.Parallel(block_H, dv):
+                acc_o[i, j] *= scores_scale[i]
+            T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+
+    return attend
+
+
+@tilelang.jit(out_idx=[-1])
+def mla_decode(
+    batch,
+    heads,
+    seqlen_kv,
+    dv=512,
+    dpe=64,
+    block_H=16,
+    block_N=64,
+    num_stages=1,
+    threads=128,
+    dtype="float16",
+):
+    """One pass over the whole cache per block (no split)."""
+    accum_dtype = "float32"
+    attend = attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype)
+
+    @T.prim_func
+    def decode(
+        q: T.Tensor((batch, heads, dv + dpe), dtype),
+        KV: T.Tensor((batch, seqlen_kv, 1, dv), dtype),
+        K_pe: T.Tensor((batch, seqlen_kv, 1, dpe), dtype),
+        Output: T.Tensor((batch, heads, dv), dtype),
+    ):
+        with T.Kernel(T.ceildiv(heads, block_H), batch, threads=threads) as (hx, bz):
+            acc_o = T.alloc_fragment((block_H, dv), accum_dtype)
+            logsum = T.alloc_fragment((block_H,), accum_dtype)
+            scores_max = T.alloc_fragment((block_H,), accum_dtype)
+            attend(q, KV, K_pe, hx, bz, 0, T.ceildiv(seqlen_kv, block_N), acc_o, logsum, scores_max)
+            for i, j in T.Parallel(block_H, dv):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, Output[bz, hx * block_H : (hx + 1) * block_H, :])
+
+    return decode
+
+
+@tilelang.jit(out_idx=[-2, -1])
+def mla_decode_partial(
+    batch,
+    heads,
+    seqlen_kv,
+    num_split,
+    dv=512,
+    dpe=64,
+    block_H=16,
+    block_N=64,
+    num_stages=1,
+    threads=128,
+    dtype="float16",
+):
+    """Split-KV, first kernel: block (hx, bz, sz) attends over slice sz of the cache and
+    writes the slice's normalized output (float32) and its log2-sum-exp."""
+    accum_dtype = "float32"
+    scale = (1.0 / (dv + dpe)) ** 0.5 * LOG2E
+    tiles_per_split = T.ceildiv(T.ceildiv(seqlen_kv, block_N), num_split)
+    attend = attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype)
+
+    @T.prim_func
+    def decode_partial(
+        q: T.Tensor((batch, heads, dv + dpe), dtype),
+        KV: T.Tensor((batch, seqlen_kv, 1, dv), dtype),
+        K_pe: T.Tensor((batch, seqlen_kv, 1, dpe), dtype),
+        Partial: T.Tensor((batch, heads, num_split, dv), accum_dtype),
+        Lse: T.Tensor((batch, heads, num_split), accum_dtype),
+    ):
+        with T.Kernel(T.ceildiv(heads, block_H), batch, num_split, threads=threads) as (
+            hx,
+            bz,
+            sz,
+        ):
+            acc_o = T.alloc_fragment((block_H, dv), accum_dtype)
+            logsum = T.alloc_fragment((block_H,), accum_dtype)
+            scores_max = T.alloc_fragment((block_H,), accum_dtype)
+            attend(
+                q,
+                KV,
+                K_pe,
+                hx,
+                bz,
+                sz * tiles_per_split,
+                tiles_per_split,
+                acc_o,
+                logsum,
+                scores_max,
+            )
+            # A slice with no token (all past the end) has logsum 0 and gets weight 0.
+            for i, j in T.Parallel(block_H, dv):
+                acc_o[i, j] /= T.if_then_else(logsum[i] > 0, logsum[i], 1)
+            for i in T.Parallel(block_H):
+                logsum[i] = T.if_then_else(
+                    logsum[i] > 0,
+                    T.log2(logsum[i]) + scores_max[i] * scale,
+                    -T.infinity(accum_dtype),
+                )
+            T.copy(acc_o, Partial[bz, hx * block_H : (hx + 1) * block_H, sz, :])
+            T.copy(logsum, Lse[bz, hx * block_H : (hx + 1) * block_H, sz])
+
+    return decode_partial
+
+
+@tilelang.jit(out_idx=[-1])
+def mla_combine(batch, heads, num_split, dv=512, block_H=16, threads=128, dtype="float16"):
+    """Split-KV, second kernel: out = sum_s w_s * partial_s with w_s = 2^(lse_s - lse)
+    and lse = log2 sum_s 2^lse_s (computed from the largest lse_s, so nothing overflows)."""
+    accum_dtype = "float32"
+
+    @T.prim_func
+    def combine(
+        Partial: T.Tensor((batch, heads, num_split, dv), accum_dtype),
+        Lse: T.Tensor((batch, heads, num_split), accum_dtype),
+        Output: T.Tensor((batch, heads, dv), dtype),
+    ):
+        with T.Kernel(T.ceildiv(heads, block_H), batch, threads=threads) as (hx, bz):
+            weights = T.alloc_shared((block_H, num_split), accum_dtype)
+            lse_max = T.alloc_fragment((block_H,), accum_dtype)
+            total = T.alloc_fragment((block_H,), accum_dtype)
+            part = T.alloc_fragment((block_H, dv), accum_dtype)
+            acc_o = T.alloc_fragment((block_H, dv), accum_dtype)
+            heads_0 = hx * block_H
+            T.copy(Lse[bz, heads_0 : heads_0 + block_H, :], weights)
+            T.reduce_max(weights, lse_max, dim=1)
+            for i, s in T.Parallel(block_H, num_split):
+                weights[i, s] = T.exp2(weights[i, s] - lse_max[i])
+            T.reduce_sum(weights, total, dim=1)
+            T.fill(acc_o, 0)
+            for s in T.serial(num_split):
+                T.copy(Partial[bz, heads_0 : heads_0 + block_H, s, :], part)
+                for i, j in T.Parallel(block_H, dv):
+                    acc_o[i, j] += part[i, j] * (weights[i, s] / total[i])
+            T.copy(acc_o, Output[bz, heads_0 : heads_0 + block_H, :])
+
+    return combine
+
+
+def mla_decode_splitkv(q, kv, k_pe, num_split, block_H=16, block_N=64, threads=128):
+    """Split-KV MLA decode: the partial kernel, then the combine kernel."""
+    batch, heads, d = q.shape
+    seqlen_kv, dv = kv.shape[1], kv.shape[3]
+    dims = {"dv": dv, "block_H": block_H, "threads": threads}
+    partial, lse = mla_decode_partial(
+        batch, heads, seqlen_kv, num_split, dpe=d - dv, block_N=block_N, **dims
+    )(q, kv, k_pe)
+    return mla_combine(batch, heads, num_split, **dims)(partial, lse)
+
+
+def reference(q, kv, k_pe, dv):
+    """float64 MLA decode."""
+    q, kv, k_pe = (t.astype(np.float64) for t in (q, kv, k_pe))
+    keys = np.concatenate([kv[:, :, 0], k_pe[:, :, 0]], axis=-1)  # [b, t, dv + dpe]
+    scores = np.einsum("bhd,btd->bht", q, keys) / math.sqrt(q.shape[-1])
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs = scores / scores.sum(axis=-1, keepdims=True)
+    return np.einsum("bht,btd->bhd", probs, kv[:, :, 0, :dv])
+
+
+def inputs(batch, heads, seqlen_kv, dv, dpe, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batch, heads, dv + dpe)).astype(np.float16)
+    kv = rng.standard_normal((batch, seqlen_kv, 1, dv)).astype(np.float16)
+    k_pe = rng.standard_normal((batch, seqlen_kv, 1, dpe)).astype(np.float16)
+    return q, kv, k_pe
+
+
+def main():
+    # DeepSeek's head dims (dv = 512, dpe = 64) with a small batch, head count and cache.
+    batch, heads, seqlen_kv, dv, dpe = 2, 16, 100, 512, 64
+    q, kv, k_pe = inputs(batch, heads, seqlen_kv, dv, dpe)
+    ref = reference(q, kv, k_pe, dv)
+    tiles = {"block_H": 16, "block_N": 64, "threads": 128}
+    runs = (
+        ("one pass", lambda: mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)),
+        # 2 tiles of 64 tokens over 3 slices: the last slice is empty.
+        ("split-KV x3", lambda: mla_decode_splitkv(q, kv, k_pe, 3, **tiles)),
+    )
+    for name, run in runs:
+        out = run()
+        np.testing.assert_allclose(out.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+        err = float(np.abs(out - ref).max())
+        print(
+            f"mla decode ({name}): batch={batch} h_q={heads} h_kv=1 seqlen_kv={seqlen_kv} "
+            f"dv={dv} dpe={dpe} float16 matches numpy (max abs err {err:.3g})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Issue 8's examples on the GPU at sizes past the CPU tests', against torch: the fp8
+GEMM against torch._scaled_mm, FlashAttention backward against autograd through
+attention in float32, MLA decode (one pass and split-KV) and the int4 dequantized
+GEMM against float32 torch. The kernels are the examples' own, compiled for the
+present GPU ("cuda")."""
+
+import importlib.util
+import math
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+EXAMPLES = pathlib.Path(__file__).parents[2] / "examples"
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(f"hopper_gpu_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def on_cuda(monkeypatch):
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cuda")
+    torch.manual_seed(0)
+
+
+def relative_error(got, ref):
+    return float((got.double() - ref.double()).abs().max() / ref.double().abs().max())
+
+
+def fp8_per_tensor(x):
+    scale = x.abs().max().float() / 448.0
+    return (x / scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale.reshape(1)
+
+
+@pytest.mark.parametrize("M, N, K", [(2048, 2048, 2048), (1000, 1040, 1024)])
+def test_fp8_gemm_matches_scaled_mm(M, N, K):
+    fp8 = load_example("fp8_gemm")
+    a, scale_a = fp8_per_tensor(torch.randn(M, K, device="cuda") * 3)
+    b, scale_b = fp8_per_tensor(torch.randn(N, K, device="cuda") * 0.2)
+    kernel = fp8.fp8_scaled_mm(
+        M, N, K, "float16", block_M=128, block_N=128, block_K=64, threads=256
+    )
+    c = kernel(a, b, scale_a, scale_b)
+    # The exact product of the fp8 values; tensor cores add with about 2^-9 of
+    # sum |a.b| of error, and the float16 output rounds once more.
+    ad, bd = a.double(), b.double()
+    scale = float(scale_a) * float(scale_b)
+    ref = ad @ bd.T * scale
+    bound = 2.0**-9 * (ad.abs() @ bd.abs().T) * scale + 2.0**-11 * ref.abs()
+    assert bool(((c.double() - ref).abs() <= bound).all()), relative_error(c, ref)
+    if M % 16 == 0 and N % 16 == 0:
+        theirs = torch._scaled_mm(a, b.T, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
+        assert relative_error(c, theirs) < 2e-3
+
+
+def attention_forward(q, k, v, is_causal):
+    """float32 (O, lse [b, h, s]) of [b, s, h, d] inputs, and the autograd graph's
+    leaves for the backward."""
+    qf, kf, vf = (t.float().transpose(1, 2).requires_grad_() for t in (q, k, v))
+    scores = qf @ kf.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if is_causal:
+        n = q.shape[1]
+        mask = torch.ones(n, n, dtype=torch.bool, device="cuda").tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.softmax(scores, dim=-1) @ vf
+    return out, lse, (qf, kf, vf)
+
+
+@pytest.mark.parametrize("dim", [64, 128])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_backward_matches_autograd(dim, is_causal):
+    fa = load_example("flash_attention_bwd")
+    batch, heads, seq_len = 2, 4, 1000
+    q, k, v, do = (
+        torch.randn(batch, seq_len, heads, dim, device="cuda", dtype=torch.float16)
+        for _ in range(4)
+    )
+    out, lse, leaves = attention_forward(q, k, v, is_causal)
+    out.backward(do.float().transpose(1, 2))
+    refs = [t.grad.transpose(1, 2) for t in leaves]
+    o = out.detach().transpose(1, 2).half().contiguous()
+
+    delta = fa.attention_bwd_preprocess(batch, heads, seq_len, dim)(o, do)
+    dq = torch.zeros(batch, seq_len, heads, dim, device="cuda", dtype=torch.float32)
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    bwd = fa.attention_bwd(batch, heads, seq_len, dim, is_causal)
+    bwd(q, k, v, do, lse.detach().contiguous(), delta, dq, dk, dv)
+    for name, got, ref in zip(("dQ", "dK", "dV"), (dq, dk, dv), refs):
+        assert relative_error(got, ref) < 1e-2, name
+
+
+def mla_reference(q, kv, k_pe, dv):
+    keys = torch.cat([kv[:, :, 0], k_pe[:, :, 0]], dim=-1).float()
+    scores = torch.einsum("bhd,btd->bht", q.float(), keys) / math.sqrt(q.shape[-1])
+    return torch.einsum("bht,btd->bhd", torch.softmax(scores, dim=-1), kv[:, :, 0].float())
+
+
+@pytest.mark.parametrize("num_split", [1, 4])
+def test_mla_decode_matches_torch(num_split):
+    mla = load_example("mla_decode")
+    batch, heads, seqlen_kv, dv, dpe = 4, 128, 2000, 512, 64
+
+    def rand(*shape):
+        return torch.randn(*shape, device="cuda", dtype=torch.float16)
+
+    q, kv, k_pe = (
+        rand(batch, heads, dv + dpe),
+        rand(batch, seqlen_kv, 1, dv),
+        rand(batch, seqlen_kv, 1, dpe),
+    )
+    tiles = {"block_H": 16, "block_N": 64, "threads": 128}
+    if num_split == 1:
+        out = mla.mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)
+    else:
+        out = mla.mla_decode_splitkv(q, kv, k_pe, num_split, **tiles)
+    assert relative_error(out, mla_reference(q, kv, k_pe, dv)) < 1e-2
+
+
+@pytest.mark.parametrize("M", [16, 256])
+def test_int4_gemm_matches_torch(M):
+    dq = load_example("dequant_gemm")
+    N, K, group_size = 4096, 4096, 128
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    w = torch.randint(-8, 8, (N, K), device="cuda", dtype=torch.int8)
+    scales = (torch.rand(N, K // group_size, device="cuda") * 0.1 + 0.01).half()
+    nibbles = (w.to(torch.int16) & 0xF).to(torch.uint8)
+    packed = nibbles[:, 0::2] | (nibbles[:, 1::2] << 4)
+    c = dq.int4_gemm(M, N, K, group_size, "float16")(a, packed.contiguous(), scales)
+    w_deq = w.half() * scales.repeat_interleave(group_size, dim=1)  # rounded as the kernel
+    ref = a.float() @ w_deq.float().T
+    assert relative_error(c, ref) < 2e-3

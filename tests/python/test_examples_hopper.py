@@ -1,0 +1,131 @@
+"""The kernels of issue 8's examples (fp8 GEMM, FlashAttention backward, MLA decode,
+int4 dequantized GEMM), called directly with shapes and settings their main() does
+not use, on the CPU and on the CUDA emulator (the sm_80 CUDA source, run on the
+CPU), against float64 numpy. The examples' own main() runs in test_examples.py,
+test_emulator.py and, compiled for sm_80/sm_90/sm_90a, in
+test_examples_cuda_source.py and test_wgmma_examples.py; tests/gpu/ has the
+bigger shapes against torch."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).parents[2] / "examples"
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(f"hopper_example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def target(request, monkeypatch):
+    """Every @tilelang.jit kernel the test builds compiles for `request.param`. The
+    example is loaded afresh by the test: a @tilelang.jit factory keeps the kernels it
+    built by their arguments alone, whatever the default target was then."""
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True)
+def test_fp8_scaled_mm_with_tails_and_scales(target):
+    fp8_gemm = load_example("fp8_gemm")
+    # 32 x 32 tiles, two K tiles and tails on M and N; large and small scales.
+    M, N, K = 45, 40, 64
+    rng = np.random.default_rng(1)
+    a, scale_a = fp8_gemm.quantize_per_tensor(rng.standard_normal((M, K)).astype(np.float32) * 40)
+    b, scale_b = fp8_gemm.quantize_per_tensor(rng.uniform(-1e-3, 1e-3, (N, K)).astype(np.float32))
+    kernel = fp8_gemm.fp8_scaled_mm(
+        M, N, K, out_dtype="float32", block_M=32, block_N=32, block_K=32, threads=128
+    )
+    assert kernel.target.startswith(target)
+    c = kernel(a, b, scale_a, scale_b)
+    ref, abs_ref = fp8_gemm.reference(a, b, scale_a, scale_b)
+    fp8_gemm.check(c, ref, abs_ref)
+    # The scales are applied: the product of the raw fp8 values is far larger.
+    assert np.abs(c).max() < 1e-2 * np.abs(a.astype(np.float32) @ b.astype(np.float32).T).max()
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True)
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_backward_matches_numpy(target, is_causal):
+    fa_bwd = load_example("flash_attention_bwd")
+    # One key block and two query tiles, the second partly past the end; dim 32.
+    batch, heads, seq_len, dim = 2, 1, 45, 32
+    rng = np.random.default_rng(2)
+    q, k, v, do = (
+        rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(4)
+    )
+    o, lse, probs = fa_bwd.forward_reference(q, k, v, is_causal)
+    grads = fa_bwd.flash_attention_backward(
+        q, k, v, o.astype(np.float16), do, lse.astype(np.float32), is_causal
+    )
+    for name, got, ref in zip(
+        ("dQ", "dK", "dV"), grads, fa_bwd.backward_reference(q, k, v, do, probs)
+    ):
+        np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-2, atol=2e-2, err_msg=name)
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True)
+def test_mla_decode_one_pass_and_split_kv(target):
+    mla = load_example("mla_decode")
+    # Narrow head dims, 32 heads (two head blocks), a cache of 150 tokens: the split
+    # into 4 slices of one 64-token tile leaves the last slice empty.
+    batch, heads, seqlen_kv, dv, dpe = 1, 32, 150, 64, 32
+    q, kv, k_pe = mla.inputs(batch, heads, seqlen_kv, dv, dpe, seed=3)
+    ref = mla.reference(q, kv, k_pe, dv)
+    tiles = {"block_H": 16, "block_N": 64, "threads": 128}
+    one_pass = mla.mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)
+    np.testing.assert_allclose(one_pass.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+    split = mla.mla_decode_splitkv(q, kv, k_pe, 4, **tiles)
+    np.testing.assert_allclose(split.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True)
+def test_int4_gemm_group_128(target):
+    dequant = load_example("dequant_gemm")
+    # Group 128 over two 64-wide K tiles; tails on M and N; float16 output.
+    M, N, K, group_size = 33, 50, 256, 128
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    # Every int4 value, -8 (0x8) included, in random places; positive scales.
+    q = rng.integers(-8, 8, (N, K)).astype(np.int8)
+    scales = rng.uniform(0.01, 0.1, (N, K // group_size)).astype(np.float16)
+    packed = dequant.pack_int4(q)
+    kernel = dequant.int4_gemm(M, N, K, group_size, "float16", block_M=32, block_N=32)
+    c = kernel(a, packed, scales)
+    ref = a.astype(np.float64) @ dequant.dequantize(q, scales, group_size).astype(np.float64).T
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_int4_packing_round_trips():
+    dequant = load_example("dequant_gemm")
+    rng = np.random.default_rng(5)
+    packed, scales, q = dequant.quantize_int4(rng.standard_normal((4, 64)).astype(np.float32), 32)
+    low = (packed & 0xF).astype(np.int8)
+    high = (packed >> 4).astype(np.int8)
+    unpacked = np.empty_like(q)
+    unpacked[:, 0::2] = np.where(low > 7, low - 16, low)
+    unpacked[:, 1::2] = np.where(high > 7, high - 16, high)
+    np.testing.assert_array_equal(unpacked, q)
+    assert scales.shape == (4, 2) and scales.dtype == np.float16
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"K": 200, "group_size": 128}, "K must be a multiple of group_size=128, got K=200"),
+        (
+            {"K": 256, "group_size": 128, "block_K": 96},
+            "block_K must divide group_size or be a multiple of it, got block_K=96",
+        ),
+    ],
+)
+def test_int4_gemm_rejects_bad_groups(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        load_example("dequant_gemm").int4_gemm.get_tir(64, 64, **kwargs)
