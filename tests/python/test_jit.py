@@ -255,3 +255,27 @@ def test_no_memo_while_the_cache_is_off():
     finally:
         tilelang.enable_cache()
     assert tilelang.compile(func, target="cpu") is first
+
+
+def test_jit_factory_builds_anew_when_the_default_target_changes(monkeypatch):
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit
+    def double(n):
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(n):
+                    B[i] = A[i] * 2
+
+        return main
+
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
+    first = double(64)
+    assert double(64) is first  # a hit
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cuda -arch=sm_80 -emulate")
+    second = double(64)
+    assert second is not first and "emulate" in str(second.target)
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
+    assert double(64) is first

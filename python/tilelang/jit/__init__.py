@@ -97,6 +97,16 @@ def _getenv(name):
     return os.environ.get(name)
 
 
+def _environment_key(target, execution_backend):
+    """What resolves target="auto" and execution_backend="auto" besides the arguments:
+    environment variables and the emulation switch."""
+    return (
+        _getenv("TILELANG_DEFAULT_TARGET") if target in (None, "auto") else None,
+        is_emulation_enabled(),
+        _getenv("TILELANG_EXECUTION_BACKEND") if execution_backend in (None, "auto") else None,
+    )
+
+
 def _memo_key(out_idx, execution_backend, target, target_host, pass_configs, compile_flags):
     """Everything besides the PrimFunc that decides the kernel tilelang.compile returns,
     including what resolves target="auto" and execution_backend="auto" (environment
@@ -105,10 +115,8 @@ def _memo_key(out_idx, execution_backend, target, target_host, pass_configs, com
     try:
         key = (
             _frozen(target),
-            _getenv("TILELANG_DEFAULT_TARGET") if target in (None, "auto") else None,
-            is_emulation_enabled(),
             execution_backend,
-            _getenv("TILELANG_EXECUTION_BACKEND") if execution_backend in (None, "auto") else None,
+            _environment_key(target, execution_backend),
             _frozen(out_idx),
             _frozen(pass_configs) if pass_configs else None,
             _frozen(compile_flags.split() if isinstance(compile_flags, str) else compile_flags),
@@ -154,7 +162,10 @@ class LazyJIT:
         self._last_args = None
 
     def __call__(self, *args, **kwargs):
-        key = (freeze(args), freeze(kwargs))
+        # The environment is part of the key: a factory called again after
+        # TILELANG_DEFAULT_TARGET or the emulation switch changed builds anew.
+        env = _environment_key(self.options["target"], self.options["execution_backend"])
+        key = (freeze(args), freeze(kwargs), env)
         kernel = self._cache.get(key)
         if kernel is None:
             kernel = self._cache[key] = self._build(args, kwargs)
