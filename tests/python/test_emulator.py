@@ -253,3 +253,38 @@ def test_the_same_kernel_with_the_barrier_passes():
     kernel = tilelang.compile(rotate(32, with_barrier=True), out_idx=[-1], target=TARGET)
     a = rng.standard_normal(32).astype(np.float32)
     np.testing.assert_array_equal(kernel(a), np.roll(a, -1))
+
+
+@pytest.mark.parametrize("target", [TARGET, "cuda -arch=sm_90a -emulate"])
+def test_a_128_cubed_fp16_gemm_runs_emulated_in_under_5_seconds(target):
+    import time
+
+    import tilelang.language as T
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((128, 128), "float16"),
+        B: T.Tensor((128, 128), "float16"),
+        C: T.Tensor((128, 128), "float32"),
+    ):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_f = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[by * 64, k * 32], A_s)
+                T.copy(B[k * 32, bx * 64], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 64, bx * 64])
+
+    kernel = tilelang.compile(gemm, target=target)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    c = np.zeros((128, 128), np.float32)
+    start = time.perf_counter()
+    kernel(a, b, c)
+    elapsed = time.perf_counter() - start
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert elapsed < 5, f"the emulated 128^3 gemm took {elapsed:.2f} s"
