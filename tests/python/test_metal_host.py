@@ -90,7 +90,16 @@ def test_torch_backend_kernels_skip_the_disk_cache_only_for_themselves(
 
 def test_emulated_metal_kernels_use_the_disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
-    kernel = tilelang.compile(axpb(), target="metal -emulate")
+
+    # A kernel no other test builds: the in-process layer (shared by all cache
+    # directories) must not serve it from an earlier test's entry.
+    @T.prim_func
+    def scale(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                Y[i] = X[i] * 3.25 + 0.0625
+
+    kernel = tilelang.compile(scale, target="metal -emulate")
     assert kernel.kernel.artifact_dir.startswith(str(tmp_path))
     assert tl_cache.stats(str(tmp_path))["entries"] == 1
 

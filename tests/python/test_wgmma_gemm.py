@@ -87,7 +87,8 @@ def test_emulated_wgmma_gemm_matches_numpy(name):
         wgmma_gemm(M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy), target=EMU
     )
     source = kernel.get_kernel_source()
-    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(ta, tb)}>" in source
+    # Pipelined and alone with its accumulator in the loop: kept in flight (Pending = 1).
+    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(ta, tb)}, 1>" in source
     a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
     c = np.zeros_like(c0)
     kernel(a, b, c0, c)
@@ -232,7 +233,7 @@ def test_wgmma_kernels_compile_with_nvrtc_for_sm90a(dtype):
         wgmma_gemm(256, 256, 256, 128, 128, 64, dtype, False, True, 256, 0, stages=3),
         target="cuda -arch=sm_90a",
     )
-    assert "tl::wgmma_gemm_ss<128, 128, 64, 1, 2, false, true>" in kernel.get_kernel_source()
+    assert "tl::wgmma_gemm_ss<128, 128, 64, 1, 2, false, true, 1>" in kernel.get_kernel_source()
     rs = tilelang.compile(attention_like(128, 64, 64, dtype, 256), target="cuda -arch=sm_90a")
     assert "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false>" in rs.get_kernel_source()
 
