@@ -53,10 +53,13 @@ inline void record_failure(const std::string& message);
 
 // ---- race detector: every shared-memory element access (TL_SMEM) is checked
 // against the last write and read of that byte address by another thread since
-// both passed the same number of barriers.
+// both passed the same number of barriers. Metal's simdgroup_barrier orders the
+// 32 lanes of one simdgroup only: two lanes of a simdgroup in the same block epoch
+// are ordered when a simdgroup barrier of theirs lies between the accesses.
 struct Access {
   int thread = -1;
   int epoch = -1;
+  int simd_epoch = 0;           // simdgroup barriers the thread had passed
   const char* where = nullptr;  // "buffer|file:line"
 };
 struct RaceTable {
@@ -87,6 +90,7 @@ struct BlockState {
   std::vector<unsigned char> shared;
   RaceTable races;
   std::vector<AsyncCopies> async_copies;  // by thread rank
+  std::vector<int> simd_epochs;           // by thread rank: simdgroup barriers passed
   uint64_t serial = 0;                    // counts the blocks this OS thread has run
 };
 
@@ -104,6 +108,7 @@ inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int 
   st.races.writes.clear();
   st.races.reads.clear();
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
+  st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
   ++st.serial;
 }
 
@@ -174,10 +179,13 @@ inline T* note_shared(T* p, bool write, const char* where) {
   FiberScheduler* s = current_scheduler();
   if (!s) return p;
   int tid = s->current, epoch = s->barriers[tid];
-  RaceTable& t = block_state().races;
+  BlockState& st = block_state();
+  int simd_epoch = size_t(tid) < st.simd_epochs.size() ? st.simd_epochs[size_t(tid)] : 0;
+  RaceTable& t = st.races;
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   auto conflict = [&](const Access& other, const char* what_other, const char* what_this) {
     if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return;
+    if (other.thread / 32 == tid / 32 && other.simd_epoch != simd_epoch) return;
     auto name_of = [](const char* w) { return std::string(w, strchr(w, '|') ? strchr(w, '|') - w : strlen(w)); };
     // Accesses by device helpers (cp.async, ldmatrix) carry no buffer name: take the other's.
     std::string name = name_of(where);
@@ -190,10 +198,10 @@ inline T* note_shared(T* p, bool write, const char* where) {
   if (write) {
     conflict(t.writes[a], "writes", "writes");
     conflict(t.reads[a], "reads", "writes");
-    t.writes[a] = {tid, epoch, where};
+    t.writes[a] = {tid, epoch, simd_epoch, where};
   } else {
     conflict(t.writes[a], "writes", "reads");
-    t.reads[a] = {tid, epoch, where};
+    t.reads[a] = {tid, epoch, simd_epoch, where};
   }
   return p;
 }

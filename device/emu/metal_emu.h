@@ -290,6 +290,9 @@ inline void threadgroup_barrier(mem_flags = mem_none, tl::emu::Site at = TL_MSL_
 }
 inline void simdgroup_barrier(mem_flags = mem_none, tl::emu::Site at = TL_MSL_SITE("simdgroup_barrier")) {
   tl::emu::simd_exchange(char(0), at);
+  // The race detector's simdgroup epoch (emu_core.h).
+  std::vector<int>& epochs = tl::emu::block_state().simd_epochs;
+  if (size_t(tl::emu::thread_rank()) < epochs.size()) ++epochs[size_t(tl::emu::thread_rank())];
 }
 
 // ---- simdgroup collectives over the active lanes (those at the same call site).

@@ -234,8 +234,9 @@ def rotate(N, with_barrier):
     return main
 
 
-def test_race_detector_reports_a_missing_barrier():
-    kernel = tilelang.compile(rotate(32, with_barrier=False), out_idx=[-1], target=TARGET)
+@pytest.mark.parametrize("target", [TARGET, "metal -emulate"])
+def test_race_detector_reports_a_missing_barrier(target):
+    kernel = tilelang.compile(rotate(32, with_barrier=False), out_idx=[-1], target=target)
     src = pathlib.Path(__file__).read_text().splitlines()
     write_line = next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith("# RACE-WRITE"))
     read_line = next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith("# RACE-READ"))
@@ -249,8 +250,9 @@ def test_race_detector_reports_a_missing_barrier():
     assert "add T.sync_threads()" in message
 
 
-def test_the_same_kernel_with_the_barrier_passes():
-    kernel = tilelang.compile(rotate(32, with_barrier=True), out_idx=[-1], target=TARGET)
+@pytest.mark.parametrize("target", [TARGET, "metal -emulate"])
+def test_the_same_kernel_with_the_barrier_passes(target):
+    kernel = tilelang.compile(rotate(32, with_barrier=True), out_idx=[-1], target=target)
     a = rng.standard_normal(32).astype(np.float32)
     np.testing.assert_array_equal(kernel(a), np.roll(a, -1))
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <limits>
 #include <set>
 
@@ -114,6 +115,9 @@ class CodeGenMetal : public CodeGenC {
     if (helpers_.count(Helper::MppGemm))
       os << "#include <metal_tensor>\n#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>\n";
     os << "using namespace metal;\n\n";
+    if (uses_smem_macro_)
+      os << "#ifndef TL_SMEM  // a threadgroup element; the emulator's race detector records the access\n"
+            "#define TL_SMEM(buf, off, write, where) (buf)[off]\n#endif\n\n";
     for (Helper h : helpers_) os << helper_source(h) << "\n";
     if (!fields.empty()) {
       os << "struct " << args_t << " {\n";
@@ -178,6 +182,18 @@ class CodeGenMetal : public CodeGenC {
   }
 
   std::string alloc_prefix(const Buffer&) override { return ""; }
+
+  // Threadgroup elements go through TL_SMEM: plain indexing for the Metal compiler,
+  // a recorded access under the emulator's race detector (as for CUDA).
+  std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) override {
+    if (!hoisted_.count(b.get())) return CodeGenC::element(b, offset, write, span);
+    uses_smem_macro_ = true;
+    const SourceSpan& at = span.defined() ? span : statement_span_;
+    std::string where = at.defined() ? at.str() : std::string("generated code");
+    std::ostringstream quoted;
+    quoted << std::quoted(b->name + "|" + where);
+    return "TL_SMEM(" + name_of(b) + ", " + offset + ", " + (write ? "1" : "0") + ", " + quoted.str() + ")";
+  }
 
   void emit_kernel_launch(const KernelLaunchNode* op) override {
     // Threadgroup memory: declared once at the top of the kernel, one line each in
@@ -697,6 +713,7 @@ class CodeGenMetal : public CodeGenC {
   bool uses_simdgroup_matrix_ = false;
   std::set<Helper> helpers_;
   std::set<const void*> hoisted_;
+  bool uses_smem_macro_ = false;
 };
 
 }  // namespace
