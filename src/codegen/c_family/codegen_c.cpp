@@ -174,10 +174,21 @@ static const std::unordered_set<std::string>& reserved_words() {
   return words;
 }
 
-std::string CodeGenC::c_ident(const std::string& name) {
+// `name` as a C identifier: other characters become '_', a leading digit gets "v_".
+static std::string sanitized(const std::string& name) {
   std::string s;
   for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v_" + s;
+  return s;
+}
+
+std::string CodeGenC::c_ident(const std::string& name) {
+  return sanitized(name);
+}
+
+// A variable or buffer's name in the generated code: off the reserved words too.
+static std::string local_ident(const std::string& name) {
+  std::string s = sanitized(name);
   if (reserved_words().count(s)) s += "_";
   return s;
 }
@@ -193,10 +204,10 @@ static std::string unique_name(std::unordered_map<const void*, std::string>& nam
 }
 
 std::string CodeGenC::name_of(const VarNode* v) {
-  return unique_name(names_, taken_, v, c_ident(v->name));
+  return unique_name(names_, taken_, v, local_ident(v->name));
 }
 std::string CodeGenC::name_of(const Buffer& b) {
-  return unique_name(names_, taken_, b.get(), c_ident(b->name));
+  return unique_name(names_, taken_, b.get(), local_ident(b->name));
 }
 
 void CodeGenC::line(const std::string& s) {
