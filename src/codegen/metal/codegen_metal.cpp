@@ -510,6 +510,41 @@ class CodeGenMetal : public CodeGenC {
     return "tl_atomic_f" + kind + "((" + space + " atomic_uint*)" + print_expr(op->args[1]) + ", " + v + ")";
   }
 
+  // TileLang's warp-level helpers (python/tilelang/language/warp.py) on a 32-lane
+  // simdgroup. Shuffles take (mask, value, lane or delta, width); CUDA's rules for
+  // widths below 32 (a lane whose source lies outside its group keeps its value)
+  // are kept with select(). Every lane of the threadgroup takes part, so masks
+  // name all lanes and need no code.
+  std::optional<std::string> print_warp_helper(const CallNode* op, const std::string& name) {
+    auto arg = [&](size_t i) { return print_expr(op->args[i]); };
+    const std::string lane = "(tl_thread_rank % 32)";
+    if (name == "tl::shfl_xor_sync" || name == "tl::shfl_down_sync" || name == "tl::shfl_up_sync" ||
+        name == "tl::shfl_sync") {
+      DataType t = op->dtype;
+      if (t.bits() == 64 || t.bits() == 8)
+        throw_user_error(statement_span_, str_cat("T.shfl_* of ", t.name(),
+                                                  " values is not supported on Metal (simd_shuffle moves 16- and "
+                                                  "32-bit values); cast to a 32-bit type first"));
+      // args: the function's name, then mask, value, lane or delta, width.
+      std::string v = arg(2), d = "(ushort)(" + arg(3) + ")", w = "(" + arg(4) + ")";
+      if (name == "tl::shfl_xor_sync")
+        return str_cat("select(", v, ", simd_shuffle_xor(", v, ", ", d, "), ", d, " < ", w, ")");
+      if (name == "tl::shfl_down_sync")
+        return str_cat("select(", v, ", simd_shuffle_down(", v, ", ", d, "), ", lane, " % ", w, " + ", d, " < ", w,
+                       ")");
+      if (name == "tl::shfl_up_sync")
+        return str_cat("select(", v, ", simd_shuffle_up(", v, ", ", d, "), ", lane, " % ", w, " >= ", d, ")");
+      return str_cat("simd_shuffle(", v, ", (ushort)((", lane, " & ~(", w, " - 1)) + (", arg(3), " & (", w, " - 1))))");
+    }
+    if (name == "tl::ballot_sync" || name == "tl::ballot")
+      return str_cat("(ulong)(simd_vote::vote_t)simd_ballot((bool)(", arg(op->args.size() - 1), "))");
+    if (name == "tl::any_sync") return str_cat("(int)simd_any((bool)(", arg(2), "))");
+    if (name == "tl::all_sync") return str_cat("(int)simd_all((bool)(", arg(2), "))");
+    if (name == "tl::activemask") return std::string("(ulong)(simd_vote::vote_t)simd_active_threads_mask()");
+    if (name == "tl::sync_warp") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
+    return std::nullopt;
+  }
+
   std::optional<std::string> print_extern(const CallNode* op) {
     const std::string& name = op->args[0].as<StringImmNode>()->value;
     auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
@@ -527,6 +562,7 @@ class CodeGenMetal : public CodeGenC {
       helpers_.insert(Helper::XorReduce);
       return str_cat("tl_xor_", kind, "(", v, ", ", width, ")");
     }
+    if (auto warp = print_warp_helper(op, name)) return warp;
     if (starts("tl::debug_print")) emit_print(op);
     if (name == "tl::simdgroup_barrier") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
