@@ -96,12 +96,29 @@ void note_build(const PrimFunc& f, const Target& target) {
   }
 }
 
+// meta.txt of a CUDA artifact (emulated too): "entry <name>", "shared_bytes <n>",
+// then one TmaMapSpec record per TMA map the kernel takes.
+void write_meta(const std::string& dir, const CudaSource& src) {
+  std::ofstream out(fs::path(dir) / "meta.txt");
+  out << "entry " << src.entry_name << "\nshared_bytes " << src.shared_bytes << "\n";
+  for (const TmaMapSpec& m : src.tma_maps) out << m.str() << "\n";
+}
+
 std::string read_meta(const fs::path& dir, const std::string& key) {
   std::istringstream in(read_text(dir / "meta.txt"));
-  std::string k, v;
-  while (in >> k >> v)
-    if (k == key) return v;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
   throw std::runtime_error("cache entry has no " + key);
+}
+
+// The signature with the TMA maps of the artifact in `dir` (none when it has no meta.txt).
+KernelSignature with_tma_maps(KernelSignature sig, const fs::path& dir) {
+  std::ifstream in(dir / "meta.txt");
+  if (!in) return sig;
+  sig.tma_maps.clear();
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("tma ", 0) == 0) sig.tma_maps.push_back(TmaMapSpec::parse(line));
+  return sig;
 }
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
@@ -175,9 +192,10 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
                                       "-I" + device_include_dir() + "/cuda"};
     for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
     compile_shared_library((fs::path(dir) / "kernel.cu").string(), (fs::path(dir) / "kernel.so").string(), flags);
+    write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
-    return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cu"),
+    return std::make_shared<CpuKernel>(with_tma_maps(sig, dir), opt.target, read_text(fs::path(dir) / "kernel.cu"),
                                        (fs::path(dir) / "kernel.so").string(), entry);
   };
   return build_cached(opt, key, build_into, load);
@@ -227,13 +245,12 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
     std::vector<char> cubin =
         nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", opt.compile_flags);
     std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
-    std::ofstream(fs::path(dir) / "meta.txt")
-        << "entry " << src.entry_name << "\nshared_bytes " << src.shared_bytes << "\n";
+    write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     std::string cubin = read_text(fs::path(dir) / "kernel.cubin");
     if (cubin.empty()) throw std::runtime_error("empty cubin");
-    return std::make_shared<CudaKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cu"),
+    return std::make_shared<CudaKernel>(with_tma_maps(sig, dir), opt.target, read_text(fs::path(dir) / "kernel.cu"),
                                         std::vector<char>(cubin.begin(), cubin.end()), read_meta(dir, "entry"),
                                         std::stoll(read_meta(dir, "shared_bytes")));
   };
@@ -256,6 +273,8 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
   for (const auto& [k, v] : opt.pass_configs) os << "pass_config " << k << "=" << to_string(v) << "\n";
   for (const std::string& flag : opt.compile_flags) os << "flag " << flag << "\n";
   os << "device headers sha256: " << device_headers_sha256() << "\n";
+  // The kernel ABI: CUDA kernels may take TMA maps after their arguments (meta.txt lists them).
+  if (opt.target.kind == TargetKind::CUDA) os << "kernel abi: tma-maps 1\n";
   os << to_string(f);
   return os.str();
 }
@@ -320,6 +339,8 @@ std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::str
     }
     case TargetKind::CUDA: {
       // Same files as the cache entry build_cuda / build_cuda_emulated write.
+      // The TMA maps: meta.txt lists them for the binary (the signature text does too).
+      sig = with_tma_maps(std::move(sig), dir);
       if (t.emulated) {
         std::string entry = "tl_emu_tl_kernel_" + entry_name(sig.name).substr(std::string("tl_block_").size());
         k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cu"), (dir / "kernel.so").string(),

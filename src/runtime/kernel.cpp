@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/printer.h"
+#include "runtime/tma_launch.h"
 
 namespace tl {
 namespace {
@@ -103,6 +104,13 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << (i ? ", " : "") << sig.params[i].name << (sig.params[i].is_tensor() ? ".data" : "");
   for (const Var& v : sig.dynamic_vars) os << ", " << v.name();
   os << "]\n";
+  for (const TmaMapSpec& m : sig.tma_maps) {
+    bool known = m.param >= 0 && m.param < int(sig.params.size());
+    os << "    args += [tensor_map(" << (known ? sig.params[m.param].name : "?") << ", box=(";
+    for (int d = 0; d < m.rank(); ++d) os << (d ? ", " : "") << m.box[d];
+    os << "), swizzle=" << m.swizzle_bytes
+       << ")]  # TMA: its pointer, shape and strides, innermost first; encodings cached per tensor\n";
+  }
   os << "    grid = " << shape_str(sig.grid) << "\n";
   os << "    threads = (";
   for (size_t i = 0; i < sig.threads.size(); ++i) os << (i ? ", " : "") << sig.threads[i];
@@ -206,6 +214,7 @@ class Kernel::FastBindings {
 void Kernel::build_plan() {
   want_cpu_ = target_.kind == TargetKind::CPU || target_.emulated;
   want_cuda_ = target_.kind == TargetKind::CUDA && !target_.emulated;
+  if (!sig_.tma_maps.empty()) tma_ = std::make_unique<TmaLaunchMaps>(sig_, target_.emulated);
   for (const Param& p : sig_.params) {
     ParamPlan pp;
     pp.is_tensor = p.is_tensor();
@@ -401,7 +410,7 @@ int Kernel::device_of(const ArgValue* args) const {
 
 void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
   Bindings b = bind(args, n, /*allow_missing=*/false);
-  std::vector<KernelArg> slots(sig_.num_args());
+  std::vector<KernelArg> slots(sig_.num_slots());
   fill_slots(args, slots.data());
   for (size_t j = 0; j < sig_.dynamic_vars.size(); ++j) {
     auto it = b.find(sig_.dynamic_vars[j].node());
@@ -420,7 +429,24 @@ void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
   }
   for (int64_t g : grid)
     if (g <= 0) return;  // an empty grid launches nothing
+  if (tma_) return launch_with_maps(args, slots.data(), grid, device_of(args), stream);
   launch(slots.data(), slots.size(), grid, device_of(args), stream);
+}
+
+void Kernel::launch_with_maps(const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid, int device_id,
+                              void* stream) const {
+  constexpr size_t kInlineMaps = 4;
+  TensorMapSlot inline_maps[kInlineMaps];
+  std::vector<TensorMapSlot> heap_maps;
+  TensorMapSlot* maps = inline_maps;
+  if (tma_->size() > kInlineMaps) {
+    heap_maps.resize(tma_->size());
+    maps = heap_maps.data();
+  }
+  tma_->encode(args, maps);
+  const size_t first = size_t(sig_.num_args());
+  for (size_t m = 0; m < tma_->size(); ++m) slots[first + m].ptr = &maps[m];
+  launch(slots, first + tma_->size(), grid, device_id, stream);
 }
 
 void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
@@ -429,7 +455,7 @@ void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
   constexpr size_t kInlineSlots = 32;
   KernelArg inline_slots[kInlineSlots];
   std::vector<KernelArg> heap_slots;
-  size_t num_slots = size_t(sig_.num_args());
+  size_t num_slots = size_t(sig_.num_slots());
   KernelArg* slots = inline_slots;
   if (num_slots > kInlineSlots) {
     heap_slots.resize(num_slots);
@@ -451,6 +477,7 @@ void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
   }
   for (int64_t g : grid)
     if (g <= 0) return;  // an empty grid launches nothing
+  if (tma_) return launch_with_maps(args, slots, grid, device_of(args), stream);
   launch(slots, num_slots, grid, device_of(args), stream);
 }
 

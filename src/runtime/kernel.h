@@ -15,6 +15,8 @@
 
 namespace tl {
 
+class TmaLaunchMaps;
+
 // DLPack device types we meet (values as in dlpack.h).
 enum class DeviceType : int32_t { CPU = 1, CUDA = 2, CUDAHost = 3, Metal = 8 };
 
@@ -92,6 +94,10 @@ class Kernel {
   bool fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b) const;
   void call_slow(const ArgValue* args, size_t n, void* stream) const;
   void fill_slots(const ArgValue* args, KernelArg* slots) const;
+  // The launch of a kernel with TMA maps: encodes them into the slots after the
+  // dynamic vars (each slot points at its map's 128 bytes), then launches.
+  void launch_with_maps(const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid, int device_id,
+                        void* stream) const;
   int device_of(const ArgValue* args) const;
   Bindings bind(const ArgValue* args, size_t n, bool allow_missing) const;
   void check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const;
@@ -113,6 +119,7 @@ class Kernel {
   bool want_cuda_ = false;  // arguments must be in cuda device memory
   std::array<int64_t, 3> const_grid_{1, 1, 1};
   bool grid_is_const_ = false;
+  std::unique_ptr<TmaLaunchMaps> tma_;  // set when the signature lists TMA maps
 
   KernelSignature sig_;
   Target target_;

@@ -119,6 +119,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   dynamic <var id>
 //   grid <n> <expr>...
 //   threads <n> <int>...
+//   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str()
 // An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
 // `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
 // are rebuilt as they were (no simplification), so evaluation is unchanged.
@@ -177,6 +178,7 @@ class SignatureWriter {
     body_ << "threads " << sig.threads.size();
     for (int64_t t : sig.threads) body_ << " " << t;
     body_ << "\n";
+    for (const TmaMapSpec& m : sig.tma_maps) body_ << m.str() << "\n";
     return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
   }
 
@@ -261,6 +263,8 @@ class SignatureReader {
       } else if (kind == "threads") {
         int n = integer();
         for (int i = 0; i < n; ++i) sig.threads.push_back(integer());
+      } else if (kind == "tma") {
+        sig.tma_maps.push_back(TmaMapSpec::parse(line));
       } else {
         fail(line_, str_cat("unknown record '", kind, "'"));
       }
@@ -341,6 +345,44 @@ class SignatureReader {
 };
 
 }  // namespace
+
+std::string TmaMapSpec::str() const {
+  std::ostringstream os;
+  os << "tma " << param << " " << dtype.name() << " " << box.size() << " ";
+  for (size_t d = 0; d < box.size(); ++d) os << (d ? "," : "") << box[d];
+  os << " " << swizzle_bytes << " " << dynamic_dims;
+  return os.str();
+}
+
+TmaMapSpec TmaMapSpec::parse(const std::string& line) {
+  auto fail = [&](const std::string& why) -> TmaMapSpec {
+    throw_user_error({}, str_cat("malformed TMA map record '", line, "': ", why));
+  };
+  std::istringstream in(line);
+  std::string tag, dtype, box;
+  TmaMapSpec m;
+  int64_t rank = 0;
+  if (!(in >> tag >> m.param >> dtype >> rank >> box >> m.swizzle_bytes >> m.dynamic_dims) || tag != "tma")
+    return fail("expected 'tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>'");
+  auto t = DataType::parse(dtype);
+  if (!t) return fail(str_cat("unknown dtype '", dtype, "'"));
+  m.dtype = *t;
+  std::istringstream parts(box);
+  for (std::string v; std::getline(parts, v, ',');) {
+    size_t used = 0;
+    try {
+      m.box.push_back(std::stoll(v, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size()) return fail(str_cat("box entry '", v, "' is not an integer"));
+  }
+  if (rank < 1 || rank > 5 || int64_t(m.box.size()) != rank)
+    return fail(str_cat("rank ", rank, " with ", m.box.size(), " box entries (a map has rank 1 to 5)"));
+  if (m.swizzle_bytes != 0 && m.swizzle_bytes != 32 && m.swizzle_bytes != 64 && m.swizzle_bytes != 128)
+    return fail(str_cat("swizzle ", m.swizzle_bytes, " is not 0, 32, 64 or 128"));
+  return m;
+}
 
 std::string KernelSignature::serialize() const {
   return SignatureWriter().write(*this);

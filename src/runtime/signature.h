@@ -11,6 +11,26 @@
 
 namespace tl {
 
+// A TMA tensor map (device/cuda/tma.cuh) the kernel takes after its other
+// arguments. Lowering decides the maps (pipeline_loops: T.Pipelined copies on
+// sm_90); the runtime encodes each one at every launch from tensor parameter
+// `param`: its data pointer, shape and strides, with this box and swizzle.
+// Dimensions go innermost first, as cuTensorMapEncodeTiled takes them.
+struct TmaMapSpec {
+  int param = 0;              // index into KernelSignature::params (a tensor)
+  DataType dtype;             // the parameter's
+  std::vector<int64_t> box;   // elements one copy moves per dimension
+  int swizzle_bytes = 0;      // 0 (none), 32, 64 or 128
+  uint32_t dynamic_dims = 0;  // bit d: dimension d has a symbolic size or stride
+  int rank() const { return int(box.size()); }
+
+  // One line, "tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>": the
+  // record of the signature's text form and of a CUDA cache entry's meta.txt.
+  std::string str() const;
+  // Reads str()'s form; a UserError names what is malformed.
+  static TmaMapSpec parse(const std::string& line);
+};
+
 struct KernelSignature {
   std::string name;
   std::vector<Param> params;
@@ -19,9 +39,13 @@ struct KernelSignature {
   std::vector<Var> dynamic_vars;
   std::vector<Expr> grid;
   std::vector<int64_t> threads;
+  // Set after lowering (from the codegen's result or the artifact's meta.txt);
+  // passed after the dynamic vars, one argument slot each.
+  std::vector<TmaMapSpec> tma_maps;
 
   static KernelSignature from(const PrimFunc& f);
   int num_args() const { return int(params.size() + dynamic_vars.size()); }
+  int num_slots() const { return num_args() + int(tma_maps.size()); }
 
   // A line-oriented text form that `parse` turns back into an equivalent
   // signature (the same vars shared by shapes, scalars and grid). Exported

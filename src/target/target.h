@@ -37,6 +37,7 @@ struct Target {
   bool has_mma_sync() const { return sm_version() >= 80; }
   // wgmma.mma_async (warpgroup tensor-core gemms from shared-memory descriptors): sm_90a only.
   bool has_wgmma() const { return kind == TargetKind::CUDA && arch == "sm_90a"; }
+  bool has_tma() const { return sm_version() >= 90; }  // cp.async.bulk.tensor and mbarrier transactions
   // Metal 4 cooperative tensors (MetalPerformancePrimitives matmul2d): the "metal4" key.
   bool has_metal4() const { return kind == TargetKind::Metal && keys.count("metal4"); }
 };

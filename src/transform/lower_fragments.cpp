@@ -548,24 +548,53 @@ Solution solve(Analysis& a) {
 
 // ---------------------------------------------------------------- rewriting
 
+// The shared operand tiles of the register gemms, and the layout each gets.
+std::map<BufKey, std::pair<Buffer, SharedTileLayout>> operand_layouts(const Analysis& a, const Solution& s) {
+  std::map<BufKey, std::pair<Buffer, SharedTileLayout>> out;
+  for (const GemmUse& g : a.gemms) {
+    if (!s.layouts.count(g.c)) continue;
+    for (int i : {0, 1}) {
+      const Buffer& b = g.op->regions[i].buffer;
+      if (s.layouts.count(b.get())) continue;
+      auto sh = *const_shape(b);
+      bool wgmma = s.layouts.at(g.c)->kind() == FragmentLayout::Kind::WgmmaAccum;
+      out[b.get()] = {b, SharedTileLayout{wgmma ? Layout::wgmma_swizzle(sh.back(), elem_bytes(b->dtype))
+                                                : Layout::swizzle(sh.back(), elem_bytes(b->dtype)),
+                                          wgmma}};
+    }
+  }
+  return out;
+}
+
+// The shared tiles a tl::tma_load of `s` writes (pipeline_loops).
+std::set<BufKey> tma_destinations(const Stmt& s) {
+  std::set<BufKey> out;
+  for_each_expr(s, [&](const Expr& e) {
+    auto* c = e.as<CallNode>();
+    if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
+    if (c->args[0].as<StringImmNode>()->value.rfind("tl::tma_load<", 0) != 0) return;
+    auto* addr = c->args[1].as<CallNode>();
+    if (auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr)
+      out.insert(l->buffer.get());
+  });
+  return out;
+}
+
 class Lowerer : public IRMutator {
  public:
-  Lowerer(const Analysis& a, const Solution& s, Expr thread)
+  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles)
       : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads) {
     for (auto& [k, l] : s_.layouts) {
       const Buffer& b = a_.candidates.at(k);
       regs_[k] = Buffer::make(b->name, b->dtype, {int_imm(l->local_size())}, Scope::Local, {}, b->span);
     }
-    for (const GemmUse& g : a_.gemms) {
-      if (!s_.layouts.count(g.c)) continue;
-      for (int i : {0, 1}) {
-        const Buffer& b = g.op->regions[i].buffer;
-        if (s_.layouts.count(b.get())) continue;
-        auto sh = *const_shape(b);
-        bool wgmma = s_.layouts.at(g.c)->kind() == FragmentLayout::Kind::WgmmaAccum;
-        swizzled_[b.get()] = with_layout(b, wgmma ? Layout::wgmma_swizzle(sh.back(), elem_bytes(b->dtype))
-                                                  : Layout::swizzle(sh.back(), elem_bytes(b->dtype)));
-      }
+    for (const auto& [k, bl] : operand_layouts(a_, s_)) {
+      const auto& [b, l] = bl;
+      // A tile TMA fills was laid out by pipeline_loops, from shared_tile_layouts.
+      TL_ICHECK(!tma_tiles.count(k) || (b->layout && b->layout->str() == l.layout->str()), "the TMA-filled tile '",
+                b->name, "' has layout ", b->layout ? b->layout->str() : "none", " but its gemm reads it as ",
+                l.layout->str());
+      swizzled_[k] = with_layout(b, l.layout);
     }
   }
   using IRMutator::mutate;
@@ -1204,6 +1233,33 @@ class Lowerer : public IRMutator {
   std::map<BufKey, Buffer> swizzled_;
 };
 
+// wgmma for all register gemms of the kernel or for none: their fragments may be
+// tied to each other and their shared operands shared, and the two kinds lay both
+// out differently.
+Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma) {
+  auto analyze = [&](bool w) {
+    Analysis a;
+    a.target = &target;
+    a.wgmma = w;
+    for (int64_t t : op->threads) a.threads *= t;
+    Collector(a).visit(op->body);
+    return a;
+  };
+  Analysis a = analyze(wgmma);
+  if (a.wgmma_refused) a = analyze(false);
+  return a;
+}
+
+std::vector<const KernelLaunchNode*> launches_of(const Stmt& s) {
+  struct Launches : IRVisitor {
+    std::vector<const KernelLaunchNode*> found;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override { found.push_back(op); }
+  } launches;
+  launches.visit(s);
+  return launches.found;
+}
+
 class PerKernel : public IRMutator {
  public:
   PerKernel(const Target& t, bool allow_wgmma) : target_(t), wgmma_(allow_wgmma && t.has_wgmma()) {}
@@ -1212,25 +1268,13 @@ class PerKernel : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    // wgmma for all register gemms of the kernel or for none: their fragments may be
-    // tied to each other and their shared operands shared, and the two kinds lay
-    // both out differently.
-    auto analyze = [&](bool wgmma) {
-      Analysis a;
-      a.target = &target_;
-      a.wgmma = wgmma;
-      for (int64_t t : op->threads) a.threads *= t;
-      Collector(a).visit(op->body);
-      return a;
-    };
-    Analysis a = analyze(wgmma_);
-    if (a.wgmma_refused) a = analyze(false);
+    Analysis a = analyze_launch(op, target_, wgmma_);
     Solution s = solve(a);
     // The flat thread rank, from the launch's thread variables.
     Expr rank = int_imm(0);
     for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
       rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
-    Stmt body = Lowerer(a, s, rank).mutate(op->body);
+    Stmt body = Lowerer(a, s, rank, tma_destinations(op->body)).mutate(op->body);
     auto n =
         std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
     n->span = op->span;
@@ -1247,13 +1291,7 @@ class PerKernel : public IRMutator {
 std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& target, bool allow_wgmma) {
   std::set<const BufferNode*> out;
   if (!allow_wgmma || !target.has_wgmma()) return out;
-  struct Launches : IRVisitor {
-    std::vector<const KernelLaunchNode*> found;
-    using IRVisitor::visit;
-    void visit(const KernelLaunchNode* op) override { found.push_back(op); }
-  } launches;
-  launches.visit(f->body);
-  for (const KernelLaunchNode* op : launches.found) {
+  for (const KernelLaunchNode* op : launches_of(f->body)) {
     Analysis a;
     a.target = &target;
     a.wgmma = true;
@@ -1262,6 +1300,17 @@ std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& 
     if (a.wgmma_refused) continue;
     for (const auto& [buf, layout] : a.seeds)
       if (layout->kind() == FragmentLayout::Kind::WgmmaAccum) out.insert(buf);
+  }
+  return out;
+}
+
+std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc& f, const Target& target,
+                                                                  bool allow_wgmma) {
+  std::map<const BufferNode*, SharedTileLayout> out;
+  for (const KernelLaunchNode* op : launches_of(f->body)) {
+    Analysis a = analyze_launch(op, target, allow_wgmma && target.has_wgmma());
+    Solution s = solve(a);
+    for (auto& [k, bl] : operand_layouts(a, s)) out[k] = bl.second;
   }
   return out;
 }

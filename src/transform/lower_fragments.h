@@ -1,9 +1,11 @@
 // Layout inference and register lowering of fragments (GPU targets).
 #pragma once
 
+#include <map>
 #include <set>
 
 #include "ir/ir.h"
+#include "layout/layout.h"
 #include "target/target.h"
 
 namespace tl {
@@ -22,6 +24,18 @@ PrimFunc lower_fragments(const PrimFunc& f, const Target& target, bool allow_wgm
 // The gemm accumulators (and register A operands) lower_fragments will lay out for
 // wgmma in `f`; empty off sm_90a. pipeline_loops asks, to keep wgmma gemms in flight.
 std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
+
+// The layout lower_fragments gives each shared operand tile of the register gemms
+// of `f`: the wgmma form (Layout::wgmma_swizzle) or the mma.sync one
+// (Layout::swizzle). pipeline_loops asks, so that TMA writes those tiles in the
+// layout their readers expect (and gives the tiles that layout itself; this pass
+// checks that it agrees).
+struct SharedTileLayout {
+  std::shared_ptr<const Layout> layout;
+  bool wgmma = false;
+};
+std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc& f, const Target& target,
+                                                                  bool allow_wgmma = true);
 
 // On a T.gemm: its wgmma may still run when the call returns (one commit group in
 // flight); set by pipeline_loops, which then versions its tiles and drains it.

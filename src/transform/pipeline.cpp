@@ -74,8 +74,9 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 // that the code generator spreads over the threads. Barriers come last, from an
 // analysis of the shared memory each step touches.
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
-  f = run_pass("pipeline_loops", f,
-               [&](const PrimFunc& g) { return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma")); });
+  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) {
+    return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"));
+  });
   f = run_pass("lower_fragments", f,
                [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = lower_for_cpu(f, t, configs);

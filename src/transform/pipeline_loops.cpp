@@ -1,3 +1,7 @@
+// T.Pipelined loops as multi-stage software pipelines (docs/design/cuda_lowering.md):
+// the schedule of units and steps, versions of the staged tiles, and the producer
+// copies as cp.async (waits counting commit groups) or, on sm_90, TMA (waits on an
+// mbarrier per version, docs/design/hopper.md).
 #include "transform/pipeline_loops.h"
 
 #include <algorithm>
@@ -10,6 +14,7 @@
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
 #include "transform/lower_fragments.h"
+#include "transform/lower_tile_ops.h"
 
 namespace tl {
 namespace {
@@ -29,6 +34,35 @@ struct Staged {
   Buffer buffer;
   int64_t versions;
 };
+
+// A producer copy that TMA does: the map it reads through, and the boxes its tile
+// splits into (one, or one per column block of a wgmma tile wider than its swizzle).
+struct TmaCopy {
+  Expr map;  // the kTmaMapCall
+  int64_t blocks = 1;
+  int64_t block_cols = 0;  // the tile's last-dim elements per box
+  int64_t bytes = 0;       // of the whole tile: what its loads bring to the mbarrier
+  std::shared_ptr<const Layout> layout;
+};
+
+// The TMA copies of one producer stage whose tiles have the same number of versions:
+// they complete on one mbarrier per version (`bars`), armed once per step.
+struct TmaGroup {
+  int64_t stage = 0, versions = 0;
+  Buffer bars;
+  int64_t bytes = 0;
+  std::set<BufKey> tiles;  // the original (unstaged) tiles
+};
+
+// The statements TMA bookkeeping becomes are ordered by the mbarriers, not by
+// block barriers: the attribute keeps plan_barriers away from them.
+Stmt unplanned(Stmt s) {
+  return attr_stmt(kAsyncCopyAttr, int64_t(1), std::move(s));
+}
+
+Expr address_of(const Buffer& b, std::vector<Expr> idx) {
+  return call(Intrinsic::AddressOf, {buffer_load(b, std::move(idx))});
+}
 
 // Every use of a staged tile gets the version of iteration `iter` in front.
 class AddStage : public IRMutator {
@@ -157,8 +191,24 @@ class Pipeliner : public IRMutator {
   Pipeliner(bool async, std::set<BufKey> wgmma_acc) : async_(async), wgmma_acc_(std::move(wgmma_acc)) {}
   using IRMutator::mutate;
 
+  // TMA for eligible producers: the kernel's parameters and the layouts
+  // lower_fragments will give the shared gemm operands.
+  void enable_tma(std::vector<Param> params, std::map<BufKey, SharedTileLayout> layouts) {
+    tma_ = true;
+    params_ = std::move(params);
+    layouts_ = std::move(layouts);
+  }
+
  protected:
   using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    const KernelLaunchNode* saved = launch_;
+    launch_ = op;
+    Stmt s = IRMutator::visit(op, self);
+    launch_ = saved;
+    return s;
+  }
 
   Stmt visit(const AllocateNode* op, const Stmt& self) override {
     Stmt body = mutate(op->body);
@@ -332,10 +382,13 @@ class Pipeliner : public IRMutator {
     // The staged tiles: written by producers only, used nowhere outside the loop.
     // A tile written in stage sp and read in stage sc needs sc - sp + 1 versions.
     std::map<BufKey, Staged> staged;
+    std::map<const TileOpNode*, std::pair<TmaCopy, size_t>> tma;  // producer copy -> its TMA form and group
+    std::vector<TmaGroup> groups;
     for (const Unit& p : units) {
       if (!p.producer) continue;
       for (const Stmt& s : p.stmts) {
-        const Buffer& b = s.as<TileOpNode>()->regions[1].buffer;
+        auto* copy = s.as<TileOpNode>();
+        const Buffer& b = copy->regions[1].buffer;
         if (staged.count(b.get()) || outside_uses_.count(b.get())) return IRMutator::visit(op, self);
         int64_t versions = 1;
         for (const Unit& c : units) {
@@ -345,9 +398,27 @@ class Pipeliner : public IRMutator {
         }
         std::vector<Expr> shape{int_imm(versions)};
         for (const Expr& e : b->shape) shape.push_back(e);
-        staged[b.get()] = Staged{Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span), versions};
+        Buffer tile = Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span);
+        if (std::optional<TmaCopy> t = plan_tma(copy)) {
+          if (t->layout) tile = with_layout(tile, t->layout);  // the swizzle TMA writes
+          size_t g = 0;
+          while (g < groups.size() && !(groups[g].stage == p.stage && groups[g].versions == versions)) ++g;
+          if (g == groups.size()) {
+            TmaGroup fresh{p.stage, versions};
+            fresh.bars = Buffer::make(str_cat(b->name, "_full"), dtype::UInt64, {int_imm(versions)}, Scope::Shared);
+            groups.push_back(fresh);
+          }
+          groups[g].bytes += t->bytes;
+          groups[g].tiles.insert(b.get());
+          tma[copy] = {*t, g};
+        }
+        staged[b.get()] = Staged{tile, versions};
       }
     }
+    // (A group's bytes stay within an mbarrier's tx-count range, 2^20 - 1: they fit
+    // in shared memory.)
+    std::set<BufKey> tma_tiles;
+    for (const auto& [copy, tg] : tma) tma_tiles.insert(copy->regions[1].buffer.get());
     check_dependences(units, pos, staged);
     for (auto& kv : staged) staged_.insert(kv);
 
@@ -356,14 +427,17 @@ class Pipeliner : public IRMutator {
     // Waits: at the top of a step, the copies a reader d >= 1 steps later needs
     // may leave the d - 1 newer commit groups in flight; a reader in the same step
     // as its copy waits for everything right before it.
+    // (TMA tiles are waited for on their mbarriers instead, right before each reader.)
     int64_t top_wait = -1;
     std::vector<bool> wait_before(units.size(), false);
+    bool any_cp_async = staged.size() > tma_tiles.size();
     for (const Unit& c : units) {
       if (c.producer) continue;
       for (const Unit& p : units) {
         if (!p.producer) continue;
         bool reads = false;
-        for (const auto& kv : staged) reads = reads || (p.writes.count(kv.first) && c.touches.count(kv.first));
+        for (const auto& kv : staged)
+          reads = reads || (!tma_tiles.count(kv.first) && p.writes.count(kv.first) && c.touches.count(kv.first));
         if (!reads) continue;
         int64_t d = c.stage - p.stage;
         if (d == 0)
@@ -380,6 +454,15 @@ class Pipeliner : public IRMutator {
     auto wait = [&](int64_t count) {
       return async_ ? evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", count, ">"), {})) : Stmt(seq({}));
     };
+    // The mbarrier of iteration `iter` in group g: one per version, its phase
+    // parity flipping each time the version comes round again.
+    auto bar = [&](const TmaGroup& g, const Expr& iter) {
+      return address_of(g.bars, {floormod(iter, int_imm(g.versions))});
+    };
+    auto parity = [&](const TmaGroup& g, const Expr& iter) {
+      return floormod(floordiv(iter, int_imm(g.versions)), int_imm(2));
+    };
+    Expr elected = tma.empty() ? Expr() : eq(thread_rank(), int_imm(0));
     // One step of the schedule. `last` is the iteration of the max-stage units
     // (unit u runs iteration last + max_stage - stage[u]); `run(u)` is its guard,
     // or null when the unit is skipped in this step.
@@ -390,9 +473,11 @@ class Pipeliner : public IRMutator {
         out.push_back(barrier(BarrierKind::Threads));
       }
       bool committed = false;
+      std::set<size_t> armed;                       // groups whose mbarrier this step has armed
+      std::set<std::pair<size_t, int64_t>> waited;  // (group, stage) a reader of this step waited for
       for (size_t i : emit_order) {
         const Unit& u = units[i];
-        if (!u.producer && !committed && !staged.empty()) {
+        if (!u.producer && !committed && any_cp_async) {
           out.push_back(commit);
           committed = true;
         }
@@ -404,8 +489,25 @@ class Pipeliner : public IRMutator {
           body.push_back(wait(0));
           body.push_back(barrier(BarrierKind::Threads));
         }
+        for (size_t g = 0; g < groups.size() && !u.producer; ++g) {
+          bool reads = false;
+          for (BufKey t : groups[g].tiles) reads = reads || (tma_tiles.count(t) && u.touches.count(t));
+          if (!reads || !waited.insert({g, u.stage}).second) continue;
+          body.push_back(unplanned(evaluate(
+              call_extern(dtype::Void, "tl::mbarrier_wait", {bar(groups[g], iter), parity(groups[g], iter)}))));
+        }
         std::map<const VarNode*, Expr> at{{k.node(), add(lo, iter)}};
+        std::vector<Stmt> issue;  // this unit's TMA copies, by the elected thread
         for (const Stmt& s : u.stmts) {
+          if (auto it = tma.find(s.as<TileOpNode>()); u.producer && it != tma.end()) {
+            const auto& [tc, g] = it->second;
+            if (armed.insert(g).second)
+              issue.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_expect_tx",
+                                                   {bar(groups[g], iter), int_imm(groups[g].bytes)})));
+            Stmt t = AddStage(staged, iter).mutate(substitute(s, at));
+            issue.push_back(tma_loads(t.as<TileOpNode>(), tc, bar(groups[g], iter)));
+            continue;
+          }
           Stmt t = s;
           if (u.producer && async_) {
             auto* c = s.as<TileOpNode>();
@@ -422,10 +524,11 @@ class Pipeliner : public IRMutator {
           t = AddStage(staged, iter).mutate(substitute(t, at));
           body.push_back(u.producer ? t : mutate(t));
         }
+        if (!issue.empty()) body.insert(body.begin(), unplanned(if_then_else(elected, seq(issue))));
         Stmt b = seq(body);
         out.push_back(as_const_int(guard) == std::optional<int64_t>(1) ? b : if_then_else(guard, b));
       }
-      if (!committed && !staged.empty()) out.push_back(commit);
+      if (!committed && any_cp_async) out.push_back(commit);
       return seq(out);
     };
     std::vector<Stmt> out;
@@ -472,8 +575,137 @@ class Pipeliner : public IRMutator {
     // Drain: no copy and no wgmma may be in flight when the tiles are reused or freed
     // or the accumulators read.
     if (any_async) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
-    if (async_ && !staged.empty()) out.push_back(wait(0));
+    if (async_ && any_cp_async) out.push_back(wait(0));
+    return with_mbarriers(seq(out), groups, elected);
+  }
+
+  // The TMA loads of one producer copy `c` (its regions already staged and at
+  // their iteration): one box per column block of the tile, completing on `bar`.
+  Stmt tma_loads(const TileOpNode* c, const TmaCopy& tc, const Expr& bar) {
+    const BufferRegion &src = c->regions[0], &dst = c->regions[1];
+    std::vector<Stmt> out;
+    for (int64_t blk = 0; blk < tc.blocks; ++blk) {
+      std::vector<Expr> at;
+      for (const Range& r : dst.ranges) at.push_back(r.min);
+      at.back() = add(at.back(), int_imm(blk * tc.block_cols, at.back().dtype()));
+      std::vector<Expr> args{address_of(dst.buffer, at), tc.map, bar};
+      for (size_t d = src.ranges.size(); d-- > 0;) {
+        Expr coord = src.ranges[d].min;
+        if (d + 1 == src.ranges.size() && blk) coord = add(coord, int_imm(blk * tc.block_cols, coord.dtype()));
+        args.push_back(coord);
+      }
+      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_load<", src.ranges.size(), ">"), args)));
+    }
     return seq(out);
+  }
+
+  // The pipelined loop `s` with its mbarriers: allocated, initialized by one thread
+  // (arrival count 1: the elected thread's arrive_expect_tx) and published with a
+  // fence and a barrier before it, invalidated after it once every thread is past
+  // its last wait (the loop may run again, in an outer loop, and init them anew).
+  Stmt with_mbarriers(Stmt s, const std::vector<TmaGroup>& groups, const Expr& elected) {
+    if (groups.empty()) return s;
+    std::vector<Stmt> init, inval;
+    for (const TmaGroup& g : groups)
+      for (int64_t v = 0; v < g.versions; ++v) {
+        init.push_back(
+            evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.bars, {int_imm(v)}), int_imm(1)})));
+        inval.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_inval", {address_of(g.bars, {int_imm(v)})})));
+      }
+    init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
+    s = seq({unplanned(if_then_else(elected, seq(init))), barrier(BarrierKind::Threads), s,
+             barrier(BarrierKind::Threads), unplanned(if_then_else(elected, seq(inval)))});
+    for (const TmaGroup& g : groups) s = allocate(g.bars, s);
+    return s;
+  }
+
+  // The flat rank of the thread in the enclosing T.Kernel.
+  Expr thread_rank() const {
+    TL_ICHECK(launch_, "a TMA pipeline outside a T.Kernel");
+    Expr rank = int_imm(0);
+    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
+      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
+    return rank;
+  }
+
+  // How TMA does the producer copy `c`, or nullopt when it cannot (cp.async then):
+  // the source is a tensor parameter with a unit innermost stride and no other
+  // stride that is a known non-multiple of 16 bytes; the destination is a whole
+  // shared tile, plain or in a swizzle the hardware writes (the 32/64/128-byte
+  // modes: the mma.sync swizzle of 32, 64 or 128-byte rows, the wgmma one); the
+  // boxes keep TMA's limits (<= 256 per dim, a 16-byte multiple per row, no wider
+  // than the swizzle); the copy pads with zeros, as TMA fills out-of-bounds parts.
+  std::optional<TmaCopy> plan_tma(const TileOpNode* c) {
+    if (!tma_ || !launch_ || attr_int(c->attrs, "disable_tma", 0)) return std::nullopt;
+    const BufferRegion &src = c->regions[0], &dst = c->regions[1];
+    const Buffer &g = src.buffer, &t = dst.buffer;
+    int param = -1;
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].is_tensor() && params_[i].buffer.same_as(g)) param = int(i);
+    DataType dt = g->dtype;
+    bool bytes_type = dt.lanes() == 1 && (dt.is_float() || dt.is_int() || dt.is_uint()) &&
+                      (dt.bits() == 8 || dt.bits() == 16 || dt.bits() == 32 || dt.bits() == 64);
+    if (param < 0 || !(t->dtype == dt) || !bytes_type || t->layout || !covers_whole(dst)) return std::nullopt;
+    Expr pad = safe_value(c->attrs, dt);
+    auto* pad_f = pad.as<FloatImmNode>();
+    auto pad_i = as_const_int(pad);
+    if (!((pad_f && pad_f->value == 0) || (pad_i && *pad_i == 0))) return std::nullopt;
+    const int64_t eb = dt.bytes();
+    const int rank = g.ndim();
+    std::vector<Expr> strides = g.effective_strides();
+    if (rank < 1 || rank > 5 || !is_const_one(strides.back())) return std::nullopt;
+    uint32_t dynamic = 0;
+    for (int d = 0; d < rank; ++d) {
+      auto st = as_const_int(strides[d]);
+      if (st && d + 1 < rank && (*st * eb) % 16 != 0) return std::nullopt;
+      if (!st || !as_const_int(g->shape[d])) dynamic |= 1u << (rank - 1 - d);
+    }
+    // The box: the source extents; their non-unit ones are the tile's, in order.
+    std::vector<int64_t> ext, tile, a, b;
+    for (const Range& r : src.ranges) {
+      auto e = as_const_int(r.extent);
+      if (!e || *e < 1) return std::nullopt;
+      ext.push_back(*e);
+      if (*e != 1) a.push_back(*e);
+    }
+    for (const Expr& e : t->shape) {
+      tile.push_back(*as_const_int(e));  // covers_whole: constant
+      if (tile.back() != 1) b.push_back(tile.back());
+    }
+    if (a != b || ext.back() != tile.back()) return std::nullopt;
+    TmaCopy out;
+    int64_t cols = tile.back(), rows = tile.size() >= 2 ? tile[tile.size() - 2] : 1, lead = 1;
+    out.bytes = eb;
+    for (int64_t n : tile) out.bytes *= n;
+    for (size_t d = 0; d + 2 < tile.size(); ++d) lead *= tile[d];
+    out.block_cols = cols;
+    int64_t swizzle = 0;
+    if (auto it = layouts_.find(t.get()); it != layouts_.end()) {
+      // TMA's swizzle XORs 16-byte chunk bits 4.. with address bits 7.., the pattern
+      // of both layouts for rows of one 32, 64 or 128-byte span when the tile starts
+      // on a whole pattern (8 rows); the wgmma layout keeps wider tiles as column
+      // blocks one span wide, each a box of its own.
+      int64_t row_bytes = cols * eb;
+      if (it->second.wgmma)
+        swizzle = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : row_bytes % 32 == 0 ? 32 : 0;
+      else
+        swizzle = row_bytes == 32 || row_bytes == 64 || row_bytes == 128 ? row_bytes : 0;
+      if (!swizzle || rows % 8 != 0) return std::nullopt;
+      out.blocks = row_bytes / swizzle;
+      out.block_cols = swizzle / eb;
+      if (out.blocks > 1 && lead != 1) return std::nullopt;
+      out.layout = it->second.layout;
+    } else if ((cols * eb) % 16 != 0 || out.bytes % 128 != 0) {
+      return std::nullopt;  // a row of 16-byte multiples; versions of the tile 128-byte aligned
+    }
+    std::vector<Expr> map{int_imm(param), int_imm(swizzle), int_imm(int64_t(dynamic))};
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t box = d == rank - 1 ? out.block_cols : ext[d];
+      if (box > 256) return std::nullopt;
+      map.push_back(int_imm(box));
+    }
+    out.map = call_extern(dtype::Handle, kTmaMapCall, map);
+    return out;
   }
 
   // The schedule must keep every pair of statements that touch a common buffer
@@ -514,6 +746,10 @@ class Pipeliner : public IRMutator {
   std::map<BufKey, Staged> staged_;
   bool async_;
   std::set<BufKey> wgmma_acc_;
+  bool tma_ = false;
+  std::vector<Param> params_;
+  std::map<BufKey, SharedTileLayout> layouts_;
+  const KernelLaunchNode* launch_ = nullptr;
 };
 
 // Buffers used outside of any pipelined loop's body.
@@ -548,9 +784,10 @@ std::set<BufKey> outside_pipelined(const Stmt& s) {
 
 }  // namespace
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma) {
   Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma));
   p.outside_uses_ = outside_pipelined(f->body);
+  if (allow_tma && target.has_tma()) p.enable_tma(f->params, shared_tile_layouts(f, target, allow_wgmma));
   return f.with_body(p.mutate(f->body));
 }
 

@@ -13,6 +13,7 @@
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
 
 namespace tl {
 namespace {
@@ -48,6 +49,13 @@ class CodeGenCUDA : public CodeGenC {
       sep();
       out_ << "int64_t " << name_of(v.node()) << "_arg";
     }
+    // TMA maps travel by value (__grid_constant__: the copies read them from the
+    // parameter space, by address).
+    collect_tma_maps(f->body, sig);
+    for (size_t m = 0; m < tma_specs_.size(); ++m) {
+      sep();
+      out_ << "const __grid_constant__ tl::TensorMap tl_tma_map" << m;
+    }
     out_ << ") {\n";
     indent();
     for (const Param& p : sig.params)
@@ -64,6 +72,7 @@ class CodeGenCUDA : public CodeGenC {
     emit_emulation_entry(sig, src.entry_name);
     src.code = out_.str();
     src.shared_bytes = shared_bytes_;
+    src.tma_maps = tma_specs_;
     return src;
   }
 
@@ -116,11 +125,14 @@ class CodeGenCUDA : public CodeGenC {
     } collect;
     collect.visit(op->body);
     if (!collect.buffers.empty()) line("TL_DYNAMIC_SHARED(tl_smem);");
+    std::map<const BufferNode*, int64_t> tma_align = tma_tile_alignment(op->body);
     for (const Buffer& b : collect.buffers) {
       auto count = as_const_int(b.num_elements());
       TL_ICHECK(count, "allocation of non-constant size reached codegen");
       int64_t bytes = (*count * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
-      if (int64_t a = b->layout ? b->layout->base_align() : 16; a > 16) shared_bytes_ = (shared_bytes_ + a - 1) / a * a;
+      int64_t a = b->layout ? b->layout->base_align() : 16;
+      if (auto it = tma_align.find(b.get()); it != tma_align.end()) a = std::max(a, it->second);
+      if (a > 16) shared_bytes_ = (shared_bytes_ + a - 1) / a * a;
       line(type_name(b->dtype) + "* " + name_of(b) + " = reinterpret_cast<" + type_name(b->dtype) + "*>(tl_smem + " +
            std::to_string(shared_bytes_) + ");");
       shared_bytes_ += (bytes + 15) / 16 * 16;
@@ -244,7 +256,70 @@ class CodeGenCUDA : public CodeGenC {
       ++slot;
     }
     for (size_t j = 0; j < sig.dynamic_vars.size(); ++j) out_ << (slot ? ", " : "") << "args[" << slot++ << "].i";
+    // A TMA map's slot points at the map the runtime encoded for the emulator.
+    for (size_t m = 0; m < tma_specs_.size(); ++m)
+      out_ << (slot ? ", " : "") << "*static_cast<const ::tl::TensorMap*>(args[" << slot++ << "].ptr)";
     out_ << "); });\n}\n#endif\n";
+  }
+
+  // The distinct TMA maps the body's copies read through (kTmaMapCall), in order
+  // of appearance; parameter tl_tma_map<i> is the i-th.
+  void collect_tma_maps(const Stmt& body, const KernelSignature& sig) {
+    for_each_expr(body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      if (!c || c->op != Intrinsic::Extern || c->args[0].as<StringImmNode>()->value != kTmaMapCall) return;
+      std::string key = tma_map_key(c);
+      if (tma_index_.count(key)) return;
+      TL_ICHECK(c->args.size() >= 5, "malformed ", kTmaMapCall, " call");
+      TmaMapSpec m;
+      m.param = int(*as_const_int(c->args[1]));
+      m.swizzle_bytes = int(*as_const_int(c->args[2]));
+      m.dynamic_dims = uint32_t(*as_const_int(c->args[3]));
+      for (size_t i = 4; i < c->args.size(); ++i) m.box.push_back(*as_const_int(c->args[i]));
+      TL_ICHECK(m.param >= 0 && m.param < int(sig.params.size()) && sig.params[m.param].is_tensor(),
+                "a TMA map names parameter ", m.param, ", which is not a tensor");
+      m.dtype = sig.params[m.param].buffer->dtype;
+      tma_index_[key] = tma_specs_.size();
+      tma_specs_.push_back(m);
+    });
+  }
+
+  std::string tma_map_key(const CallNode* c) {
+    std::string key;
+    for (size_t i = 1; i < c->args.size(); ++i) key += std::to_string(*as_const_int(c->args[i])) + ",";
+    return key;
+  }
+
+  // A map argument of a copy is the address of its kernel parameter.
+  std::string print_expr(const Expr& e) override {
+    auto* c = e.as<CallNode>();
+    if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kTmaMapCall)
+      return str_cat("(&tl_tma_map", tma_index_.at(tma_map_key(c)), ")");
+    return CodeGenC::print_expr(e);
+  }
+
+  // Bytes each shared tile that a tl::tma_load writes must be aligned to: 128, or
+  // the whole swizzle pattern (8 rows of the swizzle span) when it is swizzled,
+  // since the hardware swizzles by shared-memory address.
+  static std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body) {
+    std::map<const BufferNode*, int64_t> out;
+    for_each_expr(body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
+      if (c->args[0].as<StringImmNode>()->value.rfind("tl::tma_load<", 0) != 0) return;
+      auto* addr = c->args[1].as<CallNode>();
+      auto* load = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+      TL_ICHECK(load, "tl::tma_load's destination is not the address of a shared tile");
+      const Buffer& b = load->buffer;
+      int64_t align = 128;
+      if (b->layout) {
+        auto cols = as_const_int(b->shape.back());
+        int64_t span = cols ? *cols * b->dtype.bytes() : 128;
+        align = std::max<int64_t>(128, b->layout->base_align() > 16 ? b->layout->base_align() : 8 * span);
+      }
+      out[b.get()] = std::max(out[b.get()], align);
+    });
+    return out;
   }
 
   void find_launch(const Stmt& s) {
@@ -262,6 +337,8 @@ class CodeGenCUDA : public CodeGenC {
   int64_t shared_bytes_ = 0;
   int flat_counter_ = 0;
   std::set<const void*> hoisted_;
+  std::vector<TmaMapSpec> tma_specs_;        // parameter tl_tma_map<i> is tma_specs_[i]
+  std::map<std::string, size_t> tma_index_;  // by the map call's arguments
 };
 
 }  // namespace

@@ -11,6 +11,8 @@ struct CudaSource {
   std::string code;
   std::string entry_name;
   int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
+  // The TMA maps the kernel takes after its arguments, in parameter order.
+  std::vector<TmaMapSpec> tma_maps;
 };
 
 CudaSource codegen_cuda(const PrimFunc& lowered, const KernelSignature& sig);

@@ -60,7 +60,9 @@ void CudaKernel::launch(const KernelArg* slots, size_t num_slots, const std::arr
     heap_params.resize(num_slots);
     params = heap_params.data();
   }
-  for (size_t i = 0; i < num_slots; ++i) params[i] = const_cast<KernelArg*>(&slots[i]);
+  // A TMA map's slot points at its 128 bytes, which are the parameter's value.
+  const size_t first_map = size_t(signature().num_args());
+  for (size_t i = 0; i < num_slots; ++i) params[i] = i < first_map ? const_cast<KernelArg*>(&slots[i]) : slots[i].ptr;
   CUresult r =
       cuda_driver()->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), threads_[0],
                                     threads_[1], threads_[2], unsigned(shared_bytes_), stream, params, nullptr);
