@@ -17,8 +17,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 cp = pytest.importorskip("cupy")
 
 # The emulator's tests, run here with a GPU `run`.
+from test_device_sm80 import DEVICE
 from test_tma_device import (
-    DEVICE,
     KERNELS,
     encode,
     test_load_2d,
