@@ -19,6 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 
 torch = pytest.importorskip("torch")
 
+import test_device_sm80 as sm80_tests
 import test_wgmma_device as device_tests
 import tilelang
 from test_wgmma_device import (
@@ -48,7 +49,7 @@ def hopper():
 
 def nvrtc_cubin(source, name):
     """The sm_90a cubin NVRTC makes of `source`, with the runtime's options."""
-    lib = ctypes.CDLL(next(n for n in device_tests.NVRTC_NAMES if device_tests._loadable(n)))
+    lib = ctypes.CDLL(next(n for n in sm80_tests.NVRTC_NAMES if sm80_tests._loadable(n)))
     prog = ctypes.c_void_p()
     assert (
         lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None)
@@ -56,7 +57,7 @@ def nvrtc_cubin(source, name):
     )
     opts = [
         "--gpu-architecture=sm_90a",
-        f"-I{device_tests.DEVICE / 'cuda'}",
+        f"-I{sm80_tests.DEVICE / 'cuda'}",
         "--std=c++17",
         "-default-device",
     ]
