@@ -68,9 +68,11 @@ def run():
         ]
         pointers = (ctypes.c_void_p * len(params))(*[ctypes.addressof(p) for p in params])
         kernel = module.get_function(entry)
+        # A RawModule hands out RawKernels; the driver handle is their Function's.
+        function = getattr(kernel, "kernel", kernel)
         stream = cp.cuda.get_current_stream()
         cp.cuda.driver.launchKernel(
-            kernel.ptr,
+            function.ptr,
             1,
             1,
             1,
