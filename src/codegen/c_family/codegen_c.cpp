@@ -10,6 +10,7 @@
 #include "ir/printer.h"
 #include "layout/layout.h"
 #include "ops/tile_op.h"
+#include "transform/lower_tile_ops.h"
 
 namespace tl {
 
@@ -208,6 +209,48 @@ std::string CodeGenC::name_of(const VarNode* v) {
 }
 std::string CodeGenC::name_of(const Buffer& b) {
   return unique_name(names_, taken_, b.get(), local_ident(b->name));
+}
+
+void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
+  if (auto* coop = op_body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) return stmt(coop->body);
+  std::vector<const ForNode*> nest;
+  Stmt body = op_body;
+  while (auto* f = body.as<ForNode>()) {
+    if (f->for_kind != ForKind::Parallel) break;
+    nest.push_back(f);
+    body = f->body;
+  }
+  if (nest.empty()) {
+    line("if (tl_thread_rank == 0) {");
+    indent();
+    stmt(op_body);
+    dedent();
+    line("}");
+    return;
+  }
+  const std::string i64 = type_name(dtype::Int64);
+  Expr total = cast(dtype::Int64, nest[0]->extent);
+  for (size_t i = 1; i < nest.size(); ++i) total = mul(total, cast(dtype::Int64, nest[i]->extent));
+  std::string f = "tl_flat" + std::to_string(flat_counter_++);
+  line("for (" + i64 + " " + f + " = tl_thread_rank; " + f + " < " + expr(total) + "; " + f +
+       " += " + std::to_string(threads) + ") {");
+  indent();
+  std::string rest = f;
+  for (int i = int(nest.size()) - 1; i >= 0; --i) {
+    const ForNode* l = nest[i];
+    std::string ext = expr(cast(dtype::Int64, l->extent));
+    std::string t = type_name(l->var.dtype());
+    line("const " + t + " " + name_of(l->var.node()) + " = (" + t + ")(" + expr(l->min) + " + " +
+         (i == 0 ? rest : "(" + rest + " % " + ext + ")") + ");");
+    if (i > 0) {
+      std::string next = f + "_" + std::to_string(i);
+      line("const " + i64 + " " + next + " = " + rest + " / " + ext + ";");
+      rest = next;
+    }
+  }
+  stmt(body);
+  dedent();
+  line("}");
 }
 
 void CodeGenC::line(const std::string& s) {

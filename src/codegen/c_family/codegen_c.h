@@ -44,6 +44,11 @@ class CodeGenC {
   }
 
   // ---- helpers for backends
+  // A block op (kBlockOpAttr body) run by every thread of a block of `threads`,
+  // whose flat rank is `tl_thread_rank`: a cooperative device call runs on every
+  // thread, a T.Parallel nest is flattened and strided over the threads, anything
+  // else runs on thread 0. Barriers around it come from plan_barriers.
+  void emit_block_op(const Stmt& body, int64_t threads);
   std::string name_of(const VarNode* v);
   std::string name_of(const Buffer& b);
   std::string flat_offset(const Buffer& b, const std::vector<Expr>& indices);
@@ -66,6 +71,7 @@ class CodeGenC {
   void print_for(const ForNode* op);
 
   int indent_ = 0;
+  int flat_counter_ = 0;
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> taken_;
 };

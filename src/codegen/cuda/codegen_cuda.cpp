@@ -161,50 +161,7 @@ class CodeGenCUDA : public CodeGenC {
 
   void emit_attr(const AttrNode* op) override {
     if (op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
-    // Barriers around block ops come from the plan_barriers pass.
-    // A cooperative op (a block-wide device call): every thread runs it.
-    if (auto* coop = op->body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) {
-      stmt(coop->body);
-      return;
-    }
-    std::vector<const ForNode*> nest;
-    Stmt body = op->body;
-    while (auto* f = body.as<ForNode>()) {
-      if (f->for_kind != ForKind::Parallel) break;
-      nest.push_back(f);
-      body = f->body;
-    }
-    if (nest.empty()) {
-      line("if (tl_thread_rank == 0) {");
-      indent();
-      stmt(op->body);
-      dedent();
-      line("}");
-    } else {
-      // The parallel nest, flattened and strided over the block's threads.
-      Expr total = cast(dtype::Int64, nest[0]->extent);
-      for (size_t i = 1; i < nest.size(); ++i) total = mul(total, cast(dtype::Int64, nest[i]->extent));
-      std::string f = "tl_flat" + std::to_string(flat_counter_++);
-      line("for (int64_t " + f + " = tl_thread_rank; " + f + " < " + expr(total) + "; " + f +
-           " += " + std::to_string(threads_) + ") {");
-      indent();
-      std::string rest = f;
-      for (int i = int(nest.size()) - 1; i >= 0; --i) {
-        const ForNode* l = nest[i];
-        std::string ext = expr(cast(dtype::Int64, l->extent));
-        std::string t = type_name(l->var.dtype());
-        line("const " + t + " " + name_of(l->var.node()) + " = (" + t + ")(" + expr(l->min) + " + " +
-             (i == 0 ? rest : "(" + rest + " % " + ext + ")") + ");");
-        if (i > 0) {
-          std::string next = f + "_" + std::to_string(i);
-          line("const int64_t " + next + " = " + rest + " / " + ext + ";");
-          rest = next;
-        }
-      }
-      stmt(body);
-      dedent();
-      line("}");
-    }
+    emit_block_op(op->body, threads_);
   }
 
  private:
@@ -335,7 +292,6 @@ class CodeGenCUDA : public CodeGenC {
   const KernelLaunchNode* launch_ = nullptr;
   int64_t threads_ = 1;
   int64_t shared_bytes_ = 0;
-  int flat_counter_ = 0;
   std::set<const void*> hoisted_;
   std::vector<TmaMapSpec> tma_specs_;        // parameter tl_tma_map<i> is tma_specs_[i]
   std::map<std::string, size_t> tma_index_;  // by the map call's arguments

@@ -244,44 +244,7 @@ class CodeGenMetal : public CodeGenC {
   // Barriers around it come from plan_barriers.
   void emit_attr(const AttrNode* op) override {
     if (op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
-    if (auto* coop = op->body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) return stmt(coop->body);
-    std::vector<const ForNode*> nest;
-    Stmt body = op->body;
-    while (auto* f = body.as<ForNode>()) {
-      if (f->for_kind != ForKind::Parallel) break;
-      nest.push_back(f);
-      body = f->body;
-    }
-    if (nest.empty()) {
-      line("if (tl_thread_rank == 0) {");
-      indent();
-      stmt(op->body);
-      dedent();
-      line("}");
-      return;
-    }
-    Expr total = cast(dtype::Int64, nest[0]->extent);
-    for (size_t i = 1; i < nest.size(); ++i) total = mul(total, cast(dtype::Int64, nest[i]->extent));
-    std::string f = "tl_flat" + std::to_string(flat_counter_++);
-    line("for (long " + f + " = tl_thread_rank; " + f + " < " + expr(total) + "; " + f +
-         " += " + std::to_string(threads_) + ") {");
-    indent();
-    std::string rest = f;
-    for (int i = int(nest.size()) - 1; i >= 0; --i) {
-      const ForNode* l = nest[i];
-      std::string ext = expr(cast(dtype::Int64, l->extent));
-      std::string t = type_name(l->var.dtype());
-      line("const " + t + " " + name_of(l->var.node()) + " = (" + t + ")(" + expr(l->min) + " + " +
-           (i == 0 ? rest : "(" + rest + " % " + ext + ")") + ");");
-      if (i > 0) {
-        std::string next = f + "_" + std::to_string(i);
-        line("const long " + next + " = " + rest + " / " + ext + ";");
-        rest = next;
-      }
-    }
-    stmt(body);
-    dedent();
-    line("}");
+    emit_block_op(op->body, threads_);
   }
 
   std::string print_expr(const Expr& e) override {
@@ -745,7 +708,6 @@ class CodeGenMetal : public CodeGenC {
 
   const KernelLaunchNode* launch_ = nullptr;
   int64_t threads_ = 1;
-  int flat_counter_ = 0;
   bool uses_simdgroup_matrix_ = false;
   std::set<Helper> helpers_;
   std::set<const void*> hoisted_;
