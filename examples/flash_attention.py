@@ -9,7 +9,8 @@ grows. Q K^T is T.gemm(..., transpose_B=True) on shared tiles; P V multiplies th
 float16 probabilities held in a fragment by the V tile. Scores use exp2 with
 log2(e) folded into the softmax scale.
 
-Layout [batch, seq_len, heads, dim], float16 in and out, float32 accumulation.
+Layout [batch, seq_len, heads, dim], float16 (or `dtype`, e.g. bfloat16) in and out,
+float32 accumulation.
 seq_len is not a multiple of the tiles: keys past the end are masked to -inf.
 """
 
@@ -22,11 +23,19 @@ import tilelang.language as T
 
 @tilelang.jit(out_idx=[3])
 def flash_attention(
-    batch, heads, seq_len, dim, is_causal, block_M=32, block_N=32, threads=128, num_stages=1
+    batch,
+    heads,
+    seq_len,
+    dim,
+    is_causal,
+    block_M=32,
+    block_N=32,
+    threads=128,
+    num_stages=1,
+    dtype="float16",
 ):
     scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
-    dtype = "float16"
     accum_dtype = "float32"
 
     @T.prim_func

@@ -355,7 +355,9 @@ class Collector : public IRVisitor {
       return tb || tn % b_width == 0 || b_width % tn == 0;
     };
     // As gemm_warp_split, over warpgroups: the asked policy when it fits, else the
-    // squarest split that does.
+    // squarest split that does; of equally square splits the one with more
+    // warpgroups along M, which keeps each row of C in one warpgroup (row
+    // reductions stay in registers, and C can be the A of a register gemm).
     int64_t policy = attr_int(op->attrs, "policy", 0), wg_m = 0;
     if (policy == 1 && fits(groups)) wg_m = groups;
     if (policy == 2 && fits(1)) wg_m = 1;
@@ -363,7 +365,7 @@ class Collector : public IRVisitor {
     for (int64_t w = 1; w <= groups && (policy == 0 || !wg_m); ++w) {
       if (!fits(w)) continue;
       double gap = std::abs(double(m) / double(w) - double(n) / double(groups / w));
-      if (!wg_m || gap < best_gap) wg_m = w, best_gap = gap;
+      if (!wg_m || gap <= best_gap) wg_m = w, best_gap = gap;
     }
     if (!wg_m)
       return str_cat("the ", m, " x ", n, " tile does not split into m64 x n16 blocks over ", groups, " warpgroups");

@@ -45,10 +45,11 @@ struct TmaCopy {
   std::shared_ptr<const Layout> layout;
 };
 
-// The TMA copies of one producer stage whose tiles have the same number of versions:
-// they complete on one mbarrier per version (`bars`), armed once per step.
+// The TMA copies of one producer stage whose tiles have the same number of versions
+// and the same first reader: they complete on one mbarrier per version (`bars`), armed once per step.
 struct TmaGroup {
   int64_t stage = 0, versions = 0;
+  size_t reader = 0;  // the unit that first reads the group's tiles
   Buffer bars;
   int64_t bytes = 0;
   std::set<BufKey> tiles;  // the original (unstaged) tiles
@@ -241,19 +242,38 @@ class Pipeliner : public IRMutator {
   }
 
  private:
-  // T.Pipelined(n, num_stages=S): the leading copies into shared tiles run S - 1
-  // iterations ahead of the rest of the body. Loops of another shape stay as they
-  // are (correct, just not overlapped).
+  // T.Pipelined(n, num_stages=S): the copies into shared tiles run S - 1
+  // iterations ahead of the rest of the body. Those are the leading copies, and
+  // any later copy of a global tensor into a whole shared tile that no earlier
+  // statement of the body touches (FlashAttention's V tile, copied after the
+  // softmax) when the loop writes nothing it reads. Loops without such a copy stay
+  // as they are (correct, just not overlapped).
   std::vector<Unit> default_units(const std::vector<Stmt>& body, int64_t stages) {
-    size_t np = 0;
-    while (np < body.size() && producer(body[np])) ++np;
-    if (np == 0 || np == body.size()) return {};
+    std::set<BufKey> loop_writes, seen;
+    for (const Stmt& s : body)
+      for (BufKey b : written(s)) loop_writes.insert(b);
+    std::vector<bool> is_producer(body.size(), false);
+    bool leading = true;
+    size_t count = 0;
+    for (size_t i = 0; i < body.size(); ++i) {
+      const TileOpNode* c = producer(body[i]);
+      leading = leading && c;
+      if (c && !leading)
+        c = covers_whole(c->regions[1]) && !seen.count(c->regions[1].buffer.get()) &&
+                    !loop_writes.count(c->regions[0].buffer.get())
+                ? c
+                : nullptr;
+      is_producer[i] = c != nullptr;
+      count += is_producer[i];
+      for (BufKey b : touched(body[i])) seen.insert(b);
+    }
+    if (count == 0 || count == body.size()) return {};
     std::vector<Unit> units;
     for (size_t i = 0; i < body.size(); ++i) {
       Unit u;
       u.stmts = {body[i]};
       u.order = int64_t(i);
-      u.producer = i < np;
+      u.producer = is_producer[i];
       units.push_back(std::move(u));
     }
     // A wgmma gemm left in flight holds its tiles one step longer: it reads them
@@ -401,10 +421,24 @@ class Pipeliner : public IRMutator {
         Buffer tile = Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span);
         if (std::optional<TmaCopy> t = plan_tma(copy)) {
           if (t->layout) tile = with_layout(tile, t->layout);  // the swizzle TMA writes
+          // Tiles share an mbarrier when their first reader is the same: a reader
+          // then waits for its own tiles only (FlashAttention's Q K^T does not wait
+          // for V).
+          size_t reader = units.size();
+          for (size_t c = 0; c < units.size(); ++c)
+            if (!units[c].producer && units[c].touches.count(b.get()) &&
+                (reader == units.size() ||
+                 std::make_pair(units[c].stage, pos[c]) < std::make_pair(units[reader].stage, pos[reader])))
+              reader = c;
           size_t g = 0;
-          while (g < groups.size() && !(groups[g].stage == p.stage && groups[g].versions == versions)) ++g;
+          while (g < groups.size() &&
+                 !(groups[g].stage == p.stage && groups[g].versions == versions && groups[g].reader == reader))
+            ++g;
           if (g == groups.size()) {
-            TmaGroup fresh{p.stage, versions};
+            TmaGroup fresh;
+            fresh.stage = p.stage;
+            fresh.versions = versions;
+            fresh.reader = reader;
             fresh.bars = Buffer::make(str_cat(b->name, "_full"), dtype::UInt64, {int_imm(versions)}, Scope::Shared);
             groups.push_back(fresh);
           }

@@ -193,7 +193,13 @@ def test_register_a_gemm_and_row_reduction_on_wgmma_accumulators(dtype):
 
 
 @pytest.mark.parametrize(
-    "policy, split", [(T.GemmWarpPolicy.Square, (1, 2)), (T.GemmWarpPolicy.FullRow, (2, 1))]
+    "policy, split",
+    [
+        (T.GemmWarpPolicy.FullCol, (1, 2)),
+        (T.GemmWarpPolicy.FullRow, (2, 1)),
+        # Both splits of a square tile are as square: the one along M wins.
+        (T.GemmWarpPolicy.Square, (2, 1)),
+    ],
 )
 def test_row_reduction_across_warpgroups(policy, split):
     """A row max over an accumulator split over two warpgroups along N combines both."""
@@ -233,7 +239,7 @@ def test_wgmma_kernels_compile_with_nvrtc_for_sm90a(dtype):
         wgmma_gemm(256, 256, 256, 128, 128, 64, dtype, False, True, 256, 0, stages=3),
         target="cuda -arch=sm_90a",
     )
-    assert "tl::wgmma_gemm_ss<128, 128, 64, 1, 2, false, true, 1>" in kernel.get_kernel_source()
+    assert "tl::wgmma_gemm_ss<128, 128, 64, 2, 1, false, true, 1>" in kernel.get_kernel_source()
     rs = tilelang.compile(attention_like(128, 64, 64, dtype, 256), target="cuda -arch=sm_90a")
     assert "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false>" in rs.get_kernel_source()
 
