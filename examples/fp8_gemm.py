@@ -2,7 +2,8 @@
 C = (A @ B^T) * scale_a * scale_b, A [M, K] and B [N, K] in float8_e4m3fn.
 
 Both operands keep K contiguous (B is stored as [N, K] and multiplied with
-transpose_B=True), the layout that 8-bit tensor-core gemms read fastest. Each
+transpose_B=True), the layout 8-bit tensor-core gemms read fastest and the only one
+Hopper's wgmma takes for fp8 (on sm_90a this T.gemm runs on wgmma m64nNk32). Each
 block stages a (block_M, block_K) tile of A and a (block_N, block_K) tile of B
 in shared memory through a T.Pipelined loop and accumulates their product in a
 float32 fragment; the fp8 products are exact and only their sum rounds. The
@@ -34,6 +35,7 @@ def fp8_scaled_mm(
     block_K=64,
     num_stages=2,
     threads=128,
+    panel=0,
 ):
     in_dtype = "float8_e4m3fn"
     accum_dtype = "float32"
@@ -51,6 +53,8 @@ def fp8_scaled_mm(
             B_shared = T.alloc_shared((block_N, block_K), in_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             C_out = T.alloc_fragment((block_M, block_N), out_dtype)
+            if panel:  # neighbouring blocks share tiles of A and B in L2 (bench/fp8_gemm_cuda.py)
+                T.use_swizzle(panel)
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)

@@ -92,7 +92,7 @@ TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, floa
   constexpr int kTilesM = M / WarpsM / 16, kTilesN = N / WarpsN / 8;  // mma tiles per warp
   constexpr int kChunkM = mma::chunk(kTilesM, 4), kChunkN = mma::chunk(kTilesN, 8);
   const int rank = int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-  const int warp = rank / 32, lane = rank % 32;
+  const int warp = rank / 32 % (WarpsM * WarpsN), lane = rank % 32;  // (a T.ws region: modulo its warps)
   const int g = lane / 4, t = lane % 4;
   const int row0 = (warp / WarpsN) * (M / WarpsM), col0 = (warp % WarpsN) * (N / WarpsN);
   for (int cm = 0; cm < kTilesM; cm += kChunkM) {

@@ -337,7 +337,7 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* acc) {
   sm80::check_gemm_shape<M, N, K, WarpsM, WarpsN, TA, TB, TC>();
   constexpr int kStep = sm80::MmaOf<TA>::kStep, kSteps = K / kStep;
   constexpr int MT = M / WarpsM / 16, NT = N / WarpsN / 8;
-  const int rank = sm80::thread_rank(), warp = rank / 32, lane = rank % 32;
+  const int rank = sm80::thread_rank(), warp = rank / 32 % (WarpsM * WarpsN), lane = rank % 32;
   const int m0 = warp / WarpsN * (M / WarpsM), n0 = warp % WarpsN * (N / WarpsN);
   const sm80::SmemOperand<TransA ? M : K, TA, !TransA, true> a_op(A, lane);
   const sm80::SmemOperand<TransB ? K : N, TB, TransB, false> b_op(B, lane);

@@ -5,12 +5,19 @@
 // K tile, with the same arguments; the call returns with the products in the
 // accumulators (it waits for its own wgmma group).
 //
+// Operand types (WgmmaOf below): half_t / bfloat16_t (k16), float read as tf32
+// (k8; the tensor cores use the top 19 bits of each value, i.e. truncate to 10
+// mantissa bits), float8_e4m3fn_t / float8_e5m2_t in any mix (k32), all into
+// float; int8_t / uint8_t (both the same, k32) into int32_t. One k-step is 32
+// bytes of K for every type. wgmma transposes only 16-bit operands: the others
+// must be K-major (A [M][K], B [N][K]), and only 16-bit A comes from registers.
+//
 // Warpgroups split the M x N tile into WgM x WgN tiles of TM x TN (TM a multiple
 // of 64, TN of 16); warpgroup wg owns the tile at (wg / WgN, wg % WgN) and covers
-// it with TM / 64 rows of TN / N wgmma.m64nNk16 instructions per k-step (N the
+// it with TM / 64 rows of TN / N wgmma.m64nNkK instructions per k-step (N the
 // largest power of two up to 256 that divides TN). The accumulator is the
-// thread's array of (TM / 64) * (TN / 8) * 4 floats (docs/design/cuda_layouts.md,
-// "wgmma"):
+// thread's array of (TM / 64) * (TN / 8) * 4 floats (int32_t for 8-bit integers;
+// docs/design/cuda_layouts.md, "wgmma"):
 //   acc[(mi * (TN / 8) + nt) * 4 + e] = C[wgm * TM + 64 mi + 16 w + g + 8 (e / 2)]
 //                                         [wgn * TN + 8 nt + 2 q + e % 2]
 // with w = warp % 4, g = lane / 4, q = lane % 4: the m64nN D fragment, m64 block
@@ -24,14 +31,19 @@
 // than S is a sequence of column blocks S bytes wide, each Rows x S bytes. Every
 // block starts on a multiple of 8 * S bytes of the shared window, where the
 // hardware's swizzle pattern starts. K-major operands (A [M][K], B [N][K]) step
-// K by moving the descriptor's start address inside a row; MN-major operands
-// (A [K][M], B [K][N], 16-bit types only) by whole groups of 8 rows.
+// K by moving the descriptor's start address 32 bytes inside a row; MN-major
+// operands (A [K][M], B [K][N], 16-bit types only) by whole groups of 8 rows.
 //
 // Under TL_EMULATE the instructions are replaced by their twins in
 // device/emu/wgmma_emu.h, which decode the same descriptors.
 #pragma once
 
 #include "gemm_sm80.cuh"
+
+namespace tl {
+// The wgmma operand types (PTX .atype / .btype), shared with the emulator's twin.
+enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
+}  // namespace tl
 
 #ifdef TL_EMULATE
 #include "../emu/wgmma_emu.h"
@@ -72,30 +84,58 @@
   "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 ", " TL_WG_R4 ", " TL_WG_R5 ", " TL_WG_R6 ", " TL_WG_R7 \
   ", " TL_WG_R8 ", " TL_WG_R9 ", " TL_WG_R10 ", " TL_WG_R11 ", " TL_WG_R12 ", " TL_WG_R13 ", " TL_WG_R14         \
   ", " TL_WG_R15 "}"
-// After R accumulators: gemm_ss's a-desc, b-desc, scale-d, trans-a, trans-b;
-// gemm_rs's a0..a3, b-desc, scale-d, trans-b.
+// After R accumulators: gemm_ss's a-desc, b-desc, scale-d, then trans-a, trans-b
+// (SS: 16-bit types), nothing more (SF: tf32 and fp8, which take no transpose) or
+// without the imm-scale-a/b operands too (SI: integers); gemm_rs's a0..a3, b-desc,
+// scale-d, trans-b.
 #define TL_WG_SS8 "%8, %9, p, 1, 1, %11, %12", "%10"
 #define TL_WG_SS16 "%16, %17, p, 1, 1, %19, %20", "%18"
 #define TL_WG_SS32 "%32, %33, p, 1, 1, %35, %36", "%34"
 #define TL_WG_SS64 "%64, %65, p, 1, 1, %67, %68", "%66"
 #define TL_WG_SS128 "%128, %129, p, 1, 1, %131, %132", "%130"
+#define TL_WG_SF8 "%8, %9, p, 1, 1", "%10"
+#define TL_WG_SF16 "%16, %17, p, 1, 1", "%18"
+#define TL_WG_SF32 "%32, %33, p, 1, 1", "%34"
+#define TL_WG_SF64 "%64, %65, p, 1, 1", "%66"
+#define TL_WG_SF128 "%128, %129, p, 1, 1", "%130"
+#define TL_WG_SI8 "%8, %9, p", "%10"
+#define TL_WG_SI16 "%16, %17, p", "%18"
+#define TL_WG_SI32 "%32, %33, p", "%34"
+#define TL_WG_SI64 "%64, %65, p", "%66"
+#define TL_WG_SI128 "%128, %129, p", "%130"
 #define TL_WG_RS8 "{%8, %9, %10, %11}, %12, p, 1, 1, %14", "%13"
 #define TL_WG_RS16 "{%16, %17, %18, %19}, %20, p, 1, 1, %22", "%21"
 #define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
 #define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
 #define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
-#define TL_WG_OUT8(d, o)                                                                                      \
-  "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), \
-      "+f"(d[o + 7])
-#define TL_WG_OUT16(d, o) TL_WG_OUT8(d, o), TL_WG_OUT8(d, o + 8)
-#define TL_WG_OUT32(d, o) TL_WG_OUT16(d, o), TL_WG_OUT16(d, o + 16)
-#define TL_WG_OUT64(d, o) TL_WG_OUT32(d, o), TL_WG_OUT32(d, o + 32)
-#define TL_WG_OUT128(d, o) TL_WG_OUT64(d, o), TL_WG_OUT64(d, o + 64)
+// The accumulator outputs, C "+f" (float) or "+r" (int32).
+#define TL_WG_OUT8(C, d, o) \
+  C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
+#define TL_WG_OUT16(C, d, o) TL_WG_OUT8(C, d, o), TL_WG_OUT8(C, d, o + 8)
+#define TL_WG_OUT32(C, d, o) TL_WG_OUT16(C, d, o), TL_WG_OUT16(C, d, o + 16)
+#define TL_WG_OUT64(C, d, o) TL_WG_OUT32(C, d, o), TL_WG_OUT32(C, d, o + 32)
+#define TL_WG_OUT128(C, d, o) TL_WG_OUT64(C, d, o), TL_WG_OUT64(C, d, o + 64)
 // The instruction string: operands (a pair of strings: the list, then scale-d).
 #define TL_WG_ASM2(shape_types, d_list, ops, scale)                                                               \
   "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\nwgmma.mma_async.sync.aligned." shape_types " " d_list ", " ops \
   ";\n}\n"
 #define TL_WG_ASM(shape_types, d_list, ops_scale) TL_WG_ASM2(shape_types, d_list, ops_scale)
+// One wgmma of R accumulators (constraint C) with the operand list OPS##R, and the
+// same for each instruction N (N, d in scope): KS the instruction K, TYPES
+// "dtype.atype.btype", the rest the input operands.
+#define TL_WG_CALL(R, NS, KS, TYPES, C, OPS, ...) \
+  asm volatile(TL_WG_ASM("m64n" NS "k" KS "." TYPES, TL_WG_D##R, OPS##R) : TL_WG_OUT##R(C, d, 0) : __VA_ARGS__)
+#define TL_WG_BY_N(KS, TYPES, C, OPS, ...)                 \
+  if constexpr (N == 16)                                   \
+    TL_WG_CALL(8, "16", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 32)                              \
+    TL_WG_CALL(16, "32", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 64)                              \
+    TL_WG_CALL(32, "64", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 128)                             \
+    TL_WG_CALL(64, "128", KS, TYPES, C, OPS, __VA_ARGS__); \
+  else                                                     \
+    TL_WG_CALL(128, "256", KS, TYPES, C, OPS, __VA_ARGS__)
 
 namespace tl {
 namespace sm90 {
@@ -135,6 +175,12 @@ TL_DEVICE void fence_operands(float* r) {
 }
 template <int Count>
 TL_DEVICE void fence_operands(uint32_t* r) {
+#ifndef TL_EMULATE
+  TL_SM90_UNROLL for (int i = 0; i < Count; ++i) asm volatile("" : "+r"(r[i])::"memory");
+#endif
+}
+template <int Count>
+TL_DEVICE void fence_operands(int32_t* r) {
 #ifndef TL_EMULATE
   TL_SM90_UNROLL for (int i = 0; i < Count; ++i) asm volatile("" : "+r"(r[i])::"memory");
 #endif
@@ -198,18 +244,39 @@ struct DescTile {
   }
 };
 
+// The wgmma operand type of a storage type, its accumulator, and whether wgmma
+// can read it M- / N-major (imm-trans: 16-bit types only).
 template <class T>
 struct WgmmaOf {
-  static constexpr bool kSupported = false, kBf16 = false;
+  static constexpr bool kSupported = false, kTransposable = false, kFp8 = false;
+  using Acc = void;
+};
+template <WgmmaType Kind, class Acc_>
+struct WgmmaInfo {
+  static constexpr bool kSupported = true;
+  static constexpr WgmmaType kKind = Kind;
+  using Acc = Acc_;
+  static constexpr bool kTransposable = Kind == WgmmaType::F16 || Kind == WgmmaType::Bf16;
+  static constexpr bool kFp8 = Kind == WgmmaType::E4m3 || Kind == WgmmaType::E5m2;
 };
 template <>
-struct WgmmaOf<half_t> {
-  static constexpr bool kSupported = true, kBf16 = false;
-};
+struct WgmmaOf<half_t> : WgmmaInfo<WgmmaType::F16, float> {};
 template <>
-struct WgmmaOf<bfloat16_t> {
-  static constexpr bool kSupported = true, kBf16 = true;
-};
+struct WgmmaOf<bfloat16_t> : WgmmaInfo<WgmmaType::Bf16, float> {};
+template <>
+struct WgmmaOf<float> : WgmmaInfo<WgmmaType::Tf32, float> {};
+template <>
+struct WgmmaOf<float8_e4m3fn_t> : WgmmaInfo<WgmmaType::E4m3, float> {};
+template <>
+struct WgmmaOf<float8_e5m2_t> : WgmmaInfo<WgmmaType::E5m2, float> {};
+template <>
+struct WgmmaOf<int8_t> : WgmmaInfo<WgmmaType::S8, int32_t> {};
+template <>
+struct WgmmaOf<uint8_t> : WgmmaInfo<WgmmaType::U8, int32_t> {};
+
+// The K of one wgmma for operands of T: 32 bytes.
+template <class T>
+constexpr int kInstK = 32 / int(sizeof(T));
 
 // The instruction N for a warpgroup tile TN wide: the largest power of two up to
 // 256 dividing it (whole swizzle blocks of an MN-major B, see wgmma_gemm_ss).
@@ -220,84 +287,87 @@ TL_DEVICE constexpr int inst_n() {
   return n;
 }
 
-// d (+)= A * B for one m64nNk16 (scale_d 0: d = A * B); A and B from descriptors,
-// each K-major or (MnMajor, the instruction's imm-trans 1) M- / N-major.
-template <int N, bool Bf16, bool MnMajorA, bool MnMajorB>
-TL_DEVICE void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+// d (+)= A * B for one m64nNkK (scale_d 0: d = A * B); A and B from descriptors,
+// each K-major or (MnMajor, the instruction's imm-trans 1, 16-bit types only)
+// M- / N-major.
+template <int N, class TA, class TB, bool MnMajorA, bool MnMajorB, class Acc>
+TL_DEVICE void wgmma_ss(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_ss: N is 16, 32, 64, 128 or 256");
 #if defined(TL_EMULATE)
-  emu::wgmma_ss(d, N, desc_a, desc_b, scale_d != 0, Bf16, MnMajorA, MnMajorB);
+  emu::wgmma_ss(d, N, desc_a, desc_b, scale_d != 0, WgmmaOf<TA>::kKind, WgmmaOf<TB>::kKind, MnMajorA, MnMajorB);
 #elif defined(TL_WGMMA_UNAVAILABLE)
   static_assert(N < 0, "tl::wgmma_gemm: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
 #else
-#define TL_WG_SS_CALL(R, NS, T)                                                 \
-  asm volatile(TL_WG_ASM("m64n" NS "k16.f32." T "." T, TL_WG_D##R, TL_WG_SS##R) \
-               : TL_WG_OUT##R(d, 0)                                             \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
-#define TL_WG_SS_TYPE(T)         \
-  if constexpr (N == 16)         \
-    TL_WG_SS_CALL(8, "16", T);   \
-  else if constexpr (N == 32)    \
-    TL_WG_SS_CALL(16, "32", T);  \
-  else if constexpr (N == 64)    \
-    TL_WG_SS_CALL(32, "64", T);  \
-  else if constexpr (N == 128)   \
-    TL_WG_SS_CALL(64, "128", T); \
-  else                           \
-    TL_WG_SS_CALL(128, "256", T)
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_ss: N is 16, 32, 64, 128 or 256");
-  if constexpr (Bf16) {
-    TL_WG_SS_TYPE("bf16");
+  constexpr WgmmaType ka = WgmmaOf<TA>::kKind, kb = WgmmaOf<TB>::kKind;
+#define TL_WG_SS_16BIT(T)                                                                                      \
+  TL_WG_BY_N("16", "f32." T "." T, "+f", TL_WG_SS, "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorA)), \
+             "n"(int(MnMajorB)))
+#define TL_WG_SS_FLOAT(KS, TA_, TB_) \
+  TL_WG_BY_N(KS, "f32." TA_ "." TB_, "+f", TL_WG_SF, "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define TL_WG_SS_INT(T) TL_WG_BY_N("32", "s32." T "." T, "+r", TL_WG_SI, "l"(desc_a), "l"(desc_b), "r"(scale_d))
+  if constexpr (ka == WgmmaType::F16) {
+    TL_WG_SS_16BIT("f16");
+  } else if constexpr (ka == WgmmaType::Bf16) {
+    TL_WG_SS_16BIT("bf16");
+  } else if constexpr (ka == WgmmaType::Tf32) {
+    TL_WG_SS_FLOAT("8", "tf32", "tf32");
+  } else if constexpr (ka == WgmmaType::E4m3 && kb == WgmmaType::E4m3) {
+    TL_WG_SS_FLOAT("32", "e4m3", "e4m3");
+  } else if constexpr (ka == WgmmaType::E4m3) {
+    TL_WG_SS_FLOAT("32", "e4m3", "e5m2");
+  } else if constexpr (ka == WgmmaType::E5m2 && kb == WgmmaType::E4m3) {
+    TL_WG_SS_FLOAT("32", "e5m2", "e4m3");
+  } else if constexpr (ka == WgmmaType::E5m2) {
+    TL_WG_SS_FLOAT("32", "e5m2", "e5m2");
+  } else if constexpr (ka == WgmmaType::S8) {
+    TL_WG_SS_INT("s8");
   } else {
-    TL_WG_SS_TYPE("f16");
+    TL_WG_SS_INT("u8");
   }
-#undef TL_WG_SS_TYPE
-#undef TL_WG_SS_CALL
+#undef TL_WG_SS_INT
+#undef TL_WG_SS_FLOAT
+#undef TL_WG_SS_16BIT
 #endif
 }
 
-// The same with A from registers: a[4] the m64k16 fragment (reg j: rows
+// The same with 16-bit A from registers: a[4] the m64k16 fragment (reg j: rows
 // 16 w + g + 8 (j % 2), k 2q + 8 (j / 2) + {0, 1}, lower k in the low half).
 template <int N, bool Bf16, bool MnMajorB>
 TL_DEVICE void wgmma_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_rs: N is 16, 32, 64, 128 or 256");
 #if defined(TL_EMULATE)
-  emu::wgmma_rs(d, N, a, desc_b, scale_d != 0, Bf16, MnMajorB);
+  emu::wgmma_rs(d, N, a, desc_b, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorB);
 #elif defined(TL_WGMMA_UNAVAILABLE)
   static_assert(N < 0, "tl::wgmma_gemm: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
 #else
-#define TL_WG_RS_CALL(R, NS, T)                                                 \
-  asm volatile(TL_WG_ASM("m64n" NS "k16.f32." T "." T, TL_WG_D##R, TL_WG_RS##R) \
-               : TL_WG_OUT##R(d, 0)                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorB)))
-#define TL_WG_RS_TYPE(T)         \
-  if constexpr (N == 16)         \
-    TL_WG_RS_CALL(8, "16", T);   \
-  else if constexpr (N == 32)    \
-    TL_WG_RS_CALL(16, "32", T);  \
-  else if constexpr (N == 64)    \
-    TL_WG_RS_CALL(32, "64", T);  \
-  else if constexpr (N == 128)   \
-    TL_WG_RS_CALL(64, "128", T); \
-  else                           \
-    TL_WG_RS_CALL(128, "256", T)
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_rs: N is 16, 32, 64, 128 or 256");
+#define TL_WG_RS_16BIT(T)                                                                                   \
+  TL_WG_BY_N("16", "f32." T "." T, "+f", TL_WG_RS, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), \
+             "r"(scale_d), "n"(int(MnMajorB)))
   if constexpr (Bf16) {
-    TL_WG_RS_TYPE("bf16");
+    TL_WG_RS_16BIT("bf16");
   } else {
-    TL_WG_RS_TYPE("f16");
+    TL_WG_RS_16BIT("f16");
   }
-#undef TL_WG_RS_TYPE
-#undef TL_WG_RS_CALL
+#undef TL_WG_RS_16BIT
 #endif
 }
 
 template <int M, int N, int K, int WgM, int WgN, class TA, class TB, class TC>
 TL_DEVICE void check_wgmma_shape() {
-  static_assert(WgmmaOf<TA>::kSupported && tl::is_same<TA, TB>::value,
-                "tl::wgmma_gemm: A and B must both be half_t or both bfloat16_t");
-  static_assert(tl::is_same<TC, float>::value, "tl::wgmma_gemm: the accumulator must be float");
+  static_assert(WgmmaOf<TA>::kSupported && WgmmaOf<TB>::kSupported,
+                "tl::wgmma_gemm: operands must be half_t, bfloat16_t, float (tf32), float8_e4m3fn_t / float8_e5m2_t, "
+                "int8_t or uint8_t");
+  if constexpr (WgmmaOf<TA>::kSupported && WgmmaOf<TB>::kSupported) {
+    static_assert(tl::is_same<TA, TB>::value || (WgmmaOf<TA>::kFp8 && WgmmaOf<TB>::kFp8),
+                  "tl::wgmma_gemm: A and B must have the same element type (or both be fp8: e4m3fn / e5m2)");
+    static_assert(tl::is_same<TC, typename WgmmaOf<TA>::Acc>::value,
+                  "tl::wgmma_gemm: the accumulator must be float (int32_t for int8_t / uint8_t operands)");
+  }
   static_assert(M % (64 * WgM) == 0, "tl::wgmma_gemm: M must be a multiple of 64 * WgM");
   static_assert(N % WgN == 0 && (N / WgN) % 16 == 0, "tl::wgmma_gemm: N / WgN must be a multiple of 16");
-  static_assert(K % 16 == 0, "tl::wgmma_gemm: K must be a multiple of 16");
+  static_assert(K % kInstK<TA> == 0,
+                "tl::wgmma_gemm: K must be a multiple of 32 bytes of the element type (16 half_t / bfloat16_t, "
+                "8 float, 32 fp8 / int8)");
 }
 
 }  // namespace sm90
@@ -314,12 +384,17 @@ template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int P
 TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
   constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN>(), NJ = TN / NI;
+  static_assert(sm90::WgmmaOf<TA>::kTransposable || (!TransA && TransB),
+                "tl::wgmma_gemm_ss: wgmma reads tf32, fp8 and 8-bit integer operands only K-major: A [M][K] and "
+                "B [N][K] (TransA = false, TransB = true)");
+  constexpr int KS = sm90::kInstK<TA>;
   using TileA = sm90::DescTile<TransA ? K : M, TransA ? M : K, TA, !TransA>;
   using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
   // An N-major B instruction reads whole S-byte column blocks, or stays in one.
   static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),
                 "tl::wgmma_gemm_ss: an N-major B needs N / WgN to be a multiple or a divisor of its swizzle width");
-  const int wg = sm80::thread_rank() / 128, m0 = wg / WgN * TM, n0 = wg % WgN * TN;
+  // (modulo: a T.ws region of WgM * WgN warpgroups starts on a multiple of its size)
+  const int wg = sm80::thread_rank() / 128 % (WgM * WgN), m0 = wg / WgN * TM, n0 = wg % WgN * TN;
   const TileA a(A);
   const TileB b(B);
   // The tiles were written by ordinary stores (cp.async, st.shared) that the
@@ -328,11 +403,11 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   sm90::fence_proxy_async();
   sm90::fence_operands<MI * TN / 2>(acc);
   sm90::wgmma_fence();
-  TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
+  TL_SM90_UNROLL for (int s = 0; s < K / KS; ++s) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
-        sm90::wgmma_ss<NI, sm90::WgmmaOf<TA>::kBf16, TransA, !TransB>(
-            acc + (mi * (TN / 8) + nj * (NI / 8)) * 4, a.at(m0 + 64 * mi, 16 * s), b.at(n0 + NI * nj, 16 * s), 1);
+        sm90::wgmma_ss<NI, TA, TB, TransA, !TransB>(acc + (mi * (TN / 8) + nj * (NI / 8)) * 4,
+                                                    a.at(m0 + 64 * mi, KS * s), b.at(n0 + NI * nj, KS * s), 1);
       }
     }
   }
@@ -355,6 +430,8 @@ TL_DEVICE void wgmma_wait() {
 template <int M, int N, int K, int WgM, int WgN, bool TransB, class TA, class TB, class TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
+  static_assert(sm90::WgmmaOf<TA>::kTransposable && tl::is_same<TA, TB>::value,
+                "tl::wgmma_gemm_rs: A in registers must be half_t or bfloat16_t (B the same)");
   static_assert(WgN == 1, "tl::wgmma_gemm_rs: A in registers needs WgN == 1 (each warpgroup owns whole rows of A)");
   constexpr int TM = M / WgM, MI = TM / 64, KT = K / 8, NI = sm90::inst_n<N>(), NJ = N / NI;
   using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
@@ -377,8 +454,8 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
-        sm90::wgmma_rs<NI, sm90::WgmmaOf<TA>::kBf16, !TransB>(acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi],
-                                                              b.at(NI * nj, 16 * s), 1);
+        sm90::wgmma_rs<NI, sm90::WgmmaOf<TA>::kKind == WgmmaType::Bf16, !TransB>(
+            acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi], b.at(NI * nj, 16 * s), 1);
       }
     }
   }

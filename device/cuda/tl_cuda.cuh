@@ -262,3 +262,4 @@ TL_DEVICE void sync_threads() {
 #include "gemm_sm90.cuh"  // sm_90a: wgmma gemms
 #include "tma.cuh"        // sm_90: TMA copies and mbarriers
 #include "warp.cuh"
+#include "warp_specialize.cuh"  // sm_90a: setmaxnreg

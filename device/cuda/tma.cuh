@@ -283,4 +283,17 @@ TL_DEVICE void prefetch_tensormap(const TensorMap* map) {
 #endif
 }
 
+// A barrier of the `count` threads (whole warps) that call it with the same `id`
+// (1-15; 0 is __syncthreads'): the block barrier of a warp-specialized region
+// (T.ws), which the block's other threads never reach. Shared-memory writes before
+// it are visible after it to the threads that took part.
+template <int Dep = 0>
+TL_DEVICE void named_barrier_sync(int id, int count) {
+#ifdef TL_EMULATE
+  emu::named_barrier_sync(id, count);
+#else
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
 }  // namespace tl

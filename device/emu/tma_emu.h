@@ -367,6 +367,11 @@ inline void report_deadlock(const TmaBlock& b) {
       "mbarrier deadlock: every running thread of the block waits for an mbarrier phase that can no "
       "longer complete:";
   for (size_t i = 0; i < keys.size() && i < 4; ++i) {
+    if (!keys[i].first) {  // a named barrier (named_barrier_sync): the parity slot holds its id
+      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
+             " wait at named barrier " + str_of(keys[i].second) + " (a T.ws region's block barrier)";
+      continue;
+    }
     const Mbarrier m = unpack_mbarrier(*keys[i].first);
     msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
            " wait for parity " + str_of(keys[i].second) + " of the mbarrier at shared offset " +
@@ -401,6 +406,56 @@ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
     }
     yield_fiber();
   }
+}
+
+// ---- named barriers (bar.sync id, count): a T.ws region's block barrier
+
+inline void named_barrier_sync(int id, int count) {
+  struct Named {
+    uint64_t serial = ~uint64_t(0);
+    int arrived[16], expected[16];
+    uint64_t generation[16];
+  };
+  static thread_local Named n;
+  if (n.serial != block_state().serial) {
+    n.serial = block_state().serial;
+    for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0;
+  }
+  if (id < 1 || id > 15 || count < 32 || count % 32 != 0 || count > block_threads()) {
+    record_failure("named_barrier_sync: id must be in [1, 15] and count a multiple of 32 up to the block's " +
+                   str_of(block_threads()) + " threads; got id " + str_of(id) + ", count " + str_of(count));
+    return;
+  }
+  if (n.arrived[id] == 0) n.expected[id] = count;
+  if (n.expected[id] != count) {
+    record_failure("named_barrier_sync: barrier " + str_of(id) + " is used with " + str_of(count) + " and " +
+                   str_of(n.expected[id]) + " threads at once");
+    return;
+  }
+  TmaBlock& b = tma_block();
+  FiberScheduler* s = current_scheduler();
+  const size_t rank = size_t(thread_rank());
+  const uint64_t gen = n.generation[id];
+  ++b.events;
+  if (++n.arrived[id] == count) {
+    n.arrived[id] = 0;
+    ++n.generation[id];
+  }
+  while (n.generation[id] == gen) {
+    if (b.deadlocked) abandon_fiber();
+    b.waiting_since[rank] = b.events;
+    b.waiting_on[rank] = nullptr;
+    b.waiting_parity[rank] = uint32_t(id);
+    if (block_deadlocked(b)) {
+      report_deadlock(b);
+      b.deadlocked = true;
+      if (!s) return;
+      abandon_fiber();
+    }
+    yield_fiber();
+  }
+  b.waiting_since[rank] = kNotWaiting;
+  if (s) ++s->barriers[rank];  // the race detector's epoch: the participants passed a barrier together
 }
 
 // ---- copies

@@ -1,8 +1,16 @@
 // Emulated twins of the sm_90a warpgroup MMA instructions for the CUDA emulator
-// (device/cuda/gemm_sm90.cuh includes it under TL_EMULATE): wgmma.mma_async
-// m64nNk16 f16/bf16 -> f32 with A and B from shared-memory matrix descriptors or A
-// from registers, wgmma.fence, commit_group and wait_group, and the shared-window
+// (device/cuda/gemm_sm90.cuh includes it under TL_EMULATE): wgmma.mma_async with A
+// and B from shared-memory matrix descriptors (m64nNk16 f16/bf16, m64nNk8 tf32 and
+// m64nNk32 e4m3/e5m2 into f32, m64nNk32 s8/u8 into s32) or f16/bf16 A from
+// registers, wgmma.fence, commit_group and wait_group, and the shared-window
 // address a descriptor holds.
+//
+// Operand values are decoded exactly (fp8 through device/common/minifloat.h, bit for
+// bit as ml_dtypes); a tf32 operand is the top 19 bits of the float in shared
+// memory (the low 13 mantissa bits ignored: truncation toward zero), as the tensor
+// cores read it. Float products are exact in float and are summed in k order; the
+// GPU adds with its own internal precision, so its float results differ in the
+// last bits. Integer products and sums are exact (s32, wrapping).
 //
 // The twins read operands the way the hardware does: the descriptor is decoded
 // (start address, leading and stride byte offsets, swizzle mode), the canonical
@@ -26,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tl::emu {
@@ -73,17 +82,85 @@ inline uint32_t wgmma_element_address(const WgmmaDesc& d, bool k_major, int mn, 
   return a ^ (((a >> 7) & (sw / 16 - 1)) << 4);
 }
 
-// One 16-bit operand element as float.
-inline float wgmma_value(uint16_t bits, bool bf16) {
-  return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
+inline int wgmma_type_bytes(WgmmaType t) {
+  switch (t) {
+    case WgmmaType::F16:
+    case WgmmaType::Bf16:
+      return 2;
+    case WgmmaType::Tf32:
+      return 4;
+    case WgmmaType::E4m3:
+    case WgmmaType::E5m2:
+    case WgmmaType::S8:
+    case WgmmaType::U8:
+      return 1;
+  }
+  return 1;
 }
 
-// The K x 16-bit elements of `count` rows (mn_of(i)) of a descriptor operand, read
+inline bool wgmma_is_integer(WgmmaType t) {
+  return t == WgmmaType::S8 || t == WgmmaType::U8;
+}
+
+inline const char* wgmma_type_name(WgmmaType t) {
+  switch (t) {
+    case WgmmaType::F16:
+      return "f16";
+    case WgmmaType::Bf16:
+      return "bf16";
+    case WgmmaType::Tf32:
+      return "tf32";
+    case WgmmaType::E4m3:
+      return "e4m3";
+    case WgmmaType::E5m2:
+      return "e5m2";
+    case WgmmaType::S8:
+      return "s8";
+    case WgmmaType::U8:
+      return "u8";
+  }
+  return "?";
+}
+
+// The K of one instruction: 32 bytes of the operand type.
+inline int wgmma_inst_k(WgmmaType t) {
+  return 32 / wgmma_type_bytes(t);
+}
+
+// One operand element (wgmma_type_bytes(t) bytes at p) as the value the tensor
+// cores multiply: exact for every type, tf32 truncated to its top 19 bits.
+template <class V>
+inline V wgmma_value(const unsigned char* p, WgmmaType t) {
+  uint16_t h;
+  uint32_t w;
+  switch (t) {
+    case WgmmaType::F16:
+      memcpy(&h, p, 2);
+      return V(tl::half_bits_to_float(h));
+    case WgmmaType::Bf16:
+      memcpy(&h, p, 2);
+      return V(tl::bit_cast<float>(uint32_t(h) << 16));
+    case WgmmaType::Tf32:
+      memcpy(&w, p, 4);
+      return V(tl::bit_cast<float>(w & 0xffffe000u));
+    case WgmmaType::E4m3:
+      return V(tl::bit_cast<float>(tl::E4M3FN::to_float_bits(*p)));
+    case WgmmaType::E5m2:
+      return V(tl::bit_cast<float>(tl::E5M2::to_float_bits(*p)));
+    case WgmmaType::S8:
+      return V(int8_t(*p));
+    case WgmmaType::U8:
+      return V(*p);
+  }
+  return V(0);
+}
+
+// The K-step elements of `count` rows (mn_of(i)) of a descriptor operand, read
 // from shared memory now (and recorded for the race detector); false (with a
 // recorded failure) on a descriptor tilelang never emits or one that reads past
 // the block's shared memory.
-template <class MnOf>
-inline bool wgmma_read_operand(float* out, uint64_t desc, bool k_major, int count, MnOf mn_of, int k_extent, bool bf16,
+template <class V, class MnOf>
+inline bool wgmma_read_operand(V* out, uint64_t desc, bool k_major, int count, MnOf mn_of, int k_extent, WgmmaType type,
                                const char* which) {
   const WgmmaDesc d = decode_wgmma_desc(desc);
   if (d.swizzle == 0 || d.base_offset != 0) {
@@ -92,17 +169,16 @@ inline bool wgmma_read_operand(float* out, uint64_t desc, bool k_major, int coun
     return false;
   }
   BlockState& st = block_state();
+  const int bytes = wgmma_type_bytes(type);
   for (int i = 0; i < count; ++i) {
     for (int k = 0; k < k_extent; ++k) {
-      const uint32_t a = wgmma_element_address(d, k_major, mn_of(i), k, 2);
-      if (size_t(a) + 2 > st.shared.size()) {
+      const uint32_t a = wgmma_element_address(d, k_major, mn_of(i), k, bytes);
+      if (size_t(a) + size_t(bytes) > st.shared.size()) {
         record_failure(std::string("wgmma: the ") + which + " descriptor reads shared byte " + std::to_string(a) +
                        ", past the block's " + std::to_string(st.shared.size()) + " bytes");
         return false;
       }
-      uint16_t bits;
-      memcpy(&bits, note_shared(st.shared.data() + a, false, "|wgmma"), 2);
-      out[i * k_extent + k] = wgmma_value(bits, bf16);
+      out[i * k_extent + k] = wgmma_value<V>(note_shared(st.shared.data() + a, false, "|wgmma"), type);
     }
   }
   return true;
@@ -152,53 +228,91 @@ inline bool check_warpgroups(int n) {
 }
 
 // D (+)= A * B for the calling thread's N / 2 accumulators, from its two A rows
-// (a[h * 16 + k]) and its N / 4 B columns (b[c * 16 + k]), k in k order.
-inline void wgmma_accumulate(float* d, int n, bool scale_d, const float* a, const float* b) {
+// (a[h * kk + k]) and its N / 4 B columns (b[c * kk + k]), k in k order: float
+// sums, or s32 ones that wrap as the hardware's (without .satfinite) do.
+inline void wgmma_accumulate(float* d, int n, int kk, bool scale_d, const float* a, const float* b) {
   for (int i = 0; i < n / 8; ++i)
     for (int e = 0; e < 4; ++e) {
       float sum = scale_d ? d[4 * i + e] : 0.0f;
-      const float *ra = a + (e / 2) * 16, *cb = b + (2 * i + e % 2) * 16;
-      for (int k = 0; k < 16; ++k) sum += ra[k] * cb[k];
+      const float *ra = a + (e / 2) * kk, *cb = b + (2 * i + e % 2) * kk;
+      for (int k = 0; k < kk; ++k) sum += ra[k] * cb[k];
       d[4 * i + e] = sum;
     }
 }
+inline void wgmma_accumulate(int32_t* d, int n, int kk, bool scale_d, const int32_t* a, const int32_t* b) {
+  for (int i = 0; i < n / 8; ++i)
+    for (int e = 0; e < 4; ++e) {
+      uint32_t sum = scale_d ? uint32_t(d[4 * i + e]) : 0u;
+      const int32_t *ra = a + (e / 2) * kk, *cb = b + (2 * i + e % 2) * kk;
+      for (int k = 0; k < kk; ++k) sum += uint32_t(ra[k] * cb[k]);
+      d[4 * i + e] = int32_t(sum);
+    }
+}
 
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16} d, a-desc, b-desc, scale-d,
-// 1, 1, trans-a, trans-b. trans = 0: K-major (A [M][K], B [N][K]); 1: M- / N-major.
-inline void wgmma_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, bool bf16, bool trans_a,
-                     bool trans_b) {
-  if (!check_warpgroups(n)) return;
+// Whether an instruction takes operands of types a, b into accumulators of Acc (the
+// device header's static_asserts make it so; checked here too).
+template <class Acc>
+inline bool check_wgmma_types(WgmmaType a, WgmmaType b) {
+  const bool integer = wgmma_is_integer(a);
+  const bool fp8 = (a == WgmmaType::E4m3 || a == WgmmaType::E5m2) && (b == WgmmaType::E4m3 || b == WgmmaType::E5m2);
+  if ((a != b && !fp8) || integer != std::is_same<Acc, int32_t>::value) {
+    record_failure(std::string("wgmma: operand types ") + wgmma_type_name(a) + " / " + wgmma_type_name(b) +
+                   " have no instruction with this accumulator type");
+    return false;
+  }
+  return true;
+}
+
+// wgmma.mma_async.sync.aligned.m64nNkK.{f32,s32}.atype.btype d, a-desc, b-desc,
+// scale-d (, 1, 1 (, trans-a, trans-b)). trans = 0: K-major (A [M][K], B [N][K]);
+// 1: M- / N-major (16-bit types only).
+template <class Acc>
+inline void wgmma_ss(Acc* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a, WgmmaType type_b,
+                     bool trans_a, bool trans_b) {
+  if (!check_warpgroups(n) || !check_wgmma_types<Acc>(type_a, type_b)) return;
+  if ((trans_a || trans_b) && wgmma_type_bytes(type_a) != 2) {
+    record_failure("wgmma: a transposed (M- / N-major) operand of a type other than f16 / bf16");
+    return;
+  }
+  const int kk = wgmma_inst_k(type_a);
   wgmma_queue().open.push_back([=] {
     const WgmmaLane l;
-    std::vector<float> a(2 * 16), b(size_t(n / 4) * 16);
+    std::vector<Acc> a(size_t(2 * kk)), b(size_t(n / 4 * kk));
     if (!wgmma_read_operand(
-            a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, 16, bf16, "A"))
+            a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, kk, type_a, "A"))
       return;
     if (!wgmma_read_operand(
-            b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, 16, bf16, "B"))
+            b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, kk, type_b, "B"))
       return;
-    wgmma_accumulate(d, n, scale_d, a.data(), b.data());
+    wgmma_accumulate(d, n, kk, scale_d, a.data(), b.data());
   });
 }
 
-// The same with A from registers: a[4] holds the m64k16 fragment of mma.m16n8k16
-// for rows 16w.. of warp w (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2) + {0, 1}).
-inline void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, bool bf16, bool trans_b) {
+// The same with f16 / bf16 A from registers: a[4] holds the m64k16 fragment of
+// mma.m16n8k16 for rows 16w.. of warp w (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2)
+// + {0, 1}).
+inline void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                     bool trans_b) {
   if (!check_warpgroups(n)) return;
+  if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
+    record_failure("wgmma: A from registers must be f16 or bf16");
+    return;
+  }
   const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
   const WgmmaLane l;
   std::vector<float> rows(2 * 16);
   for (int h = 0; h < 2; ++h)
     for (int k = 0; k < 16; ++k) {
       const uint32_t reg = warp[(l.g * 4 + (k % 8) / 2) * 4 + h + 2 * (k / 8)];
-      rows[size_t(h * 16 + k)] = wgmma_value(uint16_t(reg >> (16 * (k % 2))), bf16);
+      const uint16_t bits = uint16_t(reg >> (16 * (k % 2)));
+      rows[size_t(h * 16 + k)] = wgmma_value<float>(reinterpret_cast<const unsigned char*>(&bits), type);
     }
   wgmma_queue().open.push_back([=] {
     std::vector<float> b(size_t(n / 4) * 16);
     if (!wgmma_read_operand(
-            b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, 16, bf16, "B"))
+            b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, 16, type, "B"))
       return;
-    wgmma_accumulate(d, n, scale_d, rows.data(), b.data());
+    wgmma_accumulate(d, n, 16, scale_d, rows.data(), b.data());
   });
 }
 

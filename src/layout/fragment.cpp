@@ -195,6 +195,22 @@ bool FragmentLayout::equals(const FragmentLayout& o) const {
   return false;
 }
 
+bool FragmentLayout::same_rows(const FragmentLayout& o) const {
+  TL_ICHECK(kind_ == Kind::Rows && o.kind_ == Kind::Rows, "same_rows of a non-row layout");
+  const FragmentLayout &p = *parent_, &q = *o.parent_;
+  if (p.kind_ != q.kind_ || p.threads_ != q.threads_ || shape_ != o.shape_) return false;
+  switch (p.kind_) {
+    case Kind::Blocked:  // rows k * tr + t / tc
+      return p.tr_ == q.tr_ && p.tc_ == q.tc_;
+    case Kind::Accum:
+    case Kind::WgmmaAccum:  // the row of a register depends on the group split, not on N
+      return p.warps_m_ == q.warps_m_ && p.warps_n_ == q.warps_n_;
+    case Kind::Rows:
+      return false;
+  }
+  return false;
+}
+
 std::string FragmentLayout::str() const {
   std::string s = "[";
   for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);

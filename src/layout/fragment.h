@@ -68,6 +68,10 @@ class FragmentLayout {
   Expr row_warp_index(const Expr& t) const;
 
   bool equals(const FragmentLayout& o) const;
+  // For two Rows layouts: every thread holds the same rows in the same registers
+  // (the parents split the rows over the threads alike, whatever their widths), so
+  // one register vector serves loops over both parents.
+  bool same_rows(const FragmentLayout& o) const;
   std::string str() const;
 
  private:

@@ -156,7 +156,7 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   for (const BufferRegion* r : {&a, &b, &c}) {
     Scope sc = r->buffer->scope;
     if (sc != Scope::Shared && sc != Scope::SharedDyn && sc != Scope::Fragment) return Stmt();
-    if (!is_const_one(r->buffer.effective_strides().back())) return Stmt();
+    if (!is_const_one(r->buffer.effective_strides().back()) || r->buffer->layout) return Stmt();  // row-major only
   }
   bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
   bool clear = attr_int(op->attrs, "clear_accum", 0);

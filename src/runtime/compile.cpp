@@ -101,6 +101,11 @@ void note_build(const PrimFunc& f, const Target& target) {
 void write_meta(const std::string& dir, const CudaSource& src) {
   std::ofstream out(fs::path(dir) / "meta.txt");
   out << "entry " << src.entry_name << "\nshared_bytes " << src.shared_bytes << "\n";
+  if (!src.threads.empty()) {
+    out << "threads";
+    for (int64_t t : src.threads) out << " " << t;
+    out << "\n";
+  }
   for (const TmaMapSpec& m : src.tma_maps) out << m.str() << "\n";
 }
 
@@ -111,13 +116,20 @@ std::string read_meta(const fs::path& dir, const std::string& key) {
   throw std::runtime_error("cache entry has no " + key);
 }
 
-// The signature with the TMA maps of the artifact in `dir` (none when it has no meta.txt).
+// The signature with the TMA maps and the launch's block of the artifact in `dir`
+// (as given when it has no meta.txt): the lowering decides both.
 KernelSignature with_tma_maps(KernelSignature sig, const fs::path& dir) {
   std::ifstream in(dir / "meta.txt");
   if (!in) return sig;
   sig.tma_maps.clear();
-  for (std::string line; std::getline(in, line);)
+  for (std::string line; std::getline(in, line);) {
     if (line.rfind("tma ", 0) == 0) sig.tma_maps.push_back(TmaMapSpec::parse(line));
+    if (line.rfind("threads ", 0) == 0) {
+      std::istringstream words(line.substr(8));
+      sig.threads.clear();
+      for (int64_t t; words >> t;) sig.threads.push_back(t);
+    }
+  }
   return sig;
 }
 

@@ -19,6 +19,7 @@
 //    (wgmma), and lays out its shared operands as those templates read them.
 #include "transform/lower_fragments.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -29,6 +30,7 @@
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
 #include "support/logging.h"
+#include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
 
@@ -86,6 +88,11 @@ bool divisible(const Expr& e, int64_t n) {
   return false;
 }
 
+// `why`, prefixed by the user's source line when known.
+std::string at(const SourceSpan& span, const std::string& why) {
+  return span.defined() ? span.str() + ": " + why : why;
+}
+
 struct GemmUse {
   const TileOpNode* op;
   BufKey a = nullptr, b = nullptr, c = nullptr;  // the fragment operands
@@ -94,12 +101,18 @@ struct GemmUse {
 // ---------------------------------------------------------------- analysis
 
 struct Analysis {
-  int64_t threads = 1;
+  int64_t threads = 1;  // of the block, or of the T.ws region being collected
+  // The threads ({first, count}) that use each fragment: a T.ws region's, or the block's.
+  std::map<BufKey, std::pair<int64_t, int64_t>> region_of;
+  int64_t threads_of(BufKey k) const {
+    auto it = region_of.find(k);
+    return it == region_of.end() ? threads : it->second.second;
+  }
   const Target* target = nullptr;
   bool wgmma = false;          // register gemms try wgmma first (sm_90a, not disabled)
   bool wgmma_refused = false;  // a register gemm fits mma.sync but not wgmma
   std::map<BufKey, Buffer> candidates;
-  std::set<BufKey> demoted;
+  std::map<BufKey, std::string> demoted;  // and why (the first reason), for the debug log
   struct Loop {
     std::vector<BufKey> full, rows;
   };
@@ -109,10 +122,17 @@ struct Analysis {
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
+  // Gemms whose default (Square) policy is taken as FullRow, and the fragments of
+  // tiles whose per-row vectors found the rows split differently (solve sets it).
+  std::set<const TileOpNode*> full_row;
+  std::set<BufKey> row_split_conflicts;
+  std::set<const TileOpNode*> a_wants_full_row;  // register A refused only for the warp split
+
+  int64_t policy(const TileOpNode* op) const { return full_row.count(op) ? 1 : attr_int(op->attrs, "policy", 0); }
 
   bool candidate(const Buffer& b) const { return candidates.count(b.get()); }
-  void demote(const Buffer& b) {
-    if (candidate(b)) demoted.insert(b.get());
+  void demote(const Buffer& b, const std::string& why) {
+    if (candidate(b)) demoted.emplace(b.get(), why);
   }
   void note_bytes(const Buffer& frag, const Buffer& peer) {
     if (!candidate(frag)) return;
@@ -126,6 +146,33 @@ class Collector : public IRVisitor {
  public:
   explicit Collector(Analysis& a) : a_(a) {}
   using IRVisitor::visit;
+
+  // A T.ws region: its ops and fragments are spread over its threads only.
+  void visit(const AttrNode* op) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRVisitor::visit(op);
+    int64_t saved_lo = region_lo_, saved_threads = a_.threads;
+    region_lo_ = lo;
+    a_.threads = count;
+    IRVisitor::visit(op);
+    region_lo_ = saved_lo;
+    a_.threads = saved_threads;
+  }
+
+  // A fragment's registers belong to the threads of one region.
+  void note_region(const Buffer& b, const SourceSpan& span) {
+    if (!a_.candidate(b)) return;
+    std::pair<int64_t, int64_t> here{region_lo_, a_.threads};
+    auto [it, fresh] = a_.region_of.emplace(b.get(), here);
+    if (fresh || it->second == here) return;
+    auto threads = [](std::pair<int64_t, int64_t> r) {
+      return str_cat("threads [", r.first, ", ", r.first + r.second, ")");
+    };
+    throw_user_error(span,
+                     str_cat("fragment '", b->name, "' is used by ", threads(it->second), " and by ", threads(here),
+                             "; a fragment's registers belong to the threads of one T.ws region (or of the "
+                             "whole block): use it, T.clear included, inside one `with T.ws(...)` only"));
+  }
 
   void visit(const AllocateNode* op) override {
     if (op->buffer->scope == Scope::Fragment && const_shape(op->buffer)) a_.candidates[op->buffer.get()] = op->buffer;
@@ -158,36 +205,41 @@ class Collector : public IRVisitor {
     }
     Analysis::Loop loop;
     loop_ = &loop;
+    loop_span_ = op->span;
     extents_ = ok ? extents : std::vector<int64_t>{};
     visit(nest.back()->body);
     loop_ = nullptr;
     vars_.clear();
     if (loop.full.empty())
-      for (BufKey r : loop.rows) a_.demoted.insert(r);
+      for (BufKey r : loop.rows)
+        a_.demoted.emplace(r, at(op->span,
+                                 "indexed by the leading variables of a T.Parallel loop that no register "
+                                 "fragment covers"));
     a_.loops.push_back(std::move(loop));
   }
 
   void visit(const TileOpNode* op) override {
+    for (const BufferRegion& r : op->regions) note_region(r.buffer, op->span);
     auto frag = [&](const BufferRegion& r) { return a_.candidate(r.buffer); };
-    auto demote_all = [&] {
-      for (const BufferRegion& r : op->regions) a_.demote(r.buffer);
+    auto demote_all = [&](const std::string& why) {
+      for (const BufferRegion& r : op->regions) a_.demote(r.buffer, at(op->span, why));
     };
     switch (op->op) {
       case TileOpKind::Fill:
-        if (frag(op->regions[0]) && !covers_whole(op->regions[0])) demote_all();
+        if (frag(op->regions[0]) && !covers_whole(op->regions[0])) demote_all("T.fill of part of a fragment");
         break;
       case TileOpKind::Copy: {
         const BufferRegion &s = op->regions[0], &d = op->regions[1];
         if (!frag(s) && !frag(d)) break;
         if ((frag(s) && !covers_whole(s)) || (frag(d) && !covers_whole(d)) || !pairs_exactly(s, d)) {
-          demote_all();
+          demote_all("T.copy of part of a fragment, or of regions whose extents do not pair up");
           break;
         }
         if (frag(s) && frag(d)) {
           if (*const_shape(s.buffer) == *const_shape(d.buffer))
             a_.same.push_back({s.buffer.get(), d.buffer.get()});
           else
-            demote_all();
+            demote_all("T.copy between fragments of different shapes");
         }
         a_.note_bytes(s.buffer, d.buffer);
         a_.note_bytes(d.buffer, s.buffer);
@@ -200,7 +252,7 @@ class Collector : public IRVisitor {
         // dst (memory) <- value: a whole register fragment (region form), or one
         // element of it inside a T.Parallel loop (element form).
         if (frag(op->regions[0])) {
-          demote_all();
+          demote_all("an atomic update of a fragment");
           break;
         }
         if (op->regions.size() < 2 || !frag(op->regions[1])) break;
@@ -212,7 +264,7 @@ class Collector : public IRVisitor {
           for (const Range& r : v.ranges) idx.push_back(r.min);
           classify(v.buffer, idx);
         } else if (!covers_whole(v) || !pairs_exactly(v, op->regions[0])) {
-          demote_all();
+          demote_all("an atomic whose value is part of a fragment");
         }
         break;
       }
@@ -227,12 +279,12 @@ class Collector : public IRVisitor {
             *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[0])) {
           a_.row_of.push_back({d.buffer.get(), s.buffer.get()});
         } else {
-          demote_all();
+          demote_all("T.reduce_" + kind + " other than over dim 1 of a whole 2-d fragment into a 1-d one");
         }
         break;
       }
       default:
-        demote_all();
+        demote_all(str_cat("T.", op_info(op->op).name, " has no register lowering"));
         break;
     }
     // Regions are not indexed accesses: do not classify them as loads.
@@ -261,7 +313,8 @@ class Collector : public IRVisitor {
     auto fail = [&](const std::string& why) {
       log(LogLevel::Debug,
           str_cat(op->span.defined() ? op->span.str() + ": " : "", "T.gemm takes the shared-memory path: ", why));
-      for (const BufferRegion& r : op->regions) a_.demote(r.buffer);
+      for (const BufferRegion& r : op->regions)
+        a_.demote(r.buffer, at(op->span, "T.gemm takes the shared-memory path: " + why));
     };
     if (!a_.candidate(c.buffer)) return fail("the accumulator is not a register fragment");
     use.c = c.buffer.get();
@@ -296,7 +349,7 @@ class Collector : public IRVisitor {
                                    "T.gemm cannot use wgmma, so the kernel's gemms use mma.sync: ", why));
     }
     int64_t warps = a_.threads / 32;
-    int64_t wm = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
+    int64_t wm = gemm_warp_split(m, n, warps, a_.policy(op));
     if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
     if (n / (warps / wm) % 16 != 0) return fail("a warp's N is not a multiple of 16");
     for (const BufferRegion* r : {&a, &b}) {
@@ -310,31 +363,43 @@ class Collector : public IRVisitor {
     a_.seed_spans[c.buffer.get()] = op->span;
     if (use.a) {
       // A from registers: the accumulator layout of an M x K tile, every warp along M.
-      if (!half || ta || warps / wm != 1 || !covers_whole(a) || a.buffer.ndim() != 2) {
-        a_.demote(a.buffer);
+      bool a_fits = half && !ta && covers_whole(a) && a.buffer.ndim() == 2;
+      if (!a_fits || warps / wm != 1) {
+        if (a_fits && a_.policy(op) == 0) a_.a_wants_full_row.insert(op);
+        a_.demote(a.buffer, at(op->span, str_cat("A of T.gemm comes from registers only for a 16-bit, untransposed "
+                                                 "whole 2-d fragment with every warp along M (policy FullRow); here ",
+                                                 wm, " x ", warps / wm, " warps")));
         use.a = nullptr;
       } else {
         a_.seeds[a.buffer.get()] = FragmentLayout::accum(m, *kk, wm, 1);
         a_.seed_spans[a.buffer.get()] = op->span;
       }
     }
-    if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
+    if (use.b) a_.demote(b.buffer, at(op->span, "B of T.gemm is read from shared memory"));
     use.b = nullptr;
     a_.gemms.push_back(use);
   }
 
-  // The wgmma form of a register gemm (device/cuda/gemm_sm90.cuh): f16/bf16 into
-  // float32, warpgroups splitting C into tiles of whole m64 rows and 16-column
-  // multiples, operand rows in whole 32-byte swizzle rows. Seeds the layouts and
-  // returns "" when it fits; else says why, and nothing is recorded.
+  // The wgmma form of a register gemm (device/cuda/gemm_sm90.cuh): every dtype
+  // pair gemm() accepts (f16/bf16, tf32, fp8 in any mix into float32; int8/uint8
+  // into int32; one instruction reads 32 bytes of K), warpgroups splitting C into
+  // tiles of whole m64 rows and 16-column multiples, operand rows in whole 32-byte
+  // swizzle rows; wgmma transposes only 16-bit operands, so the others must be
+  // K-major. Seeds the layouts and returns "" when it fits; else says why, and
+  // nothing is recorded.
   std::string try_wgmma(const TileOpNode* op, GemmUse use, int64_t m, int64_t n, int64_t kk, bool ta) {
     const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
     DataType in = a.buffer->dtype;
-    if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in))
-      return "wgmma takes float16 or bfloat16 operands here";
+    bool half = in == dtype::Float16 || in == dtype::BFloat16;
     if (a_.threads % 128 != 0) return str_cat("the block's ", a_.threads, " threads are not whole warpgroups of 128");
-    if (kk % 16 != 0) return str_cat("K = ", kk, " is not a multiple of 16");
+    int64_t inst_k = 32 / elem_bytes(in);
+    if (kk % inst_k != 0)
+      return str_cat("K = ", kk, " is not a multiple of ", inst_k, " (32 bytes of ", in.name(), ")");
     bool tb = attr_int(op->attrs, "transpose_B", 0);
+    if (!half && (ta || !tb))
+      return str_cat("wgmma reads ", in.name(), " operands only K-major: A [M][K] and B [N][K] (transpose_A=False, ",
+                     "transpose_B=True), and this T.gemm has transpose_A=", ta ? "True" : "False",
+                     ", transpose_B=", tb ? "True" : "False");
     for (const BufferRegion* r : {&a, &b}) {
       if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !covers_tile(*r))
         return "an operand is not a whole shared-memory tile";
@@ -358,7 +423,7 @@ class Collector : public IRVisitor {
     // squarest split that does; of equally square splits the one with more
     // warpgroups along M, which keeps each row of C in one warpgroup (row
     // reductions stay in registers, and C can be the A of a register gemm).
-    int64_t policy = attr_int(op->attrs, "policy", 0), wg_m = 0;
+    int64_t policy = a_.policy(op), wg_m = 0;
     if (policy == 1 && fits(groups)) wg_m = groups;
     if (policy == 2 && fits(1)) wg_m = 1;
     double best_gap = 0;
@@ -369,7 +434,8 @@ class Collector : public IRVisitor {
     }
     if (!wg_m)
       return str_cat("the ", m, " x ", n, " tile does not split into m64 x n16 blocks over ", groups, " warpgroups");
-    bool a_in_regs = use.a && !ta && covers_whole(a) && a.buffer.ndim() == 2;
+    bool a_in_regs = use.a && half && !ta && covers_whole(a) && a.buffer.ndim() == 2;
+    if (a_in_regs && wg_m != groups && policy == 0) a_.a_wants_full_row.insert(op);
     if (a_in_regs && wg_m != groups)
       return "A in registers needs every warpgroup along M (policy FullRow and M a multiple of 64 per warpgroup)";
     a_.seeds[c.buffer.get()] = FragmentLayout::wgmma_accum(m, n, wg_m, groups / wg_m);
@@ -378,10 +444,10 @@ class Collector : public IRVisitor {
       a_.seeds[a.buffer.get()] = FragmentLayout::wgmma_accum(m, kk, wg_m, 1);
       a_.seed_spans[a.buffer.get()] = op->span;
     } else if (use.a) {
-      a_.demote(a.buffer);
+      a_.demote(a.buffer, at(op->span, "A of a wgmma T.gemm comes from registers only 16-bit, untransposed and whole"));
       use.a = nullptr;
     }
-    if (use.b) a_.demote(b.buffer);  // B always comes from shared memory
+    if (use.b) a_.demote(b.buffer, at(op->span, "B of T.gemm is read from shared memory"));
     use.b = nullptr;
     a_.gemms.push_back(use);
     return "";
@@ -389,7 +455,10 @@ class Collector : public IRVisitor {
 
   void classify(const Buffer& b, const std::vector<Expr>& idx) {
     if (!a_.candidate(b)) return;
-    if (!loop_ || extents_.empty()) return a_.demote(b);
+    note_region(b, loop_ ? loop_span_ : SourceSpan{});
+    if (!loop_) return a_.demote(b, "an element access outside a T.Parallel loop");
+    if (extents_.empty())
+      return a_.demote(b, at(loop_span_, "accessed in a T.Parallel loop whose extents are not constants from 0"));
     auto shape = *const_shape(b);
     auto is_var = [&](size_t i) {
       auto* v = idx[i].as<VarNode>();
@@ -402,11 +471,15 @@ class Collector : public IRVisitor {
                shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
     for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
     if (row) return loop_->rows.push_back(b.get());
-    a_.demote(b);
+    a_.demote(b, at(loop_span_,
+                    "indexed by something other than the T.Parallel loop's variables (all of them, or all "
+                    "but the last for a per-row vector)"));
   }
 
   Analysis& a_;
+  int64_t region_lo_ = 0;  // the first thread of the T.ws region being collected
   Analysis::Loop* loop_ = nullptr;
+  SourceSpan loop_span_;
   std::vector<const VarNode*> vars_;
   std::vector<int64_t> extents_;
 };
@@ -433,10 +506,11 @@ class UnionFind {
 // One round; returns false when it demoted something (the caller repeats).
 bool solve_round(Analysis& a, Solution& out) {
   auto alive = [&](BufKey k) { return a.candidates.count(k) && !a.demoted.count(k); };
-  auto demote = [&](BufKey k) { return a.demoted.insert(k).second; };
+  auto demote = [&](BufKey k, const std::string& why) { return a.demoted.emplace(k, why).second; };
   // A gemm whose accumulator lost its registers takes its register A with it.
   for (const GemmUse& g : a.gemms)
-    if (g.a && !alive(g.c) && alive(g.a)) return !demote(g.a);
+    if (g.a && !alive(g.c) && alive(g.a))
+      return !demote(g.a, at(g.op->span, str_cat("A of T.gemm, whose accumulator '", g.c->name, "' is demoted")));
   UnionFind uf;
   for (auto& [x, y] : a.same)
     if (alive(x) && alive(y)) uf.unite(x, y);
@@ -445,18 +519,11 @@ bool solve_round(Analysis& a, Solution& out) {
     for (BufKey f : l.full)
       if (alive(f)) first ? uf.unite(f, first) : void(first = f);
   }
-  // Rows: each row class has one parent class.
-  std::map<BufKey, BufKey> parent;  // row class -> parent class (roots, updated lazily)
-  auto add_row = [&](BufKey row, BufKey par) {
-    BufKey r = uf.find(row), p = uf.find(par);
-    auto it = parent.find(r);
-    if (it == parent.end()) {
-      parent[r] = p;
-      return true;
-    }
-    if (uf.find(it->second) != p) uf.unite(it->second, p);
-    return true;
-  };
+  // Rows: a row class may be the rows of several parent classes (FlashAttention's
+  // row max and scale vectors are rows of both the scores and the output, tiles of
+  // different widths). The parents stay separate classes; the row class takes the
+  // rows of the first, and the others must hold the same rows on every thread.
+  std::vector<std::pair<BufKey, BufKey>> row_links;  // (row member, parent member), in IR order
   bool changed = false;
   for (const Analysis::Loop& l : a.loops) {
     BufKey driver = nullptr;
@@ -465,37 +532,49 @@ bool solve_round(Analysis& a, Solution& out) {
     for (BufKey r : l.rows) {
       if (!alive(r)) continue;
       if (!driver) {
-        changed |= demote(r);
+        changed |= demote(r, "indexed by the leading variables of a T.Parallel loop whose other fragments are demoted");
         continue;
       }
-      add_row(r, driver);
+      row_links.push_back({r, driver});
     }
   }
   for (auto& [row, src] : a.row_of) {
     if (alive(row) != alive(src)) {
-      changed |= demote(row) | demote(src);
+      BufKey dead = alive(row) ? src : row;
+      std::string why =
+          str_cat("a register T.reduce between it and '", dead->name, "', which is demoted (", a.demoted.at(dead), ")");
+      changed |= demote(row, why) | demote(src, why);
       continue;
     }
-    if (alive(row)) add_row(row, src);
+    if (alive(row)) row_links.push_back({row, src});
   }
   if (changed) return false;
   // Classes, with their members.
   std::map<BufKey, std::vector<BufKey>> members;
   for (auto& [k, b] : a.candidates)
     if (alive(k)) members[uf.find(k)].push_back(k);
-  std::map<BufKey, BufKey> root_parent;
-  for (auto& [r, p] : parent) root_parent[uf.find(r)] = uf.find(p);
+  std::map<BufKey, std::vector<BufKey>> root_parents;  // row class -> its parent classes
+  for (auto& [r, p] : row_links) {
+    auto& ps = root_parents[uf.find(r)];
+    if (std::find(ps.begin(), ps.end(), uf.find(p)) == ps.end()) ps.push_back(uf.find(p));
+  }
   std::map<BufKey, FragmentLayoutPtr> class_layout;
+  std::map<BufKey, std::string> class_why;  // why a class has no layout
   std::function<FragmentLayoutPtr(BufKey, int)> layout_of = [&](BufKey root, int depth) -> FragmentLayoutPtr {
     if (auto it = class_layout.find(root); it != class_layout.end()) return it->second;
-    if (depth > 8) return nullptr;
+    auto fail = [&](const std::string& why) -> FragmentLayoutPtr {
+      class_why.emplace(root, why);
+      return nullptr;
+    };
+    if (depth > 8) return fail("its per-row vectors nest too deep");
     const auto& ms = members[root];
     auto shape = *const_shape(a.candidates[ms[0]]);
     FragmentLayoutPtr seed;
     BufKey seeded = nullptr;
     int64_t bytes = 16;
     for (BufKey m : ms) {
-      if (*const_shape(a.candidates[m]) != shape) return nullptr;
+      if (*const_shape(a.candidates[m]) != shape)
+        return fail(str_cat("one T.Parallel loop or T.copy ties it to '", m->name, "' of another shape"));
       if (auto it = a.seeds.find(m); it != a.seeds.end()) {
         // Two gemms fix different register layouts for fragments that one T.Parallel
         // loop or T.copy ties together: no layout serves both.
@@ -514,16 +593,32 @@ bool solve_round(Analysis& a, Solution& out) {
       bytes = std::min(bytes, nb);
     }
     FragmentLayoutPtr l;
-    if (auto it = root_parent.find(root); it != root_parent.end()) {
-      if (seed) return nullptr;
-      FragmentLayoutPtr p = layout_of(it->second, depth + 1);
-      if (!p || p->kind() == FragmentLayout::Kind::Rows || p->shape().size() != 2) return nullptr;
-      if (shape != std::vector<int64_t>{p->shape()[0]}) return nullptr;
-      l = FragmentLayout::rows(p);
+    if (auto it = root_parents.find(root); it != root_parents.end()) {
+      if (seed) return fail(str_cat("a T.gemm fixes its layout, but it is also a per-row vector"));
+      for (BufKey parent : it->second) {
+        FragmentLayoutPtr p = layout_of(parent, depth + 1);
+        if (!p) return fail(str_cat("it holds the rows of '", parent->name, "', which is demoted"));
+        if (p->kind() == FragmentLayout::Kind::Rows || p->shape().size() != 2 ||
+            shape != std::vector<int64_t>{p->shape()[0]})
+          return fail(str_cat("it is used as the rows of '", parent->name, "' (", p->str(), "), which do not match"));
+        FragmentLayoutPtr r = FragmentLayout::rows(p);
+        if (!l) {
+          l = r;
+          continue;
+        }
+        // Rows shared by tiles whose row ownership differs: no register vector serves
+        // both (the gemms' warp splits along M differ; the same policy fixes it).
+        if (!l->same_rows(*r)) {
+          for (BufKey par : it->second)
+            for (BufKey m : members[par]) a.row_split_conflicts.insert(m);
+          return fail(str_cat("it holds the rows of both ", l->parent()->str(), " and ", p->str(), " ('", parent->name,
+                              "'), whose rows are split differently over the threads"));
+        }
+      }
     } else if (seed) {
       l = seed;
     } else {
-      l = FragmentLayout::blocked(shape, a.threads, bytes);
+      l = FragmentLayout::blocked(shape, a.threads_of(ms[0]), bytes);
     }
     class_layout[root] = l;
     return l;
@@ -531,7 +626,7 @@ bool solve_round(Analysis& a, Solution& out) {
   for (auto& [root, ms] : members) {
     FragmentLayoutPtr l = layout_of(root, 0);
     if (!l) {
-      for (BufKey m : ms) changed |= demote(m);
+      for (BufKey m : ms) changed |= demote(m, class_why.count(root) ? class_why[root] : "no layout fits its uses");
       continue;
     }
     for (BufKey m : ms) out.layouts[m] = l;
@@ -612,6 +707,20 @@ class Lowerer : public IRMutator {
   Stmt visit(const AllocateNode* op, const Stmt& self) override {
     if (auto it = regs_.find(op->buffer.get()); it != regs_.end()) return allocate(it->second, mutate(op->body));
     return IRMutator::visit(op, self);
+  }
+
+  // A T.ws region: thread t_ counts from its first thread, work spreads over its threads.
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRMutator::visit(op, self);
+    Expr saved_t = t_;
+    int64_t saved_threads = threads_;
+    t_ = sub(t_, int_imm(lo));
+    threads_ = count;
+    Stmt s = IRMutator::visit(op, self);
+    t_ = saved_t;
+    threads_ = saved_threads;
+    return s;
   }
 
   Expr visit(const BufferLoadNode* op, const Expr& self) override {
@@ -697,7 +806,9 @@ class Lowerer : public IRMutator {
   class RegisterAccess : public IRMutator {
    public:
     RegisterAccess(Lowerer& up, FragmentLayoutPtr driver, Var k)
-        : up_(up), driver_(std::move(driver)), k_(std::move(k)) {}
+        : up_(up), driver_(std::move(driver)), k_(std::move(k)) {
+      if (driver_->shape().size() == 2) driver_rows_ = FragmentLayout::rows(driver_);
+    }
     using IRMutator::mutate;
 
    protected:
@@ -724,12 +835,14 @@ class Lowerer : public IRMutator {
       if (it == up_.s_.layouts.end()) return std::nullopt;
       const FragmentLayoutPtr& l = it->second;
       if (l->equals(*driver_)) return Expr(k_);
-      TL_ICHECK(l->kind() == FragmentLayout::Kind::Rows && l->parent()->equals(*driver_), "fragment '", b->name,
-                "' has layout ", l->str(), " in a loop driven by ", driver_->str());
-      return l->row_local(k_);
+      // A row vector: the rows of this driver, or of a tile whose rows the threads
+      // hold alike (then the driver's rows say which register holds the row).
+      TL_ICHECK(l->kind() == FragmentLayout::Kind::Rows && driver_rows_ && l->same_rows(*driver_rows_), "fragment '",
+                b->name, "' has layout ", l->str(), " in a loop driven by ", driver_->str());
+      return driver_rows_->row_local(k_);
     }
     Lowerer& up_;
-    FragmentLayoutPtr driver_;
+    FragmentLayoutPtr driver_, driver_rows_;
     Var k_;
   };
 
@@ -1185,7 +1298,9 @@ class Lowerer : public IRMutator {
     body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(red, identity, {i})));
     Expr x = cast(t, buffer_load(reg(src), {k}));
     if (kind == "abssum" || kind == "absmax") x = call(Intrinsic::Abs, {x});
-    Expr slot = ld->row_local(k);
+    TL_ICHECK(ld->kind() == FragmentLayout::Kind::Rows && ld->same_rows(*FragmentLayout::rows(ls)), "reduction into '",
+              dst->name, "' (", ld->str(), ") from ", ls->str());
+    Expr slot = FragmentLayout::rows(ls)->row_local(k);
     Stmt fold = buffer_store(red, combine(buffer_load(red, {slot}), x), {slot});
     Expr valid = ls->valid(t_, k);
     if (!is_const_true(valid)) fold = if_then_else(valid, fold);
@@ -1238,18 +1353,65 @@ class Lowerer : public IRMutator {
 // wgmma for all register gemms of the kernel or for none: their fragments may be
 // tied to each other and their shared operands shared, and the two kinds lay both
 // out differently.
+//
+// Gemms under the default Square policy whose accumulators share per-row vectors
+// (FlashAttention's scores and output, scaled by one row max) but split M over the
+// warps differently would leave those vectors, and with them both tiles, in shared
+// memory; a register A operand (the probabilities of P @ V) needs every warp along
+// M in its gemm and in the gemm that produced it. Such gemms are analyzed again
+// with FullRow, which is kept when it leaves fewer fragments in shared memory.
 Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma) {
-  auto analyze = [&](bool w) {
+  auto analyze = [&](bool w, const std::set<const TileOpNode*>& full_row) {
     Analysis a;
     a.target = &target;
     a.wgmma = w;
+    a.full_row = full_row;
     for (int64_t t : op->threads) a.threads *= t;
     Collector(a).visit(op->body);
     return a;
   };
-  Analysis a = analyze(wgmma);
-  if (a.wgmma_refused) a = analyze(false);
-  return a;
+  auto analyze_either = [&](const std::set<const TileOpNode*>& full_row) {
+    Analysis a = analyze(wgmma, full_row);
+    if (!a.wgmma_refused) return a;
+    Analysis b = analyze(false, full_row);
+    b.a_wants_full_row.insert(a.a_wants_full_row.begin(), a.a_wants_full_row.end());
+    return b;
+  };
+  // How many fragments a solution leaves in shared memory (-1: no solution).
+  auto demoted_after_solving = [](Analysis probe) -> int64_t {
+    try {
+      solve(probe);
+    } catch (const UserError&) {
+      return -1;
+    }
+    return int64_t(probe.demoted.size());
+  };
+  Analysis a = analyze_either({});
+  Analysis probe = a;
+  solve(probe);
+  std::set<const TileOpNode*> full_row;
+  for (const GemmUse& g : a.gemms)
+    if (probe.row_split_conflicts.count(g.c) && a.policy(g.op) == 0) full_row.insert(g.op);
+  // A register A operand (the probabilities of P @ V) needs every warp along M, in
+  // its gemm and in the gemms whose accumulators one T.copy or loop ties it to.
+  UnionFind ties;
+  for (auto& [x, y] : a.same) ties.unite(x, y);
+  for (const Analysis::Loop& l : a.loops)
+    for (BufKey f : l.full) ties.unite(f, l.full[0]);
+  for (const TileOpNode* op : a.a_wants_full_row) {
+    full_row.insert(op);
+    for (const GemmUse& g : a.gemms)
+      if (ties.find(g.c) == ties.find(op->regions[0].buffer.get()) && a.policy(g.op) == 0) full_row.insert(g.op);
+  }
+  if (full_row.empty()) return a;
+  Analysis b = analyze_either(full_row);
+  int64_t before = int64_t(probe.demoted.size()), after = demoted_after_solving(b);
+  if (after < 0 || after >= before) return a;
+  for (const TileOpNode* g : full_row)
+    log(LogLevel::Debug, at(g->span,
+                            "T.gemm takes policy FullRow instead of Square: it keeps per-row vectors shared with "
+                            "another gemm's accumulator, or a register A operand, in registers"));
+  return b;
 }
 
 std::vector<const KernelLaunchNode*> launches_of(const Stmt& s) {
@@ -1272,6 +1434,12 @@ class PerKernel : public IRMutator {
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Analysis a = analyze_launch(op, target_, wgmma_);
     Solution s = solve(a);
+    // A demoted fragment is a performance cliff: say which and why.
+    std::vector<std::string> lines;
+    for (const auto& [k, why] : a.demoted)
+      lines.push_back(str_cat("fragment '", k->name, "' stays in shared memory: ", why));
+    std::sort(lines.begin(), lines.end());
+    for (const std::string& line : lines) log(LogLevel::Debug, line);
     // The flat thread rank, from the launch's thread variables.
     Expr rank = int_imm(0);
     for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
@@ -1294,12 +1462,7 @@ std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& 
   std::set<const BufferNode*> out;
   if (!allow_wgmma || !target.has_wgmma()) return out;
   for (const KernelLaunchNode* op : launches_of(f->body)) {
-    Analysis a;
-    a.target = &target;
-    a.wgmma = true;
-    for (int64_t t : op->threads) a.threads *= t;
-    Collector(a).visit(op->body);
-    if (a.wgmma_refused) continue;
+    Analysis a = analyze_launch(op, target, true);
     for (const auto& [buf, layout] : a.seeds)
       if (layout->kind() == FragmentLayout::Kind::WgmmaAccum) out.insert(buf);
   }

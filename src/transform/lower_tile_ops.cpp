@@ -3,6 +3,7 @@
 
 #include "ir/visitor.h"
 #include "ops/tile_op.h"
+#include "transform/lower_explicit_hopper.h"
 
 namespace tl {
 
@@ -27,6 +28,17 @@ class TileOpLowerer : public IRMutator {
     if (op->op == TileOpKind::DeviceAssert || (op->op == TileOpKind::Print && op->regions.empty()))
       return op_info(op->op).lower_serial(op);
     return block_op(op_info(op->op).lower_serial(op));
+  }
+
+  // A T.ws region: its tensor-core gemms are spread over its threads.
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRMutator::visit(op, self);
+    int64_t saved = threads_;
+    threads_ = count;
+    Stmt s = IRMutator::visit(op, self);
+    threads_ = saved;
+    return s;
   }
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {

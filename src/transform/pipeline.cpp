@@ -11,6 +11,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "transform/legalize_safe_memory.h"
+#include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
 #include "transform/lower_simd_reduce.h"
 #include "transform/lower_simdgroup_gemm.h"
@@ -18,6 +19,7 @@
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
 #include "transform/simplify_pass.h"
+#include "transform/warp_specialize.h"
 
 namespace tl {
 namespace {
@@ -75,12 +77,14 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 // analysis of the shared memory each step touches.
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) {
-    return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"));
+    return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"),
+                          !config_on(configs, "tl.disable_warp_specialized"));
   });
   f = run_pass("lower_fragments", f,
                [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = lower_for_cpu(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
+  f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   return f;
 }
 
@@ -98,8 +102,12 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 
 }  // namespace
 
-PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
-  dump("input", f);
+PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs) {
+  dump("input", input);
+  // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
+  PrimFunc f = run_pass("lower_explicit_hopper", input, [&](const PrimFunc& g) {
+    return lower_explicit_hopper(g, target, !config_on(pass_configs, "tl.disable_wgmma"));
+  });
   switch (target.kind) {
     case TargetKind::CPU:
       return lower_for_cpu(f, target, pass_configs);

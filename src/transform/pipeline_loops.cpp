@@ -13,6 +13,7 @@
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
+#include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
 #include "transform/lower_tile_ops.h"
 
@@ -51,6 +52,7 @@ struct TmaGroup {
   int64_t stage = 0, versions = 0;
   size_t reader = 0;  // the unit that first reads the group's tiles
   Buffer bars;
+  Buffer empty;  // warp-specialized loops: the consumers' releases, one per version
   int64_t bytes = 0;
   std::set<BufKey> tiles;  // the original (unstaged) tiles
 };
@@ -199,6 +201,17 @@ class Pipeliner : public IRMutator {
     params_ = std::move(params);
     layouts_ = std::move(layouts);
   }
+  // Producer/consumer warp specialization of TMA pipelines (kWsPipelineAttr).
+  void enable_warp_specialization() { ws_ = true; }
+
+  // The TMA loads of one copy written by hand (T.tma_copy) inside `launch`, as the
+  // producers of a pipeline would issue them; nullopt when TMA cannot do it.
+  std::optional<TmaTileLoads> tile_loads(const TileOpNode* c, const Expr& bar, const KernelLaunchNode* launch) {
+    launch_ = launch;
+    std::optional<TmaCopy> t = plan_tma(c);
+    if (!t) return std::nullopt;
+    return TmaTileLoads{tma_loads(c, *t, bar), t->bytes, t->layout};
+  }
 
  protected:
   using IRMutator::visit;
@@ -206,8 +219,19 @@ class Pipeliner : public IRMutator {
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     const KernelLaunchNode* saved = launch_;
     launch_ = op;
+    ws_loop_ = ws_ ? ws_candidate(op) : nullptr;
     Stmt s = IRMutator::visit(op, self);
     launch_ = saved;
+    ws_loop_ = nullptr;
+    return s;
+  }
+
+  // Names bound around a pipelined loop (`loop_range = T.min(...)`): a producer
+  // warpgroup takes their values, since it does not run the statements binding them.
+  Stmt visit(const LetStmtNode* op, const Stmt& self) override {
+    outer_lets_[op->var.node()] = substitute(op->value, outer_lets_);
+    Stmt s = IRMutator::visit(op, self);
+    outer_lets_.erase(op->var.node());
     return s;
   }
 
@@ -454,6 +478,17 @@ class Pipeliner : public IRMutator {
     std::set<BufKey> tma_tiles;
     for (const auto& [copy, tg] : tma) tma_tiles.insert(copy->regions[1].buffer.get());
     check_dependences(units, pos, staged);
+    // Warp specialization: every producer copy is a TMA copy the producer warpgroup
+    // can issue on its own (its indices use only the loop and the block).
+    bool ws = op == ws_loop_ && !tma.empty() && tma_tiles.size() == staged.size();
+    for (const Unit& p : units)
+      for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
+    Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
+    ws = ws && only_block_vars(evaluate(ws_extent), op->var) && only_block_vars(evaluate(ws_min), op->var);
+    if (ws)
+      for (TmaGroup& g : groups)
+        g.empty = Buffer::make(str_cat(g.bars->name.substr(0, g.bars->name.size() - 5), "_empty"), dtype::UInt64,
+                               {int_imm(g.versions)}, Scope::Shared);
     for (auto& kv : staged) staged_.insert(kv);
 
     int64_t max_stage = 0;
@@ -500,8 +535,20 @@ class Pipeliner : public IRMutator {
     // One step of the schedule. `last` is the iteration of the max-stage units
     // (unit u runs iteration last + max_stage - stage[u]); `run(u)` is its guard,
     // or null when the unit is skipped in this step.
+    // Warp-specialized: the last reader of each group's tiles (latest stage, then
+    // position) releases their version to the producer once it has read them.
+    std::vector<size_t> last_reader(groups.size(), units.size());
+    for (size_t g = 0; g < groups.size() && ws; ++g)
+      for (size_t c = 0; c < units.size(); ++c) {
+        bool reads = false;
+        for (BufKey t : groups[g].tiles) reads = reads || units[c].touches.count(t);
+        if (units[c].producer || !reads) continue;
+        size_t& r = last_reader[g];
+        if (r == units.size() || std::make_pair(units[r].stage, pos[r]) < std::make_pair(units[c].stage, pos[c])) r = c;
+      }
     auto step = [&](const Expr& last, const std::function<Expr(const Unit&)>& run, bool sync_top) {
       std::vector<Stmt> out;
+      if (ws) sync_top = false;  // the empty mbarriers order the reuse of versions
       if (!staged.empty() && sync_top) {
         if (top_wait >= 0) out.push_back(wait(top_wait));
         out.push_back(barrier(BarrierKind::Threads));
@@ -511,6 +558,7 @@ class Pipeliner : public IRMutator {
       std::set<std::pair<size_t, int64_t>> waited;  // (group, stage) a reader of this step waited for
       for (size_t i : emit_order) {
         const Unit& u = units[i];
+        if (ws && u.producer) continue;  // the producer warpgroup issues it
         if (!u.producer && !committed && any_cp_async) {
           out.push_back(commit);
           committed = true;
@@ -559,6 +607,16 @@ class Pipeliner : public IRMutator {
           body.push_back(u.producer ? t : mutate(t));
         }
         if (!issue.empty()) body.insert(body.begin(), unplanned(if_then_else(elected, seq(issue))));
+        for (size_t g = 0; g < groups.size() && ws; ++g) {
+          if (last_reader[g] != i) continue;
+          // Every consumer thread arrives. A wgmma left in flight still reads its
+          // tiles: the version it is done with is the previous iteration's.
+          Expr done = u.async ? sub(iter, int_imm(1)) : iter;
+          Stmt release =
+              evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive",
+                                   {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+          body.push_back(unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release));
+        }
         Stmt b = seq(body);
         out.push_back(as_const_int(guard) == std::optional<int64_t>(1) ? b : if_then_else(guard, b));
       }
@@ -610,7 +668,123 @@ class Pipeliner : public IRMutator {
     // or the accumulators read.
     if (any_async) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
     if (async_ && any_cp_async) out.push_back(wait(0));
+    if (ws) return warp_specialized(seq(out), op, ws_min, ws_extent, units, pos, staged, tma, groups);
     return with_mbarriers(seq(out), groups, elected);
+  }
+
+  // The loop of a warp-specialized pipeline, for src/transform/warp_specialize.cpp
+  // to split: the consumers' steps `consumer` (waiting on the full mbarriers and
+  // arriving on the empty ones), and the producer's loop, which issues iteration
+  // k's copies into version k % V once the consumers have released it (from k = V
+  // on: the wait for phase k / V - 1 of its empty mbarrier).
+  Stmt warp_specialized(Stmt consumer, const ForNode* op, const Expr& min, const Expr& extent,
+                        const std::vector<Unit>& units, const std::vector<size_t>& pos,
+                        const std::map<BufKey, Staged>& staged,
+                        const std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma,
+                        const std::vector<TmaGroup>& groups) {
+    int64_t consumers = launch_->threads[0];
+    Var i(op->var.name(), op->var.dtype());
+    std::vector<size_t> by_pos(units.size());
+    for (size_t u = 0; u < units.size(); ++u) by_pos[pos[u]] = u;
+    std::vector<Stmt> body, init;
+    std::set<size_t> armed;
+    std::map<const VarNode*, Expr> at = outer_lets_;
+    at[op->var.node()] = add(min, Expr(i));
+    for (size_t u : by_pos) {
+      if (!units[u].producer) continue;
+      for (const Stmt& s : units[u].stmts) {
+        const auto& [tc, g] = tma.at(s.as<TileOpNode>());
+        const TmaGroup& grp = groups[g];
+        Expr v = floormod(Expr(i), int_imm(grp.versions));
+        if (armed.insert(g).second) {
+          Expr parity = floormod(add(floordiv(Expr(i), int_imm(grp.versions)), int_imm(1)), int_imm(2));
+          body.push_back(if_then_else(
+              ge(Expr(i), int_imm(grp.versions)),
+              evaluate(call_extern(dtype::Void, "tl::mbarrier_wait", {address_of(grp.empty, {v}), parity}))));
+          body.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_expect_tx",
+                                              {address_of(grp.bars, {v}), int_imm(grp.bytes)})));
+        }
+        Stmt t = AddStage(staged, Expr(i)).mutate(substitute(s, at));
+        body.push_back(tma_loads(t.as<TileOpNode>(), tc, address_of(grp.bars, {v})));
+      }
+    }
+    Stmt producer = for_loop(i, int_imm(0), extent, ForKind::Serial, seq(body), {}, op->span);
+    for (const TmaGroup& g : groups)
+      for (int64_t v = 0; v < g.versions; ++v) {
+        init.push_back(
+            evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.bars, {int_imm(v)}), int_imm(1)})));
+        init.push_back(evaluate(
+            call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.empty, {int_imm(v)}), int_imm(consumers)})));
+      }
+    init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
+    Stmt s = seq({unplanned(attr_stmt(kWsInitAttr, int64_t(1), seq(init))),
+                  unplanned(attr_stmt(kWsProducerAttr, int64_t(1), producer)), consumer});
+    for (const TmaGroup& g : groups) s = allocate(g.empty, allocate(g.bars, s));
+    return attr_stmt(kWsPipelineAttr, consumers, s);
+  }
+
+  // The pipelined loop a kernel's producer warpgroup may take over: the first
+  // T.Pipelined loop at the top of the kernel body (not inside another loop or a
+  // condition), in a kernel of whole warpgroups along threadIdx.x with room for
+  // one more, that places no warpgroups itself (T.ws).
+  const ForNode* ws_candidate(const KernelLaunchNode* op) const {
+    if (op->threads.size() != 1 || op->threads[0] % 128 != 0 || op->threads[0] + 128 > 1024) return nullptr;
+    struct HasWarpGroups : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const AttrNode* a) override {
+        found = found || a->key == kWarpGroupAttr;
+        IRVisitor::visit(a);
+      }
+    } wg;
+    wg.visit(op->body);
+    if (wg.found) return nullptr;
+    Stmt s = op->body;
+    std::vector<Stmt> todo{s};
+    while (!todo.empty()) {
+      Stmt t = todo.back();
+      todo.pop_back();
+      if (auto* f = t.as<ForNode>()) {
+        if (f->annotations.count("num_stages") || f->annotations.count("order") || f->annotations.count("stage"))
+          return f;
+      } else if (auto* q = t.as<SeqNode>()) {
+        for (size_t k = q->seq.size(); k-- > 0;) todo.push_back(q->seq[k]);
+      } else if (auto* a = t.as<AllocateNode>()) {
+        todo.push_back(a->body);
+      } else if (auto* l = t.as<LetStmtNode>()) {
+        todo.push_back(l->body);
+      } else if (auto* at = t.as<AttrNode>()) {
+        todo.push_back(at->body);
+      }
+    }
+    return nullptr;
+  }
+
+  // `s` reads no variable bound inside the kernel other than `loop` (the block and
+  // thread indices and the function's parameters are bound outside its body).
+  bool only_block_vars(const Stmt& s, const Var& loop) const {
+    struct Bound : IRVisitor {
+      std::set<const VarNode*> vars;
+      using IRVisitor::visit;
+      void visit(const LetStmtNode* l) override {
+        vars.insert(l->var.node());
+        IRVisitor::visit(l);
+      }
+      void visit(const ForNode* f) override {
+        vars.insert(f->var.node());
+        IRVisitor::visit(f);
+      }
+    } bound;
+    bound.visit(launch_->body);
+    struct Uses : IRVisitor {
+      std::set<const VarNode*> vars;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { vars.insert(v); }
+    } uses;
+    uses.visit(s);
+    for (const VarNode* v : uses.vars)
+      if (v != loop.node() && bound.vars.count(v)) return false;
+    return true;
   }
 
   // The TMA loads of one producer copy `c` (its regions already staged and at
@@ -789,6 +963,9 @@ class Pipeliner : public IRMutator {
   std::vector<Param> params_;
   std::map<BufKey, SharedTileLayout> layouts_;
   const KernelLaunchNode* launch_ = nullptr;
+  bool ws_ = false;
+  const ForNode* ws_loop_ = nullptr;  // of the kernel being visited (ws_candidate)
+  std::map<const VarNode*, Expr> outer_lets_;
 };
 
 // Buffers used outside of any pipelined loop's body.
@@ -823,10 +1000,19 @@ std::set<BufKey> outside_pipelined(const Stmt& s) {
 
 }  // namespace
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma) {
+std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& bar, const KernelLaunchNode* launch,
+                                           const std::vector<Param>& params,
+                                           const std::map<const BufferNode*, SharedTileLayout>& layouts) {
+  Pipeliner p(true, {});
+  p.enable_tma(params, layouts);
+  return p.tile_loads(copy, bar, launch);
+}
+
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws) {
   Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma));
   p.outside_uses_ = outside_pipelined(f->body);
   if (allow_tma && target.has_tma()) p.enable_tma(f->params, shared_tile_layouts(f, target, allow_wgmma));
+  if (allow_tma && allow_ws && target.has_tma() && target.has_wgmma()) p.enable_warp_specialization();
   return f.with_body(p.mutate(f->body));
 }
 

@@ -1,8 +1,11 @@
 // Multi-stage software pipelines for T.Pipelined loops (GPU targets).
 #pragma once
 
+#include <optional>
+
 #include "ir/ir.h"
 #include "target/target.h"
+#include "transform/lower_fragments.h"
 
 namespace tl {
 
@@ -33,6 +36,32 @@ inline constexpr const char* kTmaMapCall = "tl.tma_map";
 // and shared layout TMA can produce is one tl::tma_load per box instead, issued by
 // thread 0 and completing on an mbarrier per version of its tiles, which the
 // readers wait on (docs/design/hopper.md).
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma = true, bool allow_tma = true);
+// With `allow_ws` (sm_90a, unless pass config tl.disable_warp_specialized), the
+// first such loop at the top of a kernel whose copies are all TMA copies is
+// warp-specialized: an extra producer warpgroup issues the copies, the block's own
+// threads consume (src/transform/warp_specialize.cpp does the split).
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma = true, bool allow_tma = true,
+                        bool allow_ws = false);
+
+// The marks a warp-specialized pipeline leaves for warp_specialize: around the
+// loop's statements and its mbarriers, {consumer threads}; inside, the mbarriers'
+// initialization and the producer's loop, each under its own attribute.
+inline constexpr const char* kWsPipelineAttr = "tl.ws_pipeline";
+inline constexpr const char* kWsInitAttr = "tl.ws_init";
+inline constexpr const char* kWsProducerAttr = "tl.ws_producer";
+
+// A copy TMA does, outside a pipeline (T.tma_copy, src/transform/lower_explicit_hopper.cpp):
+// the tl::tma_load calls of `copy` (a region of a tensor parameter into a whole shared
+// tile, planned as a pipeline producer) completing on the mbarrier address `bar`, the
+// bytes they bring, and the layout they write the tile in (null: plain). nullopt when
+// TMA cannot do the copy. `layouts` as from shared_tile_layouts.
+struct TmaTileLoads {
+  Stmt loads;
+  int64_t bytes = 0;
+  std::shared_ptr<const Layout> layout;
+};
+std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& bar, const KernelLaunchNode* launch,
+                                           const std::vector<Param>& params,
+                                           const std::map<const BufferNode*, SharedTileLayout>& layouts);
 
 }  // namespace tl

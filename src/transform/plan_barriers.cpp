@@ -46,6 +46,22 @@ State accesses(const Stmt& s) {
     void visit(const CallNode* op) override {
       if (op->op == Intrinsic::AddressOf)
         if (auto* l = op->args[0].as<BufferLoadNode>(); l && block_shared(l->buffer)) st.writes.insert(l->buffer.get());
+      // A register gemm (tl::gemm_ss / tl::wgmma_gemm_ss ...) only reads its shared
+      // operands A and B.
+      auto* name = op->op == Intrinsic::Extern && !op->args.empty() ? op->args[0].as<StringImmNode>() : nullptr;
+      if (name && (name->value.rfind("tl::gemm_", 0) == 0 || name->value.rfind("tl::wgmma_gemm_", 0) == 0)) {
+        for (size_t i = 1; i < op->args.size(); ++i) {
+          auto* addr = op->args[i].as<CallNode>();
+          auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+          if (!l || !block_shared(l->buffer)) {
+            visit(op->args[i]);
+            continue;
+          }
+          (i <= 2 ? st.reads : st.writes).insert(l->buffer.get());
+          for (const Expr& e : l->indices) visit(e);
+        }
+        return;
+      }
       IRVisitor::visit(op);
     }
   } w;
@@ -105,6 +121,17 @@ class Planner {
         auto* f = s.as<ForNode>();
         State start = loop_entry(f->body, st);
         Stmt body = plan(f->body, start);
+        // When what ran before the loop is what puts barriers in its body (a tile
+        // written before a pipelined loop and read in it), one barrier before the
+        // loop does instead.
+        State fresh = loop_entry(f->body, State{});
+        State after = fresh;
+        Stmt alone = plan(f->body, after);
+        if (barriers_in(alone) < barriers_in(body)) {
+          st = after;
+          return seq({barrier(BarrierKind::Threads),
+                      for_loop(f->var, f->min, f->extent, f->for_kind, alone, f->annotations, f->span)});
+        }
         st.merge(start);
         return for_loop(f->var, f->min, f->extent, f->for_kind, body, f->annotations, f->span);
       }
@@ -152,6 +179,16 @@ class Planner {
  private:
   // What may be pending when an iteration starts: the state before the loop, or
   // what an earlier iteration left behind.
+  static int barriers_in(const Stmt& s) {
+    struct Count : IRVisitor {
+      int n = 0;
+      using IRVisitor::visit;
+      void visit(const BarrierNode* b) override { n += b->barrier == BarrierKind::Threads; }
+    } c;
+    c.visit(s);
+    return c.n;
+  }
+
   State loop_entry(const Stmt& body, const State& before) {
     State sim = before;
     plan(body, sim);

@@ -18,7 +18,7 @@ from tilelang import _native
 ARCH = "sm_90a"
 # Examples with a T.gemm that the compiler gives to wgmma on sm_90a (the others use
 # 32-row tiles, too small for wgmma's m64 blocks, and stay on mma.sync).
-USES_WGMMA = {"dequant_gemm", "gemm", "quickstart"}
+USES_WGMMA = {"dequant_gemm", "fp8_gemm", "gemm", "quickstart"}
 
 
 def nvcc_compile_sm90a(nvcc_path, source, out_dir):

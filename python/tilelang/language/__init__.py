@@ -9,6 +9,7 @@ from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
 from .debug import *
 from .dtypes import dtype
+from .hopper import *
 from .kernel import (
     Kernel,
     get_block_binding,
@@ -98,4 +99,5 @@ __all__ = [
     "unroll",
     "vectorized",
 ]
+__all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip

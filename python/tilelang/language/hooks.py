@@ -516,7 +516,7 @@ def ifexp(cond, then_thunk, else_thunk):
 
 # ---- with
 def with_(obj):
-    if isinstance(obj, Kernel):
+    if isinstance(obj, Kernel) or getattr(obj, "__tl_with__", False):
         return obj
     if _current().builder.in_kernel:
         raise frontend_error(

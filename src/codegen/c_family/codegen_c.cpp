@@ -221,7 +221,7 @@ void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
     body = f->body;
   }
   if (nest.empty()) {
-    line("if (tl_thread_rank == 0) {");
+    line("if (" + thread_rank_ + " == 0) {");
     indent();
     stmt(op_body);
     dedent();
@@ -232,7 +232,7 @@ void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
   Expr total = cast(dtype::Int64, nest[0]->extent);
   for (size_t i = 1; i < nest.size(); ++i) total = mul(total, cast(dtype::Int64, nest[i]->extent));
   std::string f = "tl_flat" + std::to_string(flat_counter_++);
-  line("for (" + i64 + " " + f + " = tl_thread_rank; " + f + " < " + expr(total) + "; " + f +
+  line("for (" + i64 + " " + f + " = " + thread_rank_ + "; " + f + " < " + expr(total) + "; " + f +
        " += " + std::to_string(threads) + ") {");
   indent();
   std::string rest = f;
@@ -529,6 +529,7 @@ void CodeGenC::stmt(const Stmt& s) {
     }
     case NodeKind::LetStmt: {
       auto* n = s.as<LetStmtNode>();
+      names_.erase(n->var.node());  // bound again (a copied body, its loop gone): a fresh name for this scope
       line("const " + type_name(n->var.dtype()) + " " + name_of(n->var.node()) + " = " + print_expr(n->value) + ";");
       stmt(n->body);
       return;

@@ -60,6 +60,8 @@ class CodeGenC {
 
   std::ostringstream out_;
   SourceSpan statement_span_;  // of the statement being printed (see stmt())
+  // The rank emit_block_op spreads over (a T.ws region has its own).
+  std::string thread_rank_ = "tl_thread_rank";
 
   // Every expression is printed through here: a dialect overrides the nodes it
   // spells differently and passes the rest on (children come back through it).

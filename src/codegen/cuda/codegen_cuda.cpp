@@ -12,6 +12,7 @@
 #include "codegen/c_family/codegen_c.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
+#include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
 
@@ -73,6 +74,7 @@ class CodeGenCUDA : public CodeGenC {
     src.code = out_.str();
     src.shared_bytes = shared_bytes_;
     src.tma_maps = tma_specs_;
+    if (launch_) src.threads = launch_->threads;
     return src;
   }
 
@@ -86,6 +88,10 @@ class CodeGenCUDA : public CodeGenC {
   std::string unroll_pragma() override { return "#pragma unroll"; }
 
   void emit_barrier(const BarrierNode* op) override {
+    // In a T.ws region the block barrier is the region's named barrier: the other
+    // threads never reach it.
+    if (op->barrier == BarrierKind::Threads && region_threads_)
+      return line(str_cat("tl::named_barrier_sync(", region_barrier_id_, ", ", region_threads_, ");"));
     line(op->barrier == BarrierKind::Threads ? "__syncthreads();" : "__syncwarp();");
   }
 
@@ -160,8 +166,24 @@ class CodeGenCUDA : public CodeGenC {
   }
 
   void emit_attr(const AttrNode* op) override {
+    if (auto [lo, count] = warp_group_range(op); count) return emit_warp_group(op, lo, count);
     if (op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
     emit_block_op(op->body, threads_);
+  }
+
+  // A T.ws region (its `if` is the body): block ops spread over its threads, counted
+  // from its first, and its barriers are named barrier 1 + its first warpgroup.
+  void emit_warp_group(const AttrNode* op, int64_t lo, int64_t count) {
+    std::string saved_rank = thread_rank_;
+    int64_t saved_threads = threads_;
+    thread_rank_ = lo ? str_cat("(tl_thread_rank - ", lo, ")") : "tl_thread_rank";
+    threads_ = count;
+    region_threads_ = count;
+    region_barrier_id_ = 1 + lo / 128;
+    stmt(op->body);
+    thread_rank_ = saved_rank;
+    threads_ = saved_threads;
+    region_threads_ = 0;
   }
 
  private:
@@ -291,6 +313,8 @@ class CodeGenCUDA : public CodeGenC {
 
   const KernelLaunchNode* launch_ = nullptr;
   int64_t threads_ = 1;
+  int64_t region_threads_ = 0;  // of the T.ws region being printed (0: none)
+  int64_t region_barrier_id_ = 0;
   int64_t shared_bytes_ = 0;
   std::set<const void*> hoisted_;
   std::vector<TmaMapSpec> tma_specs_;        // parameter tl_tma_map<i> is tma_specs_[i]

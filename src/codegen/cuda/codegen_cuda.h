@@ -13,6 +13,9 @@ struct CudaSource {
   int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
   // The TMA maps the kernel takes after its arguments, in parameter order.
   std::vector<TmaMapSpec> tma_maps;
+  // The block the kernel is launched with: the lowering may add threads to the
+  // T.Kernel's (a warp-specialized pipeline's producer warpgroup).
+  std::vector<int64_t> threads;
 };
 
 CudaSource codegen_cuda(const PrimFunc& lowered, const KernelSignature& sig);

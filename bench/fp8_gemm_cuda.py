@@ -1,0 +1,156 @@
+"""fp8 e4m3 GEMM on the cuda target against torch._scaled_mm, same run, A/B interleaved
+medians. The kernel is examples/fp8_gemm.py's fp8_scaled_mm: C = (A @ B^T) * scale_a *
+scale_b with A [M, K] and B [N, K] in float8_e4m3fn (both K-major, the layout wgmma
+reads 8-bit operands in), a T.Pipelined K loop into a float32 fragment and an output
+cast; on an H100/H200 (target "cuda" is sm_90a there) its T.gemm runs on wgmma
+m64nNk32 e4m3 with TMA loads. Scales are 1.0 and the output is bfloat16, which both
+sides support. A few configurations are timed briefly and the fastest is measured
+against torch._scaled_mm with use_fast_accum=True (cuBLAS then also accumulates in the
+tensor cores' own precision, as the wgmma accumulators do); the default
+use_fast_accum=False (periodic promotion to float32) is reported beside it.
+FLOPs: 2*M*N*K per GEMM; H200 dense fp8 peak ~1979 TFLOP/s.
+Appends the table to bench/RESULTS.md.
+
+Run on a GPU machine: python bench/fp8_gemm_cuda.py [--shapes 4096x4096x4096,...]
+FP8_GEMM_CONFIGS="128,256,128,256,4,8;..." replaces the config list (for sweeps).
+"""
+
+import datetime
+import os
+import pathlib
+import statistics
+import sys
+
+import torch
+from results import append_results, commit
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
+from fp8_gemm import fp8_scaled_mm
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+# (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)). A
+# 128x256 tile needs two warpgroups (256 threads): one would hold 256 accumulators
+# per thread, past the register file's 255.
+CONFIGS = [
+    (128, 128, 128, 128, 3, 8),
+    (128, 128, 128, 128, 4, 8),
+    (128, 128, 128, 256, 3, 8),
+    (128, 128, 128, 256, 4, 8),
+    (128, 256, 128, 256, 3, 8),
+    (128, 256, 128, 256, 4, 8),
+]
+if os.environ.get("FP8_GEMM_CONFIGS"):
+    CONFIGS = [
+        tuple(int(v) for v in c.split(",")) for c in os.environ["FP8_GEMM_CONFIGS"].split(";")
+    ]
+OUT_DTYPE = "bfloat16"
+ROUNDS, CALLS = 11, 10
+CHECK = 256  # the corner block checked against a float64 product
+
+
+def timed(fn):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(CALLS):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / CALLS / 1e3
+
+
+def check(got, a, b, what):
+    """The corner block against the float64 product of the same fp8 values: within 2^-6
+    of sum |a * b| (the tensor cores' fp8 accumulation keeps fewer bits than float32)
+    plus a bfloat16 rounding of the result."""
+    af, bf = a[:CHECK].double(), b[:CHECK].double()
+    ref, mag = af @ bf.T, af.abs() @ bf.abs().T
+    err = (got[:CHECK, :CHECK].double() - ref).abs()
+    tol = 2.0**-6 * mag + 2.0**-8 * ref.abs()
+    assert bool((err <= tol).all()), f"{what}: max err {err.max().item():.3g}"
+
+
+def bench_shape(M, N, K):
+    """The table row of one shape, or None when no config builds."""
+    out_t = getattr(torch, OUT_DTYPE)
+    a = (torch.randn(M, K, device="cuda") * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device="cuda") * 2).to(torch.float8_e4m3fn)
+    one = torch.ones(1, device="cuda", dtype=torch.float32)
+
+    def torch_fn(fast):
+        # b.t(): the [K, N] column-major view _scaled_mm wants of a [N, K] tensor.
+        return torch._scaled_mm(a, b.t(), one, one, out_dtype=out_t, use_fast_accum=fast)
+
+    check(torch_fn(True), a, b, "torch._scaled_mm")
+    best = None
+    for cfg in CONFIGS:
+        bM, bN, bK, threads, stages, panel = cfg
+        try:
+            kernel = fp8_scaled_mm(
+                M,
+                N,
+                K,
+                out_dtype=OUT_DTYPE,
+                block_M=bM,
+                block_N=bN,
+                block_K=bK,
+                num_stages=stages,
+                threads=threads,
+                panel=panel,
+            )
+            got = kernel(a, b, one, one)
+        except Exception as e:  # noqa: BLE001 - a config that does not build is reported
+            print(f"{M}x{N}x{K} {cfg}: failed: {str(e).splitlines()[0]}")
+            continue
+        if "tl::wgmma_gemm_ss<" not in kernel.get_kernel_source():
+            print(f"{M}x{N}x{K} {cfg}: note: not on wgmma (mma.sync)")
+        check(got, a, b, f"tilelang {cfg}")
+        secs = statistics.median(timed(lambda k=kernel: k(a, b, one, one)) for _ in range(3))
+        print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s")
+        if best is None or secs < best[0]:
+            best = (secs, cfg, kernel)
+    if best is None:
+        return None
+    _, cfg, kernel = best
+    ours, fast, slow = [], [], []
+    for _ in range(ROUNDS):  # interleaved: all see the same clocks
+        ours.append(timed(lambda: kernel(a, b, one, one)))
+        fast.append(timed(lambda: torch_fn(True)))
+        slow.append(timed(lambda: torch_fn(False)))
+    flop = 2 * M * N * K
+    o, f, s = (flop / statistics.median(t) / 1e12 for t in (ours, fast, slow))
+    return f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} |"
+
+
+def main():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
+    device = f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
+    table = "\n".join(
+        [
+            f"### fp8_gemm_cuda — {datetime.date.today()} — commit {commit()} — {device}",
+            "",
+            (
+                "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales 1.0, "
+                f"{OUT_DTYPE} out (best of the listed configs) vs torch._scaled_mm; TFLOP/s from "
+                f"medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+            ),
+            "",
+            (
+                "| shape | config (bM, bN, bK, threads, stages, swizzle panel) | tilelang (TFLOP/s) "
+                "| torch fast_accum (TFLOP/s) | ratio | torch default (TFLOP/s) | ratio |"
+            ),
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            *rows,
+        ]
+    )
+    print(table)
+    append_results(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,354 @@
+"""Explicit Hopper control for hand-written schedules, with TileLang's names: warpgroup
+regions (`with T.ws(g)`), mbarriers (`T.alloc_barrier`, `T.barrier_arrive`,
+`T.barrier_wait`, `T.mbarrier_expect_tx`), TMA copies that complete on an mbarrier
+(`T.tma_copy`) and wgmma gemms left in flight (`T.wgmma_gemm`, `T.wait_wgmma`).
+
+Each call records a marker (a `tl.hopper.*` call, or a tile op with an attribute) that
+src/transform/lower_explicit_hopper.cpp lowers on sm_90 / sm_90a and refuses, with the
+user's line, on every other target: the target is only known when the kernel compiles.
+"""
+
+from . import builder_ctx
+from .buffer import Buffer, const_int, to_value, wrap_buffer
+from .builder_ctx import KERNEL, PY_LOOP, frontend_error
+from .ops import GemmWarpPolicy, _copy_attrs, _copy_operand, _region
+from .views import BufferView
+
+_C = builder_ctx._C
+
+WARPGROUP = 128  # threads of a warpgroup
+MAX_ARRIVALS = (1 << 20) - 1  # an mbarrier counts at most 2^20 - 1 arrivals per phase
+WARP_GROUP_FRAME = "warp group"  # the TraceContext.frames entry of an open T.ws
+
+
+def _describe(x):
+    if isinstance(x, _C.Expr):
+        return f"{x.dtype} expression {x}"
+    if isinstance(x, Buffer):
+        return f"buffer '{x.name}'"
+    return f"{type(x).__name__} {x!r}"
+
+
+def _kernel(what):
+    ctx = builder_ctx.current(what)
+    if ctx.kernel_vars is None:
+        raise frontend_error(f"{what} must be called inside a `with T.Kernel(...)` block")
+    return ctx
+
+
+def _barriers(ctx):
+    """Names of the buffers T.alloc_barrier made in this trace."""
+    if not hasattr(ctx, "hopper_barriers"):
+        ctx.hopper_barriers = set()
+    return ctx.hopper_barriers
+
+
+def _marker(name, args, dtype="void"):
+    return _C.call_extern(dtype, "tl.hopper." + name, args)
+
+
+def _is_int_expr(x):
+    return (
+        isinstance(x, _C.Expr) and x.dtype.lanes == 1 and x.dtype.name.startswith(("int", "uint"))
+    )
+
+
+# ---- mbarriers
+
+
+def alloc_barrier(arrive_count):
+    """Shared-memory mbarriers, one per entry of `arrive_count` (an int: one barrier).
+
+    Each phase of barrier i completes when arrive_count[i] arrivals (T.barrier_arrive by a
+    thread, or one per T.tma_copy on it) have been made and the bytes its TMA copies expect
+    have landed. Thread 0 initializes them, then the whole block waits once, so call it at
+    the top of the T.Kernel body. Returns a buffer: `bar[i]` is barrier i (`bar` alone
+    when there is one).
+    """
+    what = "T.alloc_barrier"
+    ctx = _kernel(what)
+    counts = list(arrive_count) if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    if not counts:
+        raise frontend_error(
+            f"{what} arrive_count must be a positive integer or a non-empty list of them, got []"
+        )
+    for c in counts:
+        c = to_value(c)
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_ARRIVALS:
+            raise frontend_error(
+                f"{what} arrive_count must be a positive integer up to {MAX_ARRIVALS} (the arrivals "
+                f"that complete a phase) or a list of them, got {_describe(c)}"
+            )
+    inner = ctx.frames[ctx.frames.index(KERNEL) + 1 :] if KERNEL in ctx.frames else []
+    if any(kind != PY_LOOP for kind in inner):
+        where = "T.ws region" if WARP_GROUP_FRAME in inner else "loop or `if`"
+        raise frontend_error(
+            f"{what} must be called at the top level of the T.Kernel body, not inside a {where}: "
+            "every thread of the block waits there for the barriers' initialization"
+        )
+    handle = ctx.builder.alloc(ctx.take_name("mbarrier"), [len(counts)], "uint64", "shared.dyn")
+    first = _C.buffer_load(handle, [0])
+    args = [first] + [_C.const(int(c), "int32") for c in counts]
+    ctx.builder.evaluate(_marker("init_barriers", args))
+    _barriers(ctx).add(handle.name)
+    return wrap_buffer(handle)
+
+
+def _barrier(what, bar, name="barrier"):
+    """The mbarrier element `bar` names (a T.alloc_barrier buffer of one, or bar[i])."""
+    ctx = _kernel(what)
+    bar = to_value(bar)
+    made = _barriers(ctx)
+    if isinstance(bar, Buffer) and bar.name in made:
+        if bar.shape[0] != 1:
+            raise frontend_error(
+                f"{what} {name}: '{bar.name}' holds {bar.shape[0]} mbarriers; pass one of them, "
+                f"such as {bar.name}[i]"
+            )
+        return _C.buffer_load(bar.handle, [0])
+    if isinstance(bar, _C.Expr):
+        element = ctx.element_of(bar)
+        if element is not None and element[0].name in made:
+            return bar
+    hint = (
+        " (TileLang's integer barrier ids are not supported: index the buffer)"
+        if isinstance(bar, int)
+        else ""
+    )
+    raise frontend_error(
+        f"{what} {name} must be an mbarrier from T.alloc_barrier (the buffer, or bar[i]), "
+        f"got {_describe(bar)}{hint}"
+    )
+
+
+def _emit(ctx, marker):
+    ctx.builder.evaluate(marker)
+
+
+def barrier_arrive(barrier):
+    """The calling thread arrives on `barrier` (every thread that calls it counts)."""
+    what = "T.barrier_arrive"
+    bar = _barrier(what, barrier)
+    _emit(builder_ctx.current(what), _marker("arrive", [bar]))
+
+
+def mbarrier_arrive(mbarrier):
+    """Same as T.barrier_arrive."""
+    what = "T.mbarrier_arrive"
+    bar = _barrier(what, mbarrier, "mbarrier")
+    _emit(builder_ctx.current(what), _marker("arrive", [bar]))
+
+
+def _parity(what, parity):
+    parity = to_value(parity)
+    value = const_int(parity)
+    if value is not None:
+        if value not in (0, 1):
+            raise frontend_error(
+                f"{what} parity must be 0 or 1 (the phase's parity bit), got {value}"
+            )
+        return _C.const(value, "int32")
+    if isinstance(parity, bool) or not _is_int_expr(parity):
+        raise frontend_error(
+            f"{what} parity must be 0, 1 or an integer expression such as (k // stages) % 2, "
+            f"got {_describe(parity)}"
+        )
+    return parity if parity.dtype.name == "int32" else _C.cast(parity, "int32")
+
+
+def barrier_wait(barrier, parity):
+    """Waits until the phase of `barrier` with parity `parity` has completed. Phases
+    alternate 0, 1, 0 ...; waiting for parity 1 on a fresh barrier returns at once."""
+    what = "T.barrier_wait"
+    bar = _barrier(what, barrier)
+    _emit(builder_ctx.current(what), _marker("wait", [bar, _parity(what, parity)]))
+
+
+def mbarrier_wait_parity(mbarrier, parity):
+    """Same as T.barrier_wait."""
+    what = "T.mbarrier_wait_parity"
+    bar = _barrier(what, mbarrier, "mbarrier")
+    _emit(builder_ctx.current(what), _marker("wait", [bar, _parity(what, parity)]))
+
+
+def mbarrier_expect_tx(mbarrier, tx_bytes):
+    """Raises the bytes the current phase of `mbarrier` waits for by `tx_bytes` (each
+    calling thread does); copies that complete on the barrier count them down."""
+    what = "T.mbarrier_expect_tx"
+    bar = _barrier(what, mbarrier, "mbarrier")
+    tx = to_value(tx_bytes)
+    value = const_int(tx)
+    if value is not None and not 0 <= value <= MAX_ARRIVALS:
+        raise frontend_error(f"{what} tx_bytes must be in [0, {MAX_ARRIVALS}], got {value}")
+    if value is None and (isinstance(tx, bool) or not _is_int_expr(tx)):
+        raise frontend_error(f"{what} tx_bytes must be an integer byte count, got {_describe(tx)}")
+    tx = _C.const(value, "int32") if value is not None else _C.cast(tx, "int32")
+    _emit(builder_ctx.current(what), _marker("expect_tx", [bar, tx]))
+
+
+# ---- TMA
+
+
+def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None):
+    """Copies a tile of a tensor parameter into a shared tile through TMA, completing on
+    `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) arrives
+    on the barrier, raising the bytes it waits for by the tile's size, and issues the
+    loads; wait with T.barrier_wait. So each T.tma_copy counts one arrival of the phase.
+
+    `src` is a region of a kernel tensor parameter (`A[by * 64, k * 32]` or a slice), `dst`
+    a shared tile or one stage of it (`A_s[s, :, :]`).
+    """
+    what = "T.tma_copy"
+    ctx = _kernel(what)
+    if barrier is None:
+        raise frontend_error(
+            f"{what} needs barrier=: the mbarrier (from T.alloc_barrier) the copy completes on"
+        )
+    bar = _barrier(what, barrier)
+    s_buf, s_min, s_ext, _ = _copy_operand(src, "source")
+    d_buf, d_min, d_ext, _ = _copy_operand(dst, "destination")
+    for side, b in (("source", s_buf), ("destination", d_buf)):
+        if isinstance(b, BufferView):
+            raise frontend_error(f"{what} {side} must be a buffer or a region of one, not a view")
+    if s_buf.scope != "global":
+        raise frontend_error(
+            f"{what} copies global -> shared: the source '{s_buf.name}' is in {s_buf.scope} memory "
+            "(a TMA store, shared -> global, is not supported here: use T.copy)"
+        )
+    if not d_buf.scope.startswith("shared"):
+        raise frontend_error(
+            f"{what} destination must be a T.alloc_shared tile, got '{d_buf.name}' in {d_buf.scope} memory"
+        )
+    if s_ext is None and d_ext is None:
+        raise frontend_error(f"{what} copies a tile: give a slice or a whole buffer on one side")
+    attrs = _copy_attrs(None, False, eviction_policy, annotations)
+    attrs["tl.tma_barrier"] = bar
+    ctx.builder.copy(s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext, attrs)
+
+
+# ---- warpgroups
+
+
+class ws:
+    """`with T.ws(*groups):` the body runs only on the threads of the given warpgroups
+    (warpgroup g: threads [128 g, 128 g + 128)). Inside, fragments, T.Parallel loops, tile
+    ops and T.gemm are spread over the region's threads and T.sync_threads is a barrier of
+    those threads only. The groups are consecutive and the first is a multiple of their
+    number (ws(0), ws(1), ws(2, 3) ...)."""
+
+    __tl_with__ = True
+
+    def __init__(self, *warp_group_ids):
+        what = "T.ws"
+        ctx = _kernel(what)
+        ids = warp_group_ids
+        if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
+            ids = ids[0]  # T.ws([0, 1])
+        ids = list(ids)
+        if not ids:
+            raise frontend_error(f"{what} needs at least one warpgroup index, such as T.ws(0)")
+        for g in ids:
+            if isinstance(g, bool) or not isinstance(g, int) or g < 0:
+                raise frontend_error(
+                    f"{what} warpgroup indices must be non-negative Python ints, got {_describe(g)}"
+                )
+        ids = sorted(set(ids))
+        threads = 1
+        for t in ctx.kernel_extents[1]:
+            threads *= t
+        if ids != list(range(ids[0], ids[0] + len(ids))):
+            raise frontend_error(f"{what} warpgroups must be consecutive, got {ids}")
+        if ids[0] % len(ids) != 0:
+            raise frontend_error(
+                f"{what}: a region of {len(ids)} warpgroups must start at a multiple of {len(ids)} "
+                f"(its gemms split the warpgroups from there), got warpgroups {ids}"
+            )
+        if WARPGROUP * (ids[-1] + 1) > threads:
+            raise frontend_error(
+                f"{what}({', '.join(map(str, ids))}) needs threads up to {WARPGROUP * (ids[-1] + 1)}, but the "
+                f"kernel has {threads} (warpgroups of {WARPGROUP} threads: 0..{threads // WARPGROUP - 1})"
+            )
+        self.first = WARPGROUP * ids[0]
+        self.count = WARPGROUP * len(ids)
+
+    def __enter__(self):
+        ctx = _kernel("T.ws")
+        if WARP_GROUP_FRAME in ctx.frames:
+            raise frontend_error("T.ws regions do not nest: close the outer `with T.ws(...)` first")
+        cond = _marker("ws", [_C.const(self.first, "int32"), _C.const(self.count, "int32")], "bool")
+        ctx.builder.begin_if(cond)
+        ctx.frames.append(WARP_GROUP_FRAME)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False
+        ctx = builder_ctx.current("T.ws")
+        ctx.frames.pop()
+        ctx.builder.end_if()
+        return False
+
+
+WarpSpecialize = ws
+
+
+# ---- wgmma
+
+
+def wgmma_gemm(
+    A,
+    B,
+    C,
+    transpose_A=False,
+    transpose_B=False,
+    policy=GemmWarpPolicy.Square,
+    clear_accum=False,
+    k_pack=1,
+    wg_wait=0,
+):
+    """C += op(A) @ op(B) on the tensor cores' wgmma (sm_90a), returning with the
+    instructions still running: C and the tiles must not be touched until T.wait_wgmma.
+    Takes T.gemm's arguments. One group stays in flight: a second T.wgmma_gemm first waits
+    for the previous one; clear_accum=True waits for its own.
+    """
+    ctx = _kernel("T.wgmma_gemm")
+    attrs = {
+        "transpose_A": bool(transpose_A),
+        "transpose_B": bool(transpose_B),
+        "policy": int(policy),
+        "clear_accum": bool(clear_accum),
+        "k_pack": int(k_pack),
+        "wg_wait": int(wg_wait),
+        "tl.wgmma_explicit": True,
+    }
+    regions = [
+        _region(x, f"T.wgmma_gemm operand {n}").to_core() for x, n in ((A, "A"), (B, "B"), (C, "C"))
+    ]
+    ctx.builder.gemm(*regions, attrs)
+
+
+def wait_wgmma(n=0):
+    """Waits until at most `n` of the calling warpgroup's wgmma groups are in flight."""
+    what = "T.wait_wgmma"
+    ctx = _kernel(what)
+    n = to_value(n)
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 7:
+        raise frontend_error(
+            f"{what} n must be a Python int from 0 to 7 (groups left in flight), got {_describe(n)}"
+        )
+    _emit(ctx, _marker("wait_wgmma", [_C.const(n, "int32")]))
+
+
+__all__ = [
+    "WarpSpecialize",
+    "alloc_barrier",
+    "barrier_arrive",
+    "barrier_wait",
+    "mbarrier_arrive",
+    "mbarrier_expect_tx",
+    "mbarrier_wait_parity",
+    "tma_copy",
+    "wait_wgmma",
+    "wgmma_gemm",
+    "ws",
+]

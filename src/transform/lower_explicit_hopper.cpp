@@ -1,0 +1,382 @@
+// Hopper control written by hand becomes device calls (docs/user_guide.md,
+// "Explicit Hopper control"). The statements it makes are ordered by the user's
+// mbarriers, so they are wrapped as a pipeline's TMA bookkeeping is (kThreadOpAttr
+// around kAsyncCopyAttr) and plan_barriers leaves them alone; T.tma_copy reuses the
+// pipelines' TMA planning (tma_tile_loads), so its tiles, maps and swizzles are
+// theirs.
+#include "transform/lower_explicit_hopper.h"
+
+#include <map>
+#include <set>
+
+#include "ir/visitor.h"
+#include "layout/layout.h"
+#include "ops/extent_util.h"
+#include "ops/tile_op.h"
+#include "transform/lower_fragments.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+
+namespace tl {
+namespace {
+
+using BufKey = const BufferNode*;
+
+// The marker name after kExplicitPrefix ("arrive", "ws" ...), or "" for any other expression.
+std::string marker_of(const Expr& e, const CallNode** call = nullptr) {
+  auto* c = e.as<CallNode>();
+  if (!c || c->op != Intrinsic::Extern) return "";
+  const std::string& name = c->args[0].as<StringImmNode>()->value;
+  if (name.rfind(kExplicitPrefix, 0) != 0) return "";
+  if (call) *call = c;
+  return name.substr(std::string(kExplicitPrefix).size());
+}
+
+// The user-facing name of a marker, for messages.
+std::string api_of(const std::string& marker) {
+  if (marker == "ws") return "T.ws";
+  if (marker == "init_barriers") return "T.alloc_barrier";
+  if (marker == "arrive") return "T.barrier_arrive";
+  if (marker == "wait") return "T.barrier_wait";
+  if (marker == "expect_tx") return "T.mbarrier_expect_tx";
+  if (marker == "wait_wgmma") return "T.wait_wgmma";
+  return "T." + marker;
+}
+
+// The first use of explicit control in a function (and of T.wgmma_gemm), with its line.
+struct FirstUse : IRVisitor {
+  std::string api, wgmma;
+  SourceSpan api_span, wgmma_span, current;
+  using IRVisitor::visit;
+  void visit(const Stmt& s) override {
+    SourceSpan saved = current;
+    if (s.defined() && s.span().defined()) current = s.span();
+    IRVisitor::visit(s);
+    current = saved;
+  }
+  void visit(const CallNode* op) override {
+    if (op->op == Intrinsic::Extern) {
+      const std::string& name = op->args[0].as<StringImmNode>()->value;
+      if (name.rfind(kExplicitPrefix, 0) == 0) note(api_of(name.substr(std::string(kExplicitPrefix).size())));
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const TileOpNode* op) override {
+    if (op->attrs.count(kTmaBarrierAttr)) note("T.tma_copy", op->span);
+    if (op->attrs.count(kWgmmaExplicitAttr)) {
+      note("T.wgmma_gemm", op->span);
+      if (wgmma.empty()) wgmma = "T.wgmma_gemm", wgmma_span = op->span.defined() ? op->span : current;
+    }
+    IRVisitor::visit(op);
+  }
+  void note(const std::string& what, const SourceSpan& span = {}) {
+    if (!api.empty()) return;
+    api = what;
+    api_span = span.defined() ? span : current;
+  }
+};
+
+// Statements ordered by mbarriers, not by block barriers: plan_barriers skips them.
+Stmt unplanned(Stmt s) {
+  return attr_stmt(kThreadOpAttr, int64_t(1), attr_stmt(kAsyncCopyAttr, int64_t(1), std::move(s)));
+}
+
+Expr address_of(const Expr& element) {
+  TL_ICHECK(element.as<BufferLoadNode>(), "an mbarrier operand is not a buffer element");
+  return call(Intrinsic::AddressOf, {element});
+}
+
+Stmt device_call(const std::string& fn, std::vector<Expr> args, const SourceSpan& span) {
+  return unplanned(evaluate(call_extern(dtype::Void, fn, std::move(args)), span));
+}
+
+int64_t const_arg(const CallNode* c, size_t i) {
+  auto v = as_const_int(c->args[i]);
+  TL_ICHECK(v, "argument ", i, " of ", c->args[0].as<StringImmNode>()->value, " is not a constant");
+  return *v;
+}
+
+// The flat rank of the thread in `launch` (int32).
+Expr thread_rank(const KernelLaunchNode* launch) {
+  Expr rank = int_imm(0);
+  for (int d = int(launch->thread_vars.size()) - 1; d >= 0; --d)
+    rank = add(mul(rank, int_imm(launch->threads[d])), cast(dtype::Int32, launch->thread_vars[d]));
+  return rank;
+}
+
+// Step 1: warpgroup regions and mbarrier operations.
+class LowerMarkers : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    const KernelLaunchNode* saved = launch_;
+    launch_ = op;
+    Stmt s = IRMutator::visit(op, self);
+    launch_ = saved;
+    return s;
+  }
+
+  Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
+    const CallNode* c = nullptr;
+    if (marker_of(op->cond, &c) != "ws") return IRMutator::visit(op, self);
+    TL_ICHECK(launch_, "T.ws outside a T.Kernel");
+    int64_t lo = const_arg(c, 1), count = const_arg(c, 2);
+    if (in_region_)
+      throw_user_error(op->span,
+                       "T.ws regions do not nest: this one is inside another T.ws region; close the outer "
+                       "`with T.ws(...)` block first");
+    in_region_ = true;
+    Stmt body = mutate(op->then_case);
+    in_region_ = false;
+    Expr rank = thread_rank(launch_);
+    Expr inside = logical_and(ge(rank, int_imm(lo)), lt(rank, int_imm(lo + count)));
+    return attr_stmt(kWarpGroupAttr, std::vector<int64_t>{lo, count}, if_then_else(inside, body, {}, op->span),
+                     op->span);
+  }
+
+  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
+    const CallNode* c = nullptr;
+    std::string m = marker_of(op->value, &c);
+    if (m.empty()) return IRMutator::visit(op, self);
+    const SourceSpan& at = op->span;
+    if (m == "init_barriers") return init_barriers(c, at);
+    if (m == "arrive") return device_call("tl::mbarrier_arrive", {address_of(c->args[1])}, at);
+    if (m == "wait") return device_call("tl::mbarrier_wait", {address_of(c->args[1]), c->args[2]}, at);
+    if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
+    if (m == "wait_wgmma") return device_call(str_cat("tl::wgmma_wait<", const_arg(c, 1), ">"), {}, at);
+    TL_ICHECK(false, "unknown explicit Hopper marker '", m, "'");
+    return self;
+  }
+
+ private:
+  // T.alloc_barrier: thread 0 initializes the mbarriers and fences them for the
+  // async proxy, then the whole block waits for it before any thread uses them.
+  Stmt init_barriers(const CallNode* c, const SourceSpan& at) {
+    TL_ICHECK(launch_, "T.alloc_barrier outside a T.Kernel");
+    if (in_region_)
+      throw_user_error(at,
+                       "T.alloc_barrier inside a T.ws region: every thread of the block waits for the "
+                       "barriers' initialization, so allocate them before the first `with T.ws(...)`");
+    auto* first = c->args[1].as<BufferLoadNode>();
+    TL_ICHECK(first, "T.alloc_barrier marker without its buffer");
+    std::vector<Stmt> init;
+    for (size_t i = 2; i < c->args.size(); ++i) {
+      Expr slot = address_of(buffer_load(first->buffer, {int_imm(int64_t(i - 2))}));
+      init.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {slot, c->args[i]})));
+    }
+    init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
+    Expr elected = eq(thread_rank(launch_), int_imm(0));
+    return seq({unplanned(if_then_else(elected, seq(init), {}, at)), barrier(BarrierKind::Threads, at)});
+  }
+
+  const KernelLaunchNode* launch_ = nullptr;
+  bool in_region_ = false;
+};
+
+std::string scope_name(const Buffer& b) {
+  switch (b->scope) {
+    case Scope::Global:
+      return "global";
+    case Scope::Shared:
+      return "shared";
+    case Scope::SharedDyn:
+      return "shared.dyn";
+    case Scope::Fragment:
+      return "local.fragment";
+    default:
+      return "local";
+  }
+}
+
+// Step 2: T.tma_copy and T.wgmma_gemm, once the regions are known (the layouts of
+// the gemm tiles depend on the threads of the region that runs the gemm).
+class LowerCopiesAndGemms : public IRMutator {
+ public:
+  LowerCopiesAndGemms(const PrimFunc& f, std::map<BufKey, SharedTileLayout> layouts, std::set<BufKey> wgmma_accs)
+      : params_(f->params), layouts_(std::move(layouts)), wgmma_accs_(std::move(wgmma_accs)) {}
+  using IRMutator::mutate;
+
+  // The shared tiles TMA writes swizzled, with the layout it writes them in.
+  std::map<BufKey, Buffer> laid_out;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    const KernelLaunchNode* saved = launch_;
+    launch_ = op;
+    Stmt s = IRMutator::visit(op, self);
+    launch_ = saved;
+    return s;
+  }
+
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRMutator::visit(op, self);
+    int64_t saved = region_lo_;
+    region_lo_ = lo;
+    Stmt s = IRMutator::visit(op, self);
+    region_lo_ = saved;
+    return s;
+  }
+
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (op->op == TileOpKind::Copy && op->attrs.count(kTmaBarrierAttr)) return tma_copy(op);
+    if (op->op != TileOpKind::Gemm || !op->attrs.count(kWgmmaExplicitAttr)) return IRMutator::visit(op, self);
+    const Buffer& acc = op->regions[2].buffer;
+    if (!wgmma_accs_.count(acc.get()))
+      throw_user_error(
+          op->span,
+          str_cat("T.wgmma_gemm: this gemm cannot run on wgmma (accumulator '", acc->name,
+                  "'): it needs float16 or bfloat16 tiles in shared memory (A may be a fragment), a "
+                  "T.alloc_fragment float32 accumulator, K a multiple of 16 and M x N splitting into "
+                  "m64 x n16 blocks over the warpgroups that run it (and every other register gemm of the "
+                  "kernel must fit wgmma too); the `tilelang` logger says why at DEBUG level, or use T.gemm"));
+    Attrs attrs = op->attrs;
+    attrs[kWgmmaAsyncAttr] = int64_t(1);
+    return tile_op(op->op, op->regions, op->args, attrs, op->span);
+  }
+
+ private:
+  [[noreturn]] void refuse(const TileOpNode* op, const std::string& why) {
+    throw_user_error(op->span, "T.tma_copy: " + why);
+  }
+
+  Stmt tma_copy(const TileOpNode* op) {
+    TL_ICHECK(launch_, "T.tma_copy outside a T.Kernel");
+    const BufferRegion &src = op->regions[0], &dst = op->regions[1];
+    Expr bar = std::get<Expr>(op->attrs.at(kTmaBarrierAttr));
+    if (src.buffer->scope != Scope::Global)
+      refuse(op, str_cat("copies global -> shared; its source '", src.buffer->name, "' is in ", scope_name(src.buffer),
+                         " memory (a TMA store, shared -> global, is not supported: use T.copy)"));
+    if (!is_shared(dst.buffer))
+      refuse(op, str_cat("the destination must be a T.alloc_shared tile; '", dst.buffer->name, "' is in ",
+                         scope_name(dst.buffer), " memory"));
+    bool param = false;
+    for (const Param& p : params_) param = param || (p.is_tensor() && p.buffer.same_as(src.buffer));
+    if (!param)
+      refuse(op, str_cat("the source must be a tensor parameter of the kernel (the runtime encodes its tensor map "
+                         "at the launch); '",
+                         src.buffer->name, "' is not"));
+    if (!(src.buffer->dtype == dst.buffer->dtype))
+      refuse(op, str_cat("source and destination need the same dtype (TMA moves bytes); got ", src.buffer->dtype.name(),
+                         " and ", dst.buffer->dtype.name()));
+    // The tile: the trailing dims of the destination, whole, after unit leading ones.
+    size_t n = dst.ranges.size(), first = n;
+    while (first > 0) {
+      const Range& r = dst.ranges[first - 1];
+      auto mn = as_const_int(r.min), ex = as_const_int(r.extent), sh = as_const_int(dst.buffer->shape[first - 1]);
+      if (!(mn && *mn == 0 && ex && sh && *ex == *sh)) break;
+      --first;
+    }
+    for (size_t d = 0; d < first; ++d)
+      if (!is_const_one(dst.ranges[d].extent))
+        refuse(op, str_cat("writes a whole tile: the destination must cover the trailing dims of '", dst.buffer->name,
+                           "' whole after single indices (such as ", dst.buffer->name, "[s, :, :]); dim ", d,
+                           " is neither"));
+    if (first == n) refuse(op, str_cat("the destination region of '", dst.buffer->name, "' is empty of whole dims"));
+    std::vector<Expr> shape(dst.buffer->shape.begin() + int64_t(first), dst.buffer->shape.end());
+    Buffer tile = Buffer::make(dst.buffer->name, dst.buffer->dtype, shape, dst.buffer->scope, {}, dst.buffer->span);
+    BufferRegion whole{tile, {}};
+    for (const Expr& e : shape) whole.ranges.push_back(Range{int_imm(0), e});
+    std::map<BufKey, SharedTileLayout> layouts = layouts_;
+    if (auto it = layouts_.find(dst.buffer.get()); it != layouts_.end()) layouts[tile.get()] = it->second;
+    Attrs attrs = op->attrs;
+    attrs.erase(kTmaBarrierAttr);
+    Stmt copy = tile_op(TileOpKind::Copy, {src, whole}, op->args, attrs, op->span);
+    std::optional<TmaTileLoads> plan =
+        tma_tile_loads(copy.as<TileOpNode>(), address_of(bar), launch_, params_, layouts);
+    if (!plan)
+      refuse(op, str_cat("TMA cannot copy into '", dst.buffer->name,
+                         "' here. It needs: a source whose innermost stride is 1 and whose other strides and innermost "
+                         "extent are whole multiples of 16 bytes; a box (the source region's extents, equal to the "
+                         "tile's) of at most 256 per dim; rows of a 16-byte multiple and a tile of a 128-byte "
+                         "multiple; a gemm operand tile with a multiple of 8 rows; padding with zeros"));
+    // The loads address the stand-in tile; point them at the destination's slice.
+    struct Rebase : IRMutator {
+      const BufferNode* tile;
+      Buffer real;
+      std::vector<Expr> lead;
+      using IRMutator::mutate;
+      using IRMutator::visit;
+      Expr visit(const BufferLoadNode* l, const Expr& self) override {
+        if (l->buffer.get() != tile) return IRMutator::visit(l, self);
+        std::vector<Expr> idx = lead;
+        idx.insert(idx.end(), l->indices.begin(), l->indices.end());
+        return buffer_load(real, idx, l->span);
+      }
+    } rebase;
+    rebase.tile = tile.get();
+    rebase.real = dst.buffer;
+    for (size_t d = 0; d < first; ++d) rebase.lead.push_back(dst.ranges[d].min);
+    Stmt loads = rebase.mutate(plan->loads);
+    if (plan->layout) {
+      auto it = laid_out.find(dst.buffer.get());
+      if (it != laid_out.end() && it->second->layout->str() != plan->layout->str())
+        refuse(op, str_cat("'", dst.buffer->name, "' is written by TMA in two different layouts"));
+      laid_out[dst.buffer.get()] = with_layout(dst.buffer, plan->layout);
+    }
+    Stmt issue = seq(
+        {evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_expect_tx", {address_of(bar), int_imm(plan->bytes)})),
+         loads});
+    Expr elected = eq(thread_rank(launch_), int_imm(region_lo_));
+    return unplanned(if_then_else(elected, issue, {}, op->span));
+  }
+
+  std::vector<Param> params_;
+  std::map<BufKey, SharedTileLayout> layouts_;
+  std::set<BufKey> wgmma_accs_;
+  const KernelLaunchNode* launch_ = nullptr;
+  int64_t region_lo_ = 0;  // the first thread of the enclosing T.ws region (0: the whole block)
+};
+
+// Step 3: the tiles TMA writes swizzled take that layout everywhere.
+class UseLayouts : public IRMutator {
+ public:
+  explicit UseLayouts(const std::map<BufKey, Buffer>& b) : b_(b) {}
+  using IRMutator::mutate;
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = b_.find(b.get());
+    return it == b_.end() ? b : it->second;
+  }
+
+ private:
+  const std::map<BufKey, Buffer>& b_;
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op) {
+  if (op->key != kWarpGroupAttr) return {0, 0};
+  auto* v = std::get_if<std::vector<int64_t>>(&op->value);
+  TL_ICHECK(v && v->size() == 2, "malformed ", kWarpGroupAttr, " attribute");
+  return {(*v)[0], (*v)[1]};
+}
+
+PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  FirstUse use;
+  use.visit(f->body);
+  if (use.api.empty()) return f;
+  if (!target.has_tma())
+    throw_user_error(use.api_span, str_cat(use.api,
+                                           " needs sm_90 or later (Hopper mbarriers, TMA and warpgroups), but the "
+                                           "target is '",
+                                           target.str(), "'; compile for target \"cuda -arch=sm_90a\""));
+  if (!use.wgmma.empty() && !target.has_wgmma())
+    throw_user_error(use.wgmma_span, str_cat("T.wgmma_gemm needs the wgmma instructions of sm_90a, but the target is '",
+                                             target.str(), "'; compile for target \"cuda -arch=sm_90a\""));
+  if (!use.wgmma.empty() && !allow_wgmma)
+    throw_user_error(use.wgmma_span,
+                     "T.wgmma_gemm needs wgmma, but the pass config tl.disable_wgmma is set; use T.gemm instead");
+  PrimFunc g = f.with_body(LowerMarkers().mutate(f->body));
+  LowerCopiesAndGemms lower(g, shared_tile_layouts(g, target, allow_wgmma), wgmma_accumulators(g, target, allow_wgmma));
+  Stmt body = lower.mutate(g->body);
+  if (!lower.laid_out.empty()) body = UseLayouts(lower.laid_out).mutate(body);
+  return g.with_body(body);
+}
+
+}  // namespace tl

@@ -1,0 +1,147 @@
+// Producer/consumer warp specialization (docs/design/hopper.md): pipeline_loops
+// marked a pipeline whose copies one thread can issue on its own; this pass, the
+// last of the CUDA lowering, gives the kernel an extra warpgroup for them.
+//
+//   Allocate(full/empty mbarriers)
+//     if (rank == 0) { init the mbarriers; fence }      all T + 128 threads
+//     __syncthreads()
+//     T.ws [0, T):       setmaxnreg.inc; the kernel body, the pipeline's loop
+//                        waiting on full[v] and arriving on empty[v]
+//     T.ws [T, T + 128): setmaxnreg.dec; rank T runs the producer's loop
+//
+// The regions are kWarpGroupAttr ones (as T.ws writes them), so the code generator
+// spreads the consumers' block ops over their T threads and turns their block
+// barriers into a named barrier of those threads. Everything before this pass saw
+// a block of T threads, which is what the consumers are.
+#include "transform/warp_specialize.h"
+
+#include "ir/visitor.h"
+#include "ops/extent_util.h"
+#include "support/logging.h"
+#include "transform/lower_explicit_hopper.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+
+namespace tl {
+namespace {
+
+// The registers per thread a block of `threads` may hold at launch, and what the
+// consumers may raise theirs to once the producer warpgroup is down to kProducer:
+// the block's pool stays within what it was given.
+constexpr int64_t kProducerRegs = 40;
+int64_t launch_regs(int64_t threads) {
+  return std::min<int64_t>(65536 / threads / 8 * 8, 248);
+}
+int64_t consumer_regs(int64_t consumers) {
+  int64_t total = launch_regs(consumers + 128) * (consumers + 128);
+  return std::min<int64_t>((total - kProducerRegs * 128) / consumers / 8 * 8, 240);
+}
+
+// Takes the marked pipeline out of the kernel body: the body with the mark
+// replaced by the consumers' loop, and the mark's parts.
+class TakePipeline : public IRMutator {
+ public:
+  using IRMutator::mutate;
+  const AttrNode* mark = nullptr;
+  std::vector<Buffer> barriers;
+  Stmt init, producer;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    if (op->key != kWsPipelineAttr) return IRMutator::visit(op, self);
+    TL_ICHECK(!mark, "two warp-specialized pipelines in one kernel");
+    mark = op;
+    Stmt s = op->body;
+    while (auto* a = s.as<AllocateNode>()) {
+      barriers.push_back(a->buffer);
+      s = a->body;
+    }
+    // (plan_barriers may have put block barriers between the parts: they stay with
+    // the consumers, where they are harmless.)
+    std::vector<Stmt> rest;
+    for (const Stmt& p : flatten(s)) {
+      auto* a = p.as<AttrNode>();  // unplanned(attr_stmt(kWs..., part))
+      a = a && a->key == kAsyncCopyAttr ? a->body.as<AttrNode>() : nullptr;
+      if (a && a->key == kWsInitAttr)
+        init = a->body;
+      else if (a && a->key == kWsProducerAttr)
+        producer = a->body;
+      else
+        rest.push_back(p);
+    }
+    TL_ICHECK(init.defined() && producer.defined(), "malformed warp-specialized pipeline");
+    return seq(rest);
+  }
+
+ private:
+  static std::vector<Stmt> flatten(const Stmt& s) {
+    auto* q = s.as<SeqNode>();
+    if (!q) return {s};
+    std::vector<Stmt> out;
+    for (const Stmt& c : q->seq)
+      for (const Stmt& d : flatten(c)) out.push_back(d);
+    return out;
+  }
+};
+
+// Takes the shared-memory allocations out of the consumers' part, so that they
+// enclose the producer's too (the code generator places every shared buffer at
+// the top of the kernel whatever the nesting, so this moves nothing there).
+class TakeShared : public IRMutator {
+ public:
+  using IRMutator::mutate;
+  std::vector<Buffer> buffers;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const AllocateNode* op, const Stmt& self) override {
+    if (!is_shared(op->buffer)) return IRMutator::visit(op, self);
+    buffers.push_back(op->buffer);
+    return mutate(op->body);
+  }
+};
+
+class Split : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    TakePipeline take;
+    Stmt consumer = take.mutate(op->body);
+    if (!take.mark) return self;
+    TakeShared shared;
+    consumer = shared.mutate(consumer);
+    int64_t t = op->threads[0];
+    Expr rank = cast(dtype::Int32, op->thread_vars[0]);
+    int64_t regs = launch_regs(t + 128), up = consumer_regs(t);
+    std::vector<Stmt> cons, prod;
+    if (up > regs) cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
+    cons.push_back(consumer);
+    if (kProducerRegs < regs)
+      prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
+    prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
+    Stmt body = seq({
+        if_then_else(eq(rank, int_imm(0)), take.init),
+        barrier(BarrierKind::Threads),
+        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{0, t}, if_then_else(lt(rank, int_imm(t)), seq(cons))),
+        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, 128}, if_then_else(ge(rank, int_imm(t)), seq(prod))),
+    });
+    for (const Buffer& b : take.barriers) body = allocate(b, body);
+    for (const Buffer& b : shared.buffers) body = allocate(b, body);
+    auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars,
+                                                std::vector<int64_t>{t + 128}, body, op->prelude);
+    n->span = op->span;
+    return Stmt(std::move(n));
+  }
+};
+
+}  // namespace
+
+PrimFunc warp_specialize(const PrimFunc& f) {
+  return f.with_body(Split().mutate(f->body));
+}
+
+}  // namespace tl

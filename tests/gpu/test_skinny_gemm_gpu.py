@@ -1,0 +1,68 @@
+"""examples/skinny_gemm.py at issue 8's shapes (M in {16, 64, 128}, N = K = 8192) on the
+present GPU ("cuda": on an H100/H200 that is sm_90a, wgmma and TMA) against torch:
+every config family the bench sweeps (plain and swapped tiles, split-K, B stored (N, K)
+or (K, N)), in bfloat16 and float16, checked against a float64 product within the
+rounding of the output dtype and against torch.matmul."""
+
+import importlib.util
+import pathlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+_spec = importlib.util.spec_from_file_location(
+    "skinny_gemm_gpu_example", pathlib.Path(__file__).parents[2] / "examples" / "skinny_gemm.py"
+)
+skinny = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(skinny)
+
+N = K = 8192
+# M: configs (block_M, block_N, block_K, stages, threads, split_k, swap_ab) of each family.
+CONFIGS = {
+    16: [
+        (16, 64, 64, 6, 128, 1, False),
+        (16, 64, 128, 5, 128, 1, True),
+        (16, 128, 128, 4, 128, 2, True),
+    ],
+    64: [(64, 64, 128, 4, 128, 1, False), (64, 64, 128, 4, 128, 1, True)],
+    128: [(128, 64, 128, 4, 256, 1, False), (128, 128, 128, 3, 256, 2, False)],
+}
+CASES = [(M, cfg) for M, cfgs in CONFIGS.items() for cfg in cfgs]
+
+
+def check(c, a, b_nk, dtype):
+    ref = a.double() @ b_nk.double().T
+    eps = 2.0**-8 if dtype == torch.bfloat16 else 2.0**-11
+    err = (c.double() - ref).abs()
+    # Rounding to the output dtype, plus float32 accumulation over K.
+    bound = eps * ref.abs() + 2.0**-20 * (a.double().abs() @ b_nk.double().abs().T) + 1e-3
+    assert bool((err <= bound).all()), float(err.max())
+    theirs = torch.matmul(a, b_nk.T).double()
+    assert float((c.double() - theirs).abs().max() / theirs.abs().max()) < 1e-2
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("M, config", CASES, ids=[f"m{M}-{cfg}" for M, cfg in CASES])
+def test_skinny_gemm_nk_matches_torch(M, config, dtype):
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(N, K, device="cuda", dtype=dtype)
+    name = str(dtype).removeprefix("torch.")
+    c = skinny.skinny_matmul(M, N, K, config, name, "nk", target="cuda")(a, b)
+    assert c.dtype == dtype and c.shape == (M, N)
+    check(c, a, b, dtype)
+
+
+@pytest.mark.parametrize(
+    "M, config", [(16, (16, 64, 64, 4, 128, 2, False)), (128, (128, 64, 128, 4, 256, 1, False))]
+)
+def test_skinny_gemm_kn_matches_torch(M, config):
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    c = skinny.skinny_matmul(M, N, K, config, "bfloat16", "kn", target="cuda")(a, b)
+    check(c, a, b.T, torch.bfloat16)

@@ -1,0 +1,155 @@
+"""Producer/consumer warp specialization of TMA pipelines on sm_90a
+(src/transform/warp_specialize.cpp): a T.Pipelined loop at the top of a kernel of T
+threads whose copies are all TMA copies gets an extra warpgroup. One of its threads
+issues the copies as far ahead as the tiles' versions allow, waiting on "empty"
+mbarriers the consumers arrive on once they are done with a version; the kernel's
+own T threads wait on the "full" mbarriers and never on the producer otherwise. The
+generated CUDA runs in the emulator against numpy; the pass config
+tl.disable_warp_specialized turns it off. tests/gpu runs the same kernels on the
+H200 (test_tma_pipeline_gpu.py, test_examples_hopper_gpu.py)."""
+
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from test_wgmma_gemm import needs_nvrtc, operands, wgmma_gemm
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples"))
+import flash_attention as fa_example
+
+SM90A = "cuda -arch=sm_90a -emulate"
+OFF = {"tl.disable_warp_specialized": True}
+
+
+def launch_threads(kernel):
+    """The block the runtime launches: `threads <dims> <sizes...>` of the signature."""
+    for line in kernel.kernel.signature_text.splitlines():
+        if line.startswith("threads "):
+            return [int(v) for v in line.split()[2:]]
+    raise AssertionError("the signature has no threads line")
+
+
+# (M, N, K, bM, bN, bK, dtype, trans_a, trans_b, threads, policy, stages); M, N, K do
+# not divide the tiles.
+CASES = {
+    "f16_128_threads_2_stages": (100, 72, 80, 64, 64, 32, "float16", False, False, 128, 0, 2),
+    "bf16_256_threads_3_stages": (130, 88, 72, 128, 64, 32, "bfloat16", False, True, 256, 0, 3),
+    "f16_transposed_a_4_stages": (64, 128, 200, 64, 128, 32, "float16", True, False, 256, 0, 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gemm_is_warp_specialized_and_matches_numpy(name):
+    M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy, stages = CASES[name]
+    kernel = tilelang.compile(
+        wgmma_gemm(M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy, stages), target=SM90A
+    )
+    src = kernel.get_kernel_source()
+    # The producer warpgroup: launched with the block, registers given back, one
+    # thread issuing the copies after waiting for a free version.
+    assert f"__launch_bounds__({threads + 128})" in src
+    assert launch_threads(kernel) == [threads + 128]
+    assert "tl::setmaxnreg_dec<40>();" in src
+    assert f"if ((tx == {threads}))" in src
+    assert "_empty[" in src and "tl::mbarrier_arrive(" in src
+    # Only the start publishes the mbarriers to every thread; the consumers' own
+    # barriers are named ones over their threads.
+    assert src.count("__syncthreads();") == 1
+    assert "__syncthreads();" not in src.split(f"if ((tx < {threads}))")[1]
+    a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
+    c = np.zeros_like(c0)
+    kernel(a, b, c0, c)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_pass_config_turns_it_off():
+    M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy, stages = CASES["bf16_256_threads_3_stages"]
+    kernel = tilelang.compile(
+        wgmma_gemm(M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy, stages),
+        target=SM90A,
+        pass_configs=OFF,
+    )
+    src = kernel.get_kernel_source()
+    assert "setmaxnreg" not in src and "_empty[" not in src and "tl::tma_load<" in src
+    assert f"__launch_bounds__({threads})" in src and launch_threads(kernel) == [threads]
+    a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
+    c = np.zeros_like(c0)
+    kernel(a, b, c0, c)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+def nested_pipeline(M, N, K, reps):
+    """The pipelined loop inside another loop: no warp specialization (the producer
+    would have to follow the outer loop), the usual TMA pipeline instead."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, 32), "float16")
+            B_s = T.alloc_shared((32, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.clear(acc)
+            for _ in T.serial(reps):
+                for k in T.Pipelined(K // 32, num_stages=2):
+                    T.copy(A[0, k * 32], A_s)
+                    T.copy(B[k * 32, 0], B_s)
+                    T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+
+    return main
+
+
+def test_a_pipeline_inside_another_loop_is_not_specialized():
+    M, N, K = 64, 64, 96
+    kernel = tilelang.compile(nested_pipeline(M, N, K, 2), out_idx=[-1], target=SM90A)
+    src = kernel.get_kernel_source()
+    assert "setmaxnreg" not in src and "tl::tma_load<" in src and launch_threads(kernel) == [128]
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = 2 * (a.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_prefetches_v_and_is_specialized(causal, monkeypatch):
+    """FlashAttention's V tile, copied after the softmax, is prefetched like K, on a
+    barrier of its own (Q K^T does not wait for V); both come from the producer."""
+    batch, heads, seq_len, dim = 1, 2, 200, 64
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", SM90A)  # the example's factory names none
+    kernel = fa_example.flash_attention(
+        batch, heads, seq_len, dim, causal, block_M=64, block_N=64, threads=128, num_stages=2
+    )
+    src = kernel.get_kernel_source()
+    assert "K_shared_full[" in src and "V_shared_full[" in src and "V_shared_empty[" in src
+    assert src.count("tl::tma_load<") >= 2 and "tl::setmaxnreg_dec<40>();" in src
+    rng = np.random.default_rng(7)
+    q, k, v = (
+        rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(3)
+    )
+    out = kernel(q, k, v)
+    np.testing.assert_allclose(
+        out.astype(np.float64), fa_example.reference(q, k, v, causal), atol=2e-2
+    )
+
+
+@needs_nvrtc
+def test_two_consumer_warpgroups_take_the_producers_registers():
+    """256 consumers + 128 producers: 168 registers each at launch; the producer goes
+    down to 40, which lets the consumers go up to 232 (NVRTC compiles it for sm_90a)."""
+    kernel = tilelang.compile(
+        wgmma_gemm(256, 256, 256, 128, 128, 64, "float16", False, True, 256, 0, stages=3),
+        target="cuda -arch=sm_90a",
+    )
+    src = kernel.get_kernel_source()
+    assert "tl::setmaxnreg_inc<232>();" in src and "tl::setmaxnreg_dec<40>();" in src
+    assert launch_threads(kernel) == [384]
+    assert math.isclose(168 * 384 - 40 * 128, 232 * 256, rel_tol=0.01)
