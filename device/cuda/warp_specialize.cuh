@@ -28,4 +28,13 @@ TL_DEVICE void setmaxnreg_inc() {
 #endif
 }
 
+// A warp's arrival on an mbarrier whose count is in warps: the warp's lanes first
+// meet (their reads of the guarded data are done), then lane 0 arrives for them.
+// One arrival per warp rather than per thread keeps the barrier's traffic low.
+template <int Dep = 0>
+TL_DEVICE void mbarrier_arrive_warp(uint64_t* bar) {
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) mbarrier_arrive<Dep>(bar);
+}
+
 }  // namespace tl

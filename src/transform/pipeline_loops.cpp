@@ -609,11 +609,11 @@ class Pipeliner : public IRMutator {
         if (!issue.empty()) body.insert(body.begin(), unplanned(if_then_else(elected, seq(issue))));
         for (size_t g = 0; g < groups.size() && ws; ++g) {
           if (last_reader[g] != i) continue;
-          // Every consumer thread arrives. A wgmma left in flight still reads its
+          // Every consumer warp arrives. A wgmma left in flight still reads its
           // tiles: the version it is done with is the previous iteration's.
           Expr done = u.async ? sub(iter, int_imm(1)) : iter;
           Stmt release =
-              evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive",
+              evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_warp",
                                    {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
           body.push_back(unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release));
         }
@@ -713,8 +713,8 @@ class Pipeliner : public IRMutator {
       for (int64_t v = 0; v < g.versions; ++v) {
         init.push_back(
             evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.bars, {int_imm(v)}), int_imm(1)})));
-        init.push_back(evaluate(
-            call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.empty, {int_imm(v)}), int_imm(consumers)})));
+        init.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_init",
+                                            {address_of(g.empty, {int_imm(v)}), int_imm(consumers / 32)})));
       }
     init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
     Stmt s = seq({unplanned(attr_stmt(kWsInitAttr, int64_t(1), seq(init))),

@@ -55,7 +55,7 @@ def test_gemm_is_warp_specialized_and_matches_numpy(name):
     assert launch_threads(kernel) == [threads + 128]
     assert "tl::setmaxnreg_dec<40>();" in src
     assert f"if ((tx == {threads}))" in src
-    assert "_empty[" in src and "tl::mbarrier_arrive(" in src
+    assert "_empty[" in src and "tl::mbarrier_arrive_warp(" in src
     # Only the start publishes the mbarriers to every thread; the consumers' own
     # barriers are named ones over their threads.
     assert src.count("__syncthreads();") == 1
