@@ -18,7 +18,7 @@ import statistics
 import sys
 
 import torch
-from results import append_results, commit
+from results import append_results, commit, cuda_seconds
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -48,13 +48,7 @@ ROUNDS, CALLS = 11, 10
 
 
 def timed(fn):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(CALLS):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / CALLS / 1e3
+    return cuda_seconds(fn, CALLS)
 
 
 def main():

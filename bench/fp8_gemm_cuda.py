@@ -22,7 +22,7 @@ import statistics
 import sys
 
 import torch
-from results import append_results, commit
+from results import append_results, commit, cuda_seconds
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -49,13 +49,7 @@ CHECK = 256  # the corner block checked against a float64 product
 
 
 def timed(fn):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(CALLS):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / CALLS / 1e3
+    return cuda_seconds(fn, CALLS)
 
 
 def check(got, a, b, what):

@@ -19,7 +19,7 @@ import statistics
 import tilelang
 import tilelang.language as T
 import torch
-from results import commit
+from results import commit, cuda_seconds
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048), (8192, 8192, 1024)]
 # (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)) per path
@@ -73,13 +73,7 @@ def matmul(
 
 
 def timed(fn):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(CALLS):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / CALLS / 1e3
+    return cuda_seconds(fn, CALLS)
 
 
 def main():

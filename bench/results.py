@@ -29,3 +29,17 @@ def append_results(table):
     """Appends a markdown table (and a blank line) to bench/RESULTS.md."""
     with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
         f.write(table + "\n\n")
+
+
+def cuda_seconds(fn, calls):
+    """Seconds per call of `fn`, from CUDA events around `calls` calls in a row on the
+    current stream (torch is imported here: the CPU benches do not need it)."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls / 1e3

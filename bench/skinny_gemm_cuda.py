@@ -26,7 +26,7 @@ import sys
 
 import tilelang
 import torch
-from results import append_results, commit
+from results import append_results, commit, cuda_seconds
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
@@ -71,13 +71,7 @@ ROUNDS, CALLS = 11, 20
 
 
 def timed(fn):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(CALLS):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / CALLS / 1e3
+    return cuda_seconds(fn, CALLS)
 
 
 def main():
