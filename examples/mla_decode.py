@@ -22,10 +22,17 @@ With num_split > 1 the cache is also cut into num_split slices (split-KV, for
 batches too small to fill the GPU): each block writes its slice's partial output
 and log-sum-exp, and a second kernel merges the slices with their softmax weights.
 
-The default tiles are small (16 heads, 64 tokens, 4 warps): the compiler cannot yet
-give the per-head vectors one register layout that serves both the (block_H,
-block_N) score tile and the (block_H, dv) output, so it keeps this kernel's
-fragments in shared memory, where a (64, 512) float32 accumulator would not fit.
+The defaults are the Hopper configuration (bench/mla_decode_cuda.py measures it):
+64 heads per block, so that the heads are exactly the 64 rows of a wgmma, and two
+warpgroups (threads=256) that split the wide output (64 x 512 float32, 128 registers
+per thread) over dv; the score tile is split over the same two warpgroups along
+block_N, so every per-head vector has one register layout for both tiles (the rows
+of a wgmma accumulator). On sm_90a the cache tiles arrive by TMA from a producer
+warpgroup that the compiler adds (warp specialization). Q and 2 stages of a 64-token
+tile take 226 of Hopper's 227 KB of shared memory (use num_stages=1 on an A100).
+The two warpgroups only meet for the row maximum and the P tile: each keeps its own
+part of the row sums as a (block_H, block_N) tile of running sums, rescaled like the
+output and reduced once at the end.
 """
 
 import math
@@ -41,7 +48,12 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
     """A macro: the online-softmax attention of block_H heads of sequence bz over the
     cache tiles first_tile .. first_tile + num_tiles - 1. It leaves the unnormalized
     output in acc_o, the row sums in logsum and the running maximum (of the raw
-    scores) in scores_max."""
+    scores) in scores_max.
+
+    The row sums are kept as a (block_H, block_N) tile of running sums with the score
+    tile's layout, rescaled like acc_o, and reduced once after the loop: a reduce_sum
+    per cache tile would cost the warps that split block_N an exchange through shared
+    memory (two barriers) on every tile."""
     accum_dtype = "float32"
     scale = (1.0 / (dv + dpe)) ** 0.5 * LOG2E
 
@@ -55,13 +67,13 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
         acc_s = T.alloc_fragment((block_H, block_N), accum_dtype)
         scores_max_prev = T.alloc_fragment((block_H,), accum_dtype)
         scores_scale = T.alloc_fragment((block_H,), accum_dtype)
-        scores_sum = T.alloc_fragment((block_H,), accum_dtype)
+        sums = T.alloc_fragment((block_H, block_N), accum_dtype)
 
         heads_0 = hx * block_H
         T.copy(q[bz, heads_0 : heads_0 + block_H, 0:dv], Q_shared)
         T.copy(q[bz, heads_0 : heads_0 + block_H, dv : dv + dpe], Q_pe_shared)
         T.fill(acc_o, 0)
-        T.fill(logsum, 0)
+        T.fill(sums, 0)
         T.fill(scores_max, -T.infinity(accum_dtype))
 
         for t in T.Pipelined(num_tiles, num_stages=num_stages):
@@ -88,9 +100,7 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
                 scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
             for i, j in T.Parallel(block_H, block_N):
                 acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-            T.reduce_sum(acc_s, scores_sum, dim=1)
-            for i in T.Parallel(block_H):
-                logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                sums[i, j] = sums[i, j] * scores_scale[i] + acc_s[i, j]
             T.copy(acc_s, S_shared)
 
             # P @ V with V = the latent tile already in shared memory. P goes through
@@ -98,6 +108,8 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
             for i, j in T.Parallel(block_H, dv):
                 acc_o[i, j] *= scores_scale[i]
             T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+
+        T.reduce_sum(sums, logsum, dim=1)
 
     return attend
 
@@ -109,10 +121,10 @@ def mla_decode(
     seqlen_kv,
     dv=512,
     dpe=64,
-    block_H=16,
+    block_H=64,
     block_N=64,
-    num_stages=1,
-    threads=128,
+    num_stages=2,
+    threads=256,
     dtype="float16",
 ):
     """One pass over the whole cache per block (no split)."""
@@ -146,10 +158,10 @@ def mla_decode_partial(
     num_split,
     dv=512,
     dpe=64,
-    block_H=16,
+    block_H=64,
     block_N=64,
-    num_stages=1,
-    threads=128,
+    num_stages=2,
+    threads=256,
     dtype="float16",
 ):
     """Split-KV, first kernel: block (hx, bz, sz) attends over slice sz of the cache and
@@ -203,9 +215,10 @@ def mla_decode_partial(
 
 
 @tilelang.jit(out_idx=[-1])
-def mla_combine(batch, heads, num_split, dv=512, block_H=16, threads=128, dtype="float16"):
+def mla_combine(batch, heads, num_split, dv=512, block_H=8, threads=128, dtype="float16"):
     """Split-KV, second kernel: out = sum_s w_s * partial_s with w_s = 2^(lse_s - lse)
-    and lse = log2 sum_s 2^lse_s (computed from the largest lse_s, so nothing overflows)."""
+    and lse = log2 sum_s 2^lse_s (computed from the largest lse_s, so nothing overflows).
+    It streams the partial outputs once: few heads per block, many blocks."""
     accum_dtype = "float32"
 
     @T.prim_func
@@ -236,15 +249,29 @@ def mla_combine(batch, heads, num_split, dv=512, block_H=16, threads=128, dtype=
     return combine
 
 
-def mla_decode_splitkv(q, kv, k_pe, num_split, block_H=16, block_N=64, threads=128):
-    """Split-KV MLA decode: the partial kernel, then the combine kernel."""
+def dtype_name(x):
+    """'float16' / 'bfloat16' of a numpy (ml_dtypes) array or a torch tensor."""
+    return str(x.dtype).removeprefix("torch.")
+
+
+def mla_decode_splitkv(q, kv, k_pe, num_split, block_H=64, block_N=64, threads=256, num_stages=2):
+    """Split-KV MLA decode: the partial kernel, then the combine kernel (in q's dtype)."""
     batch, heads, d = q.shape
     seqlen_kv, dv = kv.shape[1], kv.shape[3]
-    dims = {"dv": dv, "block_H": block_H, "threads": threads}
     partial, lse = mla_decode_partial(
-        batch, heads, seqlen_kv, num_split, dpe=d - dv, block_N=block_N, **dims
+        batch,
+        heads,
+        seqlen_kv,
+        num_split,
+        dv,
+        d - dv,
+        block_H=block_H,
+        block_N=block_N,
+        num_stages=num_stages,
+        threads=threads,
+        dtype=dtype_name(q),
     )(q, kv, k_pe)
-    return mla_combine(batch, heads, num_split, **dims)(partial, lse)
+    return mla_combine(batch, heads, num_split, dv, dtype=dtype_name(q))(partial, lse)
 
 
 def reference(q, kv, k_pe, dv):
@@ -267,14 +294,14 @@ def inputs(batch, heads, seqlen_kv, dv, dpe, seed=0):
 
 def main():
     # DeepSeek's head dims (dv = 512, dpe = 64) with a small batch, head count and cache.
-    batch, heads, seqlen_kv, dv, dpe = 2, 16, 100, 512, 64
+    # Default (Hopper) tiles: one block of 64 heads per sequence.
+    batch, heads, seqlen_kv, dv, dpe = 2, 64, 100, 512, 64
     q, kv, k_pe = inputs(batch, heads, seqlen_kv, dv, dpe)
     ref = reference(q, kv, k_pe, dv)
-    tiles = {"block_H": 16, "block_N": 64, "threads": 128}
     runs = (
-        ("one pass", lambda: mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)),
+        ("one pass", lambda: mla_decode(batch, heads, seqlen_kv, dv, dpe)(q, kv, k_pe)),
         # 2 tiles of 64 tokens over 3 slices: the last slice is empty.
-        ("split-KV x3", lambda: mla_decode_splitkv(q, kv, k_pe, 3, **tiles)),
+        ("split-KV x3", lambda: mla_decode_splitkv(q, kv, k_pe, 3)),
     )
     for name, run in runs:
         out = run()

@@ -104,24 +104,28 @@ def mla_reference(q, kv, k_pe, dv):
     return torch.einsum("bht,btd->bhd", torch.softmax(scores, dim=-1), kv[:, :, 0].float())
 
 
-@pytest.mark.parametrize("num_split", [1, 4])
-def test_mla_decode_matches_torch(num_split):
+@pytest.mark.parametrize(
+    "batch, seqlen_kv, num_split, dtype",
+    [(64, 8192, 1, "bfloat16"), (4, 2000, 1, "float16"), (4, 2000, 4, "float16")],
+)
+def test_mla_decode_matches_torch(batch, seqlen_kv, num_split, dtype):
+    """The default (Hopper) tiles; issue 8's shape, and a cache that is not a whole
+    number of 64-token tiles, in one pass and split over 4 slices."""
     mla = load_example("mla_decode")
-    batch, heads, seqlen_kv, dv, dpe = 4, 128, 2000, 512, 64
+    heads, dv, dpe = 128, 512, 64
 
     def rand(*shape):
-        return torch.randn(*shape, device="cuda", dtype=torch.float16)
+        return torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
 
     q, kv, k_pe = (
         rand(batch, heads, dv + dpe),
         rand(batch, seqlen_kv, 1, dv),
         rand(batch, seqlen_kv, 1, dpe),
     )
-    tiles = {"block_H": 16, "block_N": 64, "threads": 128}
     if num_split == 1:
-        out = mla.mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)
+        out = mla.mla_decode(batch, heads, seqlen_kv, dv, dpe, dtype=dtype)(q, kv, k_pe)
     else:
-        out = mla.mla_decode_splitkv(q, kv, k_pe, num_split, **tiles)
+        out = mla.mla_decode_splitkv(q, kv, k_pe, num_split)
     assert relative_error(out, mla_reference(q, kv, k_pe, dv)) < 1e-2
 
 
