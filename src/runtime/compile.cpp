@@ -29,6 +29,7 @@
 #include "support/logging.h"
 #include "support/sha256.h"
 #include "transform/pipeline.h"
+#include "transform/split_kernels.h"
 
 namespace fs = std::filesystem;
 
@@ -73,14 +74,34 @@ std::string entry_name(const std::string& kernel_name) {
   for (char c : kernel_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return "tl_block_" + s;
 }
-std::string entry_name(const PrimFunc& f) {
-  return entry_name(f->name);
+// The block functions of a CPU artifact, one per launch (codegen_cpu's entry_names).
+std::vector<std::string> cpu_entries(const KernelSignature& sig) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sig.launches.size(); ++i) out.push_back(entry_name(kernel_part_name(sig.name, i)));
+  return out;
+}
+// The per-block entries of an emulated CUDA artifact (codegen_cuda's emulation entries).
+std::vector<std::string> cuda_emulated_entries(const KernelSignature& sig) {
+  std::vector<std::string> out;
+  for (const std::string& e : cpu_entries(sig))
+    out.push_back("tl_emu_tl_kernel_" + e.substr(std::string("tl_block_").size()));
+  return out;
 }
 // The emulated Metal kernel's per-threadgroup entry (codegen_metal's emu_entry).
 std::string metal_emu_entry_name(const std::string& kernel_name) {
   std::string base = entry_name(kernel_name).substr(std::string("tl_block_").size());
   if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;  // as CodeGenC::c_ident
   return "tl_emu_" + base + "_kernel";
+}
+
+// The Metal backend prints one [[kernel]] per function: a second T.Kernel block is
+// refused at its line.
+void check_one_metal_kernel(const KernelSignature& sig) {
+  if (sig.launches.size() < 2) return;
+  throw_user_error(sig.launches[1].span,
+                   str_cat("kernel '", sig.name, "' has ", sig.launches.size(),
+                           " `with T.Kernel(...)` blocks; the metal target supports one per prim_func (cpu and cuda "
+                           "launch several in order). Split it into one prim_func per T.Kernel and call them in turn"));
 }
 
 std::atomic<int64_t> builds{0};
@@ -96,41 +117,79 @@ void note_build(const PrimFunc& f, const Target& target) {
   }
 }
 
-// meta.txt of a CUDA artifact (emulated too): "entry <name>", "shared_bytes <n>",
-// then one TmaMapSpec record per TMA map the kernel takes.
+// The T.Kernel blocks of `f` (split_kernels), each lowered for `target`.
+std::vector<PrimFunc> lower_kernels(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {}) {
+  std::vector<PrimFunc> out;
+  for (const PrimFunc& part : split_kernels(f)) out.push_back(lower(part, target, pass_configs));
+  return out;
+}
+
+// meta.txt of a CUDA artifact (emulated too), one group of lines per kernel in
+// launch order: "entry <name>" opens it, then "shared_bytes <n>", "threads <x>
+// [<y> <z>]" and one TmaMapSpec record per TMA map the kernel takes. (Entries
+// written before functions could hold several kernels have one group.)
 void write_meta(const std::string& dir, const CudaSource& src) {
   std::ofstream out(fs::path(dir) / "meta.txt");
-  out << "entry " << src.entry_name << "\nshared_bytes " << src.shared_bytes << "\n";
-  if (!src.threads.empty()) {
-    out << "threads";
-    for (int64_t t : src.threads) out << " " << t;
-    out << "\n";
+  for (const CudaLaunchInfo& l : src.launches) {
+    out << "entry " << l.entry_name << "\nshared_bytes " << l.shared_bytes << "\n";
+    if (!l.threads.empty()) {
+      out << "threads";
+      for (int64_t t : l.threads) out << " " << t;
+      out << "\n";
+    }
+    for (const TmaMapSpec& m : l.tma_maps) out << m.str() << "\n";
   }
-  for (const TmaMapSpec& m : src.tma_maps) out << m.str() << "\n";
 }
 
-std::string read_meta(const fs::path& dir, const std::string& key) {
-  std::istringstream in(read_text(dir / "meta.txt"));
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
-  throw std::runtime_error("cache entry has no " + key);
-}
-
-// The signature with the TMA maps and the launch's block of the artifact in `dir`
-// (as given when it has no meta.txt): the lowering decides both.
-KernelSignature with_tma_maps(KernelSignature sig, const fs::path& dir) {
+// Reads write_meta's file; an empty list when `dir` has none. A malformed file is
+// a std::runtime_error, so that a cache entry holding it is a miss.
+std::vector<CudaLaunchInfo> read_meta(const fs::path& dir) {
+  std::vector<CudaLaunchInfo> out;
   std::ifstream in(dir / "meta.txt");
-  if (!in) return sig;
-  sig.tma_maps.clear();
+  if (!in) return out;
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("tma ", 0) == 0) sig.tma_maps.push_back(TmaMapSpec::parse(line));
-    if (line.rfind("threads ", 0) == 0) {
-      std::istringstream words(line.substr(8));
-      sig.threads.clear();
-      for (int64_t t; words >> t;) sig.threads.push_back(t);
+    std::istringstream words(line);
+    std::string key;
+    words >> key;
+    if (key.empty()) continue;
+    if (key == "entry") {
+      out.emplace_back();
+      words >> out.back().entry_name;
+      continue;
+    }
+    if (out.empty()) throw std::runtime_error("meta.txt: '" + key + "' before any entry");
+    CudaLaunchInfo& l = out.back();
+    if (key == "shared_bytes") {
+      if (!(words >> l.shared_bytes)) throw std::runtime_error("meta.txt: malformed '" + line + "'");
+    } else if (key == "threads") {
+      for (int64_t t; words >> t;) l.threads.push_back(t);
+    } else if (key == "tma") {
+      l.tma_maps.push_back(TmaMapSpec::parse(line));
     }
   }
+  return out;
+}
+
+// The signature with each launch's TMA maps and block as the artifact's meta.txt
+// lists them (as given when it has none): the lowering decides both.
+KernelSignature with_meta(KernelSignature sig, const std::vector<CudaLaunchInfo>& meta) {
+  if (meta.empty()) return sig;
+  if (meta.size() != sig.launches.size())
+    throw std::runtime_error(str_cat("meta.txt lists ", meta.size(), " kernel(s), the signature of '", sig.name,
+                                     "' has ", sig.launches.size()));
+  for (size_t i = 0; i < meta.size(); ++i) {
+    sig.launches[i].tma_maps = meta[i].tma_maps;
+    if (!meta[i].threads.empty()) sig.launches[i].threads = meta[i].threads;
+  }
   return sig;
+}
+
+// The driver's view of a CUDA artifact's kernels (its meta.txt must list them).
+std::vector<CudaEntry> cuda_entries(const std::vector<CudaLaunchInfo>& meta) {
+  if (meta.empty()) throw std::runtime_error("the artifact has no meta.txt listing its kernels");
+  std::vector<CudaEntry> out;
+  for (const CudaLaunchInfo& l : meta) out.push_back(CudaEntry{l.entry_name, l.shared_bytes});
+  return out;
 }
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
@@ -179,14 +238,14 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
                                   const std::string& key) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CpuSource src = codegen_cpu(lower(f, opt.target, opt.pass_configs), sig);
+    CpuSource src = codegen_cpu(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
     compile_shared_library((fs::path(dir) / "kernel.cpp").string(), (fs::path(dir) / "kernel.so").string(),
                            opt.compile_flags);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cpp"),
-                                       (fs::path(dir) / "kernel.so").string(), entry_name(f));
+                                       (fs::path(dir) / "kernel.so").string(), cpu_entries(sig));
   };
   return build_cached(opt, key, build_into, load);
 }
@@ -195,10 +254,9 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
 // emulation shims (device/emu), and the CPU runtime calls its per-block entry.
 std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                             const std::string& key) {
-  std::string entry = "tl_emu_tl_kernel_" + entry_name(f).substr(std::string("tl_block_").size());
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CudaSource src = codegen_cuda(lower(f, opt.target, opt.pass_configs), sig);
+    CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     std::vector<std::string> flags = {"-x", "c++", "-include", device_include_dir() + "/emu/cuda_emu.h",
                                       "-I" + device_include_dir() + "/cuda"};
@@ -207,8 +265,9 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
     write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
-    return std::make_shared<CpuKernel>(with_tma_maps(sig, dir), opt.target, read_text(fs::path(dir) / "kernel.cu"),
-                                       (fs::path(dir) / "kernel.so").string(), entry);
+    return std::make_shared<CpuKernel>(with_meta(sig, read_meta(dir)), opt.target,
+                                       read_text(fs::path(dir) / "kernel.cu"), (fs::path(dir) / "kernel.so").string(),
+                                       cuda_emulated_entries(sig));
   };
   return build_cached(opt, key, build_into, load);
 }
@@ -231,7 +290,7 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.metal"),
-                                       (fs::path(dir) / "kernel.so").string(), entry);
+                                       (fs::path(dir) / "kernel.so").string(), std::vector<std::string>{entry});
   };
   return build_cached(opt, key, build_into, load);
 }
@@ -252,7 +311,7 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
                                    const std::string& key) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CudaSource src = codegen_cuda(lower(f, opt.target, opt.pass_configs), sig);
+    CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     std::vector<char> cubin =
         nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", opt.compile_flags);
@@ -262,9 +321,9 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     std::string cubin = read_text(fs::path(dir) / "kernel.cubin");
     if (cubin.empty()) throw std::runtime_error("empty cubin");
-    return std::make_shared<CudaKernel>(with_tma_maps(sig, dir), opt.target, read_text(fs::path(dir) / "kernel.cu"),
-                                        std::vector<char>(cubin.begin(), cubin.end()), read_meta(dir, "entry"),
-                                        std::stoll(read_meta(dir, "shared_bytes")));
+    std::vector<CudaLaunchInfo> meta = read_meta(dir);
+    return std::make_shared<CudaKernel>(with_meta(sig, meta), opt.target, read_text(fs::path(dir) / "kernel.cu"),
+                                        std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta));
   };
   return build_cached(opt, key, build_into, load);
 }
@@ -295,10 +354,11 @@ std::string generate_source(const PrimFunc& f, const Target& target) {
   KernelSignature sig = KernelSignature::from(f);
   switch (target.kind) {
     case TargetKind::CPU:
-      return codegen_cpu(lower(f, target), sig).code;
+      return codegen_cpu(lower_kernels(f, target), sig).code;
     case TargetKind::CUDA:
-      return codegen_cuda(lower(f, target), sig).code;
+      return codegen_cuda(lower_kernels(f, target), sig).code;
     case TargetKind::Metal:
+      check_one_metal_kernel(sig);
       return codegen_metal(lower(f, target), sig).code;
   }
   TL_UNREACHABLE("unknown target kind");
@@ -322,6 +382,7 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
       k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key) : build_cuda(f, opt, sig, key);
       break;
     case TargetKind::Metal:
+      check_one_metal_kernel(sig);
       k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);
       break;
   }
@@ -344,37 +405,37 @@ std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::str
   std::shared_ptr<Kernel> k;
   switch (t.kind) {
     case TargetKind::CPU: {
-      std::string entry = entry_name(sig.name);
+      std::vector<std::string> entries = cpu_entries(sig);
       k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cpp"), (dir / "kernel.so").string(),
-                                      entry);
+                                      entries);
       break;
     }
     case TargetKind::CUDA: {
       // Same files as the cache entry build_cuda / build_cuda_emulated write.
       // The TMA maps: meta.txt lists them for the binary (the signature text does too).
-      sig = with_tma_maps(std::move(sig), dir);
+      std::vector<CudaLaunchInfo> meta = read_meta(dir);
+      sig = with_meta(std::move(sig), meta);
       if (t.emulated) {
-        std::string entry = "tl_emu_tl_kernel_" + entry_name(sig.name).substr(std::string("tl_block_").size());
+        std::vector<std::string> entries = cuda_emulated_entries(sig);
         k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cu"), (dir / "kernel.so").string(),
-                                        entry);
+                                        entries);
         break;
       }
       std::string cubin = read_text(dir / "kernel.cubin");
       if (cubin.empty())
         throw_user_error({}, str_cat("the exported kernel '", sig.name, "' has no kernel.cubin in ", artifact_dir,
                                      "; export it again from a kernel compiled for ", t.str()));
-      std::string entry = read_meta(dir, "entry");
-      int64_t shared = std::stoll(read_meta(dir, "shared_bytes"));
       // The module is loaded at the first call, so loading needs no GPU.
       k = std::make_shared<CudaKernel>(std::move(sig), t, read_text(dir / "kernel.cu"),
-                                       std::vector<char>(cubin.begin(), cubin.end()), entry, shared);
+                                       std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta));
       break;
     }
     case TargetKind::Metal: {
       if (t.emulated) {  // the files build_metal_emulated writes
+        check_one_metal_kernel(sig);
         std::string entry = metal_emu_entry_name(sig.name);
         k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.metal"),
-                                        (dir / "kernel.so").string(), entry);
+                                        (dir / "kernel.so").string(), std::vector<std::string>{entry});
         break;
       }
       // The torch backend's artifact is the source itself, compiled where it runs.

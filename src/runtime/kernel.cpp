@@ -7,6 +7,7 @@
 
 #include "ir/printer.h"
 #include "runtime/tma_launch.h"
+#include "transform/split_kernels.h"
 
 namespace tl {
 namespace {
@@ -104,19 +105,31 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << (i ? ", " : "") << sig.params[i].name << (sig.params[i].is_tensor() ? ".data" : "");
   for (const Var& v : sig.dynamic_vars) os << ", " << v.name();
   os << "]\n";
-  for (const TmaMapSpec& m : sig.tma_maps) {
-    bool known = m.param >= 0 && m.param < int(sig.params.size());
-    os << "    args += [tensor_map(" << (known ? sig.params[m.param].name : "?") << ", box=(";
-    for (int d = 0; d < m.rank(); ++d) os << (d ? ", " : "") << m.box[d];
-    os << "), swizzle=" << m.swizzle_bytes
-       << ")]  # TMA: its pointer, shape and strides, innermost first; encodings cached per tensor\n";
+  // One launch per T.Kernel block, in program order, on one stream.
+  bool several = sig.launches.size() > 1;
+  for (size_t l = 0; l < sig.launches.size(); ++l) {
+    const LaunchSpec& launch = sig.launches[l];
+    if (!launch.tma_maps.empty()) {
+      os << "    maps = [";
+      for (size_t i = 0; i < launch.tma_maps.size(); ++i) {
+        const TmaMapSpec& m = launch.tma_maps[i];
+        bool known = m.param >= 0 && m.param < int(sig.params.size());
+        os << (i ? ", " : "") << "tensor_map(" << (known ? sig.params[m.param].name : "?") << ", box=(";
+        for (int d = 0; d < m.rank(); ++d) os << (d ? ", " : "") << m.box[d];
+        os << "), swizzle=" << m.swizzle_bytes << ")";
+      }
+      os << "]  # TMA: pointer, shape and strides, innermost first; cached per tensor\n";
+    }
+    os << "    grid = " << shape_str(launch.grid) << "\n";
+    os << "    threads = (";
+    for (size_t i = 0; i < launch.threads.size(); ++i) os << (i ? ", " : "") << launch.threads[i];
+    os << (launch.threads.size() == 1 ? ",)" : ")") << "\n";
+    os << "    if all(g > 0 for g in grid):  # an empty grid launches nothing\n";
+    os << "        launch(" << kernel_part_name(sig.name, l) << (launch.tma_maps.empty() ? ", args" : ", args + maps")
+       << ", grid, threads)";
+    os << (several ? str_cat("  # kernel ", l + 1, " of ", sig.launches.size(), ", same stream\n")
+                   : "  # one call of the block function per block\n");
   }
-  os << "    grid = " << shape_str(sig.grid) << "\n";
-  os << "    threads = (";
-  for (size_t i = 0; i < sig.threads.size(); ++i) os << (i ? ", " : "") << sig.threads[i];
-  os << (sig.threads.size() == 1 ? ",)" : ")") << "\n";
-  os << "    if any(g <= 0 for g in grid): return\n";
-  os << "    launch(" << sig.name << ", args, grid, threads)  # one call of the block function per block\n";
   return os.str();
 }
 
@@ -214,7 +227,6 @@ class Kernel::FastBindings {
 void Kernel::build_plan() {
   want_cpu_ = target_.kind == TargetKind::CPU || target_.emulated;
   want_cuda_ = target_.kind == TargetKind::CUDA && !target_.emulated;
-  if (!sig_.tma_maps.empty()) tma_ = std::make_unique<TmaLaunchMaps>(sig_, target_.emulated);
   for (const Param& p : sig_.params) {
     ParamPlan pp;
     pp.is_tensor = p.is_tensor();
@@ -230,11 +242,17 @@ void Kernel::build_plan() {
     }
     plan_.push_back(std::move(pp));
   }
-  grid_is_const_ = sig_.grid.size() <= 3;
-  for (size_t d = 0; d < sig_.grid.size() && grid_is_const_; ++d) {
-    auto c = as_const_int(sig_.grid[d]);
-    grid_is_const_ = c.has_value();
-    if (c) const_grid_[d] = *c;
+  TL_ICHECK(!sig_.launches.empty(), "kernel '", sig_.name, "' has no launch");
+  for (const LaunchSpec& l : sig_.launches) {
+    LaunchPlan lp;
+    if (!l.tma_maps.empty()) lp.tma = std::make_unique<TmaLaunchMaps>(sig_, l.tma_maps, target_.emulated);
+    lp.grid_is_const = l.grid.size() <= 3;
+    for (size_t d = 0; d < l.grid.size() && lp.grid_is_const; ++d) {
+      auto c = as_const_int(l.grid[d]);
+      lp.grid_is_const = c.has_value();
+      if (c) lp.const_grid[d] = *c;
+    }
+    launch_plans_.push_back(std::move(lp));
   }
 }
 
@@ -419,34 +437,41 @@ void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
                                    "' is not bound by any argument"));
     slots[n + j].i = it->second;
   }
-  std::array<int64_t, 3> grid{1, 1, 1};
-  for (size_t d = 0; d < sig_.grid.size(); ++d) {
-    auto v = eval_int(sig_.grid[d], b);
-    if (!v)
-      throw_user_error({}, str_cat("kernel '", sig_.name, "': grid dimension ", d, " = ", to_string(sig_.grid[d]),
-                                   " depends on values that are not arguments"));
-    grid[d] = *v;
+  // Every grid is computed before the first launch: a call that cannot launch
+  // them all launches none.
+  std::vector<std::array<int64_t, 3>> grids(sig_.launches.size(), {1, 1, 1});
+  for (size_t l = 0; l < sig_.launches.size(); ++l) {
+    const std::vector<Expr>& grid = sig_.launches[l].grid;
+    for (size_t d = 0; d < grid.size(); ++d) {
+      auto v = eval_int(grid[d], b);
+      if (!v)
+        throw_user_error({}, str_cat("kernel '", sig_.name, "': grid dimension ", d, " = ", to_string(grid[d]),
+                                     " of its T.Kernel block ", l + 1, " depends on values that are not arguments"));
+      grids[l][d] = *v;
+    }
   }
-  for (int64_t g : grid)
-    if (g <= 0) return;  // an empty grid launches nothing
-  if (tma_) return launch_with_maps(args, slots.data(), grid, device_of(args), stream);
-  launch(slots.data(), slots.size(), grid, device_of(args), stream);
+  int device = device_of(args);
+  for (size_t l = 0; l < grids.size(); ++l) launch_one(l, args, slots.data(), grids[l], device, stream);
 }
 
-void Kernel::launch_with_maps(const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid, int device_id,
-                              void* stream) const {
+void Kernel::launch_one(size_t index, const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid,
+                        int device_id, void* stream) const {
+  for (int64_t g : grid)
+    if (g <= 0) return;  // an empty grid launches nothing
+  const size_t first = size_t(sig_.num_args());
+  const TmaLaunchMaps* tma = launch_plans_[index].tma.get();
+  if (!tma) return launch(index, slots, first, grid, device_id, stream);
   constexpr size_t kInlineMaps = 4;
   TensorMapSlot inline_maps[kInlineMaps];
   std::vector<TensorMapSlot> heap_maps;
   TensorMapSlot* maps = inline_maps;
-  if (tma_->size() > kInlineMaps) {
-    heap_maps.resize(tma_->size());
+  if (tma->size() > kInlineMaps) {
+    heap_maps.resize(tma->size());
     maps = heap_maps.data();
   }
-  tma_->encode(args, maps);
-  const size_t first = size_t(sig_.num_args());
-  for (size_t m = 0; m < tma_->size(); ++m) slots[first + m].ptr = &maps[m];
-  launch(slots, first + tma_->size(), grid, device_id, stream);
+  tma->encode(args, maps);
+  for (size_t m = 0; m < tma->size(); ++m) slots[first + m].ptr = &maps[m];
+  launch(index, slots, first + tma->size(), grid, device_id, stream);
 }
 
 void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
@@ -467,18 +492,26 @@ void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
     if (!v) return call_slow(args, n, stream);
     slots[n + j].i = *v;
   }
-  std::array<int64_t, 3> grid = const_grid_;
-  if (!grid_is_const_) {
-    for (size_t d = 0; d < sig_.grid.size(); ++d) {
-      auto v = eval_int_with(sig_.grid[d], b.lookup());
+  constexpr size_t kInlineLaunches = 4;
+  std::array<int64_t, 3> inline_grids[kInlineLaunches];
+  std::vector<std::array<int64_t, 3>> heap_grids;
+  std::array<int64_t, 3>* grids = inline_grids;
+  if (launch_plans_.size() > kInlineLaunches) {
+    heap_grids.resize(launch_plans_.size());
+    grids = heap_grids.data();
+  }
+  for (size_t l = 0; l < launch_plans_.size(); ++l) {
+    grids[l] = launch_plans_[l].const_grid;
+    if (launch_plans_[l].grid_is_const) continue;
+    const std::vector<Expr>& grid = sig_.launches[l].grid;
+    for (size_t d = 0; d < grid.size(); ++d) {
+      auto v = eval_int_with(grid[d], b.lookup());
       if (!v) return call_slow(args, n, stream);
-      grid[d] = *v;
+      grids[l][d] = *v;
     }
   }
-  for (int64_t g : grid)
-    if (g <= 0) return;  // an empty grid launches nothing
-  if (tma_) return launch_with_maps(args, slots, grid, device_of(args), stream);
-  launch(slots, num_slots, grid, device_of(args), stream);
+  int device = device_of(args);
+  for (size_t l = 0; l < launch_plans_.size(); ++l) launch_one(l, args, slots, grids[l], device, stream);
 }
 
 }  // namespace tl

@@ -1,6 +1,7 @@
 // A compiled kernel, ready to call: it checks arguments against the signature
 // (naming the parameter, what was expected and what was given), binds symbolic
-// dimensions, computes the grid and hands the launch to its backend.
+// dimensions, computes the grid of each T.Kernel block and hands the launches,
+// in program order, to its backend.
 //
 // The checks of a call run against a plan read off the signature once (no map,
 // no allocation, no lock); only a call that fails them takes the slow path,
@@ -83,8 +84,10 @@ class Kernel {
   bool runs_on_gpu() const { return want_cuda_; }
 
  protected:
-  virtual void launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
-                      void* stream) const = 0;
+  // Launches kernel `index` of the signature's launches (one per T.Kernel block);
+  // a call launches each in turn, in program order, on `stream`.
+  virtual void launch(size_t index, const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid,
+                      int device_id, void* stream) const = 0;
 
  private:
   class FastBindings;
@@ -94,10 +97,10 @@ class Kernel {
   bool fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b) const;
   void call_slow(const ArgValue* args, size_t n, void* stream) const;
   void fill_slots(const ArgValue* args, KernelArg* slots) const;
-  // The launch of a kernel with TMA maps: encodes them into the slots after the
-  // dynamic vars (each slot points at its map's 128 bytes), then launches.
-  void launch_with_maps(const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid, int device_id,
-                        void* stream) const;
+  // Launch `index` with its grid: with its TMA maps (if any) encoded into the
+  // slots after the dynamic vars (each slot points at its map's 128 bytes).
+  void launch_one(size_t index, const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid,
+                  int device_id, void* stream) const;
   int device_of(const ArgValue* args) const;
   Bindings bind(const ArgValue* args, size_t n, bool allow_missing) const;
   void check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const;
@@ -117,9 +120,13 @@ class Kernel {
   std::vector<ParamPlan> plan_;
   bool want_cpu_ = true;    // arguments must be in host memory
   bool want_cuda_ = false;  // arguments must be in cuda device memory
-  std::array<int64_t, 3> const_grid_{1, 1, 1};
-  bool grid_is_const_ = false;
-  std::unique_ptr<TmaLaunchMaps> tma_;  // set when the signature lists TMA maps
+  // What each launch needs beyond the arguments, read off its LaunchSpec once.
+  struct LaunchPlan {
+    std::array<int64_t, 3> const_grid{1, 1, 1};
+    bool grid_is_const = false;
+    std::unique_ptr<TmaLaunchMaps> tma;  // set when the launch takes TMA maps
+  };
+  std::vector<LaunchPlan> launch_plans_;
 
   KernelSignature sig_;
   Target target_;

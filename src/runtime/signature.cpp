@@ -6,6 +6,7 @@
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "transform/split_kernels.h"
 
 namespace tl {
 
@@ -27,28 +28,20 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     for (const Expr& e : p.buffer->shape) collect(e);
     for (const Expr& e : p.buffer->strides) collect(e);
   }
-  // The launch region (after any root-level lets and allocations).
-  Stmt s = f->body;
-  while (s.defined()) {
-    if (auto* k = s.as<KernelLaunchNode>()) {
-      sig.grid = k->grid;
-      sig.threads = k->threads;
-      break;
-    }
-    if (auto* l = s.as<LetStmtNode>()) {
-      s = l->body;
-    } else if (auto* a = s.as<AttrNode>()) {
-      s = a->body;
-    } else if (auto* q = s.as<SeqNode>(); q && q->seq.size() == 1) {
-      s = q->seq[0];
-    } else {
-      break;
-    }
+  // One launch per T.Kernel block, in program order.
+  for (const PrimFunc& part : split_kernels(f)) {
+    struct Finder : IRVisitor {
+      const KernelLaunchNode* launch = nullptr;
+      using IRVisitor::visit;
+      void visit(const KernelLaunchNode* op) override {
+        if (!launch) launch = op;
+      }
+    } finder;
+    finder.visit(part->body);
+    TL_ICHECK(finder.launch, "split_kernels left a part without a T.Kernel block");
+    const KernelLaunchNode* k = finder.launch;
+    sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span});
   }
-  if (sig.grid.empty())
-    throw_user_error(f->span, str_cat("kernel '", f->name,
-                                      "' must consist of one `with T.Kernel(...)` block (found none, or statements "
-                                      "outside it)"));
   return sig;
 }
 
@@ -117,9 +110,9 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   tensor <param> <buffer> <dtype> <ndim> <expr>... <nstrides> <expr>...
 //   scalar <param> <var id>
 //   dynamic <var id>
-//   grid <n> <expr>...
-//   threads <n> <int>...
-//   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str()
+//   grid <n> <expr>...                      starts a launch (one per T.Kernel block)
+//   threads <n> <int>...                    of the launch above
+//   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str(), of the launch above
 // An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
 // `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
 // are rebuilt as they were (no simplification), so evaluation is unchanged.
@@ -171,14 +164,16 @@ class SignatureWriter {
       body_ << line.str() << "\n";
     }
     for (const Var& v : sig.dynamic_vars) body_ << "dynamic " << var_id(v) << "\n";
-    std::ostringstream grid;
-    grid << "grid";
-    write_exprs(grid, sig.grid);
-    body_ << grid.str() << "\n";
-    body_ << "threads " << sig.threads.size();
-    for (int64_t t : sig.threads) body_ << " " << t;
-    body_ << "\n";
-    for (const TmaMapSpec& m : sig.tma_maps) body_ << m.str() << "\n";
+    for (const LaunchSpec& l : sig.launches) {
+      std::ostringstream grid;
+      grid << "grid";
+      write_exprs(grid, l.grid);
+      body_ << grid.str() << "\n";
+      body_ << "threads " << l.threads.size();
+      for (int64_t t : l.threads) body_ << " " << t;
+      body_ << "\n";
+      for (const TmaMapSpec& m : l.tma_maps) body_ << m.str() << "\n";
+    }
     return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
   }
 
@@ -259,23 +254,28 @@ class SignatureReader {
       } else if (kind == "dynamic") {
         sig.dynamic_vars.push_back(var());
       } else if (kind == "grid") {
-        sig.grid = exprs();
+        sig.launches.push_back(LaunchSpec{exprs(), {}, {}, {}});
       } else if (kind == "threads") {
+        LaunchSpec& l = current_launch(sig, kind);
         int n = integer();
-        for (int i = 0; i < n; ++i) sig.threads.push_back(integer());
+        for (int i = 0; i < n; ++i) l.threads.push_back(integer());
       } else if (kind == "tma") {
-        sig.tma_maps.push_back(TmaMapSpec::parse(line));
+        current_launch(sig, kind).tma_maps.push_back(TmaMapSpec::parse(line));
       } else {
         fail(line_, str_cat("unknown record '", kind, "'"));
       }
     }
-    if (sig.name.empty() || sig.grid.empty()) fail(number, "the signature has no name or no grid");
+    if (sig.name.empty() || sig.launches.empty()) fail(number, "the signature has no name or no grid");
     return sig;
   }
 
  private:
   [[noreturn]] void fail(int line, const std::string& why) {
     throw_user_error({}, str_cat("malformed kernel signature (line ", line, "): ", why));
+  }
+  LaunchSpec& current_launch(KernelSignature& sig, const std::string& kind) {
+    if (sig.launches.empty()) fail(line_, str_cat("a '", kind, "' record before any 'grid' record"));
+    return sig.launches.back();
   }
   std::string word() {
     std::string w;

@@ -1,9 +1,10 @@
 // What a caller must pass to a kernel, read off its PrimFunc: the parameters,
-// the symbolic dimensions bound from argument shapes, and the launch grid. The
-// runtime checks and binds arguments against it; codegen lays out the argument
-// array by it.
+// the symbolic dimensions bound from argument shapes, and the launches (one per
+// T.Kernel block, each with its grid). The runtime checks and binds arguments
+// against it; codegen lays out the argument array by it.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,21 +32,35 @@ struct TmaMapSpec {
   static TmaMapSpec parse(const std::string& line);
 };
 
+// One `with T.Kernel(...)` block of the function, launched as a kernel of its own.
+struct LaunchSpec {
+  std::vector<Expr> grid;
+  std::vector<int64_t> threads;
+  // Set after lowering (from the codegen's result or the artifact's meta.txt);
+  // passed after the dynamic vars, one argument slot each.
+  std::vector<TmaMapSpec> tma_maps;
+  SourceSpan span;  // the T.Kernel's line (not serialized)
+};
+
 struct KernelSignature {
   std::string name;
   std::vector<Param> params;
   // Symbolic dims (T.dynamic) that appear in parameter shapes or strides and are
   // not scalar parameters; passed after the parameters in the argument array.
   std::vector<Var> dynamic_vars;
-  std::vector<Expr> grid;
-  std::vector<int64_t> threads;
-  // Set after lowering (from the codegen's result or the artifact's meta.txt);
-  // passed after the dynamic vars, one argument slot each.
-  std::vector<TmaMapSpec> tma_maps;
+  // The T.Kernel blocks in program order (split_kernels): a call launches each in
+  // turn on one stream, all with the same arguments. Never empty.
+  std::vector<LaunchSpec> launches;
 
+  // A UserError names the statement that is outside every T.Kernel block.
   static KernelSignature from(const PrimFunc& f);
   int num_args() const { return int(params.size() + dynamic_vars.size()); }
-  int num_slots() const { return num_args() + int(tma_maps.size()); }
+  // Argument slots a launch needs at most: the arguments, then its TMA maps.
+  int num_slots() const {
+    size_t maps = 0;
+    for (const LaunchSpec& l : launches) maps = std::max(maps, l.tma_maps.size());
+    return num_args() + int(maps);
+  }
 
   // A line-oriented text form that `parse` turns back into an equivalent
   // signature (the same vars shared by shapes, scalars and grid). Exported

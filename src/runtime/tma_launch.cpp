@@ -8,8 +8,8 @@
 
 namespace tl {
 
-TmaLaunchMaps::TmaLaunchMaps(const KernelSignature& sig, bool emulate)
-    : sig_(sig), specs_(sig.tma_maps), emulate_(emulate), cache_(sig.tma_maps.size()) {
+TmaLaunchMaps::TmaLaunchMaps(const KernelSignature& sig, std::vector<TmaMapSpec> specs, bool emulate)
+    : sig_(sig), specs_(std::move(specs)), emulate_(emulate), cache_(specs_.size()) {
   for (const TmaMapSpec& m : specs_) {
     bool ok = m.param >= 0 && m.param < int(sig.params.size()) && sig.params[m.param].is_tensor() &&
               sig.params[m.param].buffer->dtype == m.dtype && sig.params[m.param].buffer.ndim() == m.rank();

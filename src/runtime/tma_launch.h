@@ -22,8 +22,9 @@ struct alignas(64) TensorMapSlot {
 
 class TmaLaunchMaps {
  public:
-  // `emulate`: maps in the CUDA emulator's encoding, no driver needed.
-  TmaLaunchMaps(const KernelSignature& sig, bool emulate);
+  // The maps `specs` of one launch of `sig` (a LaunchSpec's); `emulate`: maps in
+  // the CUDA emulator's encoding, no driver needed.
+  TmaLaunchMaps(const KernelSignature& sig, std::vector<TmaMapSpec> specs, bool emulate);
 
   size_t size() const { return specs_.size(); }
   // Encodes map m for the arguments of this call into out[m]. A tensor TMA cannot

@@ -1330,9 +1330,13 @@ class Lowerer : public IRMutator {
                          for_loop(w, int_imm(0), int_imm(warps), ForKind::Unrolled,
                                   buffer_store(red, combine(buffer_load(red, {i}), buffer_load(ws, ridx)), {i}))});
       if (!is_const_true(row_ok)) gather = if_then_else(row_ok, gather);
+      // The barrier between the warps' partials and their gather; the one that keeps
+      // the next reduction's partials from overwriting this one's before every warp
+      // has gathered is plan_barriers' to place (often an existing barrier already
+      // sits between them).
       cross = allocate(
           ws, seq({for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
-                   for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, gather), barrier(BarrierKind::Threads)}));
+                   for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, gather)}));
       body.push_back(cross);
     }
     Expr result = buffer_load(red, {i});

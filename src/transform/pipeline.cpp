@@ -16,6 +16,7 @@
 #include "transform/lower_simd_reduce.h"
 #include "transform/lower_simdgroup_gemm.h"
 #include "transform/lower_tile_ops.h"
+#include "transform/lower_tma_stores.h"
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
 #include "transform/simplify_pass.h"
@@ -80,6 +81,9 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
     return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"),
                           !config_on(configs, "tl.disable_warp_specialized"));
   });
+  if (!config_on(configs, "tl.disable_tma_lower"))
+    f = run_pass("lower_tma_stores", f,
+                 [&](const PrimFunc& g) { return lower_tma_stores(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = run_pass("lower_fragments", f,
                [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = lower_for_cpu(f, t, configs);

@@ -213,6 +213,27 @@ class Pipeliner : public IRMutator {
     return TmaTileLoads{tma_loads(c, *t, bar), t->bytes, t->layout};
   }
 
+  // The TMA stores of a copy from a whole shared tile to a region of a tensor
+  // parameter inside `launch`, planned as the load in the other direction would be
+  // (the same map, boxes and tile rules); nullopt when TMA cannot do it.
+  std::optional<Stmt> tile_stores(const TileOpNode* c, const KernelLaunchNode* launch) {
+    launch_ = launch;
+    Attrs attrs = c->attrs;
+    attrs.erase("safe_value");  // it would pad reads of the shared side, which are all in bounds
+    Stmt mirror = tile_op(TileOpKind::Copy, {c->regions[1], c->regions[0]}, c->args, attrs, c->span);
+    auto* load = mirror.as<TileOpNode>();
+    std::optional<TmaCopy> t = plan_tma(load);
+    if (!t) return std::nullopt;
+    std::vector<Stmt> out;
+    for (int64_t blk = 0; blk < t->blocks; ++blk) {
+      auto [smem, coords] = tma_box(load, *t, blk);
+      std::vector<Expr> args{t->map, smem};
+      args.insert(args.end(), coords.begin(), coords.end());
+      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_store<", coords.size(), ">"), args)));
+    }
+    return seq(out);
+  }
+
  protected:
   using IRMutator::visit;
 
@@ -787,22 +808,31 @@ class Pipeliner : public IRMutator {
     return true;
   }
 
+  // Box `blk` of the TMA copy `c` (a global region, then a whole shared tile): the
+  // address of its part of the tile and its global coordinates, innermost first.
+  std::pair<Expr, std::vector<Expr>> tma_box(const TileOpNode* c, const TmaCopy& tc, int64_t blk) {
+    const BufferRegion &global = c->regions[0], &tile = c->regions[1];
+    std::vector<Expr> at;
+    for (const Range& r : tile.ranges) at.push_back(r.min);
+    at.back() = add(at.back(), int_imm(blk * tc.block_cols, at.back().dtype()));
+    std::vector<Expr> coords;
+    for (size_t d = global.ranges.size(); d-- > 0;) {
+      Expr coord = global.ranges[d].min;
+      if (d + 1 == global.ranges.size() && blk) coord = add(coord, int_imm(blk * tc.block_cols, coord.dtype()));
+      coords.push_back(coord);
+    }
+    return {address_of(tile.buffer, at), coords};
+  }
+
   // The TMA loads of one producer copy `c` (its regions already staged and at
   // their iteration): one box per column block of the tile, completing on `bar`.
   Stmt tma_loads(const TileOpNode* c, const TmaCopy& tc, const Expr& bar) {
-    const BufferRegion &src = c->regions[0], &dst = c->regions[1];
     std::vector<Stmt> out;
     for (int64_t blk = 0; blk < tc.blocks; ++blk) {
-      std::vector<Expr> at;
-      for (const Range& r : dst.ranges) at.push_back(r.min);
-      at.back() = add(at.back(), int_imm(blk * tc.block_cols, at.back().dtype()));
-      std::vector<Expr> args{address_of(dst.buffer, at), tc.map, bar};
-      for (size_t d = src.ranges.size(); d-- > 0;) {
-        Expr coord = src.ranges[d].min;
-        if (d + 1 == src.ranges.size() && blk) coord = add(coord, int_imm(blk * tc.block_cols, coord.dtype()));
-        args.push_back(coord);
-      }
-      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_load<", src.ranges.size(), ">"), args)));
+      auto [smem, coords] = tma_box(c, tc, blk);
+      std::vector<Expr> args{smem, tc.map, bar};
+      args.insert(args.end(), coords.begin(), coords.end());
+      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_load<", coords.size(), ">"), args)));
     }
     return seq(out);
   }
@@ -1006,6 +1036,14 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
   Pipeliner p(true, {});
   p.enable_tma(params, layouts);
   return p.tile_loads(copy, bar, launch);
+}
+
+std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
+                                    const std::vector<Param>& params,
+                                    const std::map<const BufferNode*, SharedTileLayout>& layouts) {
+  Pipeliner p(true, {});
+  p.enable_tma(params, layouts);
+  return p.tile_stores(copy, launch);
 }
 
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws) {

@@ -51,7 +51,7 @@ def test_gemm_is_warp_specialized_and_matches_numpy(name):
     src = kernel.get_kernel_source()
     # The producer warpgroup: launched with the block, registers given back, one
     # thread issuing the copies after waiting for a free version.
-    assert f"__launch_bounds__({threads + 128})" in src
+    assert f"__launch_bounds__({threads + 128}, 1)" in src
     assert launch_threads(kernel) == [threads + 128]
     assert "tl::setmaxnreg_dec<40>();" in src
     assert f"if ((tx == {threads}))" in src

@@ -1,5 +1,6 @@
-// CUDA C++ generation: one `extern "C" __global__` kernel per PrimFunc, compiled
-// by NVRTC against device/cuda/tl_cuda.cuh.
+// CUDA C++ generation: one `extern "C" __global__` kernel per T.Kernel block of a
+// PrimFunc, all in one translation unit compiled by NVRTC against
+// device/cuda/tl_cuda.cuh.
 #pragma once
 
 #include "ir/ir.h"
@@ -7,8 +8,8 @@
 
 namespace tl {
 
-struct CudaSource {
-  std::string code;
+// What the runtime needs to launch one of the source's kernels.
+struct CudaLaunchInfo {
   std::string entry_name;
   int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
   // The TMA maps the kernel takes after its arguments, in parameter order.
@@ -18,6 +19,12 @@ struct CudaSource {
   std::vector<int64_t> threads;
 };
 
-CudaSource codegen_cuda(const PrimFunc& lowered, const KernelSignature& sig);
+struct CudaSource {
+  std::string code;
+  std::vector<CudaLaunchInfo> launches;  // one per kernel, in launch order
+};
+
+// `kernels`: the lowered parts of one function (split_kernels), in launch order.
+CudaSource codegen_cuda(const std::vector<PrimFunc>& kernels, const KernelSignature& sig);
 
 }  // namespace tl

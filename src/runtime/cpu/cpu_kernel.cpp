@@ -8,15 +8,21 @@
 namespace tl {
 
 CpuKernel::CpuKernel(KernelSignature sig, Target target, std::string source, const std::string& library_path,
-                     const std::string& entry)
+                     const std::vector<std::string>& entries)
     : Kernel(std::move(sig), std::move(target), std::move(source), "") {
+  if (entries.size() != signature().launches.size())
+    throw std::runtime_error(str_cat("kernel library ", library_path, ": ", entries.size(), " entries for ",
+                                     signature().launches.size(), " launches"));
   handle_ = dlopen(library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) throw std::runtime_error("cannot load kernel library " + library_path + ": " + dlerror());
-  fn_ = reinterpret_cast<BlockFn>(dlsym(handle_, entry.c_str()));
-  if (!fn_) {
-    dlclose(handle_);
-    handle_ = nullptr;
-    throw std::runtime_error("kernel library " + library_path + " has no symbol " + entry);
+  for (const std::string& entry : entries) {
+    auto fn = reinterpret_cast<BlockFn>(dlsym(handle_, entry.c_str()));
+    if (!fn) {
+      dlclose(handle_);
+      handle_ = nullptr;
+      throw std::runtime_error("kernel library " + library_path + " has no symbol " + entry);
+    }
+    fns_.push_back(fn);
   }
   begin_block_ = reinterpret_cast<BeginBlockFn>(dlsym(handle_, "tl_debug_begin_block"));
   take_assert_ = reinterpret_cast<TakeAssertFn>(dlsym(handle_, "tl_debug_take_assert"));
@@ -26,8 +32,9 @@ CpuKernel::~CpuKernel() {
   if (handle_) dlclose(handle_);
 }
 
-void CpuKernel::launch(const KernelArg* args, size_t, const std::array<int64_t, 3>& grid, int, void*) const {
-  BlockFn fn = fn_;
+void CpuKernel::launch(size_t index, const KernelArg* args, size_t, const std::array<int64_t, 3>& grid, int,
+                       void*) const {
+  BlockFn fn = fns_[index];
   int64_t gx = grid[0], gy = grid[1];
   if (!begin_block_ || !take_assert_) {
     parallel_for(grid[0] * grid[1] * grid[2], [=](int64_t i) { fn(args, i % gx, (i / gx) % gy, i / (gx * gy)); });

@@ -7,27 +7,36 @@
 namespace tl {
 
 CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
-                       std::string entry, int64_t shared_bytes)
+                       std::vector<CudaEntry> entries)
     : Kernel(std::move(sig), std::move(target), std::move(source), ""),
       cubin_(std::move(cubin)),
-      entry_(std::move(entry)),
-      shared_bytes_(shared_bytes) {
-  for (size_t i = 0; i < signature().threads.size() && i < 3; ++i) threads_[i] = unsigned(signature().threads[i]);
-  for (auto& f : functions_) f.store(nullptr, std::memory_order_relaxed);
+      entries_(std::move(entries)),
+      functions_(new std::atomic<void*>[kMaxDevices * entries_.size()]) {
+  if (entries_.size() != signature().launches.size())
+    throw std::runtime_error(str_cat("kernel '", signature().name, "': ", entries_.size(), " cuda entries for ",
+                                     signature().launches.size(), " launches"));
+  for (const LaunchSpec& l : signature().launches) {
+    std::array<unsigned, 3> t{1, 1, 1};
+    for (size_t i = 0; i < l.threads.size() && i < 3; ++i) t[i] = unsigned(l.threads[i]);
+    threads_.push_back(t);
+  }
+  for (size_t i = 0; i < kMaxDevices * entries_.size(); ++i) functions_[i].store(nullptr, std::memory_order_relaxed);
 }
 
-void* CudaKernel::function_for(int device_id) const {
+void* CudaKernel::function_for(int device_id, size_t index) const {
   if (device_id >= 0 && device_id < kMaxDevices)
-    if (void* fn = functions_[device_id].load(std::memory_order_acquire)) return fn;
-  return load_function(device_id);
+    if (void* fn = functions_[device_id * entries_.size() + index].load(std::memory_order_acquire)) return fn;
+  load_functions(device_id);
+  return functions_[device_id * entries_.size() + index].load(std::memory_order_acquire);
 }
 
-void* CudaKernel::load_function(int device_id) const {
+void CudaKernel::load_functions(int device_id) const {
   if (device_id < 0 || device_id >= kMaxDevices)
     throw_user_error({}, str_cat("kernel '", signature().name, "': cuda device ", device_id,
                                  " is out of the range this runtime supports (0..", kMaxDevices - 1, ")"));
   std::lock_guard<std::mutex> lock(mu_);
-  if (void* fn = functions_[device_id].load(std::memory_order_acquire)) return fn;
+  std::atomic<void*>* slots = &functions_[device_id * entries_.size()];
+  if (slots[0].load(std::memory_order_acquire)) return;
   const CudaDriver* d = cuda_driver();
   if (!d)
     throw_user_error({}, str_cat("kernel '", signature().name,
@@ -40,18 +49,23 @@ void* CudaKernel::load_function(int device_id) const {
   CUmodule mod;
   check_cuda(d->cuModuleLoadData(&mod, cubin_.data()),
              str_cat("loading the cubin of kernel '", signature().name, "' (built for ", target().arch, ")"));
-  CUfunction fn;
-  check_cuda(d->cuModuleGetFunction(&fn, mod, entry_.c_str()), "cuModuleGetFunction(" + entry_ + ")");
-  if (shared_bytes_ > 48 * 1024)  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    check_cuda(d->cuFuncSetAttribute(fn, 8, int(shared_bytes_)),
-               str_cat("kernel '", signature().name, "' asking for ", shared_bytes_, " bytes of shared memory"));
-  functions_[device_id].store(fn, std::memory_order_release);
-  return fn;
+  std::vector<void*> fns;
+  for (const CudaEntry& e : entries_) {
+    CUfunction fn;
+    check_cuda(d->cuModuleGetFunction(&fn, mod, e.name.c_str()), "cuModuleGetFunction(" + e.name + ")");
+    if (e.shared_bytes > 48 * 1024)  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+      check_cuda(d->cuFuncSetAttribute(fn, 8, int(e.shared_bytes)),
+                 str_cat("kernel '", signature().name, "' (", e.name, ") asking for ", e.shared_bytes,
+                         " bytes of shared memory"));
+    fns.push_back(fn);
+  }
+  // Slot 0 last: its being set tells the unlocked readers that all are.
+  for (size_t i = fns.size(); i-- > 0;) slots[i].store(fns[i], std::memory_order_release);
 }
 
-void CudaKernel::launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
-                        void* stream) const {
-  void* fn = function_for(device_id);
+void CudaKernel::launch(size_t index, const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid,
+                        int device_id, void* stream) const {
+  void* fn = function_for(device_id, index);
   constexpr size_t kInline = 32;
   void* inline_params[kInline];
   std::vector<void*> heap_params;
@@ -63,13 +77,14 @@ void CudaKernel::launch(const KernelArg* slots, size_t num_slots, const std::arr
   // A TMA map's slot points at its 128 bytes, which are the parameter's value.
   const size_t first_map = size_t(signature().num_args());
   for (size_t i = 0; i < num_slots; ++i) params[i] = i < first_map ? const_cast<KernelArg*>(&slots[i]) : slots[i].ptr;
-  CUresult r =
-      cuda_driver()->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), threads_[0],
-                                    threads_[1], threads_[2], unsigned(shared_bytes_), stream, params, nullptr);
+  const std::array<unsigned, 3>& block = threads_[index];
+  const CudaEntry& entry = entries_[index];
+  CUresult r = cuda_driver()->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), block[0],
+                                             block[1], block[2], unsigned(entry.shared_bytes), stream, params, nullptr);
   if (r == 0) return;
-  check_cuda(r, str_cat("launching kernel '", signature().name, "' with grid (", grid[0], ", ", grid[1], ", ", grid[2],
-                        "), block (", threads_[0], ", ", threads_[1], ", ", threads_[2], "), ", shared_bytes_,
-                        " bytes of shared memory"));
+  check_cuda(r, str_cat("launching kernel '", signature().name, "' (", entry.name, ") with grid (", grid[0], ", ",
+                        grid[1], ", ", grid[2], "), block (", block[0], ", ", block[1], ", ", block[2], "), ",
+                        entry.shared_bytes, " bytes of shared memory"));
 }
 
 }  // namespace tl

@@ -2,7 +2,9 @@
 // device's primary context at its first call (so compiling needs no GPU).
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -10,29 +12,37 @@
 
 namespace tl {
 
+// What the driver needs to launch one kernel of the module (one per T.Kernel
+// block): its entry and the dynamic shared memory it asks for. The block comes
+// from the signature's LaunchSpec.
+struct CudaEntry {
+  std::string name;
+  int64_t shared_bytes = 0;
+};
+
 class CudaKernel : public Kernel {
  public:
-  CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin, std::string entry,
-             int64_t shared_bytes);
+  // `entries` has one element per launch of `sig`.
+  CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
+             std::vector<CudaEntry> entries);
 
   const std::vector<char>& cubin() const { return cubin_; }
 
  protected:
-  void launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
+  void launch(size_t index, const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
               void* stream) const override;
 
  private:
-  void* function_for(int device_id) const;
-  void* load_function(int device_id) const;
+  void* function_for(int device_id, size_t index) const;
+  void load_functions(int device_id) const;
 
   std::vector<char> cubin_;
-  std::string entry_;
-  int64_t shared_bytes_;
-  unsigned threads_[3] = {1, 1, 1};
-  // The loaded function per device ordinal: read without a lock on every launch
-  // (set once, under mu_, by the first call on that device).
+  std::vector<CudaEntry> entries_;
+  std::vector<std::array<unsigned, 3>> threads_;  // per launch
+  // The loaded functions, device-major (device * entries + launch): read without
+  // a lock on every launch (set once, under mu_, by the first call on that device).
   static constexpr int kMaxDevices = 64;
-  mutable std::atomic<void*> functions_[kMaxDevices];
+  std::unique_ptr<std::atomic<void*>[]> functions_;
   mutable std::mutex mu_;
 };
 

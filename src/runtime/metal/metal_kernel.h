@@ -14,7 +14,7 @@ class MetalKernel : public Kernel {
   const std::string& kernel_name() const { return kernel_name_; }
 
  protected:
-  void launch(const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
+  void launch(size_t index, const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid, int device_id,
               void* stream) const override;
 
  private:

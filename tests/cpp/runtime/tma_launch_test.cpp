@@ -55,23 +55,22 @@ KernelSignature signature_with_map(const TmaMapSpec& m) {
   sig.params.push_back(Param{"A", Buffer::make("A", dtype::Float32, {int_imm(4)}, Scope::Global), {}});
   sig.params.push_back(Param{"B", Buffer::make("B", m.dtype, {rows, int_imm(40), int_imm(64)}, Scope::Global), {}});
   sig.dynamic_vars.push_back(rows);
-  sig.grid = {int_imm(1)};
-  sig.threads = {128};
-  sig.tma_maps.push_back(m);
+  sig.launches.push_back(LaunchSpec{{int_imm(1)}, {128}, {m}, {}});
   return sig;
 }
 
 TEST(TmaMapSpec, TravelsWithTheSignatureText) {
   KernelSignature sig = signature_with_map(spec());
   KernelSignature back = KernelSignature::parse(sig.serialize());
-  ASSERT_EQ(back.tma_maps.size(), 1u);
-  EXPECT_EQ(back.tma_maps[0].str(), spec().str());
+  ASSERT_EQ(back.launches.size(), 1u);
+  ASSERT_EQ(back.launches[0].tma_maps.size(), 1u);
+  EXPECT_EQ(back.launches[0].tma_maps[0].str(), spec().str());
   EXPECT_EQ(back.num_slots(), back.num_args() + 1);
 }
 
 TEST(TmaLaunchMaps, EncodesFromTheTensorAndKeepsItPerTensor) {
   KernelSignature sig = signature_with_map(spec());
-  TmaLaunchMaps maps(sig, /*emulate=*/true);
+  TmaLaunchMaps maps(sig, sig.launches[0].tma_maps, /*emulate=*/true);
   alignas(64) static uint16_t data[2][3][40][64];
   int64_t shape[3] = {3, 40, 64};
   ArgValue args[2];
@@ -110,7 +109,7 @@ TEST(TmaLaunchMaps, EncodesFromTheTensorAndKeepsItPerTensor) {
 
 TEST(TmaLaunchMaps, ATensorTmaCannotDescribeNamesTheArgument) {
   KernelSignature sig = signature_with_map(spec());
-  TmaLaunchMaps maps(sig, /*emulate=*/true);
+  TmaLaunchMaps maps(sig, sig.launches[0].tma_maps, /*emulate=*/true);
   alignas(64) static uint16_t data[3 * 40 * 64];
   int64_t shape[3] = {3, 40, 60};  // rows of 120 bytes
   ArgValue args[2];
@@ -132,7 +131,7 @@ TEST(TmaLaunchMaps, ARecordThatDoesNotFitTheParametersIsRefused) {
   TmaMapSpec m = spec();
   m.param = 0;  // A is float32 of rank 1
   KernelSignature sig = signature_with_map(m);
-  EXPECT_THROW(TmaLaunchMaps(sig, true), UserError);
+  EXPECT_THROW(TmaLaunchMaps(sig, sig.launches[0].tma_maps, true), UserError);
 }
 
 }  // namespace

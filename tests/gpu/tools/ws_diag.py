@@ -42,7 +42,11 @@ def run(name):
     )
     src = kernel.get_kernel_source()
     print(
-        name, "setmaxnreg" in src, "named_barrier" in src, "launch_bounds__(256)" in src, flush=True
+        name,
+        "setmaxnreg" in src,
+        "named_barrier" in src,
+        "launch_bounds__(256, 1)" in src,
+        flush=True,
     )
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
     b = torch.randn(K, N, device="cuda", dtype=torch.float16)

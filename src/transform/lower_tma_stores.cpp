@@ -1,0 +1,145 @@
+// Copies from shared tiles to tensor parameters as TMA stores. The planning (which
+// copies qualify, their boxes, maps and swizzle) is the pipelines' TMA planning run
+// in the store direction (tma_tile_stores in pipeline_loops.cpp); this pass adds the
+// ordering around the stores.
+#include "transform/lower_tma_stores.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "ir/visitor.h"
+#include "ops/extent_util.h"
+#include "ops/tile_op.h"
+#include "transform/lower_explicit_hopper.h"
+#include "transform/lower_fragments.h"
+#include "transform/lower_tile_ops.h"
+#include "transform/pipeline_loops.h"
+
+namespace tl {
+namespace {
+
+using BufKey = const BufferNode*;
+
+bool is_store_candidate(const TileOpNode* op) {
+  return op->op == TileOpKind::Copy && is_shared(op->regions[0].buffer) &&
+         op->regions[1].buffer->scope == Scope::Global;
+}
+
+bool has_store_candidate(const Stmt& s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override { found = found || is_store_candidate(op); }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+Stmt thread_op(Stmt s) {
+  return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s));
+}
+
+class StoreLowerer : public IRMutator {
+ public:
+  StoreLowerer(std::vector<Param> params, std::map<BufKey, SharedTileLayout> layouts)
+      : params_(std::move(params)), layouts_(std::move(layouts)) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    const KernelLaunchNode* saved = launch_;
+    launch_ = op;
+    for (const Var& t : op->thread_vars) per_thread_.insert(t.node());
+    Stmt s = IRMutator::visit(op, self);
+    launch_ = saved;
+    return s;
+  }
+
+  // Names bound to a value that depends on the thread index do too.
+  Stmt visit(const LetStmtNode* op, const Stmt& self) override {
+    if (uses_thread_var(op->value)) per_thread_.insert(op->var.node());
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRMutator::visit(op, self);
+    int64_t saved = region_lo_;
+    const IfThenElseNode* saved_if = region_if_;
+    region_lo_ = lo;
+    region_if_ = op->body.as<IfThenElseNode>();  // its threads all reach the region's barrier
+    Stmt s = IRMutator::visit(op, self);
+    region_lo_ = saved;
+    region_if_ = saved_if;
+    return s;
+  }
+
+  // A copy inside a T.Parallel nest is one thread's element copy, not a tile's.
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op->for_kind == ForKind::Parallel) return self;
+    return IRMutator::visit(op, self);
+  }
+
+  // Under a condition on the thread index not every thread would reach the block
+  // barrier: such copies keep the element-wise path.
+  Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
+    if (!launch_ || op == region_if_ || !uses_thread_var(op->cond)) return IRMutator::visit(op, self);
+    ++divergent_;
+    Stmt s = IRMutator::visit(op, self);
+    --divergent_;
+    return s;
+  }
+
+  // The writers fence their generic-proxy writes of the tile, then a block barrier
+  // makes them visible to the issuing thread, which stores, commits and waits until
+  // the stores have read the tile (cp.async.bulk.wait_group.read). The stores take
+  // the tile's address, which plan_barriers counts as a write: a later use of the
+  // tile gets a barrier, behind which the issuing thread's wait is done.
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (!launch_ || divergent_ || !is_store_candidate(op)) return self;
+    std::optional<Stmt> stores = tma_tile_stores(op, launch_, params_, layouts_);
+    if (!stores) return self;
+    Expr rank = int_imm(0);
+    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
+      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
+    Stmt issue = seq({*stores, evaluate(call_extern(dtype::Void, "tl::tma_store_commit", {})),
+                      evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {}))});
+    return seq({thread_op(evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {}), op->span)),
+                barrier(BarrierKind::Threads, op->span),
+                thread_op(if_then_else(eq(rank, int_imm(region_lo_)), issue, {}, op->span))});
+  }
+
+ private:
+  bool uses_thread_var(const Expr& e) const {
+    struct Uses : IRVisitor {
+      const std::set<const VarNode*>* vars;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { found = found || vars->count(v); }
+    } uses;
+    uses.vars = &per_thread_;
+    uses.visit(e);
+    return uses.found;
+  }
+
+  std::vector<Param> params_;
+  std::map<BufKey, SharedTileLayout> layouts_;
+  const KernelLaunchNode* launch_ = nullptr;
+  int64_t region_lo_ = 0;  // the first thread of the enclosing T.ws region (0: the whole block)
+  int divergent_ = 0;      // conditions on the thread index around the visited statement
+  const IfThenElseNode* region_if_ = nullptr;
+  std::set<const VarNode*> per_thread_;  // the thread indices and names bound to values using them
+};
+
+}  // namespace
+
+PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  if (target.kind != TargetKind::CUDA || !target.has_tma() || !has_store_candidate(f->body)) return f;
+  StoreLowerer lower(f->params, shared_tile_layouts(f, target, allow_wgmma));
+  return f.with_body(lower.mutate(f->body));
+}
+
+}  // namespace tl

@@ -1,0 +1,22 @@
+// Epilogue stores through TMA on sm_90 (docs/design/hopper.md, "Epilogue stores
+// through TMA"): `T.copy(C_shared, C[...])` as one bulk tensor copy per box.
+#pragma once
+
+#include "ir/ir.h"
+#include "target/target.h"
+
+namespace tl {
+
+// On CUDA targets with TMA, a T.copy from a whole shared tile to a region of a
+// tensor parameter that TMA can do (the rules of the pipelines' TMA loads, through
+// tma_tile_stores) becomes: every thread fences its generic writes for the async
+// proxy (tl::fence_proxy_async), a block barrier, and the first thread of the block
+// (of the T.ws region) issuing tl::tma_store per box, committing them and waiting
+// until they have read the tile. Parts of a box outside the tensor are not written,
+// as the element-wise copy's predicates drop them. Other copies are left for
+// lower_fragments. Runs before lower_fragments, whose shared layouts (gemm operand
+// swizzles) it asks for, so a swizzled tile is stored with the matching TMA swizzle.
+// `allow_wgmma` as for lower_fragments (the layouts depend on it).
+PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
+
+}  // namespace tl

@@ -1,0 +1,319 @@
+"""Epilogue stores through TMA on sm_90: a T.copy from a whole plain shared tile to a
+region of a tensor parameter becomes a fence.proxy.async, a block barrier and
+tl::tma_store per box issued by one thread, which commits and waits for them before
+anyone touches the tile again; the parts of the box outside the tensor are clipped,
+as TileLang's predicated stores drop them. Copies TMA cannot do, and every copy under
+the pass config tl.disable_tma_lower, stay element-wise. The CUDA source runs in the
+emulator (device/emu/tma_emu.h) against numpy."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from test_wgmma_gemm import needs_nvrtc
+
+SM90A = "cuda -arch=sm_90a -emulate"  # wgmma + TMA
+SM90 = "cuda -arch=sm_90 -emulate"  # mma.sync + TMA
+NP_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+rng = np.random.default_rng(1208)
+
+
+def tma_stored(src):
+    """The source stores through TMA, fenced for the async proxy and waited for."""
+    return (
+        "tl::tma_store<2>(" in src
+        and "tl::fence_proxy_async()" in src
+        and "tl::tma_store_commit()" in src
+        and "tl::tma_store_wait<0>()" in src
+    )
+
+
+def epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads=128, stages=2):
+    """C = A @ B, the accumulator going out through a shared tile (TileLang's usual
+    epilogue: fragment -> shared -> global)."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), out_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            C_s = T.alloc_shared((bM, bN), out_dtype)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])
+
+    return main
+
+
+def run_gemm(kernel, M, N, K, dtype, out_dtype):
+    a = rng.standard_normal((M, K)).astype(NP_DTYPES[dtype])
+    b = rng.standard_normal((K, N)).astype(NP_DTYPES[dtype])
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # Sentinel output: what the kernel must not write (outside the tensor it cannot).
+    c = kernel(a, b).astype(np.float64)
+    tol = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}[out_dtype]
+    np.testing.assert_allclose(c, ref, rtol=tol, atol=tol * 4)
+
+
+# (M, N, K, bM, bN, bK, dtype, out dtype): M and N are not multiples of the tile, so
+# the last boxes run past the tensor and TMA clips them; N keeps rows a 16-byte multiple.
+GEMM_CASES = {
+    "f16_out_f16_tails": (100, 88, 64, 64, 64, 32, "float16", "float16"),
+    "bf16_out_bf16_tails": (130, 72, 48, 64, 64, 16, "bfloat16", "bfloat16"),
+    "f16_out_f32_tails": (72, 100, 32, 64, 64, 32, "float16", "float32"),
+}
+
+
+@pytest.mark.parametrize("target", [SM90A, SM90])
+@pytest.mark.parametrize("name", sorted(GEMM_CASES))
+def test_gemm_epilogue_stores_through_tma(name, target):
+    M, N, K, bM, bN, bK, dtype, out_dtype = GEMM_CASES[name]
+    kernel = tilelang.compile(
+        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype), out_idx=[-1], target=target
+    )
+    src = kernel.get_kernel_source()
+    assert tma_stored(src), src
+    maps = [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma 2 ")]
+    assert maps == [f"tma 2 {out_dtype} 2 {bN},{bM} 0 0"], kernel.kernel.signature_text
+    run_gemm(kernel, M, N, K, dtype, out_dtype)
+
+
+def copy_through_shared(M, N, bM, bN, dtype, threads=128, scale=2.0):
+    """B = A * scale, each block's tile staged in a shared tile written by the threads."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            S = T.alloc_shared((bM, bN), dtype)
+            for i, j in T.Parallel(bM, bN):
+                S[i, j] = A[by * bM + i, bx * bN + j] * T.cast(scale, dtype)
+            T.copy(S, B[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_tile_written_by_threads_is_stored_with_clipped_tails(dtype):
+    M, N, bM, bN = 50, 40, 16, 32  # tails in both dims
+    kernel = tilelang.compile(copy_through_shared(M, N, bM, bN, dtype), out_idx=[-1], target=SM90A)
+    src = kernel.get_kernel_source()
+    assert tma_stored(src), src
+    a = rng.standard_normal((M, N)).astype(NP_DTYPES[dtype])
+    out = kernel(a)
+    np.testing.assert_array_equal(out, (a * NP_DTYPES[dtype](2.0)).astype(NP_DTYPES[dtype]))
+
+
+def test_the_store_writes_nothing_outside_its_region():
+    # B is bigger than the grid covers: the elements no block owns keep their values.
+    M, N, bM, bN = 32, 64, 16, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M + 7, N + 8), "float32")):
+        with T.Kernel(N // bN, M // bM, threads=64) as (bx, by):
+            S = T.alloc_shared((bM, bN), "float32")
+            for i, j in T.Parallel(bM, bN):
+                S[i, j] = A[by * bM + i, bx * bN + j] + 1.0
+            T.copy(S, B[by * bM + 3, bx * bN + 8])
+
+    kernel = tilelang.compile(main, target=SM90A)
+    assert tma_stored(kernel.get_kernel_source())
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = rng.standard_normal((M + 7, N + 8)).astype(np.float32)
+    ref = b.copy()
+    ref[3 : 3 + M, 8 : 8 + N] = a + 1.0
+    kernel(a, b)
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_tile_reused_in_a_loop_waits_for_the_store():
+    # One shared tile stores several row blocks in turn: each store must have read it
+    # before the threads overwrite it (the emulator checks at tma_store_wait).
+    M, N, bM, bN = 72, 64, 16, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((bM, bN), "float16")
+            for r in T.serial(T.ceildiv(M, bM)):
+                for i, j in T.Parallel(bM, bN):
+                    S[i, j] = A[r * bM + i, j] - T.float16(1)
+                T.copy(S, B[r * bM, bx * bN])
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=SM90)
+    assert tma_stored(kernel.get_kernel_source())
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a), a - np.float16(1))
+
+
+def test_disable_tma_lower_keeps_the_element_wise_store():
+    M, N, K, bM, bN, bK, dtype, out_dtype = GEMM_CASES["f16_out_f16_tails"]
+    kernel = tilelang.compile(
+        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype),
+        out_idx=[-1],
+        target=SM90A,
+        pass_configs={"tl.disable_tma_lower": True},
+    )
+    src = kernel.get_kernel_source()
+    assert "tl::tma_store<" not in src and "tl::tma_load<" not in src, src
+    run_gemm(kernel, M, N, K, dtype, out_dtype)
+
+
+def test_no_tma_store_before_sm90():
+    kernel = tilelang.compile(
+        copy_through_shared(32, 64, 16, 32, "float16"),
+        out_idx=[-1],
+        target="cuda -arch=sm_80 -emulate",
+    )
+    assert "tl::tma_store<" not in kernel.get_kernel_source()
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a), a * np.float16(2))
+
+
+def test_stores_tma_cannot_do_stay_element_wise():
+    M, N = 48, 60  # float16 rows of 120 bytes: not a 16-byte multiple, no tensor map
+
+    @T.prim_func
+    def odd_rows(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 16), threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), "float16")
+            for i, j in T.Parallel(16, 32):
+                S[i, j] = A[by * 16 + i, bx * 32 + j]
+            T.copy(S, B[by * 16, bx * 32])
+
+    @T.prim_func
+    def casting(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float16")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), "float32")
+            for i, j in T.Parallel(16, 32):
+                S[i, j] = A[by * 16 + i, bx * 32 + j]
+            T.copy(S, B[by * 16, bx * 32])  # float32 tile into a float16 tensor
+
+    @T.prim_func
+    def part_of_tile(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 64), "float32")
+            for i, j in T.Parallel(16, 64):
+                S[i, j] = A[by * 16 + i, j]
+            T.copy(S[0:16, bx * 32 : bx * 32 + 32], B[by * 16, bx * 32])  # not the whole tile
+
+    @T.prim_func
+    def opted_out(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), "float32")
+            for i, j in T.Parallel(16, 32):
+                S[i, j] = A[by * 16 + i, bx * 32 + j]
+            T.copy(S, B[by * 16, bx * 32], disable_tma=True)
+
+    @T.prim_func
+    def under_thread_condition(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), "float32")
+            for i, j in T.Parallel(16, 32):
+                S[i, j] = A[by * 16 + i, bx * 32 + j]
+            tx = T.get_thread_binding()
+            if tx < 64:  # every thread, but the barrier could not know
+                T.copy(S, B[by * 16, bx * 32])
+
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    k = tilelang.compile(odd_rows, out_idx=[-1], target=SM90A)
+    assert "tl::tma_store<" not in k.get_kernel_source()
+    np.testing.assert_array_equal(k(a), a)
+    a32 = rng.standard_normal((32, 64)).astype(np.float32)
+    for fn, ref in (
+        (casting, a32.astype(np.float16)),
+        (part_of_tile, a32),
+        (opted_out, a32),
+        (under_thread_condition, a32),
+    ):
+        k = tilelang.compile(fn, out_idx=[-1], target=SM90A)
+        assert "tl::tma_store<" not in k.get_kernel_source(), fn
+        np.testing.assert_array_equal(k(a32), ref)
+
+
+def operand_round_trip(M, K, N, bM, dtype):
+    """C = A @ B and A_out = A, the A tile going back out from the gemm's (swizzled)
+    operand tile."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), "float32"),
+        A_out: T.Tensor((M, K), dtype),
+    ):
+        with T.Kernel(T.ceildiv(M, bM), threads=128) as bx:
+            A_s = T.alloc_shared((bM, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((bM, N), "float32")
+            T.clear(C_f)
+            T.copy(A[bx * bM, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[bx * bM, 0])
+            T.copy(A_s, A_out[bx * bM, 0])
+
+    return main
+
+
+# (target, K, the A_out map's box and swizzle): the wgmma layout of 64-byte rows is
+# TMA's 64-byte swizzle; its 256-byte rows are two 128-byte column blocks, one box
+# each; the mma.sync swizzle of 64-byte rows is the 64-byte mode.
+SWIZZLED = {
+    "wgmma_64B": (SM90A, 32, "32,64 64"),
+    "wgmma_two_column_blocks": (SM90A, 128, "64,64 128"),
+    "mma_sync_64B": (SM90, 32, "32,64 64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWIZZLED))
+def test_a_swizzled_operand_tile_is_stored_in_its_swizzle(name):
+    target, K, box = SWIZZLED[name]
+    M, N, bM = 100, 64, 64
+    kernel = tilelang.compile(
+        operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=target
+    )
+    src = kernel.get_kernel_source()
+    assert tma_stored(src), src
+    maps = [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma 3 ")]
+    assert maps == [f"tma 3 float16 2 {box} 0"], kernel.kernel.signature_text
+    if name == "wgmma_two_column_blocks":
+        assert src.count("tl::tma_store<2>(") == 2, src
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c, a_out = kernel(a, b)
+    np.testing.assert_array_equal(a_out, a)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+def test_a_tile_whose_swizzle_tma_lacks_keeps_the_element_wise_store():
+    # mma.sync swizzles 256-byte rows by row alone: not a TMA mode.
+    M, K, N, bM = 64, 128, 64, 64
+    kernel = tilelang.compile(
+        operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=SM90
+    )
+    assert "tl::tma_store<" not in kernel.get_kernel_source()
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c, a_out = kernel(a, b)
+    np.testing.assert_array_equal(a_out, a)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_tma_store_epilogue_compiles_with_nvrtc_for_sm90a(out_dtype):
+    kernel = tilelang.compile(
+        epilogue_gemm(256, 256, 256, 128, 128, 64, "float16", out_dtype, threads=256, stages=3),
+        target="cuda -arch=sm_90a",
+    )
+    assert tma_stored(kernel.get_kernel_source())
