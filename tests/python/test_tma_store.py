@@ -13,6 +13,15 @@ import tilelang
 import tilelang.language as T
 from test_wgmma_gemm import needs_nvrtc
 
+# TMA stores are opt-in until they have run on a Hopper GPU (tl.enable_tma_store).
+STORES = {"tl.enable_tma_store": True}
+
+
+def compile_with_stores(func, **kw):
+    kw["pass_configs"] = {**STORES, **(kw.get("pass_configs") or {})}
+    return tilelang.compile(func, **kw)
+
+
 SM90A = "cuda -arch=sm_90a -emulate"  # wgmma + TMA
 SM90 = "cuda -arch=sm_90 -emulate"  # mma.sync + TMA
 NP_DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
@@ -78,7 +87,7 @@ GEMM_CASES = {
 @pytest.mark.parametrize("name", sorted(GEMM_CASES))
 def test_gemm_epilogue_stores_through_tma(name, target):
     M, N, K, bM, bN, bK, dtype, out_dtype = GEMM_CASES[name]
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype), out_idx=[-1], target=target
     )
     src = kernel.get_kernel_source()
@@ -105,7 +114,9 @@ def copy_through_shared(M, N, bM, bN, dtype, threads=128, scale=2.0):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_tile_written_by_threads_is_stored_with_clipped_tails(dtype):
     M, N, bM, bN = 50, 40, 16, 32  # tails in both dims
-    kernel = tilelang.compile(copy_through_shared(M, N, bM, bN, dtype), out_idx=[-1], target=SM90A)
+    kernel = compile_with_stores(
+        copy_through_shared(M, N, bM, bN, dtype), out_idx=[-1], target=SM90A
+    )
     src = kernel.get_kernel_source()
     assert tma_stored(src), src
     a = rng.standard_normal((M, N)).astype(NP_DTYPES[dtype])
@@ -125,7 +136,7 @@ def test_the_store_writes_nothing_outside_its_region():
                 S[i, j] = A[by * bM + i, bx * bN + j] + 1.0
             T.copy(S, B[by * bM + 3, bx * bN + 8])
 
-    kernel = tilelang.compile(main, target=SM90A)
+    kernel = compile_with_stores(main, target=SM90A)
     assert tma_stored(kernel.get_kernel_source())
     a = rng.standard_normal((M, N)).astype(np.float32)
     b = rng.standard_normal((M + 7, N + 8)).astype(np.float32)
@@ -149,7 +160,7 @@ def test_tile_reused_in_a_loop_waits_for_the_store():
                     S[i, j] = A[r * bM + i, j] - T.float16(1)
                 T.copy(S, B[r * bM, bx * bN])
 
-    kernel = tilelang.compile(main, out_idx=[-1], target=SM90)
+    kernel = compile_with_stores(main, out_idx=[-1], target=SM90)
     assert tma_stored(kernel.get_kernel_source())
     a = rng.standard_normal((M, N)).astype(np.float16)
     np.testing.assert_array_equal(kernel(a), a - np.float16(1))
@@ -157,7 +168,7 @@ def test_tile_reused_in_a_loop_waits_for_the_store():
 
 def test_disable_tma_lower_keeps_the_element_wise_store():
     M, N, K, bM, bN, bK, dtype, out_dtype = GEMM_CASES["f16_out_f16_tails"]
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype),
         out_idx=[-1],
         target=SM90A,
@@ -169,7 +180,7 @@ def test_disable_tma_lower_keeps_the_element_wise_store():
 
 
 def test_no_tma_store_before_sm90():
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         copy_through_shared(32, 64, 16, 32, "float16"),
         out_idx=[-1],
         target="cuda -arch=sm_80 -emulate",
@@ -225,7 +236,7 @@ def test_stores_tma_cannot_do_stay_element_wise():
                 T.copy(S, B[by * 16, bx * 32])
 
     a = rng.standard_normal((M, N)).astype(np.float16)
-    k = tilelang.compile(odd_rows, out_idx=[-1], target=SM90A)
+    k = compile_with_stores(odd_rows, out_idx=[-1], target=SM90A)
     assert "tl::tma_store<" not in k.get_kernel_source()
     np.testing.assert_array_equal(k(a), a)
     a32 = rng.standard_normal((32, 64)).astype(np.float32)
@@ -235,7 +246,7 @@ def test_stores_tma_cannot_do_stay_element_wise():
         (opted_out, a32),
         (under_thread_condition, a32),
     ):
-        k = tilelang.compile(fn, out_idx=[-1], target=SM90A)
+        k = compile_with_stores(fn, out_idx=[-1], target=SM90A)
         assert "tl::tma_store<" not in k.get_kernel_source(), fn
         np.testing.assert_array_equal(k(a32), ref)
 
@@ -279,7 +290,7 @@ SWIZZLED = {
 def test_a_swizzled_operand_tile_is_stored_in_its_swizzle(name):
     target, K, box = SWIZZLED[name]
     M, N, bM = 100, 64, 64
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=target
     )
     src = kernel.get_kernel_source()
@@ -298,7 +309,7 @@ def test_a_swizzled_operand_tile_is_stored_in_its_swizzle(name):
 def test_a_tile_whose_swizzle_tma_lacks_keeps_the_element_wise_store():
     # mma.sync swizzles 256-byte rows by row alone: not a TMA mode.
     M, K, N, bM = 64, 128, 64, 64
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=SM90
     )
     assert "tl::tma_store<" not in kernel.get_kernel_source()
@@ -312,7 +323,7 @@ def test_a_tile_whose_swizzle_tma_lacks_keeps_the_element_wise_store():
 @needs_nvrtc
 @pytest.mark.parametrize("out_dtype", ["float16", "float32"])
 def test_tma_store_epilogue_compiles_with_nvrtc_for_sm90a(out_dtype):
-    kernel = tilelang.compile(
+    kernel = compile_with_stores(
         epilogue_gemm(256, 256, 256, 128, 128, 64, "float16", out_dtype, threads=256, stages=3),
         target="cuda -arch=sm_90a",
     )
