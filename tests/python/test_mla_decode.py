@@ -65,5 +65,5 @@ def test_hopper_source_keeps_fragments_in_registers(mla):
     }, gemms
     for decl in ("float acc_o[128];", "float acc_s[16];", "float sums[16];"):
         assert decl in source
-    assert "__launch_bounds__(384)" in source  # 256 consumers + the producer warpgroup
+    assert "__launch_bounds__(384, 1)" in source  # 256 consumers + the producer warpgroup
     assert "tl::tma_load" in source
