@@ -1,0 +1,114 @@
+"""TMA stores of shared-tile epilogues (tl.enable_tma_store) on the present GPU against
+torch: a GEMM whose tiles run past the tensor (TMA clips the boxes), a store into the
+middle of a bigger tensor that must leave the rest alone, and one shared tile stored
+several times in a loop (each store must have read it before the threads refill it).
+Needs an sm_90 GPU: elsewhere the stores are not generated."""
+
+import pytest
+import tilelang
+import tilelang.language as T
+
+torch = pytest.importorskip("torch")
+
+STORES = {"tl.enable_tma_store": True}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hopper():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("needs an sm_90 GPU")
+
+
+def stored_through_tma(kernel):
+    return "tl::tma_store<" in kernel.get_kernel_source()
+
+
+def epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads=128, stages=3):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), out_dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            C_s = T.alloc_shared((bM, bN), out_dtype)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "M, N, K, bM, bN, bK, dtype, out_dtype, threads",
+    [
+        (1000, 1016, 512, 128, 128, 64, "float16", "float16", 128),
+        (777, 520, 256, 128, 256, 64, "bfloat16", "bfloat16", 256),
+        (300, 264, 128, 64, 64, 32, "float16", "float32", 128),
+    ],
+)
+def test_gemm_epilogue_through_tma_store(M, N, K, bM, bN, bK, dtype, out_dtype, threads):
+    kernel = tilelang.compile(
+        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads),
+        out_idx=[-1],
+        target="cuda",
+        pass_configs=STORES,
+    )
+    assert stored_through_tma(kernel)
+    tdt = getattr(torch, dtype)
+    a = torch.randn(M, K, device="cuda", dtype=tdt)
+    b = torch.randn(K, N, device="cuda", dtype=tdt)
+    c = kernel(a, b)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double()
+    tol = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}[out_dtype]
+    torch.testing.assert_close(c.double(), ref, rtol=tol, atol=tol * 8)
+
+
+def test_store_leaves_the_rest_of_the_tensor_alone():
+    M, N, bM, bN = 256, 512, 64, 128
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M + 7, N + 8), "float32")):
+        with T.Kernel(N // bN, M // bM, threads=128) as (bx, by):
+            S = T.alloc_shared((bM, bN), "float32")
+            for i, j in T.Parallel(bM, bN):
+                S[i, j] = A[by * bM + i, bx * bN + j] + 1.0
+            T.copy(S, B[by * bM + 3, bx * bN + 8])
+
+    kernel = tilelang.compile(main, target="cuda", pass_configs=STORES)
+    assert stored_through_tma(kernel)
+    a = torch.randn(M, N, device="cuda")
+    b = torch.randn(M + 7, N + 8, device="cuda")
+    ref = b.clone()
+    ref[3 : 3 + M, 8 : 8 + N] = a + 1.0
+    kernel(a, b)
+    torch.cuda.synchronize()
+    assert torch.equal(b, ref)
+
+
+def test_tile_reused_in_a_loop_waits_for_each_store():
+    M, N, bM, bN = 4104, 128, 64, 128
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((bM, bN), "float16")
+            for r in T.serial(T.ceildiv(M, bM)):
+                for i, j in T.Parallel(bM, bN):
+                    S[i, j] = A[r * bM + i, j] - T.float16(1)
+                T.copy(S, B[r * bM, bx * bN])
+
+    kernel = tilelang.compile(main, out_idx=[-1], target="cuda", pass_configs=STORES)
+    assert stored_through_tma(kernel)
+    a = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    out = kernel(a)
+    torch.cuda.synchronize()
+    assert torch.equal(out, a - 1)
