@@ -5,7 +5,8 @@ threads and pipeline depth as parameters; a few configurations are timed briefly
 and the fastest is measured against torch.relu(torch.matmul).
 Two paths: "wgmma" (target "cuda" on an H100/H200 is sm_90a: warpgroup wgmma,
 kept in flight across pipeline steps) and "mma.sync" (the sm_80 path every GPU
-from Ampere on runs; pass config tl.disable_wgmma).
+from Ampere on runs; pass config tl.disable_wgmma). "wgmma+store" stages the
+output through a shared tile that TMA stores (pass config tl.enable_tma_store).
 FLOPs: 2*M*N*K per GEMM; floor at 4096^3: ~0.2 ms at the H200's 700 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 
@@ -36,7 +37,12 @@ CONFIGS = {
         (256, 128, 64, 256, 3, 8),
     ],
 }
-PASS_CONFIGS = {"mma.sync": {"tl.disable_wgmma": True}, "wgmma": {}}
+CONFIGS["wgmma+store"] = [(128, 256, 64, 256, 3, 8), (128, 256, 64, 256, 4, 8)]
+PASS_CONFIGS = {
+    "mma.sync": {"tl.disable_wgmma": True},
+    "wgmma": {},
+    "wgmma+store": {"tl.enable_tma_store": True},
+}
 # GEMM_CONFIGS="128,128,64,128,3,8;256,128,32,256,3,8" replaces every path's list (for sweeps).
 if os.environ.get("GEMM_CONFIGS"):
     _sweep = [tuple(int(v) for v in c.split(",")) for c in os.environ["GEMM_CONFIGS"].split(";")]
@@ -46,7 +52,18 @@ ROUNDS, CALLS = 11, 10
 
 
 def matmul(
-    M, N, K, block_M, block_N, block_K, threads, stages, dtype, accum_dtype="float", panel=0
+    M,
+    N,
+    K,
+    block_M,
+    block_N,
+    block_K,
+    threads,
+    stages,
+    dtype,
+    accum_dtype="float",
+    panel=0,
+    shared_epilogue=False,
 ):
     @T.prim_func
     def gemm_relu(
@@ -58,6 +75,7 @@ def matmul(
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype) if shared_epilogue else None
             if panel:
                 T.use_swizzle(panel)
             T.clear(C_local)
@@ -67,7 +85,11 @@ def matmul(
                 T.gemm(A_shared, B_shared, C_local)
             for i, j in T.Parallel(block_M, block_N):
                 C_local[i, j] = T.max(C_local[i, j], 0)
-            T.copy(C_local, C[by * block_M, bx * block_N])
+            if shared_epilogue:
+                T.copy(C_local, C_shared)
+                T.copy(C_shared, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm_relu
 
@@ -101,7 +123,15 @@ def main():
                 for cfg in CONFIGS[path]:
                     try:
                         kernel = tilelang.compile(
-                            matmul(M, N, K, *cfg[:5], dtype, panel=cfg[5]),
+                            matmul(
+                                M,
+                                N,
+                                K,
+                                *cfg[:5],
+                                dtype,
+                                panel=cfg[5],
+                                shared_epilogue=path.endswith("+store"),
+                            ),
                             out_idx=[-1],
                             target="cuda",
                             pass_configs=PASS_CONFIGS[path],

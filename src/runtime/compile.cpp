@@ -323,7 +323,8 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
     if (cubin.empty()) throw std::runtime_error("empty cubin");
     std::vector<CudaLaunchInfo> meta = read_meta(dir);
     return std::make_shared<CudaKernel>(with_meta(sig, meta), opt.target, read_text(fs::path(dir) / "kernel.cu"),
-                                        std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta));
+                                        std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta),
+                                        opt.compile_flags);
   };
   return build_cached(opt, key, build_into, load);
 }

@@ -141,3 +141,26 @@ def test_exported_kernel_runs_after_loading(out_kernel, tmp_path):
     assert tilelang._C.compile_count() == builds
     a, b = inputs()
     torch.testing.assert_close(loaded(a, b), a * 2 + b)
+
+
+def test_kernel_for_an_older_arch_runs_through_ptx():
+    # An sm_80 cubin cannot load on an sm_90 card: the runtime hands the driver PTX.
+    major, minor = torch.cuda.get_device_capability()
+    if major * 10 + minor <= 80:
+        pytest.skip("needs a GPU newer than sm_80")
+    k = tilelang.compile(scaled_add(4096), out_idx=[-1], target="cuda -arch=sm_80")
+    a = torch.randn(4096, device="cuda")
+    b = torch.randn(4096, device="cuda")
+    torch.testing.assert_close(k(a, b), a * 2 + b)
+
+
+def test_kernel_for_a_newer_arch_is_a_clear_error():
+    major, minor = torch.cuda.get_device_capability()
+    if major >= 10:
+        pytest.skip("needs a GPU older than sm_100")
+    k = tilelang.compile(scaled_add(4096), out_idx=[-1], target="cuda -arch=sm_100")
+    a = torch.randn(4096, device="cuda")
+    with pytest.raises(
+        Exception, match=rf"built for sm_100.*cannot run on this GPU \(sm_{major}{minor}\)"
+    ):
+        k(a, a)

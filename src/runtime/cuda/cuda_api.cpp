@@ -57,6 +57,7 @@ const Nvrtc* nvrtc() {
     bool ok = load(h, api.nvrtcCreateProgram, "nvrtcCreateProgram") &&
               load(h, api.nvrtcCompileProgram, "nvrtcCompileProgram") &&
               load(h, api.nvrtcGetCUBINSize, "nvrtcGetCUBINSize") && load(h, api.nvrtcGetCUBIN, "nvrtcGetCUBIN") &&
+              load(h, api.nvrtcGetPTXSize, "nvrtcGetPTXSize") && load(h, api.nvrtcGetPTX, "nvrtcGetPTX") &&
               load(h, api.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize") &&
               load(h, api.nvrtcGetProgramLog, "nvrtcGetProgramLog") &&
               load(h, api.nvrtcDestroyProgram, "nvrtcDestroyProgram") && load(h, api.nvrtcVersion, "nvrtcVersion");
@@ -107,12 +108,13 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
     n->nvrtcDestroyProgram(&prog);
     throw_internal_error(__FILE__, __LINE__, str_cat("generated CUDA code failed to compile for ", arch, ":\n", log));
   }
+  const bool ptx = arch.rfind("compute_", 0) == 0;
   size_t size = 0;
-  n->nvrtcGetCUBINSize(prog, &size);
-  std::vector<char> cubin(size);
-  n->nvrtcGetCUBIN(prog, cubin.data());
+  (ptx ? n->nvrtcGetPTXSize : n->nvrtcGetCUBINSize)(prog, &size);
+  std::vector<char> out(size);
+  (ptx ? n->nvrtcGetPTX : n->nvrtcGetCUBIN)(prog, out.data());
   n->nvrtcDestroyProgram(&prog);
-  return cubin;
+  return out;
 }
 
 void check_cuda(CUresult r, const std::string& what) {

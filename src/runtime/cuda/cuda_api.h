@@ -45,6 +45,8 @@ struct Nvrtc {
   nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
   nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
   nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*);
   nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
   nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
   nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
@@ -60,8 +62,9 @@ std::string nvrtc_version();
 // keys: read with cuDriverGetVersion, which needs no cuInit and no GPU.
 std::string cuda_driver_version();
 
-// Compiles CUDA source to a cubin for `arch` ("sm_90a"); throws an InternalError
-// with NVRTC's log when the generated code does not compile.
+// Compiles CUDA source to a cubin for `arch` ("sm_90a"), or to PTX when `arch` is
+// virtual ("compute_80"); throws an InternalError with NVRTC's log when the
+// generated code does not compile.
 std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                                 const std::string& include_dir, const std::vector<std::string>& extra_flags);
 

@@ -2,15 +2,19 @@
 // the kernel and its launch shape.
 #include "runtime/cuda/cuda_kernel.h"
 
+#include <cctype>
+
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/device_dir.h"
 
 namespace tl {
 
 CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
-                       std::vector<CudaEntry> entries)
+                       std::vector<CudaEntry> entries, std::vector<std::string> compile_flags)
     : Kernel(std::move(sig), std::move(target), std::move(source), ""),
       cubin_(std::move(cubin)),
       entries_(std::move(entries)),
+      compile_flags_(std::move(compile_flags)),
       functions_(new std::atomic<void*>[kMaxDevices * entries_.size()]) {
   if (entries_.size() != signature().launches.size())
     throw std::runtime_error(str_cat("kernel '", signature().name, "': ", entries_.size(), " cuda entries for ",
@@ -47,8 +51,9 @@ void CudaKernel::load_functions(int device_id) const {
   check_cuda(d->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
   check_cuda(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
   CUmodule mod;
-  check_cuda(d->cuModuleLoadData(&mod, cubin_.data()),
-             str_cat("loading the cubin of kernel '", signature().name, "' (built for ", target().arch, ")"));
+  CUresult r = d->cuModuleLoadData(&mod, cubin_.data());
+  if (r == kNoBinaryForGpu) r = load_as_ptx(device_id, &mod);
+  check_cuda(r, str_cat("loading the cubin of kernel '", signature().name, "' (built for ", target().arch, ")"));
   std::vector<void*> fns;
   for (const CudaEntry& e : entries_) {
     CUfunction fn;
@@ -61,6 +66,28 @@ void CudaKernel::load_functions(int device_id) const {
   }
   // Slot 0 last: its being set tells the unlocked readers that all are.
   for (size_t i = fns.size(); i-- > 0;) slots[i].store(fns[i], std::memory_order_release);
+}
+
+// A cubin runs only on its own major arch: code built for an older GPU (sm_80 on an
+// sm_90 card) goes to the driver as PTX, which it compiles for the card, as nvcc's
+// default compute_XX PTX would. Arch-specific targets (sm_90a) have no such PTX.
+int CudaKernel::load_as_ptx(int device_id, CUmodule* mod) const {
+  const CudaDriver* d = cuda_driver();
+  CUdevice dev;
+  int major = 0, minor = 0;
+  d->cuDeviceGet(&dev, device_id);
+  d->cuDeviceGetAttribute(&major, 75, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  d->cuDeviceGetAttribute(&minor, 76, dev);
+  const std::string& arch = target().arch;
+  const int built = target().sm_version();
+  if (arch.empty() || !std::isdigit(static_cast<unsigned char>(arch.back())) || built > major * 10 + minor)
+    throw_user_error(
+        {}, str_cat("kernel '", signature().name, "' was built for ", arch, ", which cannot run on this GPU (sm_",
+                    major, minor, "); compile it with target=\"cuda\" to build for the present GPU"));
+  std::vector<char> ptx = nvrtc_compile(source(), signature().name, "compute_" + std::to_string(built),
+                                        device_include_dir() + "/cuda", compile_flags_);
+  ptx.push_back('\0');
+  return d->cuModuleLoadData(mod, ptx.data());
 }
 
 void CudaKernel::launch(size_t index, const KernelArg* slots, size_t num_slots, const std::array<int64_t, 3>& grid,

@@ -23,8 +23,9 @@ struct CudaEntry {
 class CudaKernel : public Kernel {
  public:
   // `entries` has one element per launch of `sig`.
+  // `compile_flags` are the NVRTC flags of the cubin, for the PTX a newer GPU loads.
   CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
-             std::vector<CudaEntry> entries);
+             std::vector<CudaEntry> entries, std::vector<std::string> compile_flags = {});
 
   const std::vector<char>& cubin() const { return cubin_; }
 
@@ -35,9 +36,12 @@ class CudaKernel : public Kernel {
  private:
   void* function_for(int device_id, size_t index) const;
   void load_functions(int device_id) const;
+  static constexpr int kNoBinaryForGpu = 209;        // CUDA_ERROR_NO_BINARY_FOR_GPU
+  int load_as_ptx(int device_id, void** mod) const;  // a CUresult
 
   std::vector<char> cubin_;
   std::vector<CudaEntry> entries_;
+  std::vector<std::string> compile_flags_;
   std::vector<std::array<unsigned, 3>> threads_;  // per launch
   // The loaded functions, device-major (device * entries + launch): read without
   // a lock on every launch (set once, under mu_, by the first call on that device).
