@@ -33,6 +33,7 @@ def flash_attention(
     threads=128,
     num_stages=1,
     dtype="float16",
+    overlap=False,
 ):
     scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
@@ -71,7 +72,18 @@ def flash_attention(
             else:
                 loop_range = T.ceildiv(seq_len, block_N)
 
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
+            # overlap=True: TileLang's hand schedule for Hopper (order/stage/group over
+            # the 13 statements below). Step k issues Q K^T of tile k, rescales acc_o
+            # and issues P V for tile k - 1, then does the softmax of tile k while
+            # that P V runs on the tensor cores.
+            schedule = {}
+            if overlap:
+                schedule = {
+                    "order": [-1, 0, 3, 1, -1, 2],
+                    "stage": [-1, 0, 0, 1, -1, 1],
+                    "group": [[0], [1, 2], [3, 4, 5, 6, 7, 8, 9], [10], [11], [12]],
+                }
+            for k in T.Pipelined(loop_range, num_stages=num_stages, **schedule):
                 T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
                 # Start from 0 where the key is visible and -inf where it is masked,
                 # then accumulate Q K^T on top.

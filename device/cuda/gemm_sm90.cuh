@@ -427,7 +427,9 @@ TL_DEVICE void wgmma_wait() {
 // a_regs[(mi * (K / 8) + kt) * 4 + e]; the m64k16 fragment of k-step s is n8
 // tiles 2s and 2s + 1 (a0 = tile 2s elements 0, 1; a1 = its 2, 3; a2, a3 the same
 // of tile 2s + 1), as for the sm_80 gemm_rs. B is in shared memory as for gemm_ss.
-template <int M, int N, int K, int WgM, int WgN, bool TransB, class TA, class TB, class TC>
+// Pending = 1 as for wgmma_gemm_ss (neither the accumulator nor a_regs may be
+// touched until a later wait completes the group).
+template <int M, int N, int K, int WgM, int WgN, bool TransB, int Pending = 0, class TA, class TB, class TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
   static_assert(sm90::WgmmaOf<TA>::kTransposable && tl::is_same<TA, TB>::value,
@@ -460,7 +462,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
     }
   }
   sm90::wgmma_commit();
-  sm90::wgmma_wait<0>();
+  sm90::wgmma_wait<Pending>();
   sm90::fence_operands<MI * N / 2>(acc);
 }
 

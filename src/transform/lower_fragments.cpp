@@ -1263,15 +1263,14 @@ class Lowerer : public IRMutator {
     }
     // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
     const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
+    // A wgmma gemm the pipeline marked asynchronous returns with its own group in
+    // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the pipeline waits for it.
+    bool pending = lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
     if (s_.layouts.count(a.buffer.get())) {
-      std::string name =
-          str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(tb), ">");
+      std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
+                                 flag(tb), pending ? ", 1>" : ">");
       out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));
     } else {
-      // A wgmma gemm the pipeline marked asynchronous returns with its own group in
-      // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the loop's drain waits for it.
-      bool pending =
-          lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
       std::string name = str_cat(prefix, "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                                  flag(ta), ", ", flag(tb), pending ? ", 1>" : ">");
       out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(b), regs(c.buffer)}), op->span));

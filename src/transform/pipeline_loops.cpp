@@ -347,6 +347,17 @@ class Pipeliner : public IRMutator {
     return any;
   }
 
+  // A wgmma gemm of a consumer unit that may be issued without waiting for it within
+  // its step (unit.async ones wait across steps instead): its accumulator, and A when
+  // A is in registers, are wgmma fragments. The step waits for it before anything
+  // else touches those registers, and by its end (see `step` in schedule).
+  bool in_step_async(const Stmt& s, const Unit& u) const {
+    auto* g = s.as<TileOpNode>();
+    if (u.producer || u.async || !g || g->op != TileOpKind::Gemm || attr_int(g->attrs, "clear_accum", 0)) return false;
+    const Buffer &a = g->regions[0].buffer, &b = g->regions[1].buffer, &c = g->regions[2].buffer;
+    return wgmma_acc_.count(c.get()) && is_shared(b) && (is_shared(a) || wgmma_acc_.count(a.get()));
+  }
+
   // order=/stage=/group= given by hand (TileLang's semantics): unit u of iteration
   // k runs in step k + stage[u], at position order[u] within the step; -1 leaves a
   // copy into shared memory to the compiler, which issues it num_stages - 1 steps
@@ -577,6 +588,32 @@ class Pipeliner : public IRMutator {
       bool committed = false;
       std::set<size_t> armed;                       // groups whose mbarrier this step has armed
       std::set<std::pair<size_t, int64_t>> waited;  // (group, stage) a reader of this step waited for
+      // wgmma gemms of this step issued without a wait (in_step_async), oldest first:
+      // each call waits for all but its own group (wgmma_wait<1>), so an unguarded
+      // issue completes everything before it; wgmma_wait<0> completes them all. The
+      // releases of their tiles to the producer go out once they are complete.
+      struct InFlight {
+        std::set<BufKey> regs;  // accumulator, and A when in registers
+        std::vector<Stmt> releases;
+      };
+      std::vector<InFlight> in_flight;
+      auto complete = [&](std::vector<Stmt>& to, bool wait_all, size_t keep) {
+        if (wait_all) to.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
+        for (size_t f = 0; f + keep < in_flight.size(); ++f)
+          for (const Stmt& r : in_flight[f].releases) to.push_back(r);
+        in_flight.erase(in_flight.begin(), in_flight.end() - std::ptrdiff_t(keep));
+      };
+      auto hazard = [&](const Stmt& s, const TileOpNode* issuing) {
+        std::set<BufKey> t = touched(s);
+        for (const InFlight& f : in_flight)
+          for (BufKey r : f.regs) {
+            if (!t.count(r)) continue;
+            // Another wgmma into the same accumulator queues behind the pending one.
+            if (issuing && issuing->regions[2].buffer.get() == r) continue;
+            return true;
+          }
+        return false;
+      };
       for (size_t i : emit_order) {
         const Unit& u = units[i];
         if (ws && u.producer) continue;  // the producer warpgroup issues it
@@ -601,7 +638,15 @@ class Pipeliner : public IRMutator {
         }
         std::map<const VarNode*, Expr> at{{k.node(), add(lo, iter)}};
         std::vector<Stmt> issue;  // this unit's TMA copies, by the elected thread
+        const bool always = as_const_int(guard) == std::optional<int64_t>(1);
+        std::vector<size_t> issued_here;  // in_flight entries this unit issued
         for (const Stmt& s : u.stmts) {
+          const bool async_issue = in_step_async(s, u);
+          if (!in_flight.empty() && hazard(s, async_issue ? s.as<TileOpNode>() : nullptr)) {
+            // Under a guard the wait goes before the unit (waiting early is safe).
+            complete(always ? body : out, true, 0);
+            issued_here.clear();
+          }
           if (auto it = tma.find(s.as<TileOpNode>()); u.producer && it != tma.end()) {
             const auto& [tc, g] = it->second;
             if (armed.insert(g).second)
@@ -618,7 +663,7 @@ class Pipeliner : public IRMutator {
             attrs[kAsyncCopyAttr] = int64_t(1);
             t = tile_op(c->op, c->regions, c->args, attrs, c->span);
           }
-          if (u.async) {
+          if (u.async || async_issue) {
             auto* g = s.as<TileOpNode>();
             Attrs attrs = g->attrs;
             attrs[kWgmmaAsyncAttr] = int64_t(1);
@@ -626,6 +671,22 @@ class Pipeliner : public IRMutator {
           }
           t = AddStage(staged, iter).mutate(substitute(t, at));
           body.push_back(u.producer ? t : mutate(t));
+          if (async_issue) {
+            // Its wgmma_wait<1> completed every older group, when it ran for sure.
+            if (always) {
+              complete(body, false, 0);
+              issued_here.clear();
+            }
+            auto* g = s.as<TileOpNode>();
+            InFlight f;
+            f.regs.insert(g->regions[2].buffer.get());
+            if (!is_shared(g->regions[0].buffer)) f.regs.insert(g->regions[0].buffer.get());
+            in_flight.push_back(f);
+            issued_here.push_back(in_flight.size() - 1);
+          } else if (u.async && always) {
+            complete(body, false, 0);  // its wgmma_wait<1> did the same
+            issued_here.clear();
+          }
         }
         if (!issue.empty()) body.insert(body.begin(), unplanned(if_then_else(elected, seq(issue))));
         for (size_t g = 0; g < groups.size() && ws; ++g) {
@@ -636,11 +697,18 @@ class Pipeliner : public IRMutator {
           Stmt release =
               evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_warp",
                                    {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
-          body.push_back(unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release));
+          release = unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release);
+          // A gemm of this unit still in flight releases the tiles once complete.
+          if (!issued_here.empty()) {
+            in_flight[issued_here.back()].releases.push_back(always ? release : if_then_else(guard, release));
+            continue;
+          }
+          body.push_back(release);
         }
         Stmt b = seq(body);
-        out.push_back(as_const_int(guard) == std::optional<int64_t>(1) ? b : if_then_else(guard, b));
+        out.push_back(always ? b : if_then_else(guard, b));
       }
+      if (!in_flight.empty()) complete(out, true, 0);
       if (!committed && any_cp_async) out.push_back(commit);
       return seq(out);
     };

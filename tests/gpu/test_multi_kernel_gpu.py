@@ -49,6 +49,7 @@ def test_producer_consumer_on_a_side_stream(target):
     for n in (1 << 20, 1001):
         x = torch.randn(n, device="cuda")
         y = torch.full((n,), float("nan"), device="cuda")
+        stream.wait_stream(torch.cuda.current_stream())  # x and y are made on the default stream
         with torch.cuda.stream(stream):
             z = kernel(x, y)
         stream.synchronize()
