@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
-from flash_attention import flash_attention  # noqa: E402
+from flash_attention import flash_attention
 
 out, d, causal, bm, bn, threads, stages, overlap = sys.argv[1:9]
 kernel = flash_attention(
