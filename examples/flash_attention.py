@@ -46,7 +46,11 @@ def flash_attention(
         V: T.Tensor(shape, dtype),
         Output: T.Tensor(shape, dtype),
     ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+        num_m = T.ceildiv(seq_len, block_M)
+        with T.Kernel(num_m, heads, batch, threads=threads) as (bx_, by, bz):
+            # Causal: the blocks with the most key tiles start first, so that the
+            # last wave is made of short ones.
+            bx = num_m - 1 - bx_ if is_causal else bx_
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -87,14 +91,20 @@ def flash_attention(
                 T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
                 # Start from 0 where the key is visible and -inf where it is masked,
                 # then accumulate Q K^T on top.
-                for i, j in T.Parallel(block_M, block_N):
-                    q_idx = bx * block_M + i
-                    k_idx = k * block_N + j
-                    if is_causal:
-                        visible = (k_idx <= q_idx) and (k_idx < seq_len)
+                if is_causal:
+                    # Only tiles on the diagonal or past the end need the mask.
+                    if (k + 1) * block_N <= bx * block_M + 1 and (k + 1) * block_N <= seq_len:
+                        T.clear(acc_s)
                     else:
-                        visible = k_idx < seq_len
-                    acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
+                        for i, j in T.Parallel(block_M, block_N):
+                            q_idx = bx * block_M + i
+                            k_idx = k * block_N + j
+                            visible = (k_idx <= q_idx) and (k_idx < seq_len)
+                            acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        visible = k * block_N + j < seq_len
+                        acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
 
                 # Online softmax: new running max, rescale factors, exponentials.
