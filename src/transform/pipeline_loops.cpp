@@ -338,9 +338,16 @@ class Pipeliner : public IRMutator {
       if (u.producer || !g || g->op != TileOpKind::Gemm || attr_int(g->attrs, "clear_accum", 0)) continue;
       BufKey acc = g->regions[2].buffer.get();
       if (!wgmma_acc_.count(acc) || !is_shared(g->regions[0].buffer) || !is_shared(g->regions[1].buffer)) continue;
+      // Nothing else touches the accumulator, and only producer copies (which get a
+      // version per step) write the tiles.
       bool alone = true;
-      for (const Unit& other : units)
-        if (&other != &u) alone = alone && !touched(seq(other.stmts)).count(acc);
+      for (const Unit& other : units) {
+        if (&other == &u) continue;
+        alone = alone && !touched(seq(other.stmts)).count(acc);
+        std::set<BufKey> w = written(seq(other.stmts));
+        if (!other.producer)
+          alone = alone && !w.count(g->regions[0].buffer.get()) && !w.count(g->regions[1].buffer.get());
+      }
       u.async = alone;
       any = any || alone;
     }
@@ -593,7 +600,8 @@ class Pipeliner : public IRMutator {
       // issue completes everything before it; wgmma_wait<0> completes them all. The
       // releases of their tiles to the producer go out once they are complete.
       struct InFlight {
-        std::set<BufKey> regs;  // accumulator, and A when in registers
+        std::set<BufKey> regs;    // accumulator, and A when in registers: not to be touched
+        std::set<BufKey> shared;  // operands in unstaged shared tiles: not to be written
         std::vector<Stmt> releases;
       };
       std::vector<InFlight> in_flight;
@@ -604,14 +612,18 @@ class Pipeliner : public IRMutator {
         in_flight.erase(in_flight.begin(), in_flight.end() - std::ptrdiff_t(keep));
       };
       auto hazard = [&](const Stmt& s, const TileOpNode* issuing) {
-        std::set<BufKey> t = touched(s);
-        for (const InFlight& f : in_flight)
+        std::set<BufKey> t = touched(s), w = written(s);
+        for (const InFlight& f : in_flight) {
           for (BufKey r : f.regs) {
             if (!t.count(r)) continue;
             // Another wgmma into the same accumulator queues behind the pending one.
             if (issuing && issuing->regions[2].buffer.get() == r) continue;
             return true;
           }
+          // (Staged tiles have a version per step in flight; the rest must wait.)
+          for (BufKey b : f.shared)
+            if (w.count(b)) return true;
+        }
         return false;
       };
       for (size_t i : emit_order) {
@@ -680,7 +692,13 @@ class Pipeliner : public IRMutator {
             auto* g = s.as<TileOpNode>();
             InFlight f;
             f.regs.insert(g->regions[2].buffer.get());
-            if (!is_shared(g->regions[0].buffer)) f.regs.insert(g->regions[0].buffer.get());
+            for (int r = 0; r < 2; ++r) {
+              const Buffer& x = g->regions[r].buffer;
+              if (!is_shared(x))
+                f.regs.insert(x.get());
+              else if (!staged.count(x.get()))
+                f.shared.insert(x.get());
+            }
             in_flight.push_back(f);
             issued_here.push_back(in_flight.size() - 1);
           } else if (u.async && always) {
