@@ -25,14 +25,15 @@ from mla_decode import mla_combine, mla_decode, mla_decode_partial
 
 HEADS, DV, DPE, SEQLEN_KV = 128, 512, 64, 8192
 BATCHES = [64, 128]
-# (block_H, block_N, threads, num_stages, num_split)
+# (block_H, block_N, threads, num_stages, num_split, overlap): overlap=1 is the
+# example's hand schedule (P V of one tile runs during the softmax of the next).
 CONFIGS = [
-    (64, 64, 256, 2, 1),
-    (64, 64, 256, 2, 2),
-    (64, 32, 256, 3, 1),
-    (64, 64, 256, 1, 1),
+    (64, 64, 256, 2, 1, 1),
+    (64, 64, 256, 2, 1, 0),
+    (64, 64, 256, 2, 2, 0),
+    (64, 32, 256, 3, 1, 0),
 ]
-# MLA_CONFIGS="64,64,256,2,1;64,32,256,3,1" replaces the list (for sweeps).
+# MLA_CONFIGS="64,64,256,2,1,1;64,32,256,3,1,0" replaces the list (for sweeps).
 if os.environ.get("MLA_CONFIGS"):
     CONFIGS = [tuple(int(v) for v in c.split(",")) for c in os.environ["MLA_CONFIGS"].split(";")]
 DTYPE = "bfloat16"
@@ -50,11 +51,13 @@ def reference(q, kv, k_pe):
     return out
 
 
-def build(batch, block_H, block_N, threads, num_stages, num_split):
+def build(batch, block_H, block_N, threads, num_stages, num_split, overlap=0):
     """A callable (q, kv, k_pe) -> out for one config; split-KV runs two kernels."""
     tiles = {"block_H": block_H, "block_N": block_N, "threads": threads, "num_stages": num_stages}
     if num_split == 1:
-        return mla_decode(batch, HEADS, SEQLEN_KV, DV, DPE, dtype=DTYPE, **tiles)
+        return mla_decode(
+            batch, HEADS, SEQLEN_KV, DV, DPE, dtype=DTYPE, overlap=bool(overlap), **tiles
+        )
     partial = mla_decode_partial(batch, HEADS, SEQLEN_KV, num_split, DV, DPE, dtype=DTYPE, **tiles)
     combine = mla_combine(batch, HEADS, num_split, DV, dtype=DTYPE)
     return lambda q, kv, k_pe: combine(*partial(q, kv, k_pe))
@@ -122,7 +125,7 @@ def main():
             ),
             "",
             (
-                "| case | config (block_H, block_N, threads, stages, num_split) | tilelang (us) "
+                "| case | config (block_H, block_N, threads, stages, num_split, overlap) | tilelang (us) "
                 "| tilelang (TFLOP/s) | cache reads (TB/s) | torch.matmul (TFLOP/s) | ratio |"
             ),
             "| --- | --- | --- | --- | --- | --- | --- |",

@@ -44,7 +44,7 @@ import tilelang.language as T
 LOG2E = math.log2(math.e)
 
 
-def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype):
+def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype, overlap=False):
     """A macro: the online-softmax attention of block_H heads of sequence bz over the
     cache tiles first_tile .. first_tile + num_tiles - 1. It leaves the unnormalized
     output in acc_o, the row sums in logsum and the running maximum (of the raw
@@ -76,7 +76,19 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
         T.fill(sums, 0)
         T.fill(scores_max, -T.infinity(accum_dtype))
 
-        for t in T.Pipelined(num_tiles, num_stages=num_stages):
+        # overlap=True: the hand schedule of FlashAttention's Hopper kernels (order /
+        # stage / group over the 13 statements below). Step t issues the score gemms of
+        # tile t, rescales acc_o and issues P V of tile t - 1, then does the softmax of
+        # tile t while P V runs. The copies stay in step t, so two cache tiles (t for
+        # the scores, t - 1 for P V) fit beside Q.
+        schedule = {}
+        if overlap:
+            schedule = {
+                "order": [0, 1, 2, 5, 3, 4],
+                "stage": [0, 0, 0, 0, 1, 1],
+                "group": [[0], [1], [2, 3, 4], [5, 6, 7, 8, 9, 10], [11], [12]],
+            }
+        for t in T.Pipelined(num_tiles, num_stages=num_stages, **schedule):
             k = first_tile + t
             T.copy(KV[bz, k * block_N : (k + 1) * block_N, 0, :], KV_shared)
             T.copy(K_pe[bz, k * block_N : (k + 1) * block_N, 0, :], K_pe_shared)
@@ -126,10 +138,11 @@ def mla_decode(
     num_stages=2,
     threads=256,
     dtype="float16",
+    overlap=False,
 ):
     """One pass over the whole cache per block (no split)."""
     accum_dtype = "float32"
-    attend = attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype)
+    attend = attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype, overlap)
 
     @T.prim_func
     def decode(

@@ -15,14 +15,29 @@ bool block_shared(const Buffer& b) {
   return b->scope == Scope::Shared || b->scope == Scope::SharedDyn || b->scope == Scope::Fragment;
 }
 
+// What the block's threads may have accessed since the last barrier. A wgmma issued
+// without a wait (Pending = 1) reads its shared operands until tl::wgmma_wait<0>():
+// a barrier does not order those reads, the wait turns them into ordinary ones.
 struct State {
-  std::set<BufKey> reads, writes;
+  std::set<BufKey> reads, writes, async_reads;
   void clear() { reads.clear(), writes.clear(); }
   void merge(const State& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
+    async_reads.insert(o.async_reads.begin(), o.async_reads.end());
+  }
+  void wgmma_waited() {
+    reads.insert(async_reads.begin(), async_reads.end());
+    async_reads.clear();
   }
 };
+
+bool is_call_to(const Stmt& s, const char* name) {
+  auto* e = s.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  auto* n = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+  return n && n->value == name;
+}
 
 bool meets(const std::set<BufKey>& a, const std::set<BufKey>& b) {
   for (BufKey k : a)
@@ -50,6 +65,9 @@ State accesses(const Stmt& s) {
       // operands A and B.
       auto* name = op->op == Intrinsic::Extern && !op->args.empty() ? op->args[0].as<StringImmNode>() : nullptr;
       if (name && (name->value.rfind("tl::gemm_", 0) == 0 || name->value.rfind("tl::wgmma_gemm_", 0) == 0)) {
+        const std::string& n = name->value;
+        const bool pending =
+            n.rfind("tl::wgmma_gemm_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ", 1>") == 0;
         for (size_t i = 1; i < op->args.size(); ++i) {
           auto* addr = op->args[i].as<CallNode>();
           auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
@@ -57,7 +75,7 @@ State accesses(const Stmt& s) {
             visit(op->args[i]);
             continue;
           }
-          (i <= 2 ? st.reads : st.writes).insert(l->buffer.get());
+          (i <= 2 ? (pending ? st.async_reads : st.reads) : st.writes).insert(l->buffer.get());
           for (const Expr& e : l->indices) visit(e);
         }
         return;
@@ -104,9 +122,16 @@ class Planner {
     if (auto* a = s.as<AttrNode>(); a && (a->key == kAsyncCopyAttr || a->key == kThreadOpAttr))
       if (auto* inner = a->key == kAsyncCopyAttr ? a : a->body.as<AttrNode>(); inner && inner->key == kAsyncCopyAttr)
         return s;
+    if (is_call_to(s, "tl::wgmma_wait<0>")) {
+      st.wgmma_waited();
+      return s;
+    }
     if (!compound(s)) {
       State acc = accesses(s);
-      bool sync = meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads);
+      // (A write to a tile a wgmma may still read needs the wait first: the pipeline
+      // puts one there; the barrier then orders it for the other warps.)
+      bool sync = meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads) ||
+                  meets(acc.writes, st.async_reads) || meets(acc.async_reads, st.writes);
       if (sync) st.clear();
       st.merge(acc);
       return sync ? seq({barrier(BarrierKind::Threads), s}) : s;
