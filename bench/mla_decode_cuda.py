@@ -26,9 +26,9 @@ from mla_decode import mla_combine, mla_decode, mla_decode_partial
 HEADS, DV, DPE, SEQLEN_KV = 128, 512, 64, 8192
 BATCHES = [64, 128]
 # (block_H, block_N, threads, num_stages, num_split, overlap): overlap=1 is the
-# example's hand schedule (P V of one tile runs during the softmax of the next).
+# example's hand schedule (P V of one tile runs during the softmax of the next); it
+# spills on sm_90a (acc_o alone is 128 registers per thread) and runs at ~180 TFLOP/s.
 CONFIGS = [
-    (64, 64, 256, 2, 1, 1),
     (64, 64, 256, 2, 1, 0),
     (64, 64, 256, 2, 2, 0),
     (64, 32, 256, 3, 1, 0),
