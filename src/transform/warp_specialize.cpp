@@ -142,6 +142,27 @@ bool has_barrier(const Stmt& s) {
   return found;
 }
 
+// tl::wgmma_gemm_xx<..., 1>(...) (issue, then wait for the older groups) becomes
+// tl::wgmma_gemm_xx<..., -1>(...) (issue only) when the statement is that call.
+class NoWait : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
+    auto* c = op->value.as<CallNode>();
+    auto* n = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+    const std::string tail = ", 1>";
+    if (!n || n->value.rfind("tl::wgmma_gemm_", 0) != 0 || n->value.size() < tail.size() ||
+        n->value.compare(n->value.size() - tail.size(), tail.size(), tail) != 0)
+      return self;
+    std::vector<Expr> args(c->args.begin() + 1, c->args.end());
+    std::string name = n->value.substr(0, n->value.size() - tail.size()) + ", -1>";
+    return evaluate(call_extern(c->dtype, name, args), op->span);
+  }
+};
+
 class PingPong : public IRMutator {
  public:
   explicit PingPong(Expr warpgroup) : wg_(std::move(warpgroup)) {}
@@ -166,10 +187,19 @@ class PingPong : public IRMutator {
     size_t first = body.size(), last = 0;
     for (size_t i = 0; i < body.size(); ++i)
       if (calls(body[i], "tl::wgmma_gemm_")) first = std::min(first, i), last = i;
+    // Only gemms issued back to back hand over the turn: a wait for them in between
+    // (the softmax of an unscheduled FlashAttention) would serialize the warpgroups.
+    for (size_t i = first; i <= last; ++i)
+      if (calls(body[i], "tl::wgmma_wait<0>")) return self;
+    // The last gemm hands over the turn as soon as it is issued: its own wait for the
+    // groups before it (Pending 1) moves after the arrive.
+    Stmt issued = body[last].as<EvaluateNode>() ? NoWait().mutate(body[last]) : body[last];
     std::vector<Stmt> out(body.begin(), body.begin() + std::ptrdiff_t(first));
     out.push_back(turn("tl::named_barrier_sync", add(int_imm(kTurn), wg_)));
-    out.insert(out.end(), body.begin() + std::ptrdiff_t(first), body.begin() + std::ptrdiff_t(last + 1));
+    out.insert(out.end(), body.begin() + std::ptrdiff_t(first), body.begin() + std::ptrdiff_t(last));
+    out.push_back(issued);
     out.push_back(turn("tl::named_barrier_arrive", sub(int_imm(kTurn + 1), wg_)));
+    if (!issued.same_as(body[last])) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<1>", {})));
     out.insert(out.end(), body.begin() + std::ptrdiff_t(last + 1), body.end());
     any = true;
     return for_loop(op->var, op->min, op->extent, op->for_kind, seq(out), op->annotations, op->span);
