@@ -377,7 +377,6 @@ TL_DEVICE void check_wgmma_shape() {
 // layout above. Called by all WgM * WgN * 128 threads of the block.
 // Pending = 1 returns with this call's wgmmas still running (it waits for the
 // previous call's instead): the next call, or tl::wgmma_wait<0>(), completes them.
-// Pending = -1 waits for nothing (the caller places tl::wgmma_wait itself).
 // Until then neither the accumulator nor this call's tiles may be touched; the
 // pipeline keeps the tiles' stage one step longer for it.
 template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, class TA, class TB,
@@ -413,7 +412,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
     }
   }
   sm90::wgmma_commit();
-  if constexpr (Pending >= 0) sm90::wgmma_wait<Pending>();
+  sm90::wgmma_wait<Pending>();
   sm90::fence_operands<MI * TN / 2>(acc);
 }
 
@@ -463,7 +462,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
     }
   }
   sm90::wgmma_commit();
-  if constexpr (Pending >= 0) sm90::wgmma_wait<Pending>();
+  sm90::wgmma_wait<Pending>();
   sm90::fence_operands<MI * N / 2>(acc);
 }
 

@@ -296,14 +296,4 @@ TL_DEVICE void named_barrier_sync(int id, int count) {
 #endif
 }
 
-// Arrives at named barrier `id` (counted among its `count` threads) without waiting:
-// the other side of a named_barrier_sync (the consumer warpgroups' ping-pong).
-TL_DEVICE void named_barrier_arrive(int id, int count) {
-#ifdef TL_EMULATE
-  emu::named_barrier_arrive(id, count);
-#else
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-#endif
-}
-
 }  // namespace tl

@@ -410,55 +410,37 @@ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 
 // ---- named barriers (bar.sync id, count): a T.ws region's block barrier
 
-struct NamedBarriers {
-  uint64_t serial = ~uint64_t(0);
-  int arrived[16], expected[16];
-  uint64_t generation[16];
-};
-
-// This block's named barriers, or nullptr (failure recorded) for a bad id / count.
-inline NamedBarriers* named_barrier(int id, int count, const char* what) {
-  static thread_local NamedBarriers n;
+inline void named_barrier_sync(int id, int count) {
+  struct Named {
+    uint64_t serial = ~uint64_t(0);
+    int arrived[16], expected[16];
+    uint64_t generation[16];
+  };
+  static thread_local Named n;
   if (n.serial != block_state().serial) {
     n.serial = block_state().serial;
     for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0;
   }
   if (id < 1 || id > 15 || count < 32 || count % 32 != 0 || count > block_threads()) {
-    record_failure(std::string(what) + ": id must be in [1, 15] and count a multiple of 32 up to the block's " +
+    record_failure("named_barrier_sync: id must be in [1, 15] and count a multiple of 32 up to the block's " +
                    str_of(block_threads()) + " threads; got id " + str_of(id) + ", count " + str_of(count));
-    return nullptr;
+    return;
   }
   if (n.arrived[id] == 0) n.expected[id] = count;
   if (n.expected[id] != count) {
-    record_failure(std::string(what) + ": barrier " + str_of(id) + " is used with " + str_of(count) + " and " +
+    record_failure("named_barrier_sync: barrier " + str_of(id) + " is used with " + str_of(count) + " and " +
                    str_of(n.expected[id]) + " threads at once");
-    return nullptr;
+    return;
   }
-  return &n;
-}
-
-// Counts the caller in; true when it completed the barrier's phase.
-inline bool named_barrier_count_in(NamedBarriers& n, int id, int count) {
-  ++tma_block().events;
-  if (++n.arrived[id] != count) return false;
-  n.arrived[id] = 0;
-  ++n.generation[id];
-  return true;
-}
-
-inline void named_barrier_arrive(int id, int count) {
-  if (NamedBarriers* n = named_barrier(id, count, "named_barrier_arrive")) named_barrier_count_in(*n, id, count);
-}
-
-inline void named_barrier_sync(int id, int count) {
-  NamedBarriers* np = named_barrier(id, count, "named_barrier_sync");
-  if (!np) return;
-  NamedBarriers& n = *np;
   TmaBlock& b = tma_block();
   FiberScheduler* s = current_scheduler();
   const size_t rank = size_t(thread_rank());
   const uint64_t gen = n.generation[id];
-  named_barrier_count_in(n, id, count);
+  ++b.events;
+  if (++n.arrived[id] == count) {
+    n.arrived[id] = 0;
+    ++n.generation[id];
+  }
   while (n.generation[id] == gen) {
     if (b.deadlocked) abandon_fiber();
     b.waiting_since[rank] = b.events;

@@ -102,113 +102,6 @@ class TakeShared : public IRMutator {
   }
 };
 
-// Ping-pong between two consumer warpgroups (as FlashAttention-3 does): in each
-// step of a pipelined loop that waits for its own wgmmas inside the step (a
-// softmax between the gemms), warpgroup w issues its gemms only after the other
-// one has issued its, so that one warpgroup's softmax runs while the other's gemms
-// use the tensor cores. Named barriers kTurn + w ("w may issue") carry the turn:
-// w syncs on its own before its first gemm and arrives on the other's after its
-// last. Loops with a block barrier between their gemms are left alone (a warpgroup
-// waiting for its turn there would never let the other one reach the barrier).
-constexpr int kTurn = 12;  // named barriers 12 and 13 (1 + lo / 128 numbers the T.ws regions)
-
-bool calls(const Stmt& s, const char* prefix) {
-  bool found = false;
-  struct Find : IRVisitor {
-    const char* prefix;
-    bool* found;
-    using IRVisitor::visit;
-    void visit(const CallNode* op) override {
-      auto* n = op->op == Intrinsic::Extern && !op->args.empty() ? op->args[0].as<StringImmNode>() : nullptr;
-      if (n && n->value.rfind(prefix, 0) == 0) *found = true;
-      IRVisitor::visit(op);
-    }
-  } f;
-  f.prefix = prefix;
-  f.found = &found;
-  f.visit(s);
-  return found;
-}
-
-bool has_barrier(const Stmt& s) {
-  bool found = calls(s, "tl::named_barrier");
-  struct Find : IRVisitor {
-    bool* found;
-    using IRVisitor::visit;
-    void visit(const BarrierNode*) override { *found = true; }
-  } f;
-  f.found = &found;
-  f.visit(s);
-  return found;
-}
-
-// tl::wgmma_gemm_xx<..., 1>(...) (issue, then wait for the older groups) becomes
-// tl::wgmma_gemm_xx<..., -1>(...) (issue only) when the statement is that call.
-class NoWait : public IRMutator {
- public:
-  using IRMutator::mutate;
-
- protected:
-  using IRMutator::visit;
-  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
-    auto* c = op->value.as<CallNode>();
-    auto* n = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
-    const std::string tail = ", 1>";
-    if (!n || n->value.rfind("tl::wgmma_gemm_", 0) != 0 || n->value.size() < tail.size() ||
-        n->value.compare(n->value.size() - tail.size(), tail.size(), tail) != 0)
-      return self;
-    std::vector<Expr> args(c->args.begin() + 1, c->args.end());
-    std::string name = n->value.substr(0, n->value.size() - tail.size()) + ", -1>";
-    return evaluate(call_extern(c->dtype, name, args), op->span);
-  }
-};
-
-class PingPong : public IRMutator {
- public:
-  explicit PingPong(Expr warpgroup) : wg_(std::move(warpgroup)) {}
-  using IRMutator::mutate;
-  bool any = false;
-
-  Stmt turn(const char* what, Expr id) const {
-    return evaluate(call_extern(dtype::Void, what, {std::move(id), int_imm(256)}));
-  }
-
- protected:
-  using IRMutator::visit;
-  Stmt visit(const ForNode* op, const Stmt& self) override {
-    if (!op->annotations.count("tl.pipelined") || !calls(op->body, "tl::wgmma_gemm_") ||
-        !calls(op->body, "tl::wgmma_wait<0>") || has_barrier(op->body))
-      return self;
-    std::vector<Stmt> body;
-    if (auto* q = op->body.as<SeqNode>())
-      body = q->seq;
-    else
-      body = {op->body};
-    size_t first = body.size(), last = 0;
-    for (size_t i = 0; i < body.size(); ++i)
-      if (calls(body[i], "tl::wgmma_gemm_")) first = std::min(first, i), last = i;
-    // Only gemms issued back to back hand over the turn: a wait for them in between
-    // (the softmax of an unscheduled FlashAttention) would serialize the warpgroups.
-    for (size_t i = first; i <= last; ++i)
-      if (calls(body[i], "tl::wgmma_wait<0>")) return self;
-    // The last gemm hands over the turn as soon as it is issued: its own wait for the
-    // groups before it (Pending 1) moves after the arrive.
-    Stmt issued = body[last].as<EvaluateNode>() ? NoWait().mutate(body[last]) : body[last];
-    std::vector<Stmt> out(body.begin(), body.begin() + std::ptrdiff_t(first));
-    out.push_back(turn("tl::named_barrier_sync", add(int_imm(kTurn), wg_)));
-    out.insert(out.end(), body.begin() + std::ptrdiff_t(first), body.begin() + std::ptrdiff_t(last));
-    out.push_back(issued);
-    out.push_back(turn("tl::named_barrier_arrive", sub(int_imm(kTurn + 1), wg_)));
-    if (!issued.same_as(body[last])) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<1>", {})));
-    out.insert(out.end(), body.begin() + std::ptrdiff_t(last + 1), body.end());
-    any = true;
-    return for_loop(op->var, op->min, op->extent, op->for_kind, seq(out), op->annotations, op->span);
-  }
-
- private:
-  Expr wg_;
-};
-
 class Split : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -226,16 +119,6 @@ class Split : public IRMutator {
     int64_t regs = launch_regs(t + 128), up = consumer_regs(t);
     std::vector<Stmt> cons, prod;
     if (up > regs) cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
-    if (t == 256) {
-      // Warpgroup 1 lets warpgroup 0 go first; warpgroup 0 takes that last turn
-      // back at the end, so that both barriers finish balanced.
-      Expr wg = floordiv(rank, int_imm(128));
-      PingPong pp(wg);
-      Stmt played = pp.mutate(consumer);
-      if (pp.any)
-        consumer = seq({if_then_else(eq(wg, int_imm(1)), pp.turn("tl::named_barrier_arrive", int_imm(kTurn))), played,
-                        if_then_else(eq(wg, int_imm(0)), pp.turn("tl::named_barrier_sync", int_imm(kTurn)))});
-    }
     cons.push_back(consumer);
     if (kProducerRegs < regs)
       prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
