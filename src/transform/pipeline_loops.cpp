@@ -718,7 +718,8 @@ class Pipeliner : public IRMutator {
           release = unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release);
           // A gemm of this unit still in flight releases the tiles once complete.
           if (!issued_here.empty()) {
-            in_flight[issued_here.back()].releases.push_back(always ? release : if_then_else(guard, release));
+            in_flight[issued_here.back()].releases.push_back(always ? release
+                                                                    : unplanned(if_then_else(guard, release)));
             continue;
           }
           body.push_back(release);
