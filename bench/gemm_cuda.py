@@ -6,7 +6,7 @@ and the fastest is measured against torch.relu(torch.matmul).
 Two paths: "wgmma" (target "cuda" on an H100/H200 is sm_90a: warpgroup wgmma,
 kept in flight across pipeline steps) and "mma.sync" (the sm_80 path every GPU
 from Ampere on runs; pass config tl.disable_wgmma). "wgmma+store" stages the
-output through a shared tile that TMA stores (pass config tl.enable_tma_store).
+output through a shared tile, which TMA stores (sm_90's default for such epilogues).
 FLOPs: 2*M*N*K per GEMM; floor at 4096^3: ~0.2 ms at the H200's 700 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 

@@ -55,9 +55,9 @@ PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimF
 
 // CPU: one executor per thread block, so fragments are block-wide arrays and tile
 // ops become plain loops; no layout inference is needed.
-bool config_on(const Attrs& configs, const std::string& key) {
+bool config_on(const Attrs& configs, const std::string& key, bool unset = false) {
   auto it = configs.find(key);
-  if (it == configs.end()) return false;
+  if (it == configs.end()) return unset;
   if (auto* i = std::get_if<int64_t>(&it->second)) return *i != 0;
   if (auto* s = std::get_if<std::string>(&it->second)) return *s == "1" || *s == "True" || *s == "true";
   return false;
@@ -81,9 +81,9 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
     return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"),
                           !config_on(configs, "tl.disable_warp_specialized"));
   });
-  // TMA stores are opt-in (tl.enable_tma_store) until they have run on a Hopper GPU:
-  // the emulator and NVRTC accept them, the H200 has not seen them yet.
-  if (config_on(configs, "tl.enable_tma_store") && !config_on(configs, "tl.disable_tma_lower"))
+  // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
+  // tl.disable_tma_lower, keeps them element-wise).
+  if (config_on(configs, "tl.enable_tma_store", true) && !config_on(configs, "tl.disable_tma_lower"))
     f = run_pass("lower_tma_stores", f,
                  [&](const PrimFunc& g) { return lower_tma_stores(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = run_pass("lower_fragments", f,

@@ -10,7 +10,7 @@ import tilelang.language as T
 
 torch = pytest.importorskip("torch")
 
-STORES = {"tl.enable_tma_store": True}
+STORES = {"tl.enable_tma_store": True}  # the default, said explicitly
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -13,7 +13,8 @@ import tilelang
 import tilelang.language as T
 from test_wgmma_gemm import needs_nvrtc
 
-# TMA stores are opt-in until they have run on a Hopper GPU (tl.enable_tma_store).
+# TMA stores are on by default (tl.enable_tma_store: False turns them off); the
+# tests say so explicitly.
 STORES = {"tl.enable_tma_store": True}
 
 
@@ -328,3 +329,15 @@ def test_tma_store_epilogue_compiles_with_nvrtc_for_sm90a(out_dtype):
         target="cuda -arch=sm_90a",
     )
     assert tma_stored(kernel.get_kernel_source())
+
+
+def test_stores_are_the_default_and_the_config_turns_them_off():
+    func = copy_through_shared(32, 64, 16, 32, "float16")
+    assert tma_stored(tilelang.compile(func, out_idx=[-1], target=SM90A).get_kernel_source())
+    off = tilelang.compile(
+        func, out_idx=[-1], target=SM90A, pass_configs={"tl.enable_tma_store": False}
+    )
+    src = off.get_kernel_source()
+    assert "tl::tma_store<" not in src, src
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    np.testing.assert_array_equal(off(a), a * np.float16(2))

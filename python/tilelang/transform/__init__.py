@@ -13,7 +13,8 @@ class PassConfigKey(str, Enum):
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
     TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
-    # Ours: TMA stores for shared-tile epilogues (sm_90), opt-in until verified on a GPU.
+    # Ours: TMA stores for shared-tile epilogues on sm_90 (on by default; False turns
+    # them off, as tl.disable_tma_lower does with the loads).
     TL_ENABLE_TMA_STORE = "tl.enable_tma_store"
     TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
     TL_DISABLE_VECTORIZE_256 = "tl.disable_vectorize_256"
