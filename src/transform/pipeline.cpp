@@ -19,6 +19,7 @@
 #include "transform/lower_tma_stores.h"
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
+#include "transform/plan_shared_memory.h"
 #include "transform/simplify_pass.h"
 #include "transform/warp_specialize.h"
 
@@ -91,6 +92,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   f = lower_for_cpu(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
+  f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) { return plan_shared_memory(g); });
   return f;
 }
 

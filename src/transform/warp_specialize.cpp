@@ -21,6 +21,7 @@
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
+#include "transform/plan_shared_memory.h"
 
 namespace tl {
 namespace {
@@ -131,6 +132,7 @@ class Split : public IRMutator {
     });
     for (const Buffer& b : take.barriers) body = allocate(b, body);
     for (const Buffer& b : shared.buffers) body = allocate(b, body);
+    body = attr_stmt(kAutoWarpSpecializedAttr, int64_t(1), body);
     auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars,
                                                 std::vector<int64_t>{t + 128}, body, op->prelude);
     n->span = op->span;

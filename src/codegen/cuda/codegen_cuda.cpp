@@ -16,6 +16,7 @@
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
+#include "transform/plan_shared_memory.h"
 
 namespace tl {
 namespace {
@@ -130,7 +131,11 @@ class CodeGenCUDA : public CodeGenC {
     for (size_t i = 0; i < op->threads.size(); ++i) dims[i] = op->threads[i];
     line(str_cat("const int32_t tl_thread_rank = (int32_t)(threadIdx.x + ", dims[0], " * (threadIdx.y + ", dims[1],
                  " * threadIdx.z));"));
-    // Block-scope buffers: carve them out of one dynamic shared-memory array.
+    // Block-scope buffers: their offsets in the one dynamic shared-memory array come
+    // from plan_shared_memory (in the pre-order of their allocations).
+    auto* plan = op->body.as<AttrNode>();
+    TL_ICHECK(plan && plan->key == kSharedOffsetsAttr, "kernel without a shared-memory plan reached codegen");
+    const auto& offsets = std::get<std::vector<int64_t>>(plan->value);
     struct Collect : IRVisitor {
       std::vector<Buffer> buffers;
       using IRVisitor::visit;
@@ -140,22 +145,17 @@ class CodeGenCUDA : public CodeGenC {
         IRVisitor::visit(a);
       }
     } collect;
-    collect.visit(op->body);
+    collect.visit(plan->body);
+    TL_ICHECK(offsets.size() == collect.buffers.size() + 1, "shared-memory plan does not match the allocations");
     if (!collect.buffers.empty()) line("TL_DYNAMIC_SHARED(tl_smem);");
-    std::map<const BufferNode*, int64_t> tma_align = tma_tile_alignment(op->body);
-    for (const Buffer& b : collect.buffers) {
-      auto count = as_const_int(b.num_elements());
-      TL_ICHECK(count, "allocation of non-constant size reached codegen");
-      int64_t bytes = (*count * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
-      int64_t a = b->layout ? b->layout->base_align() : 16;
-      if (auto it = tma_align.find(b.get()); it != tma_align.end()) a = std::max(a, it->second);
-      if (a > 16) shared_bytes_ = (shared_bytes_ + a - 1) / a * a;
+    for (size_t i = 0; i < collect.buffers.size(); ++i) {
+      const Buffer& b = collect.buffers[i];
       line(type_name(b->dtype) + "* " + name_of(b) + " = reinterpret_cast<" + type_name(b->dtype) + "*>(tl_smem + " +
-           std::to_string(shared_bytes_) + ");");
-      shared_bytes_ += (bytes + 15) / 16 * 16;
+           std::to_string(offsets[i]) + ");");
       hoisted_.insert(b.get());
     }
-    stmt(op->body);
+    shared_bytes_ = offsets.back();
+    stmt(plan->body);
   }
 
   void emit_allocate(const AllocateNode* op) override {
@@ -286,31 +286,6 @@ class CodeGenCUDA : public CodeGenC {
     if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kTmaMapCall)
       return str_cat("(&tl_tma_map", tma_index_.at(tma_map_key(c)), ")");
     return CodeGenC::print_expr(e);
-  }
-
-  // Bytes each shared tile that a tl::tma_load writes or a tl::tma_store reads must
-  // be aligned to: 128, or the whole swizzle pattern (8 rows of the swizzle span) when it is swizzled,
-  // since the hardware swizzles by shared-memory address.
-  static std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body) {
-    std::map<const BufferNode*, int64_t> out;
-    for_each_expr(body, [&](const Expr& e) {
-      auto* c = e.as<CallNode>();
-      if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
-      const std::string& fn = c->args[0].as<StringImmNode>()->value;
-      if (fn.rfind("tl::tma_load<", 0) != 0 && fn.rfind("tl::tma_store<", 0) != 0) return;
-      auto* addr = c->args[fn.rfind("tl::tma_load<", 0) == 0 ? 1 : 2].as<CallNode>();
-      auto* load = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
-      TL_ICHECK(load, fn, "'s shared side is not the address of a shared tile");
-      const Buffer& b = load->buffer;
-      int64_t align = 128;
-      if (b->layout) {
-        auto cols = as_const_int(b->shape.back());
-        int64_t span = cols ? *cols * b->dtype.bytes() : 128;
-        align = std::max<int64_t>(128, b->layout->base_align() > 16 ? b->layout->base_align() : 8 * span);
-      }
-      out[b.get()] = std::max(out[b.get()], align);
-    });
-    return out;
   }
 
   void find_launch(const Stmt& s) {

@@ -1,0 +1,331 @@
+// Shared memory by liveness: see plan_shared_memory.h and docs/design/cuda_lowering.md.
+//
+// Every leaf statement of a kernel gets a time; a loop stretches what it uses over
+// all of its own times, so a tile used in a pipelined loop is live for the whole
+// loop. T.ws regions side by side run at the same time: each starts its clock at
+// the time the first of them starts. Buffers whose live times do not meet may share
+// bytes when a block barrier separates them: the later one's first use comes in a
+// statement at the top of its region (not inside a loop or branch) that starts
+// after the earlier one's last use, and a barrier goes right before that statement.
+#include "transform/plan_shared_memory.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/visitor.h"
+#include "layout/layout.h"
+#include "support/logging.h"
+#include "transform/lower_explicit_hopper.h"
+
+namespace tl {
+
+std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body) {
+  std::map<const BufferNode*, int64_t> out;
+  for_each_expr(body, [&](const Expr& e) {
+    auto* c = e.as<CallNode>();
+    if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
+    const std::string& fn = c->args[0].as<StringImmNode>()->value;
+    if (fn.rfind("tl::tma_load<", 0) != 0 && fn.rfind("tl::tma_store<", 0) != 0) return;
+    auto* addr = c->args[fn.rfind("tl::tma_load<", 0) == 0 ? 1 : 2].as<CallNode>();
+    auto* load = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+    TL_ICHECK(load, fn, "'s shared side is not the address of a shared tile");
+    const Buffer& b = load->buffer;
+    int64_t align = 128;
+    if (b->layout) {
+      auto cols = as_const_int(b->shape.back());
+      int64_t span = cols ? *cols * b->dtype.bytes() : 128;
+      align = std::max<int64_t>(128, b->layout->base_align() > 16 ? b->layout->base_align() : 8 * span);
+    }
+    out[b.get()] = std::max(out[b.get()], align);
+  });
+  return out;
+}
+
+namespace {
+
+using BufKey = const BufferNode*;
+
+bool carved(const Buffer& b) {
+  return b->scope == Scope::Shared || b->scope == Scope::SharedDyn || b->scope == Scope::Fragment;
+}
+
+// The block-scope buffers in the pre-order of their Allocate statements (the order
+// the code generator reads the offsets in).
+std::vector<Buffer> allocations(const Stmt& body) {
+  struct Collect : IRVisitor {
+    std::vector<Buffer> buffers;
+    using IRVisitor::visit;
+    void visit(const AllocateNode* a) override {
+      if (carved(a->buffer)) buffers.push_back(a->buffer);
+      IRVisitor::visit(a);
+    }
+  } c;
+  c.visit(body);
+  return c.buffers;
+}
+
+struct Live {
+  int64_t first = -1, last = -1;
+  const StmtNode* first_top = nullptr;  // the top statement of its region with the first use
+  int64_t first_top_start = 0;          // the time that statement starts
+  std::set<int> regions;                // 0: outside T.ws regions; else 1 + the region's first thread
+  int first_region = 0;
+};
+
+class Liveness {
+ public:
+  std::map<BufKey, Live> live;
+  bool hand_written_regions = false;
+
+  void walk(const Stmt& s, bool top) {
+    if (!s.defined()) return;
+    if (top) {
+      top_ = s.get();
+      top_start_ = now_ + 1;
+    }
+    switch (s.kind()) {
+      case NodeKind::Seq: {
+        bool prev_region = false;
+        int64_t group_start = 0, group_end = 0;
+        for (const Stmt& c : s.as<SeqNode>()->seq) {
+          auto* a = c.as<AttrNode>();
+          bool region = a && warp_group_range(a).second;
+          if (region) {
+            // Regions side by side run together: each from the same start.
+            if (!prev_region) group_start = group_end = now_;
+            now_ = group_start;
+            walk_region(a, warp_group_range(a).first);
+            group_end = std::max(group_end, now_);
+            now_ = group_end;
+          } else {
+            walk(c, top);
+          }
+          prev_region = region;
+        }
+        return;
+      }
+      case NodeKind::Allocate:
+        return walk(s.as<AllocateNode>()->body, top);
+      case NodeKind::LetStmt:
+        uses(s.as<LetStmtNode>()->value);
+        return walk(s.as<LetStmtNode>()->body, top);
+      case NodeKind::Attr: {
+        auto* a = s.as<AttrNode>();
+        if (warp_group_range(a).second) return walk_region(a, warp_group_range(a).first);
+        return walk(a->body, top);
+      }
+      case NodeKind::For:
+      case NodeKind::While: {
+        int64_t start = now_ + 1;
+        std::set<BufKey> before = touched_;
+        touched_.clear();
+        if (auto* f = s.as<ForNode>()) {
+          uses(f->min), uses(f->extent);
+          walk(f->body, false);
+        } else {
+          uses(s.as<WhileNode>()->cond);
+          walk(s.as<WhileNode>()->body, false);
+        }
+        for (BufKey b : touched_) {  // every iteration uses them
+          Live& l = live[b];
+          l.first = std::min(l.first, start);
+          l.last = std::max(l.last, now_);
+        }
+        touched_.insert(before.begin(), before.end());
+        return;
+      }
+      case NodeKind::IfThenElse: {
+        auto* n = s.as<IfThenElseNode>();
+        uses(n->cond);
+        walk(n->then_case, false);
+        walk(n->else_case, false);
+        return;
+      }
+      default: {
+        ++now_;
+        struct Uses : IRVisitor {
+          std::set<BufKey> found;
+          using IRVisitor::visit;
+          void visit_buffer(const Buffer& b) override {
+            if (carved(b)) found.insert(b.get());
+          }
+        } u;
+        u.visit(s);
+        for (BufKey b : u.found) note(b);
+        return;
+      }
+    }
+  }
+
+ private:
+  void walk_region(const AttrNode* a, int64_t first_thread) {
+    int saved = region_;
+    region_ = 1 + int(first_thread);
+    // The region's statements are the body of its `if (rank in range)`.
+    const Stmt* body = &a->body;
+    if (auto* i = a->body.as<IfThenElseNode>(); i && !i->else_case.defined()) {
+      uses(i->cond);
+      body = &i->then_case;
+    }
+    walk(*body, true);
+    region_ = saved;
+  }
+
+  void uses(const Expr& e) {
+    struct Uses : IRVisitor {
+      std::set<BufKey> found;
+      using IRVisitor::visit;
+      void visit_buffer(const Buffer& b) override {
+        if (carved(b)) found.insert(b.get());
+      }
+    } u;
+    u.visit(e);
+    if (u.found.empty()) return;
+    ++now_;
+    for (BufKey b : u.found) note(b);
+  }
+
+  void note(BufKey b) {
+    Live& l = live[b];
+    if (l.first < 0) {
+      l.first = now_;
+      l.first_top = top_;
+      l.first_top_start = top_start_;
+      l.first_region = region_;
+    }
+    l.last = std::max(l.last, now_);
+    l.regions.insert(region_);
+    touched_.insert(b);
+  }
+
+  int64_t now_ = 0;
+  const StmtNode* top_ = nullptr;
+  int64_t top_start_ = 0;
+  int region_ = 0;
+  std::set<BufKey> touched_;
+};
+
+// Inserts a block barrier before each of the given statements.
+class BarrierBefore : public IRMutator {
+ public:
+  explicit BarrierBefore(std::set<const StmtNode*> at) : at_(std::move(at)) {}
+  using IRMutator::mutate;
+  Stmt mutate(const Stmt& s) override {
+    Stmt out = IRMutator::mutate(s);
+    return s.defined() && at_.count(s.get()) ? seq({barrier(BarrierKind::Threads), out}) : out;
+  }
+
+ private:
+  std::set<const StmtNode*> at_;
+};
+
+bool has_regions(const Stmt& s) {
+  bool found = false;
+  struct Find : IRVisitor {
+    bool* found;
+    using IRVisitor::visit;
+    void visit(const AttrNode* op) override {
+      if (warp_group_range(op).second) *found = true;
+      IRVisitor::visit(op);
+    }
+  } f;
+  f.found = &found;
+  f.visit(s);
+  return found;
+}
+
+class Planner : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    Stmt body = op->body;
+    auto* mark = body.as<AttrNode>();
+    bool auto_ws = mark && mark->key == kAutoWarpSpecializedAttr;
+    if (auto_ws) body = mark->body;
+    // Hand-written T.ws regions synchronize on their own terms: no reuse there.
+    bool reuse = auto_ws || !has_regions(body);
+    std::map<BufKey, Live> live;
+    if (reuse) {
+      Liveness l;
+      l.walk(body, true);
+      live = std::move(l.live);
+    }
+    std::vector<Buffer> bufs = allocations(body);
+    std::map<BufKey, int64_t> align = tma_tile_alignment(body);
+    struct Placed {
+      BufKey b;
+      int64_t at, end;
+    };
+    std::vector<Placed> placed;
+    std::set<const StmtNode*> barriers;
+    // Whether `later` may take bytes of `earlier` (earlier's uses all before it).
+    auto separable = [&](BufKey earlier, BufKey later) {
+      auto e = live.find(earlier), l = live.find(later);
+      if (e == live.end() || l == live.end()) return false;
+      const Live &x = e->second, &y = l->second;
+      if (x.last < 0 || y.first < 0 || !y.first_top || x.last >= y.first_top_start) return false;
+      // The barrier goes in the later buffer's region: the earlier one's other users
+      // may only be the producer of an automatic warp specialization, whose copies the
+      // consumers have all waited for.
+      if (!x.regions.count(y.first_region)) return false;
+      for (int r : x.regions)
+        if (r != y.first_region && !(auto_ws && r > 1)) return false;
+      return true;
+    };
+    int64_t total = 0;
+    std::vector<int64_t> offsets;
+    for (const Buffer& b : bufs) {
+      auto count = as_const_int(b.num_elements());
+      TL_ICHECK(count, "allocation of non-constant size reached codegen");
+      int64_t bytes = (*count * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+      bytes = (bytes + 15) / 16 * 16;
+      int64_t a = b->layout ? b->layout->base_align() : 16;
+      if (auto it = align.find(b.get()); it != align.end()) a = std::max(a, it->second);
+      a = std::max<int64_t>(a, 16);
+      auto compatible = [&](const Placed& p) { return separable(p.b, b.get()) || separable(b.get(), p.b); };
+      auto fits = [&](int64_t at) {
+        for (const Placed& p : placed)
+          if (!compatible(p) && at < p.end && p.at < at + bytes) return false;
+        return true;
+      };
+      std::vector<int64_t> candidates{0};
+      for (const Placed& p : placed) candidates.push_back((p.end + a - 1) / a * a);
+      std::sort(candidates.begin(), candidates.end());
+      int64_t at = -1;
+      for (int64_t c : candidates)
+        if (fits(c)) {
+          at = c;
+          break;
+        }
+      TL_ICHECK(at >= 0, "no place for shared buffer ", b->name);
+      for (const Placed& p : placed) {
+        if (!(at < p.end && p.at < at + bytes)) continue;  // shares no bytes
+        BufKey later = separable(p.b, b.get()) ? b.get() : p.b;
+        barriers.insert(live.at(later).first_top);
+        log(LogLevel::Debug, str_cat("shared memory: ", b->name, " reuses bytes ", at, "..", at + bytes, " of ",
+                                     p.b->name, " (a barrier before the later one's first use)"));
+      }
+      placed.push_back({b.get(), at, at + bytes});
+      offsets.push_back(at);
+      total = std::max(total, at + bytes);
+    }
+    if (!barriers.empty()) body = BarrierBefore(barriers).mutate(body);
+    if (auto_ws) body = attr_stmt(kAutoWarpSpecializedAttr, mark->value, body);
+    offsets.push_back(total);
+    auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads,
+                                                attr_stmt(kSharedOffsetsAttr, offsets, body), op->prelude);
+    n->span = op->span;
+    return Stmt(std::move(n));
+  }
+};
+
+}  // namespace
+
+PrimFunc plan_shared_memory(const PrimFunc& f) {
+  return f.with_body(Planner().mutate(f->body));
+}
+
+}  // namespace tl

@@ -1,0 +1,30 @@
+// Where each block-scope buffer of a CUDA kernel lives in its dynamic shared memory.
+#pragma once
+
+#include <map>
+
+#include "ir/ir.h"
+
+namespace tl {
+
+// The attribute around a KernelLaunch body that carries the plan: the byte offset
+// of each shared buffer, in the pre-order of their Allocate statements, then the
+// total bytes the kernel asks for.
+inline constexpr const char* kSharedOffsetsAttr = "tl.shared_offsets";
+// Marks the body of a kernel that warp_specialize split (its two T.ws regions are
+// the consumers and the producer of one pipeline).
+inline constexpr const char* kAutoWarpSpecializedAttr = "tl.auto_warp_specialized";
+
+// Bytes each shared tile that a tl::tma_load writes or a tl::tma_store reads must be
+// aligned to: 128, or the whole swizzle pattern when it is swizzled (the hardware
+// swizzles by shared-memory address).
+std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body);
+
+// Plans every kernel's shared memory (docs/design/cuda_lowering.md, "Shared memory
+// reuse"): a buffer whose uses all come after another's last use (the epilogue tile
+// after the pipeline's stages) may take the other's bytes, with a block barrier
+// before its first use. Kernels with T.ws regions written by hand are carved
+// without reuse.
+PrimFunc plan_shared_memory(const PrimFunc& f);
+
+}  // namespace tl

@@ -1,0 +1,140 @@
+"""plan_shared_memory: a block-scope buffer whose uses all come after another's
+last use takes the other's bytes, with a block barrier before its first use. The
+GEMM epilogue tile then reuses the pipeline's stages (a 4-stage 128x256x64 wgmma
+GEMM with a shared epilogue fits in Hopper's 227 KB); buffers live at the same time
+never share; hand-written T.ws kernels are carved without reuse. The kernels run in
+the emulator against numpy (its race detector sees the shared addresses)."""
+
+import re
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+SM90A = "cuda -arch=sm_90a -emulate"
+SM80 = "cuda -arch=sm_80 -emulate"
+rng = np.random.default_rng(7)
+
+
+def offsets(src):
+    return {
+        m[0]: int(m[1])
+        for m in re.findall(r"\* (\w+) = reinterpret_cast<[^>]*>\(tl_smem \+ (\d+)\)", src)
+    }
+
+
+def shared_bytes(src):
+    return int(re.search(r"run_block\(bx, by, bz, \d+, \d+, \d+, (\d+),", src)[1])
+
+
+def epilogue_gemm(M, N, K, bM, bN, bK, stages, threads):
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            C_s = T.alloc_shared((bM, bN), "float16")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])
+
+    return main
+
+
+def check_gemm(kernel, M, N, K):
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("target", [SM90A, SM80])
+def test_epilogue_tile_reuses_the_pipeline_stages(target):
+    M, N, K = 256, 256, 320
+    kernel = tilelang.compile(
+        epilogue_gemm(M, N, K, 128, 256, 64, 4, 256), out_idx=[-1], target=target
+    )
+    src = kernel.get_kernel_source()
+    at = offsets(src)
+    stages = {at["A_s"], at["B_s"]}
+    assert at["C_s"] in stages, at
+    # 4 stages of A (64 KB) and B (128 KB) plus barriers: the 64 KB C_s adds nothing.
+    assert shared_bytes(src) < 4 * (128 * 64 + 64 * 256) * 2 + 4096, shared_bytes(src)
+    # A barrier between the pipeline's last use of the stages and the first write of C_s.
+    lines = src.splitlines()
+    first_write = next(i for i, x in enumerate(lines) if "(&C_s[" in x or re.search(r"\bC_s\[", x))
+    last_gemm = max(i for i, x in enumerate(lines[:first_write]) if "gemm" in x)
+    between = lines[last_gemm:first_write]
+    assert any("barrier_sync" in x or "__syncthreads" in x for x in between), "\n".join(between)
+    check_gemm(kernel, M, N, K)
+
+
+def test_buffers_live_at_the_same_time_never_share():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            X = T.alloc_shared((64, 64), "float32")
+            Y = T.alloc_shared((64, 64), "float32")
+            T.copy(A, X)
+            for i, j in T.Parallel(64, 64):
+                Y[i, j] = X[j, i] * 2.0
+            for i, j in T.Parallel(64, 64):
+                B[i, j] = Y[i, j] + X[i, j]
+
+    kernel = tilelang.compile(main, target=SM80)
+    at = offsets(kernel.get_kernel_source())
+    assert abs(at["X"] - at["Y"]) >= 64 * 64 * 4, at
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a.T * 2 + a, rtol=1e-6)
+
+
+def test_phases_in_sequence_share_and_are_separated_by_a_barrier():
+    # X is done with before Y is first written: Y takes X's bytes, and the barrier
+    # keeps a fast thread's Y writes off a slow thread's X reads.
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            X = T.alloc_shared((64, 64), "float32")
+            Y = T.alloc_shared((64, 64), "float32")
+            acc = T.alloc_fragment((64,), "float32")
+            T.copy(A, X)
+            T.reduce_sum(X, acc, dim=1)
+            for i, j in T.Parallel(64, 64):
+                Y[i, j] = acc[i] + A[j, i]
+            T.copy(Y, B)
+
+    kernel = tilelang.compile(main, target=SM80)
+    src = kernel.get_kernel_source()
+    at = offsets(src)
+    assert at["X"] == at["Y"], at
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1)[:, None] + a.T, rtol=1e-5, atol=1e-5)
+
+
+def test_hand_written_warp_groups_keep_their_own_bytes():
+    import importlib.util
+    import pathlib
+
+    spec = importlib.util.spec_from_file_location(
+        "gemm_ws_hopper_plan", pathlib.Path(__file__).parents[2] / "examples" / "gemm_ws_hopper.py"
+    )
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    func = ex.gemm_ws(256, 256, 256)
+    src = tilelang.compile(func, out_idx=[-1], target=SM90A).get_kernel_source()
+    at = offsets(src)
+    assert len(set(at.values())) == len(at), at
