@@ -112,7 +112,8 @@ class Liveness {
       case NodeKind::Attr: {
         auto* a = s.as<AttrNode>();
         if (warp_group_range(a).second) return walk_region(a, warp_group_range(a).first);
-        return walk(a->body, top);
+        // A block or thread op (one thread may run it): a barrier goes before it, not in it.
+        return walk(a->body, false);
       }
       case NodeKind::For:
       case NodeKind::While: {
@@ -187,7 +188,7 @@ class Liveness {
 
   void note(BufKey b) {
     Live& l = live[b];
-    if (l.first < 0) {
+    if (l.first < 0 || now_ < l.first) {
       l.first = now_;
       l.first_top = top_;
       l.first_top_start = top_start_;
@@ -205,7 +206,8 @@ class Liveness {
   std::set<BufKey> touched_;
 };
 
-// Inserts a block barrier before each of the given statements.
+// Inserts a block barrier before each of the given statements (none where one
+// already stands right before it).
 class BarrierBefore : public IRMutator {
  public:
   explicit BarrierBefore(std::set<const StmtNode*> at) : at_(std::move(at)) {}
@@ -213,6 +215,20 @@ class BarrierBefore : public IRMutator {
   Stmt mutate(const Stmt& s) override {
     Stmt out = IRMutator::mutate(s);
     return s.defined() && at_.count(s.get()) ? seq({barrier(BarrierKind::Threads), out}) : out;
+  }
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const SeqNode* op, const Stmt& self) override {
+    std::vector<Stmt> out;
+    for (const Stmt& c : op->seq) {
+      auto* prev = out.empty() ? nullptr : out.back().as<BarrierNode>();
+      if (prev && prev->barrier == BarrierKind::Threads && at_.count(c.get()))
+        out.push_back(IRMutator::mutate(c));  // the barrier before it is already there
+      else
+        out.push_back(mutate(c));
+    }
+    return seq(out);
   }
 
  private:

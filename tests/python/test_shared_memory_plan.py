@@ -138,3 +138,49 @@ def test_hand_written_warp_groups_keep_their_own_bytes():
     src = tilelang.compile(func, out_idx=[-1], target=SM90A).get_kernel_source()
     at = offsets(src)
     assert len(set(at.values())) == len(at), at
+
+
+def test_the_barrier_goes_before_a_single_thread_block_op_not_inside_it():
+    # lse_max is done with before the reduction into total starts; that reduction is
+    # a block op one thread runs: the barrier for total's reuse of lse_max's bytes
+    # must come before it (inside, the other threads would never reach it).
+    @T.prim_func
+    def main(
+        L: T.Tensor((8, 3), "float32"),
+        P: T.Tensor((8, 64), "float32"),
+        O: T.Tensor((8, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            w = T.alloc_shared((8, 3), "float32")
+            lse_max = T.alloc_fragment((8,), "float32")
+            total = T.alloc_fragment((8,), "float32")
+            acc = T.alloc_fragment((8, 64), "float32")
+            T.copy(L, w)
+            T.reduce_max(w, lse_max, dim=1)
+            for i, s in T.Parallel(8, 3):
+                w[i, s] = T.exp2(w[i, s] - lse_max[i])
+            T.reduce_sum(w, total, dim=1)
+            for i, j in T.Parallel(8, 64):
+                acc[i, j] = P[i, j] * (w[i, 0] / total[i])
+            T.copy(acc, O)
+
+    kernel = tilelang.compile(main, target=SM80)
+    src = kernel.get_kernel_source()
+    lines = src.splitlines()
+    for i, x in enumerate(lines):
+        if "tl_thread_rank == 0" in x:  # the block ops run by one thread hold no barrier
+            depth, j = 0, i
+            while True:
+                depth += lines[j].count("{") - lines[j].count("}")
+                assert j == i or "__syncthreads" not in lines[j], src
+                if depth == 0:
+                    break
+                j += 1
+    l = rng.standard_normal((8, 3)).astype(np.float32)
+    p = rng.standard_normal((8, 64)).astype(np.float32)
+    o = np.zeros_like(p)
+    kernel(l, p, o)
+    w = np.exp2(l - l.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(
+        o, p * (w[:, :1] / w.sum(axis=1, keepdims=True)), rtol=1e-5, atol=1e-6
+    )
