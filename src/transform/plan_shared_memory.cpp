@@ -10,6 +10,7 @@
 #include "transform/plan_shared_memory.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "ir/visitor.h"
@@ -144,15 +145,7 @@ class Liveness {
       }
       default: {
         ++now_;
-        struct Uses : IRVisitor {
-          std::set<BufKey> found;
-          using IRVisitor::visit;
-          void visit_buffer(const Buffer& b) override {
-            if (carved(b)) found.insert(b.get());
-          }
-        } u;
-        u.visit(s);
-        for (BufKey b : u.found) note(b);
+        for (BufKey b : buffers_in([&](IRVisitor& v) { v.visit(s); })) note(b);
         return;
       }
     }
@@ -173,6 +166,14 @@ class Liveness {
   }
 
   void uses(const Expr& e) {
+    std::set<BufKey> found = buffers_in([&](IRVisitor& v) { v.visit(e); });
+    if (found.empty()) return;
+    ++now_;
+    for (BufKey b : found) note(b);
+  }
+
+  // The block-scope buffers that `walk` (given a visitor) reaches.
+  static std::set<BufKey> buffers_in(const std::function<void(IRVisitor&)>& walk) {
     struct Uses : IRVisitor {
       std::set<BufKey> found;
       using IRVisitor::visit;
@@ -180,10 +181,8 @@ class Liveness {
         if (carved(b)) found.insert(b.get());
       }
     } u;
-    u.visit(e);
-    if (u.found.empty()) return;
-    ++now_;
-    for (BufKey b : u.found) note(b);
+    walk(u);
+    return u.found;
   }
 
   void note(BufKey b) {

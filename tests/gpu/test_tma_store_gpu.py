@@ -4,11 +4,18 @@ middle of a bigger tensor that must leave the rest alone, and one shared tile st
 several times in a loop (each store must have read it before the threads refill it).
 Needs an sm_90 GPU: elsewhere the stores are not generated."""
 
+import os
+import sys
+
 import pytest
 import tilelang
 import tilelang.language as T
 
 torch = pytest.importorskip("torch")
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+)
+from test_tma_store import epilogue_gemm  # the emulator tests' kernel
 
 STORES = {"tl.enable_tma_store": True}  # the default, said explicitly
 
@@ -23,29 +30,6 @@ def stored_through_tma(kernel):
     return "tl::tma_store<" in kernel.get_kernel_source()
 
 
-def epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads=128, stages=3):
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), dtype),
-        B: T.Tensor((K, N), dtype),
-        C: T.Tensor((M, N), out_dtype),
-    ):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), dtype)
-            B_s = T.alloc_shared((bK, bN), dtype)
-            C_f = T.alloc_fragment((bM, bN), "float32")
-            C_s = T.alloc_shared((bM, bN), out_dtype)
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])
-
-    return main
-
-
 @pytest.mark.parametrize(
     "M, N, K, bM, bN, bK, dtype, out_dtype, threads",
     [
@@ -56,7 +40,7 @@ def epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads=128, stages=3):
 )
 def test_gemm_epilogue_through_tma_store(M, N, K, bM, bN, bK, dtype, out_dtype, threads):
     kernel = tilelang.compile(
-        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads),
+        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype, threads, stages=3),
         out_idx=[-1],
         target="cuda",
         pass_configs=STORES,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
+from test_tma_store import epilogue_gemm
 
 SM90A = "cuda -arch=sm_90a -emulate"
 SM80 = "cuda -arch=sm_80 -emulate"
@@ -28,29 +29,6 @@ def shared_bytes(src):
     return int(re.search(r"run_block\(bx, by, bz, \d+, \d+, \d+, (\d+),", src)[1])
 
 
-def epilogue_gemm(M, N, K, bM, bN, bK, stages, threads):
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), "float16"),
-        B: T.Tensor((K, N), "float16"),
-        C: T.Tensor((M, N), "float16"),
-    ):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bM, bK), "float16")
-            B_s = T.alloc_shared((bK, bN), "float16")
-            C_f = T.alloc_fragment((bM, bN), "float32")
-            C_s = T.alloc_shared((bM, bN), "float16")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
-                T.copy(A[by * bM, k * bK], A_s)
-                T.copy(B[k * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * bM, bx * bN])
-
-    return main
-
-
 def check_gemm(kernel, M, N, K):
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((K, N)).astype(np.float16)
@@ -62,7 +40,9 @@ def check_gemm(kernel, M, N, K):
 def test_epilogue_tile_reuses_the_pipeline_stages(target):
     M, N, K = 256, 256, 320
     kernel = tilelang.compile(
-        epilogue_gemm(M, N, K, 128, 256, 64, 4, 256), out_idx=[-1], target=target
+        epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=4),
+        out_idx=[-1],
+        target=target,
     )
     src = kernel.get_kernel_source()
     at = offsets(src)
