@@ -19,3 +19,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if os.path.abspath(str(item.fspath)).startswith(here):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    """For files of sm_90 code (wgmma, TMA): `pytestmark = pytest.mark.usefixtures("hopper")`."""
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU (H100 / H200)")

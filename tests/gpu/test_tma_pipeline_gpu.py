@@ -24,10 +24,7 @@ TARGET = "cuda"
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def hopper():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU (H100 / H200)")
+pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
 
 
 def randn(shape, dtype):

@@ -20,10 +20,7 @@ from test_tma_store import epilogue_gemm  # the emulator tests' kernel
 STORES = {"tl.enable_tma_store": True}  # the default, said explicitly
 
 
-@pytest.fixture(scope="module", autouse=True)
-def hopper():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("needs an sm_90 GPU")
+pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
 
 
 def stored_through_tma(kernel):

@@ -26,10 +26,7 @@ TARGET = "cuda -arch=sm_90a"
 TORCH = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def hopper():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU (H100 / H200)")
+pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
 
 
 def to_gpu(x):
