@@ -142,4 +142,127 @@ PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wg
   return f.with_body(lower.mutate(f->body));
 }
 
+namespace {
+
+int64_t byte_size(const Buffer& b) {
+  auto n = as_const_int(b.num_elements());
+  return n ? *n * b->dtype.bytes() : -1;
+}
+
+std::set<BufKey> shared_used(const Stmt& s) {
+  struct Uses : IRVisitor {
+    std::set<BufKey> found;
+    using IRVisitor::visit;
+    void visit_buffer(const Buffer& b) override {
+      if (is_shared(b)) found.insert(b.get());
+    }
+  } u;
+  u.visit(s);
+  return u.found;
+}
+
+class StageStores : public IRMutator {
+ public:
+  explicit StageStores(std::set<BufKey> params) : params_(std::move(params)) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    // The kernel's top-level statements, through allocations and lets.
+    std::vector<const StmtNode*> top;
+    std::map<const StmtNode*, std::set<BufKey>> uses;
+    std::map<BufKey, int64_t> sizes;
+    std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
+      if (auto* q = s.as<SeqNode>()) {
+        for (const Stmt& c : q->seq) flatten(c);
+      } else if (auto* a = s.as<AllocateNode>()) {
+        if (is_shared(a->buffer)) sizes[a->buffer.get()] = byte_size(a->buffer);
+        flatten(a->body);
+      } else if (auto* l = s.as<LetStmtNode>()) {
+        flatten(l->body);
+      } else {
+        top.push_back(s.get());
+        uses[s.get()] = shared_used(s);
+        // (allocations inside: their buffers are used only there)
+        struct Allocs : IRVisitor {
+          std::map<BufKey, int64_t>* sizes;
+          using IRVisitor::visit;
+          void visit(const AllocateNode* a) override {
+            if (is_shared(a->buffer)) (*sizes)[a->buffer.get()] = byte_size(a->buffer);
+            IRVisitor::visit(a);
+          }
+        } al;
+        al.sizes = &sizes;
+        al.visit(s);
+      }
+    };
+    flatten(op->body);
+    for (size_t i = 0; i < top.size(); ++i) {
+      auto* c = dynamic_cast<const TileOpNode*>(top[i]);
+      if (!c || !eligible(c)) continue;
+      // The biggest shared buffer used only before the copy.
+      std::set<BufKey> later;
+      for (size_t j = i; j < top.size(); ++j) later.insert(uses[top[j]].begin(), uses[top[j]].end());
+      int64_t dead = 0;
+      for (size_t j = 0; j < i; ++j)
+        for (BufKey b : uses[top[j]])
+          if (!later.count(b) && sizes.count(b)) dead = std::max(dead, sizes[b]);
+      const BufferRegion& dst = c->regions[1];
+      const Buffer& src = c->regions[0].buffer;
+      Buffer stage = Buffer::make(src->name + "_stage", dst.buffer->dtype, src->shape, Scope::Shared, {}, c->span);
+      if (byte_size(stage) < 0 || byte_size(stage) > dead) continue;
+      staged_[top[i]] = stage;
+    }
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    auto it = staged_.find(op);
+    if (it == staged_.end()) return self;
+    const Buffer& stage = it->second;
+    Stmt to_shared =
+        tile_op(TileOpKind::Copy, {op->regions[0], BufferRegion::full(stage)}, op->args, op->attrs, op->span);
+    Stmt to_global =
+        tile_op(TileOpKind::Copy, {BufferRegion::full(stage), op->regions[1]}, op->args, op->attrs, op->span);
+    return allocate(stage, seq({to_shared, to_global}), op->span);
+  }
+
+ private:
+  // A whole 2-D fragment to a 2-D region of a tensor parameter, in 16- or 32-bit.
+  bool eligible(const TileOpNode* c) const {
+    if (c->op != TileOpKind::Copy || c->regions.size() != 2 || attr_int(c->attrs, "disable_tma", 0)) return false;
+    const BufferRegion &src = c->regions[0], &dst = c->regions[1];
+    if (src.buffer->scope != Scope::Fragment || src.buffer.ndim() != 2 || !params_.count(dst.buffer.get()))
+      return false;
+    if (dst.buffer->dtype.bytes() != 2 && dst.buffer->dtype.bytes() != 4) return false;
+    for (size_t d = 0; d < 2; ++d) {
+      auto lo = as_const_int(src.ranges[d].min), n = as_const_int(src.ranges[d].extent);
+      auto full = as_const_int(src.buffer->shape[d]);
+      if (!lo || *lo != 0 || !n || !full || *n != *full) return false;
+    }
+    std::vector<Expr> ext = dst.extents();
+    std::vector<int64_t> kept;
+    for (const Expr& e : ext) {
+      auto v = as_const_int(e);
+      if (!v) return false;
+      if (*v != 1) kept.push_back(*v);
+    }
+    return kept == std::vector<int64_t>{*as_const_int(src.buffer->shape[0]), *as_const_int(src.buffer->shape[1])};
+  }
+
+  std::set<BufKey> params_;
+  std::map<const StmtNode*, Buffer> staged_;
+};
+
+}  // namespace
+
+PrimFunc stage_fragment_stores(const PrimFunc& f, const Target& target) {
+  if (target.kind != TargetKind::CUDA || !target.has_tma()) return f;
+  std::set<BufKey> params;
+  for (const Param& p : f->params)
+    if (p.buffer.defined()) params.insert(p.buffer.get());
+  return f.with_body(StageStores(std::move(params)).mutate(f->body));
+}
+
 }  // namespace tl

@@ -19,4 +19,13 @@ namespace tl {
 // `allow_wgmma` as for lower_fragments (the layouts depend on it).
 PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
 
+// Opt-in (pass config tl.stage_fragment_stores) until it has run on a Hopper GPU: on
+// targets with TMA, a top-level T.copy of a whole 2-D fragment to a tensor parameter
+// (`T.copy(C_local, C[by * bM, bx * bN])`) goes through a shared tile of the tensor's
+// dtype, which lower_tma_stores then stores with TMA, when a shared buffer that is
+// done with by then (a pipeline stage) is at least as big, so that
+// plan_shared_memory gives the tile its bytes and the kernel asks for no more shared
+// memory than before.
+PrimFunc stage_fragment_stores(const PrimFunc& f, const Target& target);
+
 }  // namespace tl

@@ -84,6 +84,10 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).
+  // Opt-in until it has run on a GPU: fragment epilogues staged through a shared tile.
+  if (config_on(configs, "tl.stage_fragment_stores") && config_on(configs, "tl.enable_tma_store", true) &&
+      !config_on(configs, "tl.disable_tma_lower"))
+    f = run_pass("stage_fragment_stores", f, [&](const PrimFunc& g) { return stage_fragment_stores(g, t); });
   if (config_on(configs, "tl.enable_tma_store", true) && !config_on(configs, "tl.disable_tma_lower"))
     f = run_pass("lower_tma_stores", f,
                  [&](const PrimFunc& g) { return lower_tma_stores(g, t, !config_on(configs, "tl.disable_wgmma")); });
@@ -92,7 +96,9 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   f = lower_for_cpu(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
-  f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) { return plan_shared_memory(g); });
+  f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) {
+    return plan_shared_memory(g, !config_on(configs, "tl.disable_shared_memory_reuse"));
+  });
   return f;
 }
 

@@ -251,6 +251,7 @@ bool has_regions(const Stmt& s) {
 
 class Planner : public IRMutator {
  public:
+  explicit Planner(bool reuse) : reuse_(reuse) {}
   using IRMutator::mutate;
 
  protected:
@@ -261,7 +262,7 @@ class Planner : public IRMutator {
     bool auto_ws = mark && mark->key == kAutoWarpSpecializedAttr;
     if (auto_ws) body = mark->body;
     // Hand-written T.ws regions synchronize on their own terms: no reuse there.
-    bool reuse = auto_ws || !has_regions(body);
+    bool reuse = reuse_ && (auto_ws || !has_regions(body));
     std::map<BufKey, Live> live;
     if (reuse) {
       Liveness l;
@@ -335,12 +336,15 @@ class Planner : public IRMutator {
     n->span = op->span;
     return Stmt(std::move(n));
   }
+
+ private:
+  bool reuse_;
 };
 
 }  // namespace
 
-PrimFunc plan_shared_memory(const PrimFunc& f) {
-  return f.with_body(Planner().mutate(f->body));
+PrimFunc plan_shared_memory(const PrimFunc& f, bool reuse) {
+  return f.with_body(Planner(reuse).mutate(f->body));
 }
 
 }  // namespace tl

@@ -24,7 +24,8 @@ std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body);
 // reuse"): a buffer whose uses all come after another's last use (the epilogue tile
 // after the pipeline's stages) may take the other's bytes, with a block barrier
 // before its first use. Kernels with T.ws regions written by hand are carved
-// without reuse.
-PrimFunc plan_shared_memory(const PrimFunc& f);
+// without reuse, and so is every kernel when `reuse` is false (pass config
+// tl.disable_shared_memory_reuse).
+PrimFunc plan_shared_memory(const PrimFunc& f, bool reuse = true);
 
 }  // namespace tl

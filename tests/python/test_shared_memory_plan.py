@@ -164,3 +164,76 @@ def test_the_barrier_goes_before_a_single_thread_block_op_not_inside_it():
     np.testing.assert_allclose(
         o, p * (w[:, :1] / w.sum(axis=1, keepdims=True)), rtol=1e-5, atol=1e-6
     )
+
+
+def test_disable_shared_memory_reuse_keeps_every_buffer_apart():
+    M, N, K = 256, 256, 320
+    func = epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=4)
+    kernel = tilelang.compile(
+        func, out_idx=[-1], target=SM80, pass_configs={"tl.disable_shared_memory_reuse": True}
+    )
+    at = offsets(kernel.get_kernel_source())
+    assert len(set(at.values())) == len(at), at
+    check_gemm(kernel, M, N, K)
+
+
+def fragment_epilogue_gemm(M, N, K, bM, bN, bK, stages, threads):
+    """The quickstart's GEMM + ReLU: the accumulator goes straight to C."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(bM, bN):
+                C_f[i, j] = T.max(C_f[i, j], 0)
+            T.copy(C_f, C[by * bM, bx * bN])
+
+    return main
+
+
+STAGE = {"tl.stage_fragment_stores": True}
+
+
+def test_fragment_epilogue_staged_through_a_reused_stage_and_stored_by_tma():
+    M, N, K = 256, 248, 320  # N not a multiple of the tile: TMA clips the last box
+    func = fragment_epilogue_gemm(M, N, K, 128, 256, 64, 4, 256)
+    plain = tilelang.compile(func, out_idx=[-1], target=SM90A)
+    staged = tilelang.compile(func, out_idx=[-1], target=SM90A, pass_configs=STAGE)
+    src = staged.get_kernel_source()
+    at = offsets(src)
+    assert "C_f_stage" in at and at["C_f_stage"] in {at["A_s"], at["B_s"]}, at
+    assert "tl::tma_store<2>(" in src, src
+    assert shared_bytes(src) == shared_bytes(plain.get_kernel_source())
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = np.maximum(a.astype(np.float64) @ b.astype(np.float64), 0)
+    np.testing.assert_allclose(staged(a, b).astype(np.float64), ref, rtol=2e-3, atol=2e-2)
+
+
+def test_no_staging_without_a_dead_buffer_to_reuse():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 64), "float32")
+            for i, j in T.Parallel(64, 64):
+                f[i, j] = A[i, j] * 2.0
+            T.copy(f, B)
+
+    kernel = tilelang.compile(main, target=SM90A, pass_configs=STAGE)
+    src = kernel.get_kernel_source()
+    assert "_stage" not in src and "tma_store" not in src, src
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a * 2)
