@@ -653,7 +653,10 @@ class Pipeliner : public IRMutator {
         const bool always = as_const_int(guard) == std::optional<int64_t>(1);
         std::vector<size_t> issued_here;  // in_flight entries this unit issued
         for (const Stmt& s : u.stmts) {
-          const bool async_issue = in_step_async(s, u);
+          // Under a guard (prologue and tail steps) the gemm waits for itself: ptxas
+          // serializes every wgmma of the kernel (C7515) when a group may or may not
+          // have been issued before a wait.
+          const bool async_issue = always && in_step_async(s, u);
           if (!in_flight.empty() && hazard(s, async_issue ? s.as<TileOpNode>() : nullptr)) {
             // Under a guard the wait goes before the unit (waiting early is safe).
             complete(always ? body : out, true, 0);

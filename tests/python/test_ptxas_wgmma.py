@@ -1,0 +1,69 @@
+"""What ptxas makes of the sm_90a kernels that matter for speed: no wgmma
+serialization (ptxas C7515: "wgmma.mma_async instructions are serialized", which
+happened when a pipeline's tail step issued a gemm under a guard) and no register
+spills. Compiled with nvcc -Xptxas -v; skipped where no nvcc is found (CI installs it)."""
+
+import importlib.util
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+import tilelang
+from tilelang import _native
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
+
+ROOT = pathlib.Path(__file__).parents[2]
+SM90A = "cuda -arch=sm_90a"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"ptxas_{name}", ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def ptxas_report(nvcc_path, source, tmp_path):
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(source)
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [nvcc_path, "-arch=sm_90a", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
+    cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(tmp_path / "kernel.cubin"), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def flash_attention(causal, dim, overlap, block_M=128, threads=256):
+    fa = load("flash_attention")
+    func = fa.flash_attention.get_tir(
+        8, 16, 4096, dim, causal, block_M, 128, threads, 2, "bfloat16", overlap
+    )
+    return tilelang.compile(func, out_idx=[3], target=SM90A)
+
+
+CASES = {
+    "fa_d128_causal_overlap": lambda: flash_attention(True, 128, True),
+    "fa_d128_overlap": lambda: flash_attention(False, 128, True),
+    "fa_d64_causal_overlap": lambda: flash_attention(True, 64, True),
+    "fa_d64_192x128": lambda: flash_attention(False, 64, False, block_M=192, threads=384),
+    "mla_decode": lambda: tilelang.compile(
+        load("mla_decode").mla_decode.get_tir(64, 128, 8192, 512, 64, dtype="bfloat16"),
+        out_idx=[-1],
+        target=SM90A,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_wgmma_serialization_and_no_spills(name, nvcc, tmp_path):  # noqa: F811
+    report = ptxas_report(nvcc, CASES[name]().get_kernel_source(), tmp_path)
+    assert "C7515" not in report and "serialized" not in report, report
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", report)]
+    # (D128 causal with the overlap keeps 16 bytes in local memory: allowed, no more.)
+    assert spills and max(spills) <= 16, report
