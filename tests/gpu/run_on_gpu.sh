@@ -32,7 +32,7 @@ SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
 # arguments); the default runs them all. Each writes bench_<name>.log.
-BENCHES=${BENCHES:-compile_speed.py;jit_overhead_cuda.py;gemm_cuda.py;memory_bound_cuda.py;flash_attention_cuda.py}
+BENCHES=${BENCHES:-compile_speed.py;jit_overhead_cuda.py;gemm_cuda.py;memory_bound_cuda.py;flash_attention_cuda.py;flash_attention_bwd_cuda.py}
 IFS=';' read -ra benches <<< "$BENCHES"
 for b in "${benches[@]}"; do
   name=$(basename "${b%% *}" .py)
