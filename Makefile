@@ -29,7 +29,7 @@ cpp-test:
 
 py-test:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
-	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -n $(JOBS) --dist loadfile
+	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -n $(JOBS) --dist loadfile --durations=15
 
 bench:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/compile_speed.py
