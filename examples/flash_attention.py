@@ -10,7 +10,10 @@ float16 probabilities held in a fragment by the V tile. Scores use exp2 with
 log2(e) folded into the softmax scale.
 
 Layout [batch, seq_len, heads, dim], float16 (or `dtype`, e.g. bfloat16) in and out,
-float32 accumulation.
+float32 accumulation. overlap=True pipelines the loop body by hand (TileLang's
+order/stage/group schedule): on sm_90a the P V gemm of one key tile then runs during
+the softmax of the next. Causal blocks run longest first, and only tiles on the
+diagonal compute the mask.
 seq_len is not a multiple of the tiles: keys past the end are masked to -inf.
 """
 
