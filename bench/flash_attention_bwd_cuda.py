@@ -13,13 +13,12 @@ checked against torch and timed briefly; the fastest is measured.
 Run on a GPU machine: python bench/flash_attention_bwd_cuda.py
 """
 
-import datetime
 import os
 import statistics
 import sys
 
 import torch
-from results import append_results, commit, cuda_seconds
+from results import cuda_seconds, report, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -105,29 +104,23 @@ def main():
         o_t, r_t = flop / statistics.median(ours) / 1e12, flop / statistics.median(ref) / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
         rows.append(f"| {label} | {cfg} | {o_t:.1f} | {r_t:.1f} | {o_t / r_t:.3f} |")
-    table = "\n".join(
+    report(
+        "flash_attention_bwd_cuda",
+        torch_device(),
+        (
+            "FlashAttention backward, float16, examples/flash_attention_bwd.py (preprocess + "
+            "backward, best of the listed configs) vs SDPA cuDNN's backward; TFLOP/s "
+            f"(10 B H S^2 D) from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+        ),
         [
-            (
-                f"### flash_attention_bwd_cuda — {datetime.date.today()} — commit {commit()} — "
-                f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
-            ),
-            "",
-            (
-                "FlashAttention backward, float16, examples/flash_attention_bwd.py (preprocess + "
-                "backward, best of the listed configs) vs SDPA cuDNN's backward; TFLOP/s "
-                f"(10 B H S^2 D) from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
-            ),
-            "",
-            (
-                "| case | config (block_M, block_N, threads, stages) | tilelang (TFLOP/s) "
-                "| SDPA cuDNN (TFLOP/s) | ratio |"
-            ),
-            "| --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+            "case",
+            "config (block_M, block_N, threads, stages)",
+            "tilelang (TFLOP/s)",
+            "SDPA cuDNN (TFLOP/s)",
+            "ratio",
+        ],
+        rows,
     )
-    print(table)
-    append_results(table)
 
 
 if __name__ == "__main__":

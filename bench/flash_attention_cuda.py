@@ -12,13 +12,12 @@ with P in registers).
 Run on a GPU machine: python bench/flash_attention_cuda.py
 """
 
-import datetime
 import os
 import statistics
 import sys
 
 import torch
-from results import append_results, commit, cuda_seconds
+from results import cuda_seconds, report, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -93,29 +92,23 @@ def main():
         o, r = flop / statistics.median(ours) / 1e12, flop / statistics.median(ref) / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
         rows.append(f"| {label} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |")
-    table = "\n".join(
+    report(
+        "flash_attention_cuda",
+        torch_device(),
+        (
+            f"FlashAttention forward, {DTYPE}, examples/flash_attention.py (best of the listed "
+            f"configs) vs SDPA with the cuDNN backend; TFLOP/s from medians of {ROUNDS} "
+            f"interleaved rounds of {CALLS} calls"
+        ),
         [
-            (
-                f"### flash_attention_cuda — {datetime.date.today()} — commit {commit()} — "
-                f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
-            ),
-            "",
-            (
-                f"FlashAttention forward, {DTYPE}, examples/flash_attention.py (best of the listed "
-                f"configs) vs SDPA with the cuDNN backend; TFLOP/s from medians of {ROUNDS} "
-                f"interleaved rounds of {CALLS} calls"
-            ),
-            "",
-            (
-                "| case | config (block_M, block_N, threads, stages, overlap) | tilelang (TFLOP/s) "
-                "| SDPA cuDNN (TFLOP/s) | ratio |"
-            ),
-            "| --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+            "case",
+            "config (block_M, block_N, threads, stages, overlap)",
+            "tilelang (TFLOP/s)",
+            "SDPA cuDNN (TFLOP/s)",
+            "ratio",
+        ],
+        rows,
     )
-    print(table)
-    append_results(table)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,13 @@ Run on a GPU machine: python bench/fp8_gemm_cuda.py [--shapes 4096x4096x4096,...
 FP8_GEMM_CONFIGS="128,256,128,256,4,8;..." replaces the config list (for sweeps).
 """
 
-import datetime
 import os
 import pathlib
 import statistics
 import sys
 
 import torch
-from results import append_results, commit, cuda_seconds
+from results import cuda_seconds, report, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -123,27 +122,25 @@ def main():
     args = parser.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
-    device = f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
-    table = "\n".join(
+    report(
+        "fp8_gemm_cuda",
+        torch_device(),
+        (
+            "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales "
+            f"1.0, {OUT_DTYPE} out (best of the listed configs) vs torch._scaled_mm; TFLOP/s "
+            f"from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+        ),
         [
-            f"### fp8_gemm_cuda — {datetime.date.today()} — commit {commit()} — {device}",
-            "",
-            (
-                "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales 1.0, "
-                f"{OUT_DTYPE} out (best of the listed configs) vs torch._scaled_mm; TFLOP/s from "
-                f"medians of {ROUNDS} interleaved rounds of {CALLS} calls"
-            ),
-            "",
-            (
-                "| shape | config (bM, bN, bK, threads, stages, swizzle panel) | tilelang (TFLOP/s) "
-                "| torch fast_accum (TFLOP/s) | ratio | torch default (TFLOP/s) | ratio |"
-            ),
-            "| --- | --- | --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+            "shape",
+            "config (bM, bN, bK, threads, stages, swizzle panel)",
+            "tilelang (TFLOP/s)",
+            "torch fast_accum (TFLOP/s)",
+            "ratio",
+            "torch default (TFLOP/s)",
+            "ratio",
+        ],
+        rows,
     )
-    print(table)
-    append_results(table)
 
 
 if __name__ == "__main__":

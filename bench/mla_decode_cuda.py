@@ -11,14 +11,13 @@ and the fastest is measured against the matmul.
 Run on a GPU machine: python bench/mla_decode_cuda.py
 """
 
-import datetime
 import math
 import os
 import statistics
 import sys
 
 import torch
-from results import append_results, commit, cuda_seconds
+from results import cuda_seconds, report, torch_device
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from mla_decode import mla_combine, mla_decode, mla_decode_partial
@@ -110,30 +109,26 @@ def main():
             f"| {label} | {cfg} | {secs * 1e6:.1f} | {o:.1f} | {reads / secs / 1e12:.2f} "
             f"| {m:.1f} | {o / m:.3f} |"
         )
-    table = "\n".join(
+    report(
+        "mla_decode_cuda",
+        torch_device(),
+        (
+            f"MLA decode, {DTYPE}, h_q={HEADS} h_kv=1 dv={DV} dpe={DPE}, "
+            "examples/mla_decode.py (best of the listed configs) vs the same run's "
+            f"torch.matmul {DTYPE} {MATMUL_N}^3; medians of {ROUNDS} interleaved rounds "
+            f"of {CALLS} calls; TB/s counts the cache once per head block"
+        ),
         [
-            (
-                f"### mla_decode_cuda — {datetime.date.today()} — commit {commit()} — "
-                f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
-            ),
-            "",
-            (
-                f"MLA decode, {DTYPE}, h_q={HEADS} h_kv=1 dv={DV} dpe={DPE}, "
-                "examples/mla_decode.py (best of the listed configs) vs the same run's "
-                f"torch.matmul {DTYPE} {MATMUL_N}^3; medians of {ROUNDS} interleaved rounds "
-                f"of {CALLS} calls; TB/s counts the cache once per head block"
-            ),
-            "",
-            (
-                "| case | config (block_H, block_N, threads, stages, num_split, overlap) | tilelang (us) "
-                "| tilelang (TFLOP/s) | cache reads (TB/s) | torch.matmul (TFLOP/s) | ratio |"
-            ),
-            "| --- | --- | --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+            "case",
+            "config (block_H, block_N, threads, stages, num_split, overlap)",
+            "tilelang (us)",
+            "tilelang (TFLOP/s)",
+            "cache reads (TB/s)",
+            "torch.matmul (TFLOP/s)",
+            "ratio",
+        ],
+        rows,
     )
-    print(table)
-    append_results(table)
 
 
 if __name__ == "__main__":

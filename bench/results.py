@@ -1,6 +1,7 @@
-"""What every bench script shares: the commit a figure belongs to, and appending a
-table to bench/RESULTS.md."""
+"""What every bench script shares: the commit a figure belongs to, the table it
+appends to bench/RESULTS.md, and the CUDA-event timer."""
 
+import datetime
 import os
 import subprocess
 
@@ -29,6 +30,31 @@ def append_results(table):
     """Appends a markdown table (and a blank line) to bench/RESULTS.md."""
     with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
         f.write(table + "\n\n")
+
+
+def report(name, device, description, columns, rows):
+    """Prints a bench's table (title line with date, commit and device; description;
+    the columns and rows) and appends it to bench/RESULTS.md."""
+    table = "\n".join(
+        [
+            f"### {name} — {datetime.date.today()} — commit {commit()} — {device}",
+            "",
+            description,
+            "",
+            "| " + " | ".join(columns) + " |",
+            "| " + " | ".join("---" for _ in columns) + " |",
+            *rows,
+        ]
+    )
+    print(table)
+    append_results(table)
+
+
+def torch_device():
+    """ "<GPU name> (torch <version>)", for report()."""
+    import torch
+
+    return f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
 
 
 def cuda_seconds(fn, calls):

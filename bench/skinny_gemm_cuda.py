@@ -18,7 +18,6 @@ Run on a GPU machine: python bench/skinny_gemm_cuda.py [--ms 16,64,128] [--nk 81
 """
 
 import argparse
-import datetime
 import os
 import pathlib
 import statistics
@@ -26,7 +25,7 @@ import sys
 
 import tilelang
 import torch
-from results import append_results, commit, cuda_seconds
+from results import cuda_seconds, report, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
@@ -128,29 +127,24 @@ def main():
     b_desc = (
         "B (N, K), torch.matmul(a, b.T)" if args.layout == "nk" else "B (K, N), torch.matmul(a, b)"
     )
-    table = "\n".join(
+    report(
+        "skinny_gemm_cuda",
+        f"{torch_device()[:-1]}, tilelang {tilelang.__version__})",
+        (
+            f"examples/skinny_gemm.py (best of the listed configs per M) vs {b_desc}; "
+            f"medians of {ROUNDS} interleaved rounds of {CALLS} calls; TB/s counts A + B + C once"
+        ),
         [
-            (
-                f"### skinny_gemm_cuda — {datetime.date.today()} — commit {commit()} — "
-                f"{torch.cuda.get_device_name()} (torch {torch.__version__}, "
-                f"tilelang {tilelang.__version__})"
-            ),
-            "",
-            (
-                f"examples/skinny_gemm.py (best of the listed configs per M) vs {b_desc}; "
-                f"medians of {ROUNDS} interleaved rounds of {CALLS} calls; TB/s counts A + B + C once"
-            ),
-            "",
-            (
-                "| shape (MxNxK) | config (bM, bN, bK, stages, threads, split_k, swap_ab) "
-                "| tilelang (us) | tilelang (TB/s) | torch (us) | torch (TB/s) | ratio torch/tilelang |"
-            ),
-            "| --- | --- | --- | --- | --- | --- | --- |",
-            *rows,
-        ]
+            "shape (MxNxK)",
+            "config (bM, bN, bK, stages, threads, split_k, swap_ab)",
+            "tilelang (us)",
+            "tilelang (TB/s)",
+            "torch (us)",
+            "torch (TB/s)",
+            "ratio torch/tilelang",
+        ],
+        rows,
     )
-    print(table)
-    append_results(table)
 
 
 if __name__ == "__main__":
