@@ -9,13 +9,12 @@ import sys
 
 import pytest
 import tilelang
-import tilelang.language as T
 
 torch = pytest.importorskip("torch")
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 )
-from test_tma_store import epilogue_gemm  # the emulator tests' kernel
+from test_tma_store import epilogue_gemm, store_into_the_middle, tile_stored_in_a_loop
 
 STORES = {"tl.enable_tma_store": True}  # the default, said explicitly
 
@@ -54,17 +53,9 @@ def test_gemm_epilogue_through_tma_store(M, N, K, bM, bN, bK, dtype, out_dtype, 
 
 
 def test_store_leaves_the_rest_of_the_tensor_alone():
-    M, N, bM, bN = 256, 512, 64, 128
-
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M + 7, N + 8), "float32")):
-        with T.Kernel(N // bN, M // bM, threads=128) as (bx, by):
-            S = T.alloc_shared((bM, bN), "float32")
-            for i, j in T.Parallel(bM, bN):
-                S[i, j] = A[by * bM + i, bx * bN + j] + 1.0
-            T.copy(S, B[by * bM + 3, bx * bN + 8])
-
-    kernel = tilelang.compile(main, target="cuda", pass_configs=STORES)
+    M, N = 256, 512
+    func = store_into_the_middle(M, N, 64, 128, threads=128)
+    kernel = tilelang.compile(func, target="cuda", pass_configs=STORES)
     assert stored_through_tma(kernel)
     a = torch.randn(M, N, device="cuda")
     b = torch.randn(M + 7, N + 8, device="cuda")
@@ -76,18 +67,9 @@ def test_store_leaves_the_rest_of_the_tensor_alone():
 
 
 def test_tile_reused_in_a_loop_waits_for_each_store():
-    M, N, bM, bN = 4104, 128, 64, 128
-
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
-        with T.Kernel(1, threads=128) as bx:
-            S = T.alloc_shared((bM, bN), "float16")
-            for r in T.serial(T.ceildiv(M, bM)):
-                for i, j in T.Parallel(bM, bN):
-                    S[i, j] = A[r * bM + i, j] - T.float16(1)
-                T.copy(S, B[r * bM, bx * bN])
-
-    kernel = tilelang.compile(main, out_idx=[-1], target="cuda", pass_configs=STORES)
+    M, N = 4104, 128
+    func = tile_stored_in_a_loop(M, N, 64, 128)
+    kernel = tilelang.compile(func, out_idx=[-1], target="cuda", pass_configs=STORES)
     assert stored_through_tma(kernel)
     a = torch.randn(M, N, device="cuda", dtype=torch.float16)
     out = kernel(a)

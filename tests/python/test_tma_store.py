@@ -125,32 +125,24 @@ def test_tile_written_by_threads_is_stored_with_clipped_tails(dtype):
     np.testing.assert_array_equal(out, (a * NP_DTYPES[dtype](2.0)).astype(NP_DTYPES[dtype]))
 
 
-def test_the_store_writes_nothing_outside_its_region():
-    # B is bigger than the grid covers: the elements no block owns keep their values.
-    M, N, bM, bN = 32, 64, 16, 32
+def store_into_the_middle(M, N, bM, bN, threads):
+    """B[3 : 3 + M, 8 : 8 + N] = A + 1 where B is (M + 7, N + 8): the elements no block
+    owns must keep their values."""
 
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M + 7, N + 8), "float32")):
-        with T.Kernel(N // bN, M // bM, threads=64) as (bx, by):
+        with T.Kernel(N // bN, M // bM, threads=threads) as (bx, by):
             S = T.alloc_shared((bM, bN), "float32")
             for i, j in T.Parallel(bM, bN):
                 S[i, j] = A[by * bM + i, bx * bN + j] + 1.0
             T.copy(S, B[by * bM + 3, bx * bN + 8])
 
-    kernel = compile_with_stores(main, target=SM90A)
-    assert tma_stored(kernel.get_kernel_source())
-    a = rng.standard_normal((M, N)).astype(np.float32)
-    b = rng.standard_normal((M + 7, N + 8)).astype(np.float32)
-    ref = b.copy()
-    ref[3 : 3 + M, 8 : 8 + N] = a + 1.0
-    kernel(a, b)
-    np.testing.assert_array_equal(b, ref)
+    return main
 
 
-def test_tile_reused_in_a_loop_waits_for_the_store():
-    # One shared tile stores several row blocks in turn: each store must have read it
-    # before the threads overwrite it (the emulator checks at tma_store_wait).
-    M, N, bM, bN = 72, 64, 16, 64
+def tile_stored_in_a_loop(M, N, bM, bN):
+    """One shared tile stores the row blocks of B = A - 1 in turn: each store must have
+    read it before the threads overwrite it."""
 
     @T.prim_func
     def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
@@ -161,7 +153,25 @@ def test_tile_reused_in_a_loop_waits_for_the_store():
                     S[i, j] = A[r * bM + i, j] - T.float16(1)
                 T.copy(S, B[r * bM, bx * bN])
 
-    kernel = compile_with_stores(main, out_idx=[-1], target=SM90)
+    return main
+
+
+def test_the_store_writes_nothing_outside_its_region():
+    M, N = 32, 64
+    kernel = compile_with_stores(store_into_the_middle(M, N, 16, 32, threads=64), target=SM90A)
+    assert tma_stored(kernel.get_kernel_source())
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    b = rng.standard_normal((M + 7, N + 8)).astype(np.float32)
+    ref = b.copy()
+    ref[3 : 3 + M, 8 : 8 + N] = a + 1.0
+    kernel(a, b)
+    np.testing.assert_array_equal(b, ref)
+
+
+def test_tile_reused_in_a_loop_waits_for_the_store():
+    # (the emulator checks at tma_store_wait that the store has read the tile)
+    M, N = 72, 64
+    kernel = compile_with_stores(tile_stored_in_a_loop(M, N, 16, 64), out_idx=[-1], target=SM90)
     assert tma_stored(kernel.get_kernel_source())
     a = rng.standard_normal((M, N)).astype(np.float16)
     np.testing.assert_array_equal(kernel(a), a - np.float16(1))
