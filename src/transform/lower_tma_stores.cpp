@@ -149,12 +149,13 @@ int64_t byte_size(const Buffer& b) {
   return n ? *n * b->dtype.bytes() : -1;
 }
 
-std::set<BufKey> shared_used(const Stmt& s) {
+// The shared buffers a statement uses, with their sizes in bytes.
+std::map<BufKey, int64_t> shared_used(const Stmt& s) {
   struct Uses : IRVisitor {
-    std::set<BufKey> found;
+    std::map<BufKey, int64_t> found;
     using IRVisitor::visit;
     void visit_buffer(const Buffer& b) override {
-      if (is_shared(b)) found.insert(b.get());
+      if (is_shared(b)) found[b.get()] = byte_size(b);
     }
   } u;
   u.visit(s);
@@ -170,49 +171,36 @@ class StageStores : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     // The kernel's top-level statements, through allocations and lets.
-    std::vector<const StmtNode*> top;
-    std::map<const StmtNode*, std::set<BufKey>> uses;
-    std::map<BufKey, int64_t> sizes;
+    std::vector<Stmt> top;
     std::function<void(const Stmt&)> flatten = [&](const Stmt& s) {
-      if (auto* q = s.as<SeqNode>()) {
+      if (auto* q = s.as<SeqNode>())
         for (const Stmt& c : q->seq) flatten(c);
-      } else if (auto* a = s.as<AllocateNode>()) {
-        if (is_shared(a->buffer)) sizes[a->buffer.get()] = byte_size(a->buffer);
+      else if (auto* a = s.as<AllocateNode>())
         flatten(a->body);
-      } else if (auto* l = s.as<LetStmtNode>()) {
+      else if (auto* l = s.as<LetStmtNode>())
         flatten(l->body);
-      } else {
-        top.push_back(s.get());
-        uses[s.get()] = shared_used(s);
-        // (allocations inside: their buffers are used only there)
-        struct Allocs : IRVisitor {
-          std::map<BufKey, int64_t>* sizes;
-          using IRVisitor::visit;
-          void visit(const AllocateNode* a) override {
-            if (is_shared(a->buffer)) (*sizes)[a->buffer.get()] = byte_size(a->buffer);
-            IRVisitor::visit(a);
-          }
-        } al;
-        al.sizes = &sizes;
-        al.visit(s);
-      }
+      else
+        top.push_back(s);
     };
     flatten(op->body);
+    std::vector<std::map<BufKey, int64_t>> uses;
+    for (const Stmt& s : top) uses.push_back(shared_used(s));
     for (size_t i = 0; i < top.size(); ++i) {
-      auto* c = dynamic_cast<const TileOpNode*>(top[i]);
+      auto* c = top[i].as<TileOpNode>();
       if (!c || !eligible(c)) continue;
       // The biggest shared buffer used only before the copy.
       std::set<BufKey> later;
-      for (size_t j = i; j < top.size(); ++j) later.insert(uses[top[j]].begin(), uses[top[j]].end());
+      for (size_t j = i; j < top.size(); ++j)
+        for (const auto& [b, bytes] : uses[j]) later.insert(b);
       int64_t dead = 0;
       for (size_t j = 0; j < i; ++j)
-        for (BufKey b : uses[top[j]])
-          if (!later.count(b) && sizes.count(b)) dead = std::max(dead, sizes[b]);
+        for (const auto& [b, bytes] : uses[j])
+          if (!later.count(b)) dead = std::max(dead, bytes);
       const BufferRegion& dst = c->regions[1];
       const Buffer& src = c->regions[0].buffer;
       Buffer stage = Buffer::make(src->name + "_stage", dst.buffer->dtype, src->shape, Scope::Shared, {}, c->span);
       if (byte_size(stage) < 0 || byte_size(stage) > dead) continue;
-      staged_[top[i]] = stage;
+      staged_[c] = stage;
     }
     return IRMutator::visit(op, self);
   }
@@ -252,7 +240,7 @@ class StageStores : public IRMutator {
   }
 
   std::set<BufKey> params_;
-  std::map<const StmtNode*, Buffer> staged_;
+  std::map<const TileOpNode*, Buffer> staged_;
 };
 
 }  // namespace
