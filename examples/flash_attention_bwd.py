@@ -17,7 +17,9 @@ Two kernels, as FlashAttention-2 splits the work:
   row-major tiles), adds P^T dO into dV and dS^T Q into dK (P^T and dS^T are float16
   fragments, the A operand of a register gemm), and adds this block's share of dQ,
   dS K, into the float32 dQ in global memory with T.atomic_add, because every key
-  block contributes to every query row. Causal masks skip the query tiles entirely
+  block contributes to every query row. The share goes through a shared tile: on
+  sm_90 the whole tile is then added by one TMA reduce (FlashAttention-3's way)
+  instead of an atomic per element. Causal masks skip the query tiles entirely
   above the diagonal and zero P^T inside the diagonal tile.
 
 Layout [batch, seq_len, heads, dim] for Q, K, V, O, dO, dK, dV (float16) and dQ
@@ -101,6 +103,7 @@ def attention_bwd(
             lse_shared = T.alloc_shared((block_N,), accum_dtype)
             delta_shared = T.alloc_shared((block_N,), accum_dtype)
             dsT_shared = T.alloc_shared((block_M, block_N), dtype)
+            dq_shared = T.alloc_shared((block_N, dim), accum_dtype)
             qkT = T.alloc_fragment((block_M, block_N), accum_dtype)
             dsT = T.alloc_fragment((block_M, block_N), accum_dtype)
             qkT_cast = T.alloc_fragment((block_M, block_N), dtype)
@@ -145,7 +148,8 @@ def attention_bwd(
                 T.copy(dsT_cast, dsT_shared)
                 T.clear(dq)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
-                T.atomic_add(dQ[bz, k * block_N : (k + 1) * block_N, by, :], dq)
+                T.copy(dq, dq_shared)
+                T.atomic_add(dQ[bz, k * block_N : (k + 1) * block_N, by, :], dq_shared)
 
             T.copy(dv, dV[bz, bx * block_M : (bx + 1) * block_M, by, :])
             T.copy(dk, dK[bz, bx * block_M : (bx + 1) * block_M, by, :])

@@ -8,6 +8,7 @@
 //              barrier's phase with mbarrier_wait(bar, parity).
 //   tma_store: shared -> global, out-of-bounds elements dropped, tracked in bulk
 //              groups (tma_store_commit / tma_store_wait<N>).
+//   tma_reduce_add: as tma_store, adding to the global elements (T.atomic_add).
 // The shared side of a box is dense (dimension 0 innermost), its 16-byte chunks
 // permuted by the map's swizzle mode: chunk bits 4.. of the shared-window address
 // XOR address bits 7.. (1, 2 or 3 bits for the 32, 64 and 128-byte modes), the
@@ -208,6 +209,29 @@ TL_DEVICE void tma_load(void* smem_dst, const TensorMap* map, uint64_t* bar, Coo
 #endif
 }
 
+// The five ranks of one shared -> global bulk tensor instruction: HEAD and TAIL go
+// around the rank ("cp.async.bulk.tensor" ... ".bulk_group").
+#define TL_TMA_SHARED_TO_GLOBAL(HEAD, TAIL)                                                                          \
+  if constexpr (Rank == 1)                                                                                           \
+    asm volatile(HEAD ".1d.global.shared::cta" TAIL " [%0, {%2}], [%1];\n" ::"l"(desc), "r"(src), "r"(c[0])          \
+                 : "memory");                                                                                        \
+  if constexpr (Rank == 2)                                                                                           \
+    asm volatile(HEAD ".2d.global.shared::cta" TAIL " [%0, {%2, %3}], [%1];\n" ::"l"(desc), "r"(src), "r"(c[0]),     \
+                 "r"(c[1])                                                                                           \
+                 : "memory");                                                                                        \
+  if constexpr (Rank == 3)                                                                                           \
+    asm volatile(HEAD ".3d.global.shared::cta" TAIL " [%0, {%2, %3, %4}], [%1];\n" ::"l"(desc), "r"(src), "r"(c[0]), \
+                 "r"(c[1]), "r"(c[2])                                                                                \
+                 : "memory");                                                                                        \
+  if constexpr (Rank == 4)                                                                                           \
+    asm volatile(HEAD ".4d.global.shared::cta" TAIL " [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(desc), "r"(src),        \
+                 "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])                                                          \
+                 : "memory");                                                                                        \
+  if constexpr (Rank == 5)                                                                                           \
+    asm volatile(HEAD ".5d.global.shared::cta" TAIL " [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(desc), "r"(src),    \
+                 "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])                                               \
+                 : "memory");
+
 // Stores the box at `coords` from smem_src (laid out as tma_load leaves it); the
 // elements outside the tensor are not written. The writing threads run
 // fence_proxy_async() and a barrier first; the issuing thread closes its stores
@@ -220,33 +244,32 @@ TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... c
   static_assert(sizeof...(Coords) == Rank, "tma_store<Rank>: give one coordinate per dimension");
   const int32_t c[5] = {int32_t(coords)...};
 #ifdef TL_EMULATE
-  emu::tma_store(map, smem_src, c, Rank);
+  emu::tma_store(map, smem_src, c, Rank, false);
 #else
   const SmemAddr src = smem_addr(smem_src);
   const uint64_t desc = reinterpret_cast<uint64_t>(map);
-  if constexpr (Rank == 1)
-    asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];\n" ::"l"(desc), "r"(src),
-                 "r"(c[0])
-                 : "memory");
-  if constexpr (Rank == 2)
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(desc), "r"(src),
-                 "r"(c[0]), "r"(c[1])
-                 : "memory");
-  if constexpr (Rank == 3)
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(desc),
-                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2])
-                 : "memory");
-  if constexpr (Rank == 4)
-    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(desc),
-                 "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3])
-                 : "memory");
-  if constexpr (Rank == 5)
-    asm volatile(
-        "cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(desc),
-        "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])
-        : "memory");
+  TL_TMA_SHARED_TO_GLOBAL("cp.async.bulk.tensor", ".bulk_group")
 #endif
 }
+
+// As tma_store, but each element of the box is added to the tensor's element
+// (atomically, in L2) instead of replacing it; the map's dtype is the element type
+// (float32, int32 or uint32 here). Ordered and waited for as tma_store.
+template <int Rank, class... Coords>
+TL_DEVICE void tma_reduce_add(const TensorMap* map, const void* smem_src, Coords... coords) {
+  static_assert(TmaArchCheck<Rank>::ok);
+  static_assert(Rank >= 1 && Rank <= 5, "tma_reduce_add: a tensor map has rank 1 to 5");
+  static_assert(sizeof...(Coords) == Rank, "tma_reduce_add<Rank>: give one coordinate per dimension");
+  const int32_t c[5] = {int32_t(coords)...};
+#ifdef TL_EMULATE
+  emu::tma_store(map, smem_src, c, Rank, true);
+#else
+  const SmemAddr src = smem_addr(smem_src);
+  const uint64_t desc = reinterpret_cast<uint64_t>(map);
+  TL_TMA_SHARED_TO_GLOBAL("cp.reduce.async.bulk.tensor", ".add.tile.bulk_group")
+#endif
+}
+#undef TL_TMA_SHARED_TO_GLOBAL
 
 // Closes the stores this thread issued since the last commit into one bulk group.
 template <int Dep = 0>

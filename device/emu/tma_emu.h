@@ -488,14 +488,49 @@ inline std::vector<unsigned char> gather_tile(const EmuTensorMap& m, const unsig
   return out;
 }
 
-inline void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank) {
+// CUtensorMapDataType codes of the dtypes tma_reduce_add sums here.
+constexpr uint8_t kMapUint32 = 2, kMapInt32 = 3, kMapFloat32 = 7;
+
+inline bool addable(const EmuTensorMap& m) {
+  return m.elem_bytes == 4 && (m.dtype == kMapFloat32 || m.dtype == kMapInt32 || m.dtype == kMapUint32);
+}
+
+// *g += *v for an addable map's dtype (integers wrap around).
+inline void add_element(const EmuTensorMap& m, unsigned char* g, const unsigned char* v) {
+  if (m.dtype == kMapFloat32) {
+    float a, b;
+    memcpy(&a, g, 4);
+    memcpy(&b, v, 4);
+    a += b;
+    memcpy(g, &a, 4);
+  } else {
+    uint32_t a, b;
+    memcpy(&a, g, 4);
+    memcpy(&b, v, 4);
+    a += b;
+    memcpy(g, &a, 4);
+  }
+}
+
+// tma_store (add = false) and tma_reduce_add (add = true).
+inline void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add) {
+  const char* what = add ? "tma_reduce_add" : "tma_store";
   IssuedStore st;
-  if (!decode_map(map, rank, "tma_store", &st.map) || !check_tile(smem_src, st.map, "tma_store")) return;
+  if (!decode_map(map, rank, what, &st.map) || !check_tile(smem_src, st.map, what)) return;
+  if (add && !addable(st.map)) {
+    record_failure(std::string(what) + ": the tensor map's dtype (code " + str_of(st.map.dtype) +
+                   ") is not float32, int32 or uint32");
+    return;
+  }
   st.src = static_cast<const unsigned char*>(smem_src);
   memcpy(st.coords, coords, sizeof(st.coords));
   st.tile = gather_tile(st.map, st.src, true);
   for_each_box_element(st.map, st.coords, [&](uint32_t i, unsigned char* g) {
-    if (g) memcpy(g, &st.tile[i * st.map.elem_bytes], st.map.elem_bytes);
+    if (!g) return;
+    if (add)
+      add_element(st.map, g, &st.tile[i * st.map.elem_bytes]);
+    else
+      memcpy(g, &st.tile[i * st.map.elem_bytes], st.map.elem_bytes);
   });
   tma_block().stores[size_t(thread_rank())].open.push_back(std::move(st));
 }

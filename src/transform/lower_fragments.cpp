@@ -122,6 +122,9 @@ struct Analysis {
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
+  // Shared tiles that go to global memory whole (T.copy or T.atomic_add, and the TMA
+  // stores they became): laid out in 128-byte swizzled column blocks (sm_90).
+  std::map<BufKey, Buffer> store_tiles;
   // Gemms whose default (Square) policy is taken as FullRow, and the fragments of
   // tiles whose per-row vectors found the rows split differently (solve sets it).
   std::set<const TileOpNode*> full_row;
@@ -218,8 +221,35 @@ class Collector : public IRVisitor {
     a_.loops.push_back(std::move(loop));
   }
 
+  // A store TMA can take from a shared tile: the tile is stored whole to a global
+  // region (T.copy, or added by T.atomic_add), or already by tl::tma_store /
+  // tl::tma_reduce_add (lower_tma_stores ran): every pass sees the same tiles.
+  void note_store_tile(const Buffer& b) {
+    auto sh = const_shape(b);
+    if (!a_.target->has_tma() || !is_shared(b) || b->layout || !sh || sh->size() != 2 || (*sh)[0] % 8 != 0 ||
+        (*sh)[0] > 256)
+      return;
+    a_.store_tiles.emplace(b.get(), b);
+  }
+
+  void visit(const CallNode* op) override {
+    IRVisitor::visit(op);
+    if (op->op != Intrinsic::Extern || op->args.size() < 3) return;
+    const std::string& fn = op->args[0].as<StringImmNode>()->value;
+    if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return;
+    auto* addr = op->args[2].as<CallNode>();
+    if (auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr)
+      note_store_tile(l->buffer);
+  }
+
   void visit(const TileOpNode* op) override {
     for (const BufferRegion& r : op->regions) note_region(r.buffer, op->span);
+    if (op->regions.size() == 2) {
+      const BufferRegion &s = op->regions[op->op == TileOpKind::Atomic ? 1 : 0],
+                         &d = op->regions[op->op == TileOpKind::Atomic ? 0 : 1];
+      bool whole = op->op == TileOpKind::Copy || (op->op == TileOpKind::Atomic && op->args.empty());
+      if (whole && d.buffer->scope == Scope::Global && covers_whole(s)) note_store_tile(s.buffer);
+    }
     auto frag = [&](const BufferRegion& r) { return a_.candidate(r.buffer); };
     auto demote_all = [&](const std::string& why) {
       for (const BufferRegion& r : op->regions) a_.demote(r.buffer, at(op->span, why));
@@ -659,6 +689,15 @@ std::map<BufKey, std::pair<Buffer, SharedTileLayout>> operand_layouts(const Anal
                                                 : Layout::swizzle(sh.back(), elem_bytes(b->dtype)),
                                           wgmma}};
     }
+  }
+  // Tiles only stored: threads write them by rows of a fragment, whose unswizzled
+  // rows (256 bytes and more apart) would meet in the same banks; the 128-byte
+  // swizzle of the TMA store spreads them.
+  for (const auto& [k, b] : a.store_tiles) {
+    if (out.count(k) || s.layouts.count(k)) continue;
+    auto sh = *const_shape(b);
+    if ((sh.back() * elem_bytes(b->dtype)) % 128 != 0) continue;
+    out[k] = {b, SharedTileLayout{Layout::wgmma_swizzle(sh.back(), elem_bytes(b->dtype)), true}};
   }
   return out;
 }

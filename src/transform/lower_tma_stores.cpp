@@ -26,11 +26,23 @@ bool is_store_candidate(const TileOpNode* op) {
          op->regions[1].buffer->scope == Scope::Global;
 }
 
+// T.atomic_add(C[...], C_shared) of a whole float32/int32/uint32 tile with relaxed
+// order: a TMA reduce-add (cp.reduce.async.bulk.tensor ... .add).
+bool is_reduce_candidate(const TileOpNode* op) {
+  if (op->op != TileOpKind::Atomic || op->regions.size() != 2 || attr_string(op->attrs, "kind") != "add" ||
+      attr_int(op->attrs, "memory_order", 0) != 0)
+    return false;
+  const Buffer &dst = op->regions[0].buffer, &src = op->regions[1].buffer;
+  DataType t = dst->dtype;
+  bool addable = t.bits() == 32 && t.lanes() == 1 && (t.is_float() || t.is_integer());
+  return addable && is_shared(src) && dst->scope == Scope::Global && src->dtype == t;
+}
+
 bool has_store_candidate(const Stmt& s) {
   struct Find : IRVisitor {
     bool found = false;
     using IRVisitor::visit;
-    void visit(const TileOpNode* op) override { found = found || is_store_candidate(op); }
+    void visit(const TileOpNode* op) override { found = found || is_store_candidate(op) || is_reduce_candidate(op); }
   } f;
   f.visit(s);
   return f.found;
@@ -98,9 +110,16 @@ class StoreLowerer : public IRMutator {
   // the stores have read the tile (cp.async.bulk.wait_group.read). The stores take
   // the tile's address, which plan_barriers counts as a write: a later use of the
   // tile gets a barrier, behind which the issuing thread's wait is done.
+  // A reduce-add goes the same way, as the copy of its value tile to its destination.
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
-    if (!launch_ || divergent_ || !is_store_candidate(op)) return self;
-    std::optional<Stmt> stores = tma_tile_stores(op, launch_, params_, layouts_);
+    if (!launch_ || divergent_) return self;
+    std::optional<Stmt> stores;
+    if (is_store_candidate(op)) {
+      stores = tma_tile_stores(op, launch_, params_, layouts_, false);
+    } else if (is_reduce_candidate(op)) {
+      Stmt copy = tile_op(TileOpKind::Copy, {op->regions[1], op->regions[0]}, {}, {}, op->span);
+      stores = tma_tile_stores(copy.as<TileOpNode>(), launch_, params_, layouts_, true);
+    }
     if (!stores) return self;
     Expr rank = int_imm(0);
     for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)

@@ -19,7 +19,7 @@ namespace tl {
 // `allow_wgmma` as for lower_fragments (the layouts depend on it).
 PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
 
-// Opt-in (pass config tl.stage_fragment_stores) until it has run on a Hopper GPU: on
+// On by default (pass config tl.stage_fragment_stores: False turns it off): on
 // targets with TMA, a top-level T.copy of a whole 2-D fragment to a tensor parameter
 // (`T.copy(C_local, C[by * bM, bx * bN])`) goes through a shared tile of the tensor's
 // dtype, which lower_tma_stores then stores with TMA, when a shared buffer that is

@@ -84,8 +84,9 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).
-  // Opt-in until it has run on a GPU: fragment epilogues staged through a shared tile.
-  if (config_on(configs, "tl.stage_fragment_stores") && config_on(configs, "tl.enable_tma_store", true) &&
+  // Fragment epilogues go through a shared tile first (tl.stage_fragment_stores: False
+  // keeps them element-wise).
+  if (config_on(configs, "tl.stage_fragment_stores", true) && config_on(configs, "tl.enable_tma_store", true) &&
       !config_on(configs, "tl.disable_tma_lower"))
     f = run_pass("stage_fragment_stores", f, [&](const PrimFunc& g) { return stage_fragment_stores(g, t); });
   if (config_on(configs, "tl.enable_tma_store", true) && !config_on(configs, "tl.disable_tma_lower"))

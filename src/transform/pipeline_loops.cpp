@@ -216,7 +216,7 @@ class Pipeliner : public IRMutator {
   // The TMA stores of a copy from a whole shared tile to a region of a tensor
   // parameter inside `launch`, planned as the load in the other direction would be
   // (the same map, boxes and tile rules); nullopt when TMA cannot do it.
-  std::optional<Stmt> tile_stores(const TileOpNode* c, const KernelLaunchNode* launch) {
+  std::optional<Stmt> tile_stores(const TileOpNode* c, const KernelLaunchNode* launch, bool add) {
     launch_ = launch;
     Attrs attrs = c->attrs;
     attrs.erase("safe_value");  // it would pad reads of the shared side, which are all in bounds
@@ -229,7 +229,8 @@ class Pipeliner : public IRMutator {
       auto [smem, coords] = tma_box(load, *t, blk);
       std::vector<Expr> args{t->map, smem};
       args.insert(args.end(), coords.begin(), coords.end());
-      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_store<", coords.size(), ">"), args)));
+      const char* fn = add ? "tl::tma_reduce_add<" : "tl::tma_store<";
+      out.push_back(evaluate(call_extern(dtype::Void, str_cat(fn, coords.size(), ">"), args)));
     }
     return seq(out);
   }
@@ -1130,10 +1131,10 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
 
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
                                     const std::vector<Param>& params,
-                                    const std::map<const BufferNode*, SharedTileLayout>& layouts) {
+                                    const std::map<const BufferNode*, SharedTileLayout>& layouts, bool add) {
   Pipeliner p(true, {});
   p.enable_tma(params, layouts);
-  return p.tile_stores(copy, launch);
+  return p.tile_stores(copy, launch, add);
 }
 
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws) {

@@ -67,9 +67,10 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
 // A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
 // `copy`, from a whole shared tile to a region of a tensor parameter, with the
 // eligibility, boxes, map and swizzle of the load in the other direction. nullopt
-// when TMA cannot do the copy. `layouts` as from shared_tile_layouts.
+// when TMA cannot do the copy. `layouts` as from shared_tile_layouts. `add`: the
+// boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
                                     const std::vector<Param>& params,
-                                    const std::map<const BufferNode*, SharedTileLayout>& layouts);
+                                    const std::map<const BufferNode*, SharedTileLayout>& layouts, bool add);
 
 }  // namespace tl

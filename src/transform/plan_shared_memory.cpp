@@ -26,7 +26,9 @@ std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body) {
     auto* c = e.as<CallNode>();
     if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
     const std::string& fn = c->args[0].as<StringImmNode>()->value;
-    if (fn.rfind("tl::tma_load<", 0) != 0 && fn.rfind("tl::tma_store<", 0) != 0) return;
+    if (fn.rfind("tl::tma_load<", 0) != 0 && fn.rfind("tl::tma_store<", 0) != 0 &&
+        fn.rfind("tl::tma_reduce_add<", 0) != 0)
+      return;
     auto* addr = c->args[fn.rfind("tl::tma_load<", 0) == 0 ? 1 : 2].as<CallNode>();
     auto* load = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
     TL_ICHECK(load, fn, "'s shared side is not the address of a shared tile");

@@ -66,11 +66,13 @@ def test_explicit_stream_argument(out_kernel, how):
     torch.cuda.synchronize()
     side = torch.cuda.Stream()
     given = side if how == "object" else side.cuda_stream
+    out_kernel(a, b, stream=given)  # loads the module first: loading synchronizes the device
+    side.synchronize()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(200_000_000)
+        torch.cuda._sleep(2_000_000_000)
     c = out_kernel(a, b, stream=given)  # called on the default stream, launched on `side`
     assert c.is_cuda and c.shape == (N,)
-    assert not side.query()
+    assert not side.query(), "the call waited for the side stream, or the sleep was too short"
     side.synchronize()
     torch.testing.assert_close(c, a * 2 + b)
 

@@ -1,7 +1,8 @@
 """TMA stores of shared-tile epilogues (tl.enable_tma_store) on the present GPU against
 torch: a GEMM whose tiles run past the tensor (TMA clips the boxes), a store into the
-middle of a bigger tensor that must leave the rest alone, and one shared tile stored
-several times in a loop (each store must have read it before the threads refill it).
+middle of a bigger tensor that must leave the rest alone, one shared tile stored
+several times in a loop (each store must have read it before the threads refill it),
+and T.atomic_add of shared tiles as TMA reduce-adds from many blocks at once.
 Needs an sm_90 GPU: elsewhere the stores are not generated."""
 
 import os
@@ -14,7 +15,12 @@ torch = pytest.importorskip("torch")
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 )
-from test_tma_store import epilogue_gemm, store_into_the_middle, tile_stored_in_a_loop
+from test_tma_store import (
+    epilogue_gemm,
+    store_into_the_middle,
+    tile_stored_in_a_loop,
+    tiles_added_by_every_block,
+)
 
 STORES = {"tl.enable_tma_store": True}  # the default, said explicitly
 
@@ -75,3 +81,27 @@ def test_tile_reused_in_a_loop_waits_for_each_store():
     out = kernel(a)
     torch.cuda.synchronize()
     assert torch.equal(out, a - 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_tma_reduce_adds_from_many_blocks(dtype):
+    # 264 blocks add into every element of Out at once; tails in both dims.
+    M, N, blocks = 1000, 328, 264
+    kernel = tilelang.compile(
+        tiles_added_by_every_block(M, N, 128, 64, blocks, dtype), target="cuda"
+    )
+    assert "tl::tma_reduce_add<2>(" in kernel.get_kernel_source()
+    tdt = getattr(torch, dtype)
+    if dtype == "int32":
+        x = torch.randint(-1000, 1000, (blocks, M, N), device="cuda", dtype=tdt)
+        out = torch.randint(-1000, 1000, (M, N), device="cuda", dtype=tdt)
+    else:
+        x = torch.randn(blocks, M, N, device="cuda", dtype=tdt)
+        out = torch.randn(M, N, device="cuda", dtype=tdt)
+    ref = out.double() + 2 * x.double().sum(0)
+    kernel(x, out)
+    torch.cuda.synchronize()
+    if dtype == "int32":
+        assert torch.equal(out.double(), ref)
+    else:
+        torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-3)

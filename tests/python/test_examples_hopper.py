@@ -71,6 +71,31 @@ def test_flash_attention_backward_matches_numpy(target, is_causal):
         np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-2, atol=2e-2, err_msg=name)
 
 
+@pytest.mark.parametrize("target", ["cuda -arch=sm_90a -emulate"], indirect=True)
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_backward_bench_tiles_on_sm90a(target, is_causal):
+    # The bench's tiles: two consumer warpgroups of 64 keys, a TMA pipeline over the
+    # query tiles, and dQ added by a TMA reduce from a shared tile. Four key blocks,
+    # seven query tiles, the last ones partly past the end.
+    fa_bwd = load_example("flash_attention_bwd")
+    batch, heads, seq_len, dim = 1, 1, 400, 32
+    tiles = {"block_M": 128, "block_N": 64, "threads": 256, "num_stages": 2}
+    src = fa_bwd.attention_bwd(batch, heads, seq_len, dim, is_causal, **tiles).get_kernel_source()
+    assert "tl::tma_reduce_add<4>(" in src and "tl::setmaxnreg_inc<" in src, src
+    rng = np.random.default_rng(3)
+    q, k, v, do = (
+        rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(4)
+    )
+    o, lse, probs = fa_bwd.forward_reference(q, k, v, is_causal)
+    grads = fa_bwd.flash_attention_backward(
+        q, k, v, o.astype(np.float16), do, lse.astype(np.float32), is_causal, **tiles
+    )
+    for name, got, ref in zip(
+        ("dQ", "dK", "dV"), grads, fa_bwd.backward_reference(q, k, v, do, probs)
+    ):
+        np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-2, atol=2e-2, err_msg=name)
+
+
 @pytest.mark.parametrize("target", TARGETS, indirect=True)
 def test_mla_decode_one_pass_and_split_kv(target):
     mla = load_example("mla_decode")

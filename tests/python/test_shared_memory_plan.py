@@ -202,14 +202,15 @@ def fragment_epilogue_gemm(M, N, K, bM, bN, bK, stages, threads):
     return main
 
 
-STAGE = {"tl.stage_fragment_stores": True}
+UNSTAGED = {"tl.stage_fragment_stores": False}
 
 
 def test_fragment_epilogue_staged_through_a_reused_stage_and_stored_by_tma():
     M, N, K = 256, 248, 320  # N not a multiple of the tile: TMA clips the last box
     func = fragment_epilogue_gemm(M, N, K, 128, 256, 64, 4, 256)
-    plain = tilelang.compile(func, out_idx=[-1], target=SM90A)
-    staged = tilelang.compile(func, out_idx=[-1], target=SM90A, pass_configs=STAGE)
+    plain = tilelang.compile(func, out_idx=[-1], target=SM90A, pass_configs=UNSTAGED)
+    assert "_stage" not in plain.get_kernel_source()
+    staged = tilelang.compile(func, out_idx=[-1], target=SM90A)  # staging is the default
     src = staged.get_kernel_source()
     at = offsets(src)
     assert "C_f_stage" in at and at["C_f_stage"] in {at["A_s"], at["B_s"]}, at
@@ -230,7 +231,7 @@ def test_no_staging_without_a_dead_buffer_to_reuse():
                 f[i, j] = A[i, j] * 2.0
             T.copy(f, B)
 
-    kernel = tilelang.compile(main, target=SM90A, pass_configs=STAGE)
+    kernel = tilelang.compile(main, target=SM90A)
     src = kernel.get_kernel_source()
     assert "_stage" not in src and "tma_store" not in src, src
     a = rng.standard_normal((64, 64)).astype(np.float32)

@@ -18,6 +18,10 @@ from test_wgmma_gemm import needs_nvrtc
 STORES = {"tl.enable_tma_store": True}
 
 
+# Only A_out's store is looked at where the C fragment's own staged store would count too.
+UNSTAGED = {"tl.stage_fragment_stores": False}
+
+
 def compile_with_stores(func, **kw):
     kw["pass_configs"] = {**STORES, **(kw.get("pass_configs") or {})}
     return tilelang.compile(func, **kw)
@@ -93,8 +97,12 @@ def test_gemm_epilogue_stores_through_tma(name, target):
     )
     src = kernel.get_kernel_source()
     assert tma_stored(src), src
+    # C_s is laid out in the 128-byte swizzle (its fragment writes then spread over the
+    # banks), one box per 128-byte column block.
+    block_cols = 128 // (4 if out_dtype == "float32" else 2)
     maps = [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma 2 ")]
-    assert maps == [f"tma 2 {out_dtype} 2 {bN},{bM} 0 0"], kernel.kernel.signature_text
+    assert maps == [f"tma 2 {out_dtype} 2 {block_cols},{bM} 128 0"], kernel.kernel.signature_text
+    assert src.count("tl::tma_store<2>(") == bN // block_cols, src
     run_gemm(kernel, M, N, K, dtype, out_dtype)
 
 
@@ -302,7 +310,10 @@ def test_a_swizzled_operand_tile_is_stored_in_its_swizzle(name):
     target, K, box = SWIZZLED[name]
     M, N, bM = 100, 64, 64
     kernel = compile_with_stores(
-        operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=target
+        operand_round_trip(M, K, N, bM, "float16"),
+        out_idx=[2, 3],
+        target=target,
+        pass_configs=UNSTAGED,
     )
     src = kernel.get_kernel_source()
     assert tma_stored(src), src
@@ -321,7 +332,10 @@ def test_a_tile_whose_swizzle_tma_lacks_keeps_the_element_wise_store():
     # mma.sync swizzles 256-byte rows by row alone: not a TMA mode.
     M, K, N, bM = 64, 128, 64, 64
     kernel = compile_with_stores(
-        operand_round_trip(M, K, N, bM, "float16"), out_idx=[2, 3], target=SM90
+        operand_round_trip(M, K, N, bM, "float16"),
+        out_idx=[2, 3],
+        target=SM90,
+        pass_configs=UNSTAGED,
     )
     assert "tl::tma_store<" not in kernel.get_kernel_source()
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -351,3 +365,69 @@ def test_stores_are_the_default_and_the_config_turns_them_off():
     assert "tl::tma_store<" not in src, src
     a = rng.standard_normal((32, 64)).astype(np.float16)
     np.testing.assert_array_equal(off(a), a * np.float16(2))
+
+
+def tiles_added_by_every_block(M, N, bM, bN, blocks, dtype, memory_order=None):
+    """Out += 2 * X.sum(0) where X is (blocks, M, N): every block adds its slice of X
+    into the whole of Out, one shared tile at a time (T.atomic_add from a shared tile),
+    the same tile refilled for each of Out's tiles."""
+
+    @T.prim_func
+    def main(X: T.Tensor((blocks, M, N), dtype), Out: T.Tensor((M, N), dtype)):
+        with T.Kernel(blocks, threads=128) as bz:
+            S = T.alloc_shared((bM, bN), dtype)
+            for r in T.serial(T.ceildiv(M, bM)):
+                for c in T.serial(T.ceildiv(N, bN)):
+                    T.copy(X[bz, r * bM : (r + 1) * bM, c * bN : (c + 1) * bN], S)
+                    for i, j in T.Parallel(bM, bN):
+                        S[i, j] = S[i, j] * T.cast(2, dtype)
+                    dst = Out[r * bM : (r + 1) * bM, c * bN : (c + 1) * bN]
+                    if memory_order is None:
+                        T.atomic_add(dst, S)
+                    else:
+                        T.atomic_add(dst, S, memory_order=memory_order)
+
+    return main
+
+
+def run_added_tiles(kernel, M, N, blocks, dtype):
+    np_dtype = {"float32": np.float32, "int32": np.int32, "float16": np.float16}[dtype]
+    x = (rng.standard_normal((blocks, M, N)) * 8).astype(np_dtype)
+    out = (rng.standard_normal((M, N)) * 8).astype(np_dtype)
+    ref = out.astype(np.float64) + 2 * x.astype(np.float64).sum(axis=0)
+    kernel(x, out)
+    tol = 1e-5 if dtype != "float16" else 2e-2
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=tol, atol=tol * 8)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_atomic_add_of_a_shared_tile_is_a_tma_reduce(dtype):
+    M, N, bM, bN, blocks = 100, 72, 64, 32, 3  # tails in both dims, clipped by TMA
+    kernel = compile_with_stores(
+        tiles_added_by_every_block(M, N, bM, bN, blocks, dtype), target=SM90A
+    )
+    src = kernel.get_kernel_source()
+    assert "tl::tma_reduce_add<2>(" in src and "tl::atomic_add<" not in src, src
+    assert "tl::tma_store_wait<0>()" in src and "tl::fence_proxy_async()" in src, src
+    run_added_tiles(kernel, M, N, blocks, dtype)
+
+
+@pytest.mark.parametrize(
+    "dtype, configs, memory_order",
+    [
+        ("float16", {}, None),  # the reduce here adds 32-bit elements only
+        ("float32", {}, "release"),  # an ordered atomic stays one per element
+        ("float32", {"tl.disable_tma_lower": True}, None),
+        ("float32", {"tl.enable_tma_store": False}, None),
+    ],
+)
+def test_atomic_adds_tma_does_not_reduce_stay_element_wise(dtype, configs, memory_order):
+    M, N, bM, bN, blocks = 40, 64, 32, 32, 2
+    kernel = compile_with_stores(
+        tiles_added_by_every_block(M, N, bM, bN, blocks, dtype, memory_order),
+        target=SM90A,
+        pass_configs=configs,
+    )
+    src = kernel.get_kernel_source()
+    assert "tma_reduce_add" not in src and "tl::atomic_add<" in src, src
+    run_added_tiles(kernel, M, N, blocks, dtype)

@@ -142,7 +142,9 @@ def _rmw(kind, dst, value, memory_order, return_prev):
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     """dst += value atomically. On one element with return_prev=True, returns the value
-    dst held before. `use_tma` is accepted for compatibility (a Hopper fast path)."""
+    dst held before. On sm_90, adding a whole shared tile of float32/int32/uint32 into
+    a tensor region (relaxed order) becomes a TMA reduce-add whether or not `use_tma`
+    is given (TileLang's switch for that path, accepted for compatibility)."""
     return _rmw("add", dst, value, memory_order, return_prev)
 
 

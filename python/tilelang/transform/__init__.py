@@ -16,7 +16,7 @@ class PassConfigKey(str, Enum):
     # Ours: TMA stores for shared-tile epilogues on sm_90 (on by default; False turns
     # them off, as tl.disable_tma_lower does with the loads).
     TL_ENABLE_TMA_STORE = "tl.enable_tma_store"
-    # Ours, opt-in until it has run on a Hopper GPU: `T.copy(C_local, C[...])` epilogues
+    # Ours, on by default (False turns it off): `T.copy(C_local, C[...])` epilogues
     # staged through a shared tile (stored by TMA) that reuses a pipeline stage's bytes.
     TL_STAGE_FRAGMENT_STORES = "tl.stage_fragment_stores"
     TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"

@@ -245,10 +245,10 @@ class CodeGenCUDA : public CodeGenC {
         out_ << "args[" << slot << "]" << (p.var.dtype().is_float() ? ".f" : ".i");
       ++slot;
     }
-    for (size_t j = 0; j < sig.dynamic_vars.size(); ++j) out_ << (slot ? ", " : "") << "args[" << slot++ << "].i";
+    for (size_t j = 0; j < sig.dynamic_vars.size(); ++j, ++slot) out_ << (slot ? ", " : "") << "args[" << slot << "].i";
     // A TMA map's slot points at the map the runtime encoded for the emulator.
-    for (size_t m = 0; m < tma_specs_.size(); ++m)
-      out_ << (slot ? ", " : "") << "*static_cast<const ::tl::TensorMap*>(args[" << slot++ << "].ptr)";
+    for (size_t m = 0; m < tma_specs_.size(); ++m, ++slot)
+      out_ << (slot ? ", " : "") << "*static_cast<const ::tl::TensorMap*>(args[" << slot << "].ptr)";
     out_ << "); });\n}\n#endif\n";
   }
 
