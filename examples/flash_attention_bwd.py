@@ -20,7 +20,8 @@ Two kernels, as FlashAttention-2 splits the work:
   block contributes to every query row. The share goes through a shared tile: on
   sm_90 the whole tile is then added by one TMA reduce (FlashAttention-3's way)
   instead of an atomic per element. Causal masks skip the query tiles entirely
-  above the diagonal and zero P^T inside the diagonal tile.
+  above the diagonal and zero P^T inside the diagonal tiles; only those, and tiles
+  past the end of the sequence, test each element.
 
 Layout [batch, seq_len, heads, dim] for Q, K, V, O, dO, dK, dV (float16) and dQ
 (float32, zeroed by the caller); lse and delta are [batch, heads, seq_len] float32,
@@ -123,15 +124,24 @@ def attention_bwd(
                 T.copy(lse[bz, by, k * block_N : (k + 1) * block_N], lse_shared)
                 T.clear(qkT)
                 T.gemm(K_shared, Q_shared, qkT, transpose_B=True, policy=rows)  # S^T
-                # P^T, zero where the key is masked or a row lies past the end.
-                for i, j in T.Parallel(block_M, block_N):
-                    key, query = bx * block_M + i, k * block_N + j
-                    visible = (query < seq_len) and (key < seq_len)
-                    if is_causal:
-                        visible = visible and (key <= query)
-                    qkT[i, j] = T.if_then_else(
-                        visible, T.exp2(qkT[i, j] * scale - lse_shared[j] * LOG2E), 0
-                    )
+                # P^T, zero where the key is masked or a row lies past the end. Only
+                # tiles that reach past the end or cross the diagonal (a query before
+                # the block's last key) test each element.
+                partial = ((k + 1) * block_N > seq_len) or ((bx + 1) * block_M > seq_len)
+                if is_causal:
+                    partial = partial or (k * block_N < (bx + 1) * block_M - 1)
+                if partial:
+                    for i, j in T.Parallel(block_M, block_N):
+                        key, query = bx * block_M + i, k * block_N + j
+                        visible = (query < seq_len) and (key < seq_len)
+                        if is_causal:
+                            visible = visible and (key <= query)
+                        qkT[i, j] = T.if_then_else(
+                            visible, T.exp2(qkT[i, j] * scale - lse_shared[j] * LOG2E), 0
+                        )
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j] * LOG2E)
 
                 T.copy(dO[bz, k * block_N : (k + 1) * block_N, by, :], dO_shared)
                 T.copy(Delta[bz, by, k * block_N : (k + 1) * block_N], delta_shared)

@@ -90,9 +90,40 @@ class StoreLowerer : public IRMutator {
   }
 
   // A copy inside a T.Parallel nest is one thread's element copy, not a tile's.
+  //
+  // In a loop whose body refills the tile before storing it (the statement that
+  // first touches the tile comes before the store, and none after it), the issuing
+  // thread need not wait for the store's read right away: it waits, and a barrier
+  // holds the others, right before that first statement of the next iteration, and
+  // once after the loop. Its warp then goes on while TMA reads the tile.
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind == ForKind::Parallel) return self;
-    return IRMutator::visit(op, self);
+    auto* body = op->body.as<SeqNode>();
+    if (!launch_ || divergent_ || !body) return IRMutator::visit(op, self);
+    const std::vector<Stmt>& stmts = body->seq;
+    std::map<size_t, size_t> refill_of;  // index of the first touch -> of the store
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      auto* c = stmts[i].as<TileOpNode>();
+      if (!c || !issue(c)) continue;
+      const Buffer& tile = c->regions[c->op == TileOpKind::Atomic ? 1 : 0].buffer;
+      std::vector<size_t> touching;
+      for (size_t j = 0; j < stmts.size(); ++j)
+        if (references(stmts[j], tile)) touching.push_back(j);
+      if (touching.front() < i && touching.back() == i && !refill_of.count(touching.front()))
+        refill_of[touching.front()] = i;
+    }
+    if (refill_of.empty()) return IRMutator::visit(op, self);
+    for (const auto& [first, store] : refill_of) deferred_.insert(stmts[store].as<TileOpNode>());
+    std::vector<Stmt> out;
+    for (size_t j = 0; j < stmts.size(); ++j) {
+      if (refill_of.count(j)) {
+        out.push_back(wait_for_stores(op->span));
+        out.push_back(barrier(BarrierKind::Threads, op->span));
+      }
+      out.push_back(mutate(stmts[j]));
+    }
+    Stmt loop = for_loop(op->var, op->min, op->extent, op->for_kind, seq(out), op->annotations, op->span);
+    return seq({loop, wait_for_stores(op->span), barrier(BarrierKind::Threads, op->span)});
   }
 
   // Under a condition on the thread index not every thread would reach the block
@@ -113,22 +144,12 @@ class StoreLowerer : public IRMutator {
   // A reduce-add goes the same way, as the copy of its value tile to its destination.
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     if (!launch_ || divergent_) return self;
-    std::optional<Stmt> stores;
-    if (is_store_candidate(op)) {
-      stores = tma_tile_stores(op, launch_, params_, layouts_, false);
-    } else if (is_reduce_candidate(op)) {
-      Stmt copy = tile_op(TileOpKind::Copy, {op->regions[1], op->regions[0]}, {}, {}, op->span);
-      stores = tma_tile_stores(copy.as<TileOpNode>(), launch_, params_, layouts_, true);
-    }
+    std::optional<Stmt> stores = issue(op);
     if (!stores) return self;
-    Expr rank = int_imm(0);
-    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
-    Stmt issue = seq({*stores, evaluate(call_extern(dtype::Void, "tl::tma_store_commit", {})),
-                      evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {}))});
+    std::vector<Stmt> by_issuer{*stores, evaluate(call_extern(dtype::Void, "tl::tma_store_commit", {}))};
+    if (!deferred_.count(op)) by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {})));
     return seq({thread_op(evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {}), op->span)),
-                barrier(BarrierKind::Threads, op->span),
-                thread_op(if_then_else(eq(rank, int_imm(region_lo_)), issue, {}, op->span))});
+                barrier(BarrierKind::Threads, op->span), by_issuer_only(seq(by_issuer), op->span)});
   }
 
  private:
@@ -144,8 +165,42 @@ class StoreLowerer : public IRMutator {
     return uses.found;
   }
 
+  // The TMA stores (or reduce-adds) of a store candidate, or nullopt.
+  std::optional<Stmt> issue(const TileOpNode* op) const {
+    if (is_store_candidate(op)) return tma_tile_stores(op, launch_, params_, layouts_, false);
+    if (!is_reduce_candidate(op)) return std::nullopt;
+    Stmt copy = tile_op(TileOpKind::Copy, {op->regions[1], op->regions[0]}, {}, {}, op->span);
+    return tma_tile_stores(copy.as<TileOpNode>(), launch_, params_, layouts_, true);
+  }
+
+  // `s` run by the thread that issues the stores: the first of the block, or of the
+  // enclosing T.ws region.
+  Stmt by_issuer_only(Stmt s, const SourceSpan& span) const {
+    Expr rank = int_imm(0);
+    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
+      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
+    return thread_op(if_then_else(eq(rank, int_imm(region_lo_)), std::move(s), {}, span));
+  }
+
+  Stmt wait_for_stores(const SourceSpan& span) const {
+    return by_issuer_only(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {}), span), span);
+  }
+
+  static bool references(const Stmt& s, const Buffer& b) {
+    struct Find : IRVisitor {
+      const BufferNode* target;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit_buffer(const Buffer& x) override { found = found || x.get() == target; }
+    } f;
+    f.target = b.get();
+    f.visit(s);
+    return f.found;
+  }
+
   std::vector<Param> params_;
   std::map<BufKey, SharedTileLayout> layouts_;
+  std::set<const TileOpNode*> deferred_;  // stores whose wait goes before the tile's refill
   const KernelLaunchNode* launch_ = nullptr;
   int64_t region_lo_ = 0;  // the first thread of the enclosing T.ws region (0: the whole block)
   int divergent_ = 0;      // conditions on the thread index around the visited statement

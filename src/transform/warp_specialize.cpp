@@ -29,7 +29,7 @@ namespace {
 // The registers per thread a block of `threads` may hold at launch, and what the
 // consumers may raise theirs to once the producer warpgroup is down to kProducer:
 // the block's pool stays within what it was given.
-constexpr int64_t kProducerRegs = 40;
+constexpr int64_t kProducerRegs = 24;  // the least setmaxnreg allows: the producer only issues TMA copies
 int64_t launch_regs(int64_t threads) {
   return std::min<int64_t>(65536 / threads / 8 * 8, 248);
 }

@@ -180,7 +180,12 @@ def test_tile_reused_in_a_loop_waits_for_the_store():
     # (the emulator checks at tma_store_wait that the store has read the tile)
     M, N = 72, 64
     kernel = compile_with_stores(tile_stored_in_a_loop(M, N, 16, 64), out_idx=[-1], target=SM90)
-    assert tma_stored(kernel.get_kernel_source())
+    src = kernel.get_kernel_source()
+    assert tma_stored(src)
+    # The issuing thread waits right before the next refill (and once after the loop),
+    # not right after its store.
+    assert src.count("tl::tma_store_wait<0>()") == 2, src
+    assert src.index("tl::tma_store_wait<0>()") < src.index("tl::tma_store<2>("), src
     a = rng.standard_normal((M, N)).astype(np.float16)
     np.testing.assert_array_equal(kernel(a), a - np.float16(1))
 

@@ -8,7 +8,6 @@ generated CUDA runs in the emulator against numpy; the pass config
 tl.disable_warp_specialized turns it off. tests/gpu runs the same kernels on the
 H200 (test_tma_pipeline_gpu.py, test_examples_hopper_gpu.py)."""
 
-import math
 import pathlib
 import sys
 
@@ -53,7 +52,7 @@ def test_gemm_is_warp_specialized_and_matches_numpy(name):
     # thread issuing the copies after waiting for a free version.
     assert f"__launch_bounds__({threads + 128}, 1)" in src
     assert launch_threads(kernel) == [threads + 128]
-    assert "tl::setmaxnreg_dec<40>();" in src
+    assert "tl::setmaxnreg_dec<24>();" in src
     assert f"if ((tx == {threads}))" in src
     assert "_empty[" in src and "tl::mbarrier_arrive_warp(" in src
     # Only the start publishes the mbarriers to every thread; the consumers' own
@@ -130,7 +129,7 @@ def test_flash_attention_prefetches_v_and_is_specialized(causal, monkeypatch):
     )
     src = kernel.get_kernel_source()
     assert "K_shared_full[" in src and "V_shared_full[" in src and "V_shared_empty[" in src
-    assert src.count("tl::tma_load<") >= 2 and "tl::setmaxnreg_dec<40>();" in src
+    assert src.count("tl::tma_load<") >= 2 and "tl::setmaxnreg_dec<24>();" in src
     rng = np.random.default_rng(7)
     q, k, v = (
         rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(3)
@@ -144,12 +143,12 @@ def test_flash_attention_prefetches_v_and_is_specialized(causal, monkeypatch):
 @needs_nvrtc
 def test_two_consumer_warpgroups_take_the_producers_registers():
     """256 consumers + 128 producers: 168 registers each at launch; the producer goes
-    down to 40, which lets the consumers go up to 232 (NVRTC compiles it for sm_90a)."""
+    down to 24, which lets the consumers go up to 240 (NVRTC compiles it for sm_90a)."""
     kernel = tilelang.compile(
         wgmma_gemm(256, 256, 256, 128, 128, 64, "float16", False, True, 256, 0, stages=3),
         target="cuda -arch=sm_90a",
     )
     src = kernel.get_kernel_source()
-    assert "tl::setmaxnreg_inc<232>();" in src and "tl::setmaxnreg_dec<40>();" in src
+    assert "tl::setmaxnreg_inc<240>();" in src and "tl::setmaxnreg_dec<24>();" in src
     assert launch_threads(kernel) == [384]
-    assert math.isclose(168 * 384 - 40 * 128, 232 * 256, rel_tol=0.01)
+    assert 240 * 256 + 24 * 128 <= 168 * 384  # the block's pool at launch
