@@ -96,7 +96,7 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
   bool clear = attr_int(op->attrs, "clear_accum", 0);
-  size_t na = a.ranges.size(), nb = b.ranges.size(), nc = c.ranges.size();
+  size_t na = a.ranges.size(), nc = c.ranges.size();
   Expr m = c.ranges[nc - 2].extent, n = c.ranges[nc - 1].extent;
   Expr k = ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent;
   Var i("gi", m.dtype()), j("gj", n.dtype()), kk("gk", k.dtype());

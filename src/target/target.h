@@ -38,6 +38,17 @@ struct Target {
   // wgmma.mma_async (warpgroup tensor-core gemms from shared-memory descriptors): sm_90a only.
   bool has_wgmma() const { return kind == TargetKind::CUDA && arch == "sm_90a"; }
   bool has_tma() const { return sm_version() >= 90; }  // cp.async.bulk.tensor and mbarrier transactions
+  // The most shared memory one block may have (bytes, with the opt-in above 48 KB
+  // the runtime makes), by compute capability; 0 when not a CUDA arch.
+  int64_t max_shared_memory_per_block() const {
+    int v = sm_version();
+    if (v == 0) return 0;
+    if (v == 90 || v == 100 || v == 103) return 227 * 1024;
+    if (v == 80 || v == 87) return 163 * 1024;
+    if (v == 86 || v == 89 || v >= 110) return 99 * 1024;
+    if (v == 75) return 64 * 1024;
+    return 96 * 1024;  // sm_70, sm_72
+  }
   // Metal 4 cooperative tensors (MetalPerformancePrimitives matmul2d): the "metal4" key.
   bool has_metal4() const { return kind == TargetKind::Metal && keys.count("metal4"); }
 };

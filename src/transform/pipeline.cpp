@@ -98,7 +98,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) {
-    return plan_shared_memory(g, !config_on(configs, "tl.disable_shared_memory_reuse"));
+    return plan_shared_memory(g, t, !config_on(configs, "tl.disable_shared_memory_reuse"));
   });
   return f;
 }

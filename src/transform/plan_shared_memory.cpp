@@ -253,7 +253,7 @@ bool has_regions(const Stmt& s) {
 
 class Planner : public IRMutator {
  public:
-  explicit Planner(bool reuse) : reuse_(reuse) {}
+  Planner(const Target& target, bool reuse) : target_(target), reuse_(reuse) {}
   using IRMutator::mutate;
 
  protected:
@@ -330,6 +330,7 @@ class Planner : public IRMutator {
       offsets.push_back(at);
       total = std::max(total, at + bytes);
     }
+    check_fits(op, bufs, total);
     if (!barriers.empty()) body = BarrierBefore(barriers).mutate(body);
     if (auto_ws) body = attr_stmt(kAutoWarpSpecializedAttr, mark->value, body);
     offsets.push_back(total);
@@ -340,13 +341,42 @@ class Planner : public IRMutator {
   }
 
  private:
+  // Stops a kernel that asks for more shared memory than a block may have: the
+  // driver would refuse the launch with no word of which buffers are too big.
+  void check_fits(const KernelLaunchNode* op, std::vector<Buffer> bufs, int64_t total) const {
+    int64_t limit = target_.max_shared_memory_per_block();
+    if (limit == 0 || total <= limit) return;
+    auto bytes = [](const Buffer& b) {
+      return (*as_const_int(b.num_elements()) * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+    };
+    std::stable_sort(bufs.begin(), bufs.end(), [&](const Buffer& a, const Buffer& b) { return bytes(a) > bytes(b); });
+    std::string biggest;
+    for (size_t i = 0; i < bufs.size() && i < 4; ++i)
+      biggest += str_cat(i ? ", " : "", "'", bufs[i]->name, "' ", bytes(bufs[i]), " (", shape_str(bufs[i]), " ",
+                         bufs[i]->dtype.name(), ")");
+    throw_user_error(op->span, str_cat("the kernel needs ", total, " bytes of shared memory, but a thread block on ",
+                                       target_.arch, " may have at most ", limit, " (", limit / 1024,
+                                       " KB); the biggest shared buffers (pipeline stages included): ", biggest,
+                                       ". Use smaller tiles or fewer num_stages"));
+  }
+
+  static std::string shape_str(const Buffer& b) {
+    std::string out;
+    for (size_t d = 0; d < b->shape.size(); ++d) {
+      auto n = as_const_int(b->shape[d]);
+      out += str_cat(d ? "x" : "", n ? std::to_string(*n) : std::string("?"));
+    }
+    return out;
+  }
+
+  const Target& target_;
   bool reuse_;
 };
 
 }  // namespace
 
-PrimFunc plan_shared_memory(const PrimFunc& f, bool reuse) {
-  return f.with_body(Planner(reuse).mutate(f->body));
+PrimFunc plan_shared_memory(const PrimFunc& f, const Target& target, bool reuse) {
+  return f.with_body(Planner(target, reuse).mutate(f->body));
 }
 
 }  // namespace tl

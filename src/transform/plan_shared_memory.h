@@ -4,6 +4,7 @@
 #include <map>
 
 #include "ir/ir.h"
+#include "target/target.h"
 
 namespace tl {
 
@@ -25,7 +26,8 @@ std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body);
 // after the pipeline's stages) may take the other's bytes, with a block barrier
 // before its first use. Kernels with T.ws regions written by hand are carved
 // without reuse, and so is every kernel when `reuse` is false (pass config
-// tl.disable_shared_memory_reuse).
-PrimFunc plan_shared_memory(const PrimFunc& f, bool reuse = true);
+// tl.disable_shared_memory_reuse). A kernel that needs more than one block of
+// `target` may have is a user error naming the biggest buffers.
+PrimFunc plan_shared_memory(const PrimFunc& f, const Target& target, bool reuse = true);
 
 }  // namespace tl

@@ -36,20 +36,20 @@ def check_gemm(kernel, M, N, K):
     np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-3, atol=2e-2)
 
 
-@pytest.mark.parametrize("target", [SM90A, SM80])
-def test_epilogue_tile_reuses_the_pipeline_stages(target):
+# As many stages as fit a block (227 KB on sm_90, 163 KB on sm_80) without C_s's 64 KB.
+@pytest.mark.parametrize("target, stages", [(SM90A, 4), (SM80, 3)])
+def test_epilogue_tile_reuses_the_pipeline_stages(target, stages):
     M, N, K = 256, 256, 320
     kernel = tilelang.compile(
-        epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=4),
+        epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=stages),
         out_idx=[-1],
         target=target,
     )
     src = kernel.get_kernel_source()
     at = offsets(src)
-    stages = {at["A_s"], at["B_s"]}
-    assert at["C_s"] in stages, at
-    # 4 stages of A (64 KB) and B (128 KB) plus barriers: the 64 KB C_s adds nothing.
-    assert shared_bytes(src) < 4 * (128 * 64 + 64 * 256) * 2 + 4096, shared_bytes(src)
+    assert at["C_s"] in {at["A_s"], at["B_s"]}, at
+    # The stages of A (16 KB each) and B (32 KB) plus barriers: the 64 KB C_s adds nothing.
+    assert shared_bytes(src) < stages * (128 * 64 + 64 * 256) * 2 + 4096, shared_bytes(src)
     # A barrier between the pipeline's last use of the stages and the first write of C_s.
     lines = src.splitlines()
     first_write = next(i for i, x in enumerate(lines) if "(&C_s[" in x or re.search(r"\bC_s\[", x))
@@ -168,7 +168,7 @@ def test_the_barrier_goes_before_a_single_thread_block_op_not_inside_it():
 
 def test_disable_shared_memory_reuse_keeps_every_buffer_apart():
     M, N, K = 256, 256, 320
-    func = epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=4)
+    func = epilogue_gemm(M, N, K, 128, 256, 64, "float16", "float16", threads=256, stages=2)
     kernel = tilelang.compile(
         func, out_idx=[-1], target=SM80, pass_configs={"tl.disable_shared_memory_reuse": True}
     )
@@ -238,3 +238,17 @@ def test_no_staging_without_a_dead_buffer_to_reuse():
     b = np.zeros_like(a)
     kernel(a, b)
     np.testing.assert_allclose(b, a * 2)
+
+
+@pytest.mark.parametrize(
+    "target, limit", [("cuda -arch=sm_90a", 227 * 1024), ("cuda -arch=sm_80", 163 * 1024)]
+)
+def test_more_shared_memory_than_a_block_may_have_is_a_clear_error(target, limit):
+    # 4 stages of 128x128 + 128x256 float16 tiles: 384 KB, more than any GPU allows.
+    func = fragment_epilogue_gemm(1024, 1024, 1024, 128, 256, 128, 4, 256)
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(func, out_idx=[-1], target=target)
+    msg = str(info.value)
+    assert f"at most {limit} ({limit // 1024} KB)" in msg, msg
+    assert "'B_s'" in msg and "'A_s'" in msg and "num_stages" in msg, msg
+    assert "test_shared_memory_plan.py" in msg, msg  # points at the kernel's T.Kernel line

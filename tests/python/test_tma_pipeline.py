@@ -110,7 +110,10 @@ def test_mma_sync_gemm_with_tma_matches_numpy(dtype, stages):
     kernel = tilelang.compile(mma_gemm(M, N, K, dtype, stages), out_idx=[-1], target=SM90)
     src = kernel.get_kernel_source()
     assert "tl::gemm_ss<" in src and tma_only(src), src
-    maps = [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma ")]
+    # (C's map, "tma 2", appears where the epilogue is staged through a dead stage.)
+    maps = [
+        x for x in kernel.kernel.signature_text.splitlines() if x.startswith(("tma 0", "tma 1"))
+    ]
     assert maps == [f"tma 0 {dtype} 2 32,64 64 0", f"tma 1 {dtype} 2 64,32 128 0"]
     run_mma_gemm(kernel, M, N, K, dtype)
 
