@@ -108,7 +108,8 @@ def flash_attention(
                     for i, j in T.Parallel(block_M, block_N):
                         visible = k * block_N + j < seq_len
                         acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+                # Rows split over the warpgroups as P V needs them (acc_s feeds it).
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
                 # Online softmax: new running max, rescale factors, exponentials.
                 T.copy(scores_max, scores_max_prev)
@@ -126,7 +127,7 @@ def flash_attention(
                 for i, j in T.Parallel(block_M, dim):
                     acc_o[i, j] *= scores_scale[i]
                 T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]

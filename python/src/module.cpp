@@ -2,6 +2,9 @@
 // files of this folder, and the translation of C++ errors into Python exceptions.
 #include <nanobind/nanobind.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "support/error.h"
 
 namespace nb = nanobind;
@@ -13,6 +16,11 @@ void bind_runtime(nb::module_& m);
 
 NB_MODULE(_C, m) {
   m.doc() = "tilelang-cpp compiler core";
+  // Kernels held by module-level caches (tilelang.jit, a script's globals) can outlive
+  // nanobind's shutdown check, which then prints "leaked N instances" at every exit of
+  // such a script. The check is for binding bugs: TILELANG_NB_LEAK_WARNINGS=1 keeps it.
+  const char* leaks = std::getenv("TILELANG_NB_LEAK_WARNINGS");
+  nb::set_leak_warnings(leaks && std::string(leaks) == "1");
   static nb::object user_error_type =
       nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
   static nb::object internal_error_type =
