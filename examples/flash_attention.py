@@ -24,7 +24,7 @@ import tilelang
 import tilelang.language as T
 
 
-@tilelang.jit(out_idx=[3])
+@tilelang.jit(out_idx=[3], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
 def flash_attention(
     batch,
     heads,

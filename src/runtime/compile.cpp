@@ -307,14 +307,25 @@ std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt
   return k;
 }
 
+// NVRTC's options: the user's compile flags, and --use_fast_math under the pass
+// config tl.enable_fast_math (TileLang's: expf, exp2f, logf, sinf ... become the
+// approximate hardware instructions, denormals flush to zero, divisions and square
+// roots are approximate). tl.disable_fast_math wins over it.
+std::vector<std::string> nvrtc_flags(const CompileOptions& opt) {
+  std::vector<std::string> flags = opt.compile_flags;
+  if (config_on(opt.pass_configs, "tl.enable_fast_math") && !config_on(opt.pass_configs, "tl.disable_fast_math"))
+    flags.push_back("--use_fast_math");
+  return flags;
+}
+
 std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                    const std::string& key) {
+  const std::vector<std::string> flags = nvrtc_flags(opt);
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
     CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
-    std::vector<char> cubin =
-        nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", opt.compile_flags);
+    std::vector<char> cubin = nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", flags);
     std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
     write_meta(dir, src);
   };
@@ -323,8 +334,7 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
     if (cubin.empty()) throw std::runtime_error("empty cubin");
     std::vector<CudaLaunchInfo> meta = read_meta(dir);
     return std::make_shared<CudaKernel>(with_meta(sig, meta), opt.target, read_text(fs::path(dir) / "kernel.cu"),
-                                        std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta),
-                                        opt.compile_flags);
+                                        std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta), flags);
   };
   return build_cached(opt, key, build_into, load);
 }

@@ -54,15 +54,20 @@ PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimF
   return out;
 }
 
-// CPU: one executor per thread block, so fragments are block-wide arrays and tile
-// ops become plain loops; no layout inference is needed.
-bool config_on(const Attrs& configs, const std::string& key, bool unset = false) {
+}  // namespace
+
+bool config_on(const Attrs& configs, const std::string& key, bool unset) {
   auto it = configs.find(key);
   if (it == configs.end()) return unset;
   if (auto* i = std::get_if<int64_t>(&it->second)) return *i != 0;
   if (auto* s = std::get_if<std::string>(&it->second)) return *s == "1" || *s == "True" || *s == "true";
   return false;
 }
+
+namespace {
+
+// CPU: one executor per thread block, so fragments are block-wide arrays and tile
+// ops become plain loops; no layout inference is needed.
 
 PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("lower_tile_ops", f, [&](const PrimFunc& g) { return lower_tile_ops(g, t); });

@@ -10,4 +10,7 @@ namespace tl {
 // (TILELANG_DUMP_IR=1 or =<dir>) and timed (TILELANG_TIME_PASSES=1).
 PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {});
 
+// Whether pass config `key` is set to a true value (1, True, "true"); `unset` when absent.
+bool config_on(const Attrs& configs, const std::string& key, bool unset = false);
+
 }  // namespace tl

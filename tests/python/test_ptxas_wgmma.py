@@ -28,11 +28,12 @@ def load(name):
     return mod
 
 
-def ptxas_report(nvcc_path, source, tmp_path):
+def ptxas_report(nvcc_path, source, tmp_path, fast_math=False):
     cu = tmp_path / "kernel.cu"
     cu.write_text(source)
     include = os.path.join(_native.load().device_include_dir(), "cuda")
     cmd = [nvcc_path, "-arch=sm_90a", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
+    cmd += ["-use_fast_math"] if fast_math else []
     cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(tmp_path / "kernel.cubin"), str(cu)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
@@ -62,7 +63,9 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_wgmma_serialization_and_no_spills(name, nvcc, tmp_path):  # noqa: F811
-    report = ptxas_report(nvcc, CASES[name]().get_kernel_source(), tmp_path)
+    # The FlashAttention example compiles with tl.enable_fast_math (NVRTC's --use_fast_math).
+    fast = name.startswith("fa_")
+    report = ptxas_report(nvcc, CASES[name]().get_kernel_source(), tmp_path, fast_math=fast)
     assert "C7515" not in report and "serialized" not in report, report
     spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", report)]
     # (D128 causal with the overlap keeps 16 bytes in local memory: allowed, no more.)
