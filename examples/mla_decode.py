@@ -128,7 +128,7 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
     return attend
 
 
-@tilelang.jit(out_idx=[-1])
+@tilelang.jit(out_idx=[-1], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
 def mla_decode(
     batch,
     heads,
@@ -165,7 +165,7 @@ def mla_decode(
     return decode
 
 
-@tilelang.jit(out_idx=[-2, -1])
+@tilelang.jit(out_idx=[-2, -1], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
 def mla_decode_partial(
     batch,
     heads,
