@@ -4,10 +4,27 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 
 #include "ir/ir.h"
 
 namespace tl {
+
+// Sets `slot` to `value` until the end of the enclosing scope, then puts the old
+// value back: the context (enclosing kernel, T.ws region, thread count) a pass keeps
+// while it visits a subtree.
+template <class T>
+class Scoped {
+ public:
+  Scoped(T& slot, T value) : slot_(slot), saved_(std::exchange(slot, std::move(value))) {}
+  ~Scoped() { slot_ = std::move(saved_); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+
+ private:
+  T& slot_;
+  T saved_;
+};
 
 class IRVisitor {
  public:

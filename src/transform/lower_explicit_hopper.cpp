@@ -113,11 +113,8 @@ class LowerMarkers : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    const KernelLaunchNode* saved = launch_;
-    launch_ = op;
-    Stmt s = IRMutator::visit(op, self);
-    launch_ = saved;
-    return s;
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
@@ -207,21 +204,15 @@ class LowerCopiesAndGemms : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    const KernelLaunchNode* saved = launch_;
-    launch_ = op;
-    Stmt s = IRMutator::visit(op, self);
-    launch_ = saved;
-    return s;
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const AttrNode* op, const Stmt& self) override {
     auto [lo, count] = warp_group_range(op);
     if (count == 0) return IRMutator::visit(op, self);
-    int64_t saved = region_lo_;
-    region_lo_ = lo;
-    Stmt s = IRMutator::visit(op, self);
-    region_lo_ = saved;
-    return s;
+    Scoped<int64_t> in_region(region_lo_, lo);
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {

@@ -154,12 +154,8 @@ class Collector : public IRVisitor {
   void visit(const AttrNode* op) override {
     auto [lo, count] = warp_group_range(op);
     if (count == 0) return IRVisitor::visit(op);
-    int64_t saved_lo = region_lo_, saved_threads = a_.threads;
-    region_lo_ = lo;
-    a_.threads = count;
+    Scoped<int64_t> in_region(region_lo_, lo), threads(a_.threads, count);
     IRVisitor::visit(op);
-    region_lo_ = saved_lo;
-    a_.threads = saved_threads;
   }
 
   // A fragment's registers belong to the threads of one region.
@@ -752,14 +748,9 @@ class Lowerer : public IRMutator {
   Stmt visit(const AttrNode* op, const Stmt& self) override {
     auto [lo, count] = warp_group_range(op);
     if (count == 0) return IRMutator::visit(op, self);
-    Expr saved_t = t_;
-    int64_t saved_threads = threads_;
-    t_ = sub(t_, int_imm(lo));
-    threads_ = count;
-    Stmt s = IRMutator::visit(op, self);
-    t_ = saved_t;
-    threads_ = saved_threads;
-    return s;
+    Scoped<Expr> thread(t_, sub(t_, int_imm(lo)));
+    Scoped<int64_t> threads(threads_, count);
+    return IRMutator::visit(op, self);
   }
 
   Expr visit(const BufferLoadNode* op, const Expr& self) override {

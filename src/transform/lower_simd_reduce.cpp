@@ -24,16 +24,12 @@ class Reducer : public IRMutator {
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     int64_t threads = 1;
     for (int64_t t : op->threads) threads *= t;
-    Expr saved_rank = rank_;
-    int64_t saved_sg = simdgroups_;
-    simdgroups_ = threads % 32 == 0 ? threads / 32 : 0;
-    rank_ = int_imm(0);
+    Expr rank = int_imm(0);
     for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
-      rank_ = add(mul(rank_, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
-    Stmt s = IRMutator::visit(op, self);
-    rank_ = saved_rank;
-    simdgroups_ = saved_sg;
-    return s;
+      rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
+    Scoped<Expr> in_kernel(rank_, rank);
+    Scoped<int64_t> simdgroups(simdgroups_, threads % 32 == 0 ? threads / 32 : 0);
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {

@@ -34,20 +34,15 @@ class TileOpLowerer : public IRMutator {
   Stmt visit(const AttrNode* op, const Stmt& self) override {
     auto [lo, count] = warp_group_range(op);
     if (count == 0) return IRMutator::visit(op, self);
-    int64_t saved = threads_;
-    threads_ = count;
-    Stmt s = IRMutator::visit(op, self);
-    threads_ = saved;
-    return s;
+    Scoped<int64_t> threads(threads_, count);
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    int64_t saved = threads_;
-    threads_ = 1;
-    for (int64_t t : op->threads) threads_ *= t;
-    Stmt s = IRMutator::visit(op, self);
-    threads_ = saved;
-    return s;
+    int64_t block = 1;
+    for (int64_t t : op->threads) block *= t;
+    Scoped<int64_t> threads(threads_, block);
+    return IRMutator::visit(op, self);
   }
 
   // A T.Parallel nest is a block-wide operation too (its iterations are spread

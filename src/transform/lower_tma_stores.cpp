@@ -62,12 +62,9 @@ class StoreLowerer : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    const KernelLaunchNode* saved = launch_;
-    launch_ = op;
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
     for (const Var& t : op->thread_vars) per_thread_.insert(t.node());
-    Stmt s = IRMutator::visit(op, self);
-    launch_ = saved;
-    return s;
+    return IRMutator::visit(op, self);
   }
 
   // Names bound to a value that depends on the thread index do too.
@@ -79,14 +76,10 @@ class StoreLowerer : public IRMutator {
   Stmt visit(const AttrNode* op, const Stmt& self) override {
     auto [lo, count] = warp_group_range(op);
     if (count == 0) return IRMutator::visit(op, self);
-    int64_t saved = region_lo_;
-    const IfThenElseNode* saved_if = region_if_;
-    region_lo_ = lo;
-    region_if_ = op->body.as<IfThenElseNode>();  // its threads all reach the region's barrier
-    Stmt s = IRMutator::visit(op, self);
-    region_lo_ = saved;
-    region_if_ = saved_if;
-    return s;
+    Scoped<int64_t> in_region(region_lo_, lo);
+    // The region's own condition: its threads all reach the region's barrier.
+    Scoped<const IfThenElseNode*> region_if(region_if_, op->body.as<IfThenElseNode>());
+    return IRMutator::visit(op, self);
   }
 
   // A copy inside a T.Parallel nest is one thread's element copy, not a tile's.

@@ -239,13 +239,9 @@ class Pipeliner : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    const KernelLaunchNode* saved = launch_;
-    launch_ = op;
-    ws_loop_ = ws_ ? ws_candidate(op) : nullptr;
-    Stmt s = IRMutator::visit(op, self);
-    launch_ = saved;
-    ws_loop_ = nullptr;
-    return s;
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    Scoped<const ForNode*> ws_loop(ws_loop_, ws_ ? ws_candidate(op) : nullptr);
+    return IRMutator::visit(op, self);
   }
 
   // Names bound around a pipelined loop (`loop_range = T.min(...)`): a producer
