@@ -232,24 +232,34 @@ TL_DEVICE void tma_load(void* smem_dst, const TensorMap* map, uint64_t* bar, Coo
                  "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])                                               \
                  : "memory");
 
-// Stores the box at `coords` from smem_src (laid out as tma_load leaves it); the
-// elements outside the tensor are not written. The writing threads run
-// fence_proxy_async() and a barrier first; the issuing thread closes its stores
-// into a group with tma_store_commit() and, before the tile is written again,
-// waits with tma_store_wait<N>().
-template <int Rank, class... Coords>
-TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... coords) {
+// tma_store (Add = false) and tma_reduce_add (Add = true): one thread's copy of the
+// box at `coords` from smem_src (laid out as tma_load leaves it).
+template <bool Add, int Rank, class... Coords>
+TL_DEVICE void tma_shared_to_global(const TensorMap* map, const void* smem_src, Coords... coords) {
   static_assert(TmaArchCheck<Rank>::ok);
-  static_assert(Rank >= 1 && Rank <= 5, "tma_store: a tensor map has rank 1 to 5");
-  static_assert(sizeof...(Coords) == Rank, "tma_store<Rank>: give one coordinate per dimension");
+  static_assert(Rank >= 1 && Rank <= 5, "tma_store / tma_reduce_add: a tensor map has rank 1 to 5");
+  static_assert(sizeof...(Coords) == Rank, "tma_store / tma_reduce_add<Rank>: give one coordinate per dimension");
   const int32_t c[5] = {int32_t(coords)...};
 #ifdef TL_EMULATE
-  emu::tma_store(map, smem_src, c, Rank, false);
+  emu::tma_store(map, smem_src, c, Rank, Add);
 #else
   const SmemAddr src = smem_addr(smem_src);
   const uint64_t desc = reinterpret_cast<uint64_t>(map);
-  TL_TMA_SHARED_TO_GLOBAL("cp.async.bulk.tensor", ".bulk_group")
+  if constexpr (Add) {
+    TL_TMA_SHARED_TO_GLOBAL("cp.reduce.async.bulk.tensor", ".add.tile.bulk_group")
+  } else {
+    TL_TMA_SHARED_TO_GLOBAL("cp.async.bulk.tensor", ".bulk_group")
+  }
 #endif
+}
+
+// Stores the box; the elements outside the tensor are not written. The writing
+// threads run fence_proxy_async() and a barrier first; the issuing thread closes its
+// stores into a group with tma_store_commit() and, before the tile is written again,
+// waits with tma_store_wait<N>().
+template <int Rank, class... Coords>
+TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... coords) {
+  tma_shared_to_global<false, Rank>(map, smem_src, coords...);
 }
 
 // As tma_store, but each element of the box is added to the tensor's element
@@ -257,17 +267,7 @@ TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... c
 // (float32, int32 or uint32 here). Ordered and waited for as tma_store.
 template <int Rank, class... Coords>
 TL_DEVICE void tma_reduce_add(const TensorMap* map, const void* smem_src, Coords... coords) {
-  static_assert(TmaArchCheck<Rank>::ok);
-  static_assert(Rank >= 1 && Rank <= 5, "tma_reduce_add: a tensor map has rank 1 to 5");
-  static_assert(sizeof...(Coords) == Rank, "tma_reduce_add<Rank>: give one coordinate per dimension");
-  const int32_t c[5] = {int32_t(coords)...};
-#ifdef TL_EMULATE
-  emu::tma_store(map, smem_src, c, Rank, true);
-#else
-  const SmemAddr src = smem_addr(smem_src);
-  const uint64_t desc = reinterpret_cast<uint64_t>(map);
-  TL_TMA_SHARED_TO_GLOBAL("cp.reduce.async.bulk.tensor", ".add.tile.bulk_group")
-#endif
+  tma_shared_to_global<true, Rank>(map, smem_src, coords...);
 }
 #undef TL_TMA_SHARED_TO_GLOBAL
 
