@@ -18,7 +18,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -97,11 +97,8 @@ def main():
         if best is None:
             continue
         _, cfg, ours_fn = best
-        ours, ref = [], []
-        for _ in range(ROUNDS):
-            ours.append(cuda_seconds(ours_fn, CALLS))
-            ref.append(cuda_seconds(ref_fn, CALLS))
-        o_t, r_t = flop / statistics.median(ours) / 1e12, flop / statistics.median(ref) / 1e12
+        ours, ref = interleaved_medians([ours_fn, ref_fn], ROUNDS, CALLS)
+        o_t, r_t = flop / ours / 1e12, flop / ref / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
         rows.append(f"| {label} | {cfg} | {o_t:.1f} | {r_t:.1f} | {o_t / r_t:.3f} |")
     report(

@@ -17,7 +17,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -87,11 +87,10 @@ def main():
         if best is None:
             continue
         _, cfg, kernel = best
-        ours, ref = [], []
-        for _ in range(ROUNDS):
-            ours.append(timed(lambda kern=kernel, q=q, k=k, v=v: kern(q, k, v)))
-            ref.append(timed(ref_fn))
-        o, r = flop / statistics.median(ours) / 1e12, flop / statistics.median(ref) / 1e12
+        ours, ref = interleaved_medians(
+            [lambda kern=kernel, q=q, k=k, v=v: kern(q, k, v), ref_fn], ROUNDS, CALLS
+        )
+        o, r = flop / ours / 1e12, flop / ref / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
         rows.append(f"| {label} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |")
     report(

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -104,13 +104,13 @@ def bench_shape(M, N, K):
     if best is None:
         return None
     _, cfg, kernel = best
-    ours, fast, slow = [], [], []
-    for _ in range(ROUNDS):  # interleaved: all see the same clocks
-        ours.append(timed(lambda: kernel(a, b, one, one)))
-        fast.append(timed(lambda: torch_fn(True)))
-        slow.append(timed(lambda: torch_fn(False)))
+    times = interleaved_medians(
+        [lambda: kernel(a, b, one, one), lambda: torch_fn(True), lambda: torch_fn(False)],
+        ROUNDS,
+        CALLS,
+    )
     flop = 2 * M * N * K
-    o, f, s = (flop / statistics.median(t) / 1e12 for t in (ours, fast, slow))
+    o, f, s = (flop / t / 1e12 for t in times)
     return f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} |"
 
 

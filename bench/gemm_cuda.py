@@ -22,7 +22,7 @@ import statistics
 import tilelang
 import tilelang.language as T
 import torch
-from results import commit, cuda_seconds
+from results import commit, cuda_seconds, interleaved_medians
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048), (8192, 8192, 1024)]
 # (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)) per path
@@ -161,13 +161,9 @@ def main():
                 def ours_fn(kernel=kernel, a=a, b=b):
                     return kernel(a, b)
 
-                ours, ref = [], []
-                for _ in range(ROUNDS):  # interleaved: both see the same clocks
-                    ours.append(timed(ours_fn))
-                    ref.append(timed(ref_fn))
+                ours, ref = interleaved_medians([ours_fn, ref_fn], ROUNDS, CALLS)
                 flop = 2 * M * N * K
-                o = flop / statistics.median(ours) / 1e12
-                r = flop / statistics.median(ref) / 1e12
+                o, r = flop / ours / 1e12, flop / ref / 1e12
                 rows.append(
                     f"| {M}x{N}x{K} {dtype} | {path} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |"
                 )

@@ -17,7 +17,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, torch_device
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from mla_decode import mla_combine, mla_decode, mla_decode_partial
@@ -97,12 +97,10 @@ def main():
         if best is None:
             continue
         _, cfg, fn = best
-        ours, theirs = [], []
-        for _ in range(ROUNDS):
-            ours.append(cuda_seconds(lambda fn=fn, args=args: fn(*args), CALLS))
-            theirs.append(cuda_seconds(matmul, CALLS))
-        secs = statistics.median(ours)
-        o, m = flop / secs / 1e12, matmul_flop / statistics.median(theirs) / 1e12
+        secs, theirs = interleaved_medians(
+            [lambda fn=fn, args=args: fn(*args), matmul], ROUNDS, CALLS
+        )
+        o, m = flop / secs / 1e12, matmul_flop / theirs / 1e12
         reads = 2 * batch * SEQLEN_KV * (DV + DPE) * math.ceil(HEADS / cfg[0])
         label = f"B{batch} h_q{HEADS} kv{SEQLEN_KV}"
         rows.append(

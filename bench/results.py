@@ -3,6 +3,7 @@ appends to bench/RESULTS.md, and the CUDA-event timer."""
 
 import datetime
 import os
+import statistics
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,3 +70,13 @@ def cuda_seconds(fn, calls):
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / calls / 1e3
+
+
+def interleaved_medians(fns, rounds, calls):
+    """Median seconds per call of each of `fns`, timed one after the other in each of
+    `rounds` rounds (A/B interleaved: every side sees the same clocks and power cap)."""
+    times = [[] for _ in fns]
+    for _ in range(rounds):
+        for t, fn in zip(times, fns):
+            t.append(cuda_seconds(fn, calls))
+    return [statistics.median(t) for t in times]

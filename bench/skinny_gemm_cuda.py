@@ -25,7 +25,7 @@ import sys
 
 import tilelang
 import torch
-from results import cuda_seconds, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
@@ -114,11 +114,7 @@ def main():
             if best is None:
                 continue
             _, cfg, fn = best
-            ours, ref = [], []
-            for _ in range(ROUNDS):  # interleaved: both see the same clocks
-                ours.append(timed(lambda fn=fn, a=a, b=b: fn(a, b)))
-                ref.append(timed(ref_fn))
-            o, r = statistics.median(ours), statistics.median(ref)
+            o, r = interleaved_medians([lambda fn=fn, a=a, b=b: fn(a, b), ref_fn], ROUNDS, CALLS)
             nbytes = (M * K + N * K + M * N) * a.element_size()
             rows.append(
                 f"| {M}x{N}x{K} {dtype} | {cfg} | {o * 1e6:.1f} | {nbytes / o / 1e12:.2f} "

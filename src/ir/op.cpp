@@ -459,6 +459,13 @@ Stmt attr_stmt(std::string key, AttrValue value, Stmt body, SourceSpan span) {
 Stmt barrier(BarrierKind k, SourceSpan span) {
   return spanned<BarrierNode>(span, k);
 }
+
+Expr thread_rank(const KernelLaunchNode* launch) {
+  Expr rank = int_imm(0);
+  for (int d = int(launch->thread_vars.size()) - 1; d >= 0; --d)
+    rank = add(mul(rank, int_imm(launch->threads[d])), cast(dtype::Int32, launch->thread_vars[d]));
+  return rank;
+}
 Stmt break_stmt(SourceSpan span) {
   return spanned<BreakNode>(span);
 }

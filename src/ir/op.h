@@ -67,4 +67,7 @@ Stmt continue_stmt(SourceSpan span = {});
 Stmt tile_op(TileOpKind op, std::vector<BufferRegion> regions, std::vector<Expr> args, Attrs attrs,
              SourceSpan span = {});
 
+// The flat rank of the thread in `launch` (int32): x fastest, then y, then z.
+Expr thread_rank(const KernelLaunchNode* launch);
+
 }  // namespace tl

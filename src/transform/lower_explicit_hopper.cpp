@@ -96,14 +96,6 @@ int64_t const_arg(const CallNode* c, size_t i) {
   return *v;
 }
 
-// The flat rank of the thread in `launch` (int32).
-Expr thread_rank(const KernelLaunchNode* launch) {
-  Expr rank = int_imm(0);
-  for (int d = int(launch->thread_vars.size()) - 1; d >= 0; --d)
-    rank = add(mul(rank, int_imm(launch->threads[d])), cast(dtype::Int32, launch->thread_vars[d]));
-  return rank;
-}
-
 // Step 1: warpgroup regions and mbarrier operations.
 class LowerMarkers : public IRMutator {
  public:
@@ -346,6 +338,18 @@ std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op) {
   auto* v = std::get_if<std::vector<int64_t>>(&op->value);
   TL_ICHECK(v && v->size() == 2, "malformed ", kWarpGroupAttr, " attribute");
   return {(*v)[0], (*v)[1]};
+}
+
+Buffer tma_call_tile(const CallNode* c, bool* loads) {
+  if (!c || c->op != Intrinsic::Extern || c->args.size() < 3) return {};
+  const std::string& fn = c->args[0].as<StringImmNode>()->value;
+  bool load = fn.rfind("tl::tma_load<", 0) == 0;
+  if (!load && fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return {};
+  if (loads) *loads = load;
+  auto* addr = c->args[load ? 1 : 2].as<CallNode>();
+  auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+  TL_ICHECK(l, fn, "'s shared side is not the address of a shared tile");
+  return l->buffer;
 }
 
 PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma) {

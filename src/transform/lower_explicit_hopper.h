@@ -28,6 +28,11 @@ inline constexpr const char* kWarpGroupAttr = "tl.warp_group";
 // The threads [first, first + count) of a kWarpGroupAttr, or {0, 0} for another attribute.
 std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op);
 
+// The shared tile of a TMA call: the one tl::tma_load writes (`*loads` set to true)
+// or the one tl::tma_store / tl::tma_reduce_add reads; undefined for any other call
+// (or nullptr).
+Buffer tma_call_tile(const CallNode* c, bool* loads = nullptr);
+
 PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
 
 }  // namespace tl

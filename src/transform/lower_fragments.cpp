@@ -230,12 +230,9 @@ class Collector : public IRVisitor {
 
   void visit(const CallNode* op) override {
     IRVisitor::visit(op);
-    if (op->op != Intrinsic::Extern || op->args.size() < 3) return;
-    const std::string& fn = op->args[0].as<StringImmNode>()->value;
-    if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return;
-    auto* addr = op->args[2].as<CallNode>();
-    if (auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr)
-      note_store_tile(l->buffer);
+    bool load = false;
+    Buffer b = tma_call_tile(op, &load);
+    if (b.defined() && !load) note_store_tile(b);
   }
 
   void visit(const TileOpNode* op) override {
@@ -702,12 +699,9 @@ std::map<BufKey, std::pair<Buffer, SharedTileLayout>> operand_layouts(const Anal
 std::set<BufKey> tma_destinations(const Stmt& s) {
   std::set<BufKey> out;
   for_each_expr(s, [&](const Expr& e) {
-    auto* c = e.as<CallNode>();
-    if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
-    if (c->args[0].as<StringImmNode>()->value.rfind("tl::tma_load<", 0) != 0) return;
-    auto* addr = c->args[1].as<CallNode>();
-    if (auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr)
-      out.insert(l->buffer.get());
+    bool load = false;
+    Buffer b = tma_call_tile(e.as<CallNode>(), &load);
+    if (b.defined() && load) out.insert(b.get());
   });
   return out;
 }
@@ -1473,11 +1467,7 @@ class PerKernel : public IRMutator {
       lines.push_back(str_cat("fragment '", k->name, "' stays in shared memory: ", why));
     std::sort(lines.begin(), lines.end());
     for (const std::string& line : lines) log(LogLevel::Debug, line);
-    // The flat thread rank, from the launch's thread variables.
-    Expr rank = int_imm(0);
-    for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
-    Stmt body = Lowerer(a, s, rank, tma_destinations(op->body)).mutate(op->body);
+    Stmt body = Lowerer(a, s, thread_rank(op), tma_destinations(op->body)).mutate(op->body);
     auto n =
         std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
     n->span = op->span;

@@ -24,10 +24,7 @@ class Reducer : public IRMutator {
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     int64_t threads = 1;
     for (int64_t t : op->threads) threads *= t;
-    Expr rank = int_imm(0);
-    for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
-    Scoped<Expr> in_kernel(rank_, rank);
+    Scoped<Expr> in_kernel(rank_, thread_rank(op));
     Scoped<int64_t> simdgroups(simdgroups_, threads % 32 == 0 ? threads / 32 : 0);
     return IRMutator::visit(op, self);
   }

@@ -710,10 +710,7 @@ class PerKernel : public IRMutator {
     bool rewrites = !plan.accs.empty() || !plan.to_shared.empty();
     for (auto& [g, p] : plan.plans) rewrites |= p.path != kGeneric;
     if (!rewrites) return self;
-    Expr rank = int_imm(0);
-    for (int d = int(op->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(op->threads[d])), cast(dtype::Int32, op->thread_vars[d]));
-    Stmt body = Rewriter(plan, rank).rw(op->body);
+    Stmt body = Rewriter(plan, thread_rank(op)).rw(op->body);
     auto n =
         std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
     n->span = op->span;

@@ -169,10 +169,7 @@ class StoreLowerer : public IRMutator {
   // `s` run by the thread that issues the stores: the first of the block, or of the
   // enclosing T.ws region.
   Stmt by_issuer_only(Stmt s, const SourceSpan& span) const {
-    Expr rank = int_imm(0);
-    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
-    return thread_op(if_then_else(eq(rank, int_imm(region_lo_)), std::move(s), {}, span));
+    return thread_op(if_then_else(eq(thread_rank(launch_), int_imm(region_lo_)), std::move(s), {}, span));
   }
 
   Stmt wait_for_stores(const SourceSpan& span) const {

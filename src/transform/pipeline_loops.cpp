@@ -947,10 +947,7 @@ class Pipeliner : public IRMutator {
   // The flat rank of the thread in the enclosing T.Kernel.
   Expr thread_rank() const {
     TL_ICHECK(launch_, "a TMA pipeline outside a T.Kernel");
-    Expr rank = int_imm(0);
-    for (int d = int(launch_->thread_vars.size()) - 1; d >= 0; --d)
-      rank = add(mul(rank, int_imm(launch_->threads[d])), cast(dtype::Int32, launch_->thread_vars[d]));
-    return rank;
+    return tl::thread_rank(launch_);
   }
 
   // How TMA does the producer copy `c`, or nullopt when it cannot (cp.async then):

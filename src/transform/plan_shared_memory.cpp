@@ -23,16 +23,8 @@ namespace tl {
 std::map<const BufferNode*, int64_t> tma_tile_alignment(const Stmt& body) {
   std::map<const BufferNode*, int64_t> out;
   for_each_expr(body, [&](const Expr& e) {
-    auto* c = e.as<CallNode>();
-    if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
-    const std::string& fn = c->args[0].as<StringImmNode>()->value;
-    if (fn.rfind("tl::tma_load<", 0) != 0 && fn.rfind("tl::tma_store<", 0) != 0 &&
-        fn.rfind("tl::tma_reduce_add<", 0) != 0)
-      return;
-    auto* addr = c->args[fn.rfind("tl::tma_load<", 0) == 0 ? 1 : 2].as<CallNode>();
-    auto* load = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
-    TL_ICHECK(load, fn, "'s shared side is not the address of a shared tile");
-    const Buffer& b = load->buffer;
+    Buffer b = tma_call_tile(e.as<CallNode>());
+    if (!b.defined()) return;
     int64_t align = 128;
     if (b->layout) {
       auto cols = as_const_int(b->shape.back());

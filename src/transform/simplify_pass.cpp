@@ -12,7 +12,7 @@ PrimFunc simplify_func(const PrimFunc& f) {
   for (const Param& p : f->params) {
     if (!p.is_tensor()) continue;
     for (const Expr& e : p.buffer->shape)
-      if (auto* v = e.as<VarNode>()) bounds.bind(Var::from(e), 1, int64_t(1) << 40);
+      if (e.as<VarNode>()) bounds.bind(Var::from(e), 1, int64_t(1) << 40);
   }
   return f.with_body(simplify(f->body, &bounds));
 }
