@@ -16,7 +16,12 @@ is deep. Hence the knobs:
   second small kernel adds them and rounds to the output dtype;
 * `swap_ab` computes C^T = B @ A^T instead, so that N (not the tiny M) is the gemm's
   row dimension: on sm_90a a 16-row tile cannot use wgmma (its tiles have 64 rows)
-  and takes mma.sync, while the swapped tile (block_N rows, block_M columns) can.
+  and takes mma.sync, while the swapped tile (block_N rows, block_M columns) can;
+* `cluster` > 1 launches the blocks along N in thread block clusters of that many
+  (sm_90): every block of a cluster reads the same A tile, so the compiler has each
+  load a slice of it and multicast it to the others (TMA multicast), and A is read
+  from L2 once per cluster instead of once per block. N / block_N must be a multiple
+  of it.
 
 Every variant is checked against numpy in float64, with M, N and K that are not
 multiples of the tiles.
@@ -43,6 +48,7 @@ def skinny_gemm(
     b_layout="nk",
     dtype="bfloat16",
     accum_dtype="float32",
+    cluster=1,
 ):
     if b_layout not in ("nk", "kn"):
         raise ValueError(f"skinny_gemm: b_layout must be 'nk' or 'kn', got {b_layout!r}")
@@ -60,7 +66,13 @@ def skinny_gemm(
         B: T.Tensor((N, K) if nk else (K, N), dtype),
         C: T.Tensor(out_shape, out_dtype),
     ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k, threads=threads) as (
+        with T.Kernel(
+            T.ceildiv(N, block_N),
+            T.ceildiv(M, block_M),
+            split_k,
+            threads=threads,
+            cluster_dims=(cluster, 1, 1) if cluster > 1 else None,
+        ) as (
             bx,
             by,
             bz,
@@ -118,7 +130,7 @@ def splitk_reduce(split_k, M, N, block_N=1024, dtype="bfloat16", accum_dtype="fl
 
 def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None):
     """The callable C = A @ B^T (or A @ B for b_layout "kn") for one config
-    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab): one kernel, or
+    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster]): one kernel, or
     with split_k > 1 the gemm and the reduction of its slices. `target` None compiles
     for the default target through the factories' own caches."""
 
@@ -127,8 +139,24 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
             return factory(*args, **kwargs)
         return tilelang.compile(factory.get_tir(*args, **kwargs), out_idx=[-1], target=target)
 
-    bM, bN, bK, stages, threads, split_k, swap = config
-    gemm = build(skinny_gemm, M, N, K, bM, bN, bK, stages, threads, split_k, swap, b_layout, dtype)
+    bM, bN, bK, stages, threads, split_k, swap, *rest = config
+    cluster = rest[0] if rest else 1
+    gemm = build(
+        skinny_gemm,
+        M,
+        N,
+        K,
+        bM,
+        bN,
+        bK,
+        stages,
+        threads,
+        split_k,
+        swap,
+        b_layout,
+        dtype,
+        cluster=cluster,
+    )
     if split_k == 1:
         return gemm
     reduce = build(splitk_reduce, split_k, M, N, dtype=dtype)

@@ -257,6 +257,7 @@ TL_DEVICE void sync_threads() {
 #include "vec.cuh"
 
 // The sm_80+ fast path: cp.async pipelines, ldmatrix + mma gemms, warp reductions.
+#include "cluster.cuh"  // sm_90: thread block clusters, TMA multicast
 #include "copy_async.cuh"
 #include "gemm_sm80.cuh"
 #include "gemm_sm90.cuh"  // sm_90a: wgmma gemms

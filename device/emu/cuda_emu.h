@@ -20,15 +20,14 @@
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 #define __shared__
-#define __grid_constant__  // a tensor map parameter (device/cuda/tma.cuh) is a plain const value
+#define __grid_constant__      // a tensor map parameter (device/cuda/tma.cuh) is a plain const value
+#define __cluster_dims__(...)  // the emulation entry runs each cluster's blocks together (run_cluster)
 
 namespace tl::emu {
 
 // threadIdx of the running fiber, from its rank in the block.
 inline dim3 thread_idx() {
-  FiberScheduler* s = current_scheduler();
-  if (!s) return {0, 0, 0};
-  unsigned t = unsigned(s->current);
+  unsigned t = unsigned(thread_rank());
   const dim3& d = block_state().block_dim;
   return {t % d.x, (t / d.x) % d.y, t / (d.x * d.y)};
 }
@@ -38,6 +37,30 @@ template <class F>
 inline void run_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes, F&& kernel) {
   begin_block(bx, by, bz, nx, ny, nz, shared_bytes);
   run_threads(nx, ny, nz, [&](int, int, int) { kernel(); });
+}
+
+// Runs `kernel` for the thread block cluster of cx*cy*cz blocks whose first block is
+// (bx, by, bz): all its blocks' threads are fibers of one scheduler, so that the
+// blocks run together, as on the GPU, and reach each other's shared memory (TMA
+// multicasts, remote mbarrier arrivals) and meet at the cluster barrier.
+template <class F>
+inline void run_cluster(int64_t bx, int64_t by, int64_t bz, int cx, int cy, int cz, int nx, int ny, int nz,
+                        int64_t shared_bytes, F&& kernel) {
+  const int per_block = nx * ny * nz, blocks = cx * cy * cz;
+  if (per_block % 32 != 0) {
+    begin_block(bx, by, bz, nx, ny, nz, shared_bytes);
+    record_failure("a thread block cluster needs blocks of whole warps (a multiple of 32 threads); this one has " +
+                   std::to_string(per_block));
+    return;
+  }
+  ClusterState& c = cluster_state();
+  c.ctas.resize(size_t(blocks));
+  for (int r = 0; r < blocks; ++r)
+    init_block(c.ctas[size_t(r)], bx + r % cx, by + (r / cx) % cy, bz + r / (cx * cy), nx, ny, nz, shared_bytes);
+  c.threads = per_block;
+  c.active = true;
+  run_threads(per_block * blocks, 1, 1, [&](int, int, int) { kernel(); });
+  c.active = false;
 }
 
 }  // namespace tl::emu

@@ -94,14 +94,48 @@ struct BlockState {
   uint64_t serial = 0;                    // counts the blocks this OS thread has run
 };
 
-inline BlockState& block_state() {
-  static thread_local BlockState s;
-  return s;
+// Per OS thread: the blocks of the thread block cluster it runs (run_cluster), all
+// fibers of one scheduler, block r owning fibers [r * threads, (r + 1) * threads).
+struct ClusterState {
+  bool active = false;
+  int threads = 0;  // per block
+  std::vector<BlockState> ctas;
+};
+inline ClusterState& cluster_state() {
+  static thread_local ClusterState c;
+  return c;
 }
 
-// Resets this OS thread's block state for block (bx, by, bz) of nx*ny*nz threads.
-inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes) {
-  BlockState& st = block_state();
+// The running fiber's index in its scheduler (all the blocks of a cluster) and the
+// scheduler's: per-thread emulator state is kept by fiber, keyed by the scheduler.
+inline int fiber_index() {
+  FiberScheduler* s = current_scheduler();
+  return s ? s->current : 0;
+}
+inline int fiber_count() {
+  FiberScheduler* s = current_scheduler();
+  return s ? int(s->contexts.size()) : 1;
+}
+inline uint64_t fiber_serial() {
+  FiberScheduler* s = current_scheduler();
+  return s ? s->serial : 0;
+}
+
+// The running block's rank in its cluster (0 without one).
+inline int cta_rank() {
+  const ClusterState& c = cluster_state();
+  return c.active ? fiber_index() / c.threads : 0;
+}
+
+inline BlockState& block_state() {
+  static thread_local BlockState s;
+  ClusterState& c = cluster_state();
+  return c.active ? c.ctas[size_t(cta_rank())] : s;
+}
+
+// Resets `st` for block (bx, by, bz) of nx*ny*nz threads.
+inline void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz,
+                       int64_t shared_bytes) {
   st.block = {unsigned(bx), unsigned(by), unsigned(bz)};
   st.block_dim = {unsigned(nx), unsigned(ny), unsigned(nz)};
   st.shared.assign(size_t(shared_bytes) + 16, 0);
@@ -109,13 +143,19 @@ inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int 
   st.races.reads.clear();
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
   st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
-  ++st.serial;
+  static thread_local uint64_t blocks_run = 0;
+  st.serial = ++blocks_run;
+}
+
+// Resets this OS thread's block state for block (bx, by, bz) of nx*ny*nz threads.
+inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes) {
+  init_block(block_state(), bx, by, bz, nx, ny, nz, shared_bytes);
 }
 
 // The running fiber's rank in its block (threadIdx.x + blockDim.x * (y + blockDim.y * z)).
 inline int thread_rank() {
-  FiberScheduler* s = current_scheduler();
-  return s ? s->current : 0;
+  const ClusterState& c = cluster_state();
+  return c.active ? fiber_index() % c.threads : fiber_index();
 }
 inline int block_threads() {
   const dim3& d = block_state().block_dim;
@@ -149,9 +189,10 @@ inline const Word* exchange_in_warp(const Word* mine) {
     std::vector<unsigned char> parity;  // by rank: the buffer of the thread's next call
   };
   static thread_local Buffers b;
-  const size_t rank = size_t(thread_rank()), threads = size_t(block_threads());
-  if (b.block != block_state().serial) {  // the first call of a block (before any thread publishes)
-    b.block = block_state().serial;
+  // By fiber: the blocks of a cluster share the buffers (their warps do not overlap).
+  const size_t rank = size_t(fiber_index()), threads = size_t(fiber_count());
+  if (b.block != fiber_serial()) {  // the first call of a block (before any thread publishes)
+    b.block = fiber_serial();
     b.parity.assign(threads, 0);
     for (std::vector<Word>& w : b.words) w.assign(threads * Count, Word());
   }

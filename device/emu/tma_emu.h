@@ -77,8 +77,10 @@ struct StoreGroups {
 };
 
 constexpr uint64_t kNotWaiting = ~uint64_t(0);
+constexpr uint32_t kClusterBarrier = 16;  // waiting_parity of a wait at the cluster barrier (named ids are 1-15)
 
-// Per OS thread, reset for each block it runs.
+// Per OS thread, reset for each block (or cluster: run_cluster) it runs; the
+// per-thread parts are by fiber, so that a cluster's blocks share one deadlock check.
 struct TmaBlock {
   uint64_t serial = ~uint64_t(0);
   uint64_t events = 0;  // counts every change of any barrier of the block
@@ -88,13 +90,21 @@ struct TmaBlock {
   std::vector<uint32_t> waiting_parity;
   std::unordered_map<const void*, std::vector<PendingLoad>> loads;  // by barrier
   std::vector<StoreGroups> stores;                                  // by rank
+  // The cluster barrier (cluster_arrive / cluster_wait): its generation, and the one
+  // each fiber last arrived for (kNotWaiting: none yet).
+  uint64_t cluster_generation = 0;
+  std::vector<uint64_t> cluster_arrived;
+  std::vector<char> cluster_pending;  // arrived and not yet waited
 };
 
 inline TmaBlock& tma_block() {
   static thread_local TmaBlock b;
-  if (b.serial != block_state().serial) {
-    const size_t n = size_t(block_threads());
-    b.serial = block_state().serial;
+  if (b.serial != fiber_serial()) {
+    const size_t n = size_t(fiber_count());
+    b.serial = fiber_serial();
+    b.cluster_generation = 0;
+    b.cluster_arrived.assign(n, kNotWaiting);
+    b.cluster_pending.assign(n, 0);
     b.events = 0;
     b.deadlocked = false;
     b.waiting_since.assign(n, kNotWaiting);
@@ -106,13 +116,25 @@ inline TmaBlock& tma_block() {
   return b;
 }
 
-// The byte offset of [p, p + bytes) in the block's shared memory, or -1 when it is
-// not inside it.
-inline int64_t shared_window_offset(const void* p, size_t bytes) {
-  const BlockState& st = block_state();
+// The block whose shared memory holds [p, p + bytes): the running one, or in a
+// cluster any of its blocks; nullptr when none does.
+inline BlockState* shared_owner(const void* p, size_t bytes) {
   const unsigned char* c = static_cast<const unsigned char*>(p);
-  if (c < st.shared.data() || c + bytes > st.shared.data() + st.shared.size()) return -1;
-  return int64_t(c - st.shared.data());
+  auto holds = [&](BlockState& st) {
+    return c >= st.shared.data() && c + bytes <= st.shared.data() + st.shared.size();
+  };
+  ClusterState& cl = cluster_state();
+  if (!cl.active) return holds(block_state()) ? &block_state() : nullptr;
+  for (BlockState& st : cl.ctas)
+    if (holds(st)) return &st;
+  return nullptr;
+}
+
+// The byte offset of [p, p + bytes) in its block's shared memory, or -1 when it is
+// not inside one.
+inline int64_t shared_window_offset(const void* p, size_t bytes) {
+  BlockState* st = shared_owner(p, bytes);
+  return st ? int64_t(static_cast<const unsigned char*>(p) - st->shared.data()) : -1;
 }
 
 inline std::string str_of(int64_t v) {
@@ -189,8 +211,8 @@ inline void oob_fill(unsigned char* dst, const EmuTensorMap& m) {
 }
 
 inline void land_load(const PendingLoad& p) {
-  const uint32_t tile = uint32_t(shared_window_offset(p.dst, 0));
-  unsigned char* shared = block_state().shared.data();
+  unsigned char* shared = shared_owner(p.dst, 0)->shared.data();  // a multicast lands in another block
+  const uint32_t tile = uint32_t(p.dst - shared);
   for_each_box_element(p.map, p.coords, [&](uint32_t i, const unsigned char* g) {
     unsigned char* s = shared + tma_swizzle(tile + i * p.map.elem_bytes, p.map.swizzle_bytes);
     if (g)
@@ -353,7 +375,7 @@ inline void report_deadlock(const TmaBlock& b) {
   std::vector<std::vector<int>> ranks;
   for (size_t j = 0; j < b.waiting_since.size(); ++j) {
     if (s && s->done[j]) continue;
-    if (!s && int(j) != thread_rank()) continue;
+    if (!s && int(j) != fiber_index()) continue;
     std::pair<const uint64_t*, uint32_t> k{b.waiting_on[j], b.waiting_parity[j]};
     size_t i = 0;
     while (i < keys.size() && keys[i] != k) ++i;
@@ -367,6 +389,11 @@ inline void report_deadlock(const TmaBlock& b) {
       "mbarrier deadlock: every running thread of the block waits for an mbarrier phase that can no "
       "longer complete:";
   for (size_t i = 0; i < keys.size() && i < 4; ++i) {
+    if (!keys[i].first && keys[i].second == kClusterBarrier) {
+      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
+             " wait at the cluster barrier (T.cluster_wait)";
+      continue;
+    }
     if (!keys[i].first) {  // a named barrier (named_barrier_sync): the parity slot holds its id
       msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
              " wait at named barrier " + str_of(keys[i].second) + " (a T.ws region's block barrier)";
@@ -386,7 +413,7 @@ inline void report_deadlock(const TmaBlock& b) {
 
 inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   TmaBlock& b = tma_block();
-  const size_t rank = size_t(thread_rank());
+  const size_t rank = size_t(fiber_index());
   for (;;) {
     Mbarrier m;
     if (!read_mbarrier(bar, "mbarrier_wait", &m)) return;
@@ -416,7 +443,10 @@ inline void named_barrier_sync(int id, int count) {
     int arrived[16], expected[16];
     uint64_t generation[16];
   };
-  static thread_local Named n;
+  // By rank in the cluster (at most 16 blocks). A fixed array: the waiters below hold
+  // a reference across their yields, which a growing vector would invalidate.
+  static thread_local Named by_block[16];
+  Named& n = by_block[cta_rank()];
   if (n.serial != block_state().serial) {
     n.serial = block_state().serial;
     for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0;
@@ -434,7 +464,7 @@ inline void named_barrier_sync(int id, int count) {
   }
   TmaBlock& b = tma_block();
   FiberScheduler* s = current_scheduler();
-  const size_t rank = size_t(thread_rank());
+  const size_t rank = size_t(fiber_index());
   const uint64_t gen = n.generation[id];
   ++b.events;
   if (++n.arrived[id] == count) {
@@ -532,17 +562,17 @@ inline void tma_store(const void* map, const void* smem_src, const int32_t* coor
     else
       memcpy(g, &st.tile[i * st.map.elem_bytes], st.map.elem_bytes);
   });
-  tma_block().stores[size_t(thread_rank())].open.push_back(std::move(st));
+  tma_block().stores[size_t(fiber_index())].open.push_back(std::move(st));
 }
 
 inline void tma_store_commit() {
-  StoreGroups& q = tma_block().stores[size_t(thread_rank())];
+  StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   q.committed.push_back(std::move(q.open));
   q.open.clear();
 }
 
 inline void tma_store_wait(int n) {
-  StoreGroups& q = tma_block().stores[size_t(thread_rank())];
+  StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   while (q.committed.size() > size_t(n)) {
     for (const IssuedStore& st : q.committed.front())
       if (gather_tile(st.map, st.src, false) != st.tile)
@@ -551,6 +581,100 @@ inline void tma_store_wait(int n) {
                        "); on the GPU the store may read the new values");
     q.committed.erase(q.committed.begin());
   }
+}
+
+// ---- thread block clusters (run_cluster)
+
+// The address of `p` (in the running block's shared memory) in block `cta` of the
+// cluster, as mapa gives it; nullptr after a report when there is no such block.
+inline unsigned char* remote_address(const void* p, int cta, const char* what) {
+  const int64_t off = shared_window_offset(p, 1);
+  ClusterState& c = cluster_state();
+  const int blocks = c.active ? int(c.ctas.size()) : 1;
+  if (off < 0 || shared_owner(p, 1) != &block_state()) {
+    record_failure(std::string(what) + ": the address is not in the calling block's shared memory");
+    return nullptr;
+  }
+  if (cta < 0 || cta >= blocks) {
+    record_failure(std::string(what) + ": block " + str_of(cta) + " is outside the cluster of " + str_of(blocks) +
+                   " block(s)");
+    return nullptr;
+  }
+  return (c.active ? c.ctas[size_t(cta)] : block_state()).shared.data() + off;
+}
+
+inline void mbarrier_arrive_remote(uint64_t* bar, int cta) {
+  if (unsigned char* p = remote_address(bar, cta, "mbarrier_arrive_cluster"))
+    mbarrier_arrive(reinterpret_cast<uint64_t*>(p), 0);
+}
+
+// A tma_load into every block of `mask`: each gets the box at the same offset, and
+// its bytes on its own mbarrier at the same offset.
+inline void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, uint16_t mask, const int32_t* coords,
+                               int rank) {
+  EmuTensorMap m;
+  if (!decode_map(map, rank, "tma_load_multicast", &m) || !check_tile(smem_dst, m, "tma_load_multicast")) return;
+  if (mask == 0) {
+    record_failure("tma_load_multicast: the block mask is empty");
+    return;
+  }
+  for (int cta = 0; cta < 16; ++cta) {
+    if (!(mask >> cta & 1)) continue;
+    unsigned char* dst = remote_address(smem_dst, cta, "tma_load_multicast");
+    unsigned char* b = remote_address(bar, cta, "tma_load_multicast");
+    if (!dst || !b) return;
+    tma_load(dst, map, reinterpret_cast<uint64_t*>(b), coords, rank);
+  }
+}
+
+// The cluster barrier: an arrival counts for the current generation, which ends
+// when every fiber of the cluster that has not exited arrived.
+inline void cluster_arrive() {
+  TmaBlock& b = tma_block();
+  const size_t f = size_t(fiber_index());
+  if (b.cluster_pending[f]) {
+    record_failure("cluster_arrive: thread " + str_of(thread_rank()) + " of block " + str_of(cta_rank()) +
+                   " of the cluster arrives twice before its cluster_wait");
+    return;
+  }
+  b.cluster_pending[f] = 1;
+  b.cluster_arrived[f] = b.cluster_generation;
+  ++b.events;
+}
+
+inline void cluster_wait() {
+  TmaBlock& b = tma_block();
+  FiberScheduler* s = current_scheduler();
+  const size_t f = size_t(fiber_index());
+  const uint64_t gen = b.cluster_arrived[f];
+  if (!b.cluster_pending[f]) {
+    record_failure("cluster_wait: thread " + str_of(thread_rank()) + " of block " + str_of(cta_rank()) +
+                   " of the cluster waits without a cluster_arrive before it");
+    return;
+  }
+  b.cluster_pending[f] = 0;
+  while (b.cluster_generation == gen) {
+    bool all = true;
+    for (size_t j = 0; j < b.cluster_arrived.size() && all; ++j) all = (s && s->done[j]) || b.cluster_arrived[j] == gen;
+    if (all) {
+      ++b.cluster_generation;
+      ++b.events;
+      break;
+    }
+    if (b.deadlocked) abandon_fiber();
+    b.waiting_since[f] = b.events;
+    b.waiting_on[f] = nullptr;
+    b.waiting_parity[f] = kClusterBarrier;
+    if (block_deadlocked(b)) {
+      report_deadlock(b);
+      b.deadlocked = true;
+      if (!s) return;
+      abandon_fiber();
+    }
+    yield_fiber();
+  }
+  b.waiting_since[f] = kNotWaiting;
+  if (s) ++s->barriers[f];  // the race detector's epoch: the whole cluster passed a barrier together
 }
 
 }  // namespace tl::emu

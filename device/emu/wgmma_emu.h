@@ -196,11 +196,11 @@ inline WgmmaQueue& wgmma_queue() {
     std::vector<WgmmaQueue> by_rank;
   };
   static thread_local Queues q;
-  if (q.block != block_state().serial) {
-    q.block = block_state().serial;
-    q.by_rank.assign(size_t(block_threads()), WgmmaQueue{});
+  if (q.block != fiber_serial()) {
+    q.block = fiber_serial();
+    q.by_rank.assign(size_t(fiber_count()), WgmmaQueue{});
   }
-  return q.by_rank[size_t(thread_rank())];
+  return q.by_rank[size_t(fiber_index())];
 }
 
 // The calling thread's accumulator coordinates in an m64nN tile.

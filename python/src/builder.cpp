@@ -77,10 +77,11 @@ void bind_builder(nb::module_& m) {
            [](FunctionBuilder& b, const std::string& name, nb::handle dt) { return b.dynamic_var(name, to_dtype(dt)); })
       .def(
           "begin_kernel",
-          [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads, const std::string& prelude) {
-            return b.begin_kernel(to_exprs(grid), std::move(threads), prelude);
+          [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads, const std::string& prelude,
+             std::vector<int64_t> cluster) {
+            return b.begin_kernel(to_exprs(grid), std::move(threads), prelude, std::move(cluster));
           },
-          nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "")
+          nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
       .def("end_kernel", &FunctionBuilder::end_kernel)
       .def(
           "begin_for",

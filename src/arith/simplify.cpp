@@ -729,7 +729,7 @@ Stmt StmtSimplifier::visit(const KernelLaunchNode* op, const Stmt& self) {
   Stmt body = mutate(op->body);
   if (!changed && body.same_as(op->body)) return self;
   auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, body,
-                                              op->prelude);
+                                              op->prelude, op->cluster);
   n->span = op->span;
   return Stmt(std::move(n));
 }

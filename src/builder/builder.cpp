@@ -6,7 +6,7 @@ namespace tl {
 
 FunctionBuilder::FunctionBuilder(std::string name, SourceSpan span)
     : name_(std::move(name)), func_span_(span), span_(span) {
-  frames_.push_back(Frame{FrameKind::Root, span, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, {}, {}, {}, {}});
+  frames_.push_back(Frame{FrameKind::Root, span, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, {}, {}, {}, {}, {}});
 }
 
 Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype,
@@ -62,7 +62,44 @@ void FunctionBuilder::require_kernel(const char* what) {
   if (kernel_depth_ == 0) throw_user_error(span_, str_cat(what, " must be inside a `with T.Kernel(...)` block"));
 }
 
-KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude) {
+// The cluster of a T.Kernel, checked against its grid: 1 to 3 positive sizes of at
+// most 8 blocks in all (the portable limit), each dividing its grid extent where that
+// is a constant (a symbolic one is checked at the launch). All ones is no cluster.
+static std::vector<int64_t> check_cluster(std::vector<int64_t> cluster, const std::vector<Expr>& grid,
+                                          const SourceSpan& span) {
+  if (cluster.empty()) return cluster;
+  auto shown = [&] {
+    std::string s = "(";
+    for (size_t i = 0; i < cluster.size(); ++i) s += (i ? ", " : "") + std::to_string(cluster[i]);
+    return s + (cluster.size() == 1 ? ",)" : ")");
+  };
+  if (cluster.size() > 3) throw_user_error(span, str_cat("T.Kernel cluster_dims takes 1 to 3 sizes, got ", shown()));
+  int64_t total = 1;
+  for (int64_t c : cluster) {
+    if (c < 1) throw_user_error(span, str_cat("T.Kernel cluster_dims must be positive, got ", shown()));
+    total *= c;
+  }
+  if (total > 8)
+    throw_user_error(span, str_cat("T.Kernel cluster_dims=", shown(), " asks for clusters of ", total,
+                                   " blocks; the portable limit is 8"));
+  if (total == 1) return {};
+  const char* axis = "xyz";
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster[i] == 1) continue;
+    if (i >= grid.size())
+      throw_user_error(span, str_cat("T.Kernel cluster_dims=", shown(), " clusters blocks along ", axis[i],
+                                     ", but the grid has ", grid.size(), " dimension(s)"));
+    auto g = as_const_int(grid[i]);
+    if (g && *g % cluster[i] != 0)
+      throw_user_error(span, str_cat("T.Kernel cluster_dims=", shown(), ": the grid's ", *g, " blocks along ", axis[i],
+                                     " are not a multiple of the cluster's ", cluster[i]));
+  }
+  cluster.resize(3, 1);
+  return cluster;
+}
+
+KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude,
+                                         std::vector<int64_t> cluster) {
   if (kernel_depth_ > 0) throw_user_error(span_, "T.Kernel blocks cannot be nested");
   if (grid.empty() || grid.size() > 3)
     throw_user_error(span_, str_cat("T.Kernel takes 1 to 3 grid dimensions, got ", grid.size()));
@@ -79,7 +116,9 @@ KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int
     if (!g.dtype().is_integer())
       throw_user_error(span_, str_cat("T.Kernel grid dimensions must be integers, got ", g.dtype().name()));
   }
-  Frame f{FrameKind::Kernel, span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude), {}};
+  cluster = check_cluster(std::move(cluster), grid, span_);
+  Frame f{FrameKind::Kernel,  span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude),
+          std::move(cluster), {}};
   const char* bnames[] = {"bx", "by", "bz"};
   const char* tnames[] = {"tx", "ty", "tz"};
   for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.push_back(Var(bnames[i], grid[i].dtype(), span_));
@@ -96,7 +135,7 @@ void FunctionBuilder::end_kernel() {
   frames_.pop_back();
   --kernel_depth_;
   auto n = std::make_shared<KernelLaunchNode>(f.kernel_vars.blocks, f.grid, f.kernel_vars.threads, f.threads, body,
-                                              f.prelude);
+                                              f.prelude, f.cluster);
   n->span = f.span;
   emit(Stmt(std::move(n)));
 }
@@ -119,6 +158,7 @@ Var FunctionBuilder::begin_for(const std::string& name, Expr min, Expr extent, F
           {},
           {},
           {},
+          {},
           {}};
   Var v = f.loop_var;
   push(std::move(f));
@@ -137,7 +177,7 @@ void FunctionBuilder::end_for() {
 void FunctionBuilder::begin_if(Expr cond) {
   if (!cond.dtype().is_scalar())
     throw_user_error(span_, str_cat("an `if` condition must be a scalar, got a value of type ", cond.dtype().name()));
-  push(Frame{FrameKind::Then, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}});
+  push(Frame{FrameKind::Then, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}, {}});
 }
 
 void FunctionBuilder::begin_else() {
@@ -160,7 +200,7 @@ void FunctionBuilder::end_if() {
 }
 
 void FunctionBuilder::begin_while(Expr cond) {
-  push(Frame{FrameKind::While, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}});
+  push(Frame{FrameKind::While, span_, {}, {}, {}, {}, std::move(cond), ForKind::Serial, {}, {}, {}, {}, {}, {}, {}});
   ++loop_depth_;
 }
 

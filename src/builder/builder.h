@@ -33,7 +33,10 @@ class FunctionBuilder {
   const std::vector<Param>& params() const { return params_; }
 
   // ---- frames
-  KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {});
+  // `cluster`: blocks per thread block cluster along x, y, z (sm_90+); empty or all
+  // ones for none.
+  KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {},
+                          std::vector<int64_t> cluster = {});
   void end_kernel();
   Var begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations = {});
   void end_for();
@@ -95,6 +98,7 @@ class FunctionBuilder {
     std::vector<Expr> grid;
     std::vector<int64_t> threads;
     std::string prelude;
+    std::vector<int64_t> cluster;
     KernelVars kernel_vars;
   };
 

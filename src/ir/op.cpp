@@ -460,6 +460,13 @@ Stmt barrier(BarrierKind k, SourceSpan span) {
   return spanned<BarrierNode>(span, k);
 }
 
+Stmt with_body(const KernelLaunchNode* op, Stmt body) {
+  auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, std::move(body),
+                                              op->prelude, op->cluster);
+  n->span = op->span;
+  return Stmt(std::move(n));
+}
+
 Expr thread_rank(const KernelLaunchNode* launch) {
   Expr rank = int_imm(0);
   for (int d = int(launch->thread_vars.size()) - 1; d >= 0; --d)

@@ -402,6 +402,11 @@ class Printer {
       for (size_t i = 0; i < op->threads.size(); ++i) out_ << (i ? ", " : "") << op->threads[i];
       out_ << "]";
     }
+    if (!op->cluster.empty()) {
+      out_ << ", cluster_dims=(";
+      for (size_t i = 0; i < op->cluster.size(); ++i) out_ << (i ? ", " : "") << op->cluster[i];
+      out_ << ")";
+    }
     out_ << ") as (";
     for (size_t i = 0; i < op->block_vars.size(); ++i) out_ << (i ? ", " : "") << var_name(op->block_vars[i].node());
     out_ << "):";

@@ -84,21 +84,33 @@ struct AllocateNode : StmtNode {
 struct KernelLaunchNode : StmtNode {
   static constexpr NodeKind kKind = NodeKind::KernelLaunch;
   KernelLaunchNode(std::vector<Var> bv, std::vector<Expr> g, std::vector<Var> tv, std::vector<int64_t> t, Stmt b,
-                   std::string pre = {})
+                   std::string pre = {}, std::vector<int64_t> c = {})
       : StmtNode(kKind),
         block_vars(std::move(bv)),
         grid(std::move(g)),
         thread_vars(std::move(tv)),
         threads(std::move(t)),
         body(std::move(b)),
-        prelude(std::move(pre)) {}
+        prelude(std::move(pre)),
+        cluster(std::move(c)) {}
   const std::vector<Var> block_vars;  // bx, by, bz (as many as grid dims)
   const std::vector<Expr> grid;
   const std::vector<Var> thread_vars;  // tx, ty, tz (as many as thread dims)
   const std::vector<int64_t> threads;
   const Stmt body;
   const std::string prelude;  // user source pasted before the kernel
+  // Thread block cluster (sm_90+): blocks per cluster along x, y, z; empty when the
+  // kernel launches no clusters (T.Kernel's cluster_dims).
+  const std::vector<int64_t> cluster;
+  int64_t cluster_size() const {
+    int64_t n = 1;
+    for (int64_t c : cluster) n *= c;
+    return n;
+  }
 };
+
+// The launch `op` around a new body, everything else kept.
+Stmt with_body(const KernelLaunchNode* op, Stmt body);
 
 enum class TileOpKind : uint8_t {
 #define TL_TILE_OP(Ident, name, fn) Ident,

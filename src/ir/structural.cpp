@@ -172,7 +172,8 @@ bool fields(R& r, const AllocateNode& a, const AllocateNode& b) {
 }
 template <typename R>
 bool fields(R& r, const KernelLaunchNode& a, const KernelLaunchNode& b) {
-  if (!reduce_exprs(r, a.grid, b.grid) || !r.value(a.threads, b.threads) || !r.value(a.prelude, b.prelude))
+  if (!reduce_exprs(r, a.grid, b.grid) || !r.value(a.threads, b.threads) || !r.value(a.prelude, b.prelude) ||
+      !r.value(a.cluster, b.cluster))
     return false;
   return r.with_vars(std::span(a.block_vars), std::span(b.block_vars), [&] {
     return r.with_vars(std::span(a.thread_vars), std::span(b.thread_vars), [&] { return r.stmt(a.body, b.body); });

@@ -332,8 +332,8 @@ Stmt IRMutator::visit(const KernelLaunchNode* op, const Stmt& self) {
   auto grid = mutate_all(op->grid, &changed);
   Stmt b = mutate(op->body);
   if (!changed && b.same_as(op->body)) return self;
-  auto n =
-      std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, b, op->prelude);
+  auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, b,
+                                              op->prelude, op->cluster);
   n->span = op->span;
   return Stmt(std::move(n));
 }

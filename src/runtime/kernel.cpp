@@ -458,6 +458,14 @@ void Kernel::launch_one(size_t index, const ArgValue* args, KernelArg* slots, co
                         int device_id, void* stream) const {
   for (int64_t g : grid)
     if (g <= 0) return;  // an empty grid launches nothing
+  const std::vector<int64_t>& cluster = sig_.launches[index].cluster;
+  for (size_t d = 0; d < cluster.size(); ++d)
+    if (grid[d] % cluster[d] != 0)
+      throw_user_error(
+          sig_.launches[index].span,
+          str_cat("kernel '", sig_.name, "': its grid (", grid[0], ", ", grid[1], ", ", grid[2],
+                  ") does not divide into clusters of cluster_dims=(", cluster[0], ", ", cluster[1], ", ", cluster[2],
+                  "): ", grid[d], " blocks along ", "xyz"[d], " are not a multiple of ", cluster[d]));
   const size_t first = size_t(sig_.num_args());
   const TmaLaunchMaps* tma = launch_plans_[index].tma.get();
   if (!tma) return launch(index, slots, first, grid, device_id, stream);

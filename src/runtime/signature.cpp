@@ -40,7 +40,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     finder.visit(part->body);
     TL_ICHECK(finder.launch, "split_kernels left a part without a T.Kernel block");
     const KernelLaunchNode* k = finder.launch;
-    sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span});
+    sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
   }
   return sig;
 }
@@ -112,6 +112,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   dynamic <var id>
 //   grid <n> <expr>...                      starts a launch (one per T.Kernel block)
 //   threads <n> <int>...                    of the launch above
+//   cluster <n> <int>...                    of the launch above, when it has clusters
 //   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str(), of the launch above
 // An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
 // `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
@@ -172,6 +173,11 @@ class SignatureWriter {
       body_ << "threads " << l.threads.size();
       for (int64_t t : l.threads) body_ << " " << t;
       body_ << "\n";
+      if (!l.cluster.empty()) {
+        body_ << "cluster " << l.cluster.size();
+        for (int64_t c : l.cluster) body_ << " " << c;
+        body_ << "\n";
+      }
       for (const TmaMapSpec& m : l.tma_maps) body_ << m.str() << "\n";
     }
     return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
@@ -254,11 +260,15 @@ class SignatureReader {
       } else if (kind == "dynamic") {
         sig.dynamic_vars.push_back(var());
       } else if (kind == "grid") {
-        sig.launches.push_back(LaunchSpec{exprs(), {}, {}, {}});
+        sig.launches.push_back(LaunchSpec{exprs(), {}, {}, {}, {}});
       } else if (kind == "threads") {
         LaunchSpec& l = current_launch(sig, kind);
         int n = integer();
         for (int i = 0; i < n; ++i) l.threads.push_back(integer());
+      } else if (kind == "cluster") {
+        LaunchSpec& l = current_launch(sig, kind);
+        int n = integer();
+        for (int i = 0; i < n; ++i) l.cluster.push_back(integer());
       } else if (kind == "tma") {
         current_launch(sig, kind).tma_maps.push_back(TmaMapSpec::parse(line));
       } else {

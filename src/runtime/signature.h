@@ -39,7 +39,8 @@ struct LaunchSpec {
   // Set after lowering (from the codegen's result or the artifact's meta.txt);
   // passed after the dynamic vars, one argument slot each.
   std::vector<TmaMapSpec> tma_maps;
-  SourceSpan span;  // the T.Kernel's line (not serialized)
+  SourceSpan span;               // the T.Kernel's line (not serialized)
+  std::vector<int64_t> cluster;  // blocks per cluster along x, y, z; empty: no cluster
 };
 
 struct KernelSignature {

@@ -127,6 +127,11 @@ class LowerMarkers : public IRMutator {
                      op->span);
   }
 
+  Expr visit(const CallNode* op, const Expr& self) override {
+    if (marker_of(self) == "block_rank_in_cluster") return call_extern(dtype::Int32, "tl::block_rank_in_cluster", {});
+    return IRMutator::visit(op, self);
+  }
+
   Stmt visit(const EvaluateNode* op, const Stmt& self) override {
     const CallNode* c = nullptr;
     std::string m = marker_of(op->value, &c);
@@ -137,6 +142,10 @@ class LowerMarkers : public IRMutator {
     if (m == "wait") return device_call("tl::mbarrier_wait", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "wait_wgmma") return device_call(str_cat("tl::wgmma_wait<", const_arg(c, 1), ">"), {}, at);
+    // Cluster barriers: every thread of the cluster takes part, so plan_barriers may
+    // treat them as any other statement (they are not wrapped).
+    if (m == "cluster_arrive" || m == "cluster_arrive_relaxed" || m == "cluster_wait" || m == "cluster_sync")
+      return evaluate(call_extern(dtype::Void, "tl::" + m, {}), at);
     TL_ICHECK(false, "unknown explicit Hopper marker '", m, "'");
     return self;
   }
@@ -343,7 +352,7 @@ std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op) {
 Buffer tma_call_tile(const CallNode* c, bool* loads) {
   if (!c || c->op != Intrinsic::Extern || c->args.size() < 3) return {};
   const std::string& fn = c->args[0].as<StringImmNode>()->value;
-  bool load = fn.rfind("tl::tma_load<", 0) == 0;
+  bool load = fn.rfind("tl::tma_load<", 0) == 0 || fn.rfind("tl::tma_load_multicast<", 0) == 0;
   if (!load && fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return {};
   if (loads) *loads = load;
   auto* addr = c->args[load ? 1 : 2].as<CallNode>();
@@ -353,6 +362,20 @@ Buffer tma_call_tile(const CallNode* c, bool* loads) {
 }
 
 PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+  struct Clusters : IRVisitor {
+    const Target* target;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* k) override {
+      if (k->cluster_size() > 1 && !target->has_tma())
+        throw_user_error(
+            k->span, str_cat("T.Kernel cluster_dims=(", k->cluster[0], ", ", k->cluster[1], ", ", k->cluster[2],
+                             ") needs thread block clusters (CUDA sm_90 or later), but the target is '", target->str(),
+                             "'; compile for target \"cuda -arch=sm_90a\" or drop cluster_dims"));
+      IRVisitor::visit(k);
+    }
+  } clusters;
+  clusters.target = &target;
+  clusters.visit(f->body);
   FirstUse use;
   use.visit(f->body);
   if (use.api.empty()) return f;

@@ -1467,11 +1467,7 @@ class PerKernel : public IRMutator {
       lines.push_back(str_cat("fragment '", k->name, "' stays in shared memory: ", why));
     std::sort(lines.begin(), lines.end());
     for (const std::string& line : lines) log(LogLevel::Debug, line);
-    Stmt body = Lowerer(a, s, thread_rank(op), tma_destinations(op->body)).mutate(op->body);
-    auto n =
-        std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
-    n->span = op->span;
-    return Stmt(std::move(n));
+    return with_body(op, Lowerer(a, s, thread_rank(op), tma_destinations(op->body)).mutate(op->body));
   }
 
  private:

@@ -710,11 +710,7 @@ class PerKernel : public IRMutator {
     bool rewrites = !plan.accs.empty() || !plan.to_shared.empty();
     for (auto& [g, p] : plan.plans) rewrites |= p.path != kGeneric;
     if (!rewrites) return self;
-    Stmt body = Rewriter(plan, thread_rank(op)).rw(op->body);
-    auto n =
-        std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads, body, op->prelude);
-    n->span = op->span;
-    return Stmt(std::move(n));
+    return with_body(op, Rewriter(plan, thread_rank(op)).rw(op->body));
   }
 
  private:

@@ -85,7 +85,8 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) {
     return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"),
-                          !config_on(configs, "tl.disable_warp_specialized"));
+                          !config_on(configs, "tl.disable_warp_specialized"),
+                          !config_on(configs, "tl.disable_tma_multicast"));
   });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).

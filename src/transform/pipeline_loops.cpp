@@ -44,6 +44,12 @@ struct TmaCopy {
   int64_t block_cols = 0;  // the tile's last-dim elements per box
   int64_t bytes = 0;       // of the whole tile: what its loads bring to the mbarrier
   std::shared_ptr<const Layout> layout;
+  // Multicast in a thread block cluster (plan_multicast): each of the `ctas` blocks
+  // loads `slice_rows` rows of the tile (global dimension `row_dim`) through
+  // `slice_map` and multicasts them to all; 0 when the copy is the block's own.
+  int64_t ctas = 0, slice_rows = 0;
+  int row_dim = 0;
+  Expr slice_map;
 };
 
 // The TMA copies of one producer stage whose tiles have the same number of versions
@@ -52,7 +58,8 @@ struct TmaGroup {
   int64_t stage = 0, versions = 0;
   size_t reader = 0;  // the unit that first reads the group's tiles
   Buffer bars;
-  Buffer empty;  // warp-specialized loops: the consumers' releases, one per version
+  Buffer empty;      // warp-specialized loops: the consumers' releases, one per version
+  int64_t ctas = 1;  // blocks whose consumers release each version (a tile of the group is multicast)
   int64_t bytes = 0;
   std::set<BufKey> tiles;  // the original (unstaged) tiles
 };
@@ -202,7 +209,10 @@ class Pipeliner : public IRMutator {
     layouts_ = std::move(layouts);
   }
   // Producer/consumer warp specialization of TMA pipelines (kWsPipelineAttr).
-  void enable_warp_specialization() { ws_ = true; }
+  void enable_warp_specialization(bool multicast) {
+    ws_ = true;
+    multicast_ = multicast;
+  }
 
   // The TMA loads of one copy written by hand (T.tma_copy) inside `launch`, as the
   // producers of a pipeline would issue them; nullopt when TMA cannot do it.
@@ -521,6 +531,7 @@ class Pipeliner : public IRMutator {
       for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
     Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
     ws = ws && only_block_vars(evaluate(ws_extent), op->var) && only_block_vars(evaluate(ws_min), op->var);
+    if (ws) plan_multicast(tma, groups);
     if (ws)
       for (TmaGroup& g : groups)
         g.empty = Buffer::make(str_cat(g.bars->name.substr(0, g.bars->name.size() - 5), "_empty"), dtype::UInt64,
@@ -712,9 +723,11 @@ class Pipeliner : public IRMutator {
           // Every consumer warp arrives. A wgmma left in flight still reads its
           // tiles: the version it is done with is the previous iteration's.
           Expr done = u.async ? sub(iter, int_imm(1)) : iter;
-          Stmt release =
-              evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_warp",
-                                   {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+          // A multicast tile is released to every block that writes into it.
+          std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
+                                                  : std::string("tl::mbarrier_arrive_warp");
+          Stmt release = evaluate(call_extern(
+              dtype::Void, arrive, {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
           release = unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release);
           // A gemm of this unit still in flight releases the tiles once complete.
           if (!issued_here.empty()) {
@@ -822,7 +835,7 @@ class Pipeliner : public IRMutator {
         init.push_back(
             evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.bars, {int_imm(v)}), int_imm(1)})));
         init.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_init",
-                                            {address_of(g.empty, {int_imm(v)}), int_imm(consumers / 32)})));
+                                            {address_of(g.empty, {int_imm(v)}), int_imm(consumers / 32 * g.ctas)})));
       }
     init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
     Stmt s = seq({unplanned(attr_stmt(kWsInitAttr, int64_t(1), seq(init))),
@@ -897,31 +910,89 @@ class Pipeliner : public IRMutator {
 
   // Box `blk` of the TMA copy `c` (a global region, then a whole shared tile): the
   // address of its part of the tile and its global coordinates, innermost first.
+  // A multicast copy's box is this block's slice of rows.
   std::pair<Expr, std::vector<Expr>> tma_box(const TileOpNode* c, const TmaCopy& tc, int64_t blk) {
     const BufferRegion &global = c->regions[0], &tile = c->regions[1];
+    Expr slice;  // the first row of this block's slice
+    if (tc.ctas) slice = mul(call_extern(dtype::Int32, "tl::block_rank_in_cluster", {}), int_imm(tc.slice_rows));
     std::vector<Expr> at;
     for (const Range& r : tile.ranges) at.push_back(r.min);
     at.back() = add(at.back(), int_imm(blk * tc.block_cols, at.back().dtype()));
+    if (tc.ctas) at[at.size() - 2] = add(at[at.size() - 2], cast(at[at.size() - 2].dtype(), slice));
     std::vector<Expr> coords;
     for (size_t d = global.ranges.size(); d-- > 0;) {
       Expr coord = global.ranges[d].min;
       if (d + 1 == global.ranges.size() && blk) coord = add(coord, int_imm(blk * tc.block_cols, coord.dtype()));
+      if (tc.ctas && int(d) == tc.row_dim) coord = add(coord, cast(coord.dtype(), slice));
       coords.push_back(coord);
     }
     return {address_of(tile.buffer, at), coords};
   }
 
   // The TMA loads of one producer copy `c` (its regions already staged and at
-  // their iteration): one box per column block of the tile, completing on `bar`.
+  // their iteration): one box per column block of the tile, completing on `bar`;
+  // a multicast copy's slices go to every block of the cluster.
   Stmt tma_loads(const TileOpNode* c, const TmaCopy& tc, const Expr& bar) {
     std::vector<Stmt> out;
     for (int64_t blk = 0; blk < tc.blocks; ++blk) {
       auto [smem, coords] = tma_box(c, tc, blk);
-      std::vector<Expr> args{smem, tc.map, bar};
+      std::vector<Expr> args{smem, tc.ctas ? tc.slice_map : tc.map, bar};
+      if (tc.ctas) args.push_back(int_imm((int64_t(1) << tc.ctas) - 1));
       args.insert(args.end(), coords.begin(), coords.end());
-      out.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::tma_load<", coords.size(), ">"), args)));
+      out.push_back(evaluate(call_extern(
+          dtype::Void, str_cat(tc.ctas ? "tl::tma_load_multicast<" : "tl::tma_load<", coords.size(), ">"), args)));
     }
     return seq(out);
+  }
+
+  // Thread block clusters: a producer copy whose source region does not depend on
+  // the block indices the cluster spans reads the same box in every block of the
+  // cluster. Each of its C blocks then loads C-th of the tile's rows and multicasts
+  // it to all C: the tile costs one read of L2 per cluster instead of C. Every
+  // block's full mbarrier still expects the whole tile; its versions are released to
+  // all C blocks (empty mbarriers counting the consumer warps of the cluster).
+  // Warp-specialized pipelines only, 2-D tiles whose slices keep TMA's alignment
+  // (whole swizzle patterns), and no T.use_swizzle (it remaps the block indices).
+  void plan_multicast(std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma, std::vector<TmaGroup>& groups) {
+    const int64_t ctas = launch_->cluster_size();
+    if (ctas == 1 || !multicast_) return;
+    bool rasterized = false;
+    for_each_expr(launch_->body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      rasterized =
+          rasterized || (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == "tl::use_swizzle");
+    });
+    if (rasterized) return;
+    std::set<const VarNode*> spanned;
+    for (size_t d = 0; d < launch_->cluster.size() && d < launch_->block_vars.size(); ++d)
+      if (launch_->cluster[d] > 1) spanned.insert(launch_->block_vars[d].node());
+    for (auto& [copy, tg] : tma) {
+      TmaCopy& tc = tg.first;
+      const BufferRegion& src = copy->regions[0];
+      const Buffer& tile = copy->regions[1].buffer;
+      bool same = true;
+      for (const Range& r : src.ranges)
+        for_each_expr(evaluate(substitute(r.min, outer_lets_)), [&](const Expr& e) {
+          auto* v = e.as<VarNode>();
+          same = same && !(v && spanned.count(v));
+        });
+      if (!same || tile->shape.size() != 2) continue;
+      int64_t rows = *as_const_int(tile->shape[0]), cols = *as_const_int(tile->shape[1]);
+      int64_t slice = rows / ctas, row_bytes = cols * tile->dtype.bytes();
+      if (rows % ctas != 0 || (tc.layout ? slice % 8 != 0 : (slice * row_bytes) % 128 != 0)) continue;
+      int row_dim = -1;  // the source dimension of the tile's rows: its first of extent > 1
+      for (size_t d = 0; d < src.ranges.size() && row_dim < 0; ++d)
+        if (!is_const_one(src.ranges[d].extent)) row_dim = int(d);
+      if (row_dim < 0 || row_dim + 1 == int(src.ranges.size())) continue;
+      auto* map = tc.map.as<CallNode>();
+      std::vector<Expr> args(map->args.begin() + 1, map->args.end());  // param, swizzle, dynamic, box innermost first
+      args[3 + (src.ranges.size() - 1 - size_t(row_dim))] = int_imm(slice);
+      tc.ctas = ctas;
+      tc.slice_rows = slice;
+      tc.row_dim = row_dim;
+      tc.slice_map = call_extern(dtype::Handle, kTmaMapCall, args);
+      groups[tg.second].ctas = ctas;
+    }
   }
 
   // The pipelined loop `s` with its mbarriers: allocated, initialized by one thread
@@ -1078,6 +1149,7 @@ class Pipeliner : public IRMutator {
   std::map<BufKey, SharedTileLayout> layouts_;
   const KernelLaunchNode* launch_ = nullptr;
   bool ws_ = false;
+  bool multicast_ = true;
   const ForNode* ws_loop_ = nullptr;  // of the kernel being visited (ws_candidate)
   std::map<const VarNode*, Expr> outer_lets_;
 };
@@ -1130,11 +1202,12 @@ std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNo
   return p.tile_stores(copy, launch, add);
 }
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws) {
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws,
+                        bool allow_multicast) {
   Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma));
   p.outside_uses_ = outside_pipelined(f->body);
   if (allow_tma && target.has_tma()) p.enable_tma(f->params, shared_tile_layouts(f, target, allow_wgmma));
-  if (allow_tma && allow_ws && target.has_tma() && target.has_wgmma()) p.enable_warp_specialization();
+  if (allow_tma && allow_ws && target.has_tma() && target.has_wgmma()) p.enable_warp_specialization(allow_multicast);
   return f.with_body(p.mutate(f->body));
 }
 

@@ -39,9 +39,12 @@ inline constexpr const char* kTmaMapCall = "tl.tma_map";
 // With `allow_ws` (sm_90a, unless pass config tl.disable_warp_specialized), the
 // first such loop at the top of a kernel whose copies are all TMA copies is
 // warp-specialized: an extra producer warpgroup issues the copies, the block's own
-// threads consume (src/transform/warp_specialize.cpp does the split).
+// threads consume (src/transform/warp_specialize.cpp does the split). In a kernel
+// with thread block clusters, such a loop multicasts the tiles every block of a
+// cluster loads alike, unless `allow_multicast` is false (pass config
+// tl.disable_tma_multicast).
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma = true, bool allow_tma = true,
-                        bool allow_ws = false);
+                        bool allow_ws = false, bool allow_multicast = true);
 
 // The marks a warp-specialized pipeline leaves for warp_specialize: around the
 // loop's statements and its mbarriers, {consumer threads}; inside, the mbarriers'

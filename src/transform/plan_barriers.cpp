@@ -191,10 +191,7 @@ class Planner {
       case NodeKind::KernelLaunch: {
         auto* n = s.as<KernelLaunchNode>();
         State fresh;
-        auto k = std::make_shared<KernelLaunchNode>(n->block_vars, n->grid, n->thread_vars, n->threads,
-                                                    plan(n->body, fresh), n->prelude);
-        k->span = n->span;
-        return Stmt(std::move(k));
+        return with_body(n, plan(n->body, fresh));
       }
       default:
         return s;

@@ -326,10 +326,7 @@ class Planner : public IRMutator {
     if (!barriers.empty()) body = BarrierBefore(barriers).mutate(body);
     if (auto_ws) body = attr_stmt(kAutoWarpSpecializedAttr, mark->value, body);
     offsets.push_back(total);
-    auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars, op->threads,
-                                                attr_stmt(kSharedOffsetsAttr, offsets, body), op->prelude);
-    n->span = op->span;
-    return Stmt(std::move(n));
+    return with_body(op, attr_stmt(kSharedOffsetsAttr, offsets, body));
   }
 
  private:

@@ -9,6 +9,13 @@
 //                        waiting on full[v] and arriving on empty[v]
 //     T.ws [T, T + 128): setmaxnreg.dec; rank T runs the producer's loop
 //
+// With TMA multicast (a thread block cluster, pipeline_loops' plan_multicast) the
+// blocks of a cluster write into each other's tiles and arrive on each other's
+// empty mbarriers: a cluster barrier after the initialization keeps every copy out
+// of a block whose mbarriers are not initialized yet, and one at the consumers'
+// end keeps every block alive until no other block arrives on its mbarriers any
+// more (the producer warpgroup has exited by then, which the barrier allows).
+//
 // The regions are kWarpGroupAttr ones (as T.ws writes them), so the code generator
 // spreads the consumers' block ops over their T threads and turns their block
 // barriers into a named barrier of those threads. Everything before this pass saw
@@ -124,9 +131,18 @@ class Split : public IRMutator {
     if (kProducerRegs < regs)
       prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
+    bool multicast = false;
+    for_each_expr(take.producer, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      multicast = multicast || (c && c->op == Intrinsic::Extern &&
+                                c->args[0].as<StringImmNode>()->value.rfind("tl::tma_load_multicast<", 0) == 0);
+    });
+    Stmt cluster_sync = evaluate(call_extern(dtype::Void, "tl::cluster_sync", {}));
+    if (multicast) cons.push_back(cluster_sync);
     Stmt body = seq({
         if_then_else(eq(rank, int_imm(0)), take.init),
         barrier(BarrierKind::Threads),
+        multicast ? cluster_sync : seq({}),
         attr_stmt(kWarpGroupAttr, std::vector<int64_t>{0, t}, if_then_else(lt(rank, int_imm(t)), seq(cons))),
         attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, 128}, if_then_else(ge(rank, int_imm(t)), seq(prod))),
     });
@@ -134,7 +150,7 @@ class Split : public IRMutator {
     for (const Buffer& b : shared.buffers) body = allocate(b, body);
     body = attr_stmt(kAutoWarpSpecializedAttr, int64_t(1), body);
     auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars,
-                                                std::vector<int64_t>{t + 128}, body, op->prelude);
+                                                std::vector<int64_t>{t + 128}, body, op->prelude, op->cluster);
     n->span = op->span;
     return Stmt(std::move(n));
   }

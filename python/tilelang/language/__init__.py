@@ -11,6 +11,7 @@ from .debug import *
 from .dtypes import dtype
 from .hopper import *
 from .kernel import (
+    ClusterKernel,
     Kernel,
     get_block_binding,
     get_block_bindings,
@@ -56,6 +57,7 @@ def __getattr__(name):
 __all__ = [
     "Buffer",
     "BufferHandle",
+    "ClusterKernel",
     "GemmWarpPolicy",
     "Kernel",
     "Macro",
@@ -99,5 +101,5 @@ __all__ = [
     "unroll",
     "vectorized",
 ]
-__all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
+__all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip

@@ -339,11 +339,50 @@ def wait_wgmma(n=0):
     _emit(ctx, _marker("wait_wgmma", [_C.const(n, "int32")]))
 
 
+# ---- thread block clusters (T.Kernel(..., cluster_dims=...))
+
+
+def _cluster_op(what, name):
+    _emit(_kernel(what), _marker(name, []))
+
+
+def cluster_arrive():
+    """The calling thread arrives on its cluster's barrier (release: its earlier memory
+    accesses are visible to the threads that pass the matching T.cluster_wait)."""
+    _cluster_op("T.cluster_arrive", "cluster_arrive")
+
+
+def cluster_arrive_relaxed():
+    """T.cluster_arrive without ordering memory: only the meeting itself."""
+    _cluster_op("T.cluster_arrive_relaxed", "cluster_arrive_relaxed")
+
+
+def cluster_wait():
+    """Waits until every thread of the cluster has arrived (T.cluster_arrive)."""
+    _cluster_op("T.cluster_wait", "cluster_wait")
+
+
+def cluster_sync():
+    """A barrier of every thread of every block in the cluster (arrive, then wait)."""
+    _cluster_op("T.cluster_sync", "cluster_sync")
+
+
+def block_rank_in_cluster():
+    """The calling block's rank in its cluster, 0 .. cluster size - 1 (x fastest)."""
+    _kernel("T.block_rank_in_cluster")
+    return _marker("block_rank_in_cluster", [], "int32")
+
+
 __all__ = [
     "WarpSpecialize",
     "alloc_barrier",
     "barrier_arrive",
     "barrier_wait",
+    "block_rank_in_cluster",
+    "cluster_arrive",
+    "cluster_arrive_relaxed",
+    "cluster_sync",
+    "cluster_wait",
     "mbarrier_arrive",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",

@@ -14,21 +14,44 @@ def _thread_list(threads):
     raise frontend_error(f"T.Kernel threads must be an int, list or tuple, got {threads!r}")
 
 
-class Kernel:
-    """A frame: entering it opens the launch region and yields the block indices."""
+def _cluster_list(cluster_dims):
+    if cluster_dims is None:
+        return []
+    if isinstance(cluster_dims, bool):
+        raise frontend_error(
+            f"T.Kernel cluster_dims must be an int or a tuple of ints, got {cluster_dims!r}"
+        )
+    if isinstance(cluster_dims, int):
+        return [cluster_dims]
+    if isinstance(cluster_dims, (list, tuple)) and all(
+        isinstance(c, int) and not isinstance(c, bool) for c in cluster_dims
+    ):
+        return list(cluster_dims)
+    raise frontend_error(
+        f"T.Kernel cluster_dims must be an int or a tuple of up to 3 ints, got {cluster_dims!r}"
+    )
 
-    def __init__(self, *grid, threads=128, prelude="", is_cpu=False):
+
+class Kernel:
+    """A frame: entering it opens the launch region and yields the block indices.
+
+    `cluster_dims` (an int, or up to 3 ints for x, y, z) groups the blocks into thread
+    block clusters (CUDA sm_90 and later): the blocks of a cluster run at the same
+    time, can synchronize (T.cluster_sync) and receive TMA multicasts."""
+
+    def __init__(self, *grid, threads=128, prelude="", is_cpu=False, cluster_dims=None):
         if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
             grid = tuple(grid[0])
         self.grid = [to_value(g) for g in grid]
         self.threads = _thread_list(threads)
         self.prelude = prelude or ""
+        self.cluster = _cluster_list(cluster_dims)
 
     def __enter__(self):
         ctx = builder_ctx.current("T.Kernel")
         if ctx.mode == "discover":
             raise DiscoveryDone()
-        kernel_vars = ctx.builder.begin_kernel(self.grid, self.threads, self.prelude)
+        kernel_vars = ctx.builder.begin_kernel(self.grid, self.threads, self.prelude, self.cluster)
         ctx.kernel_vars = kernel_vars
         ctx.kernel_extents = (self.grid, self.threads)
         ctx.frames.append(KERNEL)
@@ -43,6 +66,15 @@ class Kernel:
         ctx.frames.pop()
         ctx.kernel_vars = None
         return False
+
+
+def ClusterKernel(*grid, threads=128, prelude="", is_cpu=False, cluster_dims=None):
+    """T.Kernel for a clustered launch: the same frame, with `cluster_dims` required."""
+    if cluster_dims is None:
+        raise frontend_error(
+            "T.ClusterKernel needs cluster_dims (an int or a tuple of up to 3 ints)"
+        )
+    return Kernel(*grid, threads=threads, prelude=prelude, is_cpu=is_cpu, cluster_dims=cluster_dims)
 
 
 class DiscoveryDone(Exception):

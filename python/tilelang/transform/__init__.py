@@ -13,6 +13,10 @@ class PassConfigKey(str, Enum):
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
     TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
+    # Ours: in a kernel with thread block clusters (T.Kernel cluster_dims), the
+    # warp-specialized pipeline multicasts tiles every block of a cluster loads alike
+    # (TMA multicast); True keeps each block's own loads.
+    TL_DISABLE_TMA_MULTICAST = "tl.disable_tma_multicast"
     # Ours: TMA stores for shared-tile epilogues on sm_90 (on by default; False turns
     # them off, as tl.disable_tma_lower does with the loads).
     TL_ENABLE_TMA_STORE = "tl.enable_tma_store"

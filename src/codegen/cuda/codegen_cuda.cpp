@@ -43,8 +43,12 @@ class CodeGenCUDA : public CodeGenC {
       auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
       moves_registers = moves_registers || (name && name->value.rfind("tl::setmaxnreg_", 0) == 0);
     });
-    out_ << "extern \"C\" __global__ void __launch_bounds__(" << threads << (moves_registers ? ", 1" : "") << ") "
-         << src.entry_name << "(";
+    out_ << "extern \"C\" __global__ void ";
+    // Clusters are fixed at compile time: a plain launch then forms them.
+    if (launch_ && !launch_->cluster.empty())
+      out_ << "__cluster_dims__(" << launch_->cluster[0] << ", " << launch_->cluster[1] << ", " << launch_->cluster[2]
+           << ") ";
+    out_ << "__launch_bounds__(" << threads << (moves_registers ? ", 1" : "") << ") " << src.entry_name << "(";
     bool first = true;
     auto sep = [&] {
       if (!first) out_ << ", ";
@@ -234,8 +238,15 @@ class CodeGenCUDA : public CodeGenC {
     out_ << "\n#ifdef TL_EMULATE\n";
     out_ << "extern \"C\" void tl_emu_" << entry
          << "(const ::tl::emu::Arg* args, int64_t bx, int64_t by, int64_t bz) {\n";
-    out_ << str_cat("  ::tl::emu::run_block(bx, by, bz, ", dims[0], ", ", dims[1], ", ", dims[2], ", ", shared_bytes_,
-                    ", [&] { ", entry, "(");
+    if (launch_ && !launch_->cluster.empty()) {
+      // The first block of each cluster runs the whole cluster; the others return.
+      const std::vector<int64_t>& c = launch_->cluster;
+      out_ << str_cat("  if (bx % ", c[0], " != 0 || by % ", c[1], " != 0 || bz % ", c[2], " != 0) return;\n");
+      out_ << str_cat("  ::tl::emu::run_cluster(bx, by, bz, ", c[0], ", ", c[1], ", ", c[2], ", ");
+    } else {
+      out_ << "  ::tl::emu::run_block(bx, by, bz, ";
+    }
+    out_ << str_cat(dims[0], ", ", dims[1], ", ", dims[2], ", ", shared_bytes_, ", [&] { ", entry, "(");
     int slot = 0;
     for (const Param& p : sig.params) {
       if (slot) out_ << ", ";

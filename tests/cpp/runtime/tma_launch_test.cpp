@@ -2,7 +2,8 @@
 // the signature's, malformed records are errors that quote them, and TmaLaunchMaps
 // encodes a map from the tensor argument (emulator encoding: dims and byte strides
 // innermost first, the box, the swizzle), keeps it per tensor and names the
-// argument when TMA cannot describe it.
+// argument when TMA cannot describe it. A launch's thread block cluster travels
+// with the signature text too.
 #include "runtime/tma_launch.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +56,7 @@ KernelSignature signature_with_map(const TmaMapSpec& m) {
   sig.params.push_back(Param{"A", Buffer::make("A", dtype::Float32, {int_imm(4)}, Scope::Global), {}});
   sig.params.push_back(Param{"B", Buffer::make("B", m.dtype, {rows, int_imm(40), int_imm(64)}, Scope::Global), {}});
   sig.dynamic_vars.push_back(rows);
-  sig.launches.push_back(LaunchSpec{{int_imm(1)}, {128}, {m}, {}});
+  sig.launches.push_back(LaunchSpec{{int_imm(1)}, {128}, {m}, {}, {}});
   return sig;
 }
 
@@ -66,6 +67,15 @@ TEST(TmaMapSpec, TravelsWithTheSignatureText) {
   ASSERT_EQ(back.launches[0].tma_maps.size(), 1u);
   EXPECT_EQ(back.launches[0].tma_maps[0].str(), spec().str());
   EXPECT_EQ(back.num_slots(), back.num_args() + 1);
+}
+
+TEST(KernelSignature, ClusterTravelsWithTheSignatureText) {
+  KernelSignature sig = signature_with_map(spec());
+  sig.launches[0].cluster = {2, 1, 1};
+  KernelSignature back = KernelSignature::parse(sig.serialize());
+  ASSERT_EQ(back.launches.size(), 1u);
+  EXPECT_EQ(back.launches[0].cluster, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_TRUE(KernelSignature::parse(signature_with_map(spec()).serialize()).launches[0].cluster.empty());
 }
 
 TEST(TmaLaunchMaps, EncodesFromTheTensorAndKeepsItPerTensor) {

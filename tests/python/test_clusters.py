@@ -1,0 +1,295 @@
+"""Thread block clusters (sm_90): T.Kernel(..., cluster_dims=...), the cluster barrier
+and rank (T.cluster_sync / T.cluster_arrive / T.cluster_wait /
+T.block_rank_in_cluster), and TMA multicast, which the compiler uses in a
+warp-specialized pipeline for a tile every block of a cluster loads alike. The CUDA
+source runs in the emulator, which runs the blocks of a cluster together
+(run_cluster); tests/gpu/test_clusters_gpu.py runs the same kernels on the H200."""
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang import TileLangError
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from skinny_gemm import skinny_gemm
+
+SM90A = "cuda -arch=sm_90a -emulate"
+
+
+def ranks_kernel(n_x, n_y, cluster, sync="sync"):
+    """out[by, bx, t] = 1000 * (rank in the cluster) + the rank read back from the
+    other end of the block after the cluster barrier."""
+
+    @T.prim_func
+    def ranks(Out: T.Tensor((n_y, n_x, 64), "int32")):
+        with T.Kernel(n_x, n_y, threads=64, cluster_dims=cluster) as (bx, by):
+            s = T.alloc_shared((64,), "int32")
+            tx = T.get_thread_binding()
+            s[tx] = T.block_rank_in_cluster()
+            if sync == "sync":
+                T.cluster_sync()
+            else:
+                T.cluster_arrive()
+                T.cluster_wait()
+            Out[by, bx, tx] = s[63 - tx] * 1000 + bx + by * n_x
+
+    return ranks
+
+
+@pytest.mark.parametrize(
+    "n_x, n_y, cluster, sync",
+    [
+        (6, 1, (2, 1, 1), "sync"),
+        (4, 4, (2, 2, 1), "arrive_wait"),
+        (2, 6, (1, 3), "sync"),
+        (8, 1, 8, "sync"),
+    ],
+)
+def test_block_rank_and_cluster_barrier(n_x, n_y, cluster, sync):
+    kernel = tilelang.compile(ranks_kernel(n_x, n_y, cluster, sync), target=SM90A)
+    src = kernel.get_kernel_source()
+    c = list(cluster) + [1] * (3 - len(cluster)) if isinstance(cluster, tuple) else [cluster, 1, 1]
+    assert f"__cluster_dims__({c[0]}, {c[1]}, {c[2]})" in src
+    out = np.zeros((n_y, n_x, 64), np.int32)
+    kernel(out)
+    bx = np.arange(n_x)[None, :]
+    by = np.arange(n_y)[:, None]
+    rank = bx % c[0] + (by % c[1]) * c[0]
+    np.testing.assert_array_equal(out[:, :, 0], rank * 1000 + bx + by * n_x)
+    np.testing.assert_array_equal(out, np.repeat(out[:, :, :1], 64, axis=2))
+
+
+def skinny(M, N, K, bM, bN, bK, stages, threads, cluster):
+    f = skinny_gemm.get_tir(
+        M, N, K, bM, bN, bK, stages, threads, 1, False, "nk", "bfloat16", cluster=cluster
+    )
+    return tilelang.compile(f, out_idx=[-1], target=SM90A)
+
+
+def bf16(rng, *shape):
+    return rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize(
+    "M, N, K, bM, bN, bK, stages, cluster",
+    [
+        (128, 256, 320, 128, 64, 64, 3, 2),  # K tail
+        (100, 512, 256, 128, 64, 64, 2, 4),  # M tail: the slices past M read zeros
+        (128, 256, 192, 128, 128, 64, 2, 2),
+    ],
+)
+def test_skinny_gemm_multicasts_a_across_the_cluster(M, N, K, bM, bN, bK, stages, cluster):
+    kernel = skinny(M, N, K, bM, bN, bK, stages, 256, cluster)
+    src = kernel.get_kernel_source()
+    # A (the same for every block along N) is multicast; B (each block's own) is not.
+    assert (
+        src.count("tl::tma_load_multicast<2>(") == 1
+        and "(&A_shared[" in src.split("tma_load_multicast")[1][:40]
+    )
+    assert src.count("tl::tma_load<2>(") >= 1
+    assert f"tl::mbarrier_arrive_warp_cluster<{cluster}>" in src
+    assert (
+        src.count("tl::cluster_sync();") == 2
+    )  # after the mbarriers' init and at the consumers' end
+    rng = np.random.default_rng(M + N + K + cluster)
+    a, b = bf16(rng, M, K), bf16(rng, N, K)
+    c = kernel(a, b)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=0.3)
+
+
+def gemm_cluster_y(M, N, K, bM, bN, bK, cluster_y):
+    """C = A @ B with the blocks along M (by) clustered: B's tile is the same in every
+    block of a cluster and is multicast, A's is not."""
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(
+            T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128, cluster_dims=(1, cluster_y, 1)
+        ) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            acc = T.alloc_fragment((bM, bN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * bM, bx * bN])
+
+    return gemm
+
+
+def test_gemm_multicasts_b_across_a_cluster_along_y():
+    M, N, K = 256, 128, 96
+    kernel = tilelang.compile(gemm_cluster_y(M, N, K, 64, 64, 32, 2), target=SM90A)
+    src = kernel.get_kernel_source()
+    assert "tl::tma_load_multicast<2>((&B_s[" in src and "tl::tma_load<2>((&A_s[" in src
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+def test_no_multicast_without_a_shared_tile_or_warp_specialization():
+    # Cluster along x over a GEMM whose A and B both depend on bx: nothing to share.
+    @T.prim_func
+    def f(
+        A: T.Tensor((64, 256), "float16"),
+        B: T.Tensor((256, 256), "float16"),
+        C: T.Tensor((64, 256), "float32"),
+    ):
+        with T.Kernel(4, threads=128, cluster_dims=2) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[0, k * 64], A_s)
+                T.copy(B[k * 64, bx * 64], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[0, bx * 64])
+
+    src = tilelang.compile(f, target=SM90A).get_kernel_source()
+    assert "tl::tma_load_multicast<2>((&A_s[" in src and "tl::tma_load<2>((&B_s[" in src
+    off = tilelang.compile(f, target=SM90A, pass_configs={"tl.disable_warp_specialized": True})
+    src = off.get_kernel_source()
+    assert "multicast" not in src and "__cluster_dims__(2, 1, 1)" in src
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 256)).astype(np.float16)
+    for k in (tilelang.compile(f, target=SM90A), off):
+        c = np.zeros((64, 256), np.float32)
+        k(a, b, c)
+        np.testing.assert_allclose(
+            c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2
+        )
+
+
+def test_cluster_dims_change_the_kernel_and_its_cache_key():
+    one = skinny(128, 256, 128, 128, 64, 64, 2, 256, 1).get_kernel_source()
+    two = skinny(128, 256, 128, 128, 64, 64, 2, 256, 2).get_kernel_source()
+    assert "__cluster_dims__" not in one and "__cluster_dims__(2, 1, 1)" in two
+
+
+# ---- errors
+
+
+def small(cluster, grid=4, target_threads=64):
+    @T.prim_func
+    def f(A: T.Tensor((8,), "float32")):
+        with T.Kernel(grid, threads=target_threads, cluster_dims=cluster):
+            A[0] = 1.0
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "cluster, grid, message",
+    [
+        ((3, 1, 1), 4, "the grid's 4 blocks along x are not a multiple of the cluster's 3"),
+        ((2, 2, 1), 4, "clusters blocks along y, but the grid has 1 dimension(s)"),
+        ((4, 4, 1), 16, "asks for clusters of 16 blocks; the portable limit is 8"),
+        ((0, 1), 4, "cluster_dims must be positive"),
+        ((1, 1, 1, 1), 4, "cluster_dims takes 1 to 3 sizes"),
+        ("2", 4, "cluster_dims must be an int or a tuple of up to 3 ints, got '2'"),
+    ],
+)
+def test_bad_cluster_dims_name_the_kernel_line(cluster, grid, message):
+    with pytest.raises(TileLangError) as e:
+        tilelang.compile(small(cluster, grid), target=SM90A)
+    assert message in str(e.value)
+    assert "test_clusters.py" in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_89"])
+def test_clusters_need_sm90(target):
+    with pytest.raises(TileLangError) as e:
+        tilelang.compile(small(2), target=target)
+    msg = str(e.value)
+    assert "cluster_dims=(2, 1, 1) needs thread block clusters (CUDA sm_90 or later)" in msg
+    assert "test_clusters.py" in msg
+
+
+def test_cluster_ops_need_sm90():
+    @T.prim_func
+    def f(A: T.Tensor((8,), "int32")):
+        with T.Kernel(1, threads=32):
+            T.cluster_sync()
+            A[0] = T.block_rank_in_cluster()
+
+    with pytest.raises(TileLangError) as e:
+        tilelang.compile(f, target="cuda -arch=sm_80")
+    assert "T.cluster_sync needs sm_90 or later" in str(e.value)
+    # Without cluster_dims the block is a cluster of one: rank 0, the barrier its own.
+    a = np.full(8, -1, np.int32)
+    tilelang.compile(f, target=SM90A)(a)
+    assert a[0] == 0
+
+
+def test_symbolic_grid_that_does_not_divide_into_clusters_fails_at_the_call():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def f(A: T.Tensor((n,), "float32")):
+        with T.Kernel(n, threads=32, cluster_dims=2) as bx:
+            A[bx] = T.cast(T.block_rank_in_cluster(), "float32")
+
+    kernel = tilelang.compile(f, target=SM90A)
+    a = np.zeros(6, np.float32)
+    kernel(a)
+    np.testing.assert_array_equal(a, [0, 1, 0, 1, 0, 1])
+    with pytest.raises(TileLangError) as e:
+        kernel(np.zeros(5, np.float32))
+    assert (
+        "does not divide into clusters of cluster_dims=(2, 1, 1): 5 blocks along x are not a multiple of 2"
+        in str(e.value)
+    )
+
+
+def test_cluster_kernel_alias_requires_cluster_dims():
+    with pytest.raises(TileLangError, match="T.ClusterKernel needs cluster_dims"):
+
+        @T.prim_func
+        def f(A: T.Tensor((8,), "float32")):
+            with T.ClusterKernel(4, threads=32):
+                A[0] = 1.0
+
+        tilelang.compile(f, target=SM90A)
+
+    @T.prim_func
+    def g(A: T.Tensor((4,), "int32")):
+        with T.ClusterKernel(4, threads=32, cluster_dims=(4,)) as bx:
+            A[bx] = T.block_rank_in_cluster()
+
+    a = np.zeros(4, np.int32)
+    tilelang.compile(g, target=SM90A)(a)
+    np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+def test_disable_tma_multicast_keeps_each_blocks_own_loads():
+    f = skinny_gemm.get_tir(
+        128, 256, 128, 128, 64, 64, 2, 256, 1, False, "nk", "bfloat16", cluster=2
+    )
+    kernel = tilelang.compile(
+        f, out_idx=[-1], target=SM90A, pass_configs={"tl.disable_tma_multicast": True}
+    )
+    src = kernel.get_kernel_source()
+    assert (
+        "__cluster_dims__(2, 1, 1)" in src and "multicast" not in src and "cluster_sync" not in src
+    )
+    rng = np.random.default_rng(9)
+    a, b = bf16(rng, 128, 128), bf16(rng, 256, 128)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-2, atol=0.3)
