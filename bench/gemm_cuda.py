@@ -8,7 +8,8 @@ kept in flight across pipeline steps) and "mma.sync" (the sm_80 path every GPU
 from Ampere on runs; pass config tl.disable_wgmma). "wgmma+store" stages the
 output through a shared tile, which TMA stores (sm_90's default for such epilogues);
 "wgmma" is the kernel as written, whose fragment epilogue the compiler stages the same
-way; "wgmma+unstaged" turns that off (tl.stage_fragment_stores: False).
+way; "wgmma+unstaged" turns that off (tl.stage_fragment_stores: False); "wgmma+cluster"
+launches clusters of 2 blocks along N, which multicast their common A tile.
 FLOPs: 2*M*N*K per GEMM; floor at 4096^3: ~0.2 ms at the H200's 700 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 
@@ -25,7 +26,8 @@ import torch
 from results import commit, cuda_seconds, interleaved_medians
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048), (8192, 8192, 1024)]
-# (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)) per path
+# (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)
+# [, cluster: blocks along N per thread block cluster, A multicast]) per path
 CONFIGS = {
     "mma.sync": [
         (128, 128, 32, 128, 3, 8),
@@ -40,6 +42,9 @@ CONFIGS = {
     ],
 }
 CONFIGS["wgmma+store"] = [(128, 256, 64, 256, 3, 8), (128, 256, 64, 256, 4, 8)]
+# Clusters of 2 blocks along N share A's tile (TMA multicast, one L2 read per cluster);
+# multicast needs the block indices as launched, so no T.use_swizzle panel.
+CONFIGS["wgmma+cluster"] = [(128, 256, 64, 256, 4, 0, 2), (128, 256, 64, 256, 3, 0, 2)]
 # The quickstart kernel with its fragment epilogue stored element-wise from registers.
 CONFIGS["wgmma+unstaged"] = CONFIGS["wgmma+store"]
 PASS_CONFIGS = {
@@ -47,6 +52,7 @@ PASS_CONFIGS = {
     "wgmma": {},
     "wgmma+store": {"tl.enable_tma_store": True},
     "wgmma+unstaged": {"tl.stage_fragment_stores": False},
+    "wgmma+cluster": {},
 }
 # GEMM_CONFIGS="128,128,64,128,3,8;256,128,32,256,3,8" replaces every path's list (for sweeps).
 if os.environ.get("GEMM_CONFIGS"):
@@ -69,6 +75,7 @@ def matmul(
     accum_dtype="float",
     panel=0,
     shared_epilogue=False,
+    cluster=1,
 ):
     @T.prim_func
     def gemm_relu(
@@ -76,7 +83,12 @@ def matmul(
         B: T.Tensor((K, N), dtype),
         C: T.Tensor((M, N), dtype),
     ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(
+            T.ceildiv(N, block_N),
+            T.ceildiv(M, block_M),
+            threads=threads,
+            cluster_dims=(cluster, 1, 1) if cluster > 1 else None,
+        ) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
@@ -136,6 +148,7 @@ def main():
                                 dtype,
                                 panel=cfg[5],
                                 shared_epilogue=path.endswith("+store"),
+                                cluster=cfg[6] if len(cfg) > 6 else 1,
                             ),
                             out_idx=[-1],
                             target="cuda",
@@ -178,7 +191,7 @@ def main():
             ),
             "",
             (
-                "| shape | path | config (bM, bN, bK, threads, stages, swizzle panel) "
+                "| shape | path | config (bM, bN, bK, threads, stages, swizzle panel[, cluster]) "
                 "| tilelang (TFLOP/s) | torch (TFLOP/s) | ratio |"
             ),
             "| --- | --- | --- | --- | --- | --- |",
