@@ -12,8 +12,9 @@ log2(e) folded into the softmax scale.
 Layout [batch, seq_len, heads, dim], float16 (or `dtype`, e.g. bfloat16) in and out,
 float32 accumulation. overlap=True pipelines the loop body by hand (TileLang's
 order/stage/group schedule): on sm_90a the P V gemm of one key tile then runs during
-the softmax of the next. Causal blocks run longest first, and only tiles on the
-diagonal compute the mask.
+the softmax of the next. Causal blocks run longest first across the whole grid (the
+row tile is the slowest grid dimension, counted down), so that the last waves are made
+of short blocks; only tiles on the diagonal compute the mask.
 seq_len is not a multiple of the tiles: keys past the end are masked to -inf.
 """
 
@@ -50,10 +51,18 @@ def flash_attention(
         Output: T.Tensor(shape, dtype),
     ):
         num_m = T.ceildiv(seq_len, block_M)
-        with T.Kernel(num_m, heads, batch, threads=threads) as (bx_, by, bz):
-            # Causal: the blocks with the most key tiles start first, so that the
-            # last wave is made of short ones.
-            bx = num_m - 1 - bx_ if is_causal else bx_
+        # Causal: blocks start in order of their key tiles, most first (the GPU starts
+        # blocks in order of x, then y, then z), so that the last waves are made of
+        # short ones. On the H200 (B8 H16 S4096, bf16) that took D64 from 0.877 to
+        # 0.903 of cuDNN and D128 from 0.948 to 0.974; counting the row tiles down as
+        # x only (each head's tiles longest first) was the 0.877 / 0.948.
+        grid = (heads, batch, num_m) if is_causal else (num_m, heads, batch)
+        with T.Kernel(*grid, threads=threads) as blocks:
+            if is_causal:
+                by, bz, bx_ = blocks
+                bx = num_m - 1 - bx_
+            else:
+                bx, by, bz = blocks
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)

@@ -411,6 +411,26 @@ inline void report_deadlock(const TmaBlock& b) {
   record_failure(msg);
 }
 
+// One round of a wait that cannot end yet: notes what fiber `f` waits for (an
+// mbarrier and its parity, or nullptr and a named barrier's id or kClusterBarrier),
+// reports the deadlock when every running thread waits and nothing changed since
+// each looked (then the fiber is abandoned), and yields. False when there is no
+// scheduler to yield to: the caller gives up.
+inline bool wait_one_round(TmaBlock& b, size_t f, const uint64_t* on, uint32_t what) {
+  if (b.deadlocked) abandon_fiber();
+  b.waiting_since[f] = b.events;
+  b.waiting_on[f] = on;
+  b.waiting_parity[f] = what;
+  if (block_deadlocked(b)) {
+    report_deadlock(b);
+    b.deadlocked = true;
+    if (!current_scheduler()) return false;
+    abandon_fiber();
+  }
+  yield_fiber();
+  return true;
+}
+
 inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   TmaBlock& b = tma_block();
   const size_t rank = size_t(fiber_index());
@@ -421,17 +441,7 @@ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
       b.waiting_since[rank] = kNotWaiting;
       return;
     }
-    if (b.deadlocked) abandon_fiber();
-    b.waiting_since[rank] = b.events;
-    b.waiting_on[rank] = bar;
-    b.waiting_parity[rank] = parity & 1;
-    if (block_deadlocked(b)) {
-      report_deadlock(b);
-      b.deadlocked = true;
-      if (!current_scheduler()) return;
-      abandon_fiber();
-    }
-    yield_fiber();
+    if (!wait_one_round(b, rank, bar, parity & 1)) return;
   }
 }
 
@@ -472,17 +482,7 @@ inline void named_barrier_sync(int id, int count) {
     ++n.generation[id];
   }
   while (n.generation[id] == gen) {
-    if (b.deadlocked) abandon_fiber();
-    b.waiting_since[rank] = b.events;
-    b.waiting_on[rank] = nullptr;
-    b.waiting_parity[rank] = uint32_t(id);
-    if (block_deadlocked(b)) {
-      report_deadlock(b);
-      b.deadlocked = true;
-      if (!s) return;
-      abandon_fiber();
-    }
-    yield_fiber();
+    if (!wait_one_round(b, rank, nullptr, uint32_t(id))) return;
   }
   b.waiting_since[rank] = kNotWaiting;
   if (s) ++s->barriers[rank];  // the race detector's epoch: the participants passed a barrier together
@@ -661,17 +661,7 @@ inline void cluster_wait() {
       ++b.events;
       break;
     }
-    if (b.deadlocked) abandon_fiber();
-    b.waiting_since[f] = b.events;
-    b.waiting_on[f] = nullptr;
-    b.waiting_parity[f] = kClusterBarrier;
-    if (block_deadlocked(b)) {
-      report_deadlock(b);
-      b.deadlocked = true;
-      if (!s) return;
-      abandon_fiber();
-    }
-    yield_fiber();
+    if (!wait_one_round(b, f, nullptr, kClusterBarrier)) return;
   }
   b.waiting_since[f] = kNotWaiting;
   if (s) ++s->barriers[f];  // the race detector's epoch: the whole cluster passed a barrier together
