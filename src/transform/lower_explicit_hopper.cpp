@@ -305,7 +305,7 @@ class LowerCopiesAndGemms : public IRMutator {
     rebase.tile = tile.get();
     rebase.real = dst.buffer;
     for (size_t d = 0; d < first; ++d) rebase.lead.push_back(dst.ranges[d].min);
-    Stmt loads = rebase.mutate(plan->loads);
+    Stmt loads = multicast(op, rebase.mutate(plan->loads));
     if (plan->layout) {
       auto it = laid_out.find(dst.buffer.get());
       if (it != laid_out.end() && it->second->layout->str() != plan->layout->str())
@@ -317,6 +317,46 @@ class LowerCopiesAndGemms : public IRMutator {
          loads});
     Expr elected = eq(thread_rank(launch_), int_imm(region_lo_));
     return unplanned(if_then_else(elected, issue, {}, op->span));
+  }
+
+  // cluster_mask (TileLang's, also as annotations={"cluster_mask": m}): the blocks of
+  // the cluster whose rank bit is set share the tile. The lowest of them multicasts
+  // it into all of them, the others in the mask issue nothing (their arrival still
+  // expects the tile's bytes, which the multicast brings), and a block outside the
+  // mask loads its own. Every block of the mask must have initialized its barrier
+  // before the multicast (T.cluster_sync after T.alloc_barrier).
+  Stmt multicast(const TileOpNode* op, Stmt loads) {
+    auto it = op->attrs.find("cluster_mask");
+    if (it == op->attrs.end()) return loads;
+    auto* m = std::get_if<int64_t>(&it->second);
+    if (!m || *m < 1 || *m > 0xffff)
+      refuse(op,
+             "cluster_mask must be an int in [1, 0xffff]: bit r set for each block rank r of the cluster that "
+             "shares the tile");
+    const int64_t mask = *m, blocks = launch_->cluster_size();
+    int high = 63 - __builtin_clzll(uint64_t(mask)), low = __builtin_ctzll(uint64_t(mask));
+    if (high >= blocks)
+      refuse(op, str_cat("cluster_mask ", mask, " names block rank ", high, ", but the kernel's clusters have ", blocks,
+                         " block(s) (T.Kernel cluster_dims=...)"));
+    struct ToMulticast : IRMutator {
+      int64_t mask;
+      using IRMutator::mutate;
+      using IRMutator::visit;
+      Expr visit(const CallNode* c, const Expr& self) override {
+        const std::string prefix = "tl::tma_load<";
+        auto* name = c->op == Intrinsic::Extern ? c->args[0].as<StringImmNode>() : nullptr;
+        if (!name || name->value.rfind(prefix, 0) != 0) return IRMutator::visit(c, self);
+        std::vector<Expr> args(c->args.begin() + 1, c->args.end());  // smem, map, bar, coords...
+        args.insert(args.begin() + 3, int_imm(mask));
+        return call_extern(c->dtype, "tl::tma_load_multicast<" + name->value.substr(prefix.size()), args);
+      }
+    } to_multicast;
+    to_multicast.mask = mask;
+    Stmt shared = to_multicast.mutate(loads);
+    Expr rank = call_extern(dtype::Int32, "tl::block_rank_in_cluster", {}), in_mask;
+    for (int r = 0; r < 16; ++r)
+      if (mask >> r & 1) in_mask = in_mask.defined() ? logical_or(in_mask, eq(rank, int_imm(r))) : eq(rank, int_imm(r));
+    return if_then_else(in_mask, if_then_else(eq(rank, int_imm(low)), shared), loads);
   }
 
   std::vector<Param> params_;

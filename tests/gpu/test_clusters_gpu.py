@@ -14,7 +14,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(here)), "examples"))
 from skinny_gemm import skinny_gemm
-from test_clusters import gemm_cluster_y, ranks_kernel
+from test_clusters import explicit_multicast, gemm_cluster_y, ranks_kernel
 
 pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
 
@@ -66,3 +66,13 @@ def test_gemm_with_b_multicast_along_m():
     c = torch.zeros(M, N, dtype=torch.float32, device="cuda")
     kernel(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("mask", [0b1111, 0b0110, 0b0001])
+def test_tma_copy_cluster_mask(mask):
+    kernel = tilelang.compile(explicit_multicast(132, mask), target="cuda")
+    a = torch.randn(64, 64, device="cuda").half()
+    out = torch.zeros(132, 64, 64, device="cuda", dtype=torch.float16)
+    for _ in range(3):
+        kernel(a, out)
+        torch.testing.assert_close(out, a.expand_as(out).contiguous(), rtol=0, atol=0)

@@ -183,6 +183,51 @@ def test_cluster_dims_change_the_kernel_and_its_cache_key():
     assert "__cluster_dims__" not in one and "__cluster_dims__(2, 1, 1)" in two
 
 
+def explicit_multicast(n, mask, cluster=4, annotations=False):
+    """Every block loads the same 64 x 64 tile with T.tma_copy(cluster_mask=mask) and
+    writes it out: the mask's lowest block multicasts it to the mask's blocks, the
+    blocks outside the mask load their own."""
+    kwargs = {"annotations": {"cluster_mask": mask}} if annotations else {"cluster_mask": mask}
+
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), Out: T.Tensor((n, 64, 64), "float16")):
+        with T.Kernel(n, threads=128, cluster_dims=cluster) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            bar = T.alloc_barrier(1)
+            T.cluster_sync()  # every block's barrier is initialized before a multicast
+            T.tma_copy(A[0:64, 0:64], A_s, barrier=bar, **kwargs)
+            T.barrier_wait(bar, 0)
+            T.copy(A_s, Out[bx, :, :])
+
+    return f
+
+
+@pytest.mark.parametrize("mask, annotations", [(0b1111, False), (0b0110, True), (0b0001, False)])
+def test_tma_copy_cluster_mask_multicasts_to_the_mask(mask, annotations):
+    kernel = tilelang.compile(explicit_multicast(8, mask, annotations=annotations), target=SM90A)
+    src = kernel.get_kernel_source()
+    assert f"tl::tma_load_multicast<2>((&A_s[0]), (&tl_tma_map0), (&bar[0]), {mask}," in src
+    assert "tl::tma_load<2>(" in src  # the blocks outside the mask
+    a = np.arange(64 * 64).astype(np.float16).reshape(64, 64)
+    out = np.zeros((8, 64, 64), np.float16)
+    kernel(a, out)
+    np.testing.assert_array_equal(out, np.broadcast_to(a, out.shape))
+
+
+@pytest.mark.parametrize(
+    "mask, cluster, message",
+    [
+        (0b100, 2, "cluster_mask 4 names block rank 2, but the kernel's clusters have 2 block(s)"),
+        (0, 2, "cluster_mask must be a Python int in [1, 0xffff]"),
+        ("3", 2, "cluster_mask must be a Python int in [1, 0xffff]"),
+    ],
+)
+def test_bad_cluster_mask(mask, cluster, message):
+    with pytest.raises(TileLangError) as e:
+        tilelang.compile(explicit_multicast(4, mask, cluster=cluster), target=SM90A)
+    assert message in str(e.value) and "test_clusters.py" in str(e.value)
+
+
 # ---- errors
 
 

@@ -189,7 +189,7 @@ def mbarrier_expect_tx(mbarrier, tx_bytes):
 # ---- TMA
 
 
-def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None):
+def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None, cluster_mask=None):
     """Copies a tile of a tensor parameter into a shared tile through TMA, completing on
     `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) arrives
     on the barrier, raising the bytes it waits for by the tile's size, and issues the
@@ -197,6 +197,14 @@ def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None):
 
     `src` is a region of a kernel tensor parameter (`A[by * 64, k * 32]` or a slice), `dst`
     a shared tile or one stage of it (`A_s[s, :, :]`).
+
+    `cluster_mask` (an int, bit r for block rank r of the thread block cluster; also
+    accepted as annotations={"cluster_mask": m}): the blocks of the mask share the tile.
+    The lowest of them multicasts it into all of them; the others issue nothing, their
+    arrival expecting the bytes the multicast brings; a block outside the mask loads its
+    own. Every block of the mask must have initialized its barrier first (T.cluster_sync
+    after T.alloc_barrier), and must not refill the tile while another block of the
+    mask may still read its copy.
     """
     what = "T.tma_copy"
     ctx = _kernel(what)
@@ -222,6 +230,15 @@ def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None):
     if s_ext is None and d_ext is None:
         raise frontend_error(f"{what} copies a tile: give a slice or a whole buffer on one side")
     attrs = _copy_attrs(None, False, eviction_policy, annotations)
+    if cluster_mask is not None:
+        attrs["cluster_mask"] = cluster_mask
+    if "cluster_mask" in attrs:
+        m = attrs["cluster_mask"]
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 0xFFFF:
+            raise frontend_error(
+                f"{what} cluster_mask must be a Python int in [1, 0xffff] (bit r: block rank r of the "
+                f"cluster), got {_describe(m)}"
+            )
     attrs["tl.tma_barrier"] = bar
     ctx.builder.copy(s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext, attrs)
 
