@@ -22,7 +22,7 @@ from .kernel import (
     get_thread_extent,
     get_thread_extents,
 )
-from .loops import Parallel, Pipelined, serial, unroll, vectorized
+from .loops import Parallel, Persistent, Pipelined, serial, unroll, vectorized
 from .math import *
 from .math import abs, max, min, pow
 from .movement import annotate_safe_value, c2d_im2col, im2col, transpose
@@ -62,6 +62,7 @@ __all__ = [
     "Kernel",
     "Macro",
     "Parallel",
+    "Persistent",
     "Pipelined",
     "PrimFunc",
     "Region",

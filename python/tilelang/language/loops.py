@@ -229,6 +229,76 @@ class Parallel:
             builder.end_for()
 
 
+class Persistent(Loop):
+    """`for i, j in T.Persistent([d0, d1], wave_size, index, group_size=8):` the tiles of
+    the domain d0 x d1 (any number of dims) shared out over `wave_size` workers (launch
+    `T.Kernel(wave_size)` and pass its block index as `index`): worker `index` takes tiles
+    index, index + wave_size, ... in one serial loop, and the body runs once per tile
+    with its coordinates. Tiles are numbered in panels of `group_size` rows of the first
+    two dims (tiles taken one after another share their rows' and columns' data in L2),
+    the last panel shorter; group_size=1 is row-major order, as is every domain of one
+    or more than two dims. The loop runs ceil(tiles / wave_size) times on every
+    worker; a worker without a tile in the last round skips the body."""
+
+    kind = "serial"
+
+    def __init__(self, domain, wave_size, index, group_size=8):
+        what = "T.Persistent"
+        if not isinstance(domain, (list, tuple)) or not domain:
+            raise frontend_error(
+                f"{what} domain must be a non-empty list of tile counts, got {domain!r}"
+            )
+        self.domain = [to_value(d) for d in domain]
+        for d in self.domain:
+            known = const_int(d) if isinstance(d, (int, _C.Expr)) else None
+            if (
+                isinstance(d, bool)
+                or not isinstance(d, (int, _C.Expr))
+                or (known is not None and known < 1)
+            ):
+                raise frontend_error(f"{what} domain entries must be positive integers, got {d!r}")
+        self.wave_size, self.index = to_value(wave_size), to_value(index)
+        if isinstance(self.wave_size, bool) or not isinstance(self.wave_size, (int, _C.Expr)):
+            raise frontend_error(f"{what} wave_size must be an integer, got {wave_size!r}")
+        if const_int(self.wave_size) is not None and const_int(self.wave_size) < 1:
+            raise frontend_error(f"{what} wave_size must be positive, got {wave_size!r}")
+        group = 1 if group_size is None else to_value(group_size)
+        if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+            raise frontend_error(
+                f"{what} group_size must be a positive Python int or None, got {group_size!r}"
+            )
+        self.group = group
+
+    def open(self, builder, names):
+        from .math import ceildiv
+        from .math import min as tmin
+
+        total = self.domain[0]
+        for d in self.domain[1:]:
+            total = total * d
+        wave = builder.begin_for("wave", 0, ceildiv(total, self.wave_size), "serial", {})
+        tile = wave * self.wave_size + self.index
+        builder.begin_if(tile < total)
+        if len(self.domain) == 2:
+            d0, d1 = self.domain
+            g = self.group
+            panel = tile // (g * d1)
+            within = tile % (g * d1)
+            rows = tmin(g, d0 - panel * g)
+            coords = [panel * g + within % rows, within // rows]
+        else:
+            coords, rest = [], tile
+            for d in reversed(self.domain):
+                coords.append(rest % d)
+                rest = rest // d
+            coords.reverse()
+        return coords[0] if len(coords) == 1 else tuple(coords)
+
+    def close(self, builder):
+        builder.end_if()
+        builder.end_for()
+
+
 def _loop_names(names, count):
     if len(names) == count:
         return list(names)

@@ -1,0 +1,96 @@
+"""T.Persistent: a persistent kernel's loop over tiles (TileLang's helper). Worker `pid`
+of `T.Kernel(workers)` takes tiles pid, pid + workers, ...; the tests check that a GEMM
+written that way is correct on the cpu and in the CUDA emulator (sm_90a: TMA pipeline
+inside the tile loop), and the order in which tiles are numbered."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang import TileLangError
+
+
+def persistent_gemm(M, N, K, bM, bN, bK, workers, group):
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(workers, threads=128) as pid:
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            acc = T.alloc_fragment((bM, bN), "float32")
+            for bx, by in T.Persistent([T.ceildiv(M, bM), T.ceildiv(N, bN)], workers, pid, group):
+                T.clear(acc)
+                for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                    T.copy(A[bx * bM, k * bK], A_s)
+                    T.copy(B[k * bK, by * bN], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[bx * bM, by * bN])
+
+    return gemm
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a -emulate"])
+@pytest.mark.parametrize("workers, group", [(5, 8), (7, 1), (64, 2)])
+def test_persistent_gemm_matches_numpy(target, workers, group):
+    M, N, K = 200, 264, 96  # 4 x 5 tiles of 64 x 64, with tails
+    rng = np.random.default_rng(workers)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    tilelang.compile(persistent_gemm(M, N, K, 64, 64, 32, workers, group), target=target)(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+def tile_numbers(domain, workers, group):
+    """Out[coords] = the number of the tile (wave * workers + worker) that has them."""
+    shape = tuple(domain)
+
+    @T.prim_func
+    def order(Out: T.Tensor(shape, "int32"), Count: T.Tensor((workers,), "int32")):
+        with T.Kernel(workers, threads=1) as pid:
+            n = T.alloc_var("int32", init=0)
+            for coords in T.Persistent(list(domain), workers, pid, group):
+                c = coords if isinstance(coords, tuple) else (coords,)
+                Out[c] = n * workers + pid
+                n = n + 1
+            Count[pid] = n
+
+    return order
+
+
+@pytest.mark.parametrize(
+    "domain, workers, group",
+    [([5, 3], 4, 2), ([4, 6], 3, 1), ([7, 2], 16, 8), ([10], 3, 8), ([2, 3, 4], 5, 8)],
+)
+def test_tile_numbering(domain, workers, group):
+    out = np.full(domain, -1, np.int32)
+    count = np.zeros(workers, np.int32)
+    tilelang.compile(tile_numbers(domain, workers, group), target="cpu")(out, count)
+    total = int(np.prod(domain))
+    assert sorted(out.ravel().tolist()) == list(range(total))  # every tile once
+    assert count.tolist() == [len(range(w, total, workers)) for w in range(workers)]
+    if len(domain) == 2:
+        d0, d1 = domain
+        for t in range(total):  # panels of `group` rows of tiles, column by column inside
+            panel, within = divmod(t, group * d1)
+            rows = min(group, d0 - panel * group)
+            assert out[panel * group + within % rows, within // rows] == t
+    else:
+        np.testing.assert_array_equal(out.ravel(), np.arange(total))  # row-major
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([], 4, 0), "domain must be a non-empty list"),
+        (([4, 0], 4, 0), "domain entries must be positive integers"),
+        (([4, 4], 0, 0), "wave_size must be positive"),
+        (([4, 4], 4, 0, 0), "group_size must be a positive Python int or None"),
+    ],
+)
+def test_bad_arguments(args, message):
+    with pytest.raises(TileLangError, match=message):
+        T.Persistent(*args)
