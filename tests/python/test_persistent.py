@@ -32,8 +32,16 @@ def persistent_gemm(M, N, K, bM, bN, bK, workers, group):
     return gemm
 
 
-@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a -emulate"])
-@pytest.mark.parametrize("workers, group", [(5, 8), (7, 1), (64, 2)])
+@pytest.mark.parametrize(
+    "target, workers, group",
+    [
+        ("cpu", 5, 8),
+        ("cpu", 7, 1),
+        ("cpu", 64, 2),
+        ("cuda -arch=sm_90a -emulate", 7, 2),
+        ("cuda -arch=sm_90a -emulate", 64, 8),
+    ],
+)
 def test_persistent_gemm_matches_numpy(target, workers, group):
     M, N, K = 200, 264, 96  # 4 x 5 tiles of 64 x 64, with tails
     rng = np.random.default_rng(workers)

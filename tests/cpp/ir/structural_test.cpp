@@ -146,6 +146,23 @@ TEST(Structural, StatementFieldsMatter) {
   EXPECT_FALSE(structural_equal(break_stmt(), continue_stmt()));
 }
 
+// The thread block cluster of a launch is part of the kernel (and of its cache key).
+TEST(Structural, KernelClusterMatters) {
+  Buffer a = vec_buffer("A");
+  auto launch = [&](std::vector<int64_t> cluster) {
+    Var bx("bx", dtype::Int32), tx("tx", dtype::Int32);
+    return make_node<Stmt, KernelLaunchNode>(std::vector<Var>{bx}, std::vector<Expr>{int_imm(4)}, std::vector<Var>{tx},
+                                             std::vector<int64_t>{128}, buffer_store(a, float_imm(1.0f), {bx}),
+                                             std::string(), std::move(cluster));
+  };
+  expect_equal(launch({2, 1, 1}), launch({2, 1, 1}));
+  Stmt none = launch({}), two = launch({2, 1, 1}), four = launch({4, 1, 1});
+  EXPECT_FALSE(structural_equal(none, two));
+  EXPECT_FALSE(structural_equal(two, four));
+  EXPECT_NE(structural_hash(none), structural_hash(two));
+  EXPECT_NE(structural_hash(two), structural_hash(four));
+}
+
 TEST(Structural, AnnotationsCompareEntryWise) {
   Buffer a = vec_buffer("A");
   Var i("i", dtype::Int32);
