@@ -413,6 +413,16 @@ void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn) {
   v.visit(s);
 }
 
+bool calls_extern(const Stmt& s, std::string_view prefix) {
+  bool found = false;
+  for_each_expr(s, [&](const Expr& e) {
+    auto* c = e.as<CallNode>();
+    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+    found = found || (name && std::string_view(name->value).substr(0, prefix.size()) == prefix);
+  });
+  return found;
+}
+
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& vmap) {
   if (vmap.empty()) return e;
   return Substituter(vmap).mutate(e);

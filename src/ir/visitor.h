@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
 #include <utility>
 
 #include "ir/ir.h"
@@ -60,6 +61,9 @@ class IRMutator {
 
 // Calls fn on every expression node of `s` / `e` (parents before children).
 void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
+// Whether `s` calls an extern function whose name starts with `prefix`
+// ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
+bool calls_extern(const Stmt& s, std::string_view prefix);
 // Replaces vars by expressions (keyed by VarNode*).
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& vmap);
 Stmt substitute(const Stmt& s, const std::map<const VarNode*, Expr>& vmap);

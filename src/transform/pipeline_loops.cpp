@@ -955,14 +955,7 @@ class Pipeliner : public IRMutator {
   // (whole swizzle patterns), and no T.use_swizzle (it remaps the block indices).
   void plan_multicast(std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma, std::vector<TmaGroup>& groups) {
     const int64_t ctas = launch_->cluster_size();
-    if (ctas == 1 || !multicast_) return;
-    bool rasterized = false;
-    for_each_expr(launch_->body, [&](const Expr& e) {
-      auto* c = e.as<CallNode>();
-      rasterized =
-          rasterized || (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == "tl::use_swizzle");
-    });
-    if (rasterized) return;
+    if (ctas == 1 || !multicast_ || calls_extern(launch_->body, "tl::use_swizzle")) return;
     std::set<const VarNode*> spanned;
     for (size_t d = 0; d < launch_->cluster.size() && d < launch_->block_vars.size(); ++d)
       if (launch_->cluster[d] > 1) spanned.insert(launch_->block_vars[d].node());

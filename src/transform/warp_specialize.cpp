@@ -131,12 +131,7 @@ class Split : public IRMutator {
     if (kProducerRegs < regs)
       prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
-    bool multicast = false;
-    for_each_expr(take.producer, [&](const Expr& e) {
-      auto* c = e.as<CallNode>();
-      multicast = multicast || (c && c->op == Intrinsic::Extern &&
-                                c->args[0].as<StringImmNode>()->value.rfind("tl::tma_load_multicast<", 0) == 0);
-    });
+    const bool multicast = calls_extern(take.producer, "tl::tma_load_multicast<");
     Stmt cluster_sync = evaluate(call_extern(dtype::Void, "tl::cluster_sync", {}));
     if (multicast) cons.push_back(cluster_sync);
     Stmt body = seq({

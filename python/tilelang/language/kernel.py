@@ -15,18 +15,14 @@ def _thread_list(threads):
 
 
 def _cluster_list(cluster_dims):
+    """T.Kernel's cluster_dims as a list of ints (the builder checks their values)."""
     if cluster_dims is None:
         return []
-    if isinstance(cluster_dims, bool):
-        raise frontend_error(
-            f"T.Kernel cluster_dims must be an int or a tuple of ints, got {cluster_dims!r}"
-        )
-    if isinstance(cluster_dims, int):
-        return [cluster_dims]
-    if isinstance(cluster_dims, (list, tuple)) and all(
-        isinstance(c, int) and not isinstance(c, bool) for c in cluster_dims
+    sizes = [cluster_dims] if isinstance(cluster_dims, int) else cluster_dims
+    if isinstance(sizes, (list, tuple)) and all(
+        isinstance(c, int) and not isinstance(c, bool) for c in sizes
     ):
-        return list(cluster_dims)
+        return list(sizes)
     raise frontend_error(
         f"T.Kernel cluster_dims must be an int or a tuple of up to 3 ints, got {cluster_dims!r}"
     )

@@ -37,12 +37,7 @@ class CodeGenCUDA : public CodeGenC {
     // A warp-specialized kernel moves registers between its warpgroups (setmaxnreg):
     // ptxas honours that only when it knows the count every thread starts with, which
     // one block per SM in the launch bounds fixes (65536 / threads).
-    bool moves_registers = false;
-    for_each_expr(f->body, [&](const Expr& e) {
-      auto* c = e.as<CallNode>();
-      auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
-      moves_registers = moves_registers || (name && name->value.rfind("tl::setmaxnreg_", 0) == 0);
-    });
+    bool moves_registers = calls_extern(f->body, "tl::setmaxnreg_");
     out_ << "extern \"C\" __global__ void ";
     // Clusters are fixed at compile time: a plain launch then forms them.
     if (launch_ && !launch_->cluster.empty())
