@@ -20,21 +20,25 @@ import torch
 from results import cuda_seconds, interleaved_medians, report, torch_device
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from mla_decode import mla_combine, mla_decode, mla_decode_partial
+from mla_decode import mla_combine, mla_decode, mla_decode_hopper, mla_decode_partial
 
 HEADS, DV, DPE, SEQLEN_KV = 128, 512, 64, 8192
 BATCHES = [64, 128]
-# (block_H, block_N, threads, num_stages, num_split, overlap): overlap=1 is the
-# example's hand schedule (P V of one tile runs during the softmax of the next); it
-# spills on sm_90a (acc_o alone is 128 registers per thread) and runs at ~180 TFLOP/s.
+# mla_decode: (block_H, block_N, threads, num_stages, num_split, overlap); overlap=1 is
+# the example's software-pipelined order (P V of one tile during the softmax of the
+# next), slower on an H200 (~350 TFLOP/s: ptxas moves the softmax past the wait).
+# ("hopper", block_N): mla_decode_hopper, the hand-written warpgroup schedule.
 CONFIGS = [
+    ("hopper", 64),
     (64, 64, 256, 2, 1, 0),
     (64, 64, 256, 2, 2, 0),
-    (64, 32, 256, 3, 1, 0),
 ]
-# MLA_CONFIGS="64,64,256,2,1,1;64,32,256,3,1,0" replaces the list (for sweeps).
+# MLA_CONFIGS="hopper,64;64,64,256,2,1,1" replaces the list (for sweeps).
 if os.environ.get("MLA_CONFIGS"):
-    CONFIGS = [tuple(int(v) for v in c.split(",")) for c in os.environ["MLA_CONFIGS"].split(";")]
+    CONFIGS = [
+        tuple(v if v == "hopper" else int(v) for v in c.split(","))
+        for c in os.environ["MLA_CONFIGS"].split(";")
+    ]
 DTYPE = "bfloat16"
 ROUNDS, CALLS = 11, 10
 MATMUL_N = 8192
@@ -50,8 +54,10 @@ def reference(q, kv, k_pe):
     return out
 
 
-def build(batch, block_H, block_N, threads, num_stages, num_split, overlap=0):
+def build(batch, block_H, block_N, threads=256, num_stages=2, num_split=1, overlap=0):
     """A callable (q, kv, k_pe) -> out for one config; split-KV runs two kernels."""
+    if block_H == "hopper":
+        return mla_decode_hopper(batch, HEADS, SEQLEN_KV, DV, DPE, block_N=block_N, dtype=DTYPE)
     tiles = {"block_H": block_H, "block_N": block_N, "threads": threads, "num_stages": num_stages}
     if num_split == 1:
         return mla_decode(
@@ -101,7 +107,8 @@ def main():
             [lambda fn=fn, args=args: fn(*args), matmul], ROUNDS, CALLS
         )
         o, m = flop / secs / 1e12, matmul_flop / theirs / 1e12
-        reads = 2 * batch * SEQLEN_KV * (DV + DPE) * math.ceil(HEADS / cfg[0])
+        block_H = 64 if cfg[0] == "hopper" else cfg[0]
+        reads = 2 * batch * SEQLEN_KV * (DV + DPE) * math.ceil(HEADS / block_H)
         label = f"B{batch} h_q{HEADS} kv{SEQLEN_KV}"
         rows.append(
             f"| {label} | {cfg} | {secs * 1e6:.1f} | {o:.1f} | {reads / secs / 1e12:.2f} "
@@ -118,7 +125,7 @@ def main():
         ),
         [
             "case",
-            "config (block_H, block_N, threads, stages, num_split, overlap)",
+            "config (block_H, block_N, threads, stages, num_split, overlap; or hopper, block_N)",
             "tilelang (us)",
             "tilelang (TFLOP/s)",
             "cache reads (TB/s)",

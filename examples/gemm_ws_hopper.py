@@ -67,21 +67,11 @@ def gemm_ws(
 
 
 def hopper_target():
-    """A Hopper GPU when the default target is one (plain "cuda" on an H100/H200 means
-    sm_90a), else the emulator; TILELANG_WS_TARGET names another."""
-    if os.environ.get("TILELANG_WS_TARGET"):
-        return os.environ["TILELANG_WS_TARGET"]
-    from tilelang.utils.target import determine_target, has_cuda_device
+    """A Hopper GPU when the default target is one, else the emulator;
+    TILELANG_WS_TARGET names another."""
+    from tilelang.utils.target import hopper_target as default
 
-    if determine_target("auto") == "cuda" and has_cuda_device():
-        import ctypes
-
-        major = ctypes.c_int(0)
-        driver = ctypes.CDLL("libcuda.so.1")
-        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR (75) of device 0
-        if driver.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) == 0 and major.value == 9:
-            return "cuda -arch=sm_90a"
-    return "cuda -arch=sm_90a -emulate"
+    return os.environ.get("TILELANG_WS_TARGET") or default()
 
 
 def main():

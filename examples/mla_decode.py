@@ -33,13 +33,20 @@ tile take 226 of Hopper's 227 KB of shared memory (use num_stages=1 on an A100).
 The two warpgroups only meet for the row maximum and the P tile: each keeps its own
 part of the row sums as a (block_H, block_N) tile of running sums, rescaled like the
 output and reduced once at the end.
+
+mla_decode_hopper is the same decode scheduled by hand for sm_90a (T.ws regions and
+mbarriers): one warpgroup scores and takes the softmax while the other multiplies the
+previous tile's P by its half of V, so the tensor cores keep working through the
+softmax. It is the fastest on an H200 (bench/mla_decode_cuda.py).
 """
 
 import math
+import os
 
 import numpy as np
 import tilelang
 import tilelang.language as T
+from tilelang.utils.target import hopper_target
 
 LOG2E = math.log2(math.e)
 
@@ -161,6 +168,136 @@ def mla_decode(
             for i, j in T.Parallel(block_H, dv):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, Output[bz, hx * block_H : (hx + 1) * block_H, :])
+
+    return decode
+
+
+@tilelang.jit(out_idx=[-1], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
+def mla_decode_hopper(batch, heads, seqlen_kv, dv=512, dpe=64, block_N=64, dtype="float16"):
+    """The one-pass decode with a schedule written for Hopper (sm_90a), in TileLang's
+    explicit warpgroup syntax: T.ws regions, mbarriers and T.tma_copy.
+
+    In mla_decode both warpgroups take every step together: the scores, the softmax,
+    then P @ V, so the tensor cores wait through each softmax. Here the two warpgroups
+    of a block (64 heads) work on different things at once:
+
+      warpgroup 0: scores of tile t (64 x block_N, the whole wgmma width), softmax,
+                   P and the row scale into shared memory, then P @ V for dv[:half];
+      warpgroup 1: P @ V for dv[half:] of tile t while warpgroup 0 already scores
+                   tile t + 1, then it reloads the freed stage with tile t + 2.
+
+    Four mbarriers order them: full[s] (stage s loaded), kv_free[s] (warpgroup 0 is done
+    with stage s), p_ready / p_free (P and the scale are written / read), and sum_ready
+    for the row sums at the end. Two stages of a 64-token tile, Q and P take 225 KB of
+    shared memory; each warpgroup keeps its half of the output (128 floats per thread)
+    in registers. sm_90a only (wgmma, TMA); mla_decode runs everywhere else."""
+    accum_dtype = "float32"
+    scale = (1.0 / (dv + dpe)) ** 0.5 * LOG2E
+    block_H = 64  # the rows of one wgmma: one warpgroup holds the whole score tile
+    half = dv // 2
+    num_tiles = T.ceildiv(seqlen_kv, block_N)
+
+    @T.macro
+    def load_tile(KV, K_pe, KV_s, K_pe_s, full, bz, k, s):
+        """Cache tile k of sequence bz into stage s, completing on full[s]."""
+        T.tma_copy(KV[bz, k * block_N : (k + 1) * block_N, 0, :], KV_s[s, :, :], barrier=full[s])
+        T.tma_copy(
+            K_pe[bz, k * block_N : (k + 1) * block_N, 0, :], K_pe_s[s, :, :], barrier=full[s]
+        )
+
+    @T.prim_func
+    def decode(
+        q: T.Tensor((batch, heads, dv + dpe), dtype),
+        KV: T.Tensor((batch, seqlen_kv, 1, dv), dtype),
+        K_pe: T.Tensor((batch, seqlen_kv, 1, dpe), dtype),
+        Output: T.Tensor((batch, heads, dv), dtype),
+    ):
+        with T.Kernel(T.ceildiv(heads, block_H), batch, threads=256) as (hx, bz):
+            Q_s = T.alloc_shared((block_H, dv), dtype)
+            Q_pe_s = T.alloc_shared((block_H, dpe), dtype)
+            KV_s = T.alloc_shared((2, block_N, dv), dtype)
+            K_pe_s = T.alloc_shared((2, block_N, dpe), dtype)
+            P_s = T.alloc_shared((block_H, block_N), dtype)
+            scale_s = T.alloc_shared((block_H,), accum_dtype)
+            sum_s = T.alloc_shared((block_H,), accum_dtype)
+            full = T.alloc_barrier([2, 2])  # the stage's two copies (KV, K_pe) landed
+            kv_free = T.alloc_barrier([128, 128])  # warpgroup 0 read the stage
+            p_ready = T.alloc_barrier(128)
+            p_free = T.alloc_barrier(128)
+            sum_ready = T.alloc_barrier(128)
+
+            acc_s = T.alloc_fragment((block_H, block_N), accum_dtype)
+            sums = T.alloc_fragment((block_H, block_N), accum_dtype)
+            m_run = T.alloc_fragment((block_H,), accum_dtype)
+            m_prev = T.alloc_fragment((block_H,), accum_dtype)
+            row_scale = T.alloc_fragment((block_H,), accum_dtype)
+            row_sum = T.alloc_fragment((block_H,), accum_dtype)
+            acc_lo = T.alloc_fragment((block_H, half), accum_dtype)
+            acc_hi = T.alloc_fragment((block_H, half), accum_dtype)
+
+            heads_0 = hx * block_H
+            T.copy(q[bz, heads_0 : heads_0 + block_H, 0:dv], Q_s)
+            T.copy(q[bz, heads_0 : heads_0 + block_H, dv : dv + dpe], Q_pe_s)
+            with T.ws(1):  # the first two tiles; warpgroup 1 loads the rest
+                for t in T.serial(2):
+                    if t < num_tiles:
+                        load_tile(KV, K_pe, KV_s, K_pe_s, full, bz, t, t)
+
+            with T.ws(0):
+                T.fill(acc_lo, 0)
+                T.fill(sums, 0)
+                T.fill(m_run, -T.infinity(accum_dtype))
+                for t in T.serial(num_tiles):
+                    s = t % 2
+                    T.barrier_wait(full[s], (t // 2) % 2)
+                    # Tokens past the end of the cache score -inf (TMA reads them as 0).
+                    for i, j in T.Parallel(block_H, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            t * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype)
+                        )
+                    T.gemm(Q_s, KV_s[s, :, :], acc_s, transpose_B=True)
+                    T.gemm(Q_pe_s, K_pe_s[s, :, :], acc_s, transpose_B=True)
+                    T.copy(m_run, m_prev)
+                    T.reduce_max(acc_s, m_run, dim=1, clear=False)
+                    for i in T.Parallel(block_H):  # rows with no token yet: measure from 0
+                        m_run[i] = T.if_then_else(m_run[i] == -T.infinity(accum_dtype), 0, m_run[i])
+                    for i in T.Parallel(block_H):
+                        row_scale[i] = T.exp2(m_prev[i] * scale - m_run[i] * scale)
+                    for i, j in T.Parallel(block_H, block_N):
+                        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m_run[i] * scale)
+                        sums[i, j] = sums[i, j] * row_scale[i] + acc_s[i, j]
+                    if t > 0:
+                        T.barrier_wait(p_free, (t - 1) % 2)  # warpgroup 1 is done with P of t - 1
+                    T.copy(acc_s, P_s)
+                    T.copy(row_scale, scale_s)
+                    T.barrier_arrive(p_ready)
+                    for i, j in T.Parallel(block_H, half):
+                        acc_lo[i, j] *= row_scale[i]
+                    T.gemm(P_s, KV_s[s, :, 0:half], acc_lo)
+                    T.barrier_arrive(kv_free[s])
+                T.reduce_sum(sums, row_sum, dim=1)
+                T.copy(row_sum, sum_s)
+                T.barrier_arrive(sum_ready)
+                for i, j in T.Parallel(block_H, half):
+                    acc_lo[i, j] /= row_sum[i]
+                T.copy(acc_lo, Output[bz, heads_0 : heads_0 + block_H, 0:half])
+
+            with T.ws(1):
+                T.fill(acc_hi, 0)
+                for t in T.serial(num_tiles):
+                    s = t % 2
+                    T.barrier_wait(p_ready, t % 2)
+                    for i, j in T.Parallel(block_H, half):
+                        acc_hi[i, j] *= scale_s[i]
+                    T.gemm(P_s, KV_s[s, :, half:dv], acc_hi)
+                    T.barrier_arrive(p_free)
+                    if t + 2 < num_tiles:  # refill stage s once warpgroup 0 is done with it too
+                        T.barrier_wait(kv_free[s], (t // 2) % 2)
+                        load_tile(KV, K_pe, KV_s, K_pe_s, full, bz, t + 2, s)
+                T.barrier_wait(sum_ready, 0)
+                for i, j in T.Parallel(block_H, half):
+                    acc_hi[i, j] /= sum_s[i]
+                T.copy(acc_hi, Output[bz, heads_0 : heads_0 + block_H, half:dv])
 
     return decode
 
@@ -316,10 +453,23 @@ def main():
     tiles = {"block_N": 32, "num_stages": 1}
     q, kv, k_pe = inputs(batch, heads, seqlen_kv, dv, dpe)
     ref = reference(q, kv, k_pe, dv)
+    # The Hopper schedule needs sm_90a: on a machine without one, its exact CUDA runs in
+    # the emulator (TILELANG_MLA_HOPPER_TARGET picks another target).
+    hopper = os.environ.get("TILELANG_MLA_HOPPER_TARGET") or hopper_target()
+
+    def run_hopper():
+        func = mla_decode_hopper.get_tir(batch, heads, seqlen_kv, dv, dpe)
+        fast_math = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
+        return tilelang.compile(func, out_idx=[-1], target=hopper, pass_configs=fast_math)(
+            q, kv, k_pe
+        )
+
     runs = (
         ("one pass", lambda: mla_decode(batch, heads, seqlen_kv, dv, dpe, **tiles)(q, kv, k_pe)),
         # 4 tiles of 32 tokens over 3 slices of 2: the last slice is empty.
         ("split-KV x3", lambda: mla_decode_splitkv(q, kv, k_pe, 3, **tiles)),
+        # 2 tiles of 64 tokens, the second 36 long.
+        (f"Hopper schedule, {hopper}", run_hopper),
     )
     for name, run in runs:
         out = run()

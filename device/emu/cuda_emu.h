@@ -25,6 +25,10 @@
 
 namespace tl::emu {
 
+// The block barrier and the count of returned threads it needs (device/emu/tma_emu.h).
+inline void block_barrier();
+inline void thread_exited();
+
 // threadIdx of the running fiber, from its rank in the block.
 inline dim3 thread_idx() {
   unsigned t = unsigned(thread_rank());
@@ -36,7 +40,10 @@ inline dim3 thread_idx() {
 template <class F>
 inline void run_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes, F&& kernel) {
   begin_block(bx, by, bz, nx, ny, nz, shared_bytes);
-  run_threads(nx, ny, nz, [&](int, int, int) { kernel(); });
+  run_threads(nx, ny, nz, [&](int, int, int) {
+    kernel();
+    thread_exited();
+  });
 }
 
 // Runs `kernel` for the thread block cluster of cx*cy*cz blocks whose first block is
@@ -59,7 +66,10 @@ inline void run_cluster(int64_t bx, int64_t by, int64_t bz, int cx, int cy, int 
     init_block(c.ctas[size_t(r)], bx + r % cx, by + (r / cx) % cy, bz + r / (cx * cy), nx, ny, nz, shared_bytes);
   c.threads = per_block;
   c.active = true;
-  run_threads(per_block * blocks, 1, 1, [&](int, int, int) { kernel(); });
+  run_threads(per_block * blocks, 1, 1, [&](int, int, int) {
+    kernel();
+    thread_exited();
+  });
   c.active = false;
 }
 
@@ -71,7 +81,7 @@ inline void run_cluster(int64_t bx, int64_t by, int64_t bz, int cx, int cy, int 
 #define TL_DYNAMIC_SHARED(name) unsigned char* name = ::tl::emu::block_state().shared.data()
 
 inline void __syncthreads() {
-  tl::sync_threads();
+  tl::emu::block_barrier();
 }
 // A warp barrier, emulated by the (stronger) block barrier.
 inline void __syncwarp(unsigned = 0xffffffffu) {

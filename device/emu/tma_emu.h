@@ -76,8 +76,20 @@ struct StoreGroups {
   std::vector<std::vector<IssuedStore>> committed;  // oldest group first
 };
 
+// The race detector's epochs (FiberScheduler::barriers) across a barrier: each
+// thread that passes it leaves with one more than the largest epoch any thread had
+// when it arrived. Threads that passed different barriers (a T.ws region's named
+// barrier) thus never share an epoch with a thread whose accesses a later common
+// barrier orders, and threads that share an epoch passed no common barrier since.
+struct EpochMerge {
+  int in = 0, out = 0;
+  void arrive(int epoch) { in = epoch > in ? epoch : in; }
+  void release() { out = in + 1, in = 0; }
+};
+
 constexpr uint64_t kNotWaiting = ~uint64_t(0);
 constexpr uint32_t kClusterBarrier = 16;  // waiting_parity of a wait at the cluster barrier (named ids are 1-15)
+constexpr uint32_t kBlockBarrier = 0;     // ... of a wait at __syncthreads
 
 // Per OS thread, reset for each block (or cluster: run_cluster) it runs; the
 // per-thread parts are by fiber, so that a cluster's blocks share one deadlock check.
@@ -95,6 +107,14 @@ struct TmaBlock {
   uint64_t cluster_generation = 0;
   std::vector<uint64_t> cluster_arrived;
   std::vector<char> cluster_pending;  // arrived and not yet waited
+  // __syncthreads of each block of the cluster (by rank): arrivals of the current
+  // generation, and the threads that have returned (they count as arrived).
+  int sync_arrived[16] = {}, exited[16] = {};
+  uint64_t sync_generation[16] = {};
+  EpochMerge sync_epochs[16];
+  // By mbarrier: the race detector's epochs of its current phase's arrivals. A wait
+  // that sees the phase complete lifts the waiter above them.
+  std::unordered_map<const void*, EpochMerge> mbar_epochs;
 };
 
 inline TmaBlock& tma_block() {
@@ -107,6 +127,8 @@ inline TmaBlock& tma_block() {
     b.cluster_pending.assign(n, 0);
     b.events = 0;
     b.deadlocked = false;
+    for (int i = 0; i < 16; ++i) b.sync_arrived[i] = b.exited[i] = 0, b.sync_generation[i] = 0, b.sync_epochs[i] = {};
+    b.mbar_epochs.clear();
     b.waiting_since.assign(n, kNotWaiting);
     b.waiting_on.assign(n, nullptr);
     b.waiting_parity.assign(n, 0);
@@ -270,6 +292,7 @@ inline void complete_phase_if_done(uint64_t* bar) {
   m.pending = m.expected;
   *bar = pack_mbarrier(m);
   ++b.events;
+  if (auto e = b.mbar_epochs.find(bar); e != b.mbar_epochs.end()) e->second.release();
 }
 
 inline void mbarrier_init(uint64_t* bar, uint32_t count) {
@@ -284,6 +307,7 @@ inline void mbarrier_init(uint64_t* bar, uint32_t count) {
   }
   TmaBlock& b = tma_block();
   b.loads.erase(bar);
+  b.mbar_epochs.erase(bar);
   Mbarrier m;
   m.expected = m.pending = count;
   m.initialized = true;
@@ -329,7 +353,9 @@ inline void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
   }
   --m.pending;
   *bar = pack_mbarrier(m);
-  ++tma_block().events;
+  TmaBlock& b = tma_block();
+  ++b.events;
+  if (FiberScheduler* s = current_scheduler()) b.mbar_epochs[bar].arrive(s->barriers[size_t(fiber_index())]);
   complete_phase_if_done(bar);
 }
 
@@ -394,6 +420,11 @@ inline void report_deadlock(const TmaBlock& b) {
              " wait at the cluster barrier (T.cluster_wait)";
       continue;
     }
+    if (!keys[i].first && keys[i].second == kBlockBarrier) {
+      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
+             " wait at __syncthreads (the block barrier)";
+      continue;
+    }
     if (!keys[i].first) {  // a named barrier (named_barrier_sync): the parity slot holds its id
       msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
              " wait at named barrier " + str_of(keys[i].second) + " (a T.ws region's block barrier)";
@@ -439,10 +470,49 @@ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
     if (!read_mbarrier(bar, "mbarrier_wait", &m)) return;
     if (m.parity != (parity & 1)) {
       b.waiting_since[rank] = kNotWaiting;
+      FiberScheduler* s = current_scheduler();
+      auto e = b.mbar_epochs.find(bar);
+      if (s && e != b.mbar_epochs.end() && e->second.out > s->barriers[rank]) s->barriers[rank] = e->second.out;
       return;
     }
     if (!wait_one_round(b, rank, bar, parity & 1)) return;
   }
+}
+
+// ---- the block barrier (__syncthreads): every thread of the block that has not
+// returned arrives before any passes. The round-robin scheduler alone would let a
+// thread through after one round while others still spin in another wait (a named
+// barrier of a T.ws region, an mbarrier), so the arrivals are counted.
+
+inline void block_barrier() {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;
+  TmaBlock& b = tma_block();
+  const int cta = cta_rank();
+  const size_t rank = size_t(fiber_index());
+  const uint64_t gen = b.sync_generation[cta];
+  ++b.events;
+  ++b.sync_arrived[cta];
+  b.sync_epochs[cta].arrive(s->barriers[rank]);
+  for (;;) {
+    if (b.sync_generation[cta] == gen && b.sync_arrived[cta] + b.exited[cta] >= block_threads()) {
+      b.sync_arrived[cta] = 0;
+      ++b.sync_generation[cta];
+      b.sync_epochs[cta].release();
+    }
+    if (b.sync_generation[cta] != gen) break;
+    if (!wait_one_round(b, rank, nullptr, kBlockBarrier)) return;
+  }
+  b.waiting_since[rank] = kNotWaiting;
+  s->barriers[rank] = b.sync_epochs[cta].out;
+}
+
+// The running thread has returned from the kernel: the block barrier stops waiting for it.
+inline void thread_exited() {
+  if (!current_scheduler()) return;
+  TmaBlock& b = tma_block();
+  ++b.exited[cta_rank()];
+  ++b.events;
 }
 
 // ---- named barriers (bar.sync id, count): a T.ws region's block barrier
@@ -452,6 +522,7 @@ inline void named_barrier_sync(int id, int count) {
     uint64_t serial = ~uint64_t(0);
     int arrived[16], expected[16];
     uint64_t generation[16];
+    EpochMerge epochs[16];
   };
   // By rank in the cluster (at most 16 blocks). A fixed array: the waiters below hold
   // a reference across their yields, which a growing vector would invalidate.
@@ -459,7 +530,7 @@ inline void named_barrier_sync(int id, int count) {
   Named& n = by_block[cta_rank()];
   if (n.serial != block_state().serial) {
     n.serial = block_state().serial;
-    for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0;
+    for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0, n.epochs[i] = {};
   }
   if (id < 1 || id > 15 || count < 32 || count % 32 != 0 || count > block_threads()) {
     record_failure("named_barrier_sync: id must be in [1, 15] and count a multiple of 32 up to the block's " +
@@ -477,15 +548,17 @@ inline void named_barrier_sync(int id, int count) {
   const size_t rank = size_t(fiber_index());
   const uint64_t gen = n.generation[id];
   ++b.events;
+  if (s) n.epochs[id].arrive(s->barriers[rank]);
   if (++n.arrived[id] == count) {
     n.arrived[id] = 0;
     ++n.generation[id];
+    n.epochs[id].release();
   }
   while (n.generation[id] == gen) {
     if (!wait_one_round(b, rank, nullptr, uint32_t(id))) return;
   }
   b.waiting_since[rank] = kNotWaiting;
-  if (s) ++s->barriers[rank];  // the race detector's epoch: the participants passed a barrier together
+  if (s) s->barriers[rank] = n.epochs[id].out;
 }
 
 // ---- copies

@@ -69,6 +69,28 @@ int64_t elem_bytes(DataType t) {
   return std::max<int64_t>(1, t.bits() * t.lanes() / 8);
 }
 
+// A wgmma operand may also be a run of whole column blocks of a tile in the wgmma
+// layout (Layout::wgmma_swizzle): rows whole, the last dim sliced at a block boundary
+// to a width that keeps the tile's swizzle. Those blocks are a tile in that layout
+// themselves (the descriptor starts at the first), so B[:, 256:512] of a 512-wide
+// tile is the right half's operand.
+bool covers_column_blocks(const BufferRegion& r) {
+  size_t n = r.ranges.size();
+  if (n < 2) return false;
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (!is_const_one(r.ranges[d].extent)) return false;
+  auto rmin = as_const_int(r.ranges[n - 2].min), rex = as_const_int(r.ranges[n - 2].extent);
+  auto rows = as_const_int(r.buffer->shape[n - 2]), cols = as_const_int(r.buffer->shape[n - 1]);
+  auto c0 = as_const_int(r.ranges[n - 1].min), w = as_const_int(r.ranges[n - 1].extent);
+  if (!rmin || *rmin != 0 || !rex || !rows || *rex != *rows || !cols || !c0 || !w || *w <= 0) return false;
+  int64_t e = elem_bytes(r.buffer->dtype);
+  auto width = [&](int64_t c) {
+    return (c * e) % 128 == 0 ? 128 : (c * e) % 64 == 0 ? 64 : (c * e) % 32 == 0 ? 32 : 0;
+  };
+  int64_t bw = width(*cols);
+  return bw != 0 && width(*w) == bw && (*c0 * e) % bw == 0 && *c0 + *w <= *cols;
+}
+
 // Whether `e` is a multiple of `n` for every value of its variables (affine forms).
 bool divisible(const Expr& e, int64_t n) {
   if (n == 1) return true;
@@ -424,8 +446,9 @@ class Collector : public IRVisitor {
                      "transpose_B=True), and this T.gemm has transpose_A=", ta ? "True" : "False",
                      ", transpose_B=", tb ? "True" : "False");
     for (const BufferRegion* r : {&a, &b}) {
-      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !covers_tile(*r))
-        return "an operand is not a whole shared-memory tile";
+      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) ||
+          !(covers_tile(*r) || (is_shared(r->buffer) && covers_column_blocks(*r))))
+        return "an operand is not a whole shared-memory tile (or whole swizzle column blocks of one)";
       auto sh = const_shape(r->buffer);
       if (!sh || !Layout::wgmma_swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
         return "an operand's rows are not a multiple of 32 bytes";
@@ -1240,6 +1263,7 @@ class Lowerer : public IRMutator {
     std::vector<Expr> mi = paired_index(frag, mem, fi);
     Expr ok = l->valid(t_, k0);
     if (global) ok = logical_and(ok, in_bounds(mem.buffer, mi));
+    if (fs && l->kind() == FragmentLayout::Kind::Rows) ok = logical_and(ok, row_leader(*l->parent()));
     Expr mem_ptr = call(Intrinsic::AddressOf, {buffer_load(mem.buffer, mi)});
     Expr reg_ptr = call(Intrinsic::AddressOf, {buffer_load(reg(frag.buffer), {k0})});
     Stmt body;
@@ -1367,6 +1391,14 @@ class Lowerer : public IRMutator {
     body.push_back(
         for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(reg(dst), result, {i}, op->span)));
     return allocate(red, seq(body));
+  }
+
+  // Thread t_ is the first of the threads that hold a row of the 2-d layout `p`
+  // (the others hold copies of the same per-row values: one of them writes).
+  Expr row_leader(const FragmentLayout& p) const {
+    Expr leader = eq(floormod(t_, int_imm(p.row_lanes())), int_imm(0));
+    if (p.row_warps() > 1) leader = logical_and(leader, eq(p.row_warp_index(t_), int_imm(0)));
+    return leader;
   }
 
   const Analysis& a_;

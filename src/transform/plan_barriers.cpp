@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/visitor.h"
+#include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
 
@@ -15,13 +16,13 @@ bool block_shared(const Buffer& b) {
   return b->scope == Scope::Shared || b->scope == Scope::SharedDyn || b->scope == Scope::Fragment;
 }
 
-// What the block's threads may have accessed since the last barrier. A wgmma issued
+// Shared buffers accessed since the last barrier that orders them. A wgmma issued
 // without a wait (Pending = 1) reads its shared operands until tl::wgmma_wait<0>():
 // a barrier does not order those reads, the wait turns them into ordinary ones.
-struct State {
+struct Access {
   std::set<BufKey> reads, writes, async_reads;
   void clear() { reads.clear(), writes.clear(); }
-  void merge(const State& o) {
+  void merge(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     async_reads.insert(o.async_reads.begin(), o.async_reads.end());
@@ -29,6 +30,32 @@ struct State {
   void wgmma_waited() {
     reads.insert(async_reads.begin(), async_reads.end());
     async_reads.clear();
+  }
+};
+
+// What the block's threads may have accessed since the last barrier (the base), and
+// of that what code outside T.ws regions did (`block`) and what each region did (by
+// its first thread). A block barrier orders everything; a barrier inside a region (a
+// named barrier of its threads) only the region's own accesses. Accesses of two
+// different regions are the kernel's to order, with mbarriers: no barrier the
+// compiler could place would (the other region's threads do not take it).
+struct State : Access {
+  Access block;
+  std::map<int64_t, Access> regions;
+  void clear() {
+    Access::clear();
+    block.clear();
+    for (auto& [first, r] : regions) r.clear();
+  }
+  void merge(const State& o) {
+    Access::merge(o);
+    block.merge(o.block);
+    for (const auto& [first, r] : o.regions) regions[first].merge(r);
+  }
+  void wgmma_waited() {
+    Access::wgmma_waited();
+    block.wgmma_waited();
+    for (auto& [first, r] : regions) r.wgmma_waited();
   }
 };
 
@@ -45,11 +72,24 @@ bool meets(const std::set<BufKey>& a, const std::set<BufKey>& b) {
   return false;
 }
 
-// The shared buffers a statement reads and writes (an address taken counts as both).
-State accesses(const Stmt& s) {
+// Accesses `acc` must wait for the pending ones `st`. (A write to a tile a wgmma may
+// still read needs the wait first: the pipeline puts one there; the barrier then
+// orders it for the other warps.)
+bool conflicts(const Access& acc, const Access& st) {
+  return meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads) ||
+         meets(acc.writes, st.async_reads) || meets(acc.async_reads, st.writes);
+}
+
+// The shared buffers a statement reads and writes (an address taken counts as both);
+// with `skip_async`, not those of the copies that mbarriers order (kAsyncCopyAttr).
+Access accesses(const Stmt& s, bool skip_async = false) {
   struct Walk : IRVisitor {
-    State st;
+    Access st;
+    bool skip_async = false;
     using IRVisitor::visit;
+    void visit(const AttrNode* op) override {
+      if (!skip_async || op->key != kAsyncCopyAttr) IRVisitor::visit(op);
+    }
     void visit(const BufferLoadNode* op) override {
       if (block_shared(op->buffer)) st.reads.insert(op->buffer.get());
       IRVisitor::visit(op);
@@ -83,6 +123,7 @@ State accesses(const Stmt& s) {
       IRVisitor::visit(op);
     }
   } w;
+  w.skip_async = skip_async;
   w.visit(s);
   return w.st;
 }
@@ -115,7 +156,7 @@ class Planner {
   Stmt plan(const Stmt& s, State& st) {
     if (!s.defined()) return s;
     if (s.as<BarrierNode>()) {
-      if (s.as<BarrierNode>()->barrier == BarrierKind::Threads) st.clear();
+      if (s.as<BarrierNode>()->barrier == BarrierKind::Threads) clear(st);
       return s;
     }
     // A pipelined loop's producer copy: its own wait and barrier order it.
@@ -127,13 +168,11 @@ class Planner {
       return s;
     }
     if (!compound(s)) {
-      State acc = accesses(s);
-      // (A write to a tile a wgmma may still read needs the wait first: the pipeline
-      // puts one there; the barrier then orders it for the other warps.)
-      bool sync = meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads) ||
-                  meets(acc.writes, st.async_reads) || meets(acc.async_reads, st.writes);
-      if (sync) st.clear();
-      st.merge(acc);
+      Access acc = accesses(s);
+      bool sync = conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
+      if (sync) clear(st);
+      st.Access::merge(acc);
+      (region_ < 0 ? st.block : st.regions[region_]).merge(acc);
       return sync ? seq({barrier(BarrierKind::Threads), s}) : s;
     }
     switch (s.kind()) {
@@ -186,6 +225,19 @@ class Planner {
       }
       case NodeKind::Attr: {
         auto* n = s.as<AttrNode>();
+        // A T.ws region: a barrier inside it becomes the region's named barrier, which
+        // the threads outside it do not take. Whatever the region touches that the
+        // block's earlier accesses (any thread's) conflict with needs a block barrier
+        // before the region; inside, only the region's own order is planned.
+        if (n->key == kWarpGroupAttr && region_ < 0) {
+          bool sync = conflicts(accesses(n->body, true), st.block);
+          if (sync) st.clear();
+          region_ = warp_group_range(n).first;
+          Stmt body = plan(n->body, st);
+          region_ = -1;
+          Stmt out = attr_stmt(n->key, n->value, body, n->span);
+          return sync ? seq({barrier(BarrierKind::Threads), out}) : out;
+        }
         return attr_stmt(n->key, n->value, plan(n->body, st), n->span);
       }
       case NodeKind::KernelLaunch: {
@@ -199,8 +251,16 @@ class Planner {
   }
 
  private:
-  // What may be pending when an iteration starts: the state before the loop, or
-  // what an earlier iteration left behind.
+  int64_t region_ = -1;  // the first thread of the T.ws region being planned, -1 outside
+
+  // A barrier here: of the block outside regions, of the region's threads inside one.
+  void clear(State& st) {
+    if (region_ < 0)
+      st.clear();
+    else
+      st.regions[region_].clear();
+  }
+
   static int barriers_in(const Stmt& s) {
     struct Count : IRVisitor {
       int n = 0;
@@ -211,6 +271,8 @@ class Planner {
     return c.n;
   }
 
+  // What may be pending when an iteration starts: the state before the loop, or
+  // what an earlier iteration left behind.
   State loop_entry(const Stmt& body, const State& before) {
     State sim = before;
     plan(body, sim);

@@ -106,11 +106,19 @@ def mla_reference(q, kv, k_pe, dv):
 
 @pytest.mark.parametrize(
     "batch, seqlen_kv, num_split, dtype",
-    [(64, 8192, 1, "bfloat16"), (4, 2000, 1, "float16"), (4, 2000, 4, "float16")],
+    [
+        (64, 8192, 1, "bfloat16"),
+        (4, 2000, 1, "float16"),
+        (4, 2000, 4, "float16"),
+        (64, 8192, "hopper", "bfloat16"),
+        (3, 2000, "hopper", "float16"),
+        (2, 40, "hopper", "bfloat16"),
+    ],
 )
 def test_mla_decode_matches_torch(batch, seqlen_kv, num_split, dtype):
     """The default (Hopper) tiles; issue 8's shape, and a cache that is not a whole
-    number of 64-token tiles, in one pass and split over 4 slices."""
+    number of 64-token tiles, in one pass and split over 4 slices; the hand-written
+    warpgroup schedule (mla_decode_hopper) on the same shapes and on one partial tile."""
     mla = load_example("mla_decode")
     heads, dv, dpe = 128, 512, 64
 
@@ -122,7 +130,9 @@ def test_mla_decode_matches_torch(batch, seqlen_kv, num_split, dtype):
         rand(batch, seqlen_kv, 1, dv),
         rand(batch, seqlen_kv, 1, dpe),
     )
-    if num_split == 1:
+    if num_split == "hopper":
+        out = mla.mla_decode_hopper(batch, heads, seqlen_kv, dv, dpe, dtype=dtype)(q, kv, k_pe)
+    elif num_split == 1:
         out = mla.mla_decode(batch, heads, seqlen_kv, dv, dpe, dtype=dtype)(q, kv, k_pe)
     else:
         out = mla.mla_decode_splitkv(q, kv, k_pe, num_split)

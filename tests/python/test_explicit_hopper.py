@@ -181,6 +181,93 @@ def test_ws_spreads_parallel_loops_over_the_region_and_syncs_it_with_a_named_bar
     np.testing.assert_allclose(kernel(a), a[::-1] * 2.0 + 1.0, rtol=1e-6)
 
 
+def test_ws_region_reads_what_the_whole_block_wrote():
+    # All 256 threads copy the operands; warpgroup 0 alone multiplies them, takes the row
+    # maximum and writes it to shared memory; all threads read it back. The region's
+    # reads need a block barrier before the region (a named barrier of the region would
+    # leave warpgroup 1's part of the tiles unordered), the row maximum is written once
+    # per row (its copies in the 4 lanes of a row would race), and the block barrier
+    # after the region waits for warpgroup 0 still inside its named barrier.
+    @T.prim_func
+    def main(
+        A: T.Tensor((64, 64), "float16"),
+        B: T.Tensor((64, 64), "float16"),
+        O: T.Tensor((64, 256), "float32"),
+    ):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            m_s = T.alloc_shared((64,), "float32")
+            acc = T.alloc_fragment((64, 64), "float32")
+            m = T.alloc_fragment((64,), "float32")
+            out = T.alloc_fragment((64, 256), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            with T.ws(0):
+                T.clear(acc)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+                T.reduce_max(acc, m, dim=1)
+                T.copy(m, m_s)
+            for i, j in T.Parallel(64, 256):
+                out[i, j] = m_s[i]
+            T.copy(out, O)
+
+    kernel = tilelang.compile(main, out_idx=[2], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "__syncthreads();\n  if ((tx < 128)) {" in src, src
+    a, b = f16(64, 64), f16(64, 64)
+    want = (a.astype(np.float32) @ b.astype(np.float32).T).max(axis=1)
+    np.testing.assert_allclose(kernel(a, b), np.broadcast_to(want[:, None], (64, 256)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("c0, wgmma", [(256, True), (32, False)])
+def test_column_blocks_of_a_tile_as_a_gemm_operand(c0, wgmma):
+    # B = columns c0:c0 + 256 of a 64 x 512 tile (stage 1 of two). From 256: 4 of its 8
+    # column blocks of 64 (128-byte swizzle), a tile in the same layout, so the wgmma
+    # starts at the first. From 32: inside a block, so the general gemm takes it.
+    @T.prim_func
+    def main(
+        KV: T.Tensor((64, 512), "float16"),
+        P: T.Tensor((64, 64), "float16"),
+        O: T.Tensor((64, 256), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            KV_s = T.alloc_shared((2, 64, 512), "float16")
+            P_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 256), "float32")
+            T.copy(KV, KV_s[1, :, :])
+            T.copy(P, P_s)
+            T.clear(acc)
+            T.gemm(P_s, KV_s[1, :, c0 : c0 + 256], acc)
+            T.copy(acc, O)
+
+    kernel = tilelang.compile(main, out_idx=[2], target=EMU)
+    assert (
+        "tl::wgmma_gemm_ss<64, 256, 64, 1, 1, false, false>" in kernel.get_kernel_source()
+    ) == wgmma
+    kv, p = f16(64, 512), f16(64, 64)
+    want = p.astype(np.float32) @ kv[:, c0 : c0 + 256].astype(np.float32)
+    np.testing.assert_allclose(kernel(kv, p), want, rtol=2e-3, atol=2e-3)
+
+
+def test_deadlock_names_the_threads_at_syncthreads():
+    @T.prim_func
+    def main(O: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256):
+            bar = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            with T.ws(0):
+                T.barrier_wait(bar, 0)  # nobody arrives
+            T.sync_threads()
+            O[tx] = tx
+
+    kernel = tilelang.compile(main, out_idx=[0], target=EMU)
+    with pytest.raises(
+        Exception, match=r"threads 0-127 wait for parity 0.*threads 128-255 wait at __syncthreads"
+    ):
+        kernel()
+
+
 def test_ws_of_two_warpgroups_covers_threads_256_to_511():
     @T.prim_func
     def main(O: T.Tensor((512,), "int32")):

@@ -50,6 +50,37 @@ def test_split_kv_with_an_empty_slice(mla):
     check(out, mla.reference(q, kv, k_pe, dv))
 
 
+@pytest.mark.parametrize("mla", ["cuda -arch=sm_90a -emulate"], indirect=True)
+@pytest.mark.parametrize("seqlen_kv", [40, 300])
+def test_hopper_schedule(mla, seqlen_kv):
+    # mla_decode_hopper: warpgroup 0 scores and takes the softmax, warpgroup 1 runs P @ V
+    # of the previous tile and reloads the stages; mbarriers order them. 128 heads (two
+    # blocks); 300 tokens: 5 tiles of 64 with a 44-token tail (3 reloads); 40 tokens:
+    # one partial tile and no reload.
+    batch, heads, dv, dpe = 1, 128, 128, 64
+    q, kv, k_pe = mla.inputs(batch, heads, seqlen_kv, dv, dpe, seed=7)
+    out = mla.mla_decode_hopper(batch, heads, seqlen_kv, dv, dpe)(q, kv, k_pe)
+    check(out, mla.reference(q, kv, k_pe, dv))
+
+
+@pytest.mark.parametrize("mla", ["cuda -arch=sm_90a"], indirect=True)
+def test_hopper_schedule_source(mla):
+    """DeepSeek's dims: the scores as one 64 x 64 wgmma of warpgroup 0, each half of
+    P @ V as a 64 x 256 wgmma reading its half of the cache tile (column blocks of the
+    swizzled tile), no producer warpgroup and no block barrier inside the loops."""
+    kernel = mla.mla_decode_hopper(64, 128, 8192, 512, 64, dtype="bfloat16")
+    source = kernel.get_kernel_source()
+    operand = r"\((&\w+\[[^]]*\])\)"
+    gemms = re.findall(rf"tl::wgmma_gemm_ss<([^>]*)>\({operand}, {operand}", source)
+    assert ("64, 64, 512, 1, 1, false, true", "&Q_s[0]", "&KV_s[(s * 32768)]") in gemms, gemms
+    halves = [g for g in gemms if g[0] == "64, 256, 64, 1, 1, false, false"]
+    # (the right half starts 4 column blocks of 64 x 64 later: 16384 elements)
+    assert len(halves) == 2 and sum("+ 16384)" in g[2] for g in halves) == 1, gemms
+    assert "__launch_bounds__(256)" in source
+    loops = source.split("for (int32_t t")[2:]
+    assert loops and all("__syncthreads" not in body.split("}\n  }")[0] for body in loops), source
+
+
 @pytest.mark.parametrize("mla", ["cuda -arch=sm_90a"], indirect=True)
 def test_hopper_source_keeps_fragments_in_registers(mla):
     """DeepSeek's dims compiled for sm_90a: every gemm on wgmma, the cache tiles by

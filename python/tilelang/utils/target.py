@@ -38,6 +38,20 @@ def has_mps_device():
     return bool(torch.backends.mps.is_available())
 
 
+def hopper_target():
+    """The target for kernels that need Hopper's instructions (wgmma, TMA, mbarriers):
+    "cuda -arch=sm_90a" when the default target is CUDA on a GPU of compute capability
+    9.x, else the CUDA emulator of sm_90a ("cuda -arch=sm_90a -emulate"), which runs the
+    same generated CUDA on the CPU."""
+    if determine_target("auto") == "cuda" and has_cuda_device():
+        major = ctypes.c_int(0)
+        driver = ctypes.CDLL("libcuda.so.1")
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR (75) of device 0
+        if driver.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) == 0 and major.value == 9:
+            return "cuda -arch=sm_90a"
+    return "cuda -arch=sm_90a -emulate"
+
+
 def available_targets():
     """Target kinds this build of the core can compile for."""
     from tilelang import _native
