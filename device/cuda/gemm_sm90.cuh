@@ -234,21 +234,14 @@ struct DescTile {
     const uint64_t lbo = KMajor ? 16 : kBlockBytes, sbo = 8 * kSw;
     base = uint64_t((shared_offset(tile) & 0x3ffff) >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 |
            SwizzleOf<Cols * kElem>::kMode << 62;
-    asm volatile("" : "+l"(base));
   }
 
-  // Where the instruction block starting at (mn0, k0) is, from the tile's start, in
-  // the descriptor's 16-byte units.
-  static TL_DEVICE constexpr uint32_t offset(int mn0, int k0) {
-    return uint32_t(KMajor ? k0 / kW * kBlockBytes + mn0 * kSw + k0 % kW * kElem
-                           : mn0 / kW * kBlockBytes + k0 * kSw + mn0 % kW * kElem) >>
-           4;
-  }
-  // This descriptor with start address `start` (its low word: the address is the low
-  // 14 bits, and a tile's offsets never carry out of the word).
-  TL_DEVICE uint64_t with_start(uint32_t start) const { return (base & ~uint64_t(0xffffffffu)) | start; }
   // The descriptor of the instruction block starting at (mn0, k0).
-  TL_DEVICE uint64_t at(int mn0, int k0) const { return with_start(uint32_t(base) + offset(mn0, k0)); }
+  TL_DEVICE uint64_t at(int mn0, int k0) const {
+    const int off = KMajor ? k0 / kW * kBlockBytes + mn0 * kSw + k0 % kW * kElem
+                           : mn0 / kW * kBlockBytes + k0 * kSw + mn0 % kW * kElem;
+    return base + uint64_t(off >> 4);
+  }
 };
 
 // The wgmma operand type of a storage type, its accumulator, and whether wgmma
@@ -400,20 +393,10 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   // An N-major B instruction reads whole S-byte column blocks, or stays in one.
   static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),
                 "tl::wgmma_gemm_ss: an N-major B needs N / WgN to be a multiple or a divisor of its swizzle width");
-  // (modulo: a T.ws region of WgM * WgN warpgroups starts on a multiple of its size).
-  // Broadcast from lane 0, the warpgroup is warp-uniform to the compiler, which then
-  // keeps the descriptors in uniform registers.
-  int wg = 0;
-  if constexpr (WgM * WgN > 1) wg = __shfl_sync(0xffffffffu, sm80::thread_rank() / 128, 0) % (WgM * WgN);
-  const int m0 = wg / WgN * TM, n0 = wg % WgN * TN;
-  static_assert(!TransA || (TM % TileA::kW == 0 || TileA::kW % TM == 0),
-                "tl::wgmma_gemm_ss: an M-major A needs M / WgM to be a multiple or a divisor of its swizzle width");
+  // (modulo: a T.ws region of WgM * WgN warpgroups starts on a multiple of its size)
+  const int wg = sm80::thread_rank() / 128 % (WgM * WgN), m0 = wg / WgN * TM, n0 = wg % WgN * TN;
   const TileA a(A);
   const TileB b(B);
-  // The warpgroup's corner of each tile; every instruction's block is a constant
-  // offset from it (the asserts above keep the offsets linear), so its descriptor
-  // costs one add of an immediate.
-  const uint32_t a0 = uint32_t(a.at(m0, 0)), b0 = uint32_t(b.at(n0, 0));
   // The tiles were written by ordinary stores (cp.async, st.shared) that the
   // caller's barrier ordered before this call; the tensor cores read through the
   // async proxy, which needs this fence between the two.
@@ -424,8 +407,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
         sm90::wgmma_ss<NI, TA, TB, TransA, !TransB>(acc + (mi * (TN / 8) + nj * (NI / 8)) * 4,
-                                                    a.with_start(a0 + TileA::offset(64 * mi, KS * s)),
-                                                    b.with_start(b0 + TileB::offset(NI * nj, KS * s)), 1);
+                                                    a.at(m0 + 64 * mi, KS * s), b.at(n0 + NI * nj, KS * s), 1);
       }
     }
   }
