@@ -107,6 +107,7 @@ struct TmaBlock {
   uint64_t cluster_generation = 0;
   std::vector<uint64_t> cluster_arrived;
   std::vector<char> cluster_pending;  // arrived and not yet waited
+  EpochMerge cluster_epochs;
   // __syncthreads of each block of the cluster (by rank): arrivals of the current
   // generation, and the threads that have returned (they count as arrived).
   int sync_arrived[16] = {}, exited[16] = {};
@@ -125,6 +126,7 @@ inline TmaBlock& tma_block() {
     b.cluster_generation = 0;
     b.cluster_arrived.assign(n, kNotWaiting);
     b.cluster_pending.assign(n, 0);
+    b.cluster_epochs = {};
     b.events = 0;
     b.deadlocked = false;
     for (int i = 0; i < 16; ++i) b.sync_arrived[i] = b.exited[i] = 0, b.sync_generation[i] = 0, b.sync_epochs[i] = {};
@@ -415,26 +417,22 @@ inline void report_deadlock(const TmaBlock& b) {
       "mbarrier deadlock: every running thread of the block waits for an mbarrier phase that can no "
       "longer complete:";
   for (size_t i = 0; i < keys.size() && i < 4; ++i) {
-    if (!keys[i].first && keys[i].second == kClusterBarrier) {
-      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
-             " wait at the cluster barrier (T.cluster_wait)";
-      continue;
+    const auto& [bar, what] = keys[i];  // no mbarrier: the parity slot says which barrier
+    std::string where;
+    if (bar) {
+      const Mbarrier m = unpack_mbarrier(*bar);
+      where = "for parity " + str_of(what) + " of the mbarrier at shared offset " +
+              str_of(shared_window_offset(bar, 8)) + " (its phase still expects " + str_of(m.pending) + " of " +
+              str_of(m.expected) + " arrivals and " + str_of(m.tx) + " transaction bytes)";
+    } else if (what == kClusterBarrier) {
+      where = "at the cluster barrier (T.cluster_wait)";
+    } else if (what == kBlockBarrier) {
+      where = "at __syncthreads (the block barrier)";
+    } else {
+      where = "at named barrier " + str_of(what) + " (a T.ws region's block barrier)";
     }
-    if (!keys[i].first && keys[i].second == kBlockBarrier) {
-      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
-             " wait at __syncthreads (the block barrier)";
-      continue;
-    }
-    if (!keys[i].first) {  // a named barrier (named_barrier_sync): the parity slot holds its id
-      msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
-             " wait at named barrier " + str_of(keys[i].second) + " (a T.ws region's block barrier)";
-      continue;
-    }
-    const Mbarrier m = unpack_mbarrier(*keys[i].first);
     msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
-           " wait for parity " + str_of(keys[i].second) + " of the mbarrier at shared offset " +
-           str_of(shared_window_offset(keys[i].first, 8)) + " (its phase still expects " + str_of(m.pending) + " of " +
-           str_of(m.expected) + " arrivals and " + str_of(m.tx) + " transaction bytes)";
+           " wait " + where;
   }
   msg +=
       ". Check the count given to mbarrier_init, the bytes given to mbarrier_arrive_expect_tx against the boxes "
@@ -713,6 +711,7 @@ inline void cluster_arrive() {
   b.cluster_pending[f] = 1;
   b.cluster_arrived[f] = b.cluster_generation;
   ++b.events;
+  if (FiberScheduler* s = current_scheduler()) b.cluster_epochs.arrive(s->barriers[f]);
 }
 
 inline void cluster_wait() {
@@ -732,12 +731,13 @@ inline void cluster_wait() {
     if (all) {
       ++b.cluster_generation;
       ++b.events;
+      b.cluster_epochs.release();
       break;
     }
     if (!wait_one_round(b, f, nullptr, kClusterBarrier)) return;
   }
   b.waiting_since[f] = kNotWaiting;
-  if (s) ++s->barriers[f];  // the race detector's epoch: the whole cluster passed a barrier together
+  if (s && b.cluster_epochs.out > s->barriers[f]) s->barriers[f] = b.cluster_epochs.out;
 }
 
 }  // namespace tl::emu

@@ -33,6 +33,8 @@ class Layout {
   // Bytes a buffer's start must be aligned to: the hardware swizzles absolute
   // shared addresses, so a wgmma tile starts on a whole swizzle pattern.
   int64_t base_align() const { return base_align_; }
+  // Columns per column block (the whole row when the layout is not blocked).
+  int64_t block_cols() const { return block_cols_; }
   std::string str() const;
 
  private:

@@ -84,11 +84,9 @@ bool covers_column_blocks(const BufferRegion& r) {
   auto c0 = as_const_int(r.ranges[n - 1].min), w = as_const_int(r.ranges[n - 1].extent);
   if (!rmin || *rmin != 0 || !rex || !rows || *rex != *rows || !cols || !c0 || !w || *w <= 0) return false;
   int64_t e = elem_bytes(r.buffer->dtype);
-  auto width = [&](int64_t c) {
-    return (c * e) % 128 == 0 ? 128 : (c * e) % 64 == 0 ? 64 : (c * e) % 32 == 0 ? 32 : 0;
-  };
-  int64_t bw = width(*cols);
-  return bw != 0 && width(*w) == bw && (*c0 * e) % bw == 0 && *c0 + *w <= *cols;
+  auto whole = Layout::wgmma_swizzle(*cols, e), part = Layout::wgmma_swizzle(*w, e);
+  return whole && part && part->block_cols() == whole->block_cols() && *c0 % whole->block_cols() == 0 &&
+         *c0 + *w <= *cols;
 }
 
 // Whether `e` is a multiple of `n` for every value of its variables (affine forms).
