@@ -61,8 +61,14 @@ def flash_attention(
             if is_causal:
                 by, bz, bx_ = blocks
                 bx = num_m - 1 - bx_
+                # Row tiles end at seq_len, so the part-filled one is the first, which
+                # needs one key tile, not the last, which needs them all: with
+                # block_M = 192 at S = 4096 that is 5 % less work. Its rows before 0
+                # load zeros and are not stored.
+                q_start = bx * block_M - (num_m * block_M - seq_len)
             else:
                 bx, by, bz = blocks
+                q_start = bx * block_M
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -75,7 +81,7 @@ def flash_attention(
             scores_sum = T.alloc_fragment((block_M,), accum_dtype)
             logsum = T.alloc_fragment((block_M,), accum_dtype)
 
-            T.copy(Q[bz, bx * block_M : (bx + 1) * block_M, by, :], Q_shared)
+            T.copy(Q[bz, q_start : q_start + block_M, by, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(accum_dtype))
@@ -83,7 +89,7 @@ def flash_attention(
             if is_causal:
                 # Key tiles right of the diagonal are skipped entirely.
                 loop_range = T.min(
-                    T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N)
+                    T.ceildiv(seq_len, block_N), T.ceildiv(q_start + block_M, block_N)
                 )
             else:
                 loop_range = T.ceildiv(seq_len, block_N)
@@ -105,11 +111,11 @@ def flash_attention(
                 # then accumulate Q K^T on top.
                 if is_causal:
                     # Only tiles on the diagonal or past the end need the mask.
-                    if (k + 1) * block_N <= bx * block_M + 1 and (k + 1) * block_N <= seq_len:
+                    if (k + 1) * block_N <= q_start + 1 and (k + 1) * block_N <= seq_len:
                         T.clear(acc_s)
                     else:
                         for i, j in T.Parallel(block_M, block_N):
-                            q_idx = bx * block_M + i
+                            q_idx = q_start + i
                             k_idx = k * block_N + j
                             visible = (k_idx <= q_idx) and (k_idx < seq_len)
                             acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
@@ -140,7 +146,7 @@ def flash_attention(
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])
+            T.copy(acc_o, Output[bz, q_start : q_start + block_M, by, :])
 
     return attention
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "arith/bounds.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -64,12 +65,15 @@ class StoreLowerer : public IRMutator {
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
     for (const Var& t : op->thread_vars) per_thread_.insert(t.node());
+    for (size_t d = 0; d < op->block_vars.size(); ++d) bounds_.bind_range(op->block_vars[d], int_imm(0), op->grid[d]);
+    for (size_t d = 0; d < op->thread_vars.size(); ++d) bounds_.bind(op->thread_vars[d], 0, op->threads[d] - 1);
     return IRMutator::visit(op, self);
   }
 
   // Names bound to a value that depends on the thread index do too.
   Stmt visit(const LetStmtNode* op, const Stmt& self) override {
     if (uses_thread_var(op->value)) per_thread_.insert(op->var.node());
+    if (op->var.dtype().is_int()) bounds_.bind(op->var, bounds_.bounds(op->value));
     return IRMutator::visit(op, self);
   }
 
@@ -91,6 +95,7 @@ class StoreLowerer : public IRMutator {
   // once after the loop. Its warp then goes on while TMA reads the tile.
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind == ForKind::Parallel) return self;
+    bounds_.bind_range(op->var, op->min, op->extent);
     auto* body = op->body.as<SeqNode>();
     if (!launch_ || divergent_ || !body) return IRMutator::visit(op, self);
     const std::vector<Stmt>& stmts = body->seq;
@@ -158,10 +163,18 @@ class StoreLowerer : public IRMutator {
     return uses.found;
   }
 
-  // The TMA stores (or reduce-adds) of a store candidate, or nullopt.
+  // The TMA stores (or reduce-adds) of a store candidate, or nullopt. The box must
+  // start inside the tensor or past its end, never before it: on the H200 a store
+  // whose box starts at a negative coordinate stops the kernel with an illegal
+  // instruction (FlashAttention's causal row tiles aligned to the sequence's end,
+  // whose first tile starts before row 0), where the loads clip such boxes. Regions
+  // that may start below 0 keep the element-wise store and its predicates.
   std::optional<Stmt> issue(const TileOpNode* op) const {
-    if (is_store_candidate(op)) return tma_tile_stores(op, launch_, params_, layouts_, false);
-    if (!is_reduce_candidate(op)) return std::nullopt;
+    bool store = is_store_candidate(op);
+    if (!store && !is_reduce_candidate(op)) return std::nullopt;
+    for (const Range& r : op->regions[store ? 1 : 0].ranges)
+      if (!bounds_.bounds(r.min).is_non_negative()) return std::nullopt;
+    if (store) return tma_tile_stores(op, launch_, params_, layouts_, false);
     Stmt copy = tile_op(TileOpKind::Copy, {op->regions[1], op->regions[0]}, {}, {}, op->span);
     return tma_tile_stores(copy.as<TileOpNode>(), launch_, params_, layouts_, true);
   }
@@ -196,6 +209,7 @@ class StoreLowerer : public IRMutator {
   int divergent_ = 0;      // conditions on the thread index around the visited statement
   const IfThenElseNode* region_if_ = nullptr;
   std::set<const VarNode*> per_thread_;  // the thread indices and names bound to values using them
+  BoundAnalyzer bounds_;                 // block, thread and loop indices, and the names bound around
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 """Issue 8's examples on the GPU at sizes past the CPU tests', against torch: the fp8
-GEMM against torch._scaled_mm, FlashAttention backward against autograd through
-attention in float32, MLA decode (one pass and split-KV) and the int4 dequantized
+GEMM against torch._scaled_mm, FlashAttention forward (the bench's tiles) against
+float32 SDPA and backward against autograd through attention in float32, MLA decode (one pass and split-KV) and the int4 dequantized
 GEMM against float32 torch. The kernels are the examples' own, compiled for the
 present GPU ("cuda")."""
 
@@ -73,6 +73,34 @@ def attention_forward(q, k, v, is_causal):
     lse = torch.logsumexp(scores, dim=-1)
     out = torch.softmax(scores, dim=-1) @ vf
     return out, lse, (qf, kf, vf)
+
+
+@pytest.mark.parametrize(
+    "dim, tiles",
+    [(64, (192, 128, 384, 2, False)), (128, (128, 128, 256, 2, True))],
+    ids=["d64-192x128", "d128-overlap"],
+)
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
+    """The forward with bench/flash_attention_cuda.py's tiles on 1000 tokens: causal row
+    tiles end at seq_len, so the first one starts before row 0 (its Q rows load as
+    zeros, its TMA store drops them); batch 2 would show a write into the batch
+    before."""
+    fa = load_example("flash_attention")
+    batch, heads, seq_len = 2, 4, 1000
+    q, k, v = (
+        torch.randn(batch, seq_len, heads, dim, device="cuda", dtype=torch.bfloat16)
+        for _ in range(3)
+    )
+    bM, bN, threads, stages, overlap = tiles
+    kernel = fa.flash_attention(
+        batch, heads, seq_len, dim, is_causal, bM, bN, threads, stages, "bfloat16", overlap
+    )
+    out = kernel(q, k, v)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *(t.float().transpose(1, 2) for t in (q, k, v)), is_causal=is_causal
+    ).transpose(1, 2)
+    assert relative_error(out, ref) < 1e-2
 
 
 @pytest.mark.parametrize("dim", [64, 128])

@@ -2,7 +2,7 @@
 torch: a GEMM whose tiles run past the tensor (TMA clips the boxes), a store into the
 middle of a bigger tensor that must leave the rest alone, one shared tile stored
 several times in a loop (each store must have read it before the threads refill it),
-and T.atomic_add of shared tiles as TMA reduce-adds from many blocks at once.
+tiles that start before row 0 (TMA loads them, the threads store them), and T.atomic_add of shared tiles as TMA reduce-adds from many blocks at once.
 Needs an sm_90 GPU: elsewhere the stores are not generated."""
 
 import os
@@ -17,6 +17,7 @@ sys.path.insert(
 )
 from test_tma_store import (
     epilogue_gemm,
+    shifted_tiles,
     store_into_the_middle,
     tile_stored_in_a_loop,
     tiles_added_by_every_block,
@@ -81,6 +82,20 @@ def test_tile_reused_in_a_loop_waits_for_each_store():
     out = kernel(a)
     torch.cuda.synchronize()
     assert torch.equal(out, a - 1)
+
+
+@pytest.mark.parametrize("shift", [0, 24])
+def test_tiles_that_start_before_row_0(shift):
+    M, N = 1000, 256
+    kernel = tilelang.compile(
+        shifted_tiles(M, N, 64, 64, shift), out_idx=[-1], target="cuda", pass_configs=STORES
+    )
+    assert "tl::tma_load<2>(" in kernel.get_kernel_source()
+    assert stored_through_tma(kernel) == (shift == 0)
+    a = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    out = kernel(a)
+    torch.cuda.synchronize()
+    assert torch.equal(out, a + 1)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])

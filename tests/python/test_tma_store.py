@@ -164,6 +164,41 @@ def tile_stored_in_a_loop(M, N, bM, bN):
     return main
 
 
+def shifted_tiles(M, N, bM, bN, shift):
+    """B = A + 1 in row tiles that start `shift` rows before row 0 (FlashAttention's
+    causal row tiles aligned to the sequence's end): the first block's tiles start at
+    row -shift. The column tiles are pipelined (TMA loads on sm_90) and each goes
+    out from a shared tile."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M + shift, bM), threads=128) as bx:
+            S = T.alloc_shared((bM, bN), "float16")
+            R = T.alloc_shared((bM, bN), "float16")
+            row = bx * bM - shift
+            for k in T.Pipelined(T.ceildiv(N, bN), num_stages=2):
+                T.copy(A[row, k * bN], S)
+                for i, j in T.Parallel(bM, bN):
+                    R[i, j] = S[i, j] + T.float16(1)
+                T.copy(R, B[row, k * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("shift", [0, 24])
+def test_a_store_that_may_start_before_the_tensor_stays_element_wise(shift):
+    """TMA stores only boxes that start at coordinates >= 0 (a negative start stops the
+    kernel with an illegal instruction on the H200); the loads of the same tiles keep
+    TMA, which fills the rows before 0 with zeros."""
+    M, N = 100, 128
+    kernel = compile_with_stores(shifted_tiles(M, N, 64, 64, shift), out_idx=[-1], target=SM90)
+    src = kernel.get_kernel_source()
+    assert "tl::tma_load<2>(" in src, src
+    assert ("tl::tma_store<" in src) == (shift == 0), src
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a), a + np.float16(1))
+
+
 def test_the_store_writes_nothing_outside_its_region():
     M, N = 32, 64
     kernel = compile_with_stores(store_into_the_middle(M, N, 16, 32, threads=64), target=SM90A)
