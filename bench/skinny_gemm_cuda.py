@@ -10,7 +10,7 @@ and wgmma. The table gives each side's time, the bytes moved per second (A + B +
 and the ratio torch time / our time (>= 1.0: as fast as torch or faster).
 
 SKINNY_CONFIGS="16,64,128,4,128,1,0;64,64,256,3,128,1,0" replaces every M's list
-(block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster]); a config whose
+(block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]]); a config whose
 block_M is not M's is still run (a 16-row tile at M = 64 runs 4 row blocks).
 
 Run on a GPU machine: python bench/skinny_gemm_cuda.py [--ms 16,64,128] [--nk 8192x8192]
@@ -30,7 +30,7 @@ from results import cuda_seconds, interleaved_medians, report, torch_device
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
 
-# (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster]) per M. N / block_N *
+# (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]]) per M. N / block_N *
 # split_k blocks against 132 SMs; stages * (block_M + block_N) * block_K * 2 bytes of
 # shared memory stay under 227 KiB.
 CONFIGS = {
@@ -55,7 +55,13 @@ CONFIGS = {
     # Every block of a column of tiles reads all of A (2 MiB at M = 128) from L2: wider
     # block_N with split-K cuts that traffic, at the cost of the float32 partials; a
     # cluster of 2 or 4 blocks along N (8th entry) multicasts A, one L2 read per cluster.
+    # With a 9th entry of 1 the cluster runs along M: two blocks of 64 rows share each
+    # 128-row B tile, multicast (the tiles of cuBLAS's kernel for this shape on the H200).
     128: [
+        (64, 128, 64, 8, 128, 1, 0, 2, 1),
+        (64, 128, 64, 8, 128, 1, 1, 2, 1),
+        (64, 128, 64, 8, 256, 1, 1, 2, 1),
+        (64, 128, 128, 4, 128, 1, 0, 2, 1),
         (128, 64, 128, 4, 256, 1, 0, 2),
         (128, 64, 128, 4, 256, 1, 0, 4),
         (128, 64, 64, 8, 256, 1, 0, 2),
@@ -137,7 +143,7 @@ def main():
         ),
         [
             "shape (MxNxK)",
-            "config (bM, bN, bK, stages, threads, split_k, swap_ab[, cluster])",
+            "config (bM, bN, bK, stages, threads, split_k, swap_ab[, cluster[, along_m]])",
             "tilelang (us)",
             "tilelang (TB/s)",
             "torch (us)",

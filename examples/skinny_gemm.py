@@ -17,11 +17,14 @@ is deep. Hence the knobs:
 * `swap_ab` computes C^T = B @ A^T instead, so that N (not the tiny M) is the gemm's
   row dimension: on sm_90a a 16-row tile cannot use wgmma (its tiles have 64 rows)
   and takes mma.sync, while the swapped tile (block_N rows, block_M columns) can;
-* `cluster` > 1 launches the blocks along N in thread block clusters of that many
-  (sm_90): every block of a cluster reads the same A tile, so the compiler has each
-  load a slice of it and multicast it to the others (TMA multicast), and A is read
-  from L2 once per cluster instead of once per block. N / block_N must be a multiple
-  of it.
+* `cluster` > 1 launches the blocks in thread block clusters of that many (sm_90),
+  along N (`cluster_axis="n"`) or along M (`"m"`). The blocks of a cluster along N
+  read the same A tile, those of a cluster along M the same B tile: the compiler has
+  each block load a slice of the shared tile and multicast it to the others (TMA
+  multicast), so that tile is read from L2 once per cluster instead of once per
+  block. The grid's extent along that axis must be a multiple of it. Along M with
+  block_M = M / 2 is the layout cuBLAS picks on the H200 for M = 128 (two blocks of
+  64 rows share each 128-row B tile).
 
 Every variant is checked against numpy in float64, with M, N and K that are not
 multiples of the tiles.
@@ -49,11 +52,17 @@ def skinny_gemm(
     dtype="bfloat16",
     accum_dtype="float32",
     cluster=1,
+    cluster_axis="n",
 ):
     if b_layout not in ("nk", "kn"):
         raise ValueError(f"skinny_gemm: b_layout must be 'nk' or 'kn', got {b_layout!r}")
     if split_k < 1:
         raise ValueError(f"skinny_gemm: split_k must be at least 1, got {split_k}")
+    if cluster_axis not in ("n", "m"):
+        raise ValueError(f"skinny_gemm: cluster_axis must be 'n' or 'm', got {cluster_axis!r}")
+    cluster_dims = None
+    if cluster > 1:
+        cluster_dims = (cluster, 1, 1) if cluster_axis == "n" else (1, cluster, 1)
     nk = b_layout == "nk"
     # K tiles per slice; the slices' tiles past K read zeros.
     tiles_per_split = T.ceildiv(T.ceildiv(K, block_K), split_k)
@@ -71,7 +80,7 @@ def skinny_gemm(
             T.ceildiv(M, block_M),
             split_k,
             threads=threads,
-            cluster_dims=(cluster, 1, 1) if cluster > 1 else None,
+            cluster_dims=cluster_dims,
         ) as (
             bx,
             by,
@@ -130,7 +139,8 @@ def splitk_reduce(split_k, M, N, block_N=1024, dtype="bfloat16", accum_dtype="fl
 
 def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None):
     """The callable C = A @ B^T (or A @ B for b_layout "kn") for one config
-    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster]): one kernel, or
+    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]])
+    (along_m: 1 clusters the blocks along M, 0 or left out along N): one kernel, or
     with split_k > 1 the gemm and the reduction of its slices. `target` None compiles
     for the default target through the factories' own caches."""
 
@@ -141,6 +151,7 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
 
     bM, bN, bK, stages, threads, split_k, swap, *rest = config
     cluster = rest[0] if rest else 1
+    cluster_axis = "m" if len(rest) > 1 and rest[1] else "n"
     gemm = build(
         skinny_gemm,
         M,
@@ -156,6 +167,7 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
         b_layout,
         dtype,
         cluster=cluster,
+        cluster_axis=cluster_axis,
     )
     if split_k == 1:
         return gemm

@@ -1,5 +1,5 @@
 """Thread block clusters and TMA multicast on the present GPU against torch: the
-cluster rank and barrier, the skinny GEMM with A multicast along N (the bench's
+cluster rank and barrier, the skinny GEMM with A multicast along N or B along M (the bench's
 M = 128 shape and a tail shape), and a GEMM with B multicast along M. The same
 kernels run in the emulator in tests/python/test_clusters.py. Needs an sm_90 GPU."""
 
@@ -54,6 +54,20 @@ def test_skinny_gemm_with_a_multicast(M, N, K, config, dtype):
     b = torch.randn(N, K, dtype=t, device="cuda")
     ref = (a.float() @ b.float().T).to(t)
     for _ in range(3):  # repeated calls: the clusters' mbarriers start afresh each launch
+        torch.testing.assert_close(kernel(a, b), ref, rtol=2e-2, atol=0.5)
+
+
+@pytest.mark.parametrize("swap_ab", [False, True], ids=["plain", "swapped"])
+@pytest.mark.parametrize("M, N, K", [(128, 8192, 8192), (100, 1000, 1000)])
+def test_skinny_gemm_with_b_multicast_along_m(M, N, K, swap_ab):
+    kernel = skinny_gemm(
+        M, N, K, 64, 128, 64, 8, 128, 1, swap_ab, "nk", "bfloat16", cluster=2, cluster_axis="m"
+    )
+    assert "tl::tma_load_multicast<2>((&B_shared[" in kernel.get_kernel_source()
+    a = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(N, K, dtype=torch.bfloat16, device="cuda")
+    ref = (a.float() @ b.float().T).to(torch.bfloat16)
+    for _ in range(3):
         torch.testing.assert_close(kernel(a, b), ref, rtol=2e-2, atol=0.5)
 
 

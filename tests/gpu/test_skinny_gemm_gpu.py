@@ -1,7 +1,7 @@
 """examples/skinny_gemm.py at issue 8's shapes (M in {16, 64, 128}, N = K = 8192) on the
 present GPU ("cuda": on an H100/H200 that is sm_90a, wgmma and TMA) against torch:
-every config family the bench sweeps (plain and swapped tiles, split-K, B stored (N, K)
-or (K, N)), in bfloat16 and float16, checked against a float64 product within the
+every config family the bench sweeps (plain and swapped tiles, split-K, clusters along M
+with B multicast, B stored (N, K) or (K, N)), in bfloat16 and float16, checked against a float64 product within the
 rounding of the output dtype and against torch.matmul."""
 
 import importlib.util
@@ -18,7 +18,8 @@ skinny = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(skinny)
 
 N = K = 8192
-# M: configs (block_M, block_N, block_K, stages, threads, split_k, swap_ab) of each family.
+# M: configs (block_M, block_N, block_K, stages, threads, split_k, swap_ab[, cluster,
+# along_m]) of each family.
 CONFIGS = {
     16: [
         (16, 64, 64, 6, 128, 1, False),
@@ -26,7 +27,12 @@ CONFIGS = {
         (16, 128, 128, 4, 128, 2, True),
     ],
     64: [(64, 64, 128, 4, 128, 1, False), (64, 64, 128, 4, 128, 1, True)],
-    128: [(128, 64, 128, 4, 256, 1, False), (128, 128, 128, 3, 256, 2, False)],
+    128: [
+        (128, 64, 128, 4, 256, 1, False),
+        (128, 128, 128, 3, 256, 2, False),
+        (64, 128, 64, 8, 128, 1, False, 2, 1),  # clusters of 2 along M, B multicast
+        (64, 128, 64, 8, 128, 1, True, 2, 1),
+    ],
 }
 CASES = [(M, cfg) for M, cfgs in CONFIGS.items() for cfg in cfgs]
 

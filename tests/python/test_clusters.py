@@ -102,6 +102,29 @@ def test_skinny_gemm_multicasts_a_across_the_cluster(M, N, K, bM, bN, bK, stages
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=0.3)
 
 
+@pytest.mark.parametrize("swap_ab", [False, True], ids=["plain", "swapped"])
+@pytest.mark.parametrize("M, N, K", [(128, 256, 320), (100, 200, 136)])
+def test_skinny_gemm_clustered_along_m_multicasts_b(M, N, K, swap_ab):
+    """Clusters of 2 blocks along M (64 rows each) share the B tile, which is multicast.
+    M, N and K do not divide the tiles."""
+    f = skinny_gemm.get_tir(
+        M, N, K, 64, 128, 64, 3, 128, 1, swap_ab, "nk", "bfloat16", cluster=2, cluster_axis="m"
+    )
+    kernel = tilelang.compile(f, out_idx=[-1], target=SM90A)
+    src = kernel.get_kernel_source()
+    assert "__cluster_dims__(1, 2, 1)" in src
+    assert "tl::tma_load_multicast<2>((&B_shared[" in src and "tl::tma_load<2>((&A_shared[" in src
+    rng = np.random.default_rng(M + K)
+    a, b = bf16(rng, M, K), bf16(rng, N, K)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-2, atol=0.3)
+
+
+def test_skinny_gemm_rejects_an_unknown_cluster_axis():
+    with pytest.raises(ValueError, match="cluster_axis must be 'n' or 'm', got 'k'"):
+        skinny_gemm.get_tir(128, 256, 256, 64, 128, 64, 3, 128, cluster=2, cluster_axis="k")
+
+
 def gemm_cluster_y(M, N, K, bM, bN, bK, cluster_y):
     """C = A @ B with the blocks along M (by) clustered: B's tile is the same in every
     block of a cluster and is multicast, A's is not."""
