@@ -91,7 +91,6 @@ struct BlockState {
   RaceTable races;
   std::vector<AsyncCopies> async_copies;  // by thread rank
   std::vector<int> simd_epochs;           // by thread rank: simdgroup barriers passed
-  uint64_t serial = 0;                    // counts the blocks this OS thread has run
 };
 
 // Per OS thread: the blocks of the thread block cluster it runs (run_cluster), all
@@ -143,8 +142,6 @@ inline void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int n
   st.races.reads.clear();
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
   st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
-  static thread_local uint64_t blocks_run = 0;
-  st.serial = ++blocks_run;
 }
 
 // Resets this OS thread's block state for block (bx, by, bz) of nx*ny*nz threads.

@@ -522,12 +522,13 @@ inline void named_barrier_sync(int id, int count) {
     uint64_t generation[16];
     EpochMerge epochs[16];
   };
-  // By rank in the cluster (at most 16 blocks). A fixed array: the waiters below hold
-  // a reference across their yields, which a growing vector would invalidate.
+  // By rank in the cluster (at most 16 blocks), reset by the first call of each run of
+  // a block or cluster. A fixed array: the waiters below hold a reference across their
+  // yields, which a growing vector would invalidate.
   static thread_local Named by_block[16];
   Named& n = by_block[cta_rank()];
-  if (n.serial != block_state().serial) {
-    n.serial = block_state().serial;
+  if (n.serial != fiber_serial()) {
+    n.serial = fiber_serial();
     for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0, n.epochs[i] = {};
   }
   if (id < 1 || id > 15 || count < 32 || count % 32 != 0 || count > block_threads()) {
