@@ -22,7 +22,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from flash_attention import flash_attention
+from flash_attention import flash_attention, flash_attention_hopper
 
 CASES = [
     (8, 16, 4096, 64, False),
@@ -34,16 +34,23 @@ CASES = [
 # schedule (P V of one tile runs during the softmax of the next). The H200's best
 # (bench/RESULTS.md): 128x128 with overlap at D=128, 192x128 on three consumer
 # warpgroups (or 128x256) at D=64; 128x256 does not fit 227 KB at D=128.
+# ("hopper", block_M, block_N): flash_attention_hopper, the persistent hand-written
+# schedule (one block per SM); its tiles run on block_M / 64 consumer warpgroups.
 CONFIGS = [
+    ("hopper", 192, 128),
+    ("hopper", 128, 128),
     (128, 128, 256, 2, 1),
     (128, 128, 256, 2, 0),
     (192, 128, 384, 2, 0),
     (128, 256, 256, 2, 0),
     (128, 192, 256, 2, 0),
 ]
-# FA_CONFIGS="128,128,256,2,1;64,128,128,2,0" replaces the list (for sweeps).
+# FA_CONFIGS="128,128,256,2,1;hopper,192,128" replaces the list (for sweeps).
 if os.environ.get("FA_CONFIGS"):
-    CONFIGS = [tuple(int(v) for v in c.split(",")) for c in os.environ["FA_CONFIGS"].split(";")]
+    CONFIGS = [
+        tuple(v if v == "hopper" else int(v) for v in c.split(","))
+        for c in os.environ["FA_CONFIGS"].split(";")
+    ]
 DTYPE = os.environ.get("FA_DTYPE", "bfloat16")
 ROUNDS, CALLS = 11, 10
 
@@ -70,9 +77,15 @@ def main():
         best = None
         for cfg in CONFIGS:
             try:
-                kernel = flash_attention(
-                    b, h, s, d, causal, *cfg[:4], dtype=DTYPE, overlap=bool(cfg[4])
-                )
+                if cfg[0] == "hopper":
+                    sms = torch.cuda.get_device_properties(0).multi_processor_count
+                    kernel = flash_attention_hopper(
+                        b, h, s, d, causal, cfg[1], cfg[2], num_sms=sms, dtype=DTYPE
+                    )
+                else:
+                    kernel = flash_attention(
+                        b, h, s, d, causal, *cfg[:4], dtype=DTYPE, overlap=bool(cfg[4])
+                    )
                 got = kernel(q, k, v).float()
             except Exception as e:  # noqa: BLE001 - a config that does not build is reported
                 print(f"{(b, h, s, d, causal)} {cfg}: failed: {str(e).splitlines()[0]}")
@@ -103,7 +116,7 @@ def main():
         ),
         [
             "case",
-            "config (block_M, block_N, threads, stages, overlap)",
+            "config (block_M, block_N, threads, stages, overlap; or hopper, block_M, block_N)",
             "tilelang (TFLOP/s)",
             "SDPA cuDNN (TFLOP/s)",
             "ratio",

@@ -142,6 +142,9 @@ class LowerMarkers : public IRMutator {
     if (m == "wait") return device_call("tl::mbarrier_wait", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "wait_wgmma") return device_call(str_cat("tl::wgmma_wait<", const_arg(c, 1), ">"), {}, at);
+    if (m == "set_max_nreg")
+      return device_call(str_cat(const_arg(c, 2) ? "tl::setmaxnreg_inc<" : "tl::setmaxnreg_dec<", const_arg(c, 1), ">"),
+                         {}, at);
     // Cluster barriers: every thread of the cluster takes part, so plan_barriers may
     // treat them as any other statement (they are not wrapped).
     if (m == "cluster_arrive" || m == "cluster_arrive_relaxed" || m == "cluster_wait" || m == "cluster_sync")

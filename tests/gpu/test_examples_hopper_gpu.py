@@ -77,8 +77,13 @@ def attention_forward(q, k, v, is_causal):
 
 @pytest.mark.parametrize(
     "dim, tiles",
-    [(64, (192, 128, 384, 2, False)), (128, (128, 128, 256, 2, True))],
-    ids=["d64-192x128", "d128-overlap"],
+    [
+        (64, (192, 128, 384, 2, False)),
+        (128, (128, 128, 256, 2, True)),
+        (64, ("hopper", 192, 128)),
+        (128, ("hopper", 128, 128)),
+    ],
+    ids=["d64-192x128", "d128-overlap", "d64-hopper", "d128-hopper"],
 )
 @pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
 def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
@@ -92,10 +97,15 @@ def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
         torch.randn(batch, seq_len, heads, dim, device="cuda", dtype=torch.bfloat16)
         for _ in range(3)
     )
-    bM, bN, threads, stages, overlap = tiles
-    kernel = fa.flash_attention(
-        batch, heads, seq_len, dim, is_causal, bM, bN, threads, stages, "bfloat16", overlap
-    )
+    if tiles[0] == "hopper":  # the persistent schedule, with fewer blocks than tiles
+        kernel = fa.flash_attention_hopper(
+            batch, heads, seq_len, dim, is_causal, *tiles[1:], num_sms=7, dtype="bfloat16"
+        )
+    else:
+        bM, bN, threads, stages, overlap = tiles
+        kernel = fa.flash_attention(
+            batch, heads, seq_len, dim, is_causal, bM, bN, threads, stages, "bfloat16", overlap
+        )
     out = kernel(q, k, v)
     ref = torch.nn.functional.scaled_dot_product_attention(
         *(t.float().transpose(1, 2) for t in (q, k, v)), is_causal=is_causal

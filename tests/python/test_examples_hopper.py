@@ -1,5 +1,5 @@
 """The kernels of issue 8's examples (fp8 GEMM, FlashAttention backward, MLA decode,
-int4 dequantized GEMM), called directly with shapes and settings their main() does
+int4 dequantized GEMM, the persistent FlashAttention forward for sm_90a), called directly with shapes and settings their main() does
 not use, on the CPU and on the CUDA emulator (the sm_80 CUDA source, run on the
 CPU), against float64 numpy. The examples' own main() runs in test_examples.py,
 test_emulator.py and, compiled for sm_80/sm_90/sm_90a, in
@@ -154,3 +154,39 @@ def test_int4_packing_round_trips():
 def test_int4_gemm_rejects_bad_groups(kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_example("dequant_gemm").int4_gemm.get_tir(64, 64, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "dim, block_M, is_causal",
+    [(64, 192, True), (64, 192, False), (128, 128, True)],
+    ids=["d64-causal", "d64-full", "d128-causal"],
+)
+def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal):
+    """The persistent hand-written forward (sm_90a source, run in the emulator): 3 blocks
+    over 2 x 2 x 2 row tiles of 300 tokens, so blocks take several tiles, the last round
+    is partial and the mbarrier phases run on across tiles; causal row tiles start
+    before row 0 (the store of such a tile stays element-wise)."""
+    import tilelang
+
+    fa = load_example("flash_attention")
+    batch, heads, seq_len = 2, 2, 300
+    func = fa.flash_attention_hopper.get_tir(
+        batch, heads, seq_len, dim, is_causal, block_M, 128, num_sms=3, dtype="float16"
+    )
+    kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a -emulate")
+    src = kernel.get_kernel_source()
+    consumer_regs = 160 if block_M == 192 else 240
+    assert "tl::setmaxnreg_dec<24>();" in src and f"tl::setmaxnreg_inc<{consumer_regs}>();" in src
+    loads = [line for line in src.splitlines() if "tl::tma_load<4>(" in line]
+    for tile in ("Q_s", "K_s", "V_s"):  # by the producer (a box per 128-byte column block)
+        assert any(f"(&{tile}[" in line for line in loads), src
+    assert src.count("__syncthreads();") == 6, src  # one per T.alloc_barrier, before the loops
+    assert ("tl::tma_store<4>(" in src) == (not is_causal), src
+    rng = np.random.default_rng(dim + block_M)
+    q, k, v = (
+        rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(3)
+    )
+    out = kernel(q, k, v)
+    np.testing.assert_allclose(
+        out.astype(np.float64), fa.reference(q, k, v, is_causal), rtol=1e-2, atol=1e-2
+    )

@@ -1,6 +1,6 @@
 """Explicit Hopper control (python/tilelang/language/hopper.py, lowered by
 src/transform/lower_explicit_hopper.cpp): T.ws warpgroup regions, T.alloc_barrier and the
-mbarrier operations, T.tma_copy, T.wgmma_gemm / T.wait_wgmma. The generated CUDA runs in
+mbarrier operations, T.tma_copy, T.wgmma_gemm / T.wait_wgmma, T.set_max_nreg. The generated CUDA runs in
 the emulator ("cuda -arch=sm_90a -emulate": mbarrier, TMA and wgmma twins, named
 barriers) against numpy, compiles with NVRTC for sm_90a, and every misuse is an error
 that names the argument, what was expected and what was given."""
@@ -446,6 +446,49 @@ def test_misuse_is_reported_with_argument_expected_and_given():
         T.wait_wgmma(9)
 
     assert "T.wait_wgmma n must be a Python int from 0 to 7" in trace_error(wait_many)
+
+    def odd_registers(A, O):
+        T.set_max_nreg(100, 1)
+
+    msg = trace_error(odd_registers)
+    assert "T.set_max_nreg reg_count must be a Python int, a multiple of 8 from 24 to 256" in msg
+    assert "got int 100" in msg, msg
+
+    def bad_direction(A, O):
+        T.set_max_nreg(24, 2)
+
+    assert "T.set_max_nreg is_inc must be 1 (raise the limit) or 0 (lower it), got int 2" in (
+        trace_error(bad_direction)
+    )
+
+
+def test_set_max_nreg_moves_registers_between_regions():
+    """T.set_max_nreg(n, 0 / 1) is setmaxnreg.dec / .inc at the region's start (sm_90a;
+    the emulator runs the kernel without it)."""
+    M, N = 64, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), O: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256):
+            S = T.alloc_shared((M, N), "float32")
+            ready = T.alloc_barrier(128)
+            with T.ws(1):
+                T.set_max_nreg(24, 0)
+                T.copy(A, S)
+                T.barrier_arrive(ready)
+            with T.ws(0):
+                T.set_max_nreg(232, 1)
+                T.barrier_wait(ready, 0)
+                for i, j in T.Parallel(M, N):
+                    O[i, j] = S[i, j] * 2
+
+    kernel = tilelang.compile(main, target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::setmaxnreg_dec<24>();" in src and "tl::setmaxnreg_inc<232>();" in src, src
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    out = np.zeros_like(a)
+    kernel(a, out)
+    np.testing.assert_array_equal(out, a * 2)
 
 
 def test_a_fragment_used_by_two_regions_is_refused():

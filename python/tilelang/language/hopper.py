@@ -356,6 +356,36 @@ def wait_wgmma(n=0):
     _emit(ctx, _marker("wait_wgmma", [_C.const(n, "int32")]))
 
 
+def set_max_nreg(reg_count, is_inc):
+    """Register reallocation between warpgroups (setmaxnreg, sm_90a): the calling
+    warpgroup's per-thread register limit goes up (is_inc=1) or down (is_inc=0) to
+    `reg_count`. In a hand-written warp-specialized kernel the producer warpgroup, which
+    only issues TMA copies, gives registers back (`T.set_max_nreg(24, 0)`) and the
+    consumers take them (`T.set_max_nreg(160, 1)` in a block of 512 threads): the block's
+    pool, 65536 registers, must cover every warpgroup's new limit. Every thread of the
+    warpgroup calls it, at the start of its T.ws region. It does nothing on sm_90 (no
+    `a`) and in the emulator."""
+    what = "T.set_max_nreg"
+    ctx = _kernel(what)
+    reg_count, is_inc = to_value(reg_count), to_value(is_inc)
+    if (
+        isinstance(reg_count, bool)
+        or not isinstance(reg_count, int)
+        or not 24 <= reg_count <= 256
+        or reg_count % 8
+    ):
+        raise frontend_error(
+            f"{what} reg_count must be a Python int, a multiple of 8 from 24 to 256, got {_describe(reg_count)}"
+        )
+    if is_inc not in (0, 1) or not isinstance(is_inc, int):
+        raise frontend_error(
+            f"{what} is_inc must be 1 (raise the limit) or 0 (lower it), got {_describe(is_inc)}"
+        )
+    _emit(
+        ctx, _marker("set_max_nreg", [_C.const(reg_count, "int32"), _C.const(int(is_inc), "int32")])
+    )
+
+
 # ---- thread block clusters (T.Kernel(..., cluster_dims=...))
 
 
@@ -403,6 +433,7 @@ __all__ = [
     "mbarrier_arrive",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",
+    "set_max_nreg",
     "tma_copy",
     "wait_wgmma",
     "wgmma_gemm",
