@@ -32,6 +32,48 @@ import tilelang.language as T
 from tilelang.utils.target import hopper_target
 
 
+@T.macro
+def init_scores(acc_s, q_start, k, seq_len, is_causal):
+    """Key tile k's scores before Q K^T accumulates on them: 0 where key k * block_N + j
+    is visible from query q_start + i, -inf where it is masked (past seq_len, or after
+    the query when causal). Only causal tiles on the diagonal or past the end compute
+    the mask; the others are cleared."""
+    block_M, block_N = acc_s.shape
+    if is_causal:
+        if (k + 1) * block_N <= q_start + 1 and (k + 1) * block_N <= seq_len:
+            T.clear(acc_s)
+        else:
+            for i, j in T.Parallel(block_M, block_N):
+                q_idx = q_start + i
+                k_idx = k * block_N + j
+                visible = (k_idx <= q_idx) and (k_idx < seq_len)
+                acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(acc_s.dtype))
+    else:
+        for i, j in T.Parallel(block_M, block_N):
+            visible = k * block_N + j < seq_len
+            acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(acc_s.dtype))
+
+
+@T.macro
+def online_softmax(
+    acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale
+):
+    """Folds a tile of scores into the running row maximum and sum (log2 domain, `scale`
+    folded in): scores_scale gets each row's rescale factor for the output, acc_s the
+    tile's exponentials and acc_s_cast them in the input dtype (P)."""
+    block_M, block_N = acc_s.shape
+    T.copy(scores_max, scores_max_prev)
+    T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+    for i in T.Parallel(block_M):
+        scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+    for i, j in T.Parallel(block_M, block_N):
+        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+    T.reduce_sum(acc_s, scores_sum, dim=1)
+    for i in T.Parallel(block_M):
+        logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+    T.copy(acc_s, acc_s_cast)
+
+
 @tilelang.jit(out_idx=[3], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
 def flash_attention(
     batch,
@@ -116,34 +158,21 @@ def flash_attention(
                 T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
                 # Start from 0 where the key is visible and -inf where it is masked,
                 # then accumulate Q K^T on top.
-                if is_causal:
-                    # Only tiles on the diagonal or past the end need the mask.
-                    if (k + 1) * block_N <= q_start + 1 and (k + 1) * block_N <= seq_len:
-                        T.clear(acc_s)
-                    else:
-                        for i, j in T.Parallel(block_M, block_N):
-                            q_idx = q_start + i
-                            k_idx = k * block_N + j
-                            visible = (k_idx <= q_idx) and (k_idx < seq_len)
-                            acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
-                else:
-                    for i, j in T.Parallel(block_M, block_N):
-                        visible = k * block_N + j < seq_len
-                        acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
+                init_scores(acc_s, q_start, k, seq_len, is_causal)
                 # Rows split over the warpgroups as P V needs them (acc_s feeds it).
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
 
                 # Online softmax: new running max, rescale factors, exponentials.
-                T.copy(scores_max, scores_max_prev)
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
+                online_softmax(
+                    acc_s,
+                    acc_s_cast,
+                    scores_max,
+                    scores_max_prev,
+                    scores_scale,
+                    scores_sum,
+                    logsum,
+                    scale,
+                )
 
                 # O = O * rescale + P V
                 for i, j in T.Parallel(block_M, dim):
@@ -271,25 +300,7 @@ def flash_attention_hopper(
                         T.barrier_wait(q_full, r % 2)
                         for k in T.serial(n):
                             s = used % 2
-                            if is_causal:
-                                if (k + 1) * block_N <= q_start + 1 and (
-                                    k + 1
-                                ) * block_N <= seq_len:
-                                    T.clear(acc_s)
-                                else:
-                                    for i, j in T.Parallel(block_M, block_N):
-                                        q_idx = q_start + i
-                                        k_idx = k * block_N + j
-                                        visible = (k_idx <= q_idx) and (k_idx < seq_len)
-                                        acc_s[i, j] = T.if_then_else(
-                                            visible, 0, -T.infinity(accum_dtype)
-                                        )
-                            else:
-                                for i, j in T.Parallel(block_M, block_N):
-                                    visible = k * block_N + j < seq_len
-                                    acc_s[i, j] = T.if_then_else(
-                                        visible, 0, -T.infinity(accum_dtype)
-                                    )
+                            init_scores(acc_s, q_start, k, seq_len, is_causal)
                             T.barrier_wait(k_full[s], (used // 2) % 2)
                             T.gemm(
                                 Q_s,
@@ -301,18 +312,16 @@ def flash_attention_hopper(
                             T.barrier_arrive(k_free[s])
                             if k == n - 1:
                                 T.barrier_arrive(q_free)
-                            T.copy(scores_max, scores_max_prev)
-                            T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                            for i in T.Parallel(block_M):
-                                scores_scale[i] = T.exp2(
-                                    scores_max_prev[i] * scale - scores_max[i] * scale
-                                )
-                            for i, j in T.Parallel(block_M, block_N):
-                                acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                            T.reduce_sum(acc_s, scores_sum, dim=1)
-                            for i in T.Parallel(block_M):
-                                logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                            T.copy(acc_s, acc_s_cast)
+                            online_softmax(
+                                acc_s,
+                                acc_s_cast,
+                                scores_max,
+                                scores_max_prev,
+                                scores_scale,
+                                scores_sum,
+                                logsum,
+                                scale,
+                            )
                             for i, j in T.Parallel(block_M, dim):
                                 acc_o[i, j] *= scores_scale[i]
                             T.barrier_wait(v_full[s], (used // 2) % 2)
