@@ -62,6 +62,9 @@ def timed(fn):
 
 
 def main():
+    sms = torch.cuda.get_device_properties(
+        0
+    ).multi_processor_count  # flash_attention_hopper's blocks
     rows = []
     for b, h, s, d, causal in CASES:
         q, k, v = (
@@ -82,7 +85,6 @@ def main():
                 continue
             try:
                 if cfg[0] == "hopper":
-                    sms = torch.cuda.get_device_properties(0).multi_processor_count
                     kernel = flash_attention_hopper(
                         b, h, s, d, causal, cfg[1], cfg[2], num_sms=sms, dtype=DTYPE
                     )

@@ -10,8 +10,9 @@ and wgmma. The table gives each side's time, the bytes moved per second (A + B +
 and the ratio torch time / our time (>= 1.0: as fast as torch or faster).
 
 SKINNY_CONFIGS="16,64,128,4,128,1,0;64,64,256,3,128,1,0" replaces every M's list
-(block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]]); a config whose
-block_M is not M's is still run (a 16-row tile at M = 64 runs 4 row blocks).
+(block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]]);
+a config whose block_M is not M's is still run (a 16-row tile at M = 64 runs 4 row
+blocks).
 
 Run on a GPU machine: python bench/skinny_gemm_cuda.py [--ms 16,64,128] [--nk 8192x8192]
 [--dtypes bfloat16,float16] [--layout nk]
@@ -30,9 +31,9 @@ from results import cuda_seconds, interleaved_medians, report, torch_device
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
 
-# (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]]) per M. N / block_N *
-# split_k blocks against 132 SMs; stages * (block_M + block_N) * block_K * 2 bytes of
-# shared memory stay under 227 KiB.
+# (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]])
+# per M. N / block_N * split_k blocks against 132 SMs; stages * (block_M + block_N) *
+# block_K * 2 bytes of shared memory stay under 227 KiB.
 CONFIGS = {
     16: [
         (16, 64, 64, 6, 128, 1, 0),  # mma.sync (16 rows), TMA (128-byte rows)

@@ -208,6 +208,10 @@ def flash_attention_hopper(
     accum_dtype = "float32"
     if block_M % 64 != 0 or not 64 <= block_M <= 192:
         raise ValueError(f"flash_attention_hopper: block_M must be 64, 128 or 192, got {block_M}")
+    if not isinstance(num_sms, int) or num_sms < 1:
+        raise ValueError(
+            f"flash_attention_hopper: num_sms must be a positive int (the blocks), got {num_sms!r}"
+        )
     consumers = block_M // 64
     # The block's 65536 registers: 24 per producer thread, the rest to the consumers.
     consumer_regs = min(240, (65536 - 24 * 128) // (128 * consumers) // 8 * 8)
@@ -265,8 +269,9 @@ def flash_attention_hopper(
                 T.set_max_nreg(24, 0)  # it only issues copies: its registers go to the others
                 loaded = T.alloc_var("int32", 0)  # K/V tiles loaded so far, all tiles
                 for r in T.serial(rounds):
-                    if tile_of(pid, r) < num_tiles:
-                        q_start, b, h, n = tile_coords(tile_of(pid, r))
+                    tile = tile_of(pid, r)
+                    if tile < num_tiles:
+                        q_start, b, h, n = tile_coords(tile)
                         if r > 0:  # the consumers are done with the last tile's Q
                             T.barrier_wait(q_free, (r - 1) % 2)
                         T.tma_copy(Q[b, q_start : q_start + block_M, h, :], Q_s, barrier=q_full)
@@ -292,8 +297,9 @@ def flash_attention_hopper(
                 T.set_max_nreg(consumer_regs, 1)
                 used = T.alloc_var("int32", 0)  # K/V tiles consumed so far, all tiles
                 for r in T.serial(rounds):
-                    if tile_of(pid, r) < num_tiles:
-                        q_start, b, h, n = tile_coords(tile_of(pid, r))
+                    tile = tile_of(pid, r)
+                    if tile < num_tiles:
+                        q_start, b, h, n = tile_coords(tile)
                         T.fill(acc_o, 0)
                         T.fill(logsum, 0)
                         T.fill(scores_max, -T.infinity(accum_dtype))

@@ -1,10 +1,11 @@
 """The kernels of issue 8's examples (fp8 GEMM, FlashAttention backward, MLA decode,
-int4 dequantized GEMM, the persistent FlashAttention forward for sm_90a), called directly with shapes and settings their main() does
-not use, on the CPU and on the CUDA emulator (the sm_80 CUDA source, run on the
-CPU), against float64 numpy. The examples' own main() runs in test_examples.py,
-test_emulator.py and, compiled for sm_80/sm_90/sm_90a, in
-test_examples_cuda_source.py and test_wgmma_examples.py; tests/gpu/ has the
-bigger shapes against torch."""
+int4 dequantized GEMM, the persistent FlashAttention forward for sm_90a), called
+directly with shapes and settings their main() does not use, on the CPU and on the
+CUDA emulator (the sm_80 CUDA source, run on the CPU; the sm_90a source for the
+hand-written Hopper kernels), against float64 numpy. The examples' own main() runs in
+test_examples.py, test_emulator.py and, compiled for sm_80/sm_90/sm_90a, in
+test_examples_cuda_source.py and test_wgmma_examples.py; tests/gpu/ has the bigger
+shapes against torch."""
 
 import importlib.util
 import pathlib

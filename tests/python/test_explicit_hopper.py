@@ -1,9 +1,9 @@
 """Explicit Hopper control (python/tilelang/language/hopper.py, lowered by
 src/transform/lower_explicit_hopper.cpp): T.ws warpgroup regions, T.alloc_barrier and the
-mbarrier operations, T.tma_copy, T.wgmma_gemm / T.wait_wgmma, T.set_max_nreg. The generated CUDA runs in
-the emulator ("cuda -arch=sm_90a -emulate": mbarrier, TMA and wgmma twins, named
-barriers) against numpy, compiles with NVRTC for sm_90a, and every misuse is an error
-that names the argument, what was expected and what was given."""
+mbarrier operations, T.tma_copy, T.wgmma_gemm / T.wait_wgmma, T.set_max_nreg. The
+generated CUDA runs in the emulator ("cuda -arch=sm_90a -emulate": mbarrier, TMA and
+wgmma twins, named barriers) against numpy, compiles with NVRTC for sm_90a, and every
+misuse is an error that names the argument, what was expected and what was given."""
 
 import importlib.util
 import pathlib
