@@ -375,10 +375,10 @@ TL_DEVICE void gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
     uint32_t a[MT][4];
     TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) {
       const TA* t0 = a_regs + (mt * KT + 2 * s) * 4;  // n8 tile 2s; tile 2s + 1 follows
-      a[mt][0] = mma::pack(t0[0].bits, t0[1].bits);
-      a[mt][1] = mma::pack(t0[2].bits, t0[3].bits);
-      a[mt][2] = mma::pack(t0[4].bits, t0[5].bits);
-      a[mt][3] = mma::pack(t0[6].bits, t0[7].bits);
+      a[mt][0] = load_pair(t0 + 0);
+      a[mt][1] = load_pair(t0 + 2);
+      a[mt][2] = load_pair(t0 + 4);
+      a[mt][3] = load_pair(t0 + 6);
     }
     sm80::mma_all<MT, NT, TA, TB>(acc, a, b[s % 2]);
   }

@@ -446,7 +446,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   TL_SM90_UNROLL for (int s = 0; s < K / 16; ++s) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       const TA* t0 = a_regs + (mi * KT + 2 * s) * 4;  // n8 tile 2s; tile 2s + 1 follows
-      TL_SM90_UNROLL for (int j = 0; j < 4; ++j) a[s][mi][j] = mma::pack(t0[2 * j].bits, t0[2 * j + 1].bits);
+      TL_SM90_UNROLL for (int j = 0; j < 4; ++j) a[s][mi][j] = load_pair(t0 + 2 * j);
     }
   }
   sm90::fence_proxy_async();

@@ -145,6 +145,41 @@ struct is_same<A, A> {
   static constexpr bool value = true;
 };
 
+// Register fragments of 16-bit values in pairs: T.copy of a float32 fragment into a
+// float16 / bfloat16 one writes two values with one cvt (dst[0] = a, dst[1] = b), and
+// the register gemms read A two values at a time, so that each 32-bit register holds a
+// pair. As 16-bit scalars, ptxas gives every value a register of its own: a 64 x 128
+// tile of P per warpgroup then takes 64 registers per thread instead of 32. Fragments
+// are 4-byte aligned (the code generator declares them so).
+template <class T>
+TL_DEVICE void cast_pair(T* dst, float a, float b) {
+  static_assert(is_same<T, half_t>::value || is_same<T, bfloat16_t>::value,
+                "tl::cast_pair: the destination is half_t or bfloat16_t");
+#if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
+  dst[0] = T(a);
+  dst[1] = T(b);
+#else
+  uint32_t w;
+  if constexpr (is_same<T, half_t>::value) {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));  // a in the low half
+  } else {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));
+  }
+  *reinterpret_cast<uint32_t*>(dst) = w;
+#endif
+}
+
+// The bits of p[0] (low half) and p[1] (high half) of a 16-bit fragment, p 4-byte aligned.
+template <class T>
+TL_DEVICE uint32_t load_pair(const T* p) {
+  static_assert(sizeof(T) == 2, "tl::load_pair reads two 16-bit values");
+#if defined(TL_EMULATE)
+  return uint32_t(p[0].bits) | (uint32_t(p[1].bits) << 16);
+#else
+  return *reinterpret_cast<const uint32_t*>(p);
+#endif
+}
+
 // T.use_swizzle's marker: the code generator remaps blockIdx at kernel entry.
 TL_DEVICE void use_swizzle(int, int) {}
 
@@ -178,6 +213,38 @@ TL_DEVICE T min(T a, T b) {
 template <class T>
 TL_DEVICE T max(T a, T b) {
   return a < b ? b : a;
+}
+// Floats: a NaN operand gives NaN, as numpy's maximum and minimum (the compare and
+// select above keeps `a` when only b is NaN). sm_80 and later do that in one
+// instruction, max.NaN / min.NaN (FMNMX), where a compare and a select take two: in a
+// softmax's row maximum that is one instruction less per score.
+template <>
+TL_DEVICE float max<float>(float a, float b) {
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return a < b || b != b ? b : a;
+#endif
+}
+template <>
+TL_DEVICE float min<float>(float a, float b) {
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return b < a || b != b ? b : a;
+#endif
+}
+template <>
+TL_DEVICE double max<double>(double a, double b) {
+  return a < b || b != b ? b : a;
+}
+template <>
+TL_DEVICE double min<double>(double a, double b) {
+  return b < a || b != b ? b : a;
 }
 
 // Float math in the argument's precision; the code generator passes float or double.

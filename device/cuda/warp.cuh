@@ -18,13 +18,13 @@ struct SumOp {
 struct MaxOp {
   template <class T>
   static TL_DEVICE T apply(T a, T b) {
-    return a < b ? b : a;
+    return max<T>(a, b);
   }
 };
 struct MinOp {
   template <class T>
   static TL_DEVICE T apply(T a, T b) {
-    return b < a ? b : a;
+    return min<T>(a, b);
   }
 };
 

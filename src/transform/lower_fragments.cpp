@@ -729,8 +729,8 @@ std::set<BufKey> tma_destinations(const Stmt& s) {
 
 class Lowerer : public IRMutator {
  public:
-  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles)
-      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads) {
+  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles, bool cuda)
+      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads), cuda_(cuda) {
     for (auto& [k, l] : s_.layouts) {
       const Buffer& b = a_.candidates.at(k);
       regs_[k] = Buffer::make(b->name, b->dtype, {int_imm(l->local_size())}, Scope::Local, {}, b->span);
@@ -1245,8 +1245,20 @@ class Lowerer : public IRMutator {
     bool fs = s_.layouts.count(op->regions[0].buffer.get()), fd = s_.layouts.count(op->regions[1].buffer.get());
     Var k("k", dtype::Int32);
     if (fs && fd) {
-      Stmt st = buffer_store(reg(d.buffer), cast(d.buffer->dtype, buffer_load(reg(s.buffer), {k})), {k}, op->span);
-      return for_loop(k, int_imm(0), int_imm(layout(s.buffer)->local_size()), ForKind::Unrolled, st);
+      int64_t n = layout(s.buffer)->local_size();
+      const DataType &from = s.buffer->dtype, &to = d.buffer->dtype;
+      if (cuda_ && n % 2 == 0 && from == dtype::Float32 && (to == dtype::Float16 || to == dtype::BFloat16)) {
+        // Two values per cvt into one 32-bit register (tl::cast_pair): a float16 P
+        // then holds 2 values per register, not 1, while it waits for its gemm.
+        Expr k2 = mul(k, int_imm(2));
+        Expr dst = call(Intrinsic::AddressOf, {buffer_load(reg(d.buffer), {k2})});
+        Stmt st = evaluate(
+            call_extern(dtype::Void, "tl::cast_pair",
+                        {dst, buffer_load(reg(s.buffer), {k2}), buffer_load(reg(s.buffer), {add(k2, int_imm(1))})}));
+        return for_loop(k, int_imm(0), int_imm(n / 2), ForKind::Unrolled, st, {}, op->span);
+      }
+      Stmt st = buffer_store(reg(d.buffer), cast(to, buffer_load(reg(s.buffer), {k})), {k}, op->span);
+      return for_loop(k, int_imm(0), int_imm(n), ForKind::Unrolled, st);
     }
     const BufferRegion& frag = fs ? s : d;
     const BufferRegion& mem = fs ? d : s;
@@ -1403,6 +1415,7 @@ class Lowerer : public IRMutator {
   const Solution& s_;
   Expr t_;
   int64_t threads_;
+  bool cuda_;  // 16-bit fragments cast in pairs (tl::cast_pair)
   std::map<BufKey, Buffer> regs_;
   std::map<BufKey, Buffer> swizzled_;
 };
@@ -1497,7 +1510,8 @@ class PerKernel : public IRMutator {
       lines.push_back(str_cat("fragment '", k->name, "' stays in shared memory: ", why));
     std::sort(lines.begin(), lines.end());
     for (const std::string& line : lines) log(LogLevel::Debug, line);
-    return with_body(op, Lowerer(a, s, thread_rank(op), tma_destinations(op->body)).mutate(op->body));
+    bool cuda = target_.kind == TargetKind::CUDA;
+    return with_body(op, Lowerer(a, s, thread_rank(op), tma_destinations(op->body), cuda).mutate(op->body));
   }
 
  private:

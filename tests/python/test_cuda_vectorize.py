@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
+from tilelang.utils.target import available_targets
 
 EMU = "cuda -arch=sm_90 -emulate"
 
@@ -95,3 +96,65 @@ def test_region_atomic_adds_of_a_fragment_go_in_vectors(dtype, width):
     c = np.zeros((M, N), dtype)
     kernel(a, c)
     np.testing.assert_array_equal(c, 6 * a)
+
+
+def p_times_v(dtype, arch):
+    """O = cast(S * 0.5) @ V with S float32 in a fragment, cast to `dtype` by T.copy into a
+    register fragment that the gemm reads as A (FlashAttention's P V); the row sums of
+    the cast (a per-row fragment, one value per row: cast one at a time) go out too."""
+
+    @T.prim_func
+    def pv(
+        S: T.Tensor((64, 32), "float32"),
+        V: T.Tensor((32, 32), dtype),
+        O: T.Tensor((64, 32), "float32"),
+        R: T.Tensor((64,), dtype),
+    ):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_fragment((64, 32), "float32")
+            p = T.alloc_fragment((64, 32), dtype)
+            row = T.alloc_fragment((64,), "float32")
+            row_cast = T.alloc_fragment((64,), dtype)
+            v = T.alloc_shared((32, 32), dtype)
+            o = T.alloc_fragment((64, 32), "float32")
+            T.copy(S, s)
+            T.copy(V, v)
+            for i, j in T.Parallel(64, 32):
+                s[i, j] = s[i, j] * 0.5
+            T.reduce_sum(s, row, dim=1)
+            T.copy(s, p)
+            T.copy(row, row_cast)
+            T.clear(o)
+            T.gemm(p, v, o, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(o, O)
+            T.copy(row_cast, R)
+
+    return pv
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_float32_fragments_cast_to_16_bits_in_pairs(dtype, arch):
+    """Two values per cvt into one 32-bit register (tl::cast_pair), so that P holds two
+    values per register while it waits for its gemm (as 16-bit scalars ptxas gives each
+    its own register: FlashAttention's P spilled); the gemm reads A two at a time
+    (tl::load_pair), so the fragments are declared 4-byte aligned."""
+    import ml_dtypes
+
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    kernel = tilelang.compile(p_times_v(dtype, arch), target=f"cuda -arch={arch} -emulate")
+    source = kernel.get_kernel_source()
+    assert "tl::cast_pair((&p[" in source, source
+    assert "alignas(4) tl::" in source and "gemm_rs<" in source
+    if "cuda" in available_targets():  # the device path (cvt.rn.*x2.f32) through NVRTC
+        tilelang.compile(p_times_v(dtype, arch), target=f"cuda -arch={arch}")
+    rng = np.random.default_rng(3)
+    s = rng.standard_normal((64, 32)).astype(np.float32)
+    v = rng.standard_normal((32, 32)).astype(np_dtype)
+    o = np.zeros((64, 32), np.float32)
+    r = np.zeros(64, np_dtype)
+    kernel(s, v, o, r)
+    p = (s * 0.5).astype(np_dtype)
+    want = p.astype(np.float64) @ v.astype(np.float64)
+    np.testing.assert_allclose(o, want, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(r.astype(np.float32), (s * 0.5).sum(axis=1), rtol=1e-2, atol=1e-2)

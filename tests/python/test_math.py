@@ -65,8 +65,11 @@ FLOAT_FUNCS = [
     ("erf", lambda x, p: T.erf(x), lambda x, p, r: _erf(x), False),
     ("pow", lambda x, p: T.pow(p, x), lambda x, p, r: np.power(p, x), False),
     ("fmod", lambda x, p: T.fmod(x, p), lambda x, p, r: np.fmod(x, p), False),
-    ("max", lambda x, p: T.max(x, p), lambda x, p, r: np.maximum(x, p), True),
-    ("min", lambda x, p: T.min(x, p), lambda x, p, r: np.minimum(x, p), True),
+    # NaN from either operand comes out, as numpy's (X[0] is NaN)
+    ("max", lambda x, p: T.max(x, p), lambda x, p, r: np.maximum(x, p), False),
+    ("min", lambda x, p: T.min(x, p), lambda x, p, r: np.minimum(x, p), False),
+    ("max nan second", lambda x, p: T.max(p, x), lambda x, p, r: np.maximum(p, x), False),
+    ("min nan second", lambda x, p: T.min(p, x), lambda x, p, r: np.minimum(p, x), False),
     ("max3", lambda x, p: T.max(x, p, -x), lambda x, p, r: np.maximum(np.maximum(x, p), -x), True),
     (
         "min3",

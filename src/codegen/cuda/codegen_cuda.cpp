@@ -162,7 +162,11 @@ class CodeGenCUDA : public CodeGenC {
     CodeGenC::emit_allocate(op);
   }
 
-  std::string alloc_prefix(const Buffer&) override { return ""; }
+  // Register arrays of 16-bit values are read and written two at a time
+  // (tl::cast_pair, tl::load_pair): 4-byte aligned.
+  std::string alloc_prefix(const Buffer& b) override {
+    return b->scope == Scope::Local && b->dtype.bits() == 16 ? "alignas(4) " : "";
+  }
 
   // Shared-memory elements go through TL_SMEM, which is plain indexing on the GPU
   // and a recorded access under the emulator's race detector.
