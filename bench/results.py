@@ -80,3 +80,14 @@ def interleaved_medians(fns, rounds, calls):
         for t, fn in zip(times, fns):
             t.append(cuda_seconds(fn, calls))
     return [statistics.median(t) for t in times]
+
+
+def best_interleaved(tried, ref_fn, rounds, calls, top=2):
+    """The faster of the `top` best configs of a burst sweep, timed interleaved with
+    `ref_fn`: bursts run faster than a sustained loop on a power-capped card and can
+    rank close configs wrongly. `tried` holds (burst seconds, config, fn);
+    returns (seconds, config, reference seconds)."""
+    best = sorted(tried, key=lambda t: t[0])[:top]
+    *ours, ref = interleaved_medians([t[2] for t in best] + [ref_fn], rounds, calls)
+    secs, cfg = min(zip(ours, (t[1] for t in best)), key=lambda x: x[0])
+    return secs, cfg, ref
