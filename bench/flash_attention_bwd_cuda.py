@@ -18,7 +18,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, interleaved_medians, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, rounds_text, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -107,7 +107,7 @@ def main():
         (
             "FlashAttention backward, float16, examples/flash_attention_bwd.py (preprocess + "
             "backward, best of the listed configs) vs SDPA cuDNN's backward; TFLOP/s "
-            f"(10 B H S^2 D) from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+            f"(10 B H S^2 D) from {rounds_text(ROUNDS, CALLS)}"
         ),
         [
             "case",

@@ -17,7 +17,7 @@ import statistics
 import sys
 
 import torch
-from results import best_interleaved, cuda_seconds, report, torch_device
+from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -116,7 +116,7 @@ def main():
         (
             f"FlashAttention forward, {DTYPE}, examples/flash_attention.py (the faster of the "
             f"two best listed configs by burst, both interleaved with SDPA's cuDNN backend); "
-            f"TFLOP/s from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+            f"TFLOP/s from {rounds_text(ROUNDS, CALLS)}"
         ),
         [
             "case",

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, interleaved_medians, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, rounds_text, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -128,7 +128,7 @@ def main():
         (
             "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales "
             f"1.0, {OUT_DTYPE} out (best of the listed configs) vs torch._scaled_mm; TFLOP/s "
-            f"from medians of {ROUNDS} interleaved rounds of {CALLS} calls"
+            f"from {rounds_text(ROUNDS, CALLS)}"
         ),
         [
             "shape",

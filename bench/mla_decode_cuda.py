@@ -17,7 +17,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, interleaved_medians, report, torch_device
+from results import cuda_seconds, interleaved_medians, report, rounds_text, torch_device
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from mla_decode import mla_combine, mla_decode, mla_decode_hopper, mla_decode_partial
@@ -120,8 +120,8 @@ def main():
         (
             f"MLA decode, {DTYPE}, h_q={HEADS} h_kv=1 dv={DV} dpe={DPE}, "
             "examples/mla_decode.py (best of the listed configs) vs the same run's "
-            f"torch.matmul {DTYPE} {MATMUL_N}^3; medians of {ROUNDS} interleaved rounds "
-            f"of {CALLS} calls; TB/s counts the cache once per head block"
+            f"torch.matmul {DTYPE} {MATMUL_N}^3; {rounds_text(ROUNDS, CALLS)}; "
+            f"TB/s counts the cache once per head block"
         ),
         [
             "case",

@@ -26,7 +26,7 @@ import sys
 
 import tilelang
 import torch
-from results import best_interleaved, cuda_seconds, report, torch_device
+from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
@@ -138,7 +138,7 @@ def main():
         f"{torch_device()[:-1]}, tilelang {tilelang.__version__})",
         (
             f"examples/skinny_gemm.py (the faster of the two best listed configs per M by burst, both interleaved) vs {b_desc}; "
-            f"medians of {ROUNDS} interleaved rounds of {CALLS} calls; TB/s counts A + B + C once"
+            f"{rounds_text(ROUNDS, CALLS)}; TB/s counts A + B + C once"
         ),
         [
             "shape (MxNxK)",

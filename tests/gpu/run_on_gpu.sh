@@ -24,12 +24,16 @@ if [ "${CPU_TESTS:-0}" = 1 ]; then
   TILELANG_DEFAULT_TARGET=cpu python3 -m pytest tests/python -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
   echo "cpu-target pytest exit $?" >> "$OUT/pytest.log"
 fi
-python3 -m pytest tests/gpu -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
-echo "pytest exit $?" >> "$OUT/pytest.log"
-# Shapes that do not divide their tiles, under compute-sanitizer memcheck.
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-"$SAN" --tool memcheck --error-exitcode 3 python3 tests/gpu/sanitize_tails.py > "$OUT/sanitizer.log" 2>&1
-echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
+# BENCH_ONLY=1 skips tests/gpu and the sanitizer (a second call for more benches, on a
+# commit whose tests already ran).
+if [ "${BENCH_ONLY:-0}" != 1 ]; then
+  python3 -m pytest tests/gpu -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
+  echo "pytest exit $?" >> "$OUT/pytest.log"
+  # Shapes that do not divide their tiles, under compute-sanitizer memcheck.
+  SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$SAN" --tool memcheck --error-exitcode 3 python3 tests/gpu/sanitize_tails.py > "$OUT/sanitizer.log" 2>&1
+  echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
+fi
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
 # arguments); the default runs them all (more than one 10-minute device call: pick).
 # They all write to bench.log (at most 8 files come back from the device).
