@@ -74,35 +74,38 @@ def cuda_seconds(fn, calls):
 
 
 # Seconds each side of an interleaved comparison runs per round, at least. The card's
-# power cap sets its clock over tens of milliseconds: a side that runs for 10 ms runs at
-# the clock the previous side left, not at its own. Measured on the H200 (2026-12-01,
-# docs/design/benchmarks.md): mma.sync against torch.matmul at 8192^3 came out 0.525 in
-# rounds of 10 calls (16-30 ms per side) and 0.607 in rounds of 200 (0.3-0.6 s), where
-# each ran alone for 3 s at 0.618. TL_BENCH_SEGMENT_S overrides it (0: `calls` only).
-SEGMENT_SECONDS = float(os.environ.get("TL_BENCH_SEGMENT_S", "0.25"))
+# power cap sets its clock over a window of about a hundred milliseconds: a side that
+# runs for 10 ms runs at the clock the previous side left, not at its own. Measured on
+# the H200 (2026-12-01, docs/design/benchmarks.md): mma.sync against torch.matmul at
+# 8192^3 came out 0.525 in rounds of 10 calls (16-30 ms per side) and 0.607 in rounds
+# of 200 (0.3-0.6 s), where each ran alone for 3 s at 0.618. TL_BENCH_SEGMENT_S
+# overrides it (0: `calls` only).
+SEGMENT_SECONDS = float(os.environ.get("TL_BENCH_SEGMENT_S", "0.5"))
 
 
 def interleaved_medians(fns, rounds, calls):
     """Median seconds per call of each of `fns`, timed one after the other in each of
     `rounds` rounds (A/B interleaved: every side sees the same drift of clocks and
     temperature). Each side runs `calls` calls per round, more where that takes under
-    SEGMENT_SECONDS, so that it runs at its own steady clock."""
+    SEGMENT_SECONDS, so that it runs at its own steady clock; the order rotates from
+    round to round, so that no side always inherits the clock of the same other."""
     counts = []
     for fn in fns:
         secs = cuda_seconds(fn, calls)
         counts.append(max(calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else calls)
     times = [[] for _ in fns]
-    for _ in range(rounds):
-        for t, fn, n in zip(times, fns, counts):
-            t.append(cuda_seconds(fn, n))
+    for r in range(rounds):
+        for i in range(len(fns)):
+            j = (i + r) % len(fns)
+            times[j].append(cuda_seconds(fns[j], counts[j]))
     return [statistics.median(t) for t in times]
 
 
 def rounds_text(rounds, calls):
     """How interleaved_medians timed, for a bench's description."""
     return (
-        f"medians of {rounds} interleaved rounds, each side {calls}+ calls and at least "
-        f"{SEGMENT_SECONDS:g} s per round"
+        f"medians of {rounds} interleaved rounds in rotating order, each side {calls}+ calls "
+        f"and at least {SEGMENT_SECONDS:g} s per round"
     )
 
 
