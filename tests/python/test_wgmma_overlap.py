@@ -53,7 +53,9 @@ def test_p_v_stays_in_flight_until_the_next_cast():
     # The steady loop: P V issued (its wait<1> retires Q K^T, whose K tile goes back
     # to the producer), the softmax, then one wait<0> before P is rewritten.
     text = "\n".join(
-        lines_between(src, "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, 1>", "acc_s_cast[k")
+        lines_between(
+            src, "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, 1>", "tl::cast_pair((&acc_s_cast["
+        )
     )
     assert text.index("K_shared_empty") < text.index("tl::exp2"), text
     assert text.count("tl::wgmma_wait<0>();") == 1, text
