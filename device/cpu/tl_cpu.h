@@ -37,30 +37,15 @@ inline T floormod(T a, T b) {
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// A NaN operand gives NaN, as numpy's maximum and minimum and the CUDA target (`b != b`
+// is false for integers).
 template <class T>
 inline T min(T a, T b) {
-  return b < a ? b : a;
+  return b < a || b != b ? b : a;
 }
 template <class T>
 inline T max(T a, T b) {
-  return a < b ? b : a;
-}
-// Floats: a NaN operand gives NaN, as numpy's maximum and minimum and the CUDA target.
-template <>
-inline float max<float>(float a, float b) {
   return a < b || b != b ? b : a;
-}
-template <>
-inline float min<float>(float a, float b) {
-  return b < a || b != b ? b : a;
-}
-template <>
-inline double max<double>(double a, double b) {
-  return a < b || b != b ? b : a;
-}
-template <>
-inline double min<double>(double a, double b) {
-  return b < a || b != b ? b : a;
 }
 
 // Float math in the argument's precision (float or double).

@@ -206,46 +206,32 @@ TL_DEVICE T floormod(T a, T b) {
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// A NaN operand gives NaN, as numpy's maximum and minimum (`b != b` is false for
+// integers and folds away). sm_80 and later do it for float in one instruction,
+// max.NaN / min.NaN (FMNMX), where a compare and a select take two: one instruction less
+// per score in a softmax's row maximum.
 template <class T>
 TL_DEVICE T min(T a, T b) {
-  return b < a ? b : a;
+  return b < a || b != b ? b : a;
 }
 template <class T>
 TL_DEVICE T max(T a, T b) {
-  return a < b ? b : a;
+  return a < b || b != b ? b : a;
 }
-// Floats: a NaN operand gives NaN, as numpy's maximum and minimum (the compare and
-// select above keeps `a` when only b is NaN). sm_80 and later do that in one
-// instruction, max.NaN / min.NaN (FMNMX), where a compare and a select take two: in a
-// softmax's row maximum that is one instruction less per score.
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
 template <>
 TL_DEVICE float max<float>(float a, float b) {
-#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-#else
-  return a < b || b != b ? b : a;
-#endif
 }
 template <>
 TL_DEVICE float min<float>(float a, float b) {
-#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
   float r;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-#else
-  return b < a || b != b ? b : a;
+}
 #endif
-}
-template <>
-TL_DEVICE double max<double>(double a, double b) {
-  return a < b || b != b ? b : a;
-}
-template <>
-TL_DEVICE double min<double>(double a, double b) {
-  return b < a || b != b ? b : a;
-}
 
 // Float math in the argument's precision; the code generator passes float or double.
 #define TL_UNARY_MATH(name, f32, f64) \
