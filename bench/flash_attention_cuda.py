@@ -35,13 +35,16 @@ CASES = [
 # (bench/RESULTS.md): 128x128 with overlap at D=128, 192x128 with overlap on three
 # consumer warpgroups at D=64 (it spilled P until P was cast in pairs, see
 # docs/design/hopper.md); 128x256 does not fit 227 KB at D=128.
-# ("hopper", block_M, block_N): flash_attention_hopper, the persistent hand-written
-# schedule (one block per SM); its tiles run on block_M / 64 consumer warpgroups. At D=64
-# only: at D=128 it lacks the overlap of the softmax with P V that overlap=1 has, and is
-# slower (bench/RESULTS.md, 0f3a69a).
-HOPPER_DIMS = (64,)
+# ("hopper", block_M, block_N[, overlap]): flash_attention_hopper, the persistent
+# hand-written schedule (one block per SM); its tiles run on block_M / 64 consumer
+# warpgroups, and overlap=1 leaves P V in flight through the next softmax. Listed per
+# head dim (HOPPER_CONFIGS): without the overlap it is slower at D=128 (bench/RESULTS.md,
+# 0f3a69a), and 192 rows with the overlap spill at D=128.
+HOPPER_CONFIGS = {
+    64: [("hopper", 192, 128), ("hopper", 192, 128, 1)],
+    128: [("hopper", 128, 128, 1)],
+}
 CONFIGS = [
-    ("hopper", 192, 128),
     (192, 128, 384, 2, 1),
     (128, 128, 256, 2, 1),
     (128, 128, 256, 2, 0),
@@ -49,8 +52,9 @@ CONFIGS = [
     (128, 256, 256, 2, 0),
     (128, 192, 256, 2, 0),
 ]
-# FA_CONFIGS="128,128,256,2,1;hopper,192,128" replaces the list (for sweeps).
+# FA_CONFIGS="128,128,256,2,1;hopper,192,128,1" replaces both lists (for sweeps).
 if os.environ.get("FA_CONFIGS"):
+    HOPPER_CONFIGS = {}
     CONFIGS = [
         tuple(v if v == "hopper" else int(v) for v in c.split(","))
         for c in os.environ["FA_CONFIGS"].split(";")
@@ -82,13 +86,12 @@ def main():
         expect = ref_fn().transpose(1, 2).float()
         flop = 4 * b * h * s * s * d / (2 if causal else 1)
         tried = []  # (burst seconds, config, kernel)
-        for cfg in CONFIGS:
-            if cfg[0] == "hopper" and d not in HOPPER_DIMS and not os.environ.get("FA_CONFIGS"):
-                continue
+        for cfg in HOPPER_CONFIGS.get(d, []) + CONFIGS:
             try:
                 if cfg[0] == "hopper":
+                    overlap = bool(cfg[3]) if len(cfg) > 3 else False
                     kernel = flash_attention_hopper(
-                        b, h, s, d, causal, cfg[1], cfg[2], num_sms=sms, dtype=DTYPE
+                        b, h, s, d, causal, cfg[1], cfg[2], sms, DTYPE, overlap
                     )
                 else:
                     kernel = flash_attention(
@@ -120,7 +123,7 @@ def main():
         ),
         [
             "case",
-            "config (block_M, block_N, threads, stages, overlap; or hopper, block_M, block_N)",
+            "config (block_M, block_N, threads, stages, overlap; or hopper, block_M, block_N[, overlap])",
             "tilelang (TFLOP/s)",
             "SDPA cuDNN (TFLOP/s)",
             "ratio",

@@ -55,12 +55,10 @@ def init_scores(acc_s, q_start, k, seq_len, is_causal):
 
 
 @T.macro
-def online_softmax(
-    acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale
-):
+def softmax_step(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale):
     """Folds a tile of scores into the running row maximum and sum (log2 domain, `scale`
-    folded in): scores_scale gets each row's rescale factor for the output, acc_s the
-    tile's exponentials and acc_s_cast them in the input dtype (P)."""
+    folded in): scores_scale gets each row's rescale factor for the output and acc_s the
+    tile's exponentials."""
     block_M, block_N = acc_s.shape
     T.copy(scores_max, scores_max_prev)
     T.reduce_max(acc_s, scores_max, dim=1, clear=False)
@@ -71,6 +69,14 @@ def online_softmax(
     T.reduce_sum(acc_s, scores_sum, dim=1)
     for i in T.Parallel(block_M):
         logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+
+
+@T.macro
+def online_softmax(
+    acc_s, acc_s_cast, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale
+):
+    """softmax_step, then the exponentials in the input dtype (P) in acc_s_cast."""
+    softmax_step(acc_s, scores_max, scores_max_prev, scores_scale, scores_sum, logsum, scale)
     T.copy(acc_s, acc_s_cast)
 
 
@@ -189,7 +195,16 @@ def flash_attention(
 
 @tilelang.jit(out_idx=[3], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
 def flash_attention_hopper(
-    batch, heads, seq_len, dim, is_causal, block_M=192, block_N=128, num_sms=132, dtype="float16"
+    batch,
+    heads,
+    seq_len,
+    dim,
+    is_causal,
+    block_M=192,
+    block_N=128,
+    num_sms=132,
+    dtype="float16",
+    overlap=False,
 ):
     """The forward scheduled by hand for Hopper (sm_90a) as a persistent kernel, in
     TileLang's explicit warpgroup syntax (T.ws regions, mbarriers, T.tma_copy).
@@ -201,8 +216,10 @@ def flash_attention_hopper(
     are freed, so that a tile's start (Q and the first K from DRAM) and its epilogue
     overlap the neighbouring tile's work instead of being paid once per block. The
     other warpgroups compute block_M rows (64 each) as `flash_attention` does. Row
-    tiles end at seq_len when causal, as there. sm_90a only; `flash_attention` runs
-    everywhere."""
+    tiles end at seq_len when causal, as there. overlap=True orders each consumer's
+    steps as FlashAttention-3 does: Q K^T of key tile k, then P V of tile k - 1 (T.wgmma_gemm
+    left in flight), the softmax of tile k while that P V runs. sm_90a only;
+    `flash_attention` runs everywhere."""
     scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
     accum_dtype = "float32"
@@ -304,36 +321,91 @@ def flash_attention_hopper(
                         T.fill(logsum, 0)
                         T.fill(scores_max, -T.infinity(accum_dtype))
                         T.barrier_wait(q_full, r % 2)
-                        for k in T.serial(n):
-                            s = used % 2
-                            init_scores(acc_s, q_start, k, seq_len, is_causal)
-                            T.barrier_wait(k_full[s], (used // 2) % 2)
-                            T.gemm(
-                                Q_s,
-                                K_s[s, :, :],
-                                acc_s,
-                                transpose_B=True,
-                                policy=T.GemmWarpPolicy.FullRow,
+                        if overlap:
+                            # Step k: Q K^T of key tile k, then P V of tile k - 1,
+                            # whose issue waits for that Q K^T; the softmax of tile k
+                            # runs while the P V does. P V of the last tile follows.
+                            for k in T.serial(n):
+                                s = used % 2
+                                init_scores(acc_s, q_start, k, seq_len, is_causal)
+                                T.barrier_wait(k_full[s], (used // 2) % 2)
+                                T.wgmma_gemm(
+                                    Q_s,
+                                    K_s[s, :, :],
+                                    acc_s,
+                                    transpose_B=True,
+                                    policy=T.GemmWarpPolicy.FullRow,
+                                )
+                                if k > 0:
+                                    p = (used - 1) % 2
+                                    T.barrier_wait(v_full[p], ((used - 1) // 2) % 2)
+                                    T.wgmma_gemm(
+                                        acc_s_cast,
+                                        V_s[p, :, :],
+                                        acc_o,
+                                        policy=T.GemmWarpPolicy.FullRow,
+                                    )
+                                else:
+                                    T.wait_wgmma(0)
+                                T.barrier_arrive(k_free[s])
+                                if k == n - 1:
+                                    T.barrier_arrive(q_free)
+                                softmax_step(
+                                    acc_s,
+                                    scores_max,
+                                    scores_max_prev,
+                                    scores_scale,
+                                    scores_sum,
+                                    logsum,
+                                    scale,
+                                )
+                                T.wait_wgmma(0)
+                                if k > 0:
+                                    T.barrier_arrive(v_free[(used - 1) % 2])
+                                for i, j in T.Parallel(block_M, dim):
+                                    acc_o[i, j] *= scores_scale[i]
+                                T.copy(acc_s, acc_s_cast)
+                                used = used + 1
+                            p = (used - 1) % 2
+                            T.barrier_wait(v_full[p], ((used - 1) // 2) % 2)
+                            T.wgmma_gemm(
+                                acc_s_cast, V_s[p, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow
                             )
-                            T.barrier_arrive(k_free[s])
-                            if k == n - 1:
-                                T.barrier_arrive(q_free)
-                            online_softmax(
-                                acc_s,
-                                acc_s_cast,
-                                scores_max,
-                                scores_max_prev,
-                                scores_scale,
-                                scores_sum,
-                                logsum,
-                                scale,
-                            )
-                            for i, j in T.Parallel(block_M, dim):
-                                acc_o[i, j] *= scores_scale[i]
-                            T.barrier_wait(v_full[s], (used // 2) % 2)
-                            T.gemm(acc_s_cast, V_s[s, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow)
-                            T.barrier_arrive(v_free[s])
-                            used = used + 1
+                            T.wait_wgmma(0)
+                            T.barrier_arrive(v_free[p])
+                        else:
+                            for k in T.serial(n):
+                                s = used % 2
+                                init_scores(acc_s, q_start, k, seq_len, is_causal)
+                                T.barrier_wait(k_full[s], (used // 2) % 2)
+                                T.gemm(
+                                    Q_s,
+                                    K_s[s, :, :],
+                                    acc_s,
+                                    transpose_B=True,
+                                    policy=T.GemmWarpPolicy.FullRow,
+                                )
+                                T.barrier_arrive(k_free[s])
+                                if k == n - 1:
+                                    T.barrier_arrive(q_free)
+                                online_softmax(
+                                    acc_s,
+                                    acc_s_cast,
+                                    scores_max,
+                                    scores_max_prev,
+                                    scores_scale,
+                                    scores_sum,
+                                    logsum,
+                                    scale,
+                                )
+                                for i, j in T.Parallel(block_M, dim):
+                                    acc_o[i, j] *= scores_scale[i]
+                                T.barrier_wait(v_full[s], (used // 2) % 2)
+                                T.gemm(
+                                    acc_s_cast, V_s[s, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow
+                                )
+                                T.barrier_arrive(v_free[s])
+                                used = used + 1
                         for i, j in T.Parallel(block_M, dim):
                             acc_o[i, j] /= logsum[i]
                         # Through shared memory: whole rows out (a TMA store where the

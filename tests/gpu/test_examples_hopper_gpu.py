@@ -80,10 +80,21 @@ def attention_forward(q, k, v, is_causal):
     [
         (64, (192, 128, 384, 2, False)),
         (128, (128, 128, 256, 2, True)),
+        (64, (192, 128, 384, 2, True)),
         (64, ("hopper", 192, 128)),
         (128, ("hopper", 128, 128)),
+        (64, ("hopper", 192, 128, True)),
+        (128, ("hopper", 128, 128, True)),
     ],
-    ids=["d64-192x128", "d128-overlap", "d64-hopper", "d128-hopper"],
+    ids=[
+        "d64-192x128",
+        "d128-overlap",
+        "d64-192x128-overlap",
+        "d64-hopper",
+        "d128-hopper",
+        "d64-hopper-overlap",
+        "d128-hopper-overlap",
+    ],
 )
 @pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
 def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
@@ -98,8 +109,9 @@ def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
         for _ in range(3)
     )
     if tiles[0] == "hopper":  # the persistent schedule, with fewer blocks than tiles
+        bM, bN, *overlap = tiles[1:]
         kernel = fa.flash_attention_hopper(
-            batch, heads, seq_len, dim, is_causal, *tiles[1:], num_sms=7, dtype="bfloat16"
+            batch, heads, seq_len, dim, is_causal, bM, bN, 7, "bfloat16", bool(overlap)
         )
     else:
         bM, bN, threads, stages, overlap = tiles

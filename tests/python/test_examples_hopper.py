@@ -158,21 +158,29 @@ def test_int4_gemm_rejects_bad_groups(kwargs, message):
 
 
 @pytest.mark.parametrize(
-    "dim, block_M, is_causal",
-    [(64, 192, True), (64, 192, False), (128, 128, True)],
-    ids=["d64-causal", "d64-full", "d128-causal"],
+    "dim, block_M, is_causal, overlap",
+    [
+        (64, 192, True, False),
+        (64, 192, False, False),
+        (128, 128, True, False),
+        (64, 192, True, True),
+        (128, 128, False, True),
+    ],
+    ids=["d64-causal", "d64-full", "d128-causal", "d64-causal-overlap", "d128-full-overlap"],
 )
-def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal):
+def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal, overlap):
     """The persistent hand-written forward (sm_90a source, run in the emulator): 3 blocks
     over 2 x 2 x 2 row tiles of 300 tokens, so blocks take several tiles, the last round
     is partial and the mbarrier phases run on across tiles; causal row tiles start
-    before row 0 (the store of such a tile stays element-wise)."""
+    before row 0 (the store of such a tile stays element-wise). overlap=True: P V of
+    tile k - 1 is issued after Q K^T of tile k and stays in flight through its softmax
+    (wgmma_gemm_rs with one group pending, then one wait<0> per step)."""
     import tilelang
 
     fa = load_example("flash_attention")
     batch, heads, seq_len = 2, 2, 300
     func = fa.flash_attention_hopper.get_tir(
-        batch, heads, seq_len, dim, is_causal, block_M, 128, num_sms=3, dtype="float16"
+        batch, heads, seq_len, dim, is_causal, block_M, 128, 3, "float16", overlap
     )
     kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a -emulate")
     src = kernel.get_kernel_source()
@@ -183,6 +191,10 @@ def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal
         assert any(f"(&{tile}[" in line for line in loads), src
     assert src.count("__syncthreads();") == 6, src  # one per T.alloc_barrier, before the loops
     assert ("tl::tma_store<4>(" in src) == (not is_causal), src
+    # P V left in flight: the register-A wgmma with one group pending, in the loop and
+    # once after it.
+    pv = f"tl::wgmma_gemm_rs<{block_M}, {dim}, 128, {block_M // 64}, 1, false"
+    assert src.count(pv + (", 1>(" if overlap else ">(")) == (2 if overlap else 1), src
     rng = np.random.default_rng(dim + block_M)
     q, k, v = (
         rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(3)

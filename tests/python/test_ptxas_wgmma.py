@@ -48,6 +48,14 @@ def flash_attention(causal, dim, overlap, block_M=128, threads=256):
     return tilelang.compile(func, out_idx=[3], target=SM90A)
 
 
+def flash_attention_hopper(causal, dim, block_M):
+    fa = load("flash_attention")
+    func = fa.flash_attention_hopper.get_tir(
+        8, 16, 4096, dim, causal, block_M, 128, 132, "bfloat16", True
+    )
+    return tilelang.compile(func, out_idx=[3], target=SM90A)
+
+
 CASES = {
     "fa_d128_causal_overlap": lambda: flash_attention(True, 128, True),
     "fa_d128_overlap": lambda: flash_attention(False, 128, True),
@@ -59,6 +67,10 @@ CASES = {
     "fa_d64_causal_192x128_overlap": lambda: flash_attention(
         True, 64, True, block_M=192, threads=384
     ),
+    # The persistent hand-written schedule with P V left in flight (192 rows on three
+    # consumer warpgroups at 160 registers; 128 rows on two at 240).
+    "fa_hopper_d64_causal_overlap": lambda: flash_attention_hopper(True, 64, 192),
+    "fa_hopper_d128_overlap": lambda: flash_attention_hopper(False, 128, 128),
     "mla_decode": lambda: tilelang.compile(
         load("mla_decode").mla_decode.get_tir(64, 128, 8192, 512, 64, dtype="bfloat16"),
         out_idx=[-1],
