@@ -33,7 +33,7 @@ import sys
 import time
 
 import numpy as np
-from results import commit
+from results import SEGMENT_SECONDS, commit, cuda_seconds, rounds_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOG2E = math.log2(math.e)
@@ -169,15 +169,18 @@ class TorchCuda:
     def itemsize(self, x):
         return x.element_size()
 
-    def seconds_per_call(self, fn):
-        torch = self.torch
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(self.calls):
-            fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / self.calls / 1e3
+    def seconds_per_call(self, fn, calls=None):
+        return cuda_seconds(fn, calls or self.calls)
+
+    def calls_for(self, fn):
+        """Calls that take at least SEGMENT_SECONDS (bench/results.py: the power cap
+        sets the clock over about 100 ms, so a shorter side runs at the clock the
+        previous one left)."""
+        secs = self.seconds_per_call(fn)
+        return max(self.calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else self.calls
+
+    def timing_text(self):
+        return rounds_text(self.rounds, self.calls)
 
     def assert_close(self, got, want, rtol, atol):
         self.torch.testing.assert_close(got.float(), want.float(), rtol=rtol, atol=atol)
@@ -240,11 +243,18 @@ class NumpyHost:
     def itemsize(self, x):
         return x.itemsize
 
-    def seconds_per_call(self, fn):
+    def seconds_per_call(self, fn, calls=None):
+        calls = calls or self.calls
         start = time.perf_counter()
-        for _ in range(self.calls):
+        for _ in range(calls):
             fn()
-        return (time.perf_counter() - start) / self.calls
+        return (time.perf_counter() - start) / calls
+
+    def calls_for(self, fn):
+        return self.calls
+
+    def timing_text(self):
+        return f"median time of {self.rounds} interleaved rounds of {self.calls} calls"
 
     def assert_close(self, got, want, rtol, atol):
         np.testing.assert_allclose(
@@ -276,13 +286,17 @@ class NumpyHost:
 # ---- measuring
 
 
-def interleaved(backend, fns, rounds=None):
-    """Median seconds per call of each fn, the fns timed in alternation so that all see
-    the same clocks."""
+def interleaved(backend, fns, rounds=None, sustained=True):
+    """Median seconds per call of each fn, the fns timed in alternation (the order
+    rotating from round to round) so that all see the same drift of clocks; sustained:
+    each side runs backend.calls_for(fn) calls per round (on the GPU at least
+    SEGMENT_SECONDS), else backend.calls (the brief timing of the config search)."""
+    counts = [backend.calls_for(fn) if sustained else backend.calls for fn in fns]
     times = [[] for _ in fns]
-    for _ in range(rounds or backend.rounds):
-        for slot, fn in enumerate(fns):
-            times[slot].append(backend.seconds_per_call(fn))
+    for r in range(rounds or backend.rounds):
+        for i in range(len(fns)):
+            j = (i + r) % len(fns)
+            times[j].append(backend.seconds_per_call(fns[j], counts[j]))
     return [statistics.median(t) for t in times]
 
 
@@ -318,7 +332,7 @@ def pick_fastest(backend, target, configs, build, run, output, check, outcome):
         except Exception as e:  # noqa: BLE001 - a configuration the compiler or driver refuses
             outcome.failed.append(f"{config}: {summary(e)}")
             continue
-        (t,) = interleaved(backend, [lambda k=kernel: run(k)], SEARCH_ROUNDS)
+        (t,) = interleaved(backend, [lambda k=kernel: run(k)], SEARCH_ROUNDS, sustained=False)
         if best_time is None or t < best_time:
             best, best_time = (config, kernel), t
     return best
@@ -410,8 +424,8 @@ def table(rows, backend):
         f"### memory_bound_cuda — {datetime.date.today()} — commit {commit()} — {backend.device}",
         "",
         (
-            f"bandwidth = bytes read + written / median time of {backend.rounds} interleaved "
-            f"rounds of {backend.calls} calls; the fastest correct configuration of each kernel"
+            f"bandwidth = bytes read + written / {backend.timing_text()}; the fastest "
+            f"correct configuration of each kernel"
         ),
         "",
         "| kernel | best configuration | tilelang (GB/s) | reference (GB/s) | ratio | target | library op (GB/s) |",
