@@ -28,12 +28,11 @@ import datetime
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 
 import numpy as np
-from results import SEGMENT_SECONDS, commit, cuda_seconds, rounds_text
+from results import commit, cuda_seconds, rotated_medians, rounds_text, segment_calls
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOG2E = math.log2(math.e)
@@ -176,8 +175,7 @@ class TorchCuda:
         """Calls that take at least SEGMENT_SECONDS (bench/results.py: the power cap
         sets the clock over about 100 ms, so a shorter side runs at the clock the
         previous one left)."""
-        secs = self.seconds_per_call(fn)
-        return max(self.calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else self.calls
+        return segment_calls(self.seconds_per_call(fn), self.calls)
 
     def timing_text(self):
         return rounds_text(self.rounds, self.calls)
@@ -292,12 +290,7 @@ def interleaved(backend, fns, rounds=None, sustained=True):
     each side runs backend.calls_for(fn) calls per round (on the GPU at least
     SEGMENT_SECONDS), else backend.calls (the brief timing of the config search)."""
     counts = [backend.calls_for(fn) if sustained else backend.calls for fn in fns]
-    times = [[] for _ in fns]
-    for r in range(rounds or backend.rounds):
-        for i in range(len(fns)):
-            j = (i + r) % len(fns)
-            times[j].append(backend.seconds_per_call(fns[j], counts[j]))
-    return [statistics.median(t) for t in times]
+    return rotated_medians(fns, counts, rounds or backend.rounds, backend.seconds_per_call)
 
 
 class Outcome:

@@ -83,22 +83,31 @@ def cuda_seconds(fn, calls):
 SEGMENT_SECONDS = float(os.environ.get("TL_BENCH_SEGMENT_S", "0.5"))
 
 
-def interleaved_medians(fns, rounds, calls):
-    """Median seconds per call of each of `fns`, timed one after the other in each of
-    `rounds` rounds (A/B interleaved: every side sees the same drift of clocks and
-    temperature). Each side runs `calls` calls per round, more where that takes under
-    SEGMENT_SECONDS, so that it runs at its own steady clock; the order rotates from
-    round to round, so that no side always inherits the clock of the same other."""
-    counts = []
-    for fn in fns:
-        secs = cuda_seconds(fn, calls)
-        counts.append(max(calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else calls)
+def segment_calls(secs, calls):
+    """Calls per round for a side that takes `secs` per call: `calls`, or more where
+    those take under SEGMENT_SECONDS."""
+    return max(calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else calls
+
+
+def rotated_medians(fns, counts, rounds, timer):
+    """Median over `rounds` of timer(fn, count) for each fn, the order of the sides
+    rotating from round to round, so that no side always inherits the clock of the same
+    other."""
     times = [[] for _ in fns]
     for r in range(rounds):
         for i in range(len(fns)):
             j = (i + r) % len(fns)
-            times[j].append(cuda_seconds(fns[j], counts[j]))
+            times[j].append(timer(fns[j], counts[j]))
     return [statistics.median(t) for t in times]
+
+
+def interleaved_medians(fns, rounds, calls):
+    """Median seconds per call of each of `fns`, timed one after the other in each of
+    `rounds` rounds (A/B interleaved: every side sees the same drift of clocks and
+    temperature). Each side runs segment_calls per round, so that it runs at its own
+    steady clock, in rotating order (rotated_medians)."""
+    counts = [segment_calls(cuda_seconds(fn, calls), calls) for fn in fns]
+    return rotated_medians(fns, counts, rounds, cuda_seconds)
 
 
 def rounds_text(rounds, calls):

@@ -321,14 +321,14 @@ def flash_attention_hopper(
                         T.fill(logsum, 0)
                         T.fill(scores_max, -T.infinity(accum_dtype))
                         T.barrier_wait(q_full, r % 2)
-                        if overlap:
-                            # Step k: Q K^T of key tile k, then P V of tile k - 1,
-                            # whose issue waits for that Q K^T; the softmax of tile k
-                            # runs while the P V does. P V of the last tile follows.
-                            for k in T.serial(n):
-                                s = used % 2
-                                init_scores(acc_s, q_start, k, seq_len, is_causal)
-                                T.barrier_wait(k_full[s], (used // 2) % 2)
+                        # overlap: step k issues Q K^T of key tile k, then P V of tile
+                        # k - 1, whose issue waits for that Q K^T; the softmax of tile k
+                        # runs while the P V does, and P V of the last tile follows.
+                        for k in T.serial(n):
+                            s = used % 2
+                            init_scores(acc_s, q_start, k, seq_len, is_causal)
+                            T.barrier_wait(k_full[s], (used // 2) % 2)
+                            if overlap:
                                 T.wgmma_gemm(
                                     Q_s,
                                     K_s[s, :, :],
@@ -347,37 +347,7 @@ def flash_attention_hopper(
                                     )
                                 else:
                                     T.wait_wgmma(0)
-                                T.barrier_arrive(k_free[s])
-                                if k == n - 1:
-                                    T.barrier_arrive(q_free)
-                                softmax_step(
-                                    acc_s,
-                                    scores_max,
-                                    scores_max_prev,
-                                    scores_scale,
-                                    scores_sum,
-                                    logsum,
-                                    scale,
-                                )
-                                T.wait_wgmma(0)
-                                if k > 0:
-                                    T.barrier_arrive(v_free[(used - 1) % 2])
-                                for i, j in T.Parallel(block_M, dim):
-                                    acc_o[i, j] *= scores_scale[i]
-                                T.copy(acc_s, acc_s_cast)
-                                used = used + 1
-                            p = (used - 1) % 2
-                            T.barrier_wait(v_full[p], ((used - 1) // 2) % 2)
-                            T.wgmma_gemm(
-                                acc_s_cast, V_s[p, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow
-                            )
-                            T.wait_wgmma(0)
-                            T.barrier_arrive(v_free[p])
-                        else:
-                            for k in T.serial(n):
-                                s = used % 2
-                                init_scores(acc_s, q_start, k, seq_len, is_causal)
-                                T.barrier_wait(k_full[s], (used // 2) % 2)
+                            else:
                                 T.gemm(
                                     Q_s,
                                     K_s[s, :, :],
@@ -385,27 +355,46 @@ def flash_attention_hopper(
                                     transpose_B=True,
                                     policy=T.GemmWarpPolicy.FullRow,
                                 )
-                                T.barrier_arrive(k_free[s])
-                                if k == n - 1:
-                                    T.barrier_arrive(q_free)
-                                online_softmax(
-                                    acc_s,
-                                    acc_s_cast,
-                                    scores_max,
-                                    scores_max_prev,
-                                    scores_scale,
-                                    scores_sum,
-                                    logsum,
-                                    scale,
-                                )
-                                for i, j in T.Parallel(block_M, dim):
-                                    acc_o[i, j] *= scores_scale[i]
+                            T.barrier_arrive(k_free[s])
+                            if k == n - 1:
+                                T.barrier_arrive(q_free)
+                            softmax_step(
+                                acc_s,
+                                scores_max,
+                                scores_max_prev,
+                                scores_scale,
+                                scores_sum,
+                                logsum,
+                                scale,
+                            )
+                            if overlap:
+                                T.wait_wgmma(0)  # P V of tile k - 1, before P is rewritten
+                                if k > 0:
+                                    T.barrier_arrive(v_free[(used - 1) % 2])
+                            else:
+                                T.copy(acc_s, acc_s_cast)
+                            for i, j in T.Parallel(block_M, dim):
+                                acc_o[i, j] *= scores_scale[i]
+                            if overlap:
+                                T.copy(acc_s, acc_s_cast)
+                            else:
                                 T.barrier_wait(v_full[s], (used // 2) % 2)
                                 T.gemm(
-                                    acc_s_cast, V_s[s, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow
+                                    acc_s_cast,
+                                    V_s[s, :, :],
+                                    acc_o,
+                                    policy=T.GemmWarpPolicy.FullRow,
                                 )
                                 T.barrier_arrive(v_free[s])
-                                used = used + 1
+                            used = used + 1
+                        if overlap:
+                            p = (used - 1) % 2
+                            T.barrier_wait(v_full[p], ((used - 1) // 2) % 2)
+                            T.wgmma_gemm(
+                                acc_s_cast, V_s[p, :, :], acc_o, policy=T.GemmWarpPolicy.FullRow
+                            )
+                            T.wait_wgmma(0)
+                            T.barrier_arrive(v_free[p])
                         for i, j in T.Parallel(block_M, dim):
                             acc_o[i, j] /= logsum[i]
                         # Through shared memory: whole rows out (a TMA store where the
