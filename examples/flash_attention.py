@@ -32,6 +32,33 @@ import tilelang.language as T
 from tilelang.utils.target import hopper_target
 
 
+def causal_group(batch, heads, seq_len, dim, dtype, head_group):
+    """How many (batch, head) pairs make one group of causal blocks; see causal_order.
+    None picks the most whose K and V fit in 16 MB (a third of the H200's L2) and that
+    divide batch * heads."""
+    pairs = batch * heads
+    if head_group is None:
+        kv_bytes = 2 * seq_len * dim * (4 if "32" in str(dtype) else 2)
+        head_group = max(1, (16 << 20) // kv_bytes)
+    if not isinstance(head_group, int) or head_group < 1:
+        raise ValueError(f"head_group must be a positive int or None, got {head_group!r}")
+    return max(g for g in range(1, min(head_group, pairs) + 1) if pairs % g == 0)
+
+
+def causal_order(block, num_m, heads, group):
+    """(row tile, batch, head) of causal block number `block` (launch order).
+
+    Blocks go longest first (row tile counted down) within groups of `group`
+    (batch, head) pairs: the last waves are short blocks, and the blocks running at one
+    time share the K and V of a few heads in L2. Longest first across the whole grid
+    made every running block read a different head, and K and V came from DRAM once
+    per row tile (D128: about 4 TB/s, which the power cap pays for in clock)."""
+    g = block // (group * num_m)
+    r = block % (group * num_m)
+    pair = g * group + r % group
+    return num_m - 1 - r // group, pair // heads, pair % heads
+
+
 @T.macro
 def init_scores(acc_s, q_start, k, seq_len, is_causal):
     """Key tile k's scores before Q K^T accumulates on them: 0 where key k * block_N + j
@@ -93,10 +120,12 @@ def flash_attention(
     num_stages=1,
     dtype="float16",
     overlap=False,
+    head_group=None,
 ):
     scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
     accum_dtype = "float32"
+    group = causal_group(batch, heads, seq_len, dim, dtype, head_group)
 
     @T.prim_func
     def attention(
@@ -106,16 +135,13 @@ def flash_attention(
         Output: T.Tensor(shape, dtype),
     ):
         num_m = T.ceildiv(seq_len, block_M)
-        # Causal: blocks start in order of their key tiles, most first (the GPU starts
-        # blocks in order of x, then y, then z), so that the last waves are made of
-        # short ones. On the H200 (B8 H16 S4096, bf16) that took D64 from 0.877 to
-        # 0.903 of cuDNN and D128 from 0.948 to 0.974; counting the row tiles down as
-        # x only (each head's tiles longest first) was the 0.877 / 0.948.
+        # Causal: blocks start longest first within groups of (batch, head) pairs
+        # (causal_order; the GPU starts blocks in order of x, then y, then z).
         grid = (heads, batch, num_m) if is_causal else (num_m, heads, batch)
         with T.Kernel(*grid, threads=threads) as blocks:
             if is_causal:
-                by, bz, bx_ = blocks
-                bx = num_m - 1 - bx_
+                bh, bb, bm = blocks
+                bx, bz, by = causal_order((bm * batch + bb) * heads + bh, num_m, heads, group)
                 # Row tiles end at seq_len, so the part-filled one is the first, which
                 # needs one key tile, not the last, which needs them all: with
                 # block_M = 192 at S = 4096 that is 5 % less work. Its rows before 0
@@ -205,6 +231,7 @@ def flash_attention_hopper(
     num_sms=132,
     dtype="float16",
     overlap=False,
+    head_group=None,
 ):
     """The forward scheduled by hand for Hopper (sm_90a) as a persistent kernel, in
     TileLang's explicit warpgroup syntax (T.ws regions, mbarriers, T.tma_copy).
@@ -236,6 +263,7 @@ def flash_attention_hopper(
     num_n = T.ceildiv(seq_len, block_N)
     pad = num_m * block_M - seq_len if is_causal else 0
     num_tiles = num_m * batch * heads
+    group = causal_group(batch, heads, seq_len, dim, dtype, head_group)
     rounds = T.ceildiv(num_tiles, num_sms)
 
     def tile_of(pid, r):
@@ -248,9 +276,10 @@ def flash_attention_hopper(
 
     def tile_coords(tile):
         """(row tile start, batch, head, key tiles) of tile number `tile`."""
-        m = num_m - 1 - tile // (batch * heads) if is_causal else tile // (batch * heads)
-        b = tile % (batch * heads) // heads
-        h = tile % heads
+        if is_causal:
+            m, b, h = causal_order(tile, num_m, heads, group)
+        else:
+            m, b, h = tile // (batch * heads), tile % (batch * heads) // heads, tile % heads
         q_start = m * block_M - pad
         n = T.min(num_n, T.ceildiv(q_start + block_M, block_N)) if is_causal else num_n
         return q_start, b, h, n

@@ -101,7 +101,7 @@ def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
     """The forward with bench/flash_attention_cuda.py's tiles on 1000 tokens: causal row
     tiles end at seq_len, so the first one starts before row 0 (its Q rows load as
     zeros, its TMA store drops them); batch 2 would show a write into the batch
-    before."""
+    before. Causal blocks go in groups of 2 of the 8 (batch, head) pairs."""
     fa = load_example("flash_attention")
     batch, heads, seq_len = 2, 4, 1000
     q, k, v = (
@@ -111,12 +111,12 @@ def test_flash_attention_forward_bench_tiles(dim, tiles, is_causal):
     if tiles[0] == "hopper":  # the persistent schedule, with fewer blocks than tiles
         bM, bN, *overlap = tiles[1:]
         kernel = fa.flash_attention_hopper(
-            batch, heads, seq_len, dim, is_causal, bM, bN, 7, "bfloat16", bool(overlap)
+            batch, heads, seq_len, dim, is_causal, bM, bN, 7, "bfloat16", bool(overlap), 2
         )
     else:
         bM, bN, threads, stages, overlap = tiles
         kernel = fa.flash_attention(
-            batch, heads, seq_len, dim, is_causal, bM, bN, threads, stages, "bfloat16", overlap
+            batch, heads, seq_len, dim, is_causal, bM, bN, threads, stages, "bfloat16", overlap, 2
         )
     out = kernel(q, k, v)
     ref = torch.nn.functional.scaled_dot_product_attention(

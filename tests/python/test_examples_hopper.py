@@ -174,13 +174,14 @@ def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal
     is partial and the mbarrier phases run on across tiles; causal row tiles start
     before row 0 (the store of such a tile stays element-wise). overlap=True: P V of
     tile k - 1 is issued after Q K^T of tile k and stays in flight through its softmax
-    (wgmma_gemm_rs with one group pending, then one wait<0> per step)."""
+    (wgmma_gemm_rs with one group pending, then one wait<0> per step). Causal tiles go
+    longest first within groups of one (batch, head) pair (head_group=1)."""
     import tilelang
 
     fa = load_example("flash_attention")
     batch, heads, seq_len = 2, 2, 300
     func = fa.flash_attention_hopper.get_tir(
-        batch, heads, seq_len, dim, is_causal, block_M, 128, 3, "float16", overlap
+        batch, heads, seq_len, dim, is_causal, block_M, 128, 3, "float16", overlap, head_group=1
     )
     kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a -emulate")
     src = kernel.get_kernel_source()
@@ -202,4 +203,42 @@ def test_flash_attention_hopper_schedule_in_the_emulator(dim, block_M, is_causal
     out = kernel(q, k, v)
     np.testing.assert_allclose(
         out.astype(np.float64), fa.reference(q, k, v, is_causal), rtol=1e-2, atol=1e-2
+    )
+
+
+def test_causal_head_groups_divide_the_pairs():
+    """causal_group's default keeps a group's K and V within 16 MB (1 MB per pair at
+    S=4096, D=64 in bfloat16: 16 pairs; D=128: 8), and a group size always divides
+    batch * heads; causal_order visits every (row tile, batch, head) once."""
+    fa = load_example("flash_attention")
+    assert fa.causal_group(8, 16, 4096, 64, "bfloat16", None) == 16
+    assert fa.causal_group(8, 16, 4096, 128, "bfloat16", None) == 8
+    assert fa.causal_group(2, 3, 4096, 128, "float16", 4) == 3
+    assert fa.causal_group(1, 7, 64, 64, "float16", None) == 7
+    for batch, heads, num_m, group in [(2, 3, 5, 3), (2, 3, 5, 2), (8, 16, 22, 16), (1, 1, 4, 1)]:
+        seen = [
+            fa.causal_order(block, num_m, heads, group) for block in range(num_m * batch * heads)
+        ]
+        assert sorted(seen) == [
+            (m, b, h) for m in range(num_m) for b in range(batch) for h in range(heads)
+        ]
+        assert seen[0][0] == num_m - 1  # the longest first
+    with pytest.raises(ValueError, match="head_group must be a positive int or None, got 0"):
+        fa.causal_group(2, 2, 64, 64, "float16", 0)
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True)
+@pytest.mark.parametrize("head_group", [1, 2, None])
+def test_flash_attention_causal_head_groups(target, head_group):
+    """The causal forward with its blocks ordered in groups of (batch, head) pairs: 2 x 3
+    pairs, 200 tokens (the first row tile starts before row 0)."""
+    fa = load_example("flash_attention")
+    batch, heads, seq_len, dim = 2, 3, 200, 64
+    rng = np.random.default_rng(7)
+    q, k, v = (
+        rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(3)
+    )
+    kernel = fa.flash_attention(batch, heads, seq_len, dim, True, 64, 64, head_group=head_group)
+    np.testing.assert_allclose(
+        kernel(q, k, v).astype(np.float64), fa.reference(q, k, v, True), rtol=1e-2, atol=1e-2
     )
