@@ -4,15 +4,16 @@ scale_b with A [M, K] and B [N, K] in float8_e4m3fn (both K-major, the layout wg
 reads 8-bit operands in), a T.Pipelined K loop into a float32 fragment and an output
 cast; on an H100/H200 (target "cuda" is sm_90a there) its T.gemm runs on wgmma
 m64nNk32 e4m3 with TMA loads. Scales are 1.0 and the output is bfloat16, which both
-sides support. A few configurations are timed briefly and the fastest is measured
-against torch._scaled_mm with use_fast_accum=True (cuBLAS then also accumulates in the
+sides support. A few configurations are timed briefly (a burst) and the two fastest are
+measured, interleaved, against torch._scaled_mm with use_fast_accum=True (cuBLAS then also accumulates in the
 tensor cores' own precision, as the wgmma accumulators do); the default
-use_fast_accum=False (periodic promotion to float32) is reported beside it.
+use_fast_accum=False (periodic promotion to float32) is reported beside it. A 7th config
+entry launches clusters of that many blocks along N, which multicast A's tile.
 FLOPs: 2*M*N*K per GEMM; H200 dense fp8 peak ~1979 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 
 Run on a GPU machine: python bench/fp8_gemm_cuda.py [--shapes 4096x4096x4096,...]
-FP8_GEMM_CONFIGS="128,256,128,256,4,8;..." replaces the config list (for sweeps).
+FP8_GEMM_CONFIGS="128,256,128,256,4,8;128,256,128,256,4,0,2" replaces the config list (for sweeps).
 """
 
 import os
@@ -37,6 +38,8 @@ CONFIGS = [
     (128, 128, 128, 256, 4, 8),
     (128, 256, 128, 256, 3, 8),
     (128, 256, 128, 256, 4, 8),
+    (128, 256, 128, 256, 4, 0, 2),  # clusters of 2 along N: A multicast
+    (128, 256, 128, 256, 3, 0, 2),
 ]
 if os.environ.get("FP8_GEMM_CONFIGS"):
     CONFIGS = [
@@ -74,9 +77,9 @@ def bench_shape(M, N, K):
         return torch._scaled_mm(a, b.t(), one, one, out_dtype=out_t, use_fast_accum=fast)
 
     check(torch_fn(True), a, b, "torch._scaled_mm")
-    best = None
+    tried = []  # (burst seconds, config, kernel)
     for cfg in CONFIGS:
-        bM, bN, bK, threads, stages, panel = cfg
+        bM, bN, bK, threads, stages, panel, *cluster = cfg
         try:
             kernel = fp8_scaled_mm(
                 M,
@@ -89,6 +92,7 @@ def bench_shape(M, N, K):
                 num_stages=stages,
                 threads=threads,
                 panel=panel,
+                cluster=cluster[0] if cluster else 1,
             )
             got = kernel(a, b, one, one)
         except Exception as e:  # noqa: BLE001 - a config that does not build is reported
@@ -99,18 +103,21 @@ def bench_shape(M, N, K):
         check(got, a, b, f"tilelang {cfg}")
         secs = statistics.median(timed(lambda k=kernel: k(a, b, one, one)) for _ in range(3))
         print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s")
-        if best is None or secs < best[0]:
-            best = (secs, cfg, kernel)
-    if best is None:
+        tried.append((secs, cfg, kernel))
+    if not tried:
         return None
-    _, cfg, kernel = best
-    times = interleaved_medians(
-        [lambda: kernel(a, b, one, one), lambda: torch_fn(True), lambda: torch_fn(False)],
+    # The two best by burst, interleaved with both torch calls (a burst runs at a
+    # higher clock than a sustained loop and can rank close configs wrongly).
+    best = sorted(tried, key=lambda t: t[0])[:2]
+    *ours, fast, default = interleaved_medians(
+        [lambda k=k: k(a, b, one, one) for _, _, k in best]
+        + [lambda: torch_fn(True), lambda: torch_fn(False)],
         ROUNDS,
         CALLS,
     )
+    secs, cfg = min(zip(ours, (c for _, c, _ in best)), key=lambda x: x[0])
     flop = 2 * M * N * K
-    o, f, s = (flop / t / 1e12 for t in times)
+    o, f, s = (flop / t / 1e12 for t in (secs, fast, default))
     return f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} |"
 
 
@@ -127,12 +134,13 @@ def main():
         torch_device(),
         (
             "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales "
-            f"1.0, {OUT_DTYPE} out (best of the listed configs) vs torch._scaled_mm; TFLOP/s "
+            f"1.0, {OUT_DTYPE} out (the faster of the two best listed configs by burst, both "
+            f"interleaved) vs torch._scaled_mm; TFLOP/s "
             f"from {rounds_text(ROUNDS, CALLS)}"
         ),
         [
             "shape",
-            "config (bM, bN, bK, threads, stages, swizzle panel)",
+            "config (bM, bN, bK, threads, stages, swizzle panel[, cluster])",
             "tilelang (TFLOP/s)",
             "torch fast_accum (TFLOP/s)",
             "ratio",

@@ -36,7 +36,16 @@ def fp8_scaled_mm(
     num_stages=2,
     threads=128,
     panel=0,
+    cluster=1,
 ):
+    """cluster > 1 launches clusters of that many blocks along N (sm_90): they share A's
+    tile, which TMA multicasts (one L2 read per cluster). panel (T.use_swizzle) remaps
+    the blocks and so turns that off: use one or the other."""
+    if cluster > 1 and panel:
+        raise ValueError(
+            f"fp8_scaled_mm: cluster={cluster} multicasts A only in launch order; "
+            f"panel={panel} reorders the blocks, pass panel=0"
+        )
     in_dtype = "float8_e4m3fn"
     accum_dtype = "float32"
 
@@ -48,7 +57,12 @@ def fp8_scaled_mm(
         scale_b: T.Tensor((1,), accum_dtype),
         C: T.Tensor((M, N), out_dtype),
     ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(
+            T.ceildiv(N, block_N),
+            T.ceildiv(M, block_M),
+            threads=threads,
+            cluster_dims=(cluster, 1, 1) if cluster > 1 else None,
+        ) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), in_dtype)
             B_shared = T.alloc_shared((block_N, block_K), in_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

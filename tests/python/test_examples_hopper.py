@@ -52,6 +52,28 @@ def test_fp8_scaled_mm_with_tails_and_scales(target):
     assert np.abs(c).max() < 1e-2 * np.abs(a.astype(np.float32) @ b.astype(np.float32).T).max()
 
 
+def test_fp8_scaled_mm_in_clusters_multicasts_a():
+    """cluster=2: blocks in pairs along N, A's tile multicast (sm_90a source in the
+    emulator, which runs a cluster's blocks together); a tail on N (3 column tiles would
+    not fill the last cluster, so N spans 4 of them, the last one part-filled)."""
+    import tilelang
+
+    fp8_gemm = load_example("fp8_gemm")
+    M, N, K = 128, 232, 256
+    rng = np.random.default_rng(3)
+    a, scale_a = fp8_gemm.quantize_per_tensor(rng.standard_normal((M, K)).astype(np.float32))
+    b, scale_b = fp8_gemm.quantize_per_tensor(rng.standard_normal((N, K)).astype(np.float32))
+    func = fp8_gemm.fp8_scaled_mm.get_tir(
+        M, N, K, "float32", 64, 64, 128, 2, 128, panel=0, cluster=2
+    )
+    kernel = tilelang.compile(func, out_idx=[-1], target="cuda -arch=sm_90a -emulate")
+    assert "multicast" in kernel.get_kernel_source()
+    ref, abs_ref = fp8_gemm.reference(a, b, scale_a, scale_b)
+    fp8_gemm.check(kernel(a, b, scale_a, scale_b), ref, abs_ref)
+    with pytest.raises(ValueError, match="cluster=2 multicasts A only in launch order"):
+        fp8_gemm.fp8_scaled_mm.get_tir(M, N, K, panel=8, cluster=2)
+
+
 @pytest.mark.parametrize("target", TARGETS, indirect=True)
 @pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
 def test_flash_attention_backward_matches_numpy(target, is_causal):
