@@ -213,3 +213,73 @@ def test_break_outside_a_loop_of_the_kernel():
     assert str(info.value).startswith(
         f"{HERE}:{line_of('MARK-outside')}: `break` outside a loop of the kernel"
     )
+
+
+@pytest.mark.parametrize("name", ["y", "k", "w"])
+def test_name_bound_in_a_loop_used_after_it(name):
+    """A let bound in an IR loop's body, or the loop variable, has no value after the loop:
+    a clear error at the use, naming the loop's line (it was an internal verifier error)."""
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "int32"), n: T.int32):
+            with T.Kernel(1, threads=1):
+                for k in T.serial(n):  # MARK-loop
+                    y = A[k] * 2
+                    A[k] = y
+                i = T.alloc_var("int32", 0)
+                while i < n:  # MARK-while
+                    w = A[i] + 1
+                    A[i] = w
+                    i = i + 1
+                if name == "y":
+                    A[3] = y  # MARK-after-y
+                elif name == "k":
+                    A[3] = k  # MARK-after-k
+                else:
+                    A[3] = w  # MARK-after-w
+
+    msg = str(info.value)
+    loop = line_of("MARK-while") if name == "w" else line_of("MARK-loop")
+    assert msg.startswith(
+        f"{HERE}:{line_of(f'MARK-after-{name}')}: '{name}' is assigned inside the loop at line "
+        f"{loop} (its values live in one iteration), so it has no value here"
+    ), msg
+    assert f"declare `{name} = T.alloc_var(dtype)` before the loop" in msg
+
+
+@tilelang.jit(out_idx=[-1], target="cpu")
+def rebound_after_loop(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), m: T.int32, B: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=1):
+            t = T.alloc_var("int32", 0)
+            for r in T.serial(2):
+                if m > r:  # a symbolic `if` that hoists (both branches bind `c`)
+                    c = r + 1
+                    for k in T.serial(m):
+                        p = (t - 1) % 2  # bound in the loop ...
+                        A[k] = A[k] + p
+                        t = t + 1
+                    p = t * 10  # ... and again after it, inside the `if`
+                    B[r] = p + c
+                else:
+                    c = 0
+                    B[r] = c
+            for s in [0, 1]:  # a Python loop: its names stay usable after it
+                q = s * 3
+            B[2] = q
+            B[3] = t
+
+    return main
+
+
+def test_name_rebound_after_the_loop_that_bound_it():
+    """The same name bound in a loop body and again after the loop in a symbolic `if`
+    that turns names into locals (the pattern of flash_attention_hopper's consumer loop:
+    it raised an internal error, the local was initialised from the loop's let)."""
+    a = np.zeros(6, dtype=np.int32)
+    b = rebound_after_loop(6)(a, 3)
+    # r = 0: t 0..2 -> p = 1, 0, 1; B[0] = 30 + 1. r = 1: t 3..5 -> p = 0, 1, 0; B[1] = 62.
+    np.testing.assert_array_equal(a[:3], [1, 1, 1])
+    np.testing.assert_array_equal(b, [31, 62, 3, 6])

@@ -254,8 +254,18 @@ class KernelRewriter(ast.NodeTransformer):
             elts=[ast.Constant(n) for n in _target_names(node.target)], ctx=ast.Load()
         )
         node.iter = _call("_tl_for", node.iter, names)
+        bound = _assigned_names([node.target, *node.body])
         node.body = self.block(node.body)
-        return node
+        return [node, *self._after_loop(bound, node)]
+
+    @staticmethod
+    def _after_loop(names, node):
+        """Rebinds the names an IR loop's body bound to its lets (see hooks.loop_locals)."""
+        if not names:
+            return []
+        found = _call("_tl_loop_locals", _tuple_of_names(names), _call("locals"))
+        found.args.append(ast.Constant(node.lineno))
+        return [ast.copy_location(s, node) for s in _rebind(names, found)]
 
     def visit_While(self, node):
         if node.orelse:
@@ -271,6 +281,7 @@ class KernelRewriter(ast.NodeTransformer):
             args=[],
             keywords=[],
         )
+        bound = _assigned_names(node.body)
         loop = ast.While(test=step, body=self.block(node.body), orelse=[])
         leave = ast.Expr(
             ast.Call(
@@ -279,7 +290,9 @@ class KernelRewriter(ast.NodeTransformer):
                 keywords=[],
             )
         )
-        return [ast.copy_location(s, node) for s in (enter, loop, leave)]
+        return [ast.copy_location(s, node) for s in (enter, loop, leave)] + self._after_loop(
+            bound, node
+        )
 
     def visit_If(self, node):
         # Names the branches bind are passed to the hooks, which turn those a symbolic `if`

@@ -22,7 +22,9 @@ def frontend_error(message):
 class CountingBuilder:
     """The C++ FunctionBuilder, plus the number of statements and of bindings (lets and
     allocations) made in each open frame so far: T.Pipelined checks its order=/stage= lists
-    against the statement count, and a symbolic `if` may be split only before bindings."""
+    against the statement count, and a symbolic `if` may be split only before bindings.
+    It also remembers the lets and loop variables whose frame has closed (`is_dead`): a
+    Python name still holding one has no value in the IR there."""
 
     _OPENS = frozenset(("begin_kernel", "begin_for", "begin_if", "begin_while"))
     _CLOSES = frozenset(("end_kernel", "end_for", "end_if", "end_while"))
@@ -46,6 +48,17 @@ class CountingBuilder:
         self.core = core
         self.counts = [0]
         self.bindings = [0]
+        self.scoped = [[]]  # lets and loop variables bound in each open frame
+        self.dead = {}  # id -> value, for those whose frame has closed (kept alive)
+
+    def is_dead(self, value):
+        """Whether `value` is a let or loop variable whose scope has ended."""
+        return self.dead.get(id(value)) is value
+
+    def _end_scope(self):
+        for value in self.scoped[-1]:
+            self.dead[id(value)] = value
+        self.scoped[-1] = []
 
     def statements_in_frame(self):
         """Statements emitted so far into the innermost open frame."""
@@ -57,6 +70,10 @@ class CountingBuilder:
 
     def __getattr__(self, name):
         attr = getattr(self.core, name)
+        if name == "begin_for":  # the loop variable lives in the frame it opens
+            return self._wrap(attr, self._opened, scoped=True)
+        if name == "let":
+            return self._wrap(attr, self._bound, scoped=True)
         if name in self._OPENS:
             return self._wrap(attr, self._opened)
         if name in self._CLOSES:
@@ -69,11 +86,12 @@ class CountingBuilder:
             return self._wrap(attr, self._else)
         return attr
 
-    @staticmethod
-    def _wrap(method, after):
+    def _wrap(self, method, after, scoped=False):
         def call(*args, **kwargs):
             result = method(*args, **kwargs)
             after()
+            if scoped:
+                self.scoped[-1].append(result)
             return result
 
         return call
@@ -81,17 +99,21 @@ class CountingBuilder:
     def _opened(self):
         self.counts.append(0)
         self.bindings.append(0)
+        self.scoped.append([])
 
     def _closed(self):
         if len(self.counts) > 1:
+            self._end_scope()
             self.counts.pop()
             self.bindings.pop()
+            self.scoped.pop()
         self.counts[-1] += 1
 
     def _bound(self):
         self.bindings[-1] += 1
 
     def _else(self):
+        self._end_scope()  # the then-branch's lets
         self.counts[-1] = self.bindings[-1] = 0
 
     def _emitted(self):

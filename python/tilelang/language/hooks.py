@@ -253,16 +253,18 @@ def continue_():
 # ---- if
 class BranchLocal:
     """What a name bound inside a symbolic `if` (and not turned into a local variable)
-    reads as after the `if`, or in the other branch: any use is a clear error."""
+    reads as after the `if`, or in the other branch, and what a name bound inside an IR
+    loop reads as after the loop: any use is a clear error."""
 
-    __slots__ = ("fix", "line", "name", "reason")
+    __slots__ = ("construct", "fix", "line", "name", "reason")
 
-    def __init__(self, name, line, reason, fix):
+    def __init__(self, name, line, reason, fix, construct="the symbolic `if`"):
         self.name, self.line, self.reason, self.fix = name, line, reason, fix
+        self.construct = construct
 
     def fail(self, *args, **kwargs):
         raise frontend_error(
-            f"'{self.name}' is assigned inside the symbolic `if` at line {self.line} "
+            f"'{self.name}' is assigned inside {self.construct} at line {self.line} "
             f"({self.reason}), so it has no value here; {self.fix}"
         )
 
@@ -280,6 +282,25 @@ for _op in (*_ARITHMETIC, "and", "or", "xor", "lshift", "rshift"):
 for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(BranchLocal, f"__{_op}__", BranchLocal.fail)
 BranchLocal.__hash__ = object.__hash__
+
+
+def loop_locals(names, local_vars, line):
+    """After an IR loop (`for` over T.serial & co., or a symbolic `while`): the names its
+    body bound to a let or loop variable of the loop, which has no value after it."""
+    builder = _current().builder
+    return {
+        name: BranchLocal(
+            name,
+            line,
+            "its values live in one iteration",
+            f"to carry a value out, declare `{name} = T.alloc_var(dtype)` before the loop "
+            "and assign to it",
+            construct="the loop",
+        )
+        for name in names
+        if builder.is_dead(local_vars.get(name))
+    }
+
 
 _FIX_BOTH = "assign it in both branches (a number or expression then becomes a local variable)"
 _FIX_DECLARE = "declare it before the `if` with `{name} = T.alloc_var(dtype)`"
@@ -557,6 +578,7 @@ HOOKS = {
     "_tl_else": else_,
     "_tl_else_locals": else_locals,
     "_tl_endif": endif,
+    "_tl_loop_locals": loop_locals,
     "_tl_setitem": setitem,
     "_tl_slice": slice,
     "_tl_macro_return": macro_return,
