@@ -133,6 +133,9 @@ def test_tma_copy_loads_a_stage_of_a_tile(rows, cols, stages, offset):
     kernel = tilelang.compile(tma_tile_kernel(rows, cols, stages, offset), out_idx=[1], target=EMU)
     src = kernel.get_kernel_source()
     assert "const __grid_constant__ tl::TensorMap tl_tma_map0" in src, src
+    # One thread asks for each map (the load's and T.copy's store) at entry.
+    entry = src.index("tl::prefetch_tensormap(&tl_tma_map1);")
+    assert src.count("tl::prefetch_tensormap(") == 2 and entry < src.index("tl::mbarrier_init"), src
     assert f"tl::mbarrier_arrive_expect_tx((&full[s]), {rows * cols * 2});" in src, src
     a = f16(256, 128)
     out = kernel(a)

@@ -86,6 +86,9 @@ CASES = {
 }
 
 
+SPILL_BYTES = {"fa_hopper_d64_causal_overlap": 20}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_wgmma_serialization_and_no_spills(name, nvcc, tmp_path):  # noqa: F811
     # The FlashAttention example compiles with tl.enable_fast_math (NVRTC's --use_fast_math).
@@ -93,5 +96,7 @@ def test_no_wgmma_serialization_and_no_spills(name, nvcc, tmp_path):  # noqa: F8
     report = ptxas_report(nvcc, CASES[name]().get_kernel_source(), tmp_path, fast_math=fast)
     assert "C7515" not in report and "serialized" not in report, report
     spills = [int(b) for b in re.findall(r"(\d+) bytes spill stores", report)]
-    # (D128 causal with the overlap keeps 16 bytes in local memory: allowed, no more.)
-    assert spills and max(spills) <= 16, report
+    # (D128 causal with the overlap keeps 16 bytes in local memory: allowed, no more. The
+    # persistent D64 causal kernel keeps 20: five values stored once before its tile loop
+    # and loaded by each tile's epilogue, after the key loop (5 STL, 5 LDL in its SASS).)
+    assert spills and max(spills) <= SPILL_BYTES.get(name, 16), report

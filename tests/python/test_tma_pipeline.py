@@ -271,6 +271,7 @@ def test_disable_tma_lower_gives_cp_async(target):
     )
     src = kernel.get_kernel_source()
     assert "tl::tma_load" not in src and "TensorMap" not in src and "tl::cp_async<16>" in src
+    assert "prefetch_tensormap" not in src
     assert not [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma ")]
     run_mma_gemm(kernel, 96, 128, 200, "float16")
 

@@ -78,6 +78,15 @@ class CodeGenCUDA : public CodeGenC {
     for (const Var& v : sig.dynamic_vars)
       line("const " + type_name(v.dtype()) + " " + name_of(v.node()) + " = (" + type_name(v.dtype()) + ")" +
            name_of(v.node()) + "_arg;");
+    // The TMA unit fetches a tensor map on its first copy; asking for it at entry
+    // overlaps that fetch with the block's setup (barrier init, the first waits).
+    if (!tma_specs_.empty()) {
+      line("if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {");
+      indent();
+      for (size_t m = 0; m < tma_specs_.size(); ++m) line(str_cat("tl::prefetch_tensormap(&tl_tma_map", m, ");"));
+      dedent();
+      line("}");
+    }
     threads_ = threads;
     stmt(f->body);
     dedent();
