@@ -215,10 +215,12 @@ def test_break_outside_a_loop_of_the_kernel():
     )
 
 
-@pytest.mark.parametrize("name", ["y", "k", "w"])
+@pytest.mark.parametrize("name", ["y", "k", "w", "j", "S"])
 def test_name_bound_in_a_loop_used_after_it(name):
-    """A let bound in an IR loop's body, or the loop variable, has no value after the loop:
-    a clear error at the use, naming the loop's line (it was an internal verifier error)."""
+    """A let bound in an IR loop's body, the loop variable (also a stepped one, which the
+    name holds as start + i * step) and a buffer allocated in the body have no value
+    after the loop: a clear error at the use, naming the loop's line (each was an
+    internal verifier error)."""
     with pytest.raises(tilelang.TileLangError) as info:
 
         @T.prim_func
@@ -226,7 +228,11 @@ def test_name_bound_in_a_loop_used_after_it(name):
             with T.Kernel(1, threads=1):
                 for k in T.serial(n):  # MARK-loop
                     y = A[k] * 2
-                    A[k] = y
+                    S = T.alloc_local((2,), "int32")
+                    S[0] = y
+                    A[k] = S[0]
+                for j in T.serial(0, 8, 2):  # MARK-step
+                    A[j] = j
                 i = T.alloc_var("int32", 0)
                 while i < n:  # MARK-while
                     w = A[i] + 1
@@ -236,16 +242,25 @@ def test_name_bound_in_a_loop_used_after_it(name):
                     A[3] = y  # MARK-after-y
                 elif name == "k":
                     A[3] = k  # MARK-after-k
-                else:
+                elif name == "w":
                     A[3] = w  # MARK-after-w
+                elif name == "j":
+                    A[3] = j  # MARK-after-j
+                else:
+                    A[3] = S[0]  # MARK-after-S
 
     msg = str(info.value)
-    loop = line_of("MARK-while") if name == "w" else line_of("MARK-loop")
+    loop = line_of({"w": "MARK-while", "j": "MARK-step"}.get(name, "MARK-loop"))
     assert msg.startswith(
         f"{HERE}:{line_of(f'MARK-after-{name}')}: '{name}' is assigned inside the loop at line "
-        f"{loop} (its values live in one iteration), so it has no value here"
+        f"{loop} ("
     ), msg
-    assert f"declare `{name} = T.alloc_var(dtype)` before the loop" in msg
+    if name == "S":
+        assert "a buffer allocated in a loop's body lives for one iteration" in msg
+        assert msg.endswith("so it has no value here; allocate it before the loop to use it after")
+    else:
+        assert "(its values live in one iteration), so it has no value here" in msg
+        assert f"declare `{name} = T.alloc_var(dtype)` before the loop" in msg
 
 
 @tilelang.jit(out_idx=[-1], target="cpu")

@@ -23,8 +23,8 @@ class CountingBuilder:
     """The C++ FunctionBuilder, plus the number of statements and of bindings (lets and
     allocations) made in each open frame so far: T.Pipelined checks its order=/stage= lists
     against the statement count, and a symbolic `if` may be split only before bindings.
-    It also remembers the lets and loop variables whose frame has closed (`is_dead`): a
-    Python name still holding one has no value in the IR there."""
+    It also remembers the lets, allocations and loop variables whose frame has closed
+    (`is_dead`): a Python name still holding one has no value in the IR there."""
 
     _OPENS = frozenset(("begin_kernel", "begin_for", "begin_if", "begin_while"))
     _CLOSES = frozenset(("end_kernel", "end_for", "end_if", "end_while"))
@@ -48,12 +48,17 @@ class CountingBuilder:
         self.core = core
         self.counts = [0]
         self.bindings = [0]
-        self.scoped = [[]]  # lets and loop variables bound in each open frame
+        self.scoped = [[]]  # lets, allocations and loop variables of each open frame
         self.dead = {}  # id -> value, for those whose frame has closed (kept alive)
 
     def is_dead(self, value):
-        """Whether `value` is a let or loop variable whose scope has ended."""
-        return self.dead.get(id(value)) is value
+        """Whether `value` (a let, a loop variable, a buffer) is one whose scope has ended."""
+        handle = getattr(value, "handle", value)  # a buffer: its core allocation
+        return self.dead.get(id(handle)) is handle
+
+    def add_scoped(self, *values):
+        """Values the innermost frame binds beyond its lets (a loop's index expressions)."""
+        self.scoped[-1].extend(values)
 
     def _end_scope(self):
         for value in self.scoped[-1]:
@@ -72,7 +77,7 @@ class CountingBuilder:
         attr = getattr(self.core, name)
         if name == "begin_for":  # the loop variable lives in the frame it opens
             return self._wrap(attr, self._opened, scoped=True)
-        if name == "let":
+        if name in self._BINDS:  # lets and allocations end with their frame
             return self._wrap(attr, self._bound, scoped=True)
         if name in self._OPENS:
             return self._wrap(attr, self._opened)
@@ -80,8 +85,6 @@ class CountingBuilder:
             return self._wrap(attr, self._closed)
         if name in self._EMITS:
             return self._wrap(attr, self._emitted)
-        if name in self._BINDS:
-            return self._wrap(attr, self._bound)
         if name == "begin_else":
             return self._wrap(attr, self._else)
         return attr

@@ -155,6 +155,8 @@ def for_(iterable, names):
 
 def _ir_loop(ctx, loop, names):
     loop_vars = loop.open(ctx.builder, names)
+    # What the loop's names hold (a variable, or start + i * step) ends with the loop.
+    ctx.builder.add_scoped(*(loop_vars if isinstance(loop_vars, (tuple, list)) else [loop_vars]))
     ctx.frames.append(IR_LOOP)
     ctx.loop_kinds.append(loop.kind)
     yield loop_vars
@@ -272,7 +274,10 @@ class BranchLocal:
     __getitem__ = __setitem__ = __iter__ = __neg__ = __pos__ = __invert__ = __abs__ = fail
 
     def __repr__(self):
-        return f"<'{self.name}' from a branch of the `if` at line {self.line}>"
+        return (
+            f"'{self.name}' (assigned inside {self.construct} at line {self.line}, so it has no "
+            f"value here; {self.fix})"
+        )
 
 
 _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
@@ -288,18 +293,22 @@ def loop_locals(names, local_vars, line):
     """After an IR loop (`for` over T.serial & co., or a symbolic `while`): the names its
     body bound to a let or loop variable of the loop, which has no value after it."""
     builder = _current().builder
-    return {
-        name: BranchLocal(
-            name,
-            line,
-            "its values live in one iteration",
-            f"to carry a value out, declare `{name} = T.alloc_var(dtype)` before the loop "
-            "and assign to it",
-            construct="the loop",
-        )
-        for name in names
-        if builder.is_dead(local_vars.get(name))
-    }
+    found = {}
+    for name in names:
+        value = local_vars.get(name)
+        if not builder.is_dead(value):
+            continue
+        if isinstance(value, Buffer):
+            reason = "a buffer allocated in a loop's body lives for one iteration"
+            fix = "allocate it before the loop to use it after"
+        else:
+            reason = "its values live in one iteration"
+            fix = (
+                f"to carry a value out, declare `{name} = T.alloc_var(dtype)` before the loop "
+                "and assign to it"
+            )
+        found[name] = BranchLocal(name, line, reason, fix, construct="the loop")
+    return found
 
 
 _FIX_BOTH = "assign it in both branches (a number or expression then becomes a local variable)"
