@@ -298,3 +298,24 @@ def test_name_rebound_after_the_loop_that_bound_it():
     # r = 0: t 0..2 -> p = 1, 0, 1; B[0] = 30 + 1. r = 1: t 3..5 -> p = 0, 1, 0; B[1] = 62.
     np.testing.assert_array_equal(a[:3], [1, 1, 1])
     np.testing.assert_array_equal(b, [31, 62, 3, 6])
+
+
+def test_name_bound_in_a_with_block_used_after_it():
+    """A value bound inside a `with` block that opens an IR scope (here a warpgroup region,
+    T.ws) has no value after the block: a clear error naming the block's line."""
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((256,), "float32")):
+            with T.Kernel(1, threads=256):
+                with T.ws(0):  # MARK-ws
+                    x = A[0] + 1.0
+                    A[1] = x
+                with T.ws(1):
+                    A[2] = x  # MARK-ws-use
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-ws-use')}: 'x' is assigned inside the `with` block at line "
+        f"{line_of('MARK-ws')} (its value lives there), so it has no value here; to carry a "
+        "value out, declare `x = T.alloc_var(dtype)` before the `with` block and assign to it"
+    )

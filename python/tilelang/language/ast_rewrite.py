@@ -256,15 +256,16 @@ class KernelRewriter(ast.NodeTransformer):
         node.iter = _call("_tl_for", node.iter, names)
         bound = _assigned_names([node.target, *node.body])
         node.body = self.block(node.body)
-        return [node, *self._after_loop(bound, node)]
+        return [node, *self._after_scope(bound, node, "loop")]
 
     @staticmethod
-    def _after_loop(names, node):
-        """Rebinds the names an IR loop's body bound to its lets (see hooks.loop_locals)."""
+    def _after_scope(names, node, kind):
+        """Rebinds the names a loop's or `with` block's body bound to values of an IR
+        scope that has ended (see hooks.scope_locals)."""
         if not names:
             return []
-        found = _call("_tl_loop_locals", _tuple_of_names(names), _call("locals"))
-        found.args.append(ast.Constant(node.lineno))
+        found = _call("_tl_scope_locals", _tuple_of_names(names), _call("locals"))
+        found.args += [ast.Constant(node.lineno), ast.Constant(kind)]
         return [ast.copy_location(s, node) for s in _rebind(names, found)]
 
     def visit_While(self, node):
@@ -290,8 +291,8 @@ class KernelRewriter(ast.NodeTransformer):
                 keywords=[],
             )
         )
-        return [ast.copy_location(s, node) for s in (enter, loop, leave)] + self._after_loop(
-            bound, node
+        return [ast.copy_location(s, node) for s in (enter, loop, leave)] + self._after_scope(
+            bound, node, "loop"
         )
 
     def visit_If(self, node):
@@ -330,12 +331,13 @@ class KernelRewriter(ast.NodeTransformer):
             item.context_expr = _call("_tl_with", self.visit(item.context_expr))
             if item.optional_vars is not None:
                 item.optional_vars = self.visit(item.optional_vars)
+        bound = _assigned_names(node.body)
         self.with_depth += 1
         try:
             node.body = self.block(node.body)
         finally:
             self.with_depth -= 1
-        return node
+        return [node, *self._after_scope(bound, node, "with")]
 
     # ---- expressions whose Python meaning depends on symbolic operands
     def visit_BoolOp(self, node):

@@ -52,9 +52,9 @@ class CountingBuilder:
         self.dead = {}  # id -> value, for those whose frame has closed (kept alive)
 
     def is_dead(self, value):
-        """Whether `value` (a let, a loop variable, a buffer) is one whose scope has ended."""
-        handle = getattr(value, "handle", value)  # a buffer: its core allocation
-        return self.dead.get(id(handle)) is handle
+        """Whether `value` (a let, a loop variable, a buffer's core allocation) is one
+        whose scope has ended."""
+        return self.dead.get(id(value)) is value
 
     def add_scoped(self, *values):
         """Values the innermost frame binds beyond its lets (a loop's index expressions)."""

@@ -289,25 +289,33 @@ for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
 BranchLocal.__hash__ = object.__hash__
 
 
-def loop_locals(names, local_vars, line):
-    """After an IR loop (`for` over T.serial & co., or a symbolic `while`): the names its
-    body bound to a let or loop variable of the loop, which has no value after it."""
+def scope_locals(names, local_vars, line, kind):
+    """After an IR loop (`for` over T.serial & co., a symbolic `while`) or a `with` block
+    that opened an IR scope (T.ws, T.Kernel): the names its body bound to a let, a loop
+    variable or a buffer of that scope, which have no value after it."""
     builder = _current().builder
+    where = "the loop" if kind == "loop" else "the `with` block"
     found = {}
     for name in names:
         value = local_vars.get(name)
-        if not builder.is_dead(value):
+        if not builder.is_dead(value.handle if isinstance(value, Buffer) else value):
             continue
         if isinstance(value, Buffer):
-            reason = "a buffer allocated in a loop's body lives for one iteration"
-            fix = "allocate it before the loop to use it after"
+            reason = (
+                "a buffer allocated in a loop's body lives for one iteration"
+                if kind == "loop"
+                else f"a buffer allocated inside {where} lives there"
+            )
+            fix = f"allocate it before {where} to use it after"
         else:
-            reason = "its values live in one iteration"
+            reason = (
+                "its values live in one iteration" if kind == "loop" else "its value lives there"
+            )
             fix = (
-                f"to carry a value out, declare `{name} = T.alloc_var(dtype)` before the loop "
+                f"to carry a value out, declare `{name} = T.alloc_var(dtype)` before {where} "
                 "and assign to it"
             )
-        found[name] = BranchLocal(name, line, reason, fix, construct="the loop")
+        found[name] = BranchLocal(name, line, reason, fix, construct=where)
     return found
 
 
@@ -587,7 +595,7 @@ HOOKS = {
     "_tl_else": else_,
     "_tl_else_locals": else_locals,
     "_tl_endif": endif,
-    "_tl_loop_locals": loop_locals,
+    "_tl_scope_locals": scope_locals,
     "_tl_setitem": setitem,
     "_tl_slice": slice,
     "_tl_macro_return": macro_return,
