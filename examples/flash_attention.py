@@ -12,9 +12,10 @@ log2(e) folded into the softmax scale.
 Layout [batch, seq_len, heads, dim], float16 (or `dtype`, e.g. bfloat16) in and out,
 float32 accumulation. overlap=True pipelines the loop body by hand (TileLang's
 order/stage/group schedule): on sm_90a the P V gemm of one key tile then runs during
-the softmax of the next. Causal blocks run longest first across the whole grid (the
-row tile is the slowest grid dimension, counted down), so that the last waves are made
-of short blocks; only tiles on the diagonal compute the mask.
+the softmax of the next. Causal blocks run longest first within groups of (batch, head)
+pairs whose K and V fit in L2 (causal_order, head_group), so that the last waves are
+made of short blocks and the blocks running together share K and V; only tiles on the
+diagonal compute the mask.
 seq_len is not a multiple of the tiles: keys past the end are masked to -inf.
 
 flash_attention_hopper is the same computation scheduled by hand for sm_90a as a
@@ -237,7 +238,8 @@ def flash_attention_hopper(
     TileLang's explicit warpgroup syntax (T.ws regions, mbarriers, T.tma_copy).
 
     `num_sms` blocks (one per SM) each loop over the (row tile, batch, head) tiles,
-    one per round; causal tiles are numbered longest first. Warpgroup
+    one per round; causal tiles are numbered as flash_attention orders its blocks
+    (causal_order: longest first within groups of head_group pairs). Warpgroup
     block_M / 64 is the producer: it loads the next tile's Q as soon as the consumers'
     last Q K^T of the current tile is done, and K and V into two stages as soon as they
     are freed, so that a tile's start (Q and the first K from DRAM) and its epilogue
