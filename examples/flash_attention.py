@@ -39,7 +39,7 @@ def causal_group(batch, heads, seq_len, dim, dtype, head_group):
     divide batch * heads."""
     pairs = batch * heads
     if head_group is None:
-        kv_bytes = 2 * seq_len * dim * (4 if "32" in str(dtype) else 2)
+        kv_bytes = 2 * seq_len * dim * T.dtype(dtype).bytes
         head_group = max(1, (16 << 20) // kv_bytes)
     if not isinstance(head_group, int) or head_group < 1:
         raise ValueError(f"head_group must be a positive int or None, got {head_group!r}")
