@@ -57,7 +57,8 @@ class CountingBuilder:
         return self.dead.get(id(value)) is value
 
     def add_scoped(self, *values):
-        """Values the innermost frame binds beyond its lets (a loop's index expressions)."""
+        """Values the innermost frame binds beyond its lets and allocations (what a loop's
+        names hold: its variables, or start + i * step)."""
         self.scoped[-1].extend(values)
 
     def _end_scope(self):
@@ -75,8 +76,6 @@ class CountingBuilder:
 
     def __getattr__(self, name):
         attr = getattr(self.core, name)
-        if name == "begin_for":  # the loop variable lives in the frame it opens
-            return self._wrap(attr, self._opened, scoped=True)
         if name in self._BINDS:  # lets and allocations end with their frame
             return self._wrap(attr, self._bound, scoped=True)
         if name in self._OPENS:
