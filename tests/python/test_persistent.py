@@ -3,6 +3,8 @@ of `T.Kernel(workers)` takes tiles pid, pid + workers, ...; the tests check that
 written that way is correct on the cpu and in the CUDA emulator (sm_90a: TMA pipeline
 inside the tile loop), and the order in which tiles are numbered."""
 
+import re
+
 import numpy as np
 import pytest
 import tilelang
@@ -50,6 +52,18 @@ def test_persistent_gemm_matches_numpy(target, workers, group):
     c = np.zeros((M, N), np.float32)
     tilelang.compile(persistent_gemm(M, N, K, 64, 64, 32, workers, group), target=target)(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+def test_tile_coordinates_are_computed_once_per_tile():
+    # The panel order divides by the rows of the current panel (a runtime value). The
+    # coordinates are bound once per tile, so the K loop's copies and the epilogue
+    # reuse them instead of repeating that arithmetic: one tl::min per coordinate.
+    kernel = tilelang.compile(
+        persistent_gemm(200, 264, 96, 64, 64, 32, 7, 2), target="cuda -arch=sm_90a -emulate"
+    )
+    source = kernel.get_kernel_source()
+    assert source.count("tl::min<int32_t>(") == 2, source
+    assert re.search(r"const int32_t bx\w* = .*\n\s*const int32_t by\w* = ", source), source
 
 
 def tile_numbers(domain, workers, group):

@@ -292,6 +292,11 @@ class Persistent(Loop):
                 coords.append(rest % d)
                 rest = rest // d
             coords.reverse()
+        # Bound once per tile (a let each): code that uses them in an inner loop, a
+        # TMA producer's K loop, then does not recompute the panel arithmetic (an
+        # integer division by a runtime divisor) at every step.
+        names = _loop_names(names, len(coords))
+        coords = [builder.let(n, c) for n, c in zip(names, coords)]
         return coords[0] if len(coords) == 1 else tuple(coords)
 
     def close(self, builder):
