@@ -125,10 +125,12 @@ def attention_over_tiles(seqlen_kv, dv, dpe, block_H, block_N, num_stages, dtype
             T.copy(acc_s, S_shared)
 
             # P @ V with V = the latent tile already in shared memory. P goes through
-            # shared memory so that the warps can split the wide dv over N (FullCol).
+            # shared memory so that the warps can split the wide dv over N (on sm_90a
+            # each warpgroup takes 256 columns; with mma.sync on 8 warps the compiler
+            # takes 4 x 2, the rows split as in the score gemm, for the row vectors).
             for i, j in T.Parallel(block_H, dv):
                 acc_o[i, j] *= scores_scale[i]
-            T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+            T.gemm(S_shared, KV_shared, acc_o)
 
         T.reduce_sum(sums, logsum, dim=1)
 

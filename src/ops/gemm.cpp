@@ -124,12 +124,18 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
 
 // Warps over (M, N), as TileLang's GemmWarpPolicy: Square (0) keeps the warp
 // tiles as square as the shape allows, FullRow (1) puts every warp along M,
-// FullCol (2) every warp along N; when the asked split does not divide the tile,
-// the squarest one that does is taken.
+// FullCol (2) every warp along N. When that split does not divide the tile, FullRow
+// takes the most warps along M that do (64 rows over 8 warps: 4 x 2), FullCol the
+// fewest: gemms whose accumulators share per-row vectors then still split their
+// rows alike, which the squarest split would not promise.
 int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
   auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
-  if (policy == 1 && fits(warps)) return warps;
-  if (policy == 2 && fits(1)) return 1;
+  if (policy == 1)
+    for (int64_t wm = warps; wm >= 1; --wm)
+      if (fits(wm)) return wm;
+  if (policy == 2)
+    for (int64_t wm = 1; wm <= warps; ++wm)
+      if (fits(wm)) return wm;
   int64_t best = 0;
   double best_gap = 0;
   for (int64_t wm = 1; wm <= warps; ++wm) {

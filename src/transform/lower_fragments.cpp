@@ -463,13 +463,16 @@ class Collector : public IRVisitor {
       int64_t tn = n / wg_n;
       return tb || tn % b_width == 0 || b_width % tn == 0;
     };
-    // As gemm_warp_split, over warpgroups: the asked policy when it fits, else the
-    // squarest split that does; of equally square splits the one with more
-    // warpgroups along M, which keeps each row of C in one warpgroup (row
-    // reductions stay in registers, and C can be the A of a register gemm).
+    // As gemm_warp_split, over warpgroups: the asked policy, or the nearest split
+    // that fits (FullRow the most warpgroups along M, FullCol the fewest); Square
+    // the squarest split, of equally square ones the one with more warpgroups along
+    // M, which keeps each row of C in one warpgroup (row reductions stay in
+    // registers, and C can be the A of a register gemm).
     int64_t policy = a_.policy(op), wg_m = 0;
-    if (policy == 1 && fits(groups)) wg_m = groups;
-    if (policy == 2 && fits(1)) wg_m = 1;
+    for (int64_t w = groups; policy == 1 && !wg_m && w >= 1; --w)
+      if (fits(w)) wg_m = w;
+    for (int64_t w = 1; policy == 2 && !wg_m && w <= groups; ++w)
+      if (fits(w)) wg_m = w;
     double best_gap = 0;
     for (int64_t w = 1; w <= groups && (policy == 0 || !wg_m); ++w) {
       if (!fits(w)) continue;
@@ -1511,6 +1514,15 @@ class PerKernel : public IRMutator {
     std::sort(lines.begin(), lines.end());
     for (const std::string& line : lines) log(LogLevel::Debug, line);
     bool cuda = target_.kind == TargetKind::CUDA;
+    // A gemm whose accumulator another use pushed out of the registers runs as a
+    // scalar loop over shared memory, some hundred times slower than on the tensor
+    // cores and otherwise silent: say so at the default log level.
+    if (cuda)
+      for (const GemmUse& g : a.gemms)
+        if (auto it = a.demoted.find(g.c); it != a.demoted.end())
+          log(LogLevel::Warning,
+              at(g.op->span, str_cat("T.gemm runs as a scalar loop, not on the tensor cores: its accumulator '",
+                                     g.c->name, "' stays in shared memory because of ", it->second)));
     return with_body(op, Lowerer(a, s, thread_rank(op), tma_destinations(op->body), cuda).mutate(op->body));
   }
 

@@ -43,6 +43,14 @@ def compile_fa(target, seq_len, dim, causal, block_M, block_N, threads):
     return tilelang.compile(prim, out_idx=[3], target=target)
 
 
+@pytest.fixture
+def uncached():
+    """The compiler logs while it compiles: a kernel loaded from the cache logs nothing."""
+    tilelang.disable_cache()
+    yield
+    tilelang.enable_cache()
+
+
 def in_registers(source, name):
     """`name` is a per-thread array, not a pointer into the shared-memory window."""
     return re.search(rf"\b{name}\[\d+\];", source) is not None and not re.search(
@@ -111,18 +119,92 @@ def test_flash_attention_with_block_n_not_dim_on_the_cpu():
     check_fa(kernel, 45, 64, True)
 
 
-def test_a_demotion_names_the_fragment_and_the_reason(caplog):
-    # block_M = 32 over 4 warps cannot be FullRow (8 rows per warp): the scores split
-    # 2 x 2 and the output 1 x 4, so no register vector holds the rows of both. The
-    # kernel stays correct, and the log says which fragments left registers and why.
+def test_a_demotion_names_the_fragment_and_the_reason(caplog, uncached):
+    # block_M = 32 over 4 warps cannot put every warp along M (8 rows per warp). Under
+    # Square the scores would split 2 x 2 and the output 1 x 4, and no register vector
+    # would hold the rows of both (every fragment went to shared memory). Both gemms
+    # take FullRow, which gives the most warps along M that fit, 2 x 2 for both: the
+    # row vectors keep their registers. P (acc_s_cast), the register A of P @ V, needs
+    # every warp along M and alone goes to shared memory; the log says which and why.
     with caplog.at_level(logging.DEBUG, logger="tilelang"):
         kernel = compile_fa(SM80, 40, 64, False, 32, 32, 128)
     text = caplog.text
-    assert "fragment 'scores_scale' stays in shared memory" in text, text
-    assert "mma accumulator[32, 32] warps 2x2" in text and "split differently" in text, text
-    assert "fragment 'acc_o'" not in text  # the output tile keeps its registers
-    assert in_registers(kernel.get_kernel_source(), "acc_o")
+    assert "fragment 'acc_s_cast' stays in shared memory" in text, text
+    assert "with every warp along M (policy FullRow); here 2 x 2 warps" in text, text
+    source = kernel.get_kernel_source()
+    for frag in FA_FRAGMENTS:
+        assert f"fragment '{frag}'" not in text, text
+        assert in_registers(source, frag), frag
     check_fa(kernel, 40, 64, False)
+
+
+def test_a_gemm_accumulator_pushed_to_shared_memory_is_a_warning(caplog, uncached):
+    # Reading the accumulator at an offset (C_f[i, c * 64 + j], a column chunk of the
+    # tile) is not a T.Parallel loop's own index, so C_f leaves the registers and the
+    # gemm becomes a scalar loop: correct, but a performance cliff the default log
+    # level reports, with the gemm's line and the use that caused it.
+    M = N = K = 128
+
+    @T.prim_func
+    def chunked(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            C_s = T.alloc_shared((M, 64), "float32")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm(A_s, B_s, C_f)
+            for c in range(2):
+                for i, j in T.Parallel(M, 64):
+                    C_s[i, j] = C_f[i, c * 64 + j]
+                T.copy(C_s, C[0, c * 64])
+
+    with caplog.at_level(logging.WARNING, logger="tilelang"):
+        kernel = tilelang.compile(chunked, out_idx=[2], target=SM80)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.text
+    text = warnings[0].getMessage()
+    assert "T.gemm runs as a scalar loop, not on the tensor cores" in text, text
+    assert "accumulator 'C_f' stays in shared memory" in text, text
+    assert "indexed by something other than the T.Parallel loop's variables" in text, text
+    assert text.count("test_fragment_inference_bugs.py:") == 2, (
+        text
+    )  # the gemm's line and the use's
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-2)
+
+    # The kernel as usually written (the whole tile, by the loop's own index) keeps
+    # the registers and warns about nothing.
+    caplog.clear()
+
+    @T.prim_func
+    def whole(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((K, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    with caplog.at_level(logging.WARNING, logger="tilelang"):
+        kernel = tilelang.compile(whole, out_idx=[2], target=SM80)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert in_registers(kernel.get_kernel_source(), "C_f")
 
 
 def rows_of_two_gemms(policy):
