@@ -138,15 +138,13 @@ def test_a_demotion_names_the_fragment_and_the_reason(caplog, uncached):
     check_fa(kernel, 40, 64, False)
 
 
-def test_a_gemm_accumulator_pushed_to_shared_memory_is_a_warning(caplog, uncached):
-    # Reading the accumulator at an offset (C_f[i, c * 64 + j], a column chunk of the
-    # tile) is not a T.Parallel loop's own index, so C_f leaves the registers and the
-    # gemm becomes a scalar loop: correct, but a performance cliff the default log
-    # level reports, with the gemm's line and the use that caused it.
+def gemm_then_store(chunked):
+    """A 128^3 gemm into C_f, stored whole (T.copy) or as two column chunks read at an
+    offset (C_f[i, c * 64 + j])."""
     M = N = K = 128
 
     @T.prim_func
-    def chunked(
+    def kernel(
         A: T.Tensor((M, K), "float16"),
         B: T.Tensor((K, N), "float16"),
         C: T.Tensor((M, N), "float32"),
@@ -160,51 +158,44 @@ def test_a_gemm_accumulator_pushed_to_shared_memory_is_a_warning(caplog, uncache
             T.copy(B, B_s)
             T.clear(C_f)
             T.gemm(A_s, B_s, C_f)
-            for c in range(2):
-                for i, j in T.Parallel(M, 64):
-                    C_s[i, j] = C_f[i, c * 64 + j]
-                T.copy(C_s, C[0, c * 64])
+            if chunked:
+                for c in range(2):
+                    for i, j in T.Parallel(M, 64):
+                        C_s[i, j] = C_f[i, c * 64 + j]
+                    T.copy(C_s, C[0, c * 64])
+            else:
+                T.copy(C_f, C)
 
+    return kernel
+
+
+def test_a_gemm_accumulator_pushed_to_shared_memory_is_a_warning(caplog, uncached):
+    # Reading the accumulator at an offset (a column chunk of the tile) is not a
+    # T.Parallel loop's own index, so C_f leaves the registers and the gemm becomes a
+    # scalar loop: correct, but a performance cliff the default log level reports,
+    # with the gemm's line and the use that caused it.
     with caplog.at_level(logging.WARNING, logger="tilelang"):
-        kernel = tilelang.compile(chunked, out_idx=[2], target=SM80)
+        kernel = tilelang.compile(gemm_then_store(True), out_idx=[2], target=SM80)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, caplog.text
     text = warnings[0].getMessage()
     assert "T.gemm runs as a scalar loop, not on the tensor cores" in text, text
     assert "accumulator 'C_f' stays in shared memory" in text, text
     assert "indexed by something other than the T.Parallel loop's variables" in text, text
-    assert text.count("test_fragment_inference_bugs.py:") == 2, (
-        text
-    )  # the gemm's line and the use's
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
+    # The gemm's line and the use's.
+    assert text.count("test_fragment_inference_bugs.py:") == 2, text
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-2)
 
-    # The kernel as usually written (the whole tile, by the loop's own index) keeps
-    # the registers and warns about nothing.
+    # The tile stored whole keeps the registers and warns about nothing.
     caplog.clear()
-
-    @T.prim_func
-    def whole(
-        A: T.Tensor((M, K), "float16"),
-        B: T.Tensor((K, N), "float16"),
-        C: T.Tensor((M, N), "float32"),
-    ):
-        with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((M, K), "float16")
-            B_s = T.alloc_shared((K, N), "float16")
-            C_f = T.alloc_fragment((M, N), "float32")
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.clear(C_f)
-            T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C)
-
     with caplog.at_level(logging.WARNING, logger="tilelang"):
-        kernel = tilelang.compile(whole, out_idx=[2], target=SM80)
+        kernel = tilelang.compile(gemm_then_store(False), out_idx=[2], target=SM80)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
     assert in_registers(kernel.get_kernel_source(), "C_f")
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-2)
 
 
 def rows_of_two_gemms(policy):
