@@ -128,22 +128,27 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
 // takes the most warps along M that do (64 rows over 8 warps: 4 x 2), FullCol the
 // fewest: gemms whose accumulators share per-row vectors then still split their
 // rows alike, which the squarest split would not promise.
-int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
-  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
+int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, const std::function<bool(int64_t)>& fits,
+                        bool ties_to_more_m) {
   if (policy == 1)
-    for (int64_t wm = warps; wm >= 1; --wm)
-      if (fits(wm)) return wm;
+    for (int64_t u = units; u >= 1; --u)
+      if (fits(u)) return u;
   if (policy == 2)
-    for (int64_t wm = 1; wm <= warps; ++wm)
-      if (fits(wm)) return wm;
+    for (int64_t u = 1; u <= units; ++u)
+      if (fits(u)) return u;
   int64_t best = 0;
   double best_gap = 0;
-  for (int64_t wm = 1; wm <= warps; ++wm) {
-    if (!fits(wm)) continue;
-    double gap = std::abs(double(m) / double(wm) - double(n) / double(warps / wm));
-    if (!best || gap < best_gap) best = wm, best_gap = gap;
+  for (int64_t u = 1; u <= units; ++u) {
+    if (!fits(u)) continue;
+    double gap = std::abs(double(m) / double(u) - double(n) / double(units / u));
+    if (!best || gap < best_gap || (ties_to_more_m && gap == best_gap)) best = u, best_gap = gap;
   }
   return best;
+}
+
+int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
+  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
+  return split_by_policy(m, n, warps, policy, fits, false);
 }
 
 // Tensor cores, first step (no layout inference yet): every operand in shared

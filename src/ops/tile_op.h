@@ -4,6 +4,8 @@
 // whole thread block (the CPU). GPU lowerings join this table as they are written.
 #pragma once
 
+#include <functional>
+
 #include "ir/ir.h"
 
 namespace tl {
@@ -48,8 +50,16 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
 // T.gemm as a parallel nest of dot products (targets without layout inference yet).
 Stmt lower_gemm_loops(const TileOpNode* op);
 
-// Warps along M for a gemm of M x N over `warps` warps under `policy` (TileLang's
-// GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol); 0 when no split fits m16n8 tiles.
+// Units (warps, or warpgroups for wgmma) along M for an M x N tile over `units`
+// under `policy` (TileLang's GemmWarpPolicy: 0 Square, 1 FullRow, 2 FullCol), among
+// the counts `fits` accepts; 0 when none does. FullRow takes the most along M that
+// fit, FullCol the fewest; Square the squarest split, ties going to more along M
+// when `ties_to_more_m`.
+int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, const std::function<bool(int64_t)>& fits,
+                        bool ties_to_more_m);
+
+// Warps along M for a gemm of M x N over `warps` warps under `policy`; 0 when no
+// split fits m16n8 tiles.
 int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy);
 
 // The value an out-of-bounds read of T.copy gives: its safe_value attribute, else 0.

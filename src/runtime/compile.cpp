@@ -250,13 +250,13 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
   return build_cached(opt, key, build_into, load);
 }
 
-// The CUDA source run on the CPU: the host compiler builds it against the
-// emulation shims (device/emu), and the CPU runtime calls its per-block entry.
 // The emulators (CUDA and Metal run on the CPU) are for tests and debugging, whose
 // kernels are small: -O1 halves the host compiler's time against the cpu target's
 // -O3 (6.0 s -> 3.2 s for the FlashAttention backward) and later flags still win.
 const char* const kEmulatorOptimization = "-O1";
 
+// The CUDA source run on the CPU: the host compiler builds it against the
+// emulation shims (device/emu), and the CPU runtime calls its per-block entry.
 std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                             const std::string& key) {
   auto build_into = [&](const std::string& dir) {

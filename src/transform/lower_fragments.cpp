@@ -463,22 +463,11 @@ class Collector : public IRVisitor {
       int64_t tn = n / wg_n;
       return tb || tn % b_width == 0 || b_width % tn == 0;
     };
-    // As gemm_warp_split, over warpgroups: the asked policy, or the nearest split
-    // that fits (FullRow the most warpgroups along M, FullCol the fewest); Square
-    // the squarest split, of equally square ones the one with more warpgroups along
-    // M, which keeps each row of C in one warpgroup (row reductions stay in
-    // registers, and C can be the A of a register gemm).
-    int64_t policy = a_.policy(op), wg_m = 0;
-    for (int64_t w = groups; policy == 1 && !wg_m && w >= 1; --w)
-      if (fits(w)) wg_m = w;
-    for (int64_t w = 1; policy == 2 && !wg_m && w <= groups; ++w)
-      if (fits(w)) wg_m = w;
-    double best_gap = 0;
-    for (int64_t w = 1; w <= groups && (policy == 0 || !wg_m); ++w) {
-      if (!fits(w)) continue;
-      double gap = std::abs(double(m) / double(w) - double(n) / double(groups / w));
-      if (!wg_m || gap <= best_gap) wg_m = w, best_gap = gap;
-    }
+    // As gemm_warp_split, over warpgroups; of equally square splits the one with
+    // more warpgroups along M, which keeps each row of C in one warpgroup (row
+    // reductions stay in registers, and C can be the A of a register gemm).
+    int64_t policy = a_.policy(op);
+    int64_t wg_m = split_by_policy(m, n, groups, policy, fits, true);
     if (!wg_m)
       return str_cat("the ", m, " x ", n, " tile does not split into m64 x n16 blocks over ", groups, " warpgroups");
     bool a_in_regs = use.a && half && !ta && covers_whole(a) && a.buffer.ndim() == 2;
