@@ -7,7 +7,8 @@
 //              bytes counted on an mbarrier (complete_tx); threads wait for the
 //              barrier's phase with mbarrier_wait(bar, parity).
 //   tma_store: shared -> global, out-of-bounds elements dropped, tracked in bulk
-//              groups (tma_store_commit / tma_store_wait<N>).
+//              groups (tma_store_commit, then tma_store_wait<N> for the tiles' reads
+//              or tma_store_complete<N> for the writes).
 //   tma_reduce_add: as tma_store, adding to the global elements (T.atomic_add).
 // The shared side of a box is dense (dimension 0 innermost), its 16-byte chunks
 // permuted by the map's swizzle mode: chunk bits 4.. of the shared-window address
@@ -289,9 +290,24 @@ TL_DEVICE void tma_store_wait() {
   static_assert(TmaArchCheck<N>::ok);
   static_assert(N >= 0, "tma_store_wait<N>: N counts groups left in flight, N >= 0");
 #ifdef TL_EMULATE
-  emu::tma_store_wait(N);
+  emu::tma_store_wait(N, false);
 #else
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// Waits until at most the N newest bulk groups of this thread are still running: the
+// older ones have read their tiles and their writes to global memory are done and
+// visible to this thread (cp.async.bulk.wait_group without .read). For a tensor the
+// kernel reads back after storing it; a barrier then publishes the writes to others.
+template <int N>
+TL_DEVICE void tma_store_complete() {
+  static_assert(TmaArchCheck<N>::ok);
+  static_assert(N >= 0, "tma_store_complete<N>: N counts groups left in flight, N >= 0");
+#ifdef TL_EMULATE
+  emu::tma_store_wait(N, true);
+#else
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 

@@ -70,10 +70,16 @@ struct IssuedStore {
   const unsigned char* src;
   int32_t coords[5];
   std::vector<unsigned char> tile;  // the box as the store read it, in linear order
+  bool add = false;                 // a reduce-add
 };
+// A thread's stores write global memory as late as the GPU may: when a
+// tma_store_complete covers them, or when the thread returns. A tensor read back
+// after only a tma_store_wait (which waits for the tile's read) then shows the old
+// values in the emulator, as it may on the GPU.
 struct StoreGroups {
   std::vector<IssuedStore> open;                    // issued since the last commit
   std::vector<std::vector<IssuedStore>> committed;  // oldest group first
+  std::vector<IssuedStore> read;                    // tiles read, writes not yet landed (oldest first)
 };
 
 // The race detector's epochs (FiberScheduler::barriers) across a barrier: each
@@ -505,9 +511,12 @@ inline void block_barrier() {
   s->barriers[rank] = b.sync_epochs[cta].out;
 }
 
+inline void land_all_stores();
+
 // The running thread has returned from the kernel: the block barrier stops waiting for it.
 inline void thread_exited() {
   if (!current_scheduler()) return;
+  land_all_stores();  // the GPU finishes a returned thread's stores
   TmaBlock& b = tma_block();
   ++b.exited[cta_rank()];
   ++b.events;
@@ -626,15 +635,30 @@ inline void tma_store(const void* map, const void* smem_src, const int32_t* coor
   }
   st.src = static_cast<const unsigned char*>(smem_src);
   memcpy(st.coords, coords, sizeof(st.coords));
+  st.add = add;
   st.tile = gather_tile(st.map, st.src, true);
+  tma_block().stores[size_t(fiber_index())].open.push_back(std::move(st));
+}
+
+// Writes (or adds) a store's tile to global memory.
+inline void land(const IssuedStore& st) {
   for_each_box_element(st.map, st.coords, [&](uint32_t i, unsigned char* g) {
     if (!g) return;
-    if (add)
+    if (st.add)
       add_element(st.map, g, &st.tile[i * st.map.elem_bytes]);
     else
       memcpy(g, &st.tile[i * st.map.elem_bytes], st.map.elem_bytes);
   });
-  tma_block().stores[size_t(fiber_index())].open.push_back(std::move(st));
+}
+
+// Lands every store the running thread issued and has not landed yet, in issue order.
+inline void land_all_stores() {
+  StoreGroups& q = tma_block().stores[size_t(fiber_index())];
+  for (const IssuedStore& st : q.read) land(st);
+  for (const auto& group : q.committed)
+    for (const IssuedStore& st : group) land(st);
+  for (const IssuedStore& st : q.open) land(st);
+  q = StoreGroups{};
 }
 
 inline void tma_store_commit() {
@@ -643,15 +667,23 @@ inline void tma_store_commit() {
   q.open.clear();
 }
 
-inline void tma_store_wait(int n) {
+// tma_store_wait (complete = false: the tiles are read) and tma_store_complete (the
+// writes are done: the retired groups, and every earlier group, land now).
+inline void tma_store_wait(int n, bool complete) {
   StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   while (q.committed.size() > size_t(n)) {
-    for (const IssuedStore& st : q.committed.front())
+    for (IssuedStore& st : q.committed.front()) {
       if (gather_tile(st.map, st.src, false) != st.tile)
         record_failure("tma_store: the shared tile at offset " + str_of(shared_window_offset(st.src, 0)) +
                        " was written before the tma_store_wait that covers its store (thread " + str_of(thread_rank()) +
                        "); on the GPU the store may read the new values");
+      q.read.push_back(std::move(st));
+    }
     q.committed.erase(q.committed.begin());
+  }
+  if (complete) {
+    for (const IssuedStore& st : q.read) land(st);
+    q.read.clear();
   }
 }
 

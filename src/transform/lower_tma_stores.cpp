@@ -53,6 +53,34 @@ Stmt thread_op(Stmt s) {
   return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s));
 }
 
+// The tensor a store or reduce-add candidate writes.
+const Buffer& destination(const TileOpNode* op) {
+  return op->regions[op->op == TileOpKind::Atomic ? 0 : 1].buffer;
+}
+
+// How often `body` names each tensor: its loads, stores and tile-op regions, and the
+// TMA maps (of the pipelines' loads) that read through it.
+std::map<BufKey, int> tensor_uses(const Stmt& body, const std::vector<Param>& params) {
+  struct Count : IRVisitor {
+    const std::vector<Param>* params;
+    std::map<BufKey, int> uses;
+    using IRVisitor::visit;
+    void visit_buffer(const Buffer& b) override {
+      if (b->scope == Scope::Global) ++uses[b.get()];
+    }
+    void visit(const CallNode* c) override {
+      IRVisitor::visit(c);
+      if (c->op != Intrinsic::Extern || c->args[0].as<StringImmNode>()->value != kTmaMapCall) return;
+      std::optional<int64_t> p = as_const_int(c->args[1]);
+      if (p && *p >= 0 && size_t(*p) < params->size() && (*params)[size_t(*p)].is_tensor())
+        ++uses[(*params)[size_t(*p)].buffer.get()];
+    }
+  } count;
+  count.params = &params;
+  count.visit(body);
+  return count.uses;
+}
+
 class StoreLowerer : public IRMutator {
  public:
   StoreLowerer(std::vector<Param> params, std::map<BufKey, SharedTileLayout> layouts)
@@ -64,6 +92,7 @@ class StoreLowerer : public IRMutator {
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    uses_ = tensor_uses(op->body, params_);
     for (const Var& t : op->thread_vars) per_thread_.insert(t.node());
     for (size_t d = 0; d < op->block_vars.size(); ++d) bounds_.bind_range(op->block_vars[d], int_imm(0), op->grid[d]);
     for (size_t d = 0; d < op->thread_vars.size(); ++d) bounds_.bind(op->thread_vars[d], 0, op->threads[d] - 1);
@@ -102,7 +131,7 @@ class StoreLowerer : public IRMutator {
     std::map<size_t, size_t> refill_of;  // index of the first touch -> of the store
     for (size_t i = 0; i < stmts.size(); ++i) {
       auto* c = stmts[i].as<TileOpNode>();
-      if (!c || !issue(c)) continue;
+      if (!c || !issue(c) || read_back(c)) continue;
       const Buffer& tile = c->regions[c->op == TileOpKind::Atomic ? 1 : 0].buffer;
       std::vector<size_t> touching;
       for (size_t j = 0; j < stmts.size(); ++j)
@@ -136,7 +165,11 @@ class StoreLowerer : public IRMutator {
 
   // The writers fence their generic-proxy writes of the tile, then a block barrier
   // makes them visible to the issuing thread, which stores, commits and waits until
-  // the stores have read the tile (cp.async.bulk.wait_group.read). The stores take
+  // the stores have read the tile (cp.async.bulk.wait_group.read), or, when the
+  // kernel touches the tensor elsewhere too, until their writes are done and visible
+  // to it (cp.async.bulk.wait_group): a later barrier then publishes them to the
+  // threads that read the tensor back (a split-K partner through T.cluster_sync, a
+  // second pass over the output). The stores take
   // the tile's address, which plan_barriers counts as a write: a later use of the
   // tile gets a barrier, behind which the issuing thread's wait is done.
   // A reduce-add goes the same way, as the copy of its value tile to its destination.
@@ -145,12 +178,23 @@ class StoreLowerer : public IRMutator {
     std::optional<Stmt> stores = issue(op);
     if (!stores) return self;
     std::vector<Stmt> by_issuer{*stores, evaluate(call_extern(dtype::Void, "tl::tma_store_commit", {}))};
-    if (!deferred_.count(op)) by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {})));
+    if (read_back(op))
+      by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_complete<0>", {})));
+    else if (!deferred_.count(op))
+      by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {})));
     return seq({thread_op(evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {}), op->span)),
                 barrier(BarrierKind::Threads, op->span), by_issuer_only(seq(by_issuer), op->span)});
   }
 
  private:
+  // Whether the kernel names the store's tensor anywhere else: a load (element-wise or
+  // TMA), another store or tile op. Its writes must then land before the kernel goes
+  // on, where a plain epilogue only needs the tile read.
+  bool read_back(const TileOpNode* op) const {
+    auto it = uses_.find(destination(op).get());
+    return it != uses_.end() && it->second > 1;
+  }
+
   bool uses_thread_var(const Expr& e) const {
     struct Uses : IRVisitor {
       const std::set<const VarNode*>* vars;
@@ -203,6 +247,7 @@ class StoreLowerer : public IRMutator {
 
   std::vector<Param> params_;
   std::map<BufKey, SharedTileLayout> layouts_;
+  std::map<BufKey, int> uses_;            // tensor_uses of the kernel's body
   std::set<const TileOpNode*> deferred_;  // stores whose wait goes before the tile's refill
   const KernelLaunchNode* launch_ = nullptr;
   int64_t region_lo_ = 0;  // the first thread of the enclosing T.ws region (0: the whole block)

@@ -2,7 +2,9 @@
 torch: a GEMM whose tiles run past the tensor (TMA clips the boxes), a store into the
 middle of a bigger tensor that must leave the rest alone, one shared tile stored
 several times in a loop (each store must have read it before the threads refill it),
-tiles that start before row 0 (TMA loads them, the threads store them), and T.atomic_add of shared tiles as TMA reduce-adds from many blocks at once.
+tiles that start before row 0 (TMA loads them, the threads store them), T.atomic_add of
+shared tiles as TMA reduce-adds from many blocks at once, and tensors read back after
+their store (within a block, and by the partner block of a split-K cluster).
 Needs an sm_90 GPU: elsewhere the stores are not generated."""
 
 import os
@@ -18,7 +20,9 @@ sys.path.insert(
 from test_tma_store import (
     epilogue_gemm,
     shifted_tiles,
+    split_k_in_a_cluster,
     store_into_the_middle,
+    stored_then_read_back,
     tile_stored_in_a_loop,
     tiles_added_by_every_block,
 )
@@ -120,3 +124,38 @@ def test_tma_reduce_adds_from_many_blocks(dtype):
         assert torch.equal(out.double(), ref)
     else:
         torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-3)
+
+
+def test_a_tensor_read_back_after_its_store():
+    M, N, bM = 4096, 64, 16
+    kernel = tilelang.compile(
+        stored_then_read_back(M, N, bM), out_idx=[-1], target="cuda", pass_configs=STORES
+    )
+    assert "tl::tma_store_complete<0>()" in kernel.get_kernel_source()
+    a = torch.randn(M, N, device="cuda")
+    w = torch.zeros(M, N, device="cuda")
+    for _ in range(20):  # a race would show in some of the runs
+        w.zero_()
+        out = kernel(a, w)
+        torch.cuda.synchronize()
+        assert torch.equal(w, a)
+        assert torch.equal(out, a.view(M // bM, bM, N).flip(1, 2).reshape(M, N) * 2)
+
+
+def test_split_k_partners_read_each_others_partials():
+    # The shape of a skinny layer (M = 128) at a size where the two halves of K finish
+    # far apart: 128 blocks in clusters of 2.
+    M, N, K, bN, bK = 128, 8192, 4096, 128, 64
+    kernel = tilelang.compile(
+        split_k_in_a_cluster(M, N, K, bN, bK, 4, 256), out_idx=[-1], target="cuda"
+    )
+    assert "tl::tma_store_complete<0>()" in kernel.get_kernel_source()
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.empty(N // bN, 2, M, bN, device="cuda")
+    ref = a.float() @ b.float().T
+    for _ in range(10):
+        w.fill_(float("nan"))
+        c = kernel(a, b, w)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=2e-1)

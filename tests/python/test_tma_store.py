@@ -471,3 +471,93 @@ def test_atomic_adds_tma_does_not_reduce_stay_element_wise(dtype, configs, memor
     src = kernel.get_kernel_source()
     assert "tma_reduce_add" not in src and "tl::atomic_add<" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
+
+
+def stored_then_read_back(M, N, bM):
+    """Each block stores its rows of A into W through TMA, then its threads read those
+    rows of W back, reversed, into Out: the store's writes must have landed first."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, N), "float32"),
+        W: T.Tensor((M, N), "float32"),
+        Out: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(M // bM, threads=128) as bx:
+            S = T.alloc_shared((bM, N), "float32")
+            T.copy(A[bx * bM, 0], S)
+            T.copy(S, W[bx * bM, 0])
+            T.sync_threads()
+            for i, j in T.Parallel(bM, N):
+                Out[bx * bM + i, j] = W[bx * bM + bM - 1 - i, N - 1 - j] * 2.0
+
+    return main
+
+
+def test_a_tensor_read_back_after_its_store_waits_for_the_writes():
+    # cp.async.bulk.wait_group.read only says that the tile was read. The emulator lands
+    # a store's writes no earlier than the GPU has to (at tma_store_complete, or when the
+    # issuing thread returns): with the plain wait, W would read back as zeros here.
+    M, N, bM = 64, 64, 16
+    kernel = compile_with_stores(stored_then_read_back(M, N, bM), out_idx=[-1], target=SM90)
+    src = kernel.get_kernel_source()
+    assert "tl::tma_store<2>(" in src and "tl::tma_store_complete<0>()" in src, src
+    assert "tl::tma_store_wait<" not in src, src
+    # nvcc does not see the writes made through the tensor map: W must not be
+    # __restrict__, or its loads take the non-coherent path (ld.global.nc), which on the
+    # H200 returned stale values after the store. A, only read, keeps it.
+    assert "float* W," in src and "float* __restrict__ A," in src, src
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    w = np.zeros((M, N), np.float32)
+    out = kernel(a, w)
+    np.testing.assert_array_equal(w, a)
+    np.testing.assert_array_equal(out, (a.reshape(M // bM, bM, N)[:, ::-1, ::-1] * 2).reshape(M, N))
+
+
+def split_k_in_a_cluster(M, N, K, bN, bK, stages, threads, dtype="bfloat16"):
+    """C = A @ B^T with K split in two between the blocks of a cluster of 2 along z: each
+    stores its float32 partial tile to the workspace W (a TMA store of the staged
+    accumulator), meets its partner at T.cluster_sync, adds the partner's partial and
+    writes its half of the tile's rows."""
+    half, hm = K // 2, M // 2
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((N, K), dtype),
+        W: T.Tensor((N // bN, 2, M, bN), "float32"),
+        C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(N // bN, 1, 2, threads=threads, cluster_dims=(1, 1, 2)) as (bx, _by, bz):
+            A_s = T.alloc_shared((M, bK), dtype)
+            B_s = T.alloc_shared((bN, bK), dtype)
+            acc = T.alloc_fragment((M, bN), "float32")
+            part = T.alloc_fragment((M, bN), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(half // bK, num_stages=stages):
+                T.copy(A[0, bz * half + ko * bK], A_s)
+                T.copy(B[bx * bN, bz * half + ko * bK], B_s)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+            T.copy(acc, W[bx, bz, 0, 0])
+            T.cluster_sync()
+            T.copy(W[bx, 1 - bz, 0, 0], part)
+            for i, j in T.Parallel(M, bN):
+                if i // hm == bz:
+                    C[i, bx * bN + j] = acc[i, j] + part[i, j]
+
+    return main
+
+
+def test_split_k_partners_read_each_others_stored_partials():
+    M, N, K, bN, bK = 64, 128, 256, 64, 64
+    kernel = tilelang.compile(
+        split_k_in_a_cluster(M, N, K, bN, bK, 2, 128), out_idx=[-1], target=SM90A
+    )
+    src = kernel.get_kernel_source()
+    assert "tl::tma_store<" in src and "tl::tma_store_complete<0>()" in src, src
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((N, K)).astype(ml_dtypes.bfloat16)
+    w = np.zeros((N // bN, 2, M, bN), np.float32)
+    c = kernel(a, b, w).astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, ref, rtol=1e-2, atol=5e-2)

@@ -50,11 +50,16 @@ class CodeGenCUDA : public CodeGenC {
       first = false;
     };
     // Scalars travel as 64-bit values and are narrowed inside: the runtime then
-    // needs no per-type packing.
-    for (const Param& p : sig.params) {
+    // needs no per-type packing. A tensor that TMA stores write is not __restrict__:
+    // nvcc does not see those writes (they go through the tensor map) and would read
+    // the tensor through the non-coherent path (ld.global.nc), stale after the store.
+    std::set<int64_t> tma_written = tma_store_targets(f->body);
+    for (size_t i = 0; i < sig.params.size(); ++i) {
+      const Param& p = sig.params[i];
       sep();
       if (p.is_tensor())
-        out_ << type_name(p.buffer->dtype) << "* __restrict__ " << name_of(p.buffer);
+        out_ << type_name(p.buffer->dtype) << (tma_written.count(int64_t(i)) ? "* " : "* __restrict__ ")
+             << name_of(p.buffer);
       else
         out_ << (p.var.dtype().is_float() ? "double " : "int64_t ") << name_of(p.var.node()) << "_arg";
     }
@@ -269,6 +274,22 @@ class CodeGenCUDA : public CodeGenC {
     for (size_t m = 0; m < tma_specs_.size(); ++m, ++slot)
       out_ << (slot ? ", " : "") << "*static_cast<const ::tl::TensorMap*>(args[" << slot << "].ptr)";
     out_ << "); });\n}\n#endif\n";
+  }
+
+  // The parameters TMA stores and reduce-adds write (through their kTmaMapCall).
+  static std::set<int64_t> tma_store_targets(const Stmt& body) {
+    std::set<int64_t> out;
+    for_each_expr(body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
+      const std::string& fn = c->args[0].as<StringImmNode>()->value;
+      if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return;
+      auto* map = c->args[1].as<CallNode>();
+      if (map && map->op == Intrinsic::Extern && map->args.size() >= 2 &&
+          map->args[0].as<StringImmNode>()->value == kTmaMapCall)
+        if (std::optional<int64_t> param = as_const_int(map->args[1])) out.insert(*param);
+    });
+    return out;
   }
 
   // The distinct TMA maps the body's copies read through (kTmaMapCall), in order
