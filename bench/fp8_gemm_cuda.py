@@ -8,7 +8,8 @@ sides support. A few configurations are timed briefly (a burst) and the two fast
 measured, interleaved, against torch._scaled_mm with use_fast_accum=True (cuBLAS then also accumulates in the
 tensor cores' own precision, as the wgmma accumulators do); the default
 use_fast_accum=False (periodic promotion to float32) is reported beside it. A 7th config
-entry launches clusters of that many blocks along N, which multicast A's tile.
+entry launches clusters of that many blocks along N, which multicast A's tile; an 8th
+of 1 makes the kernel persistent (one block per SM looping over the tiles).
 FLOPs: 2*M*N*K per GEMM; H200 dense fp8 peak ~1979 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 
@@ -42,6 +43,10 @@ CONFIGS = [
     (256, 128, 128, 256, 4, 8),
     (128, 256, 128, 256, 4, 0, 2),  # clusters of 2 along N: A multicast
     (128, 256, 128, 256, 3, 0, 2),
+    # An 8th entry of 1: persistent, one block per SM (the 7th, the cluster, is then 1);
+    # its epilogue's own 64 KB shared tile leaves room for 3 stages of K = 128.
+    (128, 256, 128, 256, 3, 16, 1, 1),
+    (128, 256, 64, 256, 6, 16, 1, 1),
 ]
 if os.environ.get("FP8_GEMM_CONFIGS"):
     CONFIGS = [
@@ -81,7 +86,9 @@ def bench_shape(M, N, K):
     check(torch_fn(True), a, b, "torch._scaled_mm")
     tried = []  # (burst seconds, config, kernel)
     for cfg in CONFIGS:
-        bM, bN, bK, threads, stages, panel, *cluster = cfg
+        bM, bN, bK, threads, stages, panel, *rest = cfg
+        cluster = rest[0] if rest else 1
+        persistent = len(rest) > 1 and rest[1]
         try:
             kernel = fp8_scaled_mm(
                 M,
@@ -94,7 +101,10 @@ def bench_shape(M, N, K):
                 num_stages=stages,
                 threads=threads,
                 panel=panel,
-                cluster=cluster[0] if cluster else 1,
+                cluster=cluster,
+                workers=torch.cuda.get_device_properties(0).multi_processor_count
+                if persistent
+                else 0,
             )
             got = kernel(a, b, one, one)
         except Exception as e:  # noqa: BLE001 - a config that does not build is reported
@@ -142,7 +152,7 @@ def main():
         ),
         [
             "shape",
-            "config (bM, bN, bK, threads, stages, swizzle panel[, cluster])",
+            "config (bM, bN, bK, threads, stages, swizzle panel[, cluster[, persistent]])",
             "tilelang (TFLOP/s)",
             "torch fast_accum (TFLOP/s)",
             "ratio",

@@ -196,6 +196,13 @@ std::string where(const Unit& u, size_t index) {
   return u.span.defined() ? str_cat("the statement at line ", u.span.line) : str_cat("statement ", index);
 }
 
+// Whether `e` loads from a buffer.
+bool reads_memory(const Expr& e) {
+  bool found = false;
+  for_each_expr(evaluate(e), [&](const Expr& x) { found = found || x.as<BufferLoadNode>(); });
+  return found;
+}
+
 class Pipeliner : public IRMutator {
  public:
   Pipeliner(bool async, std::set<BufKey> wgmma_acc) : async_(async), wgmma_acc_(std::move(wgmma_acc)) {}
@@ -250,15 +257,31 @@ class Pipeliner : public IRMutator {
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
-    Scoped<const ForNode*> ws_loop(ws_loop_, ws_ ? ws_candidate(op) : nullptr);
+    auto [loop, outer] = ws_ ? ws_candidate(op) : std::pair<const ForNode*, const ForNode*>{};
+    Scoped<const ForNode*> ws_loop(ws_loop_, loop), ws_outer(ws_outer_, outer);
     return IRMutator::visit(op, self);
+  }
+
+  // Between a persistent loop and its warp-specialized pipeline: the conditions the
+  // producer re-evaluates for each round (as the consumers took them).
+  Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
+    if (!in_ws_outer_) return IRMutator::visit(op, self);
+    ws_path_.push_back({op->cond, Var(), Expr()});
+    Stmt then_case = mutate(op->then_case);
+    ws_path_.back().cond = logical_not(op->cond);
+    Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+    ws_path_.pop_back();
+    if (then_case.same_as(op->then_case) && (!op->else_case.defined() || else_case.same_as(op->else_case))) return self;
+    return if_then_else(op->cond, then_case, else_case, op->span);
   }
 
   // Names bound around a pipelined loop (`loop_range = T.min(...)`): a producer
   // warpgroup takes their values, since it does not run the statements binding them.
   Stmt visit(const LetStmtNode* op, const Stmt& self) override {
     outer_lets_[op->var.node()] = substitute(op->value, outer_lets_);
+    if (in_ws_outer_) ws_path_.push_back({Expr(), op->var, op->value});
     Stmt s = IRMutator::visit(op, self);
+    if (in_ws_outer_) ws_path_.pop_back();
     outer_lets_.erase(op->var.node());
     return s;
   }
@@ -271,6 +294,20 @@ class Pipeliner : public IRMutator {
   }
 
   Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op == ws_outer_) {
+      // The consumers' pipeline iteration counter (ws_count_) starts at 0 before the
+      // rounds; each round's pipeline reads it and adds its iterations.
+      Scoped<bool> inside(in_ws_outer_, true);
+      Stmt s = IRMutator::visit(op, self);
+      if (!ws_count_.defined()) return s;
+      Buffer count = ws_count_;
+      ws_count_ = Buffer();
+      s = allocate(count, seq({buffer_store(count, int_imm(0), {int_imm(0)}), s}), op->span);
+      TL_ICHECK(ws_rounds_.has_value(), "a persistent pipeline without its producer");
+      RoundsPipeline r = std::move(*ws_rounds_);
+      ws_rounds_.reset();
+      return ws_region(r.init, r.producer, s, r.groups, r.consumers);
+    }
     auto it = op->annotations.find("num_stages");
     int64_t stages = 0;
     if (it != op->annotations.end())
@@ -531,7 +568,24 @@ class Pipeliner : public IRMutator {
       for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
     Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
     ws = ws && only_block_vars(evaluate(ws_extent), op->var) && only_block_vars(evaluate(ws_min), op->var);
-    if (ws) plan_multicast(tma, groups);
+    // Inside a persistent loop the producer runs the rounds too: their bounds and the
+    // conditions on the way to this loop must be its to compute (no memory reads).
+    bool rounds = false;
+    if (ws && ws_outer_) {
+      ws = only_block_vars(evaluate(substitute(ws_outer_->extent, outer_lets_)), op->var) &&
+           only_block_vars(evaluate(substitute(ws_outer_->min, outer_lets_)), op->var);
+      for (const PathStep& p : ws_path_) {
+        Expr e = substitute(p.cond.defined() ? p.cond : p.value, outer_lets_);
+        ws = ws && only_block_vars(evaluate(e), op->var) && !reads_memory(e);
+      }
+      rounds = ws;
+    }
+    if (ws && !rounds) plan_multicast(tma, groups);
+    // With rounds, versions and mbarrier phases follow the pipeline's iterations
+    // counted over all rounds so far: `base` (the counter's value at this round's
+    // start) plus the iteration within the round.
+    Var base("pipe_base", dtype::Int32);
+    auto overall = [&](const Expr& iter) { return rounds ? add(cast(iter.dtype(), Expr(base)), iter) : iter; };
     if (ws)
       for (TmaGroup& g : groups)
         g.empty = Buffer::make(str_cat(g.bars->name.substr(0, g.bars->name.size() - 5), "_empty"), dtype::UInt64,
@@ -653,8 +707,8 @@ class Pipeliner : public IRMutator {
           bool reads = false;
           for (BufKey t : groups[g].tiles) reads = reads || (tma_tiles.count(t) && u.touches.count(t));
           if (!reads || !waited.insert({g, u.stage}).second) continue;
-          body.push_back(unplanned(evaluate(
-              call_extern(dtype::Void, "tl::mbarrier_wait", {bar(groups[g], iter), parity(groups[g], iter)}))));
+          body.push_back(unplanned(evaluate(call_extern(
+              dtype::Void, "tl::mbarrier_wait", {bar(groups[g], overall(iter)), parity(groups[g], overall(iter))}))));
         }
         std::map<const VarNode*, Expr> at{{k.node(), add(lo, iter)}};
         std::vector<Stmt> issue;  // this unit's TMA copies, by the elected thread
@@ -692,7 +746,7 @@ class Pipeliner : public IRMutator {
             attrs[kWgmmaAsyncAttr] = int64_t(1);
             t = tile_op(g->op, g->regions, g->args, attrs, g->span);
           }
-          t = AddStage(staged, iter).mutate(substitute(t, at));
+          t = AddStage(staged, overall(iter)).mutate(substitute(t, at));
           body.push_back(u.producer ? t : mutate(t));
           if (async_issue) {
             // Its wgmma_wait<1> completed every older group, when it ran for sure.
@@ -722,7 +776,7 @@ class Pipeliner : public IRMutator {
           if (last_reader[g] != i) continue;
           // Every consumer warp arrives. A wgmma left in flight still reads its
           // tiles: the version it is done with is the previous iteration's.
-          Expr done = u.async ? sub(iter, int_imm(1)) : iter;
+          Expr done = u.async ? sub(overall(iter), int_imm(1)) : overall(iter);
           // A multicast tile is released to every block that writes into it.
           std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
                                                   : std::string("tl::mbarrier_arrive_warp");
@@ -789,6 +843,23 @@ class Pipeliner : public IRMutator {
     // or the accumulators read.
     if (any_async) out.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
     if (async_ && any_cp_async) out.push_back(wait(0));
+    if (rounds) {
+      // A gemm kept in flight released its tiles one iteration late: the round's last
+      // version goes back to the producer now, for the next round's copies.
+      for (size_t g = 0; g < groups.size(); ++g)
+        if (last_reader[g] < units.size() && units[last_reader[g]].async) {
+          std::string arrive = "tl::mbarrier_arrive_warp";
+          Expr last = overall(sub(n, make_const(n.dtype(), 1)));
+          out.push_back(unplanned(if_then_else(
+              ge(n, make_const(n.dtype(), 1)),
+              evaluate(call_extern(dtype::Void, arrive,
+                                   {address_of(groups[g].empty, {floormod(last, int_imm(groups[g].versions))})})))));
+        }
+      if (!ws_count_.defined()) ws_count_ = Buffer::make("pipe_count", dtype::Int32, {int_imm(1)}, Scope::LocalVar);
+      out.push_back(buffer_store(ws_count_, add(Expr(base), cast(dtype::Int32, n)), {int_imm(0)}));
+      Stmt consumer = let_stmt(base, buffer_load(ws_count_, {int_imm(0)}), seq(out));
+      return warp_specialized(consumer, op, ws_min, ws_extent, units, pos, staged, tma, groups, true);
+    }
     if (ws) return warp_specialized(seq(out), op, ws_min, ws_extent, units, pos, staged, tma, groups);
     return with_mbarriers(seq(out), groups, elected);
   }
@@ -802,34 +873,70 @@ class Pipeliner : public IRMutator {
                         const std::vector<Unit>& units, const std::vector<size_t>& pos,
                         const std::map<BufKey, Staged>& staged,
                         const std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma,
-                        const std::vector<TmaGroup>& groups) {
+                        const std::vector<TmaGroup>& groups, bool rounds = false) {
     int64_t consumers = launch_->threads[0];
     Var i(op->var.name(), op->var.dtype());
+    // With rounds (a persistent loop around the pipeline), the producer counts its
+    // iterations over all rounds as the consumers do.
+    Var base("pipe_base", dtype::Int32);
+    Expr gi = rounds ? add(cast(i.dtype(), Expr(base)), Expr(i)) : Expr(i);
+    // Its round variable, and its own copies of the bindings on the way to the loop;
+    // names bound before the persistent loop are substituted.
+    Var round_var = ws_outer_ ? Var(ws_outer_->var.name(), ws_outer_->var.dtype()) : Var();
+    std::map<const VarNode*, Expr> round_vars = outer_lets_;
+    std::vector<Var> round_lets(ws_path_.size());
+    if (rounds) {
+      round_vars[ws_outer_->var.node()] = Expr(round_var);
+      for (size_t p = 0; p < ws_path_.size(); ++p)
+        if (!ws_path_[p].cond.defined()) {
+          round_lets[p] = Var(ws_path_[p].var.name(), ws_path_[p].var.dtype());
+          round_vars[ws_path_[p].var.node()] = Expr(round_lets[p]);
+        }
+    }
+    Expr first = rounds ? substitute(op->min, round_vars) : min;
+    Expr count_of = rounds ? substitute(op->extent, round_vars) : extent;
     std::vector<size_t> by_pos(units.size());
     for (size_t u = 0; u < units.size(); ++u) by_pos[pos[u]] = u;
     std::vector<Stmt> body, init;
     std::set<size_t> armed;
-    std::map<const VarNode*, Expr> at = outer_lets_;
-    at[op->var.node()] = add(min, Expr(i));
+    std::map<const VarNode*, Expr> at = round_vars;
+    at[op->var.node()] = add(first, Expr(i));
     for (size_t u : by_pos) {
       if (!units[u].producer) continue;
       for (const Stmt& s : units[u].stmts) {
         const auto& [tc, g] = tma.at(s.as<TileOpNode>());
         const TmaGroup& grp = groups[g];
-        Expr v = floormod(Expr(i), int_imm(grp.versions));
+        Expr v = floormod(gi, int_imm(grp.versions));
         if (armed.insert(g).second) {
-          Expr parity = floormod(add(floordiv(Expr(i), int_imm(grp.versions)), int_imm(1)), int_imm(2));
+          Expr parity = floormod(add(floordiv(gi, int_imm(grp.versions)), int_imm(1)), int_imm(2));
           body.push_back(if_then_else(
-              ge(Expr(i), int_imm(grp.versions)),
+              ge(gi, int_imm(grp.versions)),
               evaluate(call_extern(dtype::Void, "tl::mbarrier_wait", {address_of(grp.empty, {v}), parity}))));
           body.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_expect_tx",
                                               {address_of(grp.bars, {v}), int_imm(grp.bytes)})));
         }
-        Stmt t = AddStage(staged, Expr(i)).mutate(substitute(s, at));
+        Stmt t = AddStage(staged, gi).mutate(substitute(s, at));
         body.push_back(tma_loads(t.as<TileOpNode>(), tc, address_of(grp.bars, {v})));
       }
     }
-    Stmt producer = for_loop(i, int_imm(0), extent, ForKind::Serial, seq(body), {}, op->span);
+    Stmt producer = for_loop(i, int_imm(0), count_of, ForKind::Serial, seq(body), {}, op->span);
+    if (rounds) {
+      // The rounds of the persistent loop, under the conditions and with the bindings
+      // the consumers took on their way to the pipeline (a tile's coordinates are
+      // computed once per round, not at every copy), the producer's own copies of them.
+      Buffer count = Buffer::make("pipe_count", dtype::Int32, {int_imm(1)}, Scope::LocalVar);
+      producer =
+          let_stmt(base, buffer_load(count, {int_imm(0)}),
+                   seq({producer, buffer_store(count, add(Expr(base), cast(dtype::Int32, count_of)), {int_imm(0)})}));
+      for (size_t p = ws_path_.size(); p-- > 0;) {
+        const PathStep& step = ws_path_[p];
+        producer = step.cond.defined() ? if_then_else(substitute(step.cond, round_vars), producer)
+                                       : let_stmt(round_lets[p], substitute(step.value, round_vars), producer);
+      }
+      producer = for_loop(round_var, substitute(ws_outer_->min, outer_lets_),
+                          substitute(ws_outer_->extent, outer_lets_), ForKind::Serial, producer, {}, ws_outer_->span);
+      producer = allocate(count, seq({buffer_store(count, int_imm(0), {int_imm(0)}), producer}));
+    }
     for (const TmaGroup& g : groups)
       for (int64_t v = 0; v < g.versions; ++v) {
         init.push_back(
@@ -838,7 +945,21 @@ class Pipeliner : public IRMutator {
                                             {address_of(g.empty, {int_imm(v)}), int_imm(consumers / 32 * g.ctas)})));
       }
     init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
-    Stmt s = seq({unplanned(attr_stmt(kWsInitAttr, int64_t(1), seq(init))),
+    if (rounds) {
+      // The mark goes around the persistent loop (visit of ws_outer_): the producer
+      // then sits outside the conditions the consumers' rounds take, which later
+      // simplification would otherwise fold into it.
+      ws_rounds_ = RoundsPipeline{seq(init), producer, groups, consumers};
+      return consumer;
+    }
+    return ws_region(seq(init), producer, consumer, groups, consumers);
+  }
+
+  // The mark warp_specialize splits: the mbarriers, their initialization, the
+  // producer's loop and the consumers' part.
+  static Stmt ws_region(const Stmt& init, const Stmt& producer, const Stmt& consumer,
+                        const std::vector<TmaGroup>& groups, int64_t consumers) {
+    Stmt s = seq({unplanned(attr_stmt(kWsInitAttr, int64_t(1), init)),
                   unplanned(attr_stmt(kWsProducerAttr, int64_t(1), producer)), consumer});
     for (const TmaGroup& g : groups) s = allocate(g.empty, allocate(g.bars, s));
     return attr_stmt(kWsPipelineAttr, consumers, s);
@@ -846,10 +967,12 @@ class Pipeliner : public IRMutator {
 
   // The pipelined loop a kernel's producer warpgroup may take over: the first
   // T.Pipelined loop at the top of the kernel body (not inside another loop or a
-  // condition), in a kernel of whole warpgroups along threadIdx.x with room for
-  // one more, that places no warpgroups itself (T.ws).
-  const ForNode* ws_candidate(const KernelLaunchNode* op) const {
-    if (op->threads.size() != 1 || op->threads[0] % 128 != 0 || op->threads[0] + 128 > 1024) return nullptr;
+  // condition), or directly inside a persistent loop there (T.Persistent's loop over
+  // tiles, through conditions and bindings only), in a kernel of whole warpgroups
+  // along threadIdx.x with room for one more, that places no warpgroups itself
+  // (T.ws). Returns the loop and the persistent loop around it, if any.
+  std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* op) const {
+    if (op->threads.size() != 1 || op->threads[0] % 128 != 0 || op->threads[0] + 128 > 1024) return {};
     struct HasWarpGroups : IRVisitor {
       bool found = false;
       using IRVisitor::visit;
@@ -859,15 +982,22 @@ class Pipeliner : public IRMutator {
       }
     } wg;
     wg.visit(op->body);
-    if (wg.found) return nullptr;
-    Stmt s = op->body;
-    std::vector<Stmt> todo{s};
+    if (wg.found) return {};
+    auto pipelined = [](const ForNode* f) {
+      return f->annotations.count("num_stages") || f->annotations.count("order") || f->annotations.count("stage");
+    };
+    const ForNode* outer = nullptr;
+    std::vector<Stmt> todo{op->body};
     while (!todo.empty()) {
       Stmt t = todo.back();
       todo.pop_back();
       if (auto* f = t.as<ForNode>()) {
-        if (f->annotations.count("num_stages") || f->annotations.count("order") || f->annotations.count("stage"))
-          return f;
+        if (pipelined(f)) return {f, outer};
+        if (!outer && f->annotations.count(kPersistentLoopAttr)) {
+          // Only what this loop holds is searched from here on.
+          outer = f;
+          todo = {f->body};
+        }
       } else if (auto* q = t.as<SeqNode>()) {
         for (size_t k = q->seq.size(); k-- > 0;) todo.push_back(q->seq[k]);
       } else if (auto* a = t.as<AllocateNode>()) {
@@ -876,9 +1006,12 @@ class Pipeliner : public IRMutator {
         todo.push_back(l->body);
       } else if (auto* at = t.as<AttrNode>()) {
         todo.push_back(at->body);
+      } else if (auto* c = t.as<IfThenElseNode>(); c && outer) {
+        if (c->else_case.defined()) todo.push_back(c->else_case);
+        todo.push_back(c->then_case);
       }
     }
-    return nullptr;
+    return {};
   }
 
   // `s` reads no variable bound inside the kernel other than `loop` (the block and
@@ -903,8 +1036,9 @@ class Pipeliner : public IRMutator {
       void visit(const VarNode* v) override { vars.insert(v); }
     } uses;
     uses.visit(s);
+    const VarNode* round = ws_outer_ ? ws_outer_->var.node() : nullptr;
     for (const VarNode* v : uses.vars)
-      if (v != loop.node() && bound.vars.count(v)) return false;
+      if (v != loop.node() && v != round && bound.vars.count(v)) return false;
     return true;
   }
 
@@ -1144,6 +1278,26 @@ class Pipeliner : public IRMutator {
   bool ws_ = false;
   bool multicast_ = true;
   const ForNode* ws_loop_ = nullptr;  // of the kernel being visited (ws_candidate)
+  // A persistent loop around ws_loop_ (T.Persistent), whose rounds the producer runs
+  // too; while inside it, the conditions and bindings that enclose the statement
+  // visited (those of the pipeline, when it is scheduled); the parts of its pipeline,
+  // which the mark around the persistent loop takes; and the consumers' count of
+  // pipeline iterations over the rounds (a local variable that loop allocates).
+  const ForNode* ws_outer_ = nullptr;
+  bool in_ws_outer_ = false;
+  struct PathStep {  // a condition (cond) or a binding (var = value), as written
+    Expr cond;
+    Var var;
+    Expr value;
+  };
+  std::vector<PathStep> ws_path_;
+  struct RoundsPipeline {  // a persistent pipeline's parts, for its mark around the loop
+    Stmt init, producer;
+    std::vector<TmaGroup> groups;
+    int64_t consumers;
+  };
+  std::optional<RoundsPipeline> ws_rounds_;
+  Buffer ws_count_;
   std::map<const VarNode*, Expr> outer_lets_;
 };
 

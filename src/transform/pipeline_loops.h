@@ -53,6 +53,11 @@ inline constexpr const char* kWsPipelineAttr = "tl.ws_pipeline";
 inline constexpr const char* kWsInitAttr = "tl.ws_init";
 inline constexpr const char* kWsProducerAttr = "tl.ws_producer";
 
+// The annotation of T.Persistent's loop over tiles: a pipelined loop directly inside
+// it may still be warp-specialized, the producer running the loop's rounds too and
+// both sides counting the pipeline's iterations across them.
+inline constexpr const char* kPersistentLoopAttr = "tl.persistent";
+
 // A copy TMA does, outside a pipeline (T.tma_copy, src/transform/lower_explicit_hopper.cpp):
 // the tl::tma_load calls of `copy` (a region of a tensor parameter into a whole shared
 // tile, planned as a pipeline producer) completing on the mbarrier address `bar`, the

@@ -61,9 +61,70 @@ def test_tile_coordinates_are_computed_once_per_tile():
     kernel = tilelang.compile(
         persistent_gemm(200, 264, 96, 64, 64, 32, 7, 2), target="cuda -arch=sm_90a -emulate"
     )
+    # On sm_90a the producer warpgroup runs the tile loop too and binds its own copies.
     source = kernel.get_kernel_source()
-    assert source.count("tl::min<int32_t>(") == 2, source
-    assert re.search(r"const int32_t bx\w* = .*\n\s*const int32_t by\w* = ", source), source
+    assert source.count("tl::min<int32_t>(") == 4, source
+    assert len(re.findall(r"const int32_t bx\w* = .*\n\s*const int32_t by\w* = ", source)) == 2, (
+        source
+    )
+
+
+def test_the_producer_warpgroup_runs_the_tile_loop():
+    # sm_90a: the T.Pipelined loop inside T.Persistent is warp-specialized. The producer
+    # warpgroup runs the tile loop too, so the next tile's first stages load during the
+    # epilogue; both sides count the pipeline's iterations over the tiles (pipe_count).
+    kernel = tilelang.compile(
+        persistent_gemm(200, 264, 96, 64, 64, 32, 7, 2), target="cuda -arch=sm_90a -emulate"
+    )
+    source = kernel.get_kernel_source()
+    assert "tl::setmaxnreg_dec<24>()" in source, source
+    assert source.count("int32_t pipe_count") == 2, source
+    assert source.count("for (int32_t wave") == 2, source
+
+
+def triangular_gemm(M, N, K, bM, bN, bK, workers, stages, dtype="float16"):
+    """C = tril(A) @ B in tiles of bM = bK rows: tile row `by` reads only the K tiles
+    0..by, so the pipeline has a different length in every round."""
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((K, N), dtype),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(workers, threads=128) as pid:
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            acc = T.alloc_fragment((bM, bN), "float32")
+            for by, bx in T.Persistent([T.ceildiv(M, bM), T.ceildiv(N, bN)], workers, pid, 1):
+                T.clear(acc)
+                for k in T.Pipelined(by + 1, num_stages=stages):
+                    T.copy(A[by * bM, k * bK], A_s)
+                    T.copy(B[k * bK, bx * bN], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[by * bM, bx * bN])
+
+    return gemm
+
+
+@pytest.mark.parametrize("workers, stages", [(3, 2), (5, 3), (16, 4)])
+def test_pipelines_of_different_lengths_in_one_persistent_loop(workers, stages):
+    # Rounds of 1 to 4 iterations against 2-4 versions of the tiles: the counts carried
+    # from round to round keep the producer and the consumers on the same versions and
+    # mbarrier phases (the emulator reports a deadlock or a wrong parity otherwise).
+    M, N, K, b = 256, 192, 256, 64
+    kernel = tilelang.compile(
+        triangular_gemm(M, N, K, b, b, b, workers, stages), target="cuda -arch=sm_90a -emulate"
+    )
+    assert "tl::setmaxnreg_dec<24>()" in kernel.get_kernel_source()
+    rng = np.random.default_rng(stages)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    bm = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, bm, c)
+    # Tile row r sums the K tiles 0..r of its rows: A's blocks right of the diagonal are out.
+    a_used = a.astype(np.float32) * np.kron(np.tril(np.ones((M // b, K // b))), np.ones((b, b)))
+    np.testing.assert_allclose(c, a_used @ bm.astype(np.float32), rtol=1e-3, atol=1e-2)
 
 
 def tile_numbers(domain, workers, group):

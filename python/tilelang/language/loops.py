@@ -276,7 +276,11 @@ class Persistent(Loop):
         total = self.domain[0]
         for d in self.domain[1:]:
             total = total * d
-        wave = builder.begin_for("wave", 0, ceildiv(total, self.wave_size), "serial", {})
+        # (tl.persistent: a T.Pipelined loop inside may be warp-specialized on sm_90a, its
+        # producer warpgroup loading the next tile's first stages during the epilogue.)
+        wave = builder.begin_for(
+            "wave", 0, ceildiv(total, self.wave_size), "serial", {"tl.persistent": 1}
+        )
         tile = wave * self.wave_size + self.index
         builder.begin_if(tile < total)
         if len(self.domain) == 2:
