@@ -27,7 +27,7 @@ def test_persistent_gemm(M, N, K, group):
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
 
 
-@pytest.mark.parametrize("stages", [2, 4])
+@pytest.mark.parametrize("stages", [2, 3])  # 64 KB of fp16 tiles a stage
 def test_pipelines_of_different_lengths(stages):
     M, N, K, b = 2048, 1024, 2048, 128
     workers = torch.cuda.get_device_properties(0).multi_processor_count
