@@ -55,12 +55,45 @@ def fp8_scaled_mm(
         )
     if workers and cluster > 1:
         raise ValueError(f"fp8_scaled_mm: workers={workers} (persistent) takes no cluster")
-    if workers:
-        return _persistent(
-            M, N, K, out_dtype, block_M, block_N, block_K, num_stages, threads, panel or 8, workers
-        )
     in_dtype = "float8_e4m3fn"
     accum_dtype = "float32"
+
+    @T.macro
+    def tile(A, B, scale_a, scale_b, A_shared, B_shared, C_local, C_out, bx, by):
+        """C_out = the scaled product of tile (by, bx)."""
+        T.clear(C_local)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+            T.copy(A[by * block_M, k * block_K], A_shared)
+            T.copy(B[bx * block_N, k * block_K], B_shared)
+            T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+        # Dequantize once, after the whole K loop: (sa * a) . (sb * b) = sa * sb * (a . b).
+        for i, j in T.Parallel(block_M, block_N):
+            C_out[i, j] = C_local[i, j] * (scale_a[0] * scale_b[0])
+
+    if workers:
+
+        @T.prim_func
+        def persistent_scaled_mm(
+            A: T.Tensor((M, K), in_dtype),
+            B: T.Tensor((N, K), in_dtype),
+            scale_a: T.Tensor((1,), accum_dtype),
+            scale_b: T.Tensor((1,), accum_dtype),
+            C: T.Tensor((M, N), out_dtype),
+        ):
+            with T.Kernel(workers, threads=threads) as pid:
+                A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+                B_shared = T.alloc_shared((block_N, block_K), in_dtype)
+                C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                C_out = T.alloc_fragment((block_M, block_N), out_dtype)
+                # The pipeline's tiles stay in use across tiles: the output gets its own.
+                C_shared = T.alloc_shared((block_M, block_N), out_dtype)
+                tiles = [T.ceildiv(M, block_M), T.ceildiv(N, block_N)]
+                for by, bx in T.Persistent(tiles, workers, pid, panel or 8):
+                    tile(A, B, scale_a, scale_b, A_shared, B_shared, C_local, C_out, bx, by)
+                    T.copy(C_out, C_shared)
+                    T.copy(C_shared, C[by * block_M, bx * block_N])
+
+        return persistent_scaled_mm
 
     @T.prim_func
     def scaled_mm(
@@ -82,48 +115,8 @@ def fp8_scaled_mm(
             C_out = T.alloc_fragment((block_M, block_N), out_dtype)
             if panel:  # neighbouring blocks share tiles of A and B in L2 (bench/fp8_gemm_cuda.py)
                 T.use_swizzle(panel)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[bx * block_N, k * block_K], B_shared)
-                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
-            # Dequantize once, after the whole K loop: (sa * a) . (sb * b) = sa * sb * (a . b).
-            for i, j in T.Parallel(block_M, block_N):
-                C_out[i, j] = C_local[i, j] * (scale_a[0] * scale_b[0])
+            tile(A, B, scale_a, scale_b, A_shared, B_shared, C_local, C_out, bx, by)
             T.copy(C_out, C[by * block_M, bx * block_N])
-
-    return scaled_mm
-
-
-def _persistent(M, N, K, out_dtype, block_M, block_N, block_K, num_stages, threads, group, workers):
-    in_dtype, accum_dtype = "float8_e4m3fn", "float32"
-
-    @T.prim_func
-    def scaled_mm(
-        A: T.Tensor((M, K), in_dtype),
-        B: T.Tensor((N, K), in_dtype),
-        scale_a: T.Tensor((1,), accum_dtype),
-        scale_b: T.Tensor((1,), accum_dtype),
-        C: T.Tensor((M, N), out_dtype),
-    ):
-        with T.Kernel(workers, threads=threads) as pid:
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared((block_N, block_K), in_dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            C_out = T.alloc_fragment((block_M, block_N), out_dtype)
-            # The pipeline's tiles stay in use across tiles: the output gets its own.
-            C_shared = T.alloc_shared((block_M, block_N), out_dtype)
-            tiles = [T.ceildiv(M, block_M), T.ceildiv(N, block_N)]
-            for by, bx in T.Persistent(tiles, workers, pid, group):
-                T.clear(C_local)
-                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                    T.copy(A[by * block_M, k * block_K], A_shared)
-                    T.copy(B[bx * block_N, k * block_K], B_shared)
-                    T.gemm(A_shared, B_shared, C_local, transpose_B=True)
-                for i, j in T.Parallel(block_M, block_N):
-                    C_out[i, j] = C_local[i, j] * (scale_a[0] * scale_b[0])
-                T.copy(C_out, C_shared)
-                T.copy(C_shared, C[by * block_M, bx * block_N])
 
     return scaled_mm
 

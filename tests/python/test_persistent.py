@@ -12,7 +12,9 @@ import tilelang.language as T
 from tilelang import TileLangError
 
 
-def persistent_gemm(M, N, K, bM, bN, bK, workers, group):
+def persistent_gemm(M, N, K, bM, bN, bK, workers, group, shared_out=False):
+    """shared_out: the tile goes out through a shared tile (a TMA store on sm_90)."""
+
     @T.prim_func
     def gemm(
         A: T.Tensor((M, K), "float16"),
@@ -23,13 +25,19 @@ def persistent_gemm(M, N, K, bM, bN, bK, workers, group):
             A_s = T.alloc_shared((bM, bK), "float16")
             B_s = T.alloc_shared((bK, bN), "float16")
             acc = T.alloc_fragment((bM, bN), "float32")
+            if shared_out:
+                C_s = T.alloc_shared((bM, bN), "float32")
             for bx, by in T.Persistent([T.ceildiv(M, bM), T.ceildiv(N, bN)], workers, pid, group):
                 T.clear(acc)
                 for k in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
                     T.copy(A[bx * bM, k * bK], A_s)
                     T.copy(B[k * bK, by * bN], B_s)
                     T.gemm(A_s, B_s, acc)
-                T.copy(acc, C[bx * bM, by * bN])
+                if shared_out:
+                    T.copy(acc, C_s)
+                    T.copy(C_s, C[bx * bM, by * bN])
+                else:
+                    T.copy(acc, C[bx * bM, by * bN])
 
     return gemm
 
@@ -80,6 +88,25 @@ def test_the_producer_warpgroup_runs_the_tile_loop():
     assert "tl::setmaxnreg_dec<24>()" in source, source
     assert source.count("int32_t pipe_count") == 2, source
     assert source.count("for (int32_t wave") == 2, source
+
+
+@pytest.mark.parametrize("workers, group", [(7, 2), (3, 8)])
+def test_a_shared_output_tile_is_stored_through_tma(workers, group):
+    # T.Persistent's tile coordinates are provably >= 0 (its panel height is at least 1),
+    # so the shared tile's copy to C may be a TMA store, whose box must not start before
+    # the tensor.
+    M, N, K = 200, 264, 96
+    kernel = tilelang.compile(
+        persistent_gemm(M, N, K, 64, 64, 32, workers, group, shared_out=True),
+        target="cuda -arch=sm_90a -emulate",
+    )
+    assert "tl::tma_store<2>(" in kernel.get_kernel_source()
+    rng = np.random.default_rng(workers)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
 
 
 def triangular_gemm(M, N, K, bM, bN, bK, workers, stages, dtype="float16"):

@@ -271,6 +271,7 @@ class Persistent(Loop):
 
     def open(self, builder, names):
         from .math import ceildiv
+        from .math import max as tmax
         from .math import min as tmin
 
         total = self.domain[0]
@@ -288,7 +289,9 @@ class Persistent(Loop):
             g = self.group
             panel = tile // (g * d1)
             within = tile % (g * d1)
-            rows = tmin(g, d0 - panel * g)
+            # At least 1 for every tile the body runs on; saying so lets the compiler
+            # prove the coordinates non-negative (a TMA store of the tile needs that).
+            rows = tmax(tmin(g, d0 - panel * g), 1)
             coords = [panel * g + within % rows, within // rows]
         else:
             coords, rest = [], tile
