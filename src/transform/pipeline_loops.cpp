@@ -983,35 +983,41 @@ class Pipeliner : public IRMutator {
     } wg;
     wg.visit(op->body);
     if (wg.found) return {};
-    auto pipelined = [](const ForNode* f) {
-      return f->annotations.count("num_stages") || f->annotations.count("order") || f->annotations.count("stage");
-    };
+    // The first pipelined loop under `root` through sequences, allocations, bindings
+    // and attributes; with `inside` (a persistent loop's body) through conditions too;
+    // with `outer` set, also in the body of the first persistent loop met.
     const ForNode* outer = nullptr;
-    std::vector<Stmt> todo{op->body};
-    while (!todo.empty()) {
-      Stmt t = todo.back();
-      todo.pop_back();
-      if (auto* f = t.as<ForNode>()) {
-        if (pipelined(f)) return {f, outer};
-        if (!outer && f->annotations.count(kPersistentLoopAttr)) {
-          // Only what this loop holds is searched from here on.
-          outer = f;
-          todo = {f->body};
+    std::function<const ForNode*(const Stmt&, bool)> find = [&](const Stmt& root, bool inside) -> const ForNode* {
+      std::vector<Stmt> todo{root};
+      while (!todo.empty()) {
+        Stmt t = todo.back();
+        todo.pop_back();
+        if (auto* f = t.as<ForNode>()) {
+          if (f->annotations.count("num_stages") || f->annotations.count("order") || f->annotations.count("stage"))
+            return f;
+          if (!inside && !outer && f->annotations.count(kPersistentLoopAttr)) {
+            if (const ForNode* inner = find(f->body, true)) {
+              outer = f;
+              return inner;
+            }
+          }
+        } else if (auto* q = t.as<SeqNode>()) {
+          for (size_t k = q->seq.size(); k-- > 0;) todo.push_back(q->seq[k]);
+        } else if (auto* a = t.as<AllocateNode>()) {
+          todo.push_back(a->body);
+        } else if (auto* l = t.as<LetStmtNode>()) {
+          todo.push_back(l->body);
+        } else if (auto* at = t.as<AttrNode>()) {
+          todo.push_back(at->body);
+        } else if (auto* c = t.as<IfThenElseNode>(); c && inside) {
+          if (c->else_case.defined()) todo.push_back(c->else_case);
+          todo.push_back(c->then_case);
         }
-      } else if (auto* q = t.as<SeqNode>()) {
-        for (size_t k = q->seq.size(); k-- > 0;) todo.push_back(q->seq[k]);
-      } else if (auto* a = t.as<AllocateNode>()) {
-        todo.push_back(a->body);
-      } else if (auto* l = t.as<LetStmtNode>()) {
-        todo.push_back(l->body);
-      } else if (auto* at = t.as<AttrNode>()) {
-        todo.push_back(at->body);
-      } else if (auto* c = t.as<IfThenElseNode>(); c && outer) {
-        if (c->else_case.defined()) todo.push_back(c->else_case);
-        todo.push_back(c->then_case);
       }
-    }
-    return {};
+      return nullptr;
+    };
+    const ForNode* loop = find(op->body, false);
+    return {loop, loop ? outer : nullptr};
   }
 
   // `s` reads no variable bound inside the kernel other than `loop` (the block and
