@@ -23,7 +23,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, interleaved_medians, report, rounds_text, torch_device
+from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -84,7 +84,7 @@ def bench_shape(M, N, K):
         return torch._scaled_mm(a, b.t(), one, one, out_dtype=out_t, use_fast_accum=fast)
 
     check(torch_fn(True), a, b, "torch._scaled_mm")
-    tried = []  # (burst seconds, config, kernel)
+    tried = []  # (burst seconds, config, call)
     for cfg in CONFIGS:
         bM, bN, bK, threads, stages, panel, *rest = cfg
         cluster = rest[0] if rest else 1
@@ -115,20 +115,14 @@ def bench_shape(M, N, K):
         check(got, a, b, f"tilelang {cfg}")
         secs = statistics.median(timed(lambda k=kernel: k(a, b, one, one)) for _ in range(3))
         print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s")
-        tried.append((secs, cfg, kernel))
+        tried.append((secs, cfg, lambda k=kernel: k(a, b, one, one)))
     if not tried:
         return None
-    # The three best by burst, interleaved with both torch calls (a burst runs at a
-    # higher clock than a sustained loop and can rank close configs wrongly: the
-    # persistent kernels rank lower by burst than they measure sustained).
-    best = sorted(tried, key=lambda t: t[0])[:3]
-    *ours, fast, default = interleaved_medians(
-        [lambda k=k: k(a, b, one, one) for _, _, k in best]
-        + [lambda: torch_fn(True), lambda: torch_fn(False)],
-        ROUNDS,
-        CALLS,
+    # The three best by burst, interleaved with both torch calls (the persistent
+    # kernels rank lower by burst than they measure sustained).
+    secs, cfg, (fast, default) = best_interleaved(
+        tried, [lambda: torch_fn(True), lambda: torch_fn(False)], ROUNDS, CALLS, top=3
     )
-    secs, cfg = min(zip(ours, (c for _, c, _ in best)), key=lambda x: x[0])
     flop = 2 * M * N * K
     o, f, s = (flop / t / 1e12 for t in (secs, fast, default))
     return f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} |"

@@ -119,11 +119,14 @@ def rounds_text(rounds, calls):
 
 
 def best_interleaved(tried, ref_fn, rounds, calls, top=2):
-    """The faster of the `top` best configs of a burst sweep, timed interleaved with
+    """The fastest of the `top` best configs of a burst sweep, timed interleaved with
     `ref_fn`: bursts run faster than a sustained loop on a power-capped card and can
-    rank close configs wrongly. `tried` holds (burst seconds, config, fn);
-    returns (seconds, config, reference seconds)."""
+    rank close configs wrongly. `tried` holds (burst seconds, config, fn); `ref_fn` is
+    one reference or a list of them. Returns (seconds, config, reference seconds), the
+    last a list when `ref_fn` is."""
+    refs = list(ref_fn) if isinstance(ref_fn, (list, tuple)) else [ref_fn]
     best = sorted(tried, key=lambda t: t[0])[:top]
-    *ours, ref = interleaved_medians([t[2] for t in best] + [ref_fn], rounds, calls)
+    times = interleaved_medians([t[2] for t in best] + refs, rounds, calls)
+    ours, theirs = times[: len(best)], times[len(best) :]
     secs, cfg = min(zip(ours, (t[1] for t in best)), key=lambda x: x[0])
-    return secs, cfg, ref
+    return secs, cfg, theirs if isinstance(ref_fn, (list, tuple)) else theirs[0]
