@@ -514,6 +514,17 @@ def test_a_tensor_read_back_after_its_store_waits_for_the_writes():
     np.testing.assert_array_equal(out, (a.reshape(M // bM, bM, N)[:, ::-1, ::-1] * 2).reshape(M, N))
 
 
+def test_a_store_only_output_keeps_restrict():
+    # Only a tensor the threads also load loses __restrict__: an epilogue's output,
+    # written by TMA and never loaded, keeps it (and its kernel's source is unchanged).
+    M, N, K, bM, bN, bK, dtype, out_dtype = GEMM_CASES["f16_out_f16_tails"]
+    kernel = compile_with_stores(
+        epilogue_gemm(M, N, K, bM, bN, bK, dtype, out_dtype), out_idx=[-1], target=SM90A
+    )
+    src = kernel.get_kernel_source()
+    assert tma_stored(src) and "__restrict__ C," in src, src
+
+
 def split_k_in_a_cluster(M, N, K, bN, bK, stages, threads, dtype="bfloat16"):
     """C = A @ B^T with K split in two between the blocks of a cluster of 2 along z: each
     stores its float32 partial tile to the workspace W (a TMA store of the staged

@@ -50,15 +50,16 @@ class CodeGenCUDA : public CodeGenC {
       first = false;
     };
     // Scalars travel as 64-bit values and are narrowed inside: the runtime then
-    // needs no per-type packing. A tensor that TMA stores write is not __restrict__:
-    // nvcc does not see those writes (they go through the tensor map) and would read
-    // the tensor through the non-coherent path (ld.global.nc), stale after the store.
-    std::set<int64_t> tma_written = tma_store_targets(f->body);
+    // needs no per-type packing. A tensor that TMA stores write and the threads also
+    // load is not __restrict__: nvcc does not see the writes (they go through the
+    // tensor map) and would load it through the non-coherent path (ld.global.nc),
+    // stale after the store.
+    std::set<int64_t> shared_with_tma = loaded_and_tma_written(f->body, sig);
     for (size_t i = 0; i < sig.params.size(); ++i) {
       const Param& p = sig.params[i];
       sep();
       if (p.is_tensor())
-        out_ << type_name(p.buffer->dtype) << (tma_written.count(int64_t(i)) ? "* " : "* __restrict__ ")
+        out_ << type_name(p.buffer->dtype) << (shared_with_tma.count(int64_t(i)) ? "* " : "* __restrict__ ")
              << name_of(p.buffer);
       else
         out_ << (p.var.dtype().is_float() ? "double " : "int64_t ") << name_of(p.var.node()) << "_arg";
@@ -276,10 +277,13 @@ class CodeGenCUDA : public CodeGenC {
     out_ << "); });\n}\n#endif\n";
   }
 
-  // The parameters TMA stores and reduce-adds write (through their kTmaMapCall).
-  static std::set<int64_t> tma_store_targets(const Stmt& body) {
-    std::set<int64_t> out;
+  // The tensor parameters that TMA stores or reduce-adds write (through their
+  // kTmaMapCall) and that the threads load element by element too.
+  static std::set<int64_t> loaded_and_tma_written(const Stmt& body, const KernelSignature& sig) {
+    std::set<int64_t> written;
+    std::set<const BufferNode*> loaded;
     for_each_expr(body, [&](const Expr& e) {
+      if (auto* l = e.as<BufferLoadNode>()) loaded.insert(l->buffer.get());
       auto* c = e.as<CallNode>();
       if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
       const std::string& fn = c->args[0].as<StringImmNode>()->value;
@@ -287,8 +291,13 @@ class CodeGenCUDA : public CodeGenC {
       auto* map = c->args[1].as<CallNode>();
       if (map && map->op == Intrinsic::Extern && map->args.size() >= 2 &&
           map->args[0].as<StringImmNode>()->value == kTmaMapCall)
-        if (std::optional<int64_t> param = as_const_int(map->args[1])) out.insert(*param);
+        if (std::optional<int64_t> param = as_const_int(map->args[1])) written.insert(*param);
     });
+    std::set<int64_t> out;
+    for (int64_t i : written)
+      if (i >= 0 && size_t(i) < sig.params.size() && sig.params[size_t(i)].is_tensor() &&
+          loaded.count(sig.params[size_t(i)].buffer.get()))
+        out.insert(i);
     return out;
   }
 
