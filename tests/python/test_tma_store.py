@@ -3,8 +3,10 @@ region of a tensor parameter becomes a fence.proxy.async, a block barrier and
 tl::tma_store per box issued by one thread, which commits and waits for them before
 anyone touches the tile again; the parts of the box outside the tensor are clipped,
 as TileLang's predicated stores drop them. Copies TMA cannot do, and every copy under
-the pass config tl.disable_tma_lower, stay element-wise. The CUDA source runs in the
-emulator (device/emu/tma_emu.h) against numpy."""
+the pass config tl.disable_tma_lower, stay element-wise. A tensor the kernel reads back
+after storing it waits for the writes themselves (tl::tma_store_complete) and loses
+__restrict__. The CUDA source runs in the emulator (device/emu/tma_emu.h) against numpy,
+which lands a store's writes as late as the GPU may."""
 
 import ml_dtypes
 import numpy as np
