@@ -42,6 +42,17 @@ def persistent_gemm(M, N, K, bM, bN, bK, workers, group, shared_out=False):
     return gemm
 
 
+def check_gemm(kernel, M, N, K, seed, a_keep=None):
+    """kernel(a, b, c) on random float16 a, b must give c = (a * a_keep) @ b."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    a32 = a.astype(np.float32) if a_keep is None else a.astype(np.float32) * a_keep
+    np.testing.assert_allclose(c, a32 @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize(
     "target, workers, group",
     [
@@ -54,12 +65,8 @@ def persistent_gemm(M, N, K, bM, bN, bK, workers, group, shared_out=False):
 )
 def test_persistent_gemm_matches_numpy(target, workers, group):
     M, N, K = 200, 264, 96  # 4 x 5 tiles of 64 x 64, with tails
-    rng = np.random.default_rng(workers)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.zeros((M, N), np.float32)
-    tilelang.compile(persistent_gemm(M, N, K, 64, 64, 32, workers, group), target=target)(a, b, c)
-    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+    kernel = tilelang.compile(persistent_gemm(M, N, K, 64, 64, 32, workers, group), target=target)
+    check_gemm(kernel, M, N, K, workers)
 
 
 def test_tile_coordinates_are_computed_once_per_tile():
@@ -101,12 +108,7 @@ def test_a_shared_output_tile_is_stored_through_tma(workers, group):
         target="cuda -arch=sm_90a -emulate",
     )
     assert "tl::tma_store<2>(" in kernel.get_kernel_source()
-    rng = np.random.default_rng(workers)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.zeros((M, N), np.float32)
-    kernel(a, b, c)
-    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+    check_gemm(kernel, M, N, K, workers)
 
 
 def triangular_gemm(M, N, K, bM, bN, bK, workers, stages, dtype="float16"):
@@ -144,14 +146,10 @@ def test_pipelines_of_different_lengths_in_one_persistent_loop(workers, stages):
         triangular_gemm(M, N, K, b, b, b, workers, stages), target="cuda -arch=sm_90a -emulate"
     )
     assert "tl::setmaxnreg_dec<24>()" in kernel.get_kernel_source()
-    rng = np.random.default_rng(stages)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    bm = rng.standard_normal((K, N)).astype(np.float16)
-    c = np.zeros((M, N), np.float32)
-    kernel(a, bm, c)
     # Tile row r sums the K tiles 0..r of its rows: A's blocks right of the diagonal are out.
-    a_used = a.astype(np.float32) * np.kron(np.tril(np.ones((M // b, K // b))), np.ones((b, b)))
-    np.testing.assert_allclose(c, a_used @ bm.astype(np.float32), rtol=1e-3, atol=1e-2)
+    check_gemm(
+        kernel, M, N, K, stages, np.kron(np.tril(np.ones((M // b, K // b))), np.ones((b, b)))
+    )
 
 
 def tile_numbers(domain, workers, group):
