@@ -54,7 +54,10 @@ def fp8_scaled_mm(
             f"panel={panel} reorders the blocks, pass panel=0"
         )
     if workers and cluster > 1:
-        raise ValueError(f"fp8_scaled_mm: workers={workers} (persistent) takes no cluster")
+        raise ValueError(
+            f"fp8_scaled_mm: a persistent kernel (workers={workers}) needs cluster=1, got "
+            f"cluster={cluster}"
+        )
     in_dtype = "float8_e4m3fn"
     accum_dtype = "float32"
 

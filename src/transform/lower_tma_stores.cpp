@@ -70,8 +70,7 @@ std::map<BufKey, int> tensor_uses(const Stmt& body, const std::vector<Param>& pa
     }
     void visit(const CallNode* c) override {
       IRVisitor::visit(c);
-      if (c->op != Intrinsic::Extern || c->args[0].as<StringImmNode>()->value != kTmaMapCall) return;
-      std::optional<int64_t> p = as_const_int(c->args[1]);
+      std::optional<int64_t> p = tma_map_param(c);
       if (p && *p >= 0 && size_t(*p) < params->size() && (*params)[size_t(*p)].is_tensor())
         ++uses[(*params)[size_t(*p)].buffer.get()];
     }

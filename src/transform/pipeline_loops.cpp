@@ -295,17 +295,14 @@ class Pipeliner : public IRMutator {
 
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op == ws_outer_) {
-      // The consumers' pipeline iteration counter (ws_count_) starts at 0 before the
-      // rounds; each round's pipeline reads it and adds its iterations.
+      // The consumers' pipeline iteration counter starts at 0 before the rounds;
+      // each round's pipeline reads it and adds its iterations.
       Scoped<bool> inside(in_ws_outer_, true);
       Stmt s = IRMutator::visit(op, self);
-      if (!ws_count_.defined()) return s;
-      Buffer count = ws_count_;
-      ws_count_ = Buffer();
-      s = allocate(count, seq({buffer_store(count, int_imm(0), {int_imm(0)}), s}), op->span);
-      TL_ICHECK(ws_rounds_.has_value(), "a persistent pipeline without its producer");
+      if (!ws_rounds_) return s;
       RoundsPipeline r = std::move(*ws_rounds_);
       ws_rounds_.reset();
+      s = allocate(r.count, seq({buffer_store(r.count, int_imm(0), {int_imm(0)}), s}), op->span);
       return ws_region(r.init, r.producer, s, r.groups, r.consumers);
     }
     auto it = op->annotations.find("num_stages");
@@ -647,6 +644,14 @@ class Pipeliner : public IRMutator {
         size_t& r = last_reader[g];
         if (r == units.size() || std::make_pair(units[r].stage, pos[r]) < std::make_pair(units[c].stage, pos[c])) r = c;
       }
+    // The consumers' release of group g's version of iteration `done` (counted over
+    // the rounds): a multicast tile goes back to every block that writes into it.
+    auto release_of = [&](size_t g, const Expr& done) {
+      std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
+                                              : std::string("tl::mbarrier_arrive_warp");
+      return evaluate(call_extern(dtype::Void, arrive,
+                                  {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+    };
     auto step = [&](const Expr& last, const std::function<Expr(const Unit&)>& run, bool sync_top) {
       std::vector<Stmt> out;
       if (ws) sync_top = false;  // the empty mbarriers order the reuse of versions
@@ -776,12 +781,7 @@ class Pipeliner : public IRMutator {
           if (last_reader[g] != i) continue;
           // Every consumer warp arrives. A wgmma left in flight still reads its
           // tiles: the version it is done with is the previous iteration's.
-          Expr done = u.async ? sub(overall(iter), int_imm(1)) : overall(iter);
-          // A multicast tile is released to every block that writes into it.
-          std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
-                                                  : std::string("tl::mbarrier_arrive_warp");
-          Stmt release = evaluate(call_extern(
-              dtype::Void, arrive, {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+          Stmt release = release_of(g, u.async ? sub(overall(iter), int_imm(1)) : overall(iter));
           release = unplanned(u.async ? if_then_else(ge(iter, int_imm(1)), release) : release);
           // A gemm of this unit still in flight releases the tiles once complete.
           if (!issued_here.empty()) {
@@ -847,18 +847,13 @@ class Pipeliner : public IRMutator {
       // A gemm kept in flight released its tiles one iteration late: the round's last
       // version goes back to the producer now, for the next round's copies.
       for (size_t g = 0; g < groups.size(); ++g)
-        if (last_reader[g] < units.size() && units[last_reader[g]].async) {
-          std::string arrive = "tl::mbarrier_arrive_warp";
-          Expr last = overall(sub(n, make_const(n.dtype(), 1)));
-          out.push_back(unplanned(if_then_else(
-              ge(n, make_const(n.dtype(), 1)),
-              evaluate(call_extern(dtype::Void, arrive,
-                                   {address_of(groups[g].empty, {floormod(last, int_imm(groups[g].versions))})})))));
-        }
-      if (!ws_count_.defined()) ws_count_ = Buffer::make("pipe_count", dtype::Int32, {int_imm(1)}, Scope::LocalVar);
-      out.push_back(buffer_store(ws_count_, add(Expr(base), cast(dtype::Int32, n)), {int_imm(0)}));
-      Stmt consumer = let_stmt(base, buffer_load(ws_count_, {int_imm(0)}), seq(out));
-      return warp_specialized(consumer, op, ws_min, ws_extent, units, pos, staged, tma, groups, true);
+        if (last_reader[g] < units.size() && units[last_reader[g]].async)
+          out.push_back(unplanned(
+              if_then_else(ge(n, make_const(n.dtype(), 1)), release_of(g, overall(sub(n, make_const(n.dtype(), 1)))))));
+      Buffer count = Buffer::make("pipe_count", dtype::Int32, {int_imm(1)}, Scope::LocalVar);
+      out.push_back(buffer_store(count, add(Expr(base), cast(dtype::Int32, n)), {int_imm(0)}));
+      Stmt consumer = let_stmt(base, buffer_load(count, {int_imm(0)}), seq(out));
+      return warp_specialized(consumer, op, ws_min, ws_extent, units, pos, staged, tma, groups, count);
     }
     if (ws) return warp_specialized(seq(out), op, ws_min, ws_extent, units, pos, staged, tma, groups);
     return with_mbarriers(seq(out), groups, elected);
@@ -873,7 +868,8 @@ class Pipeliner : public IRMutator {
                         const std::vector<Unit>& units, const std::vector<size_t>& pos,
                         const std::map<BufKey, Staged>& staged,
                         const std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma,
-                        const std::vector<TmaGroup>& groups, bool rounds = false) {
+                        const std::vector<TmaGroup>& groups, const Buffer& rounds_count = Buffer()) {
+    const bool rounds = rounds_count.defined();
     int64_t consumers = launch_->threads[0];
     Var i(op->var.name(), op->var.dtype());
     // With rounds (a persistent loop around the pipeline), the producer counts its
@@ -949,7 +945,7 @@ class Pipeliner : public IRMutator {
       // The mark goes around the persistent loop (visit of ws_outer_): the producer
       // then sits outside the conditions the consumers' rounds take, which later
       // simplification would otherwise fold into it.
-      ws_rounds_ = RoundsPipeline{seq(init), producer, groups, consumers};
+      ws_rounds_ = RoundsPipeline{seq(init), producer, groups, consumers, rounds_count};
       return consumer;
     }
     return ws_region(seq(init), producer, consumer, groups, consumers);
@@ -1287,7 +1283,7 @@ class Pipeliner : public IRMutator {
   // A persistent loop around ws_loop_ (T.Persistent), whose rounds the producer runs
   // too; while inside it, the conditions and bindings that enclose the statement
   // visited (those of the pipeline, when it is scheduled); the parts of its pipeline,
-  // which the mark around the persistent loop takes; and the consumers' count of
+  // which the mark around the persistent loop takes, with the consumers' count of
   // pipeline iterations over the rounds (a local variable that loop allocates).
   const ForNode* ws_outer_ = nullptr;
   bool in_ws_outer_ = false;
@@ -1301,9 +1297,9 @@ class Pipeliner : public IRMutator {
     Stmt init, producer;
     std::vector<TmaGroup> groups;
     int64_t consumers;
+    Buffer count;  // the consumers' iteration counter
   };
   std::optional<RoundsPipeline> ws_rounds_;
-  Buffer ws_count_;
   std::map<const VarNode*, Expr> outer_lets_;
 };
 
@@ -1338,6 +1334,12 @@ std::set<BufKey> outside_pipelined(const Stmt& s) {
 }
 
 }  // namespace
+
+std::optional<int64_t> tma_map_param(const CallNode* c) {
+  if (!c || c->op != Intrinsic::Extern || c->args.size() < 2 || c->args[0].as<StringImmNode>()->value != kTmaMapCall)
+    return std::nullopt;
+  return as_const_int(c->args[1]);
+}
 
 std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& bar, const KernelLaunchNode* launch,
                                            const std::vector<Param>& params,

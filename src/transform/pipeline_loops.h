@@ -19,6 +19,8 @@ inline constexpr const char* kAsyncCopyAttr = "tl.async_copy";
 // makes each distinct one a `const __grid_constant__ tl::TensorMap` kernel
 // parameter (src/codegen/cuda), which the runtime encodes at every launch.
 inline constexpr const char* kTmaMapCall = "tl.tma_map";
+// The tensor parameter a kTmaMapCall names; nullopt when `c` is not one (or null).
+std::optional<int64_t> tma_map_param(const CallNode* c);
 
 // T.Pipelined loops become software pipelines. With order=/stage=/group= the
 // statements run where the user put them (unit u of iteration k in step

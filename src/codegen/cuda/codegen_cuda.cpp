@@ -288,10 +288,7 @@ class CodeGenCUDA : public CodeGenC {
       if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
       const std::string& fn = c->args[0].as<StringImmNode>()->value;
       if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return;
-      auto* map = c->args[1].as<CallNode>();
-      if (map && map->op == Intrinsic::Extern && map->args.size() >= 2 &&
-          map->args[0].as<StringImmNode>()->value == kTmaMapCall)
-        if (std::optional<int64_t> param = as_const_int(map->args[1])) written.insert(*param);
+      if (std::optional<int64_t> param = tma_map_param(c->args[1].as<CallNode>())) written.insert(*param);
     });
     std::set<int64_t> out;
     for (int64_t i : written)
