@@ -24,7 +24,13 @@ is deep. Hence the knobs:
   multicast), so that tile is read from L2 once per cluster instead of once per
   block. The grid's extent along that axis must be a multiple of it. Along M with
   block_M = M / 2 is the layout cuBLAS picks on the H200 for M = 128 (two blocks of
-  64 rows share each 128-row B tile).
+  64 rows share each 128-row B tile). A pair `cluster=(cn, cm)` makes 2-D clusters,
+  cn blocks along N by cm along M: a row of the cluster shares its A tile and a
+  column its B tile, each multicast among those blocks only. A cluster also makes
+  its blocks run at the same time, so that a tile they share is read from DRAM once
+  even without multicast (pass config `tl.disable_tma_multicast`, the `multicast`
+  entry of `skinny_matmul`'s config): for M = 128 on the H200 that is the faster of
+  the two, as multicast makes every block wait for the slowest of its cluster.
 
 Every variant is checked against numpy in float64, with M, N and K that are not
 multiples of the tiles.
@@ -61,7 +67,11 @@ def skinny_gemm(
     if cluster_axis not in ("n", "m"):
         raise ValueError(f"skinny_gemm: cluster_axis must be 'n' or 'm', got {cluster_axis!r}")
     cluster_dims = None
-    if cluster > 1:
+    if isinstance(cluster, (tuple, list)):
+        if len(cluster) != 2:
+            raise ValueError(f"skinny_gemm: a 2-D cluster is (along_n, along_m), got {cluster!r}")
+        cluster_dims = (cluster[0], cluster[1], 1)
+    elif cluster > 1:
         cluster_dims = (cluster, 1, 1) if cluster_axis == "n" else (1, cluster, 1)
     nk = b_layout == "nk"
     # K tiles per slice; the slices' tiles past K read zeros.
@@ -139,19 +149,27 @@ def splitk_reduce(split_k, M, N, block_N=1024, dtype="bfloat16", accum_dtype="fl
 
 def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None):
     """The callable C = A @ B^T (or A @ B for b_layout "kn") for one config
-    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m]])
-    (along_m: 1 clusters the blocks along M, 0 or left out along N): one kernel, or
-    with split_k > 1 the gemm and the reduction of its slices. `target` None compiles
-    for the default target through the factories' own caches."""
-
-    def build(factory, *args, **kwargs):
-        if target is None:
-            return factory(*args, **kwargs)
-        return tilelang.compile(factory.get_tir(*args, **kwargs), out_idx=[-1], target=target)
-
+    (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m[,
+    multicast]]]) (along_m: 1 clusters the blocks along M, 0 or left out along N;
+    multicast: 0 keeps each block's own loads in a cluster, pass config
+    tl.disable_tma_multicast): one kernel, or with split_k > 1 the gemm and the
+    reduction of its slices. `target` None compiles for the default target through the
+    factories' own caches."""
     bM, bN, bK, stages, threads, split_k, swap, *rest = config
     cluster = rest[0] if rest else 1
     cluster_axis = "m" if len(rest) > 1 and rest[1] else "n"
+    multicast = rest[2] if len(rest) > 2 else 1
+
+    def build(factory, *args, **kwargs):
+        if target is None and multicast:
+            return factory(*args, **kwargs)
+        return tilelang.compile(
+            factory.get_tir(*args, **kwargs),
+            out_idx=[-1],
+            target=target or "auto",
+            pass_configs={"tl.disable_tma_multicast": not multicast},
+        )
+
     gemm = build(
         skinny_gemm,
         M,

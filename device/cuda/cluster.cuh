@@ -66,6 +66,38 @@ TL_DEVICE int block_rank_in_cluster() {
 #endif
 }
 
+// The blocks of a Cx x Cy x Cz cluster that load the same tile: those whose cluster
+// coordinates differ only along the dimensions set in `Along` (bit 0 x, 1 y, 2 z).
+// cluster_share_rank is the block's rank among them (its coordinates along `Along`,
+// x fastest), cluster_share_mask their cluster ranks as a multicast mask. A rank is
+// x + Cx * (y + Cy * z), as %cluster_ctarank counts.
+template <int Cx, int Cy, int Cz, int Along>
+TL_DEVICE int cluster_share_rank() {
+  const int r = block_rank_in_cluster();
+  const int c[3] = {r % Cx, r / Cx % Cy, r / (Cx * Cy)}, size[3] = {Cx, Cy, Cz};
+  int rank = 0, stride = 1;
+  for (int d = 0; d < 3; ++d)
+    if (Along >> d & 1) {
+      rank += c[d] * stride;
+      stride *= size[d];
+    }
+  return rank;
+}
+
+template <int Cx, int Cy, int Cz, int Along>
+TL_DEVICE int cluster_share_mask() {
+  static_assert(Cx * Cy * Cz <= 16, "a cluster has at most 16 blocks");
+  const int r = block_rank_in_cluster();
+  int mask = 0;
+  for (int i = 0; i < Cx * Cy * Cz; ++i) {
+    const int diff[3] = {i % Cx - r % Cx, i / Cx % Cy - r / Cx % Cy, i / (Cx * Cy) - r / (Cx * Cy)};
+    bool same = true;
+    for (int d = 0; d < 3; ++d) same = same && ((Along >> d & 1) || diff[d] == 0);
+    if (same) mask |= 1 << i;
+  }
+  return mask;
+}
+
 // An arrival on the mbarrier at `bar`'s offset in the shared memory of block `cta`
 // of the cluster. The arrival has the default (CTA-scope) release: it orders the
 // caller's own block's accesses, which is what a tile release needs (the caller

@@ -44,12 +44,13 @@ struct TmaCopy {
   int64_t block_cols = 0;  // the tile's last-dim elements per box
   int64_t bytes = 0;       // of the whole tile: what its loads bring to the mbarrier
   std::shared_ptr<const Layout> layout;
-  // Multicast in a thread block cluster (plan_multicast): each of the `ctas` blocks
-  // loads `slice_rows` rows of the tile (global dimension `row_dim`) through
-  // `slice_map` and multicasts them to all; 0 when the copy is the block's own.
+  // Multicast in a thread block cluster (plan_multicast): the `ctas` blocks that
+  // share the tile each load `slice_rows` rows of it (global dimension `row_dim`),
+  // slice `slice` (the block's rank among them), through `slice_map` and multicast
+  // them to the blocks of `mask`; `ctas` is 0 when the copy is the block's own.
   int64_t ctas = 0, slice_rows = 0;
   int row_dim = 0;
-  Expr slice_map;
+  Expr slice_map, slice, mask;
 };
 
 // The TMA copies of one producer stage whose tiles have the same number of versions
@@ -1050,7 +1051,7 @@ class Pipeliner : public IRMutator {
   std::pair<Expr, std::vector<Expr>> tma_box(const TileOpNode* c, const TmaCopy& tc, int64_t blk) {
     const BufferRegion &global = c->regions[0], &tile = c->regions[1];
     Expr slice;  // the first row of this block's slice
-    if (tc.ctas) slice = mul(call_extern(dtype::Int32, "tl::block_rank_in_cluster", {}), int_imm(tc.slice_rows));
+    if (tc.ctas) slice = mul(tc.slice, int_imm(tc.slice_rows));
     std::vector<Expr> at;
     for (const Range& r : tile.ranges) at.push_back(r.min);
     at.back() = add(at.back(), int_imm(blk * tc.block_cols, at.back().dtype()));
@@ -1073,7 +1074,7 @@ class Pipeliner : public IRMutator {
     for (int64_t blk = 0; blk < tc.blocks; ++blk) {
       auto [smem, coords] = tma_box(c, tc, blk);
       std::vector<Expr> args{smem, tc.ctas ? tc.slice_map : tc.map, bar};
-      if (tc.ctas) args.push_back(int_imm((int64_t(1) << tc.ctas) - 1));
+      if (tc.ctas) args.push_back(tc.mask);
       args.insert(args.end(), coords.begin(), coords.end());
       out.push_back(evaluate(call_extern(
           dtype::Void, str_cat(tc.ctas ? "tl::tma_load_multicast<" : "tl::tma_load<", coords.size(), ">"), args)));
@@ -1082,33 +1083,40 @@ class Pipeliner : public IRMutator {
   }
 
   // Thread block clusters: a producer copy whose source region does not depend on
-  // the block indices the cluster spans reads the same box in every block of the
-  // cluster. Each of its C blocks then loads C-th of the tile's rows and multicasts
-  // it to all C: the tile costs one read of L2 per cluster instead of C. Every
-  // block's full mbarrier still expects the whole tile; its versions are released to
-  // all C blocks (empty mbarriers counting the consumer warps of the cluster).
-  // Warp-specialized pipelines only, 2-D tiles whose slices keep TMA's alignment
-  // (whole swizzle patterns), and no T.use_swizzle (it remaps the block indices).
+  // some of the block indices the cluster spans reads the same box in the blocks of
+  // the cluster that differ only along those dimensions (all C blocks when it depends
+  // on none; a row or a column of a 2-D cluster otherwise). Each of those G blocks
+  // then loads a G-th of the tile's rows and multicasts it to the G: the tile costs
+  // one read of L2 per G blocks instead of G. Every block's full mbarrier still
+  // expects the whole tile; its versions are released to all C blocks of the cluster
+  // (empty mbarriers counting the consumer warps of the cluster), which covers every
+  // block that may write into it. Warp-specialized pipelines only, 2-D tiles whose
+  // slices keep TMA's alignment (whole swizzle patterns), and no T.use_swizzle (it
+  // remaps the block indices).
   void plan_multicast(std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma, std::vector<TmaGroup>& groups) {
     const int64_t ctas = launch_->cluster_size();
     if (ctas == 1 || !multicast_ || calls_extern(launch_->body, "tl::use_swizzle")) return;
-    std::set<const VarNode*> spanned;
+    std::map<const VarNode*, size_t> spanned;  // block index -> its cluster dimension
     for (size_t d = 0; d < launch_->cluster.size() && d < launch_->block_vars.size(); ++d)
-      if (launch_->cluster[d] > 1) spanned.insert(launch_->block_vars[d].node());
+      if (launch_->cluster[d] > 1) spanned[launch_->block_vars[d].node()] = d;
     for (auto& [copy, tg] : tma) {
       TmaCopy& tc = tg.first;
       const BufferRegion& src = copy->regions[0];
       const Buffer& tile = copy->regions[1].buffer;
-      bool same = true;
+      int along = 0;  // the cluster dimensions the box is the same along
+      for (const auto& [v, d] : spanned) along |= 1 << d;
       for (const Range& r : src.ranges)
         for_each_expr(evaluate(substitute(r.min, outer_lets_)), [&](const Expr& e) {
           auto* v = e.as<VarNode>();
-          same = same && !(v && spanned.count(v));
+          if (v && spanned.count(v)) along &= ~(1 << spanned.at(v));
         });
-      if (!same || tile->shape.size() != 2) continue;
+      int64_t sharing = 1;
+      for (size_t d = 0; d < launch_->cluster.size(); ++d)
+        if (along >> d & 1) sharing *= launch_->cluster[d];
+      if (sharing == 1 || tile->shape.size() != 2) continue;
       int64_t rows = *as_const_int(tile->shape[0]), cols = *as_const_int(tile->shape[1]);
-      int64_t slice = rows / ctas, row_bytes = cols * tile->dtype.bytes();
-      if (rows % ctas != 0 || (tc.layout ? slice % 8 != 0 : (slice * row_bytes) % 128 != 0)) continue;
+      int64_t slice = rows / sharing, row_bytes = cols * tile->dtype.bytes();
+      if (rows % sharing != 0 || (tc.layout ? slice % 8 != 0 : (slice * row_bytes) % 128 != 0)) continue;
       int row_dim = -1;  // the source dimension of the tile's rows: its first of extent > 1
       for (size_t d = 0; d < src.ranges.size() && row_dim < 0; ++d)
         if (!is_const_one(src.ranges[d].extent)) row_dim = int(d);
@@ -1116,10 +1124,20 @@ class Pipeliner : public IRMutator {
       auto* map = tc.map.as<CallNode>();
       std::vector<Expr> args(map->args.begin() + 1, map->args.end());  // param, swizzle, dynamic, box innermost first
       args[3 + (src.ranges.size() - 1 - size_t(row_dim))] = int_imm(slice);
-      tc.ctas = ctas;
+      tc.ctas = sharing;
       tc.slice_rows = slice;
       tc.row_dim = row_dim;
       tc.slice_map = call_extern(dtype::Handle, kTmaMapCall, args);
+      if (sharing == ctas) {  // the whole cluster: slice by rank, to every block
+        tc.slice = call_extern(dtype::Int32, "tl::block_rank_in_cluster", {});
+        tc.mask = int_imm((int64_t(1) << ctas) - 1);
+      } else {
+        std::vector<int64_t> dims(launch_->cluster.begin(), launch_->cluster.end());
+        dims.resize(3, 1);
+        std::string shape = str_cat("<", dims[0], ", ", dims[1], ", ", dims[2], ", ", along, ">");
+        tc.slice = call_extern(dtype::Int32, "tl::cluster_share_rank" + shape, {});
+        tc.mask = call_extern(dtype::Int32, "tl::cluster_share_mask" + shape, {});
+      }
       groups[tg.second].ctas = ctas;
     }
   }

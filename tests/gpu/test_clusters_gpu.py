@@ -1,6 +1,7 @@
 """Thread block clusters and TMA multicast on the present GPU against torch: the
 cluster rank and barrier, the skinny GEMM with A multicast along N or B along M (the bench's
-M = 128 shape and a tail shape), and a GEMM with B multicast along M. The same
+M = 128 shape and a tail shape), along both in 2-D clusters, or in a cluster without
+multicast, and a GEMM with B multicast along M. The same
 kernels run in the emulator in tests/python/test_clusters.py. Needs an sm_90 GPU."""
 
 import os
@@ -13,7 +14,7 @@ torch = pytest.importorskip("torch")
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(here)), "examples"))
-from skinny_gemm import skinny_gemm
+from skinny_gemm import skinny_gemm, skinny_matmul
 from test_clusters import explicit_multicast, gemm_cluster_y, ranks_kernel
 
 pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
@@ -69,6 +70,32 @@ def test_skinny_gemm_with_b_multicast_along_m(M, N, K, swap_ab):
     ref = (a.float() @ b.float().T).to(torch.bfloat16)
     for _ in range(3):
         torch.testing.assert_close(kernel(a, b), ref, rtol=2e-2, atol=0.5)
+
+
+@pytest.mark.parametrize(
+    "M, N, K, cluster",
+    [(128, 7680, 8192, (2, 2)), (100, 1000, 1000, (2, 2)), (128, 2048, 1024, (4, 2))],
+)
+def test_skinny_gemm_2d_cluster_multicasts_rows_and_columns(M, N, K, cluster):
+    """2-D clusters: A multicast along each row of the cluster, B along each column."""
+    kernel = skinny_gemm(M, N, K, 64, 128, 64, 8, 128, 1, False, "nk", "bfloat16", cluster=cluster)
+    src = kernel.get_kernel_source()
+    assert src.count("tl::tma_load_multicast<2>(") == 2 and "tl::cluster_share_mask<" in src
+    a = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(N, K, dtype=torch.bfloat16, device="cuda")
+    ref = (a.float() @ b.float().T).to(torch.bfloat16)
+    for _ in range(3):
+        torch.testing.assert_close(kernel(a, b), ref, rtol=2e-2, atol=0.5)
+
+
+def test_skinny_matmul_cluster_without_multicast():
+    """The bench's M = 128 config that keeps each block's own loads in its cluster."""
+    f = skinny_matmul(128, 8192, 8192, (64, 128, 64, 8, 128, 1, False, 2, 1, 0))
+    a = torch.randn(128, 8192, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    ref = (a.float() @ b.float().T).to(torch.bfloat16)
+    for _ in range(3):
+        torch.testing.assert_close(f(a, b), ref, rtol=2e-2, atol=0.5)
 
 
 def test_gemm_with_b_multicast_along_m():

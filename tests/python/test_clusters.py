@@ -16,7 +16,7 @@ import tilelang.language as T
 from tilelang import TileLangError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-from skinny_gemm import skinny_gemm
+from skinny_gemm import skinny_gemm, skinny_matmul
 
 SM90A = "cuda -arch=sm_90a -emulate"
 
@@ -118,6 +118,55 @@ def test_skinny_gemm_clustered_along_m_multicasts_b(M, N, K, swap_ab):
     a, b = bf16(rng, M, K), bf16(rng, N, K)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-2, atol=0.3)
+
+
+@pytest.mark.parametrize(
+    "M, N, K, cluster, swap_ab",
+    [
+        (128, 512, 320, (2, 2), False),  # K tail
+        (100, 500, 136, (2, 2), True),  # M and N tails, swapped tile
+        (128, 1024, 128, (4, 2), False),  # 8 blocks: A shared by 4, B by 2
+    ],
+)
+def test_skinny_gemm_2d_cluster_multicasts_each_tile_to_its_sharers(M, N, K, cluster, swap_ab):
+    """2-D clusters (cn along N, cm along M): each row of the cluster shares an A tile,
+    each column a B tile. Each is multicast among its sharers only (a mask of that row
+    or column), and every block releases its versions to the whole cluster."""
+    cn, cm = cluster
+    f = skinny_gemm.get_tir(
+        M, N, K, 64, 64, 64, 3, 128, 1, swap_ab, "nk", "bfloat16", cluster=cluster
+    )
+    kernel = tilelang.compile(f, out_idx=[-1], target=SM90A)
+    src = kernel.get_kernel_source()
+    assert f"__cluster_dims__({cn}, {cm}, 1)" in src
+    # A does not depend on bx (bit 0: shared along x), B not on by (bit 1).
+    assert f"(tl::cluster_share_rank<{cn}, {cm}, 1, 1>() * {64 // cn})" in src
+    assert f"(tl::cluster_share_rank<{cn}, {cm}, 1, 2>() * {64 // cm})" in src
+    assert src.count("tl::tma_load_multicast<2>(") == 2 and "tl::tma_load<2>(" not in src
+    assert f"tl::mbarrier_arrive_warp_cluster<{cn * cm}>" in src
+    rng = np.random.default_rng(M + N + K)
+    a, b = bf16(rng, M, K), bf16(rng, N, K)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(kernel(a, b).astype(np.float64), ref, rtol=2e-2, atol=0.3)
+
+
+def test_skinny_gemm_rejects_a_cluster_pair_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"a 2-D cluster is \(along_n, along_m\), got \(2, 2, 1\)"):
+        skinny_gemm.get_tir(128, 256, 256, 64, 128, 64, 3, 128, cluster=(2, 2, 1))
+
+
+def test_skinny_matmul_cluster_without_multicast_keeps_own_loads():
+    """skinny_matmul's 10th config entry 0 compiles with tl.disable_tma_multicast: the
+    blocks of a cluster along M each load the whole B tile themselves."""
+    M, N, K = 128, 256, 320
+    f = skinny_matmul(M, N, K, (64, 128, 64, 3, 128, 1, False, 2, 1, 0), target=SM90A)
+    src = f.get_kernel_source()
+    assert "__cluster_dims__(1, 2, 1)" in src and "multicast" not in src
+    assert "tl::mbarrier_arrive_warp_cluster" not in src
+    rng = np.random.default_rng(7)
+    a, b = bf16(rng, M, K), bf16(rng, N, K)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(f(a, b).astype(np.float64), ref, rtol=2e-2, atol=0.3)
 
 
 def test_skinny_gemm_rejects_an_unknown_cluster_axis():
