@@ -3,9 +3,15 @@
 // (device/cuda/tl_cuda.cuh), so that both targets round every value the same way:
 // bit for bit as ml_dtypes does, NaN signs included. Integer arithmetic only, no
 // headers and no libm, so that it compiles as host C++, under NVRTC and in the CUDA
-// emulation alike. The includer defines uint8_t and uint32_t, and TL_MINIFLOAT_FN,
-// the functions' qualifier (`inline` on the host, `__device__ __forceinline__` on
-// the GPU).
+// emulation alike. The includer defines uint8_t, uint32_t and uint64_t, and
+// TL_MINIFLOAT_FN, the functions' qualifier (`inline` on the host,
+// `__device__ __forceinline__` on the GPU).
+//
+// float64 and 64-bit integers reach the 16- and 8-bit formats with one rounding, as
+// ml_dtypes (0.7 on) and numpy do: they narrow to float with round-to-odd first
+// (truncate, then set the last bit if anything was cut off), after which float's
+// round-to-nearest-even to a format of at most 11 significant bits is the same as
+// rounding the wide value directly (float keeps 24 bits, two more than enough).
 #pragma once
 
 #ifndef TL_MINIFLOAT_FN
@@ -13,6 +19,44 @@
 #endif
 
 namespace tl {
+
+// float64 (as its bits) -> float (as its bits), rounded to odd. NaN keeps its sign and
+// top payload bits (quieted), as a C++ conversion does; a finite value past float's
+// range becomes the largest float, which every narrower format overflows from.
+TL_MINIFLOAT_FN uint32_t float_bits_odd_of_double_bits(uint64_t x) {
+  const uint32_t sign = uint32_t(x >> 32) & 0x80000000u;
+  const uint64_t abs = x & 0x7fffffffffffffffull;
+  if (abs > 0x7ff0000000000000ull) return sign | 0x7fc00000u | uint32_t(abs >> 29 & 0x3fffffu);
+  if (abs == 0x7ff0000000000000ull) return sign | 0x7f800000u;
+  const int exp = int(abs >> 52) - 1023;  // unbiased; -1023 for zero and subnormals
+  const uint64_t mant = abs & 0xfffffffffffffull;
+  if (exp > 127) return sign | 0x7f7fffffu;
+  if (exp >= -126) {  // a normal float: keep 23 of the 52 mantissa bits
+    const uint32_t sticky = (mant & 0x1fffffffull) != 0;
+    return sign | (uint32_t(exp + 127) << 23) | uint32_t(mant >> 29) | sticky;
+  }
+  if (exp == -1023) return sign | uint32_t(mant != 0);  // far below float's smallest
+  // A float subnormal: the number of 2^-149 quanta in (2^52 + mant) * 2^(exp - 52).
+  const uint64_t sig = mant | (1ull << 52);
+  const int shift = -97 - exp;  // 30 .. 925
+  if (shift > 63) return sign | 1u;
+  return sign | uint32_t(sig >> shift) | uint32_t((sig & ((1ull << shift) - 1)) != 0);
+}
+
+// A 64-bit integer's magnitude `u` with sign bit `sign` -> float bits, rounded to odd.
+TL_MINIFLOAT_FN uint32_t float_bits_odd_of_u64(uint64_t u, uint32_t sign) {
+  if (u < (1ull << 24)) {  // exact
+    if (u == 0) return sign;
+    int top = 23;
+    while (!(u >> top)) --top;
+    return sign | (uint32_t(top + 127) << 23) | (uint32_t(u << (23 - top)) & 0x7fffffu);
+  }
+  int top = 63;
+  while (!(u >> top)) --top;
+  const int shift = top - 23;
+  const uint32_t sticky = (u & ((1ull << shift) - 1)) != 0;
+  return sign | (uint32_t(top + 127) << 23) | (uint32_t(u >> shift) & 0x7fffffu) | sticky;
+}
 
 // What a format does with its top codes.
 enum class MiniFloatKind {
@@ -23,8 +67,8 @@ enum class MiniFloatKind {
 };
 
 // E exponent bits, M mantissa bits, exponent bias Bias. Floats convert with
-// round-to-nearest-even (e8m0: half up); a value past the largest finite one becomes
-// inf (Ieee) or NaN (the others), as in ml_dtypes: there is no saturation.
+// round-to-nearest-even (e8m0: half up, its subnormal-float range included); a value past the largest finite one
+// becomes inf (Ieee) or NaN (the others), as in ml_dtypes: there is no saturation.
 template <int E, int M, int Bias, MiniFloatKind Kind>
 struct MiniFloatCodec {
   static constexpr bool kExpOnly = Kind == MiniFloatKind::ExponentOnly;
@@ -54,7 +98,9 @@ struct MiniFloatCodec {
     uint32_t abs = x & 0x7fffffffu;
     if (kExpOnly) {  // positive powers of two; rounds half up on the float's mantissa
       if ((x >> 31) || abs == 0 || abs >= 0x7f800000u) return 0xff;
-      if (abs < 0x800000u) return abs > 0x400000u ? 1 : 0;  // float subnormals: 2^-127 is code 0
+      // Float subnormals: 2^-127 is code 0, and from 1.5 * 2^-127 on (half up, as for
+      // normal floats) code 1; anything smaller is nearest to 2^-127, the least code.
+      if (abs < 0x800000u) return abs >= 0x600000u ? 1 : 0;
       uint32_t r = (abs + 0x400000u) >> 23;
       return r > 254 ? uint8_t(0xff) : uint8_t(r);
     }

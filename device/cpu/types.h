@@ -16,22 +16,45 @@
 
 namespace tl {
 
-// float16 converts float64 with one rounding (numpy); bfloat16 and the minifloats
-// round float64 to float first, as ml_dtypes does.
+// float64 and integers convert with one rounding: float16 from float64 as numpy does
+// (double_to_half_bits), bfloat16 and the minifloats through a float rounded to odd
+// (minifloat.h), as ml_dtypes does. Integers of up to 32 bits are exact in float64.
+inline float odd_float(double d) {
+  return bit_cast<float>(float_bits_odd_of_double_bits(bit_cast<uint64_t>(d)));
+}
+inline float odd_float(int64_t v) {
+  return bit_cast<float>(float_bits_odd_of_u64(v < 0 ? 0 - uint64_t(v) : uint64_t(v), v < 0 ? 0x80000000u : 0));
+}
+inline float odd_float(uint64_t v) {
+  return bit_cast<float>(float_bits_odd_of_u64(v, 0));
+}
+
 struct HalfCodec {
   static uint16_t encode(float f) { return float_to_half_bits(f); }
   static uint16_t encode(double d) { return double_to_half_bits(d); }
+  template <class Int>
+  static uint16_t encode_int(Int v) {  // |v| >= 65520 is inf whichever way it rounds
+    return double_to_half_bits(double(v));
+  }
   static float decode(uint16_t b) { return half_bits_to_float(b); }
 };
 struct BFloat16Codec {
   static uint16_t encode(float f) { return float_to_bf16_bits(f); }
-  static uint16_t encode(double d) { return float_to_bf16_bits(float(d)); }
+  static uint16_t encode(double d) { return float_to_bf16_bits(odd_float(d)); }
+  template <class Int>
+  static uint16_t encode_int(Int v) {
+    return float_to_bf16_bits(odd_float(v));
+  }
   static float decode(uint16_t b) { return bf16_bits_to_float(b); }
 };
 template <class Bits>  // a codec of device/common/minifloat.h
 struct MiniFloat {
   static uint8_t encode(float f) { return Bits::from_float_bits(bit_cast<uint32_t>(f)); }
-  static uint8_t encode(double d) { return encode(float(d)); }
+  static uint8_t encode(double d) { return encode(odd_float(d)); }
+  template <class Int>
+  static uint8_t encode_int(Int v) {
+    return encode(odd_float(v));
+  }
   static float decode(uint8_t b) { return bit_cast<float>(Bits::to_float_bits(b)); }
 };
 
@@ -41,9 +64,12 @@ struct MiniFloat {
     Name() = default;                                                                  \
     Name(float f) : bits(Codec::encode(f)) {}                                          \
     Name(double f) : bits(Codec::encode(f)) {}                                         \
-    Name(int v) : bits(Codec::encode(float(v))) {}                                     \
-    Name(int64_t v) : bits(Codec::encode(float(v))) {}                                 \
-    Name(unsigned v) : bits(Codec::encode(float(v))) {}                                \
+    Name(int v) : bits(Codec::encode_int(int64_t(v))) {}                               \
+    Name(unsigned v) : bits(Codec::encode_int(int64_t(v))) {}                          \
+    Name(long v) : bits(Codec::encode_int(int64_t(v))) {}                              \
+    Name(unsigned long v) : bits(Codec::encode_int(uint64_t(v))) {}                    \
+    Name(long long v) : bits(Codec::encode_int(int64_t(v))) {}                         \
+    Name(unsigned long long v) : bits(Codec::encode_int(uint64_t(v))) {}               \
     template <class T, class = decltype(float(std::declval<T>().bits), T::kIsTlFloat)> \
     explicit Name(const T& o) : bits(Codec::encode(float(o))) {}                       \
     static constexpr bool kIsTlFloat = true;                                           \

@@ -48,6 +48,31 @@ TL_DEVICE To bit_cast(const From& v) {
 }
 #endif
 
+// float64 and 64-bit integers narrowed to float with round-to-odd (minifloat.h): the
+// 16- and 8-bit types below round that float once more, which together is one
+// rounding of the wide value (as numpy / ml_dtypes do). 32-bit integers go through
+// float64, which holds them exactly.
+TL_DEVICE float odd_float(double d) {
+  return bit_cast<float>(float_bits_odd_of_double_bits(bit_cast<uint64_t>(d)));
+}
+TL_DEVICE float odd_float(int64_t v) {
+  return bit_cast<float>(float_bits_odd_of_u64(v < 0 ? 0 - uint64_t(v) : uint64_t(v), v < 0 ? 0x80000000u : 0));
+}
+TL_DEVICE float odd_float(uint64_t v) {
+  return bit_cast<float>(float_bits_odd_of_u64(v, 0));
+}
+
+// The constructors from the wider types, shared by the structs below (every
+// integer type by name: int64_t is long on one compiler and long long on another).
+#define TL_WIDE_CONSTRUCTORS(Name)                                  \
+  TL_DEVICE Name(double f) : Name(odd_float(f)) {}                  \
+  TL_DEVICE Name(int v) : Name(odd_float(double(v))) {}             \
+  TL_DEVICE Name(unsigned v) : Name(odd_float(double(v))) {}        \
+  TL_DEVICE Name(long v) : Name(odd_float(int64_t(v))) {}           \
+  TL_DEVICE Name(unsigned long v) : Name(odd_float(uint64_t(v))) {} \
+  TL_DEVICE Name(long long v) : Name(odd_float(int64_t(v))) {}      \
+  TL_DEVICE Name(unsigned long long v) : Name(odd_float(uint64_t(v))) {}
+
 struct half_t {
   uint16_t bits;
   half_t() = default;
@@ -66,8 +91,7 @@ struct half_t {
     return f;
   }
 #endif
-  TL_DEVICE half_t(double f) : half_t(float(f)) {}
-  TL_DEVICE half_t(int v) : half_t(float(v)) {}
+  TL_WIDE_CONSTRUCTORS(half_t)
 };
 
 struct bfloat16_t {
@@ -84,8 +108,7 @@ struct bfloat16_t {
                                            : uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 #endif
   }
-  TL_DEVICE bfloat16_t(double f) : bfloat16_t(float(f)) {}
-  TL_DEVICE bfloat16_t(int v) : bfloat16_t(float(v)) {}
+  TL_WIDE_CONSTRUCTORS(bfloat16_t)
   TL_DEVICE operator float() const {
     return __uint_as_float(uint32_t(bits) << 16);
   }
@@ -125,8 +148,7 @@ struct minifloat_t {
   uint8_t bits;
   minifloat_t() = default;
   TL_DEVICE minifloat_t(float f) : bits(minifloat_from_float<Bits>(f)) {}
-  TL_DEVICE minifloat_t(double f) : minifloat_t(float(f)) {}  // via float, as ml_dtypes
-  TL_DEVICE minifloat_t(int v) : minifloat_t(float(v)) {}
+  TL_WIDE_CONSTRUCTORS(minifloat_t)
   TL_DEVICE operator float() const { return bit_cast<float>(Bits::to_float_bits(bits)); }
 };
 using float8_e4m3fn_t = minifloat_t<E4M3FN>;
@@ -134,6 +156,7 @@ using float8_e5m2_t = minifloat_t<E5M2>;
 using float8_e4m3fnuz_t = minifloat_t<E4M3FNUZ>;
 using float8_e5m2fnuz_t = minifloat_t<E5M2FNUZ>;
 using float8_e8m0fnu_t = minifloat_t<E8M0>;
+#undef TL_WIDE_CONSTRUCTORS
 
 // std::is_same without <type_traits> (NVRTC has no host headers).
 template <class A, class B>

@@ -71,7 +71,7 @@ def float64_inputs():
 
 
 @functools.cache
-def convert_kernel(src):
+def convert_kernel(src, target="cpu"):
     """One kernel converting a `src` vector (of any length) to each low-precision type."""
     n = T.dynamic("n")
 
@@ -90,13 +90,13 @@ def convert_kernel(src):
                 E4[bx * 256 + i] = X[bx * 256 + i]
                 E5[bx * 256 + i] = T.cast(X[bx * 256 + i], "float8_e5m2")
 
-    return tilelang.compile(main, target="cpu")
+    return tilelang.compile(main, target=target)
 
 
 @pytest.mark.parametrize("src", ["float32", "float64"])
 def test_float_to_low_precision_is_bit_exact(src):
-    """float32 and float64 round to each type as numpy / ml_dtypes do: float16 rounds
-    float64 once (numpy), bfloat16 and fp8 round float64 through float32 (ml_dtypes)."""
+    """float32 and float64 round to each type as numpy / ml_dtypes do: float64 once,
+    not through float32 (numpy for float16, ml_dtypes from 0.7 for the others)."""
     x = float32_inputs() if src == "float32" else float64_inputs()
     outs = [np.zeros(x.shape, NP[n]) for n in LOW]
     with np.errstate(all="ignore"):
@@ -205,16 +205,56 @@ def test_low_precision_to_wider_and_across_is_bit_exact():
         )
 
 
-def test_integers_to_low_precision():
-    """int32 -> float16 rounds once; -> bfloat16 / fp8 through float32, as ml_dtypes."""
+@pytest.mark.parametrize("src", ["int32", "uint32", "int64"])
+def test_integers_to_low_precision(src):
+    """Integers round to each type once, as numpy / ml_dtypes do (not through float32:
+    2^24 + 2^16 + 1 is 2^24 + 2^17 in bfloat16, not 2^24)."""
     n = 4096
-    x = (rng.standard_normal(n) * np.exp2(rng.integers(0, 28, n))).astype(np.int32)
-    x[:4] = [2**24 + 2**16 + 1, 65520, 65519, -(2**31)]
+    x = (rng.standard_normal(n) * np.exp2(rng.integers(0, 62 if src == "int64" else 31, n))).astype(
+        np.float64
+    )
+    x[:4] = [2**24 + 2**16 + 1, 65520, 65519, 2**31 - 1]
+    if src == "int64":
+        x[4:6] = [2**60 + 2**52 + 1, -(2**60 + 2**52 + 1)]
+    with np.errstate(invalid="ignore"):
+        x = np.abs(x) if src == "uint32" else x
+        x = x.astype(np.int64 if src == "int64" else np.int32).astype(src)
     outs = [np.zeros(n, NP[name]) for name in LOW]
     with np.errstate(all="ignore"):
-        convert_kernel("int32")(x, *outs)
+        convert_kernel(src)(x, *outs)
         for name, out in zip(LOW, outs):
             np.testing.assert_array_equal(bits(out), bits(x.astype(NP[name])), err_msg=name)
+
+
+# Inputs that a second rounding (through float32) gets wrong, with the bits of the one
+# rounding: float16, bfloat16, e4m3fn and e5m2 of each (None: not a witness for that type).
+ONE_ROUNDING = [
+    ("float64", 1 + 2**-11 + 2**-40, [0x3C01, None, None, None]),
+    ("float64", 1 + 2**-8 + 2**-30, [None, 0x3F81, None, None]),
+    ("float64", 1 + 2**-4 + 2**-30, [None, None, 0x39, None]),
+    ("float64", 1 + 2**-3 + 2**-30, [None, None, None, 0x3D]),
+    ("int32", 2**24 + 2**16 + 1, [None, 0x4B81, None, None]),
+    ("int64", 2**60 + 2**52 + 1, [None, 0x5D81, None, None]),
+]
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+@pytest.mark.parametrize("src, value, want", ONE_ROUNDING)
+def test_wide_values_round_once(target, src, value, want):
+    """The cpu and cuda headers round float64 and integers to the 16- and 8-bit types
+    once (minifloat.h's round-to-odd narrowing to float, then the float rounding), on
+    values where going through float32 rounds to the other neighbour."""
+    x = np.full(256, value, dtype=src)
+    outs = [np.zeros(256, NP[n]) for n in LOW]
+    convert_kernel(src, target)(x, *outs)
+    for name, out, w in zip(LOW, outs, want):
+        if w is not None:
+            assert int(bits(out)[0]) == w, (
+                f"{src} {value!r} -> {name}: {int(bits(out)[0]):#x}, expected {w:#x}"
+            )
+        with np.errstate(over="ignore"):
+            want_all = x.astype(NP[name])
+        np.testing.assert_array_equal(bits(out), bits(want_all), err_msg=name)
 
 
 def test_fp8_quantize_round_trip():
@@ -242,3 +282,60 @@ def test_fp8_quantize_round_trip():
     np.testing.assert_array_equal(bits(q), bits(want_q))
     want_d = (want_q.astype(np.float32) * s[:, None]).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(bits(d), bits(want_d))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_e8m0_rounds_float_subnormals_half_up_as_normals(target):
+    """float8_e8m0fnu rounds half up on the mantissa in float's subnormal range too:
+    1.4 * 2^-127 is nearer 2^-127 (code 0) than 2^-126 (code 1); 1.5 * 2^-127 goes up.
+    A float64 far below 2^-127 is code 0 (the least), and zero is NaN (0xff)."""
+
+    @T.prim_func
+    def main(
+        X: T.Tensor((8,), "float32"),
+        D: T.Tensor((8,), "float64"),
+        Q: T.Tensor((16,), "float8_e8m0fnu"),
+    ):
+        with T.Kernel(1, threads=8) as _:
+            for i in T.Parallel(8):
+                Q[i] = X[i]
+                Q[8 + i] = D[i]
+
+    vals = [
+        1.4 * 2.0**-127,
+        1.5 * 2.0**-127,
+        1.4999 * 2.0**-127,
+        2.0**-127,
+        2.0**-140,
+        0.0,
+        1.4 * 2.0**-126,
+        1.5 * 2.0**-126,
+    ]
+    x = np.array(vals, np.float32)
+    d = np.array(vals[:4] + [2.0**-200, 0.0, 1e300, 1.5 * 2.0**127], np.float64)
+    q = np.zeros(16, ml_dtypes.float8_e8m0fnu)
+    tilelang.compile(main, target=target)(x, d, q)
+    assert bits(q).tolist() == [0, 1, 0, 0, 0, 0xFF, 1, 2, 0, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF]
+    with np.errstate(over="ignore"):
+        want = np.concatenate([x.astype(q.dtype), d.astype(q.dtype)])
+    np.testing.assert_array_equal(bits(q), bits(want))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_literals_round_once(target):
+    """A float64 literal cast to bfloat16 in a kernel rounds once, as a float64 input
+    does; one that float holds exactly is written as a float literal."""
+    witness = 1 + 2**-8 + 2**-30  # through float32: a tie, to 1.0
+
+    @T.prim_func
+    def main(B: T.Tensor((2,), "bfloat16")):
+        with T.Kernel(1, threads=1) as _:
+            B[0] = T.cast(witness, "bfloat16")
+            B[1] = T.cast(0.5, "bfloat16")
+
+    kernel = tilelang.compile(main, target=target)
+    src = kernel.get_kernel_source()
+    assert "tl::bfloat16_t((float)0x1p-1)" in src and "tl::bfloat16_t(0x1.01000004p+0)" in src
+    b = np.zeros(2, ml_dtypes.bfloat16)
+    kernel(b)
+    assert bits(b).tolist() == [0x3F81, 0x3F00]

@@ -306,7 +306,10 @@ std::string CodeGenC::literal(const Expr& e) {
   }
   if (t == dtype::Float64) return v;
   if (t == dtype::Float32 || t == dtype::TFloat32) return (special || v[0] == '-') ? "((float)" + v + ")" : v + "f";
-  return type_name(t) + "((float)" + v + ")";
+  // A value float holds exactly goes in as float; another one whole where the type
+  // rounds float64 once (the Cast rule below).
+  bool exact = special || double(float(f->value)) == f->value;
+  return type_name(t) + (exact || !rounds_wide_once() ? "((float)" + v + ")" : "(" + v + ")");
 }
 
 std::string CodeGenC::print_binary(const BinaryNode* op) {
@@ -417,9 +420,12 @@ std::string CodeGenC::print_expr(const Expr& e) {
       std::string v = print_expr(n->value);
       // Low-precision types convert through float in both directions.
       if (from.is_low_precision_float() && n->dtype != dtype::Float32) v = "(float)" + v;
-      // float64 goes in whole: float16 rounds it once (numpy does), the others via float.
-      if (n->dtype.is_low_precision_float())
-        return type_name(n->dtype) + (from == dtype::Float64 ? "(" + v + ")" : "((float)" + v + ")");
+      // float64 and integers go in whole and round once (as numpy and ml_dtypes do),
+      // where the target's types can (rounds_wide_once); the rest through float.
+      if (n->dtype.is_low_precision_float()) {
+        bool whole = from == dtype::Float64 || ((from.is_integer() || from.is_bool()) && rounds_wide_once());
+        return type_name(n->dtype) + (whole ? "(" + v + ")" : "((float)" + v + ")");
+      }
       return "((" + type_name(n->dtype) + ")" + v + ")";
     }
     case NodeKind::Reinterpret: {

@@ -27,6 +27,9 @@ class CodeGenC {
   virtual std::string math_prefix() { return "tl::"; }
   // Emitted before T.unroll loops and the register loops of GPU lowerings.
   virtual std::string unroll_pragma() { return "#pragma GCC unroll 8"; }
+  // Whether the target's 16- and 8-bit float types take float64 and integers whole
+  // and round them once (the cpu and cuda headers); otherwise they go through float.
+  virtual bool rounds_wide_once() { return true; }
   // Infinity or NaN as an expression of the dialect (a double-typed value).
   virtual std::string special_float(double v, DataType t) {
     if (v != v) return "NAN";

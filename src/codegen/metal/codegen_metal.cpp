@@ -154,6 +154,8 @@ class CodeGenMetal : public CodeGenC {
   }
 
   std::string unroll_pragma() override { return "#pragma unroll"; }
+  // Metal has no float64, and its half / bfloat take integers through float.
+  bool rounds_wide_once() override { return false; }
   // MSL's math functions, unqualified (`using namespace metal`).
   std::string math_prefix() override { return ""; }
 
