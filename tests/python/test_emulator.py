@@ -156,6 +156,15 @@ def check_fp8_conversions(name, run):
     with np.errstate(invalid="ignore", over="ignore"):
         want_q = x.astype(codes.dtype).view(np.uint8)
         want_f = codes.astype(np.float32).view(np.uint32)
+    if name == "float8_e8m0fnu" and tuple(int(v) for v in ml_dtypes.__version__.split(".")[:2]) < (
+        0,
+        7,
+    ):
+        # ml_dtypes before 0.7 rounded float subnormals above 2^-127 up; the rule (and
+        # 0.7) is half up, as for normal floats (docs/design/foundation.md). Machines
+        # that cannot upgrade (the GPU image has 0.6) get the rule written out here.
+        sub = (x.view(np.uint32) > 0) & (x.view(np.uint32) < 0x800000)
+        want_q = np.where(sub, (x.view(np.uint32) >= 0x600000).astype(np.uint8), want_q)
     bad = np.nonzero(q.view(np.uint8) != want_q)[0]
     assert bad.size == 0, (
         f"float32 -> {name}: {bad.size} of {x.size} differ from ml_dtypes, e.g. "
