@@ -3,7 +3,7 @@
 // (device/cuda/tl_cuda.cuh), so that both targets round every value the same way:
 // bit for bit as ml_dtypes does, NaN signs included. Integer arithmetic only, no
 // headers and no libm, so that it compiles as host C++, under NVRTC and in the CUDA
-// emulation alike. The includer defines uint8_t, uint32_t and uint64_t, and
+// emulation alike. The includer defines uint8_t, uint32_t, int64_t and uint64_t, and
 // TL_MINIFLOAT_FN, the functions' qualifier (`inline` on the host,
 // `__device__ __forceinline__` on the GPU).
 //
@@ -44,7 +44,7 @@ TL_MINIFLOAT_FN uint32_t float_bits_odd_of_double_bits(uint64_t x) {
 }
 
 // A 64-bit integer's magnitude `u` with sign bit `sign` -> float bits, rounded to odd.
-TL_MINIFLOAT_FN uint32_t float_bits_odd_of_u64(uint64_t u, uint32_t sign) {
+TL_MINIFLOAT_FN uint32_t float_bits_odd_of_u64(uint64_t u, uint32_t sign = 0) {
   if (u < (1ull << 24)) {  // exact
     if (u == 0) return sign;
     int top = 23;
@@ -56,6 +56,10 @@ TL_MINIFLOAT_FN uint32_t float_bits_odd_of_u64(uint64_t u, uint32_t sign) {
   const int shift = top - 23;
   const uint32_t sticky = (u & ((1ull << shift) - 1)) != 0;
   return sign | (uint32_t(top + 127) << 23) | (uint32_t(u >> shift) & 0x7fffffu) | sticky;
+}
+
+TL_MINIFLOAT_FN uint32_t float_bits_odd_of_i64(int64_t v) {
+  return float_bits_odd_of_u64(v < 0 ? 0 - uint64_t(v) : uint64_t(v), v < 0 ? 0x80000000u : 0);
 }
 
 // What a format does with its top codes.

@@ -23,10 +23,10 @@ inline float odd_float(double d) {
   return bit_cast<float>(float_bits_odd_of_double_bits(bit_cast<uint64_t>(d)));
 }
 inline float odd_float(int64_t v) {
-  return bit_cast<float>(float_bits_odd_of_u64(v < 0 ? 0 - uint64_t(v) : uint64_t(v), v < 0 ? 0x80000000u : 0));
+  return bit_cast<float>(float_bits_odd_of_i64(v));
 }
 inline float odd_float(uint64_t v) {
-  return bit_cast<float>(float_bits_odd_of_u64(v, 0));
+  return bit_cast<float>(float_bits_odd_of_u64(v));
 }
 
 struct HalfCodec {
