@@ -7,6 +7,7 @@ import logging
 import struct
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
@@ -128,6 +129,30 @@ def test_dynamic_dims_and_argument_struct():
         "<i4xqe6x", 1, 2, 0.5
     )
     assert pack_args([("bfloat16", 1.0)]) == struct.pack("<H", 0x3F80)
+
+
+def test_bfloat16_scalars_round_once():
+    """A Python float becomes the nearest bfloat16 in one rounding (as ml_dtypes and the
+    cpu / cuda targets do), not through float32: 1 + 2^-8 + 2^-30 is a float32 tie."""
+    from tilelang.jit.metal_torch import _bfloat16_bits
+
+    values = [
+        1 + 2**-8 + 2**-30,
+        1 + 2**-8,
+        1 + 3 * 2**-8,
+        -(1 + 2**-8 + 2**-30),
+        3.4e38,
+        1e39,
+        -1e39,
+    ]
+    values += [2.0**-133, 2.0**-134 * 1.0000001, 2.0**-150, float("inf"), float("-inf"), 0.0, -0.0]
+    values += list(
+        np.random.default_rng(5).standard_normal(2000) * np.exp2(np.arange(2000) % 200 - 100)
+    )
+    with np.errstate(over="ignore"):
+        want = np.array(values, np.float64).astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert [_bfloat16_bits(v) for v in values] == want.tolist()
+    assert _bfloat16_bits(float("nan")) == 0x7FC0 and _bfloat16_bits(-float("nan")) == 0xFFC0
 
 
 def test_float64_scalars_are_refused_in_the_struct():

@@ -8,6 +8,7 @@ grid * threadgroup size per dim and `group_size` the threadgroup size. Scalars a
 dynamic dims travel in one small buffer laid out as the kernel's `<name>_args_t`
 struct (docs/design/metal.md)."""
 
+import math
 import re
 import struct
 
@@ -126,7 +127,7 @@ def arg_field(dtype_name):
     if name == "float16":
         return "e", "half"
     if name == "bfloat16":
-        return "H", "bfloat"  # the top 16 bits of the float32, rounded to nearest even
+        return "H", "bfloat"  # rounded to nearest even once from the Python float
     if name.startswith("int"):
         return ("q", "long") if d.bits == 64 else ("i", "int")
     if name.startswith("uint"):
@@ -135,7 +136,21 @@ def arg_field(dtype_name):
 
 
 def _bfloat16_bits(value):
-    bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    """The bfloat16 nearest a Python float (ties to even), rounded once as the cpu and
+    cuda targets round float64 scalars: the value narrows to float32 with round-to-odd
+    (truncated, the last bit set when anything was cut off), then to bfloat16."""
+    x = float(value)
+    if math.isnan(x):
+        return 0xFFC0 if math.copysign(1.0, x) < 0 else 0x7FC0
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:  # past float32's range: beyond bfloat16's too
+        bits = 0xFF7FFFFF if x < 0 else 0x7F7FFFFF
+    f = struct.unpack("<f", struct.pack("<I", bits))[0]
+    if f != x and not math.isinf(x):
+        if math.isinf(f) or abs(f) > abs(x):
+            bits -= 1  # truncate: one float32 step toward zero
+        bits |= 1
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
