@@ -13,26 +13,31 @@
 
 namespace tl::emu {
 
+TL_EMU_FN void cp_async(void* smem_dst, const void* gmem_src, int bytes, bool pred);
+TL_EMU_FN void cp_async_commit();
+TL_EMU_FN void cp_async_wait(int n);
+
+#if TL_EMU_DEFINITIONS
 // Every 2 bytes: each element of 16-bit and wider types (a race on an 8-bit tile
 // still shows on its even elements), at half the cost of every byte.
 inline void note_async_write(unsigned char* dst, int bytes) {
   for (int i = 0; i < bytes; i += 2) note_shared(dst + i, true, "|tl::cp_async");
 }
 
-inline void cp_async(void* smem_dst, const void* gmem_src, int bytes, bool pred) {
+TL_EMU_FN void cp_async(void* smem_dst, const void* gmem_src, int bytes, bool pred) {
   AsyncCopy c{static_cast<unsigned char*>(smem_dst), pred ? static_cast<const unsigned char*>(gmem_src) : nullptr,
               bytes};
   note_async_write(c.dst, bytes);
   block_state().async_copies[size_t(thread_rank())].open.push_back(c);
 }
 
-inline void cp_async_commit() {
+TL_EMU_FN void cp_async_commit() {
   AsyncCopies& q = block_state().async_copies[size_t(thread_rank())];
   q.committed.push_back(std::move(q.open));
   q.open.clear();
 }
 
-inline void cp_async_wait(int n) {
+TL_EMU_FN void cp_async_wait(int n) {
   AsyncCopies& q = block_state().async_copies[size_t(thread_rank())];
   while (q.committed.size() > size_t(n)) {
     for (const AsyncCopy& c : q.committed.front()) {
@@ -45,5 +50,7 @@ inline void cp_async_wait(int n) {
     q.committed.pop_front();
   }
 }
+
+#endif  // TL_EMU_DEFINITIONS
 
 }  // namespace tl::emu

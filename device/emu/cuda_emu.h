@@ -26,8 +26,8 @@
 namespace tl::emu {
 
 // The block barrier and the count of returned threads it needs (device/emu/tma_emu.h).
-inline void block_barrier();
-inline void thread_exited();
+TL_EMU_FN void block_barrier();
+TL_EMU_FN void thread_exited();
 
 // threadIdx of the running fiber, from its rank in the block.
 inline dim3 thread_idx() {

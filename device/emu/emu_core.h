@@ -22,6 +22,27 @@
 
 #define TL_EMULATE 1
 
+// How the emulator is built. By default (a test compiling a kernel against these
+// headers alone) every function is inline here. The runtime instead compiles the
+// parts that do not depend on the kernel (barriers, mbarriers, TMA, cp.async,
+// wgmma and mma twins, the race detector's bookkeeping) once per host compiler,
+// flag set and header version into an object that it links into each kernel
+// (src/runtime/compile.cpp, emulator_runtime): both are built with
+// -DTL_EMU_RUNTIME_SPLIT, the object alone with -DTL_EMU_RUNTIME_IMPL too. A
+// kernel's translation unit then sees only the declarations of those functions
+// (TL_EMU_FN), and the runtime precompiles the rest with g++: an emulated kernel
+// compiles in under a second instead of about 3.5 s (docs/design/foundation.md).
+#if defined(TL_EMU_RUNTIME_SPLIT)
+#define TL_EMU_FN
+#else
+#define TL_EMU_FN inline
+#endif
+#if !defined(TL_EMU_RUNTIME_SPLIT) || defined(TL_EMU_RUNTIME_IMPL)
+#define TL_EMU_DEFINITIONS 1
+#else
+#define TL_EMU_DEFINITIONS 0
+#endif
+
 namespace tl::emu {
 
 struct dim3 {
@@ -49,7 +70,7 @@ inline Failure& failure() {
   static Failure f;
   return f;
 }
-inline void record_failure(const std::string& message);
+TL_EMU_FN void record_failure(const std::string& message);
 
 // ---- race detector: every shared-memory element access (TL_SMEM) is checked
 // against the last write and read of that byte address by another thread since
@@ -133,8 +154,11 @@ inline BlockState& block_state() {
 }
 
 // Resets `st` for block (bx, by, bz) of nx*ny*nz threads.
-inline void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz,
-                       int64_t shared_bytes) {
+TL_EMU_FN void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz,
+                          int64_t shared_bytes);
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz,
+                          int64_t shared_bytes) {
   st.block = {unsigned(bx), unsigned(by), unsigned(bz)};
   st.block_dim = {unsigned(nx), unsigned(ny), unsigned(nz)};
   st.shared.assign(size_t(shared_bytes) + 16, 0);
@@ -143,6 +167,7 @@ inline void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, int n
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
   st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
 }
+#endif
 
 // Resets this OS thread's block state for block (bx, by, bz) of nx*ny*nz threads.
 inline void begin_block(int64_t bx, int64_t by, int64_t bz, int nx, int ny, int nz, int64_t shared_bytes) {
@@ -200,7 +225,8 @@ inline const Word* exchange_in_warp(const Word* mine) {
   return words + rank / 32 * 32 * Count;
 }
 
-inline void record_failure(const std::string& message) {
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void record_failure(const std::string& message) {
   Failure& f = failure();
   std::lock_guard<std::mutex> lock(f.mu);
   if (f.set) return;
@@ -212,15 +238,14 @@ inline void record_failure(const std::string& message) {
   f.block[2] = b.z;
 }
 
-template <class T>
-inline T* note_shared(T* p, bool write, const char* where) {
+// Checks an access of the running thread to the shared byte address `a` (see
+// RaceTable) and records it.
+TL_EMU_FN void note_shared_access(uintptr_t a, bool write, const char* where) {
   FiberScheduler* s = current_scheduler();
-  if (!s) return p;
   int tid = s->current, epoch = s->barriers[tid];
   BlockState& st = block_state();
   int simd_epoch = size_t(tid) < st.simd_epochs.size() ? st.simd_epochs[size_t(tid)] : 0;
   RaceTable& t = st.races;
-  uintptr_t a = reinterpret_cast<uintptr_t>(p);
   auto conflict = [&](const Access& other, const char* what_other, const char* what_this) {
     if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return;
     if (other.thread / 32 == tid / 32 && other.simd_epoch != simd_epoch) return;
@@ -241,6 +266,14 @@ inline T* note_shared(T* p, bool write, const char* where) {
     conflict(t.writes[a], "writes", "reads");
     t.reads[a] = {tid, epoch, simd_epoch, where};
   }
+}
+#else
+TL_EMU_FN void note_shared_access(uintptr_t a, bool write, const char* where);
+#endif
+
+template <class T>
+inline T* note_shared(T* p, bool write, const char* where) {
+  if (current_scheduler()) note_shared_access(reinterpret_cast<uintptr_t>(p), write, where);
   return p;
 }
 
@@ -250,6 +283,7 @@ inline T* note_shared(T* p, bool write, const char* where) {
 
 // The cpu runtime's protocol (see device/cpu/debug.h): skip blocks once a failure
 // is recorded, and hand the failure over after the launch.
+#if TL_EMU_DEFINITIONS
 extern "C" __attribute__((used, visibility("default"))) int tl_debug_begin_block(int64_t, int64_t, int64_t) {
   tl::emu::Failure& f = tl::emu::failure();
   std::lock_guard<std::mutex> lock(f.mu);
@@ -265,3 +299,4 @@ extern "C" __attribute__((used, visibility("default"))) int tl_debug_take_assert
   f.set = false;
   return 1;
 }
+#endif

@@ -14,12 +14,15 @@
 
 namespace tl::emu {
 
-template <int Num, bool Trans>
-inline void ldmatrix(uint32_t (&regs)[Num], uintptr_t row_addr) {
+// Gathers the calling lane's `num` registers (ldmatrix below).
+TL_EMU_FN void ldmatrix_lane(uint32_t* regs, int num, bool trans, uintptr_t row_addr);
+
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void ldmatrix_lane(uint32_t* regs, int num, bool trans, uintptr_t row_addr) {
   const int rank = thread_rank(), threads = block_threads(), lane = rank % 32, warp0 = rank - lane;
   // The row this lane supplies is read now (a write to it by another thread since
   // the last barrier is a race, whichever lane gathers the elements).
-  if (lane < 8 * Num)
+  if (lane < 8 * num)
     for (int e = 0; e < 8; ++e) note_shared(reinterpret_cast<const uint16_t*>(row_addr) + e, false, "|ldmatrix");
   const uintptr_t* rows = exchange_in_warp<uintptr_t, 1, 1>(&row_addr);
   auto element = [&](int matrix, int row, int col) -> uint32_t {
@@ -34,8 +37,14 @@ inline void ldmatrix(uint32_t (&regs)[Num], uintptr_t row_addr) {
     return v;
   };
   const int r = lane / 4, c = 2 * (lane % 4);
-  for (int m = 0; m < Num; ++m)
-    regs[m] = Trans ? element(m, c, r) | element(m, c + 1, r) << 16 : element(m, r, c) | element(m, r, c + 1) << 16;
+  for (int m = 0; m < num; ++m)
+    regs[m] = trans ? element(m, c, r) | element(m, c + 1, r) << 16 : element(m, r, c) | element(m, r, c + 1) << 16;
+}
+#endif  // TL_EMU_DEFINITIONS
+
+template <int Num, bool Trans>
+inline void ldmatrix(uint32_t (&regs)[Num], uintptr_t row_addr) {
+  ldmatrix_lane(regs, Num, Trans, row_addr);
 }
 
 }  // namespace tl::emu

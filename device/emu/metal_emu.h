@@ -75,21 +75,7 @@ struct GroupSync {
   uint64_t progress = 0;
   bool abandoned = false;
 
-  void reset(int n) {
-    threads = live = n;
-    at_barrier = 0;
-    state.assign(n, kRunning);
-    site.assign(n, Site(""));
-    payload.resize(n);
-    const int groups = (n + kSimdWidth - 1) / kSimdWidth;
-    sg_live.assign(groups, 0);
-    for (int g = 0; g < groups; ++g) sg_live[g] = std::min(kSimdWidth, n - g * kSimdWidth);
-    sg_waiting.assign(groups, 0);
-    sg_collective.assign(groups, 0);
-    snapshot.resize(groups);
-    snapshot_lanes.assign(groups, 0);
-    abandoned = false;
-  }
+  void reset(int n);  // for a threadgroup of n threads
 };
 inline GroupSync& group_sync() {
   static thread_local GroupSync g;
@@ -98,6 +84,32 @@ inline GroupSync& group_sync() {
 
 // Unwinds a fiber of a threadgroup given up after a reported failure.
 struct Abandon {};
+
+// Defined below, or in the runtime object (emu_core.h, TL_EMU_FN).
+TL_EMU_FN void threadgroup_wait(const Site& at);
+TL_EMU_FN void finish_thread(GroupSync& g, int me);
+struct Exchanged {
+  const unsigned char* base;  // slot l: lane l's payload
+  uint32_t lanes;
+};
+TL_EMU_FN Exchanged simd_exchange_bytes(const void* mine, size_t bytes, const Site& at);
+
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void GroupSync::reset(int n) {
+  threads = live = n;
+  at_barrier = 0;
+  state.assign(n, kRunning);
+  site.assign(n, Site(""));
+  payload.resize(n);
+  const int groups = (n + kSimdWidth - 1) / kSimdWidth;
+  sg_live.assign(groups, 0);
+  for (int g = 0; g < groups; ++g) sg_live[g] = std::min(kSimdWidth, n - g * kSimdWidth);
+  sg_waiting.assign(groups, 0);
+  sg_collective.assign(groups, 0);
+  snapshot.resize(groups);
+  snapshot_lanes.assign(groups, 0);
+  abandoned = false;
+}
 
 inline void release_collective(GroupSync& g, int sg) {
   if (g.sg_collective[sg] == 0 || g.sg_waiting[sg] != g.sg_live[sg]) return;
@@ -162,7 +174,7 @@ inline void wait_for_release(GroupSync& g, FiberScheduler* s, int me) {
 }
 
 // threadgroup_barrier: all live threads of the threadgroup.
-inline void threadgroup_wait(const Site& at) {
+TL_EMU_FN void threadgroup_wait(const Site& at) {
   FiberScheduler* s = current_scheduler();
   if (!s) return;
   GroupSync& g = group_sync();
@@ -176,6 +188,40 @@ inline void threadgroup_wait(const Site& at) {
   release_barrier(g);
   wait_for_release(g, s, me);
 }
+
+TL_EMU_FN Exchanged simd_exchange_bytes(const void* mine, size_t bytes, const Site& at) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) {  // outside a threadgroup run: one lane
+    static thread_local std::vector<unsigned char> alone;
+    alone.resize(bytes);
+    std::memcpy(alone.data(), mine, bytes);
+    return {alone.data(), 1u};
+  }
+  GroupSync& g = group_sync();
+  const int me = s->current, sg = me / kSimdWidth;
+  g.payload[me].resize(bytes);
+  std::memcpy(g.payload[me].data(), mine, bytes);
+  g.state[me] = GroupSync::kAtCollective;
+  g.site[me] = at;
+  ++g.sg_waiting[sg];
+  ++g.sg_collective[sg];
+  ++g.progress;
+  release_collective(g, sg);
+  wait_for_release(g, s, me);
+  return {g.snapshot[sg].data(), g.snapshot_lanes[sg]};
+}
+
+TL_EMU_FN void finish_thread(GroupSync& g, int me) {
+  const int sg = me / kSimdWidth;
+  g.state[me] = GroupSync::kFinished;
+  --g.live;
+  --g.sg_live[sg];
+  ++g.progress;
+  if (g.abandoned) return;
+  release_collective(g, sg);
+  release_barrier(g);
+}
+#endif  // TL_EMU_DEFINITIONS
 
 // A simdgroup collective: publishes `mine`, waits for the active lanes of this
 // simdgroup at this call site, and returns their payloads (slot l: lane l) and lanes.
@@ -194,36 +240,8 @@ struct LaneValues {
 template <class T>
 inline LaneValues<T> simd_exchange(const T& mine, const Site& at) {
   static_assert(std::is_trivially_copyable_v<T>, "simdgroup collectives move trivially copyable values");
-  FiberScheduler* s = current_scheduler();
-  if (!s) {  // outside a threadgroup run: one lane
-    static thread_local std::vector<unsigned char> alone;
-    alone.resize(sizeof(T));
-    std::memcpy(alone.data(), &mine, sizeof(T));
-    return {alone.data(), 1u};
-  }
-  GroupSync& g = group_sync();
-  const int me = s->current, sg = me / kSimdWidth;
-  g.payload[me].resize(sizeof(T));
-  std::memcpy(g.payload[me].data(), &mine, sizeof(T));
-  g.state[me] = GroupSync::kAtCollective;
-  g.site[me] = at;
-  ++g.sg_waiting[sg];
-  ++g.sg_collective[sg];
-  ++g.progress;
-  release_collective(g, sg);
-  wait_for_release(g, s, me);
-  return {g.snapshot[sg].data(), g.snapshot_lanes[sg]};
-}
-
-inline void finish_thread(GroupSync& g, int me) {
-  const int sg = me / kSimdWidth;
-  g.state[me] = GroupSync::kFinished;
-  --g.live;
-  --g.sg_live[sg];
-  ++g.progress;
-  if (g.abandoned) return;
-  release_collective(g, sg);
-  release_barrier(g);
+  const Exchanged e = simd_exchange_bytes(&mine, sizeof(T), at);
+  return {e.base, e.lanes};
 }
 
 inline int simd_lane() {

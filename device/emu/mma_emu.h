@@ -23,6 +23,32 @@
 
 namespace tl::emu {
 
+// The instructions (gemm_mma.cuh, gemm_sm80.cuh); defined below, or in the runtime
+// object (emu_core.h, TL_EMU_FN).
+TL_EMU_FN void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16);
+TL_EMU_FN void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]);
+TL_EMU_FN void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned);
+TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2);
+
+// One e4m3fn or e5m2 value, exactly (minifloat.h, bit for bit as ml_dtypes).
+inline float fp8_value(uint8_t bits, bool e5m2) {
+  return tl::bit_cast<float>(e5m2 ? tl::E5M2::to_float_bits(bits) : tl::E4M3FN::to_float_bits(bits));
+}
+
+// cvt.rn.f16x2.{e4m3,e5m2}x2: the low byte into the low half; exact.
+inline uint32_t f8x2_to_f16x2(uint16_t v, bool e5m2) {
+  return uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v), e5m2))) |
+         uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v >> 8), e5m2))) << 16;
+}
+
+// cvt.rna.tf32.f32: round to the nearest tf32 (10 mantissa bits), ties away from zero.
+inline uint32_t float_to_tf32_bits(float x) {
+  uint32_t u = tl::bit_cast<uint32_t>(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // inf and NaN stay
+  return (u + 0x1000u) & 0xffffe000u;
+}
+
+#if TL_EMU_DEFINITIONS
 // D += A * B for the calling lane; `value_a(reg, part)` decodes one element of A,
 // `value_b` one of B.
 template <int PerReg, class Acc, class ValueA, class ValueB>
@@ -52,7 +78,7 @@ inline void mma_m16n8(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2], Va
   mma_m16n8<PerReg>(d, a, b, value, value);
 }
 
-inline void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
+TL_EMU_FN void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16) {
   mma_m16n8<2>(d, a, b, [bf16](uint32_t reg, int half) {
     uint16_t bits = uint16_t(reg >> (16 * half));
     return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
@@ -60,44 +86,28 @@ inline void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32
 }
 
 // The tensor cores read the top 19 bits of a tf32 operand and ignore the rest.
-inline void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+TL_EMU_FN void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   mma_m16n8<1>(d, a, b, [](uint32_t reg, int) { return tl::bit_cast<float>(reg & 0xffffe000u); });
 }
 
-inline void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned) {
+TL_EMU_FN void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned) {
   mma_m16n8<4>(d, a, b, [is_unsigned](uint32_t reg, int byte) {
     uint32_t bits = (reg >> (8 * byte)) & 0xffu;
     return is_unsigned ? int32_t(bits) : int32_t(int8_t(uint8_t(bits)));
   });
 }
 
-// One e4m3fn or e5m2 value, exactly (minifloat.h, bit for bit as ml_dtypes).
-inline float fp8_value(uint8_t bits, bool e5m2) {
-  return tl::bit_cast<float>(e5m2 ? tl::E5M2::to_float_bits(bits) : tl::E4M3FN::to_float_bits(bits));
-}
-
 // Every product of two fp8 values is exact in float; the sums here are float
 // additions in k order. The GPU adds with its own internal precision (sm_89's fp8
 // mma, or the f16 mmas sm_90 runs it as), so its results differ in the last bits;
 // the tests allow 2^-9 of sum |a * b| + |c|.
-inline void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2) {
+TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2) {
   auto decoder = [](bool e5m2) {
     return [e5m2](uint32_t reg, int byte) { return fp8_value(uint8_t(reg >> (8 * byte)), e5m2); };
   };
   mma_m16n8<4>(d, a, b, decoder(a_e5m2), decoder(b_e5m2));
 }
 
-// cvt.rn.f16x2.{e4m3,e5m2}x2: the low byte into the low half; exact.
-inline uint32_t f8x2_to_f16x2(uint16_t v, bool e5m2) {
-  return uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v), e5m2))) |
-         uint32_t(tl::float_to_half_bits(fp8_value(uint8_t(v >> 8), e5m2))) << 16;
-}
-
-// cvt.rna.tf32.f32: round to the nearest tf32 (10 mantissa bits), ties away from zero.
-inline uint32_t float_to_tf32_bits(float x) {
-  uint32_t u = tl::bit_cast<uint32_t>(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return u;  // inf and NaN stay
-  return (u + 0x1000u) & 0xffffe000u;
-}
+#endif  // TL_EMU_DEFINITIONS
 
 }  // namespace tl::emu

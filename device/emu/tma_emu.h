@@ -33,6 +33,28 @@
 
 namespace tl::emu {
 
+// ---- what device/cuda/*.cuh call (the twins of the PTX instructions); defined
+// below, or in the runtime object (emu_core.h, TL_EMU_FN).
+TL_EMU_FN void mbarrier_init(uint64_t* bar, uint32_t count);
+TL_EMU_FN void mbarrier_inval(uint64_t* bar);
+TL_EMU_FN void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes);
+TL_EMU_FN void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes);  // arrive.expect_tx when tx_bytes != 0
+TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity);
+TL_EMU_FN void block_barrier();  // __syncthreads
+TL_EMU_FN void thread_exited();  // the running thread returned from the kernel
+TL_EMU_FN void named_barrier_sync(int id, int count);
+TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank);
+TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add);
+TL_EMU_FN void tma_store_commit();
+TL_EMU_FN void tma_store_wait(int n, bool complete);
+TL_EMU_FN void mbarrier_arrive_remote(uint64_t* bar, int cta);
+TL_EMU_FN void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, uint16_t mask, const int32_t* coords,
+                                  int rank);
+TL_EMU_FN void cluster_arrive();
+TL_EMU_FN void cluster_wait();
+
+#if TL_EMU_DEFINITIONS
+
 // ---- the mbarrier word: bits 0-19 expected arrivals, 20-39 pending arrivals,
 // 40-61 tx-count (two's complement), 62 phase parity, 63 initialized. Zero (fresh
 // shared memory) is an uninitialized barrier.
@@ -303,7 +325,7 @@ inline void complete_phase_if_done(uint64_t* bar) {
   if (auto e = b.mbar_epochs.find(bar); e != b.mbar_epochs.end()) e->second.release();
 }
 
-inline void mbarrier_init(uint64_t* bar, uint32_t count) {
+TL_EMU_FN void mbarrier_init(uint64_t* bar, uint32_t count) {
   const int64_t off = shared_window_offset(bar, 8);
   if (off < 0 || off % 8 != 0) {
     record_failure("mbarrier_init: the mbarrier is not an 8-byte aligned word of the block's shared memory");
@@ -323,7 +345,7 @@ inline void mbarrier_init(uint64_t* bar, uint32_t count) {
   ++b.events;
 }
 
-inline void mbarrier_inval(uint64_t* bar) {
+TL_EMU_FN void mbarrier_inval(uint64_t* bar) {
   Mbarrier m;
   if (!read_mbarrier(bar, "mbarrier_inval", &m)) return;
   TmaBlock& b = tma_block();
@@ -336,7 +358,7 @@ inline void mbarrier_inval(uint64_t* bar) {
   ++b.events;
 }
 
-inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+TL_EMU_FN void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
   Mbarrier m;
   if (!read_mbarrier(bar, "mbarrier_expect_tx", &m)) return;
   m.tx += bytes;
@@ -347,7 +369,7 @@ inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
 }
 
 // An arrival, after raising the tx-count by tx_bytes (arrive.expect_tx).
-inline void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
+TL_EMU_FN void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
   const char* what = tx_bytes ? "mbarrier_arrive_expect_tx" : "mbarrier_arrive";
   Mbarrier m;
   if (!read_mbarrier(bar, what, &m)) return;
@@ -466,7 +488,7 @@ inline bool wait_one_round(TmaBlock& b, size_t f, const uint64_t* on, uint32_t w
   return true;
 }
 
-inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   TmaBlock& b = tma_block();
   const size_t rank = size_t(fiber_index());
   for (;;) {
@@ -488,7 +510,7 @@ inline void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 // thread through after one round while others still spin in another wait (a named
 // barrier of a T.ws region, an mbarrier), so the arrivals are counted.
 
-inline void block_barrier() {
+TL_EMU_FN void block_barrier() {
   FiberScheduler* s = current_scheduler();
   if (!s) return;
   TmaBlock& b = tma_block();
@@ -514,7 +536,7 @@ inline void block_barrier() {
 inline void land_all_stores();
 
 // The running thread has returned from the kernel: the block barrier stops waiting for it.
-inline void thread_exited() {
+TL_EMU_FN void thread_exited() {
   if (!current_scheduler()) return;
   land_all_stores();  // the GPU finishes a returned thread's stores
   TmaBlock& b = tma_block();
@@ -524,7 +546,7 @@ inline void thread_exited() {
 
 // ---- named barriers (bar.sync id, count): a T.ws region's block barrier
 
-inline void named_barrier_sync(int id, int count) {
+TL_EMU_FN void named_barrier_sync(int id, int count) {
   struct Named {
     uint64_t serial = ~uint64_t(0);
     int arrived[16], expected[16];
@@ -571,7 +593,7 @@ inline void named_barrier_sync(int id, int count) {
 
 // ---- copies
 
-inline void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank) {
+TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank) {
   PendingLoad p;
   if (!decode_map(map, rank, "tma_load", &p.map) || !check_tile(smem_dst, p.map, "tma_load")) return;
   Mbarrier m;
@@ -624,7 +646,7 @@ inline void add_element(const EmuTensorMap& m, unsigned char* g, const unsigned 
 }
 
 // tma_store (add = false) and tma_reduce_add (add = true).
-inline void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add) {
+TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add) {
   const char* what = add ? "tma_reduce_add" : "tma_store";
   IssuedStore st;
   if (!decode_map(map, rank, what, &st.map) || !check_tile(smem_src, st.map, what)) return;
@@ -661,7 +683,7 @@ inline void land_all_stores() {
   q = StoreGroups{};
 }
 
-inline void tma_store_commit() {
+TL_EMU_FN void tma_store_commit() {
   StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   q.committed.push_back(std::move(q.open));
   q.open.clear();
@@ -669,7 +691,7 @@ inline void tma_store_commit() {
 
 // tma_store_wait (complete = false: the tiles are read) and tma_store_complete (the
 // writes are done: the retired groups, and every earlier group, land now).
-inline void tma_store_wait(int n, bool complete) {
+TL_EMU_FN void tma_store_wait(int n, bool complete) {
   StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   while (q.committed.size() > size_t(n)) {
     for (IssuedStore& st : q.committed.front()) {
@@ -707,15 +729,15 @@ inline unsigned char* remote_address(const void* p, int cta, const char* what) {
   return (c.active ? c.ctas[size_t(cta)] : block_state()).shared.data() + off;
 }
 
-inline void mbarrier_arrive_remote(uint64_t* bar, int cta) {
+TL_EMU_FN void mbarrier_arrive_remote(uint64_t* bar, int cta) {
   if (unsigned char* p = remote_address(bar, cta, "mbarrier_arrive_cluster"))
     mbarrier_arrive(reinterpret_cast<uint64_t*>(p), 0);
 }
 
 // A tma_load into every block of `mask`: each gets the box at the same offset, and
 // its bytes on its own mbarrier at the same offset.
-inline void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, uint16_t mask, const int32_t* coords,
-                               int rank) {
+TL_EMU_FN void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, uint16_t mask, const int32_t* coords,
+                                  int rank) {
   EmuTensorMap m;
   if (!decode_map(map, rank, "tma_load_multicast", &m) || !check_tile(smem_dst, m, "tma_load_multicast")) return;
   if (mask == 0) {
@@ -733,7 +755,7 @@ inline void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, u
 
 // The cluster barrier: an arrival counts for the current generation, which ends
 // when every fiber of the cluster that has not exited arrived.
-inline void cluster_arrive() {
+TL_EMU_FN void cluster_arrive() {
   TmaBlock& b = tma_block();
   const size_t f = size_t(fiber_index());
   if (b.cluster_pending[f]) {
@@ -747,7 +769,7 @@ inline void cluster_arrive() {
   if (FiberScheduler* s = current_scheduler()) b.cluster_epochs.arrive(s->barriers[f]);
 }
 
-inline void cluster_wait() {
+TL_EMU_FN void cluster_wait() {
   TmaBlock& b = tma_block();
   FiberScheduler* s = current_scheduler();
   const size_t f = size_t(fiber_index());
@@ -772,5 +794,7 @@ inline void cluster_wait() {
   b.waiting_since[f] = kNotWaiting;
   if (s && b.cluster_epochs.out > s->barriers[f]) s->barriers[f] = b.cluster_epochs.out;
 }
+
+#endif  // TL_EMU_DEFINITIONS
 
 }  // namespace tl::emu

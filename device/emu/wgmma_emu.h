@@ -39,9 +39,22 @@
 
 namespace tl::emu {
 
+// The instructions (gemm_sm90.cuh); defined below, or in the runtime object
+// (emu_core.h, TL_EMU_FN).
+TL_EMU_FN uint32_t wgmma_shared_offset(const void* p);
+TL_EMU_FN void wgmma_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b);
+TL_EMU_FN void wgmma_ss(int32_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b);
+TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                        bool trans_b);
+TL_EMU_FN void wgmma_commit();
+TL_EMU_FN void wgmma_wait(int n);
+
+#if TL_EMU_DEFINITIONS
 // The byte offset of p in the block's shared memory: what __cvta_generic_to_shared
 // gives on the GPU, where the dynamic shared array starts the window.
-inline uint32_t wgmma_shared_offset(const void* p) {
+TL_EMU_FN uint32_t wgmma_shared_offset(const void* p) {
   const BlockState& st = block_state();
   const unsigned char* c = static_cast<const unsigned char*>(p);
   if (c < st.shared.data() || c >= st.shared.data() + st.shared.size()) {
@@ -267,8 +280,8 @@ inline bool check_wgmma_types(WgmmaType a, WgmmaType b) {
 // scale-d (, 1, 1 (, trans-a, trans-b)). trans = 0: K-major (A [M][K], B [N][K]);
 // 1: M- / N-major (16-bit types only).
 template <class Acc>
-inline void wgmma_ss(Acc* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a, WgmmaType type_b,
-                     bool trans_a, bool trans_b) {
+inline void queue_wgmma_ss(Acc* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                           WgmmaType type_b, bool trans_a, bool trans_b) {
   if (!check_warpgroups(n) || !check_wgmma_types<Acc>(type_a, type_b)) return;
   if ((trans_a || trans_b) && wgmma_type_bytes(type_a) != 2) {
     record_failure("wgmma: a transposed (M- / N-major) operand of a type other than f16 / bf16");
@@ -288,11 +301,20 @@ inline void wgmma_ss(Acc* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale
   });
 }
 
+TL_EMU_FN void wgmma_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b) {
+  queue_wgmma_ss(d, n, desc_a, desc_b, scale_d, type_a, type_b, trans_a, trans_b);
+}
+TL_EMU_FN void wgmma_ss(int32_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b) {
+  queue_wgmma_ss(d, n, desc_a, desc_b, scale_d, type_a, type_b, trans_a, trans_b);
+}
+
 // The same with f16 / bf16 A from registers: a[4] holds the m64k16 fragment of
 // mma.m16n8k16 for rows 16w.. of warp w (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2)
 // + {0, 1}).
-inline void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
-                     bool trans_b) {
+TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                        bool trans_b) {
   if (!check_warpgroups(n)) return;
   if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
     record_failure("wgmma: A from registers must be f16 or bf16");
@@ -316,19 +338,21 @@ inline void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, b
   });
 }
 
-inline void wgmma_commit() {
+TL_EMU_FN void wgmma_commit() {
   WgmmaQueue& q = wgmma_queue();
   q.committed.push_back(std::move(q.open));
   q.open.clear();
 }
 
 // Runs every committed group but the n newest.
-inline void wgmma_wait(int n) {
+TL_EMU_FN void wgmma_wait(int n) {
   WgmmaQueue& q = wgmma_queue();
   while (q.committed.size() > size_t(n)) {
     for (const std::function<void()>& op : q.committed.front()) op();
     q.committed.pop_front();
   }
 }
+
+#endif  // TL_EMU_DEFINITIONS
 
 }  // namespace tl::emu

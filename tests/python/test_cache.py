@@ -3,6 +3,7 @@ entries, read-only directories, compiler-version changes, deterministic keys,
 switching the cache off, and `python -m tilelang cache` (stats / prune / clear)."""
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -271,3 +272,88 @@ def test_stats_prune_clear(tmp_path, monkeypatch, capsys):
     assert main(["cache", "clear"]) == 0
     assert "removed 1 entries" in capsys.readouterr().out
     assert entries(tmp_path) == [] and os.path.isdir(os.path.join(tmp_path, "kernels"))
+
+
+# ---- the emulator's runtime entry (device/emu/emu_core.h, TL_EMU_RUNTIME_SPLIT)
+
+
+def emulated_scale(scale):
+    @T.prim_func
+    def emulated_scale_kernel(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            S = T.alloc_shared((64,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx] * scale
+            T.sync_threads()
+            B[tx] = S[63 - tx]
+
+    return emulated_scale_kernel
+
+
+def runtime_entries(cache_dir):
+    return sorted(d.name for d in (cache_dir / "kernels").iterdir() if (d / "runtime.o").exists())
+
+
+def test_emulated_kernels_share_one_runtime_entry_per_flag_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+    target = "cuda -arch=sm_80 -emulate"
+    k1 = tilelang.compile(emulated_scale(1.5), out_idx=-1, target=target)
+    np.testing.assert_array_equal(k1(a), (a * np.float32(1.5))[::-1])
+    (runtime,) = runtime_entries(tmp_path)
+    files = set(os.listdir(tmp_path / "kernels" / runtime))
+    assert {"prelude.h", "runtime.cpp", "runtime.o", "manifest.txt"} <= files
+    # The kernel links the runtime: its own entry holds none of the runtime's files.
+    assert not {"prelude.h", "prelude.h.gch", "runtime.o"} & set(os.listdir(k1.kernel.artifact_dir))
+
+    k2 = tilelang.compile(emulated_scale(2.5), out_idx=-1, target=target)
+    np.testing.assert_array_equal(k2(a), (a * np.float32(2.5))[::-1])
+    assert runtime_entries(tmp_path) == [runtime]
+    assert len(entries(tmp_path)) == 3
+
+    # The user's flags build their own runtime: a macro may change what it compiles to.
+    k3 = tilelang.compile(
+        emulated_scale(3.5), out_idx=-1, target=target, compile_flags=["-DTL_TEST_UNUSED=1"]
+    )
+    np.testing.assert_array_equal(k3(a), (a * np.float32(3.5))[::-1])
+    assert len(runtime_entries(tmp_path)) == 2
+
+
+def test_a_damaged_or_removed_runtime_entry_is_rebuilt(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+    target = "cuda -arch=sm_80 -emulate"
+    tilelang.compile(emulated_scale(4.5), out_idx=-1, target=target)
+    (runtime,) = runtime_entries(tmp_path)
+    obj = tmp_path / "kernels" / runtime / "runtime.o"
+
+    # Damaged after this process checked it: the kernel is built against the headers
+    # alone, with a warning, and the next one checks the entry again and rebuilds it.
+    obj.write_bytes(b"not an object file")
+    k = tilelang.compile(emulated_scale(5.5), out_idx=-1, target=target)
+    np.testing.assert_array_equal(k(a), (a * np.float32(5.5))[::-1])
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("failed to build a kernel; building it without" in m for m in warned), warned
+    k = tilelang.compile(emulated_scale(6.5), out_idx=-1, target=target)
+    np.testing.assert_array_equal(k(a), (a * np.float32(6.5))[::-1])
+    (rebuilt,) = runtime_entries(tmp_path)
+    assert (tmp_path / "kernels" / rebuilt / "runtime.o").read_bytes()[:4] == b"\x7fELF"
+
+    # Removed (a prune): rebuilt on the next emulated compile.
+    shutil.rmtree(tmp_path / "kernels" / rebuilt)
+    k = tilelang.compile(emulated_scale(7.5), out_idx=-1, target=target)
+    np.testing.assert_array_equal(k(a), (a * np.float32(7.5))[::-1])
+    assert len(runtime_entries(tmp_path)) == 1
+
+
+def test_emulated_kernels_without_the_disk_cache_need_no_runtime_entry(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+    tilelang.disable_cache()
+    try:
+        for target in ("cuda -arch=sm_80 -emulate", "metal -emulate"):
+            k = tilelang.compile(emulated_scale(8.5), out_idx=-1, target=target)
+            np.testing.assert_array_equal(k(a), (a * np.float32(8.5))[::-1])
+    finally:
+        tilelang.enable_cache()
+    assert not (tmp_path / "kernels").exists() or entries(tmp_path) == []

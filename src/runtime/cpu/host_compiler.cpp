@@ -97,8 +97,12 @@ const std::string& host_compiler_id() {
   return id;
 }
 
-void compile_shared_library(const std::string& source_path, const std::string& library_path,
-                            const std::vector<std::string>& extra_flags) {
+namespace {
+
+// Runs the host compiler on `source_path` with the base flags and `extra_flags`,
+// writing `output_path`; `tail` (-c, or the objects to link) follows the source.
+void run_host_compiler(const std::string& source_path, const std::string& output_path,
+                       const std::vector<std::string>& extra_flags, const std::vector<std::string>& tail) {
   std::vector<std::string> argv{compiler_path()};
   for (const std::string& f : base_flags()) argv.push_back(f);
   for (const std::string& f : extra_flags) argv.push_back(f);
@@ -107,8 +111,9 @@ void compile_shared_library(const std::string& source_path, const std::string& l
   std::string dir = fs::path(source_path).parent_path().string(), final_dir = DiskCache::published_dir(dir);
   if (final_dir != dir) argv.push_back("-fdebug-prefix-map=" + dir + "=" + final_dir);
   argv.push_back(source_path);
+  for (const std::string& t : tail) argv.push_back(t);
   argv.push_back("-o");
-  argv.push_back(library_path);
+  argv.push_back(output_path);
   int timeout = 300;
   if (const char* t = std::getenv("TILELANG_COMPILE_TIMEOUT_SECONDS")) timeout = std::max(1, std::atoi(t));
   std::string output;
@@ -117,6 +122,32 @@ void compile_shared_library(const std::string& source_path, const std::string& l
     throw_user_error({}, str_cat("compiling ", source_path, " took longer than ", timeout,
                                  " s (TILELANG_COMPILE_TIMEOUT_SECONDS) and was stopped"));
   if (rc != 0) throw_internal_error(__FILE__, __LINE__, str_cat("generated code failed to compile:\n", output));
+}
+
+}  // namespace
+
+bool host_compiler_is_gcc() {
+  static const bool gcc = [] {
+    std::string out;
+    run({compiler_path(), "--version"}, out, 30);
+    return out.find("Free Software Foundation") != std::string::npos && out.find("clang") == std::string::npos;
+  }();
+  return gcc;
+}
+
+void compile_shared_library(const std::string& source_path, const std::string& library_path,
+                            const std::vector<std::string>& extra_flags, const std::vector<std::string>& objects) {
+  std::vector<std::string> tail;
+  if (!objects.empty()) {
+    tail = {"-x", "none"};  // a -x language among the flags would apply to the objects too
+    tail.insert(tail.end(), objects.begin(), objects.end());
+  }
+  run_host_compiler(source_path, library_path, extra_flags, tail);
+}
+
+void compile_object(const std::string& source_path, const std::string& object_path,
+                    const std::vector<std::string>& extra_flags) {
+  run_host_compiler(source_path, object_path, extra_flags, {"-c"});
 }
 
 }  // namespace tl
