@@ -28,6 +28,22 @@ TL_DEVICE void setmaxnreg_inc() {
 #endif
 }
 
+// The block rank of lane 0 of the calling warp (`rank` is the caller's block rank),
+// as a value nvcc knows to be the same in every lane: it comes from lane 0 by a
+// shuffle. The warp-specialized kernel branches on it between its warpgroups, so
+// the branch is warp-uniform to the compiler and the code under it runs its loop
+// counters, stage indices, barrier addresses and wgmma descriptors on the uniform
+// datapath (80 -> 47 instructions per k step of the skinny GEMM's consumer, most of
+// them uniform). All 32 lanes of the warp must call it together.
+// -DTL_NO_WARP_UNIFORM_HINT (compile_flags) drops the hint, for A/B measurements.
+TL_DEVICE int warp_leader_rank(int rank) {
+#if defined(TL_EMULATE) || defined(TL_NO_WARP_UNIFORM_HINT)
+  return rank & ~31;  // the same value, without the hint (the emulator needs none)
+#else
+  return __shfl_sync(0xffffffffu, rank & ~31, 0);
+#endif
+}
+
 // A warp's arrival on an mbarrier whose count is in warps: the warp's lanes first
 // meet (their reads of the guarded data are done), then lane 0 arrives for them.
 // One arrival per warp rather than per thread keeps the barrier's traffic low.

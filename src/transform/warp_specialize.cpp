@@ -6,6 +6,8 @@
 //     if (rank == 0) { init the mbarriers; fence }      all T + 128 threads
 //     __syncthreads()
 //     T.ws [0, T):       setmaxnreg.inc; the kernel body, the pipeline's loop
+//                        (the two regions test warp_leader_rank(rank), which nvcc
+//                        knows is warp-uniform: see device/cuda/warp_specialize.cuh)
 //                        waiting on full[v] and arriving on empty[v]
 //     T.ws [T, T + 128): setmaxnreg.dec; rank T runs the producer's loop
 //
@@ -124,6 +126,9 @@ class Split : public IRMutator {
     consumer = shared.mutate(consumer);
     int64_t t = op->threads[0];
     Expr rank = cast(dtype::Int32, op->thread_vars[0]);
+    // With whole warps of consumers the warpgroups' branches test the rank of the
+    // warp's lane 0: the same outcome, and nvcc then knows the branch is warp-uniform.
+    Expr warp_rank = t % 32 == 0 ? call_extern(dtype::Int32, "tl::warp_leader_rank", {rank}) : rank;
     int64_t regs = launch_regs(t + 128), up = consumer_regs(t);
     std::vector<Stmt> cons, prod;
     if (up > regs) cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
@@ -138,8 +143,8 @@ class Split : public IRMutator {
         if_then_else(eq(rank, int_imm(0)), take.init),
         barrier(BarrierKind::Threads),
         multicast ? cluster_sync : seq({}),
-        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{0, t}, if_then_else(lt(rank, int_imm(t)), seq(cons))),
-        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, 128}, if_then_else(ge(rank, int_imm(t)), seq(prod))),
+        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{0, t}, if_then_else(lt(warp_rank, int_imm(t)), seq(cons))),
+        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, 128}, if_then_else(ge(warp_rank, int_imm(t)), seq(prod))),
     });
     for (const Buffer& b : take.barriers) body = allocate(b, body);
     for (const Buffer& b : shared.buffers) body = allocate(b, body);

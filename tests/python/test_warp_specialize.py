@@ -58,7 +58,10 @@ def test_gemm_is_warp_specialized_and_matches_numpy(name):
     # Only the start publishes the mbarriers to every thread; the consumers' own
     # barriers are named ones over their threads.
     assert src.count("__syncthreads();") == 1
-    assert "__syncthreads();" not in src.split(f"if ((tx < {threads}))")[1]
+    # The warpgroups branch on a rank nvcc knows is warp-uniform (lane 0's, shuffled).
+    consumers = f"if ((tl::warp_leader_rank(tx) < {threads}))"
+    assert consumers in src and f"if ((tl::warp_leader_rank(tx) >= {threads}))" in src
+    assert "__syncthreads();" not in src.split(consumers)[1]
     a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
     c = np.zeros_like(c0)
     kernel(a, b, c0, c)
