@@ -127,7 +127,12 @@ std::optional<std::string> DiskCache::publish(const std::string& key,
                                  "); kernels are compiled without the disk cache");
     return std::nullopt;
   }
-  fill(staging.string());
+  try {
+    fill(staging.string());
+  } catch (...) {  // a failed build (bad kernel, compiler error) leaves nothing behind
+    fs::remove_all(staging, ec);
+    throw;
+  }
   // Manifest last: an entry without a complete manifest is never valid.
   std::ostringstream manifest;
   for (const auto& entry : fs::directory_iterator(staging)) {

@@ -30,7 +30,8 @@ class DiskCache {
   std::optional<std::string> lookup(const std::string& key) const;
 
   // Builds an entry with `fill(staging_dir)` (which writes its files there) and
-  // publishes it. Returns the published directory. If another process published
+  // publishes it; when `fill` throws, the staging directory goes and the exception
+  // propagates. Returns the published directory. If another process published
   // the same key first, its entry is used. Returns nullopt (and warns once) when
   // the directory is not writable.
   std::optional<std::string> publish(const std::string& key,

@@ -357,3 +357,20 @@ def test_emulated_kernels_without_the_disk_cache_need_no_runtime_entry(tmp_path,
     finally:
         tilelang.enable_cache()
     assert not (tmp_path / "kernels").exists() or entries(tmp_path) == []
+
+
+def test_a_failed_build_leaves_no_staging_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+
+    # Refused inside the build (the lowering for the target), after its staging
+    # directory was made.
+    @T.prim_func
+    def hopper_only(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=256):  # noqa: SIM117 - a T.ws region inside the kernel
+            with T.ws(0):
+                for i in T.Parallel(128):
+                    B[i] = A[i]
+
+    with pytest.raises(tilelang.TileLangError, match="T.ws needs sm_90"):
+        tilelang.compile(hopper_only, out_idx=[-1], target="cuda -arch=sm_80 -emulate")
+    assert entries(tmp_path) == []
