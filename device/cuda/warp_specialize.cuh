@@ -33,7 +33,7 @@ TL_DEVICE void setmaxnreg_inc() {
 // shuffle. The warp-specialized kernel branches on it between its warpgroups, so
 // the branch is warp-uniform to the compiler and the code under it runs its loop
 // counters, stage indices, barrier addresses and wgmma descriptors on the uniform
-// datapath (80 -> 47 instructions per k step of the skinny GEMM's consumer, most of
+// datapath (80 -> 50 instructions per k step of the skinny GEMM's consumer, most of
 // them uniform). All 32 lanes of the warp must call it together.
 // -DTL_NO_WARP_UNIFORM_HINT (compile_flags) drops the hint, for A/B measurements.
 TL_DEVICE int warp_leader_rank(int rank) {

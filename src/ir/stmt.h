@@ -102,6 +102,11 @@ struct KernelLaunchNode : StmtNode {
   // Thread block cluster (sm_90+): blocks per cluster along x, y, z; empty when the
   // kernel launches no clusters (T.Kernel's cluster_dims).
   const std::vector<int64_t> cluster;
+  int64_t thread_count() const {  // threads per block
+    int64_t n = 1;
+    for (int64_t t : threads) n *= t;
+    return n;
+  }
   int64_t cluster_size() const {
     int64_t n = 1;
     for (int64_t c : cluster) n *= c;

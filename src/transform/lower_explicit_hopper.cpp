@@ -7,7 +7,6 @@
 #include "transform/lower_explicit_hopper.h"
 
 #include <map>
-#include <optional>
 #include <set>
 
 #include "ir/visitor.h"
@@ -105,25 +104,11 @@ class LowerMarkers : public IRMutator {
  protected:
   using IRMutator::visit;
 
-  // With whole warps, the T.ws regions test the rank of the warp's lane 0, read once
-  // at the kernel's start (every warp is converged there; a region may sit under
-  // divergent code, where the shuffle could not be): nvcc then knows each region's
-  // branch is warp-uniform (tl::warp_leader_rank, device/cuda/warp_specialize.cuh).
+  // The regions test the thread's rank here, which later passes use to simplify
+  // their bodies; warp_specialize, last, makes the test warp-uniform to nvcc.
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
-    int64_t threads = 1;
-    for (int64_t t : op->threads) threads *= t;
-    Var leader("tl_warp_rank", dtype::Int32);
-    Scoped<std::optional<Var>> in_leader(leader_, threads % 32 == 0 ? std::optional<Var>(leader) : std::nullopt);
-    used_leader_ = false;
-    Stmt s = IRMutator::visit(op, self);
-    if (!used_leader_) return s;
-    auto* k = s.as<KernelLaunchNode>();
-    Stmt body = let_stmt(leader, call_extern(dtype::Int32, "tl::warp_leader_rank", {thread_rank(op)}), k->body);
-    auto n = std::make_shared<KernelLaunchNode>(k->block_vars, k->grid, k->thread_vars, k->threads, body, k->prelude,
-                                                k->cluster);
-    n->span = k->span;
-    return Stmt(std::move(n));
+    return IRMutator::visit(op, self);
   }
 
   Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
@@ -139,16 +124,7 @@ class LowerMarkers : public IRMutator {
     Stmt body = mutate(op->then_case);
     in_region_ = false;
     Expr rank = thread_rank(launch_);
-    if (leader_ && lo % 32 == 0 && count % 32 == 0) {
-      rank = *leader_;
-      used_leader_ = true;
-    }
-    int64_t threads = 1;
-    for (int64_t t : launch_->threads) threads *= t;
-    // Bounds that every rank meets are left out (ranks are in [0, threads)).
-    Expr inside = lo == 0                 ? lt(rank, int_imm(lo + count))
-                  : lo + count >= threads ? ge(rank, int_imm(lo))
-                                          : logical_and(ge(rank, int_imm(lo)), lt(rank, int_imm(lo + count)));
+    Expr inside = logical_and(ge(rank, int_imm(lo)), lt(rank, int_imm(lo + count)));
     return attr_stmt(kWarpGroupAttr, std::vector<int64_t>{lo, count}, if_then_else(inside, body, {}, op->span),
                      op->span);
   }
@@ -201,8 +177,6 @@ class LowerMarkers : public IRMutator {
   }
 
   const KernelLaunchNode* launch_ = nullptr;
-  std::optional<Var> leader_;  // the kernel's tl_warp_rank, with whole warps
-  bool used_leader_ = false;
   bool in_region_ = false;
 };
 

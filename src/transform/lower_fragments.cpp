@@ -1428,7 +1428,7 @@ Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool w
     a.target = &target;
     a.wgmma = w;
     a.full_row = full_row;
-    for (int64_t t : op->threads) a.threads *= t;
+    a.threads = op->thread_count();
     Collector(a).visit(op->body);
     return a;
   };

@@ -22,8 +22,7 @@ class Reducer : public IRMutator {
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    int64_t threads = 1;
-    for (int64_t t : op->threads) threads *= t;
+    const int64_t threads = op->thread_count();
     Scoped<Expr> in_kernel(rank_, thread_rank(op));
     Scoped<int64_t> simdgroups(simdgroups_, threads % 32 == 0 ? threads / 32 : 0);
     return IRMutator::visit(op, self);

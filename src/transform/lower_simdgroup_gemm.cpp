@@ -703,9 +703,7 @@ class PerKernel : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    int64_t threads = 1;
-    for (int64_t t : op->threads) threads *= t;
-    Planner plan(target_, threads);
+    Planner plan(target_, op->thread_count());
     plan.run(op->body);
     bool rewrites = !plan.accs.empty() || !plan.to_shared.empty();
     for (auto& [g, p] : plan.plans) rewrites |= p.path != kGeneric;

@@ -39,9 +39,7 @@ class TileOpLowerer : public IRMutator {
   }
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    int64_t block = 1;
-    for (int64_t t : op->threads) block *= t;
-    Scoped<int64_t> threads(threads_, block);
+    Scoped<int64_t> threads(threads_, op->thread_count());
     return IRMutator::visit(op, self);
   }
 

@@ -24,6 +24,7 @@
 // a block of T threads, which is what the consumers are.
 #include "transform/warp_specialize.h"
 
+#include "arith/simplify.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "support/logging.h"
@@ -156,10 +157,55 @@ class Split : public IRMutator {
   }
 };
 
+// T.ws regions written by hand (lower_explicit_hopper) test the thread's rank,
+// which the passes before this one used to simplify their bodies. Here, last, they
+// test `tl_warp_rank` instead: lane 0's rank (tl::warp_leader_rank), read once at
+// the kernel's start, where every warp is converged (a region may sit under
+// divergent code, where the shuffle could not be), so nvcc knows each region's
+// branch is warp-uniform. Blocks and regions of whole warps only.
+class UniformRegions : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    if (op->thread_count() % 32 != 0) return self;
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    used_ = false;
+    Stmt s = IRMutator::visit(op, self);
+    if (!used_) return s;
+    auto* k = s.as<KernelLaunchNode>();
+    Expr rank = call_extern(dtype::Int32, "tl::warp_leader_rank", {simplify(thread_rank(op))});
+    return with_body(k, let_stmt(leader_, rank, k->body));
+  }
+
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    Stmt s = IRMutator::visit(op, self);
+    auto* a = s.as<AttrNode>();
+    auto* region = launch_ && a && a->key == kWarpGroupAttr ? a->body.as<IfThenElseNode>() : nullptr;
+    if (!region) return s;
+    const auto [lo, count] = warp_group_range(a);
+    if (lo % 32 != 0 || count % 32 != 0) return s;
+    used_ = true;
+    // Bounds that every rank meets are left out (ranks are in [0, thread_count)).
+    const Expr from = ge(leader_, int_imm(lo)), below = lt(leader_, int_imm(lo + count));
+    Expr inside = lo == 0 ? below : lo + count >= launch_->thread_count() ? from : logical_and(from, below);
+    return attr_stmt(a->key, a->value, if_then_else(inside, region->then_case, region->else_case, region->span),
+                     a->span);
+  }
+
+ private:
+  const KernelLaunchNode* launch_ = nullptr;
+  const Var leader_{"tl_warp_rank", dtype::Int32};
+  bool used_ = false;
+};
+
 }  // namespace
 
 PrimFunc warp_specialize(const PrimFunc& f) {
-  return f.with_body(Split().mutate(f->body));
+  return f.with_body(Split().mutate(UniformRegions().mutate(f->body)));
 }
 
 }  // namespace tl

@@ -71,7 +71,7 @@ class CodeGenMetal : public CodeGenC {
     find_launch(f->body);
     if (!launch_)
       throw_user_error(f->span, str_cat("kernel '", f->name, "' has no T.Kernel block; a Metal kernel needs one"));
-    for (int64_t t : launch_->threads) threads_ *= t;
+    threads_ = launch_->thread_count();
     for_each_expr(f->body, [&](const Expr& e) {
       if (auto* c = e.as<CallNode>(); c && c->op == Intrinsic::DeviceAssert)
         throw_user_error(e.span(),

@@ -78,12 +78,21 @@ int run(const std::vector<std::string>& argv, std::string& output, int timeout_s
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+// What `<compiler> --version` prints, asked once per process.
+const std::string& compiler_version_text() {
+  static const std::string text = [] {
+    std::string out;
+    run({compiler_path(), "--version"}, out, 30);
+    return out;
+  }();
+  return text;
+}
+
 }  // namespace
 
 const std::string& host_compiler_id() {
   static const std::string id = [] {
-    std::string out;
-    run({compiler_path(), "--version"}, out, 30);
+    const std::string& out = compiler_version_text();
     std::string first = out.substr(0, out.find('\n'));
     std::string flags;
     for (const std::string& f : base_flags()) flags += " " + f;
@@ -127,12 +136,8 @@ void run_host_compiler(const std::string& source_path, const std::string& output
 }  // namespace
 
 bool host_compiler_is_gcc() {
-  static const bool gcc = [] {
-    std::string out;
-    run({compiler_path(), "--version"}, out, 30);
-    return out.find("Free Software Foundation") != std::string::npos && out.find("clang") == std::string::npos;
-  }();
-  return gcc;
+  const std::string& out = compiler_version_text();
+  return out.find("Free Software Foundation") != std::string::npos && out.find("clang") == std::string::npos;
 }
 
 void compile_shared_library(const std::string& source_path, const std::string& library_path,
