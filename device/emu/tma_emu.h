@@ -224,10 +224,53 @@ inline uint32_t tma_swizzle(uint32_t offset, int swizzle_bytes) {
   return offset ^ (((offset >> 7) & mask) << 4);
 }
 
+// The bytes a copy moves (the tx-count of a load).
 inline uint32_t box_bytes(const EmuTensorMap& m) {
   uint32_t n = m.elem_bytes;
   for (int d = 0; d < m.rank; ++d) n *= emu_box_extent(m, d);
   return n;
+}
+
+// The shared-memory pitch of the box's rows: a row narrower than the swizzle span
+// still takes a whole span (the H200 leaves the rest alone), so the rows stay on the
+// swizzle pattern's 16-byte chunks.
+inline uint32_t row_pitch(const EmuTensorMap& m) {
+  const uint32_t row = m.box[0] * m.elem_bytes;
+  return row < m.swizzle_bytes ? m.swizzle_bytes : row;
+}
+
+// The shared-memory bytes the box spans: its rows at row_pitch.
+inline uint32_t box_footprint(const EmuTensorMap& m) {
+  return box_bytes(m) / (m.box[0] * m.elem_bytes) * row_pitch(m);
+}
+
+// The shared offset, before the swizzle, of the box's element `i` (linear order)
+// in a tile at offset `tile`.
+inline uint32_t box_offset(const EmuTensorMap& m, uint32_t tile, uint32_t i) {
+  return tile + i / m.box[0] * row_pitch(m) + i % m.box[0] * m.elem_bytes;
+}
+
+// Coordinates the H200 refuses (an illegal instruction that ends the context): an
+// innermost coordinate that is not a whole number of 16-byte units, for every copy,
+// and a negative coordinate in any dimension, for stores. Measured on the H200
+// (2026-12-01); cuTensorMapEncodeTiled cannot see coordinates, so the emulator
+// reports them.
+inline bool check_coords(const EmuTensorMap& m, const int32_t* c, bool store, const char* what) {
+  if (int64_t(c[0]) * m.elem_bytes % 16 != 0) {
+    record_failure(std::string(what) + ": the innermost coordinate " + str_of(c[0]) + " (" +
+                   str_of(int64_t(c[0]) * m.elem_bytes) + " bytes of " + str_of(int(m.elem_bytes)) +
+                   "-byte elements) is not a multiple of 16 bytes; the GPU stops such a copy with an illegal "
+                   "instruction");
+    return false;
+  }
+  for (int d = 0; store && d < m.rank; ++d)
+    if (c[d] < 0) {
+      record_failure(std::string(what) + ": coordinate " + str_of(d) + " is negative (" + str_of(c[d]) +
+                     "); a store's box must start inside the tensor (the GPU stops with an illegal instruction), "
+                     "though it may run past the end");
+      return false;
+    }
+  return true;
 }
 
 // f(linear element index, global address or nullptr when out of bounds) for each
@@ -266,7 +309,7 @@ inline void land_load(const PendingLoad& p) {
   unsigned char* shared = shared_owner(p.dst, 0)->shared.data();  // a multicast lands in another block
   const uint32_t tile = uint32_t(p.dst - shared);
   for_each_box_element(p.map, p.coords, [&](uint32_t i, const unsigned char* g) {
-    unsigned char* s = shared + tma_swizzle(tile + i * p.map.elem_bytes, p.map.swizzle_bytes);
+    unsigned char* s = shared + tma_swizzle(box_offset(p.map, tile, i), p.map.swizzle_bytes);
     if (g)
       memcpy(s, g, p.map.elem_bytes);
     else
@@ -292,9 +335,9 @@ inline bool decode_map(const void* map, int rank, const char* what, EmuTensorMap
 
 // Checks the shared side of a copy: inside the block's shared memory, 128-byte aligned.
 inline bool check_tile(const void* tile, const EmuTensorMap& m, const char* what) {
-  const int64_t off = shared_window_offset(tile, box_bytes(m));
+  const int64_t off = shared_window_offset(tile, box_footprint(m));
   if (off < 0) {
-    record_failure(std::string(what) + ": the " + str_of(box_bytes(m)) +
+    record_failure(std::string(what) + ": the " + str_of(box_footprint(m)) +
                    "-byte box does not fit in the block's shared memory at that address");
     return false;
   }
@@ -595,7 +638,9 @@ TL_EMU_FN void named_barrier_sync(int id, int count) {
 
 TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank) {
   PendingLoad p;
-  if (!decode_map(map, rank, "tma_load", &p.map) || !check_tile(smem_dst, p.map, "tma_load")) return;
+  if (!decode_map(map, rank, "tma_load", &p.map) || !check_tile(smem_dst, p.map, "tma_load") ||
+      !check_coords(p.map, coords, false, "tma_load"))
+    return;
   Mbarrier m;
   if (!read_mbarrier(bar, "tma_load", &m)) return;
   p.dst = static_cast<unsigned char*>(smem_dst);
@@ -614,7 +659,7 @@ inline std::vector<unsigned char> gather_tile(const EmuTensorMap& m, const unsig
   const unsigned char* shared = block_state().shared.data();
   std::vector<unsigned char> out(box_bytes(m));
   for (uint32_t i = 0; i * m.elem_bytes < out.size(); ++i) {
-    const unsigned char* s = shared + tma_swizzle(tile + i * m.elem_bytes, m.swizzle_bytes);
+    const unsigned char* s = shared + tma_swizzle(box_offset(m, tile, i), m.swizzle_bytes);
     if (note) note_shared(s, false, "|tl::tma_store");
     memcpy(&out[i * m.elem_bytes], s, m.elem_bytes);
   }
@@ -649,7 +694,9 @@ inline void add_element(const EmuTensorMap& m, unsigned char* g, const unsigned 
 TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add) {
   const char* what = add ? "tma_reduce_add" : "tma_store";
   IssuedStore st;
-  if (!decode_map(map, rank, what, &st.map) || !check_tile(smem_src, st.map, what)) return;
+  if (!decode_map(map, rank, what, &st.map) || !check_tile(smem_src, st.map, what) ||
+      !check_coords(st.map, coords, true, what))
+    return;
   if (add && !addable(st.map)) {
     record_failure(std::string(what) + ": the tensor map's dtype (code " + str_of(st.map.dtype) +
                    ") is not float32, int32 or uint32");

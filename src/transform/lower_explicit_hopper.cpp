@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "ir/printer.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "ops/extent_util.h"
@@ -284,6 +285,12 @@ class LowerCopiesAndGemms : public IRMutator {
     if (auto it = layouts_.find(dst.buffer.get()); it != layouts_.end()) layouts[tile.get()] = it->second;
     Attrs attrs = op->attrs;
     attrs.erase(kTmaBarrierAttr);
+    const Expr& start = src.ranges.back().min;
+    if (!tma_inner_start_aligned(start, src.buffer->dtype))
+      refuse(op, str_cat("the innermost start of the source, ", to_string(start), ", is not a provable multiple of ",
+                         16 / src.buffer->dtype.bytes(), " ", src.buffer->dtype.name(),
+                         " elements (16 bytes); the GPU stops a TMA copy at any other start with an illegal "
+                         "instruction. Copy with T.copy instead"));
     Stmt copy = tile_op(TileOpKind::Copy, {src, whole}, op->args, attrs, op->span);
     std::optional<TmaTileLoads> plan =
         tma_tile_loads(copy.as<TileOpNode>(), address_of(bar), launch_, params_, layouts);

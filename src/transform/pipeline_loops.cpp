@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "arith/simplify.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -1199,6 +1200,7 @@ class Pipeliner : public IRMutator {
     // known here, so that such tensors keep cp.async instead of failing at launch.
     auto inner = as_const_int(g->shape.back());
     if (!inner || (*inner * dt.bytes()) % 16 != 0) return std::nullopt;
+    if (!tma_inner_start_aligned(src.ranges.back().min, dt)) return std::nullopt;
     uint32_t dynamic = 0;
     for (int d = 0; d < rank; ++d) {
       auto st = as_const_int(strides[d]);
@@ -1365,6 +1367,11 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
   Pipeliner p(true, {});
   p.enable_tma(params, layouts);
   return p.tile_loads(copy, bar, launch);
+}
+
+bool tma_inner_start_aligned(const Expr& start, DataType dtype) {
+  auto remainder = as_const_int(simplify(floormod(start, int_imm(16 / dtype.bytes(), start.dtype()))));
+  return remainder && *remainder == 0;
 }
 
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,

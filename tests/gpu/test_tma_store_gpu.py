@@ -2,7 +2,8 @@
 torch: a GEMM whose tiles run past the tensor (TMA clips the boxes), a store into the
 middle of a bigger tensor that must leave the rest alone, one shared tile stored
 several times in a loop (each store must have read it before the threads refill it),
-tiles that start before row 0 (TMA loads them, the threads store them), T.atomic_add of
+tiles that start before row 0 (TMA loads them, the threads store them), column tiles
+whose start is not a whole 16 bytes (neither TMA loads nor stores them), T.atomic_add of
 shared tiles as TMA reduce-adds from many blocks at once, and tensors read back after
 their store (within a block, and by the partner block of a split-K cluster).
 Needs an sm_90 GPU: elsewhere the stores are not generated."""
@@ -18,6 +19,7 @@ sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
 )
 from test_tma_store import (
+    column_shifted_tiles,
     epilogue_gemm,
     shifted_tiles,
     split_k_in_a_cluster,
@@ -100,6 +102,22 @@ def test_tiles_that_start_before_row_0(shift):
     out = kernel(a)
     torch.cuda.synchronize()
     assert torch.equal(out, a + 1)
+
+
+@pytest.mark.parametrize("shift, tma", [(0, True), (8, True), (4, False), (1, False)])
+def test_tiles_at_an_innermost_start_off_16_bytes(shift, tma):
+    # TMA only where the column start is a whole 16 bytes (the GPU stops any other).
+    M, N = 1000, 1000
+    kernel = tilelang.compile(column_shifted_tiles(M, N, shift), target="cuda", pass_configs=STORES)
+    src = kernel.get_kernel_source()
+    assert ("tl::tma_load<2>(" in src) == tma and stored_through_tma(kernel) == tma
+    a = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    b = torch.zeros_like(a)
+    kernel(a, b)
+    torch.cuda.synchronize()
+    expected = torch.zeros_like(a)
+    expected[:, shift:] = a[:, shift:] + 1
+    assert torch.equal(b, expected)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])

@@ -530,6 +530,28 @@ def test_tma_copy_into_part_of_a_tile_is_refused():
         tilelang.compile(main, target=EMU)
 
 
+def test_tma_copy_at_an_innermost_start_off_16_bytes_is_refused():
+    """The H200 stops a TMA copy whose box starts at a column that is not a whole
+    16-byte unit (4 float16 columns here) with an illegal instruction: refused, at
+    the kernel's line."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), "float16"), O: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float16")
+            bar = T.alloc_barrier(1)
+            T.tma_copy(A[0:64, 4:68], S, barrier=bar)
+            T.barrier_wait(bar, 0)
+            T.copy(S, O)
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"test_explicit_hopper.py:\d+: T.tma_copy: the innermost start of the source, 4, is not a provable "
+        r"multiple of 8 float16 elements \(16 bytes\); the GPU stops",
+    ):
+        tilelang.compile(main, target=EMU)
+
+
 def test_wgmma_gemm_that_cannot_use_wgmma_is_refused():
     @T.prim_func
     def main(A: T.Tensor((32, 32), "float16"), C: T.Tensor((32, 32), "float32")):

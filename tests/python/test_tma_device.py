@@ -55,11 +55,27 @@ def line_bytes(n):
     return (n + 127) // 128 * 128
 
 
-def swizzled_offsets(n, span):
-    """Where the swizzle puts the byte at linear offset 0..n of a tile that starts a
-    pattern: the 16-byte chunk bits 4.. XOR bits 7.. (1, 2, 3 bits for 32, 64, 128)."""
+def swizzled_offsets(n, span, row_bytes=None):
+    """Where the copy puts the byte at linear offset 0..n of the box in a tile that
+    starts a pattern: rows narrower than the swizzle span start a span apart (as the
+    H200 lays them out), then the 16-byte chunk bits 4.. XOR bits 7.. (1, 2, 3 bits
+    for 32, 64, 128)."""
     a = np.arange(n)
+    if span and row_bytes and row_bytes < span:
+        a = a // row_bytes * span + a % row_bytes
     return a if span == 0 else a ^ (((a >> 7) & (span // 16 - 1)) << 4)
+
+
+def tile_bytes(n, span, row_bytes):
+    """The shared bytes of an n-byte box whose rows are row_bytes long."""
+    return n // row_bytes * span if span and row_bytes < span else n
+
+
+def aligned_down(coord, dtype):
+    """coord rounded down to a whole number of 16-byte units of dtype: the GPU
+    refuses other innermost coordinates."""
+    unit = 16 // np.dtype(dtype).itemsize
+    return coord // unit * unit
 
 
 def box_reference(tensor, coords, box, elem_strides=()):
@@ -118,9 +134,11 @@ def run(emu):
 def load_and_check(run, tensor, coords, box, swizzle=0, elem_strides=()):
     ref, _, _ = box_reference(tensor, coords, box, elem_strides)
     linear = ref.reshape(-1).view(np.uint8)
-    assert linear.size <= TILE_BYTES
-    buf = np.zeros(line_bytes(linear.size), np.uint8)
-    args = [tensor.ndim, linear.size, *coords, *[0] * (5 - tensor.ndim)]
+    row_bytes = box[0] * tensor.itemsize
+    footprint = tile_bytes(linear.size, swizzle, row_bytes)
+    assert footprint <= TILE_BYTES
+    buf = np.zeros(line_bytes(footprint), np.uint8)
+    args = [tensor.ndim, linear.size, *coords, *[0] * (5 - tensor.ndim), footprint]
     run(
         "load_box",
         tensor,
@@ -128,7 +146,9 @@ def load_and_check(run, tensor, coords, box, swizzle=0, elem_strides=()):
         args,
         buf,
     )
-    got = buf[swizzled_offsets(linear.size, swizzle)].view(tensor.dtype).reshape(ref.shape)
+    got = (
+        buf[swizzled_offsets(linear.size, swizzle, row_bytes)].view(tensor.dtype).reshape(ref.shape)
+    )
     np.testing.assert_array_equal(got, ref)
 
 
@@ -154,10 +174,12 @@ LOAD_2D = [
 def test_load_2d(run, dtype, shape, box, swizzle, where):
     tensor = random_tensor(shape, getattr(ml_dtypes, dtype, dtype))
     rows, cols = shape
+    # Innermost coordinates in whole 16-byte units (test_misaligned_coordinate_is_refused).
+    unit = 16 // tensor.itemsize
     coords = {
-        "inside": (cols - box[0] - 1, rows - box[1] - 2),
-        "low": (-3, -(box[1] // 2) + 1),  # before the start of both dimensions
-        "high": (cols - box[0] // 2 - 3, rows - 5),  # past the end of both
+        "inside": (aligned_down(cols - box[0] - 1, tensor.dtype), rows - box[1] - 2),
+        "low": (-unit, -(box[1] // 2) + 1),  # before the start of both dimensions
+        "high": (-aligned_down(box[0] // 2 - cols, tensor.dtype), rows - 5),  # past the end of both
     }[where]
     load_and_check(run, tensor, coords, box, swizzle)
 
@@ -177,7 +199,7 @@ def test_load_3d(run, shape, box, coords, swizzle):
 def test_load_3d_element_strides(run):
     # Dimension 0 is dense whatever its step; dimensions 1 and 2 take every 2nd / 3rd.
     tensor = random_tensor((9, 14, 24), np.float16)
-    load_and_check(run, tensor, (4, 3, -1), (16, 7, 8), 32, elem_strides=(4, 2, 3))
+    load_and_check(run, tensor, (8, 3, -1), (16, 7, 8), 32, elem_strides=(4, 2, 3))
 
 
 @pytest.mark.parametrize(
@@ -192,10 +214,16 @@ def test_load_ranks(run, shape, box, coords):
     load_and_check(run, random_tensor(shape, np.int32), coords, box)
 
 
-def test_load_inner_row_narrower_than_swizzle_span(run):
-    """A 64-byte row under the 128-byte swizzle: the rows stay dense (two per
-    128-byte line) and the pattern follows the address, not the row."""
-    load_and_check(run, random_tensor((40, 72), np.float16), (8, 4), (32, 16), 128)
+@pytest.mark.parametrize(
+    "dtype, box, swizzle",
+    [("float16", (32, 16), 128), ("uint8", (32, 16), 64), ("uint8", (32, 8), 128)],
+)
+def test_load_inner_row_narrower_than_swizzle_span(run, dtype, box, swizzle):
+    """Rows narrower than the swizzle span (64 bytes under the 128-byte swizzle, 32
+    under 64 or 128): each row starts a span after the last, the rest of the span
+    left alone, as the H200 lays them out (2026-12-01); the mbarrier counts the
+    box's own bytes."""
+    load_and_check(run, random_tensor((40, 208), dtype), (16, 4), box, swizzle)
 
 
 # ---- stores
@@ -204,16 +232,10 @@ def test_load_inner_row_narrower_than_swizzle_span(run):
 @pytest.mark.parametrize(
     "dtype, shape, box, coords, swizzle",
     [
-        (
-            "float16",
-            (40, 72),
-            (64, 16),
-            (-8, 30),
-            128,
-        ),  # clipped before dim 0, past the end of dim 1
-        ("float16", (40, 72), (24, 16), (60, -5), 0),
-        ("float32", (6, 20, 32), (16, 8, 3), (20, -2, 4), 64),
-        ("uint8", (50, 48), (32, 20), (-16, 50), 32),  # entirely past dim 1: nothing written
+        ("float16", (40, 72), (64, 16), (16, 30), 128),  # clipped past the end of both dimensions
+        ("float16", (40, 72), (24, 16), (64, 5), 0),
+        ("float32", (6, 20, 32), (16, 8, 3), (20, 14, 4), 64),
+        ("uint8", (50, 48), (32, 20), (16, 50), 32),  # entirely past dim 1: nothing written
     ],
 )
 def test_store_clips_to_the_tensor(run, dtype, shape, box, coords, swizzle):
@@ -292,9 +314,41 @@ def test_store_tile_rewritten_before_its_wait(emu):
 def test_map_not_encoded_for_the_emulator(emu):
     tensor = random_tensor((16, 32), np.float32)
     buf = np.zeros(line_bytes(2048), np.uint8)
-    args = np.array([2, 2048, 0, 0, 0, 0, 0], np.int32)
+    args = np.array([2, 2048, 0, 0, 0, 0, 0, 2048], np.int32)
     message = launch(emu, "load_box", tensor, {}, args, buf, map_bytes=bytes(128))
     assert message is not None and "not encoded for the emulator" in message, message
+
+
+# The coordinates the H200 refuses with an illegal instruction (measured 2026-12-01,
+# build/prof-style probes of these kernels): the emulator reports them instead.
+
+
+@pytest.mark.parametrize(
+    "entry, coords, words",
+    [
+        (
+            "load_box",
+            (3, 0),
+            "tma_load: the innermost coordinate 3 (6 bytes of 2-byte elements) is not a multiple of 16",
+        ),
+        ("load_box", (-4, 2), "tma_load: the innermost coordinate -4 (-8 bytes"),
+        ("store_box", (12, 0), "tma_store: the innermost coordinate 12 (24 bytes"),
+        (
+            "store_box",
+            (8, -5),
+            "tma_store: coordinate 1 is negative (-5); a store's box must start inside",
+        ),
+        ("store_box", (-8, 0), "tma_store: coordinate 0 is negative (-8)"),
+    ],
+)
+def test_coordinates_the_gpu_refuses(emu, entry, coords, words):
+    tensor = random_tensor((40, 72), np.float16)
+    n = 16 * 24 * 2
+    buf = np.zeros(line_bytes(n), np.uint8)
+    args = np.array([2, n, *coords, 0, 0, 0, n], np.int32)
+    message = launch(emu, entry, tensor, {"box": (24, 16)}, args, buf)
+    assert message is not None and words in message, message
+    assert "illegal instruction" in message, message
 
 
 # ---- encode_tensor_map

@@ -201,6 +201,41 @@ def test_a_store_that_may_start_before_the_tensor_stays_element_wise(shift):
     np.testing.assert_array_equal(kernel(a), a + np.float16(1))
 
 
+def column_shifted_tiles(M, N, shift):
+    """B = A + 1 over columns [shift, N), in column tiles that start `shift` columns in."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, 64), threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float16")
+            R = T.alloc_shared((64, 64), "float16")
+            for k in T.Pipelined(T.ceildiv(N - shift, 64), num_stages=2):
+                T.copy(A[bx * 64, k * 64 + shift], S)
+                for i, j in T.Parallel(64, 64):
+                    R[i, j] = S[i, j] + T.float16(1)
+                T.copy(R, B[bx * 64, k * 64 + shift])
+
+    return main
+
+
+@pytest.mark.parametrize("shift, tma", [(0, True), (8, True), (4, False), (1, False)])
+def test_tiles_at_an_innermost_start_off_16_bytes_skip_tma(shift, tma):
+    """TMA copies only boxes whose innermost start is a provable multiple of 16 bytes
+    (8 float16 columns): the H200 stops any other with an illegal instruction. The
+    load falls back to cp.async (or plain loads) and the store to element-wise writes."""
+    M, N = 64, 200
+    kernel = compile_with_stores(column_shifted_tiles(M, N, shift), target=SM90)
+    src = kernel.get_kernel_source()
+    assert ("tl::tma_load<2>(" in src) == tma and ("tl::tma_store<2>(" in src) == tma, src
+    assert ("tl::cp_async<" in src) == (shift == 4), src  # 8-byte cp.async; 1 is too narrow for any
+    a = rng.standard_normal((M, N)).astype(np.float16)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    expected = np.zeros_like(a)
+    expected[:, shift:] = a[:, shift:] + np.float16(1)
+    np.testing.assert_array_equal(b, expected)
+
+
 def test_the_store_writes_nothing_outside_its_region():
     M, N = 32, 64
     kernel = compile_with_stores(store_into_the_middle(M, N, 16, 32, threads=64), target=SM90A)

@@ -85,10 +85,11 @@ TL_DEVICE int line_bytes(int box_bytes) {
   return (box_bytes + 127) / 128 * 128;
 }
 
-// args = {rank, box bytes, coords...}: thread 0 loads the box into tile 0, every
-// thread waits for the phase, and the tile's raw bytes (swizzled) go to buf.
+// args = {rank, box bytes, coords (5), tile bytes}: thread 0 loads the box into
+// tile 0, every thread waits for the phase, and the tile's raw bytes (swizzled; more
+// than the box's when its rows are narrower than the swizzle span) go to buf.
 TL_DEVICE void load_box(const tl::TensorMap* map, const int* args, unsigned char* buf) {
-  const int rank = args[0], bytes = args[1];
+  const int rank = args[0], bytes = args[1], tile_bytes = args[7];
   unsigned char* tile = shared_base();
   init_barriers(1, 1);
   if (threadIdx.x == 0) {
@@ -97,7 +98,7 @@ TL_DEVICE void load_box(const tl::TensorMap* map, const int* args, unsigned char
     load(rank, tile, map, &barriers()[0], args + 2);
   }
   tl::mbarrier_wait(&barriers()[0], 0);
-  for (int i = threadIdx.x; i < line_bytes(bytes); i += blockDim.x) buf[i] = tile[i];
+  for (int i = threadIdx.x; i < line_bytes(tile_bytes); i += blockDim.x) buf[i] = tile[i];
 }
 
 // args = {rank, box bytes, coords...}: the raw tile bytes (swizzled) in buf go to

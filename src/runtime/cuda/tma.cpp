@@ -180,9 +180,12 @@ TensorMapBytes encode_with_driver(const TensorMapParams& p, int code) {
     fail("the installed CUDA driver has no cuTensorMapEncodeTiled (it needs CUDA 12.0 or later)");
   const size_t rank = p.dims.size();
   std::vector<uint32_t> steps = p.elem_strides.empty() ? std::vector<uint32_t>(rank, 1) : p.elem_strides;
+  // A rank-1 map has no strides, but the driver refuses a null array (seen on the H200).
+  std::vector<uint64_t> strides = p.strides;
+  if (strides.empty()) strides.push_back(0);
   alignas(64) uint8_t map[128] = {};
   check_cuda(d->cuTensorMapEncodeTiled(map, code, unsigned(rank), reinterpret_cast<void*>(uintptr_t(p.base)),
-                                       u64(p.dims), u64(p.strides), p.box.data(), steps.data(), 0 /*interleave*/,
+                                       u64(p.dims), u64(strides), p.box.data(), steps.data(), 0 /*interleave*/,
                                        int(p.swizzle), int(p.l2_promotion), int(p.oob_fill)),
              "cuTensorMapEncodeTiled");
   TensorMapBytes out;
