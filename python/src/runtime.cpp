@@ -16,6 +16,7 @@
 #include "convert.h"
 #include "ir/printer.h"
 #include "kernel_caller.h"
+#include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/tma.h"
 #include "runtime/device_dir.h"
@@ -136,6 +137,7 @@ void bind_runtime(nb::module_& m) {
     return t;
   });
   m.def("present_gpu_arch", &present_gpu_arch);
+  m.def("host_compiler_is_gcc", &host_compiler_is_gcc);  // g++ gets precompiled headers (runtime/cpu/prelude_entry.h)
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
   m.def("msl_to_emulated_cpp", &msl_to_emulated_cpp);

@@ -21,8 +21,8 @@
 #include "codegen/metal/codegen_metal.h"
 #include "ir/printer.h"
 #include "runtime/cpu/cpu_kernel.h"
-#include "runtime/cpu/emulator_runtime.h"
 #include "runtime/cpu/host_compiler.h"
+#include "runtime/cpu/prelude_entry.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
 #include "runtime/device_dir.h"
@@ -236,14 +236,19 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
   }
 }
 
+// What names a prelude entry's build besides its flags (runtime/cpu/prelude_entry.h).
+std::string prelude_identity() {
+  return str_cat("tilelang-cpp ", TL_VERSION, " build ", compiler_build_id(),
+                 "\ndevice headers sha256: ", device_headers_sha256(), "\n");
+}
+
 std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                   const std::string& key) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
     CpuSource src = codegen_cpu(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
-    compile_shared_library((fs::path(dir) / "kernel.cpp").string(), (fs::path(dir) / "kernel.so").string(),
-                           opt.compile_flags);
+    compile_cpu(opt, prelude_identity(), dir, "kernel.cpp");
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.cpp"),
@@ -257,12 +262,6 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
 // -O3 (6.0 s -> 3.2 s for the FlashAttention backward) and later flags still win.
 const char* const kEmulatorOptimization = "-O1";
 
-// What names an emulator runtime's build besides its flags (runtime/cpu/emulator_runtime.h).
-std::string emulator_identity() {
-  return str_cat("tilelang-cpp ", TL_VERSION, " build ", compiler_build_id(),
-                 "\ndevice headers sha256: ", device_headers_sha256(), "\n");
-}
-
 // The CUDA source run on the CPU: the host compiler builds it against the
 // emulation shims (device/emu), and the CPU runtime calls its per-block entry.
 std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
@@ -271,7 +270,7 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
     note_build(f, opt.target);
     CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
-    compile_emulated(opt, emulator_identity(), dir, "kernel.cu",
+    compile_emulated(opt, prelude_identity(), dir, "kernel.cu",
                      {kEmulatorOptimization, "-x", "c++", "-I" + device_include_dir() + "/cuda"},
                      device_include_dir() + "/emu/cuda_emu.h", "#include \"tl_cuda.cuh\"\n");
     write_meta(dir, src);
@@ -295,7 +294,7 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
     MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.metal", std::ios::binary) << src.code;
     std::ofstream(fs::path(dir) / "kernel_emu.cpp", std::ios::binary) << msl_to_emulated_cpp(src.code);
-    compile_emulated(opt, emulator_identity(), dir, "kernel_emu.cpp",
+    compile_emulated(opt, prelude_identity(), dir, "kernel_emu.cpp",
                      {kEmulatorOptimization, "-std=c++20", "-fno-strict-aliasing"},
                      device_include_dir() + "/emu/metal_emu.h", "");
   };

@@ -100,8 +100,24 @@ def run_worker(cache_dir, kernels="a", *flags, **env):
 
 
 def entries(cache_dir):
+    """The kernels' entries (the prelude entries aside: prelude_entries)."""
     kernels = os.path.join(cache_dir, "kernels")
-    return sorted(os.listdir(kernels)) if os.path.isdir(kernels) else []
+    if not os.path.isdir(kernels):
+        return []
+    return sorted(
+        d for d in os.listdir(kernels) if not os.path.exists(os.path.join(kernels, d, "prelude.h"))
+    )
+
+
+def prelude_entries(cache_dir):
+    """The host compiler's prelude entries: a precompiled header, and for the
+    emulators their runtime object (runtime/cpu/prelude_entry.h)."""
+    kernels = os.path.join(cache_dir, "kernels")
+    if not os.path.isdir(kernels):
+        return []
+    return sorted(
+        d for d in os.listdir(kernels) if os.path.exists(os.path.join(kernels, d, "prelude.h"))
+    )
 
 
 def correct(out, scale):
@@ -241,6 +257,9 @@ def test_stats_prune_clear(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
     keys = [tilelang.compile(tiny(s), target="cpu").cache_key for s in (2.0, 3.0)]
+    # The precompiled header's entry (with g++) counts as any other; this test counts kernels.
+    for d in prelude_entries(tmp_path):
+        shutil.rmtree(os.path.join(tmp_path, "kernels", d))
     stats = tilelang.cache.stats()
     assert stats["entries"] == 2 and stats["dir"] == str(tmp_path) and stats["bytes"] > 0
     # The first entry was used last: the second is the least recently used.
@@ -294,6 +313,60 @@ def runtime_entries(cache_dir):
     return sorted(d.name for d in (cache_dir / "kernels").iterdir() if (d / "runtime.o").exists())
 
 
+def header_entries(cache_dir):
+    """The cpu target's prelude entries: a precompiled tl_cpu.h, no object."""
+    return [d for d in prelude_entries(cache_dir) if d not in runtime_entries(cache_dir)]
+
+
+needs_gcc = pytest.mark.skipif(
+    not tilelang._C.host_compiler_is_gcc(), reason="precompiled headers are built with g++ only"
+)
+
+
+@needs_gcc
+def test_cpu_kernels_share_one_precompiled_header_per_flag_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.arange(5, dtype=np.float32) + 0.5
+    k1 = tilelang.compile(tiny(4.25), out_idx=-1, target="cpu")
+    np.testing.assert_array_equal(k1(a), a * np.float32(4.25))
+    (header,) = header_entries(tmp_path)
+    files = set(os.listdir(tmp_path / "kernels" / header))
+    assert {"prelude.h", "prelude.h.gch", "manifest.txt"} <= files and "runtime.o" not in files
+    assert (tmp_path / "kernels" / header / "prelude.h").read_text() == '#include "tl_cpu.h"\n'
+    assert not {"prelude.h", "prelude.h.gch"} & set(os.listdir(k1.kernel.artifact_dir))
+
+    k2 = tilelang.compile(tiny(5.25), out_idx=-1, target="cpu")
+    np.testing.assert_array_equal(k2(a), a * np.float32(5.25))
+    assert header_entries(tmp_path) == [header] and len(entries(tmp_path)) == 2
+
+    # The user's flags get their own header: g++ uses a precompiled one only when the
+    # macros and code options match.
+    k3 = tilelang.compile(
+        tiny(6.25), out_idx=-1, target="cpu", compile_flags=["-DTL_TEST_UNUSED=2"]
+    )
+    np.testing.assert_array_equal(k3(a), a * np.float32(6.25))
+    assert len(header_entries(tmp_path)) == 2
+
+
+@needs_gcc
+def test_a_damaged_or_removed_precompiled_header_still_builds(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    a = np.arange(5, dtype=np.float32) + 0.5
+    tilelang.compile(tiny(7.25), out_idx=-1, target="cpu")
+    (header,) = header_entries(tmp_path)
+    # Damaged after this process checked it: g++ finds no valid precompiled header
+    # and reads prelude.h, which includes tl_cpu.h.
+    (tmp_path / "kernels" / header / "prelude.h.gch").write_bytes(b"not a precompiled header")
+    k = tilelang.compile(tiny(8.25), out_idx=-1, target="cpu")
+    np.testing.assert_array_equal(k(a), a * np.float32(8.25))
+    # Removed (a prune): rebuilt on the next compile.
+    shutil.rmtree(tmp_path / "kernels" / header)
+    k = tilelang.compile(tiny(9.25), out_idx=-1, target="cpu")
+    np.testing.assert_array_equal(k(a), a * np.float32(9.25))
+    (rebuilt,) = header_entries(tmp_path)
+    assert (tmp_path / "kernels" / rebuilt / "prelude.h.gch").read_bytes()[:4] == b"gpch"
+
+
 def test_emulated_kernels_share_one_runtime_entry_per_flag_set(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
     a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
@@ -309,7 +382,7 @@ def test_emulated_kernels_share_one_runtime_entry_per_flag_set(tmp_path, monkeyp
     k2 = tilelang.compile(emulated_scale(2.5), out_idx=-1, target=target)
     np.testing.assert_array_equal(k2(a), (a * np.float32(2.5))[::-1])
     assert runtime_entries(tmp_path) == [runtime]
-    assert len(entries(tmp_path)) == 3
+    assert len(entries(tmp_path)) == 2  # the kernels'; the runtime is a prelude entry
 
     # The user's flags build their own runtime: a macro may change what it compiles to.
     k3 = tilelang.compile(
@@ -346,7 +419,7 @@ def test_a_damaged_or_removed_runtime_entry_is_rebuilt(tmp_path, monkeypatch, ca
     assert len(runtime_entries(tmp_path)) == 1
 
 
-def test_emulated_kernels_without_the_disk_cache_need_no_runtime_entry(tmp_path, monkeypatch):
+def test_kernels_without_the_disk_cache_need_no_prelude_entry(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
     a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
     tilelang.disable_cache()
@@ -354,9 +427,11 @@ def test_emulated_kernels_without_the_disk_cache_need_no_runtime_entry(tmp_path,
         for target in ("cuda -arch=sm_80 -emulate", "metal -emulate"):
             k = tilelang.compile(emulated_scale(8.5), out_idx=-1, target=target)
             np.testing.assert_array_equal(k(a), (a * np.float32(8.5))[::-1])
+        k = tilelang.compile(tiny(10.25), out_idx=-1, target="cpu")
+        np.testing.assert_array_equal(k(a[:5]), a[:5] * np.float32(10.25))
     finally:
         tilelang.enable_cache()
-    assert not (tmp_path / "kernels").exists() or entries(tmp_path) == []
+    assert not (tmp_path / "kernels").exists() or os.listdir(tmp_path / "kernels") == []
 
 
 def test_a_failed_build_leaves_no_staging_directory(tmp_path, monkeypatch):
