@@ -236,6 +236,10 @@ def test_load_inner_row_narrower_than_swizzle_span(run, dtype, box, swizzle):
         ("float16", (40, 72), (24, 16), (64, 5), 0),
         ("float32", (6, 20, 32), (16, 8, 3), (20, 14, 4), 64),
         ("uint8", (50, 48), (32, 20), (16, 50), 32),  # entirely past dim 1: nothing written
+        # Rows narrower than the swizzle span: the tile holds them a span apart, as
+        # loads land them (measured on the H200, 2026-12-01).
+        ("uint8", (40, 208), (32, 16), (16, 4), 64),
+        ("float16", (40, 72), (32, 16), (8, 30), 128),
     ],
 )
 def test_store_clips_to_the_tensor(run, dtype, shape, box, coords, swizzle):
@@ -245,9 +249,12 @@ def test_store_clips_to_the_tensor(run, dtype, shape, box, coords, swizzle):
     values = random_tensor(box_shape.shape, dtype)
     expected[src] = values[dst]
     linear = values.reshape(-1).view(np.uint8)
-    buf = np.zeros(line_bytes(linear.size), np.uint8)
-    buf[swizzled_offsets(linear.size, swizzle)] = linear
-    args = [tensor.ndim, linear.size, *coords, *[0] * (5 - tensor.ndim)]
+    row_bytes = box[0] * tensor.itemsize
+    footprint = tile_bytes(linear.size, swizzle, row_bytes)
+    buf = np.zeros(line_bytes(footprint), np.uint8)
+    buf[swizzled_offsets(linear.size, swizzle, row_bytes)] = linear
+    # store_box copies args[1] bytes of buf to the tile.
+    args = [tensor.ndim, footprint, *coords, *[0] * (5 - tensor.ndim)]
     run("store_box", tensor, {"box": box, "swizzle": swizzle}, args, buf)
     np.testing.assert_array_equal(tensor, expected)
 

@@ -101,8 +101,9 @@ TL_DEVICE void load_box(const tl::TensorMap* map, const int* args, unsigned char
   for (int i = threadIdx.x; i < line_bytes(tile_bytes); i += blockDim.x) buf[i] = tile[i];
 }
 
-// args = {rank, box bytes, coords...}: the raw tile bytes (swizzled) in buf go to
-// tile 0 and thread 0 stores the box.
+// args = {rank, tile bytes, coords...}: the raw tile bytes (swizzled; rows a span
+// apart when narrower than the swizzle span) in buf go to tile 0 and thread 0 stores
+// the box.
 TL_DEVICE void store_box(const tl::TensorMap* map, const int* args, unsigned char* buf) {
   const int rank = args[0], bytes = args[1];
   unsigned char* tile = shared_base();
