@@ -121,6 +121,20 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("func"), nb::arg("target") = "cpu", nb::arg("pass_configs") = nb::dict(),
       nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true, nb::arg("cache_dir") = "");
+  m.def(
+      "prepare_host_compiler",
+      [](const std::string& target, const std::vector<std::string>& compile_flags, bool use_cache,
+         const std::string& cache_dir) {
+        CompileOptions opt;
+        opt.target = Target::parse(target);
+        opt.compile_flags = compile_flags;
+        opt.use_cache = use_cache;
+        opt.cache_dir = cache_dir;
+        nb::gil_scoped_release release;
+        prepare_host_compiler(opt);
+      },
+      nb::arg("target"), nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true,
+      nb::arg("cache_dir") = "");
   m.def("generate_source",
         [](const PrimFunc& f, const std::string& target) { return generate_source(f, Target::parse(target)); });
   m.def("cache_key_material", [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,

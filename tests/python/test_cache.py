@@ -348,6 +348,35 @@ def test_cpu_kernels_share_one_precompiled_header_per_flag_set(tmp_path, monkeyp
     assert len(header_entries(tmp_path)) == 2
 
 
+def test_prepare_host_compiler_builds_the_entry_kernels_use(tmp_path, monkeypatch):
+    """What the autotuner calls before timing its compiles: the entry exists before
+    the first kernel, which then builds none of its own."""
+    from tilelang.jit.kernel import prepare_host_compiler
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    target = "cuda -arch=sm_80 -emulate"
+    prepare_host_compiler(target)
+    (runtime,) = runtime_entries(tmp_path)
+    assert entries(tmp_path) == []
+    k = tilelang.compile(emulated_scale(11.5), out_idx=-1, target=target)
+    a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+    np.testing.assert_array_equal(k(a), (a * np.float32(11.5))[::-1])
+    assert runtime_entries(tmp_path) == [runtime] and len(entries(tmp_path)) == 1
+    assert prepare_host_compiler(target) < 0.5  # there already: checked, not rebuilt
+
+    prepare_host_compiler("cpu", "-DTL_TEST_UNUSED=3")  # a string of flags, as compile takes
+    assert len(header_entries(tmp_path)) == (1 if tilelang._C.host_compiler_is_gcc() else 0)
+    tilelang.disable_cache()
+    try:
+        prepare_host_compiler("cpu", ["-DTL_TEST_UNUSED=4"])  # no cache: nothing to build
+    finally:
+        tilelang.enable_cache()
+    assert len(prelude_entries(tmp_path)) == len(runtime_entries(tmp_path)) + len(
+        header_entries(tmp_path)
+    )
+    assert len(header_entries(tmp_path)) <= 1
+
+
 @needs_gcc
 def test_a_damaged_or_removed_precompiled_header_still_builds(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))

@@ -5,6 +5,7 @@ calls back for what needs Python (outputs allocated in the inputs' framework,
 numpy scalars, torch stream objects)."""
 
 import os
+import time
 
 import numpy as np
 
@@ -69,6 +70,23 @@ def native_compile(func, target, pass_configs, compile_flags):
         raise _C.TileLangError("this build of tilelang._C has no compile(); rebuild the extension")
     cache_dir = os.environ.get("TILELANG_CACHE_DIR", "")
     return _C.compile(func, target, pass_configs, compile_flags, is_cache_enabled(), cache_dir)
+
+
+def prepare_host_compiler(target, compile_flags=None):
+    """Builds the disk-cache entry that kernels for `target` with `compile_flags` are
+    compiled against, if it is missing (the cpu target's precompiled header, the
+    emulators' runtime; nothing for NVRTC or Metal, or with the cache off). Returns
+    the seconds it took."""
+    if isinstance(compile_flags, str):
+        compile_flags = compile_flags.split()
+    start = time.perf_counter()
+    _C.prepare_host_compiler(
+        determine_target(target),
+        list(compile_flags or []),
+        is_cache_enabled(),
+        os.environ.get("TILELANG_CACHE_DIR", ""),
+    )
+    return time.perf_counter() - start
 
 
 def normalize_out_idx(out_idx, num_params):

@@ -138,16 +138,36 @@ bool compile_with_entry(const std::string& entry, const std::string& dir, const 
   return built;
 }
 
+// The emulators' flags for their runtime split, the user's included.
+std::vector<std::string> split_flags(const CompileOptions& opt, std::vector<std::string> flags) {
+  for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
+  flags.push_back("-DTL_EMU_RUNTIME_SPLIT");
+  return flags;
+}
+
+std::string emulator_prelude(const std::string& header, const std::string& more) {
+  return "#include \"" + header + "\"\n" + more;
+}
+
+const char* const kCpuPrelude = "#include \"tl_cpu.h\"\n";
+
 }  // namespace
+
+void prepare_emulated(const CompileOptions& opt, const std::string& identity, std::vector<std::string> flags,
+                      const std::string& header, const std::string& more) {
+  prelude_entry(opt, identity, split_flags(opt, std::move(flags)), emulator_prelude(header, more), true);
+}
+
+void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
+  prelude_entry(opt, identity, opt.compile_flags, kCpuPrelude, false);
+}
 
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                       const std::string& source, std::vector<std::string> flags, const std::string& header,
                       const std::string& more) {
+  std::vector<std::string> split = split_flags(opt, flags);
   for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
-  std::vector<std::string> split = flags;
-  split.push_back("-DTL_EMU_RUNTIME_SPLIT");
-  if (std::optional<std::string> entry =
-          prelude_entry(opt, identity, split, "#include \"" + header + "\"\n" + more, true))
+  if (std::optional<std::string> entry = prelude_entry(opt, identity, split, emulator_prelude(header, more), true))
     if (compile_with_entry(*entry, dir, source, split, true)) return;
   flags.insert(flags.end(), {"-include", header});
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
@@ -155,8 +175,7 @@ void compile_emulated(const CompileOptions& opt, const std::string& identity, co
 
 void compile_cpu(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                  const std::string& source) {
-  if (std::optional<std::string> entry =
-          prelude_entry(opt, identity, opt.compile_flags, "#include \"tl_cpu.h\"\n", false))
+  if (std::optional<std::string> entry = prelude_entry(opt, identity, opt.compile_flags, kCpuPrelude, false))
     if (compile_with_entry(*entry, dir, source, opt.compile_flags, false)) return;
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), opt.compile_flags);
 }

@@ -29,4 +29,10 @@ void compile_emulated(const CompileOptions& opt, const std::string& identity, co
 void compile_cpu(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                  const std::string& source);
 
+// Builds the prelude entry compile_emulated / compile_cpu would use, if it is missing
+// (the autotuner prepares it before timing compiles against a limit).
+void prepare_emulated(const CompileOptions& opt, const std::string& identity, std::vector<std::string> flags,
+                      const std::string& header, const std::string& more);
+void prepare_cpu(const CompileOptions& opt, const std::string& identity);
+
 }  // namespace tl
