@@ -12,7 +12,8 @@ and the ratio torch time / our time (>= 1.0: as fast as torch or faster).
 SKINNY_CONFIGS="16,64,128,4,128,1,0;64,64,256,3,128,1,0" replaces every M's list
 (block_M, block_N, block_K, num_stages, threads, split_k, swap_ab[, cluster[, along_m[, multicast]]]);
 a config whose block_M is not M's is still run (a 16-row tile at M = 64 runs 4 row
-blocks).
+blocks); "streamk,128,64,8,66" is the stream-K kernel (block_N, block_K, num_stages,
+pairs).
 
 Run on a GPU machine: python bench/skinny_gemm_cuda.py [--ms 16,64,128] [--nk 8192x8192]
 [--dtypes bfloat16,float16] [--layout nk]
@@ -79,10 +80,16 @@ CONFIGS = {
         (128, 128, 128, 3, 256, 2, 0),
         (128, 256, 64, 4, 256, 4, 0),
         (128, 64, 128, 4, 128, 1, 1),
+        # Stream-K over every SM (pairs = SMs / 2: 66 on the H200, where the grids above
+        # leave 4 SMs idle); examples/skinny_gemm.py, skinny_gemm_streamk.
+        ("streamk", 128, 64, 8, None),
     ],
 }
 if os.environ.get("SKINNY_CONFIGS"):
-    _sweep = [tuple(int(v) for v in c.split(",")) for c in os.environ["SKINNY_CONFIGS"].split(";")]
+    _sweep = [
+        tuple(v if v == "streamk" else int(v) for v in c.split(","))
+        for c in os.environ["SKINNY_CONFIGS"].split(";")
+    ]
     CONFIGS = {m: _sweep for m in CONFIGS}
 ROUNDS, CALLS = 11, 20
 
@@ -113,7 +120,11 @@ def main():
             expect = ref_fn().float()
             tried = []  # (burst seconds, config, fn)
             for cfg in configs:
-                cfg = (*cfg[:6], bool(cfg[6]), *cfg[7:])
+                if cfg[0] == "streamk":  # pairs: half the SMs unless given
+                    sms = torch.cuda.get_device_properties(0).multi_processor_count
+                    cfg = (*cfg[:4], cfg[4] or sms // 2)
+                else:
+                    cfg = (*cfg[:6], bool(cfg[6]), *cfg[7:])
                 try:
                     fn = skinny_matmul(M, N, K, cfg, dtype, args.layout)
                     got = fn(a, b).float()

@@ -32,8 +32,18 @@ is deep. Hence the knobs:
   entry of `skinny_matmul`'s config): for M = 128 on the H200 that is the faster of
   the two, as multicast makes every block wait for the slowest of its cluster.
 
+`skinny_gemm_streamk` spreads the work over every SM instead (stream-K): at M = 128 the
+tiled grid has 128 blocks, and an H200 has 132 SMs. Its `pairs` pairs of blocks (one
+block per 64-row half of M) each take an equal run of the column tiles' K steps laid
+end to end, so a column tile may be shared by two or three pairs. Every contributor but
+the last writes its float32 partial sums to a workspace and counts itself in the tile's
+counter (a release); the last waits for the count (an acquire), adds the partials,
+stores C and resets the counter for the next call. A pair runs the start of its last
+tile first and the end of its first tile last, so it only ever waits for lower pairs,
+which started before it.
+
 Every variant is checked against numpy in float64, with M, N and K that are not
-multiples of the tiles.
+multiples of the tiles (the stream-K kernel needs whole tiles).
 """
 
 import ml_dtypes
@@ -128,6 +138,109 @@ def skinny_gemm(
     return gemm
 
 
+def streamk_plan(N, K, block_N, block_K, pairs):
+    """(column tiles, K steps per tile, K steps in all, partial slots per tile) of a
+    stream-K split over `pairs`, or a ValueError naming what does not fit."""
+    if N % block_N or K % block_K:
+        raise ValueError(
+            f"skinny_gemm_streamk: N and K must be multiples of block_N and block_K; got N={N}, "
+            f"K={K}, block_N={block_N}, block_K={block_K}"
+        )
+    tiles, steps = N // block_N, K // block_K
+    if not tiles <= pairs:
+        raise ValueError(
+            f"skinny_gemm_streamk: pairs must be at least the {tiles} column tiles (each pair's "
+            f"run of K steps then spans at most two tiles); got pairs={pairs}"
+        )
+    total = tiles * steps
+
+    def pair_of(step):  # the pair whose run holds K step `step` (of all tiles')
+        return ((step + 1) * pairs - 1) // total
+
+    slots = max(pair_of((t + 1) * steps - 1) - pair_of(t * steps) for t in range(tiles))
+    return tiles, steps, total, max(slots, 1)
+
+
+@tilelang.jit(out_idx=[2])
+def skinny_gemm_streamk(
+    M,
+    N,
+    K,
+    block_N=128,
+    block_K=64,
+    num_stages=8,
+    pairs=66,
+    threads=128,
+    dtype="bfloat16",
+    accum_dtype="float32",
+):
+    """C = A @ B^T, B stored (N, K), as stream-K over 2 * pairs blocks (the module's
+    docstring): the kernel takes a float32 workspace W (tiles, slots, M, block_N) and
+    int32 counters F (tiles, 2) that start at zero and are zero again after each call,
+    so one pair of them serves calls made one after another (not at once on two
+    streams). M is two 64-row halves (wgmma's tile); 2 * pairs blocks must fit on the
+    GPU at once (pairs <= SMs / 2)."""
+    if M % 2 or M // 2 < 64 or M // 2 % 64:
+        raise ValueError(
+            f"skinny_gemm_streamk: M must be two halves of a multiple of 64 rows; got M={M}"
+        )
+    block_M = M // 2
+    tiles, steps, total, slots = streamk_plan(N, K, block_N, block_K, pairs)
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), dtype),
+        B: T.Tensor((N, K), dtype),
+        C: T.Tensor((M, N), dtype),
+        W: T.Tensor((tiles, slots, M, block_N), accum_dtype),
+        F: T.Tensor((tiles, 2), "int32"),
+    ):
+        with T.Kernel(2 * pairs, threads=threads) as pid:
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+            acc = T.alloc_fragment((block_M, block_N), accum_dtype)
+            part = T.alloc_fragment((block_M, block_N), accum_dtype)
+            # Two rounds per block: its part of its last tile, then of its first.
+            for seg, w in T.Persistent([2, 2 * pairs], 2 * pairs, pid, 1):
+                p, h = w // 2, w % 2  # the pair, and the block's half of M
+                start, end = p * total // pairs, (p + 1) * total // pairs
+                first_tile, last_tile = start // steps, (end - 1) // steps
+                t = T.if_then_else(seg == 0, last_tile, first_tile)
+                k0 = T.if_then_else(
+                    seg == 0, T.max(start - last_tile * steps, 0), start - first_tile * steps
+                )
+                k1 = T.if_then_else(seg == 0, end - last_tile * steps, steps)
+                if seg == 0 or first_tile < last_tile:
+                    T.clear(acc)
+                    for ko in T.Pipelined(k1 - k0, num_stages=num_stages):
+                        T.copy(A[h * block_M, (k0 + ko) * block_K], A_shared)
+                        T.copy(B[t * block_N, (k0 + ko) * block_K], B_shared)
+                        T.gemm(A_shared, B_shared, acc, transpose_B=True)
+                    earliest = ((t * steps + 1) * pairs - 1) // total  # the tile's first pair
+                    tx = T.get_thread_binding()
+                    if k1 < steps:  # not the tile's end: a partial for its last pair
+                        T.copy(acc, W[t, p - earliest, h * block_M, 0])
+                        T.sync_threads()
+                        if tx == 0:
+                            T.atomic_add(F[t, h], 1, memory_order="release")
+                    else:
+                        if p > earliest:  # add the partials of the lower pairs
+                            if tx == 0:
+                                while T.atomic_load(F[t, h], memory_order="acquire") < p - earliest:
+                                    pass
+                                T.atomic_store(F[t, h], 0, memory_order="relaxed")
+                            T.sync_threads()
+                            for s in T.serial(p - earliest):
+                                T.copy(W[t, s, h * block_M, 0], part)
+                                for i, j in T.Parallel(block_M, block_N):
+                                    acc[i, j] += part[i, j]
+                        T.copy(acc, C_shared)
+                        T.copy(C_shared, C[h * block_M, t * block_N])
+
+    return gemm
+
+
 @tilelang.jit(out_idx=[-1])
 def splitk_reduce(split_k, M, N, block_N=1024, dtype="bfloat16", accum_dtype="float32"):
     """C[m, n] = sum over s of P[s, m, n], rounded once to `dtype`."""
@@ -155,6 +268,12 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
     tl.disable_tma_multicast): one kernel, or with split_k > 1 the gemm and the
     reduction of its slices. `target` None compiles for the default target through the
     factories' own caches."""
+    if config[0] == "streamk":  # ("streamk", block_N, block_K, num_stages, pairs)
+        if b_layout != "nk":
+            raise ValueError(
+                f"skinny_gemm_streamk: B must be stored (N, K) (b_layout 'nk'); got {b_layout!r}"
+            )
+        return streamk_matmul(M, N, K, config[1:], dtype, target)
     bM, bN, bK, stages, threads, split_k, swap, *rest = config
     cluster = rest[0] if rest else 1
     cluster_axis = "m" if len(rest) > 1 and rest[1] else "n"
@@ -193,6 +312,36 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
     return lambda a, b: reduce(gemm(a, b))
 
 
+def streamk_matmul(M, N, K, config, dtype="bfloat16", target=None):
+    """The callable C = A @ B^T of skinny_gemm_streamk for config (block_N, block_K,
+    num_stages, pairs), with its workspace and counters allocated once (torch tensors on
+    the inputs' device, or numpy arrays)."""
+    bN, bK, stages, pairs = config
+    tiles, _, _, slots = streamk_plan(N, K, bN, bK, pairs)
+    args = (M, N, K, bN, bK, stages, pairs, 128, dtype)
+    if target is None:
+        kernel = skinny_gemm_streamk(*args)
+    else:
+        kernel = tilelang.compile(skinny_gemm_streamk.get_tir(*args), out_idx=[2], target=target)
+    buffers = {}
+
+    def call(a, b):
+        if not buffers:
+            if isinstance(a, np.ndarray):
+                buffers["w"] = np.zeros((tiles, slots, M, bN), np.float32)
+                buffers["f"] = np.zeros((tiles, 2), np.int32)
+            else:
+                import torch
+
+                buffers["w"] = torch.empty(
+                    (tiles, slots, M, bN), device=a.device, dtype=torch.float32
+                )
+                buffers["f"] = torch.zeros((tiles, 2), device=a.device, dtype=torch.int32)
+        return kernel(a, b, buffers["w"], buffers["f"])
+
+    return call
+
+
 def main():
     rng = np.random.default_rng(0)
     # (M, N, K, config, dtype, b_layout); the tiles do not divide N or K.
@@ -202,6 +351,8 @@ def main():
         (16, 200, 272, (16, 64, 32, 2, 128, 3, False), "bfloat16", "kn"),
         (32, 144, 272, (32, 64, 64, 4, 128, 2, True), "float16", "kn"),
         (64, 128, 160, (64, 64, 64, 3, 128, 2, False), "bfloat16", "nk"),
+        # Stream-K: 5 pairs over 4 column tiles of 8 K steps (a tile shared by two pairs).
+        (128, 512, 512, ("streamk", 128, 64, 3, 5), "bfloat16", "nk"),
     ]
     np_dtypes = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
     for M, N, K, config, dtype, b_layout in cases:

@@ -1,7 +1,7 @@
 """examples/skinny_gemm.py at issue 8's shapes (M in {16, 64, 128}, N = K = 8192) on the
 present GPU ("cuda": on an H100/H200 that is sm_90a, wgmma and TMA) against torch:
 every config family the bench sweeps (plain and swapped tiles, split-K, clusters along M
-with B multicast, B stored (N, K) or (K, N)), in bfloat16 and float16, checked against a float64 product within the
+with B multicast, B stored (N, K) or (K, N), stream-K over every SM), in bfloat16 and float16, checked against a float64 product within the
 rounding of the output dtype and against torch.matmul."""
 
 import importlib.util
@@ -62,6 +62,18 @@ def test_skinny_gemm_nk_matches_torch(M, config, dtype):
     c = skinny.skinny_matmul(M, N, K, config, name, "nk", target="cuda")(a, b)
     assert c.dtype == dtype and c.shape == (M, N)
     check(c, a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_skinny_gemm_streamk_matches_torch_twice(dtype):
+    # Every SM busy: 2 blocks per pair, a pair per 2 SMs (66 on the H200).
+    pairs = torch.cuda.get_device_properties(0).multi_processor_count // 2
+    name = str(dtype).removeprefix("torch.")
+    fn = skinny.skinny_matmul(128, N, K, ("streamk", 128, 64, 8, pairs), name, "nk", target="cuda")
+    for _ in range(2):  # the tiles' counters are back at zero after a call
+        a = torch.randn(128, K, device="cuda", dtype=dtype)
+        b = torch.randn(N, K, device="cuda", dtype=dtype)
+        check(fn(a, b), a, b, dtype)
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,50 @@ def test_on_sm80_the_loads_are_a_cp_async_pipeline():
     assert "tl::gemm_ss<" in src and "tl::cp_async<" in src and "tma" not in src, src
 
 
+# Stream-K: (M, N, K, (block_N, block_K, stages, pairs), slots): 4 tiles of 8 K steps over
+# 5 pairs (tiles shared by two pairs), 4 tiles of 16 over 9 (some by three), and as many
+# pairs as tiles (whole tiles, no partials).
+STREAMK = {
+    "two_per_tile": (128, 512, 512, (128, 64, 3, 5), 1),
+    "three_per_tile": (128, 512, 1024, (128, 64, 4, 9), 2),
+    "whole_tiles": (128, 256, 512, (128, 64, 2, 2), 1),
+}
+
+
+@pytest.mark.parametrize("target", [CPU, SM90A])
+@pytest.mark.parametrize("name", sorted(STREAMK))
+def test_streamk_matches_numpy_twice(name, target):
+    M, N, K, config, slots = STREAMK[name]
+    assert skinny.streamk_plan(N, K, *config[:2], config[3])[3] == slots
+    fn = skinny.skinny_matmul(M, N, K, ("streamk", *config), "bfloat16", "nk", target=target)
+    for _ in range(2):  # the counters are back at zero after a call
+        a, b, ref = operands(M, N, K, "bfloat16", "nk")
+        check(fn(a, b), ref, "bfloat16")
+
+
+def test_streamk_on_sm90a_is_warp_specialized_with_tma():
+    src = tilelang.compile(
+        skinny.skinny_gemm_streamk.get_tir(128, 512, 1024, 128, 64, 4, 6), out_idx=[2], target=SM90A
+    ).get_kernel_source()
+    assert (
+        "tl::setmaxnreg_dec<" in src and "tl::tma_load<2>(" in src and "tl::wgmma_gemm_ss<" in src
+    )
+    assert "tl::atomic_add<" in src and "tl::atomic_load<" in src  # the counters
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((128, 500, 512), "N and K must be multiples of block_N and block_K; got N=500"),
+        ((128, 512, 512, 128, 64, 3, 3), "pairs must be at least the 4 column tiles"),
+        ((96, 512, 512), "M must be two halves of a multiple of 64 rows; got M=96"),
+    ],
+)
+def test_streamk_bad_shapes_are_named(args, message):
+    with pytest.raises(ValueError, match=message):
+        skinny.skinny_gemm_streamk.get_tir(*args)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
