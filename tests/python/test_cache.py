@@ -378,6 +378,47 @@ def test_prepare_host_compiler_builds_the_entry_kernels_use(tmp_path, monkeypatc
 
 
 @needs_gcc
+def test_a_prelude_that_fails_to_build_leaves_the_kernel_to_build_alone(tmp_path):
+    """A host compiler that refuses the precompiled header (here a wrapper around c++
+    that fails on -x c++-header): the kernel still builds, against the headers, with a
+    warning, and no entry is left behind."""
+    wrapper = tmp_path / "cxx"
+    real = os.environ.get("TILELANG_CXX") or os.environ.get("CXX") or "c++"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" c++-header "*) echo "no precompiled headers here" >&2; exit 1;; esac\n'
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    script = (
+        "import logging, numpy as np, tilelang, tilelang.language as T\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "@T.prim_func\n"
+        "def k(A: T.Tensor((5,), 'float32'), B: T.Tensor((5,), 'float32')):\n"
+        "    with T.Kernel(1, threads=1):\n"
+        "        for i in T.serial(5):\n"
+        "            B[i] = A[i] * 3.0\n"
+        "a = np.arange(5, dtype=np.float32)\n"
+        "assert (tilelang.compile(k, out_idx=-1, target='cpu')(a) == a * 3).all()\n"
+        "print('ok')\n"
+    )
+    cache = tmp_path / "cache"
+    (tmp_path / "kernel.py").write_text(script)  # kernels are read from their file
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "kernel.py")],
+        env=worker_env(cache, TILELANG_CXX=str(wrapper)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+    assert "prelude entry failed; compiling against the headers alone" in out.stderr, out.stderr
+    assert "no precompiled headers here" in out.stderr
+    assert prelude_entries(cache) == [] and len(entries(cache)) == 1
+
+
+@needs_gcc
 def test_a_damaged_or_removed_precompiled_header_still_builds(tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
     a = np.arange(5, dtype=np.float32) + 0.5

@@ -98,6 +98,22 @@ std::optional<std::string> prelude_entry(const CompileOptions& opt, const std::s
   return dir;
 }
 
+// prelude_entry, or nothing, with a warning, when building the entry failed (a flag
+// the precompiled header refuses, a full disk): the kernel is then compiled against
+// the headers alone, and a compiler error is the kernel's own.
+std::optional<std::string> entry_or_warn(const CompileOptions& opt, const std::string& identity,
+                                         const std::vector<std::string>& flags, const std::string& prelude,
+                                         bool object) {
+  try {
+    return prelude_entry(opt, identity, flags, prelude, object);
+  } catch (const std::exception& e) {
+    log(LogLevel::Warning, std::string("building the host compiler's prelude entry failed; compiling against the "
+                                       "headers alone: ") +
+                               e.what());
+    return std::nullopt;
+  }
+}
+
 // Compiles dir/`source` into dir/kernel.so with `flags`, force-including the prelude
 // of `entry` (and linking its object, with `object`). The entry's files are linked
 // into the kernel's directory for the compile (a concurrent prune may remove the
@@ -155,11 +171,11 @@ const char* const kCpuPrelude = "#include \"tl_cpu.h\"\n";
 
 void prepare_emulated(const CompileOptions& opt, const std::string& identity, std::vector<std::string> flags,
                       const std::string& header, const std::string& more) {
-  prelude_entry(opt, identity, split_flags(opt, std::move(flags)), emulator_prelude(header, more), true);
+  entry_or_warn(opt, identity, split_flags(opt, std::move(flags)), emulator_prelude(header, more), true);
 }
 
 void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
-  prelude_entry(opt, identity, opt.compile_flags, kCpuPrelude, false);
+  entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false);
 }
 
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
@@ -167,7 +183,7 @@ void compile_emulated(const CompileOptions& opt, const std::string& identity, co
                       const std::string& more) {
   std::vector<std::string> split = split_flags(opt, flags);
   for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
-  if (std::optional<std::string> entry = prelude_entry(opt, identity, split, emulator_prelude(header, more), true))
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(header, more), true))
     if (compile_with_entry(*entry, dir, source, split, true)) return;
   flags.insert(flags.end(), {"-include", header});
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
@@ -175,7 +191,7 @@ void compile_emulated(const CompileOptions& opt, const std::string& identity, co
 
 void compile_cpu(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                  const std::string& source) {
-  if (std::optional<std::string> entry = prelude_entry(opt, identity, opt.compile_flags, kCpuPrelude, false))
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false))
     if (compile_with_entry(*entry, dir, source, opt.compile_flags, false)) return;
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), opt.compile_flags);
 }
