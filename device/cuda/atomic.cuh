@@ -4,8 +4,9 @@
 // neighbours with one vector reduction (float x2/x4 and bfloat16 x2 on sm_90,
 // half x2 from sm_70). Everything else is a compare-and-swap loop on the 32- or
 // 64-bit word that holds the element, so one template serves int, float, double,
-// half, bfloat16 and fp8 alike. `Order` is TileLang's memory-order number;
-// anything stronger than relaxed adds a fence.
+// half, bfloat16 and fp8 alike. `Order` is TileLang's memory-order number: the
+// atomic itself is relaxed, with fences before and after it as the order needs
+// (atomic_detail::fence_before / fence_after).
 #pragma once
 
 namespace tl {
@@ -54,9 +55,19 @@ TL_DEVICE unsigned long long cas64(unsigned long long* p, unsigned long long exp
 #endif
 }
 
-TL_DEVICE void fence(int order) {
+// The fences around a relaxed atomic that give it TileLang's memory order `order`
+// (0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst), as C++ maps
+// orders onto fences: release and stronger order the thread's earlier accesses before
+// the atomic (a fence before it), consume, acquire and stronger its later accesses
+// after it (a fence after it). The emulator's atomics are sequentially consistent.
+TL_DEVICE void fence_before(int order) {
 #ifndef TL_EMULATE
-  if (order != 0) __threadfence();
+  if (order >= 3) __threadfence();
+#endif
+}
+TL_DEVICE void fence_after(int order) {
+#ifndef TL_EMULATE
+  if (order == 1 || order == 2 || order >= 4) __threadfence();
 #endif
 }
 
@@ -98,13 +109,11 @@ TL_DEVICE T update(T* addr, F f) {
   }
 }
 
-}  // namespace atomic_detail
-
-template <int Order = 0, class T, class V>
-TL_DEVICE T atomic_add(T* addr, V value) {
-  using A = typename atomic_detail::acc<T>::type;
+// *addr += value, relaxed; returns the previous value.
+template <class T, class V>
+TL_DEVICE T add_relaxed(T* addr, V value) {
+  using A = typename acc<T>::type;
   A v = A(T(value));
-  atomic_detail::fence(Order);
 #if !defined(TL_EMULATE) && defined(__CUDA_ARCH__)
   if constexpr (is_same<T, float>::value || is_same<T, double>::value || is_same<T, int>::value ||
                 is_same<T, unsigned>::value || is_same<T, unsigned long long>::value) {
@@ -128,7 +137,17 @@ TL_DEVICE T atomic_add(T* addr, V value) {
   }
 #endif
 #endif
-  return atomic_detail::update(addr, [&](T old) { return T(A(old) + v); });
+  return update(addr, [&](T old) { return T(A(old) + v); });
+}
+
+}  // namespace atomic_detail
+
+template <int Order = 0, class T, class V>
+TL_DEVICE T atomic_add(T* addr, V value) {
+  atomic_detail::fence_before(Order);
+  T old = atomic_detail::add_relaxed(addr, value);
+  atomic_detail::fence_after(Order);
+  return old;
 }
 
 // addr[i] += values[i] for i < N, each element atomically (the N adds are not one
@@ -140,27 +159,31 @@ TL_DEVICE void atomic_add_vec(T* addr, const T* values) {
   const unsigned long long g = (unsigned long long)__cvta_generic_to_global(addr);
 #if __CUDA_ARCH__ >= 900
   if constexpr (is_same<T, float>::value && N == 2) {
-    atomic_detail::fence(Order);
+    atomic_detail::fence_before(Order);
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(g), "f"(values[0]), "f"(values[1]) : "memory");
+    atomic_detail::fence_after(Order);
     return;
   } else if constexpr (is_same<T, float>::value && N == 4) {
-    atomic_detail::fence(Order);
+    atomic_detail::fence_before(Order);
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(g), "f"(values[0]), "f"(values[1]),
                  "f"(values[2]), "f"(values[3])
                  : "memory");
+    atomic_detail::fence_after(Order);
     return;
   } else if constexpr (is_same<T, bfloat16_t>::value && N == 2) {
-    atomic_detail::fence(Order);
+    atomic_detail::fence_before(Order);
     unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
     asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
+    atomic_detail::fence_after(Order);
     return;
   }
 #endif
 #if __CUDA_ARCH__ >= 700
   if constexpr (is_same<T, half_t>::value && N == 2) {
-    atomic_detail::fence(Order);
+    atomic_detail::fence_before(Order);
     unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
     asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
+    atomic_detail::fence_after(Order);
     return;
   }
 #endif
@@ -173,29 +196,38 @@ template <int Order = 0, class T, class V>
 TL_DEVICE T atomic_max(T* addr, V value) {
   using A = typename atomic_detail::acc<T>::type;
   A v = A(T(value));
-  atomic_detail::fence(Order);
-  return atomic_detail::update(addr, [&](T old) { return A(old) < v ? T(v) : old; });
+  atomic_detail::fence_before(Order);
+  T prev = atomic_detail::update(addr, [&](T old) { return A(old) < v ? T(v) : old; });
+  atomic_detail::fence_after(Order);
+  return prev;
 }
 
 template <int Order = 0, class T, class V>
 TL_DEVICE T atomic_min(T* addr, V value) {
   using A = typename atomic_detail::acc<T>::type;
   A v = A(T(value));
-  atomic_detail::fence(Order);
-  return atomic_detail::update(addr, [&](T old) { return v < A(old) ? T(v) : old; });
+  atomic_detail::fence_before(Order);
+  T prev = atomic_detail::update(addr, [&](T old) { return v < A(old) ? T(v) : old; });
+  atomic_detail::fence_after(Order);
+  return prev;
 }
 
+// An acquire load is followed by the fence (a wait on a flag, then reads of what its
+// setter wrote); a release store is preceded by it.
 template <int Order = 5, class T>
 TL_DEVICE T atomic_load(const T* addr) {
-  atomic_detail::fence(Order);
-  return *reinterpret_cast<const volatile T*>(addr);
+  atomic_detail::fence_before(Order);
+  T v = *reinterpret_cast<const volatile T*>(addr);
+  atomic_detail::fence_after(Order);
+  return v;
 }
 
 template <int Order = 5, class T, class V>
 TL_DEVICE void atomic_store(T* addr, V value) {
   T v = T(value);
+  atomic_detail::fence_before(Order);
   atomic_detail::update(addr, [&](T) { return v; });
-  atomic_detail::fence(Order);
+  atomic_detail::fence_after(Order);
 }
 
 }  // namespace tl

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
+from test_device_sm80 import needs_nvrtc, nvrtc_compile
 
 rng = np.random.default_rng(11)
 
@@ -204,3 +205,37 @@ def test_misuse_errors(case, expected):
     assert expected in msg
     if case == "return_prev_region":
         assert f"{__file__}:{line_of('MARK-prev')}:" in msg
+
+
+@needs_nvrtc
+def test_cuda_memory_orders_put_the_fence_on_the_right_side():
+    """tl::atomic_* are relaxed atomics with fences (device/cuda/atomic.cuh): a release
+    store or add fences before it, an acquire load after it (the wait on a flag, then
+    reads of what its setter wrote), seq_cst on both sides. Checked in NVRTC's PTX."""
+    source = """
+#include "tl_cuda.cuh"
+extern "C" __global__ void release_store(int* f) { tl::atomic_store<3>(f, 1); }
+extern "C" __global__ void acquire_load(int* f, int* out) { out[0] = tl::atomic_load<2>(f); }
+extern "C" __global__ void release_add(int* f) { tl::atomic_add<3>(f, 1); }
+extern "C" __global__ void relaxed_add(int* f) { tl::atomic_add<0>(f, 1); }
+"""
+    ok, log, ptx = nvrtc_compile("compute_90", source, want_ptx=True)
+    assert ok, log
+
+    def body(name):
+        start = ptx.index(f".entry {name}(")
+        end = ptx.find(".entry", start + 1)
+        text = ptx[start : end if end > 0 else len(ptx)]
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def first(lines, *needles):
+        return next(i for i, line in enumerate(lines) if any(n in line for n in needles))
+
+    fence = ("membar.gl", "fence.sc.gpu", "fence.acq_rel.gpu")
+    lines = body("acquire_load")
+    assert first(lines, "ld.volatile") < first(lines, *fence), lines
+    lines = body("release_store")
+    assert first(lines, *fence) < first(lines, "atom."), lines
+    lines = body("release_add")
+    assert first(lines, *fence) < first(lines, "atom.", "red."), lines
+    assert not any(f in line for line in body("relaxed_add") for f in fence)
