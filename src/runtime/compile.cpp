@@ -262,13 +262,6 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
 // -O3 (6.0 s -> 3.2 s for the FlashAttention backward) and later flags still win.
 const char* const kEmulatorOptimization = "-O1";
 
-// How the host compiler builds an emulated kernel: the emulator's flags, the shims'
-// header it force-includes, and what the prelude adds after it (prelude_entry.h).
-struct EmulatorBuild {
-  std::vector<std::string> flags;
-  std::string header, more;
-};
-
 EmulatorBuild cuda_emulator_build() {
   return {{kEmulatorOptimization, "-x", "c++", "-I" + device_include_dir() + "/cuda"},
           device_include_dir() + "/emu/cuda_emu.h",
@@ -287,8 +280,7 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
     note_build(f, opt.target);
     CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
-    EmulatorBuild b = cuda_emulator_build();
-    compile_emulated(opt, prelude_identity(), dir, "kernel.cu", b.flags, b.header, b.more);
+    compile_emulated(opt, prelude_identity(), dir, "kernel.cu", cuda_emulator_build());
     write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
@@ -310,8 +302,7 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
     MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
     std::ofstream(fs::path(dir) / "kernel.metal", std::ios::binary) << src.code;
     std::ofstream(fs::path(dir) / "kernel_emu.cpp", std::ios::binary) << msl_to_emulated_cpp(src.code);
-    EmulatorBuild b = metal_emulator_build();
-    compile_emulated(opt, prelude_identity(), dir, "kernel_emu.cpp", b.flags, b.header, b.more);
+    compile_emulated(opt, prelude_identity(), dir, "kernel_emu.cpp", metal_emulator_build());
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     return std::make_shared<CpuKernel>(sig, opt.target, read_text(fs::path(dir) / "kernel.metal"),
@@ -405,8 +396,8 @@ void prepare_host_compiler(const CompileOptions& opt) {
   if (opt.target.kind == TargetKind::CPU) {
     prepare_cpu(opt, prelude_identity());
   } else if (opt.target.emulated) {
-    EmulatorBuild b = opt.target.kind == TargetKind::CUDA ? cuda_emulator_build() : metal_emulator_build();
-    prepare_emulated(opt, prelude_identity(), b.flags, b.header, b.more);
+    prepare_emulated(opt, prelude_identity(),
+                     opt.target.kind == TargetKind::CUDA ? cuda_emulator_build() : metal_emulator_build());
   }
 }
 

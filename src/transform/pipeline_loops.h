@@ -74,17 +74,17 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
                                            const std::vector<Param>& params,
                                            const std::map<const BufferNode*, SharedTileLayout>& layouts);
 
-// A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
-// `copy`, from a whole shared tile to a region of a tensor parameter, with the
-// eligibility, boxes, map and swizzle of the load in the other direction. nullopt
-// when TMA cannot do the copy. `layouts` as from shared_tile_layouts. `add`: the
-// boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
 // Whether a TMA box may start at innermost coordinate `start` of a `dtype` tensor:
 // when it is a provable multiple of 16 bytes. The H200 stops a copy at any other
 // start with an illegal instruction (measured 2026-12-01), which the tensor map
 // cannot refuse, so the pipelines keep cp.async for such copies.
 bool tma_inner_start_aligned(const Expr& start, DataType dtype);
 
+// A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
+// `copy`, from a whole shared tile to a region of a tensor parameter, with the
+// eligibility, boxes, map and swizzle of the load in the other direction. nullopt
+// when TMA cannot do the copy. `layouts` as from shared_tile_layouts. `add`: the
+// boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
                                     const std::vector<Param>& params,
                                     const std::map<const BufferNode*, SharedTileLayout>& layouts, bool add);

@@ -68,8 +68,12 @@ def native_compile(func, target, pass_configs, compile_flags):
         )
     if not hasattr(_C, "compile"):
         raise _C.TileLangError("this build of tilelang._C has no compile(); rebuild the extension")
-    cache_dir = os.environ.get("TILELANG_CACHE_DIR", "")
-    return _C.compile(func, target, pass_configs, compile_flags, is_cache_enabled(), cache_dir)
+    return _C.compile(func, target, pass_configs, compile_flags, *_cache_args())
+
+
+def _cache_args():
+    """(use the cache, its directory or "" for the default), as _C's compiles take them."""
+    return is_cache_enabled(), os.environ.get("TILELANG_CACHE_DIR", "")
 
 
 def prepare_host_compiler(target, compile_flags=None):
@@ -80,12 +84,7 @@ def prepare_host_compiler(target, compile_flags=None):
     if isinstance(compile_flags, str):
         compile_flags = compile_flags.split()
     start = time.perf_counter()
-    _C.prepare_host_compiler(
-        determine_target(target),
-        list(compile_flags or []),
-        is_cache_enabled(),
-        os.environ.get("TILELANG_CACHE_DIR", ""),
-    )
+    _C.prepare_host_compiler(determine_target(target), list(compile_flags or []), *_cache_args())
     return time.perf_counter() - start
 
 

@@ -154,24 +154,24 @@ bool compile_with_entry(const std::string& entry, const std::string& dir, const 
   return built;
 }
 
-// The emulators' flags for their runtime split, the user's included.
-std::vector<std::string> split_flags(const CompileOptions& opt, std::vector<std::string> flags) {
-  for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
-  flags.push_back("-DTL_EMU_RUNTIME_SPLIT");
+// The emulator's flags and the user's; with `split`, for the runtime split.
+std::vector<std::string> emulator_flags(const CompileOptions& opt, const EmulatorBuild& b, bool split) {
+  std::vector<std::string> flags = b.flags;
+  flags.insert(flags.end(), opt.compile_flags.begin(), opt.compile_flags.end());
+  if (split) flags.push_back("-DTL_EMU_RUNTIME_SPLIT");
   return flags;
 }
 
-std::string emulator_prelude(const std::string& header, const std::string& more) {
-  return "#include \"" + header + "\"\n" + more;
+std::string emulator_prelude(const EmulatorBuild& b) {
+  return "#include \"" + b.header + "\"\n" + b.more;
 }
 
 const char* const kCpuPrelude = "#include \"tl_cpu.h\"\n";
 
 }  // namespace
 
-void prepare_emulated(const CompileOptions& opt, const std::string& identity, std::vector<std::string> flags,
-                      const std::string& header, const std::string& more) {
-  entry_or_warn(opt, identity, split_flags(opt, std::move(flags)), emulator_prelude(header, more), true);
+void prepare_emulated(const CompileOptions& opt, const std::string& identity, const EmulatorBuild& build) {
+  entry_or_warn(opt, identity, emulator_flags(opt, build, true), emulator_prelude(build), true);
 }
 
 void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
@@ -179,13 +179,12 @@ void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
 }
 
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
-                      const std::string& source, std::vector<std::string> flags, const std::string& header,
-                      const std::string& more) {
-  std::vector<std::string> split = split_flags(opt, flags);
-  for (const std::string& fl : opt.compile_flags) flags.push_back(fl);
-  if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(header, more), true))
+                      const std::string& source, const EmulatorBuild& build) {
+  std::vector<std::string> split = emulator_flags(opt, build, true);
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(build), true))
     if (compile_with_entry(*entry, dir, source, split, true)) return;
-  flags.insert(flags.end(), {"-include", header});
+  std::vector<std::string> flags = emulator_flags(opt, build, false);
+  flags.insert(flags.end(), {"-include", build.header});
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
 }
 

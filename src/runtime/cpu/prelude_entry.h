@@ -12,16 +12,21 @@
 
 namespace tl {
 
+// How the host compiler builds an emulated kernel: the emulator's flags, the shims'
+// header it force-includes, and what the prelude adds after it.
+struct EmulatorBuild {
+  std::vector<std::string> flags;
+  std::string header, more;
+};
+
 // Compiles the emulated kernel dir/`source` into dir/kernel.so with the emulator's
-// `flags` and the user's (opt.compile_flags), against the shims `header`
-// (force-included) and whatever `more` their prelude adds: through the prelude entry
-// when the disk cache is on, else (or when that fails: an entry damaged since this
-// process checked it, with a warning) against the headers alone. `identity` names
-// everything else the entry's build depends on (the compiler's build, the device
-// headers' digest) for its key.
+// flags and the user's (opt.compile_flags), against its shims: through the prelude
+// entry when the disk cache is on, else (or when that fails: an entry damaged since
+// this process checked it, with a warning) against the headers alone. `identity`
+// names everything else the entry's build depends on (the compiler's build, the
+// device headers' digest) for its key.
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
-                      const std::string& source, std::vector<std::string> flags, const std::string& header,
-                      const std::string& more);
+                      const std::string& source, const EmulatorBuild& build);
 
 // Compiles the cpu-target kernel dir/`source` (which includes tl_cpu.h) into
 // dir/kernel.so with the user's flags: with g++ and the disk cache on, against the
@@ -31,8 +36,7 @@ void compile_cpu(const CompileOptions& opt, const std::string& identity, const s
 
 // Builds the prelude entry compile_emulated / compile_cpu would use, if it is missing
 // (the autotuner prepares it before timing compiles against a limit).
-void prepare_emulated(const CompileOptions& opt, const std::string& identity, std::vector<std::string> flags,
-                      const std::string& header, const std::string& more);
+void prepare_emulated(const CompileOptions& opt, const std::string& identity, const EmulatorBuild& build);
 void prepare_cpu(const CompileOptions& opt, const std::string& identity);
 
 }  // namespace tl
