@@ -5,12 +5,13 @@
 // and raises it in Python, because abort() would kill the host process.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 
 #include "threads.h"
@@ -19,8 +20,15 @@
 namespace tl {
 namespace debug {
 
-// One lock for all printing of this kernel library, so lines never interleave.
-static std::mutex g_print_mutex;
+// One lock for all printing of this kernel library, so lines never interleave. A
+// pthread mutex: <mutex> would add about a third of a second to every kernel's compile.
+static pthread_mutex_t g_print_mutex = PTHREAD_MUTEX_INITIALIZER;
+struct PrintLock {
+  PrintLock() { pthread_mutex_lock(&g_print_mutex); }
+  ~PrintLock() { pthread_mutex_unlock(&g_print_mutex); }
+  PrintLock(const PrintLock&) = delete;
+  PrintLock& operator=(const PrintLock&) = delete;
+};
 // The block this OS thread runs (set by the runtime through tl_debug_begin_block).
 static thread_local int64_t g_block[3];
 
@@ -105,7 +113,7 @@ inline void debug_print_value(const char* msg, int64_t bx, int64_t by, int64_t b
   char head[160], text[64];
   debug::prefix(head, sizeof head, bx, by, bz, nx, ny);
   debug::format_value(text, sizeof text, value);
-  std::lock_guard<std::mutex> lock(debug::g_print_mutex);
+  debug::PrintLock lock;
   std::printf("%s %s: %s\n", head, msg, text);
   std::fflush(stdout);
 }
@@ -114,7 +122,7 @@ inline void debug_print_value(const char* msg, int64_t bx, int64_t by, int64_t b
 inline void debug_print_msg(const char* msg, int64_t bx, int64_t by, int64_t bz, int64_t nx, int64_t ny) {
   char head[160];
   debug::prefix(head, sizeof head, bx, by, bz, nx, ny);
-  std::lock_guard<std::mutex> lock(debug::g_print_mutex);
+  debug::PrintLock lock;
   std::printf("%s %s\n", head, msg);
   std::fflush(stdout);
 }
@@ -124,7 +132,7 @@ inline void debug_print_msg(const char* msg, int64_t bx, int64_t by, int64_t bz,
 inline void debug_print_buffer_begin(const char* header, int64_t bx, int64_t by, int64_t bz, int64_t nx, int64_t ny) {
   debug::g_buffer_printing = debug::linear_thread_id() == 0;
   if (!debug::g_buffer_printing) return;
-  debug::g_print_mutex.lock();
+  pthread_mutex_lock(&debug::g_print_mutex);
   char head[160];
   debug::prefix(head, sizeof head, bx, by, bz, nx, ny);
   std::printf("%s %s", head, header);
@@ -149,7 +157,7 @@ inline void debug_print_buffer_end() {
   std::printf("\n");
   std::fflush(stdout);
   debug::g_buffer_printing = false;
-  debug::g_print_mutex.unlock();
+  pthread_mutex_unlock(&debug::g_print_mutex);
 }
 
 // The Print intrinsic's form: a message and one value as double.

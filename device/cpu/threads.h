@@ -11,15 +11,56 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <vector>
+#include <cstring>
 
 namespace tl {
 
+// A growable array of trivially copyable values: the part of std::vector the fibers
+// use. Every cpu kernel includes this header, and <vector> alone would add about a
+// fifth of a second to each kernel's compile.
+template <class T>
+struct Slots {
+  T* items = nullptr;
+  size_t count = 0, capacity = 0;
+
+  Slots() = default;
+  Slots(const Slots&) = delete;
+  Slots& operator=(const Slots&) = delete;
+  ~Slots() { std::free(items); }
+
+  size_t size() const { return count; }
+  T* data() { return items; }
+  T& operator[](size_t i) { return items[i]; }
+  const T& operator[](size_t i) const { return items[i]; }
+  void reserve(size_t n) {
+    if (n <= capacity) return;
+    void* p = std::realloc(items, n * sizeof(T));
+    if (!p) std::abort();
+    items = static_cast<T*>(p);
+    capacity = n;
+  }
+  // Grows or shrinks to n; new items are zero bytes.
+  void resize(size_t n) {
+    reserve(n);
+    if (n > count) std::memset(static_cast<void*>(items + count), 0, (n - count) * sizeof(T));
+    count = n;
+  }
+  void assign(size_t n, const T& value) {
+    reserve(n);
+    for (size_t i = 0; i < n; ++i) items[i] = value;
+    count = n;
+  }
+  void push_back(const T& value) {
+    if (count == capacity) reserve(capacity ? 2 * capacity : 8);
+    items[count++] = value;
+  }
+};
+
 struct FiberScheduler {
   ucontext_t main;
-  std::vector<ucontext_t> contexts;
-  std::vector<char> done;
-  std::vector<int> barriers;  // barriers each fiber has passed (the emulator's race detector reads it)
+  Slots<ucontext_t> contexts;
+  Slots<char> done;
+  Slots<int> barriers;  // barriers each fiber has passed (the emulator's race detector reads it)
   int current = 0;
   uint64_t serial = 0;  // distinct for each block an OS thread runs (warp_lanes.h resets its buffers on it)
   void* body = nullptr;
@@ -40,7 +81,7 @@ inline uint64_t next_block_serial() {
 // Fiber stacks, reused across blocks by each OS worker thread. They are reserved
 // with MAP_NORESERVE: only the pages a thread touches cost memory.
 inline char* fiber_stack(int i, size_t size) {
-  static thread_local std::vector<char*> stacks;
+  static thread_local Slots<char*> stacks;
   while (int(stacks.size()) <= i) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) std::abort();

@@ -3,7 +3,6 @@
 // C++ standard library only, so a kernel compiles in a fraction of a second.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

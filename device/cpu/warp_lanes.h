@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
 #include "threads.h"
 
@@ -52,8 +51,8 @@ template <class Word, int Count, int Kind>
 inline const Word* exchange(const Word* mine) {
   struct Buffers {
     uint64_t block = 0;
-    std::vector<Word> words[2];
-    std::vector<unsigned char> parity;  // by rank: the buffer of the fiber's next call
+    Slots<Word> words[2];
+    Slots<unsigned char> parity;  // by rank: the buffer of the fiber's next call
   };
   static thread_local Buffers b;
   FiberScheduler* s = current_scheduler();
@@ -62,7 +61,7 @@ inline const Word* exchange(const Word* mine) {
   if (b.block != s->serial) {  // the block's first call (made before any fiber publishes)
     b.block = s->serial;
     b.parity.assign(threads, 0);
-    for (std::vector<Word>& w : b.words) w.assign(threads * Count, Word());
+    for (Slots<Word>& w : b.words) w.assign(threads * Count, Word());
   }
   Word* words = b.words[b.parity[r]].data();
   b.parity[r] ^= 1;
