@@ -117,10 +117,10 @@ std::optional<std::string> entry_or_warn(const CompileOptions& opt, const std::s
 // Compiles dir/`source` into dir/kernel.so with `flags`, force-including the prelude
 // of `entry` (and linking its object, with `object`). The entry's files are linked
 // into the kernel's directory for the compile (a concurrent prune may remove the
-// entry) and removed after it. False, with a warning, when that did not build: the
-// caller then compiles without the entry, which is checked again next time.
-bool compile_with_entry(const std::string& entry, const std::string& dir, const std::string& source,
-                        std::vector<std::string> flags, bool object) {
+// entry) and removed after it. Empty when it built, else the compiler's message:
+// the caller then compiles without the entry (fallback_compile).
+std::string compile_with_entry(const std::string& entry, const std::string& dir, const std::string& source,
+                               std::vector<std::string> flags, bool object) {
   const fs::path rt(entry), d(dir);
   std::error_code ec, ignored;
   std::vector<const char*> names{"prelude.h", "prelude.h.gch"};
@@ -134,24 +134,33 @@ bool compile_with_entry(const std::string& entry, const std::string& dir, const 
     if (ec) fs::copy_file(rt / name, d / name, fs::copy_options::overwrite_existing, ec);
     if (ec) break;
   }
-  bool built = false;
+  std::string failure = ec ? "its files could not be linked into " + dir + ": " + ec.message() : "";
   if (!ec) {
     flags.insert(flags.end(), {"-include", (d / "prelude.h").string()});
     std::vector<std::string> objects;
     if (object) objects.push_back((d / "runtime.o").string());
     try {
       compile_shared_library((d / source).string(), (d / "kernel.so").string(), flags, objects);
-      built = true;
     } catch (const InternalError& e) {
-      log(LogLevel::Warning,
-          std::string("the prelude entry ") + entry + " failed to build a kernel; building it without: " + e.what());
-      std::lock_guard<std::mutex> lock(checked_entries_mu);
-      for (auto it = checked_entries.begin(); it != checked_entries.end();)
-        it = it->second == entry ? checked_entries.erase(it) : std::next(it);
+      failure = e.what();
     }
   }
   for (const char* name : {"prelude.h", "prelude.h.gch", "runtime.o"}) fs::remove(d / name, ignored);
-  return built;
+  return failure;
+}
+
+// After a compile with `entry` failed with `failure`: compiles without the entry.
+// When that fails too, the kernel's own source is at fault and its error alone is
+// raised; when it builds, the entry was, and it is named in a warning and checked
+// again on its next use.
+void fallback_compile(const std::string& entry, const std::string& failure, const std::string& dir,
+                      const std::string& source, const std::vector<std::string>& flags) {
+  compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
+  log(LogLevel::Warning,
+      "the prelude entry " + entry + " failed to build a kernel, which built without it: " + failure);
+  std::lock_guard<std::mutex> lock(checked_entries_mu);
+  for (auto it = checked_entries.begin(); it != checked_entries.end();)
+    it = it->second == entry ? checked_entries.erase(it) : std::next(it);
 }
 
 // The emulator's flags and the user's; with `split`, for the runtime split.
@@ -181,17 +190,23 @@ void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                       const std::string& source, const EmulatorBuild& build) {
   std::vector<std::string> split = emulator_flags(opt, build, true);
-  if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(build), true))
-    if (compile_with_entry(*entry, dir, source, split, true)) return;
   std::vector<std::string> flags = emulator_flags(opt, build, false);
   flags.insert(flags.end(), {"-include", build.header});
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(build), true)) {
+    std::string failure = compile_with_entry(*entry, dir, source, split, true);
+    if (!failure.empty()) fallback_compile(*entry, failure, dir, source, flags);
+    return;
+  }
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
 }
 
 void compile_cpu(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                  const std::string& source) {
-  if (std::optional<std::string> entry = entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false))
-    if (compile_with_entry(*entry, dir, source, opt.compile_flags, false)) return;
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false)) {
+    std::string failure = compile_with_entry(*entry, dir, source, opt.compile_flags, false);
+    if (!failure.empty()) fallback_compile(*entry, failure, dir, source, opt.compile_flags);
+    return;
+  }
   compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), opt.compile_flags);
 }
 
