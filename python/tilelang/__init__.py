@@ -9,6 +9,8 @@ from . import language
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
+from .math import cdiv, next_power_of_2
+from .profiler import TensorSupplyType
 from .transform import PassConfigKey
 from .utils.target import determine_target
 
@@ -19,9 +21,11 @@ __all__ = [
     "AutoTuner",
     "JITKernel",
     "PassConfigKey",
+    "TensorSupplyType",
     "TileLangError",
     "__version__",
     "autotune",
+    "cdiv",
     "compile",
     "determine_target",
     "disable_cache",
@@ -30,5 +34,6 @@ __all__ = [
     "is_emulation_enabled",
     "jit",
     "language",
+    "next_power_of_2",
     "set_emulation",
 ]

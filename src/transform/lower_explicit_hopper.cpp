@@ -413,6 +413,231 @@ Buffer tma_call_tile(const CallNode* c, bool* loads) {
   return l->buffer;
 }
 
+namespace {
+
+// ---------------------------------------------------------------- branches on the thread index
+// TileLang kernels specialize warps by hand: `tx = T.get_thread_binding()`, then
+// `if tx < 128:` ... `elif 128 <= tx < 256:` around tile ops. A branch over whole
+// warpgroups that T.ws could name becomes that T.ws region (sm_90), so its tile ops
+// are spread over its threads only. Any other branch on the thread index around work
+// spread over the block's threads is refused: only the threads taking the branch
+// would run their share of it.
+
+// The first tile op or T.Parallel nest in `s` that spreads its work over the block's
+// threads, outside T.ws regions (T.print, T.device_assert and ops on a thread's own
+// registers run per thread).
+struct SpreadWork {
+  SourceSpan span;
+  std::string what;
+};
+std::optional<SpreadWork> spread_work(const Stmt& s) {
+  struct Find : IRVisitor {
+    std::optional<SpreadWork> found;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override {
+      if (found || op->op == TileOpKind::Print || op->op == TileOpKind::DeviceAssert || touches_registers(op)) return;
+      found = SpreadWork{op->span, str_cat("T.", tile_op_name(op->op))};
+    }
+    void visit(const ForNode* op) override {
+      if (found) return;
+      if (op->for_kind == ForKind::Parallel) {
+        found = SpreadWork{op->span, "a T.Parallel loop"};
+        return;
+      }
+      IRVisitor::visit(op);
+    }
+    void visit(const IfThenElseNode* op) override {
+      if (marker_of(op->cond) != "ws") IRVisitor::visit(op);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+bool reads_var(const Expr& e, const VarNode* v) {
+  struct Find : IRVisitor {
+    const VarNode* v;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const VarNode* op) override { found = found || op == v; }
+  } f;
+  f.v = v;
+  f.visit(e);
+  return f.found;
+}
+
+Expr strip_casts(Expr e) {
+  while (auto* c = e.as<CastNode>()) e = c->value;
+  return e;
+}
+
+// The thread ranks [first, second) that `cond` selects when it tests the index `tx` of
+// a one-dimensional block: tx < c, tx >= c, c <= tx, tx == c, tx // w == k (and <, >=
+// ...), and conjunctions of those; nullopt for any other condition.
+std::optional<std::pair<int64_t, int64_t>> rank_range(const Expr& cond, const VarNode* tx, int64_t threads) {
+  using Range = std::pair<int64_t, int64_t>;
+  auto* b = cond.as<BinaryNode>();
+  if (!b) return std::nullopt;
+  if (b->op == BinaryOp::And) {
+    auto x = rank_range(b->a, tx, threads), y = rank_range(b->b, tx, threads);
+    if (!x || !y) return std::nullopt;
+    return Range{std::max(x->first, y->first), std::min(x->second, y->second)};
+  }
+  BinaryOp op = b->op;
+  Expr side = strip_casts(b->a);
+  auto c = as_const_int(b->b);
+  if (!c) {  // the constant on the left: mirror the comparison
+    c = as_const_int(b->a);
+    side = strip_casts(b->b);
+    if (!c) return std::nullopt;
+    op = op == BinaryOp::LT   ? BinaryOp::GT
+         : op == BinaryOp::GT ? BinaryOp::LT
+         : op == BinaryOp::LE ? BinaryOp::GE
+         : op == BinaryOp::GE ? BinaryOp::LE
+                              : op;
+  }
+  int64_t width = 1;  // tx // width compared with c
+  if (auto* d = side.as<BinaryNode>(); d && (d->op == BinaryOp::FloorDiv || d->op == BinaryOp::Div)) {
+    auto w = as_const_int(d->b);
+    if (!w || *w <= 0) return std::nullopt;
+    width = *w;
+    side = strip_casts(d->a);
+  }
+  if (side.get() != tx) return std::nullopt;
+  const int64_t k = *c;
+  auto clamp = [&](int64_t lo, int64_t hi) {
+    return Range{std::clamp<int64_t>(lo, 0, threads), std::clamp<int64_t>(hi, 0, threads)};
+  };
+  switch (op) {
+    case BinaryOp::LT:
+      return clamp(0, k * width);
+    case BinaryOp::LE:
+      return clamp(0, (k + 1) * width);
+    case BinaryOp::GT:
+      return clamp((k + 1) * width, threads);
+    case BinaryOp::GE:
+      return clamp(k * width, threads);
+    case BinaryOp::EQ:
+      return clamp(k * width, (k + 1) * width);
+    default:
+      return std::nullopt;
+  }
+}
+
+class ThreadBranches : public IRMutator {
+  using Range = std::pair<int64_t, int64_t>;  // thread ranks [first, second)
+
+ public:
+  explicit ThreadBranches(const Target& t) : target_(t) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    Scoped<const KernelLaunchNode*> in_kernel(launch_, op);
+    // The threads that reach a statement, as a range of ranks while branches keep it one.
+    Scoped<std::optional<Range>> reach(
+        reach_, op->thread_vars.size() == 1 ? std::optional<Range>(Range{0, op->thread_count()}) : std::nullopt);
+    return IRMutator::visit(op, self);
+  }
+
+  // A condition the frontend named (`cond = tx < 128`) is read through its name.
+  Stmt visit(const LetStmtNode* op, const Stmt& self) override {
+    lets_[op->var.node()] = substitute(op->value, lets_);
+    Stmt out = IRMutator::visit(op, self);
+    lets_.erase(op->var.node());
+    return out;
+  }
+
+  Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
+    if (!launch_) return IRMutator::visit(op, self);
+    if (marker_of(op->cond) == "ws") {
+      Scoped<bool> in_region(in_region_, true);
+      return IRMutator::visit(op, self);
+    }
+    const Expr cond = substitute(op->cond, lets_);
+    bool on_thread = false;
+    for (const Var& v : launch_->thread_vars) on_thread = on_thread || reads_var(cond, v.node());
+    if (!on_thread) return IRMutator::visit(op, self);
+    // The ranks each branch reaches: a range test cuts the reaching range in two
+    // (the else side stays one range when the test takes one end of it).
+    std::optional<Range> taken, other;
+    if (reach_)
+      if (auto r = rank_range(cond, launch_->thread_vars[0].node(), launch_->thread_count())) {
+        taken = Range{std::max(reach_->first, r->first), std::min(reach_->second, r->second)};
+        if (r->first <= reach_->first)
+          other = Range{std::max(reach_->first, r->second), reach_->second};
+        else if (r->second >= reach_->second)
+          other = Range{reach_->first, std::min(reach_->second, r->first)};
+      }
+    // Branches inside first: an elif chain's inner branches become regions of their own.
+    Stmt then_case, else_case;
+    {
+      Scoped<std::optional<Range>> reach(reach_, taken);
+      then_case = mutate(op->then_case);
+    }
+    if (op->else_case.defined()) {
+      Scoped<std::optional<Range>> reach(reach_, other);
+      else_case = mutate(op->else_case);
+    }
+    // A branch every thread that gets here takes (tx < 64 in a block of 64) splits nothing.
+    if (taken && reach_ && *taken == *reach_) return if_then_else(op->cond, then_case, else_case, op->span);
+    std::optional<SpreadWork> then_work = spread_work(then_case);
+    std::optional<SpreadWork> else_work = else_case.defined() ? spread_work(else_case) : std::nullopt;
+    if (!then_work && !else_work) return if_then_else(op->cond, then_case, else_case, op->span);
+    std::vector<Stmt> out;
+    if (then_work)
+      out.push_back(region(*then_work, op, taken, then_case));
+    else
+      out.push_back(if_then_else(op->cond, then_case, {}, op->span));
+    if (else_work)
+      out.push_back(region(*else_work, op, other, else_case));
+    else if (else_case.defined())
+      out.push_back(if_then_else(logical_not(op->cond), else_case, {}, op->span));
+    return seq(out);
+  }
+
+ private:
+  // `body` as the T.ws region of the threads `range`, or the error that says why not.
+  Stmt region(const SpreadWork& work, const IfThenElseNode* branch, std::optional<Range> range, const Stmt& body) {
+    constexpr int64_t kGroup = 128;
+    const int64_t threads = launch_->thread_count();
+    std::string why;
+    if (!target_.has_tma()) {
+      why = str_cat("regions of threads need sm_90 (T.ws), and the target is '", target_.str(), "'");
+    } else if (in_region_) {
+      why = "the branch is inside a T.ws region already";
+    } else if (!range) {
+      why = "the condition is not a range of thread indices (tx < c, c0 <= tx < c1, tx // 128 == k)";
+    } else {
+      auto [lo, hi] = *range;
+      int64_t count = hi - lo;
+      if (count <= 0 || lo % kGroup || count % kGroup || lo % count)
+        why = str_cat("the branch covers threads [", lo, ", ", hi,
+                      "), which are not whole warpgroups of 128 starting at a multiple of their number");
+    }
+    if (!why.empty())
+      throw_user_error(work.span,
+                       str_cat(work.what, " under the condition on the thread index at ", branch->span.str(),
+                               " would be spread over all ", threads,
+                               " threads of the block, of which only those taking the branch run it: ", why,
+                               ". Branch on whole warpgroups (`if tx < 128:`, `elif 128 <= tx < 256:`) on sm_90, "
+                               "use `with T.ws(...)`, or move it out of the branch"));
+    int64_t lo = range->first, count = range->second - range->first;
+    Expr marker = call_extern(dtype::Bool, str_cat(kExplicitPrefix, "ws"), {int_imm(lo), int_imm(count)});
+    return if_then_else(marker, body, {}, branch->span);
+  }
+
+  const Target& target_;
+  const KernelLaunchNode* launch_ = nullptr;
+  bool in_region_ = false;
+  std::optional<Range> reach_;
+  std::map<const VarNode*, Expr> lets_;  // the values of the names bound around
+};
+
+}  // namespace
+
 PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma) {
   struct Clusters : IRVisitor {
     const Target* target;
@@ -428,8 +653,9 @@ PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool all
   } clusters;
   clusters.target = &target;
   clusters.visit(f->body);
+  PrimFunc branched = f.with_body(ThreadBranches(target).mutate(f->body));
   FirstUse use;
-  use.visit(f->body);
+  use.visit(branched->body);
   if (use.api.empty()) return f;
   if (!target.has_tma())
     throw_user_error(use.api_span, str_cat(use.api,
@@ -442,7 +668,7 @@ PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool all
   if (!use.wgmma.empty() && !allow_wgmma)
     throw_user_error(use.wgmma_span,
                      "T.wgmma_gemm needs wgmma, but the pass config tl.disable_wgmma is set; use T.gemm instead");
-  PrimFunc g = f.with_body(LowerMarkers().mutate(f->body));
+  PrimFunc g = branched.with_body(LowerMarkers().mutate(branched->body));
   LowerCopiesAndGemms lower(g, shared_tile_layouts(g, target, allow_wgmma), wgmma_accumulators(g, target, allow_wgmma));
   Stmt body = lower.mutate(g->body);
   if (!lower.laid_out.empty()) body = UseLayouts(lower.laid_out).mutate(body);

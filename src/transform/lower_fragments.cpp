@@ -133,6 +133,13 @@ struct Analysis {
   bool wgmma_refused = false;  // a register gemm fits mma.sync but not wgmma
   std::map<BufKey, Buffer> candidates;
   std::map<BufKey, std::string> demoted;  // and why (the first reason), for the debug log
+  // Fragments that code outside T.Parallel reads or writes (every thread runs it), and
+  // fragments that a tile op or a T.Parallel nest uses by their loop variables, or
+  // writes. Those of the first kind alone, used otherwise only by a whole T.fill and
+  // by loop-invariant reads in T.Parallel, are replicated: every thread keeps its own
+  // copy, as TileLang's replicated layout does (replicate_scalar_fragments).
+  std::set<BufKey> simt_uses, tile_uses;
+  std::map<BufKey, Buffer> replicated;
   struct Loop {
     std::vector<BufKey> full, rows;
   };
@@ -199,12 +206,34 @@ class Collector : public IRVisitor {
   }
 
   void visit(const BufferLoadNode* op) override {
+    note_use(op->buffer, op->indices, false);
     classify(op->buffer, op->indices);
     IRVisitor::visit(op);
   }
   void visit(const BufferStoreNode* op) override {
+    note_use(op->buffer, op->indices, true);
     classify(op->buffer, op->indices);
     IRVisitor::visit(op);
+  }
+
+  // Analysis::simt_uses / tile_uses.
+  void note_use(const Buffer& b, const std::vector<Expr>& idx, bool store) {
+    if (!a_.candidate(b)) return;
+    if (!loop_) {
+      a_.simt_uses.insert(b.get());
+      return;
+    }
+    struct UsesLoopVar : IRVisitor {
+      const std::vector<const VarNode*>* vars;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override {
+        found = found || std::find(vars->begin(), vars->end(), v) != vars->end();
+      }
+    } u;
+    u.vars = &vars_;
+    for (const Expr& e : idx) u.visit(e);
+    if (store || u.found) a_.tile_uses.insert(b.get());
   }
 
   void visit(const ForNode* op) override {
@@ -256,7 +285,11 @@ class Collector : public IRVisitor {
   }
 
   void visit(const TileOpNode* op) override {
-    for (const BufferRegion& r : op->regions) note_region(r.buffer, op->span);
+    for (const BufferRegion& r : op->regions) {
+      note_region(r.buffer, op->span);
+      if (a_.candidate(r.buffer) && !(op->op == TileOpKind::Fill && covers_whole(r)))
+        a_.tile_uses.insert(r.buffer.get());
+    }
     if (op->regions.size() == 2) {
       const BufferRegion &s = op->regions[op->op == TileOpKind::Atomic ? 1 : 0],
                          &d = op->regions[op->op == TileOpKind::Atomic ? 0 : 1];
@@ -274,8 +307,10 @@ class Collector : public IRVisitor {
       case TileOpKind::Copy: {
         const BufferRegion &s = op->regions[0], &d = op->regions[1];
         if (!frag(s) && !frag(d)) break;
-        if ((frag(s) && !covers_whole(s)) || (frag(d) && !covers_whole(d)) || !pairs_exactly(s, d)) {
-          demote_all("T.copy of part of a fragment, or of regions whose extents do not pair up");
+        // Part of a fragment goes to or from memory by the registers inside the part
+        // (Lowerer::lower_copy); between two fragments, only whole ones pair.
+        if (!pairs_exactly(s, d) || (frag(s) && frag(d) && (!covers_whole(s) || !covers_whole(d)))) {
+          demote_all("T.copy between parts of fragments, or of regions whose extents do not pair up");
           break;
         }
         if (frag(s) && frag(d)) {
@@ -740,6 +775,7 @@ class Lowerer : public IRMutator {
 
   Buffer mutate_buffer(const Buffer& b) override {
     if (auto it = swizzled_.find(b.get()); it != swizzled_.end()) return it->second;
+    if (auto it = a_.replicated.find(b.get()); it != a_.replicated.end()) return it->second;
     return b;
   }
 
@@ -748,6 +784,8 @@ class Lowerer : public IRMutator {
 
   Stmt visit(const AllocateNode* op, const Stmt& self) override {
     if (auto it = regs_.find(op->buffer.get()); it != regs_.end()) return allocate(it->second, mutate(op->body));
+    if (auto it = a_.replicated.find(op->buffer.get()); it != a_.replicated.end())
+      return allocate(it->second, mutate(op->body));
     return IRMutator::visit(op, self);
   }
 
@@ -816,7 +854,8 @@ class Lowerer : public IRMutator {
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     bool touches = false;
     for (const BufferRegion& r : op->regions) touches |= s_.layouts.count(r.buffer.get()) > 0;
-    if (!touches && op->op == TileOpKind::Copy) {
+    // (A copy to or from a thread's own registers stays a per-thread loop: lower_tile_ops.)
+    if (!touches && op->op == TileOpKind::Copy && !touches_registers(op)) {
       Stmt s = lower_mem_copy(op);
       if (s.defined()) return thread_op(s);
     }
@@ -1109,12 +1148,17 @@ class Lowerer : public IRMutator {
     return for_loop(k, int_imm(0), int_imm(layout(b)->local_size()), ForKind::Unrolled, st);
   }
 
-  // The other side's index for fragment index `idx`: non-unit dims pair in order.
+  // The other side's index for fragment index `idx`: non-unit dims pair in order,
+  // counted from the start of the fragment's region.
   static std::vector<Expr> paired_index(const BufferRegion& frag, const BufferRegion& other,
                                         const std::vector<Expr>& idx) {
     std::vector<Expr> comps;
-    for (size_t d = 0; d < frag.ranges.size(); ++d)
-      if (!is_const_one(frag.ranges[d].extent)) comps.push_back(idx[d]);
+    for (size_t d = 0; d < frag.ranges.size(); ++d) {
+      const Range& r = frag.ranges[d];
+      if (is_const_one(r.extent)) continue;
+      auto mn = as_const_int(r.min);
+      comps.push_back(mn && *mn == 0 ? idx[d] : sub(idx[d], cast(idx[d].dtype(), r.min)));
+    }
     std::vector<Expr> out;
     size_t next = 0;
     for (const Range& r : other.ranges) {
@@ -1125,6 +1169,25 @@ class Lowerer : public IRMutator {
       out.push_back(add(r.min, cast(r.min.dtype(), comps[next++])));
     }
     return out;
+  }
+
+  // Whether fragment index `idx` lies in the region `frag` of its fragment.
+  static Expr in_region(const BufferRegion& frag, const std::vector<Expr>& idx) {
+    Expr ok;
+    for (size_t d = 0; d < frag.ranges.size(); ++d) {
+      const Range& r = frag.ranges[d];
+      auto mn = as_const_int(r.min), ex = as_const_int(r.extent), sh = as_const_int(frag.buffer->shape[d]);
+      if (mn && *mn == 0 && ex && sh && *ex == *sh) continue;
+      Expr lo = cast(idx[d].dtype(), r.min);
+      Expr here = logical_and(ge(idx[d], lo), lt(idx[d], add(lo, cast(idx[d].dtype(), r.extent))));
+      ok = ok.defined() ? logical_and(ok, here) : here;
+    }
+    return ok.defined() ? ok : bool_imm(true);
+  }
+  static bool whole_last_dim(const BufferRegion& frag) {
+    const Range& r = frag.ranges.back();
+    auto mn = as_const_int(r.min), ex = as_const_int(r.extent), sh = as_const_int(frag.buffer->shape.back());
+    return mn && *mn == 0 && ex && sh && *ex == *sh;
   }
 
   // The widest run (<= `run` elements along the last dim) that region `mem` can move
@@ -1256,7 +1319,12 @@ class Lowerer : public IRMutator {
     const BufferRegion& mem = fs ? d : s;
     const FragmentLayoutPtr& l = layout(frag.buffer);
     int64_t run = l->run();
-    int64_t w = is_const_one(frag.ranges.back().extent) ? 1 : vector_width(mem, run, elem_bytes(mem.buffer->dtype));
+    // Part of a fragment: the registers outside it are left alone. A vector of
+    // registers stays inside the part when the part has whole rows.
+    const bool whole = covers_whole(frag), whole_rows = whole_last_dim(frag);
+    int64_t w = is_const_one(frag.ranges.back().extent) || !whole_rows
+                    ? 1
+                    : vector_width(mem, run, elem_bytes(mem.buffer->dtype));
     bool global = mem.buffer->scope == Scope::Global;
     // One step per w registers.
     Var r("r", dtype::Int32);
@@ -1266,6 +1334,8 @@ class Lowerer : public IRMutator {
     Expr ok = l->valid(t_, k0);
     if (global) ok = logical_and(ok, in_bounds(mem.buffer, mi));
     if (fs && l->kind() == FragmentLayout::Kind::Rows) ok = logical_and(ok, row_leader(*l->parent()));
+    Expr inside = whole ? Expr() : in_region(frag, fi);
+    if (inside.defined() && fs) ok = logical_and(inside, ok);
     Expr mem_ptr = call(Intrinsic::AddressOf, {buffer_load(mem.buffer, mi)});
     Expr reg_ptr = call(Intrinsic::AddressOf, {buffer_load(reg(frag.buffer), {k0})});
     Stmt body;
@@ -1285,7 +1355,7 @@ class Lowerer : public IRMutator {
             for_loop(e, int_imm(0), int_imm(w), ForKind::Unrolled, buffer_store(reg(frag.buffer), safe, {add(k0, e)}));
         st = if_then_else(ok, st, fill);
       }
-      body = st;
+      body = inside.defined() ? if_then_else(inside, st) : st;
     }
     return for_loop(r, int_imm(0), int_imm(l->local_size() / w), ForKind::Unrolled, body, {}, op->span);
   }
@@ -1422,6 +1492,19 @@ class Lowerer : public IRMutator {
 // memory; a register A operand (the probabilities of P @ V) needs every warp along
 // M in its gemm and in the gemm that produced it. Such gemms are analyzed again
 // with FullRow, which is kept when it leaves fewer fragments in shared memory.
+// Fragments only code outside T.Parallel uses (Analysis::simt_uses) leave the layout
+// problem: each becomes a per-thread array of its own shape.
+void replicate_scalar_fragments(Analysis& a) {
+  for (BufKey k : a.simt_uses) {
+    if (a.tile_uses.count(k)) continue;
+    const Buffer& b = a.candidates.at(k);
+    a.replicated[k] = Buffer::make(b->name, b->dtype, b->shape, Scope::Local, {}, b->span);
+    a.candidates.erase(k);
+    a.demoted.erase(k);
+    a.region_of.erase(k);
+  }
+}
+
 Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma) {
   auto analyze = [&](bool w, const std::set<const TileOpNode*>& full_row) {
     Analysis a;
@@ -1430,6 +1513,7 @@ Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool w
     a.full_row = full_row;
     a.threads = op->thread_count();
     Collector(a).visit(op->body);
+    replicate_scalar_fragments(a);
     return a;
   };
   auto analyze_either = [&](const std::set<const TileOpNode*>& full_row) {

@@ -10,6 +10,12 @@ namespace tl {
 // src/ops/gemm.cpp: T.gemm on tensor cores, or an undefined Stmt when not eligible.
 Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads);
 
+bool touches_registers(const TileOpNode* op) {
+  for (const BufferRegion& r : op->regions)
+    if (r.buffer->scope == Scope::Local || r.buffer->scope == Scope::LocalVar) return true;
+  return false;
+}
+
 namespace {
 
 class TileOpLowerer : public IRMutator {
@@ -26,6 +32,10 @@ class TileOpLowerer : public IRMutator {
     }
     // Per-thread ops: every thread checks its own assertion and prints its own value.
     if (op->op == TileOpKind::DeviceAssert || (op->op == TileOpKind::Print && op->regions.empty()))
+      return op_info(op->op).lower_serial(op);
+    // A fill or copy that touches a thread's own registers (T.alloc_local, T.alloc_var)
+    // runs on every thread, each on its own copy, as in TileLang.
+    if ((op->op == TileOpKind::Fill || op->op == TileOpKind::Copy) && touches_registers(op))
       return op_info(op->op).lower_serial(op);
     return block_op(op_info(op->op).lower_serial(op));
   }

@@ -9,6 +9,10 @@ namespace tl {
 
 PrimFunc lower_tile_ops(const PrimFunc& f, const Target& target);
 
+// Whether a tile op reads or writes a thread's own registers (T.alloc_local,
+// T.alloc_var): a fill or copy of those runs on every thread, each on its own copy.
+bool touches_registers(const TileOpNode* op);
+
 // The attribute that wraps each lowered tile op and T.Parallel nest.
 inline constexpr const char* kBlockOpAttr = "tl.block_op";
 // Directly inside a block op: every thread of the block runs the body (a block-wide

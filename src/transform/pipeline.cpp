@@ -10,6 +10,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "transform/check_bounds.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
@@ -66,16 +67,24 @@ bool config_on(const Attrs& configs, const std::string& key, bool unset) {
 
 namespace {
 
-// CPU: one executor per thread block, so fragments are block-wide arrays and tile
-// ops become plain loops; no layout inference is needed.
-
-PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
+// Every target, last: the tile ops left become loops, global accesses get their
+// bounds checks, and the simplifier removes the checks the sizes prove.
+PrimFunc lower_common(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("lower_tile_ops", f, [&](const PrimFunc& g) { return lower_tile_ops(g, t); });
   // Out-of-bounds global accesses are skipped (stores) or read 0 (loads) by default.
   if (!config_on(configs, "tl.disable_safe_memory_legalize"))
     f = run_pass("legalize_safe_memory", f, [&](const PrimFunc& g) { return legalize_safe_memory(g); });
   f = run_pass("simplify", f, [&](const PrimFunc& g) { return simplify_func(g); });
   return f;
+}
+
+// CPU: one executor per thread block, so fragments are block-wide arrays and tile
+// ops become plain loops; no layout inference is needed. Kernels that read thread
+// indices run each thread as a fiber; their shared memory gets the barriers a GPU
+// would (the code generator adds those around block ops).
+PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
+  f = lower_common(f, t, configs);
+  return run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
 }
 
 // CUDA: fragments go to registers where layout inference allows it, and the ops
@@ -100,7 +109,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
                  [&](const PrimFunc& g) { return lower_tma_stores(g, t, !config_on(configs, "tl.disable_wgmma")); });
   f = run_pass("lower_fragments", f,
                [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
-  f = lower_for_cpu(f, t, configs);
+  f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) {
@@ -116,7 +125,7 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
   f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });
-  f = lower_for_cpu(f, t, configs);
+  f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   return f;
 }
@@ -125,6 +134,7 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 
 PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs) {
   dump("input", input);
+  check_onchip_bounds(input);
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
   PrimFunc f = run_pass("lower_explicit_hopper", input, [&](const PrimFunc& g) {
     return lower_explicit_hopper(g, target, !config_on(pass_configs, "tl.disable_wgmma"));

@@ -151,6 +151,74 @@ bool compound(const Stmt& s) {
   return found;
 }
 
+// Values that may differ between the threads of a block: the thread indices, what
+// is computed from them, and a thread's own registers. A barrier may only sit where
+// every thread of the block (or region) gets to it, so thread-level code is planned
+// statement by statement only under conditions and loop bounds free of these.
+class Uniformity {
+ public:
+  void enter(const KernelLaunchNode* k) {
+    varying_.clear();
+    for (const Var& v : k->thread_vars) varying_.insert(v.node());
+  }
+  void bind(const Var& v, const Expr& value) {
+    if (!uniform(value)) varying_.insert(v.node());
+  }
+  bool uniform(const Expr& e) const {
+    struct Find : IRVisitor {
+      const std::set<const VarNode*>* varying;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const VarNode* v) override { found = found || varying->count(v); }
+      void visit(const BufferLoadNode* op) override {
+        Scope sc = op->buffer->scope;
+        found = found || sc == Scope::Local || sc == Scope::LocalVar || sc == Scope::Fragment;
+        IRVisitor::visit(op);
+      }
+    } f;
+    f.varying = &varying_;
+    f.visit(e);
+    return !f.found;
+  }
+
+ private:
+  std::set<const VarNode*> varying_;
+};
+
+// Thread-level code every thread runs alike (a loop with uniform bounds, an `if` on a
+// uniform condition, a sequence) that touches shared memory: planned statement by
+// statement, so that one thread's write and another's read of a shared buffer in it
+// get a barrier between them, as TileLang places them.
+bool uniform_thread_code(const Stmt& s, const Uniformity& u) {
+  switch (s.kind()) {
+    case NodeKind::KernelLaunch:
+    case NodeKind::Seq:
+    case NodeKind::LetStmt:
+    case NodeKind::Allocate:
+      break;
+    case NodeKind::Attr: {
+      const std::string& key = s.as<AttrNode>()->key;
+      if (key == kBlockOpAttr || key == kThreadOpAttr || key == kAsyncCopyAttr) return false;
+      break;
+    }
+    case NodeKind::For: {
+      auto* f = s.as<ForNode>();
+      if (f->for_kind == ForKind::Parallel || !u.uniform(f->min) || !u.uniform(f->extent)) return false;
+      break;
+    }
+    case NodeKind::IfThenElse:
+      if (!u.uniform(s.as<IfThenElseNode>()->cond)) return false;
+      break;
+    case NodeKind::While:
+      if (!u.uniform(s.as<WhileNode>()->cond)) return false;
+      break;
+    default:
+      return false;
+  }
+  Access a = accesses(s);
+  return !a.reads.empty() || !a.writes.empty();
+}
+
 class Planner {
  public:
   Stmt plan(const Stmt& s, State& st) {
@@ -167,7 +235,7 @@ class Planner {
       st.wgmma_waited();
       return s;
     }
-    if (!compound(s)) {
+    if (!compound(s) && (lowered_ || !uniform_thread_code(s, uniform_))) {
       Access acc = accesses(s);
       bool sync = conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
       if (sync) clear(st);
@@ -217,6 +285,7 @@ class Planner {
       }
       case NodeKind::LetStmt: {
         auto* n = s.as<LetStmtNode>();
+        uniform_.bind(n->var, n->value);
         return let_stmt(n->var, n->value, plan(n->body, st), n->span);
       }
       case NodeKind::Allocate: {
@@ -238,10 +307,14 @@ class Planner {
           Stmt out = attr_stmt(n->key, n->value, body, n->span);
           return sync ? seq({barrier(BarrierKind::Threads), out}) : out;
         }
+        // Code a lowering wrote (a reduction's cross-warp steps ...) carries the
+        // barriers it needs; only its own nested ops are planned, as before.
+        Scoped<bool> lowered(lowered_, lowered_ || n->key == kThreadOpAttr);
         return attr_stmt(n->key, n->value, plan(n->body, st), n->span);
       }
       case NodeKind::KernelLaunch: {
         auto* n = s.as<KernelLaunchNode>();
+        uniform_.enter(n);
         State fresh;
         return with_body(n, plan(n->body, fresh));
       }
@@ -252,6 +325,8 @@ class Planner {
 
  private:
   int64_t region_ = -1;  // the first thread of the T.ws region being planned, -1 outside
+  Uniformity uniform_;
+  bool lowered_ = false;  // inside a lowering's per-thread code (kThreadOpAttr)
 
   // A barrier here: of the block outside regions, of the region's threads inside one.
   void clear(State& st) {

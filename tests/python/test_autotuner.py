@@ -372,6 +372,17 @@ def test_all_configs_failing_is_one_clear_error():
     assert isinstance(info.value, tilelang.TileLangError)
 
 
+def test_a_single_failing_config_raises_its_own_error_at_the_kernel_line():
+    # One config leaves nothing to choose from: the kernel's own error comes back,
+    # with the line it points at, rather than the summary of all failures.
+    tuner = AutoTuner.from_kernel(tuned_gemm, [BAD_SHAPE]).set_profile_args(timeout=60)
+    with pytest.raises(tilelang.TileLangError) as info:
+        tuner.run(100, 72, 80)
+    assert not isinstance(info.value, AutoTuneError)
+    assert "(32 vs 8)" in str(info.value) or "(32 vs 16)" in str(info.value), str(info.value)
+    assert "test_autotuner.py:" in str(info.value)
+
+
 def test_misuse_is_reported():
     with pytest.raises(TypeError, match=r"config \{'blk': 32\} names \['blk'\], which are not"):
         AutoTuner.from_kernel(gemm_factory, [{"blk": 32}]).run(1, 2, 3)

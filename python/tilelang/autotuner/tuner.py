@@ -468,6 +468,7 @@ class AutoTuner:
         name, n = self.name, len(configs)
         failures = {}
         compiled = []
+        errors = []  # configs whose compile raised (not timed out, not crashed)
 
         def fail(index, reason):
             text = result_cache.describe(configs[index])
@@ -478,6 +479,8 @@ class AutoTuner:
         bar = _Progress(name, n, "compiling")
 
         def on_done(index, outcome):
+            if outcome.status == "error":
+                errors.append(index)
             if outcome.status == "ok":
                 compiled.append(index)
                 bar.step("compiled")
@@ -502,6 +505,10 @@ class AutoTuner:
             counts.get("timed out", 0),
             time.monotonic() - start,
         )
+        if n == 1 and errors == [0]:
+            # Nothing to choose from: the config's own error, raised here at the kernel's
+            # line with its traceback, says more than the summary below.
+            self._build(jit, args, rest, configs[0])
 
         start = time.monotonic()
         bar = _Progress(name, len(compiled), "timing")

@@ -22,7 +22,7 @@ from .kernel import (
     get_thread_extent,
     get_thread_extents,
 )
-from .loops import Parallel, Persistent, Pipelined, serial, unroll, vectorized
+from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized
 from .math import *
 from .math import abs, max, min, pow
 from .movement import annotate_safe_value, c2d_im2col, im2col, transpose
@@ -37,11 +37,25 @@ from .ops import (
     evaluate,
     fill,
     gemm,
+    gemm_v2,
     sync_threads,
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
 from .reduce import *
-from .shapes import Buffer, StridedTensor, Tensor, const, dynamic, empty, symbolic
+from .shapes import (
+    Buffer,
+    FragmentBuffer,
+    LocalBuffer,
+    LocalTensor,
+    SharedBuffer,
+    SharedTensor,
+    StridedTensor,
+    Tensor,
+    const,
+    dynamic,
+    empty,
+    symbolic,
+)
 from .warp import *
 
 globals().update(_dtypes.DTYPES)
@@ -58,14 +72,19 @@ __all__ = [
     "Buffer",
     "BufferHandle",
     "ClusterKernel",
+    "FragmentBuffer",
     "GemmWarpPolicy",
     "Kernel",
+    "LocalBuffer",
+    "LocalTensor",
     "Macro",
     "Parallel",
     "Persistent",
     "Pipelined",
     "PrimFunc",
     "Region",
+    "SharedBuffer",
+    "SharedTensor",
     "StridedTensor",
     "Tensor",
     "VarBuffer",
@@ -83,6 +102,7 @@ __all__ = [
     "evaluate",
     "fill",
     "gemm",
+    "gemm_v2",
     "get_block_binding",
     "get_block_bindings",
     "get_block_extent",
@@ -91,6 +111,7 @@ __all__ = [
     "get_thread_bindings",
     "get_thread_extent",
     "get_thread_extents",
+    "grid",
     "macro",
     "max",
     "min",

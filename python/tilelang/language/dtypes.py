@@ -19,6 +19,8 @@ ALIASES = {
     "uint": "uint32",
     "long": "int64",
     "short": "int16",
+    # TileLang's name for the e4m3 type its GPUs have (no infinities: e4m3fn).
+    "float8_e4m3": "float8_e4m3fn",
 }
 
 _PY_TYPES = {builtins.bool: "bool", builtins.int: "int32", builtins.float: "float32"}

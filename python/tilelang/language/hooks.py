@@ -10,7 +10,7 @@ from .buffer import Buffer, Region, VarBuffer, to_value, wrap_buffer
 from .builder_ctx import IR_IF, IR_LOOP, PY_LOOP, frontend_error
 from .dtypes import dtype as DType
 from .kernel import Kernel
-from .loops import Loop, Parallel, from_range, python_range
+from .loops import Loop, Parallel, from_range, grid, python_range
 from .ops import alloc_var
 from .shapes import EmptyDecl, TensorAnnotation
 
@@ -146,7 +146,7 @@ def return_(value):
 # ---- loops
 def for_(iterable, names):
     ctx = _current()
-    if isinstance(iterable, (Loop, Parallel)):
+    if isinstance(iterable, (Loop, Parallel, grid)):
         return _ir_loop(ctx, iterable, names)
     if isinstance(iterable, range) and ctx.builder.in_kernel:
         return _ir_loop(ctx, from_range(iterable), names)

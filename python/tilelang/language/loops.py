@@ -229,6 +229,27 @@ class Parallel:
             builder.end_for()
 
 
+class grid:
+    """`for i, j in T.grid(M, N):` serial loops nested in order, the first outermost (TVM's
+    T.grid, which TileLang kernels use for plain per-thread loops)."""
+
+    kind = "serial"
+
+    def __init__(self, *extents):
+        if not extents:
+            raise frontend_error("T.grid needs at least one extent, e.g. T.grid(M, N)")
+        self.loops = [serial(e) for e in extents]
+
+    def open(self, builder, names):
+        names = _loop_names(names, len(self.loops))
+        made = [loop.open(builder, [name]) for loop, name in zip(self.loops, names)]
+        return made[0] if len(made) == 1 else tuple(made)
+
+    def close(self, builder):
+        for loop in reversed(self.loops):
+            loop.close(builder)
+
+
 class Persistent(Loop):
     """`for i, j in T.Persistent([d0, d1], wave_size, index, group_size=8):` the tiles of
     the domain d0 x d1 (any number of dims) shared out over `wave_size` workers (launch

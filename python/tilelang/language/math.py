@@ -251,6 +251,20 @@ def cast(value, dtype):
     return _C.cast(to_value(value), make_dtype(dtype))
 
 
+# TVM's spelling, as TileLang kernels write it: T.Cast(dtype, value).
+Cast = cast
+
+
+def address_of(element):
+    """The address of one buffer element, `T.address_of(A[i, j])`, for T.call_extern."""
+    value = to_value(element)
+    if getattr(value, "kind", None) != "BufferLoad":
+        raise frontend_error(
+            f"T.address_of takes one buffer element such as A[i, j], got {value!r}"
+        )
+    return _C.call("address_of", [value])
+
+
 def reinterpret(value, dtype):
     """Reads the bits of `value` as `dtype` (also accepted as reinterpret(dtype, value))."""
     if is_dtype_like(value) and not is_dtype_like(dtype):
@@ -353,6 +367,8 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "clamp",
     "if_then_else",
     "cast",
+    "Cast",
+    "address_of",
     "reinterpret",
     "ceildiv",
     "floordiv",

@@ -210,6 +210,10 @@ def gemm(
     ctx.builder.gemm(*regions, attrs)
 
 
+# TileLang's second gemm front end: the same operation and arguments.
+gemm_v2 = gemm
+
+
 def sync_threads():
     builder_ctx.current("T.sync_threads").builder.sync_threads()
 

@@ -50,6 +50,9 @@ def Tensor(shape, dtype="float32", data=None, strides=None):
 
 
 Buffer = Tensor
+# Annotations of T.macro parameters that name the memory a tile lives in; a macro
+# takes the buffer it is given, so they document rather than convert.
+SharedBuffer = FragmentBuffer = LocalBuffer = SharedTensor = LocalTensor = Tensor
 
 
 def StridedTensor(shape, strides, dtype="float32"):

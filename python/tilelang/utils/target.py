@@ -23,6 +23,18 @@ def has_cuda_device():
     return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
+def cuda_device_attribute(attribute, device=0):
+    """The CUDA driver's value of attribute number `attribute` (a CUdevice_attribute)
+    for GPU `device`, or None without a driver or that device."""
+    if not has_cuda_device():
+        return None
+    value = ctypes.c_int(0)
+    driver = ctypes.CDLL("libcuda.so.1")
+    if driver.cuDeviceGetAttribute(ctypes.byref(value), int(attribute), int(device)) != 0:
+        return None
+    return value.value
+
+
 @functools.lru_cache(maxsize=1)
 def has_mps_device():
     """True on macOS when torch is installed with a usable MPS device (imports torch

@@ -277,6 +277,14 @@ std::string CodeGenC::flat_offset(const Buffer& b, const std::vector<Expr>& indi
   return print_expr(off);
 }
 
+std::string CodeGenC::reinterpret_operand(const ReinterpretNode* n) {
+  const DataType from = n->value.dtype();
+  std::string v = print_expr(n->value);
+  if (from.is_integer() && from.bits() < 32 && !n->value.as<BufferLoadNode>() && !n->value.as<VarNode>())
+    return "((" + type_name(from) + ")" + v + ")";
+  return v;
+}
+
 std::string CodeGenC::literal(const Expr& e) {
   std::ostringstream os;
   if (auto* i = e.as<IntImmNode>()) {
@@ -430,7 +438,7 @@ std::string CodeGenC::print_expr(const Expr& e) {
     }
     case NodeKind::Reinterpret: {
       auto* n = e.as<ReinterpretNode>();
-      return "tl::bit_cast<" + type_name(n->dtype) + ">(" + print_expr(n->value) + ")";
+      return "tl::bit_cast<" + type_name(n->dtype) + ">(" + reinterpret_operand(n) + ")";
     }
     case NodeKind::Call:
       return print_call(e.as<CallNode>());

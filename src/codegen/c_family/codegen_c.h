@@ -59,6 +59,9 @@ class CodeGenC {
   void indent() { ++indent_; }
   void dedent() { --indent_; }
   std::string literal(const Expr& e);
+  // The operand of a bit reinterpretation, in its own type: arithmetic on 8- and
+  // 16-bit integers is promoted to int in C++ and MSL, which has other bits.
+  std::string reinterpret_operand(const ReinterpretNode* n);
   static std::string c_ident(const std::string& name);
 
   std::ostringstream out_;

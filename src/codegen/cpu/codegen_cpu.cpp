@@ -43,20 +43,27 @@ class CodeGenCPU : public CodeGenC {
  protected:
   void emit_barrier(const BarrierNode*) override {
     // With one executor per block, program order is all the ordering there is.
-    if (per_thread_) line("tl::sync_threads();");
+    if (per_thread_) sync();
   }
 
   void emit_attr(const AttrNode* op) override {
     if (!per_thread_ || op->key != kBlockOpAttr) return CodeGenC::emit_attr(op);
     // Block-wide work (a tile op, a T.Parallel nest) runs once, on thread 0, with
     // the other threads waiting before and after it.
-    line("tl::sync_threads();");
+    sync();
     line("if (tl_thread_rank == 0) {");
     indent();
     stmt(op->body);
     dedent();
     line("}");
+    sync();
+  }
+
+  // One barrier where plan_barriers' and a block op's meet.
+  void sync() {
+    if (out_.tellp() == synced_at_) return;
     line("tl::sync_threads();");
+    synced_at_ = out_.tellp();
   }
 
   void emit_allocate(const AllocateNode* op) override {
@@ -133,6 +140,7 @@ class CodeGenCPU : public CodeGenC {
   }
 
   bool per_thread_ = false;
+  std::streampos synced_at_ = -1;  // where the last barrier's line ended
   std::set<const void*> hoisted_;
 };
 

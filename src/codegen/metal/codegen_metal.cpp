@@ -257,7 +257,7 @@ class CodeGenMetal : public CodeGenC {
         return print_select(e.as<SelectNode>());
       case NodeKind::Reinterpret: {
         auto* n = e.as<ReinterpretNode>();
-        return "as_type<" + type_name(n->dtype) + ">(" + print_expr(n->value) + ")";
+        return "as_type<" + type_name(n->dtype) + ">(" + reinterpret_operand(n) + ")";
       }
       case NodeKind::Binary:
         if (auto s = print_binary_metal(e.as<BinaryNode>())) return *s;

@@ -1,0 +1,468 @@
+"""TileLang semantics that kernels written for TileLang rely on outside tile ops, run on
+the CUDA emulator (sm_80 and sm_90a sources), the Metal emulator and the cpu target,
+against numpy:
+
+- T.clear / T.fill / T.copy of a thread's own registers (T.alloc_local) run on every
+  thread, each on its own copy;
+- a fragment that only code outside T.Parallel uses (a scalar accumulator) is kept by
+  every thread, not shared by the block;
+- T.copy of part of a register fragment, to and from memory, keeps the fragment in
+  registers;
+- T.reinterpret of 8- and 16-bit integer arithmetic (promoted to int in C++ and MSL);
+- the names TileLang kernels use: T.grid, T.Cast, T.gemm_v2, T.address_of,
+  T.float8_e4m3, the macro parameter annotations (T.SharedBuffer ...),
+  tilelang.cdiv / next_power_of_2 / TensorSupplyType, tilelang.testing and
+  tilelang.utils.tensor."""
+
+import logging
+import re
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+SM80 = "cuda -arch=sm_80 -emulate"
+SM90A = "cuda -arch=sm_90a -emulate"
+METAL = "metal -emulate"
+ALL = [SM80, SM90A, METAL, "cpu"]
+rng = np.random.default_rng(5)
+
+
+@pytest.fixture
+def uncached():
+    """The compiler logs while it compiles: a kernel loaded from the cache logs nothing."""
+    tilelang.disable_cache()
+    yield
+    tilelang.enable_cache()
+
+
+def registers_per_thread():
+    @T.prim_func
+    def per_thread(A: T.Tensor((128, 4), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            row = T.alloc_local((4,), "float32")
+            acc[0] = 5.0  # what a register may hold before the clear
+            T.clear(acc)
+            T.copy(A[tx, 0:4], row)
+            for k in T.serial(4):
+                acc[0] += row[k]
+            T.fill(row, 0.5)
+            C[tx] = acc[0] + row[3]
+
+    return per_thread
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_fill_and_copy_of_registers_run_on_every_thread(target):
+    a = rng.standard_normal((128, 4)).astype(np.float32)
+    c = np.full(128, -1.0, np.float32)
+    tilelang.compile(registers_per_thread(), target=target)(a, c)
+    np.testing.assert_allclose(c, a.sum(1) + 0.5, rtol=1e-6, atol=1e-6)
+
+
+def test_a_register_clear_is_not_left_to_thread_0():
+    source = tilelang.compile(
+        registers_per_thread(), target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert "tl_thread_rank == 0" not in source, source
+    assert re.search(r"acc\[0\] = 0x0p\+0f;", source), source
+
+
+def scalar_fragment():
+    @T.prim_func
+    def running_total(sizes: T.Tensor((4,), "int32"), C: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128) as _:
+            total = T.alloc_fragment((1,), "int32")
+            total[0] = 0
+            for i in T.serial(4):
+                total[0] += sizes[i]  # every thread adds to its own copy
+            for i in T.Parallel(128):
+                C[i] = total[0] + i
+
+    return running_total
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_scalar_fragment_outside_parallel_loops_is_per_thread(target):
+    sizes = np.array([1, 2, 3, 4], np.int32)
+    c = np.zeros(128, np.int32)
+    tilelang.compile(scalar_fragment(), target=target)(sizes, c)
+    np.testing.assert_array_equal(c, 10 + np.arange(128))
+
+
+def test_a_scalar_fragment_is_a_register_array():
+    source = tilelang.compile(scalar_fragment(), target="cuda -arch=sm_90a").get_kernel_source()
+    assert re.search(r"\bint32_t total\[1\];", source), source
+
+
+M, N, D, V = 64, 32, 64, 16
+
+
+def partial_copies():
+    """A row-max softmax-like tile: parts of register fragments go to shared and global
+    memory and come back from global memory."""
+
+    @T.prim_func
+    def parts(
+        Q: T.Tensor((M, D), "float16"),
+        K: T.Tensor((N, D), "float16"),
+        P: T.Tensor((V, N), "float16"),
+        Top: T.Tensor((V, N), "float32"),
+        Mid: T.Tensor((8, 16), "float32"),
+        Rows: T.Tensor((V,), "float32"),
+        Out: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            q = T.alloc_shared((M, D), "float16")
+            k = T.alloc_shared((N, D), "float16")
+            top = T.alloc_shared((V, N), "float32")
+            acc = T.alloc_fragment((M, N), "float32")
+            mx = T.alloc_fragment((M,), "float32")
+            T.copy(Q, q)
+            T.copy(K, k)
+            T.clear(acc)
+            T.gemm(q, k, acc, transpose_B=True)
+            T.reduce_max(acc, mx, dim=1)
+            T.copy(acc[:V, :], top)  # the first rows, to shared memory
+            T.copy(top, Top)
+            T.copy(acc[8:16, 16:32], Mid)  # an inner block, to global memory
+            T.copy(mx[:V], Rows)  # part of a per-row vector
+            T.copy(P, acc[V : 2 * V, :])  # rows from memory; the others keep the gemm's
+            T.copy(acc, Out)
+
+    return parts
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A, "cpu"])
+def test_part_of_a_register_fragment_copies_to_and_from_memory(target, caplog, uncached):
+    q = rng.standard_normal((M, D)).astype(np.float16)
+    k = rng.standard_normal((N, D)).astype(np.float16)
+    p = rng.standard_normal((V, N)).astype(np.float16)
+    s = q.astype(np.float64) @ k.astype(np.float64).T
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(partial_copies(), target=target)
+    assert "stays in shared memory" not in caplog.text, caplog.text
+    top = np.zeros((V, N), np.float32)
+    mid = np.zeros((8, 16), np.float32)
+    rows = np.zeros(V, np.float32)
+    out = np.zeros((M, N), np.float32)
+    kernel(q, k, p, top, mid, rows, out)
+    np.testing.assert_allclose(top, s[:V], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(mid, s[8:16, 16:32], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(rows, s[:V].max(1), rtol=1e-3, atol=1e-3)
+    want = s.copy()
+    want[V : 2 * V] = p
+    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+
+
+def test_fragments_partly_copied_stay_in_registers():
+    source = tilelang.compile(partial_copies(), target="cuda -arch=sm_90a").get_kernel_source()
+    assert re.search(r"\bfloat acc\[\d+\];", source), source
+    assert re.search(r"\bfloat mx\[\d+\];", source), source
+
+
+def narrow_bits():
+    @T.prim_func
+    def to_half(B: T.Tensor((128,), "uint8"), C: T.Tensor((128,), "float16")):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(128):
+                v = B[i].astype("uint16")
+                bits = ((v & T.uint16(7)) << T.uint16(10)) | T.uint16(0x3C00)
+                C[i] = T.reinterpret(bits.astype("uint16"), "float16")
+
+    return to_half
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_reinterpret_of_narrow_integer_arithmetic(target):
+    b = np.arange(128, dtype=np.uint8)
+    c = np.zeros(128, np.float16)
+    tilelang.compile(narrow_bits(), target=target)(b, c)
+    want = (((b.astype(np.uint16) & 7) << 10) | 0x3C00).astype(np.uint16).view(np.float16)
+    np.testing.assert_array_equal(c, want)
+
+
+@T.macro
+def scale_rows(
+    tile: T.SharedBuffer((16, 16), "float32"), acc: T.FragmentBuffer((16, 16), "float32")
+):
+    for i, j in T.Parallel(16, 16):
+        acc[i, j] = T.Cast("float32", tile[i, j]) * 2
+
+
+def tilelang_names():
+    @T.prim_func
+    def names(
+        A: T.Tensor((16, 16), "float32"),
+        B: T.Tensor((16, 16), "float32"),
+        S: T.Tensor((128,), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            tile = T.alloc_shared((16, 16), "float32")
+            acc = T.alloc_fragment((16, 16), "float32")
+            total = T.alloc_local((1,), "float32")
+            T.copy(A, tile)
+            scale_rows(tile, acc)
+            T.copy(acc, tile)
+            T.copy(tile, B)
+            total[0] = 0
+            for i, j in T.grid(4, 16):  # every thread sums rows 0..3 in plain loops
+                total[0] += tile[i, j]
+            S[tx] = total[0] + tx
+
+    return names
+
+
+@pytest.mark.parametrize("target", [SM80, "cpu"])
+def test_tilelang_names_for_macros_loops_and_casts(target):
+    a = rng.standard_normal((16, 16)).astype(np.float32)
+    b, s = tilelang.compile(tilelang_names(), out_idx=[1, 2], target=target)(a)
+    np.testing.assert_allclose(b, a * 2, rtol=1e-6)
+    np.testing.assert_allclose(s - np.arange(128), (a[:4] * 2).sum(), rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_v2_float8_e4m3_and_address_of():
+    assert T.gemm_v2 is T.gemm
+    assert T.float8_e4m3 == T.float8_e4m3fn == T.dtype("float8_e4m3")
+
+    @T.prim_func
+    def incr(A: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=8) as _:
+            tx = T.get_thread_binding()
+            T.evaluate(T.call_extern("float32", "tl::atomic_add<0>", T.address_of(A[tx]), 1.5))
+
+    a = np.arange(8, dtype=np.float32)
+    tilelang.compile(incr, target="cpu")(a)
+    np.testing.assert_array_equal(a, np.arange(8) + 1.5)
+    with pytest.raises(tilelang.TileLangError, match="T.address_of takes one buffer element"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1) as _:
+                T.evaluate(T.address_of(A[0] + 1))
+
+
+def test_python_helpers_of_tilelang():
+    from tilelang.utils.tensor import TensorSupplyType, map_torch_type, torch_assert_close
+
+    assert tilelang.cdiv(7, 2) == 4 and tilelang.cdiv(8, 2) == 4
+    assert [tilelang.next_power_of_2(n) for n in (0, 1, 2, 3, 64, 65)] == [1, 1, 2, 4, 64, 128]
+    assert tilelang.TensorSupplyType is TensorSupplyType
+    from tilelang.carver.arch import driver
+
+    assert isinstance(driver.get_num_sms(), int) and driver.get_num_sms() >= 1
+    torch_assert_close(np.ones(1000), np.ones(1000) + 1e-4)
+    near = np.ones(1000)
+    near[0] = 9.0  # one element in a thousand may differ
+    torch_assert_close(near, np.ones(1000), max_mismatched_ratio=0.001)
+    with pytest.raises(AssertionError, match="2 of 1000 elements"):
+        near[1] = 9.0
+        torch_assert_close(near, np.ones(1000), max_mismatched_ratio=0.001)
+    torch = pytest.importorskip("torch")
+    assert map_torch_type("float8_e4m3") is torch.float8_e4m3fn
+    assert map_torch_type(T.bfloat16) is torch.bfloat16
+
+
+def test_tilelang_testing_marks():
+    import tilelang.testing
+
+    tilelang.testing.set_random_seed(3)
+    first = np.random.rand()
+    tilelang.testing.set_random_seed(3)
+    assert np.random.rand() == first
+    mark = tilelang.testing.requires_cuda_compute_version_ge(9, 0)
+    assert mark.name == "skipif"
+    with pytest.raises(ValueError, match="mode must be one of"):
+        tilelang.testing.requires_cuda_compute_version(9, 0, mode="about")
+
+
+def neighbours():
+    @T.prim_func
+    def neighbour_sum(A: T.Tensor((256,), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for it in T.serial(2):
+                S[tx] = A[it * 128 + tx]  # each thread writes its own element...
+                acc[0] += S[(tx + 1) % 128]  # ...and reads its neighbour's
+            C[tx] = acc[0]
+
+    return neighbour_sum
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_thread_level_shared_accesses_get_barriers(target):
+    # Without a barrier between the write and the read, and between one iteration's
+    # read and the next one's write, a thread reads a stale or a future value (the
+    # emulators report the race; the cpu target reads wrong values).
+    a = rng.standard_normal(256).astype(np.float32)
+    c = np.zeros(128, np.float32)
+    tilelang.compile(neighbours(), target=target)(a, c)
+    nxt = (np.arange(128) + 1) % 128
+    np.testing.assert_allclose(c, a[nxt] + a[128 + nxt], rtol=1e-6)
+
+
+def test_no_barrier_under_a_condition_on_the_thread_index():
+    @T.prim_func
+    def guarded(A: T.Tensor((128,), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            if tx < 64:  # only some threads get here: a block barrier would hang
+                S[tx] = A[tx]
+                C[tx] = S[tx]
+
+    source = tilelang.compile(guarded, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__syncthreads" not in source, source
+
+
+def warp_specialized_by_hand(threads, cond):
+    M = N = K = 64
+
+    @T.prim_func
+    def by_hand(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((N, K), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=threads) as _:
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((N, K), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            tx = T.get_thread_binding()
+            T.copy(A, a)
+            T.copy(B, b)
+            if cond(tx):
+                T.clear(acc)
+                T.gemm(a, b, acc, transpose_B=True)
+                T.copy(acc, C)
+
+    return by_hand
+
+
+@pytest.mark.parametrize(
+    "threads,cond",
+    [(256, lambda tx: tx < 128), (256, lambda tx: tx >= 128), (384, lambda tx: tx // 128 == 2)],
+    ids=["first", "second", "third"],
+)
+def test_a_branch_over_whole_warpgroups_is_their_region(threads, cond):
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    kernel = tilelang.compile(warp_specialized_by_hand(threads, cond), out_idx=[2], target=SM90A)
+    np.testing.assert_allclose(
+        kernel(a, b), a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-3, atol=1e-3
+    )
+
+
+def elif_chain():
+    @T.prim_func
+    def chain(A: T.Tensor((3, 128), "float32"), C: T.Tensor((3, 128), "float32")):
+        with T.Kernel(1, threads=384) as _:
+            tx = T.get_thread_binding()
+            t0 = T.alloc_fragment((128,), "float32")  # a fragment belongs to one region
+            t1 = T.alloc_fragment((128,), "float32")
+            t2 = T.alloc_fragment((128,), "float32")
+            if tx < 128:
+                T.copy(A[0, :], t0)
+                for i in T.Parallel(128):
+                    C[0, i] = t0[i] + 1
+            elif tx >= 128 and tx < 256:
+                T.copy(A[1, :], t1)
+                for i in T.Parallel(128):
+                    C[1, i] = t1[i] + 2
+            else:
+                T.copy(A[2, :], t2)
+                for i in T.Parallel(128):
+                    C[2, i] = t2[i] + 3
+
+    return chain
+
+
+def test_an_elif_chain_over_warpgroups_is_three_regions():
+    a = rng.standard_normal((3, 128)).astype(np.float32)
+    c = tilelang.compile(elif_chain(), out_idx=[1], target=SM90A)(a)
+    np.testing.assert_allclose(c, a + np.array([[1], [2], [3]], np.float32))
+
+
+@pytest.mark.parametrize(
+    "target,threads,cond,why",
+    [
+        (SM90A, 256, lambda tx: tx < 64, "not whole warpgroups"),
+        (SM90A, 256, lambda tx: tx % 2 == 0, "not a range of thread indices"),
+        (SM80, 256, lambda tx: tx < 128, "need sm_90"),
+        ("cpu", 256, lambda tx: tx >= 128, "need sm_90"),
+    ],
+    ids=["part-of-a-warpgroup", "not-a-range", "sm80", "cpu"],
+)
+def test_other_branches_on_the_thread_index_around_tile_ops_are_refused(target, threads, cond, why):
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(warp_specialized_by_hand(threads, cond), out_idx=[2], target=target)
+    text = str(err.value)
+    assert "T.fill under the condition on the thread index at" in text, text
+    assert "test_thread_level_semantics.py" in text and why in text, text
+
+
+def test_an_on_chip_index_the_loops_take_out_of_bounds_is_refused():
+    @T.prim_func
+    def too_small(S: T.Tensor((1,), "float16"), O: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            sinks = T.alloc_fragment((1,), "float16")
+            for i in T.Parallel(64):
+                sinks[i] = S[0]
+            for i in T.Parallel(64):
+                O[i] = sinks[0] * 2.0
+
+    for target in (SM80, "cpu"):
+        with pytest.raises(tilelang.TileLangError) as err:
+            tilelang.compile(too_small, target=target)
+        text = str(err.value)
+        assert "test_thread_level_semantics.py" in text, text
+        assert (
+            "sinks[...] with index i in dimension 0, which the loops around it take over [0, 63]"
+            in text
+        )
+        assert "'sinks' has 1 elements there (shape [1])" in text, text
+
+
+def test_guarded_on_chip_accesses_are_left_to_run():
+    @T.prim_func
+    def guarded(S: T.Tensor((4,), "float32"), O: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            small = T.alloc_shared((4,), "float32")
+            T.copy(S, small)
+            for i in T.Parallel(64):
+                O[i] = T.if_then_else(i < 4, small[i], 0.0)
+
+    s = np.arange(4, dtype=np.float32) + 1
+    o = tilelang.compile(guarded, out_idx=[1], target="cpu")(s)
+    np.testing.assert_array_equal(o, np.concatenate([s, np.zeros(60, np.float32)]))
+
+
+def test_a_pipelined_loop_starting_at_a_register_value():
+    N, BN = 256, 64
+
+    @T.prim_func
+    def from_start(A: T.Tensor((N, 64), "float16"), B: T.Tensor((BN, 64), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            a_s = T.alloc_shared((BN, 64), "float16")
+            acc = T.alloc_fragment((BN, 64), "float32")
+            start = T.alloc_local((1,), "int32")
+            start[0] = 1
+            T.clear(acc)
+            for k in T.Pipelined(start[0], N // BN, num_stages=2):
+                T.copy(A[k * BN : (k + 1) * BN, :], a_s)
+                for i, j in T.Parallel(BN, 64):
+                    acc[i, j] += a_s[i, j]
+            T.copy(acc, B)
+
+    a = rng.standard_normal((N, 64)).astype(np.float16)
+    want = a.astype(np.float32).reshape(4, BN, 64)[1:].sum(0)
+    for target in (SM90A, "cpu"):
+        b = tilelang.compile(from_start, out_idx=[1], target=target)(a)
+        np.testing.assert_allclose(b, want, rtol=1e-3, atol=1e-3)
