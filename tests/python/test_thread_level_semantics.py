@@ -466,3 +466,42 @@ def test_a_pipelined_loop_starting_at_a_register_value():
     for target in (SM90A, "cpu"):
         b = tilelang.compile(from_start, out_idx=[1], target=target)(a)
         np.testing.assert_allclose(b, want, rtol=1e-3, atol=1e-3)
+
+
+def dot_of_int8_rows():
+    @T.prim_func
+    def rows(
+        A: T.Tensor((64, 16), "int8"), B: T.Tensor((16,), "int8"), C: T.Tensor((64,), "int32")
+    ):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            a = T.alloc_local((16,), "int8")
+            acc = T.alloc_local((1,), "int32")
+            T.copy(A[tx, :], a)
+            T.clear(acc)
+            for q in T.serial(4):
+                T.dp4a(a[q * 4], B[q * 4], acc)  # elements: four lanes from there
+            C[tx] = acc[0]
+
+    return rows
+
+
+@pytest.mark.parametrize("target", [SM80, "cpu"])
+def test_dp4a_sums_four_int8_products(target):
+    a = rng.integers(-128, 128, (64, 16)).astype(np.int8)
+    b = rng.integers(-128, 128, 16).astype(np.int8)
+    c = np.zeros(64, np.int32)
+    tilelang.compile(dot_of_int8_rows(), target=target)(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_dp4a_names_a_wrong_operand():
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.dp4a: A \('a'\) must be int8 or uint8, got float16"
+    ):
+
+        @T.prim_func
+        def wrong(C: T.Tensor((1,), "int32")):
+            with T.Kernel(1) as _:
+                a = T.alloc_local((4,), "float16")
+                T.dp4a(a, a, C)

@@ -237,6 +237,41 @@ def clamp(x, lo, hi):
     return max(min(x, hi), lo)
 
 
+def dp4a(A, B, C):
+    """`T.dp4a(A, B, C)`: C += A[0] * B[0] + ... + A[3] * B[3], four 8-bit integer
+    products summed into the 32-bit integer C. A, B and C are buffers (from their first
+    element) or elements (`A_local[k * 4]`); the four run along the last dimension."""
+    from .buffer import Buffer, VarBuffer
+
+    ctx = builder_ctx.current("T.dp4a")
+
+    def start(x, name, dtypes):
+        if isinstance(x, VarBuffer):
+            found = (x, (0,))
+        elif isinstance(x, Buffer):
+            found = (x, (0,) * x.ndim)
+        else:
+            element = ctx.element_of(to_value(x)) if isinstance(x, _C.Expr) else None
+            found = None if element is None else (element[0], tuple(element[1]))
+        if found is None:
+            raise frontend_error(
+                f"T.dp4a: {name} must be a buffer or one element of it, got {type(x).__name__} {x!r}"
+            )
+        if str(found[0].dtype) not in dtypes:
+            raise frontend_error(
+                f"T.dp4a: {name} ('{found[0].name}') must be {' or '.join(dtypes)}, got {found[0].dtype}"
+            )
+        return found
+
+    (a, ai), (b, bi) = start(A, "A", ("int8", "uint8")), start(B, "B", ("int8", "uint8"))
+    c, ci = start(C, "C", ("int32", "uint32"))
+    total = c[ci]
+    for k in range(4):
+        lane_a, lane_b = (*ai[:-1], ai[-1] + k), (*bi[:-1], bi[-1] + k)
+        total = total + _C.cast(a[lane_a], c.dtype) * _C.cast(b[lane_b], c.dtype)
+    c[ci] = total
+
+
 def if_then_else(cond, then_value, else_value):
     cond = to_value(cond)
     if isinstance(cond, bool):
@@ -365,6 +400,7 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "max",
     "min",
     "clamp",
+    "dp4a",
     "if_then_else",
     "cast",
     "Cast",
