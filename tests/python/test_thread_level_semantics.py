@@ -444,9 +444,7 @@ def test_guarded_on_chip_accesses_are_left_to_run():
     np.testing.assert_array_equal(o, np.concatenate([s, np.zeros(60, np.float32)]))
 
 
-def test_a_pipelined_loop_starting_at_a_register_value():
-    N, BN = 256, 64
-
+def pipelined_from_register(N=256, BN=64):
     @T.prim_func
     def from_start(A: T.Tensor((N, 64), "float16"), B: T.Tensor((BN, 64), "float32")):
         with T.Kernel(1, threads=128) as _:
@@ -461,10 +459,14 @@ def test_a_pipelined_loop_starting_at_a_register_value():
                     acc[i, j] += a_s[i, j]
             T.copy(acc, B)
 
-    a = rng.standard_normal((N, 64)).astype(np.float16)
-    want = a.astype(np.float32).reshape(4, BN, 64)[1:].sum(0)
+    return from_start
+
+
+def test_a_pipelined_loop_starting_at_a_register_value():
+    a = rng.standard_normal((256, 64)).astype(np.float16)
+    want = a.astype(np.float32).reshape(4, 64, 64)[1:].sum(0)
     for target in (SM90A, "cpu"):
-        b = tilelang.compile(from_start, out_idx=[1], target=target)(a)
+        b = tilelang.compile(pipelined_from_register(), out_idx=[1], target=target)(a)
         np.testing.assert_allclose(b, want, rtol=1e-3, atol=1e-3)
 
 

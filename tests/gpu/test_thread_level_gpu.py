@@ -1,0 +1,116 @@
+"""TileLang's thread-level semantics on the present GPU against torch (the kernels of
+tests/python/test_thread_level_semantics.py, which run them on the emulators in CI):
+per-thread register fills and copies, per-thread scalar fragments, parts of register
+fragments to and from memory, barriers between thread-level shared accesses, branches
+on the thread index over whole warpgroups as their T.ws regions, T.dp4a and a
+pipelined loop starting at a register value. Needs an sm_90 GPU (the regions and
+sm_90a kernels)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+
+torch = pytest.importorskip("torch")
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+)
+from test_thread_level_semantics import (
+    D,
+    M,
+    N,
+    V,
+    dot_of_int8_rows,
+    elif_chain,
+    neighbours,
+    partial_copies,
+    pipelined_from_register,
+    registers_per_thread,
+    scalar_fragment,
+    warp_specialized_by_hand,
+)
+
+pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
+TARGET = "cuda -arch=sm_90a"
+gen = torch.Generator(device="cuda").manual_seed(9)
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device="cuda", generator=gen).to(dtype)
+
+
+def test_register_fills_and_copies_on_every_thread():
+    a = randn(128, 4)
+    c = torch.full((128,), -1.0, device="cuda")
+    tilelang.compile(registers_per_thread(), target=TARGET)(a, c)
+    torch.testing.assert_close(c, a.sum(1) + 0.5, rtol=1e-6, atol=1e-6)
+
+
+def test_scalar_fragment_per_thread():
+    sizes = torch.tensor([1, 2, 3, 4], dtype=torch.int32, device="cuda")
+    c = torch.zeros(128, dtype=torch.int32, device="cuda")
+    tilelang.compile(scalar_fragment(), target=TARGET)(sizes, c)
+    assert torch.equal(c, 10 + torch.arange(128, dtype=torch.int32, device="cuda"))
+
+
+def test_parts_of_register_fragments():
+    q, k, p = (
+        randn(M, D, dtype=torch.float16),
+        randn(N, D, dtype=torch.float16),
+        randn(V, N, dtype=torch.float16),
+    )
+    s = q.float() @ k.float().T
+    top = torch.zeros(V, N, device="cuda")
+    mid = torch.zeros(8, 16, device="cuda")
+    rows = torch.zeros(V, device="cuda")
+    out = torch.zeros(M, N, device="cuda")
+    tilelang.compile(partial_copies(), target=TARGET)(q, k, p, top, mid, rows, out)
+    torch.testing.assert_close(top, s[:V], rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(mid, s[8:16, 16:32], rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(rows, s[:V].max(1).values, rtol=1e-3, atol=1e-3)
+    want = s.clone()
+    want[V : 2 * V] = p.float()
+    torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-3)
+
+
+def test_barriers_between_thread_level_shared_accesses():
+    a = randn(256)
+    c = torch.zeros(128, device="cuda")
+    for _ in range(20):  # a missing barrier shows up some of the time, not every time
+        tilelang.compile(neighbours(), target=TARGET)(a, c)
+        nxt = (torch.arange(128, device="cuda") + 1) % 128
+        torch.testing.assert_close(c, a[nxt] + a[128 + nxt], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "threads,cond",
+    [(256, lambda tx: tx < 128), (256, lambda tx: tx >= 128), (384, lambda tx: tx // 128 == 2)],
+    ids=["first", "second", "third"],
+)
+def test_branches_over_whole_warpgroups(threads, cond):
+    a, b = randn(64, 64, dtype=torch.float16), randn(64, 64, dtype=torch.float16)
+    kernel = tilelang.compile(warp_specialized_by_hand(threads, cond), out_idx=[2], target=TARGET)
+    torch.testing.assert_close(kernel(a, b), a.float() @ b.float().T, rtol=1e-3, atol=1e-3)
+
+
+def test_elif_chain_of_regions():
+    a = randn(3, 128)
+    c = tilelang.compile(elif_chain(), out_idx=[1], target=TARGET)(a)
+    torch.testing.assert_close(c, a + torch.tensor([[1.0], [2.0], [3.0]], device="cuda"))
+
+
+def test_dp4a():
+    a = torch.randint(-128, 128, (64, 16), dtype=torch.int8, device="cuda")
+    b = torch.randint(-128, 128, (16,), dtype=torch.int8, device="cuda")
+    c = torch.zeros(64, dtype=torch.int32, device="cuda")
+    tilelang.compile(dot_of_int8_rows(), target=TARGET)(a, b, c)
+    want = (a.cpu().numpy().astype(np.int32) @ b.cpu().numpy().astype(np.int32)).astype(np.int32)
+    assert np.array_equal(c.cpu().numpy(), want)
+
+
+def test_pipelined_loop_from_a_register_value():
+    a = randn(256, 64, dtype=torch.float16)
+    b = tilelang.compile(pipelined_from_register(), out_idx=[1], target=TARGET)(a)
+    torch.testing.assert_close(b, a.float().reshape(4, 64, 64)[1:].sum(0), rtol=1e-3, atol=1e-3)
