@@ -83,8 +83,19 @@ struct Access {
   int simd_epoch = 0;           // simdgroup barriers the thread had passed
   const char* where = nullptr;  // "buffer|file:line"
 };
+// Two threads writing the same element in one epoch is a race only when the values
+// differ: every thread storing the same value (a tile each thread loads whole) is how
+// GPU kernels are written, and the hardware keeps that value. Such a write is held
+// here until it has landed, then compared with what the first writer left.
+struct SameValueCheck {
+  uintptr_t address;
+  size_t bytes;
+  unsigned char before[16];  // what the other thread had written
+  std::string message;       // the race, should the values differ
+};
 struct RaceTable {
   std::unordered_map<uintptr_t, Access> writes, reads;
+  std::vector<SameValueCheck> pending;
 };
 
 inline std::string describe(const char* where) {
@@ -164,6 +175,7 @@ TL_EMU_FN void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, in
   st.shared.assign(size_t(shared_bytes) + 16, 0);
   st.races.writes.clear();
   st.races.reads.clear();
+  st.races.pending.clear();
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
   st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
 }
@@ -237,43 +249,65 @@ TL_EMU_FN void record_failure(const std::string& message) {
   f.block[1] = b.y;
   f.block[2] = b.z;
 }
+#endif
 
-// Checks an access of the running thread to the shared byte address `a` (see
-// RaceTable) and records it.
-TL_EMU_FN void note_shared_access(uintptr_t a, bool write, const char* where) {
+// Decides the writes held for a same-value check (they have all landed by now: a
+// thread's store completes before its next shared access, barrier or exit).
+TL_EMU_FN void check_same_values();
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void check_same_values() {
+  RaceTable& t = block_state().races;
+  for (const SameValueCheck& c : t.pending)
+    if (std::memcmp(reinterpret_cast<const void*>(c.address), c.before, c.bytes) != 0) record_failure(c.message);
+  t.pending.clear();
+}
+#endif
+
+// Checks an access of `bytes` by the running thread to the shared byte address `a`
+// (see RaceTable) and records it.
+TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where);
+#if TL_EMU_DEFINITIONS
+TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where) {
   FiberScheduler* s = current_scheduler();
   int tid = s->current, epoch = s->barriers[tid];
   BlockState& st = block_state();
   int simd_epoch = size_t(tid) < st.simd_epochs.size() ? st.simd_epochs[size_t(tid)] : 0;
   RaceTable& t = st.races;
-  auto conflict = [&](const Access& other, const char* what_other, const char* what_this) {
-    if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return;
-    if (other.thread / 32 == tid / 32 && other.simd_epoch != simd_epoch) return;
+  if (!t.pending.empty()) check_same_values();
+  // The race message, or "" when `other` and this access are ordered.
+  auto race = [&](const Access& other, const char* what_other, const char* what_this) -> std::string {
+    if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return "";
+    if (other.thread / 32 == tid / 32 && other.simd_epoch != simd_epoch) return "";
     auto name_of = [](const char* w) { return std::string(w, strchr(w, '|') ? strchr(w, '|') - w : strlen(w)); };
     // Accesses by device helpers (cp.async, ldmatrix) carry no buffer name: take the other's.
     std::string name = name_of(where);
     if (name.empty()) name = name_of(other.where);
     std::string buffer = name.empty() ? "a shared buffer" : "buffer '" + name + "'";
-    record_failure("shared-memory race on " + buffer + ": thread " + std::to_string(other.thread) + " " + what_other +
-                   " it at " + describe(other.where) + " and thread " + std::to_string(tid) + " " + what_this +
-                   " it at " + describe(where) + " with no barrier between them; add T.sync_threads() between the two");
+    return "shared-memory race on " + buffer + ": thread " + std::to_string(other.thread) + " " + what_other +
+           " it at " + describe(other.where) + " and thread " + std::to_string(tid) + " " + what_this + " it at " +
+           describe(where) + " with no barrier between them; add T.sync_threads() between the two";
   };
   if (write) {
-    conflict(t.writes[a], "writes", "writes");
-    conflict(t.reads[a], "reads", "writes");
+    std::string both = race(t.writes[a], "writes", "writes");
+    if (!both.empty() && bytes <= sizeof(SameValueCheck::before)) {
+      SameValueCheck c{a, bytes, {}, std::move(both)};
+      std::memcpy(c.before, reinterpret_cast<const void*>(a), bytes);
+      t.pending.push_back(std::move(c));
+    } else if (!both.empty()) {
+      record_failure(both);
+    }
+    if (std::string m = race(t.reads[a], "reads", "writes"); !m.empty()) record_failure(m);
     t.writes[a] = {tid, epoch, simd_epoch, where};
   } else {
-    conflict(t.writes[a], "writes", "reads");
+    if (std::string m = race(t.writes[a], "writes", "reads"); !m.empty()) record_failure(m);
     t.reads[a] = {tid, epoch, simd_epoch, where};
   }
 }
-#else
-TL_EMU_FN void note_shared_access(uintptr_t a, bool write, const char* where);
 #endif
 
 template <class T>
 inline T* note_shared(T* p, bool write, const char* where) {
-  if (current_scheduler()) note_shared_access(reinterpret_cast<uintptr_t>(p), write, where);
+  if (current_scheduler()) note_shared_access(reinterpret_cast<uintptr_t>(p), sizeof(T), write, where);
   return p;
 }
 

@@ -272,6 +272,7 @@ inline void run_threadgroup(int64_t bx, int64_t by, int64_t bz, int nx, int ny, 
       kernel(group, metal::uint3{uint(tx), uint(ty), uint(tz)}, uint(me / kSimdWidth));
     } catch (const Abandon&) {
     }
+    check_same_values();
     finish_thread(g, me);
   });
 }

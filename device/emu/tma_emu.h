@@ -582,6 +582,7 @@ inline void land_all_stores();
 TL_EMU_FN void thread_exited() {
   if (!current_scheduler()) return;
   land_all_stores();  // the GPU finishes a returned thread's stores
+  check_same_values();
   TmaBlock& b = tma_block();
   ++b.exited[cta_rank()];
   ++b.events;

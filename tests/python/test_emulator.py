@@ -304,3 +304,34 @@ def test_a_128_cubed_fp16_gemm_runs_emulated_in_under_5_seconds(target):
     elapsed = time.perf_counter() - start
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
     assert elapsed < 5, f"the emulated 128^3 gemm took {elapsed:.2f} s"
+
+
+def one_slot(same_value):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((1,), "float32")
+            if same_value:
+                S[0] = A[0]  # every thread stores the same value
+            else:
+                S[0] = A[tx]  # DIFFERENT-VALUES
+            B[tx] = S[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", [TARGET, "metal -emulate"])
+def test_threads_storing_the_same_value_are_no_race(target):
+    a = rng.standard_normal(32).astype(np.float32)
+    b = tilelang.compile(one_slot(True), out_idx=[-1], target=target)(a)
+    np.testing.assert_array_equal(b, np.full(32, a[0]))
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(one_slot(False), out_idx=[-1], target=target)(a)
+    src = pathlib.Path(__file__).read_text().splitlines()
+    line = next(i + 1 for i, t in enumerate(src) if t.rstrip().endswith("# DIFFERENT-VALUES"))
+    message = str(err.value)
+    assert "shared-memory race on buffer 'S'" in message and "writes it at" in message, message
+    assert f"test_emulator.py:{line}" in message, message
