@@ -360,6 +360,18 @@ def test_a_branch_over_whole_warpgroups_is_their_region(threads, cond):
     )
 
 
+def test_a_branch_thread_0_takes_runs_its_tile_ops_on_the_cpu():
+    # The cpu target runs a block op whole on thread 0, which takes this branch.
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    kernel = tilelang.compile(
+        warp_specialized_by_hand(256, lambda tx: tx < 128), out_idx=[2], target="cpu"
+    )
+    np.testing.assert_allclose(
+        kernel(a, b), a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-3, atol=1e-3
+    )
+
+
 def elif_chain():
     @T.prim_func
     def chain(A: T.Tensor((3, 128), "float32"), C: T.Tensor((3, 128), "float32")):
