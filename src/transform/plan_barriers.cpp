@@ -19,13 +19,19 @@ bool block_shared(const Buffer& b) {
 // Shared buffers accessed since the last barrier that orders them. A wgmma issued
 // without a wait (Pending = 1) reads its shared operands until tl::wgmma_wait<0>():
 // a barrier does not order those reads, the wait turns them into ordinary ones.
+// Writes of thread-level statements (`simt_writes`, each thread its own elements)
+// need no barrier between them: two such stores to one element by different
+// threads are unordered on the GPU with or without one in between, unless something
+// reads it in between (a read orders them). Against a tile op's writes, whose
+// elements fall to other threads, they are ordered as any write.
 struct Access {
-  std::set<BufKey> reads, writes, async_reads;
-  void clear() { reads.clear(), writes.clear(); }
+  std::set<BufKey> reads, writes, async_reads, simt_writes;
+  void clear() { reads.clear(), writes.clear(), simt_writes.clear(); }
   void merge(const Access& o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     async_reads.insert(o.async_reads.begin(), o.async_reads.end());
+    simt_writes.insert(o.simt_writes.begin(), o.simt_writes.end());
   }
   void wgmma_waited() {
     reads.insert(async_reads.begin(), async_reads.end());
@@ -76,8 +82,12 @@ bool meets(const std::set<BufKey>& a, const std::set<BufKey>& b) {
 // still read needs the wait first: the pipeline puts one there; the barrier then
 // orders it for the other warps.)
 bool conflicts(const Access& acc, const Access& st) {
-  return meets(acc.reads, st.writes) || meets(acc.writes, st.writes) || meets(acc.writes, st.reads) ||
-         meets(acc.writes, st.async_reads) || meets(acc.async_reads, st.writes);
+  auto any_write = [](const Access& a, const std::set<BufKey>& b) {
+    return meets(a.writes, b) || meets(a.simt_writes, b);
+  };
+  return any_write(st, acc.reads) || any_write(acc, st.reads) || any_write(acc, st.async_reads) ||
+         any_write(st, acc.async_reads) || meets(acc.writes, st.writes) || meets(acc.writes, st.simt_writes) ||
+         meets(acc.simt_writes, st.writes);
 }
 
 // The shared buffers a statement reads and writes (an address taken counts as both);
@@ -235,14 +245,17 @@ class Planner {
       st.wgmma_waited();
       return s;
     }
-    if (!compound(s) && (lowered_ || !uniform_thread_code(s, uniform_))) {
+    if (!compound(s) && (lowered_ || divergent_ || !uniform_thread_code(s, uniform_))) {
       Access acc = accesses(s);
+      if (thread_level_ && !is_block_op(s)) acc.simt_writes.swap(acc.writes);
       bool sync = conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
       if (sync) clear(st);
       st.Access::merge(acc);
       (region_ < 0 ? st.block : st.regions[region_]).merge(acc);
       return sync ? seq({barrier(BarrierKind::Threads), s}) : s;
     }
+    // Not compound and planned through: thread-level code every thread runs alike.
+    Scoped<bool> thread_level(thread_level_, thread_level_ || !compound(s));
     switch (s.kind()) {
       case NodeKind::Seq: {
         std::vector<Stmt> out;
@@ -251,6 +264,7 @@ class Planner {
       }
       case NodeKind::For: {
         auto* f = s.as<ForNode>();
+        Scoped<bool> divergent(divergent_, divergent_ || !uniform_.uniform(f->min) || !uniform_.uniform(f->extent));
         State start = loop_entry(f->body, st);
         Stmt body = plan(f->body, start);
         // When what ran before the loop is what puts barriers in its body (a tile
@@ -269,6 +283,7 @@ class Planner {
       }
       case NodeKind::While: {
         auto* w = s.as<WhileNode>();
+        Scoped<bool> divergent(divergent_, divergent_ || !uniform_.uniform(w->cond));
         State start = loop_entry(w->body, st);
         Stmt body = plan(w->body, start);
         st.merge(start);
@@ -276,6 +291,10 @@ class Planner {
       }
       case NodeKind::IfThenElse: {
         auto* n = s.as<IfThenElseNode>();
+        // Threads that skip a branch would not reach a block barrier in it: code under
+        // a condition that depends on the thread is planned as one step per statement
+        // of its tile-op structure only, as before thread-level planning.
+        Scoped<bool> divergent(divergent_, divergent_ || !uniform_.uniform(n->cond));
         State a = st, b = st;
         Stmt t = plan(n->then_case, a);
         Stmt e = n->else_case.defined() ? plan(n->else_case, b) : n->else_case;
@@ -326,7 +345,14 @@ class Planner {
  private:
   int64_t region_ = -1;  // the first thread of the T.ws region being planned, -1 outside
   Uniformity uniform_;
-  bool lowered_ = false;  // inside a lowering's per-thread code (kThreadOpAttr)
+  bool lowered_ = false;       // inside a lowering's per-thread code (kThreadOpAttr)
+  bool divergent_ = false;     // under a condition or loop bound that depends on the thread
+  bool thread_level_ = false;  // inside thread-level code planned statement by statement
+
+  static bool is_block_op(const Stmt& s) {
+    auto* a = s.as<AttrNode>();
+    return a && a->key == kBlockOpAttr;
+  }
 
   // A barrier here: of the block outside regions, of the region's threads inside one.
   void clear(State& st) {

@@ -27,6 +27,7 @@ from test_thread_level_semantics import (
     neighbours,
     partial_copies,
     pipelined_from_register,
+    producer_and_consumer,
     registers_per_thread,
     scalar_fragment,
     warp_specialized_by_hand,
@@ -114,3 +115,10 @@ def test_pipelined_loop_from_a_register_value():
     a = randn(256, 64, dtype=torch.float16)
     b = tilelang.compile(pipelined_from_register(), out_idx=[1], target=TARGET)(a)
     torch.testing.assert_close(b, a.float().reshape(4, 64, 64)[1:].sum(0), rtol=1e-3, atol=1e-3)
+
+
+def test_producer_branch_without_a_block_barrier():
+    a = randn(512)
+    b = torch.zeros(512, device="cuda")
+    tilelang.compile(producer_and_consumer(), target=TARGET)(a, b)  # a hang fails by timeout
+    torch.testing.assert_close(b, a * 2)

@@ -519,3 +519,54 @@ def test_dp4a_names_a_wrong_operand():
             with T.Kernel(1) as _:
                 a = T.alloc_local((4,), "float16")
                 T.dp4a(a, a, C)
+
+
+def producer_and_consumer(N=512):
+    @T.prim_func
+    def hand_made(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((N,), "float32")
+            bar = T.alloc_barrier(arrive_count=128)
+            if tx < 128:  # consumers wait on the mbarrier
+                T.barrier_wait(bar, 0)
+                for v in T.serial(4):
+                    B[tx * 4 + v] = S[tx * 4 + v] * 2
+            else:  # producers store element by element, then arrive
+                for v in T.serial(4):
+                    S[(tx - 128) * 4 + v] = A[(tx - 128) * 4 + v]
+                T.barrier_arrive(bar)
+
+    return hand_made
+
+
+def test_no_block_barrier_in_a_branch_some_threads_skip():
+    # A block barrier in the producers' branch would wait for the consumers, who wait
+    # on the producers' mbarrier: a hang on the GPU.
+    source = tilelang.compile(
+        producer_and_consumer(), target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert source.count("__syncthreads()") == 1, source  # after the mbarrier's init only
+    a = rng.standard_normal(512).astype(np.float32)
+    b = np.zeros(512, np.float32)
+    tilelang.compile(producer_and_consumer(), target=SM90A)(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
+def test_a_threads_own_stores_in_a_loop_need_no_barrier_between_them():
+    @T.prim_func
+    def own_stores(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((512,), "float32")
+            for v in T.serial(4):
+                S[tx * 4 + v] = A[tx * 4 + v]  # each thread its own elements
+            for v in T.serial(4):
+                B[tx * 4 + v] = S[511 - tx * 4 - v]  # others' elements: one barrier before
+
+    source = tilelang.compile(own_stores, target="cuda -arch=sm_90a").get_kernel_source()
+    assert source.count("__syncthreads()") == 1, source
+    a = rng.standard_normal(512).astype(np.float32)
+    for target in (SM80, "cpu"):
+        b = tilelang.compile(own_stores, out_idx=[1], target=target)(a)
+        np.testing.assert_array_equal(b, a[::-1])
