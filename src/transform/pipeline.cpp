@@ -10,6 +10,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "ir/visitor.h"
 #include "transform/check_bounds.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
@@ -82,7 +83,29 @@ PrimFunc lower_common(PrimFunc f, const Target& t, const Attrs& configs) {
 // ops become plain loops; no layout inference is needed. Kernels that read thread
 // indices run each thread as a fiber; their shared memory gets the barriers a GPU
 // would (the code generator adds those around block ops).
+// T.sync_threads(id, count): a named barrier of part of the block, which only the
+// CUDA targets have.
+void refuse_named_barriers(const PrimFunc& f, const Target& t) {
+  struct Find : IRVisitor {
+    SourceSpan found;
+    bool seen = false;
+    using IRVisitor::visit;
+    void visit(const EvaluateNode* op) override {
+      auto* c = op->value.as<CallNode>();
+      auto* n = c && c->op == Intrinsic::Extern ? c->args[0].as<StringImmNode>() : nullptr;
+      if (!seen && n && n->value == "tl::named_barrier_sync") seen = true, found = op->span;
+    }
+  } find;
+  find.visit(f->body);
+  if (find.seen)
+    throw_user_error(find.found,
+                     "T.sync_threads(barrier_id, arrive_count) is a named barrier of part of the block, "
+                     "which the CUDA targets have and the target '" +
+                         t.str() + "' has not; use T.sync_threads() there");
+}
+
 PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
+  refuse_named_barriers(f, t);
   f = lower_common(f, t, configs);
   return run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
 }
@@ -122,6 +145,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
 // tensors) before layout inference sees them; there is no cp.async, so pipelined
 // loops stay plain loops; reductions over threadgroup memory use simd_sum & co.
 PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
+  refuse_named_barriers(f, t);
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
   f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });

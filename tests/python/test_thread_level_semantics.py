@@ -570,3 +570,70 @@ def test_a_threads_own_stores_in_a_loop_need_no_barrier_between_them():
     for target in (SM80, "cpu"):
         b = tilelang.compile(own_stores, out_idx=[1], target=target)(a)
         np.testing.assert_array_equal(b, a[::-1])
+
+
+def test_tensor_subscripts_element_fills_and_unlaunched_dims():
+    @T.prim_func
+    def forms(
+        A: T.Tensor[(128,), T.int32], B: T.Tensor[(128,), T.int32], C: T.Tensor[(2,), T.int32]
+    ):
+        with T.Kernel(1) as _:  # one dimension of threads: y and z are index 0, extent 1
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            loc = T.alloc_buffer((1,), "int32", scope="local")
+            sh = T.alloc_buffer((128,), "int32", scope="shared")
+            s = T.alloc_shared((2,), "int32")
+            T.fill(s, 7)
+            T.fill(s[0], 0)  # one element
+            loc[0] = A[tx] + ty * 1000 + T.get_thread_extent(2) - 1
+            sh[tx] = loc[0]
+            B[tx] = sh[127 - tx]
+            C[0] = s[0]
+            C[1] = s[1]
+
+    a = np.arange(128, dtype=np.int32)
+    for target in (SM80, "cpu"):
+        b, c = tilelang.compile(forms, out_idx=[1, 2], target=target)(a)
+        np.testing.assert_array_equal(b, a[::-1])
+        np.testing.assert_array_equal(c, [0, 7])
+    assert T.dtype("e4m3_float8") == T.float8_e4m3fn and T.dtype("e5m2_float8") == T.float8_e5m2
+    with pytest.raises(tilelang.TileLangError, match=r"T.Tensor\[...\] takes a shape and a dtype"):
+        T.Tensor[(4,)]
+    with pytest.raises(
+        tilelang.TileLangError, match="scope 'global' is not one a kernel allocates"
+    ):
+
+        @T.prim_func
+        def scratch(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as _:
+                T.alloc_buffer((4,), "float32")
+
+
+def named_barrier(threads=512):
+    @T.prim_func
+    def half_block(A: T.Tensor((256,), "int32"), B: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=threads) as _:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((256,), "int32")
+            if tx < 256:
+                s[tx] = A[tx]
+                T.sync_threads(3, 256)  # the first 256 threads only
+                B[tx] = s[255 - tx]
+
+    return half_block
+
+
+def test_named_barriers_of_part_of_the_block():
+    a = np.arange(256, dtype=np.int32)
+    b = tilelang.compile(named_barrier(), out_idx=[1], target=SM90A)(a)
+    np.testing.assert_array_equal(b, a[::-1])
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(named_barrier(), out_idx=[1], target="cpu")
+    assert "named barrier of part of the block" in str(err.value)
+    assert "test_thread_level_semantics.py" in str(err.value)
+    with pytest.raises(tilelang.TileLangError, match=r"barrier_id must be a constant in \[1, 15\]"):
+
+        @T.prim_func
+        def bad_id(A: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=64) as _:
+                T.sync_threads(0, 64)

@@ -28,6 +28,7 @@ from .math import abs, max, min, pow
 from .movement import annotate_safe_value, c2d_im2col, im2col, transpose
 from .ops import (
     GemmWarpPolicy,
+    alloc_buffer,
     alloc_fragment,
     alloc_local,
     alloc_shared,
@@ -89,6 +90,7 @@ __all__ = [
     "Tensor",
     "VarBuffer",
     "abs",
+    "alloc_buffer",
     "alloc_fragment",
     "alloc_local",
     "alloc_shared",

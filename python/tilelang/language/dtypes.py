@@ -19,8 +19,11 @@ ALIASES = {
     "uint": "uint32",
     "long": "int64",
     "short": "int16",
-    # TileLang's name for the e4m3 type its GPUs have (no infinities: e4m3fn).
+    # TileLang's name for the e4m3 type its GPUs have (no infinities: e4m3fn), and
+    # TVM's older names of both float8 types.
     "float8_e4m3": "float8_e4m3fn",
+    "e4m3_float8": "float8_e4m3fn",
+    "e5m2_float8": "float8_e5m2",
 }
 
 _PY_TYPES = {builtins.bool: "bool", builtins.int: "int32", builtins.float: "float32"}

@@ -84,7 +84,11 @@ def _kernel_vars(what):
     return ctx
 
 
-def _pick(values, dim, what):
+def _pick(values, dim, what, unlaunched=None):
+    """values[dim]; a dim of the three CUDA has that the kernel did not launch gives
+    `unlaunched` (index 0, extent 1), as TileLang does, when one is given."""
+    if unlaunched is not None and len(values) <= dim < 3:
+        return unlaunched
     if not 0 <= dim < len(values):
         raise frontend_error(f"{what}: dim must be in [0, {len(values)}), got {dim}")
     return values[dim]
@@ -92,7 +96,7 @@ def _pick(values, dim, what):
 
 def get_thread_binding(dim=0):
     ctx = _kernel_vars("T.get_thread_binding")
-    return _pick(ctx.kernel_vars.threads, dim, "T.get_thread_binding")
+    return _pick(ctx.kernel_vars.threads, dim, "T.get_thread_binding", 0)
 
 
 def get_thread_bindings():
@@ -101,7 +105,7 @@ def get_thread_bindings():
 
 def get_block_binding(dim=0):
     ctx = _kernel_vars("T.get_block_binding")
-    return _pick(ctx.kernel_vars.blocks, dim, "T.get_block_binding")
+    return _pick(ctx.kernel_vars.blocks, dim, "T.get_block_binding", 0)
 
 
 def get_block_bindings():
@@ -110,7 +114,7 @@ def get_block_bindings():
 
 def get_thread_extent(dim=0):
     ctx = _kernel_vars("T.get_thread_extent")
-    return _pick(ctx.kernel_extents[1], dim, "T.get_thread_extent")
+    return _pick(ctx.kernel_extents[1], dim, "T.get_thread_extent", 1)
 
 
 def get_thread_extents():
@@ -119,7 +123,7 @@ def get_thread_extents():
 
 def get_block_extent(dim=0):
     ctx = _kernel_vars("T.get_block_extent")
-    return _pick(ctx.kernel_extents[0], dim, "T.get_block_extent")
+    return _pick(ctx.kernel_extents[0], dim, "T.get_block_extent", 1)
 
 
 def get_block_extents():

@@ -38,6 +38,27 @@ def alloc_local(shape, dtype, scope="local"):
     return _alloc(shape, dtype, scope, "local")
 
 
+_ALLOC_BY_SCOPE = {
+    "shared": alloc_shared,
+    "shared.dyn": alloc_shared,
+    "local.fragment": alloc_fragment,
+    "local": alloc_local,
+}
+
+
+def alloc_buffer(shape, dtype="float32", scope="global"):
+    """TVM's allocation, as TileLang kernels also write it: `scope` picks
+    T.alloc_shared ("shared", "shared.dyn"), T.alloc_fragment ("local.fragment") or
+    T.alloc_local ("local"). A global tensor is a kernel parameter instead."""
+    make = _ALLOC_BY_SCOPE.get(scope)
+    if make is None:
+        raise frontend_error(
+            f"T.alloc_buffer: scope {scope!r} is not one a kernel allocates; use one of "
+            f"{sorted(_ALLOC_BY_SCOPE)} (a global scratch tensor is a parameter of the kernel)"
+        )
+    return make(shape, dtype, scope)
+
+
 def alloc_var(dtype, *args, init=None, scope="local.var"):
     """A scalar register; `x = value` on its Python name stores into it."""
     if args:
@@ -153,13 +174,19 @@ def _element(buf, indices):
     return _C.buffer_load(buf.handle, indices)
 
 
-def _region(x, what):
+def _region(x, what, ctx=None):
     x = to_value(x)
     if isinstance(x, Buffer):
         return x.full_region()
     if isinstance(x, Region):
         return x
-    raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
+    element = ctx.element_of(x) if ctx is not None and isinstance(x, _C.Expr) else None
+    if element is not None:  # one element, as a region of one (T.fill(s[0], 0))
+        buffer, indices = element
+        return Region(buffer, indices, [1] * len(indices))
+    raise frontend_error(
+        f"{what} must be a buffer, a slice of one or one element, got {type(x).__name__} {x!r}"
+    )
 
 
 def fill(buffer, value):
@@ -169,9 +196,8 @@ def fill(buffer, value):
     if isinstance(buffer, Region) and isinstance(buffer.buffer, BufferView):
         views.fill_region(builder_ctx.current("T.fill"), buffer, to_value(value))
         return
-    builder_ctx.current("T.fill").builder.fill(
-        _region(buffer, "T.fill target").to_core(), to_value(value)
-    )
+    ctx = builder_ctx.current("T.fill")
+    ctx.builder.fill(_region(buffer, "T.fill target", ctx).to_core(), to_value(value))
 
 
 def clear(buffer):
@@ -214,8 +240,24 @@ def gemm(
 gemm_v2 = gemm
 
 
-def sync_threads():
-    builder_ctx.current("T.sync_threads").builder.sync_threads()
+def sync_threads(barrier_id=None, arrive_count=None):
+    """A barrier of the whole block; `T.sync_threads(barrier_id, arrive_count)` a named
+    barrier (CUDA `bar.sync id, count`, id 1-15) of the `arrive_count` threads, whole
+    warps, that call it with that id: the others never reach it."""
+    ctx = builder_ctx.current("T.sync_threads")
+    if barrier_id is None and arrive_count is None:
+        ctx.builder.sync_threads()
+        return
+    ids, count = const_int(to_value(barrier_id)), const_int(to_value(arrive_count))
+    if ids is None or not 1 <= ids <= 15:
+        raise frontend_error(
+            f"T.sync_threads: barrier_id must be a constant in [1, 15] (0 is the block's barrier), got {barrier_id!r}"
+        )
+    if count is None or count <= 0 or count % 32:
+        raise frontend_error(
+            f"T.sync_threads: arrive_count must be a constant multiple of 32 (whole warps), got {arrive_count!r}"
+        )
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_sync", [ids, count]))
 
 
 def evaluate(expr):

@@ -39,16 +39,30 @@ class TensorAnnotation:
         )
 
 
-def Tensor(shape, dtype="float32", data=None, strides=None):
-    """A parameter annotation; with `data` (e.g. `A.data`) inside a kernel, a view of
-    that buffer's elements with a new shape (see views.py)."""
-    if data is not None:
-        from .views import make_view
+class _TensorType:
+    """`T.Tensor((M, K), dtype)` or `T.Tensor[(M, K), dtype]`: a parameter annotation;
+    with `data` (e.g. `A.data`) inside a kernel, a view of that buffer's elements with
+    a new shape (see views.py)."""
 
-        return make_view(shape, dtype, data)
-    return TensorAnnotation(shape, dtype, strides)
+    def __call__(self, shape, dtype="float32", data=None, strides=None):
+        if data is not None:
+            from .views import make_view
+
+            return make_view(shape, dtype, data)
+        return TensorAnnotation(shape, dtype, strides)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise frontend_error(
+                f"T.Tensor[...] takes a shape and a dtype, as T.Tensor[(M, K), T.float16]; got {key!r}"
+            )
+        return self(*key)
+
+    def __repr__(self):
+        return "T.Tensor"
 
 
+Tensor = _TensorType()
 Buffer = Tensor
 # Annotations of T.macro parameters that name the memory a tile lives in; a macro
 # takes the buffer it is given, so they document rather than convert.
