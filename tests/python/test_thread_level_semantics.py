@@ -637,3 +637,39 @@ def test_named_barriers_of_part_of_the_block():
         def bad_id(A: T.Tensor((4,), "int32")):
             with T.Kernel(1, threads=64) as _:
                 T.sync_threads(0, 64)
+
+
+def test_tvmscript_if_frames():
+    @T.prim_func
+    def frames(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32"), rows: T.int32):
+        with T.Kernel(1, threads=128) as _:
+            for i, j in T.Parallel(64, 64):
+                with T.If(i < rows):
+                    with T.Then():
+                        B[i, j] = A[i, j]
+                    with T.Else():
+                        B[i, j] = -1.0
+            for i in T.Parallel(64):
+                with T.If(i == 0), T.Then():
+                    B[i, 0] = 7.0
+
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    want = np.where(np.arange(64)[:, None] < 10, a, -1.0).astype(np.float32)
+    want[0, 0] = 7.0
+    for target in (SM80, "cpu"):
+        b = np.zeros((64, 64), np.float32)
+        tilelang.compile(frames, target=target)(a, b, 10)
+        np.testing.assert_array_equal(b, want)
+    with pytest.raises(tilelang.TileLangError, match=r"T.Else\(\) follows one T.Then\(\)"):
+
+        @T.prim_func
+        def else_first(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as _, T.If(A[0] > 0), T.Else():
+                A[0] = 1.0
+
+    with pytest.raises(tilelang.TileLangError, match=r"T.Then\(\) belongs directly inside"):
+
+        @T.prim_func
+        def no_if(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as _, T.Then():
+                A[0] = 1.0

@@ -9,6 +9,7 @@ from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
 from .debug import *
 from .dtypes import dtype
+from .frames import Else, If, Then
 from .hopper import *
 from .kernel import (
     ClusterKernel,
@@ -73,8 +74,10 @@ __all__ = [
     "Buffer",
     "BufferHandle",
     "ClusterKernel",
+    "Else",
     "FragmentBuffer",
     "GemmWarpPolicy",
+    "If",
     "Kernel",
     "LocalBuffer",
     "LocalTensor",
@@ -88,6 +91,7 @@ __all__ = [
     "SharedTensor",
     "StridedTensor",
     "Tensor",
+    "Then",
     "VarBuffer",
     "abs",
     "alloc_buffer",

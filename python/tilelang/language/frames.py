@@ -1,0 +1,81 @@
+"""TVMScript's `if` frames, as TileLang kernels also write them:
+
+    with T.If(i < rows):
+        with T.Then():
+            ...
+        with T.Else():
+            ...
+
+or `with T.If(cond), T.Then():` for an `if` without `else`. They build the same IR as
+a Python `if` on a symbolic condition; names bound inside follow Python's scoping
+(use a T.alloc_var for a value that must outlive the branch)."""
+
+from . import builder_ctx
+from .buffer import to_value
+from .builder_ctx import frontend_error
+
+IF_FRAME = "T.If"  # the TraceContext.frames entry of an open T.If / T.Then / T.Else
+
+
+class If:
+    __tl_with__ = True
+
+    def __init__(self, condition):
+        self.cond = to_value(condition)
+        self.branches = []  # "then" / "else", in the order they were opened
+
+    def __enter__(self):
+        ctx = builder_ctx.current("T.If")
+        ctx.tvm_ifs = [*getattr(ctx, "tvm_ifs", []), self]
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        ctx = builder_ctx.current("T.If")
+        ctx.tvm_ifs = ctx.tvm_ifs[:-1]
+        if exc_type is None and self.branches:
+            ctx.builder.end_if()
+        return False
+
+
+def _open_if(what):
+    ctx = builder_ctx.current(what)
+    stack = getattr(ctx, "tvm_ifs", [])
+    if not stack:
+        raise frontend_error(f"{what}() belongs directly inside `with T.If(cond):`")
+    return ctx, stack[-1]
+
+
+class Then:
+    __tl_with__ = True
+
+    def __enter__(self):
+        ctx, frame = _open_if("T.Then")
+        if frame.branches:
+            raise frontend_error("T.Then() comes once, before T.Else(), in a `with T.If(...)`")
+        frame.branches.append("then")
+        ctx.builder.begin_if(frame.cond)
+        ctx.frames.append(IF_FRAME)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            builder_ctx.current("T.Then").frames.pop()
+        return False
+
+
+class Else:
+    __tl_with__ = True
+
+    def __enter__(self):
+        ctx, frame = _open_if("T.Else")
+        if frame.branches != ["then"]:
+            raise frontend_error("T.Else() follows one T.Then() in a `with T.If(...)`")
+        frame.branches.append("else")
+        ctx.builder.begin_else()
+        ctx.frames.append(IF_FRAME)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            builder_ctx.current("T.Else").frames.pop()
+        return False
