@@ -586,27 +586,20 @@ class ThreadBranches : public IRMutator {
     std::optional<SpreadWork> then_work = spread_work(then_case);
     std::optional<SpreadWork> else_work = else_case.defined() ? spread_work(else_case) : std::nullopt;
     if (!then_work && !else_work) return if_then_else(op->cond, then_case, else_case, op->span);
-    std::vector<Stmt> out;
-    if (then_work)
-      out.push_back(region(*then_work, op, taken, then_case, op->cond));
-    else
-      out.push_back(if_then_else(op->cond, then_case, {}, op->span));
-    if (else_work)
-      out.push_back(region(*else_work, op, other, else_case, logical_not(op->cond)));
-    else if (else_case.defined())
-      out.push_back(if_then_else(logical_not(op->cond), else_case, {}, op->span));
-    return seq(out);
+    // The branches stay one if/else (barrier planning reads them as alternatives); a
+    // branch with work becomes the region of its threads inside it.
+    if (then_work) then_case = region(*then_work, op, taken, then_case);
+    if (else_work) else_case = region(*else_work, op, other, else_case);
+    return if_then_else(op->cond, then_case, else_case, op->span);
   }
 
  private:
   // `body` as the T.ws region of the threads `range`, or the error that says why not.
-  Stmt region(const SpreadWork& work, const IfThenElseNode* branch, std::optional<Range> range, const Stmt& body,
-              const Expr& taken) {
+  Stmt region(const SpreadWork& work, const IfThenElseNode* branch, std::optional<Range> range, const Stmt& body) {
     constexpr int64_t kGroup = 128;
     const int64_t threads = launch_->thread_count();
     // The cpu target runs a block op whole on thread 0: right for a branch thread 0 takes.
-    if (target_.runs_blocks_serially() && range && range->first == 0 && range->second > 0)
-      return if_then_else(taken, body, {}, branch->span);
+    if (target_.runs_blocks_serially() && range && range->first == 0 && range->second > 0) return body;
     std::string why;
     if (!target_.has_tma()) {
       why = str_cat("regions of threads need sm_90 (T.ws), and the target is '", target_.str(), "'");

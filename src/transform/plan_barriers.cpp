@@ -248,7 +248,7 @@ class Planner {
     if (!compound(s) && (lowered_ || divergent_ || !uniform_thread_code(s, uniform_))) {
       Access acc = accesses(s);
       if (thread_level_ && !is_block_op(s)) acc.simt_writes.swap(acc.writes);
-      bool sync = conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
+      bool sync = !blocked() && conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
       if (sync) clear(st);
       st.Access::merge(acc);
       (region_ < 0 ? st.block : st.regions[region_]).merge(acc);
@@ -273,7 +273,7 @@ class Planner {
         State fresh = loop_entry(f->body, State{});
         State after = fresh;
         Stmt alone = plan(f->body, after);
-        if (barriers_in(alone) < barriers_in(body)) {
+        if (!blocked() && barriers_in(alone) < barriers_in(body)) {
           st = after;
           return seq({barrier(BarrierKind::Threads),
                       for_loop(f->var, f->min, f->extent, f->for_kind, alone, f->annotations, f->span)});
@@ -291,16 +291,26 @@ class Planner {
       }
       case NodeKind::IfThenElse: {
         auto* n = s.as<IfThenElseNode>();
-        // Threads that skip a branch would not reach a block barrier in it: code under
-        // a condition that depends on the thread is planned as one step per statement
-        // of its tile-op structure only, as before thread-level planning.
-        Scoped<bool> divergent(divergent_, divergent_ || !uniform_.uniform(n->cond));
+        // Threads that skip a branch would not reach a block barrier in it. What the
+        // branches touch that earlier accesses conflict with gets one barrier before
+        // the `if`; inside, no block barrier is placed (a T.ws region, planned above,
+        // has barriers of its own threads), and thread-level code is one step per
+        // statement of its tile-op structure, as before thread-level planning.
+        const bool splits = !uniform_.uniform(n->cond);
+        Scoped<bool> divergent(divergent_, divergent_ || splits);
+        bool sync = false;
+        if (splits && region_ < 0 && !no_block_barrier_) {
+          sync = conflicts(accesses(s), st);
+          if (sync) clear(st);
+        }
+        Scoped<bool> no_block_barrier(no_block_barrier_, no_block_barrier_ || (splits && region_ < 0));
         State a = st, b = st;
         Stmt t = plan(n->then_case, a);
         Stmt e = n->else_case.defined() ? plan(n->else_case, b) : n->else_case;
         st = a;
         st.merge(b);
-        return if_then_else(n->cond, t, e, n->span);
+        Stmt out = if_then_else(n->cond, t, e, n->span);
+        return sync ? seq({barrier(BarrierKind::Threads), out}) : out;
       }
       case NodeKind::LetStmt: {
         auto* n = s.as<LetStmtNode>();
@@ -318,7 +328,8 @@ class Planner {
         // block's earlier accesses (any thread's) conflict with needs a block barrier
         // before the region; inside, only the region's own order is planned.
         if (n->key == kWarpGroupAttr && region_ < 0) {
-          bool sync = conflicts(accesses(n->body, true), st.block);
+          // (Inside a branch on the thread index, the barrier before that branch did.)
+          bool sync = !no_block_barrier_ && conflicts(accesses(n->body, true), st.block);
           if (sync) st.clear();
           region_ = warp_group_range(n).first;
           Stmt body = plan(n->body, st);
@@ -348,6 +359,10 @@ class Planner {
   bool lowered_ = false;       // inside a lowering's per-thread code (kThreadOpAttr)
   bool divergent_ = false;     // under a condition or loop bound that depends on the thread
   bool thread_level_ = false;  // inside thread-level code planned statement by statement
+
+  bool no_block_barrier_ = false;  // under a branch on the thread index, outside T.ws regions
+  // No barrier may go here: a block barrier some threads skip would hang the block.
+  bool blocked() const { return no_block_barrier_ && region_ < 0; }
 
   static bool is_block_op(const Stmt& s) {
     auto* a = s.as<AttrNode>();

@@ -30,6 +30,7 @@ from test_thread_level_semantics import (
     producer_and_consumer,
     registers_per_thread,
     scalar_fragment,
+    specialized_by_hand,
     warp_specialized_by_hand,
 )
 
@@ -122,3 +123,9 @@ def test_producer_branch_without_a_block_barrier():
     b = torch.zeros(512, device="cuda")
     tilelang.compile(producer_and_consumer(), target=TARGET)(a, b)  # a hang fails by timeout
     torch.testing.assert_close(b, a * 2)
+
+
+def test_hand_written_producer_and_consumer():
+    a, b = randn(64, 64, dtype=torch.float16), randn(64, 64, dtype=torch.float16)
+    c = tilelang.compile(specialized_by_hand(), out_idx=[2], target=TARGET)(a, b)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=1e-3)

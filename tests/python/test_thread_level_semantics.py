@@ -673,3 +673,58 @@ def test_tvmscript_if_frames():
         def no_if(A: T.Tensor((4,), "float32")):
             with T.Kernel(1) as _, T.Then():
                 A[0] = 1.0
+
+
+def specialized_by_hand():
+    """TileLang's hand-written warp specialization (deepseek_mla decode_ws's shape): a
+    consumer branch of tile ops, a producer branch of element copies under T.attr's
+    async_scope that arrives on an mbarrier with T.cp_async_barrier_noinc."""
+
+    @T.prim_func
+    def by_hand(
+        A: T.Tensor((64, 64), "float16"),
+        B: T.Tensor((64, 64), "float16"),
+        C: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.get_thread_binding()
+            a = T.alloc_shared((64, 64), "float16")
+            b = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            full = T.alloc_barrier(arrive_count=128)
+            if tx < 128:
+                T.barrier_wait(full, 0)
+                T.clear(acc)
+                T.gemm(a, b, acc, transpose_B=True)
+                T.copy(acc, C)
+            else:
+                for r in T.serial(32):  # 64 x 64 elements over 128 producers
+                    e = r * 128 + (tx - 128)
+                    with T.attr(0, "async_scope", 1):
+                        a[e // 64, e % 64] = A[e // 64, e % 64]
+                        b[e // 64, e % 64] = B[e // 64, e % 64]
+                T.cp_async_barrier_noinc(full)
+
+    return by_hand
+
+
+def test_hand_written_producer_and_consumer_branches():
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    c = tilelang.compile(specialized_by_hand(), out_idx=[2], target=SM90A)(a, b)
+    np.testing.assert_allclose(
+        c, a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-3, atol=1e-3
+    )
+    source = tilelang.compile(
+        specialized_by_hand(), out_idx=[2], target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    producer = source[source.index("else") :]
+    assert "__syncthreads" not in producer, (
+        producer
+    )  # the producers never meet the consumers at one
+    with pytest.raises(tilelang.TileLangError, match="T.attr: key 'pragma' is not supported"):
+
+        @T.prim_func
+        def other_key(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as _, T.attr(0, "pragma", 1):
+                A[0] = 1.0

@@ -79,3 +79,26 @@ class Else:
         if exc_type is None:
             builder_ctx.current("T.Else").frames.pop()
         return False
+
+
+class attr:
+    """`with T.attr(node, "async_scope", 1):` TVM's annotation that TileLang's hand-written
+    producers put around element-wise global-to-shared copies, to issue them as cp.async.
+    Here they run as plain stores: the same result, synchronously (the copies' mbarrier
+    arrival, T.cp_async_barrier_noinc, then finds them landed). Other keys are refused."""
+
+    __tl_with__ = True
+    KEYS = ("async_scope",)
+
+    def __init__(self, node, key, value):
+        if key not in self.KEYS:
+            raise frontend_error(
+                f"T.attr: key {key!r} is not supported; supported: {', '.join(self.KEYS)}"
+            )
+
+    def __enter__(self):
+        builder_ctx.current("T.attr")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        return False

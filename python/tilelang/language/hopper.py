@@ -132,6 +132,15 @@ def barrier_arrive(barrier):
     _emit(builder_ctx.current(what), _marker("arrive", [bar]))
 
 
+def cp_async_barrier_noinc(barrier):
+    """TileLang's arrival for copies a thread issued by hand under `with T.attr(...,
+    "async_scope", 1)`: on `barrier`, once those copies have landed. Such copies are
+    plain stores here (see T.attr), landed when this runs, so it is T.barrier_arrive."""
+    what = "T.cp_async_barrier_noinc"
+    bar = _barrier(what, barrier)
+    _emit(builder_ctx.current(what), _marker("arrive", [bar]))
+
+
 def mbarrier_arrive(mbarrier):
     """Same as T.barrier_arrive."""
     what = "T.mbarrier_arrive"
@@ -430,6 +439,7 @@ __all__ = [
     "cluster_arrive_relaxed",
     "cluster_sync",
     "cluster_wait",
+    "cp_async_barrier_noinc",
     "mbarrier_arrive",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",
