@@ -728,3 +728,49 @@ def test_hand_written_producer_and_consumer_branches():
         def other_key(A: T.Tensor((4,), "float32")):
             with T.Kernel(1) as _, T.attr(0, "pragma", 1):
                 A[0] = 1.0
+
+
+def barriers_by_index(K=256, BK=64, stages=2):
+    @T.prim_func
+    def by_index(
+        A: T.Tensor((64, K), "float16"),
+        B: T.Tensor((K, 64), "float16"),
+        C: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=256) as _:
+            a = T.alloc_shared((stages, 64, BK), "float16")
+            b = T.alloc_shared((stages, BK, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.create_list_of_mbarrier([128, 128] * stages)  # full 0..1, then empty 2..3
+            with T.ws(0):
+                T.clear(acc)
+            for k in T.serial(K // BK):
+                with T.ws(1):
+                    T.mbarrier_wait_parity(
+                        mbarrier=k % stages + stages, parity=((k // stages) % 2) ^ 1
+                    )
+                    T.copy(A[0:64, k * BK : (k + 1) * BK], a[k % stages, :, :])
+                    T.copy(B[k * BK : (k + 1) * BK, 0:64], b[k % stages, :, :])
+                    T.mbarrier_arrive(mbarrier=k % stages)
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=k % stages, parity=(k // stages) % 2)
+                    T.gemm(a[k % stages, :, :], b[k % stages, :, :], acc)
+                    T.mbarrier_arrive(mbarrier=k % stages + stages)
+            with T.ws(0):
+                T.copy(acc, C)
+
+    return by_index
+
+
+def test_mbarriers_named_by_index():
+    a = rng.standard_normal((64, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 64)).astype(np.float16)
+    c = tilelang.compile(barriers_by_index(), out_idx=[2], target=SM90A)(a, b)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+    with pytest.raises(tilelang.TileLangError, match="index 4 is outside the kernel's 4 mbarriers"):
+
+        @T.prim_func
+        def past_the_list(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=128) as _:
+                T.create_list_of_mbarrier(128, 128, 128, 128)
+                T.mbarrier_arrive(mbarrier=4)

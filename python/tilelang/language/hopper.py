@@ -94,10 +94,39 @@ def alloc_barrier(arrive_count):
     return wrap_buffer(handle)
 
 
+def create_list_of_mbarrier(*arrive_counts):
+    """TileLang's older form of T.alloc_barrier: the kernel's list of mbarriers, one per
+    count (`T.create_list_of_mbarrier([128, 128])` or `(128, 128)`), which the mbarrier
+    calls then name by index (`T.mbarrier_arrive(mbarrier=1)`)."""
+    what = "T.create_list_of_mbarrier"
+    ctx = _kernel(what)
+    counts = (
+        arrive_counts[0]
+        if len(arrive_counts) == 1 and isinstance(arrive_counts[0], (list, tuple))
+        else arrive_counts
+    )
+    if getattr(ctx, "mbarrier_list", None) is not None:
+        raise frontend_error(f"{what}: the kernel has its list of mbarriers already; make one list")
+    ctx.mbarrier_list = alloc_barrier(list(counts))
+    return ctx.mbarrier_list
+
+
 def _barrier(what, bar, name="barrier"):
-    """The mbarrier element `bar` names (a T.alloc_barrier buffer of one, or bar[i])."""
+    """The mbarrier element `bar` names (a T.alloc_barrier buffer of one, or bar[i]; or an
+    index into the kernel's T.create_list_of_mbarrier)."""
     ctx = _kernel(what)
     bar = to_value(bar)
+    listed = getattr(ctx, "mbarrier_list", None)
+    if listed is not None and (
+        isinstance(bar, int) and not isinstance(bar, bool) or _is_int_expr(bar)
+    ):
+        count = listed.shape[0]
+        if isinstance(bar, int) and not 0 <= bar < count:
+            raise frontend_error(
+                f"{what} {name}: index {bar} is outside the kernel's {count} mbarriers "
+                "(T.create_list_of_mbarrier)"
+            )
+        return _C.buffer_load(listed.handle, [bar])
     made = _barriers(ctx)
     if isinstance(bar, Buffer) and bar.name in made:
         if bar.shape[0] != 1:
@@ -111,7 +140,7 @@ def _barrier(what, bar, name="barrier"):
         if element is not None and element[0].name in made:
             return bar
     hint = (
-        " (TileLang's integer barrier ids are not supported: index the buffer)"
+        " (an integer names a barrier of T.create_list_of_mbarrier, which this kernel has not made)"
         if isinstance(bar, int)
         else ""
     )
@@ -440,6 +469,7 @@ __all__ = [
     "cluster_sync",
     "cluster_wait",
     "cp_async_barrier_noinc",
+    "create_list_of_mbarrier",
     "mbarrier_arrive",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",
