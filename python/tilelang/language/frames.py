@@ -45,40 +45,42 @@ def _open_if(what):
     return ctx, stack[-1]
 
 
-class Then:
+class _Branch:
+    """T.Then / T.Else: a branch of the innermost open T.If."""
+
     __tl_with__ = True
+    what = ""
 
     def __enter__(self):
-        ctx, frame = _open_if("T.Then")
+        ctx, frame = _open_if(self.what)
+        self.open(ctx, frame)
+        ctx.frames.append(IF_FRAME)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            builder_ctx.current(self.what).frames.pop()
+        return False
+
+
+class Then(_Branch):
+    what = "T.Then"
+
+    def open(self, ctx, frame):
         if frame.branches:
             raise frontend_error("T.Then() comes once, before T.Else(), in a `with T.If(...)`")
         frame.branches.append("then")
         ctx.builder.begin_if(frame.cond)
-        ctx.frames.append(IF_FRAME)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            builder_ctx.current("T.Then").frames.pop()
-        return False
 
 
-class Else:
-    __tl_with__ = True
+class Else(_Branch):
+    what = "T.Else"
 
-    def __enter__(self):
-        ctx, frame = _open_if("T.Else")
+    def open(self, ctx, frame):
         if frame.branches != ["then"]:
             raise frontend_error("T.Else() follows one T.Then() in a `with T.If(...)`")
         frame.branches.append("else")
         ctx.builder.begin_else()
-        ctx.frames.append(IF_FRAME)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            builder_ctx.current("T.Else").frames.pop()
-        return False
 
 
 class attr:
