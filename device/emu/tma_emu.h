@@ -505,9 +505,17 @@ inline void report_deadlock(const TmaBlock& b) {
     msg += (i ? ";" : "") + std::string(" thread") + (ranks[i].size() > 1 ? "s " : " ") + rank_ranges(ranks[i]) +
            " wait " + where;
   }
-  msg +=
-      ". Check the count given to mbarrier_init, the bytes given to mbarrier_arrive_expect_tx against the boxes "
-      "loaded, and the parity each wait alternates";
+  bool at_block_barrier = false;
+  for (const auto& k : keys) at_block_barrier = at_block_barrier || (!k.first && k.second == kBlockBarrier);
+  if (at_block_barrier && keys.size() > 1)
+    msg +=
+        ". Some threads wait at the block barrier while the others wait elsewhere: a block barrier that only "
+        "some threads reach (a T.sync_threads() inside a branch on the thread index) never completes; use "
+        "T.sync_threads(id, count) of the branch's threads, or an mbarrier";
+  else
+    msg +=
+        ". Check the count given to mbarrier_init, the bytes given to mbarrier_arrive_expect_tx against the boxes "
+        "loaded, and the parity each wait alternates";
   record_failure(msg);
 }
 

@@ -568,3 +568,24 @@ def test_wgmma_gemm_that_cannot_use_wgmma_is_refused():
         match=r"T.wgmma_gemm: this gemm cannot run on wgmma \(accumulator 'C_f'\)",
     ):
         tilelang.compile(main, target=EMU)
+
+
+def test_a_block_barrier_only_some_threads_reach_is_named_in_the_deadlock():
+    @T.prim_func
+    def stuck(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.get_thread_binding()
+            bar = T.alloc_barrier(128)
+            if tx < 128:
+                T.barrier_wait(bar, 0)
+            else:
+                T.sync_threads()  # the consumers never get here
+                T.barrier_arrive(bar)
+            A[tx] = 1.0
+
+    kernel = tilelang.compile(stuck, target="cuda -arch=sm_90a -emulate")
+    with pytest.raises(tilelang.TileLangError) as err:
+        kernel(np.zeros(256, np.float32))
+    text = str(err.value)
+    assert "mbarrier deadlock" in text and "threads 128-255 wait at __syncthreads" in text, text
+    assert "a block barrier that only some threads reach" in text, text
