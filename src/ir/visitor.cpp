@@ -413,6 +413,17 @@ void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn) {
   v.visit(s);
 }
 
+void for_each_expr(const Expr& e, const std::function<void(const Expr&)>& fn) {
+  FnVisitor v(fn);
+  v.visit(e);
+}
+
+bool reads_var(const Expr& e, const VarNode* v) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& x) { found = found || x.get() == v; });
+  return found;
+}
+
 bool calls_extern(const Stmt& s, std::string_view prefix) {
   bool found = false;
   for_each_expr(s, [&](const Expr& e) {

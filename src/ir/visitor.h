@@ -61,6 +61,9 @@ class IRMutator {
 
 // Calls fn on every expression node of `s` / `e` (parents before children).
 void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
+void for_each_expr(const Expr& e, const std::function<void(const Expr&)>& fn);
+// Whether `e` reads the variable `v`.
+bool reads_var(const Expr& e, const VarNode* v);
 // Whether `s` calls an extern function whose name starts with `prefix`
 // ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
 bool calls_extern(const Stmt& s, std::string_view prefix);

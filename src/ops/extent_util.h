@@ -6,6 +6,7 @@
 
 #include "arith/simplify.h"
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "ops/tile_op.h"
 
 namespace tl {
@@ -53,14 +54,33 @@ inline std::string attr_string(const Attrs& attrs, const std::string& key, const
   return fallback;
 }
 
-// The region is the whole buffer (constant bounds, starting at 0).
+// The region spans all of dimension `d` of its buffer (constant bounds, from 0).
+inline bool covers_dim(const BufferRegion& r, size_t d) {
+  auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent), sh = as_const_int(r.buffer->shape[d]);
+  return mn && *mn == 0 && ex && sh && *ex == *sh;
+}
+
+// The region is the whole buffer.
 inline bool covers_whole(const BufferRegion& r) {
-  for (size_t d = 0; d < r.ranges.size(); ++d) {
-    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent),
-         sh = as_const_int(r.buffer->shape[d]);
-    if (!mn || *mn != 0 || !ex || !sh || *ex != *sh) return false;
-  }
+  for (size_t d = 0; d < r.ranges.size(); ++d)
+    if (!covers_dim(r, d)) return false;
   return true;
+}
+
+// A thread's own registers (T.alloc_local, T.alloc_var): every thread has its copy.
+inline bool thread_private(const Buffer& b) {
+  return b->scope == Scope::Local || b->scope == Scope::LocalVar;
+}
+
+// Whether `e` reads memory whose values differ between threads: a thread's registers
+// or a fragment's (each thread holds its own part).
+inline bool reads_registers(const Expr& e) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& x) {
+    auto* l = x.as<BufferLoadNode>();
+    found = found || (l && (thread_private(l->buffer) || l->buffer->scope == Scope::Fragment));
+  });
+  return found;
 }
 
 // A buffer in shared memory proper (block-wide fragments excluded).

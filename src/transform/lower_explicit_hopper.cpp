@@ -454,18 +454,6 @@ std::optional<SpreadWork> spread_work(const Stmt& s) {
   return f.found;
 }
 
-bool reads_var(const Expr& e, const VarNode* v) {
-  struct Find : IRVisitor {
-    const VarNode* v;
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const VarNode* op) override { found = found || op == v; }
-  } f;
-  f.v = v;
-  f.visit(e);
-  return f.found;
-}
-
 Expr strip_casts(Expr e) {
   while (auto* c = e.as<CastNode>()) e = c->value;
   return e;

@@ -223,17 +223,10 @@ class Collector : public IRVisitor {
       a_.simt_uses.insert(b.get());
       return;
     }
-    struct UsesLoopVar : IRVisitor {
-      const std::vector<const VarNode*>* vars;
-      bool found = false;
-      using IRVisitor::visit;
-      void visit(const VarNode* v) override {
-        found = found || std::find(vars->begin(), vars->end(), v) != vars->end();
-      }
-    } u;
-    u.vars = &vars_;
-    for (const Expr& e : idx) u.visit(e);
-    if (store || u.found) a_.tile_uses.insert(b.get());
+    bool by_loop_var = false;
+    for (const Expr& e : idx)
+      for (const VarNode* v : vars_) by_loop_var = by_loop_var || reads_var(e, v);
+    if (store || by_loop_var) a_.tile_uses.insert(b.get());
   }
 
   void visit(const ForNode* op) override {
@@ -1175,19 +1168,13 @@ class Lowerer : public IRMutator {
   static Expr in_region(const BufferRegion& frag, const std::vector<Expr>& idx) {
     Expr ok;
     for (size_t d = 0; d < frag.ranges.size(); ++d) {
+      if (covers_dim(frag, d)) continue;
       const Range& r = frag.ranges[d];
-      auto mn = as_const_int(r.min), ex = as_const_int(r.extent), sh = as_const_int(frag.buffer->shape[d]);
-      if (mn && *mn == 0 && ex && sh && *ex == *sh) continue;
       Expr lo = cast(idx[d].dtype(), r.min);
       Expr here = logical_and(ge(idx[d], lo), lt(idx[d], add(lo, cast(idx[d].dtype(), r.extent))));
       ok = ok.defined() ? logical_and(ok, here) : here;
     }
     return ok.defined() ? ok : bool_imm(true);
-  }
-  static bool whole_last_dim(const BufferRegion& frag) {
-    const Range& r = frag.ranges.back();
-    auto mn = as_const_int(r.min), ex = as_const_int(r.extent), sh = as_const_int(frag.buffer->shape.back());
-    return mn && *mn == 0 && ex && sh && *ex == *sh;
   }
 
   // The widest run (<= `run` elements along the last dim) that region `mem` can move
@@ -1321,7 +1308,7 @@ class Lowerer : public IRMutator {
     int64_t run = l->run();
     // Part of a fragment: the registers outside it are left alone. A vector of
     // registers stays inside the part when the part has whole rows.
-    const bool whole = covers_whole(frag), whole_rows = whole_last_dim(frag);
+    const bool whole = covers_whole(frag), whole_rows = covers_dim(frag, frag.ranges.size() - 1);
     int64_t w = is_const_one(frag.ranges.back().extent) || !whole_rows
                     ? 1
                     : vector_width(mem, run, elem_bytes(mem.buffer->dtype));

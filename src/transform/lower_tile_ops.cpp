@@ -2,6 +2,7 @@
 #include "transform/lower_tile_ops.h"
 
 #include "ir/visitor.h"
+#include "ops/extent_util.h"
 #include "ops/tile_op.h"
 #include "transform/lower_explicit_hopper.h"
 
@@ -12,7 +13,7 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
 
 bool touches_registers(const TileOpNode* op) {
   for (const BufferRegion& r : op->regions)
-    if (r.buffer->scope == Scope::Local || r.buffer->scope == Scope::LocalVar) return true;
+    if (thread_private(r.buffer)) return true;
   return false;
 }
 

@@ -205,19 +205,6 @@ bool reads_memory(const Expr& e) {
   return found;
 }
 
-// Whether `s` reads a thread's registers (T.alloc_local, T.alloc_var, a fragment):
-// the producer warpgroup of a warp-specialized loop does not run the code that set
-// them, where the loop's bounds or copies would read them.
-bool reads_registers(const Stmt& s) {
-  bool found = false;
-  for_each_expr(s, [&](const Expr& x) {
-    auto* l = x.as<BufferLoadNode>();
-    Scope sc = l ? l->buffer->scope : Scope::Global;
-    found = found || sc == Scope::Local || sc == Scope::LocalVar || sc == Scope::Fragment;
-  });
-  return found;
-}
-
 class Pipeliner : public IRMutator {
  public:
   Pipeliner(bool async, std::set<BufKey> wgmma_acc) : async_(async), wgmma_acc_(std::move(wgmma_acc)) {}
@@ -580,7 +567,7 @@ class Pipeliner : public IRMutator {
       for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
     Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
     ws = ws && only_block_vars(evaluate(ws_extent), op->var) && only_block_vars(evaluate(ws_min), op->var) &&
-         !reads_registers(evaluate(ws_extent)) && !reads_registers(evaluate(ws_min));
+         !reads_registers(ws_extent) && !reads_registers(ws_min);  // the producers never set those
     // Inside a persistent loop the producer runs the rounds too: their bounds and the
     // conditions on the way to this loop must be its to compute (no memory reads).
     bool rounds = false;

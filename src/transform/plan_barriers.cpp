@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/visitor.h"
+#include "ops/extent_util.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
@@ -175,20 +176,9 @@ class Uniformity {
     if (!uniform(value)) varying_.insert(v.node());
   }
   bool uniform(const Expr& e) const {
-    struct Find : IRVisitor {
-      const std::set<const VarNode*>* varying;
-      bool found = false;
-      using IRVisitor::visit;
-      void visit(const VarNode* v) override { found = found || varying->count(v); }
-      void visit(const BufferLoadNode* op) override {
-        Scope sc = op->buffer->scope;
-        found = found || sc == Scope::Local || sc == Scope::LocalVar || sc == Scope::Fragment;
-        IRVisitor::visit(op);
-      }
-    } f;
-    f.varying = &varying_;
-    f.visit(e);
-    return !f.found;
+    bool varies = reads_registers(e);
+    for_each_expr(e, [&](const Expr& x) { varies = varies || varying_.count(x.as<VarNode>()); });
+    return !varies;
   }
 
  private:
