@@ -173,13 +173,15 @@ def skinny_gemm_streamk(
     threads=128,
     dtype="bfloat16",
     accum_dtype="float32",
+    cluster=False,
 ):
     """C = A @ B^T, B stored (N, K), as stream-K over 2 * pairs blocks (the module's
     docstring): the kernel takes a float32 workspace W (tiles, slots, M, block_N) and
     int32 counters F (tiles, 2) that start at zero and are zero again after each call,
     so one pair of them serves calls made one after another (not at once on two
     streams). M is two 64-row halves (wgmma's tile); 2 * pairs blocks must fit on the
-    GPU at once (pairs <= SMs / 2)."""
+    GPU at once (pairs <= SMs / 2). `cluster` makes each pair a cluster of 2 (sm_90), so
+    that its blocks run together and read their shared B tiles from DRAM once."""
     if M % 2 or M // 2 < 64 or M // 2 % 64:
         raise ValueError(
             f"skinny_gemm_streamk: M must be two halves of a multiple of 64 rows; got M={M}"
@@ -195,7 +197,7 @@ def skinny_gemm_streamk(
         W: T.Tensor((tiles, slots, M, block_N), accum_dtype),
         F: T.Tensor((tiles, 2), "int32"),
     ):
-        with T.Kernel(2 * pairs, threads=threads) as pid:
+        with T.Kernel(2 * pairs, threads=threads, cluster_dims=(2, 1, 1) if cluster else None) as pid:
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_N, block_K), dtype)
             C_shared = T.alloc_shared((block_M, block_N), dtype)
@@ -268,7 +270,7 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
     tl.disable_tma_multicast): one kernel, or with split_k > 1 the gemm and the
     reduction of its slices. `target` None compiles for the default target through the
     factories' own caches."""
-    if config[0] == "streamk":  # ("streamk", block_N, block_K, num_stages, pairs)
+    if config[0] == "streamk":  # ("streamk", block_N, block_K, num_stages, pairs[, cluster])
         if b_layout != "nk":
             raise ValueError(
                 f"skinny_gemm_streamk: B must be stored (N, K) (b_layout 'nk'); got {b_layout!r}"
@@ -314,15 +316,22 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
 
 def streamk_matmul(M, N, K, config, dtype="bfloat16", target=None):
     """The callable C = A @ B^T of skinny_gemm_streamk for config (block_N, block_K,
-    num_stages, pairs), with its workspace and counters allocated once (torch tensors on
-    the inputs' device, or numpy arrays)."""
-    bN, bK, stages, pairs = config
+    num_stages, pairs[, cluster]) (cluster 1: each pair a cluster of 2 with its own loads,
+    pass config tl.disable_tma_multicast), with its workspace and counters allocated once
+    (torch tensors on the inputs' device, or numpy arrays)."""
+    bN, bK, stages, pairs, *rest = config
+    cluster = bool(rest[0]) if rest else False
     tiles, _, _, slots = streamk_plan(N, K, bN, bK, pairs)
     args = (M, N, K, bN, bK, stages, pairs, 128, dtype)
-    if target is None:
+    if target is None and not cluster:
         kernel = skinny_gemm_streamk(*args)
     else:
-        kernel = tilelang.compile(skinny_gemm_streamk.get_tir(*args), out_idx=[2], target=target)
+        kernel = tilelang.compile(
+            skinny_gemm_streamk.get_tir(*args, cluster=cluster),
+            out_idx=[2],
+            target=target or "auto",
+            pass_configs={"tl.disable_tma_multicast": True},
+        )
     buffers = {}
 
     def call(a, b):

@@ -111,6 +111,16 @@ def test_streamk_matches_numpy_twice(name, target):
         check(fn(a, b), ref, "bfloat16")
 
 
+def test_streamk_pairs_as_clusters_match_numpy_on_sm90a():
+    M, N, K, config, _ = STREAMK["three_per_tile"]
+    fn = skinny.skinny_matmul(M, N, K, ("streamk", *config, 1), "bfloat16", "nk", target=SM90A)
+    for _ in range(2):
+        a, b, ref = operands(M, N, K, "bfloat16", "nk")
+        check(fn(a, b), ref, "bfloat16")
+    with pytest.raises(tilelang.TileLangError, match="cluster_dims=.2, 1, 1. needs thread block"):
+        skinny.skinny_matmul(M, N, K, ("streamk", *config, 1), "bfloat16", "nk", target=CPU)
+
+
 def test_streamk_on_sm90a_is_warp_specialized_with_tma():
     src = tilelang.compile(
         skinny.skinny_gemm_streamk.get_tir(128, 512, 1024, 128, 64, 4, 6), out_idx=[2], target=SM90A
