@@ -174,6 +174,7 @@ def skinny_gemm_streamk(
     dtype="bfloat16",
     accum_dtype="float32",
     cluster=False,
+    split_m=2,
 ):
     """C = A @ B^T, B stored (N, K), as stream-K over 2 * pairs blocks (the module's
     docstring): the kernel takes a float32 workspace W (tiles, slots, M, block_N) and
@@ -182,11 +183,13 @@ def skinny_gemm_streamk(
     streams). M is two 64-row halves (wgmma's tile); 2 * pairs blocks must fit on the
     GPU at once (pairs <= SMs / 2). `cluster` makes each pair a cluster of 2 (sm_90), so
     that its blocks run together and read their shared B tiles from DRAM once."""
-    if M % 2 or M // 2 < 64 or M // 2 % 64:
+    if split_m not in (1, 2):
+        raise ValueError(f"skinny_gemm_streamk: split_m must be 1 or 2; got {split_m}")
+    if M % split_m or M // split_m % 64:
         raise ValueError(
-            f"skinny_gemm_streamk: M must be two halves of a multiple of 64 rows; got M={M}"
+            f"skinny_gemm_streamk: M must be {split_m} part(s) of a multiple of 64 rows; got M={M}"
         )
-    block_M = M // 2
+    block_M = M // split_m
     tiles, steps, total, slots = streamk_plan(N, K, block_N, block_K, pairs)
 
     @T.prim_func
@@ -195,17 +198,20 @@ def skinny_gemm_streamk(
         B: T.Tensor((N, K), dtype),
         C: T.Tensor((M, N), dtype),
         W: T.Tensor((tiles, slots, M, block_N), accum_dtype),
-        F: T.Tensor((tiles, 2), "int32"),
+        F: T.Tensor((tiles, split_m), "int32"),
     ):
-        with T.Kernel(2 * pairs, threads=threads, cluster_dims=(2, 1, 1) if cluster else None) as pid:
+        clustered = cluster and split_m > 1
+        with T.Kernel(
+            split_m * pairs, threads=threads, cluster_dims=(split_m, 1, 1) if clustered else None
+        ) as pid:
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_N, block_K), dtype)
             C_shared = T.alloc_shared((block_M, block_N), dtype)
             acc = T.alloc_fragment((block_M, block_N), accum_dtype)
             part = T.alloc_fragment((block_M, block_N), accum_dtype)
             # Two rounds per block: its part of its last tile, then of its first.
-            for seg, w in T.Persistent([2, 2 * pairs], 2 * pairs, pid, 1):
-                p, h = w // 2, w % 2  # the pair, and the block's half of M
+            for seg, w in T.Persistent([2, split_m * pairs], split_m * pairs, pid, 1):
+                p, h = w // split_m, w % split_m  # the pair, and the block's part of M
                 start, end = p * total // pairs, (p + 1) * total // pairs
                 first_tile, last_tile = start // steps, (end - 1) // steps
                 t = T.if_then_else(seg == 0, last_tile, first_tile)
@@ -321,13 +327,15 @@ def streamk_matmul(M, N, K, config, dtype="bfloat16", target=None):
     (torch tensors on the inputs' device, or numpy arrays)."""
     bN, bK, stages, pairs, *rest = config
     cluster = bool(rest[0]) if rest else False
+    split_m = rest[1] if len(rest) > 1 else 2
+    threads = rest[2] if len(rest) > 2 else 128
     tiles, _, _, slots = streamk_plan(N, K, bN, bK, pairs)
-    args = (M, N, K, bN, bK, stages, pairs, 128, dtype)
-    if target is None and not cluster:
+    args = (M, N, K, bN, bK, stages, pairs, threads, dtype)
+    if target is None and not cluster and split_m == 2:
         kernel = skinny_gemm_streamk(*args)
     else:
         kernel = tilelang.compile(
-            skinny_gemm_streamk.get_tir(*args, cluster=cluster),
+            skinny_gemm_streamk.get_tir(*args, cluster=cluster, split_m=split_m),
             out_idx=[2],
             target=target or "auto",
             pass_configs={"tl.disable_tma_multicast": True},
@@ -338,14 +346,14 @@ def streamk_matmul(M, N, K, config, dtype="bfloat16", target=None):
         if not buffers:
             if isinstance(a, np.ndarray):
                 buffers["w"] = np.zeros((tiles, slots, M, bN), np.float32)
-                buffers["f"] = np.zeros((tiles, 2), np.int32)
+                buffers["f"] = np.zeros((tiles, split_m), np.int32)
             else:
                 import torch
 
                 buffers["w"] = torch.empty(
                     (tiles, slots, M, bN), device=a.device, dtype=torch.float32
                 )
-                buffers["f"] = torch.zeros((tiles, 2), device=a.device, dtype=torch.int32)
+                buffers["f"] = torch.zeros((tiles, split_m), device=a.device, dtype=torch.int32)
         return kernel(a, b, buffers["w"], buffers["f"])
 
     return call
