@@ -173,23 +173,18 @@ def skinny_gemm_streamk(
     threads=128,
     dtype="bfloat16",
     accum_dtype="float32",
-    cluster=False,
-    split_m=2,
 ):
     """C = A @ B^T, B stored (N, K), as stream-K over 2 * pairs blocks (the module's
     docstring): the kernel takes a float32 workspace W (tiles, slots, M, block_N) and
     int32 counters F (tiles, 2) that start at zero and are zero again after each call,
     so one pair of them serves calls made one after another (not at once on two
     streams). M is two 64-row halves (wgmma's tile); 2 * pairs blocks must fit on the
-    GPU at once (pairs <= SMs / 2). `cluster` makes each pair a cluster of 2 (sm_90), so
-    that its blocks run together and read their shared B tiles from DRAM once."""
-    if split_m not in (1, 2):
-        raise ValueError(f"skinny_gemm_streamk: split_m must be 1 or 2; got {split_m}")
-    if M % split_m or M // split_m % 64:
+    GPU at once (pairs <= SMs / 2)."""
+    if M % 2 or M // 2 < 64 or M // 2 % 64:
         raise ValueError(
-            f"skinny_gemm_streamk: M must be {split_m} part(s) of a multiple of 64 rows; got M={M}"
+            f"skinny_gemm_streamk: M must be two halves of a multiple of 64 rows; got M={M}"
         )
-    block_M = M // split_m
+    block_M = M // 2
     tiles, steps, total, slots = streamk_plan(N, K, block_N, block_K, pairs)
 
     @T.prim_func
@@ -198,20 +193,17 @@ def skinny_gemm_streamk(
         B: T.Tensor((N, K), dtype),
         C: T.Tensor((M, N), dtype),
         W: T.Tensor((tiles, slots, M, block_N), accum_dtype),
-        F: T.Tensor((tiles, split_m), "int32"),
+        F: T.Tensor((tiles, 2), "int32"),
     ):
-        clustered = cluster and split_m > 1
-        with T.Kernel(
-            split_m * pairs, threads=threads, cluster_dims=(split_m, 1, 1) if clustered else None
-        ) as pid:
+        with T.Kernel(2 * pairs, threads=threads) as pid:
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_N, block_K), dtype)
             C_shared = T.alloc_shared((block_M, block_N), dtype)
             acc = T.alloc_fragment((block_M, block_N), accum_dtype)
             part = T.alloc_fragment((block_M, block_N), accum_dtype)
             # Two rounds per block: its part of its last tile, then of its first.
-            for seg, w in T.Persistent([2, split_m * pairs], split_m * pairs, pid, 1):
-                p, h = w // split_m, w % split_m  # the pair, and the block's part of M
+            for seg, w in T.Persistent([2, 2 * pairs], 2 * pairs, pid, 1):
+                p, h = w // 2, w % 2  # the pair, and the block's half of M
                 start, end = p * total // pairs, (p + 1) * total // pairs
                 first_tile, last_tile = start // steps, (end - 1) // steps
                 t = T.if_then_else(seg == 0, last_tile, first_tile)
@@ -276,7 +268,7 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
     tl.disable_tma_multicast): one kernel, or with split_k > 1 the gemm and the
     reduction of its slices. `target` None compiles for the default target through the
     factories' own caches."""
-    if config[0] == "streamk":  # ("streamk", block_N, block_K, num_stages, pairs[, cluster])
+    if config[0] == "streamk":  # ("streamk", block_N, block_K, num_stages, pairs)
         if b_layout != "nk":
             raise ValueError(
                 f"skinny_gemm_streamk: B must be stored (N, K) (b_layout 'nk'); got {b_layout!r}"
@@ -322,38 +314,29 @@ def skinny_matmul(M, N, K, config, dtype="bfloat16", b_layout="nk", target=None)
 
 def streamk_matmul(M, N, K, config, dtype="bfloat16", target=None):
     """The callable C = A @ B^T of skinny_gemm_streamk for config (block_N, block_K,
-    num_stages, pairs[, cluster]) (cluster 1: each pair a cluster of 2 with its own loads,
-    pass config tl.disable_tma_multicast), with its workspace and counters allocated once
-    (torch tensors on the inputs' device, or numpy arrays)."""
-    bN, bK, stages, pairs, *rest = config
-    cluster = bool(rest[0]) if rest else False
-    split_m = rest[1] if len(rest) > 1 else 2
-    threads = rest[2] if len(rest) > 2 else 128
+    num_stages, pairs), with its workspace and counters allocated once (torch tensors on
+    the inputs' device, or numpy arrays)."""
+    bN, bK, stages, pairs = config
     tiles, _, _, slots = streamk_plan(N, K, bN, bK, pairs)
-    args = (M, N, K, bN, bK, stages, pairs, threads, dtype)
-    if target is None and not cluster and split_m == 2:
+    args = (M, N, K, bN, bK, stages, pairs, 128, dtype)
+    if target is None:
         kernel = skinny_gemm_streamk(*args)
     else:
-        kernel = tilelang.compile(
-            skinny_gemm_streamk.get_tir(*args, cluster=cluster, split_m=split_m),
-            out_idx=[2],
-            target=target or "auto",
-            pass_configs={"tl.disable_tma_multicast": True},
-        )
+        kernel = tilelang.compile(skinny_gemm_streamk.get_tir(*args), out_idx=[2], target=target)
     buffers = {}
 
     def call(a, b):
         if not buffers:
             if isinstance(a, np.ndarray):
                 buffers["w"] = np.zeros((tiles, slots, M, bN), np.float32)
-                buffers["f"] = np.zeros((tiles, split_m), np.int32)
+                buffers["f"] = np.zeros((tiles, 2), np.int32)
             else:
                 import torch
 
                 buffers["w"] = torch.empty(
                     (tiles, slots, M, bN), device=a.device, dtype=torch.float32
                 )
-                buffers["f"] = torch.zeros((tiles, split_m), device=a.device, dtype=torch.int32)
+                buffers["f"] = torch.zeros((tiles, 2), device=a.device, dtype=torch.int32)
         return kernel(a, b, buffers["w"], buffers["f"])
 
     return call
