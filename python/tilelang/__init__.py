@@ -5,7 +5,7 @@ from . import _native
 
 _C = _native.load()
 
-from . import language
+from . import language, tvm
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
@@ -16,6 +16,20 @@ from .utils.target import determine_target
 
 TileLangError = _C.TileLangError
 __version__ = "0.1.0"
+
+
+def _offer_tvm_facade():
+    """`import tvm` after `import tilelang` gives tilelang.tvm, as TileLang's own TVM
+    becomes importable with it; a real TVM installed keeps the name."""
+    import importlib.util
+    import sys
+
+    if "tvm" in sys.modules or importlib.util.find_spec("tvm") is not None:
+        return
+    sys.modules["tvm"], sys.modules["tvm.tir"], sys.modules["tvm.te"] = tvm, tvm.tir, tvm.te
+
+
+_offer_tvm_facade()
 
 __all__ = [
     "AutoTuner",
