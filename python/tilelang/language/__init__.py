@@ -3,6 +3,7 @@ annotations, T.Kernel, allocations, loops, tile operators and math."""
 
 from ..layout import Fragment, Layout
 from . import dtypes as _dtypes
+from .allreduce import comm_reducer, tvm_thread_allreduce
 from .annotations import annotate_layout, use_swizzle
 from .atomic import *
 from .buffer import Buffer as BufferHandle
@@ -101,6 +102,7 @@ __all__ = [
     "alloc_var",
     "attr",
     "clear",
+    "comm_reducer",
     "const",
     "copy",
     "dtype",
@@ -127,6 +129,7 @@ __all__ = [
     "serial",
     "symbolic",
     "sync_threads",
+    "tvm_thread_allreduce",
     "unroll",
     "vectorized",
 ]

@@ -10,7 +10,7 @@ or `with T.If(cond), T.Then():` for an `if` without `else`. They build the same 
 a Python `if` on a symbolic condition; names bound inside follow Python's scoping
 (use a T.alloc_var for a value that must outlive the branch)."""
 
-from . import builder_ctx
+from . import allreduce, builder_ctx
 from .buffer import to_value
 from .builder_ctx import frontend_error
 
@@ -84,23 +84,37 @@ class Else(_Branch):
 
 
 class attr:
-    """`with T.attr(node, "async_scope", 1):` TVM's annotation that TileLang's hand-written
-    producers put around element-wise global-to-shared copies, to issue them as cp.async.
-    Here they run as plain stores: the same result, synchronously (the copies' mbarrier
-    arrival, T.cp_async_barrier_noinc, then finds them landed). Other keys are refused."""
+    """`with T.attr(node, key, value):` TVM's annotations, for the two keys TileLang's
+    TVM-style kernels use.
+    - "async_scope": hand-written producers put it around element-wise global-to-shared
+      copies, to issue them as cp.async. Here they run as plain stores: the same result,
+      synchronously (the copies' mbarrier arrival, T.cp_async_barrier_noinc, then finds
+      them landed).
+    - "reduce_scope": `node` is a T.comm_reducer, the reducer of the
+      T.tvm_thread_allreduce calls inside.
+    Other keys are refused."""
 
     __tl_with__ = True
-    KEYS = ("async_scope",)
+    KEYS = ("async_scope", "reduce_scope")
 
     def __init__(self, node, key, value):
         if key not in self.KEYS:
             raise frontend_error(
                 f"T.attr: key {key!r} is not supported; supported: {', '.join(self.KEYS)}"
             )
+        if key == "reduce_scope" and not isinstance(node, allreduce.comm_reducer):
+            raise frontend_error(
+                f'T.attr(node, "reduce_scope", ...): node must be a T.comm_reducer, got {node!r}'
+            )
+        self.reducer = node if key == "reduce_scope" else None
 
     def __enter__(self):
         builder_ctx.current("T.attr")
+        if self.reducer is not None:
+            allreduce._active.append(self.reducer)
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.reducer is not None:
+            allreduce._active.pop()
         return False

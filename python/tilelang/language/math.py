@@ -304,6 +304,10 @@ def reinterpret(value, dtype):
     """Reads the bits of `value` as `dtype` (also accepted as reinterpret(dtype, value))."""
     if is_dtype_like(value) and not is_dtype_like(dtype):
         value, dtype = dtype, value
+    if dtype == "handle":  # TVM's null handle for T.attr(..., "reduce_scope", ...)
+        from .allreduce import NULL_HANDLE
+
+        return NULL_HANDLE
     return _C.reinterpret(to_value(value), make_dtype(dtype))
 
 

@@ -261,7 +261,12 @@ def sync_threads(barrier_id=None, arrive_count=None):
 
 
 def evaluate(expr):
-    builder_ctx.current("T.evaluate").builder.evaluate(to_value(expr))
+    from .allreduce import DONE
+
+    ctx = builder_ctx.current("T.evaluate")
+    if expr is DONE:  # T.tvm_thread_allreduce emitted its statements already
+        return
+    ctx.builder.evaluate(to_value(expr))
 
 
 __all__ = [
