@@ -58,7 +58,10 @@ struct FirstUse : IRVisitor {
   void visit(const CallNode* op) override {
     if (op->op == Intrinsic::Extern) {
       const std::string& name = op->args[0].as<StringImmNode>()->value;
-      if (name.rfind(kExplicitPrefix, 0) == 0) note(api_of(name.substr(std::string(kExplicitPrefix).size())));
+      // (A region ThreadBranches made of a plain branch is no use of the explicit API.)
+      bool branch_region = name == str_cat(kExplicitPrefix, "ws") && op->args.size() > 3;
+      if (name.rfind(kExplicitPrefix, 0) == 0 && !branch_region)
+        note(api_of(name.substr(std::string(kExplicitPrefix).size())));
     }
     IRVisitor::visit(op);
   }
@@ -419,9 +422,12 @@ namespace {
 // TileLang kernels specialize warps by hand: `tx = T.get_thread_binding()`, then
 // `if tx < 128:` ... `elif 128 <= tx < 256:` around tile ops. A branch over whole
 // warpgroups that T.ws could name becomes that T.ws region (sm_90), so its tile ops
-// are spread over its threads only. Any other branch on the thread index around work
-// spread over the block's threads is refused: only the threads taking the branch
-// would run their share of it.
+// are spread over its threads only. On CUDA a branch over any other range of threads
+// (`if tx == 0:`, `if tx < 32:`) becomes a region of those threads too, as TileLang
+// spreads an op over the threads its branch leaves: copies, fills, atomics and
+// T.Parallel loops, whose work any number of threads can share. Any other branch on
+// the thread index around work spread over the block's threads is refused: only the
+// threads taking the branch would run their share of it.
 
 // The first tile op or T.Parallel nest in `s` that spreads its work over the block's
 // threads, outside T.ws regions (T.print, T.device_assert and ops on a thread's own
@@ -430,6 +436,22 @@ struct SpreadWork {
   SourceSpan span;
   std::string what;
 };
+// The first tile op in `s` that needs whole warps working together (gemms on tensor
+// cores, reductions and scans through warp shuffles), or nullopt.
+std::optional<SpreadWork> warp_work(const Stmt& s) {
+  struct Find : IRVisitor {
+    std::optional<SpreadWork> found;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override {
+      if (!found && (op->op == TileOpKind::Gemm || op->op == TileOpKind::Reduce || op->op == TileOpKind::Cumsum ||
+                     op->op == TileOpKind::Im2col))
+        found = SpreadWork{op->span, str_cat("T.", tile_op_name(op->op))};
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
 std::optional<SpreadWork> spread_work(const Stmt& s) {
   struct Find : IRVisitor {
     std::optional<SpreadWork> found;
@@ -589,28 +611,36 @@ class ThreadBranches : public IRMutator {
     // The cpu target runs a block op whole on thread 0: right for a branch thread 0 takes.
     if (target_.runs_blocks_serially() && range && range->first == 0 && range->second > 0) return body;
     std::string why;
-    if (!target_.has_tma()) {
-      why = str_cat("regions of threads need sm_90 (T.ws), and the target is '", target_.str(), "'");
+    SpreadWork blamed = work;
+    if (target_.kind != TargetKind::CUDA) {
+      why = str_cat("regions of threads need a CUDA target, and the target is '", target_.str(), "'");
     } else if (in_region_) {
       why = "the branch is inside a T.ws region already";
     } else if (!range) {
-      why = "the condition is not a range of thread indices (tx < c, c0 <= tx < c1, tx // 128 == k)";
-    } else {
+      why = "the condition is not a range of thread indices (tx < c, c0 <= tx < c1, tx == c, tx // 128 == k)";
+    } else if (range->second <= range->first) {
+      why = str_cat("no thread takes the branch (threads [", range->first, ", ", range->second, "))");
+    } else if (auto whole = warp_work(body)) {
+      // Tensor-core gemms, reductions and scans need the T.ws region of whole warpgroups.
       auto [lo, hi] = *range;
       int64_t count = hi - lo;
-      if (count <= 0 || lo % kGroup || count % kGroup || lo % count)
+      blamed = *whole;
+      if (!target_.has_tma())
+        why = str_cat("regions of threads that run it need sm_90 (T.ws), and the target is '", target_.str(), "'");
+      else if (lo % kGroup || count % kGroup || lo % count)
         why = str_cat("the branch covers threads [", lo, ", ", hi,
                       "), which are not whole warpgroups of 128 starting at a multiple of their number");
     }
     if (!why.empty())
-      throw_user_error(work.span,
-                       str_cat(work.what, " under the condition on the thread index at ", branch->span.str(),
+      throw_user_error(blamed.span,
+                       str_cat(blamed.what, " under the condition on the thread index at ", branch->span.str(),
                                " would be spread over all ", threads,
                                " threads of the block, of which only those taking the branch run it: ", why,
                                ". Branch on whole warpgroups (`if tx < 128:`, `elif 128 <= tx < 256:`) on sm_90, "
                                "use `with T.ws(...)`, or move it out of the branch"));
     int64_t lo = range->first, count = range->second - range->first;
-    Expr marker = call_extern(dtype::Bool, str_cat(kExplicitPrefix, "ws"), {int_imm(lo), int_imm(count)});
+    // The third argument marks a region made of a branch (FirstUse: not T.ws itself).
+    Expr marker = call_extern(dtype::Bool, str_cat(kExplicitPrefix, "ws"), {int_imm(lo), int_imm(count), int_imm(1)});
     return if_then_else(marker, body, {}, branch->span);
   }
 
@@ -641,7 +671,8 @@ PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool all
   PrimFunc branched = f.with_body(ThreadBranches(target).mutate(f->body));
   FirstUse use;
   use.visit(branched->body);
-  if (use.api.empty()) return f;
+  if (use.api.empty())  // at most regions made of branches: they need only LowerMarkers
+    return branched->body.same_as(f->body) ? f : branched.with_body(LowerMarkers().mutate(branched->body));
   if (!target.has_tma())
     throw_user_error(use.api_span, str_cat(use.api,
                                            " needs sm_90 or later (Hopper mbarriers, TMA and warpgroups), but the "

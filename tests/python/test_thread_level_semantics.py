@@ -403,21 +403,112 @@ def test_an_elif_chain_over_warpgroups_is_three_regions():
 
 
 @pytest.mark.parametrize(
-    "target,threads,cond,why",
+    "target,threads,cond,op,why",
     [
-        (SM90A, 256, lambda tx: tx < 64, "not whole warpgroups"),
-        (SM90A, 256, lambda tx: tx % 2 == 0, "not a range of thread indices"),
-        (SM80, 256, lambda tx: tx < 128, "need sm_90"),
-        ("cpu", 256, lambda tx: tx >= 128, "need sm_90"),
+        (SM90A, 256, lambda tx: tx < 64, "T.gemm", "not whole warpgroups"),
+        (SM90A, 256, lambda tx: tx % 2 == 0, "T.fill", "not a range of thread indices"),
+        (SM80, 256, lambda tx: tx < 128, "T.gemm", "need sm_90"),
+        ("cpu", 256, lambda tx: tx >= 128, "T.fill", "need a CUDA target"),
+        (METAL, 256, lambda tx: tx < 128, "T.fill", "need a CUDA target"),
     ],
-    ids=["part-of-a-warpgroup", "not-a-range", "sm80", "cpu"],
+    ids=["gemm-on-part-of-a-warpgroup", "not-a-range", "gemm-on-sm80", "cpu", "metal"],
 )
-def test_other_branches_on_the_thread_index_around_tile_ops_are_refused(target, threads, cond, why):
+def test_other_branches_on_the_thread_index_around_tile_ops_are_refused(
+    target, threads, cond, op, why
+):
     with pytest.raises(tilelang.TileLangError) as err:
         tilelang.compile(warp_specialized_by_hand(threads, cond), out_idx=[2], target=target)
     text = str(err.value)
-    assert "T.fill under the condition on the thread index at" in text, text
+    assert f"{op} under the condition on the thread index at" in text, text
     assert "test_thread_level_semantics.py" in text and why in text, text
+
+
+# Copies, fills and T.Parallel loops under a branch on any range of threads are spread
+# over the threads that take it, as TileLang spreads them (CUDA targets).
+def part_of_the_block(lo, hi, scale=True):
+    @T.prim_func
+    def part(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64, 64), "float32")
+            if lo <= tx < hi:
+                T.copy(A, S)
+                if scale:  # a step that reads what other threads of the branch wrote
+                    for i, j in T.Parallel(64, 64):
+                        S[i, j] = S[i, j] * 2
+            T.copy(S, B)
+
+    return part
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+@pytest.mark.parametrize(
+    "lo,hi,scale", [(0, 1, True), (5, 6, False), (0, 32, True), (32, 96, True), (0, 16, False)]
+)
+def test_tile_ops_under_a_branch_on_part_of_the_block(target, lo, hi, scale):
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    out = tilelang.compile(part_of_the_block(lo, hi, scale), out_idx=[1], target=target)(a)
+    np.testing.assert_array_equal(out, a * 2 if scale else a)
+
+
+def test_a_branch_on_part_of_the_block_barriers_only_its_threads():
+    def src(lo, hi):
+        kernel = tilelang.compile(
+            part_of_the_block(lo, hi), out_idx=[1], target="cuda -arch=sm_90a"
+        )
+        return kernel.get_kernel_source()
+
+    # Warps 1 and 2: a named barrier of their 64 threads (ids from 15 down; whole
+    # warpgroups take 1 + their first warpgroup), the copy spread over them.
+    assert "tl::named_barrier_sync(15, 64);" in src(32, 96)
+    # One thread: its own order suffices.
+    one = src(0, 1)
+    assert "one thread: its own order is the barrier" in one and "named_barrier_sync" not in one
+
+
+def test_a_branch_over_less_than_a_warp_that_needs_a_barrier_is_refused():
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(part_of_the_block(0, 16), out_idx=[1], target=SM90A)
+    text = str(err.value)
+    assert "test_thread_level_semantics.py" in text, text
+    assert (
+        "threads [0, 16) of a branch on the thread index need a barrier between their steps" in text
+    )
+
+
+def branches_over_warps(count):
+    @T.prim_func
+    def warps(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1, threads=32 * count) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((32, 64), "float32")
+            C = T.alloc_shared((32, 64), "float32")
+            T.copy(A, S)
+            for w in list(range(count)):  # a Python loop: one branch per warp
+                if 32 * w <= tx < 32 * w + 32:
+                    for i, j in T.Parallel(4, 64):
+                        C[w * 4 % 32 + i, j] = S[w * 4 % 32 + i, j] + w
+                    for i, j in T.Parallel(4, 64):
+                        C[w * 4 % 32 + i, j] = C[w * 4 % 32 + i, j] * 2
+            T.copy(C, B)
+
+    return warps
+
+
+def test_each_branch_over_warps_has_its_own_named_barrier():
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    out = tilelang.compile(branches_over_warps(4), out_idx=[1], target=SM90A)(a)
+    # Warp w writes rows 4w .. 4w + 3 (the others stay unwritten).
+    warp_of_row = np.repeat(np.arange(4), 4)[:, None].astype(np.float32)
+    np.testing.assert_array_equal(out[:16], (a[:16] + warp_of_row) * 2)
+    src = tilelang.compile(
+        branches_over_warps(4), out_idx=[1], target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert all(f"tl::named_barrier_sync({15 - w}, 32);" in src for w in range(4)), src
+    with pytest.raises(
+        tilelang.TileLangError, match="need more than the 15 named barriers of a block"
+    ):
+        tilelang.compile(branches_over_warps(32), out_idx=[1], target="cuda -arch=sm_90a")
 
 
 def test_an_on_chip_index_the_loops_take_out_of_bounds_is_refused():

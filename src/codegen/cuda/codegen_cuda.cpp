@@ -7,6 +7,7 @@
 #include "codegen/cuda/codegen_cuda.h"
 
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -116,8 +117,16 @@ class CodeGenCUDA : public CodeGenC {
   void emit_barrier(const BarrierNode* op) override {
     // In a T.ws region the block barrier is the region's named barrier: the other
     // threads never reach it.
-    if (op->barrier == BarrierKind::Threads && region_threads_)
-      return line(str_cat("tl::named_barrier_sync(", region_barrier_id_, ", ", region_threads_, ");"));
+    if (op->barrier == BarrierKind::Threads && region_threads_) {
+      if (region_threads_ == 1) return line("// (one thread: its own order is the barrier)");
+      if (region_threads_ % 32 || region_lo_ % 32)
+        throw_user_error(statement_span_,
+                         str_cat("threads [", region_lo_, ", ", region_lo_ + region_threads_,
+                                 ") of a branch on the thread index need a barrier between their steps, and "
+                                 "barriers take whole warps: branch on whole warps (`if tx < 32:`) or on one "
+                                 "thread, or move the steps that read what others wrote out of the branch"));
+      return line(str_cat("tl::named_barrier_sync(", region_barrier_id(), ", ", region_threads_, ");"));
+    }
     line(op->barrier == BarrierKind::Threads ? "__syncthreads();" : "__syncwarp();");
   }
 
@@ -132,6 +141,7 @@ class CodeGenCUDA : public CodeGenC {
   }
 
   void emit_kernel_launch(const KernelLaunchNode* op) override {
+    part_region_ids_.clear();
     const char* bidx[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
     const char* tidx[] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
     std::vector<std::string> block_index(bidx, bidx + 3);
@@ -208,7 +218,7 @@ class CodeGenCUDA : public CodeGenC {
     thread_rank_ = lo ? str_cat("(tl_thread_rank - ", lo, ")") : "tl_thread_rank";
     threads_ = count;
     region_threads_ = count;
-    region_barrier_id_ = 1 + lo / 128;
+    region_lo_ = lo;
     stmt(op->body);
     thread_rank_ = saved_rank;
     threads_ = saved_threads;
@@ -347,7 +357,23 @@ class CodeGenCUDA : public CodeGenC {
   const KernelLaunchNode* launch_ = nullptr;
   int64_t threads_ = 1;
   int64_t region_threads_ = 0;  // of the T.ws region being printed (0: none)
-  int64_t region_barrier_id_ = 0;
+  int64_t region_lo_ = 0;       // its first thread
+  // Named barrier ids of regions that are not whole warpgroups (a branch over some
+  // warps), from 15 down; whole warpgroups take 1 + their first warpgroup.
+  std::map<std::pair<int64_t, int64_t>, int64_t> part_region_ids_;
+
+  int64_t region_barrier_id() {
+    if (region_lo_ % 128 == 0 && region_threads_ % 128 == 0) return 1 + region_lo_ / 128;
+    auto [it, fresh] =
+        part_region_ids_.emplace(std::pair{region_lo_, region_threads_}, 15 - int64_t(part_region_ids_.size()));
+    int64_t groups = launch_ ? (launch_->thread_count() + 127) / 128 : 8;
+    if (fresh && it->second <= groups)
+      throw_user_error(statement_span_,
+                       str_cat("too many branches on the thread index need barriers in this kernel: the ",
+                               part_region_ids_.size(), " ranges of warps and the block's ", groups,
+                               " warpgroups need more than the 15 named barriers of a block"));
+    return it->second;
+  }
   int64_t shared_bytes_ = 0;
   std::set<const void*> hoisted_;
   std::vector<TmaMapSpec> tma_specs_;        // parameter tl_tma_map<i> is tma_specs_[i]
