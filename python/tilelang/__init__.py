@@ -9,6 +9,7 @@ from . import language, tvm
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
+from .language.dtypes import dtype as DataType
 from .math import cdiv, next_power_of_2
 from .profiler import TensorSupplyType
 from .transform import PassConfigKey
@@ -33,6 +34,7 @@ _offer_tvm_facade()
 
 __all__ = [
     "AutoTuner",
+    "DataType",
     "JITKernel",
     "PassConfigKey",
     "TensorSupplyType",

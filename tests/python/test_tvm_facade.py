@@ -127,3 +127,23 @@ def test_a_real_tvm_keeps_its_name(tmp_path):
         str(tmp_path),
     )
     assert out.returncode == 0 and out.stdout.split() == ["True", "False"], out.stderr
+
+
+def test_kernel_params_and_tensor_supply():
+    from tilelang.engine.param import KernelParam
+    from tilelang.utils.tensor import TensorSupplyType, get_tensor_supply
+
+    assert tilelang.DataType("bfloat16").bits == 16
+    params = unpack_int4.compile(8, 32).params  # Q (8, 16) uint8, O (8, 32) int8
+    assert all(isinstance(p, KernelParam) for p in params)
+    q, o = params
+    assert q.shape == [8, 16] and not q.is_scalar() and not q.is_float8() and not q.is_boolean()
+    ones = get_tensor_supply(TensorSupplyType.One, device="cpu")
+    got = ones(q)
+    assert got.shape == (8, 16) and got.dtype == np.uint8 and (got == 1).all()
+    auto = get_tensor_supply(device="cpu")(o)
+    assert auto.dtype == np.int8 and auto.shape == (8, 32)
+    with pytest.raises(ValueError, match="device must be 'cuda', 'cpu' or None, got 'tpu'"):
+        get_tensor_supply(device="tpu")
+    with pytest.raises(TypeError, match="supply_type must be a TensorSupplyType, got 'auto'"):
+        get_tensor_supply("auto")

@@ -115,6 +115,21 @@ class KernelParam:
             return f"KernelParam({self.name}: Tensor({self.shape}, {self.dtype}))"
         return f"KernelParam({self.name}: {self.dtype})"
 
+    # TileLang's queries (tilelang.engine.param.KernelParam).
+    def is_scalar(self):
+        return not self.is_tensor
+
+    def is_float8(self):
+        return str(self.dtype).startswith("float8")
+
+    def is_boolean(self):
+        return str(self.dtype) == "bool"
+
+    def torch_dtype(self):
+        from tilelang.language.dtypes import dtype as DType
+
+        return DType(self.dtype).as_torch()
+
 
 def _to_native(arg):
     """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""

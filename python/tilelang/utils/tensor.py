@@ -1,10 +1,47 @@
 """Tensor helpers of TileLang's Python API: `map_torch_type` (a dtype name to torch's
-dtype), `torch_assert_close` (closeness with a share of elements allowed to differ) and
-`TensorSupplyType`."""
+dtype), `torch_assert_close` (closeness with a share of elements allowed to differ),
+`TensorSupplyType` and `get_tensor_supply` (inputs for a kernel's parameters)."""
 
-from tilelang.profiler import TensorSupplyType, _compare, _to_float64
+import numpy as np
 
-__all__ = ["TensorSupplyType", "map_torch_type", "torch_assert_close"]
+from tilelang.profiler import TensorSupplyType, _compare, _to_cuda, _to_float64, make_tensor
+
+__all__ = ["TensorSupplyType", "get_tensor_supply", "map_torch_type", "torch_assert_close"]
+
+
+def get_tensor_supply(supply_type=TensorSupplyType.Auto, device=None, seed=0):
+    """A function that makes one input for a KernelParam (`kernel.params[i]`, or a
+    supply_program's argument): values per `supply_type`, as the profiler makes them.
+    `device` "cuda" gives torch tensors on the current GPU, "cpu" numpy arrays (what the
+    cpu target takes); None picks "cuda" when torch sees a GPU."""
+    if not isinstance(supply_type, TensorSupplyType):
+        raise TypeError(
+            f"get_tensor_supply: supply_type must be a TensorSupplyType, got {supply_type!r}"
+        )
+    if device is None:
+        try:
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:
+            device = "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"get_tensor_supply: device must be 'cuda', 'cpu' or None, got {device!r}")
+    rng = np.random.default_rng(seed)
+
+    def supply(param):
+        if not getattr(param, "is_tensor", False):
+            raise ValueError(f"get_tensor_supply: {param!r} is not a tensor parameter")
+        shape = tuple(param.shape)
+        if not all(isinstance(d, int) for d in shape):
+            raise ValueError(
+                f"get_tensor_supply: {param!r} has a symbolic dimension; make that input yourself"
+            )
+        array = make_tensor(shape, param.dtype, supply_type, rng)
+        return _to_cuda(array, param.dtype) if device == "cuda" else array
+
+    return supply
+
 
 # TileLang names torch spells otherwise.
 _TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float": "float32", "half": "float16"}

@@ -1,0 +1,1 @@
+"""`tilelang.engine.param.KernelParam`, where TileLang's examples import it from."""
