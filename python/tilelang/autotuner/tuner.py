@@ -679,7 +679,10 @@ class AutoTuner:
 # each the median of its calls within rep / _TIMING_ROUNDS ms; its time is the fastest
 # round. One window per config let a moment of load on a shared machine (a single
 # timed call, when a cache flush takes most of a small budget) pick a 50x slower one.
-_TIMING_ROUNDS = 3
+# Three rounds still did once in CI (2 cores, four tuning processes beside the test
+# workers: a 4096x slower config won, so every timed call of the fast ones had been
+# preempted); with five, each config's best round must be hit five times over.
+_TIMING_ROUNDS = 5
 
 
 class _Timed:
