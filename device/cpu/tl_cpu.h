@@ -18,6 +18,8 @@ namespace tl {
 
 // T.use_swizzle's marker: blocks run in any order on the cpu, nothing to remap.
 inline void use_swizzle(int, int) {}
+// T.disable_warp_group_reg_alloc's marker: a hint for sm_90a only.
+inline void no_setmaxnreg() {}
 
 // One argument slot of a kernel call: a tensor's data pointer or a scalar.
 union Arg {

@@ -205,6 +205,8 @@ TL_DEVICE uint32_t load_pair(const T* p) {
 
 // T.use_swizzle's marker: the code generator remaps blockIdx at kernel entry.
 TL_DEVICE void use_swizzle(int, int) {}
+// T.disable_warp_group_reg_alloc's marker: warp_specialize leaves out setmaxnreg.
+TL_DEVICE void no_setmaxnreg() {}
 
 TL_DEVICE float infinity_f32() {
   return __int_as_float(0x7f800000);

@@ -2,6 +2,8 @@
 // wrappers and folded around the statements that follow them when a frame closes.
 #include "builder/builder.h"
 
+#include <algorithm>
+
 namespace tl {
 
 FunctionBuilder::FunctionBuilder(std::string name, SourceSpan span)
@@ -127,6 +129,16 @@ KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int
   push(std::move(f));
   ++kernel_depth_;
   return vars;
+}
+
+void FunctionBuilder::import_source(const std::string& source) {
+  auto kernel =
+      std::find_if(frames_.rbegin(), frames_.rend(), [](const Frame& f) { return f.kind == FrameKind::Kernel; });
+  if (kernel == frames_.rend())
+    throw_user_error(span_, "T.import_source must be inside a T.Kernel block (its code goes before that kernel)");
+  if (kernel->prelude.find(source) != std::string::npos) return;
+  if (!kernel->prelude.empty()) kernel->prelude += "\n";
+  kernel->prelude += source;
 }
 
 void FunctionBuilder::end_kernel() {

@@ -37,6 +37,8 @@ class FunctionBuilder {
   // ones for none.
   KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {},
                           std::vector<int64_t> cluster = {});
+  // T.import_source: appends `source` (once) to the enclosing kernel's prelude.
+  void import_source(const std::string& source);
   void end_kernel();
   Var begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations = {});
   void end_for();

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -20,6 +21,7 @@
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/metal/codegen_metal.h"
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cpu/prelude_entry.h"
@@ -401,6 +403,48 @@ void prepare_host_compiler(const CompileOptions& opt) {
   }
 }
 
+namespace {
+
+// What of the kernel's source the kernel author wrote: the external functions it
+// calls (outside the device library's tl::) and its preludes, or "" when none.
+std::string own_code(const PrimFunc& f) {
+  std::set<std::string> names;
+  for_each_expr(f->body, [&](const Expr& e) {
+    auto* c = e.as<CallNode>();
+    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+    if (name && name->value.rfind("tl::", 0) != 0 && name->value.rfind("tl.", 0) != 0) names.insert(name->value);
+  });
+  struct Preludes : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override {
+      found = found || !op->prelude.empty();
+      IRVisitor::visit(op);
+    }
+  } preludes;
+  preludes.visit(f->body);
+  std::string out;
+  for (const std::string& n : names) out += str_cat(out.empty() ? "calls of " : ", ", n);
+  if (preludes.found) out += out.empty() ? "a prelude" : " and a prelude";
+  return out;
+}
+
+// A generated source that does not compile is the compiler's bug, unless the kernel
+// brings code of its own (T.call_extern, T.import_source, a prelude): then the likelier
+// cause is that code, and the error is the user's, with the compiler's output.
+[[noreturn]] void rethrow_compile_failure(const PrimFunc& f, const InternalError& e) {
+  std::string own = own_code(f);
+  if (own.empty()) throw e;
+  std::string what = e.what();
+  constexpr std::string_view prefix = "internal compiler error (a bug in tilelang, please report it): ";
+  if (what.rfind(prefix, 0) == 0) what = what.substr(prefix.size());
+  if (size_t at = what.rfind(" ["); at != std::string::npos && what.back() == ']') what.resize(at);
+  throw_user_error(f->span, str_cat("kernel '", f->name, "' does not compile; it brings code of its own (", own,
+                                    "), so check that code and its declarations first: ", what));
+}
+
+}  // namespace
+
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<Kernel>> memory;
@@ -411,17 +455,21 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
     if (auto it = memory.find(key); it != memory.end()) return it->second;
   }
   std::shared_ptr<Kernel> k;
-  switch (opt.target.kind) {
-    case TargetKind::CPU:
-      k = build_cpu(f, opt, sig, key);
-      break;
-    case TargetKind::CUDA:
-      k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key) : build_cuda(f, opt, sig, key);
-      break;
-    case TargetKind::Metal:
-      check_one_metal_kernel(sig);
-      k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);
-      break;
+  try {
+    switch (opt.target.kind) {
+      case TargetKind::CPU:
+        k = build_cpu(f, opt, sig, key);
+        break;
+      case TargetKind::CUDA:
+        k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key) : build_cuda(f, opt, sig, key);
+        break;
+      case TargetKind::Metal:
+        check_one_metal_kernel(sig);
+        k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);
+        break;
+    }
+  } catch (const InternalError& e) {
+    rethrow_compile_failure(f, e);
   }
   if (opt.use_cache) {
     std::lock_guard<std::mutex> lock(mu);

@@ -231,6 +231,9 @@ class Collector : public IRVisitor {
 
   void visit(const ForNode* op) override {
     if (op->for_kind != ForKind::Parallel || loop_) return IRVisitor::visit(op);
+    // A nest that writes only registers runs whole on every thread (per_thread_nest):
+    // thread-level code, whose fragment reads are per-thread uses.
+    if (writes_only_registers(op->body)) return IRVisitor::visit(op);
     std::vector<const ForNode*> nest{op};
     while (auto* inner = nest.back()->body.as<ForNode>()) {
       if (inner->for_kind != ForKind::Parallel) break;
@@ -798,6 +801,7 @@ class Lowerer : public IRMutator {
 
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
+    if (Stmt serial = per_thread_nest(self); serial.defined()) return mutate(serial);
     std::vector<const ForNode*> nest{op};
     while (auto* inner = nest.back()->body.as<ForNode>()) {
       if (inner->for_kind != ForKind::Parallel) break;

@@ -17,6 +17,41 @@ bool touches_registers(const TileOpNode* op) {
   return false;
 }
 
+bool writes_only_registers(const Stmt& body) {
+  struct Writes : IRVisitor {
+    bool any = false, all_private = true;
+    using IRVisitor::visit;
+    void visit(const BufferStoreNode* s) override {
+      any = true;
+      all_private = all_private && thread_private(s->buffer);
+      IRVisitor::visit(s);
+    }
+    void visit(const TileOpNode* op) override {  // element-wise atomics and copies in the loop
+      for (const BufferRegion& r : op->regions) all_private = all_private && thread_private(r.buffer);
+      any = true;
+      IRVisitor::visit(op);
+    }
+  } writes;
+  writes.visit(body);
+  return writes.any && writes.all_private;
+}
+
+Stmt per_thread_nest(const Stmt& loop) {
+  auto* nest = loop.as<ForNode>();
+  if (!nest || nest->for_kind != ForKind::Parallel || !writes_only_registers(nest->body)) return {};
+  struct Serial : IRMutator {
+    using IRMutator::mutate;
+    using IRMutator::visit;
+    Stmt visit(const ForNode* op, const Stmt& self) override {
+      Stmt body = mutate(op->body);
+      if (op->for_kind != ForKind::Parallel && body.same_as(op->body)) return self;
+      ForKind kind = op->for_kind == ForKind::Parallel ? ForKind::Serial : op->for_kind;
+      return for_loop(op->var, op->min, op->extent, kind, body, op->annotations, op->span);
+    }
+  };
+  return Serial().mutate(loop);
+}
+
 namespace {
 
 class TileOpLowerer : public IRMutator {
@@ -55,9 +90,13 @@ class TileOpLowerer : public IRMutator {
   }
 
   // A T.Parallel nest is a block-wide operation too (its iterations are spread
-  // over the block's threads); inner loops stay part of the outer one.
+  // over the block's threads); inner loops stay part of the outer one. A nest that
+  // writes only a thread's own registers (T.alloc_local, T.alloc_var) runs whole on
+  // every thread instead, as in TileLang: spread, each thread would fill only its
+  // share of its own copy.
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::Parallel || in_parallel_) return IRMutator::visit(op, self);
+    if (Stmt serial = per_thread_nest(self); serial.defined()) return mutate(serial);
     in_parallel_ = true;
     Stmt s = IRMutator::visit(op, self);
     in_parallel_ = false;

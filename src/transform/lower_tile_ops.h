@@ -13,6 +13,14 @@ PrimFunc lower_tile_ops(const PrimFunc& f, const Target& target);
 // T.alloc_var): a fill or copy of those runs on every thread, each on its own copy.
 bool touches_registers(const TileOpNode* op);
 
+// A T.Parallel nest that writes only a thread's own registers runs whole on every
+// thread, as in TileLang (spread over the threads, each would fill only its share of
+// its own copy): the nest `loop` with its parallel loops made serial, or an undefined
+// Stmt when it writes anything else.
+Stmt per_thread_nest(const Stmt& loop);
+// Whether `body` stores into thread-private buffers only (and into at least one).
+bool writes_only_registers(const Stmt& body);
+
 // The attribute that wraps each lowered tile op and T.Parallel nest.
 inline constexpr const char* kBlockOpAttr = "tl.block_op";
 // Directly inside a block op: every thread of the block runs the body (a block-wide

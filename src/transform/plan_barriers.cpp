@@ -166,23 +166,128 @@ bool compound(const Stmt& s) {
 // is computed from them, and a thread's own registers. A barrier may only sit where
 // every thread of the block (or region) gets to it, so thread-level code is planned
 // statement by statement only under conditions and loop bounds free of these.
+// Whether an expression has the same value in every thread of the block: it reads no
+// thread index, no fragment, and no register (T.alloc_var, T.alloc_local) or variable
+// that may differ between threads. A register is uniform when every store into it
+// writes a uniform value at uniform indices, under uniform conditions and loop bounds,
+// outside block ops, per-thread lowerings and T.ws regions (`v = T.alloc_var(...); v =
+// Flag[bx]` then `if v < 0:` is a branch every thread takes alike). Extern calls' values
+// (atomics, shuffles) count as varying in such stores. Found as a greatest fixpoint: a
+// register assigned from another uniform one stays uniform.
 class Uniformity {
  public:
   void enter(const KernelLaunchNode* k) {
     varying_.clear();
+    varying_regs_.clear();
     for (const Var& v : k->thread_vars) varying_.insert(v.node());
+    Collect c;
+    c.visit(k->body);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Def& d : c.defs) {
+        bool known = d.var ? varying_.count(d.var) > 0 : varying_regs_.count(d.buffer) > 0;
+        if (known || !(d.opaque || !all_uniform(d.deps))) continue;
+        if (d.var)
+          varying_.insert(d.var);
+        else
+          varying_regs_.insert(d.buffer);
+        changed = true;
+      }
+    }
   }
   void bind(const Var& v, const Expr& value) {
     if (!uniform(value)) varying_.insert(v.node());
   }
+  // The register that makes `e` differ between threads when only registers do (no
+  // thread index or variable derived from one), else nullptr.
+  const BufferNode* varying_register_only(const Expr& e) const {
+    const BufferNode* reg = nullptr;
+    bool other = false;
+    for_each_expr(e, [&](const Expr& x) {
+      if (auto* l = x.as<BufferLoadNode>()) {
+        if (l->buffer->scope == Scope::Fragment) other = true;
+        if (!reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) reg = l->buffer.get();
+      }
+      other = other || varying_.count(x.as<VarNode>());
+    });
+    return other ? nullptr : reg;
+  }
   bool uniform(const Expr& e) const {
-    bool varies = reads_registers(e);
-    for_each_expr(e, [&](const Expr& x) { varies = varies || varying_.count(x.as<VarNode>()); });
+    bool varies = false;
+    for_each_expr(e, [&](const Expr& x) {
+      if (auto* l = x.as<BufferLoadNode>())
+        varies = varies || l->buffer->scope == Scope::Fragment ||
+                 (thread_private(l->buffer) && varying_regs_.count(l->buffer.get()));
+      varies = varies || varying_.count(x.as<VarNode>());
+    });
     return !varies;
   }
 
  private:
+  // A register store or a variable binding, with what its value depends on.
+  struct Def {
+    const VarNode* var = nullptr;        // a let or loop variable, or
+    const BufferNode* buffer = nullptr;  // a register written
+    std::vector<Expr> deps;              // value, indices, enclosing conditions and bounds
+    bool opaque = false;                 // in a block op, a per-thread lowering, a region, or an extern's value
+  };
+  struct Collect : IRVisitor {
+    std::vector<Def> defs;
+    std::vector<Expr> context;
+    int opaque = 0;
+    using IRVisitor::visit;
+    void def(const VarNode* v, const BufferNode* b, std::vector<Expr> deps, bool extern_value = false) {
+      deps.insert(deps.end(), context.begin(), context.end());
+      defs.push_back(Def{v, b, std::move(deps), opaque > 0 || extern_value});
+    }
+    void visit(const BufferStoreNode* op) override {
+      if (thread_private(op->buffer)) {
+        bool ext = false;
+        for_each_expr(op->value, [&](const Expr& x) {
+          auto* c = x.as<CallNode>();
+          ext = ext || (c && c->op == Intrinsic::Extern);
+        });
+        std::vector<Expr> deps = op->indices;
+        deps.push_back(op->value);
+        def(nullptr, op->buffer.get(), deps, ext);
+      }
+      IRVisitor::visit(op);
+    }
+    void visit(const LetStmtNode* op) override {
+      def(op->var.node(), nullptr, {op->value});
+      IRVisitor::visit(op);
+    }
+    void visit(const ForNode* op) override {
+      def(op->var.node(), nullptr, {op->min, op->extent}, op->for_kind == ForKind::Parallel);
+      context.push_back(op->min), context.push_back(op->extent);
+      IRVisitor::visit(op);
+      context.pop_back(), context.pop_back();
+    }
+    void visit(const IfThenElseNode* op) override {
+      context.push_back(op->cond);
+      IRVisitor::visit(op);
+      context.pop_back();
+    }
+    void visit(const WhileNode* op) override {
+      context.push_back(op->cond);
+      IRVisitor::visit(op);
+      context.pop_back();
+    }
+    void visit(const AttrNode* op) override {
+      bool hides = op->key == kBlockOpAttr || op->key == kThreadOpAttr || warp_group_range(op).second > 0;
+      opaque += hides;
+      IRVisitor::visit(op);
+      opaque -= hides;
+    }
+  };
+  bool all_uniform(const std::vector<Expr>& es) const {
+    for (const Expr& e : es)
+      if (!uniform(e)) return false;
+    return true;
+  }
+
   std::set<const VarNode*> varying_;
+  std::set<const BufferNode*> varying_regs_;
 };
 
 // Thread-level code every thread runs alike (a loop with uniform bounds, an `if` on a
@@ -287,6 +392,9 @@ class Planner {
         // has barriers of its own threads), and thread-level code is one step per
         // statement of its tile-op structure, as before thread-level planning.
         const bool splits = !uniform_.uniform(n->cond);
+        // (Inside a T.ws region a register the region's threads share is theirs to test.)
+        if (const BufferNode* reg = splits && region_ < 0 ? uniform_.varying_register_only(n->cond) : nullptr)
+          refuse_block_ops(n, reg);
         Scoped<bool> divergent(divergent_, divergent_ || splits);
         bool sync = false;
         if (splits && region_ < 0 && !no_block_barrier_) {
@@ -344,6 +452,33 @@ class Planner {
   }
 
  private:
+  // Work spread over the block's threads (a tile op, a T.Parallel nest) under a branch
+  // that differs between threads only through a register: the threads that skip the
+  // branch would not do their share. (Branches on the thread index are ThreadBranches'.)
+  static void refuse_block_ops(const IfThenElseNode* n, const BufferNode* reg) {
+    struct Find : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const AttrNode* op) override {
+        if (warp_group_range(op).second > 0) return;                           // a region of its own threads
+        found = found || op->key == kBlockOpAttr || op->key == kThreadOpAttr;  // spread or already split
+        if (!found) IRVisitor::visit(op);
+      }
+    } find;
+    find.visit(n->then_case);
+    if (n->else_case.defined()) find.visit(n->else_case);
+    if (!find.found) return;
+    throw_user_error(n->span, str_cat("a tile op or T.Parallel loop under this condition would be spread over all "
+                                      "threads of the block, but the condition reads '",
+                                      reg->name,
+                                      "', a register that may differ between threads (a store into it reads a "
+                                      "thread index, a fragment or an atomic's result, or sits under such a "
+                                      "condition), so only the threads taking the branch would run their share. "
+                                      "Give the register the same value in every thread (from T.get_block_binding, "
+                                      "a global or shared element every thread reads alike) or move the op out of "
+                                      "the branch"));
+  }
+
   int64_t region_ = -1;  // the first thread of the T.ws region being planned, -1 outside
   Uniformity uniform_;
   bool lowered_ = false;       // inside a lowering's per-thread code (kThreadOpAttr)

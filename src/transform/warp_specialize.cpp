@@ -131,10 +131,13 @@ class Split : public IRMutator {
     // warp's lane 0: the same outcome, and nvcc then knows the branch is warp-uniform.
     Expr warp_rank = t % 32 == 0 ? call_extern(dtype::Int32, "tl::warp_leader_rank", {rank}) : rank;
     int64_t regs = launch_regs(t + 128), up = consumer_regs(t);
+    // T.disable_warp_group_reg_alloc: every warpgroup keeps the registers it launched with.
+    const bool keep_regs = calls_extern(op->body, "tl::no_setmaxnreg");
     std::vector<Stmt> cons, prod;
-    if (up > regs) cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
+    if (up > regs && !keep_regs)
+      cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
     cons.push_back(consumer);
-    if (kProducerRegs < regs)
+    if (kProducerRegs < regs && !keep_regs)
       prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
     const bool multicast = calls_extern(take.producer, "tl::tma_load_multicast<");

@@ -72,4 +72,19 @@ def use_swizzle(panel_size, order="row", enable=True):
         ctx.builder.evaluate(call_extern("void", "tl::use_swizzle", size, _ORDERS.index(order)))
 
 
-__all__ = ["annotate_layout", "use_swizzle"]
+def disable_warp_group_reg_alloc():
+    """TileLang's hint that the kernel's warp-specialized pipeline keeps the registers it
+    launched with: no setmaxnreg moves registers from the producer warpgroup to the
+    consumers (sm_90a). Elsewhere it changes nothing."""
+    ctx = builder_ctx.current("T.disable_warp_group_reg_alloc")
+    if not ctx.builder.in_kernel:
+        raise frontend_error(
+            "T.disable_warp_group_reg_alloc must be called inside `with T.Kernel(...)`"
+        )
+    from .math import call_extern
+
+    # A marker warp_specialize reads; a no-op function in the device headers.
+    ctx.builder.evaluate(call_extern("void", "tl::no_setmaxnreg"))
+
+
+__all__ = ["annotate_layout", "disable_warp_group_reg_alloc", "use_swizzle"]

@@ -195,6 +195,17 @@ class KernelRewriter(ast.NodeTransformer):
         node.body = self.block(node.body)
         return node
 
+    def visit_Expr(self, node):
+        # A call whose value is dropped (`T.call_extern(...)` on its own line) is a
+        # statement, as TVMScript makes it T.evaluate(...); the hook decides.
+        node = self.generic_visit(node)
+        call = node.value
+        if isinstance(call, ast.Call) and not (
+            isinstance(call.func, ast.Name) and call.func.id.startswith("_tl_")
+        ):
+            node.value = ast.copy_location(_call("_tl_expr_stmt", call), call)
+        return node
+
     def visit_Lambda(self, node):
         return self.generic_visit(node)
 

@@ -581,7 +581,19 @@ def mark_rewritten(func):
     return func
 
 
+def expr_stmt(value):
+    """A call on its own line: an expression call (T.call_extern, a shuffle ...) is
+    evaluated for its effect, as TVMScript's T.evaluate; anything else (a tile op,
+    which emitted itself and returned None; a Python call) is left as it is."""
+    if isinstance(value, _C.Expr) and value.kind == "Call":
+        ctx = _current()
+        if ctx.builder.in_kernel:
+            ctx.builder.evaluate(value)
+    return value
+
+
 HOOKS = {
+    "_tl_expr_stmt": expr_stmt,
     "_tl_name": name_next,
     "_tl_assign": assign,
     "_tl_annotated": annotated,

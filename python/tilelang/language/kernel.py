@@ -2,7 +2,7 @@
 the helpers that read its block and thread indices."""
 
 from . import builder_ctx
-from .buffer import to_value
+from .buffer import const_int, to_value
 from .builder_ctx import KERNEL, frontend_error
 
 
@@ -97,6 +97,48 @@ def _pick(values, dim, what, unlaunched=None):
 def get_thread_binding(dim=0):
     ctx = _kernel_vars("T.get_thread_binding")
     return _pick(ctx.kernel_vars.threads, dim, "T.get_thread_binding", 0)
+
+
+_THREAD_AXES = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+
+
+def thread_binding(start, stop=None, thread="threadIdx.x"):
+    """TVM's `T.thread_binding(0, n, thread="threadIdx.y")` used as a value: the kernel's
+    thread index along that axis, whose launched extent must be n."""
+    what = "T.thread_binding"
+    ctx = _kernel_vars(what)
+    if stop is None:
+        start, stop = 0, start
+    if thread not in _THREAD_AXES:
+        raise frontend_error(
+            f"{what}: thread must be one of {', '.join(_THREAD_AXES)}, got {thread!r}"
+        )
+    dim = _THREAD_AXES[thread]
+    extents = list(ctx.kernel_extents[1])
+    extent = extents[dim] if dim < len(extents) else 1
+    lo, hi = const_int(to_value(start)), const_int(to_value(stop))
+    if lo != 0 or hi != const_int(extent):
+        raise frontend_error(
+            f"{what}({start}, {stop}, thread={thread!r}): the range must be [0, {extent}), the "
+            f"threads T.Kernel launched along {thread}"
+        )
+    return _pick(ctx.kernel_vars.threads, dim, what, 0)
+
+
+def import_source(source=None):
+    """TileLang's `T.import_source(code)`: C/C++/CUDA code the kernel's T.call_extern
+    calls, placed at file scope before the kernel (as T.Kernel's prelude=); None or ""
+    imports nothing. The same code is imported once however often it is named."""
+    ctx = builder_ctx.current("T.import_source")
+    if source is None or source == "":
+        return
+    if not isinstance(source, str):
+        raise frontend_error(
+            f"T.import_source takes source code as a string, got {type(source).__name__}"
+        )
+    if not ctx.builder.in_kernel:
+        raise frontend_error("T.import_source must be called inside `with T.Kernel(...)`")
+    ctx.builder.import_source(source)
 
 
 def get_thread_bindings():

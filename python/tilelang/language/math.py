@@ -368,7 +368,20 @@ def any_of(*conds):
     return _logical(_C.logical_or, conds)
 
 
-def call_extern(dtype, name, *args):
+def call_extern(*args, dtype=None):
+    """A call of an external device function: `T.call_extern(dtype, name, *args)`, or
+    with the result type as a keyword, `T.call_extern(name, *args, dtype=...)`."""
+    if dtype is None:
+        if len(args) < 2:
+            raise frontend_error(
+                f"T.call_extern(dtype, name, *args): expected a result dtype and a function name, got {args!r}"
+            )
+        dtype, *args = args
+    if not args or not isinstance(args[0], str):
+        raise frontend_error(
+            f"T.call_extern: the function name must be a string, got {args[0] if args else None!r}"
+        )
+    name, *args = args
     return _C.call_extern(make_dtype(dtype), name, [to_value(a) for a in args])
 
 

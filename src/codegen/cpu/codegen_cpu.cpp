@@ -2,6 +2,8 @@
 // unpacking, and what barriers mean when one executor runs the whole block.
 #include "codegen/cpu/codegen_cpu.h"
 
+#include <algorithm>
+
 #include "codegen/c_family/codegen_c.h"
 #include "ir/visitor.h"
 #include "transform/lower_tile_ops.h"
@@ -15,6 +17,18 @@ class CodeGenCPU : public CodeGenC {
   std::string generate(const PrimFunc& f, const KernelSignature& sig) {
     per_thread_ = uses_thread_vars(f);
     std::string entry = "tl_block_" + c_ident(f->name);
+    // A T.Kernel prelude (the kernel's own helper code) goes at file scope, as on GPUs.
+    struct Preludes : IRVisitor {
+      std::vector<std::string> found;
+      using IRVisitor::visit;
+      void visit(const KernelLaunchNode* op) override {
+        if (!op->prelude.empty() && std::find(found.begin(), found.end(), op->prelude) == found.end())
+          found.push_back(op->prelude);
+        IRVisitor::visit(op);
+      }
+    } preludes;
+    preludes.visit(f->body);
+    for (const std::string& p : preludes.found) out_ << p << "\n\n";
     out_ << "extern \"C\" void " << entry
          << "(const tl::Arg* args, int64_t block_x, int64_t block_y, int64_t block_z) {\n";
     indent();
@@ -78,7 +92,6 @@ class CodeGenCPU : public CodeGenC {
       line("const " + type_name(v.dtype()) + " " + name_of(v.node()) + " = (" + type_name(v.dtype()) + ")" + coords[i] +
            ";");
     }
-    if (!op->prelude.empty()) line("// prelude is emitted at file scope on GPU targets; ignored on the CPU");
     if (!per_thread_) return stmt(op->body);
     // Shared and fragment buffers belong to the block: declare them outside the
     // threads; local buffers stay per thread.

@@ -119,6 +119,7 @@ class CodeGenMetal : public CodeGenC {
       os << "#ifndef TL_SMEM  // a threadgroup element; the emulator's race detector records the access\n"
             "#define TL_SMEM(buf, off, write, where) (buf)[off]\n#endif\n\n";
     for (Helper h : helpers_) os << helper_source(h) << "\n";
+    if (!launch_->prelude.empty()) os << launch_->prelude << "\n\n";  // the kernel's own code (T.import_source)
     if (!fields.empty()) {
       os << "struct " << args_t << " {\n";
       for (const auto& [name, t] : fields) os << "  " << metal_arg_field_type(t) << " " << name << ";\n";
@@ -531,6 +532,7 @@ class CodeGenMetal : public CodeGenC {
     if (starts("tl::debug_print")) emit_print(op);
     if (name == "tl::simdgroup_barrier") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
+    if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
     if (starts("tl::mpp_gemm<")) {
       helpers_.insert(Helper::MppGemm);

@@ -1,0 +1,53 @@
+"""Dequantization helpers TileLang's examples import from `tilelang.quantize`: factories of
+element converters for values packed several to a storage word.
+
+`_tir_packed_to_unsigned_convert(storage_type, storage_nbit)(nbit, val, pos, dtype)` is
+the unsigned `nbit`-bit field number `pos` of the word `val` (field 0 in the low bits),
+as `dtype`; `_tir_packed_int_to_int_convert(...)` the same field read as a signed
+(two's complement) integer. Both build expressions for kernels (`B[i] = conv(4,
+Q[i // 2], i % 2, "int8")`).
+
+Not provided yet: `get_mxfp_intrin_group` and `get_lop3_intrin_group` (upstream returns
+PTX decoder sources, which would need portable twins for the cpu target and the
+emulator) and `utils.interleave_weight`."""
+
+from tilelang import language as T
+
+__all__ = ["_tir_packed_int_to_int_convert", "_tir_packed_to_unsigned_convert"]
+
+
+def _check(what, storage_type, storage_nbit, nbit):
+    if storage_type not in ("uint", "int"):
+        raise ValueError(f"{what}: storage_type must be 'uint' or 'int', got {storage_type!r}")
+    if storage_nbit not in (8, 16, 32):
+        raise ValueError(f"{what}: storage_nbit must be 8, 16 or 32, got {storage_nbit!r}")
+    if not (isinstance(nbit, int) and 0 < nbit <= storage_nbit and storage_nbit % nbit == 0):
+        raise ValueError(
+            f"{what}: nbit must divide the storage word of {storage_nbit} bits, got {nbit!r}"
+        )
+
+
+def _field(nbit, val, pos):
+    """The unsigned field `pos` of `val`, in int32 (wide enough for every storage word
+    here but uint32's top field, which is masked after the logical shift below)."""
+    word = T.cast(val, "uint32")
+    return T.cast(
+        (word >> (T.cast(pos, "uint32") * T.uint32(nbit))) & T.uint32((1 << nbit) - 1), "int32"
+    )
+
+
+def _tir_packed_to_unsigned_convert(storage_type="uint", storage_nbit=8):
+    def convert(nbit, val, pos, dtype):
+        _check("_tir_packed_to_unsigned_convert", storage_type, storage_nbit, nbit)
+        return T.cast(_field(nbit, val, pos), dtype)
+
+    return convert
+
+
+def _tir_packed_int_to_int_convert(storage_type="int", storage_nbit=8):
+    def convert(nbit, val, pos, dtype):
+        _check("_tir_packed_int_to_int_convert", storage_type, storage_nbit, nbit)
+        shift = T.int32(32 - nbit)  # sign-extend: the field's top bit to int32's, and back
+        return T.cast((_field(nbit, val, pos) << shift) >> shift, dtype)
+
+    return convert

@@ -1,0 +1,283 @@
+"""Idioms of TileLang's upstream examples that our package got wrong or lacked, found by
+running those examples (docs/design/tilelang_examples.md, session 18):
+- a `T.call_extern(...)` call on its own line is a statement (TVMScript's T.evaluate),
+  and `T.call_extern(name, *args, dtype=...)` takes the result type as a keyword;
+- `T.import_source(code)` and `T.Kernel(..., prelude=code)` on every target;
+- a T.Parallel loop that writes only a thread's registers runs whole on every thread;
+- a branch on a register every thread holds alike (`v = T.alloc_var(...); v = Flag[bx]`)
+  gets its barriers; a tile op under a branch on a register that differs between
+  threads is an error;
+- `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`;
+- a kernel whose own code does not compile is the user's error, not an internal one."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+ALL = ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate"]
+CUDA = ["cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"]
+
+TWICE = """
+#if defined(__CUDACC__) && !defined(TL_EMULATE)
+__device__
+#endif
+inline void twice(float* x) { x[0] = 2.0f * x[0]; }
+"""
+
+
+def doubled_by_extern(how):
+    @T.prim_func
+    def k(A: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=(16, 8), prelude=TWICE if how == "prelude" else "") as _:
+            if how == "import":
+                T.import_source(TWICE)
+                T.import_source(TWICE)  # once is enough: imported once
+                T.import_source(None)
+            tx = T.thread_binding(0, 16, thread="threadIdx.x")
+            ty = T.thread_binding(0, 8, thread="threadIdx.y")
+            buf = T.alloc_local((1,), "float32")
+            buf[0] = A[ty, tx]
+            if how == "keyword":
+                T.evaluate(T.call_extern("twice", T.address_of(buf[0]), dtype="handle"))
+            else:
+                T.call_extern("handle", "twice", T.address_of(buf[0]))  # a statement
+            A[ty, tx] = buf[0]
+
+    return k
+
+
+@pytest.mark.parametrize("target", ALL)
+@pytest.mark.parametrize("how", ["import", "prelude"])
+def test_a_bare_extern_call_runs_with_imported_code(target, how):
+    a = np.arange(128, dtype=np.float32).reshape(8, 16)
+    kernel = tilelang.compile(doubled_by_extern(how), target=target)
+    kernel(a)
+    np.testing.assert_array_equal(a, 2 * np.arange(128, dtype=np.float32).reshape(8, 16))
+    if target.startswith("cuda"):
+        assert kernel.get_kernel_source().count("inline void twice") == 1
+
+
+def test_call_extern_takes_the_dtype_as_a_keyword():
+    a = np.ones((8, 16), np.float32)
+    with pytest.raises(tilelang.TileLangError, match="calls of twice"):
+        tilelang.compile(doubled_by_extern("keyword"), target="cpu")  # no code imported
+    with pytest.raises(tilelang.TileLangError, match="the function name must be a string, got 3"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=8) as _:
+                T.call_extern("handle", 3)
+
+    del a
+
+
+def test_code_of_its_own_that_does_not_compile_is_the_users_error():
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(doubled_by_extern("keyword"), target="cpu")
+    text = str(err.value)
+    assert (
+        "test_upstream_idioms.py" in text and "does not compile; it brings code of its own" in text
+    )
+    assert "internal compiler error" not in text and "twice" in text
+
+
+def thread_binding_errors(thread, stop):
+    @T.prim_func
+    def k(A: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=(16, 8)) as _:
+            tx = T.thread_binding(0, stop, thread=thread)
+            A[0, tx] = 1.0
+
+    return k
+
+
+@pytest.mark.parametrize(
+    "thread, stop, message",
+    [
+        (
+            "threadIdx.w",
+            16,
+            "thread must be one of threadIdx.x, threadIdx.y, threadIdx.z, got 'threadIdx.w'",
+        ),
+        (
+            "threadIdx.x",
+            32,
+            r"the range must be \[0, 16\), the threads T.Kernel launched along threadIdx.x",
+        ),
+    ],
+)
+def test_thread_binding_names_the_launched_axis(thread, stop, message):
+    with pytest.raises(tilelang.TileLangError, match=message):
+        thread_binding_errors(thread, stop)
+
+
+def register_rows():
+    @T.prim_func
+    def k(
+        A: T.Tensor((128, 4), "float32"),
+        F: T.Tensor((128,), "float32"),
+        B: T.Tensor((128, 4), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            frag = T.alloc_fragment((4,), "float32")
+            loc = T.alloc_local((4,), "float32")
+            for i in T.Parallel(4):
+                frag[i] = F[i] * 3
+            for v in T.serial(4):
+                loc[v] = A[tx, v]
+            for v in T.Parallel(
+                4
+            ):  # writes only this thread's registers: every thread runs it whole
+                loc[v] = loc[v] * 2 + frag[v]
+            for v in T.serial(4):
+                B[tx, v] = loc[v]
+
+    return k
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_parallel_loop_over_registers_runs_on_every_thread(target):
+    a = np.random.default_rng(0).random((128, 4), dtype=np.float32)
+    f = np.arange(128, dtype=np.float32)
+    b = np.zeros_like(a)
+    tilelang.compile(register_rows(), target=target)(a, f, b)
+    np.testing.assert_allclose(b, a * 2 + f[:4] * 3, rtol=1e-6)
+
+
+def normalize_unless_flagged(use_register):
+    @T.prim_func
+    def k(
+        X: T.Tensor((4, 64), "float32"),
+        Flag: T.Tensor((4,), "int32"),
+        Y: T.Tensor((4, 64), "float32"),
+    ):
+        with T.Kernel(4, threads=128) as bx:
+            f = T.alloc_var("int32")
+            f = Flag[bx]
+            if (f < 0) if use_register else (Flag[bx] < 0):
+                for j in T.Parallel(64):
+                    Y[bx, j] = 0.0
+            else:
+                t = T.alloc_fragment((1, 64), "float32")
+                s = T.alloc_fragment((1,), "float32")
+                for j in T.Parallel(64):
+                    t[0, j] = X[bx, j] * X[bx, j]
+                T.reduce_sum(t, s, dim=1)
+                for j in T.Parallel(64):
+                    Y[bx, j] = X[bx, j] / T.sqrt(s[0])
+
+    return k
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_branch_on_a_register_every_thread_holds_alike_gets_its_barriers(target):
+    x = np.random.default_rng(1).random((4, 64), dtype=np.float32) + 0.1
+    flag = np.array([1, -1, 2, 3], np.int32)
+    want = x / np.sqrt((x * x).sum(1, keepdims=True))
+    want[1] = 0
+    for use_register in (False, True):
+        y = np.zeros_like(x)
+        tilelang.compile(normalize_unless_flagged(use_register), target=target)(x, flag, y)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+    src = tilelang.compile(
+        normalize_unless_flagged(True), target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert src.count("__syncthreads();") >= 2
+
+
+def copy_under_varying_register():
+    @T.prim_func
+    def k(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            v = T.alloc_var("int32")
+            v = tx % 2
+            S = T.alloc_shared((64,), "float32")
+            if v == 0:
+                T.copy(X, S)
+            T.copy(S, Y)
+
+    return k
+
+
+@pytest.mark.parametrize("target", ["cpu", *CUDA])
+def test_a_tile_op_under_a_branch_on_a_varying_register_is_refused(target):
+    with pytest.raises(tilelang.TileLangError) as err:
+        tilelang.compile(copy_under_varying_register(), target=target)
+    text = str(err.value)
+    assert "test_upstream_idioms.py" in text, text
+    assert "the condition reads 'v', a register that may differ between threads" in text, text
+
+
+def test_disable_warp_group_reg_alloc_keeps_the_launch_registers():
+    from test_wgmma_gemm import wgmma_gemm
+
+    plain = wgmma_gemm(128, 128, 64, 64, 64, 32, "float16", False, False, 128, 0, 2)
+    src = tilelang.compile(plain, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::setmaxnreg_dec<24>();" in src  # warp specialized, registers moved
+
+    @T.prim_func
+    def kept(
+        A: T.Tensor((128, 64), "float16"),
+        B: T.Tensor((64, 128), "float16"),
+        C: T.Tensor((128, 128), "float32"),
+    ):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            T.disable_warp_group_reg_alloc()
+            a = T.alloc_shared((64, 32), "float16")
+            b = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[by * 64, k * 32], a)
+                T.copy(B[k * 32, bx * 64], b)
+                T.gemm(a, b, acc)
+            T.copy(acc, C[by * 64, bx * 64])
+
+    src = tilelang.compile(kept, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::warp_leader_rank" in src and "setmaxnreg_" not in src, src
+    rng = np.random.default_rng(2)
+    a, b = rng.random((128, 64)).astype(np.float16), rng.random((64, 128)).astype(np.float16)
+    for target in ("cpu", "cuda -arch=sm_90a -emulate", "metal -emulate"):
+        c = np.zeros((128, 128), np.float32)
+        tilelang.compile(kept, target=target)(a, b, c)
+        np.testing.assert_allclose(
+            c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3
+        )
+
+
+def unpack(convert, dtype):
+    from tilelang import quantize
+
+    conv = getattr(quantize, convert)("uint", 8)
+
+    @T.prim_func
+    def k(Q: T.Tensor((4, 8), "uint8"), O: T.Tensor((4, 16), dtype)):
+        with T.Kernel(1, threads=4) as _:
+            tx = T.get_thread_binding()
+            for i in T.serial(16):
+                O[tx, i] = conv(4, Q[tx, i // 2], i % 2, dtype)
+
+    return k
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a -emulate"])
+def test_quantize_converters_unpack_nibbles(target):
+    q = np.random.default_rng(3).integers(0, 256, (4, 8), dtype=np.uint8)
+    nib = np.stack([q & 0xF, q >> 4], axis=-1).reshape(4, 16)
+    u = tilelang.compile(
+        unpack("_tir_packed_to_unsigned_convert", "float16"), out_idx=[1], target=target
+    )(q)
+    np.testing.assert_array_equal(u, nib.astype(np.float16))
+    s = tilelang.compile(
+        unpack("_tir_packed_int_to_int_convert", "int8"), out_idx=[1], target=target
+    )(q)
+    np.testing.assert_array_equal(
+        s, np.where(nib >= 8, nib.astype(np.int16) - 16, nib).astype(np.int8)
+    )
+    from tilelang import quantize
+
+    with pytest.raises(ValueError, match="nbit must divide the storage word of 8 bits, got 3"):
+        quantize._tir_packed_to_unsigned_convert("uint", 8)(3, 0, 0, "int8")
