@@ -28,6 +28,7 @@ def _offer_tvm_facade():
     if "tvm" in sys.modules or importlib.util.find_spec("tvm") is not None:
         return
     sys.modules["tvm"], sys.modules["tvm.tir"], sys.modules["tvm.te"] = tvm, tvm.tir, tvm.te
+    sys.modules["tvm.testing"] = tvm.testing
 
 
 _offer_tvm_facade()

@@ -81,7 +81,7 @@ def test_datatype_and_constants():
     [
         (
             lambda: tvm.relay,
-            r"tvm.relay is not part of tilelang's TVM facade \(tilelang.tvm offers DataType, tir and te\)",
+            r"tvm.relay is not part of tilelang's TVM facade \(tilelang.tvm offers DataType, tir, te and testing\)",
         ),
         (
             lambda: tir.Schedule,
@@ -147,3 +147,14 @@ def test_kernel_params_and_tensor_supply():
         get_tensor_supply(device="tpu")
     with pytest.raises(TypeError, match="supply_type must be a TensorSupplyType, got 'auto'"):
         get_tensor_supply("auto")
+
+
+def test_requires_package_skips_without_the_package():
+    import tilelang.testing
+    from tvm import testing as tvm_testing
+
+    assert tvm_testing.requires_package is tilelang.testing.requires_package
+    missing = tilelang.testing.requires_package("numpy", "no_such_package_tl")
+    present = tilelang.testing.requires_package("numpy")
+    assert missing.args == (True,) and "no_such_package_tl" in missing.kwargs["reason"]
+    assert present.args == (False,)

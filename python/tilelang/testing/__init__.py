@@ -20,6 +20,7 @@ __all__ = [
     "requires_cuda_compute_version_gt",
     "requires_cuda_compute_version_le",
     "requires_cuda_compute_version_lt",
+    "requires_package",
     "set_random_seed",
     "torch_assert_close",
 ]
@@ -63,6 +64,18 @@ def requires_cuda(func):
     import pytest
 
     return pytest.mark.skipif(_cuda_capability() is None, reason="needs a CUDA GPU")(func)
+
+
+def requires_package(*names):
+    """Skips the test (or every test of a decorated class) unless each of the Python
+    packages `names` imports: `@tilelang.testing.requires_package("bitblas")`."""
+    import importlib.util
+
+    import pytest
+
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    reason = f"needs the Python package(s) {', '.join(missing)}"
+    return pytest.mark.skipif(bool(missing), reason=reason)
 
 
 _MODES = {

@@ -11,13 +11,13 @@ tir`), unless a real TVM is installed, which then keeps the name.
 """
 
 from ..language.dtypes import dtype as DataType
-from . import te, tir
+from . import te, testing, tir
 
-__all__ = ["DataType", "te", "tir"]
+__all__ = ["DataType", "te", "testing", "tir"]
 
 
 def __getattr__(name):
     raise AttributeError(
         f"tvm.{name} is not part of tilelang's TVM facade (tilelang.tvm offers DataType, "
-        f"tir and te); write it with tilelang.language (import tilelang.language as T)"
+        f"tir, te and testing); write it with tilelang.language (import tilelang.language as T)"
     )
