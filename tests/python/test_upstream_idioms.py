@@ -281,3 +281,19 @@ def test_quantize_converters_unpack_nibbles(target):
 
     with pytest.raises(ValueError, match="nbit must divide the storage word of 8 bits, got 3"):
         quantize._tir_packed_to_unsigned_convert("uint", 8)(3, 0, 0, "int8")
+
+
+def test_index_to_coordinates_is_row_major():
+    @T.prim_func
+    def k(A: T.Tensor((3, 4, 5), "float32"), B: T.Tensor((60,), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            if tx < 60:
+                i, j, l = T.index_to_coordinates(tx, A.shape)
+                B[tx] = A[i, j, l]
+
+    a = np.random.default_rng(4).random((3, 4, 5), dtype=np.float32)
+    b = np.zeros(60, np.float32)
+    tilelang.compile(k, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, a.reshape(-1))
+    assert T.index_to_coordinates(17, (3, 4, 5)) == (0, 3, 2)

@@ -332,6 +332,21 @@ def floormod(a, b):
     return _C.binary("FloorMod", a, b)
 
 
+def index_to_coordinates(index, shape):
+    """The row-major coordinates of flat `index` in `shape` (the last dimension varies
+    fastest), as a tuple: `i, j = T.index_to_coordinates(k, (M, N))` is (k // N, k % N)."""
+    shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if not shape:
+        raise frontend_error("T.index_to_coordinates: shape must have at least one dimension")
+    coords = []
+    rest = index
+    for extent in reversed(shape[1:]):
+        coords.append(floormod(rest, extent))
+        rest = floordiv(rest, extent)
+    coords.append(rest)
+    return tuple(reversed(coords))
+
+
 def truncdiv(a, b):
     return _C.binary("Div", to_value(a), to_value(b))
 
@@ -426,6 +441,7 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "ceildiv",
     "floordiv",
     "floormod",
+    "index_to_coordinates",
     "truncdiv",
     "truncmod",
     "infinity",
