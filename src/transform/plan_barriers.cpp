@@ -215,6 +215,7 @@ class Uniformity {
   bool uniform(const Expr& e) const {
     bool varies = false;
     for_each_expr(e, [&](const Expr& x) {
+      varies = varies || per_thread_call(x);
       if (auto* l = x.as<BufferLoadNode>())
         varies = varies || l->buffer->scope == Scope::Fragment ||
                  (thread_private(l->buffer) && varying_regs_.count(l->buffer.get()));
@@ -280,6 +281,17 @@ class Uniformity {
       opaque -= hides;
     }
   };
+  // A device call whose value differs between threads with the same arguments: an
+  // atomic's previous value, a shuffle or vote across lanes, the lane mask.
+  static bool per_thread_call(const Expr& x) {
+    auto* c = x.as<CallNode>();
+    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+    if (!name) return false;
+    const std::string& n = name->value;
+    for (const char* part : {"tl::atomic_", "shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
+      if (n.find(part) != std::string::npos) return true;
+    return false;
+  }
   bool all_uniform(const std::vector<Expr>& es) const {
     for (const Expr& e : es)
       if (!uniform(e)) return false;

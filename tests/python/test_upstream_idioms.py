@@ -297,3 +297,22 @@ def test_index_to_coordinates_is_row_major():
     tilelang.compile(k, target="cpu")(a, b)
     np.testing.assert_array_equal(b, a.reshape(-1))
     assert T.index_to_coordinates(17, (3, 4, 5)) == (0, 3, 2)
+
+
+def test_an_atomics_previous_value_differs_between_threads():
+    @T.prim_func
+    def ticket(
+        C: T.Tensor((1,), "int32"), X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32")
+    ):
+        with T.Kernel(1, threads=128) as _:
+            S = T.alloc_shared((64,), "float32")
+            v = T.alloc_var("int32")
+            v = T.atomic_add(C[0], 1, return_prev=True)  # 0 for one thread only
+            if v == 0:
+                T.copy(X, S)
+            T.copy(S, Y)
+
+    with pytest.raises(
+        tilelang.TileLangError, match="the condition reads 'v', a register that may differ"
+    ):
+        tilelang.compile(ticket, target="cpu")
