@@ -1,6 +1,7 @@
 // The recursive default of IRVisitor and IRMutator, one case per node kind.
 #include "ir/visitor.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace tl {
@@ -424,14 +425,33 @@ bool reads_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
+const std::string* extern_name(const Expr& e) {
+  auto* c = e.as<CallNode>();
+  auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
+  return name ? &name->value : nullptr;
+}
+
 bool calls_extern(const Stmt& s, std::string_view prefix) {
   bool found = false;
   for_each_expr(s, [&](const Expr& e) {
-    auto* c = e.as<CallNode>();
-    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
-    found = found || (name && std::string_view(name->value).substr(0, prefix.size()) == prefix);
+    const std::string* name = extern_name(e);
+    found = found || (name && std::string_view(*name).substr(0, prefix.size()) == prefix);
   });
   return found;
+}
+
+std::vector<std::string> kernel_preludes(const Stmt& s) {
+  struct Find : IRVisitor {
+    std::vector<std::string> found;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override {
+      if (!op->prelude.empty() && std::find(found.begin(), found.end(), op->prelude) == found.end())
+        found.push_back(op->prelude);
+      IRVisitor::visit(op);
+    }
+  } find;
+  find.visit(s);
+  return find.found;
 }
 
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& vmap) {

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -67,6 +69,12 @@ bool reads_var(const Expr& e, const VarNode* v);
 // Whether `s` calls an extern function whose name starts with `prefix`
 // ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
 bool calls_extern(const Stmt& s, std::string_view prefix);
+// The function name of an extern call (`tl::atomic_add<0>`, a T.call_extern's), or
+// nullptr when `e` is not one.
+const std::string* extern_name(const Expr& e);
+// The distinct preludes (T.Kernel prelude=, T.import_source) of the kernels in `s`, in
+// order.
+std::vector<std::string> kernel_preludes(const Stmt& s);
 // Replaces vars by expressions (keyed by VarNode*).
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& vmap);
 Stmt substitute(const Stmt& s, const std::map<const VarNode*, Expr>& vmap);

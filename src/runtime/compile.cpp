@@ -410,22 +410,12 @@ namespace {
 std::string own_code(const PrimFunc& f) {
   std::set<std::string> names;
   for_each_expr(f->body, [&](const Expr& e) {
-    auto* c = e.as<CallNode>();
-    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
-    if (name && name->value.rfind("tl::", 0) != 0 && name->value.rfind("tl.", 0) != 0) names.insert(name->value);
+    const std::string* name = extern_name(e);
+    if (name && name->rfind("tl::", 0) != 0 && name->rfind("tl.", 0) != 0) names.insert(*name);
   });
-  struct Preludes : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const KernelLaunchNode* op) override {
-      found = found || !op->prelude.empty();
-      IRVisitor::visit(op);
-    }
-  } preludes;
-  preludes.visit(f->body);
   std::string out;
   for (const std::string& n : names) out += str_cat(out.empty() ? "calls of " : ", ", n);
-  if (preludes.found) out += out.empty() ? "a prelude" : " and a prelude";
+  if (!kernel_preludes(f->body).empty()) out += out.empty() ? "a prelude" : " and a prelude";
   return out;
 }
 

@@ -91,9 +91,8 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
     bool seen = false;
     using IRVisitor::visit;
     void visit(const EvaluateNode* op) override {
-      auto* c = op->value.as<CallNode>();
-      auto* n = c && c->op == Intrinsic::Extern ? c->args[0].as<StringImmNode>() : nullptr;
-      if (!seen && n && n->value == "tl::named_barrier_sync") seen = true, found = op->span;
+      const std::string* n = extern_name(op->value);
+      if (!seen && n && *n == "tl::named_barrier_sync") seen = true, found = op->span;
     }
   } find;
   find.visit(f->body);

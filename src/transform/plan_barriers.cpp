@@ -162,10 +162,9 @@ bool compound(const Stmt& s) {
   return found;
 }
 
-// Values that may differ between the threads of a block: the thread indices, what
-// is computed from them, and a thread's own registers. A barrier may only sit where
-// every thread of the block (or region) gets to it, so thread-level code is planned
-// statement by statement only under conditions and loop bounds free of these.
+// A barrier may only sit where every thread of the block (or region) gets to it, so
+// thread-level code is planned statement by statement only under conditions and loop
+// bounds that every thread evaluates alike.
 // Whether an expression has the same value in every thread of the block: it reads no
 // thread index, no fragment, and no register (T.alloc_var, T.alloc_local) or variable
 // that may differ between threads. A register is uniform when every store into it
@@ -201,27 +200,12 @@ class Uniformity {
   // The register that makes `e` differ between threads when only registers do (no
   // thread index or variable derived from one), else nullptr.
   const BufferNode* varying_register_only(const Expr& e) const {
-    const BufferNode* reg = nullptr;
-    bool other = false;
-    for_each_expr(e, [&](const Expr& x) {
-      if (auto* l = x.as<BufferLoadNode>()) {
-        if (l->buffer->scope == Scope::Fragment) other = true;
-        if (!reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) reg = l->buffer.get();
-      }
-      other = other || varying_.count(x.as<VarNode>());
-    });
-    return other ? nullptr : reg;
+    Variation v = variation(e);
+    return v.other ? nullptr : v.reg;
   }
   bool uniform(const Expr& e) const {
-    bool varies = false;
-    for_each_expr(e, [&](const Expr& x) {
-      varies = varies || per_thread_call(x);
-      if (auto* l = x.as<BufferLoadNode>())
-        varies = varies || l->buffer->scope == Scope::Fragment ||
-                 (thread_private(l->buffer) && varying_regs_.count(l->buffer.get()));
-      varies = varies || varying_.count(x.as<VarNode>());
-    });
-    return !varies;
+    Variation v = variation(e);
+    return !v.reg && !v.other && !v.call;
   }
 
  private:
@@ -244,10 +228,7 @@ class Uniformity {
     void visit(const BufferStoreNode* op) override {
       if (thread_private(op->buffer)) {
         bool ext = false;
-        for_each_expr(op->value, [&](const Expr& x) {
-          auto* c = x.as<CallNode>();
-          ext = ext || (c && c->op == Intrinsic::Extern);
-        });
+        for_each_expr(op->value, [&](const Expr& x) { ext = ext || extern_name(x); });
         std::vector<Expr> deps = op->indices;
         deps.push_back(op->value);
         def(nullptr, op->buffer.get(), deps, ext);
@@ -281,16 +262,27 @@ class Uniformity {
       opaque -= hides;
     }
   };
-  // A device call whose value differs between threads with the same arguments: an
-  // atomic's previous value, a shuffle or vote across lanes, the lane mask.
-  static bool per_thread_call(const Expr& x) {
-    auto* c = x.as<CallNode>();
-    auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
-    if (!name) return false;
-    const std::string& n = name->value;
-    for (const char* part : {"tl::atomic_", "shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
-      if (n.find(part) != std::string::npos) return true;
-    return false;
+  // What makes `e` differ between threads: a varying register it reads (`reg`), a
+  // thread index, a variable computed from one or a fragment (`other`), or a device
+  // call whose value differs between threads with the same arguments (`call`: an
+  // atomic's previous value, a shuffle or vote across lanes, the lane mask).
+  struct Variation {
+    const BufferNode* reg = nullptr;
+    bool other = false, call = false;
+  };
+  Variation variation(const Expr& e) const {
+    Variation v;
+    for_each_expr(e, [&](const Expr& x) {
+      if (const std::string* n = extern_name(x))
+        for (const char* part : {"tl::atomic_", "shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
+          v.call = v.call || n->find(part) != std::string::npos;
+      if (auto* l = x.as<BufferLoadNode>()) {
+        v.other = v.other || l->buffer->scope == Scope::Fragment;
+        if (!v.reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) v.reg = l->buffer.get();
+      }
+      v.other = v.other || varying_.count(x.as<VarNode>());
+    });
+    return v;
   }
   bool all_uniform(const std::vector<Expr>& es) const {
     for (const Expr& e : es)

@@ -2,8 +2,6 @@
 // unpacking, and what barriers mean when one executor runs the whole block.
 #include "codegen/cpu/codegen_cpu.h"
 
-#include <algorithm>
-
 #include "codegen/c_family/codegen_c.h"
 #include "ir/visitor.h"
 #include "transform/lower_tile_ops.h"
@@ -18,17 +16,7 @@ class CodeGenCPU : public CodeGenC {
     per_thread_ = uses_thread_vars(f);
     std::string entry = "tl_block_" + c_ident(f->name);
     // A T.Kernel prelude (the kernel's own helper code) goes at file scope, as on GPUs.
-    struct Preludes : IRVisitor {
-      std::vector<std::string> found;
-      using IRVisitor::visit;
-      void visit(const KernelLaunchNode* op) override {
-        if (!op->prelude.empty() && std::find(found.begin(), found.end(), op->prelude) == found.end())
-          found.push_back(op->prelude);
-        IRVisitor::visit(op);
-      }
-    } preludes;
-    preludes.visit(f->body);
-    for (const std::string& p : preludes.found) out_ << p << "\n\n";
+    for (const std::string& p : kernel_preludes(f->body)) out_ << p << "\n\n";
     out_ << "extern \"C\" void " << entry
          << "(const tl::Arg* args, int64_t block_x, int64_t block_y, int64_t block_z) {\n";
     indent();
