@@ -8,7 +8,8 @@ running those examples (docs/design/tilelang_examples.md, session 18):
   gets its barriers; a tile op under a branch on a register that differs between
   threads is an error;
 - `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`;
-- a kernel whose own code does not compile is the user's error, not an internal one."""
+- a kernel whose own code does not compile is the user's error, not an internal one;
+- `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (session 19)."""
 
 import numpy as np
 import pytest
@@ -316,3 +317,91 @@ def test_an_atomics_previous_value_differs_between_threads():
         tilelang.TileLangError, match="the condition reads 'v', a register that may differ"
     ):
         tilelang.compile(ticket, target="cpu")
+
+
+SCALE4 = """
+#if defined(__CUDACC__) && !defined(TL_EMULATE)
+__device__
+#endif
+inline void scale4(const float* src, float* dst, int n) {
+  for (int i = 0; i < 4; ++i) dst[i] = float(n) * src[i];
+}
+"""
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_access_ptr_passes_buffers_elements_and_offsets(target):
+    """T.access_ptr(buffer | element | slice, mask, extent=, offset=) and TVM's
+    Buffer.access_ptr hand a callee the address of the right element."""
+
+    @T.prim_func
+    def k(
+        A: T.Tensor((4, 8), "float32"),
+        B: T.Tensor((4, 8), "float32"),
+        C: T.Tensor((4, 8), "float32"),
+    ):
+        with T.Kernel(1, threads=4) as _:
+            T.import_source(SCALE4)
+            tx = T.get_thread_binding()
+            src = T.alloc_local((8,), "float32")
+            dst = T.alloc_local((8,), "float32")
+            for i in T.serial(8):
+                src[i] = A[tx, i]
+            T.call_extern("handle", "scale4", T.access_ptr(src, "r"), T.access_ptr(dst, "w"), 2)
+            T.call_extern(
+                "handle",
+                "scale4",
+                src.access_ptr("r", offset=4),
+                T.access_ptr(dst[4], "w", extent=4),
+                3,
+            )
+            for i in T.serial(8):
+                B[tx, i] = dst[i]
+            S = T.alloc_shared((4, 8), "float32")
+            for i in T.serial(8):
+                S[tx, i] = A[tx, i]
+            T.sync_threads()
+            # rows 1..2 of S, from its slice and from a flat offset, scaled into C
+            T.call_extern(
+                "handle", "scale4", T.access_ptr(S[1, 0:4], "r"), T.access_ptr(C[tx, 0], "w"), 1
+            )
+            T.call_extern(
+                "handle",
+                "scale4",
+                T.access_ptr(S, "r", offset=S.elem_offset_of([2, 4])),
+                T.access_ptr(C, "w", offset=tx * 8 + 4),
+                1,
+            )
+
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    b = np.zeros_like(a)
+    c = np.zeros_like(a)
+    tilelang.compile(k, target=target)(a, b, c)
+    np.testing.assert_array_equal(b[:, :4], 2 * a[:, :4])
+    np.testing.assert_array_equal(b[:, 4:], 3 * a[:, 4:])
+    np.testing.assert_array_equal(c, np.tile(np.concatenate([a[1, :4], a[2, 4:]]), (4, 1)))
+
+
+def test_access_ptr_checks_its_arguments():
+    def build(mask="r", target=None, extent=None):
+        @T.prim_func
+        def k(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=4) as _:
+                T.call_extern(
+                    "handle", "f", T.access_ptr(A if target is None else 3, mask, extent=extent)
+                )
+
+        return k
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match="access_type must be 'r', 'w', 'rw' or a mask 1, 2, 3; got 'x'",
+    ):
+        build(mask="x")
+    with pytest.raises(
+        tilelang.TileLangError,
+        match="takes a buffer, a buffer element such as A\\[i, j\\] or a slice, got 3",
+    ):
+        build(target=3)
+    with pytest.raises(tilelang.TileLangError, match="extent must be at least 1 element, got 0"):
+        build(extent=0)

@@ -135,6 +135,29 @@ class Buffer:
             return lo_c, hi_c - lo_c
         return lo, hi - lo
 
+    def elem_offset_of(self, indices):
+        """The row-major element offset of `indices` (TVM's Buffer.elem_offset_of)."""
+        indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
+        if len(indices) != self.ndim:
+            raise frontend_error(
+                f"buffer '{self.name}' has {self.ndim} dimension(s); elem_offset_of got "
+                f"{len(indices)} index(es)"
+            )
+        offset = 0
+        for index, extent in zip(indices, self.shape):
+            offset = offset * extent + index
+        return offset
+
+    def access_ptr(
+        self, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None
+    ):
+        """The address of the buffer's data (plus `offset` elements) for T.call_extern,
+        as TVM's Buffer.access_ptr; see T.access_ptr."""
+        from .math import access_ptr  # math imports this module: imported here
+
+        del ptr_type, content_lanes  # the address has the element type either way
+        return access_ptr(self, access_mask, extent=extent, offset=offset)
+
     def __getitem__(self, key):
         indices, region = self._split_key(key)
         if region is not None:

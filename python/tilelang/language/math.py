@@ -4,7 +4,7 @@ Pure-Python ints stay Python ints where TileLang code relies on that (ceildiv of
 ints), so Python-level decisions on them keep working."""
 
 from . import builder_ctx
-from .buffer import to_value
+from .buffer import Buffer, Region, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 from .dtypes import is_dtype_like
@@ -300,6 +300,55 @@ def address_of(element):
     return _C.call("address_of", [value])
 
 
+_ACCESS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
+
+
+def access_ptr(target, access_type="r", extent=None, offset=0):
+    """The address of a buffer's data for T.call_extern, as TileLang writes it:
+    `T.access_ptr(B_local, "r")` (the buffer's first element),
+    `T.access_ptr(A_shared[i, 0], "w", extent=16)` (one element), or a slice (its first
+    element). `offset` moves the address by that many elements of the buffer's
+    row-major order; `access_type` ("r", "w", "rw" or TVM's masks 1, 2, 3) and
+    `extent` say how the callee uses the memory and are checked, not needed."""
+    mask = _ACCESS.get(access_type, access_type)
+    if mask not in (1, 2, 3):
+        raise frontend_error(
+            f"T.access_ptr: access_type must be 'r', 'w', 'rw' or a mask 1, 2, 3; got "
+            f"{access_type!r}"
+        )
+    if extent is not None and isinstance(extent, int) and extent < 1:
+        raise frontend_error(f"T.access_ptr: extent must be at least 1 element, got {extent}")
+    if isinstance(target, Buffer):
+        buffer, indices = target, [0] * target.ndim
+    elif isinstance(target, Region):
+        buffer, indices = target.buffer, list(target.mins)
+    else:
+        value = to_value(target)
+        if getattr(value, "kind", None) != "BufferLoad":
+            raise frontend_error(
+                "T.access_ptr takes a buffer, a buffer element such as A[i, j] or a slice, "
+                f"got {target!r}"
+            )
+        if isinstance(offset, int) and offset == 0:
+            return _C.call("address_of", [value])
+        buffer, indices = _traced_element(value)
+    if not (isinstance(offset, int) and offset == 0):
+        flat = buffer.elem_offset_of(indices) + offset
+        indices = list(index_to_coordinates(flat, buffer.shape))
+    return _C.call("address_of", [buffer[tuple(indices)] if indices else buffer[0]])
+
+
+def _traced_element(load):
+    """(Buffer, indices) of a buffer element read in the kernel being traced."""
+    entry = builder_ctx.current("T.access_ptr").element_of(load)
+    if entry is None:
+        raise frontend_error(
+            "T.access_ptr: offset= needs a buffer, a slice or an element read in this "
+            "kernel; pass the element at the offset instead (A[i, j + offset])"
+        )
+    return entry[0], list(entry[1])
+
+
 def reinterpret(value, dtype):
     """Reads the bits of `value` as `dtype` (also accepted as reinterpret(dtype, value))."""
     if is_dtype_like(value) and not is_dtype_like(dtype):
@@ -437,6 +486,7 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "cast",
     "Cast",
     "address_of",
+    "access_ptr",
     "reinterpret",
     "ceildiv",
     "floordiv",
