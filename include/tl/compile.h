@@ -2,6 +2,7 @@
 // cache (memory, then disk, then lowering + codegen + device compiler).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct CompileOptions {
   std::vector<std::string> compile_flags;
   bool use_cache = true;  // memory and disk
   std::string cache_dir;  // empty: default_cache_dir()
+  // CUDA targets (emulated too): rewrites the generated source before it is compiled
+  // (tilelang.engine.callback's CUDA post-processor). The result's hash joins the
+  // cache key, so a different rewrite never loads another's binary.
+  std::function<std::string(const std::string&)> cuda_postproc;
 };
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& options = {});

@@ -109,18 +109,27 @@ void bind_runtime(nb::module_& m) {
   m.def(
       "compile",
       [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,
-         const std::vector<std::string>& compile_flags, bool use_cache, const std::string& cache_dir) {
+         const std::vector<std::string>& compile_flags, bool use_cache, const std::string& cache_dir,
+         const nb::object& cuda_postproc) {
         CompileOptions opt;
         opt.target = Target::parse(target);
         opt.pass_configs = to_pass_configs(pass_configs);
         opt.compile_flags = compile_flags;
         opt.use_cache = use_cache;
         opt.cache_dir = cache_dir;
+        if (!cuda_postproc.is_none()) {
+          // Called from the compile, which runs without the GIL: take it back for the call.
+          opt.cuda_postproc = [cb = cuda_postproc](const std::string& code) {
+            nb::gil_scoped_acquire gil;
+            return nb::cast<std::string>(cb(code));
+          };
+        }
         nb::gil_scoped_release release;
         return compile(f, opt);
       },
       nb::arg("func"), nb::arg("target") = "cpu", nb::arg("pass_configs") = nb::dict(),
-      nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true, nb::arg("cache_dir") = "");
+      nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true, nb::arg("cache_dir") = "",
+      nb::arg("cuda_postproc") = nb::none());
   m.def(
       "prepare_host_compiler",
       [](const std::string& target, const std::vector<std::string>& compile_flags, bool use_cache,

@@ -128,6 +128,14 @@ std::vector<PrimFunc> lower_kernels(const PrimFunc& f, const Target& target, con
   return out;
 }
 
+// The CUDA source of `f` (both of its targets), through the user's post-processor
+// when there is one (CompileOptions::cuda_postproc).
+CudaSource cuda_source(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig) {
+  CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
+  if (opt.cuda_postproc) src.code = opt.cuda_postproc(src.code);
+  return src;
+}
+
 // meta.txt of a CUDA artifact (emulated too), one group of lines per kernel in
 // launch order: "entry <name>" opens it, then "shared_bytes <n>", "threads <x>
 // [<y> <z>]" and one TmaMapSpec record per TMA map the kernel takes. (Entries
@@ -277,10 +285,10 @@ EmulatorBuild metal_emulator_build() {
 // The CUDA source run on the CPU: the host compiler builds it against the
 // emulation shims (device/emu), and the CPU runtime calls its per-block entry.
 std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                            const std::string& key) {
+                                            const std::string& key, const std::optional<CudaSource>& rewritten) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
+    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     compile_emulated(opt, prelude_identity(), dir, "kernel.cu", cuda_emulator_build());
     write_meta(dir, src);
@@ -337,11 +345,11 @@ std::vector<std::string> nvrtc_flags(const CompileOptions& opt) {
 }
 
 std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                   const std::string& key) {
+                                   const std::string& key, const std::optional<CudaSource>& rewritten) {
   const std::vector<std::string> flags = nvrtc_flags(opt);
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
+    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     std::vector<char> cubin = nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", flags);
     std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
@@ -450,9 +458,22 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
       case TargetKind::CPU:
         k = build_cpu(f, opt, sig, key);
         break;
-      case TargetKind::CUDA:
-        k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key) : build_cuda(f, opt, sig, key);
+      case TargetKind::CUDA: {
+        // A post-processor's output is only known after codegen: it joins the key
+        // whole, so that a cached binary is always that of the same rewritten text.
+        std::optional<CudaSource> rewritten;
+        if (opt.cuda_postproc) {
+          rewritten = cuda_source(f, opt, sig);
+          key += "cuda post-processed source:\n" + rewritten->code;
+          if (opt.use_cache) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (auto it = memory.find(key); it != memory.end()) return it->second;
+          }
+        }
+        k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key, rewritten)
+                                : build_cuda(f, opt, sig, key, rewritten);
         break;
+      }
       case TargetKind::Metal:
         check_one_metal_kernel(sig);
         k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from tilelang import _native
+from tilelang.engine.callback import cuda_postproc_for
 from tilelang.env import is_cache_enabled
 from tilelang.language.dtypes import _ML_DTYPES_NAMES
 from tilelang.language.dtypes import dtype as DType
@@ -68,7 +69,9 @@ def native_compile(func, target, pass_configs, compile_flags):
         )
     if not hasattr(_C, "compile"):
         raise _C.TileLangError("this build of tilelang._C has no compile(); rebuild the extension")
-    return _C.compile(func, target, pass_configs, compile_flags, *_cache_args())
+    return _C.compile(
+        func, target, pass_configs, compile_flags, *_cache_args(), cuda_postproc_for(target)
+    )
 
 
 def _cache_args():
