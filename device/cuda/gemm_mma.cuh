@@ -136,6 +136,97 @@ TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, floa
   }
 }
 
+// ---------------------------------------------------------------------------
+// tilelang.intrinsics (TensorCoreIntrinEmitter.mma): one m16n8 mma.sync on the
+// fragment registers of the calling lane, handed over as the addresses of their
+// elements in the kernel's local arrays (T.alloc_local), in PTX register order: A
+// holds 4 registers' worth of elements, B 2, C the 4 accumulators (f32 or s32) or
+// the 4 halves of an f16 accumulator. K is 16 for 16-bit operands and 32 for 8-bit
+// ones. The emitter indexes the arrays with constants, so after inlining they stay
+// in registers; the packing below reads whole elements (no alignment assumed).
+// Every lane of the warp must make the call, as with the instruction.
+#define TL_MMA_SYNC_FRAG 1  // the emitter's kernels check for it (not cpu, not Metal)
+namespace mma {
+
+// Defined in gemm_sm80.cuh, which tl_cuda.cuh includes after this header.
+template <bool Unsigned>
+TL_DEVICE void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2]);
+template <bool AE5m2, bool BE5m2>
+TL_DEVICE void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]);
+
+template <class T>
+TL_DEVICE uint32_t raw_bits(const T& v) {
+  return v.bits;  // half_t, bfloat16_t, the fp8 types
+}
+TL_DEVICE uint32_t raw_bits(int8_t v) {
+  return uint8_t(v);
+}
+TL_DEVICE uint32_t raw_bits(uint8_t v) {
+  return v;
+}
+
+// `N` registers of packed elements, the lower-indexed element in the lower bits.
+template <int N, class T>
+TL_DEVICE void pack_regs(uint32_t (&r)[N], const T* x) {
+  constexpr int kPer = 4 / int(sizeof(T));
+  TL_MMA_UNROLL for (int i = 0; i < N; ++i) {
+    uint32_t v = 0;
+    TL_MMA_UNROLL for (int p = 0; p < kPer; ++p) v |= raw_bits(x[i * kPer + p]) << (8 * int(sizeof(T)) * p);
+    r[i] = v;
+  }
+}
+
+template <class A, class B>
+constexpr bool same_type = false;
+template <class A>
+constexpr bool same_type<A, A> = true;
+
+// D += A * B, 16 x 8 x 16, f16 operands and f16 accumulators (2 registers of f16x2).
+TL_DEVICE void mma_m16n8k16_f16acc(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef TL_EMULATE
+  // The emulated tensor core sums in float; the result is rounded to f16 once.
+  float f[4];
+  for (int i = 0; i < 4; ++i) f[i] = tl::half_bits_to_float(uint16_t(d[i / 2] >> (16 * (i % 2))));
+  emu::mma_m16n8k16_f32(f, a, b, false);
+  for (int i = 0; i < 2; ++i)
+    d[i] = uint32_t(tl::float_to_half_bits(f[2 * i])) | uint32_t(tl::float_to_half_bits(f[2 * i + 1])) << 16;
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
+               : "+r"(d[0]), "+r"(d[1])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+}  // namespace mma
+
+template <class TA, class TB, class TC>
+TL_DEVICE void mma_sync_frag(TC* c, const TA* a, const TB* b) {
+  static_assert(sizeof(TA) == sizeof(TB), "tl::mma_sync_frag: A and B must have the same element size");
+  uint32_t ra[4], rb[2];
+  mma::pack_regs(ra, a);
+  mma::pack_regs(rb, b);
+  if constexpr (sizeof(TA) == 2 && mma::same_type<TC, float>) {
+    static_assert(mma::same_type<TA, TB>, "tl::mma_sync_frag: A and B must both be half_t or both bfloat16_t");
+    float d[4] = {c[0], c[1], c[2], c[3]};
+    mma::mma_m16n8k16<mma::Operand<TA>::bf16>(d, ra, rb);
+    TL_MMA_UNROLL for (int i = 0; i < 4; ++i) c[i] = d[i];
+  } else if constexpr (sizeof(TA) == 2 && mma::same_type<TC, half_t>) {
+    static_assert(mma::same_type<TA, half_t> && mma::same_type<TB, half_t>,
+                  "tl::mma_sync_frag: f16 accumulators need half_t operands");
+    uint32_t d[2];
+    mma::pack_regs(d, c);
+    mma::mma_m16n8k16_f16acc(d, ra, rb);
+    TL_MMA_UNROLL for (int i = 0; i < 4; ++i) c[i].bits = uint16_t(d[i / 2] >> (16 * (i % 2)));
+  } else if constexpr (sizeof(TA) == 1 && mma::same_type<TC, int32_t>) {
+    static_assert(mma::same_type<TA, TB>, "tl::mma_sync_frag: A and B must both be int8_t or both uint8_t");
+    mma::mma_m16n8k32_s32<mma::same_type<TA, uint8_t>>(c, ra, rb);
+  } else if constexpr (sizeof(TA) == 1 && mma::same_type<TC, float>) {
+    mma::mma_m16n8k32_f8<mma::same_type<TA, float8_e5m2_t>, mma::same_type<TB, float8_e5m2_t>>(c, ra, rb);
+  } else {
+    static_assert(sizeof(TC) == 0, "tl::mma_sync_frag: unsupported operand / accumulator types");
+  }
+}
+
 }  // namespace tl
 
 #undef TL_MMA_UNROLL
