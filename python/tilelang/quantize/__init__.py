@@ -7,13 +7,25 @@ as `dtype`; `_tir_packed_int_to_int_convert(...)` the same field read as a signe
 (two's complement) integer. Both build expressions for kernels (`B[i] = conv(4,
 Q[i // 2], i % 2, "int8")`).
 
-Not provided yet: `get_mxfp_intrin_group` and `get_lop3_intrin_group` (upstream returns
-PTX decoder sources, which would need portable twins for the cpu target and the
-emulator) and `utils.interleave_weight`."""
+`get_lop3_intrin_group(...)` (lop3.py) and `get_mxfp_intrin_group(...)` (mxfp.py) return
+`{"func_name": ..., "c_source": ...}`: a decoder of packed integers or FP4 values for
+`T.import_source` / `T.call_extern`, inline PTX on a GPU and portable C++ with the same
+bits on the cpu target and the CUDA emulator. `interleave_weight` (utils.py) reorders
+packed weights on the host into the order the lop3 decoders read."""
 
 from tilelang import language as T
 
-__all__ = ["_tir_packed_int_to_int_convert", "_tir_packed_to_unsigned_convert"]
+from .lop3 import get_lop3_intrin_group
+from .mxfp import get_mxfp_intrin_group
+from .utils import interleave_weight
+
+__all__ = [
+    "_tir_packed_int_to_int_convert",
+    "_tir_packed_to_unsigned_convert",
+    "get_lop3_intrin_group",
+    "get_mxfp_intrin_group",
+    "interleave_weight",
+]
 
 
 def _check(what, storage_type, storage_nbit, nbit):
