@@ -9,6 +9,7 @@
 
 #include "convert.h"
 #include "ir/printer.h"
+#include "transform/simplify_pass.h"
 
 using namespace tl;
 
@@ -189,6 +190,7 @@ void bind_ir(nb::module_& m) {
   nb::class_<PrimFunc>(m, "PrimFunc")
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
       .def("script", [](const PrimFunc& f) { return to_string(f); })
+      .def("simplified", [](const PrimFunc& f) { return simplify_func(f); })
       .def("__repr__", [](const PrimFunc& f) { return to_string(f); })
       .def_prop_ro("param_names",
                    [](const PrimFunc& f) {

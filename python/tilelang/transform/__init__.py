@@ -1,8 +1,13 @@
 """Pass configuration keys accepted by `tilelang.compile(..., pass_configs=...)`, spelled as
 upstream TileLang spells them so that existing kernels keep working. A key outside this
-list is an error that lists the known keys (a misspelt key would otherwise be ignored)."""
+list is an error that lists the known keys (a misspelt key would otherwise be ignored).
+
+Also TileLang's `simplify_prim_func` decorator and `apply_simplify`: the arithmetic
+simplifier run on a traced kernel (the compile runs it anyway; these give a cleaner
+`func.script()`)."""
 
 import difflib
+import functools
 from enum import Enum
 
 
@@ -118,3 +123,28 @@ def normalize_pass_configs(pass_configs):
         check_pass_config_key(key)
         out[key] = value
     return out
+
+
+def apply_simplify(func, inline_let=False):
+    """`func` (a T.prim_func) with its expressions simplified: constant folding,
+    index arithmetic, and conditions its loop ranges and shapes prove. `inline_let`
+    is accepted for TileLang's signature; let bindings stay."""
+    from tilelang.language.prim_func import PrimFunc  # imported here: the jit imports this module
+
+    del inline_let
+    if not isinstance(func, PrimFunc):
+        raise TypeError(
+            f"apply_simplify: expected a T.prim_func, got {type(func).__name__} {func!r}"
+        )
+    return PrimFunc(func.core.simplified(), func.func)
+
+
+def simplify_prim_func(factory):
+    """Decorator: `factory(*args)` returns a T.prim_func; the wrapped factory returns
+    it simplified (apply_simplify)."""
+
+    @functools.wraps(factory)
+    def wrapper(*args, **kwargs):
+        return apply_simplify(factory(*args, **kwargs))
+
+    return wrapper
