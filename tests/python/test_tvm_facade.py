@@ -3,6 +3,7 @@
 tilelang` when no real TVM is installed."""
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -124,6 +125,39 @@ def test_a_real_tvm_keeps_its_name(tmp_path):
     (tmp_path / "tvm" / "__init__.py").write_text("REAL = True\n")
     out = run_python(
         "import tilelang, tvm; print(getattr(tvm, 'REAL', False), tvm is tilelang.tvm)",
+        str(tmp_path),
+    )
+    assert out.returncode == 0 and out.stdout.split() == ["True", "False"], out.stderr
+
+
+SITE = pathlib.Path(__file__).resolve().parents[2] / "python"  # holds tilelang-tvm.pth
+
+
+def test_import_tvm_before_tilelang_through_the_pth_file():
+    """The installed .pth file (site.addsitedir processes it as site-packages would)
+    makes `from tvm import DataType` work before `import tilelang`."""
+    out = run_python(
+        f"import site; site.addsitedir({str(SITE)!r})\n"
+        "import sys; assert 'tilelang' not in sys.modules  # the finder imports nothing yet\n"
+        "from tvm import DataType, tir\n"
+        "import tvm.te, tilelang\n"
+        "print(DataType('float16').bits, tvm.te is tilelang.tvm.te, tir is tilelang.tvm.tir)\n"
+        "try:\n"
+        "    import tvm.runtime\n"
+        "except ModuleNotFoundError as e:\n"
+        "    print(e.name)\n"
+    )
+    assert out.returncode == 0 and out.stdout.split() == ["16", "True", "True", "tvm.runtime"], (
+        out.stderr
+    )
+
+
+def test_the_pth_file_leaves_a_real_tvm_alone(tmp_path):
+    (tmp_path / "tvm").mkdir()
+    (tmp_path / "tvm" / "__init__.py").write_text("REAL = True\n")
+    out = run_python(
+        f"import site; site.addsitedir({str(SITE)!r})\n"
+        "import tvm, sys; print(getattr(tvm, 'REAL', False), 'tilelang' in sys.modules)",
         str(tmp_path),
     )
     assert out.returncode == 0 and out.stdout.split() == ["True", "False"], out.stderr
