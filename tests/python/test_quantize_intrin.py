@@ -502,3 +502,32 @@ def test_groups_take_tilelang_dtype_objects_and_name_upstreams_functions():
     assert get_lop3_intrin_group("int8", "uint", 2)["func_name"] == "decode_i2u_to_i8s"
     m = get_mxfp_intrin_group(T.bfloat16, T.uint, 4, T.uint8, use_twiddling=True)
     assert m["func_name"] == "decode_fp4_to_bf16_twiddling" and "asm(" in m["c_source"]
+
+
+def test_tir_u8_to_f4_to_bf16_builds_the_exponent_scaled_bfloat16():
+    """TileLang's elementwise FP4 converter (the grouped MXFP4 example imports it): sign,
+    exponent + 126 + scale (at most 255), mantissa bit; a zero exponent is not subnormal."""
+    from tilelang.quantize import _tir_u8_to_f4_to_bf16
+
+    @T.prim_func
+    def k(
+        Q: T.Tensor((256,), "uint8"),
+        Sc: T.Tensor((256,), "uint8"),
+        O: T.Tensor((256, 2), "bfloat16"),
+    ):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.get_thread_binding()
+            for p in T.serial(2):
+                O[tx, p] = _tir_u8_to_f4_to_bf16(4, Q[tx], p, Sc[tx], "bfloat16")
+
+    q = np.arange(256, dtype=np.uint8)
+    sc = np.random.default_rng(1).integers(0, 256, 256).astype(np.uint8)
+    o = np.zeros((256, 2), ml_dtypes.bfloat16)
+    tilelang.compile(k, target="cpu")(q, sc, o)
+    for p in range(2):
+        f = (q.astype(np.int64) >> (4 * p)) & 15
+        e = np.minimum(((f >> 1) & 3) + 126 + sc, 255)
+        want = ((f >> 3) << 15) | (e << 7) | ((f & 1) << 6)
+        np.testing.assert_array_equal(o[:, p].view(np.uint16), want.astype(np.uint16))
+    with pytest.raises(ValueError, match=r"nbit must be 4, got 8"):
+        _tir_u8_to_f4_to_bf16(8, None, 0, 0, "bfloat16")

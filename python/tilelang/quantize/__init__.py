@@ -22,6 +22,7 @@ from .utils import interleave_weight
 __all__ = [
     "_tir_packed_int_to_int_convert",
     "_tir_packed_to_unsigned_convert",
+    "_tir_u8_to_f4_to_bf16",
     "get_lop3_intrin_group",
     "get_mxfp_intrin_group",
     "interleave_weight",
@@ -63,3 +64,23 @@ def _tir_packed_int_to_int_convert(storage_type="int", storage_nbit=8):
         return T.cast((_field(nbit, val, pos) << shift) >> shift, dtype)
 
     return convert
+
+
+def _tir_u8_to_f4_to_bf16(nbit, val, pos, scale, dtype):
+    """The FP4 (E2M1) field `pos` of the uint8 `val` as bfloat16 bits, its exponent raised
+    by `scale` (an exponent offset, capped at 255): sign from bit 3, exponent bits 2..1
+    plus 126, mantissa bit 0 as the top mantissa bit. As TileLang's, a zero exponent is
+    not treated as subnormal (FP4 zero becomes 2^(scale - 1))."""
+    if nbit != 4:
+        raise ValueError(f"_tir_u8_to_f4_to_bf16: nbit must be 4, got {nbit!r}")
+    if str(T.dtype(dtype)) != "bfloat16":
+        raise ValueError(f"_tir_u8_to_f4_to_bf16: dtype must be 'bfloat16', got {dtype!r}")
+    u16 = "uint16"
+    f4 = (T.cast(val, u16) >> (T.cast(pos, u16) * T.uint16(4))) & T.uint16(15)
+    sign = f4 >> T.uint16(3)
+    ex = ((f4 & T.uint16(6)) >> T.uint16(1)) + T.uint16(126)
+    ex = T.min(ex + T.cast(scale, u16), T.uint16(255))
+    man = f4 & T.uint16(1)
+    return T.reinterpret(
+        ((sign << T.uint16(8) | ex) << T.uint16(7)) | (man << T.uint16(6)), "bfloat16"
+    )
