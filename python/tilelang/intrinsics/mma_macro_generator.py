@@ -484,7 +484,6 @@ class TensorCoreIntrinEmitter:
         warps_s = self.block_row_warps if is_a else self.block_col_warps
         warps_other = self.block_col_warps if is_a else self.block_row_warps
         per_tile = self.local_size_a if is_a else self.local_size_b
-        k_steps = self.chunk // k_tile
         s_extent = warps_s * warp_s_extent
         shape = [self.chunk, s_extent] if transposed else [s_extent, self.chunk]
         ws = self.WARP_SIZE
@@ -512,7 +511,6 @@ class TensorCoreIntrinEmitter:
             tile = (s % warp_s_extent) // s_tile
             return ((k // k_tile) * tiles_s + tile) * per_tile + e
 
-        del k_steps
         if warps_other == 1:
             return T.Fragment(
                 shape,
