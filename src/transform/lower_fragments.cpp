@@ -841,6 +841,10 @@ class Lowerer : public IRMutator {
     std::vector<Expr> logical = driver->logical(t_, k);
     Stmt body = RegisterAccess(*this, driver, k).mutate(nest.back()->body);
     body = mutate(body);
+    // A row vector drives the loop: every thread holding a row runs its iteration.
+    // Only the row's first thread writes memory (shared, global, atomics); the others
+    // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l).
+    if (driver->kind() == FragmentLayout::Kind::Rows) body = LeaderWrites(row_leader(*driver->parent())).mutate(body);
     Expr valid = driver->valid(t_, k);
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
@@ -917,6 +921,27 @@ class Lowerer : public IRMutator {
     Lowerer& up_;
     FragmentLayoutPtr driver_, driver_rows_;
     Var k_;
+  };
+
+  // Wraps each store to memory that is not a thread's registers, and each atomic, in
+  // `if (leader)`.
+  class LeaderWrites : public IRMutator {
+   public:
+    explicit LeaderWrites(Expr leader) : leader_(std::move(leader)) {}
+    using IRMutator::mutate;
+
+   protected:
+    using IRMutator::visit;
+    Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
+      Scope s = op->buffer->scope;
+      return s == Scope::Local || s == Scope::LocalVar ? self : if_then_else(leader_, self);
+    }
+    Stmt visit(const TileOpNode* op, const Stmt& self) override {
+      return op->op == TileOpKind::Atomic ? if_then_else(leader_, self) : IRMutator::visit(op, self);
+    }
+
+   private:
+    Expr leader_;
   };
 
   static bool is_const_true(const Expr& e) {

@@ -346,7 +346,7 @@ class Planner {
     }
     if (!compound(s) && (lowered_ || divergent_ || !uniform_thread_code(s, uniform_))) {
       Access acc = accesses(s);
-      if (thread_level_ && !is_block_op(s)) acc.simt_writes.swap(acc.writes);
+      if ((thread_level_ || (!lowered_ && own_thread_code(s))) && !is_block_op(s)) acc.simt_writes.swap(acc.writes);
       bool sync = !blocked() && conflicts(acc, region_ < 0 ? static_cast<const Access&>(st) : st.regions[region_]);
       if (sync) clear(st);
       st.Access::merge(acc);
@@ -496,6 +496,14 @@ class Planner {
   static bool is_block_op(const Stmt& s) {
     auto* a = s.as<AttrNode>();
     return a && a->key == kBlockOpAttr;
+  }
+
+  // The kernel's own per-thread code (a store each thread makes to its element), not
+  // a tile op or a lowering's per-thread share of one: its writes are thread-level
+  // wherever it stands, at the kernel's top level as in a loop.
+  static bool own_thread_code(const Stmt& s) {
+    auto* a = s.as<AttrNode>();
+    return !(a && (a->key == kBlockOpAttr || a->key == kThreadOpAttr || a->key == kAsyncCopyAttr));
   }
 
   // A barrier here: of the block outside regions, of the region's threads inside one.

@@ -9,7 +9,12 @@ running those examples (docs/design/tilelang_examples.md, session 18):
   threads is an error;
 - `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`;
 - a kernel whose own code does not compile is the user's error, not an internal one;
-- `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (session 19)."""
+- `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (session 19);
+- a shared per-row vector updated in a loop over a register row vector that several
+  threads hold is written by one of them; per-thread stores at the kernel's top level
+  get no barrier between them (session 19)."""
+
+import re
 
 import numpy as np
 import pytest
@@ -405,3 +410,63 @@ def test_access_ptr_checks_its_arguments():
         build(target=3)
     with pytest.raises(tilelang.TileLangError, match="extent must be at least 1 element, got 0"):
         build(extent=0)
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_row_vector_in_shared_memory_is_updated_once_per_row(target):
+    """A per-row vector the compiler keeps in shared memory (a later T.Parallel reads
+    it by its leading index), updated in place in a loop laid out by a register row
+    vector that several threads hold alike: one of them writes (round four:
+    flash_decoding's gqa_decode_varlen_logits, where 8 threads raced on `logsum`)."""
+    M, K, NB = 64, 32, 4
+
+    @T.prim_func
+    def k(A: T.Tensor((M, K), "float32"), Out: T.Tensor((M, NB), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            acc = T.alloc_fragment([M, K], "float32")
+            s = T.alloc_fragment([M], "float32")
+            total = T.alloc_fragment([M], "float32")
+            S = T.alloc_shared([M, NB], "float32")
+            T.copy(A, acc)
+            T.fill(total, 1.0)
+            for _ in T.serial(3):
+                T.reduce_sum(acc, s, dim=1)
+                for i in T.Parallel(M):
+                    total[i] = total[i] * 2.0 + s[i]
+            for h, j in T.Parallel(M, NB):
+                S[h, j] = total[h] + j
+            T.copy(S, Out)
+
+    a = np.random.default_rng(5).integers(-3, 4, (M, K)).astype(np.float32)
+    expect = np.ones(M, np.float32)
+    for _ in range(3):
+        expect = expect * 2 + a.sum(1)
+    out = np.zeros((M, NB), np.float32)
+    tilelang.compile(k, target=target)(a, out)
+    np.testing.assert_array_equal(out, expect[:, None] + np.arange(NB, dtype=np.float32))
+
+
+def test_per_thread_stores_at_the_kernel_top_level_need_no_barrier_between_them():
+    """Two stores each thread makes to its own elements of a shared buffer are thread-
+    level code at the kernel's top level as inside a loop: no barrier between them,
+    one before the read of another thread's element."""
+
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((256,), "float32")
+            S[tx * 2] = A[tx]
+            S[tx * 2 + 1] = A[tx] + 1.0
+            B[tx] = S[(tx * 2 + 3) % 256]
+
+    src = tilelang.compile(k, target="cuda -arch=sm_90a -emulate").get_kernel_source()
+    body = src[src.index("__global__") : src.index("#ifdef TL_EMULATE")]
+    tags = [m.start() for m in re.finditer(r'"S\|', body)]  # store, store, read
+    assert len(tags) == 3 and body.count("__syncthreads()") == 1
+    assert tags[1] < body.index("__syncthreads()") < tags[2]
+    for target in ("cpu", "cuda -arch=sm_90a -emulate"):
+        a = np.arange(128, dtype=np.float32)
+        b = np.zeros_like(a)
+        tilelang.compile(k, target=target)(a, b)
+        np.testing.assert_array_equal(b, np.roll(a, -1) + 1)
