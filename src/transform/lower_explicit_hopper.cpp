@@ -651,9 +651,20 @@ class ThreadBranches : public IRMutator {
   std::map<const VarNode*, Expr> lets_;  // the values of the names bound around
 };
 
+// Without wgmma every T.gemm completes before the next statement (mma.sync, or loops
+// on the cpu and Metal), so T.wait_wgmma has nothing to wait for: it is dropped, and a
+// kernel written for Hopper (`T.gemm(..., wg_wait=-1)` then `T.wait_wgmma(0)`) runs there.
+struct DropWgmmaWaits : IRMutator {
+  using IRMutator::visit;
+  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
+    return marker_of(op->value) == "wait_wgmma" ? seq({}) : self;
+  }
+};
+
 }  // namespace
 
-PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+PrimFunc lower_explicit_hopper(const PrimFunc& input, const Target& target, bool allow_wgmma) {
+  const PrimFunc f = target.has_wgmma() ? input : input.with_body(DropWgmmaWaits().mutate(input->body));
   struct Clusters : IRVisitor {
     const Target* target;
     using IRVisitor::visit;

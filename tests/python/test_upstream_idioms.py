@@ -470,3 +470,47 @@ def test_per_thread_stores_at_the_kernel_top_level_need_no_barrier_between_them(
         b = np.zeros_like(a)
         tilelang.compile(k, target=target)(a, b)
         np.testing.assert_array_equal(b, np.roll(a, -1) + 1)
+
+
+def hopper_style_gemm(stages, stage):
+    """Round four's idioms of Hopper kernels: T.Pipelined(num_stages=0, stage=[...])
+    (the stages given by hand set the depth) and T.gemm(wg_wait=-1) + T.wait_wgmma(0)."""
+    M = N = 64
+    BK, KT = 32, 4
+
+    @T.prim_func
+    def k(
+        A: T.Tensor((M, BK * KT), "float16"),
+        B: T.Tensor((BK * KT, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            a = T.alloc_shared((M, BK), "float16")
+            b = T.alloc_shared((BK, N), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            T.clear(c)
+            for ko in T.Pipelined(KT, num_stages=stages, order=[0, 1, 2], stage=stage):
+                T.copy(A[0, ko * BK], a)
+                T.copy(B[ko * BK, 0], b)
+                T.gemm(a, b, c, wg_wait=-1)
+            T.wait_wgmma(0)
+            T.copy(c, C)
+
+    return k
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_stages_by_hand_set_the_depth_and_wait_wgmma_waits_where_gemms_are_async(target):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    tilelang.compile(hopper_style_gemm(0, [0, 0, 1]), target=target)(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def test_a_stage_below_minus_one_is_refused():
+    with pytest.raises(
+        tilelang.TileLangError, match=r"stage=\[0, -2, 1\] has entries \[-2\] below -1"
+    ):
+        hopper_style_gemm(2, [0, -2, 1])

@@ -151,11 +151,13 @@ class Pipelined(Loop):
                     "each once (-1 leaves one out of the schedule)"
                 )
         if self.stage:
-            bad = [s for s in self.stage if not -1 <= s <= self.num_stages]
+            # The stages given by hand set the depth (as in TileLang, whatever num_stages
+            # says: num_stages=0 with stage=[0, 0, 1] is a two-stage pipeline).
+            bad = [s for s in self.stage if s < -1]
             if bad:
                 raise frontend_error(
-                    f"T.Pipelined stage={self.stage} has entries {bad} outside [-1, "
-                    f"{self.num_stages}] for num_stages={self.num_stages}"
+                    f"T.Pipelined stage={self.stage} has entries {bad} below -1; a stage is "
+                    "the iteration offset of its statement (0, 1, ...) or -1 (left to the compiler)"
                 )
 
     def _check_groups(self, count):
