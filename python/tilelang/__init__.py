@@ -5,7 +5,7 @@ from . import _native
 
 _C = _native.load()
 
-from . import language, tvm
+from . import contrib, language, tvm
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit
@@ -44,6 +44,7 @@ __all__ = [
     "autotune",
     "cdiv",
     "compile",
+    "contrib",
     "determine_target",
     "disable_cache",
     "enable_cache",
