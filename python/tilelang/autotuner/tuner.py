@@ -68,12 +68,15 @@ class AutotuneResult:
     ref_prog, or None), `kernel` (the JITKernel of the best config), `func` (its
     prim_func), `from_cache` (True when taken from the result cache), `failures`
     ({config text: one-line reason}), `timings` ({config text: ms, its fastest timing
-    round}; a config stopped early has the time of one call) and `cache_path`."""
+    round}; a config stopped early has the time of one call) and `cache_path`.
+    `tuned` is False when the call gave tuned parameters and nothing was tuned: `config`
+    then holds the values the kernel was built with, `latency` is None."""
 
     def __init__(self, config, latency, ref_latency, kernel, from_cache, failures, cache_path):
         self.config, self.latency, self.ref_latency = config, latency, ref_latency
         self.kernel, self.from_cache, self.failures = kernel, from_cache, failures
         self.cache_path = cache_path
+        self.tuned = True
         self._call = None
 
     @property
@@ -85,6 +88,8 @@ class AutotuneResult:
         return self.kernel.get_kernel_source()
 
     def __repr__(self):
+        if not self.tuned:
+            return f"AutotuneResult(config={self.config!r}, not tuned: given in the call)"
         source = ", from cache" if self.from_cache else ""
         return f"AutotuneResult(config={self.config!r}, latency={self.latency:.4g} ms{source})"
 
@@ -240,7 +245,12 @@ class AutoTuner:
         return jit
 
     def _resolve_configs(self, args, kwargs):
-        configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
+        """The list of configs for this call, checked against the function's signature."""
+        if callable(self.configs):
+            cargs, ckwargs = _fit_call(self.configs, args, kwargs)
+            configs = self.configs(*cargs, **ckwargs)
+        else:
+            configs = self.configs
         try:
             configs = list(configs)
         except TypeError:
@@ -262,29 +272,66 @@ class AutoTuner:
                     f"config {c!r} names {unknown}, which are not parameters of "
                     f"{self.name}{self.signature}"
                 )
-        keys = {k for c in configs for k in c}
-        fixed = {k: v for k, v in kwargs.items() if k in keys}
-        if fixed:  # values the caller gives explicitly override the configs
-            merged = []
-            for c in configs:
-                c = {k: fixed.get(k, v) for k, v in c.items()}
-                if c not in merged:
-                    merged.append(c)
-            configs = merged
-        rest = {k: v for k, v in kwargs.items() if k not in keys}
+        return configs
+
+    def _given_tuned(self, tuned, args, kwargs):
+        """{name: value} of the tuned parameters the call gives, positionally or by keyword."""
         try:
-            bound = self.signature.bind(*args, **rest, **configs[0])
+            bound = self.signature.bind_partial(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+        given = {}
+        for name, value in bound.arguments.items():
+            param = self.signature.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                given.update((k, v) for k, v in value.items() if k in tuned)
+            elif name in tuned:
+                given[name] = value
+        return given
+
+    def _explicit_config(self, tuned, given, configs):
+        """The values the kernel is built with when the call gives tuned parameters: the
+        given ones, the function's defaults for the others (a tuned parameter that only a
+        `**kwargs` takes is left to the function)."""
+        config = {}
+        for name in tuned:
+            if name in given:
+                config[name] = given[name]
+                continue
+            param = self.signature.parameters.get(name)
+            if param is None or param.kind is param.VAR_KEYWORD:
+                continue
+            if param.default is param.empty:
+                tried = []
+                for c in configs:
+                    if name in c and c[name] not in tried:
+                        tried.append(c[name])
+                shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+                raise TypeError(
+                    f"autotune of '{self.name}': the call gives {shown}, so tuning is skipped "
+                    f"and every tuned parameter needs a value, but '{name}' has no default: "
+                    f"expected a value for '{name}' (the configs try "
+                    f"{', '.join(repr(v) for v in tried)}), given none. Give all of {tuned} "
+                    "to compile that one config, or none of them to tune"
+                )
+            config[name] = param.default
+        return config
+
+    def _untuned_arguments(self, args, kwargs, configs):
+        """The call's arguments that key the result cache (none of them tuned)."""
+        keys = {k for c in configs for k in c}
+        try:
+            bound = self.signature.bind(*args, **kwargs, **configs[0])
         except TypeError as exc:
             raise TypeError(
                 f"{self.name}{self.signature}: {exc}; call the tuned function with the "
                 f"arguments that are not tuned (the configs set {sorted(keys)})"
             ) from None
-        arguments = {
+        return {
             n: v
             for n, v in bound.arguments.items()
             if n not in keys and n not in self.do_not_specialize
         }
-        return configs, rest, arguments
 
     def _recipe(self, options):
         """How a fresh interpreter finds the function, or None when it cannot."""
@@ -595,16 +642,23 @@ class AutoTuner:
 
     # ---- the entry point
     def run(self, *args, warmup=None, rep=None, timeout=None, **kwargs):
-        """Tunes for the given non-config arguments; returns an AutotuneResult."""
+        """Tunes for the given non-config arguments; returns an AutotuneResult. A call that
+        gives any tuned parameter (a key of the configs) is not tuned: see _run_explicit."""
         if _worker.LOADING:  # a worker importing the user's module: stop before tuning
             raise _worker.StopLoading()
         prof = dict(self.profile_args)
         for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
             if v is not None:
                 prof[k] = v
-        configs, rest, arguments = self._resolve_configs(args, kwargs)
+        configs = self._resolve_configs(args, kwargs)
+        tuned = list(dict.fromkeys(k for c in configs for k in c))
+        given = self._given_tuned(tuned, args, kwargs)
         options = self._options()
         jit = self._jit(options)
+        if given:
+            return self._run_explicit(jit, args, kwargs, tuned, given, configs)
+        rest = kwargs
+        arguments = self._untuned_arguments(args, kwargs, configs)
         target = determine_target(options.get("target", "auto"))
         key = result_cache.make_key(self.fn, self.kind, arguments, configs, target, options)
         use_cache = result_cache.enabled()
@@ -674,6 +728,33 @@ class AutoTuner:
         result._call = runner
         return result
 
+    def _run_explicit(self, jit, args, kwargs, tuned, given, configs):
+        """The call gives tuned parameters (as TileLang's examples do on their path that does
+        not tune): compile the call as it is, with the function's defaults for the tuned
+        parameters not given. Nothing is benchmarked, and the result cache is neither read
+        (its best config would override the caller's values) nor written (nothing was
+        measured)."""
+        config = self._explicit_config(tuned, given, configs)
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+        defaulted = [k for k in config if k not in given]
+        logger.info(
+            "autotune '%s': the call gives %s; compiling config %s without tuning%s",
+            self.name,
+            ", ".join(f"{k}={v!r}" for k, v in given.items()),
+            result_cache.describe(config),
+            f" ({', '.join(defaulted)}: the function's defaults)" if defaulted else "",
+        )
+        kernel, runner = self._build(jit, args, kwargs, {})
+        kernel.config = dict(config)
+        result = AutotuneResult(dict(config), None, None, kernel, False, {}, None)
+        result.timings = {}
+        result.tuned = False
+        result._call = runner
+        return result
+
 
 # Each config is timed in this many rounds (round 1 of all configs, then round 2, ...),
 # each the median of its calls within rep / _TIMING_ROUNDS ms; its time is the fastest
@@ -705,6 +786,22 @@ def _signature(kernel):
     """Configs whose kernels take the same parameters are timed on one set of tensors
     (the first such config's), so the rounds keep one set alive, not one per config."""
     return tuple((p.name, p.dtype, tuple(p.shape), p.is_tensor) for p in kernel.params)
+
+
+def _fit_call(fn, args, kwargs):
+    """The part of a call's arguments that `fn` (a callable `configs`) accepts: it may
+    take fewer parameters than the tuned function, e.g. only the problem sizes."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return args, kwargs
+    if not any(p.kind is p.VAR_POSITIONAL for p in params):
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        args = args[: len(positional)]
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        taken = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+        kwargs = {k: v for k, v in kwargs.items() if k in taken}
+    return args, kwargs
 
 
 def _stand_in(value):

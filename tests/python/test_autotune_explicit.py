@@ -1,0 +1,205 @@
+"""A call of an @autotune kernel that gives tuned parameters (keys of the configs) is not
+tuned, as in TileLang: the call is compiled as given, with the function's defaults for the
+tuned parameters it leaves out. Nothing is benchmarked and the result cache is neither read
+nor written. Tuning is made impossible here (the tuner's compile and timing steps and the
+result cache raise), so a test that passes proves no benchmarking happened."""
+
+import logging
+import os
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import AutoTuner, result_cache
+from tilelang.utils.target import available_targets
+
+CONFIGS = [{"block": 8, "scale": 2}, {"block": 16, "scale": 3}]
+
+
+def offset_scale(N, block=8, scale=2):
+    """B[i] = A[i] * scale + (i // block): the output shows both tuned values."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+            for i in T.serial(block):
+                B[bx * block + i] = A[bx * block + i] * scale + bx
+
+    return main
+
+
+def expected(a, block, scale):
+    return a * scale + (np.arange(a.shape[0]) // block).astype(np.float32)
+
+
+tuned = tilelang.autotune(configs=CONFIGS, warmup=1, rep=2)(
+    tilelang.jit(out_idx=[1], target="cpu")(offset_scale)
+)
+
+
+@tilelang.autotune(configs=CONFIGS, warmup=1, rep=2)
+@tilelang.jit(out_idx=[1], target="cpu")
+def no_default_block(N, block, scale=2):
+    return offset_scale(N, block, scale)
+
+
+def eager_configs(A):  # takes fewer parameters than the kernel: only the call's tensor
+    return [{"block": 16}, {"block": 64}]
+
+
+@tilelang.autotune(configs=eager_configs, warmup=1, rep=2)
+@tilelang.jit(target="cpu")
+def eager_scale(A, factor=3.0, block=16):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    B = T.empty((N,), T.float32)
+    with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+        for i in T.serial(block):
+            if bx * block + i < N:
+                B[bx * block + i] = A[bx * block + i] * factor + bx
+    return B
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("tlcache"))
+    saved = {
+        k: os.environ.get(k) for k in ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_DISABLE_CACHE")
+    }
+    os.environ["TILELANG_CACHE_DIR"] = path
+    os.environ.pop("TILELANG_AUTO_TUNING_DISABLE_CACHE", None)
+    yield path
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
+def no_tuning(monkeypatch):
+    """Any compile of the config list, timing or result-cache access fails the test."""
+
+    def forbidden(what):
+        def fail(*args, **kwargs):
+            raise AssertionError(f"{what} was called")
+
+        return fail
+
+    monkeypatch.setattr(AutoTuner, "_compile_configs", forbidden("compiling the configs"))
+    monkeypatch.setattr(AutoTuner, "_tune", forbidden("tuning"))
+    monkeypatch.setattr(result_cache, "load", forbidden("reading the result cache"))
+    monkeypatch.setattr(result_cache, "store", forbidden("writing the result cache"))
+
+
+def _entries(cache_dir):
+    path = os.path.join(cache_dir, "autotuner")
+    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+
+A = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+
+
+def test_all_tuned_parameters_by_keyword_or_position_compile_that_config(no_tuning, cache_dir):
+    before = _entries(cache_dir)
+    kernel = tuned(64, block=32, scale=5)  # values outside the configs are fine
+    assert isinstance(kernel, tilelang.JITKernel)
+    np.testing.assert_allclose(kernel(A), expected(A, 32, 5), rtol=1e-6)
+    result = tuned.last_result
+    assert result.kernel is kernel and not result.tuned
+    assert result.config == kernel.config == {"block": 32, "scale": 5}
+    assert result.latency is None and result.cache_path is None and not result.from_cache
+    assert "not tuned" in repr(result)
+    # the same values positionally
+    np.testing.assert_allclose(tuned(64, 32, 5)(A), expected(A, 32, 5), rtol=1e-6)
+    assert tuned.last_result.config == {"block": 32, "scale": 5}
+    # a config of the list, given in full, is compiled alone too
+    np.testing.assert_allclose(tuned(64, block=16, scale=3)(A), expected(A, 16, 3), rtol=1e-6)
+    assert _entries(cache_dir) == before
+
+
+def test_a_partial_set_takes_the_defaults_for_the_rest(no_tuning, caplog):
+    with caplog.at_level(logging.INFO, logger="tilelang"):
+        kernel = tuned(64, scale=7)
+    np.testing.assert_allclose(kernel(A), expected(A, 8, 7), rtol=1e-6)  # block's default: 8
+    assert tuned.last_result.config == {"block": 8, "scale": 7}
+    assert "the call gives scale=7; compiling config {'block': 8, 'scale': 7}" in caplog.text
+    assert "(block: the function's defaults)" in caplog.text
+    # the imperative API follows the same rule; a positional tuned value counts as given
+    result = AutoTuner.from_kernel(offset_scale, CONFIGS).set_compile_args(target="cpu").run(64, 16)
+    assert not result.tuned and result.config == {"block": 16, "scale": 2}
+    out = np.zeros_like(A)
+    result.kernel(A, out)
+    np.testing.assert_allclose(out, expected(A, 16, 2), rtol=1e-6)
+
+
+def test_an_eager_kernel_runs_the_given_config(no_tuning):
+    a = np.random.default_rng(1).standard_normal(100).astype(np.float32)
+    out = eager_scale(a, block=32)  # the configs callable only takes A
+    np.testing.assert_allclose(out, a * 3.0 + (np.arange(100) // 32).astype(np.float32), rtol=1e-6)
+    assert eager_scale.last_result.config == {"block": 32}
+    assert not eager_scale.last_result.tuned
+
+
+def test_inconsistent_calls_are_clear_errors(no_tuning):
+    with pytest.raises(
+        TypeError,
+        match=r"the call gives scale=3, so tuning is skipped and every tuned parameter needs a "
+        r"value, but 'block' has no default: expected a value for 'block' \(the configs try "
+        r"8, 16\), given none",
+    ):
+        no_default_block(64, scale=3)
+    with pytest.raises(TypeError, match=r"offset_scale\(N, block=8, scale=2\): multiple values "):
+        tuned(64, 32, block=32)
+    with pytest.raises(TypeError, match=r"offset_scale\(N, block=8, scale=2\): missing a required"):
+        tuned(block=32, scale=5)
+
+
+def test_the_result_cache_neither_overrides_nor_records_given_values(cache_dir):
+    # Tune for real (N = 48, a size no other test uses): one entry is written.
+    before = _entries(cache_dir)
+    best = tuned(48).config
+    assert tuned.last_result.tuned and not tuned.last_result.from_cache
+    written = sorted(set(_entries(cache_dir)) - set(before))
+    assert len(written) == 1
+    path = os.path.join(cache_dir, "autotuner", written[0])
+    with open(path) as f:
+        text = f.read()
+    # Giving the other config: compiled as given, the cached best is not used, the entry
+    # is untouched and no entry is added.
+    other = next(c for c in CONFIGS if c != best)
+    a = A[:48]
+    kernel = tuned(48, **other)
+    np.testing.assert_allclose(kernel(a), expected(a, other["block"], other["scale"]), rtol=1e-6)
+    assert tuned.last_result.config == other and not tuned.last_result.tuned
+    assert sorted(set(_entries(cache_dir)) - set(before)) == written
+    with open(path) as f:
+        assert f.read() == text
+    # A call that gives nothing tuned still finds the tuned result.
+    assert tuned(48).config == best
+
+
+@pytest.mark.skipif(
+    "cuda" not in available_targets(), reason="needs NVRTC (libnvrtc.so) for the cuda target"
+)
+def test_a_cuda_target_without_a_gpu_compiles_the_given_config(no_tuning):
+    # TileLang's examples call their tuned kernels with every tuned value on the path that
+    # does not tune; that must not need a GPU to benchmark on.
+    @tilelang.autotune(configs=[{"block": 64}, {"block": 128}], warmup=1, rep=2)
+    @tilelang.jit(out_idx=[1], target="cuda -arch=sm_90a")
+    def double(N, block=64):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+                for i in T.Parallel(block):
+                    B[bx * block + i] = A[bx * block + i] * 2
+
+        return main
+
+    kernel = double(1024, block=128)
+    assert kernel.config == {"block": 128}
+    assert "(bx * 128)" in kernel.get_kernel_source()
+    # the same function called without the tuned value would tune (here: forbidden)
+    with pytest.raises(AssertionError, match="reading the result cache was called"):
+        double(1024)
