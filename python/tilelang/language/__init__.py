@@ -61,6 +61,7 @@ from .shapes import (
     empty,
     symbolic,
 )
+from .views import reshape, view
 from .warp import *
 
 globals().update(_dtypes.DTYPES)
@@ -128,12 +129,14 @@ __all__ = [
     "min",
     "pow",
     "prim_func",
+    "reshape",
     "serial",
     "symbolic",
     "sync_threads",
     "tvm_thread_allreduce",
     "unroll",
     "vectorized",
+    "view",
 ]
 __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip

@@ -2,7 +2,7 @@
 reducers (`T.alloc_reducer` / `T.finalize_reducer`). Each call hands its buffers to one
 C++ tile op, which checks shapes and dims and reports mistakes at the user's line."""
 
-from . import builder_ctx
+from . import builder_ctx, views
 from .buffer import Buffer, Region, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
@@ -25,9 +25,19 @@ def _int_arg(value, what):
     return value
 
 
+def _on_view(x):
+    x = to_value(x)
+    return isinstance(x, views.BufferView) or (
+        isinstance(x, Region) and isinstance(x.buffer, views.BufferView)
+    )
+
+
 def _reduce(kind, buffer, out, dim, clear):
     name = f"T.reduce_{kind}"
     ctx = builder_ctx.current(name)
+    if _on_view(buffer) or _on_view(out):
+        views.reduce_loops(ctx, name, kind, buffer, out, _int_arg(dim, f"{name} dim"), clear)
+        return
     regions = [
         _region(buffer, f"{name} source").to_core(),
         _region(out, f"{name} destination").to_core(),

@@ -1,6 +1,9 @@
 """Views: `T.Tensor(shape, dtype, buf.data)` inside a kernel gives another shape to the
 elements of an existing buffer, as TileLang's convolution example does with
-`T.Tensor((KH * KW * C, F), dtype, kernel.data)`.
+`T.Tensor((KH * KW * C, F), dtype, kernel.data)`. `T.reshape(buf, shape)` and
+`T.view(buf, shape=None, dtype=None)` are the checked forms: the element count (for
+T.view, the bits) must stay the same, and T.view may read the elements as another
+dtype of the same width.
 
 A view is a frontend object, not a new IR buffer: an element `V[i, j]` becomes the
 element of the base buffer at the same row-major position, so generated code only ever
@@ -10,7 +13,7 @@ loops over those elements, predicated on the view's shape like any other tile.""
 import math
 
 from . import builder_ctx
-from .buffer import Buffer, BufferData, Region, const_int, to_value
+from .buffer import Buffer, BufferData, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -27,17 +30,27 @@ def _same_dim(a, b):
 def _product(dims):
     out = 1
     for d in dims:
-        out = out * d
+        out = d if const_int(out) == 1 else out * d
     return out
+
+
+def _same_count(a, b):
+    """Whether shapes `a` and `b` provably hold as many elements."""
+    pa, pb = _product(a), _product(b)
+    ca, cb = const_int(pa), const_int(pb)
+    if ca is not None and cb is not None:
+        return ca == cb
+    return _same_dim(pa, pb)
 
 
 class BufferView:
     """A reshaped view of a buffer's elements (row-major on both sides)."""
 
-    def __init__(self, base, shape, name):
+    def __init__(self, base, shape, name, dtype=None):
         self.base = base
         self.shape = tuple(shape)
-        self.dtype = base.dtype
+        # Another dtype of the same width: each element is the base element's bits.
+        self.dtype = base.dtype if dtype is None else dtype
         self.scope = base.scope
         self.name = name
 
@@ -74,6 +87,14 @@ class BufferView:
         vs, bs = list(self.shape), list(self.base.shape)
         if len(vs) == len(bs) and all(_same_dim(a, b) for a, b in zip(vs, bs)):
             return [to_value(i) for i in indices]
+        # With as many elements on both sides, leading dimensions the shapes share map
+        # one to one too (a fragment [N, Q * H] seen as [N, Q, H] keeps its row index).
+        head = []
+        if _same_count(vs, bs):
+            while len(vs) > 1 and len(bs) > 1 and _same_dim(vs[0], bs[0]):
+                vs, bs = vs[1:], bs[1:]
+                head.append(to_value(indices[len(head)]))
+            indices = indices[len(head) :]
         # Trailing dimensions the two shapes share map one to one; the rest are flattened
         # on the view's side and unflattened on the base's.
         common = 0
@@ -90,7 +111,7 @@ class BufferView:
         if lead_b:
             out.append(flat)
         out.reverse()
-        return out + [to_value(i) for i in indices[lead_v:]]
+        return head + out + [to_value(i) for i in indices[lead_v:]]
 
     def in_bounds(self, indices):
         """The condition that `indices` lie inside the view's shape (True when provable)."""
@@ -104,7 +125,14 @@ class BufferView:
         return cond
 
     def load(self, indices):
-        return _C.buffer_load(self.base.handle, self.base_indices(indices))
+        value = _C.buffer_load(self.base.handle, self.base_indices(indices))
+        return value if self.dtype == self.base.dtype else _C.reinterpret(value, self.dtype)
+
+    def stored(self, value):
+        """`value`, as the base buffer holds it (the same bits for a view of another dtype)."""
+        if self.dtype == self.base.dtype:
+            return value
+        return _C.reinterpret(_C.cast(value, self.dtype), self.base.dtype)
 
     def __getitem__(self, key):
         indices, region = self._split_key(key)
@@ -121,7 +149,9 @@ class BufferView:
         if region is not None:
             fill_region(ctx, region, to_value(value))
             return
-        ctx.builder.store(self.base.handle, self.base_indices(indices), to_value(value))
+        ctx.builder.store(
+            self.base.handle, self.base_indices(indices), self.stored(to_value(value))
+        )
 
     def __iter__(self):
         raise TypeError(f"view '{self.name}' is not iterable; index it or use T.Parallel")
@@ -157,6 +187,104 @@ def make_view(shape, dtype, data):
         )
     name = getattr(ctx, "pending_name", None) or f"{base.name}_view"
     return BufferView(base, shape, name)
+
+
+def _shape_arg(shape, what):
+    if isinstance(shape, (list, tuple)):
+        dims = list(shape)
+    elif isinstance(shape, int) or isinstance(to_value(shape), _C.Expr):
+        dims = [shape]
+    else:
+        raise frontend_error(
+            f"{what} must be a list or tuple of dimensions, got {type(shape).__name__} {shape!r}"
+        )
+    out = []
+    for d in dims:
+        d = to_value(d)
+        if isinstance(d, bool) or not isinstance(d, (int, _C.Expr)):
+            raise frontend_error(
+                f"{what} must hold integers or integer expressions, got {type(d).__name__} {d!r} "
+                f"in {list(dims)}"
+            )
+        c = const_int(d)
+        if c is not None and c <= 0:
+            raise frontend_error(f"{what} must hold positive dimensions, got {list(dims)}")
+        out.append(d if c is None else c)
+    return tuple(out)
+
+
+def _view_source(src, what):
+    """The buffer (or view) that T.reshape / T.view looks at, checked."""
+    src = src.buffer if isinstance(src, BufferData) else src
+    if isinstance(src, BufferView):
+        return src
+    if isinstance(src, VarBuffer):
+        raise frontend_error(
+            f"{what} needs a buffer, but '{src.name}' is a T.alloc_var scalar; allocate it "
+            f"with T.alloc_local((1,), dtype) to give it a shape"
+        )
+    if isinstance(src, Region):
+        raise frontend_error(
+            f"{what} needs a whole buffer, got the slice {src!r}; reshape the buffer and slice "
+            f"the result"
+        )
+    if not isinstance(src, Buffer):
+        raise frontend_error(
+            f"{what} needs a buffer (a tensor parameter or a T.alloc_* buffer), got "
+            f"{type(src).__name__} {src!r}"
+        )
+    if any(s is not None for s in src.handle.strides):
+        raise frontend_error(
+            f"{what} cannot reshape '{src.name}': it has explicit strides "
+            f"(T.StridedTensor); a reshape needs a contiguous buffer"
+        )
+    return src
+
+
+def _fmt_shape(shape):
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _reshaped(src, shape, dt, what):
+    """A view of `src` (a buffer or a view) with `shape` and `dt`, whose elements are
+    those of `src` in row-major order. Counts must match: `what` names the caller."""
+    ctx = builder_ctx.current(what)
+
+    def width(t):
+        return t.bits * t.lanes
+
+    if dt != src.dtype and width(dt) != width(src.dtype):
+        raise frontend_error(
+            f"{what} dtype: expected a dtype of {width(src.dtype)} bits like '{src.name}' "
+            f"({src.dtype}), got {dt} ({width(dt)} bits); a view reads each element's bits as "
+            f"another type of the same width and cannot split or merge elements"
+        )
+    if not _same_count(shape, src.shape):
+        want, have = _product(shape), _product(src.shape)
+        raise frontend_error(
+            f"{what} shape: expected {have} elements, as '{src.name}' of shape "
+            f"{_fmt_shape(src.shape)} holds, got shape {_fmt_shape(shape)} with {want}"
+        )
+    base = src.base if isinstance(src, BufferView) else src
+    name = getattr(ctx, "pending_name", None) or f"{base.name}_view"
+    return BufferView(base, shape, name, dt)
+
+
+def reshape(src, shape):
+    """`T.reshape(buf, shape)`: the elements of `buf` (any memory: global, shared,
+    fragment, local) with another shape of as many elements, row-major on both sides.
+    Reads and writes through either name reach the same storage."""
+    src = _view_source(src, "T.reshape")
+    return _reshaped(src, _shape_arg(shape, "T.reshape shape"), src.dtype, "T.reshape")
+
+
+def view(src, shape=None, dtype=None):
+    """`T.view(buf, shape=None, dtype=None)`: T.reshape that may also read the elements
+    as another dtype of the same width (the bits are kept, as T.reinterpret does)."""
+    src = _view_source(src, "T.view")
+    shape = src.shape if shape is None else _shape_arg(shape, "T.view shape")
+    dt = src.dtype if dtype is None else make_dtype(dtype)
+    return _reshaped(src, shape, dt, "T.view")
 
 
 def safe_expr(value, dtype):
@@ -207,6 +335,7 @@ def store(ctx, buf, indices, value):
     if isinstance(buf, BufferView):
         cond = buf.in_bounds(indices)
         target, idx = buf.base.handle, buf.base_indices(indices)
+        value = buf.stored(value)
     else:
         cond, target, idx = True, buf.handle, indices
     if cond is not True:
@@ -332,3 +461,99 @@ def fill_region(ctx, region, value):
         store(ctx, view, _side_indices(region.mins, region.extents, vars_), value)
 
     _loops(ctx, tile, body)
+
+
+_BITWISE = {"bitand": "BitAnd", "bitor": "BitOr", "bitxor": "BitXor"}
+
+
+def _identity(kind, dt):
+    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
+        return _C.const(0, dt)
+    if kind == "bitand":
+        return _C.max_value(dt) if str(dt).startswith("uint") else _C.const(-1, dt)
+    has_inf = dt.is_float() and (dt.bits >= 16 or dt == "float8_e5m2")
+    if has_inf:
+        return _C.infinity(dt, kind == "max")
+    return _C.min_value(dt) if kind == "max" else _C.max_value(dt)
+
+
+def _combine(kind, acc, x):
+    if kind in ("sum", "abssum"):
+        return acc + x
+    if kind in ("max", "absmax"):
+        return _C.binary("Max", acc, x)
+    if kind == "min":
+        return _C.binary("Min", acc, x)
+    return _C.binary(_BITWISE[kind], acc, x)
+
+
+def _as_region(x, what):
+    x = to_value(x)
+    if isinstance(x, (Buffer, BufferView)):
+        return x.full_region()
+    if isinstance(x, Region):
+        return x
+    raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
+
+
+def reduce_loops(ctx, name, kind, src, dst, dim, clear):
+    """T.reduce_* where a side is a view (T.reshape, T.view, T.Tensor(..., buf.data)):
+    a T.Parallel loop over the destination's elements folding the source's `dim` with a
+    serial loop, with the checks and semantics of the C++ tile op (src/ops/reduce.cpp)."""
+    s, d = _as_region(src, f"{name} source"), _as_region(dst, f"{name} destination")
+    for r in (s, d):
+        base = r.buffer.base if isinstance(r.buffer, BufferView) else r.buffer
+        if base.scope == "global":
+            raise frontend_error(
+                f"{name} operands must be in shared or fragment memory, but '{r.buffer.name}' is "
+                f"a view of the global tensor '{base.name}'; copy it into a T.alloc_fragment or "
+                f"T.alloc_shared buffer first"
+            )
+    rank = len(s.extents)
+    if not -rank <= dim < rank:
+        raise frontend_error(
+            f"{name} dim {dim} is out of range for source '{s.buffer.name}' of rank {rank} "
+            f"(shape {_fmt(s.extents)}); use a dim in [{-rank}, {rank - 1}]"
+        )
+    dim = dim + rank if dim < 0 else dim
+    kept = [e for k, e in enumerate(s.extents) if k != dim]
+    if not same_shape(_non_unit(kept), _non_unit(d.extents)):
+        keep = [1 if k == dim else e for k, e in enumerate(s.extents)]
+        raise frontend_error(
+            f"{name} destination '{d.buffer.name}' has shape {_fmt(d.extents)}, but reducing "
+            f"'{s.buffer.name}' of shape {_fmt(s.extents)} over dim {dim} gives {_fmt(kept)} "
+            f"(or {_fmt(keep)} keeping the dim); allocate the destination with that shape"
+        )
+    if kind in _BITWISE and not (s.buffer.dtype.is_int() and d.buffer.dtype.is_int()):
+        raise frontend_error(
+            f"{name} needs integer buffers, got '{s.buffer.name}' ({s.buffer.dtype}) and "
+            f"'{d.buffer.name}' ({d.buffer.dtype})"
+        )
+    clear = clear or kind == "abssum"
+    dt = d.buffer.dtype
+    loop = [e for k, e in enumerate(s.extents) if k != dim and const_int(e) != 1]
+
+    def body(vars_):
+        it = iter(vars_)
+        s_idx = []
+        for k, (m, e) in enumerate(zip(s.mins, s.extents)):
+            s_idx.append(None if k == dim else (m if const_int(e) == 1 else m + next(it)))
+        d_idx = _side_indices(d.mins, d.extents, vars_)
+
+        def load_dst():
+            if isinstance(d.buffer, BufferView):
+                return d.buffer.load(d_idx)
+            return _C.buffer_load(d.buffer.handle, d_idx)
+
+        if clear:
+            store(ctx, d.buffer, d_idx, _identity(kind, dt))
+        r = ctx.builder.begin_for("r", 0, s.extents[dim], "serial", {})
+        s_idx[dim] = s.mins[dim] + r
+        x, _ = _side_load(s.buffer, s_idx)
+        x = _C.cast(x, dt)
+        if kind in ("abssum", "absmax"):
+            x = abs(x)
+        store(ctx, d.buffer, d_idx, _combine(kind, load_dst(), x))
+        ctx.builder.end_for()
+
+    _loops(ctx, loop, body)
