@@ -164,6 +164,17 @@ TL_DEVICE uint32_t raw_bits(int8_t v) {
 TL_DEVICE uint32_t raw_bits(uint8_t v) {
   return v;
 }
+// The inverse: element v from the low bits of b.
+template <class T>
+TL_DEVICE void set_raw_bits(T& v, uint32_t b) {
+  v.bits = decltype(v.bits)(b);
+}
+TL_DEVICE void set_raw_bits(int8_t& v, uint32_t b) {
+  v = int8_t(uint8_t(b));
+}
+TL_DEVICE void set_raw_bits(uint8_t& v, uint32_t b) {
+  v = uint8_t(b);
+}
 
 // `N` registers of packed elements, the lower-indexed element in the lower bits.
 template <int N, class T>

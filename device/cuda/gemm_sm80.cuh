@@ -384,6 +384,25 @@ TL_DEVICE void gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   }
 }
 
+// tilelang.intrinsics' ldmatrix_a / ldmatrix_b: Num (1, 2, 4) 8 x 8 matrices of
+// 16-byte rows into the lane's fragment registers, through the instruction. `row` is
+// the address of the row this lane hands over (lanes 8i..8i+7: the rows of matrix
+// i); register j lands in elements [j * P, (j + 1) * P) of `dst`, P = 4 / sizeof(T),
+// the lower-indexed element from the lower bits, as tl::mma_sync_frag reads them.
+// Every lane of the warp must make the call.
+template <int Num, bool Trans, class T>
+TL_DEVICE void ldmatrix_frag(T* dst, const T* row) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2, "tl::ldmatrix_frag moves 8- or 16-bit elements");
+  static_assert(!Trans || sizeof(T) == 2, "tl::ldmatrix_frag: ldmatrix.trans moves 16-bit elements");
+  uint32_t r[Num];
+  ldmatrix<Num, Trans>(r, smem_addr(row));
+  constexpr int kPer = 4 / int(sizeof(T));
+  TL_SM80_UNROLL for (int j = 0; j < Num; ++j) {
+    TL_SM80_UNROLL for (int p = 0; p < kPer; ++p)
+        mma::set_raw_bits(dst[j * kPer + p], r[j] >> (8 * int(sizeof(T)) * p));
+  }
+}
+
 }  // namespace tl
 
 #undef TL_SM80_UNROLL

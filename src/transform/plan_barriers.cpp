@@ -131,6 +131,20 @@ Access accesses(const Stmt& s, bool skip_async = false) {
         }
         return;
       }
+      // tilelang.intrinsics' ldmatrix (tl::ldmatrix_frag) only reads its shared tile.
+      if (name && name->value.rfind("tl::ldmatrix_frag<", 0) == 0) {
+        for (size_t i = 1; i < op->args.size(); ++i) {
+          auto* addr = op->args[i].as<CallNode>();
+          auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+          if (!l || !block_shared(l->buffer)) {
+            visit(op->args[i]);
+            continue;
+          }
+          st.reads.insert(l->buffer.get());
+          for (const Expr& e : l->indices) visit(e);
+        }
+        return;
+      }
       IRVisitor::visit(op);
     }
   } w;

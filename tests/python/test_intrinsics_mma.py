@@ -60,6 +60,7 @@ def intrinsics_gemm(
     chunk=32,
     stage=2,
     store="shared4",
+    layout="mma",
 ):
     """C = op(A) @ op(B) through the emitter. store: "shared4" (stmatrix into a
     (tiles_m, tiles_n, 16, n) shared tile), "shared2" (a 2-D shared tile) or "global"
@@ -99,12 +100,20 @@ def intrinsics_gemm(
             C_local = T.alloc_local(
                 (emitter.warp_rows * emitter.warp_cols * emitter.local_size_out), accum_dtype
             )
-            T.annotate_layout(
-                {
-                    A_shared: make_mma_swizzle_layout(A_shared),
-                    B_shared: make_mma_swizzle_layout(B_shared),
-                }
-            )
+            if layout == "mma":
+                T.annotate_layout(
+                    {
+                        A_shared: make_mma_swizzle_layout(A_shared),
+                        B_shared: make_mma_swizzle_layout(B_shared),
+                    }
+                )
+            else:  # "rotated": each row turned by one element, no 16-byte run stays aligned
+                T.annotate_layout(
+                    {
+                        A_shared: T.Layout(a_tile, lambda i, j: [i, (j + 1) % a_tile[1]]),
+                        B_shared: T.Layout(b_tile, lambda i, j: [i, (j + 1) % b_tile[1]]),
+                    }
+                )
             T.use_swizzle(panel_size=10)
             T.clear(C_local)
             for ko in T.Pipelined(K // bK, num_stages=stage):
@@ -206,6 +215,8 @@ CASES = {
         },
     ),
 }
+CASES["f16_tn_rotated"] = (*CASES["f16_tn"][:-1], {"layout": "rotated"})
+CASES["int8_rotated"] = (*CASES["int8"][:-1], {"chunk": 64, "layout": "rotated"})
 # Every case on sm_80's emulator; a spread of them on sm_90a's.
 RUNS = [(EMULATORS[0], name) for name in CASES] + [
     (EMULATORS[1], name) for name in ("f16_nt", "bf16_tt", "f16acc_nn", "int8")
@@ -222,6 +233,29 @@ def test_emitter_gemm_matches_numpy(target, case):
     c = np.zeros((M, N), NP[outd])
     kernel(a, b, c)
     check_result(c, ref, ind, accd)
+
+
+@pytest.mark.parametrize(
+    "case, loads",
+    [
+        ("f16_nt", ["tl::ldmatrix_frag<4, false>"]),  # A (m, k), B (n, k): plain
+        ("f16_tn", ["tl::ldmatrix_frag<4, true>"]),  # A (k, m), B (k, n): .trans
+        ("int8", ["tl::ldmatrix_frag<4, false>"]),
+        ("f16_n8_global", ["tl::ldmatrix_frag<4, false>", "tl::ldmatrix_frag<2, false>"]),
+        ("f16_tn_rotated", []),  # the layout breaks 16-byte runs: element loads
+        ("int8_rotated", []),
+    ],
+)
+def test_operands_come_through_ldmatrix_where_the_layout_keeps_16_byte_runs(case, loads):
+    M, N, K, ind, outd, accd, a_t, b_t, extra = CASES[case]
+    src = tilelang.compile(
+        intrinsics_gemm(M, N, K, ind, outd, accd, a_t, b_t, **extra), target=EMULATORS[0]
+    ).get_kernel_source()
+    body = src[src.index("__global__") :]
+    for name in loads:
+        assert f"{name}(" in body
+    if not loads:
+        assert "ldmatrix_frag" not in body and "TL_SMEM(A_shared" in body
 
 
 @needs_nvrtc
@@ -305,7 +339,10 @@ def test_metal_target_is_refused():
         warp_col_tiles=16,
         chunk=16,
     )
-    with pytest.raises(tilelang.TileLangError, match="'tl::mma_sync_frag' has no Metal version"):
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"'tl::(mma_sync_frag|ldmatrix_frag<4, false>)' has no Metal version",
+    ):
         tilelang.compile(func, target="metal -emulate")
 
 

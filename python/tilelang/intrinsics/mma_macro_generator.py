@@ -20,7 +20,8 @@ would see on TileLang.
 
 All of it unrolls while tracing: register arrays are indexed with constants and stay
 registers. Operands are gathered with per-lane loads from shared memory (any layout
-annotated on the tile applies); the product is `tl::mma_sync_frag`
+annotated on the tile applies), or with ldmatrix (`tl::ldmatrix_frag`) where the tile's
+layout keeps 16-byte row runs together; the product is `tl::mma_sync_frag`
 (device/cuda/gemm_mma.cuh) through T.call_extern, which the CUDA emulator runs
 through its mma.sync twin. The code needs a CUDA target (sm_80 or later) or its
 emulator; compiling it for the cpu or Metal targets stops with an error that says so.
@@ -32,6 +33,7 @@ import tilelang.language as T
 from tilelang.language import builder_ctx
 from tilelang.language.buffer import Buffer, Region, const_int
 from tilelang.language.dtypes import dtype as _dtype
+from tilelang.layout import Layout as _Layout
 
 from .mma_layout import (
     mma_load_a_32x8_to_shared_16x16_layout,
@@ -44,6 +46,34 @@ from .mma_layout import (
     shared_16x32_to_mma_32x16_layout_sr_b,
 )
 from .utils import mma_store_index_map
+
+
+def _keeps_runs(layout, dims, run):
+    """Whether `layout` maps every aligned run of `run` elements along a row of the
+    last two dimensions (leading indices 0) to `run` consecutive, run-aligned
+    physical elements (row-major over the layout's output shape)."""
+    try:
+        out = layout.get_output_shape()
+    except Exception:  # noqa: BLE001 - a layout we cannot evaluate takes the general path
+        return False
+
+    def flat(point):
+        index = 0
+        for p, extent in zip(point, out):
+            index = index * extent + p
+        return index
+
+    lead = [0] * (len(dims) - 2)
+    for r in range(dims[-2]):
+        for c0 in range(0, dims[-1], run):
+            start = flat(layout.map_forward_index([*lead, r, c0]))
+            if start % run:
+                return False
+            for c in range(1, run):
+                if flat(layout.map_forward_index([*lead, r, c0 + c])) != start + c:
+                    return False
+    return True
+
 
 # The operand / accumulator dtypes of mma.sync that the emitter drives, and the
 # accumulators each operand type takes.
@@ -304,6 +334,42 @@ class TensorCoreIntrinEmitter:
     def _import_guard(self):
         T.import_source(_TARGET_GUARD)
 
+    def _ldmatrix(self, local, first, buf, lead, row, col, count, trans):
+        """`count` 8 x 8 matrices into registers from element `first` of `local`, this
+        lane handing over the address of element (row, col) of the tile."""
+        self._import_guard()
+        T.evaluate(
+            T.call_extern(
+                "handle",
+                f"tl::ldmatrix_frag<{count}, {'true' if trans else 'false'}>",
+                T.address_of(local[self._flat(local, first)]),
+                T.address_of(buf[(*lead, row, col)]),
+            )
+        )
+
+    def _ldmatrix_ok(self, buf, lead, base0, base1):
+        """Whether ldmatrix can read the tile: its rows start on 16 bytes, the slice's
+        corner is constant and on 16 bytes, and its layout (if one is annotated) keeps
+        every aligned 16-byte run of a row together and aligned. Otherwise the operands
+        are gathered element by element, which any layout allows."""
+        elem = _dtype(buf.dtype).bits // 8
+        run = 16 // elem
+        dims = [const_int(d) for d in buf.shape]
+        corner = [const_int(b) for b in (base0, base1)]
+        if None in dims or None in corner or (dims[-1] * elem) % 16 or corner[1] % run:
+            return False
+        table = getattr(builder_ctx.current("TensorCoreIntrinEmitter"), "layout_map", {})
+        entry = table.get(buf.handle)  # T.annotate_layout's (buffer, layout)
+        if entry is None:
+            return True
+        layout = entry[1]
+        if type(layout) is not _Layout:
+            return False  # a T.Fragment or something else: the general path
+        checked = layout.__dict__.setdefault("_keeps_16_byte_runs", {})
+        if run not in checked:
+            checked[run] = _keeps_runs(layout, dims, run)
+        return checked[run]
+
     # ------------------------------------------------------------------ operands
 
     def _a_element(self, lane, e):
@@ -329,8 +395,26 @@ class TensorCoreIntrinEmitter:
         buf, lead, base0, base1 = self._tile(method, "A_shared_buf", A_shared_buf, self.a_dtype)
         lane, _, warp_m = self.extract_thread_binding(self._thread(thread_binding))
         k0 = rk * self.chunk + ki * self.micro_size_k
+        fast = self._ldmatrix_ok(buf, lead, base0, base1)
+        run = 16 // (_dtype(self.a_dtype).bits // 8)  # elements of a 16-byte matrix row
         for i in range(self.warp_rows):
             m0 = warp_m * self.warp_row_tiles + i * self.micro_size_x
+            if fast:  # matrices (m 0-7, k 0), (m 8-15, k 0), (m 0-7, k run), (m 8-15, k run)
+                if self.a_transposed:  # stored (k, m): ldmatrix.trans of k rows
+                    row, col = k0 + lane % 8 + 8 * (lane // 16), m0 + 8 * ((lane // 8) % 2)
+                else:
+                    row, col = m0 + lane % 16, k0 + run * (lane // 16)
+                self._ldmatrix(
+                    A_local_buf,
+                    i * self.local_size_a,
+                    buf,
+                    lead,
+                    base0 + row,
+                    base1 + col,
+                    4,
+                    self.a_transposed,
+                )
+                continue
             for e in range(self.local_size_a):
                 m, k = self._a_element(lane, e)
                 if self.a_transposed:
@@ -350,8 +434,36 @@ class TensorCoreIntrinEmitter:
         buf, lead, base0, base1 = self._tile(method, "B_shared_buf", B_shared_buf, self.b_dtype)
         lane, warp_n, _ = self.extract_thread_binding(self._thread(thread_binding))
         k0 = rk * self.chunk + ki * self.micro_size_k
+        fast = self._ldmatrix_ok(buf, lead, base0, base1)
+        run = 16 // (_dtype(self.b_dtype).bits // 8)
+        pieces = (
+            self.n_dim // 8
+        )  # n8 fragments: matrices (n 0-7, k 0), (n 0-7, k run)[, n 8-15 ...]
         for j in range(self.warp_cols):
             n0 = warp_n * self.warp_col_tiles + j * self.micro_size_y
+            if fast:
+                if self.b_transposed:  # stored (n, k): plain ldmatrix of n rows
+                    row, col = (
+                        n0 + 8 * ((lane // 16) % pieces) + lane % 8,
+                        k0 + run * ((lane // 8) % 2),
+                    )
+                else:  # stored (k, n): ldmatrix.trans of k rows
+                    row, col = (
+                        k0 + lane % 8 + 8 * ((lane // 8) % 2),
+                        n0 + 8 * ((lane // 16) % pieces),
+                    )
+                trans = not self.b_transposed
+                self._ldmatrix(
+                    B_local_buf,
+                    j * self.local_size_b,
+                    buf,
+                    lead,
+                    base0 + row,
+                    base1 + col,
+                    2 * pieces,
+                    trans,
+                )
+                continue
             for e in range(self.local_size_b):
                 n, k = self._b_element(lane, e)
                 if self.b_transposed:
