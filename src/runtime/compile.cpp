@@ -22,6 +22,7 @@
 #include "codegen/metal/codegen_metal.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "runtime/compile_flags.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cpu/prelude_entry.h"
@@ -326,28 +327,40 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
 // cache to hold and it is never consulted.
 std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                     const std::string& key) {
+  TranslatedFlags flags = translate_compile_flags(opt.compile_flags, FlagCompiler::Metal, opt.target);
+  verify_compile_flags(flags, FlagCompiler::Metal, opt.target);
   note_build(f, opt.target);
   MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
+  // torch.mps takes no options: -D / -U become the source's first lines.
+  std::string defines;
+  for (const std::string& line : flags.source_lines) defines += line + "\n";
+  if (!defines.empty()) src.code = defines + src.code;
   auto k = std::make_shared<MetalKernel>(sig, opt.target, src.code, src.kernel_name);
   k->set_origin("", sha256_hex(key).value_or(""));
   return k;
 }
 
-// NVRTC's options: the user's compile flags, and --use_fast_math under the pass
-// config tl.enable_fast_math (TileLang's: expf, exp2f, logf, sinf ... become the
-// approximate hardware instructions, denormals flush to zero, divisions and square
-// roots are approximate). tl.disable_fast_math wins over it.
-std::vector<std::string> nvrtc_flags(const CompileOptions& opt) {
-  std::vector<std::string> flags = opt.compile_flags;
-  if (config_on(opt.pass_configs, "tl.enable_fast_math") && !config_on(opt.pass_configs, "tl.disable_fast_math"))
-    flags.push_back("--use_fast_math");
-  return flags;
+// NVRTC's options: the user's compile flags in NVRTC's terms (runtime/compile_flags.h),
+// and --use_fast_math under the pass config tl.enable_fast_math (TileLang's: expf,
+// exp2f, logf, sinf ... become the approximate hardware instructions, denormals
+// flush to zero, divisions and square roots are approximate). tl.disable_fast_math
+// wins over it.
+TranslatedFlags nvrtc_flags(const CompileOptions& opt) {
+  TranslatedFlags t = translate_compile_flags(opt.compile_flags, FlagCompiler::Nvrtc, opt.target);
+  bool fast = false;
+  for (const std::string& f : t.flags) fast = fast || f == "--use_fast_math";
+  if (!fast && config_on(opt.pass_configs, "tl.enable_fast_math") &&
+      !config_on(opt.pass_configs, "tl.disable_fast_math"))
+    t.flags.push_back("--use_fast_math");
+  return t;
 }
 
 std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
                                    const std::string& key, const std::optional<CudaSource>& rewritten) {
-  const std::vector<std::string> flags = nvrtc_flags(opt);
+  const TranslatedFlags translated = nvrtc_flags(opt);
+  const std::vector<std::string>& flags = translated.flags;
   auto build_into = [&](const std::string& dir) {
+    verify_compile_flags(translated, FlagCompiler::Nvrtc, opt.target);
     note_build(f, opt.target);
     CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
@@ -380,6 +393,9 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
     os << "cuda driver: " << (cuda_driver_version().empty() ? "none" : cuda_driver_version()) << "\n";
   }
   for (const auto& [k, v] : opt.pass_configs) os << "pass_config " << k << "=" << to_string(v) << "\n";
+  // The flags as given: what each compiler gets of them is a function of these, the
+  // target and the compiler (runtime/compile_flags.h), all in this key, and of this
+  // build of tilelang (its translation table), which is in it too.
   for (const std::string& flag : opt.compile_flags) os << "flag " << flag << "\n";
   os << "device headers sha256: " << device_headers_sha256() << "\n";
   // The kernel ABI: CUDA kernels may take TMA maps after their arguments (meta.txt lists them).

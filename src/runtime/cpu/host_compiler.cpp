@@ -155,4 +155,14 @@ void compile_object(const std::string& source_path, const std::string& object_pa
   run_host_compiler(source_path, object_path, extra_flags, {"-c"});
 }
 
+std::optional<std::string> host_compiler_rejects(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv{compiler_path(), "-std=c++17", "-fPIC"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-fsyntax-only", "-x", "c++", "/dev/null"});
+  std::string output;
+  int rc = run(argv, output, 60);
+  if (rc == 0) return std::nullopt;
+  return output.empty() ? str_cat(argv[0], " exited with status ", rc) : output;
+}
+
 }  // namespace tl

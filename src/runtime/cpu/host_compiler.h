@@ -2,6 +2,7 @@
 // (TILELANG_CXX, else CXX, else c++), with a time limit.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,9 @@ void compile_shared_library(const std::string& source_path, const std::string& l
 // into shared libraries later; fails as compile_shared_library does.
 void compile_object(const std::string& source_path, const std::string& object_path,
                     const std::vector<std::string>& extra_flags);
+// What the host compiler says when it checks an empty C++ file with our language
+// standard and `flags` (an option it does not know, a bad value); nothing when it
+// takes them.
+std::optional<std::string> host_compiler_rejects(const std::vector<std::string>& flags);
 
 }  // namespace tl

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.h"
+#include "runtime/compile_flags.h"
 #include "runtime/cpu/host_compiler.h"
 #include "support/error.h"
 #include "support/logging.h"
@@ -163,10 +164,18 @@ void fallback_compile(const std::string& entry, const std::string& failure, cons
     it = it->second == entry ? checked_entries.erase(it) : std::next(it);
 }
 
-// The emulator's flags and the user's; with `split`, for the runtime split.
-std::vector<std::string> emulator_flags(const CompileOptions& opt, const EmulatorBuild& b, bool split) {
+// The user's compile_flags in the host compiler's terms (runtime/compile_flags.h),
+// checked with the compiler; what was dropped goes to the debug log.
+std::vector<std::string> host_flags(const CompileOptions& opt) {
+  TranslatedFlags t = translate_compile_flags(opt.compile_flags, FlagCompiler::Host, opt.target);
+  verify_compile_flags(t, FlagCompiler::Host, opt.target);
+  return t.flags;
+}
+
+// The emulator's flags and the user's (host_flags); with `split`, for the runtime split.
+std::vector<std::string> emulator_flags(const std::vector<std::string>& user, const EmulatorBuild& b, bool split) {
   std::vector<std::string> flags = b.flags;
-  flags.insert(flags.end(), opt.compile_flags.begin(), opt.compile_flags.end());
+  flags.insert(flags.end(), user.begin(), user.end());
   if (split) flags.push_back("-DTL_EMU_RUNTIME_SPLIT");
   return flags;
 }
@@ -180,17 +189,18 @@ const char* const kCpuPrelude = "#include \"tl_cpu.h\"\n";
 }  // namespace
 
 void prepare_emulated(const CompileOptions& opt, const std::string& identity, const EmulatorBuild& build) {
-  entry_or_warn(opt, identity, emulator_flags(opt, build, true), emulator_prelude(build), true);
+  entry_or_warn(opt, identity, emulator_flags(host_flags(opt), build, true), emulator_prelude(build), true);
 }
 
 void prepare_cpu(const CompileOptions& opt, const std::string& identity) {
-  entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false);
+  entry_or_warn(opt, identity, host_flags(opt), kCpuPrelude, false);
 }
 
 void compile_emulated(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                       const std::string& source, const EmulatorBuild& build) {
-  std::vector<std::string> split = emulator_flags(opt, build, true);
-  std::vector<std::string> flags = emulator_flags(opt, build, false);
+  const std::vector<std::string> user = host_flags(opt);
+  std::vector<std::string> split = emulator_flags(user, build, true);
+  std::vector<std::string> flags = emulator_flags(user, build, false);
   flags.insert(flags.end(), {"-include", build.header});
   if (std::optional<std::string> entry = entry_or_warn(opt, identity, split, emulator_prelude(build), true)) {
     std::string failure = compile_with_entry(*entry, dir, source, split, true);
@@ -202,12 +212,13 @@ void compile_emulated(const CompileOptions& opt, const std::string& identity, co
 
 void compile_cpu(const CompileOptions& opt, const std::string& identity, const std::string& dir,
                  const std::string& source) {
-  if (std::optional<std::string> entry = entry_or_warn(opt, identity, opt.compile_flags, kCpuPrelude, false)) {
-    std::string failure = compile_with_entry(*entry, dir, source, opt.compile_flags, false);
-    if (!failure.empty()) fallback_compile(*entry, failure, dir, source, opt.compile_flags);
+  const std::vector<std::string> flags = host_flags(opt);
+  if (std::optional<std::string> entry = entry_or_warn(opt, identity, flags, kCpuPrelude, false)) {
+    std::string failure = compile_with_entry(*entry, dir, source, flags, false);
+    if (!failure.empty()) fallback_compile(*entry, failure, dir, source, flags);
     return;
   }
-  compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), opt.compile_flags);
+  compile_shared_library((fs::path(dir) / source).string(), (fs::path(dir) / "kernel.so").string(), flags);
 }
 
 }  // namespace tl

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ std::string cuda_driver_version();
 // generated code does not compile.
 std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                                 const std::string& include_dir, const std::vector<std::string>& extra_flags);
+// What NVRTC says when it compiles an empty program for `arch` with nvrtc_compile's
+// options and `extra_flags` (an unknown option, a ptxas option ptxas refuses);
+// nothing when it takes them, or when NVRTC is missing (nvrtc_compile says so).
+std::optional<std::string> nvrtc_rejects(const std::string& arch, const std::string& include_dir,
+                                         const std::vector<std::string>& extra_flags);
 
 // Throws a UserError naming `what` when a driver call failed.
 void check_cuda(CUresult r, const std::string& what);
