@@ -3,8 +3,10 @@
 // 1. Collect: every fragment of a T.Kernel with a constant shape is a candidate.
 //    Each use adds a constraint: T.Parallel nests tie the fragments they index by
 //    their loop variables to one layout (and per-row vectors indexed by the
-//    leading variables to the rows of it); T.reduce over the last dim makes the
-//    destination the rows of the source; a fragment-to-fragment T.copy ties both;
+//    leading variables to the rows of it; a fragment indexed through T.reshape, at
+//    the row-major position of the variables in a nest of as many elements, is
+//    covered whole too, and the nest then runs over its registers); T.reduce over
+//    the last dim makes the destination the rows of the source; a fragment-to-fragment T.copy ties both;
 //    T.gemm fixes its accumulator to the mma layout. A use of any other shape
 //    (an index that is not the loop variable, an op without a register lowering)
 //    keeps that fragment block-wide in shared memory ("demoted").
@@ -245,6 +247,7 @@ class Collector : public IRVisitor {
       auto mn = as_const_int(f->min), ex = as_const_int(f->extent);
       ok = ok && mn && *mn == 0 && ex;
       vars_.push_back(f->var.node());
+      loop_vars_.push_back(f->var);
       extents.push_back(ex ? *ex : -1);
     }
     Analysis::Loop loop;
@@ -254,6 +257,7 @@ class Collector : public IRVisitor {
     visit(nest.back()->body);
     loop_ = nullptr;
     vars_.clear();
+    loop_vars_.clear();
     if (loop.full.empty())
       for (BufKey r : loop.rows)
         a_.demoted.emplace(r, at(op->span,
@@ -538,9 +542,32 @@ class Collector : public IRVisitor {
                shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
     for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
     if (row) return loop_->rows.push_back(b.get());
+    if (reshaped(shape, idx)) return loop_->full.push_back(b.get());
     a_.demote(b, at(loop_span_,
                     "indexed by something other than the T.Parallel loop's variables (all of them, or all "
                     "but the last for a per-row vector)"));
+  }
+
+  // A fragment seen through T.reshape: its indices give the element at the row-major
+  // position of the loop variables (`s[i, j * H + k]` in a loop over [N, Q, H] for an
+  // [N, Q * H] fragment), so the loop covers it whole, in another shape; the Lowerer
+  // then runs the loop over its registers.
+  bool reshaped(const std::vector<int64_t>& shape, const std::vector<Expr>& idx) const {
+    if (idx.size() != shape.size() || shape == extents_) return false;
+    int64_t n = 1, m = 1;
+    for (int64_t d : shape) n *= d;
+    for (int64_t e : extents_) m *= e;
+    if (n != m) return false;
+    DataType t = idx[0].dtype();
+    for (const Expr& e : idx)
+      if (e.dtype() != t) return false;
+    for (const Var& v : loop_vars_)
+      if (v.dtype() != t) return false;
+    Expr a = idx[0], b = loop_vars_[0];
+    for (size_t d = 1; d < shape.size(); ++d) a = add(mul(a, make_const(t, shape[d])), idx[d]);
+    for (size_t d = 1; d < vars_.size(); ++d) b = add(mul(b, make_const(t, extents_[d])), loop_vars_[d]);
+    auto diff = as_const_int(simplify(sub(a, b)));
+    return diff && *diff == 0;
   }
 
   Analysis& a_;
@@ -548,6 +575,7 @@ class Collector : public IRVisitor {
   Analysis::Loop* loop_ = nullptr;
   SourceSpan loop_span_;
   std::vector<const VarNode*> vars_;
+  std::vector<Var> loop_vars_;
   std::vector<int64_t> extents_;
 };
 
@@ -827,11 +855,24 @@ class Lowerer : public IRMutator {
     } stores;
     stores.out = &touched;
     stores.visit(nest.back()->body);
+    // Or a fragment the loop covers through T.reshape (Collector::reshaped): as many
+    // elements as the loop, in another shape.
+    std::vector<int64_t> extents;
+    int64_t count = 1;
+    for (const ForNode* f : nest) {
+      auto ex = as_const_int(f->extent);
+      extents.push_back(ex ? *ex : -1);
+      count = ex && count > 0 ? count * *ex : -1;
+    }
+    FragmentLayoutPtr reshaped;
     for (BufKey k : touched) {
       auto it = s_.layouts.find(k);
       if (it == s_.layouts.end()) continue;
-      if (it->second->shape().size() == nest.size()) driver = it->second;
+      const FragmentLayoutPtr& l = it->second;
+      if (l->shape().size() == nest.size()) driver = l;
+      if (l->shape() != extents && elements(l->shape()) == count && count > 0) reshaped = l;
     }
+    if (!driver || (reshaped && driver->shape() != extents)) driver = reshaped;
     if (!driver) {
       // (mutate: the accesses take the swizzled versions of their buffers)
       if (Stmt v = vectorize_nest(nest); v.defined()) return thread_op(mutate(v));
@@ -839,6 +880,16 @@ class Lowerer : public IRMutator {
     }
     Var k("k", dtype::Int32);
     std::vector<Expr> logical = driver->logical(t_, k);
+    if (driver->shape() != extents && elements(driver->shape()) == count) {
+      // The row-major position of the driver's element, over the loop's extents.
+      Expr flat = int_imm(0);
+      for (size_t d = 0; d < logical.size(); ++d) flat = add(mul(flat, int_imm(driver->shape()[d])), logical[d]);
+      logical.assign(nest.size(), Expr());
+      for (int d = int(nest.size()) - 1; d >= 0; --d) {
+        logical[d] = d == 0 ? flat : floormod(flat, int_imm(extents[d]));
+        if (d > 0) flat = floordiv(flat, int_imm(extents[d]));
+      }
+    }
     Stmt body = RegisterAccess(*this, driver, k).mutate(nest.back()->body);
     body = mutate(body);
     // A row vector drives the loop: every thread holding a row runs its iteration.
@@ -943,6 +994,12 @@ class Lowerer : public IRMutator {
    private:
     Expr leader_;
   };
+
+  static int64_t elements(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
 
   static bool is_const_true(const Expr& e) {
     auto c = as_const_int(e);

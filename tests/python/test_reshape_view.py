@@ -5,6 +5,8 @@ upstream's deepseek_v32 fp8_lighting_indexer (a gemm's scores reshaped to
 [block_N, block_Q, heads], weighted in a 3-d T.Parallel loop and summed over the heads)
 is checked against numpy on the CPU and the emulated GPUs, and compiled by NVRTC."""
 
+import re
+
 import numpy as np
 import pytest
 import tilelang
@@ -52,7 +54,7 @@ def indexer_kernel(seq_len, seq_kv, heads, dim, block_N, block_Q, threads, dtype
     return main
 
 
-INDEXER = {"seq_len": 8, "seq_kv": 128, "heads": 8, "dim": 32, "block_N": 64, "block_Q": 4}
+INDEXER = {"seq_len": 16, "seq_kv": 128, "heads": 8, "dim": 32, "block_N": 64, "block_Q": 8}
 INDEXER["threads"] = 128
 
 
@@ -70,12 +72,18 @@ def test_the_lighting_indexer_pattern_matches_numpy(target):
     kernel = tilelang.compile(indexer_kernel(**INDEXER), out_idx=[3], target=target)
     q, k, w, ref = indexer_inputs()
     np.testing.assert_allclose(kernel(q, k, w), ref, rtol=1e-3, atol=1e-3)
+    if target != "cpu":
+        # The scores keep their registers: the gemm runs on the tensor cores and the 3-d
+        # loop over the reshape runs over each thread's accumulator registers.
+        source = kernel.get_kernel_source()
+        assert re.search(r"\bfloat s\[\d+\];", source), source
+        assert "gemm_ss<64, 64, 32, 1, " in source, source
 
 
 @needs_nvrtc
 def test_the_lighting_indexer_pattern_compiles_for_sm90a():
     kernel = tilelang.compile(indexer_kernel(**INDEXER), out_idx=[3], target="cuda -arch=sm_90a")
-    assert "Logits[" in kernel.get_kernel_source()
+    assert "tl::wgmma_gemm_ss<64, 64, 32, 1, 1," in kernel.get_kernel_source()
 
 
 # ---- shared and global memory

@@ -496,6 +496,34 @@ def _as_region(x, what):
     raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
 
 
+def _snapshot(ctx, view):
+    """A shared copy of a fragment's view, in the view's shape, made by a T.Parallel loop
+    over the fragment's own shape: a loop that indexes the fragment by its variables keeps
+    it in registers on GPU targets, where a fold across its elements would not."""
+    base = view.base
+    handle = ctx.builder.alloc(
+        ctx.take_name(f"{view.name}_snapshot"), list(view.shape), view.dtype, "shared.dyn"
+    )
+    copy = Buffer(handle)
+
+    def body(vars_):
+        flat = 0
+        for v, n in zip(vars_, base.shape):
+            flat = v if const_int(flat) == 0 else flat * n + v
+        idx = []
+        for n in reversed(view.shape[1:]):
+            idx.append(flat % n)
+            flat = flat // n
+        idx.append(flat)
+        value = _C.buffer_load(base.handle, list(vars_))
+        if view.dtype != base.dtype:
+            value = _C.reinterpret(value, view.dtype)
+        ctx.builder.store(handle, list(reversed(idx)), value)
+
+    _loops(ctx, list(base.shape), body)
+    return copy
+
+
 def reduce_loops(ctx, name, kind, src, dst, dim, clear):
     """T.reduce_* where a side is a view (T.reshape, T.view, T.Tensor(..., buf.data)):
     a T.Parallel loop over the destination's elements folding the source's `dim` with a
@@ -531,6 +559,8 @@ def reduce_loops(ctx, name, kind, src, dst, dim, clear):
         )
     clear = clear or kind == "abssum"
     dt = d.buffer.dtype
+    if isinstance(s.buffer, BufferView) and s.buffer.base.scope == "local.fragment":
+        s = Region(_snapshot(ctx, s.buffer), s.mins, s.extents)
     loop = [e for k, e in enumerate(s.extents) if k != dim and const_int(e) != 1]
 
     def body(vars_):
