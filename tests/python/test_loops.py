@@ -127,13 +127,15 @@ def test_pipelined_order_length_must_match_the_body():
 
 
 def test_pipelined_schedule_values_are_checked():
-    with pytest.raises(tilelang.TileLangError, match=r"stage=\[0, 5\] has entries \[5\]"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"stage=\[0, -2\] has entries \[-2\] below -1"
+    ):
 
         @T.prim_func
         def main(A: T.Tensor((4, 8), "float32")):
             with T.Kernel(1, threads=32):
                 S = T.alloc_shared((8,), "float32")
-                for k in T.Pipelined(4, num_stages=2, stage=[0, 5]):
+                for k in T.Pipelined(4, num_stages=2, stage=[0, -2]):
                     T.copy(A[k, 0], S)
                     T.copy(S, A[k, 0])
 

@@ -514,3 +514,35 @@ def test_a_stage_below_minus_one_is_refused():
         tilelang.TileLangError, match=r"stage=\[0, -2, 1\] has entries \[-2\] below -1"
     ):
         hopper_style_gemm(2, [0, -2, 1])
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_90a -emulate"])
+def test_an_inner_loop_variable_leaves_the_outer_ones_name_after_it(target):
+    """TVMScript scopes loop variables: after `for i in T.Parallel(...)` inside `for i in
+    T.serial(...)`, `i` is the outer loop's again (round five: nsa_bwd's dqkv kernel)."""
+    N, M = 4, 8
+
+    @T.prim_func
+    def k(A: T.Tensor((N, M), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            row = T.alloc_fragment((M,), "float32")
+            for i in T.serial(N):
+                for i in T.Parallel(M):  # shadows the outer i
+                    row[i] = A[0, i] * 0 + 1.0
+                B[i] = row[0] * i
+
+    b = np.zeros(N, np.float32)
+    tilelang.compile(k, target=target)(np.zeros((N, M), np.float32), b)
+    np.testing.assert_array_equal(b, np.arange(N, dtype=np.float32))
+
+
+def test_a_value_assigned_in_a_loop_still_has_none_after_it():
+    with pytest.raises(tilelang.TileLangError, match="'x' is assigned inside the loop"):
+
+        @T.prim_func
+        def k(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4) as _:
+                x = 0
+                for j in T.serial(4):
+                    x = j * 2
+                A[0] = x

@@ -261,22 +261,33 @@ class KernelRewriter(ast.NodeTransformer):
         if node.orelse:
             self.fail(node, "`for ... else` loops")
         node.iter = self.visit(node.iter)
-        names = ast.Tuple(
-            elts=[ast.Constant(n) for n in _target_names(node.target)], ctx=ast.Load()
-        )
-        node.iter = _call("_tl_for", node.iter, names)
+        targets = _target_names(node.target)
+        node.iter = _call("_tl_for", node.iter, _tuple_of_names(targets))
         bound = _assigned_names([node.target, *node.body])
         node.body = self.block(node.body)
-        return [node, *self._after_scope(bound, node, "loop")]
+        # What the loop variables' names meant before the loop: an IR loop variable's
+        # name means that again after its loop (TVMScript scopes it to the loop).
+        saved = self.fresh("outer")
+        keep = ast.Assign(
+            targets=[_name(saved, ast.Store())],
+            value=_call("_tl_outer_names", _tuple_of_names(targets), _call("locals")),
+        )
+        return [
+            ast.copy_location(keep, node),
+            node,
+            *self._after_scope(bound, node, "loop", _name(saved)),
+        ]
 
     @staticmethod
-    def _after_scope(names, node, kind):
+    def _after_scope(names, node, kind, outer=None):
         """Rebinds the names a loop's or `with` block's body bound to values of an IR
         scope that has ended (see hooks.scope_locals)."""
         if not names:
             return []
         found = _call("_tl_scope_locals", _tuple_of_names(names), _call("locals"))
         found.args += [ast.Constant(node.lineno), ast.Constant(kind)]
+        if outer is not None:
+            found.args.append(outer)
         return [ast.copy_location(s, node) for s in _rebind(names, found)]
 
     def visit_While(self, node):

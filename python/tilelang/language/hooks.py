@@ -289,16 +289,29 @@ for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
 BranchLocal.__hash__ = object.__hash__
 
 
-def scope_locals(names, local_vars, line, kind):
+def outer_names(names, local_vars):
+    """The values `names` (a loop's variables) hold before the loop, for scope_locals."""
+    return {n: local_vars[n] for n in names if n in local_vars}
+
+
+def scope_locals(names, local_vars, line, kind, outer=None):
     """After an IR loop (`for` over T.serial & co., a symbolic `while`) or a `with` block
     that opened an IR scope (T.ws, T.Kernel): the names its body bound to a let, a loop
-    variable or a buffer of that scope, which have no value after it."""
+    variable or a buffer of that scope, which have no value after it. A loop variable
+    whose name meant something before the loop (`outer`, from outer_names) means that
+    again, as TVMScript scopes loop variables: `for i in T.Parallel(N)` inside `for i
+    in T.serial(M)` leaves `i` the outer loop's after it."""
     builder = _current().builder
     where = "the loop" if kind == "loop" else "the `with` block"
     found = {}
     for name in names:
         value = local_vars.get(name)
         if not builder.is_dead(value.handle if isinstance(value, Buffer) else value):
+            continue
+        before = outer.get(name) if outer else None
+        usable = before is not None and not isinstance(before, (Buffer, BranchLocal))
+        if usable and not builder.is_dead(before):
+            found[name] = before
             continue
         if isinstance(value, Buffer):
             reason = (
@@ -608,6 +621,7 @@ HOOKS = {
     "_tl_else_locals": else_locals,
     "_tl_endif": endif,
     "_tl_scope_locals": scope_locals,
+    "_tl_outer_names": outer_names,
     "_tl_setitem": setitem,
     "_tl_slice": slice,
     "_tl_macro_return": macro_return,
