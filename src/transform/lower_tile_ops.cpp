@@ -62,6 +62,11 @@ class TileOpLowerer : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    // Inside a T.Parallel nest an op belongs to its iteration (an atomic on a run of
+    // elements, `T.atomic_addx4(B[i, 4 * j], S[i, 4 * j])`): the thread that runs the
+    // iteration does it whole. As a block op it would run on one thread of the block,
+    // and only for the iterations that thread was dealt.
+    if (in_parallel_ && op->op != TileOpKind::Gemm) return op_info(op->op).lower_serial(op);
     if (op->op == TileOpKind::Gemm && !target_.runs_blocks_serially()) {
       if (Stmt mma = lower_gemm_mma(op, target_, threads_); mma.defined()) return block_op(mma);
       return block_op(lower_gemm_loops(op));

@@ -546,3 +546,79 @@ def test_a_value_assigned_in_a_loop_still_has_none_after_it():
                 for j in T.serial(4):
                     x = j * 2
                 A[0] = x
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_round_five_names(target):
+    """`with T.Kernel(n) as (bx,)`, T.atomic_addx2 / T.atomic_addx4 (each of the 2 or 4
+    consecutive elements added atomically) and T.loop_break()."""
+    N = 8
+
+    @T.prim_func
+    def k(
+        A: T.Tensor((N, 8), "float32"), B: T.Tensor((N, 8), "float32"), C: T.Tensor((N,), "int32")
+    ):
+        with T.Kernel(N, threads=1) as (bx,):
+            acc = T.alloc_local((8,), "float32")
+            for j in T.serial(8):
+                acc[j] = A[bx, j] * 2.0
+            T.atomic_addx2(B[bx, 0], acc[0])
+            T.atomic_addx4(B[bx, 4], acc[4:8])
+            T.atomic_addx2(B[bx, 2:4], A[bx, 2])
+            n = T.alloc_var("int32", init=0)
+            for j in T.serial(8):
+                if j == bx:
+                    T.loop_break()
+                n = n + 1
+            C[bx] = n
+
+    a = np.arange(N * 8, dtype=np.float32).reshape(N, 8)
+    b = np.ones((N, 8), np.float32)
+    c = np.zeros(N, np.int32)
+    tilelang.compile(k, target=target)(a, b, c)
+    want = 1 + 2 * a
+    want[:, 2:4] = 1 + a[:, 2:4]
+    np.testing.assert_array_equal(b, want)
+    np.testing.assert_array_equal(c, np.arange(N))
+
+
+def test_atomic_add_runs_check_their_width():
+    with pytest.raises(tilelang.TileLangError, match=r"T.atomic_addx4 value must cover 4 elements"):
+
+        @T.prim_func
+        def k(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as _:
+                T.atomic_addx4(A[0], A[0:2])
+
+    with pytest.raises(tilelang.TileLangError, match="return_prev=True is not supported"):
+
+        @T.prim_func
+        def k2(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1) as _:
+                T.atomic_addx2(A[0], A[2], return_prev=True)
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_atomic_addx4_in_a_parallel_loop(target):
+    """Upstream's use (sparse_mla_bwd): each iteration of a T.Parallel adds its own run
+    of 4 elements, gathered through an index tensor, so rows repeat."""
+    M, N = 16, 32
+
+    @T.prim_func
+    def k(
+        A: T.Tensor((M, N), "float32"), Idx: T.Tensor((M,), "int32"), B: T.Tensor((4, N), "float32")
+    ):
+        with T.Kernel(1, threads=64) as _:
+            S = T.alloc_shared((M, N), "float32")
+            T.copy(A, S)
+            for i, j in T.Parallel(M, N // 4):
+                T.atomic_addx4(B[Idx[i], j * 4], S[i, j * 4])
+
+    rng = np.random.default_rng(7)
+    a = rng.integers(-4, 5, (M, N)).astype(np.float32)
+    idx = rng.integers(0, 4, M).astype(np.int32)
+    b = np.zeros((4, N), np.float32)
+    tilelang.compile(k, target=target)(a, idx, b)
+    want = np.zeros((4, N), np.float32)
+    np.add.at(want, idx, a)
+    np.testing.assert_array_equal(b, want)

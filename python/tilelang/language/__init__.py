@@ -26,7 +26,16 @@ from .kernel import (
     import_source,
     thread_binding,
 )
-from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized
+from .loops import (
+    Parallel,
+    Persistent,
+    Pipelined,
+    grid,
+    loop_break,
+    serial,
+    unroll,
+    vectorized,
+)
 from .math import *
 from .math import abs, max, min, pow
 from .movement import annotate_safe_value, c2d_im2col, im2col, transpose
@@ -124,6 +133,7 @@ __all__ = [
     "get_thread_extent",
     "get_thread_extents",
     "grid",
+    "loop_break",
     "macro",
     "max",
     "min",

@@ -351,6 +351,9 @@ class KernelRewriter(ast.NodeTransformer):
     def visit_With(self, node):
         for item in node.items:
             item.context_expr = _call("_tl_with", self.visit(item.context_expr))
+            target = item.optional_vars
+            if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 1:
+                item.context_expr.args.append(ast.Constant(1))  # `as (bx,)`: a 1-tuple
             if item.optional_vars is not None:
                 item.optional_vars = self.visit(item.optional_vars)
         bound = _assigned_names(node.body)

@@ -7,6 +7,8 @@ tile op, which matches extents the way T.copy does. Blocks run concurrently on e
 target (on the CPU, on parallel OS threads), so these are real atomics everywhere.
 """
 
+import math
+
 from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
@@ -158,6 +160,56 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
     return _rmw("min", dst, value, memory_order, return_prev)
 
 
+def _run_of(ctx, x, width, what, role):
+    """The region of `width` elements along the last dimension that `x` starts: an
+    element (A[i, j]), a slice of that many elements, or a buffer of that many."""
+    region = _as_region(x)
+    if region is not None:
+        sizes = [const_int(e) for e in region.extents]
+        count = None if None in sizes else math.prod(sizes)
+        if count != width:
+            raise frontend_error(
+                f"{what} {role} must cover {width} elements, got {region!r} with extents "
+                f"{list(region.extents)}"
+            )
+        return region
+    element = _element(ctx, x)
+    if element is None:
+        raise frontend_error(
+            f"{what} {role} must be an element such as A[i, j] (the first of {width}), a slice "
+            f"of {width} elements or a buffer of {width}; got {type(x).__name__} {x!r}"
+        )
+    buffer, indices = element
+    return Region(buffer, indices, [1] * (buffer.ndim - 1) + [width])
+
+
+def _atomic_add_run(dst, value, width, return_prev):
+    what = f"T.atomic_addx{width}"
+    if return_prev:
+        raise frontend_error(
+            f"{what} with return_prev=True is not supported: the previous values would be a "
+            f"vector of {width}; read them with T.atomic_add(dst[i, j + k], v, return_prev=True) "
+            "element by element"
+        )
+    ctx = builder_ctx.current(what)
+    dst_region = _run_of(ctx, dst, width, what, "dst")
+    value_region = _run_of(ctx, value, width, what, "value")
+    _check_dtype(dst_region.buffer, what)
+    attrs = {"kind": "add", "memory_order": MEMORY_ORDERS["relaxed"]}
+    ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
+
+
+def atomic_addx2(dst, value, return_prev=False):
+    """Adds the 2 elements starting at `value` into the 2 starting at `dst` (TileLang's
+    paired atomic add: `T.atomic_addx2(dQ[i, j], acc[k])`), each one atomically."""
+    return _atomic_add_run(dst, value, 2, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev=False):
+    """The same for 4 consecutive elements (TileLang's float4 atomic add)."""
+    return _atomic_add_run(dst, value, 4, return_prev)
+
+
 def _single(ctx, x, what):
     element = _element(ctx, x)
     if element is None:
@@ -189,4 +241,12 @@ def atomic_store(dst, src, memory_order="seq_cst"):
     _emit(ctx, call, cond)
 
 
-__all__ = ["atomic_add", "atomic_load", "atomic_max", "atomic_min", "atomic_store"]
+__all__ = [
+    "atomic_add",
+    "atomic_addx2",
+    "atomic_addx4",
+    "atomic_load",
+    "atomic_max",
+    "atomic_min",
+    "atomic_store",
+]

@@ -566,9 +566,26 @@ def ifexp(cond, then_thunk, else_thunk):
 
 
 # ---- with
-def with_(obj):
+class _OneTuple:
+    """`with T.Kernel(n) as (bx,)`: the frame's single block index as a 1-tuple, as
+    TileLang allows."""
+
+    __tl_with__ = True
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def __enter__(self):
+        value = self.frame.__enter__()
+        return value if isinstance(value, (tuple, list)) else (value,)
+
+    def __exit__(self, *exc):
+        return self.frame.__exit__(*exc)
+
+
+def with_(obj, unpack=None):
     if isinstance(obj, Kernel) or getattr(obj, "__tl_with__", False):
-        return obj
+        return _OneTuple(obj) if unpack == 1 else obj
     if _current().builder.in_kernel:
         raise frontend_error(
             f"`with` on a {type(obj).__name__} object is not supported inside a kernel; "

@@ -352,3 +352,15 @@ def python_range(*args):
 
 def from_range(r):
     return serial(r.start, r.stop, r.step)
+
+
+def loop_break():
+    """TileLang's `T.loop_break()`: `break` out of the innermost T.serial / T.unroll loop
+    (the `break` statement does the same)."""
+    from . import hooks  # imported here: hooks imports this module
+
+    if hooks.break_():
+        raise frontend_error(
+            "T.loop_break() inside a Python-level loop (a `for` over range or a list, "
+            "unrolled while tracing): write `break` there"
+        )
