@@ -160,6 +160,62 @@ std::set<BufKey> touched(const Stmt& s) {
   return buffers_of(s, true);
 }
 
+// `for i, k in T.Parallel(M, K): S[i, k] = G[r + i, c + k]`, a whole shared tile S
+// loaded element by element from a global tensor (as TileLang's kernels often write
+// their tile loads), is T.copy(G[r, c], S): the same elements, and out-of-bounds ones
+// read as zeros either way. In a pipelined loop's body it becomes that copy, so that
+// the pipeline issues it ahead as a producer (cp.async or TMA); as a loop it would be
+// a plain load at the top of every step. An undefined Stmt when `s` is not such a nest.
+Stmt parallel_copy_as_tile_op(const Stmt& s) {
+  std::vector<const ForNode*> nest;
+  const Stmt* body = &s;
+  while (auto* f = body->as<ForNode>()) {
+    if (f->for_kind != ForKind::Parallel || !f->annotations.empty()) return {};
+    nest.push_back(f);
+    body = &f->body;
+  }
+  auto* store = body->as<BufferStoreNode>();
+  auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
+  if (nest.empty() || !load || !is_shared(store->buffer) || load->buffer->scope != Scope::Global ||
+      load->buffer->dtype != store->buffer->dtype)
+    return {};
+  const Buffer &dst = store->buffer, &src = load->buffer;
+  const size_t n = nest.size(), m = load->indices.size();
+  if (store->indices.size() != n || m < n) return {};
+  std::set<const VarNode*> vars;
+  for (const ForNode* f : nest) vars.insert(f->var.node());
+  auto uses_loop_var = [&](const Expr& e) {
+    bool found = false;
+    for_each_expr(e, [&](const Expr& x) {
+      if (auto* v = x.as<VarNode>(); v && vars.count(v)) found = true;
+    });
+    return found;
+  };
+  CopyOperand to{dst, {}, {}}, from{src, {}, {}};
+  for (size_t d = 0; d < n; ++d) {  // S indexed by the loop variables in order, whole
+    auto* v = store->indices[d].as<VarNode>();
+    auto mn = as_const_int(nest[d]->min), ext = as_const_int(nest[d]->extent), dim = as_const_int(dst->shape[d]);
+    if (v != nest[d]->var.node() || !mn || *mn != 0 || !ext || !dim || *ext != *dim) return {};
+    to.mins.push_back(int_imm(0));
+    to.extents.push_back(dst->shape[d]);
+  }
+  for (size_t d = 0; d < m; ++d) {  // G: leading indices fixed, the last n a base plus one variable each
+    const Expr& index = load->indices[d];
+    if (d < m - n) {
+      if (uses_loop_var(index)) return {};
+      from.mins.push_back(index);
+      from.extents.push_back(int_imm(1));
+      continue;
+    }
+    const ForNode* f = nest[d - (m - n)];
+    Expr base = simplify(sub(index, f->var));
+    if (uses_loop_var(base)) return {};
+    from.mins.push_back(base);
+    from.extents.push_back(f->extent);
+  }
+  return make_copy(from, to, {}, s.span());
+}
+
 // The loop body as a flat list of statements; names bound inside it
 // (`k = (bz * tiles + ko) * block_K`) are inlined, so that the copies under
 // them are seen as producers and statements can be moved apart.
@@ -174,7 +230,9 @@ bool flatten_body(const Stmt& s, std::map<const VarNode*, Expr>& lets, std::vect
     return true;
   }
   if (s.as<AllocateNode>()) return false;
-  out.push_back(substitute(s, lets));
+  Stmt x = substitute(s, lets);
+  Stmt copy = parallel_copy_as_tile_op(x);
+  out.push_back(copy.defined() ? copy : x);
   return true;
 }
 

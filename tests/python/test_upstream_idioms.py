@@ -622,3 +622,54 @@ def test_atomic_addx4_in_a_parallel_loop(target):
     want = np.zeros((4, N), np.float32)
     np.add.at(want, idx, a)
     np.testing.assert_array_equal(b, want)
+
+
+def parallel_loaded_gemm(M, N, K, cast=False):
+    """Tile loads written as T.Parallel element copies in a T.Pipelined loop, as
+    TileLang's example_gemm_intrinsics and many others write them."""
+    BM, BN, BK = 64, 64, 32
+
+    @T.prim_func
+    def k(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            As = T.alloc_shared((BM, BK), "float16")
+            Bs = T.alloc_shared((BK, BN), "float32" if cast else "float16")
+            acc = T.alloc_fragment((BM, BN), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, BK), num_stages=3):
+                for i, kk in T.Parallel(BM, BK):
+                    As[i, kk] = A[by * BM + i, ko * BK + kk]
+                for kk, j in T.Parallel(BK, BN):
+                    Bs[kk, j] = B[ko * BK + kk, bx * BN + j]
+                T.gemm(As, Bs, acc)
+            T.copy(acc, C[by * BM, bx * BN])
+
+    return k
+
+
+@pytest.mark.parametrize(
+    "target", ["cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "cpu"]
+)
+def test_parallel_tile_loads_in_a_pipeline_become_its_producers(target):
+    M, N, K = 96, 80, 100  # tails in every dimension: out-of-bounds elements read as zeros
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel = tilelang.compile(parallel_loaded_gemm(M, N, K), target=target)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    if "sm_80" in target:  # issued ahead as cp.async, not loaded at the top of every step
+        assert "cp_async" in kernel.get_kernel_source()
+
+
+def test_a_parallel_loop_that_converts_stays_a_loop():
+    src = tilelang.compile(
+        parallel_loaded_gemm(64, 64, 64, cast=True), target="cuda -arch=sm_80"
+    ).get_kernel_source()
+    assert src.count("cp_async") > 0  # A's tile (float16 to float16) still becomes one
+    assert "(float)" in src  # B's (float16 to float32) is a converting loop
