@@ -563,3 +563,27 @@ def test_store_and_load_fragments_match_the_registers():
             b_n, b_k = warp_n * 32 + (e // 8) * 16 + n, k
             assert load_b.map_forward_thread([b_n, b_k], warp_m) == tid
             assert load_b.map_forward_index([b_n, b_k]) == [(e // 8) * 8 + e % 8]
+
+
+@needs_nvrtc
+def test_tiles_read_by_ldmatrix_are_not_loaded_by_a_producer_warpgroup():
+    """On sm_90a the tile loads become TMA copies of a pipeline without a producer
+    warpgroup: with one, the producer's next TMA write raced the consumers' ldmatrix
+    reads on the H200 (the kernel with 128-byte rows had 24-36 % of C wrong; right with
+    tl.disable_warp_specialized)."""
+    kernel = tilelang.compile(
+        intrinsics_gemm(
+            256,
+            256,
+            256,
+            "float16",
+            "float32",
+            "float32",
+            warp_row_tiles=64,
+            warp_col_tiles=64,
+            chunk=64,
+        ),
+        target="cuda -arch=sm_90a",
+    )
+    src = kernel.get_kernel_source()
+    assert "tl::tma_load" in src and "setmaxnreg" not in src
