@@ -151,6 +151,25 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
   std::vector<Expr> sn = non_unit(s.extents()), dn = non_unit(d.extents());
   bool ok = sn.size() == dn.size();
   for (size_t i = 0; ok && i < sn.size(); ++i) ok = compatible_extent(sn[i], dn[i]);
+  // A global region smaller than the on-chip tile it is copied into or out of, in
+  // every dimension (32 heads into a 64-row tile and back): as TileLang, the copy
+  // covers the tile, the region giving its start; elements outside the tensor read as
+  // zeros and are not written (those past the region but inside the tensor are, as
+  // there). The global side becomes a start point. Other mismatches stay errors.
+  const bool src_global = src.buffer->scope == Scope::Global, dst_global = dst.buffer->scope == Scope::Global;
+  if (!ok && sn.size() == dn.size() && src_global != dst_global && !src.extents.empty() && !dst.extents.empty()) {
+    const std::vector<Expr>&g = src_global ? sn : dn, &t = src_global ? dn : sn;
+    bool pads = true;
+    for (size_t i = 0; pads && i < g.size(); ++i) {
+      auto ge = as_const_int(g[i]), te = as_const_int(t[i]);
+      pads = ge && te && *ge <= *te;
+    }
+    if (pads) {
+      CopyOperand s2 = src, d2 = dst;
+      (src_global ? s2 : d2).extents.clear();
+      return make_copy(s2, d2, std::move(attrs), span);
+    }
+  }
   if (!ok)
     throw_user_error(
         span, str_cat("T.copy extents cannot be reconciled: source ", region_str(s), " but destination ", region_str(d),

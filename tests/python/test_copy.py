@@ -291,3 +291,31 @@ def test_safe_value_misuse():
                 T.annotate_safe_value(A)
 
     trace_error(body, "T.annotate_safe_value needs a value")
+
+
+@pytest.mark.parametrize(
+    "target", ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"]
+)
+def test_a_global_region_smaller_than_the_tile_pads_as_in_tilelang(target):
+    """32 heads copied into a 64-row tile and back (upstream mla_decode with heads <
+    block_H): the copy covers the tile from the region's start; rows outside the tensor
+    read as zeros and are not written."""
+
+    @T.prim_func
+    def main(
+        Q: T.Tensor((32, 16), "float32"),
+        O: T.Tensor((32, 16), "float32"),
+        P: T.Tensor((64, 16), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 16), "float32")
+            T.copy(Q[0:32, :], S)
+            T.copy(S, P)
+            T.copy(S, O[0:32, :])
+
+    q = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    o = np.zeros_like(q)
+    p = np.full((64, 16), -1, np.float32)
+    tilelang.compile(main, target=target)(q, o, p)
+    np.testing.assert_array_equal(o, q)
+    np.testing.assert_array_equal(p, np.concatenate([q, np.zeros_like(q)]))
