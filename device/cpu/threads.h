@@ -61,6 +61,12 @@ struct FiberScheduler {
   Slots<ucontext_t> contexts;
   Slots<char> done;
   Slots<int> barriers;  // barriers each fiber has passed (the emulator's race detector reads it)
+  // Named barriers (T.sync_threads(id, count), device/cpu/warp.h): fibers arrived in
+  // the current generation of each id. `events` counts arrivals, barriers and fibers
+  // finished, so a round without any is a deadlock.
+  int named_arrived[16] = {};
+  uint64_t named_generation[16] = {};
+  uint64_t events = 0;
   int current = 0;
   uint64_t serial = 0;  // distinct for each block an OS thread runs (warp_lanes.h resets its buffers on it)
   void* body = nullptr;
@@ -95,6 +101,7 @@ inline void fiber_entry() {
   int tid = s->current;
   s->invoke(s->body, tid);
   s->done[tid] = 1;
+  ++s->events;
 }
 
 // The barrier. Outside per-thread execution (one executor per block) it is a no-op.
@@ -102,6 +109,7 @@ inline void sync_threads() {
   FiberScheduler* s = current_scheduler();
   if (!s) return;
   ++s->barriers[s->current];
+  ++s->events;
   swapcontext(&s->contexts[s->current], &s->main);
 }
 

@@ -81,4 +81,45 @@ inline void sync_warp(uint32_t mask = 0xffffffffu) {
   lanes::lockstep();
 }
 
+// T.sync_threads(id, count): barrier `id` (1-15) of `count` threads, a part of the
+// block (TileLang's named barrier, bar.sync on the GPU). A fiber arrives, then yields
+// round after round until `count` fibers have arrived at this id; a round in which no
+// fiber arrives anywhere, passes a block barrier or finishes is a deadlock (the count
+// is more than the threads that reach the barrier), reported as a failed assertion.
+inline void named_barrier_sync(int id, int count) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;  // one executor runs the block: nothing to wait for
+  if (id < 1 || id > 15 || count < 1 || count > int(s->contexts.size())) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "T.sync_threads(%d, %d): the id must be in [1, 15] and the count in [1, %d], the block's threads", id,
+                  count, int(s->contexts.size()));
+    device_assert_fail(text);
+    return;
+  }
+  const uint64_t generation = s->named_generation[id];
+  ++s->events;
+  if (++s->named_arrived[id] >= count) {
+    s->named_arrived[id] = 0;
+    ++s->named_generation[id];
+  }
+  uint64_t seen = s->events;
+  while (s->named_generation[id] == generation) {
+    swapcontext(&s->contexts[s->current], &s->main);
+    if (s->named_generation[id] != generation) break;
+    if (s->events == seen) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "T.sync_threads(%d, %d): only %d thread(s) reached the barrier and no other can; the count "
+                    "must be the number of threads that take it",
+                    id, count, s->named_arrived[id]);
+      device_assert_fail(text);
+      s->named_arrived[id] = 0;
+      ++s->named_generation[id];  // release the waiters so the block ends
+      break;
+    }
+    seen = s->events;
+  }
+}
+
 }  // namespace tl

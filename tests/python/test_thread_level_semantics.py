@@ -700,7 +700,7 @@ def test_tensor_subscripts_element_fills_and_unlaunched_dims():
                 T.alloc_buffer((4,), "float32")
 
 
-def named_barrier(threads=512):
+def named_barrier(threads=512, count=256):
     @T.prim_func
     def half_block(A: T.Tensor((256,), "int32"), B: T.Tensor((256,), "int32")):
         with T.Kernel(1, threads=threads) as _:
@@ -708,7 +708,7 @@ def named_barrier(threads=512):
             s = T.alloc_shared((256,), "int32")
             if tx < 256:
                 s[tx] = A[tx]
-                T.sync_threads(3, 256)  # the first 256 threads only
+                T.sync_threads(3, count)  # the first 256 threads only
                 B[tx] = s[255 - tx]
 
     return half_block
@@ -716,10 +716,13 @@ def named_barrier(threads=512):
 
 def test_named_barriers_of_part_of_the_block():
     a = np.arange(256, dtype=np.int32)
-    b = tilelang.compile(named_barrier(), out_idx=[1], target=SM90A)(a)
-    np.testing.assert_array_equal(b, a[::-1])
+    for target in (SM90A, "cpu"):  # the cpu target's fibers wait for `count` arrivals
+        b = tilelang.compile(named_barrier(), out_idx=[1], target=target)(a)
+        np.testing.assert_array_equal(b, a[::-1])
+    with pytest.raises(Exception, match=r"T.sync_threads\(3, 384\): only 256 thread\(s\) reached"):
+        tilelang.compile(named_barrier(count=384), out_idx=[1], target="cpu")(a)
     with pytest.raises(tilelang.TileLangError) as err:
-        tilelang.compile(named_barrier(), out_idx=[1], target="cpu")
+        tilelang.compile(named_barrier(), out_idx=[1], target="metal -emulate")
     assert "named barrier of part of the block" in str(err.value)
     assert "test_thread_level_semantics.py" in str(err.value)
     with pytest.raises(tilelang.TileLangError, match=r"barrier_id must be a constant in \[1, 15\]"):
