@@ -623,13 +623,14 @@ class Pipeliner : public IRMutator {
     bool ws = op == ws_loop_ && !tma.empty() && tma_tiles.size() == staged.size();
     for (const Unit& p : units)
       for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
-    // Consumers that read a TMA tile with ordinary loads (ldmatrix, element loads), not
-    // through a tile op: the producer's next TMA write into the tile raced their reads
-    // on the H200 (the MMA-intrinsic GEMM with 128-byte rows, 24-36 % of C wrong at
-    // any size; right without warp specialization). Such loops keep the TMA pipeline
-    // without a producer warpgroup.
+    // Consumers that hand a TMA tile's address to a device function of their own
+    // (tilelang.intrinsics' tl::ldmatrix_frag): with a producer warpgroup the results
+    // were wrong on the H200 (the MMA-intrinsic GEMM with 128-byte rows, 24-36 % of C at
+    // any size; right without warp specialization, cause not found). Such loops keep
+    // the TMA pipeline without a producer warpgroup. (Element loads of the tiles, as
+    // the FlashAttention backward's, run right warp-specialized.)
     for (const Unit& c : units)
-      for (const Stmt& s : c.stmts) ws = ws && (c.producer || !reads_tiles_directly(s, tma_tiles));
+      for (const Stmt& s : c.stmts) ws = ws && (c.producer || !passes_tile_addresses(s, tma_tiles));
     Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
     ws = ws && only_block_vars(evaluate(ws_extent), op->var) && only_block_vars(evaluate(ws_min), op->var) &&
          !reads_registers(ws_extent) && !reads_registers(ws_min);  // the producers never set those
@@ -1086,17 +1087,21 @@ class Pipeliner : public IRMutator {
 
   // `s` reads no variable bound inside the kernel other than `loop` (the block and
   // thread indices and the function's parameters are bound outside its body).
-  // Whether `s` reads one of `tiles` with an element load or through an address it
-  // hands to a device function, outside tile ops (whose lowerings read the staged
-  // tiles as the pipeline plans).
-  static bool reads_tiles_directly(const Stmt& s, const std::set<BufKey>& tiles) {
+  // Whether `s`, outside tile ops (whose lowerings read the staged tiles as the
+  // pipeline plans), hands the address of one of `tiles` to a device function.
+  static bool passes_tile_addresses(const Stmt& s, const std::set<BufKey>& tiles) {
     struct Find : IRVisitor {
       const std::set<BufKey>* tiles;
       bool found = false;
       using IRVisitor::visit;
       void visit(const TileOpNode*) override {}
-      void visit(const BufferLoadNode* op) override {
-        found = found || tiles->count(op->buffer.get());
+      void visit(const CallNode* op) override {
+        if (op->op == Intrinsic::Extern)
+          for (const Expr& a : op->args) {
+            auto* addr = a.as<CallNode>();
+            auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+            found = found || (l && tiles->count(l->buffer.get()));
+          }
         IRVisitor::visit(op);
       }
     } f;
