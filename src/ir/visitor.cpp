@@ -425,10 +425,13 @@ bool reads_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
-const std::string* extern_name(const Expr& e) {
-  auto* c = e.as<CallNode>();
+const std::string* extern_name(const CallNode* c) {
   auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
   return name ? &name->value : nullptr;
+}
+
+const std::string* extern_name(const Expr& e) {
+  return extern_name(e.as<CallNode>());
 }
 
 bool calls_extern(const Stmt& s, std::string_view prefix) {

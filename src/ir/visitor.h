@@ -72,6 +72,7 @@ bool calls_extern(const Stmt& s, std::string_view prefix);
 // The function name of an extern call (`tl::atomic_add<0>`, a T.call_extern's), or
 // nullptr when `e` is not one.
 const std::string* extern_name(const Expr& e);
+const std::string* extern_name(const CallNode* c);
 // The distinct preludes (T.Kernel prelude=, T.import_source) of the kernels in `s`, in
 // order.
 std::vector<std::string> kernel_preludes(const Stmt& s);

@@ -56,12 +56,11 @@ struct FirstUse : IRVisitor {
     current = saved;
   }
   void visit(const CallNode* op) override {
-    if (op->op == Intrinsic::Extern) {
-      const std::string& name = op->args[0].as<StringImmNode>()->value;
+    if (const std::string* name = extern_name(op)) {
       // (A region ThreadBranches made of a plain branch is no use of the explicit API.)
-      bool branch_region = name == str_cat(kExplicitPrefix, "ws") && op->args.size() > 3;
-      if (name.rfind(kExplicitPrefix, 0) == 0 && !branch_region)
-        note(api_of(name.substr(std::string(kExplicitPrefix).size())));
+      bool branch_region = *name == str_cat(kExplicitPrefix, "ws") && op->args.size() > 3;
+      if (name->rfind(kExplicitPrefix, 0) == 0 && !branch_region)
+        note(api_of(name->substr(std::string(kExplicitPrefix).size())));
     }
     IRVisitor::visit(op);
   }

@@ -112,40 +112,27 @@ Access accesses(const Stmt& s, bool skip_async = false) {
     void visit(const CallNode* op) override {
       if (op->op == Intrinsic::AddressOf)
         if (auto* l = op->args[0].as<BufferLoadNode>(); l && block_shared(l->buffer)) st.writes.insert(l->buffer.get());
-      // A register gemm (tl::gemm_ss / tl::wgmma_gemm_ss ...) only reads its shared
-      // operands A and B.
-      auto* name = op->op == Intrinsic::Extern && !op->args.empty() ? op->args[0].as<StringImmNode>() : nullptr;
-      if (name && (name->value.rfind("tl::gemm_", 0) == 0 || name->value.rfind("tl::wgmma_gemm_", 0) == 0)) {
-        const std::string& n = name->value;
-        const bool pending =
-            n.rfind("tl::wgmma_gemm_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ", 1>") == 0;
-        for (size_t i = 1; i < op->args.size(); ++i) {
-          auto* addr = op->args[i].as<CallNode>();
-          auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
-          if (!l || !block_shared(l->buffer)) {
-            visit(op->args[i]);
-            continue;
-          }
-          (i <= 2 ? (pending ? st.async_reads : st.reads) : st.writes).insert(l->buffer.get());
-          for (const Expr& e : l->indices) visit(e);
+      // Device calls that only read some of their shared operands: a register gemm
+      // (tl::gemm_ss / tl::wgmma_gemm_ss ...) reads A and B (arguments 1 and 2), and
+      // tilelang.intrinsics' ldmatrix (tl::ldmatrix_frag) its tile.
+      const std::string* name = extern_name(op);
+      if (!name) return IRVisitor::visit(op);
+      const std::string& n = *name;
+      const bool gemm = n.rfind("tl::gemm_", 0) == 0 || n.rfind("tl::wgmma_gemm_", 0) == 0;
+      const bool ldmatrix = n.rfind("tl::ldmatrix_frag<", 0) == 0;
+      if (!gemm && !ldmatrix) return IRVisitor::visit(op);
+      const bool pending =
+          n.rfind("tl::wgmma_gemm_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ", 1>") == 0;
+      for (size_t i = 1; i < op->args.size(); ++i) {
+        auto* addr = op->args[i].as<CallNode>();
+        auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
+        if (!l || !block_shared(l->buffer)) {
+          visit(op->args[i]);
+          continue;
         }
-        return;
+        (ldmatrix || i <= 2 ? (pending ? st.async_reads : st.reads) : st.writes).insert(l->buffer.get());
+        for (const Expr& e : l->indices) visit(e);
       }
-      // tilelang.intrinsics' ldmatrix (tl::ldmatrix_frag) only reads its shared tile.
-      if (name && name->value.rfind("tl::ldmatrix_frag<", 0) == 0) {
-        for (size_t i = 1; i < op->args.size(); ++i) {
-          auto* addr = op->args[i].as<CallNode>();
-          auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
-          if (!l || !block_shared(l->buffer)) {
-            visit(op->args[i]);
-            continue;
-          }
-          st.reads.insert(l->buffer.get());
-          for (const Expr& e : l->indices) visit(e);
-        }
-        return;
-      }
-      IRVisitor::visit(op);
     }
   } w;
   w.skip_async = skip_async;
