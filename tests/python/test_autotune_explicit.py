@@ -61,20 +61,8 @@ def eager_scale(A, factor=3.0, block=16):
     return B
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("tlcache"))
-    saved = {
-        k: os.environ.get(k) for k in ("TILELANG_CACHE_DIR", "TILELANG_AUTO_TUNING_DISABLE_CACHE")
-    }
-    os.environ["TILELANG_CACHE_DIR"] = path
-    os.environ.pop("TILELANG_AUTO_TUNING_DISABLE_CACHE", None)
-    yield path
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+# A fresh disk cache for this module, as test_autotuner.py makes one (autouse).
+from test_autotuner import cache_dir  # noqa: F401
 
 
 @pytest.fixture
@@ -93,7 +81,7 @@ def no_tuning(monkeypatch):
     monkeypatch.setattr(result_cache, "store", forbidden("writing the result cache"))
 
 
-def _entries(cache_dir):
+def _entries(cache_dir):  # noqa: F811
     path = os.path.join(cache_dir, "autotuner")
     return sorted(os.listdir(path)) if os.path.isdir(path) else []
 
@@ -101,7 +89,7 @@ def _entries(cache_dir):
 A = np.random.default_rng(0).standard_normal(64).astype(np.float32)
 
 
-def test_all_tuned_parameters_by_keyword_or_position_compile_that_config(no_tuning, cache_dir):
+def test_all_tuned_parameters_by_keyword_or_position_compile_that_config(no_tuning, cache_dir):  # noqa: F811
     before = _entries(cache_dir)
     kernel = tuned(64, block=32, scale=5)  # values outside the configs are fine
     assert isinstance(kernel, tilelang.JITKernel)
@@ -156,7 +144,7 @@ def test_inconsistent_calls_are_clear_errors(no_tuning):
         tuned(block=32, scale=5)
 
 
-def test_the_result_cache_neither_overrides_nor_records_given_values(cache_dir):
+def test_the_result_cache_neither_overrides_nor_records_given_values(cache_dir):  # noqa: F811
     # Tune for real (N = 48, a size no other test uses): one entry is written.
     before = _entries(cache_dir)
     best = tuned(48).config
