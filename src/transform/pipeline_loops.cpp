@@ -624,11 +624,10 @@ class Pipeliner : public IRMutator {
     for (const Unit& p : units)
       for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets_), op->var));
     // Consumers that hand a TMA tile's address to a device function of their own
-    // (tilelang.intrinsics' tl::ldmatrix_frag): with a producer warpgroup the results
-    // were wrong on the H200 (the MMA-intrinsic GEMM with 128-byte rows, 24-36 % of C at
-    // any size; right without warp specialization, cause not found). Such loops keep
-    // the TMA pipeline without a producer warpgroup. (Element loads of the tiles, as
-    // the FlashAttention backward's, run right warp-specialized.)
+    // (tilelang.intrinsics' tl::ldmatrix_frag feeding mma.sync) keep the TMA pipeline
+    // without a producer warpgroup: such register-heavy consumers fit two blocks per
+    // SM, and the extra warpgroup halves that (the emitter's GEMM on the H200: 110
+    // against 100 TFLOP/s at 4096^3; docs/design/hopper.md, "The consumers' release").
     for (const Unit& c : units)
       for (const Stmt& s : c.stmts) ws = ws && (c.producer || !passes_tile_addresses(s, tma_tiles));
     Expr ws_min = substitute(op->min, outer_lets_), ws_extent = substitute(op->extent, outer_lets_);
@@ -713,13 +712,31 @@ class Pipeliner : public IRMutator {
         size_t& r = last_reader[g];
         if (r == units.size() || std::make_pair(units[r].stage, pos[r]) < std::make_pair(units[c].stage, pos[c])) r = c;
       }
+    // Consumers that read a group's tiles other than through wgmma (ldmatrix, element
+    // loads, register gemms) read them through the generic proxy, and the producer's
+    // next TMA copy into the version writes through the async proxy. The release
+    // alone does not order the two: on the H200 an arrive overtook the warp's
+    // bank-conflicted ldmatrix reads still queued, the copy landed first, and a third
+    // of C came out wrong (docs/design/hopper.md, "The consumers' release"). Such
+    // releases fence first (fence.proxy.async waits for the warp's shared accesses).
+    std::vector<bool> generic(groups.size(), false);
+    for (size_t g = 0; g < groups.size() && ws; ++g)
+      for (const Unit& c : units)
+        for (const Stmt& s : c.stmts) {
+          auto* gemm = s.as<TileOpNode>();
+          if (c.producer || (gemm && gemm->op == TileOpKind::Gemm && wgmma_acc_.count(gemm->regions[2].buffer.get())))
+            continue;
+          std::set<BufKey> t = touched(s);
+          for (BufKey x : groups[g].tiles) generic[g] = generic[g] || t.count(x);
+        }
     // The consumers' release of group g's version of iteration `done` (counted over
     // the rounds): a multicast tile goes back to every block that writes into it.
     auto release_of = [&](size_t g, const Expr& done) {
       std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
                                               : std::string("tl::mbarrier_arrive_warp");
-      return evaluate(call_extern(dtype::Void, arrive,
-                                  {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+      Stmt release = evaluate(call_extern(
+          dtype::Void, arrive, {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
+      return generic[g] ? seq({evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {})), release}) : release;
     };
     auto step = [&](const Expr& last, const std::function<Expr(const Unit&)>& run, bool sync_top) {
       std::vector<Stmt> out;

@@ -568,8 +568,8 @@ def test_store_and_load_fragments_match_the_registers():
 @needs_nvrtc
 def test_tiles_read_by_ldmatrix_are_not_loaded_by_a_producer_warpgroup():
     """On sm_90a the tile loads become TMA copies of a pipeline without a producer
-    warpgroup: with one, the kernel with 128-byte rows had 24-36 % of C wrong on the
-    H200 (right with tl.disable_warp_specialized; docs/design/hopper.md)."""
+    warpgroup: the mma.sync consumers use 255 registers, so the extra warpgroup would
+    halve the blocks per SM (10 % slower on the H200; docs/design/hopper.md)."""
     kernel = tilelang.compile(
         intrinsics_gemm(
             256,
