@@ -22,18 +22,21 @@ Expr drop_multiples(const Expr& e, int64_t p) {
 
 std::shared_ptr<const Layout> Layout::swizzle(int64_t cols, int64_t elem_bytes) {
   int64_t row_bytes = cols * elem_bytes;
+  if (row_bytes % 128 == 0) return xor_chunks(cols, elem_bytes, 0, 7);
+  if (row_bytes == 64) return xor_chunks(cols, elem_bytes, 1, 3);
+  if (row_bytes == 32) return xor_chunks(cols, elem_bytes, 2, 1);
+  return nullptr;
+}
+
+std::shared_ptr<const Layout> Layout::xor_chunks(int64_t cols, int64_t elem_bytes, int64_t row_shift,
+                                                 int64_t row_mask) {
+  if (elem_bytes <= 0 || 16 % elem_bytes != 0 || row_shift < 0 || row_mask < 1 || (row_mask & (row_mask + 1)) != 0)
+    return nullptr;
+  if ((cols * elem_bytes) % (16 * (row_mask + 1)) != 0) return nullptr;
   auto l = std::make_shared<Layout>();
   l->cols_ = l->block_cols_ = cols;
   l->chunk_ = 16 / elem_bytes;
-  if (row_bytes % 128 == 0) {
-    l->row_shift_ = 0, l->row_mask_ = 7;
-  } else if (row_bytes == 64) {
-    l->row_shift_ = 1, l->row_mask_ = 3;
-  } else if (row_bytes == 32) {
-    l->row_shift_ = 2, l->row_mask_ = 1;
-  } else {
-    return nullptr;
-  }
+  l->row_shift_ = row_shift, l->row_mask_ = row_mask;
   return l;
 }
 

@@ -25,6 +25,12 @@ class Layout {
   // column blocks of that width one after another; nullptr when the row length is
   // not a multiple of 32 bytes.
   static std::shared_ptr<const Layout> wgmma_swizzle(int64_t cols, int64_t elem_bytes);
+  // The general form of the family: in a tile whose rows hold `cols` elements of
+  // `elem_bytes` bytes, 16-byte chunk c of row r moves to c ^ ((r >> row_shift) &
+  // row_mask) (a T.annotate_layout the frontend recognized); nullptr when a row is not
+  // a whole number of the chunk groups the mask permutes.
+  static std::shared_ptr<const Layout> xor_chunks(int64_t cols, int64_t elem_bytes, int64_t row_shift,
+                                                  int64_t row_mask);
 
   // The physical element offset of `indices` in `b` (b's shape, compact row-major).
   Expr offset(const Buffer& b, const std::vector<Expr>& indices) const;

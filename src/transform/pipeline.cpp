@@ -22,6 +22,7 @@
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
 #include "transform/plan_shared_memory.h"
+#include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
 #include "transform/warp_specialize.h"
 
@@ -157,8 +158,11 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs) {
   dump("input", input);
   check_onchip_bounds(input);
+  // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
+  PrimFunc f =
+      run_pass("apply_shared_layouts", input, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
-  PrimFunc f = run_pass("lower_explicit_hopper", input, [&](const PrimFunc& g) {
+  f = run_pass("lower_explicit_hopper", f, [&](const PrimFunc& g) {
     return lower_explicit_hopper(g, target, !config_on(pass_configs, "tl.disable_wgmma"));
   });
   switch (target.kind) {

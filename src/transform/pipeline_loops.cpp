@@ -583,6 +583,7 @@ class Pipeliner : public IRMutator {
         std::vector<Expr> shape{int_imm(versions)};
         for (const Expr& e : b->shape) shape.push_back(e);
         Buffer tile = Buffer::make(b->name, b->dtype, shape, b->scope, {}, b->span);
+        if (b->layout) tile = with_layout(tile, b->layout);  // T.annotate_layout's (apply_shared_layouts)
         if (std::optional<TmaCopy> t = plan_tma(copy)) {
           if (t->layout) tile = with_layout(tile, t->layout);  // the swizzle TMA writes
           // Tiles share an mbarrier when their first reader is the same: a reader
@@ -1293,7 +1294,16 @@ class Pipeliner : public IRMutator {
     DataType dt = g->dtype;
     bool bytes_type = dt.lanes() == 1 && (dt.is_float() || dt.is_int() || dt.is_uint()) &&
                       (dt.bits() == 8 || dt.bits() == 16 || dt.bits() == 32 || dt.bits() == 64);
-    if (param < 0 || !(t->dtype == dt) || !bytes_type || t->layout || !covers_whole(dst)) return std::nullopt;
+    if (param < 0 || !(t->dtype == dt) || !bytes_type || !covers_whole(dst)) return std::nullopt;
+    // A tile laid out by T.annotate_layout (apply_shared_layouts) takes TMA only in the
+    // swizzle TMA writes (the one below for rows of 32, 64 or 128 bytes).
+    std::optional<SharedTileLayout> annotated;
+    if (t->layout) {
+      auto cols = as_const_int(t->shape.back());
+      auto hw = cols ? Layout::swizzle(*cols, dt.bytes()) : nullptr;
+      if (!hw || hw->str() != t->layout->str()) return std::nullopt;
+      annotated = SharedTileLayout{t->layout, false};
+    }
     Expr pad = safe_value(c->attrs, dt);
     auto* pad_f = pad.as<FloatImmNode>();
     auto pad_i = as_const_int(pad);
@@ -1334,13 +1344,15 @@ class Pipeliner : public IRMutator {
     for (size_t d = 0; d + 2 < tile.size(); ++d) lead *= tile[d];
     out.block_cols = cols;
     int64_t swizzle = 0;
-    if (auto it = layouts_.find(t.get()); it != layouts_.end()) {
+    auto it = layouts_.find(t.get());
+    const SharedTileLayout* chosen = it != layouts_.end() ? &it->second : annotated ? &*annotated : nullptr;
+    if (chosen) {
       // TMA's swizzle XORs 16-byte chunk bits 4.. with address bits 7.., the pattern
       // of both layouts for rows of one 32, 64 or 128-byte span when the tile starts
       // on a whole pattern (8 rows); the wgmma layout keeps wider tiles as column
       // blocks one span wide, each a box of its own.
       int64_t row_bytes = cols * eb;
-      if (it->second.wgmma)
+      if (chosen->wgmma)
         swizzle = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : row_bytes % 32 == 0 ? 32 : 0;
       else
         swizzle = row_bytes == 32 || row_bytes == 64 || row_bytes == 128 ? row_bytes : 0;
@@ -1348,7 +1360,7 @@ class Pipeliner : public IRMutator {
       out.blocks = row_bytes / swizzle;
       out.block_cols = swizzle / eb;
       if (out.blocks > 1 && lead != 1) return std::nullopt;
-      out.layout = it->second.layout;
+      out.layout = chosen->layout;
     } else if ((cols * eb) % 16 != 0 || out.bytes % 128 != 0) {
       return std::nullopt;  // a row of 16-byte multiples; versions of the tile 128-byte aligned
     }

@@ -502,11 +502,14 @@ def test_index_maps_agree_with_each_other():
 
 
 def test_swizzle_layout():
-    # 64-byte rows (32 halves): 16-byte chunk XOR row % 4; 128-byte rows: row % 8
-    assert get_swizzle_layout(1, 0, 32, "float16") == (1, 8)
-    assert get_swizzle_layout(3, 9, 32, "float16") == (3, 17)
+    # 64-byte rows (32 halves): 16-byte chunk XOR (row // 2) % 4; 128-byte rows: row % 8
+    # (TMA's 64 and 128-byte swizzle modes)
+    assert get_swizzle_layout(1, 0, 32, "float16") == (1, 0)
+    assert get_swizzle_layout(2, 0, 32, "float16") == (2, 8)
+    assert get_swizzle_layout(3, 9, 32, "float16") == (3, 1)
     assert get_swizzle_layout(5, 0, 64, "float16") == (5, 40)
-    assert get_swizzle_layout(5, 0, 64, "float16", swizzle_bytes=64) == (5, 8)
+    assert get_swizzle_layout(5, 0, 64, "float16", swizzle_bytes=64) == (5, 16)
+    assert get_swizzle_layout(5, 0, 64, "float16", swizzle_bytes=32) == (5, 8)
     for row in range(8):
         cols = sorted(get_swizzle_layout(row, c, 64, "int8")[1] for c in range(64))
         assert cols == list(range(64))  # a permutation of each row

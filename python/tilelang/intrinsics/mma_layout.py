@@ -159,9 +159,10 @@ def mma_load_b_32x16_to_shared_16x32_layout(thread_id, local_id):
 def get_swizzle_layout(row_idx, col_idx, row_size, dtype, swizzle_bytes=None):
     """(row, swizzled column) of element (row_idx, col_idx) of a shared tile whose rows
     hold `row_size` elements of `dtype`: the 16-byte chunk index of the column is
-    XORed with the row modulo swizzle_bytes / 16 (swizzle_bytes defaults to the row's
-    bytes, at most 128), so that the eight rows one ldmatrix reads fall in different
-    banks. Rows must be a multiple of 32 bytes."""
+    XORed with (row // (128 / swizzle_bytes)) modulo swizzle_bytes / 16 (swizzle_bytes
+    defaults to the row's bytes, at most 128; TMA's swizzle modes for rows that long),
+    so that the eight rows one ldmatrix reads fall in different banks. Rows must be a
+    multiple of 32 bytes."""
     bits = _dtype(dtype).bits
     row_size_int = row_size if isinstance(row_size, int) else int(row_size)
     row_bytes = row_size_int * bits // 8
@@ -177,7 +178,7 @@ def get_swizzle_layout(row_idx, col_idx, row_size, dtype, swizzle_bytes=None):
             f"get_swizzle_layout: swizzle_bytes must be 32, 64 or 128; got {swizzle_bytes}"
         )
     per_chunk = 128 // bits  # elements per 16 bytes
-    chunk = (col_idx // per_chunk) ^ (row_idx % (swizzle_bytes // 16))
+    chunk = (col_idx // per_chunk) ^ ((row_idx // (128 // swizzle_bytes)) % (swizzle_bytes // 16))
     return row_idx, chunk * per_chunk + col_idx % per_chunk
 
 

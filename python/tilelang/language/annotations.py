@@ -46,6 +46,76 @@ def annotate_layout(layout_map):
                 f"index of each element), got a T.Layout"
             )
         table[buf.handle] = (buf, layout)
+        if buf.scope in ("shared", "shared.dyn"):
+            _mark_shared_swizzle(ctx, buf, layout)
+
+
+# Rows of a shared tile checked when recognizing an annotated swizzle: the XOR
+# patterns the compiler can apply repeat every 8 rows (row bits 0-2 at most).
+_CHECKED_ROWS = 16
+
+
+def _mark_shared_swizzle(ctx, buf, layout):
+    """When `layout` permutes 16-byte chunks within rows as chunk ^ ((row >> s) & m)
+    (make_swizzled_layout, the bank helpers, make_mma_swizzle_layout, or a function of
+    that form), leaves the marker the compiler applies the layout from on CUDA targets
+    (src/transform/shared_layouts.cpp). Other layouts stay recorded only: the tile keeps
+    its logical layout, which gives the same results."""
+    from tilelang.layout import Fragment
+
+    from .math import address_of, call_extern
+
+    if isinstance(layout, Fragment) or buf.ndim < 2:
+        return
+    dims = [const_int(d) for d in buf.shape]
+    bits = buf.dtype.bits
+    if any(d is None for d in dims) or bits % 8 or 128 % bits or buf.dtype.lanes != 1:
+        return
+    found = _xor_chunk_swizzle(layout, dims, bits)
+    if found is None:
+        return
+    shift, mask = found
+    element = buf[tuple(0 for _ in dims)]
+    ctx.builder.evaluate(call_extern("void", "tl::shared_layout", address_of(element), shift, mask))
+
+
+def _xor_chunk_swizzle(layout, dims, bits):
+    """(row_shift, row_mask) of the XOR swizzle `layout` is on its last two dimensions
+    (leading indices 0, the first _CHECKED_ROWS rows), or None (also for the identity)."""
+    rows, cols = dims[-2], dims[-1]
+    per = 128 // bits  # elements per 16-byte chunk
+    lead = [0] * (len(dims) - 2)
+    try:
+        seen = []
+        for r in range(min(rows, _CHECKED_ROWS)):
+            row = []
+            for c in range(cols):
+                phys = [const_int(to_value(x)) for x in _forward(layout, [*lead, r, c])]
+                if None in phys or phys[:-1] != [*lead, r]:
+                    return None
+                row.append(phys[-1])
+            seen.append(row)
+    except Exception:  # noqa: BLE001 - a layout we cannot evaluate on integers stays unapplied
+        return None
+    if all(v == c for row in seen for c, v in enumerate(row)):
+        return None
+    for mask in (7, 3, 1):
+        if cols % (per * (mask + 1)):
+            continue
+        for shift in (0, 1, 2):
+            if all(
+                row[c] == ((c // per) ^ ((r >> shift) & mask)) * per + c % per
+                for r, row in enumerate(seen)
+                for c in range(cols)
+            ):
+                return shift, mask
+    return None
+
+
+def _forward(layout, index):
+    fn = getattr(layout, "_forward_fn", None)
+    out = fn(*index) if fn is not None else layout.map_forward_index(index)
+    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 def use_swizzle(panel_size, order="row", enable=True):

@@ -1,8 +1,10 @@
 """Swizzled shared-memory layouts. A row of a tile is cut into 16-byte vectors; within each
-span of 32, 64 or 128 bytes (quarter, half or full bank width) vector v of row r moves to
-v XOR (r mod vectors-per-span), so that a column of vectors read by consecutive rows falls
-into different banks. Each function returns a `Layout` over the buffer's shape that only
-permutes elements within a row; GPU targets place shared tiles this way, the CPU ignores it."""
+span of 32, 64 or 128 bytes (quarter, half or full bank width, n = 2, 4 or 8 vectors)
+vector v of row r moves to v XOR ((r // (8 / n)) mod n), so that a column of vectors read
+by consecutive rows falls into different banks. For rows one span long this is the
+swizzle TMA writes in its 32, 64 and 128-byte modes. Each function returns a `Layout`
+over the buffer's shape that only permutes elements within a row; CUDA targets place
+shared tiles this way (docs/user_guide.md, "Layouts"), the CPU and Metal ignore it."""
 
 from tilelang.language.buffer import Buffer, Region, const_int, to_value
 from tilelang.language.builder_ctx import frontend_error
@@ -51,7 +53,7 @@ def _swizzle(shape, bits, span_bytes):
         r, c = idx[-2], idx[-1]
         v, e = c // per_vec, c % per_vec
         span, lane = v // vecs, v % vecs
-        new_c = (span * vecs + (lane ^ (r % vecs))) * per_vec + e
+        new_c = (span * vecs + (lane ^ ((r // (8 // vecs)) % vecs))) * per_vec + e
         return [*idx[:-2], r, new_c]
 
     return Layout(shape, forward)
