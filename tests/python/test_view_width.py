@@ -188,11 +188,52 @@ def test_a_gemm_tile_reused_as_a_float32_staging_tile(target):
     np.testing.assert_allclose(out, start + acc, rtol=1e-6, atol=1e-6)
 
 
+def tile_ops_kernel(R, C, steps):
+    """Tile operators on a float32 view of an int16 shared tile inside a pipelined loop:
+    T.copy from and into fragments, and a reduction over the view."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((steps, R, C), "float32"),
+        B: T.Tensor((steps, R, C), "float32"),
+        RowMax: T.Tensor((steps, R), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            raw = T.alloc_shared((R * 2, C), "int16")
+            tile = T.view(raw, shape=[R, C], dtype="float32")
+            frag = T.alloc_fragment((R, C), "float32")
+            back = T.alloc_fragment((R, C), "float32")
+            row = T.alloc_fragment((R,), "float32")
+            for t in T.Pipelined(steps, num_stages=2):
+                T.copy(A[t, :, :], frag)
+                for i, j in T.Parallel(R, C):
+                    frag[i, j] = frag[i, j] + t
+                T.copy(frag, tile)
+                T.reduce_max(tile, row, dim=1)
+                T.copy(tile, back)
+                T.copy(back, B[t, :, :])
+                T.copy(row, RowMax[t, :])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", SM80, SM90A])
+def test_tile_ops_through_a_wider_view_in_a_pipelined_loop(target):
+    R, C, steps = 16, 32, 3
+    kernel = tilelang.compile(tile_ops_kernel(R, C, steps), out_idx=[1, 2], target=target)
+    a = rng.standard_normal((steps, R, C)).astype(np.float32)
+    b, row_max = kernel(a)
+    want = a + np.arange(steps, dtype=np.float32)[:, None, None]
+    np.testing.assert_array_equal(b, want)
+    np.testing.assert_array_equal(row_max, want.max(axis=2))
+
+
 NVRTC_KERNELS = {
     "shared": (lambda: halves_as_floats_kernel(16, 32), [1, 2, 3]),
     "global": (lambda: global_views_kernel(64), [2, 3, 4]),
     "local": (lambda: local_views_kernel(32, 4), [2, 3]),
     "staging": (lambda: staging_kernel(**STAGING), [3]),
+    "tile_ops": (lambda: tile_ops_kernel(16, 32, 3), [1, 2]),
 }
 
 
