@@ -1,6 +1,6 @@
 """T.reshape(buf, shape) and T.view(buf, shape=None, dtype=None): another shape (T.view:
-also another dtype of the same width) for the elements of a global, shared, fragment or
-local buffer, row-major on both sides. Both names reach the same storage. The kernel of
+also another dtype of the same width; test_view_width.py covers other widths) for the
+elements of a global, shared, fragment or local buffer, row-major on both sides. Both names reach the same storage. The kernel of
 upstream's deepseek_v32 fp8_lighting_indexer (a gemm's scores reshaped to
 [block_N, block_Q, heads], weighted in a 3-d T.Parallel loop and summed over the heads)
 is checked against numpy on the CPU and the emulated GPUs, and compiled by NVRTC."""
@@ -240,9 +240,12 @@ ERRORS = {
         lambda A, C: T.view(T.alloc_shared((16,), "float16"), (2, 4)),
         r"T.view shape: expected 16 elements.*got shape \(2, 4\) with 8",
     ),
-    "dtype_width": (
-        lambda A, C: T.view(A, (64,), "float16"),
-        r"T.view dtype: expected a dtype of 32 bits like 'A' \(float32\), got float16 \(16 bits\)",
+    "view_bytes": (
+        lambda A, C: T.view(A, (32,), "float16"),
+        (
+            r"T.view shape: expected 128 bytes, as 'A' of shape \(4, 8\) and dtype float32 holds, "
+            r"got shape \(32,\) of float16 with 64 bytes"
+        ),
     ),
     "scalar": (
         lambda A, C: T.reshape(T.alloc_var("int32"), (1,)),

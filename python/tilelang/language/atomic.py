@@ -12,6 +12,7 @@ import math
 from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
+from .views import BufferView
 
 _C = builder_ctx._C
 
@@ -195,8 +196,29 @@ def _atomic_add_run(dst, value, width, return_prev):
     dst_region = _run_of(ctx, dst, width, what, "dst")
     value_region = _run_of(ctx, value, width, what, "value")
     _check_dtype(dst_region.buffer, what)
+    if isinstance(value_region.buffer, BufferView):
+        _add_elements(ctx, dst_region, value_region)
+        return
     attrs = {"kind": "add", "memory_order": MEMORY_ORDERS["relaxed"]}
     ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
+
+
+def _region_elements(region):
+    """The indices of a region's elements, in row-major order (constant extents)."""
+    out = [[]]
+    for m, e in zip(region.mins, region.extents):
+        out = [idx + [m + k if k else m] for idx in out for k in range(const_int(e))]
+    return out
+
+
+def _add_elements(ctx, dst_region, value_region):
+    """An atomic add of a run read through a view (T.view, T.reshape): one atomic per
+    element, each value loaded through the view."""
+    dst = dst_region.buffer
+    order = MEMORY_ORDERS["relaxed"]
+    for d_idx, v_idx in zip(_region_elements(dst_region), _region_elements(value_region)):
+        v = _C.cast(value_region.buffer.load(v_idx), dst.dtype)
+        _emit(ctx, *_element_call(dst, d_idx, "atomic_add", order, [v]))
 
 
 def atomic_addx2(dst, value, return_prev=False):

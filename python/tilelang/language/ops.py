@@ -176,6 +176,13 @@ def _element(buf, indices):
 
 def _region(x, what, ctx=None):
     x = to_value(x)
+    view = x.buffer if isinstance(x, Region) else x
+    if isinstance(view, BufferView):
+        raise frontend_error(
+            f"{what} must be a buffer or a slice of one, got '{view.name}', a view of "
+            f"'{view.base.name}' (shape {list(view.shape)}, {view.dtype}); this operator does "
+            f"not take views: T.copy the view into a buffer of that shape and dtype first"
+        )
     if isinstance(x, Buffer):
         return x.full_region()
     if isinstance(x, Region):

@@ -2,13 +2,17 @@
 elements of an existing buffer, as TileLang's convolution example does with
 `T.Tensor((KH * KW * C, F), dtype, kernel.data)`. `T.reshape(buf, shape)` and
 `T.view(buf, shape=None, dtype=None)` are the checked forms: the element count (for
-T.view, the bits) must stay the same, and T.view may read the elements as another
-dtype of the same width.
+T.view, the byte count) must stay the same, and T.view may read the bytes as another
+dtype, of the same width or not.
 
 A view is a frontend object, not a new IR buffer: an element `V[i, j]` becomes the
 element of the base buffer at the same row-major position, so generated code only ever
-names the base buffer's storage. T.copy and T.fill on a view (or a slice of one) become
-loops over those elements, predicated on the view's shape like any other tile."""
+names the base buffer's storage, and every pass (liveness, barriers, pipelining) sees
+the accesses it makes. A view of a wider dtype reads and writes each of its elements
+as the run of base elements holding its bytes (little-endian, as every target is), so
+no access is ever wider than the base's elements and no alignment is needed. T.copy
+and T.fill on a view (or a slice of one) become loops over those elements, predicated
+on the view's shape like any other tile."""
 
 import math
 
@@ -43,16 +47,33 @@ def _same_count(a, b):
     return _same_dim(pa, pb)
 
 
+def _bits(dt):
+    return dt.bits * dt.lanes
+
+
+def _word(bits):
+    """The unsigned integer dtype of `bits` bits: the carrier of a reinterpretation."""
+    return make_dtype(f"uint{bits}")
+
+
+# Buffers a single thread owns: a store that rewrites part of an element races with nobody.
+_PRIVATE_SCOPES = ("local",)
+
+
 class BufferView:
-    """A reshaped view of a buffer's elements (row-major on both sides)."""
+    """A view of a buffer's bytes with another shape, and maybe another dtype (row-major
+    on both sides). With a dtype of another width, one view element spans `parts` base
+    elements (a wider dtype) or one base element holds `share` view elements."""
 
     def __init__(self, base, shape, name, dtype=None):
         self.base = base
         self.shape = tuple(shape)
-        # Another dtype of the same width: each element is the base element's bits.
         self.dtype = base.dtype if dtype is None else dtype
         self.scope = base.scope
         self.name = name
+        wv, wb = _bits(self.dtype), _bits(base.dtype)
+        self.parts = wv // wb if wv > wb else 1
+        self.share = wb // wv if wb > wv else 1
 
     @property
     def ndim(self):
@@ -113,6 +134,25 @@ class BufferView:
         out.reverse()
         return head + out + [to_value(i) for i in indices[lead_v:]]
 
+    def _flat(self, indices):
+        """The row-major position of the view element at `indices`."""
+        flat = 0
+        for n, i in zip(self.shape, indices):
+            flat = to_value(i) if const_int(flat) == 0 else flat * n + to_value(i)
+        return flat
+
+    def _base_at(self, flat):
+        """The base indices of the base element at row-major position `flat`."""
+        out = []
+        for n in reversed(self.base.shape[1:]):
+            out.append(flat % n)
+            flat = flat // n
+        out.append(flat)
+        return list(reversed(out))
+
+    def _load_base(self, flat):
+        return _C.buffer_load(self.base.handle, self._base_at(flat))
+
     def in_bounds(self, indices):
         """The condition that `indices` lie inside the view's shape (True when provable)."""
         cond = True
@@ -125,14 +165,70 @@ class BufferView:
         return cond
 
     def load(self, indices):
+        if self.parts > 1:
+            return self._load_wide(self._flat(indices) * self.parts)
+        if self.share > 1:
+            return self._load_narrow(self._flat(indices))
         value = _C.buffer_load(self.base.handle, self.base_indices(indices))
         return value if self.dtype == self.base.dtype else _C.reinterpret(value, self.dtype)
 
-    def stored(self, value):
-        """`value`, as the base buffer holds it (the same bits for a view of another dtype)."""
-        if self.dtype == self.base.dtype:
-            return value
-        return _C.reinterpret(_C.cast(value, self.dtype), self.base.dtype)
+    def _load_wide(self, first):
+        """The view element made of the `parts` base elements from position `first`."""
+        wb, word = _bits(self.base.dtype), _word(_bits(self.dtype))
+        bits = None
+        for k in range(self.parts):
+            part = _C.reinterpret(self._load_base(first + k), _word(wb))
+            part = _C.cast(part, word)
+            if k:
+                part = _C.binary("Shl", part, _C.const(k * wb, word))
+            bits = part if bits is None else _C.binary("BitOr", bits, part)
+        return _C.reinterpret(bits, self.dtype)
+
+    def _load_narrow(self, flat):
+        """The view element at position `flat`: a slice of the bits of one base element."""
+        wb, wv = _bits(self.base.dtype), _bits(self.dtype)
+        word = _C.reinterpret(self._load_base(flat // self.share), _word(wb))
+        shift = _C.cast((flat % self.share) * wv, _word(wb))
+        part = _C.cast(_C.binary("Shr", word, shift), _word(wv))
+        return _C.reinterpret(part, self.dtype)
+
+    def store(self, ctx, indices, value):
+        """Stores `value` into the view element at `indices` (no bounds check): the same
+        bits, as the base buffer holds them."""
+        if self.parts == 1 and self.share == 1:
+            if self.dtype != self.base.dtype:
+                value = _C.reinterpret(_C.cast(value, self.dtype), self.base.dtype)
+            ctx.builder.store(self.base.handle, self.base_indices(indices), value)
+            return
+        wb, wv = _bits(self.base.dtype), _bits(self.dtype)
+        bits = _C.reinterpret(_C.cast(to_value(value), self.dtype), _word(wv))
+        flat = self._flat(indices)
+        if self.parts > 1:
+            if not _C.is_const(bits):
+                bits = ctx.builder.let(f"{self.name}_bits", bits)  # computed once, stored in parts
+            for k in range(self.parts):
+                part = _C.binary("Shr", bits, _C.const(k * wb, _word(wv))) if k else bits
+                part = _C.reinterpret(_C.cast(part, _word(wb)), self.base.dtype)
+                ctx.builder.store(self.base.handle, self._base_at(flat * self.parts + k), part)
+            return
+        if self.base.scope not in _PRIVATE_SCOPES:
+            raise frontend_error(
+                f"cannot store into view '{self.name}' ({self.dtype}) of '{self.base.name}' "
+                f"({self.base.dtype}, {self.base.scope} memory): each {self.base.dtype} element "
+                f"holds {self.share} {self.dtype} elements, so a store would rewrite the whole "
+                f"element (read, modify, write), racing with the threads that store its other "
+                f"parts; store through a view whose dtype is at least {_bits(self.base.dtype)} "
+                f"bits wide, or through a view of a T.alloc_local buffer"
+            )
+        word = _word(wb)
+        at = self._base_at(flat // self.share)
+        shift = _C.cast((flat % self.share) * wv, word)
+        mask = _C.binary("Shl", _C.const((1 << wv) - 1, word), shift)
+        old = _C.reinterpret(_C.buffer_load(self.base.handle, at), word)
+        kept = _C.binary("BitAnd", old, _C.binary("BitXor", mask, _C.max_value(word)))
+        new = _C.binary("Shl", _C.cast(bits, word), shift)
+        merged = _C.reinterpret(_C.binary("BitOr", kept, new), self.base.dtype)
+        ctx.builder.store(self.base.handle, at, merged)
 
     def __getitem__(self, key):
         indices, region = self._split_key(key)
@@ -149,9 +245,7 @@ class BufferView:
         if region is not None:
             fill_region(ctx, region, to_value(value))
             return
-        ctx.builder.store(
-            self.base.handle, self.base_indices(indices), self.stored(to_value(value))
-        )
+        self.store(ctx, indices, to_value(value))
 
     def __iter__(self):
         raise TypeError(f"view '{self.name}' is not iterable; index it or use T.Parallel")
@@ -249,17 +343,9 @@ def _reshaped(src, shape, dt, what):
     """A view of `src` (a buffer or a view) with `shape` and `dt`, whose elements are
     those of `src` in row-major order. Counts must match: `what` names the caller."""
     ctx = builder_ctx.current(what)
-
-    def width(t):
-        return t.bits * t.lanes
-
-    if dt != src.dtype and width(dt) != width(src.dtype):
-        raise frontend_error(
-            f"{what} dtype: expected a dtype of {width(src.dtype)} bits like '{src.name}' "
-            f"({src.dtype}), got {dt} ({width(dt)} bits); a view reads each element's bits as "
-            f"another type of the same width and cannot split or merge elements"
-        )
-    if not _same_count(shape, src.shape):
+    if _bits(dt) != _bits(src.dtype):
+        _check_width_change(src, shape, dt, what)
+    elif not _same_count(shape, src.shape):
         want, have = _product(shape), _product(src.shape)
         raise frontend_error(
             f"{what} shape: expected {have} elements, as '{src.name}' of shape "
@@ -268,6 +354,45 @@ def _reshaped(src, shape, dt, what):
     base = src.base if isinstance(src, BufferView) else src
     name = getattr(ctx, "pending_name", None) or f"{base.name}_view"
     return BufferView(base, shape, name, dt)
+
+
+def _reinterpretable(dt):
+    return dt.lanes == 1 and dt.bits in (8, 16, 32, 64) and str(dt) != "bool"
+
+
+def _check_width_change(src, shape, dt, what):
+    """A view of `src`'s bytes as `dt` of another width: whole elements of 1, 2, 4 or
+    8 bytes, the same byte count, and a buffer whose bytes lie in row-major order."""
+    base = src.base if isinstance(src, BufferView) else src
+    if base.scope == "local.fragment":
+        raise frontend_error(
+            f"{what} dtype: cannot view fragment '{base.name}' ({base.dtype}) as {dt}, a dtype "
+            f"of another width: a fragment's elements are spread over the threads' registers "
+            f"by its layout, so its bytes have no row-major order to reinterpret; T.copy it "
+            f"into a T.alloc_shared buffer and view that, or keep the width of {base.dtype}"
+        )
+    for t, who in ((src.dtype, f"'{src.name}'"), (dt, "the view")):
+        if not _reinterpretable(t):
+            raise frontend_error(
+                f"{what} dtype: a view of another width needs scalar dtypes of 8, 16, 32 or "
+                f"64 bits on both sides, but {who} has {t}; view '{src.name}' ({src.dtype}) as "
+                f"such a dtype"
+            )
+    count, have = const_int(_product(shape)), const_int(_product(src.shape))
+    if count is None or have is None:
+        raise frontend_error(
+            f"{what} shape: a view of '{src.name}' as {dt}, a dtype of another width than "
+            f"{src.dtype}, needs constant shapes to check that the byte counts match; got "
+            f"shape {_fmt_shape(shape)} for a buffer of shape {_fmt_shape(src.shape)}"
+        )
+    want, given = have * _bits(src.dtype) // 8, count * _bits(dt) // 8
+    if want != given:
+        fits = want * 8 // _bits(dt)
+        raise frontend_error(
+            f"{what} shape: expected {want} bytes, as '{src.name}' of shape "
+            f"{_fmt_shape(src.shape)} and dtype {src.dtype} holds, got shape {_fmt_shape(shape)} "
+            f"of {dt} with {given} bytes; a view of {dt} needs {fits} elements"
+        )
 
 
 def reshape(src, shape):
@@ -279,11 +404,12 @@ def reshape(src, shape):
 
 
 def view(src, shape=None, dtype=None):
-    """`T.view(buf, shape=None, dtype=None)`: T.reshape that may also read the elements
-    as another dtype of the same width (the bits are kept, as T.reinterpret does)."""
+    """`T.view(buf, shape=None, dtype=None)`: T.reshape that may also read the bytes as
+    another dtype (the bits are kept, as T.reinterpret does). With a dtype of another
+    width the shape (by default `buf`'s) must hold as many bytes."""
     src = _view_source(src, "T.view")
-    shape = src.shape if shape is None else _shape_arg(shape, "T.view shape")
     dt = src.dtype if dtype is None else make_dtype(dtype)
+    shape = src.shape if shape is None else _shape_arg(shape, "T.view shape")
     return _reshaped(src, shape, dt, "T.view")
 
 
@@ -332,15 +458,13 @@ def _side_load(buf, indices):
 
 def store(ctx, buf, indices, value):
     """Stores one element of a buffer or a view (dropped outside the view)."""
-    if isinstance(buf, BufferView):
-        cond = buf.in_bounds(indices)
-        target, idx = buf.base.handle, buf.base_indices(indices)
-        value = buf.stored(value)
-    else:
-        cond, target, idx = True, buf.handle, indices
+    cond = buf.in_bounds(indices) if isinstance(buf, BufferView) else True
     if cond is not True:
         ctx.builder.begin_if(cond)
-    ctx.builder.store(target, idx, value)
+    if isinstance(buf, BufferView):
+        buf.store(ctx, indices, value)
+    else:
+        ctx.builder.store(buf.handle, indices, value)
     if cond is not True:
         ctx.builder.end_if()
 
