@@ -113,11 +113,12 @@ void check_grid_barrier(const PrimFunc& f, const Target& t) {
   const EvaluateNode* call = find_extern_call(f->body, kSyncGridCall);
   if (!call) return;
   if (t.kind == TargetKind::Metal)
-    throw_user_error(call->span, "T.sync_grid() needs every block of the launch resident at once (a cooperative "
-                                 "launch), which the target '" +
-                                     t.str() +
-                                     "' has not; split the kernel at the barrier into two T.Kernel blocks, which "
-                                     "run one after the other");
+    throw_user_error(call->span,
+                     "T.sync_grid() needs every block of the launch resident at once (a cooperative "
+                     "launch), which the target '" +
+                         t.str() +
+                         "' has not; split the kernel at the barrier into two T.Kernel blocks, which "
+                         "run one after the other");
   struct FindCluster : IRVisitor {
     const KernelLaunchNode* launch = nullptr;
     using IRVisitor::visit;

@@ -29,7 +29,9 @@ def test_blocks_read_the_partial_sums_of_all_blocks():
         partial = torch.full((blocks,), float("nan"), device="cuda")
         b = torch.zeros_like(a)
         kernel(a, partial, b)
-        torch.testing.assert_close(partial, a.view(blocks, threads).double().sum(1).float(), rtol=1e-5, atol=0)
+        torch.testing.assert_close(
+            partial, a.view(blocks, threads).double().sum(1).float(), rtol=1e-5, atol=0
+        )
         torch.testing.assert_close(b, (a.double() / a.double().sum()).float(), rtol=1e-5, atol=0)
 
 

@@ -88,7 +88,9 @@ def test_blocks_read_the_partial_sums_of_all_blocks(target):
     partial = np.full(blocks, np.nan, np.float32)
     b = np.zeros_like(a)
     tilelang.compile(normalize_by_total(blocks, threads), target=target)(a, partial, b)
-    np.testing.assert_allclose(partial, a.reshape(blocks, threads).sum(1, dtype=np.float64), rtol=1e-5)
+    np.testing.assert_allclose(
+        partial, a.reshape(blocks, threads).sum(1, dtype=np.float64), rtol=1e-5
+    )
     np.testing.assert_allclose(b, a / a.sum(dtype=np.float64), rtol=1e-5)
 
 
@@ -125,7 +127,9 @@ def test_an_exported_kernel_still_launches_its_blocks_together(target, tmp_path)
     np.testing.assert_array_equal(buf[1], np.roll(start, -3, axis=0) + 3)
 
 
-@pytest.mark.skipif("cuda" not in available_targets(), reason="NVRTC (libnvrtc.so) is not on this machine")
+@pytest.mark.skipif(
+    "cuda" not in available_targets(), reason="NVRTC (libnvrtc.so) is not on this machine"
+)
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_cuda_source_compiles_with_nvrtc(arch):
     for func in (normalize_by_total(12), rotate(9, 7), doubled_then_shifted(6)):
@@ -200,9 +204,13 @@ def test_a_grid_too_large_to_run_at_once_is_refused(target):
 
 
 def test_sync_grid_outside_a_kernel_is_an_error():
-    with pytest.raises(tilelang.TileLangError, match=r"T.sync_grid can only be used inside a @T.prim_func"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.sync_grid can only be used inside a @T.prim_func"
+    ):
         T.sync_grid()
-    with pytest.raises(tilelang.TileLangError, match=r"T.sync_grid must be inside a `with T.Kernel\(...\)` block"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.sync_grid must be inside a `with T.Kernel\(...\)` block"
+    ):
 
         @T.prim_func
         def outside(A: T.Tensor((4,), "float32")):
@@ -225,5 +233,7 @@ def test_clusters_with_sync_grid_are_refused():
             A[bx, tx] = 1
             T.sync_grid()
 
-    with pytest.raises(tilelang.TileLangError, match=r"T.sync_grid\(\) in a kernel with cluster_dims is not"):
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.sync_grid\(\) in a kernel with cluster_dims is not"
+    ):
         tilelang.compile(clustered, target=SM90A)

@@ -51,13 +51,13 @@ void CpuKernel::check_cooperative_grid(size_t index, const std::array<int64_t, 3
   const int64_t blocks = grid[0] * grid[1] * grid[2];
   const int64_t most = std::min(kMaxCooperativeBlocks, std::max<int64_t>(1, kMaxCooperativeThreads / threads));
   if (blocks <= most) return;
-  throw_user_error(spec.span, str_cat("kernel '", signature().name, "' calls T.sync_grid(), so the target '",
-                                      target().str(), "' runs each of its blocks on an OS thread of its own, all at ",
-                                      "once; its grid (", grid[0], ", ", grid[1], ", ", grid[2], ") has ", blocks,
-                                      " blocks of ", threads, " threads, more than the ", most, " it runs at once (",
-                                      kMaxCooperativeBlocks, " blocks and ", kMaxCooperativeThreads,
-                                      " threads in all); launch at most ", most,
-                                      " blocks and let each loop over its share of the work (a persistent kernel)"));
+  throw_user_error(
+      spec.span, str_cat("kernel '", signature().name, "' calls T.sync_grid(), so the target '", target().str(),
+                         "' runs each of its blocks on an OS thread of its own, all at ", "once; its grid (", grid[0],
+                         ", ", grid[1], ", ", grid[2], ") has ", blocks, " blocks of ", threads,
+                         " threads, more than the ", most, " it runs at once (", kMaxCooperativeBlocks, " blocks and ",
+                         kMaxCooperativeThreads, " threads in all); launch at most ", most,
+                         " blocks and let each loop over its share of the work (a persistent kernel)"));
 }
 
 void CpuKernel::run_cooperative(int64_t n, const std::function<void(int64_t)>& block) const {
