@@ -619,10 +619,10 @@ TL_EMU_FN void thread_exited() {
 }
 
 // ---- the grid barrier (T.sync_grid): every thread of the block arrives (a returned
-// thread does not count: the barrier then deadlocks, as it would on the GPU), and the
-// last one meets the other blocks, each on its OS thread (device/cpu/grid_rendezvous.h),
-// while its block's other fibers are parked here. It orders shared memory as
-// __syncthreads does.
+// thread does not count: every thread must call it, as cooperative groups require,
+// and a barrier some never reach is a reported deadlock), and the last one meets the
+// other blocks, each on its OS thread (device/cpu/grid_rendezvous.h), while its
+// block's other fibers are parked here. It orders shared memory as __syncthreads does.
 
 TL_EMU_FN void sync_grid() {
   FiberScheduler* s = current_scheduler();

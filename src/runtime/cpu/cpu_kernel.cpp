@@ -53,10 +53,10 @@ void CpuKernel::check_cooperative_grid(size_t index, const std::array<int64_t, 3
   if (blocks <= most) return;
   throw_user_error(
       spec.span, str_cat("kernel '", signature().name, "' calls T.sync_grid(), so the target '", target().str(),
-                         "' runs each of its blocks on an OS thread of its own, all at ", "once; its grid (", grid[0],
-                         ", ", grid[1], ", ", grid[2], ") has ", blocks, " blocks of ", threads,
-                         " threads, more than the ", most, " it runs at once (", kMaxCooperativeBlocks, " blocks and ",
-                         kMaxCooperativeThreads, " threads in all); launch at most ", most,
+                         "' runs each of its blocks on an OS thread of its own, all at once; its grid (", grid[0], ", ",
+                         grid[1], ", ", grid[2], ") has ", blocks, " blocks of ", threads, " threads, more than the ",
+                         most, " it runs at once (", kMaxCooperativeBlocks, " blocks and ", kMaxCooperativeThreads,
+                         " threads in all); launch at most ", most,
                          " blocks and let each loop over its share of the work (a persistent kernel)"));
 }
 
