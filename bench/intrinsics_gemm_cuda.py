@@ -21,7 +21,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "
 from test_intrinsics_mma import intrinsics_gemm
 
 # (block_row_warps, block_col_warps, warp_row_tiles, warp_col_tiles, chunk, stages)
-CONFIGS = [(2, 2, 64, 64, 32, 2), (2, 2, 64, 64, 32, 3), (2, 2, 64, 64, 64, 2), (2, 2, 64, 64, 64, 3)]
+CONFIGS = [
+    (2, 2, 64, 64, 32, 2),
+    (2, 2, 64, 64, 32, 3),
+    (2, 2, 64, 64, 64, 2),
+    (2, 2, 64, 64, 64, 3),
+]
 ROUNDS, CALLS = 11, 10
 
 

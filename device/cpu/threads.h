@@ -66,6 +66,10 @@ struct FiberScheduler {
   // finished, so a round without any is a deadlock.
   int named_arrived[16] = {};
   uint64_t named_generation[16] = {};
+  // The grid barrier (T.sync_grid, device/cpu/grid_sync.h): fibers arrived in its
+  // current generation.
+  int grid_arrived = 0;
+  uint64_t grid_generation = 0;
   uint64_t events = 0;
   int current = 0;
   uint64_t serial = 0;  // distinct for each block an OS thread runs (warp_lanes.h resets its buffers on it)
@@ -85,15 +89,24 @@ inline uint64_t next_block_serial() {
 }
 
 // Fiber stacks, reused across blocks by each OS worker thread. They are reserved
-// with MAP_NORESERVE: only the pages a thread touches cost memory.
+// with MAP_NORESERVE: only the pages a thread touches cost memory. They go with their
+// thread (a cooperative launch runs its blocks on threads of their own).
 inline char* fiber_stack(int i, size_t size) {
-  static thread_local Slots<char*> stacks;
-  while (int(stacks.size()) <= i) {
+  struct Stacks {
+    Slots<char*> stacks;
+    size_t size = 0;
+    ~Stacks() {
+      for (size_t j = 0; j < stacks.size(); ++j) munmap(stacks[j], size);
+    }
+  };
+  static thread_local Stacks mine;
+  mine.size = size;
+  while (int(mine.stacks.size()) <= i) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) std::abort();
-    stacks.push_back(static_cast<char*>(p));
+    mine.stacks.push_back(static_cast<char*>(p));
   }
-  return stacks[i];
+  return mine.stacks[i];
 }
 
 inline void fiber_entry() {

@@ -10,6 +10,7 @@
 
 #include "atomic.h"
 #include "debug.h"
+#include "grid_sync.h"
 #include "threads.h"
 #include "types.h"
 #include "warp.h"

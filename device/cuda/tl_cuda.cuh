@@ -339,6 +339,7 @@ TL_DEVICE void sync_threads() {
 #include "copy_async.cuh"
 #include "gemm_sm80.cuh"
 #include "gemm_sm90.cuh"  // sm_90a: wgmma gemms
+#include "grid_sync.cuh"  // T.sync_grid: the grid barrier of a cooperative launch
 #include "tma.cuh"        // sm_90: TMA copies and mbarriers
 #include "warp.cuh"
 #include "warp_specialize.cuh"  // sm_90a: setmaxnreg

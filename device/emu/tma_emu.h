@@ -1,5 +1,7 @@
 // Emulated twins of Hopper's TMA copies and shared-memory mbarriers for the CUDA
-// emulator (device/cuda/tma.cuh includes it under TL_EMULATE).
+// emulator (device/cuda/tma.cuh includes it under TL_EMULATE), and of the barriers
+// whose waits share their deadlock check: __syncthreads, named barriers, the cluster
+// barrier and T.sync_grid's grid barrier.
 //
 // Tensor maps are the emulator's encoding (device/common/tma_map.h, written by
 // tl::encode_tensor_map with emulate=true). A copy moves its box element by element
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "../common/tma_map.h"
+#include "../cpu/grid_rendezvous.h"
 
 namespace tl::emu {
 
@@ -43,6 +46,7 @@ TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity);
 TL_EMU_FN void block_barrier();  // __syncthreads
 TL_EMU_FN void thread_exited();  // the running thread returned from the kernel
 TL_EMU_FN void named_barrier_sync(int id, int count);
+TL_EMU_FN void sync_grid();  // T.sync_grid (device/cuda/grid_sync.cuh)
 TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank);
 TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add);
 TL_EMU_FN void tma_store_commit();
@@ -118,6 +122,7 @@ struct EpochMerge {
 constexpr uint64_t kNotWaiting = ~uint64_t(0);
 constexpr uint32_t kClusterBarrier = 16;  // waiting_parity of a wait at the cluster barrier (named ids are 1-15)
 constexpr uint32_t kBlockBarrier = 0;     // ... of a wait at __syncthreads
+constexpr uint32_t kGridBarrier = 17;     // ... of a wait at T.sync_grid
 
 // Per OS thread, reset for each block (or cluster: run_cluster) it runs; the
 // per-thread parts are by fiber, so that a cluster's blocks share one deadlock check.
@@ -141,6 +146,11 @@ struct TmaBlock {
   int sync_arrived[16] = {}, exited[16] = {};
   uint64_t sync_generation[16] = {};
   EpochMerge sync_epochs[16];
+  // T.sync_grid: the block's threads arrived in its current generation (a block
+  // meets the other blocks when all have; clusters are refused).
+  int grid_arrived = 0;
+  uint64_t grid_generation = 0;
+  EpochMerge grid_epochs;
   // By mbarrier: the race detector's epochs of its current phase's arrivals. A wait
   // that sees the phase complete lifts the waiter above them.
   std::unordered_map<const void*, EpochMerge> mbar_epochs;
@@ -158,6 +168,9 @@ inline TmaBlock& tma_block() {
     b.events = 0;
     b.deadlocked = false;
     for (int i = 0; i < 16; ++i) b.sync_arrived[i] = b.exited[i] = 0, b.sync_generation[i] = 0, b.sync_epochs[i] = {};
+    b.grid_arrived = 0;
+    b.grid_generation = 0;
+    b.grid_epochs = {};
     b.mbar_epochs.clear();
     b.waiting_since.assign(n, kNotWaiting);
     b.waiting_on.assign(n, nullptr);
@@ -484,9 +497,12 @@ inline void report_deadlock(const TmaBlock& b) {
     }
     ranks[i].push_back(int(j));
   }
-  std::string msg =
-      "mbarrier deadlock: every running thread of the block waits for an mbarrier phase that can no "
-      "longer complete:";
+  bool at_grid_barrier = false;
+  for (const auto& k : keys) at_grid_barrier = at_grid_barrier || (!k.first && k.second == kGridBarrier);
+  std::string msg = at_grid_barrier ? "T.sync_grid(): deadlock: every running thread of the block waits at a barrier "
+                                      "that can no longer complete:"
+                                    : "mbarrier deadlock: every running thread of the block waits for an mbarrier "
+                                      "phase that can no longer complete:";
   for (size_t i = 0; i < keys.size() && i < 4; ++i) {
     const auto& [bar, what] = keys[i];  // no mbarrier: the parity slot says which barrier
     std::string where;
@@ -499,6 +515,8 @@ inline void report_deadlock(const TmaBlock& b) {
       where = "at the cluster barrier (T.cluster_wait)";
     } else if (what == kBlockBarrier) {
       where = "at __syncthreads (the block barrier)";
+    } else if (what == kGridBarrier) {
+      where = "at T.sync_grid (the grid barrier)";
     } else {
       where = "at named barrier " + str_of(what) + " (a T.ws region's block barrier)";
     }
@@ -507,7 +525,11 @@ inline void report_deadlock(const TmaBlock& b) {
   }
   bool at_block_barrier = false;
   for (const auto& k : keys) at_block_barrier = at_block_barrier || (!k.first && k.second == kBlockBarrier);
-  if (at_block_barrier && keys.size() > 1)
+  if (at_grid_barrier)
+    msg +=
+        ". T.sync_grid() completes when every thread of every block has called it: one inside a branch that only "
+        "some threads take (or after some threads returned) never does";
+  else if (at_block_barrier && keys.size() > 1)
     msg +=
         ". Some threads wait at the block barrier while the others wait elsewhere: a block barrier that only "
         "some threads reach (a T.sync_threads() inside a branch on the thread index) never completes; use "
@@ -594,6 +616,35 @@ TL_EMU_FN void thread_exited() {
   TmaBlock& b = tma_block();
   ++b.exited[cta_rank()];
   ++b.events;
+}
+
+// ---- the grid barrier (T.sync_grid): every thread of the block arrives (a returned
+// thread does not count: every thread must call it, as cooperative groups require,
+// and a barrier some never reach is a reported deadlock), and the last one meets the
+// other blocks, each on its OS thread (device/cpu/grid_rendezvous.h), while its
+// block's other fibers are parked here. It orders shared memory as __syncthreads does.
+
+TL_EMU_FN void sync_grid() {
+  FiberScheduler* s = current_scheduler();
+  if (!s) {
+    if (const char* why = grid::arrive_and_wait()) record_failure(why);
+    return;
+  }
+  TmaBlock& b = tma_block();
+  const size_t rank = size_t(fiber_index());
+  const uint64_t gen = b.grid_generation;
+  ++b.events;
+  b.grid_epochs.arrive(s->barriers[rank]);
+  if (++b.grid_arrived == block_threads()) {
+    b.grid_arrived = 0;
+    if (const char* why = grid::arrive_and_wait()) record_failure(why);
+    ++b.grid_generation;
+    b.grid_epochs.release();
+  }
+  while (b.grid_generation == gen)
+    if (!wait_one_round(b, rank, nullptr, kGridBarrier)) return;
+  b.waiting_since[rank] = kNotWaiting;
+  s->barriers[rank] = b.grid_epochs.out;
 }
 
 // ---- named barriers (bar.sync id, count): a T.ws region's block barrier

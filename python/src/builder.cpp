@@ -112,6 +112,7 @@ void bind_builder(nb::module_& m) {
       .def("emit_break", &FunctionBuilder::emit_break)
       .def("emit_continue", &FunctionBuilder::emit_continue)
       .def("sync_threads", &FunctionBuilder::sync_threads)
+      .def("sync_grid", &FunctionBuilder::sync_grid)
       .def(
           "copy",
           [](FunctionBuilder& b, const Buffer& sb, const nb::sequence& smin, std::optional<nb::sequence> sext,

@@ -275,6 +275,11 @@ void FunctionBuilder::sync_threads() {
   emit(barrier(BarrierKind::Threads, span_));
 }
 
+void FunctionBuilder::sync_grid() {
+  require_kernel("T.sync_grid");
+  emit(tl::evaluate(call_extern(dtype::Void, kSyncGridCall, {}), span_));
+}
+
 void FunctionBuilder::copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs) {
   require_kernel("T.copy");
   emit(make_copy(src, dst, std::move(attrs), span_));

@@ -60,6 +60,7 @@ class FunctionBuilder {
   void emit_break();
   void emit_continue();
   void sync_threads();
+  void sync_grid();
 
   // ---- tile ops (validated here; errors point at the current span)
   void copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs = {});

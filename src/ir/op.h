@@ -42,6 +42,9 @@ Expr reinterpret(DataType t, Expr v, SourceSpan span = {});
 Expr select(Expr cond, Expr t, Expr f, SourceSpan span = {});
 Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span = {});
 Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
+// T.sync_grid(): the extern call of the grid-wide barrier. A T.Kernel that makes it
+// needs a cooperative launch (LaunchSpec::cooperative), every block resident at once.
+inline constexpr const char* kSyncGridCall = "tl::sync_grid";
 Expr buffer_load(const Buffer& b, std::vector<Expr> indices, SourceSpan span = {});
 Expr ramp(Expr base, Expr stride, int lanes);
 Expr broadcast(Expr value, int lanes);

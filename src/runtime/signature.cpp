@@ -41,6 +41,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     TL_ICHECK(finder.launch, "split_kernels left a part without a T.Kernel block");
     const KernelLaunchNode* k = finder.launch;
     sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
+    sig.launches.back().cooperative = calls_extern(k->body, kSyncGridCall);
   }
   return sig;
 }
@@ -113,6 +114,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   grid <n> <expr>...                      starts a launch (one per T.Kernel block)
 //   threads <n> <int>...                    of the launch above
 //   cluster <n> <int>...                    of the launch above, when it has clusters
+//   cooperative                             of the launch above, when it calls T.sync_grid
 //   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str(), of the launch above
 // An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
 // `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
@@ -178,6 +180,7 @@ class SignatureWriter {
         for (int64_t c : l.cluster) body_ << " " << c;
         body_ << "\n";
       }
+      if (l.cooperative) body_ << "cooperative\n";
       for (const TmaMapSpec& m : l.tma_maps) body_ << m.str() << "\n";
     }
     return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
@@ -269,6 +272,8 @@ class SignatureReader {
         LaunchSpec& l = current_launch(sig, kind);
         int n = integer();
         for (int i = 0; i < n; ++i) l.cluster.push_back(integer());
+      } else if (kind == "cooperative") {
+        current_launch(sig, kind).cooperative = true;
       } else if (kind == "tma") {
         current_launch(sig, kind).tma_maps.push_back(TmaMapSpec::parse(line));
       } else {

@@ -41,6 +41,9 @@ struct LaunchSpec {
   std::vector<TmaMapSpec> tma_maps;
   SourceSpan span;               // the T.Kernel's line (not serialized)
   std::vector<int64_t> cluster;  // blocks per cluster along x, y, z; empty: no cluster
+  // The kernel calls T.sync_grid: every block must be resident at once, so the
+  // runtime launches it cooperatively and refuses a grid that does not fit.
+  bool cooperative = false;
 };
 
 struct KernelSignature {

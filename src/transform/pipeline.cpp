@@ -80,30 +80,65 @@ PrimFunc lower_common(PrimFunc f, const Target& t, const Attrs& configs) {
   return f;
 }
 
-// CPU: one executor per thread block, so fragments are block-wide arrays and tile
-// ops become plain loops; no layout inference is needed. Kernels that read thread
-// indices run each thread as a fiber; their shared memory gets the barriers a GPU
-// would (the code generator adds those around block ops).
-// T.sync_threads(id, count): a named barrier of part of the block, which the CUDA
-// targets have and the cpu target runs with its fibers (device/cpu/warp.h).
-void refuse_named_barriers(const PrimFunc& f, const Target& t) {
+// The first statement that calls the extern function `name`, if any.
+const EvaluateNode* find_extern_call(const Stmt& body, const std::string& name) {
   struct Find : IRVisitor {
-    SourceSpan found;
-    bool seen = false;
+    const std::string& name;
+    const EvaluateNode* found = nullptr;
+    explicit Find(const std::string& n) : name(n) {}
     using IRVisitor::visit;
     void visit(const EvaluateNode* op) override {
       const std::string* n = extern_name(op->value);
-      if (!seen && n && *n == "tl::named_barrier_sync") seen = true, found = op->span;
+      if (!found && n && *n == name) found = op;
     }
-  } find;
-  find.visit(f->body);
-  if (find.seen)
-    throw_user_error(find.found,
+  } find(name);
+  find.visit(body);
+  return find.found;
+}
+
+// T.sync_threads(id, count): a named barrier of part of the block, which the CUDA
+// targets have and the cpu target runs with its fibers (device/cpu/warp.h).
+void refuse_named_barriers(const PrimFunc& f, const Target& t) {
+  if (const EvaluateNode* call = find_extern_call(f->body, "tl::named_barrier_sync"))
+    throw_user_error(call->span,
                      "T.sync_threads(barrier_id, arrive_count) is a named barrier of part of the block, "
                      "which the CUDA targets have and the target '" +
                          t.str() + "' has not; use T.sync_threads() there");
 }
 
+// T.sync_grid: a barrier of the whole launch, which needs every block resident at once
+// (a cooperative launch on CUDA, one OS thread per block on the cpu target and the CUDA
+// emulator). Metal has no such launch; a cluster kernel would need the driver's
+// cluster-aware occupancy check, which the runtime does not make.
+void check_grid_barrier(const PrimFunc& f, const Target& t) {
+  const EvaluateNode* call = find_extern_call(f->body, kSyncGridCall);
+  if (!call) return;
+  if (t.kind == TargetKind::Metal)
+    throw_user_error(call->span,
+                     "T.sync_grid() needs every block of the launch resident at once (a cooperative "
+                     "launch), which the target '" +
+                         t.str() +
+                         "' has not; split the kernel at the barrier into two T.Kernel blocks, which "
+                         "run one after the other");
+  struct FindCluster : IRVisitor {
+    const KernelLaunchNode* launch = nullptr;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override {
+      if (!op->cluster.empty()) launch = op;
+    }
+  } cluster;
+  cluster.visit(f->body);
+  if (cluster.launch)
+    throw_user_error(call->span,
+                     "T.sync_grid() in a kernel with cluster_dims is not supported (a cooperative launch of thread "
+                     "block clusters); drop cluster_dims from the T.Kernel, or split the kernel at the barrier "
+                     "into two T.Kernel blocks");
+}
+
+// CPU: one executor per thread block, so fragments are block-wide arrays and tile
+// ops become plain loops; no layout inference is needed. Kernels that read thread
+// indices run each thread as a fiber; their shared memory gets the barriers a GPU
+// would (the code generator adds those around block ops).
 PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   f = lower_common(f, t, configs);
   return run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
@@ -158,6 +193,7 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs) {
   dump("input", input);
   check_onchip_bounds(input);
+  check_grid_barrier(input, target);
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
   PrimFunc f =
       run_pass("apply_shared_layouts", input, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });

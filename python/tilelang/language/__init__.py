@@ -52,6 +52,7 @@ from .ops import (
     fill,
     gemm,
     gemm_v2,
+    sync_grid,
     sync_threads,
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
@@ -142,6 +143,7 @@ __all__ = [
     "reshape",
     "serial",
     "symbolic",
+    "sync_grid",
     "sync_threads",
     "tvm_thread_allreduce",
     "unroll",

@@ -35,6 +35,7 @@ class CountingBuilder:
             "emit_break",
             "emit_continue",
             "sync_threads",
+            "sync_grid",
             "copy",
             "fill",
             "gemm",

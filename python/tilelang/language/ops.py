@@ -267,6 +267,14 @@ def sync_threads(barrier_id=None, arrive_count=None):
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_sync", [ids, count]))
 
 
+def sync_grid():
+    """A barrier of every thread of every block of the launch (CUDA cooperative groups'
+    `grid.sync()`): writes to global memory before it are visible to all blocks after it.
+    Every thread of every block must call it, and all blocks must be resident at once; the
+    launch checks that the grid fits (a persistent kernel launches about one block per SM)."""
+    builder_ctx.current("T.sync_grid").builder.sync_grid()
+
+
 def evaluate(expr):
     from .allreduce import DONE
 
@@ -288,5 +296,6 @@ __all__ = [
     "evaluate",
     "fill",
     "gemm",
+    "sync_grid",
     "sync_threads",
 ]

@@ -41,6 +41,10 @@ const CudaDriver* cuda_driver() {
               load(h, api.cuModuleLoadData, "cuModuleLoadData") && load(h, api.cuModuleUnload, "cuModuleUnload") &&
               load(h, api.cuModuleGetFunction, "cuModuleGetFunction") &&
               load(h, api.cuFuncSetAttribute, "cuFuncSetAttribute") && load(h, api.cuLaunchKernel, "cuLaunchKernel") &&
+              load(h, api.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel") &&
+              load(h, api.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor") &&
+              load(h, api.cuEventCreate, "cuEventCreate") && load(h, api.cuEventRecord, "cuEventRecord") &&
+              load(h, api.cuStreamWaitEvent, "cuStreamWaitEvent") &&
               load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName") &&
               load(h, api.cuDriverGetVersion, "cuDriverGetVersion");
     load(h, api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");  // optional: sm_90 TMA maps (runtime/cuda/tma.h)

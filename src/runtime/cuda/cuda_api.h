@@ -16,6 +16,7 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
+using CUevent = void*;
 using nvrtcResult = int;
 using nvrtcProgram = void*;
 
@@ -33,6 +34,14 @@ struct CudaDriver {
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void**, void**);
+  // Cooperative launches (T.sync_grid): the launch, the occupancy its check needs,
+  // and the events that order launches of one module on different streams.
+  CUresult (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                        unsigned, CUstream, void**);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*cuGetErrorString)(CUresult, const char**);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuDriverGetVersion)(int*);

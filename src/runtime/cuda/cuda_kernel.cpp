@@ -1,5 +1,6 @@
 // Lazy module loading per device, and the launch with driver errors that name
-// the kernel and its launch shape.
+// the kernel and its launch shape; kernels that call T.sync_grid are launched
+// cooperatively, after a check that their grid fits on the GPU at once.
 #include "runtime/cuda/cuda_kernel.h"
 
 #include <cctype>
@@ -15,7 +16,9 @@ CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, s
       cubin_(std::move(cubin)),
       entries_(std::move(entries)),
       compile_flags_(std::move(compile_flags)),
-      functions_(new std::atomic<void*>[kMaxDevices * entries_.size()]) {
+      functions_(new std::atomic<void*>[kMaxDevices * entries_.size()]),
+      residency_(kMaxDevices * entries_.size()),
+      last_cooperative_(kMaxDevices, nullptr) {
   if (entries_.size() != signature().launches.size())
     throw std::runtime_error(str_cat("kernel '", signature().name, "': ", entries_.size(), " cuda entries for ",
                                      signature().launches.size(), " launches"));
@@ -64,6 +67,20 @@ void CudaKernel::load_functions(int device_id) const {
                          " bytes of shared memory"));
     fns.push_back(fn);
   }
+  bool cooperative = false;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!signature().launches[i].cooperative) continue;
+    cooperative = true;
+    const std::array<unsigned, 3>& t = threads_[i];
+    int per_sm = 0, sms = 0;
+    check_cuda(d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fns[i], int(t[0] * t[1] * t[2]),
+                                                              size_t(entries_[i].shared_bytes)),
+               str_cat("the occupancy of kernel '", signature().name, "' (", entries_[i].name, ")"));
+    d->cuDeviceGetAttribute(&sms, 16, dev);  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    residency_[device_id * entries_.size() + i] = Residency{per_sm, sms};
+  }
+  if (cooperative && !last_cooperative_[device_id])  // here, where the device's context is current
+    check_cuda(d->cuEventCreate(&last_cooperative_[device_id], 2), "cuEventCreate");  // CU_EVENT_DISABLE_TIMING
   // Slot 0 last: its being set tells the unlocked readers that all are.
   for (size_t i = fns.size(); i-- > 0;) slots[i].store(fns[i], std::memory_order_release);
 }
@@ -104,6 +121,7 @@ void CudaKernel::launch(size_t index, const KernelArg* slots, size_t num_slots, 
   // A TMA map's slot points at its 128 bytes, which are the parameter's value.
   const size_t first_map = size_t(signature().num_args());
   for (size_t i = 0; i < num_slots; ++i) params[i] = i < first_map ? const_cast<KernelArg*>(&slots[i]) : slots[i].ptr;
+  if (signature().launches[index].cooperative) return launch_cooperative(index, fn, params, grid, device_id, stream);
   const std::array<unsigned, 3>& block = threads_[index];
   const CudaEntry& entry = entries_[index];
   CUresult r = cuda_driver()->cuLaunchKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), block[0],
@@ -112,6 +130,36 @@ void CudaKernel::launch(size_t index, const KernelArg* slots, size_t num_slots, 
   check_cuda(r, str_cat("launching kernel '", signature().name, "' (", entry.name, ") with grid (", grid[0], ", ",
                         grid[1], ", ", grid[2], "), block (", block[0], ", ", block[1], ", ", block[2], "), ",
                         entry.shared_bytes, " bytes of shared memory"));
+}
+
+// A grid barrier waits for every block, so every block must be resident at once: a
+// grid that does not fit is refused here with the numbers (the driver would answer
+// CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE).
+void CudaKernel::launch_cooperative(size_t index, void* fn, void** params, const std::array<int64_t, 3>& grid,
+                                    int device_id, void* stream) const {
+  const CudaDriver* d = cuda_driver();
+  const std::array<unsigned, 3>& block = threads_[index];
+  const CudaEntry& entry = entries_[index];
+  const Residency& fit = residency_[device_id * entries_.size() + index];
+  const int64_t blocks = grid[0] * grid[1] * grid[2], most = fit.per_sm * fit.sms;
+  if (blocks > most)
+    throw_user_error(
+        signature().launches[index].span,
+        str_cat("kernel '", signature().name, "' (", entry.name,
+                ") calls T.sync_grid(), so every block of its grid must be resident on the GPU at once, but its grid (",
+                grid[0], ", ", grid[1], ", ", grid[2], ") has ", blocks, " blocks and at most ", most, " fit (",
+                fit.per_sm, " per SM x ", fit.sms, " SMs, with ", block[0] * block[1] * block[2], " threads and ",
+                entry.shared_bytes, " bytes of dynamic shared memory per block); launch at most ", most,
+                " blocks and let each loop over its share of the work (a persistent kernel)"));
+  std::lock_guard<std::mutex> lock(cooperative_mu_);
+  CUevent last = last_cooperative_[device_id];
+  check_cuda(d->cuStreamWaitEvent(stream, last, 0), "cuStreamWaitEvent (ordering cooperative launches)");
+  CUresult r = d->cuLaunchCooperativeKernel(fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]), block[0],
+                                            block[1], block[2], unsigned(entry.shared_bytes), stream, params);
+  check_cuda(r, str_cat("launching kernel '", signature().name, "' (", entry.name, ") cooperatively with grid (",
+                        grid[0], ", ", grid[1], ", ", grid[2], "), block (", block[0], ", ", block[1], ", ", block[2],
+                        "), ", entry.shared_bytes, " bytes of shared memory"));
+  check_cuda(d->cuEventRecord(last, stream), "cuEventRecord (ordering cooperative launches)");
 }
 
 }  // namespace tl

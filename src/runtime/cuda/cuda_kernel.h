@@ -35,6 +35,9 @@ class CudaKernel : public Kernel {
 
  private:
   void* function_for(int device_id, size_t index) const;
+  // A launch of a kernel that calls T.sync_grid (LaunchSpec::cooperative).
+  void launch_cooperative(size_t index, void* fn, void** params, const std::array<int64_t, 3>& grid, int device_id,
+                          void* stream) const;
   void load_functions(int device_id) const;
   static constexpr int kNoBinaryForGpu = 209;        // CUDA_ERROR_NO_BINARY_FOR_GPU
   int load_as_ptx(int device_id, void** mod) const;  // a CUresult
@@ -48,6 +51,17 @@ class CudaKernel : public Kernel {
   static constexpr int kMaxDevices = 64;
   std::unique_ptr<std::atomic<void*>[]> functions_;
   mutable std::mutex mu_;
+  // Per device and cooperative launch (device-major, as functions_): the blocks that
+  // fit on the GPU at once, per SM and in all; written with the functions.
+  struct Residency {
+    int64_t per_sm = 0, sms = 0;
+  };
+  mutable std::vector<Residency> residency_;
+  // Per device: the event of the last cooperative launch of this module, which the
+  // next one waits for. Its blocks share the module's arrival word (device/cuda/
+  // grid_sync.cuh), so two must never run at once, whatever their streams.
+  mutable std::vector<void*> last_cooperative_;
+  mutable std::mutex cooperative_mu_;
 };
 
 }  // namespace tl

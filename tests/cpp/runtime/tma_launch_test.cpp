@@ -2,8 +2,8 @@
 // the signature's, malformed records are errors that quote them, and TmaLaunchMaps
 // encodes a map from the tensor argument (emulator encoding: dims and byte strides
 // innermost first, the box, the swizzle), keeps it per tensor and names the
-// argument when TMA cannot describe it. A launch's thread block cluster travels
-// with the signature text too.
+// argument when TMA cannot describe it. A launch's thread block cluster and its
+// need of a cooperative launch (T.sync_grid) travel with the signature text too.
 #include "runtime/tma_launch.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +76,16 @@ TEST(KernelSignature, ClusterTravelsWithTheSignatureText) {
   ASSERT_EQ(back.launches.size(), 1u);
   EXPECT_EQ(back.launches[0].cluster, (std::vector<int64_t>{2, 1, 1}));
   EXPECT_TRUE(KernelSignature::parse(signature_with_map(spec()).serialize()).launches[0].cluster.empty());
+}
+
+TEST(KernelSignature, CooperativeLaunchTravelsWithTheSignatureText) {
+  KernelSignature sig = signature_with_map(spec());
+  sig.launches[0].cooperative = true;
+  KernelSignature back = KernelSignature::parse(sig.serialize());
+  ASSERT_EQ(back.launches.size(), 1u);
+  EXPECT_TRUE(back.launches[0].cooperative);
+  EXPECT_EQ(back.launches[0].tma_maps.size(), 1u);
+  EXPECT_FALSE(KernelSignature::parse(signature_with_map(spec()).serialize()).launches[0].cooperative);
 }
 
 TEST(TmaLaunchMaps, EncodesFromTheTensorAndKeepsItPerTensor) {
