@@ -145,3 +145,33 @@ def test_gemm_operands_keep_the_layout_the_gemm_chooses(target):
     c = np.zeros((M, N), np.float32)
     kernel(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+def scaled_through_tile(M, N, bm, bn):
+    """B = 2 A: threads write the annotated tile, then a copy stores it (by TMA on
+    sm_90a, in the tile's swizzle)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.Kernel(N // bn, M // bm, threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), "float16")
+            T.annotate_layout({S: make_swizzled_layout(S)})
+            for i, j in T.Parallel(bm, bn):
+                S[i, j] = A[by * bm + i, bx * bn + j] * 2
+            T.copy(S, B[by * bm, bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", SM80, SM90A])
+def test_annotated_tiles_store_through_tma_in_their_swizzle(target):
+    M, N = 128, 192
+    kernel = tilelang.compile(scaled_through_tile(M, N, 64, 64), target=target)
+    if target == SM90A:
+        src = kernel.get_kernel_source()
+        assert "tl::tma_store<2>((&tl_tma_map0), (&S[0])" in src
+        assert any("^" in line for line in tile_offsets(src, "S"))
+    a = np.random.default_rng(3).standard_normal((M, N)).astype(np.float16)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a * np.float16(2))
