@@ -284,6 +284,15 @@ Expr select(Expr cond, Expr t, Expr f, SourceSpan span) {
   return Expr(std::move(n));
 }
 
+Expr address_of(Expr element, AddressAccess access) {
+  return call(Intrinsic::AddressOf, {std::move(element), int_imm(int64_t(access))});
+}
+
+AddressAccess address_access(const CallNode* c) {
+  auto mask = c->args.size() == 2 ? as_const_int(c->args[1]) : std::nullopt;
+  return mask ? AddressAccess(*mask) : AddressAccess::ReadWrite;
+}
+
 Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
   int arity = intrinsic_arity(op);
   if (arity >= 0 && int(args.size()) != arity)
@@ -303,9 +312,15 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
     case Intrinsic::DeviceAssert:
       t = dtype::Void;
       break;
-    case Intrinsic::AddressOf:
+    case Intrinsic::AddressOf: {
+      auto mask = args.size() == 2 ? as_const_int(args[1]) : std::nullopt;
+      if (args.empty() || args.size() > 2 || (args.size() == 2 && (!mask || *mask < 1 || *mask > 3)))
+        throw_user_error(span,
+                         "address_of takes a buffer element and optionally an access mask 1 (read), 2 (write) "
+                         "or 3 (both)");
       t = dtype::Handle;
       break;
+    }
     case Intrinsic::Pow:
     case Intrinsic::Fmod:
     case Intrinsic::Fma: {

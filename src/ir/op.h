@@ -42,6 +42,13 @@ Expr reinterpret(DataType t, Expr v, SourceSpan span = {});
 Expr select(Expr cond, Expr t, Expr f, SourceSpan span = {});
 Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span = {});
 Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
+// The address of `element` (a BufferLoad) for a device call, with how the callee uses
+// the memory there (T.access_ptr's mask: 1 reads, 2 writes, 3 both), which the
+// barrier planner orders it by. An address without a mask reads and writes.
+enum class AddressAccess : int { Read = 1, Write = 2, ReadWrite = 3 };
+Expr address_of(Expr element, AddressAccess access);
+// The mask of an address_of call; ReadWrite when it has none.
+AddressAccess address_access(const CallNode* address_of);
 // T.sync_grid(): the extern call of the grid-wide barrier. A T.Kernel that makes it
 // needs a cooperative launch (LaunchSpec::cooperative), every block resident at once.
 inline constexpr const char* kSyncGridCall = "tl::sync_grid";

@@ -74,10 +74,11 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
   auto [c0, c1] = std::pair(c.ranges[c.ranges.size() - 2].extent, c.ranges.back().extent);
   const BufferRegion& ka = a;
   Expr k = ta ? ka.ranges[ka.ranges.size() - 2].extent : ka.ranges.back().extent;
-  auto ptr = [](const BufferRegion& r) {
+  // A and B are read (the barrier planner's mask); C is read and written.
+  auto ptr = [](const BufferRegion& r, AddressAccess access = AddressAccess::ReadWrite) {
     std::vector<Expr> mins;
     for (const Range& rg : r.ranges) mins.push_back(rg.min);
-    return call(Intrinsic::AddressOf, {buffer_load(r.buffer, mins)});
+    return address_of(buffer_load(r.buffer, mins), access);
   };
   auto row_stride = [](const BufferRegion& r) {
     auto strides = r.buffer.effective_strides();
@@ -85,7 +86,9 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
   };
   std::string name = str_cat("tl::gemm_tile<", *as_const_int(c0), ", ", *as_const_int(c1), ", ", *as_const_int(k), ", ",
                              ta ? "true" : "false", ", ", tb ? "true" : "false", ", ", clear ? "true" : "false", ">");
-  return evaluate(call_extern(dtype::Void, name, {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}),
+  return evaluate(call_extern(dtype::Void, name,
+                              {ptr(a, AddressAccess::Read), row_stride(a), ptr(b, AddressAccess::Read), row_stride(b),
+                               ptr(c), row_stride(c)}),
                   op->span);
 }
 
@@ -178,10 +181,11 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   int64_t warps = threads / 32;
   int64_t best = gemm_warp_split(m, n, warps, attr_int(op->attrs, "policy", 0));
   if (!best) return Stmt();
-  auto ptr = [](const BufferRegion& r) {
+  // A and B are read (the barrier planner's mask); C is read and written.
+  auto ptr = [](const BufferRegion& r, AddressAccess access = AddressAccess::ReadWrite) {
     std::vector<Expr> mins;
     for (const Range& rg : r.ranges) mins.push_back(rg.min);
-    return call(Intrinsic::AddressOf, {buffer_load(r.buffer, mins)});
+    return address_of(buffer_load(r.buffer, mins), access);
   };
   auto row_stride = [](const BufferRegion& r) {
     auto strides = r.buffer.effective_strides();
@@ -190,8 +194,10 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   auto flag = [](bool v) { return v ? "true" : "false"; };
   std::string name = str_cat("tl::gemm_mma<", m, ", ", n, ", ", k, ", ", flag(ta), ", ", flag(tb), ", ", flag(clear),
                              ", ", best, ", ", warps / best, ">");
-  Stmt call_stmt = evaluate(
-      call_extern(dtype::Void, name, {ptr(a), row_stride(a), ptr(b), row_stride(b), ptr(c), row_stride(c)}), op->span);
+  Stmt call_stmt = evaluate(call_extern(dtype::Void, name,
+                                        {ptr(a, AddressAccess::Read), row_stride(a), ptr(b, AddressAccess::Read),
+                                         row_stride(b), ptr(c), row_stride(c)}),
+                            op->span);
   return attr_stmt(kCooperativeAttr, int64_t(1), call_stmt, op->span);
 }
 

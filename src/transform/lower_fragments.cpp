@@ -1444,7 +1444,8 @@ class Lowerer : public IRMutator {
     auto ptr = [&](const BufferRegion& r) {
       std::vector<Expr> mins;
       for (const Range& rg : r.ranges) mins.push_back(rg.min);
-      return call(Intrinsic::AddressOf, {buffer_load(mutate_buffer(r.buffer), mins)});
+      // The gemm reads its shared operands (the barrier planner's mask).
+      return address_of(buffer_load(mutate_buffer(r.buffer), mins), AddressAccess::Read);
     };
     auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(reg(buf), {int_imm(0)})}); };
     auto flag = [](bool v) { return v ? "true" : "false"; };

@@ -110,30 +110,29 @@ Access accesses(const Stmt& s, bool skip_async = false) {
       IRVisitor::visit(op);
     }
     void visit(const CallNode* op) override {
-      if (op->op == Intrinsic::AddressOf)
-        if (auto* l = op->args[0].as<BufferLoadNode>(); l && block_shared(l->buffer)) st.writes.insert(l->buffer.get());
-      // Device calls that only read some of their shared operands: a register gemm
-      // (tl::gemm_ss / tl::wgmma_gemm_ss ...) reads A and B (arguments 1 and 2), and
-      // tilelang.intrinsics' ldmatrix (tl::ldmatrix_frag) its tile.
-      const std::string* name = extern_name(op);
-      if (!name) return IRVisitor::visit(op);
-      const std::string& n = *name;
-      const bool gemm = n.rfind("tl::gemm_", 0) == 0 || n.rfind("tl::wgmma_gemm_", 0) == 0;
-      const bool ldmatrix = n.rfind("tl::ldmatrix_frag<", 0) == 0;
-      if (!gemm && !ldmatrix) return IRVisitor::visit(op);
-      const bool pending =
-          n.rfind("tl::wgmma_gemm_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ", 1>") == 0;
-      for (size_t i = 1; i < op->args.size(); ++i) {
-        auto* addr = op->args[i].as<CallNode>();
-        auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;
-        if (!l || !block_shared(l->buffer)) {
-          visit(op->args[i]);
-          continue;
-        }
-        (ldmatrix || i <= 2 ? (pending ? st.async_reads : st.reads) : st.writes).insert(l->buffer.get());
+      // An address handed to a device call: the callee reads, writes or does both at
+      // it, as its mask says (T.access_ptr's, and the lowerings' for the gemm and
+      // ldmatrix operands they pass); without a mask, a write.
+      if (op->op == Intrinsic::AddressOf) {
+        auto* l = op->args[0].as<BufferLoadNode>();
+        if (!l || !block_shared(l->buffer)) return IRVisitor::visit(op);
+        const AddressAccess access = address_access(op);
+        if (access != AddressAccess::Write) (pending ? st.async_reads : st.reads).insert(l->buffer.get());
+        if (access != AddressAccess::Read) st.writes.insert(l->buffer.get());
         for (const Expr& e : l->indices) visit(e);
+        return;
       }
+      // A wgmma gemm issued without a wait (Pending = 1) still reads its operands
+      // after the statement.
+      const std::string* name = extern_name(op);
+      const bool in_flight = name && name->rfind("tl::wgmma_gemm_", 0) == 0 && name->size() > 4 &&
+                             name->compare(name->size() - 4, 4, ", 1>") == 0;
+      const bool outer = pending;
+      pending = pending || in_flight;
+      IRVisitor::visit(op);
+      pending = outer;
     }
+    bool pending = false;
   } w;
   w.skip_async = skip_async;
   w.visit(s);

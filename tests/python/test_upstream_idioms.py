@@ -387,6 +387,56 @@ def test_access_ptr_passes_buffers_elements_and_offsets(target):
     np.testing.assert_array_equal(c, np.tile(np.concatenate([a[1, :4], a[2, 4:]]), (4, 1)))
 
 
+@pytest.mark.parametrize("target", ALL)
+def test_access_ptr_masks_order_shared_accesses_as_reads_or_writes(target):
+    """The barrier planner takes an "r" address as a read of the shared buffer: two
+    callees reading the tile need no barrier between them, and a "w" address is a
+    write the next reader waits for. The emulators' race detector checks the plan."""
+
+    @T.prim_func
+    def k(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=4) as _:
+            T.import_source(SCALE4)
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((4, 8), "float32")
+            R = T.alloc_shared((4, 8), "float32")
+            out = T.alloc_local((8,), "float32")
+            T.copy(A, S)
+            # every thread reads the row after its own: S must be written, then only read
+            nxt = (tx + 1) % 4
+            T.call_extern(
+                "handle", "scale4", T.access_ptr(S[nxt, 0], "r"), T.access_ptr(out, "w"), 2
+            )
+            T.call_extern(
+                "handle", "scale4", T.access_ptr(S[nxt, 4], "r"), T.access_ptr(out[4], "w"), 3
+            )
+            # R written through "w" addresses, then read by another thread
+            T.call_extern(
+                "handle", "scale4", T.access_ptr(out, "r"), T.access_ptr(R[tx, 0], "w"), 1
+            )
+            T.call_extern(
+                "handle", "scale4", T.access_ptr(out[4], "r"), T.access_ptr(R[tx, 4], "w"), 1
+            )
+            for i in T.serial(8):
+                B[tx, i] = R[nxt, i]
+
+    kernel = tilelang.compile(k, target=target)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    rolled = np.roll(np.roll(a, -1, axis=0), -1, axis=0)  # row tx + 2 of A
+    np.testing.assert_array_equal(b[:, :4], 2 * rolled[:, :4])
+    np.testing.assert_array_equal(b[:, 4:], 3 * rolled[:, 4:])
+    if "cuda" in target:
+        body = kernel.get_kernel_source()
+        body = body[body.index("__global__") :]
+        # after the copy into S, before R reuses S's bytes, after the writes into R;
+        # none between the two reads of S
+        reads = body[body.index("scale4((&S[") : body.rindex("scale4((&S[")]
+        assert "__syncthreads" not in reads
+        assert body.count("__syncthreads();") == 3
+
+
 def test_access_ptr_checks_its_arguments():
     def build(mask="r", target=None, extent=None):
         @T.prim_func

@@ -343,7 +343,7 @@ class TensorCoreIntrinEmitter:
                 "handle",
                 f"tl::ldmatrix_frag<{count}, {'true' if trans else 'false'}>",
                 T.address_of(local[self._flat(local, first)]),
-                T.address_of(buf[(*lead, row, col)]),
+                T.access_ptr(buf[(*lead, row, col)], "r"),  # read only: exact barriers
             )
         )
 

@@ -308,8 +308,11 @@ def access_ptr(target, access_type="r", extent=None, offset=0):
     `T.access_ptr(B_local, "r")` (the buffer's first element),
     `T.access_ptr(A_shared[i, 0], "w", extent=16)` (one element), or a slice (its first
     element). `offset` moves the address by that many elements of the buffer's
-    row-major order; `access_type` ("r", "w", "rw" or TVM's masks 1, 2, 3) and
-    `extent` say how the callee uses the memory and are checked, not needed."""
+    row-major order. `access_type` ("r", "w", "rw" or TVM's masks 1, 2, 3) says how
+    the callee uses the memory: the barrier planner orders a shared buffer handed over
+    through an "r" address as a read (two readers need no barrier between them); an
+    address without a mask (`T.address_of`) counts as a write. `extent` is checked,
+    not needed."""
     mask = _ACCESS.get(access_type, access_type)
     if mask not in (1, 2, 3):
         raise frontend_error(
@@ -330,12 +333,12 @@ def access_ptr(target, access_type="r", extent=None, offset=0):
                 f"got {target!r}"
             )
         if isinstance(offset, int) and offset == 0:
-            return _C.call("address_of", [value])
+            return _C.call("address_of", [value, mask])
         buffer, indices = _traced_element(value)
     if not (isinstance(offset, int) and offset == 0):
         flat = buffer.elem_offset_of(indices) + offset
         indices = list(index_to_coordinates(flat, buffer.shape))
-    return _C.call("address_of", [buffer[tuple(indices)] if indices else buffer[0]])
+    return _C.call("address_of", [buffer[tuple(indices)] if indices else buffer[0], mask])
 
 
 def _traced_element(load):
