@@ -11,13 +11,14 @@
 namespace tl {
 namespace {
 
-// A barrier of the whole block or grid: T.sync_threads(), T.sync_grid(), a named barrier.
+// A barrier of the whole block or grid: T.sync_threads(), T.sync_grid(). A named
+// barrier (part of the block, under a branch on the thread) is left where it is.
 bool is_block_barrier(const Stmt& s) {
   if (auto* b = s.as<BarrierNode>()) return b->barrier == BarrierKind::Threads;
   auto* e = s.as<EvaluateNode>();
   if (!e) return false;
   const std::string* name = extern_name(e->value);
-  return name && (*name == kSyncGridCall || *name == "tl::named_barrier_sync");
+  return name && *name == kSyncGridCall;
 }
 
 // The first block barrier anywhere in `s`, or nullptr.
@@ -30,7 +31,7 @@ const StmtNode* find_barrier(const Stmt& s) {
     }
     void visit(const EvaluateNode* op) override {
       const std::string* name = extern_name(op->value);
-      if (!found && name && (*name == kSyncGridCall || *name == "tl::named_barrier_sync")) found = op;
+      if (!found && name && *name == kSyncGridCall) found = op;
     }
   } find;
   find.visit(s);
