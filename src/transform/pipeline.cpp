@@ -24,6 +24,7 @@
 #include "transform/plan_shared_memory.h"
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
+#include "transform/split_parallel_at_barriers.h"
 #include "transform/warp_specialize.h"
 
 namespace tl {
@@ -194,9 +195,11 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
   dump("input", input);
   check_onchip_bounds(input);
   check_grid_barrier(input, target);
-  // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
+  // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
   PrimFunc f =
-      run_pass("apply_shared_layouts", input, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
+      run_pass("split_parallel_at_barriers", input, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
+  // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
+  f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
   f = run_pass("lower_explicit_hopper", f, [&](const PrimFunc& g) {
     return lower_explicit_hopper(g, target, !config_on(pass_configs, "tl.disable_wgmma"));
