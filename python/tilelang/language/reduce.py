@@ -71,6 +71,66 @@ def reduce_absmax(buffer, out, dim=-1, clear=True):
     _reduce("absmax", buffer, out, dim, clear)
 
 
+def reduce_argmax(buffer, out, dim=-1):
+    """out = the index along `dim` of the largest element of `buffer` (the first one
+    on ties, as torch.argmax; NaNs are never chosen). `out` is an integer buffer of
+    `buffer`'s shape without `dim` (or with it kept as 1)."""
+    _arg_reduce("max", buffer, out, dim)
+
+
+def reduce_argmin(buffer, out, dim=-1):
+    """out = the index along `dim` of the smallest element of `buffer` (the first on
+    ties); see T.reduce_argmax."""
+    _arg_reduce("min", buffer, out, dim)
+
+
+def _arg_reduce(kind, buffer, out, dim):
+    """Two reductions: the extreme value of each line, then the least index holding
+    it (an index tile with a sentinel past the line elsewhere)."""
+    from . import ops
+    from .math import if_then_else
+
+    name = f"T.reduce_arg{kind}"
+    builder_ctx.current(name)
+    src, dst = to_value(buffer), to_value(out)
+    for what, x in (("source", src), ("destination", dst)):
+        if not isinstance(x, Buffer):
+            raise frontend_error(
+                f"{name} {what} must be a buffer (shared or fragment), got {type(x).__name__} {x!r}"
+            )
+    if not dst.dtype.is_int():
+        raise frontend_error(
+            f"{name} destination '{dst.name}' must have an integer dtype for the indices, "
+            f"got {dst.dtype}"
+        )
+    rank = src.ndim
+    axis = _int_arg(dim, f"{name} dim")
+    if not -rank <= axis < rank:
+        raise frontend_error(
+            f"{name} dim {axis} is out of range for source '{src.name}' of rank {rank}; use a "
+            f"dim in [{-rank}, {rank - 1}]"
+        )
+    axis %= rank
+    shape = list(src.shape)
+    line = [n for d, n in enumerate(shape) if d != axis] or [1]
+    extreme = ops.alloc_fragment(line, src.dtype)
+    _reduce(kind, src, extreme, axis, True)
+    index = ops.alloc_fragment(shape, dst.dtype)
+    past = shape[axis]  # larger than every index of the line
+    builder = builder_ctx.current(name).builder
+    ix = [builder.begin_for(f"i{d}", 0, n, "parallel", {}) for d, n in enumerate(shape)]
+    at = [i for d, i in enumerate(ix) if d != axis] or [0]
+    index[tuple(ix)] = if_then_else(src[tuple(ix)] == extreme[tuple(at)], ix[axis], past)
+    for _ in shape:
+        builder.end_for()
+    if dst.ndim == 0:
+        single = ops.alloc_fragment([1], dst.dtype)
+        _reduce("min", index, single, axis, True)
+        dst[()] = single[0]
+        return
+    _reduce("min", index, dst, axis, True)
+
+
 def reduce_bitand(buffer, out, dim=-1, clear=True):
     _reduce("bitand", buffer, out, dim, clear)
 
@@ -166,6 +226,8 @@ __all__ = [
     "finalize_reducer",
     "reduce_absmax",
     "reduce_abssum",
+    "reduce_argmax",
+    "reduce_argmin",
     "reduce_bitand",
     "reduce_bitor",
     "reduce_bitxor",
