@@ -35,9 +35,10 @@ if [ "${BENCH_ONLY:-0}" != 1 ]; then
   echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
 fi
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
-# arguments); the default runs them all (more than one 10-minute device call: pick).
+# arguments); unset runs them all (more than one 10-minute device call: pick), and
+# BENCHES="" runs none.
 # They all write to bench.log (at most 8 files come back from the device).
-BENCHES=${BENCHES:-compile_speed.py;jit_overhead_cuda.py;gemm_cuda.py;memory_bound_cuda.py;flash_attention_cuda.py;flash_attention_bwd_cuda.py;fp8_gemm_cuda.py;skinny_gemm_cuda.py;mla_decode_cuda.py;autotune_cuda.py}
+BENCHES=${BENCHES-compile_speed.py;jit_overhead_cuda.py;gemm_cuda.py;memory_bound_cuda.py;flash_attention_cuda.py;flash_attention_bwd_cuda.py;fp8_gemm_cuda.py;skinny_gemm_cuda.py;mla_decode_cuda.py;autotune_cuda.py}
 IFS=';' read -ra benches <<< "$BENCHES"
 : > "$OUT/bench.log"
 for b in "${benches[@]}"; do
