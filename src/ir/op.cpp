@@ -313,11 +313,16 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
       t = dtype::Void;
       break;
     case Intrinsic::AddressOf: {
-      auto mask = args.size() == 2 ? as_const_int(args[1]) : std::nullopt;
-      if (args.empty() || args.size() > 2 || (args.size() == 2 && (!mask || *mask < 1 || *mask > 3)))
+      const std::optional<int64_t> mask = args.size() == 2 ? as_const_int(args[1]) : std::nullopt;
+      const int64_t m = mask.value_or(0);  // 0: none given, or not a constant
+      if (args.empty() || args.size() > 2 || (args.size() == 2 && (m < 1 || m > 3))) {
+        std::string given = str_cat(args.size(), " argument(s)");
+        if (args.size() == 2) given += mask ? str_cat(", mask ", m) : std::string(", a mask that is not a constant");
         throw_user_error(span,
                          "address_of takes a buffer element and optionally an access mask 1 (read), 2 (write) "
-                         "or 3 (both)");
+                         "or 3 (both); got " +
+                             given);
+      }
       t = dtype::Handle;
       break;
     }

@@ -721,15 +721,16 @@ class Pipeliner : public IRMutator {
     // of C came out wrong (docs/design/hopper.md, "The consumers' release"). Such
     // releases fence first (fence.proxy.async waits for the warp's shared accesses).
     std::vector<bool> generic(groups.size(), false);
-    for (size_t g = 0; g < groups.size() && ws; ++g)
-      for (const Unit& c : units)
-        for (const Stmt& s : c.stmts) {
-          auto* gemm = s.as<TileOpNode>();
-          if (c.producer || (gemm && gemm->op == TileOpKind::Gemm && wgmma_acc_.count(gemm->regions[2].buffer.get())))
-            continue;
-          std::set<BufKey> t = touched(s);
+    for (const Unit& c : units)
+      for (const Stmt& s : c.stmts) {
+        auto* gemm = s.as<TileOpNode>();
+        if (!ws || c.producer ||
+            (gemm && gemm->op == TileOpKind::Gemm && wgmma_acc_.count(gemm->regions[2].buffer.get())))
+          continue;
+        std::set<BufKey> t = touched(s);  // once per statement, for every group
+        for (size_t g = 0; g < groups.size(); ++g)
           for (BufKey x : groups[g].tiles) generic[g] = generic[g] || t.count(x);
-        }
+      }
     // The consumers' release of group g's version of iteration `done` (counted over
     // the rounds): a multicast tile goes back to every block that writes into it.
     auto release_of = [&](size_t g, const Expr& done) {

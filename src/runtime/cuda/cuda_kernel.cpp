@@ -68,15 +68,17 @@ void CudaKernel::load_functions(int device_id) const {
     fns.push_back(fn);
   }
   bool cooperative = false;
+  int sms = 0;  // the device's SM count, asked once
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (!signature().launches[i].cooperative) continue;
+    if (!cooperative)
+      check_cuda(d->cuDeviceGetAttribute(&sms, 16, dev), "the SM count");  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     cooperative = true;
     const std::array<unsigned, 3>& t = threads_[i];
-    int per_sm = 0, sms = 0;
+    int per_sm = 0;
     check_cuda(d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fns[i], int(t[0] * t[1] * t[2]),
                                                               size_t(entries_[i].shared_bytes)),
                str_cat("the occupancy of kernel '", signature().name, "' (", entries_[i].name, ")"));
-    d->cuDeviceGetAttribute(&sms, 16, dev);  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
     residency_[device_id * entries_.size() + i] = Residency{per_sm, sms};
   }
   if (cooperative && !last_cooperative_[device_id])  // here, where the device's context is current
