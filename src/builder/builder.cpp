@@ -238,7 +238,18 @@ Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, 
       throw_user_error(span_, str_cat("shape of '", name, "' must be positive; dimension ", i, " is ", *c));
   }
   Buffer b = Buffer::make(name, dtype, std::move(shape), scope, {}, span_);
-  top().items.push_back(Item{{}, b, {}, {}, span_});
+  // Shared tiles and fragments belong to the block, wherever the kernel allocates them
+  // (TileLang's rule): one inside a loop or branch is allocated in the kernel's own
+  // frame, so that the loop's body stays a plain list of statements (T.Pipelined
+  // schedules those; an Allocate around part of the body would hide its copies).
+  Frame* home = &top();
+  if (scope == Scope::Shared || scope == Scope::SharedDyn || scope == Scope::Fragment)
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f)
+      if (f->kind == FrameKind::Kernel) {
+        home = &*f;
+        break;
+      }
+  home->items.push_back(Item{{}, b, {}, {}, span_});
   return b;
 }
 

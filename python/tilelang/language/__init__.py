@@ -57,6 +57,7 @@ from .ops import (
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
 from .reduce import *
+from .sparse import gemm_sp, gemm_sp_v2
 from .shapes import (
     Buffer,
     FragmentBuffer,
@@ -125,6 +126,8 @@ __all__ = [
     "fill",
     "gemm",
     "gemm_v2",
+    "gemm_sp",
+    "gemm_sp_v2",
     "get_block_binding",
     "get_block_bindings",
     "get_block_extent",

@@ -7,9 +7,11 @@ never change results there."""
 from .fragment import Fragment
 from .layout import Layout
 from .swizzle import (
+    make_cutlass_metadata_layout,
     make_full_bank_swizzled_layout,
     make_half_bank_swizzled_layout,
     make_linear_layout,
+    make_metadata_layout,
     make_quarter_bank_swizzled_layout,
     make_swizzled_layout,
 )
@@ -17,9 +19,11 @@ from .swizzle import (
 __all__ = [
     "Fragment",
     "Layout",
+    "make_cutlass_metadata_layout",
     "make_full_bank_swizzled_layout",
     "make_half_bank_swizzled_layout",
     "make_linear_layout",
+    "make_metadata_layout",
     "make_quarter_bank_swizzled_layout",
     "make_swizzled_layout",
 ]

@@ -126,3 +126,23 @@ def make_linear_layout(*args):
             f"make_linear_layout takes a buffer or (stride, continuous), got {args}"
         )
     return Layout(shape, lambda *idx: list(idx))
+
+
+def make_metadata_layout(buffer, mma_dtype="float16", backend="cutlass", arch=None, **kwargs):
+    """The layout TileLang gives a sparse gemm's metadata (`E` of T.gemm_sp). Here the
+    metadata keeps its logical, row-major layout on every target, the one
+    tilelang.utils.sparse.compress writes, so this is the identity over the buffer; the
+    arguments (mma_dtype, backend, arch, block_k ...) are accepted and checked only for
+    the backend's name."""
+    del mma_dtype, arch, kwargs
+    if backend not in ("cutlass", "naive"):
+        raise frontend_error(
+            f"make_metadata_layout: backend must be 'cutlass' or 'naive', got {backend!r}"
+        )
+    shape, _ = _buffer_info(buffer, "make_metadata_layout")
+    return Layout(shape, lambda *idx: list(idx))
+
+
+def make_cutlass_metadata_layout(buffer, mma_dtype="float16", arch=None, **kwargs):
+    """make_metadata_layout with the CUTLASS backend: the identity here (see there)."""
+    return make_metadata_layout(buffer, mma_dtype, "cutlass", arch, **kwargs)

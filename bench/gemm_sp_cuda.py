@@ -1,0 +1,116 @@
+"""2:4 sparse GEMM (T.gemm_sp, examples/gemm_sp.py) on the cuda target against
+torch.matmul on the dense A (what the sparse kernel replaces) and, where torch has it,
+torch's semi-structured sparse matmul (to_sparse_semi_structured: CUTLASS / cuSPARSELt
+on the sparse tensor cores), same run, A/B interleaved medians.
+
+T.gemm_sp decodes each A tile into a dense shared tile and runs the dense gemm on it
+(wgmma on sm_90a), so the floor is the dense GEMM's: 2*M*N*K FLOPs at the dense tensor
+rate (H200 ~990 TFLOP/s float16), plus the decode (a few integer operations per element
+of A, on the CUDA cores). Bytes: A/2 + E (A/8) + B + C. TFLOP/s below count the dense
+2*M*N*K, so ratios are times. Appends the table to bench/RESULTS.md.
+
+Run on a GPU machine: python bench/gemm_sp_cuda.py [--shapes 4096x4096x4096,...]
+"""
+
+import argparse
+import pathlib
+import statistics
+import sys
+
+import torch
+from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
+from gemm_sp import gemm_sp
+from tilelang.utils.sparse import compress, randn_semi_sparse
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+# (block_M, block_N, block_K, num_stages, threads)
+CONFIGS = [
+    (128, 128, 64, 3, 128),
+    (128, 128, 64, 4, 256),
+    (128, 256, 64, 3, 256),
+    (128, 128, 128, 3, 256),
+]
+ROUNDS, CALLS = 11, 10
+
+
+def torch_sparse(a):
+    """torch's semi-structured sparse A, or None where this torch or GPU lacks it."""
+    try:
+        from torch.sparse import to_sparse_semi_structured
+
+        return to_sparse_semi_structured(a)
+    except Exception as e:  # noqa: BLE001 - reported; the dense reference stays
+        print(f"torch semi-structured sparse unavailable: {str(e).splitlines()[0]}")
+        return None
+
+
+def bench_shape(M, N, K):
+    a = randn_semi_sparse(M, K, dtype=torch.float16, device="cuda")
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    a_sparse, e = compress(a)
+    ref = a.float() @ b.float()
+    tried = []
+    for cfg in CONFIGS:
+        bM, bN, bK, stages, threads = cfg
+        try:
+            kernel = gemm_sp(M, N, K, bM, bN, bK, stages, threads)
+            got = kernel(a_sparse, e, b)
+        except Exception as err:  # noqa: BLE001 - a config that does not build is reported
+            print(f"{M}x{N}x{K} {cfg}: failed: {str(err).splitlines()[0]}")
+            continue
+        torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-1)
+        secs = statistics.median(
+            cuda_seconds(lambda k=kernel: k(a_sparse, e, b), CALLS) for _ in range(3)
+        )
+        print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s (dense-equivalent)")
+        tried.append((secs, cfg, lambda k=kernel: k(a_sparse, e, b)))
+    if not tried:
+        return None
+    refs = [lambda: torch.matmul(a, b)]
+    sparse_a = torch_sparse(a)
+    if sparse_a is not None:
+        torch.testing.assert_close(torch.matmul(sparse_a, b).float(), ref, rtol=1e-2, atol=1e-1)
+        refs.append(lambda: torch.matmul(sparse_a, b))
+    secs, cfg, theirs = best_interleaved(tried, refs, ROUNDS, CALLS)
+    flop = 2 * M * N * K
+    dense = theirs[0]
+    row = f"| {M}x{N}x{K} | {cfg} | {flop / secs / 1e12:.1f} | {flop / dense / 1e12:.1f} | {dense / secs:.3f} |"
+    if len(theirs) > 1:
+        row += f" {flop / theirs[1] / 1e12:.1f} | {theirs[1] / secs:.3f} |"
+    else:
+        row += " - | - |"
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
+    report(
+        "gemm_sp_cuda",
+        torch_device(),
+        (
+            "examples/gemm_sp.py (float16, 2:4 sparse A, int16 metadata, float32 out; the "
+            "faster of the two best configs by burst) vs torch.matmul on the dense A and "
+            f"torch's semi-structured sparse matmul; {rounds_text(ROUNDS, CALLS)}; TFLOP/s "
+            "count the dense 2*M*N*K"
+        ),
+        [
+            "shape (MxNxK)",
+            "config (bM, bN, bK, stages, threads)",
+            "tilelang sparse (TFLOP/s)",
+            "torch dense (TFLOP/s)",
+            "ratio dense/tilelang",
+            "torch sparse (TFLOP/s)",
+            "ratio torch sparse/tilelang",
+        ],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Structured-sparse operands for `T.gemm_sp`: `compress` splits a 2:4 sparse matrix (1:2
+for float32) into its kept values and metadata, `decompress` undoes it, and
+`randn_semi_sparse` / `randint_semi_sparse` / `arange_semi_sparse` make sparse test
+matrices. numpy arrays and torch tensors both work (torch tensors stay on their device).
+
+The metadata format is the one tilelang.language.sparse documents: one 4-bit code per
+group of K, row-major, little end first. TileLang's CUTLASS-ordered metadata layouts
+(`make_cutlass_metadata_layout`) are accepted by the kernels and leave this format as
+it is, so `compress` here and `T.gemm_sp` agree whatever the annotation says; metadata
+made by another library's compressor in a reordered layout is not understood."""
+
+import numpy as np
+
+from tilelang.language.sparse import e_factor, sparsity_of
+
+__all__ = [
+    "arange_semi_sparse",
+    "compress",
+    "decompress",
+    "e_factor",
+    "randint_semi_sparse",
+    "randn_semi_sparse",
+]
+
+_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def _dtype_name(x):
+    name = str(x.dtype).replace("torch.", "")
+    return {"float8_e4m3fn": "float8_e4m3", "half": "float16", "float": "float32"}.get(name, name)
+
+
+def _raw(x):
+    """The same elements as unsigned (numpy) / signed (torch) integers of their width,
+    so that gathers work for every element type (float8 and bfloat16 included)."""
+    bits = x.element_size() * 8 if _is_torch(x) else x.dtype.itemsize * 8
+    if _is_torch(x):
+        import torch
+
+        return x.view({8: torch.int8, 16: torch.int16, 32: torch.int32}[bits])
+    return x.view({8: np.uint8, 16: np.uint16, 32: np.uint32}[bits])
+
+
+def _default_meta(a_dtype, arch):
+    if str(a_dtype).startswith(("int8", "uint8", "float8")):
+        return "int32"
+    if arch is not None and str(arch).split(".")[0].isdigit() and int(str(arch).split(".")[0]) >= 9:
+        return "uint8"
+    return "int16"
+
+
+def _meta_name(meta_dtype):
+    if meta_dtype is None or isinstance(meta_dtype, str):
+        return meta_dtype
+    if _is_torch_dtype(meta_dtype):
+        return str(meta_dtype).replace("torch.", "")
+    return np.dtype(meta_dtype).name
+
+
+def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
+    """(A_sparse, E) of a 2:4 sparse A (M, K), or of A stored (K, M) with transposed=True
+    (then A_sparse is (K/2, M); E is (M, K / e_factor) either way). At most 2 of every 4
+    consecutive elements along K may be nonzero (1 of 2 for float32); a group with fewer
+    keeps zeros. meta_dtype (a dtype name, numpy or torch dtype) picks E's element type:
+    int32 for 8-bit A, int16 otherwise, uint8 when `arch` is 9.0 or later (the choices of
+    TileLang's examples). block_k is accepted for TileLang's signature; the format does
+    not depend on it."""
+    del block_k
+    if getattr(A, "ndim", None) != 2:
+        raise ValueError(f"compress: A must be a 2-D numpy array or torch tensor, got {A!r:.80}")
+    a_name = _dtype_name(A)
+    kept, group = sparsity_of(a_name, "compress: A")
+    meta = _meta_name(meta_dtype) or _default_meta(a_name, arch)
+    if meta not in _BITS:
+        raise ValueError(
+            f"compress: meta_dtype must be one of {', '.join(_BITS)}, got {meta_dtype!r}"
+        )
+    factor = e_factor(a_name, meta)
+    dense = A.T if transposed else A
+    M, K = dense.shape
+    if K % factor:
+        raise ValueError(
+            f"compress: K = {K} (A's {'first' if transposed else 'last'} dimension) must be a "
+            f"multiple of {factor}: each {meta} metadata element describes {factor} elements"
+        )
+    torch_in = _is_torch(A)
+    if torch_in:
+        torch = _torch()
+        groups = dense.contiguous().view(M, K // group, group)
+        nonzero = groups.float() != 0
+        key = (~nonzero).to(torch.int64) * group + torch.arange(group, device=A.device)
+        order = torch.sort(torch.argsort(key, dim=-1, stable=True)[..., :kept], dim=-1).values
+        values = torch.take_along_dim(_raw(groups), order, dim=-1).view(A.dtype)
+    else:
+        groups = np.ascontiguousarray(dense).reshape(M, K // group, group)
+        nonzero = groups.astype(np.float32) != 0
+        key = (~nonzero).astype(np.int64) * group + np.arange(group)
+        order = np.sort(np.argsort(key, axis=-1, kind="stable")[..., :kept], axis=-1)
+        values = np.take_along_axis(_raw(groups), order, axis=-1).view(A.dtype)
+    counts = nonzero.sum(-1)
+    if bool((counts > kept).any()):
+        flat = (
+            int((counts > kept).reshape(-1).nonzero()[0][0])
+            if not torch_in
+            else int((counts > kept).reshape(-1).nonzero()[0, 0])
+        )
+        r, g = divmod(flat, K // group)
+        span = f"{g * group}-{g * group + group - 1}"
+        where = f"column {r}, rows {span}" if transposed else f"row {r}, columns {span}"
+        raise ValueError(
+            f"compress: A is not {kept}:{group} sparse along K: {where} hold "
+            f"{int(counts.reshape(-1)[flat])} nonzeros, at most {kept} allowed"
+        )
+    values = values.reshape(M, K // group * kept)
+    first = order[..., 0]
+    codes = first | (order[..., 1] << 2) if kept == 2 else (2 * first) | ((2 * first + 1) << 2)
+    per_word = factor // group
+    codes = codes.reshape(M, K // factor, per_word)
+    words = codes[..., 0]
+    for i in range(1, per_word):
+        words = words | (codes[..., i] << (4 * i))
+    bits = _BITS[meta]
+    if meta.startswith("int"):  # two's complement of the word's bit pattern
+        words = words - (words >= (1 << (bits - 1))) * (1 << bits)
+    E = words.to(getattr(_torch(), meta)) if torch_in else words.astype(meta)
+    if transposed:
+        values = values.T.contiguous() if torch_in else np.ascontiguousarray(values.T)
+    return values, E
+
+
+def decompress(A_sparse, E, transposed=False):
+    """The dense A of compress's (A_sparse, E): (M, K), or (K, M) with transposed=True."""
+    a_name = _dtype_name(A_sparse)
+    kept, group = sparsity_of(a_name, "decompress: A_sparse")
+    factor = e_factor(a_name, _dtype_name(E))
+    torch_in = _is_torch(A_sparse)
+    values = A_sparse.T if transposed else A_sparse
+    M, k_kept = values.shape
+    K = k_kept // kept * group
+    if tuple(E.shape) != (M, K // factor):
+        raise ValueError(f"decompress: E must have shape {(M, K // factor)}, got {tuple(E.shape)}")
+    per_word = factor // group
+    words = E.to(_torch().int64) if torch_in else E.astype(np.int64)
+    codes = [(words >> (4 * i)) & 15 for i in range(per_word)]
+    if torch_in:
+        codes = _torch().stack(codes, -1).reshape(M, K // group)
+        out = _torch().zeros((M, K // group, group), dtype=_torch().float32, device=A_sparse.device)
+        vals = values.float().reshape(M, K // group, kept)
+    else:
+        codes = np.stack(codes, -1).reshape(M, K // group)
+        out = np.zeros((M, K // group, group), np.float32)
+        vals = values.astype(np.float32).reshape(M, K // group, kept)
+    slots = [codes & 3, (codes >> 2) & 3] if kept == 2 else [(codes & 3) >> 1]
+    for s, pos in enumerate(slots):
+        for p in range(group):
+            out[..., p] += (pos == p) * vals[..., s]
+    out = out.reshape(M, K)
+    out = out.to(A_sparse.dtype) if torch_in else out.astype(A_sparse.dtype)
+    if transposed:
+        out = out.T.contiguous() if torch_in else np.ascontiguousarray(out.T)
+    return out
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _is_torch_dtype(d):
+    return type(d).__module__.startswith("torch")
+
+
+def _semi_sparse(dense, dtype, transposed):
+    """Zeros all but kept of every group along dim 1 (at random positions), then the
+    dtype and layout asked for."""
+    torch = _torch()
+    M, K = dense.shape
+    kept, group = sparsity_of(
+        str(dtype).replace("torch.", "").replace("float8_e4m3fn", "float8_e4m3")
+    )
+    if K % group:
+        raise ValueError(f"K = {K} must be a multiple of the group size {group}")
+    scores = torch.rand((M, K // group, group), device=dense.device)
+    drop = scores.topk(group - kept, dim=-1).indices
+    dense = dense.reshape(M, K // group, group).scatter(-1, drop, 0).reshape(M, K)
+    if transposed:
+        dense = dense.t().contiguous()
+    return dense.to(dtype)
+
+
+def randn_semi_sparse(M, K, dtype=None, device="cuda", transposed=False):
+    """A random (M, K) torch tensor, 2:4 sparse along K (1:2 for float32); (K, M) with
+    transposed=True."""
+    torch = _torch()
+    dtype = dtype or torch.float16
+    return _semi_sparse(torch.randn((M, K), device=device), dtype, transposed)
+
+
+def randint_semi_sparse(M, K, low, high, dtype=None, device="cuda", transposed=False):
+    """randn_semi_sparse with integers from [low, high)."""
+    torch = _torch()
+    dtype = dtype or torch.int32
+    dense = torch.randint(low, high, (M, K), device=device, dtype=torch.int64)
+    return _semi_sparse(dense, dtype, transposed)
+
+
+def arange_semi_sparse(M, K, dtype=None, device="cuda", transposed=False):
+    """randn_semi_sparse with the values 0 .. M * K - 1 in row-major order."""
+    torch = _torch()
+    dtype = dtype or torch.float16
+    dense = torch.arange(M * K, device=device, dtype=torch.float32).reshape(M, K)
+    return _semi_sparse(dense, dtype, transposed)

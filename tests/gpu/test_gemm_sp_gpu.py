@@ -1,0 +1,52 @@
+"""T.gemm_sp on the GPU against torch: TileLang's sparse-gemm kernel shape
+(tests/python/test_gemm_sp.py's sparse_gemm, which the cpu and the emulators run against
+numpy), fed by tilelang.utils.sparse's torch path (compress on the device), for sm_80
+code and sm_90a code (TMA copies, wgmma on the decoded tile)."""
+
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+
+import tilelang
+from test_gemm_sp import sparse_gemm
+from tilelang.utils.sparse import compress, decompress, randint_semi_sparse, randn_semi_sparse
+
+torch = pytest.importorskip("torch")
+
+CASES = [
+    # M, N, K, tiles, dtype, meta, trans_A, trans_B
+    (512, 1024, 768, (128, 128, 64), "float16", "int16", False, False),
+    (512, 1024, 768, (128, 128, 64), "float16", "int16", False, True),
+    (512, 512, 512, (128, 128, 64), "bfloat16", "uint8", False, False),
+    (256, 256, 512, (64, 128, 64), "float16", "int16", True, False),
+    (300, 200, 256, (128, 64, 64), "bfloat16", "int16", False, True),  # tails
+]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_gemm_sp_matches_torch(arch, case):
+    M, N, K, (bM, bN, bK), dtype, meta, trans_A, trans_B = CASES[case]
+    t = getattr(torch, dtype)
+    a = randn_semi_sparse(M, K, dtype=t, device="cuda", transposed=trans_A)
+    b = torch.randn((N, K) if trans_B else (K, N), device="cuda").to(t)
+    a_sparse, e = compress(a, transposed=trans_A, meta_dtype=meta)
+    assert a_sparse.is_cuda and e.is_cuda
+    assert torch.equal(decompress(a_sparse, e, transposed=trans_A), a)
+    func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, stages=3)
+    kernel = tilelang.compile(func, out_idx=[3], target=f"cuda -arch={arch}")
+    got = kernel(a_sparse, e, b)
+    ref = (a.T if trans_A else a).float() @ (b.T if trans_B else b).float()
+    torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2)
+
+
+def test_gemm_sp_int8_matches_torch():
+    a = randint_semi_sparse(256, 256, -4, 5, dtype=torch.int8, device="cuda")
+    b = torch.randint(-4, 5, (256, 128), device="cuda", dtype=torch.int8)
+    a_sparse, e = compress(a, meta_dtype="int32")
+    func = sparse_gemm(256, 128, 256, 128, 128, 64, "int8", "int32", accum="int32")
+    got = tilelang.compile(func, out_idx=[3], target="cuda")(a_sparse, e, b)
+    assert torch.equal(got.cpu(), (a.long() @ b.long()).int().cpu())

@@ -1,0 +1,281 @@
+"""T.gemm_sp (python/tilelang/language/sparse.py) and tilelang.utils.sparse: 2:4 sparse A
+(1:2 for float32) as kept values + 4-bit codes, compressed on the host, decoded in the
+kernel and multiplied, on every target against numpy; TileLang's kernel shape (E and
+E_shared annotated with the CUTLASS metadata layout, T.Pipelined); the errors."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.layout import make_cutlass_metadata_layout, make_metadata_layout
+from tilelang.utils.sparse import compress, decompress, e_factor
+from tilelang.utils.target import available_targets
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate"]
+NP = {
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float32": np.float32,
+    "int8": np.int8,
+    "float8_e4m3": ml_dtypes.float8_e4m3fn,
+}
+
+
+def semi_sparse(rows, K, dtype, seed=0, kept=None):
+    """A (rows, K) array keeping `kept` random elements of every group along K."""
+    rng = np.random.default_rng(seed)
+    group = 2 if dtype == "float32" else 4
+    kept = kept if kept is not None else group // 2
+    if dtype == "int8":
+        a = rng.integers(-4, 5, size=(rows, K // group, group))
+    else:
+        a = rng.integers(-8, 9, size=(rows, K // group, group)) / 4  # exact in every float type
+    a = np.where(a == 0, 1, a)
+    drop = np.argsort(rng.random((rows, K // group, group)), -1)[..., : group - kept]
+    np.put_along_axis(a, drop, 0, -1)
+    return a.reshape(rows, K).astype(NP[dtype])
+
+
+def sparse_gemm(
+    M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, stages=2, accum="float32"
+):
+    ef = e_factor(dtype, meta)
+    a_shape = (K // 2, M) if trans_A else (M, K // 2)
+    as_shape = (bK // 2, bM) if trans_A else (bM, bK // 2)
+    if dtype == "float32":  # 1:2 keeps half as well
+        pass
+    b_shape = (N, K) if trans_B else (K, N)
+    bs_shape = (bN, bK) if trans_B else (bK, bN)
+
+    @T.prim_func
+    def main(
+        A_sparse: T.Tensor(a_shape, dtype),
+        E: T.Tensor((M, K // ef), meta),
+        B: T.Tensor(b_shape, dtype),
+        C: T.Tensor((M, N), accum),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_shared = T.alloc_shared(as_shape, dtype)
+            E_shared = T.alloc_shared((bM, bK // ef), meta)
+            B_shared = T.alloc_shared(bs_shape, dtype)
+            C_frag = T.alloc_fragment((bM, bN), accum)
+            T.annotate_layout(
+                {
+                    E: make_cutlass_metadata_layout(E, mma_dtype=dtype, arch="8.0"),
+                    E_shared: make_cutlass_metadata_layout(E_shared, mma_dtype=dtype, arch="8.0"),
+                }
+            )
+            T.clear(C_frag)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(E[by * bM, k * bK // ef], E_shared)
+                if trans_A:
+                    T.copy(A_sparse[k * bK // 2, by * bM], A_shared)
+                else:
+                    T.copy(A_sparse[by * bM, k * bK // 2], A_shared)
+                if trans_B:
+                    T.copy(B[bx * bN, k * bK], B_shared)
+                else:
+                    T.copy(B[k * bK, bx * bN], B_shared)
+                T.gemm_sp(A_shared, E_shared, B_shared, C_frag, trans_A, trans_B)
+            T.copy(C_frag, C[by * bM, bx * bN])
+
+    return main
+
+
+def run(target, M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, accum="float32"):
+    a = semi_sparse(M, K, dtype)
+    rng = np.random.default_rng(1)
+    if dtype == "int8":
+        b = rng.integers(-4, 5, size=(K, N)).astype(np.int8)
+    else:
+        b = (rng.integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
+    a_in = np.ascontiguousarray(a.T) if trans_A else a
+    b_in = np.ascontiguousarray(b.T) if trans_B else b
+    a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
+    func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, accum=accum)
+    kernel = tilelang.compile(func, out_idx=[3], target=target)
+    got = np.asarray(kernel(a_sparse, e, b_in)).astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    return kernel
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("trans", [(False, False), (False, True), (True, False), (True, True)])
+def test_gemm_sp_float16_all_transposes(target, trans):
+    run(target, 64, 64, 128, 32, 32, 64, "float16", "int16", *trans)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "dtype,meta,accum",
+    [
+        ("bfloat16", "uint8", "float32"),  # TileLang's sm_90 metadata (e_factor 8)
+        ("int8", "int32", "int32"),
+        ("float32", "int16", "float32"),  # 1:2, codes 0b0100 / 0b1110
+        ("float8_e4m3", "int32", "float32"),
+    ],
+)
+def test_gemm_sp_dtypes_and_metadata(target, dtype, meta, accum):
+    if dtype == "float8_e4m3" and target.startswith("metal"):  # Metal has no float8
+        with pytest.raises(tilelang.TileLangError, match="float8_e4m3fn is not supported on Metal"):
+            run(target, 64, 32, 128, 64, 32, 64, dtype, meta, False, True, accum=accum)
+        return
+    run(target, 64, 32, 128, 64, 32, 64, dtype, meta, False, True, accum=accum)
+
+
+def test_gemm_sp_tails_on_cpu():
+    # M, N and K that the tiles do not divide (K still a whole number of metadata words).
+    run("cpu", 72, 40, 192, 64, 32, 128, "float16", "int16")
+
+
+@pytest.mark.skipif("cuda" not in available_targets(), reason="needs NVRTC")
+def test_gemm_sp_cuda_source_is_pipelined_and_compiles():
+    func = sparse_gemm(256, 256, 256, 128, 128, 64, "float16", "int16")
+    kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a")
+    source = kernel.get_kernel_source()
+    # The copies stay async (TMA / cp.async) with the decoded tile allocated in the loop.
+    assert "tl::tma_load" in source and "tl::cp_async" in source
+    assert "tl::wgmma_gemm_ss" in source
+
+
+def test_compress_codes_and_round_trip():
+    row = np.array([[0, 1.5, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1]], np.float16)
+    values, e = compress(row)
+    assert values.tolist() == [[1.5, 2, 3, 0, 0, 0, 0, -1]]
+    # groups: (1, 3) -> 0b1101, (0, 1) -> 0b0100 (a lone value keeps the next zero),
+    # (0, 1) for an empty group, (0, 3) -> 0b1100; little end first in an int16.
+    assert e.dtype == np.int16 and e.shape == (1, 1)
+    assert int(e[0, 0]) & 0xFFFF == 0b1100_0100_0100_1101
+    assert (decompress(values, e) == row).all()
+    for dtype, meta in [
+        ("bfloat16", "uint8"),
+        ("int8", "int32"),
+        ("float32", "int16"),
+        ("float8_e4m3", "int32"),
+    ]:
+        a = semi_sparse(32, 128, dtype, seed=3)
+        for transposed in (False, True):
+            a_in = np.ascontiguousarray(a.T) if transposed else a
+            v, e = compress(a_in, transposed=transposed, meta_dtype=meta)
+            assert e.shape == (32, 128 // e_factor(dtype, meta)) and str(e.dtype) == meta
+            assert v.shape == ((64, 32) if transposed else (32, 64))
+            back = decompress(v, e, transposed=transposed)
+            assert back.dtype == a_in.dtype
+            np.testing.assert_array_equal(back.astype(np.float32), a_in.astype(np.float32))
+
+
+def test_compress_float32_codes():
+    values, e = compress(np.array([[0, 2, 3, 0, 0, 0, 0, 5]], np.float32), meta_dtype="int16")
+    assert values.tolist() == [[2, 3, 0, 5]]
+    assert int(e[0, 0]) & 0xFFFF == 0b1110_0100_0100_1110
+
+
+def test_compress_defaults_follow_tilelang():
+    a = semi_sparse(16, 64, "float16")
+    assert compress(a)[1].dtype == np.int16
+    assert compress(a, arch="9.0")[1].dtype == np.uint8
+    assert compress(semi_sparse(16, 64, "int8"))[1].dtype == np.int32
+
+
+def test_compress_errors():
+    dense = np.ones((4, 16), np.float16)
+    with pytest.raises(
+        ValueError, match=r"not 2:4 sparse along K: row 0, columns 0-3 hold 4 nonzeros"
+    ):
+        compress(dense)
+    with pytest.raises(ValueError, match=r"K = 8 .* must be a multiple of 16"):
+        compress(np.zeros((4, 8), np.float16))
+    with pytest.raises(ValueError, match="meta_dtype must be one of"):
+        compress(np.zeros((4, 16), np.float16), meta_dtype="float32")
+    with pytest.raises(ValueError, match="dtypes float16, bfloat16"):
+        compress(np.zeros((4, 16), np.float64))
+
+
+def errors_kernel(e_cols, e_dtype="int16", a_dtype="float16"):
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 16), a_dtype),
+        E: T.Tensor((32, e_cols), e_dtype),
+        B: T.Tensor((32, 32), a_dtype),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 16), a_dtype)
+            E_s = T.alloc_shared((32, e_cols), e_dtype)
+            B_s = T.alloc_shared((32, 32), a_dtype)
+            C = T.alloc_fragment((32, 32), "float32")
+            T.gemm_sp(A_s, E_s, B_s, C)
+
+    return main
+
+
+def test_gemm_sp_errors_name_the_operand():
+    with pytest.raises(
+        tilelang.TileLangError, match=r"E 'E_s' must have shape \[32, 2\] .* got \[32, 4\]"
+    ):
+        errors_kernel(4)
+    with pytest.raises(
+        tilelang.TileLangError, match=r"E 'E_s' must have an integer dtype .* got float32"
+    ):
+        errors_kernel(2, "float32")
+    with pytest.raises(
+        tilelang.TileLangError, match=r"A_sparse 'A_s' must have one of the dtypes .* got float64"
+    ):
+        errors_kernel(2, a_dtype="float64")
+
+
+def test_metadata_layouts_are_identities():
+    made = []
+
+    @T.prim_func
+    def main(E: T.Tensor((32, 4), "int16")):
+        with T.Kernel(1, threads=32):
+            made.append(
+                make_metadata_layout(
+                    E, mma_dtype="float16", backend="cutlass", arch="9.0", block_k=64
+                )
+            )
+            made.append(make_cutlass_metadata_layout(E, mma_dtype="bfloat16", arch="8.0"))
+
+    assert main is not None
+    assert [m.map_forward_index([3, 2]) for m in made] == [[3, 2], [3, 2]]
+    with pytest.raises(
+        tilelang.TileLangError, match="backend must be 'cutlass' or 'naive', got 'other'"
+    ):
+
+        @T.prim_func
+        def bad(E: T.Tensor((32, 4), "int16")):
+            with T.Kernel(1, threads=32):
+                make_metadata_layout(E, backend="other")
+
+
+def test_shared_tile_allocated_inside_a_pipelined_loop():
+    """T.alloc_shared inside T.Pipelined is a block-level tile (TileLang's rule): the loop
+    still pipelines, and results are right."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((64, 256), "float16"),
+        B: T.Tensor((256, 64), "float16"),
+        C: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            C_f = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(4, num_stages=2):
+                A_s = T.alloc_shared((64, 64), "float16")
+                B_s = T.alloc_shared((64, 64), "float16")
+                T.copy(A[0, k * 64], A_s)
+                T.copy(B[k * 64, 0], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    a = (np.random.default_rng(0).integers(-4, 5, (64, 256)) / 4).astype(np.float16)
+    b = (np.random.default_rng(1).integers(-4, 5, (256, 64)) / 4).astype(np.float16)
+    for target in ("cpu", "cuda -arch=sm_80 -emulate"):
+        got = tilelang.compile(main, out_idx=[2], target=target)(a, b)
+        np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5)
+    if "cuda" in available_targets():
+        source = tilelang.compile(main, out_idx=[2], target="cuda -arch=sm_80").get_kernel_source()
+        assert "tl::cp_async" in source
