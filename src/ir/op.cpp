@@ -315,12 +315,12 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
     case Intrinsic::AddressOf: {
       const std::optional<int64_t> mask = args.size() == 2 ? as_const_int(args[1]) : std::nullopt;
       const int64_t m = mask.value_or(0);  // 0: none given, or not a constant
-      if (args.empty() || args.size() > 2 || (args.size() == 2 && (m < 1 || m > 3))) {
+      if (args.empty() || args.size() > 2 || (args.size() == 2 && (m < 1 || m > 3) && m != 5)) {
         std::string given = str_cat(args.size(), " argument(s)");
         if (args.size() == 2) given += mask ? str_cat(", mask ", m) : std::string(", a mask that is not a constant");
         throw_user_error(span,
-                         "address_of takes a buffer element and optionally an access mask 1 (read), 2 (write) "
-                         "or 3 (both); got " +
+                         "address_of takes a buffer element and optionally an access mask 1 (read), 2 (write), "
+                         "3 (both) or 5 (a read still in flight when the call returns); got " +
                              given);
       }
       t = dtype::Handle;

@@ -45,7 +45,10 @@ Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
 // The address of `element` (a BufferLoad) for a device call, with how the callee uses
 // the memory there (T.access_ptr's mask: 1 reads, 2 writes, 3 both), which the
 // barrier planner orders it by. An address without a mask reads and writes.
-enum class AddressAccess : int { Read = 1, Write = 2, ReadWrite = 3 };
+// ReadInFlight (5: a read, bit 2 "still going on after the call returns") is what a
+// wgmma issued without its wait passes: the planner keeps those reads pending until
+// the wgmma wait that ends them.
+enum class AddressAccess : int { Read = 1, Write = 2, ReadWrite = 3, ReadInFlight = 5 };
 Expr address_of(Expr element, AddressAccess access);
 // The mask of an address_of call; ReadWrite when it has none.
 AddressAccess address_access(const CallNode* address_of);

@@ -1441,11 +1441,16 @@ class Lowerer : public IRMutator {
     int64_t m = lc->shape()[0], n = lc->shape()[1];
     size_t na = a.ranges.size();
     int64_t kk = *as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
+    // A wgmma gemm the pipeline marked asynchronous returns with its own group in
+    // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the pipeline waits for it.
+    bool pending = lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
     auto ptr = [&](const BufferRegion& r) {
       std::vector<Expr> mins;
       for (const Range& rg : r.ranges) mins.push_back(rg.min);
-      // The gemm reads its shared operands (the barrier planner's mask).
-      return address_of(buffer_load(mutate_buffer(r.buffer), mins), AddressAccess::Read);
+      // The gemm reads its shared operands, past its return when it is left in flight
+      // (the barrier planner's mask).
+      return address_of(buffer_load(mutate_buffer(r.buffer), mins),
+                        pending ? AddressAccess::ReadInFlight : AddressAccess::Read);
     };
     auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(reg(buf), {int_imm(0)})}); };
     auto flag = [](bool v) { return v ? "true" : "false"; };
@@ -1457,9 +1462,6 @@ class Lowerer : public IRMutator {
     }
     // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
     const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
-    // A wgmma gemm the pipeline marked asynchronous returns with its own group in
-    // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the pipeline waits for it.
-    bool pending = lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
     if (s_.layouts.count(a.buffer.get())) {
       std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                                  flag(tb), pending ? ", 1>" : ">");

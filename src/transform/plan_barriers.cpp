@@ -116,23 +116,18 @@ Access accesses(const Stmt& s, bool skip_async = false) {
       if (op->op == Intrinsic::AddressOf) {
         auto* l = op->args[0].as<BufferLoadNode>();
         if (!l || !block_shared(l->buffer)) return IRVisitor::visit(op);
+        // A wgmma issued without its wait (ReadInFlight) still reads after the statement.
         const AddressAccess access = address_access(op);
-        if (access != AddressAccess::Write) (pending ? st.async_reads : st.reads).insert(l->buffer.get());
-        if (access != AddressAccess::Read) st.writes.insert(l->buffer.get());
+        if (access == AddressAccess::ReadInFlight)
+          st.async_reads.insert(l->buffer.get());
+        else if (access != AddressAccess::Write)
+          st.reads.insert(l->buffer.get());
+        if (access == AddressAccess::Write || access == AddressAccess::ReadWrite) st.writes.insert(l->buffer.get());
         for (const Expr& e : l->indices) visit(e);
         return;
       }
-      // A wgmma gemm issued without a wait (Pending = 1) still reads its operands
-      // after the statement.
-      const std::string* name = extern_name(op);
-      const bool in_flight = name && name->rfind("tl::wgmma_gemm_", 0) == 0 && name->size() > 4 &&
-                             name->compare(name->size() - 4, 4, ", 1>") == 0;
-      const bool outer = pending;
-      pending = pending || in_flight;
       IRVisitor::visit(op);
-      pending = outer;
     }
-    bool pending = false;
   } w;
   w.skip_async = skip_async;
   w.visit(s);

@@ -21,17 +21,17 @@ bool is_block_barrier(const Stmt& s) {
   return name && *name == kSyncGridCall;
 }
 
-// The first block barrier anywhere in `s`, or nullptr.
+// The first block barrier anywhere in `s` (is_block_barrier's kinds), or nullptr.
 const StmtNode* find_barrier(const Stmt& s) {
   struct Find : IRVisitor {
     const StmtNode* found = nullptr;
     using IRVisitor::visit;
-    void visit(const BarrierNode* op) override {
-      if (!found && op->barrier == BarrierKind::Threads) found = op;
-    }
-    void visit(const EvaluateNode* op) override {
-      const std::string* name = extern_name(op->value);
-      if (!found && name && *name == kSyncGridCall) found = op;
+    void visit(const Stmt& st) override {
+      if (found) return;
+      if (is_block_barrier(st))
+        found = st.get();
+      else
+        IRVisitor::visit(st);
     }
   } find;
   find.visit(s);
