@@ -49,4 +49,4 @@ def test_gemm_sp_int8_matches_torch():
     a_sparse, e = compress(a, meta_dtype="int32")
     func = sparse_gemm(256, 128, 256, 128, 128, 64, "int8", "int32", accum="int32")
     got = tilelang.compile(func, out_idx=[3], target="cuda")(a_sparse, e, b)
-    assert torch.equal(got.cpu(), (a.long() @ b.long()).int().cpu())
+    assert torch.equal(got.cpu(), (a.cpu().long() @ b.cpu().long()).int())

@@ -57,7 +57,6 @@ from .ops import (
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
 from .reduce import *
-from .sparse import gemm_sp, gemm_sp_v2
 from .shapes import (
     Buffer,
     FragmentBuffer,
@@ -72,6 +71,7 @@ from .shapes import (
     empty,
     symbolic,
 )
+from .sparse import gemm_sp, gemm_sp_v2
 from .views import reshape, view
 from .warp import *
 
@@ -125,9 +125,9 @@ __all__ = [
     "evaluate",
     "fill",
     "gemm",
-    "gemm_v2",
     "gemm_sp",
     "gemm_sp_v2",
+    "gemm_v2",
     "get_block_binding",
     "get_block_bindings",
     "get_block_extent",
