@@ -132,12 +132,14 @@ def test_gemm_sp_tails_on_cpu():
 
 @pytest.mark.skipif("cuda" not in available_targets(), reason="needs NVRTC")
 def test_gemm_sp_cuda_source_is_pipelined_and_compiles():
-    func = sparse_gemm(256, 256, 256, 128, 128, 64, "float16", "int16")
-    kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a")
-    source = kernel.get_kernel_source()
-    # The copies stay async (TMA / cp.async) with the decoded tile allocated in the loop.
-    assert "tl::tma_load" in source and "tl::cp_async" in source
-    assert "tl::wgmma_gemm_ss" in source
+    for trans_A, gemm in ((False, "tl::wgmma_gemm_rs"), (True, "tl::wgmma_gemm_ss")):
+        func = sparse_gemm(256, 256, 256, 128, 128, 64, "float16", "int16", trans_A)
+        source = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a").get_kernel_source()
+        # The copies stay async (TMA / cp.async) with the decoded tile allocated in the
+        # loop; A decodes into the gemm's register operand, or a shared tile when
+        # transposed.
+        assert "tl::tma_load" in source and "tl::cp_async" in source
+        assert gemm in source
 
 
 def test_compress_codes_and_round_trip():
