@@ -102,6 +102,10 @@ bool divisible(const Expr& e, int64_t n) {
         return divisible(b->a, n) && divisible(b->b, n);
       case BinaryOp::Mul:
         return divisible(b->a, n) || divisible(b->b, n);
+      case BinaryOp::FloorDiv: {  // (q * n * d) / d = q * n, as in k * block_K // e_factor
+        auto d = as_const_int(b->b);
+        return d && *d > 0 && divisible(b->a, n * *d);
+      }
       default:
         return false;
     }

@@ -1,6 +1,8 @@
 """The CUDA code generator without a GPU: kernels of the CPU tests compile with
 NVRTC for sm_80 and sm_90 (the cubin is built; loading waits for a first call)."""
 
+import re
+
 import numpy as np
 import pytest
 import tilelang
@@ -52,3 +54,36 @@ def test_cuda_kernel_refuses_cpu_arrays():
         tilelang.TileLangError, match=r"argument 'A' .* is on cpu, expected a cuda tensor"
     ):
         kernel(a, np.zeros((50, 64), np.uint16), 1.0)
+
+
+def shared_parallel(rows):
+    @T.prim_func
+    def main(A: T.Tensor((rows, 40), "float32"), B: T.Tensor((rows, 40), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((rows, 40), "float32")
+            T.copy(A, S)
+            for i, j in T.Parallel(rows, 20):  # an inner loop: not a vectorizable body
+                for p in T.unroll(2):
+                    S[i, j * 2 + p] = S[i, j * 2 + p] * 2 + i
+            T.copy(S, B)
+
+    return main
+
+
+@pytest.mark.parametrize("rows", [16, 13])
+def test_block_parallel_loops_count_in_32_bits(rows):
+    """A T.Parallel loop over a shared tile is a counted int32 loop over the thread's
+    share (unrolled when short, guarded when the threads do not divide it), so nvcc
+    folds its index arithmetic; the cpu target and the emulator give the same values."""
+    func = shared_parallel(rows)
+    source = tilelang.compile(func, out_idx=[1], target="cuda -arch=sm_90a").get_kernel_source()
+    trips = -(-rows * 20 // 128)
+    loop = (
+        rf"#pragma unroll\s+for \(int32_t tl_flat0_it = 0; tl_flat0_it < {trips}; \+\+tl_flat0_it\)"
+    )
+    assert re.search(loop, source), source
+    assert ("if (tl_flat0 < 260)" in source) == (rows == 13)
+    a = np.arange(rows * 40, dtype=np.float32).reshape(rows, 40)
+    want = a * 2 + np.arange(rows, dtype=np.float32)[:, None]
+    for target in ("cpu", "cuda -arch=sm_90a -emulate"):
+        np.testing.assert_array_equal(tilelang.compile(func, out_idx=[1], target=target)(a), want)

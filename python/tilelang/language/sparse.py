@@ -10,9 +10,8 @@ bits 2-3 that of the second; for 1:2 the code is 0b0100 (position 0) or 0b1110
 (position 1), as the tensor cores read them. Equal positions (which compress never
 writes) keep the first value.
 
-The op decodes the tile into a dense one of A's shape and dtype (registers when A is
-not transposed: the gemm's register operand; shared memory otherwise) and runs
-`T.gemm` on it: every target computes it, with the dense tensor-core path of the
+The op decodes the tile into a dense one of A's shape and dtype in shared memory and
+runs `T.gemm` on it: every target computes it, with the dense tensor-core path of the
 target. The sparse tensor-core instructions (mma.sp, wgmma.sp) are not used yet."""
 
 from . import builder_ctx, ops
@@ -124,26 +123,28 @@ def gemm_sp(
             f"{a_ext} (M = {M}, K = {K}, {e.dtype} metadata describes {factor} elements of K "
             f"each), got {e_ext}"
         )
-    # The decoded tile: registers (a fragment, the gemm's register A operand) when A is
-    # not transposed, so no shared stores and no barrier stand between the decoding and
-    # the gemm; a shared tile otherwise. One parallel iteration per element: its
-    # group's code (shifted out of E) and the two kept values, then a select.
+    # The decoded tile, in shared memory: one parallel iteration per group of K (its
+    # code read once), the group's elements written by an unrolled loop, each a select
+    # (no arithmetic, so no conversions). (Decoding straight into the gemm's register
+    # operand measured slower on the H200: each thread holds half of each group, so
+    # every element re-reads and re-shifts its code.)
     dense_shape = [K, M] if transpose_A else [M, K]
-    alloc = ops.alloc_shared if transpose_A else ops.alloc_fragment
-    dense = alloc(dense_shape, a.dtype)
+    dense = ops.alloc_shared(dense_shape, a.dtype)
     builder = builder_ctx.current(name).builder
-    i, j = [builder.begin_for(f"sp{d}", 0, n, "parallel", {}) for d, n in enumerate(dense_shape)]
-    m, k = (j, i) if transpose_A else (i, j)
-    g, pos = k // group, k % group
+    groups = K // group
+    outer = [groups, M] if transpose_A else [M, groups]
+    x, y = [builder.begin_for(f"sp{d}", 0, n, "parallel", {}) for d, n in enumerate(outer)]
+    m, g = (y, x) if transpose_A else (x, y)
     codes_per_word = factor // group
     word = cast(e[e_at[0] + m, e_at[1] + g // codes_per_word], "int32")
-    code = (word >> ((g % codes_per_word) * 4)) & 15
+    code = builder.let("sp_code", (word >> ((g % codes_per_word) * 4)) & 15)
     zero = cast(0, a.dtype)
 
     def kept_value(slot):
         at = (g * kept + slot, m) if transpose_A else (m, g * kept + slot)
         return a[a_at[0] + at[0], a_at[1] + at[1]]
 
+    pos = builder.begin_for("sp_p", 0, group, "unroll", {})
     if kept == 2:  # equal positions (never made by compress) keep the first value
         value = if_then_else(
             (code & 3) == pos,
@@ -152,9 +153,13 @@ def gemm_sp(
         )
     else:  # 1:2: the code names a pair of 16-bit halves, position = first half / 2
         value = if_then_else(((code & 3) >> 1) == pos, kept_value(0), zero)
-    dense[i, j] = value
-    builder.end_for()
-    builder.end_for()
+    k = g * group + pos
+    if transpose_A:
+        dense[k, m] = value
+    else:
+        dense[m, k] = value
+    for _ in range(3):
+        builder.end_for()
     ops.gemm(dense, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
 
 

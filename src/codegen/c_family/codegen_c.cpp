@@ -232,23 +232,50 @@ void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
   Expr total = cast(dtype::Int64, nest[0]->extent);
   for (size_t i = 1; i < nest.size(); ++i) total = mul(total, cast(dtype::Int64, nest[i]->extent));
   std::string f = "tl_flat" + std::to_string(flat_counter_++);
-  line("for (" + i64 + " " + f + " = " + thread_rank_ + "; " + f + " < " + expr(total) + "; " + f +
-       " += " + std::to_string(threads) + ") {");
-  indent();
+  // A constant trip count in 32 bits: a counted int32 loop (unrolled when short), so
+  // that the compiler folds each iteration's index arithmetic (the thread's share of
+  // a tile, `it * threads + rank`, split by constant extents) instead of dividing
+  // 64-bit counters at run time.
+  std::optional<int64_t> count = as_const_int(simplify(total));
+  bool narrow = count && *count > 0 && *count <= std::numeric_limits<int32_t>::max() && threads > 0;
+  for (const ForNode* l : nest) narrow = narrow && l->var.dtype() == dtype::Int32;
+  const std::string index_t = narrow ? type_name(dtype::Int32) : i64;
+  bool guarded = false;
+  if (narrow) {
+    const int64_t trips = (*count + threads - 1) / threads;
+    const std::string it = f + "_it";
+    if (trips <= 16) line(unroll_pragma());
+    line("for (" + index_t + " " + it + " = 0; " + it + " < " + std::to_string(trips) + "; ++" + it + ") {");
+    indent();
+    line("const " + index_t + " " + f + " = " + it + " * " + std::to_string(threads) + " + " + thread_rank_ + ";");
+    if (*count % threads != 0) {
+      line("if (" + f + " < " + std::to_string(*count) + ") {");
+      indent();
+      guarded = true;
+    }
+  } else {
+    line("for (" + i64 + " " + f + " = " + thread_rank_ + "; " + f + " < " + expr(total) + "; " + f +
+         " += " + std::to_string(threads) + ") {");
+    indent();
+  }
   std::string rest = f;
   for (int i = int(nest.size()) - 1; i >= 0; --i) {
     const ForNode* l = nest[i];
-    std::string ext = expr(cast(dtype::Int64, l->extent));
+    std::string ext = expr(cast(narrow ? dtype::Int32 : dtype::Int64, l->extent));
     std::string t = type_name(l->var.dtype());
     line("const " + t + " " + name_of(l->var.node()) + " = (" + t + ")(" + expr(l->min) + " + " +
          (i == 0 ? rest : "(" + rest + " % " + ext + ")") + ");");
     if (i > 0) {
       std::string next = f + "_" + std::to_string(i);
-      line("const " + i64 + " " + next + " = " + rest + " / " + ext + ";");
+      line("const " + index_t + " " + next + " = " + rest + " / " + ext + ";");
       rest = next;
     }
   }
   stmt(body);
+  if (guarded) {
+    dedent();
+    line("}");
+  }
   dedent();
   line("}");
 }
