@@ -9,7 +9,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang.layout import make_cutlass_metadata_layout, make_metadata_layout
-from tilelang.utils.sparse import compress, decompress, e_factor
+from tilelang.utils.sparse import compress, compress_sm90, decompress, e_factor
 from tilelang.utils.target import available_targets
 
 TARGETS = ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate"]
@@ -181,6 +181,8 @@ def test_compress_defaults_follow_tilelang():
     assert compress(a)[1].dtype == np.int16
     assert compress(a, arch="9.0")[1].dtype == np.uint8
     assert compress(semi_sparse(16, 64, "int8"))[1].dtype == np.int32
+    values, e = compress_sm90(a, block_k=64)  # TileLang's older sm_90 entry point
+    assert e.dtype == np.uint8 and (decompress(values, e) == a).all()
 
 
 def test_compress_errors():

@@ -16,6 +16,7 @@ from tilelang.language.sparse import e_factor, sparsity_of
 __all__ = [
     "arange_semi_sparse",
     "compress",
+    "compress_sm90",
     "decompress",
     "e_factor",
     "randint_semi_sparse",
@@ -130,6 +131,12 @@ def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
     if transposed:
         values = values.T.contiguous() if torch_in else np.ascontiguousarray(values.T)
     return values, E
+
+
+def compress_sm90(A, block_k=None, transposed=False):
+    """TileLang's older name for the sm_90 compressor: compress with uint8 metadata
+    (the format is the one above on every arch)."""
+    return compress(A, transposed=transposed, block_k=block_k, arch="9.0")
 
 
 def decompress(A_sparse, E, transposed=False):
