@@ -6,6 +6,8 @@
 // the kernel is never warp-specialized) these do nothing.
 #pragma once
 
+#include "cluster.cuh"  // the releases of multicast tile versions
+
 namespace tl {
 
 #if defined(__CUDA_ARCH__) && !defined(TL_EMULATE) && defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(TL_NO_SETMAXNREG)
@@ -52,5 +54,42 @@ TL_DEVICE void mbarrier_arrive_warp(uint64_t* bar) {
   __syncwarp();
   if (threadIdx.x % 32 == 0) mbarrier_arrive<Dep>(bar);
 }
+
+// The consumers' release of a tile version that only wgmmas read, once per warpgroup
+// (the count of the version's empty mbarrier is release_arrivals): the wgmma wait
+// before it completed the warpgroup's wgmmas, one asynchronous operation of its four
+// warps, so one thread arrives for all of them, as CUTLASS's pipelines do; with a
+// cluster, threads 0 .. Ctas - 1 of the warpgroup arrive on blocks 0 .. Ctas - 1. The
+// emulator runs each thread's share of a wgmma at that thread's own wait, so there (and
+// with -DTL_RELEASE_PER_WARP, for A/B runs) each warp releases, as
+// mbarrier_arrive_warp(_cluster) do.
+#if defined(TL_EMULATE) || defined(TL_RELEASE_PER_WARP)
+template <int Consumers, int Ctas>
+TL_DEVICE constexpr int release_arrivals() {
+  return Consumers / 32 * Ctas;
+}
+template <int Ctas>
+TL_DEVICE void mbarrier_arrive_warpgroup(uint64_t* bar) {
+  if constexpr (Ctas == 1)
+    mbarrier_arrive_warp(bar);  // the block's own mbarrier
+  else
+    mbarrier_arrive_warp_cluster<Ctas>(bar);
+}
+#else
+template <int Consumers, int Ctas>
+TL_DEVICE constexpr int release_arrivals() {
+  return Consumers / 128 * Ctas;
+}
+template <int Ctas>
+TL_DEVICE void mbarrier_arrive_warpgroup(uint64_t* bar) {
+  const int t = int(threadIdx.x % 128);
+  if (t < Ctas) {
+    if constexpr (Ctas == 1)
+      mbarrier_arrive(bar);
+    else
+      mbarrier_arrive_cluster<Ctas>(bar, t);
+  }
+}
+#endif
 
 }  // namespace tl

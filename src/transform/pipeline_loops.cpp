@@ -62,6 +62,9 @@ struct TmaGroup {
   Buffer bars;
   Buffer empty;      // warp-specialized loops: the consumers' releases, one per version
   int64_t ctas = 1;  // blocks whose consumers release each version (a tile of the group is multicast)
+  // Warp-specialized loops whose consumers read the group's tiles only through wgmma,
+  // in whole warpgroups: one release per warpgroup (tl::mbarrier_arrive_warpgroup).
+  bool per_warpgroup = false;
   int64_t bytes = 0;
   std::set<BufKey> tiles;  // the original (unstaged) tiles
 };
@@ -731,11 +734,14 @@ class Pipeliner : public IRMutator {
         for (size_t g = 0; g < groups.size(); ++g)
           for (BufKey x : groups[g].tiles) generic[g] = generic[g] || t.count(x);
       }
+    for (size_t g = 0; g < groups.size(); ++g)
+      groups[g].per_warpgroup = ws && !generic[g] && launch_->threads[0] % 128 == 0;
     // The consumers' release of group g's version of iteration `done` (counted over
     // the rounds): a multicast tile goes back to every block that writes into it.
     auto release_of = [&](size_t g, const Expr& done) {
-      std::string arrive = groups[g].ctas > 1 ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
-                                              : std::string("tl::mbarrier_arrive_warp");
+      std::string arrive = groups[g].per_warpgroup ? str_cat("tl::mbarrier_arrive_warpgroup<", groups[g].ctas, ">")
+                           : groups[g].ctas > 1    ? str_cat("tl::mbarrier_arrive_warp_cluster<", groups[g].ctas, ">")
+                                                   : std::string("tl::mbarrier_arrive_warp");
       Stmt release = evaluate(call_extern(
           dtype::Void, arrive, {address_of(groups[g].empty, {floormod(done, int_imm(groups[g].versions))})}));
       return generic[g] ? seq({evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {})), release}) : release;
@@ -1025,8 +1031,12 @@ class Pipeliner : public IRMutator {
       for (int64_t v = 0; v < g.versions; ++v) {
         init.push_back(
             evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.bars, {int_imm(v)}), int_imm(1)})));
-        init.push_back(evaluate(call_extern(dtype::Void, "tl::mbarrier_init",
-                                            {address_of(g.empty, {int_imm(v)}), int_imm(consumers / 32 * g.ctas)})));
+        Expr arrivals =
+            g.per_warpgroup
+                ? call_extern(dtype::Int32, str_cat("tl::release_arrivals<", consumers, ", ", g.ctas, ">"), {})
+                : int_imm(consumers / 32 * g.ctas);
+        init.push_back(
+            evaluate(call_extern(dtype::Void, "tl::mbarrier_init", {address_of(g.empty, {int_imm(v)}), arrivals})));
       }
     init.push_back(evaluate(call_extern(dtype::Void, "tl::fence_mbarrier_init", {})));
     if (rounds) {

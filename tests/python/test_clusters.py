@@ -91,7 +91,7 @@ def test_skinny_gemm_multicasts_a_across_the_cluster(M, N, K, bM, bN, bK, stages
         and "(&A_shared[" in src.split("tma_load_multicast")[1][:40]
     )
     assert src.count("tl::tma_load<2>(") >= 1
-    assert f"tl::mbarrier_arrive_warp_cluster<{cluster}>" in src
+    assert f"tl::mbarrier_arrive_warpgroup<{cluster}>" in src  # wgmma-only consumers
     assert (
         src.count("tl::cluster_sync();") == 2
     )  # after the mbarriers' init and at the consumers' end
@@ -143,7 +143,8 @@ def test_skinny_gemm_2d_cluster_multicasts_each_tile_to_its_sharers(M, N, K, clu
     assert f"(tl::cluster_share_rank<{cn}, {cm}, 1, 1>() * {64 // cn})" in src
     assert f"(tl::cluster_share_rank<{cn}, {cm}, 1, 2>() * {64 // cm})" in src
     assert src.count("tl::tma_load_multicast<2>(") == 2 and "tl::tma_load<2>(" not in src
-    assert f"tl::mbarrier_arrive_warp_cluster<{cn * cm}>" in src
+    assert f"tl::mbarrier_arrive_warpgroup<{cn * cm}>" in src
+    assert f"tl::release_arrivals<128, {cn * cm}>()" in src
     rng = np.random.default_rng(M + N + K)
     a, b = bf16(rng, M, K), bf16(rng, N, K)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
@@ -162,7 +163,7 @@ def test_skinny_matmul_cluster_without_multicast_keeps_own_loads():
     f = skinny_matmul(M, N, K, (64, 128, 64, 3, 128, 1, False, 2, 1, 0), target=SM90A)
     src = f.get_kernel_source()
     assert "__cluster_dims__(1, 2, 1)" in src and "multicast" not in src
-    assert "tl::mbarrier_arrive_warp_cluster" not in src
+    assert "tl::mbarrier_arrive_warpgroup<1>" in src  # own loads: releases stay in the block
     rng = np.random.default_rng(7)
     a, b = bf16(rng, M, K), bf16(rng, N, K)
     ref = a.astype(np.float64) @ b.astype(np.float64).T

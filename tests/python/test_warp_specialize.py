@@ -54,7 +54,10 @@ def test_gemm_is_warp_specialized_and_matches_numpy(name):
     assert launch_threads(kernel) == [threads + 128]
     assert "tl::setmaxnreg_dec<24>();" in src
     assert f"if ((tx == {threads}))" in src
-    assert "_empty[" in src and "tl::mbarrier_arrive_warp(" in src
+    # wgmma-only consumers release each version once per warpgroup (the empty
+    # mbarriers count warpgroups: tl::release_arrivals), as CUTLASS's pipelines do.
+    assert "_empty[" in src and "tl::mbarrier_arrive_warpgroup<1>(" in src
+    assert f"tl::release_arrivals<{threads}, 1>()" in src and "tl::mbarrier_arrive_warp(" not in src
     # Only the start publishes the mbarriers to every thread; the consumers' own
     # barriers are named ones over their threads.
     assert src.count("__syncthreads();") == 1
@@ -77,7 +80,7 @@ def releases(src):
     return [
         lines[i - 1] == "tl::fence_proxy_async();"
         for i, line in enumerate(lines)
-        if line.startswith("tl::mbarrier_arrive_warp(")
+        if line.startswith(("tl::mbarrier_arrive_warp(", "tl::mbarrier_arrive_warpgroup<"))
     ]
 
 
