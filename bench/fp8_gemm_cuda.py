@@ -23,7 +23,15 @@ import statistics
 import sys
 
 import torch
-from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+from results import (
+    add_shapes_argument,
+    best_interleaved,
+    cuda_seconds,
+    parse_shapes,
+    report,
+    rounds_text,
+    torch_device,
+)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from fp8_gemm import fp8_scaled_mm
@@ -132,9 +140,9 @@ def main():
     import argparse
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    add_shapes_argument(parser, SHAPES)
     args = parser.parse_args()
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes)
     rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
     report(
         "fp8_gemm_cuda",

@@ -23,7 +23,14 @@ import statistics
 import tilelang
 import tilelang.language as T
 import torch
-from results import best_interleaved, commit, cuda_seconds, rounds_text
+from results import (
+    add_shapes_argument,
+    best_interleaved,
+    commit,
+    cuda_seconds,
+    parse_shapes,
+    rounds_text,
+)
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048), (8192, 8192, 1024)]
 # (block_M, block_N, block_K, threads, num_stages, T.use_swizzle panel (0: off)
@@ -120,10 +127,10 @@ def main():
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--paths", default="wgmma,mma.sync")
-    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    add_shapes_argument(parser, SHAPES)
     args = parser.parse_args()
     paths = args.paths.split(",")
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes)
     rows = []
     for M, N, K in shapes:
         for dtype in DTYPES:

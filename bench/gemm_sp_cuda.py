@@ -18,7 +18,15 @@ import statistics
 import sys
 
 import torch
-from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+from results import (
+    add_shapes_argument,
+    best_interleaved,
+    cuda_seconds,
+    parse_shapes,
+    report,
+    rounds_text,
+    torch_device,
+)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "examples"))
 from gemm_sp import gemm_sp
@@ -86,9 +94,9 @@ def bench_shape(M, N, K):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
+    add_shapes_argument(parser, SHAPES)
     args = parser.parse_args()
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes)
     rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
     report(
         "gemm_sp_cuda",

@@ -59,6 +59,17 @@ def torch_device():
     return f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
 
 
+def add_shapes_argument(parser, shapes):
+    """`--shapes MxNxK,...` on an argparse parser, `shapes` ([(M, N, K), ...]) its
+    default; parse_shapes reads the value back."""
+    parser.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in shapes))
+
+
+def parse_shapes(text):
+    """[(M, N, K), ...] of a `--shapes` value such as "4096x4096x4096,8192x8192x1024"."""
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",")]
+
+
 def cuda_seconds(fn, calls):
     """Seconds per call of `fn`, from CUDA events around `calls` calls in a row on the
     current stream (torch is imported here: the CPU benches do not need it)."""
