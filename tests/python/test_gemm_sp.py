@@ -285,3 +285,36 @@ def test_shared_tile_allocated_inside_a_pipelined_loop():
     if "cuda" in available_targets():
         source = tilelang.compile(main, out_idx=[2], target="cuda -arch=sm_80").get_kernel_source()
         assert "tl::cp_async" in source
+
+
+def test_gemm_sp_on_slices_of_the_tiles():
+    """A_sparse, E and B given as slices: two gemm_sp calls over the two halves of K of
+    one staged tile add up to the whole product (E's columns split with A_sparse's)."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 64), "float16"),
+        E: T.Tensor((32, 8), "int16"),
+        B: T.Tensor((128, 16), "float16"),
+        C: T.Tensor((32, 16), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 64), "float16")
+            E_s = T.alloc_shared((32, 8), "int16")
+            B_s = T.alloc_shared((128, 16), "float16")
+            C_f = T.alloc_fragment((32, 16), "float32")
+            T.copy(A, A_s)
+            T.copy(E, E_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm_sp(A_s[:, 0:32], E_s[:, 0:4], B_s[0:64, :], C_f)
+            T.gemm_sp(A_s[:, 32:64], E_s[:, 4:8], B_s[64:128, :], C_f)
+            T.copy(C_f, C)
+
+    a = semi_sparse(32, 128, "float16", seed=5)
+    b = (np.random.default_rng(6).integers(-8, 9, (128, 16)) / 4).astype(np.float16)
+    a_sparse, e = compress(a)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    for target in ("cpu", "cuda -arch=sm_90a -emulate"):
+        got = tilelang.compile(main, out_idx=[3], target=target)(a_sparse, e, b)
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
