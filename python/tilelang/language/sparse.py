@@ -29,7 +29,8 @@ _SPARSITY = {
     "float8_e5m2": (2, 4),
     "float32": (1, 2),
 }
-_META_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
+# The metadata's integer types and their widths.
+META_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}
 
 
 def sparsity_of(dtype, what="A"):
@@ -50,12 +51,10 @@ def sparsity_of(dtype, what="A"):
 def e_factor(a_dtype, meta_dtype):
     """How many elements of dense A (along K) one metadata element describes."""
     _, group = sparsity_of(a_dtype)
-    bits = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}.get(
-        str(meta_dtype)
-    )
+    bits = META_BITS.get(str(meta_dtype))
     if bits is None:
         raise ValueError(
-            f"metadata must have one of the dtypes {', '.join(_META_DTYPES)}, got {meta_dtype}"
+            f"metadata must have one of the dtypes {', '.join(META_BITS)}, got {meta_dtype}"
         )
     return bits // 4 * group
 
@@ -103,10 +102,10 @@ def gemm_sp(
         kept, group = sparsity_of(a.dtype, f"{name} A_sparse '{a.name}'")
     except ValueError as err:
         raise frontend_error(str(err)) from None
-    if str(e.dtype) not in _META_DTYPES:
+    if str(e.dtype) not in META_BITS:
         raise frontend_error(
             f"{name} E '{e.name}' must have an integer dtype of 8, 16 or 32 bits "
-            f"({', '.join(_META_DTYPES)}), got {e.dtype}"
+            f"({', '.join(META_BITS)}), got {e.dtype}"
         )
     factor = e_factor(a.dtype, e.dtype)
     M, k_kept = (a_ext[1], a_ext[0]) if transpose_A else a_ext

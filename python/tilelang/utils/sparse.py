@@ -11,7 +11,7 @@ made by another library's compressor in a reordered layout is not understood."""
 
 import numpy as np
 
-from tilelang.language.sparse import e_factor, sparsity_of
+from tilelang.language.sparse import META_BITS, e_factor, sparsity_of
 
 __all__ = [
     "arange_semi_sparse",
@@ -23,16 +23,15 @@ __all__ = [
     "randn_semi_sparse",
 ]
 
-_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}
-
 
 def _is_torch(x):
     return type(x).__module__.startswith("torch")
 
 
-def _dtype_name(x):
-    name = str(x.dtype).replace("torch.", "")
-    return {"float8_e4m3fn": "float8_e4m3", "half": "float16", "float": "float32"}.get(name, name)
+def _name(dtype):
+    """A numpy or torch dtype's name ("float16", "float8_e4m3fn" ...); sparsity_of
+    reads the float8 spellings of both."""
+    return str(dtype).replace("torch.", "")
 
 
 def _raw(x):
@@ -73,12 +72,12 @@ def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
     del block_k
     if getattr(A, "ndim", None) != 2:
         raise ValueError(f"compress: A must be a 2-D numpy array or torch tensor, got {A!r:.80}")
-    a_name = _dtype_name(A)
+    a_name = _name(A.dtype)
     kept, group = sparsity_of(a_name, "compress: A")
     meta = _meta_name(meta_dtype) or _default_meta(a_name, arch)
-    if meta not in _BITS:
+    if meta not in META_BITS:
         raise ValueError(
-            f"compress: meta_dtype must be one of {', '.join(_BITS)}, got {meta_dtype!r}"
+            f"compress: meta_dtype must be one of {', '.join(META_BITS)}, got {meta_dtype!r}"
         )
     factor = e_factor(a_name, meta)
     dense = A.T if transposed else A
@@ -104,11 +103,8 @@ def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
         values = np.take_along_axis(_raw(groups), order, axis=-1).view(A.dtype)
     counts = nonzero.sum(-1)
     if bool((counts > kept).any()):
-        flat = (
-            int((counts > kept).reshape(-1).nonzero()[0][0])
-            if not torch_in
-            else int((counts > kept).reshape(-1).nonzero()[0, 0])
-        )
+        # The first offending group; [0][0] reads numpy's tuple and torch's (n, 1) alike.
+        flat = int((counts > kept).reshape(-1).nonzero()[0][0])
         r, g = divmod(flat, K // group)
         span = f"{g * group}-{g * group + group - 1}"
         where = f"column {r}, rows {span}" if transposed else f"row {r}, columns {span}"
@@ -124,7 +120,7 @@ def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
     words = codes[..., 0]
     for i in range(1, per_word):
         words = words | (codes[..., i] << (4 * i))
-    bits = _BITS[meta]
+    bits = META_BITS[meta]
     if meta.startswith("int"):  # two's complement of the word's bit pattern
         words = words - (words >= (1 << (bits - 1))) * (1 << bits)
     E = words.to(getattr(_torch(), meta)) if torch_in else words.astype(meta)
@@ -141,9 +137,9 @@ def compress_sm90(A, block_k=None, transposed=False):
 
 def decompress(A_sparse, E, transposed=False):
     """The dense A of compress's (A_sparse, E): (M, K), or (K, M) with transposed=True."""
-    a_name = _dtype_name(A_sparse)
+    a_name = _name(A_sparse.dtype)
     kept, group = sparsity_of(a_name, "decompress: A_sparse")
-    factor = e_factor(a_name, _dtype_name(E))
+    factor = e_factor(a_name, _name(E.dtype))
     torch_in = _is_torch(A_sparse)
     values = A_sparse.T if transposed else A_sparse
     M, k_kept = values.shape
@@ -182,16 +178,14 @@ def _is_torch_dtype(d):
     return type(d).__module__.startswith("torch")
 
 
-def _semi_sparse(dense, dtype, transposed):
+def _semi_sparse(what, dense, dtype, transposed):
     """Zeros all but kept of every group along dim 1 (at random positions), then the
     dtype and layout asked for."""
     torch = _torch()
     M, K = dense.shape
-    kept, group = sparsity_of(
-        str(dtype).replace("torch.", "").replace("float8_e4m3fn", "float8_e4m3")
-    )
+    kept, group = sparsity_of(_name(dtype), f"{what}: dtype")
     if K % group:
-        raise ValueError(f"K = {K} must be a multiple of the group size {group}")
+        raise ValueError(f"{what}: K must be a multiple of the group size {group}, got {K}")
     scores = torch.rand((M, K // group, group), device=dense.device)
     drop = scores.topk(group - kept, dim=-1).indices
     dense = dense.reshape(M, K // group, group).scatter(-1, drop, 0).reshape(M, K)
@@ -205,7 +199,7 @@ def randn_semi_sparse(M, K, dtype=None, device="cuda", transposed=False):
     transposed=True."""
     torch = _torch()
     dtype = dtype or torch.float16
-    return _semi_sparse(torch.randn((M, K), device=device), dtype, transposed)
+    return _semi_sparse("randn_semi_sparse", torch.randn((M, K), device=device), dtype, transposed)
 
 
 def randint_semi_sparse(M, K, low, high, dtype=None, device="cuda", transposed=False):
@@ -213,7 +207,7 @@ def randint_semi_sparse(M, K, low, high, dtype=None, device="cuda", transposed=F
     torch = _torch()
     dtype = dtype or torch.int32
     dense = torch.randint(low, high, (M, K), device=device, dtype=torch.int64)
-    return _semi_sparse(dense, dtype, transposed)
+    return _semi_sparse("randint_semi_sparse", dense, dtype, transposed)
 
 
 def arange_semi_sparse(M, K, dtype=None, device="cuda", transposed=False):
@@ -221,4 +215,4 @@ def arange_semi_sparse(M, K, dtype=None, device="cuda", transposed=False):
     torch = _torch()
     dtype = dtype or torch.float16
     dense = torch.arange(M * K, device=device, dtype=torch.float32).reshape(M, K)
-    return _semi_sparse(dense, dtype, transposed)
+    return _semi_sparse("arange_semi_sparse", dense, dtype, transposed)

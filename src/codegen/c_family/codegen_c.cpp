@@ -254,7 +254,7 @@ void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
       guarded = true;
     }
   } else {
-    line("for (" + i64 + " " + f + " = " + thread_rank_ + "; " + f + " < " + expr(total) + "; " + f +
+    line("for (" + index_t + " " + f + " = " + thread_rank_ + "; " + f + " < " + expr(total) + "; " + f +
          " += " + std::to_string(threads) + ") {");
     indent();
   }
