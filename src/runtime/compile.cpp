@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.h"
+#include "cache/private_dir.h"
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/metal/codegen_metal.h"
@@ -206,7 +207,9 @@ std::vector<CudaEntry> cuda_entries(const std::vector<CudaLaunchInfo>& meta) {
 }
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
-// through the disk cache when it is on. A load failure of a cached entry is a miss.
+// through the disk cache when it is on. An entry that passes its check but fails to
+// load (a library the loader refuses, an empty cubin) is removed and rebuilt, so
+// that it is not an error for every later process.
 std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::string& key,
                                      const std::function<void(const std::string&)>& build_into,
                                      const std::function<std::shared_ptr<Kernel>(const std::string&)>& load) {
@@ -220,7 +223,8 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
         log(LogLevel::Debug, "kernel loaded from the disk cache entry " + *dir);
         return k;
       } catch (const std::runtime_error& e) {
-        log(LogLevel::Debug, std::string("cache entry failed to load, rebuilding: ") + e.what());
+        log(LogLevel::Warning, "the cache entry " + *dir + " failed to load (" + e.what() + "); removed and rebuilt");
+        disk.remove(*hash);
       }
     }
     if (auto dir = disk.publish(*hash, build_into)) {
@@ -229,16 +233,17 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
       return k;
     }
   }
-  // No disk cache: build in a private directory that lives as long as the kernel
-  // (export_library copies the artifact from there).
-  static std::atomic<uint64_t> counter{0};
-  fs::path tmp = fs::temp_directory_path() / ("tilelang-build-" + std::to_string(getpid()) + "-" +
-                                              std::to_string(counter++) + "-" + hash.value_or("").substr(0, 16));
-  fs::create_directories(tmp);
+  // No disk cache: build in a private directory (mkdtemp) that lives as long as the
+  // kernel (export_library copies the artifact from there).
+  std::string error;
+  std::optional<std::string> made = make_temp_dir(fs::temp_directory_path().string(),
+                                                  "tilelang-build-" + hash.value_or("").substr(0, 16) + "-", &error);
+  if (!made) throw std::runtime_error("cannot make a build directory: " + error);
+  const std::string tmp = *made;
   try {
-    build_into(tmp.string());
-    auto k = load(tmp.string());
-    k->set_origin(tmp.string(), hash.value_or(""), tmp.string());
+    build_into(tmp);
+    auto k = load(tmp);
+    k->set_origin(tmp, hash.value_or(""), tmp);
     return k;
   } catch (...) {
     std::error_code ec;
@@ -370,7 +375,10 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     std::string cubin = read_text(fs::path(dir) / "kernel.cubin");
-    if (cubin.empty()) throw std::runtime_error("empty cubin");
+    if (cubin.rfind("\x7f"
+                    "ELF",
+                    0) != 0)
+      throw std::runtime_error("kernel.cubin is not an ELF file");
     std::vector<CudaLaunchInfo> meta = read_meta(dir);
     return std::make_shared<CudaKernel>(with_meta(sig, meta), opt.target, read_text(fs::path(dir) / "kernel.cu"),
                                         std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta), flags);

@@ -540,3 +540,165 @@ def test_a_failed_build_leaves_no_staging_directory(tmp_path, monkeypatch):
     with pytest.raises(tilelang.TileLangError, match="T.ws needs sm_90"):
         tilelang.compile(hopper_only, out_idx=[-1], target="cuda -arch=sm_80 -emulate")
     assert entries(tmp_path) == []
+
+
+# ---- who may write the cache (docs/design/reliability.md, "Cache and build directories")
+
+
+def run_worker_with(cache_env, kernels="a", umask=None, **extra):
+    """run_worker with the environment `cache_env` (a dict) and an optional umask."""
+    env = worker_env("unused", **extra)
+    env.pop("TILELANG_CACHE_DIR")
+    env.update(cache_env)
+    proc = subprocess.run(
+        [sys.executable, worker(), kernels],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_cache_is_private_whatever_the_umask(tmp_path):
+    cache = tmp_path / "made" / "cache"
+    result = run_worker_with({"TILELANG_CACHE_DIR": str(cache)}, "a", umask=0)
+    assert correct(result["out"], 3.0) and result["warnings"] == []
+    modes = {"made": (tmp_path / "made").lstat().st_mode & 0o7777}
+    for folder, dirs, files in os.walk(tmp_path / "made"):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            modes[os.path.relpath(path, tmp_path)] = os.lstat(path).st_mode & 0o7777
+    assert modes["made"] == 0o700 and modes["made/cache"] == 0o700, modes
+    assert modes["made/cache/hmac.key"] == 0o600
+    (entry,) = entries(cache)
+    assert modes[f"made/cache/kernels/{entry}/kernel.so"] == 0o600
+    assert {m for p, m in modes.items() if os.path.isdir(tmp_path / p)} == {0o700}, modes
+    assert {m for p, m in modes.items() if not os.path.isdir(tmp_path / p)} == {0o600}, modes
+
+
+def test_no_home_uses_a_private_temporary_directory_and_says_so(tmp_path):
+    env = {"TMPDIR": str(tmp_path)}
+    result = run_worker_with(env, "a", HOME="", XDG_CACHE_HOME="")
+    assert correct(result["out"], 3.0) and result["builds"] == 1
+    (warning,) = result["warnings"]
+    assert "neither TILELANG_CACHE_DIR, XDG_CACHE_HOME nor HOME is set" in warning
+    assert f"the private directory {tmp_path}/tilelang-cpp-cache-" in warning
+    assert "removed when it exits" in warning
+    assert os.listdir(tmp_path) == []  # gone with the process
+    assert not os.path.exists("/tmp/tilelang-cpp-cache")
+
+
+def untrusted_root(tmp_path, kind):
+    root = tmp_path / kind
+    if kind == "mode-0777":
+        root.mkdir()
+        root.chmod(0o777)
+        return root, "it is writable by its group or by others (mode 0777)"
+    if kind == "symlink":
+        (tmp_path / "target").mkdir()
+        root.symlink_to(tmp_path / "target")
+        return root, "it is a symbolic link"
+    if os.geteuid() != 0:
+        pytest.skip("giving a directory to another user needs root")
+    root.mkdir()
+    os.chown(root, 12345, 12345)
+    return root, "it belongs to uid 12345, not to the current user (uid 0)"
+
+
+@pytest.mark.parametrize("kind", ["mode-0777", "symlink", "foreign-owner"])
+def test_a_cache_root_others_can_write_is_not_used(tmp_path, kind):
+    root, why = untrusted_root(tmp_path, kind)
+    before = sorted(os.listdir(root))
+    spare = tmp_path / "tmp"
+    spare.mkdir()
+    result = run_worker_with({"TILELANG_CACHE_DIR": str(root), "TMPDIR": str(spare)}, "a")
+    assert correct(result["out"], 3.0) and result["builds"] == 1
+    (warning,) = result["warnings"]
+    assert f"the kernel cache directory {root} is not used: {why}" in warning, warning
+    assert f"in the private directory {spare}/tilelang-cpp-cache-" in warning, warning
+    assert sorted(os.listdir(root)) == before  # nothing written there
+    assert os.listdir(spare) == []  # the private directory went with the process
+
+
+def test_an_entry_copied_from_another_key_or_with_a_swapped_file_is_rebuilt(tmp_path):
+    both = run_worker(tmp_path, "a,b")
+    assert both["builds"] == 2
+    kernels = tmp_path / "kernels"
+    a, b = kernels / both["keys"]["a"], kernels / both["keys"]["b"]
+    # b's entry replaced by a copy of a's (a sound entry of another key).
+    shutil.rmtree(b)
+    shutil.copytree(a, b)
+    rebuilt = run_worker(tmp_path, "b")
+    assert rebuilt["builds"] == 1 and correct(rebuilt["out"], 5.0)
+    # The libraries of a and b swapped: each is another key's.
+    so_a, so_b = (a / "kernel.so").read_bytes(), (b / "kernel.so").read_bytes()
+    (a / "kernel.so").write_bytes(so_b)
+    (b / "kernel.so").write_bytes(so_a)
+    first = run_worker(tmp_path, "a")
+    assert first["builds"] == 1 and correct(first["out"], 3.0)
+    second = run_worker(tmp_path, "b")
+    assert second["builds"] == 1 and correct(second["out"], 5.0)
+    assert run_worker(tmp_path, "a,b")["builds"] == 0
+
+
+def resign(entry, secret):
+    """Rewrites `entry`'s manifest for its present files, as the cache would: the
+    entry is then consistent, whatever its files hold."""
+    import hmac
+
+    key = entry.name
+
+    def mac(data):
+        return hmac.new(secret, data, "sha256").hexdigest()
+
+    lines = ["tilelang-cache-entry 2", f"key {key}"]
+    for name in sorted(os.listdir(entry)):
+        if name == "manifest.txt":
+            continue
+        data = (entry / name).read_bytes()
+        digest = mac(key.encode() + b"\0" + name.encode() + b"\0" + data)
+        lines.append(f"file {digest} {len(data)} {name}")
+    body = "\n".join(lines) + "\n"
+    (entry / "manifest.txt").write_text(body + f"mac {mac(body.encode())}\n")
+
+
+def test_an_entry_that_passes_its_check_but_fails_to_load_is_removed_and_rebuilt(tmp_path):
+    first = run_worker(tmp_path, "a")
+    entry = tmp_path / "kernels" / first["keys"]["a"]
+    secret = (tmp_path / "hmac.key").read_bytes()
+    # The manifest the cache wrote is what resign writes: the check reads it as sound.
+    written = (entry / "manifest.txt").read_text()
+    resign(entry, secret)
+    assert (entry / "manifest.txt").read_text() == written
+    (entry / "kernel.so").write_bytes(b"not a shared library, " * 40)
+    resign(entry, secret)
+    rebuilt = run_worker(tmp_path, "a")
+    assert rebuilt["builds"] == 1 and correct(rebuilt["out"], 3.0)
+    (warning,) = rebuilt["warnings"]
+    assert f"the cache entry {entry} failed to load (cannot load kernel library" in warning, warning
+    assert "removed and rebuilt" in warning
+    assert (entry / "kernel.so").read_bytes()[:4] == b"\x7fELF"
+    again = run_worker(tmp_path, "a")  # later processes hit the rebuilt entry
+    assert again["builds"] == 0 and again["warnings"] == [] and correct(again["out"], 3.0)
+
+
+def test_build_directories_without_the_disk_cache_are_private_and_unpredictable(tmp_path):
+    import re
+
+    tilelang.disable_cache()
+    try:
+        kernels = [tilelang.compile(tiny(s), out_idx=-1, target="cpu") for s in (11.5, 11.5)]
+    finally:
+        tilelang.enable_cache()
+    dirs = [k.kernel.artifact_dir for k in kernels]
+    assert dirs[0] != dirs[1]  # same kernel, same process: still two fresh directories
+    for d in dirs:
+        # mkdtemp's random tail, not the process id and a counter.
+        assert re.fullmatch(r"tilelang-build-[0-9a-f]{16}-[A-Za-z0-9]{6}", os.path.basename(d)), d
+        assert os.lstat(d).st_mode & 0o777 == 0o700
+    a = np.arange(5, dtype=np.float32) + 0.5
+    np.testing.assert_array_equal(kernels[1](a), a * np.float32(11.5))

@@ -101,7 +101,7 @@ def store(path, entry, configs):
     (ours or the earlier one). Failures to write only cost the caching."""
     directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(directory, mode=0o700, exist_ok=True)  # private whatever the umask
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     except OSError:
         return entry
