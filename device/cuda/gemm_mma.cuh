@@ -1,10 +1,11 @@
-// T.gemm on tensor cores, first step (issue 4): A, B and the fp32 accumulator C
-// live in shared memory (no layout inference yet). tl::gemm_mma is a block-wide
+// T.gemm on tensor cores, first step (issue 4): A, B and the accumulator C (fp32,
+// or f16 for f16 operands) live in shared memory (no layout inference yet).
+// tl::gemm_mma is a block-wide
 // operation: every thread of the block calls it, between two barriers. Warps
 // split C into WarpsM x WarpsN tiles (chosen by the compiler from the gemm's
 // policy); each warp walks its tile in chunks of at most 64 x 64 accumulators
 // held in registers, gathers the operand fragments of
-// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} from shared memory with
+// mma.sync.aligned.m16n8k16.row.col.{f32.f16,f32.bf16,f16.f16} from shared memory with
 // 16-bit loads (ldmatrix and swizzled layouts come with layout inference), and
 // writes the chunk back to C.
 //
@@ -14,6 +15,7 @@
 //   A (16 x 16, row): reg j = rows g + 8 * (j % 2), cols 2t + 8 * (j / 2) + {0, 1}
 //   B (16 x 8, col):  reg j = rows (k) 2t + 8 * j + {0, 1}, col (n) g
 //   C/D (16 x 8 f32): elem i = row g + 8 * (i / 2), col 2t + i % 2
+//   C/D (16 x 8 f16): the same elements, reg j holding elements 2j (low half) and 2j + 1
 // Under TL_EMULATE the instruction is replaced by its twin in device/emu/mma_emu.h,
 // which computes D from the same registers through this layout, read backwards.
 #pragma once
@@ -38,6 +40,11 @@ template <>
 struct Operand<bfloat16_t> {
   static constexpr bool bf16 = true;
 };
+
+template <class A, class B>
+constexpr bool same_type = false;
+template <class A>
+constexpr bool same_type<A, A> = true;
 
 TL_DEVICE uint32_t pack(uint16_t lo, uint16_t hi) {
   return uint32_t(lo) | (uint32_t(hi) << 16);
@@ -71,6 +78,44 @@ TL_DEVICE void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_
 #endif
 }
 
+// D += A * B, 16 x 8 x 16, f16 operands and f16 accumulators: d[0] holds C/D
+// elements 0 (low half) and 1, d[1] elements 2 and 3, at the positions of the f32
+// form. The tensor cores add the instruction's 16 products to the accumulator in
+// a wider format and round to f16 once (the emulator's twin does the same; see
+// docs/design/cuda_lowering.md, "f16 accumulators").
+TL_DEVICE void mma_m16n8k16_f16acc(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef TL_EMULATE
+  emu::mma_m16n8k16_f16(d, a, b);
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
+               : "+r"(d[0]), "+r"(d[1])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// The same on the four half_t accumulators of one tile (4-byte aligned, as the
+// compiler's 16-bit register arrays are), in C/D element order.
+TL_DEVICE void mma_m16n8k16_f16acc(half_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#ifdef TL_EMULATE
+  uint32_t r[2] = {load_pair(d), load_pair(d + 2)};
+  mma_m16n8k16_f16acc(r, a, b);
+  for (int i = 0; i < 4; ++i) d[i].bits = uint16_t(r[i / 2] >> (16 * (i % 2)));
+#else
+  mma_m16n8k16_f16acc(*reinterpret_cast<uint32_t(*)[2]>(d), a, b);
+#endif
+}
+
+// One m16n8k16 on an f32 or (f16 operands only) f16 accumulator tile.
+template <bool Bf16>
+TL_DEVICE void mma_m16n8k16_acc(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  mma_m16n8k16<Bf16>(*reinterpret_cast<float(*)[4]>(d), a, b);
+}
+template <bool Bf16>
+TL_DEVICE void mma_m16n8k16_acc(half_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  static_assert(!Bf16, "mma.sync has no bf16 x bf16 -> f16 form: bfloat16 operands accumulate in float");
+  mma_m16n8k16_f16acc(d, a, b);
+}
+
 // The largest of {cap, cap / 2, ..., 1} that divides n.
 TL_DEVICE constexpr int chunk(int n, int cap) {
   while (n % cap != 0) cap /= 2;
@@ -79,13 +124,16 @@ TL_DEVICE constexpr int chunk(int n, int cap) {
 
 }  // namespace mma
 
-// C (M x N, fp32) = [C +] op(A) (M x K) * op(B) (K x N); all three in shared memory,
-// row-major with the given leading dimensions. Called by all WarpsM * WarpsN * 32
-// threads of the block.
-template <int M, int N, int K, bool TransA, bool TransB, bool Clear, int WarpsM, int WarpsN, class TA, class TB>
-TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, float* C, int64_t ldc) {
+// C (M x N, fp32, or f16 for half_t operands) = [C +] op(A) (M x K) * op(B) (K x N);
+// all three in shared memory, row-major with the given leading dimensions. Called
+// by all WarpsM * WarpsN * 32 threads of the block.
+template <int M, int N, int K, bool TransA, bool TransB, bool Clear, int WarpsM, int WarpsN, class TA, class TB,
+          class TC>
+TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, TC* C, int64_t ldc) {
   static_assert(sizeof(TA) == 2 && sizeof(TB) == 2, "gemm_mma takes 16-bit operands");
   static_assert(mma::Operand<TA>::bf16 == mma::Operand<TB>::bf16, "gemm_mma operands must have one dtype");
+  static_assert(mma::same_type<TC, float> || (mma::same_type<TC, half_t> && !mma::Operand<TA>::bf16),
+                "gemm_mma accumulates in float, or in half_t for half_t operands");
   static_assert(M % (16 * WarpsM) == 0 && N % (8 * WarpsN) == 0 && K % 16 == 0,
                 "gemm_mma tile does not split into 16 x 8 x 16 mma tiles over the warps");
   constexpr bool kBf16 = mma::Operand<TA>::bf16;
@@ -97,12 +145,12 @@ TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, floa
   const int row0 = (warp / WarpsN) * (M / WarpsM), col0 = (warp % WarpsN) * (N / WarpsN);
   for (int cm = 0; cm < kTilesM; cm += kChunkM) {
     for (int cn = 0; cn < kTilesN; cn += kChunkN) {
-      float acc[kChunkM][kChunkN][4];
+      alignas(4) TC acc[kChunkM][kChunkN][4];
       TL_MMA_UNROLL for (int i = 0; i < kChunkM; ++i) {
         TL_MMA_UNROLL for (int j = 0; j < kChunkN; ++j) {
           TL_MMA_UNROLL for (int e = 0; e < 4; ++e) {
             const int r = row0 + (cm + i) * 16 + g + 8 * (e / 2), c = col0 + (cn + j) * 8 + 2 * t + e % 2;
-            acc[i][j][e] = Clear ? 0.0f : C[r * ldc + c];
+            acc[i][j][e] = Clear ? TC(0.0f) : C[r * ldc + c];
           }
         }
       }
@@ -121,7 +169,7 @@ TL_DEVICE void gemm_mma(const TA* A, int64_t lda, const TB* B, int64_t ldb, floa
           }
         }
         TL_MMA_UNROLL for (int i = 0; i < kChunkM; ++i) {
-          TL_MMA_UNROLL for (int j = 0; j < kChunkN; ++j) mma::mma_m16n8k16<kBf16>(acc[i][j], a[i], b[j]);
+          TL_MMA_UNROLL for (int j = 0; j < kChunkN; ++j) mma::mma_m16n8k16_acc<kBf16>(acc[i][j], a[i], b[j]);
         }
       }
       TL_MMA_UNROLL for (int i = 0; i < kChunkM; ++i) {
@@ -185,27 +233,6 @@ TL_DEVICE void pack_regs(uint32_t (&r)[N], const T* x) {
     TL_MMA_UNROLL for (int p = 0; p < kPer; ++p) v |= raw_bits(x[i * kPer + p]) << (8 * int(sizeof(T)) * p);
     r[i] = v;
   }
-}
-
-template <class A, class B>
-constexpr bool same_type = false;
-template <class A>
-constexpr bool same_type<A, A> = true;
-
-// D += A * B, 16 x 8 x 16, f16 operands and f16 accumulators (2 registers of f16x2).
-TL_DEVICE void mma_m16n8k16_f16acc(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-#ifdef TL_EMULATE
-  // The emulated tensor core sums in float; the result is rounded to f16 once.
-  float f[4];
-  for (int i = 0; i < 4; ++i) f[i] = tl::half_bits_to_float(uint16_t(d[i / 2] >> (16 * (i % 2))));
-  emu::mma_m16n8k16_f32(f, a, b, false);
-  for (int i = 0; i < 2; ++i)
-    d[i] = uint32_t(tl::float_to_half_bits(f[2 * i])) | uint32_t(tl::float_to_half_bits(f[2 * i + 1])) << 16;
-#else
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};\n"
-               : "+r"(d[0]), "+r"(d[1])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
 }
 
 }  // namespace mma

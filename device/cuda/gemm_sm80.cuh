@@ -10,7 +10,10 @@
 //                                  [wn * N / WarpsN + nt * 8 + 2 * q + e % 2]
 // where warp = rank / 32, wm = warp / WarpsN, wn = warp % WarpsN, g = lane / 4 and
 // q = lane % 4: the C/D fragment of mma.sync, tile after tile. The compiler indexes
-// the accumulator with constants only, so it lives in registers.
+// the accumulator with constants only, so it lives in registers. Its type is float
+// (int32_t for 8-bit integers), or half_t for half_t operands: the f16-accumulator
+// mma (.f16.f16.f16.f16), whose C/D registers pack elements e = 0, 1 and e = 2, 3
+// of a tile as f16x2 pairs, so the same indices hold the same elements.
 //
 // One mma k-step reads 32 bytes of K for every type (16 fp16/bf16, 8 tf32, 32
 // int8 or fp8 elements), so the A operand of one m16 tile is a 16-row x 32-byte
@@ -216,11 +219,18 @@ struct MmaOf<float8_e4m3fn_t> : MmaInfo<MmaKind::E4m3, float, 32> {};
 template <>
 struct MmaOf<float8_e5m2_t> : MmaInfo<MmaKind::E5m2, float, 32> {};
 
+// Whether Acc accumulates products of TA x TB: MmaOf's type, or half_t for half_t
+// operands (mma.sync's f16-accumulator form; there is none for bf16 or the others).
+template <class TA, class TB, class Acc>
+constexpr bool kAccumulates = SameType<Acc, typename MmaOf<TA>::Acc>::value ||
+                              (SameType<Acc, half_t>::value && SameType<TA, half_t>::value &&
+                               SameType<TB, half_t>::value);
+
 template <class TA, class TB, class Acc>
 TL_DEVICE void mma_tile(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   constexpr MmaKind ka = MmaOf<TA>::kKind, kb = MmaOf<TB>::kKind;
   if constexpr (ka == MmaKind::F16 || ka == MmaKind::Bf16)
-    mma::mma_m16n8k16<ka == MmaKind::Bf16>(*reinterpret_cast<float(*)[4]>(d), a, b);
+    mma::mma_m16n8k16_acc<ka == MmaKind::Bf16>(d, a, b);
   else if constexpr (ka == MmaKind::Tf32)
     mma::mma_m16n8k8_tf32(d, a, b);
   else if constexpr (ka == MmaKind::S8 || ka == MmaKind::U8)
@@ -318,8 +328,9 @@ TL_DEVICE void check_gemm_shape() {
                 "float8_e4m3fn_t or float8_e5m2_t");
   static_assert(SameType<TA, TB>::value || (MmaOf<TA>::kFp8 && MmaOf<TB>::kFp8),
                 "tl::gemm_ss/gemm_rs: A and B must have the same element type (or both be fp8: e4m3fn / e5m2)");
-  static_assert(SameType<TC, typename MmaOf<TA>::Acc>::value,
-                "tl::gemm_ss/gemm_rs: the accumulator must be float (int32_t for int8_t / uint8_t operands)");
+  static_assert(kAccumulates<TA, TB, TC>,
+                "tl::gemm_ss/gemm_rs: the accumulator must be float, or half_t for half_t operands (int32_t for "
+                "int8_t / uint8_t operands); mma.sync has no bfloat16 accumulator");
   static_assert(M % (16 * WarpsM) == 0, "tl::gemm_ss/gemm_rs: M must be a multiple of 16 * WarpsM");
   static_assert(N % (8 * WarpsN) == 0, "tl::gemm_ss/gemm_rs: N must be a multiple of 8 * WarpsN");
   static_assert(K % MmaOf<TA>::kStep == 0,

@@ -8,7 +8,8 @@
 // Operand types (WgmmaOf below): half_t / bfloat16_t (k16), float read as tf32
 // (k8; the tensor cores use the top 19 bits of each value, i.e. truncate to 10
 // mantissa bits), float8_e4m3fn_t / float8_e5m2_t in any mix (k32), all into
-// float; int8_t / uint8_t (both the same, k32) into int32_t. One k-step is 32
+// float, and half_t also into half_t (wgmma's f16 accumulators, kAccumulates);
+// int8_t / uint8_t (both the same, k32) into int32_t. One k-step is 32
 // bytes of K for every type. wgmma transposes only 16-bit operands: the others
 // must be K-major (A [M][K], B [N][K]), and only 16-bit A comes from registers.
 //
@@ -16,8 +17,9 @@
 // of 64, TN of 16); warpgroup wg owns the tile at (wg / WgN, wg % WgN) and covers
 // it with TM / 64 rows of TN / N wgmma.m64nNkK instructions per k-step (N the
 // largest power of two up to 256 that divides TN). The accumulator is the
-// thread's array of (TM / 64) * (TN / 8) * 4 floats (int32_t for 8-bit integers;
-// docs/design/cuda_layouts.md, "wgmma"):
+// thread's array of (TM / 64) * (TN / 8) * 4 floats (int32_t for 8-bit integers,
+// half_t for f16 accumulators, whose f16x2 registers hold elements e = 0, 1 and
+// 2, 3 in pairs; docs/design/cuda_layouts.md, "wgmma"):
 //   acc[(mi * (TN / 8) + nt) * 4 + e] = C[wgm * TM + 64 mi + 16 w + g + 8 (e / 2)]
 //                                         [wgn * TN + 8 nt + 2 q + e % 2]
 // with w = warp % 4, g = lane / 4, q = lane % 4: the m64nN D fragment, m64 block
@@ -75,6 +77,7 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 #define TL_WG_R13 "%104, %105, %106, %107, %108, %109, %110, %111"
 #define TL_WG_R14 "%112, %113, %114, %115, %116, %117, %118, %119"
 #define TL_WG_R15 "%120, %121, %122, %123, %124, %125, %126, %127"
+#define TL_WG_D4 "{%0, %1, %2, %3}"
 #define TL_WG_D8 "{" TL_WG_R0 "}"
 #define TL_WG_D16 "{" TL_WG_R0 ", " TL_WG_R1 "}"
 #define TL_WG_D32 "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 "}"
@@ -88,6 +91,7 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 // (SS: 16-bit types), nothing more (SF: tf32 and fp8, which take no transpose) or
 // without the imm-scale-a/b operands too (SI: integers); gemm_rs's a0..a3, b-desc,
 // scale-d, trans-b.
+#define TL_WG_SS4 "%4, %5, p, 1, 1, %7, %8", "%6"
 #define TL_WG_SS8 "%8, %9, p, 1, 1, %11, %12", "%10"
 #define TL_WG_SS16 "%16, %17, p, 1, 1, %19, %20", "%18"
 #define TL_WG_SS32 "%32, %33, p, 1, 1, %35, %36", "%34"
@@ -103,12 +107,14 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 #define TL_WG_SI32 "%32, %33, p", "%34"
 #define TL_WG_SI64 "%64, %65, p", "%66"
 #define TL_WG_SI128 "%128, %129, p", "%130"
+#define TL_WG_RS4 "{%4, %5, %6, %7}, %8, p, 1, 1, %10", "%9"
 #define TL_WG_RS8 "{%8, %9, %10, %11}, %12, p, 1, 1, %14", "%13"
 #define TL_WG_RS16 "{%16, %17, %18, %19}, %20, p, 1, 1, %22", "%21"
 #define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
 #define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
 #define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
-// The accumulator outputs, C "+f" (float) or "+r" (int32).
+// The accumulator outputs, C "+f" (float) or "+r" (int32, f16x2).
+#define TL_WG_OUT4(C, d, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3])
 #define TL_WG_OUT8(C, d, o) \
   C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
 #define TL_WG_OUT16(C, d, o) TL_WG_OUT8(C, d, o), TL_WG_OUT8(C, d, o + 8)
@@ -136,6 +142,18 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
     TL_WG_CALL(64, "128", KS, TYPES, C, OPS, __VA_ARGS__); \
   else                                                     \
     TL_WG_CALL(128, "256", KS, TYPES, C, OPS, __VA_ARGS__)
+// The same for f16 accumulators: N / 4 registers of f16x2.
+#define TL_WG_BY_N_F16ACC(KS, TYPES, OPS, ...)                \
+  if constexpr (N == 16)                                      \
+    TL_WG_CALL(4, "16", KS, TYPES, "+r", OPS, __VA_ARGS__);   \
+  else if constexpr (N == 32)                                 \
+    TL_WG_CALL(8, "32", KS, TYPES, "+r", OPS, __VA_ARGS__);   \
+  else if constexpr (N == 64)                                 \
+    TL_WG_CALL(16, "64", KS, TYPES, "+r", OPS, __VA_ARGS__);  \
+  else if constexpr (N == 128)                                \
+    TL_WG_CALL(32, "128", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else                                                        \
+    TL_WG_CALL(64, "256", KS, TYPES, "+r", OPS, __VA_ARGS__)
 
 namespace tl {
 namespace sm90 {
@@ -183,6 +201,13 @@ template <int Count>
 TL_DEVICE void fence_operands(int32_t* r) {
 #ifndef TL_EMULATE
   TL_SM90_UNROLL for (int i = 0; i < Count; ++i) asm volatile("" : "+r"(r[i])::"memory");
+#endif
+}
+// Count half_t accumulators (an even number, 4-byte aligned): Count / 2 f16x2 registers.
+template <int Count>
+TL_DEVICE void fence_operands(half_t* r) {
+#ifndef TL_EMULATE
+  fence_operands<Count / 2>(reinterpret_cast<uint32_t*>(r));
 #endif
 }
 
@@ -260,7 +285,7 @@ struct WgmmaInfo {
   static constexpr bool kFp8 = Kind == WgmmaType::E4m3 || Kind == WgmmaType::E5m2;
 };
 template <>
-struct WgmmaOf<half_t> : WgmmaInfo<WgmmaType::F16, float> {};
+struct WgmmaOf<half_t> : WgmmaInfo<WgmmaType::F16, float> {};  // or half_t: kAccumulates
 template <>
 struct WgmmaOf<bfloat16_t> : WgmmaInfo<WgmmaType::Bf16, float> {};
 template <>
@@ -274,6 +299,13 @@ struct WgmmaOf<int8_t> : WgmmaInfo<WgmmaType::S8, int32_t> {};
 template <>
 struct WgmmaOf<uint8_t> : WgmmaInfo<WgmmaType::U8, int32_t> {};
 
+// Whether Acc accumulates products of TA x TB: WgmmaOf's type, or half_t for half_t
+// operands (wgmma's f16 accumulators; bf16 and tf32 accumulate only in f32).
+template <class TA, class TB, class Acc>
+constexpr bool kAccumulates = tl::is_same<Acc, typename WgmmaOf<TA>::Acc>::value ||
+                              (tl::is_same<Acc, half_t>::value && tl::is_same<TA, half_t>::value &&
+                               tl::is_same<TB, half_t>::value);
+
 // The K of one wgmma for operands of T: 32 bytes.
 template <class T>
 constexpr int kInstK = 32 / int(sizeof(T));
@@ -286,6 +318,23 @@ TL_DEVICE constexpr int inst_n() {
   while (n > 16 && TN % n != 0) n /= 2;
   return n;
 }
+
+#ifndef TL_EMULATE
+// wgmma_ss on f16 accumulators (f16 operands): d holds N / 4 registers of f16x2,
+// the elements of the f32 form in pairs (element 2i in the low half of d[i]).
+template <int N, bool MnMajorA, bool MnMajorB>
+TL_DEVICE void wgmma_ss_f16acc(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  TL_WG_BY_N_F16ACC("16", "f16.f16.f16", TL_WG_SS, "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(MnMajorA)),
+                    "n"(int(MnMajorB)));
+}
+
+// The same with A from registers.
+template <int N, bool MnMajorB>
+TL_DEVICE void wgmma_rs_f16acc(uint32_t* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+  TL_WG_BY_N_F16ACC("16", "f16.f16.f16", TL_WG_RS, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),
+                    "r"(scale_d), "n"(int(MnMajorB)));
+}
+#endif
 
 // d (+)= A * B for one m64nNkK (scale_d 0: d = A * B); A and B from descriptors,
 // each K-major or (MnMajor, the instruction's imm-trans 1, 16-bit types only)
@@ -305,7 +354,9 @@ TL_DEVICE void wgmma_ss(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
 #define TL_WG_SS_FLOAT(KS, TA_, TB_) \
   TL_WG_BY_N(KS, "f32." TA_ "." TB_, "+f", TL_WG_SF, "l"(desc_a), "l"(desc_b), "r"(scale_d))
 #define TL_WG_SS_INT(T) TL_WG_BY_N("32", "s32." T "." T, "+r", TL_WG_SI, "l"(desc_a), "l"(desc_b), "r"(scale_d))
-  if constexpr (ka == WgmmaType::F16) {
+  if constexpr (tl::is_same<Acc, half_t>::value) {
+    wgmma_ss_f16acc<N, MnMajorA, MnMajorB>(reinterpret_cast<uint32_t*>(d), desc_a, desc_b, scale_d);
+  } else if constexpr (ka == WgmmaType::F16) {
     TL_WG_SS_16BIT("f16");
   } else if constexpr (ka == WgmmaType::Bf16) {
     TL_WG_SS_16BIT("bf16");
@@ -332,8 +383,8 @@ TL_DEVICE void wgmma_ss(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
 
 // The same with 16-bit A from registers: a[4] the m64k16 fragment (reg j: rows
 // 16 w + g + 8 (j % 2), k 2q + 8 (j / 2) + {0, 1}, lower k in the low half).
-template <int N, bool Bf16, bool MnMajorB>
-TL_DEVICE void wgmma_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+template <int N, bool Bf16, bool MnMajorB, class Acc>
+TL_DEVICE void wgmma_rs(Acc* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
   static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_rs: N is 16, 32, 64, 128 or 256");
 #if defined(TL_EMULATE)
   emu::wgmma_rs(d, N, a, desc_b, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorB);
@@ -343,7 +394,10 @@ TL_DEVICE void wgmma_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, int s
 #define TL_WG_RS_16BIT(T)                                                                                   \
   TL_WG_BY_N("16", "f32." T "." T, "+f", TL_WG_RS, "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), \
              "r"(scale_d), "n"(int(MnMajorB)))
-  if constexpr (Bf16) {
+  if constexpr (tl::is_same<Acc, half_t>::value) {
+    static_assert(!Bf16, "tl::wgmma_gemm_rs: bfloat16 operands accumulate only in float");
+    wgmma_rs_f16acc<N, MnMajorB>(reinterpret_cast<uint32_t*>(d), a, desc_b, scale_d);
+  } else if constexpr (Bf16) {
     TL_WG_RS_16BIT("bf16");
   } else {
     TL_WG_RS_16BIT("f16");
@@ -360,8 +414,9 @@ TL_DEVICE void check_wgmma_shape() {
   if constexpr (WgmmaOf<TA>::kSupported && WgmmaOf<TB>::kSupported) {
     static_assert(tl::is_same<TA, TB>::value || (WgmmaOf<TA>::kFp8 && WgmmaOf<TB>::kFp8),
                   "tl::wgmma_gemm: A and B must have the same element type (or both be fp8: e4m3fn / e5m2)");
-    static_assert(tl::is_same<TC, typename WgmmaOf<TA>::Acc>::value,
-                  "tl::wgmma_gemm: the accumulator must be float (int32_t for int8_t / uint8_t operands)");
+    static_assert(kAccumulates<TA, TB, TC>,
+                  "tl::wgmma_gemm: the accumulator must be float, or half_t for half_t operands (int32_t for int8_t "
+                  "/ uint8_t operands); wgmma has no bfloat16 accumulator");
   }
   static_assert(M % (64 * WgM) == 0, "tl::wgmma_gemm: M must be a multiple of 64 * WgM");
   static_assert(N % WgN == 0 && (N / WgN) % 16 == 0, "tl::wgmma_gemm: N / WgN must be a multiple of 16");

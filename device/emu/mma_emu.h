@@ -1,6 +1,6 @@
 // Emulated twins of the mma.sync instructions for the CUDA emulator
 // (device/cuda/gemm_mma.cuh and gemm_sm80.cuh include it under TL_EMULATE):
-// m16n8k16 f16/bf16 -> f32, m16n8k8 tf32 -> f32, m16n8k32 s8/u8 -> s32 and
+// m16n8k16 f16/bf16 -> f32 and f16 -> f16, m16n8k8 tf32 -> f32, m16n8k32 s8/u8 -> s32 and
 // m16n8k32 e4m3/e5m2 -> f32 (A and B formats chosen independently), with the
 // fp8 -> f16x2 conversion sm_90 runs that one through. The
 // lanes of a warp are fibers of one block: each publishes its fragment registers
@@ -26,6 +26,7 @@ namespace tl::emu {
 // The instructions (gemm_mma.cuh, gemm_sm80.cuh); defined below, or in the runtime
 // object (emu_core.h, TL_EMU_FN).
 TL_EMU_FN void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], bool bf16);
+TL_EMU_FN void mma_m16n8k16_f16(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 TL_EMU_FN void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]);
 TL_EMU_FN void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned);
 TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2);
@@ -83,6 +84,19 @@ TL_EMU_FN void mma_m16n8k16_f32(float (&d)[4], const uint32_t (&a)[4], const uin
     uint16_t bits = uint16_t(reg >> (16 * half));
     return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
   });
+}
+
+// f16 accumulators (d[j]: elements 2j, 2j + 1, the lower in the low half): the
+// incoming accumulator and the instruction's 16 exact products are summed in float,
+// and the sum is rounded to f16 (nearest even) once per instruction, as the tensor
+// cores do (docs/design/cuda_lowering.md, "f16 accumulators"); an f16 overflow
+// gives inf, as on the GPU.
+TL_EMU_FN void mma_m16n8k16_f16(uint32_t (&d)[2], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  float f[4];
+  for (int i = 0; i < 4; ++i) f[i] = tl::half_bits_to_float(uint16_t(d[i / 2] >> (16 * (i % 2))));
+  mma_m16n8k16_f32(f, a, b, false);
+  for (int j = 0; j < 2; ++j)
+    d[j] = uint32_t(tl::float_to_half_bits(f[2 * j])) | uint32_t(tl::float_to_half_bits(f[2 * j + 1])) << 16;
 }
 
 // The tensor cores read the top 19 bits of a tf32 operand and ignore the rest.

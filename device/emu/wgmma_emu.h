@@ -1,7 +1,8 @@
 // Emulated twins of the sm_90a warpgroup MMA instructions for the CUDA emulator
 // (device/cuda/gemm_sm90.cuh includes it under TL_EMULATE): wgmma.mma_async with A
 // and B from shared-memory matrix descriptors (m64nNk16 f16/bf16, m64nNk8 tf32 and
-// m64nNk32 e4m3/e5m2 into f32, m64nNk32 s8/u8 into s32) or f16/bf16 A from
+// m64nNk32 e4m3/e5m2 into f32, m64nNk16 f16 into f16, m64nNk32 s8/u8 into s32) or
+// f16/bf16 A from
 // registers, wgmma.fence, commit_group and wait_group, and the shared-window
 // address a descriptor holds.
 //
@@ -46,7 +47,11 @@ TL_EMU_FN void wgmma_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, bool 
                         WgmmaType type_b, bool trans_a, bool trans_b);
 TL_EMU_FN void wgmma_ss(int32_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
                         WgmmaType type_b, bool trans_a, bool trans_b);
+TL_EMU_FN void wgmma_ss(half_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b);
 TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                        bool trans_b);
+TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
                         bool trans_b);
 TL_EMU_FN void wgmma_commit();
 TL_EMU_FN void wgmma_wait(int n);
@@ -216,6 +221,17 @@ inline WgmmaQueue& wgmma_queue() {
   return q.by_rank[size_t(fiber_index())];
 }
 
+// The type operand values are decoded into for an accumulator type: the
+// accumulator's own, float for f16 accumulators (their sums run in float).
+template <class Acc>
+struct WgmmaValueOf {
+  using type = Acc;
+};
+template <>
+struct WgmmaValueOf<half_t> {
+  using type = float;
+};
+
 // The calling thread's accumulator coordinates in an m64nN tile.
 struct WgmmaLane {
   int warp, g, q;  // warp in the warpgroup, lane / 4, lane % 4
@@ -262,10 +278,29 @@ inline void wgmma_accumulate(int32_t* d, int n, int kk, bool scale_d, const int3
     }
 }
 
+// f16 accumulators: each instruction adds its kk exact products to the incoming
+// value in float and rounds the sum to f16 (nearest even) once, as the tensor cores
+// do (docs/design/cuda_lowering.md, "f16 accumulators").
+inline void wgmma_accumulate(half_t* d, int n, int kk, bool scale_d, const float* a, const float* b) {
+  for (int i = 0; i < n / 8; ++i)
+    for (int e = 0; e < 4; ++e) {
+      float sum = scale_d ? tl::half_bits_to_float(d[4 * i + e].bits) : 0.0f;
+      const float *ra = a + (e / 2) * kk, *cb = b + (2 * i + e % 2) * kk;
+      for (int k = 0; k < kk; ++k) sum += ra[k] * cb[k];
+      d[4 * i + e].bits = tl::float_to_half_bits(sum);
+    }
+}
+
 // Whether an instruction takes operands of types a, b into accumulators of Acc (the
 // device header's static_asserts make it so; checked here too).
 template <class Acc>
 inline bool check_wgmma_types(WgmmaType a, WgmmaType b) {
+  if (std::is_same<Acc, half_t>::value) {
+    if (a == WgmmaType::F16 && b == WgmmaType::F16) return true;
+    record_failure(std::string("wgmma: operand types ") + wgmma_type_name(a) + " / " + wgmma_type_name(b) +
+                   " into f16 accumulators; tilelang emits f16 accumulators only for f16 operands");
+    return false;
+  }
   const bool integer = wgmma_is_integer(a);
   const bool fp8 = (a == WgmmaType::E4m3 || a == WgmmaType::E5m2) && (b == WgmmaType::E4m3 || b == WgmmaType::E5m2);
   if ((a != b && !fp8) || integer != std::is_same<Acc, int32_t>::value) {
@@ -290,7 +325,8 @@ inline void queue_wgmma_ss(Acc* d, int n, uint64_t desc_a, uint64_t desc_b, bool
   const int kk = wgmma_inst_k(type_a);
   wgmma_queue().open.push_back([=] {
     const WgmmaLane l;
-    std::vector<Acc> a(size_t(2 * kk)), b(size_t(n / 4 * kk));
+    using V = typename WgmmaValueOf<Acc>::type;
+    std::vector<V> a(size_t(2 * kk)), b(size_t(n / 4 * kk));
     if (!wgmma_read_operand(
             a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, kk, type_a, "A"))
       return;
@@ -309,17 +345,23 @@ TL_EMU_FN void wgmma_ss(int32_t* d, int n, uint64_t desc_a, uint64_t desc_b, boo
                         WgmmaType type_b, bool trans_a, bool trans_b) {
   queue_wgmma_ss(d, n, desc_a, desc_b, scale_d, type_a, type_b, trans_a, trans_b);
 }
+TL_EMU_FN void wgmma_ss(half_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool scale_d, WgmmaType type_a,
+                        WgmmaType type_b, bool trans_a, bool trans_b) {
+  queue_wgmma_ss(d, n, desc_a, desc_b, scale_d, type_a, type_b, trans_a, trans_b);
+}
 
 // The same with f16 / bf16 A from registers: a[4] holds the m64k16 fragment of
 // mma.m16n8k16 for rows 16w.. of warp w (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2)
 // + {0, 1}).
-TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
-                        bool trans_b) {
+template <class Acc>
+inline void queue_wgmma_rs(Acc* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                           bool trans_b) {
   if (!check_warpgroups(n)) return;
   if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
     record_failure("wgmma: A from registers must be f16 or bf16");
     return;
   }
+  if (!check_wgmma_types<Acc>(type, type)) return;
   const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
   const WgmmaLane l;
   std::vector<float> rows(2 * 16);
@@ -336,6 +378,15 @@ TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b
       return;
     wgmma_accumulate(d, n, 16, scale_d, rows.data(), b.data());
   });
+}
+
+TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                        bool trans_b) {
+  queue_wgmma_rs(d, n, a, desc_b, scale_d, type, trans_b);
+}
+TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
+                        bool trans_b) {
+  queue_wgmma_rs(d, n, a, desc_b, scale_d, type, trans_b);
 }
 
 TL_EMU_FN void wgmma_commit() {

@@ -156,7 +156,7 @@ int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
 
 // Tensor cores, first step (no layout inference yet): every operand in shared
 // memory, the block's warps splitting C, each warp running
-// mma.sync.m16n8k16 (f16/bf16 -> f32) on its tile (device/cuda/gemm_mma.cuh).
+// mma.sync.m16n8k16 (f16/bf16 -> f32, f16 -> f16) on its tile (device/cuda/gemm_mma.cuh).
 // Returns an undefined Stmt when the gemm does not fit, and the caller keeps
 // lower_gemm_loops: other dtypes, shapes that do not split into 16 x 8 x 16 tiles
 // over the warps, operands outside shared memory, or targets before sm_80.
@@ -164,8 +164,9 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   if (!target.has_mma_sync() || threads < 32 || threads % 32 != 0) return Stmt();
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   DataType in = a.buffer->dtype;
+  bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;  // mma.sync's f16-accumulator form
   if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in) ||
-      !(c.buffer->dtype == dtype::Float32))
+      !(c.buffer->dtype == dtype::Float32 || f16_acc))
     return Stmt();
   for (const BufferRegion* r : {&a, &b, &c}) {
     Scope sc = r->buffer->scope;

@@ -405,17 +405,20 @@ class Collector : public IRVisitor {
     DataType in = a.buffer->dtype;
     if (!a_.target->has_mma_sync() || a_.threads % 32 != 0)
       return fail("the target has no mma.sync or the block is not whole warps");
-    // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, int8/uint8 into
-    // int32, and from sm_89 fp8 e4m3fn/e5m2 (A and B may differ) into float32.
+    // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, f16 also into
+    // float16, int8/uint8 into int32, and from sm_89 fp8 e4m3fn/e5m2 (A and B may
+    // differ) into float32. wgmma takes the same pairs.
     auto is_fp8 = [](DataType t) { return t == dtype::Float8E4M3FN || t == dtype::Float8E5M2; };
     bool half = in == dtype::Float16 || in == dtype::BFloat16;
     bool tf32 = in == dtype::Float32, byte = in == dtype::Int8 || in == dtype::UInt8;
     bool fp8 = is_fp8(in) && is_fp8(b.buffer->dtype) && a_.target->sm_version() >= 89;
     DataType acc = byte ? dtype::Int32 : dtype::Float32;
-    if (!(half || tf32 || byte || fp8) || !(b.buffer->dtype == in || fp8) || !(c.buffer->dtype == acc))
-      return fail(
-          "operand dtypes have no mma.sync form (f16/bf16/float32 into float32, int8/uint8 into int32, fp8 into "
-          "float32 from sm_89)");
+    bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;
+    if (!(half || tf32 || byte || fp8) || !(b.buffer->dtype == in || fp8) || !(c.buffer->dtype == acc || f16_acc))
+      return fail(str_cat("the tensor cores have no instruction for ", in.name(), " x ", b.buffer->dtype.name(),
+                          " into a ", c.buffer->dtype.name(),
+                          " accumulator (they take f16/bf16/float32 into float32, f16 into float16, int8/uint8 into "
+                          "int32, fp8 into float32 from sm_89), so it runs on the CUDA cores"));
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
     bool ta = attr_int(op->attrs, "transpose_A", 0);
     int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);
