@@ -43,6 +43,10 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& options)
 // do not count.
 int64_t compile_count();
 
+// Number of kernels the in-memory cache holds now (at most
+// TILELANG_MEMORY_CACHE_MAX_KERNELS; see cache/memory_cache.h).
+int64_t memory_cache_size();
+
 // Loads an exported kernel without compiling: its signature text
 // (KernelSignature::serialize), target string and the directory holding its
 // artifact files (those of a cache entry: kernel.cpp + kernel.so on the CPU).

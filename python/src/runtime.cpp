@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "cache/kernel_cache.h"
+#include "cache/memory_cache.h"
 #include "call_args.h"
 #include "convert.h"
 #include "ir/printer.h"
@@ -213,6 +214,8 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("sink").none());
   m.def("compile_count", &compile_count);
+  m.def("memory_cache_size", &memory_cache_size);
+  m.def("memory_cache_max_kernels", [] { return memory_cache_bounds().max_entries; });
   m.def("load_kernel", &load_kernel, nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
   m.def("default_cache_dir", &default_cache_dir);
   m.def("cache_stats", [](const std::string& dir) {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "cache/memory_cache.h"
 #include "cache/private_dir.h"
 #include "support/error.h"
 #include "support/logging.h"
@@ -193,6 +194,23 @@ int64_t max_cache_bytes() {
   return kDefault;
 }
 
+MemoryCacheBounds memory_cache_bounds() {
+  MemoryCacheBounds b;
+  auto read = [](const char* var, int64_t* out, const char* fallback) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) return;
+    std::optional<int64_t> n = parse_bytes(v);
+    if (n && *n > 0) {
+      *out = *n;
+      return;
+    }
+    warn_once(std::string(var) + v, str_cat(var, "=", v, " is not a positive number; using ", fallback));
+  };
+  read("TILELANG_MEMORY_CACHE_MAX_KERNELS", &b.max_entries, "1024");
+  read("TILELANG_MEMORY_CACHE_MAX_SIZE", &b.max_bytes, "1G");
+  return b;
+}
+
 DiskCache::DiskCache(std::string root) {
   ResolvedRoot r = resolve_root(root);
   root_ = std::move(r.root);
@@ -331,7 +349,7 @@ std::optional<std::string> DiskCache::publish(const std::string& key,
   for (int attempt = 0; attempt < 3; ++attempt) {
     fs::rename(staging, dir, ec);
     if (!ec) {
-      prune_if_over_cap(bytes);
+      prune_if_over_cap(bytes, key);
       return dir.string();
     }
     // Someone published first: use theirs when it is whole.
@@ -380,7 +398,7 @@ CacheStats DiskCache::stats() const {
   return s;
 }
 
-int64_t DiskCache::prune(int64_t max_bytes) const {
+int64_t DiskCache::prune_except(int64_t max_bytes, const std::string& keep) const {
   if (root_.empty()) return 0;
   fs::path kernels = fs::path(root_) / "kernels";
   std::vector<EntryInfo> entries = list_entries(kernels);
@@ -391,6 +409,7 @@ int64_t DiskCache::prune(int64_t max_bytes) const {
   int64_t removed = 0;
   for (const EntryInfo& e : entries) {
     if (total <= max_bytes) break;
+    if (e.key == keep) continue;
     if (discard(kernels, e.dir, e.key)) ++removed;
     total -= e.bytes;
   }
@@ -411,7 +430,7 @@ int64_t DiskCache::prune(int64_t max_bytes) const {
 // 64th after it; in between, the bytes it publishes are added to the last walk's
 // total (other processes' entries show at the next walk). Over the cap, the cache
 // is pruned to nine tenths of it, so that pruning is not needed at every publication.
-void DiskCache::prune_if_over_cap(int64_t published_bytes) const {
+void DiskCache::prune_if_over_cap(int64_t published_bytes, const std::string& key) const {
   const int64_t cap = max_cache_bytes();
   if (cap <= 0) return;
   struct Estimate {
@@ -430,7 +449,7 @@ void DiskCache::prune_if_over_cap(int64_t published_bytes) const {
   if (!walk) return;
   int64_t total = stats().bytes;
   if (total > cap) {
-    int64_t removed = prune(cap - cap / 10);
+    int64_t removed = prune_except(cap - cap / 10, key);
     log(LogLevel::Debug, str_cat("kernel cache ", root_, " held ", total, " bytes, over its cap of ", cap, " (",
                                  "TILELANG_CACHE_MAX_SIZE); removed ", removed, " least recently used entries"));
     total = stats().bytes;

@@ -63,14 +63,16 @@ class DiskCache {
   // name before deletion, so a concurrent reader sees a whole entry or none.
   // Leftovers of crashed writers (staging dirs older than an hour) go too; the
   // root and kernels/ directories are never removed.
-  int64_t prune(int64_t max_bytes) const;
+  int64_t prune(int64_t max_bytes) const { return prune_except(max_bytes, ""); }
   // Removes every entry (prune to zero bytes).
   int64_t clear() const { return prune(0); }
 
  private:
   bool valid(const std::string& dir, const std::string& key) const;
   std::string manifest(const std::string& dir, const std::string& key) const;
-  void prune_if_over_cap(int64_t published_bytes) const;
+  // prune(), sparing the entry of `keep` (one just published, about to be loaded).
+  int64_t prune_except(int64_t max_bytes, const std::string& keep) const;
+  void prune_if_over_cap(int64_t published_bytes, const std::string& key) const;
   std::string root_;
   std::string secret_;  // empty: no entry can be checked or written
 };

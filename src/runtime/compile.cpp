@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.h"
+#include "cache/memory_cache.h"
 #include "cache/private_dir.h"
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
@@ -437,6 +438,28 @@ void prepare_host_compiler(const CompileOptions& opt) {
 
 namespace {
 
+// The kernels compiled in this process, by key (cache/memory_cache.h). Never
+// destroyed: unloading modules while the process exits could meet a driver that
+// has already gone.
+MemoryCache<Kernel>& memory_cache() {
+  static auto* cache = new MemoryCache<Kernel>();
+  return *cache;
+}
+
+// What a kernel holds in memory, for the memory cache's byte bound: its sources and
+// the binary it loaded (the files of its artifact directory).
+int64_t footprint(const Kernel& k) {
+  int64_t bytes = int64_t(k.source().size() + k.host_source().size());
+  std::error_code ec;
+  if (k.artifact_path().empty()) return bytes;
+  for (auto it = fs::directory_iterator(k.artifact_path(), ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_regular_file(e2)) bytes += int64_t(it->file_size(e2));
+  }
+  return bytes;
+}
+
 // What of the kernel's source the kernel author wrote: the external functions it
 // calls (outside the device library's tl::) and its preludes, or "" when none.
 std::string own_code(const PrimFunc& f) {
@@ -468,14 +491,10 @@ std::string own_code(const PrimFunc& f) {
 }  // namespace
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
-  static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<Kernel>> memory;
   KernelSignature sig = KernelSignature::from(f);
   std::string key = cache_key_material(f, opt);
-  if (opt.use_cache) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = memory.find(key); it != memory.end()) return it->second;
-  }
+  if (opt.use_cache)
+    if (std::shared_ptr<Kernel> hit = memory_cache().find(key)) return hit;
   std::shared_ptr<Kernel> k;
   try {
     switch (opt.target.kind) {
@@ -489,10 +508,8 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
         if (opt.cuda_postproc) {
           rewritten = cuda_source(f, opt, sig);
           key += "cuda post-processed source:\n" + rewritten->code;
-          if (opt.use_cache) {
-            std::lock_guard<std::mutex> lock(mu);
-            if (auto it = memory.find(key); it != memory.end()) return it->second;
-          }
+          if (opt.use_cache)
+            if (std::shared_ptr<Kernel> hit = memory_cache().find(key)) return hit;
         }
         k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key, rewritten)
                                 : build_cuda(f, opt, sig, key, rewritten);
@@ -506,11 +523,12 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
   } catch (const InternalError& e) {
     rethrow_compile_failure(f, e);
   }
-  if (opt.use_cache) {
-    std::lock_guard<std::mutex> lock(mu);
-    memory.emplace(key, k);
-  }
+  if (opt.use_cache) memory_cache().insert(key, k, footprint(*k), memory_cache_bounds());
   return k;
+}
+
+int64_t memory_cache_size() {
+  return memory_cache().size();
 }
 
 int64_t compile_count() {

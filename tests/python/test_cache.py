@@ -702,3 +702,114 @@ def test_build_directories_without_the_disk_cache_are_private_and_unpredictable(
         assert os.lstat(d).st_mode & 0o777 == 0o700
     a = np.arange(5, dtype=np.float32) + 0.5
     np.testing.assert_array_equal(kernels[1](a), a * np.float32(11.5))
+
+
+# ---- bounded resources: the in-memory cache unloads what it evicts
+
+MANY_KERNELS = r"""
+import json, sys
+import numpy as np
+import tilelang, tilelang.language as T
+
+def make(scale):
+    @T.prim_func
+    def many_kernel(A: T.Tensor((7,), "float32"), B: T.Tensor((7,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(7):
+                B[i] = A[i] * scale
+    return many_kernel
+
+def mapped_libraries():
+    with open("/proc/self/maps") as f:
+        return len({line.split()[-1] for line in f if line.rstrip().endswith("kernel.so")})
+
+a = np.linspace(-1.0, 1.0, 7, dtype=np.float32)
+kept = tilelang.compile(make(0.5), out_idx=-1, target="cpu")  # a user holds this one
+ok, counts = True, []
+for i in range(int(sys.argv[1])):
+    scale = 1.0 + i / 64
+    k = tilelang.compile(make(scale), out_idx=-1, target="cpu")
+    ok = ok and bool(np.allclose(k(a), a.astype(np.float64) * scale, rtol=1e-6))
+    del k
+    counts.append(mapped_libraries())
+builds = tilelang._C.compile_count()
+again = tilelang.compile(make(1.0), out_idx=-1, target="cpu")  # evicted long ago: a disk hit
+ok = ok and bool(np.allclose(again(a), a, rtol=1e-6))
+ok = ok and bool(np.allclose(kept(a), a.astype(np.float64) * 0.5, rtol=1e-6))
+print(json.dumps({"ok": ok, "counts": counts, "held": tilelang._C.memory_cache_size(),
+                  "rebuilt": tilelang._C.compile_count() - builds}))
+"""
+
+
+def test_many_distinct_kernels_keep_a_bounded_number_of_libraries_mapped(tmp_path):
+    script = tmp_path / "many_kernels.py"
+    script.write_text(MANY_KERNELS)
+    proc = subprocess.run(
+        [sys.executable, str(script), "200"],
+        env=worker_env(tmp_path / "cache", TILELANG_MEMORY_CACHE_MAX_KERNELS="16"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["ok"]
+    # 16 in the memory cache and the one a user holds: never more, however many were made.
+    assert max(result["counts"]) <= 17, result["counts"]
+    assert result["counts"][-1] == 17
+    assert result["held"] == 16
+    assert result["rebuilt"] == 0
+
+
+def test_a_jit_function_keeps_a_bounded_number_of_specializations(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILELANG_MEMORY_CACHE_MAX_KERNELS", "3")
+
+    @tilelang.jit(out_idx=-1, target="cpu")
+    def scaled(scale):
+        return tiny(scale)
+
+    a = np.arange(5, dtype=np.float32) + 0.25
+    first = scaled(1.75)
+    for s in (2.75, 3.75, 4.75, 5.75):
+        np.testing.assert_array_equal(scaled(s)(a), a * np.float32(s))
+    assert len(scaled._cache) == 3 and tilelang._C.memory_cache_size() <= 3
+    builds = tilelang._C.compile_count()
+    again = scaled(1.75)  # dropped by both caches: loaded again from the disk
+    assert again is not first and tilelang._C.compile_count() == builds
+    np.testing.assert_array_equal(again(a), a * np.float32(1.75))
+    np.testing.assert_array_equal(first(a), a * np.float32(1.75))  # its user's copy still runs
+
+
+def test_the_disk_cap_prunes_prelude_entries_too(tmp_path):
+    """TILELANG_CACHE_MAX_SIZE below one entry: each publication prunes every other
+    entry, the precompiled header's and the emulator runtime's included, and the kernels
+    still build and run."""
+    script = tmp_path / "capped.py"
+    script.write_text(
+        "import json, numpy as np, tilelang, tilelang.language as T\n"
+        "a = np.linspace(-2.0, 2.0, 64, dtype=np.float32)\n"
+        "outs = []\n"
+        "for s in (1.5, 2.5):\n"
+        "    @T.prim_func\n"
+        "    def k(A: T.Tensor((64,), 'float32'), B: T.Tensor((64,), 'float32')):\n"
+        "        with T.Kernel(1, threads=64) as _:\n"
+        "            tx = T.get_thread_binding()\n"
+        "            B[tx] = A[tx] * s\n"
+        "    for target in ('cpu', 'cuda -arch=sm_80 -emulate'):\n"
+        "        outs.append(bool((tilelang.compile(k, out_idx=-1, target=target)(a) == a * np.float32(s)).all()))\n"
+        "print(json.dumps(outs))\n"
+    )
+    cache = tmp_path / "cache"
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        env=worker_env(cache, TILELANG_CACHE_MAX_SIZE="1K"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [True] * 4
+    assert prelude_entries(cache) == [] and len(entries(cache)) == 1  # the last kernel's

@@ -16,6 +16,7 @@ from . import log
 from .eager import EagerFunction, freeze
 from .export import load_kernel
 from .kernel import JITKernel
+from .specializations import Specializations
 
 __all__ = ["JITKernel", "compile", "jit", "load_kernel"]
 
@@ -158,7 +159,7 @@ class LazyJIT:
         self.options = options
         self.__name__ = factory.__name__
         self.__doc__ = factory.__doc__
-        self._cache = {}
+        self._cache = Specializations()
         self._last_args = None
 
     def __call__(self, *args, **kwargs):
@@ -176,7 +177,7 @@ class LazyJIT:
             values = self._named(args, kwargs)
             log.logger.debug(
                 "new specialization #%d of '%s': %s",
-                len(self._cache) + 1,
+                self._cache.made + 1,
                 self.__name__,
                 log.describe_arguments(values, self._last_args),
             )

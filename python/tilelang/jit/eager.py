@@ -13,6 +13,7 @@ from tilelang.language.prim_func import PrimFunc, finish, run_traced
 
 from . import log
 from .kernel import JITKernel
+from .specializations import Specializations
 
 
 def is_tensor(value):
@@ -63,7 +64,7 @@ class EagerFunction:
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self._const_maps = {}
-        self._kernels = {}
+        self._kernels = Specializations()
         self._last_spec = None
 
     # ---- tracing
@@ -166,7 +167,7 @@ class EagerFunction:
         values.update(const_values)
         log.logger.debug(
             "new specialization #%d of '%s': %s",
-            len(self._kernels) + 1,
+            self._kernels.made + 1,
             self.__name__,
             log.describe_arguments(values, self._last_spec),
         )

@@ -54,7 +54,11 @@ std::optional<std::string> prelude_entry(const CompileOptions& opt, const std::s
     std::lock_guard<std::mutex> lock(checked_entries_mu);
     auto it = checked_entries.find(memo);
     std::error_code ec;
-    if (it != checked_entries.end() && fs::exists(fs::path(it->second) / product, ec)) return it->second;
+    if (it != checked_entries.end() && fs::exists(fs::path(it->second) / product, ec)) {
+      // Used again: the disk cache's least-recently-used pruning must see it so.
+      fs::last_write_time(it->second, fs::file_time_type::clock::now(), ec);
+      return it->second;
+    }
   }
   std::optional<std::string> dir = disk.lookup(*hash);
   if (!dir)

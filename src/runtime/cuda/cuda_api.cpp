@@ -48,6 +48,7 @@ const CudaDriver* cuda_driver() {
               load(h, api.cuGetErrorString, "cuGetErrorString") && load(h, api.cuGetErrorName, "cuGetErrorName") &&
               load(h, api.cuDriverGetVersion, "cuDriverGetVersion");
     load(h, api.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");  // optional: sm_90 TMA maps (runtime/cuda/tma.h)
+    if (!load(h, api.cuEventDestroy, "cuEventDestroy_v2")) load(h, api.cuEventDestroy, "cuEventDestroy");  // optional
     if (!ok || api.cuInit(0) != 0) return nullptr;
     return &api;
   }();

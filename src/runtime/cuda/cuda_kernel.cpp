@@ -18,7 +18,8 @@ CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, s
       compile_flags_(std::move(compile_flags)),
       functions_(new std::atomic<void*>[kMaxDevices * entries_.size()]),
       residency_(kMaxDevices * entries_.size()),
-      last_cooperative_(kMaxDevices, nullptr) {
+      last_cooperative_(kMaxDevices, nullptr),
+      modules_(kMaxDevices, {nullptr, nullptr}) {
   if (entries_.size() != signature().launches.size())
     throw std::runtime_error(str_cat("kernel '", signature().name, "': ", entries_.size(), " cuda entries for ",
                                      signature().launches.size(), " launches"));
@@ -28,6 +29,24 @@ CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, s
     threads_.push_back(t);
   }
   for (size_t i = 0; i < kMaxDevices * entries_.size(); ++i) functions_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+CudaKernel::~CudaKernel() {
+  const CudaDriver* d = cuda_driver();
+  if (!d) return;
+  CUcontext previous = nullptr;
+  bool switched = false;
+  for (int device = 0; device < kMaxDevices; ++device) {
+    auto [mod, ctx] = modules_[device];
+    if (!mod && !last_cooperative_[device]) continue;
+    if (!switched) d->cuCtxGetCurrent(&previous);
+    switched = true;
+    d->cuCtxSetCurrent(static_cast<CUcontext>(ctx));  // errors ignored: the driver may be shutting down
+    if (last_cooperative_[device] && d->cuEventDestroy)
+      d->cuEventDestroy(static_cast<CUevent>(last_cooperative_[device]));
+    if (mod) d->cuModuleUnload(static_cast<CUmodule>(mod));
+  }
+  if (switched) d->cuCtxSetCurrent(previous);
 }
 
 void* CudaKernel::function_for(int device_id, size_t index) const {
@@ -57,6 +76,7 @@ void CudaKernel::load_functions(int device_id) const {
   CUresult r = d->cuModuleLoadData(&mod, cubin_.data());
   if (r == kNoBinaryForGpu) r = load_as_ptx(device_id, &mod);
   check_cuda(r, str_cat("loading the cubin of kernel '", signature().name, "' (built for ", target().arch, ")"));
+  modules_[device_id] = {mod, ctx};
   std::vector<void*> fns;
   for (const CudaEntry& e : entries_) {
     CUfunction fn;

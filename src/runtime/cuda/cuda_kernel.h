@@ -26,6 +26,9 @@ class CudaKernel : public Kernel {
   // `compile_flags` are the NVRTC flags of the cubin, for the PTX a newer GPU loads.
   CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
              std::vector<CudaEntry> entries, std::vector<std::string> compile_flags = {});
+  // Unloads the modules it loaded (each in its device's context), so that a kernel
+  // evicted from the memory cache and dropped by its users frees its device memory.
+  ~CudaKernel() override;
 
   const std::vector<char>& cubin() const { return cubin_; }
 
@@ -61,6 +64,8 @@ class CudaKernel : public Kernel {
   // next one waits for. Its blocks share the module's arrival word (device/cuda/
   // grid_sync.cuh), so two must never run at once, whatever their streams.
   mutable std::vector<void*> last_cooperative_;
+  // Per device: the loaded module and the context it was loaded in (null: none).
+  mutable std::vector<std::pair<void*, void*>> modules_;
   mutable std::mutex cooperative_mu_;
 };
 
