@@ -115,8 +115,13 @@ def _canonical(target):
         return "cpu" if not rest else f"cpu {rest}"
     from tilelang.env import is_emulation_enabled
 
-    if kind in ("cuda", "metal") and is_emulation_enabled() and "-emulate" not in rest.split():
-        text += " -emulate"
+    words = rest.split()
+    if kind in ("cuda", "metal") and is_emulation_enabled() and "-emulate" not in words:
+        # TILELANG_EMULATE_ARCH names the GPU the emulator stands in for ("sm_90a").
+        arch = os.environ.get("TILELANG_EMULATE_ARCH", "").strip()
+        if kind == "cuda" and arch and not any(w.startswith("-arch") for w in words):
+            words.insert(0, f"-arch={arch}")
+        text = " ".join([kind, *words, "-emulate"])
     if kind not in _KINDS:
         raise ValueError(
             f"unknown target '{target}'; expected 'auto', 'cpu', 'cuda' (e.g. 'cuda -arch=sm_90') "

@@ -1,0 +1,223 @@
+"""Runs TileLang's own test suite and example tests, unchanged, against this package and
+tabulates the outcome per directory: passed, failed, skipped, and why.
+
+    python tests/upstream/run.py --source PATH [--mode sm80 --mode sm90a --mode cpu]
+                                 [--dirs language kernel ...] [--files LIST] [--out DIR]
+
+PATH is a checkout of TileLang's repository (or its release sources): the directory that
+holds `testing/python` and `examples/`. Nothing of it is copied into this repository;
+without --source the runner reads TILELANG_UPSTREAM_SRC. Modes:
+
+- `cpu`: the files as they are on this machine; tests gated on a GPU skip.
+- `sm80`, `sm90a`: torch's CUDA device becomes the CPU and CUDA kernels run in the
+  emulator of that arch (tests/upstream/torch_on_cpu.py), so GPU-gated tests run too.
+- `gpu`: the files as they are, on a machine with a GPU.
+
+Each file runs in its own pytest process (a crash or a hang costs one file, with the
+per-file --timeout), and the results go to DIR/results.json and DIR/table.md.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DIRS = [
+    "testing/python/language", "testing/python/kernel", "testing/python/issue",
+    "testing/python/jit", "testing/python/cache", "testing/python/profiler",
+    "testing/python/autotune", "testing/python/math", "testing/python/cpu",
+    "testing/python/cuda", "testing/python/metal", "testing/python/dynamic", "examples",
+]  # fmt: skip
+MODES = {"cpu": None, "sm80": "sm_80", "sm90a": "sm_90a", "gpu": None}
+
+
+def find_files(source, dirs, listed):
+    if listed:
+        return [source / line for line in listed]
+    files = []
+    for d in dirs:
+        files += sorted((source / d).rglob("test_*.py"))
+    return files
+
+
+def reason_of(element):
+    """One line saying why a test failed or skipped: the exception's type and message
+    (for a file that failed to import, the traceback's last `E` line)."""
+    message = (element.get("message") or "").strip()
+    text = element.text or ""
+    if not message or message == "collection failure":
+        errors = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+        message = errors[-1] if errors else (text.strip().splitlines() or [message])[-1]
+    first = message.splitlines()[0] if message else ""
+    return re.sub(r"0x[0-9a-f]+", "0x…", first)[:200]
+
+
+def parse_junit(path):
+    tests = []
+    root = ET.parse(path).getroot()
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome, why = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome, why = "failed", reason_of(child)
+                if child.get("message") == "collection failure":
+                    outcome = "import_error"
+                break
+            if child.tag == "skipped":
+                outcome, why = "skipped", reason_of(child)
+        tests.append({"name": name, "outcome": outcome, "reason": why})
+    return tests
+
+
+def run_file(path, mode, args, source):
+    env = dict(os.environ)
+    plugin = []
+    if MODES[mode]:
+        env["TILELANG_EMULATE_ARCH"] = MODES[mode]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+        plugin = ["-p", "torch_on_cpu"]
+    with tempfile.TemporaryDirectory() as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [args.python, "-P", "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider",
+               *plugin, f"--junitxml={junit}", "-o", "junit_family=xunit1",
+               *(["--collect-only"] if args.collect_only else [])]  # fmt: skip
+        start = time.time()
+        try:
+            proc = subprocess.run(
+                cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=args.timeout
+            )
+        except subprocess.TimeoutExpired:
+            return {"status": "timeout", "seconds": args.timeout, "tests": []}
+        seconds = round(time.time() - start, 1)
+        if not junit.exists():
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            return {"status": "crashed", "seconds": seconds, "returncode": proc.returncode,
+                    "tests": [], "reason": " | ".join(tail)[:300]}  # fmt: skip
+        tests = parse_junit(junit)
+    if proc.returncode < 0:
+        return {"status": "crashed", "seconds": seconds, "returncode": proc.returncode,
+                "tests": tests, "reason": f"signal {-proc.returncode}"}  # fmt: skip
+    status = "import_error" if any(t["outcome"] == "import_error" for t in tests) else "ran"
+    return {"status": status, "seconds": seconds, "tests": tests}
+
+
+def directory_of(rel):
+    parts = Path(rel).parts
+    return "/".join(parts[:3]) if parts[0] == "testing" else "/".join(parts[:2])
+
+
+def summarize(results):
+    """Per mode and directory: files, import failures, crashed/timed-out files, tests
+    passed / failed / skipped, and the share passed of those that ran unskipped."""
+    table = {}
+    for mode, files in results.items():
+        rows = collections.defaultdict(collections.Counter)
+        for rel, r in files.items():
+            row = rows[directory_of(rel)]
+            row["files"] += 1
+            if r["status"] != "ran":
+                row[r["status"]] += 1
+            for t in r["tests"]:
+                row[t["outcome"]] += 1
+        table[mode] = dict(rows)
+    return table
+
+
+def write_table(results, out):
+    lines = ["# TileLang's suite on this package", ""]
+    for mode, rows in summarize(results).items():
+        lines += [f"## mode {mode}", "",
+                  "| directory | files | import errors | crashed / timed out | passed | failed | skipped | pass rate |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        total = collections.Counter()
+        for d in sorted(rows):
+            c = rows[d]
+            total.update(c)
+            lines.append(_row(d, c))
+        lines += [_row("**all**", total), ""]
+        reasons = collections.Counter()
+        for rel, r in results[mode].items():
+            if r["status"] in ("crashed", "timeout"):
+                reasons[f"{r['status']}: {r.get('reason', '')}"[:160]] += 1
+            for t in r["tests"]:
+                if t["outcome"] in ("failed", "import_error"):
+                    reasons[t["reason"][:160]] += 1
+        lines += ["Most common reasons for failures:", ""]
+        lines += [f"- {n} × `{why}`" for why, n in reasons.most_common(40)]
+        lines.append("")
+    (out / "table.md").write_text("\n".join(lines))
+
+
+def _row(name, c):
+    ran = c["passed"] + c["failed"]
+    rate = f"{100 * c['passed'] / ran:.1f} %" if ran else "-"
+    bad = c["crashed"] + c["timeout"]
+    return (f"| {name} | {c['files']} | {c['import_error']} | {bad} | {c['passed']} | "
+            f"{c['failed']} | {c['skipped']} | {rate} |")  # fmt: skip
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--source", default=os.environ.get("TILELANG_UPSTREAM_SRC"))
+    p.add_argument("--mode", action="append", choices=sorted(MODES))
+    p.add_argument("--dirs", nargs="*", default=DEFAULT_DIRS)
+    p.add_argument("--files", help="a file listing test files relative to --source, one a line")
+    p.add_argument("--out", default="build/upstream")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per file")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--collect-only", action="store_true", help="import and collect only (fast)")
+    p.add_argument("--min-pass-rate", type=float, default=None,
+                   help="exit 1 when a mode's pass rate (of tests that ran) is below this percentage")  # fmt: skip
+    args = p.parse_args()
+    if not args.source:
+        p.error("--source (or TILELANG_UPSTREAM_SRC) must name a checkout of TileLang's repository")
+    source = Path(args.source).resolve()
+    listed = None
+    if args.files:
+        text = Path(args.files).read_text().splitlines()
+        listed = [ln.split("#")[0].strip() for ln in text if ln.split("#")[0].strip()]
+    files = find_files(source, args.dirs, listed)
+    missing = [f for f in files if not f.exists()]
+    if missing:
+        p.error(f"not in {source}: {', '.join(str(m.relative_to(source)) for m in missing)}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for mode in args.mode or ["sm80"]:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            futures = {f: pool.submit(run_file, f, mode, args, source) for f in files}
+            results[mode] = {}
+            for f, fut in futures.items():
+                rel = str(f.relative_to(source))
+                r = results[mode][rel] = fut.result()
+                counts = collections.Counter(t["outcome"] for t in r["tests"])
+                print(f"[{mode}] {rel}: {r['status']} {dict(counts)} {r['seconds']}s", flush=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_table(results, out)
+    print((out / "table.md").read_text())
+    if args.min_pass_rate is not None:
+        for mode, rows in summarize(results).items():
+            total = collections.Counter()
+            for c in rows.values():
+                total.update(c)
+            ran = total["passed"] + total["failed"] + total["import_error"]
+            rate = 100 * total["passed"] / ran if ran else 0.0
+            if rate < args.min_pass_rate or total["crashed"] or total["timeout"]:
+                print(f"mode {mode}: pass rate {rate:.1f} % (minimum {args.min_pass_rate} %), "
+                      f"{total['crashed']} crashed, {total['timeout']} timed out")  # fmt: skip
+                sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

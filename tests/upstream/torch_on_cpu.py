@@ -1,0 +1,143 @@
+"""A pytest plugin that lets TileLang's own tests run unchanged on a machine without a
+GPU: torch's CUDA device becomes the CPU and CUDA kernels run in our emulator.
+
+Loaded by tests/upstream/run.py with `-p torch_on_cpu` when the mode is emulated
+(`sm80`, `sm90a`). Tensors the tests create on "cuda" are created on the CPU, `.cuda()`
+and `.to("cuda")` keep them there, and `torch.cuda`'s queries answer as one GPU of the
+emulated compute capability, so `tilelang.testing.requires_cuda*` gates open exactly as
+on that GPU. Kernels compiled for "cuda" (or "auto") run in the emulator of the arch
+named by TILELANG_EMULATE_ARCH. Nothing here changes a test's kernels or references.
+"""
+
+import functools
+import os
+import time
+import types
+
+_ARCH = os.environ.get("TILELANG_EMULATE_ARCH", "sm_80")
+
+
+def _capability():
+    digits = "".join(ch for ch in _ARCH.split("_", 1)[-1] if ch.isdigit())
+    return int(digits[:-1]), int(digits[-1])
+
+
+def _is_cuda(device):
+    if device is None:
+        return False
+    if isinstance(device, int):
+        return True
+    return str(device).startswith("cuda")
+
+
+def _cpu_device(device):
+    return "cpu" if _is_cuda(device) else device
+
+
+def _move_device_kwarg(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "device" in kwargs:
+            kwargs["device"] = _cpu_device(kwargs["device"])
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_FACTORIES = (
+    "arange", "as_tensor", "empty", "empty_like", "empty_strided", "eye", "full", "full_like",
+    "linspace", "logspace", "normal", "ones", "ones_like", "rand", "rand_like", "randint",
+    "randint_like", "randn", "randn_like", "randperm", "range", "tensor", "zeros", "zeros_like",
+)  # fmt: skip
+
+
+class _Event:
+    """torch.cuda.Event on the CPU: records host time (tests use it to time kernels)."""
+
+    def __init__(self, enable_timing=False, **_):
+        self._t = None
+
+    def record(self, stream=None):
+        self._t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end):
+        return (end._t - self._t) * 1e3
+
+
+class _Stream:
+    def __init__(self, *args, **kwargs):
+        self.cuda_stream = 0
+
+    def synchronize(self):
+        pass
+
+    def wait_stream(self, other):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _patch_torch(torch):
+    for name in _FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, _move_device_kwarg(getattr(torch, name)))
+
+    tensor_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        args = tuple(_cpu_device(a) if isinstance(a, (str, torch.device)) else a for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = _cpu_device(kwargs["device"])
+        return tensor_to(self, *args, **kwargs)
+
+    torch.Tensor.to = to
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    for name in ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"):
+        setattr(torch.Tensor, name, _move_device_kwarg(getattr(torch.Tensor, name)))
+
+    major, minor = _capability()
+    props = types.SimpleNamespace(
+        name=f"emulated {_ARCH}", major=major, minor=minor, multi_processor_count=132,
+        total_memory=80 * 2**30, max_shared_memory_per_block_optin=227 * 1024,
+        shared_memory_per_block_optin=227 * 1024, regs_per_multiprocessor=65536,
+        warp_size=32, L2_cache_size=50 * 2**20, gcnArchName="",
+    )  # fmt: skip
+    cuda = torch.cuda
+    cuda.is_available = lambda: True
+    cuda.device_count = lambda: 1
+    cuda.current_device = lambda: 0
+    cuda.set_device = lambda device: None
+    cuda.synchronize = lambda device=None: None
+    cuda.empty_cache = lambda: None
+    cuda.get_device_capability = lambda device=None: (major, minor)
+    cuda.get_device_name = lambda device=None: props.name
+    cuda.get_device_properties = lambda device=None: props
+    cuda.mem_get_info = lambda device=None: (64 * 2**30, 80 * 2**30)
+    cuda.manual_seed = torch.manual_seed
+    cuda.manual_seed_all = torch.manual_seed
+    cuda.Event = _Event
+    cuda.Stream = _Stream
+    cuda.stream = lambda stream=None: _Stream()
+    cuda.current_stream = lambda device=None: _Stream()
+    cuda.default_stream = lambda device=None: _Stream()
+    cuda.device = lambda device=None: _Stream()
+
+
+def pytest_configure(config):
+    os.environ["TILELANG_EMULATE"] = "1"
+    os.environ.setdefault("TILELANG_EMULATE_ARCH", _ARCH)
+    try:
+        import torch
+    except ImportError:
+        return
+    _patch_torch(torch)
