@@ -24,9 +24,19 @@ import tilelang.language as T
 
 
 def gemm_ws(
-    M, N, K, block_M=128, block_N=128, block_K=64, num_stages=2, dtype="float16", use_wgmma=True
+    M,
+    N,
+    K,
+    block_M=128,
+    block_N=128,
+    block_K=64,
+    num_stages=2,
+    dtype="float16",
+    use_wgmma=True,
+    accum_dtype="float32",
 ):
-    """C = A @ B (A: M x K, B: K x N, C: M x N in `dtype`, accumulated in float32)."""
+    """C = A @ B (A: M x K, B: K x N, C: M x N in `dtype`, accumulated in `accum_dtype`:
+    float32, or float16 for float16 operands, which wgmma also accumulates in)."""
 
     @T.prim_func
     def main(
@@ -37,7 +47,7 @@ def gemm_ws(
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
             A_s = T.alloc_shared((num_stages, block_M, block_K), dtype)
             B_s = T.alloc_shared((num_stages, block_K, block_N), dtype)
-            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            C_f = T.alloc_fragment((block_M, block_N), accum_dtype)
             # full[s]: the stage's two TMA copies arrived (one arrival each);
             # empty[s]: the consumer's 128 threads are done with the stage.
             full = T.alloc_barrier([2] * num_stages)

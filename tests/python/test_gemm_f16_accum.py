@@ -7,7 +7,9 @@ its 16 products to the accumulator in float and rounds to float16 once
 kernel below with its tolerance: isclose(rtol=1e-2, atol=1e-2) on at least 99 % of the
 elements against a float32 reference."""
 
+import importlib.util
 import os
+import pathlib
 import sys
 
 import numpy as np
@@ -185,6 +187,36 @@ def test_each_instruction_rounds_to_float16_once(name):
     # Rounding after every product, or once per 32-deep tile, gives other sums here.
     assert (per_instruction_reference(a, b, c0, 1) != out).mean() > 0.2
     assert (per_instruction_reference(a, b, c0, 32) != out).mean() > 0.1
+
+
+def load_example(name):
+    path = pathlib.Path(__file__).parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"f16_accum_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("use_wgmma", [True, False], ids=["wgmma_gemm", "gemm"])
+def test_warp_specialized_consumer_rounds_each_instruction_once(use_wgmma):
+    # examples/gemm_ws_hopper.py (T.ws, TMA, mbarriers) with a float16 accumulator: the
+    # consumer's T.wgmma_gemm / T.gemm is the f16-accumulator wgmma.
+    M, N, K = 128, 128, 128
+    func = load_example("gemm_ws_hopper").gemm_ws(
+        M, N, K, use_wgmma=use_wgmma, accum_dtype="float16"
+    )
+    kernel = tilelang.compile(func, out_idx=[2], target=SM90A)
+    source = kernel.get_kernel_source()
+    assert (
+        "alignas(4) tl::half_t C_f[" in source
+        and "tl::wgmma_gemm_ss<128, 128, 64, 1, 1, " in source
+    )
+    a, b, _ = integer_operands(M, N, K)
+    a[:, 0], b[0, :] = 2048, 1  # every sum starts at 2048, where float16's spacing is 2
+    out = kernel(a, b)
+    zero = np.zeros((M, N), np.float16)
+    np.testing.assert_array_equal(out, per_instruction_reference(a, b, zero, 16))
+    assert (per_instruction_reference(a, b, zero, 1) != out).mean() > 0.2
 
 
 def test_cpu_target_rounds_once_per_gemm_call():
