@@ -92,10 +92,12 @@ TypeEntry entry_for(PyTypeObject* tp) {
   return e;
 }
 
-void fill_tensor(ArgValue& out, const nb::dlpack::dltensor& t) {
+void fill_tensor(ArgValue& out, const nb::dlpack::dltensor& t, bool readonly) {
   out.kind = ArgValue::Kind::Tensor;
   out.tensor.data = static_cast<char*>(t.data) + t.byte_offset;
   out.tensor.dtype = dtype_of(t.dtype);
+  out.tensor.itemsize = (int32_t(t.dtype.bits) * t.dtype.lanes + 7) / 8;
+  out.tensor.readonly = readonly;
   out.tensor.ndim = t.ndim;
   out.tensor.shape = t.shape;
   out.tensor.strides = t.strides;
@@ -169,6 +171,8 @@ bool read_buffer(PyObject* o, ArgValue& out, CallScratch& scratch) {
   out.tensor.strides = nullptr;
   out.tensor.device_type = int32_t(DeviceType::CPU);
   out.tensor.device_id = 0;
+  out.tensor.itemsize = int32_t(view->itemsize);
+  out.tensor.readonly = view->readonly != 0;
   if (!view->strides) return true;
   int64_t* strides = scratch.new_int64s(size_t(view->ndim));
   for (int d = 0; d < view->ndim; ++d) {
@@ -194,30 +198,49 @@ void throw_not_a_tensor(nb::handle h) {
 DataType dtype_of(const nb::dlpack::dtype& d) {
   using Code = nb::dlpack::dtype_code;
   auto code = Code(d.code);
+  // A dtype is only ever read as one of exactly its width: an element size the
+  // runtime would get wrong is refused, never widened or narrowed.
+  auto unsupported = [&d]() {
+    throw nb::type_error(("unsupported tensor dtype (DLPack code " + std::to_string(int(d.code)) + ", " +
+                          std::to_string(d.bits) + " bits)")
+                             .c_str());
+  };
+  auto by_bits = [&](ScalarType b8, ScalarType b16, ScalarType b32, ScalarType b64) {
+    switch (d.bits) {
+      case 8:
+        return b8;
+      case 16:
+        return b16;
+      case 32:
+        return b32;
+      case 64:
+        return b64;
+    }
+    unsupported();
+    return b8;
+  };
   ScalarType t;
   switch (code) {
     case Code::Int:
-      t = d.bits == 8    ? ScalarType::Int8
-          : d.bits == 16 ? ScalarType::Int16
-          : d.bits == 32 ? ScalarType::Int32
-                         : ScalarType::Int64;
+      t = by_bits(ScalarType::Int8, ScalarType::Int16, ScalarType::Int32, ScalarType::Int64);
       break;
     case Code::UInt:
-      t = d.bits == 8    ? ScalarType::UInt8
-          : d.bits == 16 ? ScalarType::UInt16
-          : d.bits == 32 ? ScalarType::UInt32
-                         : ScalarType::UInt64;
+      t = by_bits(ScalarType::UInt8, ScalarType::UInt16, ScalarType::UInt32, ScalarType::UInt64);
       break;
     case Code::Float:
-      t = d.bits == 16 ? ScalarType::Float16 : d.bits == 32 ? ScalarType::Float32 : ScalarType::Float64;
+      if (d.bits == 8) unsupported();
+      t = by_bits(ScalarType::Void, ScalarType::Float16, ScalarType::Float32, ScalarType::Float64);
       break;
     case Code::Bfloat:
+      if (d.bits != 16) unsupported();
       t = ScalarType::BFloat16;
       break;
     case Code::Bool:
+      if (d.bits != 8) unsupported();
       t = ScalarType::Bool;
       break;
     default: {
+      if (d.bits != 8) unsupported();
       // DLPack 1.1 float8 codes.
       switch (int(d.code)) {
         case 10:
@@ -236,9 +259,7 @@ DataType dtype_of(const nb::dlpack::dtype& d) {
           t = ScalarType::Float8E8M0FNU;
           break;
         default:
-          throw nb::type_error(("unsupported tensor dtype (DLPack code " + std::to_string(int(d.code)) + ", " +
-                                std::to_string(d.bits) + " bits)")
-                                   .c_str());
+          unsupported();
       }
     }
   }
@@ -283,10 +304,20 @@ bool read_arg(nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExc
   out = ArgValue();
   if (o == Py_None) return true;
   if (PyLong_Check(o)) {  // bool too
-    long long v = PyLong_AsLongLong(o);
-    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
     out.kind = ArgValue::Kind::Int;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
     out.i = v;
+    if (overflow > 0) {  // the runtime names the parameter whose range it misses
+      unsigned long long u = PyLong_AsUnsignedLongLong(o);
+      bool wider = u == (unsigned long long)-1 && PyErr_Occurred();
+      if (wider) PyErr_Clear();
+      out.int_range = wider ? ArgValue::IntRange::Wider : ArgValue::IntRange::UInt64;
+      out.i = wider ? 0 : int64_t(u);
+    } else if (overflow < 0) {
+      out.int_range = ArgValue::IntRange::Wider;
+    }
     return true;
   }
   if (PyFloat_Check(o)) {
@@ -295,10 +326,13 @@ bool read_arg(nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExc
     return true;
   }
   if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 2) {
-    // (array, "bfloat16"): raw bytes with a dtype DLPack cannot describe.
+    // (array, "bfloat16"): an array of another dtype of the same element size,
+    // read as a dtype DLPack cannot describe. The element size is kept, so the
+    // runtime refuses a label of another width (shape and strides count elements).
     nb::handle tensor = PyTuple_GET_ITEM(o, 0);
     DataType dtype = to_dtype(PyTuple_GET_ITEM(o, 1));
     if (!read_arg(tensor, out, scratch, api) || out.kind != ArgValue::Kind::Tensor) throw_not_a_tensor(tensor);
+    if (!out.tensor.itemsize) out.tensor.itemsize = out.tensor.dtype.bytes();
     out.tensor.dtype = dtype;
     return true;
   }
@@ -307,7 +341,7 @@ bool read_arg(nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExc
     case TypeKind::Exchange: {
       nb::dlpack::dltensor t;
       if (e.api->dltensor_from_py_object_no_sync(o, &t) != 0) throw nb::python_error();
-      fill_tensor(out, t);
+      fill_tensor(out, t, /*readonly=*/false);  // torch tensors carry no read-only flag
       *api = e.api;
       return true;
     }
@@ -316,8 +350,16 @@ bool read_arg(nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExc
     case TypeKind::NumpyScalar:
       return false;
     case TypeKind::Other: {
+      // A writable view first; a producer that exports read-only arrays only
+      // (the DLPack read-only flag, a read-only buffer) gives a read-only one.
       nb::ndarray<> arr;
-      if (!nb::try_cast(h, arr)) return false;
+      bool readonly = false;
+      if (!nb::try_cast(h, arr)) {
+        nb::ndarray<nb::ro> ro;
+        if (!nb::try_cast(h, ro)) return false;
+        arr = nb::ndarray<>(ro);
+        readonly = true;
+      }
       nb::ndarray<>& kept = scratch.keep(std::move(arr));
       nb::dlpack::dltensor t;
       t.data = kept.data();
@@ -326,7 +368,7 @@ bool read_arg(nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExc
       t.dtype = kept.dtype();
       t.shape = const_cast<int64_t*>(kept.shape_ptr());
       t.strides = const_cast<int64_t*>(kept.stride_ptr());
-      fill_tensor(out, t);
+      fill_tensor(out, t, readonly);
       return true;
     }
   }

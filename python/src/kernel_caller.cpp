@@ -24,15 +24,15 @@ class KernelCaller {
                const nb::tuple& hooks)
       : kernel_(std::move(kernel)), target_(std::move(target)), out_idx_(out_idx.begin(), out_idx.end()) {
     const KernelSignature& sig = kernel_->signature();
-    std::vector<bool> is_output(sig.params.size());
+    is_output_.resize(sig.params.size());
     for (int64_t i : out_idx) {
       if (i < 0 || size_t(i) >= sig.params.size())
         throw nb::value_error(("out_idx entry " + std::to_string(i) + " is out of range").c_str());
-      is_output[size_t(i)] = true;
+      is_output_[size_t(i)] = true;
     }
     std::string names;
     for (size_t i = 0; i < sig.params.size(); ++i) {
-      if (is_output[i]) continue;
+      if (is_output_[i]) continue;
       names += (inputs_.empty() ? "" : ", ") + sig.params[i].name;
       inputs_.push_back(i);
     }
@@ -74,8 +74,9 @@ class KernelCaller {
     int cuda_device = -1;
     for (size_t i = 0; i < num_params; ++i) {
       const DLPackExchangeApi* api = nullptr;
-      read_or_convert(objs[i], values[i], scratch, &api, to_native_, keep);
+      read_param(i, objs[i], values[i], scratch, &api, keep);
       const ArgValue& v = values[i];
+      if (v.kind == ArgValue::Kind::None && !is_output_[i]) throw_none_input(i);
       missing |= v.kind == ArgValue::Kind::None;
       if (cuda_device < 0 && v.kind == ArgValue::Kind::Tensor && v.tensor.device_type == int32_t(DeviceType::CUDA)) {
         cuda_device = v.tensor.device_id;
@@ -91,7 +92,7 @@ class KernelCaller {
         if (values[i].kind != ArgValue::Kind::None) continue;
         objs[i] = PyList_GET_ITEM(full.ptr(), Py_ssize_t(i));
         const DLPackExchangeApi* api = nullptr;
-        read_or_convert(objs[i], values[i], scratch, &api, to_native_, keep);
+        read_param(i, objs[i], values[i], scratch, &api, keep);
       }
     }
 
@@ -116,6 +117,37 @@ class KernelCaller {
   }
 
  private:
+  // read_or_convert, with the parameter named in the exception of an argument it
+  // cannot read (the exception's type is kept).
+  void read_param(size_t i, nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExchangeApi** api,
+                  std::vector<nb::object>& keep) const {
+    try {
+      read_or_convert(h, out, scratch, api, to_native_, keep);
+    } catch (nb::builtin_exception& e) {
+      throw nb::builtin_exception(e.type(), (who(i) + ": " + e.what()).c_str());
+    } catch (nb::python_error& e) {
+      std::string message = who(i) + ": " + nb::str(e.value()).c_str();
+      PyErr_SetString(e.type().ptr(), message.c_str());
+      throw nb::python_error();
+    }
+  }
+
+  std::string who(size_t i) const {
+    const KernelSignature& sig = kernel_->signature();
+    return str_cat("argument '", sig.params[i].name, "' (parameter ", i, " of kernel '", sig.name, "')");
+  }
+
+  // None stands for an output to allocate; for an input it would hand the kernel
+  // uninitialized memory to read.
+  [[noreturn]] void throw_none_input(size_t i) const {
+    const Param& p = kernel_->signature().params[i];
+    std::string expected = p.is_tensor() ? str_cat("a tensor of dtype ", p.buffer->dtype.name())
+                                         : str_cat("a scalar of dtype ", p.var.dtype().name());
+    throw nb::type_error(
+        str_cat(who(i), " is None; expected ", expected, " (only the outputs named by out_idx may be None or left out)")
+            .c_str());
+  }
+
   void explicit_stream(nb::handle stream, void*& raw, nb::object& obj) const {
     if (!cuda_target_)
       throw nb::type_error(str_cat("stream= was given to kernel '", kernel_->signature().name, "', which targets ",
@@ -163,6 +195,7 @@ class KernelCaller {
   std::shared_ptr<Kernel> kernel_;
   std::string target_;
   std::vector<size_t> out_idx_, inputs_;
+  std::vector<bool> is_output_;
   std::vector<std::string> dtypes_;
   std::string count_message_;
   bool cuda_target_ = false, on_gpu_ = false;

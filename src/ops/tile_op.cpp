@@ -5,7 +5,7 @@ namespace tl {
 
 namespace {
 constexpr OpInfo kTable[] = {
-#define TL_TILE_OP(Ident, name, fn) {name, make_##fn##_op, lower_##fn##_serial},
+#define TL_TILE_OP(Ident, name, fn, written) {name, make_##fn##_op, lower_##fn##_serial, written},
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 };

@@ -22,14 +22,15 @@ struct OpInfo {
   const char* name;
   Stmt (*make)(TileOpArgs args);
   Stmt (*lower_serial)(const TileOpNode* op);
+  int written_region;  // the index of the region the op writes; -1: none
 };
 
 const OpInfo& op_info(TileOpKind kind);
 // The op called `name` ("copy", "reduce" ...); throws a UserError for unknown names.
 const OpInfo& op_info(const std::string& name, SourceSpan span = {});
 
-#define TL_TILE_OP(Ident, name, fn)     \
-  Stmt make_##fn##_op(TileOpArgs args); \
+#define TL_TILE_OP(Ident, name, fn, written) \
+  Stmt make_##fn##_op(TileOpArgs args);      \
   Stmt lower_##fn##_serial(const TileOpNode* op);
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP

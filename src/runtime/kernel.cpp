@@ -1,5 +1,12 @@
 // Argument checking and binding, shared by every backend's kernels: a fast path
 // that only answers yes or no, and the slow path that explains a no.
+//
+// What the checks guarantee: a tensor argument's dtype, element size, rank, shape
+// and strides (on every dimension the kernel can step along) are those the
+// signature asks for, with its symbolic dims bound by the call, so every element
+// the kernel may address lies inside the memory the producer described; a tensor
+// the kernel may write is writable; an integer scalar or symbolic dim fits its
+// dtype, so generated code never truncates it.
 #include "runtime/kernel.h"
 
 #include <filesystem>
@@ -10,6 +17,14 @@
 #include "transform/split_kernels.h"
 
 namespace tl {
+
+IntBounds int_bounds(DataType t) {
+  if (t.is_bool()) return {0, 1};
+  if (!t.is_integer() || t.bits() >= 64) return t.is_uint() ? IntBounds{0, INT64_MAX} : IntBounds{};
+  if (t.is_uint()) return {0, (int64_t(1) << t.bits()) - 1};
+  return {-(int64_t(1) << (t.bits() - 1)), (int64_t(1) << (t.bits() - 1)) - 1};
+}
+
 namespace {
 
 std::string shape_str(const int64_t* shape, int ndim) {
@@ -28,6 +43,50 @@ std::string shape_str(const std::vector<Expr>& shape) {
   if (shape.size() == 1) os << ",";
   os << ")";
   return os.str();
+}
+
+// An integer argument for a scalar of a dtype with `bounds` (`uint64`: the dtype is uint64).
+bool int_arg_fits(const ArgValue& a, const IntBounds& bounds, bool uint64) {
+  switch (a.int_range) {
+    case ArgValue::IntRange::Int64:
+      return bounds.contains(a.i);
+    case ArgValue::IntRange::UInt64:
+      return uint64;
+    case ArgValue::IntRange::Wider:
+      return false;
+  }
+  return false;
+}
+
+std::string int_arg_str(const ArgValue& a) {
+  switch (a.int_range) {
+    case ArgValue::IntRange::Int64:
+      return std::to_string(a.i);
+    case ArgValue::IntRange::UInt64:
+      return std::to_string(uint64_t(a.i));
+    case ArgValue::IntRange::Wider:
+      return "an integer wider than 64 bits";
+  }
+  return "?";
+}
+
+std::string range_str(DataType t) {
+  if (t.is_uint() && t.bits() >= 64) return "[0, 18446744073709551615]";
+  IntBounds b = int_bounds(t);
+  return str_cat("[", b.lo, ", ", b.hi, "]");
+}
+
+// Elements from the first to the last a tensor of this shape and these strides
+// (null: compact) spans; 0 when it is empty.
+int64_t span_elements(const int64_t* shape, const int64_t* strides, int ndim) {
+  int64_t span = 1, compact = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (shape[d] == 0) return 0;
+    int64_t stride = strides ? strides[d] : compact;
+    span += (shape[d] - 1) * (stride < 0 ? -stride : stride);
+    compact *= shape[d];
+  }
+  return span;
 }
 
 const char* device_name(int32_t t) {
@@ -79,11 +138,14 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const Param& p = sig.params[i];
     if (!p.is_tensor()) {
-      os << "    check " << p.name << ": scalar " << p.var.dtype().name() << "\n";
+      os << "    check " << p.name << ": scalar " << p.var.dtype().name();
+      if (p.var.dtype().is_integer() || p.var.dtype().is_bool()) os << " in " << range_str(p.var.dtype());
+      os << "\n";
       continue;
     }
     os << "    check " << p.name << ": tensor " << p.buffer->dtype.name() << shape_str(p.buffer->shape) << " on "
-       << device << ", strides " << shape_str(p.buffer.effective_strides()) << "\n";
+       << device << ", strides " << shape_str(p.buffer.effective_strides())
+       << (sig.writes(i) ? ", writable" : ", may be read-only") << "\n";
   }
   for (const Var& v : sig.dynamic_vars) {
     os << "    bind " << v.name() << " =";
@@ -138,9 +200,20 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   std::string who = str_cat("argument '", p.name, "' (parameter ", index, " of kernel '", sig_.name, "')");
   if (t.dtype != buf->dtype)
     throw_user_error({}, str_cat(who, " has dtype ", t.dtype.name(), ", expected ", buf->dtype.name()));
+  if (t.itemsize && t.itemsize != buf->dtype.bytes()) {
+    int64_t span = span_elements(t.shape, t.strides, t.ndim);
+    throw_user_error({}, str_cat(who, " is a buffer of ", t.itemsize, "-byte elements (", span * t.itemsize,
+                                 " bytes) relabelled as ", t.dtype.name(), ", whose elements take ", buf->dtype.bytes(),
+                                 " bytes: the kernel would touch ", span * buf->dtype.bytes(),
+                                 " bytes; relabel only to a dtype of the same element size (e.g. uint16 as bfloat16)"));
+  }
   if (t.ndim != buf.ndim())
     throw_user_error({}, str_cat(who, " has ", t.ndim, " dimension(s) with shape ", shape_str(t.shape, t.ndim),
                                  ", expected ", buf.ndim(), " with shape ", shape_str(buf->shape)));
+  if (t.readonly && sig_.writes(index))
+    throw_user_error({}, str_cat(who,
+                                 " is read-only, but the kernel writes it; pass a writable array "
+                                 "(e.g. a copy: np.array(x))"));
   bool want_cpu = target_.kind == TargetKind::CPU || target_.emulated;
   bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
   if (want_cpu && !on_cpu)
@@ -152,6 +225,10 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   for (int d = 0; d < t.ndim; ++d) {
     const Expr& e = buf->shape[d];
     if (auto* v = e.as<VarNode>()) {
+      if (!int_bounds(v->dtype).contains(t.shape[d]))
+        throw_user_error(
+            {}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d],
+                        ", outside the range ", range_str(v->dtype), " of '", v->name, "' (", v->dtype.name(), ")"));
       auto [it, fresh] = b.emplace(v, t.shape[d]);
       if (!fresh && it->second != t.shape[d])
         throw_user_error(
@@ -169,6 +246,9 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   for (int d = t.ndim - 1; d >= 0; --d) {
     if (t.shape[d] == 1) continue;  // any stride is fine for a unit dimension
     auto* v = want[d].as<VarNode>();
+    if (v && !int_bounds(v->dtype).contains(t.strides[d]))
+      throw_user_error({}, str_cat(who, " has stride ", t.strides[d], " in dimension ", d, ", outside the range ",
+                                   range_str(v->dtype), " of '", v->name, "' (", v->dtype.name(), ")"));
     if (v) {
       auto [it, fresh] = b.emplace(v, t.strides[d]);
       if (fresh || it->second == t.strides[d]) continue;
@@ -198,15 +278,6 @@ class Kernel::FastBindings {
     if (const int64_t* old = find(v)) return *old == value;
     return append(v, value);
   }
-  // Binds `v`, replacing an earlier value (scalar arguments do that).
-  bool assign(const VarNode* v, int64_t value) {
-    for (int i = 0; i < n_; ++i)
-      if (vars_[i] == v) {
-        values_[i] = value;
-        return true;
-      }
-    return append(v, value);
-  }
   auto lookup() const {
     return [this](const VarNode* v) { return find(v); };
   }
@@ -232,13 +303,20 @@ void Kernel::build_plan() {
     pp.is_tensor = p.is_tensor();
     if (pp.is_tensor) {
       pp.dtype = p.buffer->dtype;
+      pp.itemsize = pp.dtype.bytes();
+      pp.written = sig_.writes(plan_.size());
       pp.ndim = p.buffer.ndim();
       pp.strides = p.buffer.effective_strides();
+      auto bounds = [](const Expr& e) { return e.is<VarNode>() ? int_bounds(e.dtype()) : IntBounds{}; };
+      for (const Expr& e : p.buffer->shape) pp.shape_bounds.push_back(bounds(e));
+      for (const Expr& e : pp.strides) pp.stride_bounds.push_back(bounds(e));
       for (const Expr& e : p.buffer->shape) pp.has_expr_dims |= !e.is<VarNode>() && !e.is<IntImmNode>();
     } else {
       pp.var = p.var.node();
-      pp.integer_scalar = p.var.dtype().is_integer() || p.var.dtype().is_bool();
-      pp.float_scalar = p.var.dtype().is_float();
+      pp.dtype = p.var.dtype();
+      pp.bounds = int_bounds(pp.dtype);
+      pp.integer_scalar = pp.dtype.is_integer() || pp.dtype.is_bool();
+      pp.float_scalar = pp.dtype.is_float();
     }
     plan_.push_back(std::move(pp));
   }
@@ -260,13 +338,14 @@ void Kernel::build_plan() {
 bool Kernel::fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b) const {
   const ParamPlan& pp = plan_[index];
   if (t.dtype != pp.dtype || t.ndim != pp.ndim) return false;
+  if ((t.itemsize && t.itemsize != pp.itemsize) || (t.readonly && pp.written)) return false;
   bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
   if (want_cpu_ && !on_cpu) return false;
   if (want_cuda_ && t.device_type != int32_t(DeviceType::CUDA)) return false;
   const std::vector<Expr>& shape = sig_.params[index].buffer->shape;
   for (int d = 0; d < t.ndim; ++d) {
     if (auto* v = shape[d].as<VarNode>()) {
-      if (!b.bind(v, t.shape[d])) return false;
+      if (!pp.shape_bounds[d].contains(t.shape[d]) || !b.bind(v, t.shape[d])) return false;
       continue;
     }
     if (auto c = as_const_int(shape[d]); c && *c != t.shape[d]) return false;
@@ -276,7 +355,7 @@ bool Kernel::fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b
     if (t.shape[d] == 1) continue;
     const Expr& want = pp.strides[d];
     if (auto* v = want.as<VarNode>()) {
-      if (!b.bind(v, t.strides[d])) return false;
+      if (!pp.stride_bounds[d].contains(t.strides[d]) || !b.bind(v, t.strides[d])) return false;
       continue;
     }
     std::optional<int64_t> expect = eval_int_with(want, b.lookup());
@@ -302,7 +381,13 @@ bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b
       continue;
     }
     if (a.kind == ArgValue::Kind::Tensor) return false;
-    if (pp.integer_scalar && (a.kind != ArgValue::Kind::Int || !b.assign(pp.var, a.i))) return false;
+    if (pp.integer_scalar) {
+      if (a.kind != ArgValue::Kind::Int || !int_arg_fits(a, pp.bounds, pp.dtype == dtype::UInt64) ||
+          !b.bind(pp.var, a.i))
+        return false;
+    } else if (a.kind == ArgValue::Kind::Int && a.int_range == ArgValue::IntRange::Wider) {
+      return false;
+    }
   }
   if (!expr_dims) return true;
   for (size_t i = 0; i < plan_.size(); ++i) {
@@ -342,11 +427,20 @@ Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const 
     if (a.kind == ArgValue::Kind::Tensor)
       throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be a scalar of dtype ",
                                    p.var.dtype().name(), ", got a tensor"));
-    if (p.var.dtype().is_integer() || p.var.dtype().is_bool()) {
+    DataType t = p.var.dtype();
+    std::string who = str_cat("argument '", p.name, "' (parameter ", i, " of kernel '", sig_.name, "')");
+    if (t.is_integer() || t.is_bool()) {
       if (a.kind != ArgValue::Kind::Int)
-        throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be an integer (",
-                                     p.var.dtype().name(), "), got a float"));
-      b[p.var.node()] = a.i;
+        throw_user_error({}, str_cat(who, " must be an integer (", t.name(), "), got a float"));
+      if (!int_arg_fits(a, int_bounds(t), t == dtype::UInt64))
+        throw_user_error({}, str_cat(who, " is ", int_arg_str(a), ", outside the range ", range_str(t),
+                                     " of its dtype ", t.name(), "; it would be truncated"));
+      auto [it, fresh] = b.emplace(p.var.node(), a.i);
+      if (!fresh && it->second != a.i)
+        throw_user_error({}, str_cat(who, " is ", a.i, ", but '", p.var.name(), "' was bound to ", it->second,
+                                     " by the shape or strides of an earlier argument"));
+    } else if (a.kind == ArgValue::Kind::Int && a.int_range == ArgValue::IntRange::Wider) {
+      throw_user_error({}, str_cat(who, " is an integer wider than 64 bits; pass a float (", t.name(), ")"));
     }
   }
   // Dims given as expressions of bound vars (e.g. 2*n) are checked now.
@@ -414,7 +508,7 @@ void Kernel::fill_slots(const ArgValue* args, KernelArg* slots) const {
     else if (a.kind == ArgValue::Kind::Float)
       slots[i].f = a.f;
     else if (plan_[i].float_scalar)
-      slots[i].f = double(a.i);
+      slots[i].f = a.int_range == ArgValue::IntRange::UInt64 ? double(uint64_t(a.i)) : double(a.i);
     else
       slots[i].i = a.i;
   }

@@ -1,5 +1,6 @@
 // A compiled kernel, ready to call: it checks arguments against the signature
-// (naming the parameter, what was expected and what was given), binds symbolic
+// (naming the parameter, what was expected and what was given: dtype, element
+// size, shape, strides, device, writability, integer ranges), binds symbolic
 // dimensions, computes the grid of each T.Kernel block and hands the launches,
 // in program order, to its backend.
 //
@@ -31,10 +32,18 @@ struct TensorArg {
   const int64_t* strides = nullptr;
   int32_t device_type = 1;
   int32_t device_id = 0;
+  // Bytes of one element as the producer stores it (0: those of `dtype`). Differs
+  // from dtype.bytes() only when a caller relabels a buffer's dtype, which the
+  // runtime refuses: shape and strides count the producer's elements.
+  int32_t itemsize = 0;
+  bool readonly = false;  // the producer forbids writes (numpy writeable=False ...)
 };
 
 struct ArgValue {
   enum class Kind { None, Tensor, Int, Float } kind = Kind::None;
+  // Kind::Int: `i` holds the integer (Int64), its uint64 bits (UInt64: a value
+  // above INT64_MAX), or nothing (Wider: a value no 64-bit integer holds).
+  enum class IntRange : uint8_t { Int64, UInt64, Wider } int_range = IntRange::Int64;
   TensorArg tensor;
   int64_t i = 0;
   double f = 0;
@@ -47,6 +56,14 @@ union KernelArg {
   int64_t i;
   double f;
 };
+
+// The values of an integer or bool dtype an int64 holds (for uint64, up to
+// INT64_MAX; ArgValue::IntRange tells the larger ones apart). Other dtypes: all.
+struct IntBounds {
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  bool contains(int64_t v) const { return v >= lo && v <= hi; }
+};
+IntBounds int_bounds(DataType t);
 
 class Kernel {
  public:
@@ -113,6 +130,12 @@ class Kernel {
     bool float_scalar = false;     // a scalar of float dtype: an int argument is converted
     const VarNode* var = nullptr;  // the scalar's var
     DataType dtype;
+    int itemsize = 0;      // dtype.bytes()
+    bool written = false;  // the kernel may write the tensor: read-only arrays are refused
+    IntBounds bounds;      // a scalar's values (its dtype's)
+    // Per dimension: the values its size and its stride may take (those of the
+    // var they bind; all for other dims).
+    std::vector<IntBounds> shape_bounds, stride_bounds;
     int ndim = 0;
     std::vector<Expr> strides;   // effective strides (row-major unless declared)
     bool has_expr_dims = false;  // a dim that is neither a constant nor a var

@@ -6,14 +6,60 @@
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "ops/tile_op.h"
 #include "transform/split_kernels.h"
 
 namespace tl {
+namespace {
+
+// The tensor parameters `f` may write, read off the IR as the user wrote it:
+// stores, the region each tile op writes (tile_ops.def), and addresses taken for
+// writing (T.access_ptr with a write mask; an address without a mask, as
+// T.address_of and the atomics take it, may be written through). Views of a
+// parameter are not buffers of their own (language/views.py), so their accesses
+// name the parameter's buffer. A global buffer is matched by name as well, so that
+// a rebuilt Buffer of a parameter still counts.
+std::vector<bool> written_params(const PrimFunc& f) {
+  struct Finder : IRVisitor {
+    std::set<const BufferNode*> nodes;
+    std::set<std::string> global_names;
+    using IRVisitor::visit;
+    void mark(const Buffer& b) {
+      nodes.insert(b.get());
+      if (b->scope == Scope::Global) global_names.insert(b->name);
+    }
+    void visit(const BufferStoreNode* op) override {
+      mark(op->buffer);
+      IRVisitor::visit(op);
+    }
+    void visit(const TileOpNode* op) override {
+      int w = op_info(op->op).written_region;
+      if (w >= 0 && size_t(w) < op->regions.size()) mark(op->regions[size_t(w)].buffer);
+      IRVisitor::visit(op);
+    }
+    void visit(const CallNode* op) override {
+      if (op->op == Intrinsic::AddressOf && !op->args.empty()) {
+        std::optional<int64_t> mask = op->args.size() > 1 ? as_const_int(op->args[1]) : std::nullopt;
+        bool for_writing = op->args.size() < 2 || !mask || (*mask & 2);
+        if (auto* load = op->args[0].as<BufferLoadNode>(); load && for_writing) mark(load->buffer);
+      }
+      IRVisitor::visit(op);
+    }
+  } finder;
+  finder.visit(f->body);
+  std::vector<bool> out;
+  for (const Param& p : f->params)
+    out.push_back(p.is_tensor() && (finder.nodes.count(p.buffer.get()) || finder.global_names.count(p.buffer->name)));
+  return out;
+}
+
+}  // namespace
 
 KernelSignature KernelSignature::from(const PrimFunc& f) {
   KernelSignature sig;
   sig.name = f->name;
   sig.params = f->params;
+  sig.written = written_params(f);
   std::set<const VarNode*> seen;
   for (const Param& p : f->params)
     if (!p.is_tensor()) seen.insert(p.var.node());
@@ -109,6 +155,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   name <kernel>
 //   var <id> <dtype> <name>                 every Var used below, in first-use order
 //   tensor <param> <buffer> <dtype> <ndim> <expr>... <nstrides> <expr>...
+//   readonly <param>                        the tensor above is never written (absent: it may be)
 //   scalar <param> <var id>
 //   dynamic <var id>
 //   grid <n> <expr>...                      starts a launch (one per T.Kernel block)
@@ -153,7 +200,8 @@ class SignatureWriter {
   std::string write(const KernelSignature& sig) {
     check_token("kernel name", sig.name);
     body_ << "name " << sig.name << "\n";
-    for (const Param& p : sig.params) {
+    for (size_t i = 0; i < sig.params.size(); ++i) {
+      const Param& p = sig.params[i];
       check_token("parameter name", p.name);
       if (!p.is_tensor()) {
         body_ << "scalar " << p.name << " " << var_id(p.var) << "\n";
@@ -165,6 +213,7 @@ class SignatureWriter {
       write_exprs(line, p.buffer->shape);
       write_exprs(line, p.buffer->strides);
       body_ << line.str() << "\n";
+      if (!sig.writes(i)) body_ << "readonly " << p.name << "\n";
     }
     for (const Var& v : sig.dynamic_vars) body_ << "dynamic " << var_id(v) << "\n";
     for (const LaunchSpec& l : sig.launches) {
@@ -257,9 +306,16 @@ class SignatureReader {
         DataType t = dtype();
         std::vector<Expr> shape = exprs(), strides = exprs();
         sig.params.push_back(Param{name, Buffer::make(buffer, t, shape, Scope::Global, strides), {}});
+        sig.written.push_back(true);
+      } else if (kind == "readonly") {
+        std::string name = word();
+        if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
+          fail(line_, str_cat("'readonly ", name, "' does not follow the record of tensor '", name, "'"));
+        sig.written.back() = false;
       } else if (kind == "scalar") {
         std::string name = word();
         sig.params.push_back(Param{name, {}, var()});
+        sig.written.push_back(false);
       } else if (kind == "dynamic") {
         sig.dynamic_vars.push_back(var());
       } else if (kind == "grid") {

@@ -1,7 +1,8 @@
 // What a caller must pass to a kernel, read off its PrimFunc: the parameters,
-// the symbolic dimensions bound from argument shapes, and the launches (one per
-// T.Kernel block, each with its grid). The runtime checks and binds arguments
-// against it; codegen lays out the argument array by it.
+// which of them the kernel may write, the symbolic dimensions bound from argument
+// shapes, and the launches (one per T.Kernel block, each with its grid). The
+// runtime checks and binds arguments against it; codegen lays out the argument
+// array by it.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +50,12 @@ struct LaunchSpec {
 struct KernelSignature {
   std::string name;
   std::vector<Param> params;
+  // Per parameter: the kernel may write the tensor (it stores into it, a tile op
+  // writes a region of it, or its address is taken for writing). A tensor missing
+  // here counts as written; scalars are never written. The runtime refuses
+  // read-only arrays for written parameters.
+  std::vector<bool> written;
+  bool writes(size_t param) const { return param >= written.size() || written[param]; }
   // Symbolic dims (T.dynamic) that appear in parameter shapes or strides and are
   // not scalar parameters; passed after the parameters in the argument array.
   std::vector<Var> dynamic_vars;
