@@ -1,6 +1,7 @@
 // Staging, atomic publication and authentication of cache entries.
 #include "cache/kernel_cache.h"
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -165,7 +167,7 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
     scale = double(int64_t(1) << (10 * (units.find(char(std::toupper(unsigned(unit[0])))) + 1)));
   else if (!unit.empty())
     return std::nullopt;
-  if (value < 0) return std::nullopt;
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
   return int64_t(value * scale);
 }
 
@@ -315,8 +317,10 @@ std::optional<std::string> DiskCache::publish(const std::string& key,
                                               const std::function<void(const std::string&)>& fill) const {
   fs::path kernels = fs::path(root_) / "kernels";
   std::string error = root_.empty() ? "no cache directory could be made" : "";
+  struct stat st {};
+  if (error.empty() && lstat(root_.c_str(), &st) != 0) error = "it does not exist and could not be created";
   if (error.empty() && secret_.empty())
-    error = "its key file " + (fs::path(root_) / kSecretFile).string() + " is missing";
+    error = "its key file " + (fs::path(root_) / kSecretFile).string() + " could not be made";
   if (error.empty() && mkdir(kernels.c_str(), 0700) != 0 && errno != EEXIST)
     error = str_cat("cannot create ", kernels.string(), ": ", std::strerror(errno));
   if (error.empty() && !untrusted_dir_reason(kernels.string()).empty())

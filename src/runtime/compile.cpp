@@ -10,11 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 
 #include "cache/kernel_cache.h"
 #include "cache/memory_cache.h"
@@ -209,8 +207,8 @@ std::vector<CudaEntry> cuda_entries(const std::vector<CudaLaunchInfo>& meta) {
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
 // through the disk cache when it is on. An entry that passes its check but fails to
-// load (a library the loader refuses, an empty cubin) is removed and rebuilt, so
-// that it is not an error for every later process.
+// load (a library the loader refuses, a cubin that is no ELF file) is removed and
+// rebuilt, so that it is not an error for every later process.
 std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::string& key,
                                      const std::function<void(const std::string&)>& build_into,
                                      const std::function<std::shared_ptr<Kernel>(const std::string&)>& load) {
@@ -376,10 +374,7 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
     std::string cubin = read_text(fs::path(dir) / "kernel.cubin");
-    if (cubin.rfind("\x7f"
-                    "ELF",
-                    0) != 0)
-      throw std::runtime_error("kernel.cubin is not an ELF file");
+    if (cubin.rfind("\177ELF", 0) != 0) throw std::runtime_error("kernel.cubin is not an ELF file");
     std::vector<CudaLaunchInfo> meta = read_meta(dir);
     return std::make_shared<CudaKernel>(with_meta(sig, meta), opt.target, read_text(fs::path(dir) / "kernel.cu"),
                                         std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta), flags);

@@ -241,6 +241,8 @@ TEST(CacheSize, ReadFromTheEnvironment) {
   EXPECT_EQ(max_cache_bytes(), 4096);
   setenv("TILELANG_CACHE_MAX_SIZE", "0", 1);
   EXPECT_EQ(max_cache_bytes(), 0);
+  setenv("TILELANG_CACHE_MAX_SIZE", "inf", 1);
+  EXPECT_EQ(max_cache_bytes(), int64_t(10) << 30);
   {
     Warnings warnings;
     setenv("TILELANG_CACHE_MAX_SIZE", "lots", 1);
