@@ -80,12 +80,11 @@ def parse_junit(path):
 
 
 def run_file(path, mode, args, source):
-    env = dict(os.environ)
-    plugin = []
+    env = dict(os.environ, TILELANG_UPSTREAM_MODE=mode, TILELANG_UPSTREAM_SRC=str(source))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    plugin = ["-p", "torch_on_cpu"]
     if MODES[mode]:
         env["TILELANG_EMULATE_ARCH"] = MODES[mode]
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-        plugin = ["-p", "torch_on_cpu"]
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [args.python, "-P", "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider",

@@ -1,8 +1,8 @@
 """A pytest plugin that lets TileLang's own tests run unchanged on a machine without a
 GPU: torch's CUDA device becomes the CPU and CUDA kernels run in our emulator.
 
-Loaded by tests/upstream/run.py with `-p torch_on_cpu` when the mode is emulated
-(`sm80`, `sm90a`). Tensors the tests create on "cuda" are created on the CPU, `.cuda()`
+Loaded by tests/upstream/run.py with `-p torch_on_cpu` in every mode; in the emulated
+modes (`sm80`, `sm90a`) it also moves torch onto the CPU: tensors the tests create on "cuda" are created on the CPU, `.cuda()`
 and `.to("cuda")` keep them there, and `torch.cuda`'s queries answer as one GPU of the
 emulated compute capability, so `tilelang.testing.requires_cuda*` gates open exactly as
 on that GPU. Kernels compiled for "cuda" (or "auto") run in the emulator of the arch
@@ -11,6 +11,7 @@ named by TILELANG_EMULATE_ARCH. Nothing here changes a test's kernels or referen
 
 import functools
 import os
+import sys
 import time
 import types
 
@@ -123,8 +124,9 @@ def _patch_torch(torch):
     cuda.get_device_name = lambda device=None: props.name
     cuda.get_device_properties = lambda device=None: props
     cuda.mem_get_info = lambda device=None: (64 * 2**30, 80 * 2**30)
-    cuda.manual_seed = torch.manual_seed
-    cuda.manual_seed_all = torch.manual_seed
+    # torch.manual_seed calls these for the GPUs it believes in: the CPU seed is set already.
+    cuda.manual_seed = lambda seed: None
+    cuda.manual_seed_all = lambda seed: None
     cuda.Event = _Event
     cuda.Stream = _Stream
     cuda.stream = lambda stream=None: _Stream()
@@ -134,8 +136,21 @@ def _patch_torch(torch):
 
 
 def pytest_configure(config):
+    # Upstream's tests import helpers as `examples.<dir>.<module>` from its repository's
+    # root; the root goes last on the path, after this package is imported, so that a
+    # checkout's own `tilelang/` directory never shadows it.
+    import tilelang  # noqa: F401
+
+    root = os.environ.get("TILELANG_UPSTREAM_SRC")
+    if root:
+        sys.path.append(root)
+    if os.environ.get("TILELANG_UPSTREAM_MODE") not in ("sm80", "sm90a"):
+        return
     os.environ["TILELANG_EMULATE"] = "1"
     os.environ.setdefault("TILELANG_EMULATE_ARCH", _ARCH)
+    from tilelang.env import set_emulation
+
+    set_emulation(True)
     try:
         import torch
     except ImportError:
