@@ -140,6 +140,27 @@ def test_determine_target(monkeypatch):
         determine_target("vulkan")
 
 
+def test_emulated_arch(monkeypatch):
+    """TILELANG_EMULATE_ARCH picks the arch a CUDA target without -arch is emulated as;
+    an explicit -arch wins, and the emulated kernel reports the arch it was built for."""
+    monkeypatch.delenv("TILELANG_DEFAULT_TARGET", raising=False)
+    monkeypatch.setenv("TILELANG_EMULATE_ARCH", "sm_90a")
+    tilelang.set_emulation(True)
+    try:
+        assert determine_target("cuda") == "cuda -arch=sm_90a -emulate"
+        assert determine_target("auto") == "cuda -arch=sm_90a -emulate"
+        assert determine_target("cuda -arch=sm_80") == "cuda -arch=sm_80 -emulate"
+        kernel = tilelang.compile(copy_kernel(), target="cuda")
+        assert "sm_90a" in str(kernel.target)
+        a = np.random.randn(16).astype(np.float32)
+        b, c = np.zeros_like(a), np.zeros_like(a)
+        kernel(a, b, c)
+        np.testing.assert_array_equal(b, a)
+        np.testing.assert_array_equal(c, a * 2)
+    finally:
+        tilelang.set_emulation(False)
+
+
 def test_unsupported_target_and_backend():
     assert tilelang.compile(copy_kernel(), target="metal").execution_backend == "torch"
     with pytest.raises(ValueError, match="unknown execution_backend 'fast'"):

@@ -4,9 +4,11 @@ tabulates the outcome per directory: passed, failed, skipped, and why.
     python tests/upstream/run.py --source PATH [--mode sm80 --mode sm90a --mode cpu]
                                  [--dirs language kernel ...] [--files LIST] [--out DIR]
 
-PATH is a checkout of TileLang's repository (or its release sources): the directory that
-holds `testing/python` and `examples/`. Nothing of it is copied into this repository;
-without --source the runner reads TILELANG_UPSTREAM_SRC. Modes:
+PATH is a checkout of TileLang's repository: the directory that holds `testing/python`
+and `examples/` (without --source the runner reads TILELANG_UPSTREAM_SRC). Instead,
+`--release 0.1.14` downloads that release's source distribution from the package index
+(pip; the release carries its tests and examples) and unpacks its `testing/` and
+`examples/` under --download-dir. Nothing of either is copied into this repository. Modes:
 
 - `cpu`: the files as they are on this machine; tests gated on a GPU skip.
 - `sm80`, `sm90a`: torch's CUDA device becomes the CPU and CUDA kernels run in the
@@ -38,6 +40,36 @@ DEFAULT_DIRS = [
     "testing/python/cuda", "testing/python/metal", "testing/python/dynamic", "examples",
 ]  # fmt: skip
 MODES = {"cpu": None, "sm80": "sm_80", "sm90a": "sm_90a", "gpu": None}
+
+
+def fetch_release(version, download_dir, python):
+    """The tests and examples of TileLang `version`'s source distribution, unpacked once
+    into download_dir/<version> (its `tilelang/` package is left out, so it can never
+    shadow this one)."""
+    import tarfile
+
+    target = Path(download_dir).expanduser() / version
+    if (target / "testing" / "python").is_dir():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [python, "-m", "pip", "download", f"tilelang=={version}", "--no-deps",
+               "--no-binary", "tilelang", "-q", "-d", tmp]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        (archive,) = Path(tmp).glob("tilelang-*.tar.gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent))
+        with tarfile.open(archive) as tar:
+            prefix = f"tilelang-{version}/"
+            members = [
+                m
+                for m in tar.getmembers()
+                if m.name.startswith((prefix + "testing/", prefix + "examples/"))
+            ]
+            for m in members:
+                m.name = m.name[len(prefix) :]
+            tar.extractall(staging, members=members, filter="data")
+        staging.rename(target)
+    return target
 
 
 def find_files(source, dirs, listed):
@@ -174,6 +206,8 @@ def _row(name, c):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--source", default=os.environ.get("TILELANG_UPSTREAM_SRC"))
+    p.add_argument("--release", help="download this release's sources instead of --source")
+    p.add_argument("--download-dir", default="~/.cache/tilelang-upstream")
     p.add_argument("--mode", action="append", choices=sorted(MODES))
     p.add_argument("--dirs", nargs="*", default=DEFAULT_DIRS)
     p.add_argument("--files", help="a file listing test files relative to --source, one a line")
@@ -185,6 +219,8 @@ def main():
     p.add_argument("--min-pass-rate", type=float, default=None,
                    help="exit 1 when a mode's pass rate (of tests that ran) is below this percentage")  # fmt: skip
     args = p.parse_args()
+    if args.release:
+        args.source = fetch_release(args.release, args.download_dir, args.python)
     if not args.source:
         p.error("--source (or TILELANG_UPSTREAM_SRC) must name a checkout of TileLang's repository")
     source = Path(args.source).resolve()
