@@ -385,11 +385,30 @@ void read_or_convert(nb::handle h, ArgValue& out, CallScratch& scratch, const DL
   throw_not_a_tensor(h);
 }
 
-PlainArgs::PlainArgs(const nb::sequence& args) {
+std::string describe_param(const KernelSignature& sig, size_t i) {
+  if (i >= sig.params.size()) return str_cat("argument ", i, " of kernel '", sig.name, "'");
+  return str_cat("argument '", sig.params[i].name, "' (parameter ", i, " of kernel '", sig.name, "')");
+}
+
+void read_param(const KernelSignature& sig, size_t i, nb::handle h, ArgValue& out, CallScratch& scratch,
+                const DLPackExchangeApi** api, nb::handle to_native, std::vector<nb::object>& keep) {
+  try {
+    read_or_convert(h, out, scratch, api, to_native, keep);
+  } catch (nb::builtin_exception& e) {
+    throw nb::builtin_exception(e.type(), (describe_param(sig, i) + ": " + e.what()).c_str());
+  } catch (nb::python_error& e) {
+    std::string message = describe_param(sig, i) + ": " + nb::str(e.value()).c_str();
+    PyErr_SetString(e.type().ptr(), message.c_str());
+    throw nb::python_error();
+  }
+}
+
+PlainArgs::PlainArgs(const nb::sequence& args, const KernelSignature& sig) {
   values.resize(nb::len(args));
   size_t i = 0;
   for (nb::handle h : args) {
     const DLPackExchangeApi* api = nullptr;
-    read_or_convert(h, values[i++], scratch, &api, nb::handle(), keep);
+    read_param(sig, i, h, values[i], scratch, &api, nb::handle(), keep);
+    ++i;
   }
 }

@@ -96,9 +96,18 @@ tl::DataType dtype_of(const nb::dlpack::dtype& d);
 void read_or_convert(nb::handle h, tl::ArgValue& out, CallScratch& scratch, const DLPackExchangeApi** api,
                      nb::handle to_native, std::vector<nb::object>& keep);
 
+// read_or_convert for parameter `i` of `sig`: an exception of the readers (an
+// object of no known kind, an unsupported DLPack dtype, the producer's own error)
+// comes back with the parameter named in front of its message, its type kept.
+void read_param(const tl::KernelSignature& sig, size_t i, nb::handle h, tl::ArgValue& out, CallScratch& scratch,
+                const DLPackExchangeApi** api, nb::handle to_native, std::vector<nb::object>& keep);
+
+// "argument 'A' (parameter 0 of kernel 'k')", as the runtime's errors name one.
+std::string describe_param(const tl::KernelSignature& sig, size_t i);
+
 // The arguments of a plain Kernel call (all parameters, no conversion hook).
 struct PlainArgs {
-  explicit PlainArgs(const nb::sequence& args);
+  PlainArgs(const nb::sequence& args, const tl::KernelSignature& sig);
   CallScratch scratch;
   std::vector<tl::ArgValue> values;
   std::vector<nb::object> keep;

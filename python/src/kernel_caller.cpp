@@ -117,24 +117,9 @@ class KernelCaller {
   }
 
  private:
-  // read_or_convert, with the parameter named in the exception of an argument it
-  // cannot read (the exception's type is kept).
   void read_param(size_t i, nb::handle h, ArgValue& out, CallScratch& scratch, const DLPackExchangeApi** api,
                   std::vector<nb::object>& keep) const {
-    try {
-      read_or_convert(h, out, scratch, api, to_native_, keep);
-    } catch (nb::builtin_exception& e) {
-      throw nb::builtin_exception(e.type(), (who(i) + ": " + e.what()).c_str());
-    } catch (nb::python_error& e) {
-      std::string message = who(i) + ": " + nb::str(e.value()).c_str();
-      PyErr_SetString(e.type().ptr(), message.c_str());
-      throw nb::python_error();
-    }
-  }
-
-  std::string who(size_t i) const {
-    const KernelSignature& sig = kernel_->signature();
-    return str_cat("argument '", sig.params[i].name, "' (parameter ", i, " of kernel '", sig.name, "')");
+    ::read_param(kernel_->signature(), i, h, out, scratch, api, to_native_, keep);
   }
 
   // None stands for an output to allocate; for an input it would hand the kernel
@@ -143,9 +128,9 @@ class KernelCaller {
     const Param& p = kernel_->signature().params[i];
     std::string expected = p.is_tensor() ? str_cat("a tensor of dtype ", p.buffer->dtype.name())
                                          : str_cat("a scalar of dtype ", p.var.dtype().name());
-    throw nb::type_error(
-        str_cat(who(i), " is None; expected ", expected, " (only the outputs named by out_idx may be None or left out)")
-            .c_str());
+    throw nb::type_error(str_cat(describe_param(kernel_->signature(), i), " is None; expected ", expected,
+                                 " (only the outputs named by out_idx may be None or left out)")
+                             .c_str());
   }
 
   void explicit_stream(nb::handle stream, void*& raw, nb::object& obj) const {

@@ -89,7 +89,7 @@ void bind_runtime(nb::module_& m) {
            })
       .def("output_shapes",
            [](const Kernel& k, const nb::sequence& args) {
-             PlainArgs ca(args);
+             PlainArgs ca(args, k.signature());
              auto shapes = k.output_shapes(ca.values);
              nb::list out;
              for (auto& s : shapes) out.append(s ? nb::cast(*s) : nb::none());
@@ -98,7 +98,7 @@ void bind_runtime(nb::module_& m) {
       .def(
           "__call__",
           [](const Kernel& k, const nb::sequence& args, uintptr_t stream) {
-            PlainArgs ca(args);
+            PlainArgs ca(args, k.signature());
             if (k.runs_on_gpu()) return k.call(ca.values, reinterpret_cast<void*>(stream));
             nb::gil_scoped_release release;
             k.call(ca.values, reinterpret_cast<void*>(stream));

@@ -225,6 +225,7 @@ def read_only_arrays(tmp_path):
     yield "memmap mode=r", np.memmap(path, np.float32, mode="r"), values
     yield "frombuffer(bytes)", np.frombuffer(values.tobytes(), np.float32), values
     yield "DLPack producer", Producer(read_only(values)), values
+    yield "memoryview(bytes)", memoryview(values.tobytes()).cast("f"), values
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -247,13 +248,19 @@ def test_read_only_arrays_are_refused_for_written_parameters(target, tmp_path):
             r"writes it; pass a writable array",
         ):
             k(a, b, ro)
-        np.testing.assert_array_equal(
-            np.asarray(ro.array if label == "DLPack producer" else ro), values
-        )
+        np.testing.assert_array_equal(np.asarray(getattr(ro, "array", ro)), values)
     # A writable array through the same generic reader is accepted.
     c = np.empty(N, np.float32)
     k(a, b, Producer(c))
     np.testing.assert_allclose(c, a + b, rtol=1e-6)
+    # The kernel object under the JITKernel checks the same way.
+    with pytest.raises(tilelang.TileLangError, match=r"argument 'C' .* is read-only"):
+        k.kernel([a, b, read_only(c)])
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'C' \(parameter 2 of kernel 'add'\): kernel arguments must be tensors",
+    ):
+        k.kernel([a, b, "out"])
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -298,6 +305,9 @@ def test_relabelling_to_a_dtype_of_the_same_size_works(target):
     tb = torch.empty(N)
     k((torch.from_numpy(values.view(np.int16).copy()), "bfloat16"), tb)
     np.testing.assert_array_equal(tb.numpy(), expected)
+    b = np.empty(N, np.float32)
+    k(read_only(values), b)  # a read-only ml_dtypes array, for a parameter only read
+    np.testing.assert_array_equal(b, expected)
 
 
 @pytest.mark.parametrize("target", TARGETS)
