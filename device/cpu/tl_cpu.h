@@ -15,6 +15,9 @@
 #include "types.h"
 #include "warp.h"
 
+#define TL_INT_DIV_FN inline
+#include "../common/int_div.h"  // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+
 namespace tl {
 
 // T.use_swizzle's marker: blocks run in any order on the cpu, nothing to remap.
@@ -29,16 +32,6 @@ union Arg {
   double f;
 };
 
-template <class T>
-inline T floordiv(T a, T b) {
-  T q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-template <class T>
-inline T floormod(T a, T b) {
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 // A NaN operand gives NaN, as numpy's maximum and minimum and the CUDA target (`b != b`
 // is false for integers).
 template <class T>

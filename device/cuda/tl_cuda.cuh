@@ -24,6 +24,8 @@ typedef unsigned long long uintptr_t;
 
 #define TL_MINIFLOAT_FN TL_DEVICE
 #include "../common/minifloat.h"  // the fp8 / e8m0 conversions, shared with the cpu target
+#define TL_INT_DIV_FN TL_DEVICE
+#include "../common/int_div.h"  // floordiv, floormod, truncdiv, truncmod: defined for every divisor
 
 #ifndef TL_SMEM  // a shared-memory element; the emulation records the access
 #define TL_SMEM(buf, off, write, where) (buf)[off]
@@ -221,16 +223,6 @@ TL_DEVICE double nan_f64() {
   return __longlong_as_double(0x7ff8000000000000ll);
 }
 
-template <class T>
-TL_DEVICE T floordiv(T a, T b) {
-  T q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-template <class T>
-TL_DEVICE T floormod(T a, T b) {
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 // A NaN operand gives NaN, as numpy's maximum and minimum (`b != b` is false for
 // integers and folds away). sm_80 and later do it for float in one instruction,
 // max.NaN / min.NaN (FMNMX), where a compare and a select take two: one instruction less

@@ -321,11 +321,12 @@ Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) 
       }
       return Interval::everything();
     case BinaryOp::Mod: {
-      // |a % b| < |b|; only the magnitude of b matters.
+      // |a % b| < |b|; only the magnitude of b matters. A b that may be 0 leaves a
+      // itself (a % 0 == a), so then only |a % b| <= |a| is known.
       Bound m;
-      if (b.is_bounded() && *b.min > std::numeric_limits<int64_t>::min())
+      bool may_be_zero = !(b.min && *b.min > 0) && !(b.max && *b.max < 0);
+      if (b.is_bounded() && *b.min > std::numeric_limits<int64_t>::min() && !may_be_zero)
         m = std::max(std::abs(*b.min), std::abs(*b.max)) - 1;
-      if (b.is_single() && *b.min == 0) return Interval::everything();
       return truncmod_by_magnitude(a, m);
     }
     case BinaryOp::Min:

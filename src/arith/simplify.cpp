@@ -395,10 +395,10 @@ Expr ExprSimplifier::simplify_division(BinaryOp op, const Expr& a, const Expr& b
     Expr zero = int_imm(0, a.dtype());
     if (prove_compare(BinaryOp::GE, a, zero) == true && prove_compare(BinaryOp::LT, a, b) == true)
       return is_div ? zero : a;
-    return binary(op, a, b);
+    return rebuild_binary(op, a, b);
   }
   // Truncating division equals floor division only for a >= 0, c > 0.
-  if (*c <= 0 || (trunc && !sum_bounds(parse(a)).is_non_negative())) return binary(op, a, b);
+  if (*c <= 0 || (trunc && !sum_bounds(parse(a)).is_non_negative())) return rebuild_binary(op, a, b);
   return is_div ? floordiv_rule(a, *c, trunc) : floormod_rule(a, *c, trunc);
 }
 
@@ -535,7 +535,7 @@ Expr ExprSimplifier::visit(const BinaryNode* op, const Expr& self) {
   }
   if (auto folded = fold_float(o, a, b)) return *folded;
   if (unchanged) return self;
-  return binary(o, a, b, op->span);
+  return rebuild_binary(o, a, b, op->span);
 }
 
 Expr ExprSimplifier::visit(const UnaryNode* op, const Expr& self) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/printer.h"
+
 namespace tl {
 
 Expr make_const(DataType t, double value) {
@@ -73,13 +75,16 @@ std::optional<Expr> fold_int(BinaryOp op, int64_t x, int64_t y, DataType t) {
     case BinaryOp::Mul:
       return int_imm(x * y, t);
     case BinaryOp::Div:
-      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x / y, t));
     case BinaryOp::Mod:
-      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(x % y, t));
     case BinaryOp::FloorDiv:
-      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(floordiv_i(x, y), t));
     case BinaryOp::FloorMod:
-      return y == 0 ? std::nullopt : std::optional<Expr>(int_imm(floormod_i(x, y), t));
+      // A zero divisor is never folded; INT64_MIN / -1 overflows int64 (a trap on x86)
+      // and is left to the run-time helpers, which define it.
+      if (y == 0 || (y == -1 && x == std::numeric_limits<int64_t>::min())) return std::nullopt;
+      if (op == BinaryOp::Div) return int_imm(x / y, t);
+      if (op == BinaryOp::Mod) return int_imm(x % y, t);
+      if (op == BinaryOp::FloorDiv) return int_imm(floordiv_i(x, y), t);
+      return int_imm(floormod_i(x, y), t);
     case BinaryOp::Min:
       return int_imm(std::min(x, y), t);
     case BinaryOp::Max:
@@ -140,8 +145,42 @@ DataType promote_types(const Expr& a, const Expr& b) {
   return wider(sa, sb).with_lanes(lanes);
 }
 
+namespace {
+
+bool is_integer_division(BinaryOp op) {
+  return op == BinaryOp::Div || op == BinaryOp::Mod || op == BinaryOp::FloorDiv || op == BinaryOp::FloorMod;
+}
+
+// Whether `op(a, b)` is an integer division or remainder whose divisor is the constant 0.
+bool divides_by_constant_zero(BinaryOp op, const Expr& a, const Expr& b) {
+  if (!is_integer_division(op)) return false;
+  DataType t = promote_types(a, b);
+  if (!t.is_integer() && !t.is_bool()) return false;
+  auto c = as_const_int(b);
+  return c && *c == 0;
+}
+
+// How the user wrote `op(a, b)`: Python's operators for the floor forms.
+std::string division_text(BinaryOp op, const Expr& a, const Expr& b) {
+  switch (op) {
+    case BinaryOp::FloorDiv:
+      return str_cat(to_string(a), " // ", to_string(b));
+    case BinaryOp::FloorMod:
+      return str_cat(to_string(a), " % ", to_string(b));
+    case BinaryOp::Div:
+      return str_cat("T.truncdiv(", to_string(a), ", ", to_string(b), ")");
+    default:
+      return str_cat("T.truncmod(", to_string(a), ", ", to_string(b), ")");
+  }
+}
+
+}  // namespace
+
 Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
   TL_ICHECK(a.defined() && b.defined(), "binary operand undefined");
+  if (divides_by_constant_zero(op, a, b))
+    throw_user_error(span, str_cat("integer division by zero: the divisor of `", division_text(op, a, b),
+                                   "` is the constant 0; guard the division or use a non-zero divisor"));
   if (op == BinaryOp::And || op == BinaryOp::Or) {
     a = as_bool(a);
     b = as_bool(b);
@@ -177,6 +216,14 @@ Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
   return Expr(std::move(n));
 }
 
+Expr rebuild_binary(BinaryOp op, Expr a, Expr b, SourceSpan span) {
+  if (!divides_by_constant_zero(op, a, b)) return binary(op, std::move(a), std::move(b), span);
+  DataType t = promote_types(a, b);
+  auto n = std::make_shared<BinaryNode>(t, op, convert(a, t), convert(b, t));
+  n->span = span;
+  return Expr(std::move(n));
+}
+
 Expr add(Expr a, Expr b) {
   return binary(BinaryOp::Add, std::move(a), std::move(b));
 }
@@ -196,6 +243,9 @@ Expr floormod(Expr a, Expr b) {
   return binary(BinaryOp::FloorMod, std::move(a), std::move(b));
 }
 Expr ceildiv(Expr a, Expr b) {
+  if (divides_by_constant_zero(BinaryOp::FloorDiv, a, b))
+    throw_user_error({}, str_cat("integer division by zero: the divisor of `T.ceildiv(", to_string(a), ", ",
+                                 to_string(b), ")` is the constant 0; guard the division or use a non-zero divisor"));
   // (a + b - 1) // b, kept in floordiv form so the simplifier can reason about it.
   return floordiv(sub(add(a, b), make_const(b.dtype(), 1)), b);
 }

@@ -16,7 +16,12 @@ Expr string_imm(std::string s);
 // The dtype both operands are converted to before a binary op.
 DataType promote_types(const Expr& a, const Expr& b);
 
+// An integer division or remainder by the constant 0 is a user error here.
 Expr binary(BinaryOp op, Expr a, Expr b, SourceSpan span = {});
+// binary() for passes that rebuild a node: a division whose divisor a substitution or
+// a fold made the constant 0 is kept as it is, not reported (the code holding it may be
+// dead, and its run-time result is defined: x // 0 == 0, x % 0 == x).
+Expr rebuild_binary(BinaryOp op, Expr a, Expr b, SourceSpan span = {});
 Expr add(Expr a, Expr b);
 Expr sub(Expr a, Expr b);
 Expr mul(Expr a, Expr b);

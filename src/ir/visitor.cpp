@@ -198,7 +198,7 @@ Expr IRMutator::visit(const VarNode*, const Expr& self) {
 Expr IRMutator::visit(const BinaryNode* op, const Expr& self) {
   Expr a = mutate(op->a), b = mutate(op->b);
   if (a.same_as(op->a) && b.same_as(op->b)) return self;
-  return binary(op->op, a, b, op->span);
+  return rebuild_binary(op->op, a, b, op->span);
 }
 Expr IRMutator::visit(const UnaryNode* op, const Expr& self) {
   Expr a = mutate(op->a);

@@ -100,18 +100,22 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
       return p - q;
     case BinaryOp::Mul:
       return p * q;
+    // Defined for every divisor, as in the kernels (device/common/int_div.h): x // 0 == 0,
+    // x % 0 == x, and INT64_MIN // -1 wraps instead of trapping.
     case BinaryOp::Div:
-      return q ? std::optional<int64_t>(p / q) : std::nullopt;
-    case BinaryOp::Mod:
-      return q ? std::optional<int64_t>(p % q) : std::nullopt;
     case BinaryOp::FloorDiv: {
-      if (!q) return std::nullopt;
+      if (q == 0) return 0;
+      if (q == -1) return int64_t(0ull - uint64_t(p));
       int64_t r = p / q;
+      if (op == BinaryOp::Div) return r;
       return (p % q != 0 && ((p < 0) != (q < 0))) ? r - 1 : r;
     }
+    case BinaryOp::Mod:
     case BinaryOp::FloorMod: {
-      if (!q) return std::nullopt;
+      if (q == 0) return p;
+      if (q == -1) return 0;
       int64_t r = p % q;
+      if (op == BinaryOp::Mod) return r;
       return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
     }
     case BinaryOp::Min:

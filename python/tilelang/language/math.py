@@ -363,23 +363,33 @@ def reinterpret(value, dtype):
     return _C.reinterpret(to_value(value), make_dtype(dtype))
 
 
+def _python_int_divisor(name, a, b):
+    """Whether T.<name>(a, b) is Python integer arithmetic; a zero divisor is a user
+    error (as the constant 0 is for an expression; see binary() in src/ir/op.cpp)."""
+    if not (_is_int(a) and _is_int(b)):
+        return False
+    if b == 0:
+        raise frontend_error(f"integer division by zero: the divisor of `T.{name}({a}, {b})` is 0")
+    return True
+
+
 def ceildiv(a, b):
     a, b = to_value(a), to_value(b)
-    if _is_int(a) and _is_int(b):
+    if _python_int_divisor("ceildiv", a, b):
         return -(-a // b)
     return _C.ceildiv(a, b)
 
 
 def floordiv(a, b):
     a, b = to_value(a), to_value(b)
-    if _is_int(a) and _is_int(b):
+    if _python_int_divisor("floordiv", a, b):
         return a // b
     return _C.binary("FloorDiv", a, b)
 
 
 def floormod(a, b):
     a, b = to_value(a), to_value(b)
-    if _is_int(a) and _is_int(b):
+    if _python_int_divisor("floormod", a, b):
         return a % b
     return _C.binary("FloorMod", a, b)
 

@@ -347,6 +347,11 @@ std::string CodeGenC::literal(const Expr& e) {
   return type_name(t) + (exact || !rounds_wide_once() ? "((float)" + v + ")" : "(" + v + ")");
 }
 
+bool is_safe_divisor(const Expr& b) {
+  auto c = as_const_int(b);
+  return c && *c != 0 && *c != -1;
+}
+
 std::string CodeGenC::print_binary(const BinaryNode* op) {
   DataType t = op->a.dtype();
   std::string a = print_expr(op->a), b = print_expr(op->b);
@@ -365,8 +370,14 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
     case BinaryOp::FloorMod:
       if (t.is_float()) return wrap("(" + a + " - " + math_prefix() + "floor(" + a + " / " + b + ") * " + b + ")");
       return "tl::floormod<" + type_name(t) + ">(" + a + ", " + b + ")";
+    case BinaryOp::Div:
+      if (t.is_integer() && t.is_scalar() && !is_safe_divisor(op->b))
+        return "tl::truncdiv<" + type_name(t) + ">(" + a + ", " + b + ")";
+      break;
     case BinaryOp::Mod:
       if (t.is_float()) return wrap(math_prefix() + "fmod(" + a + ", " + b + ")");
+      if (t.is_integer() && t.is_scalar() && !is_safe_divisor(op->b))
+        return "tl::truncmod<" + type_name(t) + ">(" + a + ", " + b + ")";
       break;
     case BinaryOp::Min:
     case BinaryOp::Max: {

@@ -84,4 +84,9 @@ class CodeGenC {
   std::unordered_set<std::string> taken_;
 };
 
+// A constant divisor other than 0 and -1: C's `/` and `%` are defined for it, so an
+// integer division by it is printed as is (the targets' truncdiv / truncmod helpers
+// define the other two; see device/common/int_div.h).
+bool is_safe_divisor(const Expr& b);
+
 }  // namespace tl

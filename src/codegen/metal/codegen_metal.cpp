@@ -44,8 +44,7 @@ const char* address_space(const Buffer& b) {
 
 // The helpers a kernel may need, each emitted once before the kernel.
 enum class Helper {
-  FloorDiv,
-  FloorMod,
+  IntDiv,
   MinMax,
   Log1p,
   Sigmoid,
@@ -325,15 +324,21 @@ class CodeGenMetal : public CodeGenC {
     switch (op->op) {
       case BinaryOp::FloorDiv:
         if (t.is_float()) return wrap("floor(" + arg(op->a) + " / " + arg(op->b) + ")");
-        helpers_.insert(Helper::FloorDiv);
+        helpers_.insert(Helper::IntDiv);
         return "tl_floordiv<" + ty + ">(" + arg(op->a) + ", " + arg(op->b) + ")";
       case BinaryOp::FloorMod:
         if (t.is_float()) {
           std::string a = arg(op->a), b = arg(op->b);
           return wrap("(" + a + " - floor(" + a + " / " + b + ") * " + b + ")");
         }
-        helpers_.insert(Helper::FloorMod);
+        helpers_.insert(Helper::IntDiv);
         return "tl_floormod<" + ty + ">(" + arg(op->a) + ", " + arg(op->b) + ")";
+      case BinaryOp::Div:
+      case BinaryOp::Mod:
+        if (!t.is_integer() || !t.is_scalar() || is_safe_divisor(op->b)) return std::nullopt;
+        helpers_.insert(Helper::IntDiv);
+        return std::string(op->op == BinaryOp::Div ? "tl_truncdiv" : "tl_truncmod") + "<" + ty + ">(" + arg(op->a) +
+               ", " + arg(op->b) + ")";
       case BinaryOp::Min:
       case BinaryOp::Max:
         helpers_.insert(Helper::MinMax);
@@ -549,13 +554,26 @@ class CodeGenMetal : public CodeGenC {
 
   static std::string helper_source(Helper h) {
     switch (h) {
-      case Helper::FloorDiv:
-        return "template <typename T> inline T tl_floordiv(T a, T b) {\n"
+      case Helper::IntDiv:
+        // Defined for every divisor, as device/common/int_div.h on the other targets:
+        // x // 0 == 0, x % 0 == x, MIN // -1 == MIN, MIN % -1 == 0.
+        return "template <typename T> inline T tl_wrapping_neg(T a) { return T(0ul - ulong(a)); }\n"
+               "template <typename T> inline bool tl_is_minus_one(T b) { return T(-1) < T(0) && b == T(-1); }\n"
+               "template <typename T> inline T tl_truncdiv(T a, T b) {\n"
+               "  return b == T(0) ? T(0) : tl_is_minus_one(b) ? tl_wrapping_neg(a) : T(a / b);\n"
+               "}\n"
+               "template <typename T> inline T tl_truncmod(T a, T b) {\n"
+               "  return b == T(0) ? a : tl_is_minus_one(b) ? T(0) : T(a % b);\n"
+               "}\n"
+               "template <typename T> inline T tl_floordiv(T a, T b) {\n"
+               "  if (b == T(0)) return T(0);\n"
+               "  if (tl_is_minus_one(b)) return tl_wrapping_neg(a);\n"
                "  T q = a / b;\n"
                "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
-               "}\n";
-      case Helper::FloorMod:
-        return "template <typename T> inline T tl_floormod(T a, T b) {\n"
+               "}\n"
+               "template <typename T> inline T tl_floormod(T a, T b) {\n"
+               "  if (b == T(0)) return a;\n"
+               "  if (tl_is_minus_one(b)) return T(0);\n"
                "  T r = a % b;\n"
                "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
                "}\n";
