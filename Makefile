@@ -5,7 +5,7 @@ PYTHON ?= python3
 BUILD ?= build/dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test build lint cpp-test py-test bench clean
+.PHONY: test build lint cpp-test py-test bench clean sanitize
 
 CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
                 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h')
@@ -30,6 +30,10 @@ cpp-test:
 py-test:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
 	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -n $(JOBS) --dist loadfile --durations=15
+
+# The compiler core, unit tests and extension under ASan + UBSan (tests/sanitize.sh).
+sanitize:
+	PYTHON=$(PYTHON) JOBS=$(JOBS) bash tests/sanitize.sh
 
 bench:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/compile_speed.py
