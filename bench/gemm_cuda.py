@@ -1,8 +1,12 @@
-"""GEMM on the cuda target against torch.matmul, same run, A/B interleaved
-medians. The kernel is the quickstart's GEMM+ReLU (examples/quickstart.py:
-T.Pipelined over K, T.gemm into a fragment, ReLU epilogue) with its tile sizes,
-threads and pipeline depth as parameters; a few configurations are timed briefly
-and the fastest is measured against torch.relu(torch.matmul).
+"""GEMM on the cuda target against cuBLAS through torch, same run, A/B interleaved
+medians, both sides doing the same work. The kernel is the quickstart's GEMM
+(examples/quickstart.py: T.Pipelined over K, T.gemm into a fragment) with its tile
+sizes, threads and pipeline depth as parameters, in two forms (--epilogues):
+"none", a bare GEMM against torch.matmul, and "bias_relu", C = relu(A B + bias) with
+a bias per column, against cuBLASLt's fused epilogue (torch._addmm_activation, one
+kernel). A few configurations are timed briefly; the two best are timed interleaved to
+pick one, which is then timed afresh against the reference (bench/results.py,
+best_interleaved). Every timed config is checked on its whole output.
 Two paths: "wgmma" (target "cuda" on an H100/H200 is sm_90a: warpgroup wgmma,
 kept in flight across pipeline steps) and "mma.sync" (the sm_80 path every GPU
 from Ampere on runs; pass config tl.disable_wgmma). "wgmma+store" stages the
@@ -13,10 +17,12 @@ launches clusters of 2 blocks along N, which multicast their common A tile.
 FLOPs: 2*M*N*K per GEMM; floor at 4096^3: ~0.2 ms at the H200's 700 TFLOP/s.
 Appends the table to bench/RESULTS.md.
 
-Run on a GPU machine: python bench/gemm_cuda.py [--paths wgmma,mma.sync] [--shapes 4096x4096x4096,...]
+Run on a GPU machine: python bench/gemm_cuda.py [--paths wgmma,mma.sync] [--epilogues none,bias_relu]
+[--shapes 4096x4096x4096,...]
 """
 
 import datetime
+import itertools
 import os
 import statistics
 
@@ -83,11 +89,13 @@ def matmul(
     panel=0,
     shared_epilogue=False,
     cluster=1,
+    epilogue="none",
 ):
     @T.prim_func
-    def gemm_relu(
+    def gemm(
         A: T.Tensor((M, K), dtype),
         B: T.Tensor((K, N), dtype),
+        bias: T.Tensor((N,), dtype),
         C: T.Tensor((M, N), dtype),
     ):
         with T.Kernel(
@@ -107,15 +115,16 @@ def matmul(
                 T.copy(A[by * block_M, ko * block_K], A_shared)
                 T.copy(B[ko * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)
-            for i, j in T.Parallel(block_M, block_N):
-                C_local[i, j] = T.max(C_local[i, j], 0)
+            if epilogue == "bias_relu":
+                for i, j in T.Parallel(block_M, block_N):
+                    C_local[i, j] = T.max(C_local[i, j] + bias[bx * block_N + j], 0)
             if shared_epilogue:
                 T.copy(C_local, C_shared)
                 T.copy(C_shared, C[by * block_M, bx * block_N])
             else:
                 T.copy(C_local, C[by * block_M, bx * block_N])
 
-    return gemm_relu
+    return gemm
 
 
 def timed(fn):
@@ -127,75 +136,84 @@ def main():
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--paths", default="wgmma,mma.sync")
+    parser.add_argument("--epilogues", default="none,bias_relu")
     add_shapes_argument(parser, SHAPES)
     args = parser.parse_args()
     paths = args.paths.split(",")
     shapes = parse_shapes(args.shapes)
     rows = []
-    for M, N, K in shapes:
-        for dtype in DTYPES:
-            t = getattr(torch, dtype)
-            a = torch.randn(M, K, device="cuda", dtype=t)
-            b = torch.randn(K, N, device="cuda", dtype=t)
+    for (M, N, K), dtype, epilogue in itertools.product(shapes, DTYPES, args.epilogues.split(",")):
+        t = getattr(torch, dtype)
+        a = torch.randn(M, K, device="cuda", dtype=t)
+        b = torch.randn(K, N, device="cuda", dtype=t)
+        bias = torch.randn(N, device="cuda", dtype=t)
+        if epilogue == "none":
 
             def ref_fn(a=a, b=b):
-                return torch.relu(torch.matmul(a, b))
+                return torch.matmul(a, b)
+        else:
 
-            expect = ref_fn().float()
-            for path in paths:
-                tried = []  # (burst seconds, config, fn)
-                for cfg in CONFIGS[path]:
-                    try:
-                        kernel = tilelang.compile(
-                            matmul(
-                                M,
-                                N,
-                                K,
-                                *cfg[:5],
-                                dtype,
-                                panel=cfg[5],
-                                shared_epilogue=path.endswith("+store"),
-                                cluster=cfg[6] if len(cfg) > 6 else 1,
-                            ),
-                            out_idx=[-1],
-                            target="cuda",
-                            pass_configs=PASS_CONFIGS[path],
-                        )
-                        got = kernel(a, b).float()
-                    except Exception as e:  # noqa: BLE001 - a config that does not build is reported
-                        print(f"{M}x{N}x{K} {dtype} {path} {cfg}: failed: {str(e).splitlines()[0]}")
-                        continue
-                    torch.testing.assert_close(got, expect, rtol=2e-2, atol=2e-1)
-                    secs = statistics.median(
-                        timed(lambda k=kernel, a=a, b=b: k(a, b)) for _ in range(3)
+            def ref_fn(a=a, b=b, bias=bias):
+                return torch._addmm_activation(bias, a, b, use_gelu=False)
+
+        expect = ref_fn().float()
+        for path in paths:
+            tried = []  # (burst seconds, config, fn)
+            for cfg in CONFIGS[path]:
+                try:
+                    kernel = tilelang.compile(
+                        matmul(
+                            M,
+                            N,
+                            K,
+                            *cfg[:5],
+                            dtype,
+                            panel=cfg[5],
+                            shared_epilogue=path.endswith("+store"),
+                            cluster=cfg[6] if len(cfg) > 6 else 1,
+                            epilogue=epilogue,
+                        ),
+                        out_idx=[-1],
+                        target="cuda",
+                        pass_configs=PASS_CONFIGS[path],
                     )
-                    print(
-                        f"{M}x{N}x{K} {dtype} {path} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s"
-                    )
-                    tried.append((secs, cfg, lambda k=kernel, a=a, b=b: k(a, b)))
-                if not tried:
+                    got = kernel(a, b, bias).float()
+                except Exception as e:  # noqa: BLE001 - a config that does not build is reported
+                    print(f"{M}x{N}x{K} {dtype} {path} {cfg}: failed: {str(e).splitlines()[0]}")
                     continue
-                ours, cfg, ref = best_interleaved(tried, ref_fn, ROUNDS, CALLS)
-                flop = 2 * M * N * K
-                o, r = flop / ours / 1e12, flop / ref / 1e12
-                rows.append(
-                    f"| {M}x{N}x{K} {dtype} | {path} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |"
+                torch.testing.assert_close(got, expect, rtol=2e-2, atol=2e-1)
+                secs = statistics.median(
+                    timed(lambda k=kernel, a=a, b=b, bias=bias: k(a, b, bias)) for _ in range(3)
                 )
+                print(
+                    f"{M}x{N}x{K} {dtype} {epilogue} {path} {cfg}: "
+                    f"{2 * M * N * K / secs / 1e12:.1f} TFLOP/s"
+                )
+                tried.append((secs, cfg, lambda k=kernel, a=a, b=b, bias=bias: k(a, b, bias)))
+            if not tried:
+                continue
+            ours, cfg, ref = best_interleaved(tried, ref_fn, ROUNDS, CALLS)
+            flop = 2 * M * N * K
+            o, r = flop / ours / 1e12, flop / ref / 1e12
+            rows.append(
+                f"| {M}x{N}x{K} {dtype} | {epilogue} | {path} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |"
+            )
     table = "\n".join(
         [
             f"### gemm_cuda — {datetime.date.today()} — commit {commit()} — {torch.cuda.get_device_name()}",
             "",
             (
-                "quickstart GEMM+ReLU on cuda (the faster of the two best listed configs per path by "
-                "burst, both interleaved) vs "
-                f"torch.relu(torch.matmul); TFLOP/s from {rounds_text(ROUNDS, CALLS)}"
+                "quickstart GEMM on cuda, epilogue none vs torch.matmul, bias_relu (relu(A B + bias)) "
+                "vs torch._addmm_activation (cuBLASLt's fused epilogue); the faster of the two best "
+                "configs per path by burst, then re-timed against the reference in fresh rounds; "
+                f"TFLOP/s from {rounds_text(ROUNDS, CALLS)}"
             ),
             "",
             (
-                "| shape | path | config (bM, bN, bK, threads, stages, swizzle panel[, cluster]) "
+                "| shape | epilogue | path | config (bM, bN, bK, threads, stages, swizzle panel[, cluster]) "
                 "| tilelang (TFLOP/s) | torch (TFLOP/s) | ratio |"
             ),
-            "| --- | --- | --- | --- | --- | --- |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
             *rows,
         ]
     )
