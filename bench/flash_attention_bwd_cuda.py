@@ -6,9 +6,11 @@ of CUDA-event timings.
 Issue 8's shape: float16 (the example's dtype), B=8, H=16, S=4096, D=128, causal and
 not. FLOPs: the backward's five S x S x D gemms, 10 * B * H * S^2 * D (half of it when
 causal); floor at 1000 TFLOP/s: 1.4 ms non-causal. Ours includes zeroing dQ (the
-kernel accumulates it) and the preprocess; torch's is torch.autograd.grad of the SDPA
-output, whose forward ran once outside the timing. A few tile configurations are
-checked against torch and timed briefly; the fastest is measured.
+kernel accumulates it in float32), the preprocess and dQ's conversion to float16, so
+both sides return the same dtypes; torch's is torch.autograd.grad of the SDPA output,
+whose forward ran once outside the timing. A few tile configurations are checked
+against torch element by element (dQ, dK, dV) and timed briefly; the two fastest are
+timed interleaved to pick one, which is then timed afresh against cuDNN.
 
 Run on a GPU machine: python bench/flash_attention_bwd_cuda.py
 """
@@ -18,7 +20,7 @@ import statistics
 import sys
 
 import torch
-from results import cuda_seconds, interleaved_medians, report, rounds_text, torch_device
+from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -36,18 +38,27 @@ if os.environ.get("FA_BWD_CONFIGS"):
 ROUNDS, CALLS = 11, 5
 
 
-def backward_call(bwd, preprocess, q, k, v, do, lse, o, dq, dk, dv):
-    """One backward: dQ zeroed (the kernel adds into it), delta, then the kernel."""
+def backward_call(bwd, preprocess, q, k, v, do, lse, o, dq, dk, dv, dq16):
+    """One backward: dQ zeroed (the kernel adds into it in float32), delta, the kernel,
+    then dQ converted to float16 as torch returns it."""
 
     def call():
         dq.zero_()
         bwd(q, k, v, do, lse, preprocess(o, do), dq, dk, dv)
+        dq16.copy_(dq)
 
     return call
 
 
-def relative_error(got, ref):
-    return float((got.float() - ref.float()).norm() / ref.float().norm())
+def check_close(name, got, ref):
+    """Element by element: each element within 2 % of itself or 1 % of the tensor's
+    largest magnitude (float16 gradients summed over 4096 keys in two orders)."""
+    ref = ref.float()
+    scale = float(ref.abs().max())
+    torch.testing.assert_close(
+        got.float(), ref, rtol=2e-2, atol=1e-2 * scale, msg=lambda m: f"{name}: {m}"
+    )
+    return float((got.float() - ref).abs().max()) / scale
 
 
 def main():
@@ -77,27 +88,29 @@ def main():
         o = out.detach().transpose(1, 2).contiguous()
         delta = attention_bwd_preprocess(b, h, s, d)
         dq = torch.zeros(b, s, h, d, device="cuda", dtype=torch.float32)
-        dk, dv = torch.empty_like(k), torch.empty_like(v)
+        dq16, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         flop = 10 * b * h * s * s * d / (2 if causal else 1)
-        best = None
+        tried = []
         for cfg in CONFIGS:
             try:
                 bwd = attention_bwd(b, h, s, d, causal, *cfg)
-                ours_fn = backward_call(bwd, delta, q, k, v, do, lse, o, dq, dk, dv)
+                ours_fn = backward_call(bwd, delta, q, k, v, do, lse, o, dq, dk, dv, dq16)
                 ours_fn()
             except Exception as e:  # noqa: BLE001 - a config that does not build is reported
                 print(f"{(b, h, s, d, causal)} {cfg}: failed: {str(e).splitlines()[0]}")
                 continue
-            errs = [relative_error(g, r) for g, r in zip((dq, dk, dv), refs)]
-            assert max(errs) < 2e-2, f"{cfg}: relative errors dQ, dK, dV {errs}"
+            errs = [
+                check_close(n, g, r) for n, g, r in zip(["dQ", "dK", "dV"], (dq16, dk, dv), refs)
+            ]
             secs = statistics.median(cuda_seconds(ours_fn, CALLS) for _ in range(3))
-            print(f"{(b, h, s, d, causal)} {cfg}: {flop / secs / 1e12:.1f} TFLOP/s")
-            if best is None or secs < best[0]:
-                best = (secs, cfg, ours_fn)
-        if best is None:
+            print(
+                f"{(b, h, s, d, causal)} {cfg}: {flop / secs / 1e12:.1f} TFLOP/s, "
+                f"max error / max magnitude dQ {errs[0]:.2e} dK {errs[1]:.2e} dV {errs[2]:.2e}"
+            )
+            tried.append((secs, cfg, ours_fn))
+        if not tried:
             continue
-        _, cfg, ours_fn = best
-        ours, ref = interleaved_medians([ours_fn, ref_fn], ROUNDS, CALLS)
+        ours, cfg, ref = best_interleaved(tried, ref_fn, ROUNDS, CALLS)
         o_t, r_t = flop / ours / 1e12, flop / ref / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
         rows.append(f"| {label} | {cfg} | {o_t:.1f} | {r_t:.1f} | {o_t / r_t:.3f} |")
@@ -106,7 +119,8 @@ def main():
         torch_device(),
         (
             "FlashAttention backward, float16, examples/flash_attention_bwd.py (preprocess + "
-            "backward, best of the listed configs) vs SDPA cuDNN's backward; TFLOP/s "
+            "backward + dQ's conversion to float16; the picked config re-timed in fresh rounds) "
+            "vs SDPA cuDNN's backward; TFLOP/s "
             f"(10 B H S^2 D) from {rounds_text(ROUNDS, CALLS)}"
         ),
         [
