@@ -84,6 +84,7 @@ void bind_builder(nb::module_& m) {
           nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
       .def("end_kernel", &FunctionBuilder::end_kernel)
       .def("import_source", &FunctionBuilder::import_source)
+      .def("set_attr", [](FunctionBuilder& b, const std::string& key, nb::handle v) { b.set_attr(key, to_attr(v)); })
       .def(
           "begin_for",
           [](FunctionBuilder& b, const std::string& name, nb::handle min, nb::handle extent, const std::string& kind,

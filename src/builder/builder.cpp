@@ -316,7 +316,7 @@ void FunctionBuilder::tile_op(const std::string& name, std::vector<BufferRegion>
 PrimFunc FunctionBuilder::finish() {
   if (frames_.size() != 1) throw_user_error(span_, "kernel body ended with an unclosed block");
   Stmt body = fold(top().items);
-  return PrimFunc::make(name_, params_, body, {}, func_span_);
+  return PrimFunc::make(name_, params_, body, attrs_, func_span_);
 }
 
 void FunctionBuilder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,

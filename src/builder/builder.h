@@ -39,6 +39,9 @@ class FunctionBuilder {
                           std::vector<int64_t> cluster = {});
   // T.import_source: appends `source` (once) to the enclosing kernel's prelude.
   void import_source(const std::string& source);
+  // An attribute of the function (the last value set for a key wins), e.g. the
+  // `safe_value.<tensor>` of T.annotate_safe_value.
+  void set_attr(const std::string& key, AttrValue value) { attrs_[key] = std::move(value); }
   void end_kernel();
   Var begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations = {});
   void end_for();
@@ -114,6 +117,7 @@ class FunctionBuilder {
   std::string name_;
   SourceSpan func_span_, span_;
   std::vector<Param> params_;
+  Attrs attrs_;
   std::vector<Frame> frames_;
   int kernel_depth_ = 0;
   int loop_depth_ = 0;

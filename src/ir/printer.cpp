@@ -37,6 +37,18 @@ class Printer {
     }
     out_ << "):\n";
     indent_ = 1;
+    // The function's attributes change its code (T.annotate_safe_value), so they are
+    // part of the text that keys the cache.
+    if (!f->attrs.empty()) {
+      line();
+      out_ << "T.func_attr({";
+      bool first = true;
+      for (const auto& [k, v] : f->attrs) {
+        out_ << (first ? "" : ", ") << '"' << k << "\": " << to_string(v);
+        first = false;
+      }
+      out_ << "})\n";
+    }
     print_stmt(f->body);
   }
 

@@ -16,6 +16,7 @@ bool is_true(const Expr& e) {
 
 class SafeMemory : public IRMutator {
  public:
+  explicit SafeMemory(const Attrs& func_attrs) : func_attrs_(func_attrs) {}
   using IRMutator::mutate;
 
  protected:
@@ -43,7 +44,14 @@ class SafeMemory : public IRMutator {
     if (load->buffer->scope != Scope::Global) return e;
     Expr cond = in_bounds(load->buffer, load->indices);
     if (is_true(cond)) return e;
-    return select(cond, e, make_const(load->dtype, 0), op->span);
+    return select(cond, e, read_outside(load->buffer, load->dtype), op->span);
+  }
+
+  // What a load outside `b` gives: its T.annotate_safe_value, else 0.
+  Expr read_outside(const Buffer& b, DataType t) const {
+    auto it = func_attrs_.find(kSafeValuePrefix + b->name);
+    if (it == func_attrs_.end()) return make_const(t, 0);
+    return safe_value(Attrs{{"safe_value", it->second}}, t);
   }
 
   Stmt visit(const IfThenElseNode* op, const Stmt& self) override {
@@ -66,12 +74,16 @@ class SafeMemory : public IRMutator {
     if (is_true(cond)) return s;
     return if_then_else(cond, s, Stmt(), op->span);
   }
+
+ private:
+  static constexpr const char* kSafeValuePrefix = "safe_value.";
+  const Attrs& func_attrs_;
 };
 
 }  // namespace
 
 PrimFunc legalize_safe_memory(const PrimFunc& f) {
-  return f.with_body(SafeMemory().mutate(f->body));
+  return f.with_body(SafeMemory(f->attrs).mutate(f->body));
 }
 
 }  // namespace tl

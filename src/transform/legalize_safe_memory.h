@@ -1,5 +1,6 @@
 // Guards every global-memory access that may fall outside its tensor: stores are
-// skipped and loads read 0 there. The simplifier then removes the guards the
+// skipped and loads read 0 there, or the tensor's T.annotate_safe_value (the function
+// attribute `safe_value.<tensor>`). The simplifier then removes the guards the
 // tile sizes prove unnecessary. Off with pass config tl.disable_safe_memory_legalize.
 #pragma once
 

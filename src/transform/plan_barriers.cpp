@@ -399,6 +399,16 @@ class Planner {
         if (splits && region_ < 0 && !no_block_barrier_) {
           sync = conflicts(accesses(s), st);
           if (sync) clear(st);
+        } else if (!splits) {
+          // Every thread reads the condition before either branch: its shared reads
+          // (`if T.any_of(mask_shared):` after the threads stored the mask) wait for
+          // the writes pending before the `if`.
+          Access cond = accesses(evaluate(n->cond));
+          Access& pending = region_ < 0 ? static_cast<Access&>(st) : st.regions[region_];
+          sync = !blocked() && conflicts(cond, pending);
+          if (sync) clear(st);
+          st.Access::merge(cond);
+          (region_ < 0 ? st.block : st.regions[region_]).merge(cond);
         }
         Scoped<bool> no_block_barrier(no_block_barrier_, no_block_barrier_ || (splits && region_ < 0));
         State a = st, b = st;

@@ -107,7 +107,11 @@ def _rmw(kind, dst, value, memory_order, return_prev):
     ctx = builder_ctx.current(what)
     order = _order(memory_order, what)
     value_region = _as_region(value)
-    element = _element(ctx, dst)
+    # A whole buffer is a tile even of one element (TileLang's tile atomic): each of its
+    # elements is updated once by the block, not once per thread. With return_prev a
+    # one-element buffer is the element each thread updates.
+    tile = isinstance(dst, Buffer) and not isinstance(dst, VarBuffer) and not return_prev
+    element = None if tile else _element(ctx, dst)
     if element is not None and value_region is None:
         buffer, indices = element
         _check_dtype(buffer, what)

@@ -25,6 +25,12 @@ def _symbolic(x):
 def _truth(x):
     if isinstance(x, _C.Expr):
         return bool(x.const_value())
+    if isinstance(x, (Buffer, Region)) and not isinstance(x, VarBuffer):
+        # A tile has no truth value: Python's would be True, dropping the condition.
+        raise frontend_error(
+            f"a condition got the tile {x!r}, which has no truth value; test its elements "
+            f"with T.any_of({x!r}) or T.all_of({x!r})"
+        )
     return bool(x)
 
 

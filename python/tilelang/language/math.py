@@ -429,20 +429,68 @@ def min_value(dtype):
     return _C.min_value(make_dtype(dtype))
 
 
-def _logical(op, values):
-    values = [to_value(v) for v in values]
-    acc = values[0]
-    for v in values[1:]:
-        acc = op(acc, v)
-    return acc
+# Elements a buffer or slice given to T.any_of / T.all_of may hold: each is one load in
+# the unrolled expression.
+_LOGICAL_REDUCE_MAX_ELEMS = 1024
+
+
+def _region_elements(name, value):
+    """The loads of every element of a buffer or slice, each as a truth value (bool
+    elements as they are, others compared with zero), for T.any_of / T.all_of."""
+    region = value.full_region() if isinstance(value, Buffer) else value
+    extents = []
+    for e in region.extents:
+        c = e if _is_int(e) else (e.const_value() if isinstance(e, _C.Expr) else None)
+        if not _is_int(c):
+            raise frontend_error(
+                f"T.{name}({region!r}): the extents must be constants, got {list(region.extents)}; "
+                "reduce a slice of constant size"
+            )
+        extents.append(c)
+    count = 1
+    for e in extents:
+        count *= e
+    if count < 1 or count > _LOGICAL_REDUCE_MAX_ELEMS:
+        raise frontend_error(
+            f"T.{name}({region!r}): expected 1 to {_LOGICAL_REDUCE_MAX_ELEMS} elements, got {count}"
+        )
+    loads = []
+    for flat in range(count):
+        index, rest = [], flat
+        for e in reversed(extents):
+            index.append(rest % e)
+            rest //= e
+        index.reverse()
+        load = region.buffer[tuple(m + i for m, i in zip(region.mins, index))]
+        loads.append(load if region.dtype == "bool" else load != 0)
+    return loads
+
+
+def _logical_reduce(name, op, conds):
+    """T.any_of / T.all_of: several conditions, or the elements of a buffer or slice
+    (TileLang's form, `T.any_of(mask[i, j, :])`), folded as a balanced tree."""
+    values = []
+    for c in conds:
+        if isinstance(c, (Buffer, Region)) and not hasattr(c, "__tl_expr__"):
+            values += _region_elements(name, c)
+        else:
+            values.append(to_value(c))
+    if not values:
+        raise frontend_error(f"T.{name}() expected a buffer, a slice or conditions, got nothing")
+    while len(values) > 1:
+        pairs = [op(values[i], values[i + 1]) for i in range(0, len(values) - 1, 2)]
+        values = pairs + ([values[-1]] if len(values) % 2 else [])
+    return values[0]
 
 
 def all_of(*conds):
-    return _logical(_C.logical_and, conds)
+    """True when every condition holds, or every element of a buffer or slice is nonzero."""
+    return _logical_reduce("all_of", _C.logical_and, conds)
 
 
 def any_of(*conds):
-    return _logical(_C.logical_or, conds)
+    """True when some condition holds, or some element of a buffer or slice is nonzero."""
+    return _logical_reduce("any_of", _C.logical_or, conds)
 
 
 def call_extern(*args, dtype=None):

@@ -80,7 +80,8 @@ c2d_im2col = im2col
 
 
 def annotate_safe_value(buffer_or_map, value=None):
-    """The value T.copy reads outside `buffer` (instead of 0), for the copies that follow.
+    """The value reads outside `buffer` give (instead of 0): T.copy's that follow, and
+    every other load of a global tensor in the function (T.Parallel loops, scalar code).
 
     Accepts `T.annotate_safe_value(A, -1.0)` or TileLang's `T.annotate_safe_value({A: -1.0})`.
     """
@@ -114,6 +115,10 @@ def annotate_safe_value(buffer_or_map, value=None):
                 f"got {type(val).__name__} {val!r}"
             )
         table[buf.handle] = val
+        if buf.scope == "global":
+            # Loads of the tensor anywhere in the function (T.Parallel, scalar code)
+            # read it outside the tensor, as TileLang's kernel-wide annotation does.
+            ctx.builder.set_attr(f"safe_value.{buf.name}", val)
 
 
 __all__ = ["annotate_safe_value", "c2d_im2col", "im2col", "transpose"]
