@@ -73,12 +73,24 @@ TL_UNARY_MATH(tan, std::tan(x))
 TL_UNARY_MATH(sinh, std::sinh(x))
 TL_UNARY_MATH(cosh, std::cosh(x))
 TL_UNARY_MATH(erf, std::erf(x))
+TL_UNARY_MATH(asin, std::asin(x))
+TL_UNARY_MATH(acos, std::acos(x))
+TL_UNARY_MATH(atan, std::atan(x))
+TL_UNARY_MATH(asinh, std::asinh(x))
+TL_UNARY_MATH(acosh, std::acosh(x))
+TL_UNARY_MATH(atanh, std::atanh(x))
 #undef TL_UNARY_MATH
 inline float pow(float a, float b) {
   return std::pow(a, b);
 }
 inline double pow(double a, double b) {
   return std::pow(a, b);
+}
+inline float atan2(float a, float b) {
+  return std::atan2(a, b);
+}
+inline double atan2(double a, double b) {
+  return std::atan2(a, b);
 }
 inline float fma(float a, float b, float c) {
   return std::fma(a, b, c);

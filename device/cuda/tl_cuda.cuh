@@ -280,12 +280,24 @@ TL_UNARY_MATH(tan, tanf(x), ::tan(x))
 TL_UNARY_MATH(sinh, sinhf(x), ::sinh(x))
 TL_UNARY_MATH(cosh, coshf(x), ::cosh(x))
 TL_UNARY_MATH(erf, erff(x), ::erf(x))
+TL_UNARY_MATH(asin, asinf(x), ::asin(x))
+TL_UNARY_MATH(acos, acosf(x), ::acos(x))
+TL_UNARY_MATH(atan, atanf(x), ::atan(x))
+TL_UNARY_MATH(asinh, asinhf(x), ::asinh(x))
+TL_UNARY_MATH(acosh, acoshf(x), ::acosh(x))
+TL_UNARY_MATH(atanh, atanhf(x), ::atanh(x))
 #undef TL_UNARY_MATH
 TL_DEVICE float pow(float a, float b) {
   return powf(a, b);
 }
 TL_DEVICE double pow(double a, double b) {
   return ::pow(a, b);
+}
+TL_DEVICE float atan2(float a, float b) {
+  return atan2f(a, b);
+}
+TL_DEVICE double atan2(double a, double b) {
+  return ::atan2(a, b);
 }
 TL_DEVICE float fmod(float a, float b) {
   return fmodf(a, b);

@@ -377,6 +377,7 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
       break;
     }
     case Intrinsic::Pow:
+    case Intrinsic::Atan2:
     case Intrinsic::Fmod:
     case Intrinsic::Fma: {
       // Float math on the promoted type of all operands (integers compute in float32).

@@ -4,7 +4,7 @@ annotations, T.Kernel, allocations, loops, tile operators and math."""
 from ..layout import Fragment, Layout
 from . import dtypes as _dtypes
 from .allreduce import comm_reducer, tvm_thread_allreduce
-from .annotations import annotate_layout, disable_warp_group_reg_alloc, use_swizzle
+from .annotations import annotate_layout, disable_warp_group_reg_alloc, func_attr, use_swizzle
 from .atomic import *
 from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
@@ -155,4 +155,4 @@ __all__ = [
 ]
 __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
-__all__ += ["disable_warp_group_reg_alloc", "import_source", "thread_binding"]
+__all__ += ["disable_warp_group_reg_alloc", "func_attr", "import_source", "thread_binding"]

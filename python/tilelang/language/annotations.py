@@ -9,6 +9,18 @@ from .builder_ctx import frontend_error
 _ORDERS = ("row", "column", "mlx")
 
 
+def func_attr(attrs):
+    """TVM's `T.func_attr({"tir.noalias": True, ...})`: attributes of the function.
+    They steer TVM's passes, which this compiler does not have, so they are checked
+    for their form (a dict with string keys) and otherwise change nothing."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise frontend_error(
+            f"T.func_attr takes a dict with string keys such as {{'tir.noalias': True}}, got "
+            f"{attrs!r}"
+        )
+    builder_ctx.current("T.func_attr")
+
+
 def annotate_layout(layout_map):
     """Records `{buffer: T.Layout | T.Fragment | fn(*indices)}` for the buffers given."""
     from tilelang.layout import Fragment, Layout

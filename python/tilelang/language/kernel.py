@@ -38,6 +38,8 @@ class Kernel:
     def __init__(self, *grid, threads=128, prelude="", is_cpu=False, cluster_dims=None):
         if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
             grid = tuple(grid[0])
+        if not grid:  # `T.Kernel(threads=128)`: one block, as TileLang launches it
+            grid = (1,)
         self.grid = [to_value(g) for g in grid]
         self.threads = _thread_list(threads)
         self.prelude = prelude or ""

@@ -52,6 +52,12 @@ erf = _unary("erf")
 isnan = _unary("isnan")
 isinf = _unary("isinf")
 isfinite = _unary("isfinite")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
 
 
 def pow(x, y):
@@ -60,6 +66,11 @@ def pow(x, y):
 
 def fmod(x, y):
     return _C.call("fmod", [to_value(x), to_value(y)])
+
+
+def atan2(y, x):
+    """The angle of the point (x, y) in radians, in [-pi, pi] (C's atan2(y, x))."""
+    return _C.call("atan2", [to_value(y), to_value(x)])
 
 
 def _is_float(x):
@@ -233,8 +244,16 @@ def min(*values):
     return _fold("Min", values)
 
 
-def clamp(x, lo, hi):
-    return max(min(x, hi), lo)
+def clamp(dst=None, lo=None, hi=None, *, min_val=None, max_val=None, x=None):
+    """`T.clamp(x, lo, hi)` (also `T.clamp(x, min_val=lo, max_val=hi)`): x limited to
+    [lo, hi], as max(min(x, hi), lo)."""
+    value = dst if dst is not None else x
+    lo = lo if min_val is None else min_val
+    hi = hi if max_val is None else max_val
+    missing = [n for n, v in (("x", value), ("min_val", lo), ("max_val", hi)) if v is None]
+    if missing:
+        raise frontend_error(f"T.clamp(x, min_val, max_val): {', '.join(missing)} not given")
+    return max(min(value, hi), lo)
 
 
 def dp4a(A, B, C):
@@ -277,6 +296,13 @@ def if_then_else(cond, then_value, else_value):
     if isinstance(cond, bool):
         return then_value if cond else else_value
     return _C.select(cond, to_value(then_value), to_value(else_value))
+
+
+def Select(condition, true_value, false_value):
+    """TVM's `T.Select(cond, a, b)`: a where cond holds, else b. Both values are
+    computed (no branch), so neither may read out of bounds; T.if_then_else reads
+    only the chosen one."""
+    return if_then_else(condition, true_value, false_value)
 
 
 def cast(value, dtype):
@@ -378,6 +404,11 @@ def ceildiv(a, b):
     if _python_int_divisor("ceildiv", a, b):
         return -(-a // b)
     return _C.ceildiv(a, b)
+
+
+def align_up(x, y):
+    """x rounded up to a multiple of y: T.ceildiv(x, y) * y (ints stay ints)."""
+    return ceildiv(x, y) * y
 
 
 def floordiv(a, b):
@@ -539,6 +570,15 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "isfinite",
     "pow",
     "fmod",
+    "asin",
+    "acos",
+    "atan",
+    "asinh",
+    "acosh",
+    "atanh",
+    "atan2",
+    "Select",
+    "align_up",
     "max",
     "min",
     "clamp",

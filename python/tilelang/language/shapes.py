@@ -69,8 +69,26 @@ Buffer = Tensor
 SharedBuffer = FragmentBuffer = LocalBuffer = SharedTensor = LocalTensor = Tensor
 
 
-def StridedTensor(shape, strides, dtype="float32"):
-    return TensorAnnotation(shape, dtype, strides)
+class _StridedTensorType:
+    """`T.StridedTensor((M, N), (sM, sN), dtype)` or `T.StridedTensor[(M, N), (sM, sN),
+    dtype]`: a tensor parameter with the given element strides."""
+
+    def __call__(self, shape, strides, dtype="float32"):
+        return TensorAnnotation(shape, dtype, strides)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple) or len(key) != 3:
+            raise frontend_error(
+                "T.StridedTensor[...] takes a shape, strides and a dtype, as "
+                f"T.StridedTensor[(M, N), (N, 1), T.float16]; got {key!r}"
+            )
+        return self(*key)
+
+    def __repr__(self):
+        return "T.StridedTensor"
+
+
+StridedTensor = _StridedTensorType()
 
 
 def dynamic(names, dtype="int32"):

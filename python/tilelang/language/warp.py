@@ -314,6 +314,54 @@ def sync_warp(mask=None):
     ctx.builder.evaluate(_C.call_extern("void", "tl::sync_warp", args))
 
 
+# ---- warp reductions
+
+
+def _warp_reduce(what, value, combine, integer_only=False):
+    """`value` combined over the 32 lanes of the caller's warp, every lane getting the
+    result: five butterfly steps of shfl_xor (offsets 16, 8, 4, 2, 1)."""
+    ctx = _collective(what)
+    v = _shuffled_value(what, value)
+    if v.dtype.name == "bool" or (integer_only and not _is_int_dtype(v.dtype)):
+        kind = "an integer" if integer_only else "a number"
+        raise frontend_error(f"{what} value must be {kind}, got {_describe(v)}")
+    v = ctx.builder.let("warp_red", v)
+    offset = WARP_SIZE // 2
+    while offset:
+        args = [_C.const(FULL_MASK, "uint32"), v, offset, WARP_SIZE]
+        # Bound at each step, so that every lane shuffles once per step.
+        v = ctx.builder.let(
+            "warp_red", combine(v, _C.call_extern(v.dtype, "tl::shfl_xor_sync", args))
+        )
+        offset //= 2
+    return v
+
+
+def warp_reduce_sum(value):
+    """The sum of `value` over the lanes of the warp, returned to every lane."""
+    return _warp_reduce("T.warp_reduce_sum", value, lambda a, b: a + b)
+
+
+def warp_reduce_max(value):
+    """The largest `value` of the lanes of the warp, returned to every lane."""
+    return _warp_reduce("T.warp_reduce_max", value, lambda a, b: _C.binary("Max", a, b))
+
+
+def warp_reduce_min(value):
+    """The smallest `value` of the lanes of the warp, returned to every lane."""
+    return _warp_reduce("T.warp_reduce_min", value, lambda a, b: _C.binary("Min", a, b))
+
+
+def warp_reduce_bitand(value):
+    """The bitwise and of the integer `value` of the lanes of the warp, to every lane."""
+    return _warp_reduce("T.warp_reduce_bitand", value, lambda a, b: a & b, integer_only=True)
+
+
+def warp_reduce_bitor(value):
+    """The bitwise or of the integer `value` of the lanes of the warp, to every lane."""
+    return _warp_reduce("T.warp_reduce_bitor", value, lambda a, b: a | b, integer_only=True)
+
+
 __all__ = [
     "activemask",
     "all_sync",
@@ -329,4 +377,9 @@ __all__ = [
     "shfl_up",
     "shfl_xor",
     "sync_warp",
+    "warp_reduce_bitand",
+    "warp_reduce_bitor",
+    "warp_reduce_max",
+    "warp_reduce_min",
+    "warp_reduce_sum",
 ]
