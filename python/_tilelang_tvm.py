@@ -4,7 +4,7 @@ first. tilelang-tvm.pth, installed next to this module, calls install() at inter
 start; that only appends a finder to sys.meta_path, which imports nothing until a
 `tvm` import reaches it. It sits last, so a real TVM on the path is always found first;
 when none is, it imports tilelang, which registers its TVM facade (tilelang.tvm) as
-`tvm`, `tvm.tir`, `tvm.te` and `tvm.testing`, and hands that module over."""
+`tvm` and its modules as `tvm.tirx`, `tvm.target`, ..., and hands that module over."""
 
 import importlib
 import importlib.abc

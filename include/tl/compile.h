@@ -33,8 +33,8 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& options
 // with the cache off. The autotuner calls it before timing its compiles.
 void prepare_host_compiler(const CompileOptions& options);
 
-// Generated source without compiling (for inspection and tests).
-std::string generate_source(const PrimFunc& f, const Target& target);
+// Generated source without compiling (for inspection, tests and tilelang.lower).
+std::string generate_source(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {});
 
 // The text the cache key hashes: everything that changes the binary.
 std::string cache_key_material(const PrimFunc& f, const CompileOptions& options);

@@ -7,6 +7,7 @@
 
 #include <climits>
 
+#include "arith/simplify.h"
 #include "convert.h"
 #include "ir/printer.h"
 #include "transform/simplify_pass.h"
@@ -263,4 +264,20 @@ void bind_ir(nb::module_& m) {
       },
       nb::arg("buffer"), nb::arg("indices"), nb::arg("span") = nb::none());
   m.def("is_const", [](const Expr& e) { return e.is<IntImmNode>() || e.is<FloatImmNode>(); });
+  // The arithmetic simplifier on one expression (tvm.arith.Analyzer().simplify).
+  m.def("simplify_expr", [](const Expr& e) { return simplify(e); });
+  // The operator of a Binary node by its name in binary_ops.def ("Add", "Min", ...),
+  // None for other nodes: isinstance(e, tvm.tirx.Min) asks it.
+  m.def("binary_op_name", [](const Expr& e) -> nb::object {
+    auto* b = e.as<BinaryNode>();
+    if (!b) return nb::none();
+    switch (b->op) {
+#define TL_BINARY(Ident, sym, is_cmp) \
+  case BinaryOp::Ident:               \
+    return nb::str(#Ident);
+#include "ir/binary_ops.def"
+#undef TL_BINARY
+    }
+    return nb::none();
+  });
 }

@@ -145,8 +145,12 @@ void bind_runtime(nb::module_& m) {
       },
       nb::arg("target"), nb::arg("compile_flags") = std::vector<std::string>(), nb::arg("use_cache") = true,
       nb::arg("cache_dir") = "");
-  m.def("generate_source",
-        [](const PrimFunc& f, const std::string& target) { return generate_source(f, Target::parse(target)); });
+  m.def(
+      "generate_source",
+      [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs) {
+        return generate_source(f, Target::parse(target), to_pass_configs(pass_configs));
+      },
+      nb::arg("func"), nb::arg("target"), nb::arg("pass_configs") = nb::dict());
   m.def("cache_key_material", [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs,
                                  const std::vector<std::string>& flags) {
     CompileOptions opt;

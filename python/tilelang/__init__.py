@@ -16,6 +16,16 @@ from .transform import PassConfigKey
 from .utils.target import determine_target
 
 TileLangError = _C.TileLangError
+
+
+def lower(func_or_mod, target="auto", target_host=None, **kwargs):
+    """The generated source and parameters of a kernel without building it
+    (tilelang.engine.lower.lower)."""
+    from .engine.lower import lower as lower_func
+
+    return lower_func(func_or_mod, target, target_host, **kwargs)
+
+
 __version__ = "0.1.0"
 
 
@@ -27,8 +37,9 @@ def _offer_tvm_facade():
 
     if "tvm" in sys.modules or importlib.util.find_spec("tvm") is not None:
         return
-    sys.modules["tvm"], sys.modules["tvm.tir"], sys.modules["tvm.te"] = tvm, tvm.tir, tvm.te
-    sys.modules["tvm.testing"] = tvm.testing
+    sys.modules.update(tvm.modules())
+    sys.modules["tvm.tir"] = tvm.tirx
+    sys.modules["tvm.ir.transform"] = tvm.transform
 
 
 _offer_tvm_facade()
@@ -52,6 +63,7 @@ __all__ = [
     "is_emulation_enabled",
     "jit",
     "language",
+    "lower",
     "next_power_of_2",
     "set_emulation",
 ]

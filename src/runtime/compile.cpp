@@ -408,16 +408,16 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
   return os.str();
 }
 
-std::string generate_source(const PrimFunc& f, const Target& target) {
+std::string generate_source(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
   KernelSignature sig = KernelSignature::from(f);
   switch (target.kind) {
     case TargetKind::CPU:
-      return codegen_cpu(lower_kernels(f, target), sig).code;
+      return codegen_cpu(lower_kernels(f, target, pass_configs), sig).code;
     case TargetKind::CUDA:
-      return codegen_cuda(lower_kernels(f, target), sig).code;
+      return codegen_cuda(lower_kernels(f, target, pass_configs), sig).code;
     case TargetKind::Metal:
       check_one_metal_kernel(sig);
-      return codegen_metal(lower(f, target), sig).code;
+      return codegen_metal(lower(f, target, pass_configs), sig).code;
   }
   TL_UNREACHABLE("unknown target kind");
 }

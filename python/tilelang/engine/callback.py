@@ -10,7 +10,10 @@ compiled again with the same rewrite loads from the cache (the callback still ru
 since its output is only known by running it).
 
 One callback is installed at a time; `override=False` refuses to replace one.
-`unregister_cuda_postproc_callback()` removes it."""
+`unregister_cuda_postproc_callback()` removes it.
+
+`register_hip_postproc(_callback)` is accepted with the same checks, for code written
+for both vendors; tilelang has no HIP target, so no source ever reaches it."""
 
 from __future__ import annotations
 
@@ -70,6 +73,40 @@ def cuda_postproc_for(target):
         return out
 
     return run
+
+
+_hip_postproc = None
+
+
+def register_hip_postproc(func, override=True):
+    """Installs `func(code, target) -> str` as the HIP source post-processor. tilelang
+    compiles no HIP, so it is kept and never called (the CUDA one applies to CUDA)."""
+    global _hip_postproc
+    if not callable(func):
+        raise TypeError(
+            f"register_hip_postproc: func must be callable as func(code, target), got {func!r}"
+        )
+    if _hip_postproc is not None and not override:
+        raise ValueError(
+            f"register_hip_postproc: a HIP post-processor is already registered "
+            f"({_name(_hip_postproc)}); pass override=True to replace it"
+        )
+    _hip_postproc = func
+    return func
+
+
+def register_hip_postproc_callback(func=None, override=True):
+    """Decorator form of register_hip_postproc."""
+    if callable(func):
+        return register_hip_postproc(func, override)
+    if isinstance(func, bool):
+        override = func
+    elif func is not None:
+        raise TypeError(
+            "register_hip_postproc_callback: use it as @register_hip_postproc_callback or "
+            f"@register_hip_postproc_callback(override=...), got {func!r}"
+        )
+    return lambda f: register_hip_postproc(f, override)
 
 
 def _name(func):

@@ -10,7 +10,8 @@ import os
 from tilelang.env import is_cache_enabled, is_emulation_enabled
 from tilelang.language.ast_rewrite import _parse_function
 from tilelang.language.prim_func import PrimFunc
-from tilelang.transform import normalize_pass_configs
+from tilelang.transform import normalize_pass_configs, scoped_pass_configs
+from tilelang.utils.target import scoped_target
 
 from . import log
 from .eager import EagerFunction, freeze
@@ -99,10 +100,14 @@ def _getenv(name):
 
 
 def _environment_key(target, execution_backend):
-    """What resolves target="auto" and execution_backend="auto" besides the arguments:
-    environment variables and the emulation switch."""
+    """What decides a compile besides the arguments: for target="auto" and
+    execution_backend="auto" the environment variables, the emulation switch and an
+    enclosing `with tvm.target.Target(...)`; the configs of enclosing PassContexts."""
+    auto = target in (None, "auto")
     return (
-        _getenv("TILELANG_DEFAULT_TARGET") if target in (None, "auto") else None,
+        _getenv("TILELANG_DEFAULT_TARGET") if auto else None,
+        scoped_target() if auto else None,
+        _frozen(scoped_pass_configs()),
         is_emulation_enabled(),
         _getenv("TILELANG_EXECUTION_BACKEND") if execution_backend in (None, "auto") else None,
     )

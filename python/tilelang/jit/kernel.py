@@ -15,7 +15,7 @@ from tilelang.env import is_cache_enabled
 from tilelang.language.dtypes import _ML_DTYPES_NAMES
 from tilelang.language.dtypes import dtype as DType
 from tilelang.language.prim_func import PrimFunc
-from tilelang.transform import normalize_pass_configs
+from tilelang.transform import with_scoped_pass_configs
 from tilelang.utils.target import available_targets, determine_target
 
 _C = _native.load()
@@ -267,7 +267,7 @@ class JITKernel:
         self.prim_func = func if isinstance(func, PrimFunc) else PrimFunc(func)
         self.target = determine_target(target)
         self.execution_backend = resolve_backend(execution_backend, self.target)
-        self.pass_configs = normalize_pass_configs(pass_configs)
+        self.pass_configs = with_scoped_pass_configs(pass_configs)
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])

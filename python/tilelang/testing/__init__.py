@@ -13,6 +13,7 @@ from tilelang.utils.tensor import torch_assert_close
 
 __all__ = [
     "main",
+    "requires_cdna",
     "requires_cuda",
     "requires_cuda_compute_version",
     "requires_cuda_compute_version_eq",
@@ -20,7 +21,12 @@ __all__ = [
     "requires_cuda_compute_version_gt",
     "requires_cuda_compute_version_le",
     "requires_cuda_compute_version_lt",
+    "requires_cuda_or_cdna",
+    "requires_gfx950",
+    "requires_llvm",
+    "requires_metal",
     "requires_package",
+    "requires_rocm",
     "set_random_seed",
     "torch_assert_close",
 ]
@@ -64,6 +70,50 @@ def requires_cuda(func):
     import pytest
 
     return pytest.mark.skipif(_cuda_capability() is None, reason="needs a CUDA GPU")(func)
+
+
+def requires_cuda_or_cdna(func):
+    """Skips the test unless a CUDA GPU is present (tilelang has no ROCm backend, so
+    a CDNA GPU never counts)."""
+    import pytest
+
+    return pytest.mark.skipif(_cuda_capability() is None, reason="needs a CUDA GPU")(func)
+
+
+def _no_rocm(what):
+    def mark(func):
+        import pytest
+
+        return pytest.mark.skip(reason=f"needs {what}: tilelang has no ROCm (HIP) backend")(func)
+
+    return mark
+
+
+requires_rocm = _no_rocm("a ROCm GPU")
+requires_cdna = _no_rocm("a CDNA ROCm GPU")
+requires_gfx950 = _no_rocm("a gfx950 (CDNA4) GPU")
+
+
+def requires_metal(func):
+    """Skips the test unless a Metal GPU answers (macOS with torch's MPS device)."""
+    import pytest
+
+    from tilelang.utils.target import has_mps_device
+
+    return pytest.mark.skipif(not has_mps_device(), reason="needs a Metal GPU (macOS, MPS)")(func)
+
+
+def requires_llvm(func):
+    """TVM's LLVM CPU backend is tilelang's cpu target ("llvm" and "c" name it), which
+    compiles generated C++ with the host compiler; the test skips only where this build
+    lacks the cpu target."""
+    import pytest
+
+    from tilelang.utils.target import available_targets
+
+    return pytest.mark.skipif(
+        "cpu" not in available_targets(), reason="needs the cpu target (host C++ compiler)"
+    )(func)
 
 
 def requires_package(*names):

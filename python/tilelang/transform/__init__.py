@@ -148,3 +148,16 @@ def simplify_prim_func(factory):
         return apply_simplify(factory(*args, **kwargs))
 
     return wrapper
+
+
+def with_scoped_pass_configs(pass_configs):
+    """`pass_configs` (checked) over the configs of the enclosing PassContexts."""
+    return {**scoped_pass_configs(), **normalize_pass_configs(pass_configs)}
+
+
+def get_pass_context():
+    """The current PassContext (TileLang's tilelang.transform.get_pass_context)."""
+    return PassContext.current()
+
+
+from .pass_context import PassContext, scoped_pass_configs

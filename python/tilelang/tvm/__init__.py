@@ -1,23 +1,57 @@
-"""The part of TVM's Python API that TileLang kernels use, on tilelang.language.
+"""The part of TVM's Python API that TileLang kernels and tests use, on tilelang.
 
-TileLang is built on TVM, so its kernels sometimes reach for TVM names: `from tvm
-import tir` for `tir.const` in a dequantization helper, `tvm.DataType(dtype).bits`,
-`tvm.te.var("m")` for a symbolic size. This package maps those names onto `T`; it is
-not TVM (there is no IRModule, no schedule, no Relay). A name outside it raises an
-AttributeError that says so.
+TileLang is built on TVM, so its kernels and tests reach for TVM names: `from tvm import
+tirx` for `tirx.const` in a dequantization helper, `tvm.DataType(dtype).bits`,
+`with tvm.target.Target("c"):` around a compile, `tvm.transform.PassContext(config=...)`.
+This package maps those names onto tilelang (docs/user_guide.md, "The TVM facade"); it
+is not TVM. A TVM name that works on TVM's own IR, passes or runtime raises an error
+that names it as out of scope (docs/design/tilelang_compat.md, "Out of scope").
 
 `import tilelang` makes this package importable as `tvm` as well (`from tvm import
-tir`), unless a real TVM is installed, which then keeps the name.
+tirx`, `from tvm.target import Target`), unless a real TVM is installed, which then
+keeps the name.
 """
 
-from ..language.dtypes import dtype as DataType
-from . import te, testing, tir
+from tilelang.language.dtypes import dtype as DataType
 
-__all__ = ["DataType", "te", "testing", "tir"]
+from . import arith, error, ir, runtime, script, target, te, testing, tirx, transform
+from ._scope import OutOfScopeError, out_of_scope
+from .error import TVMError
+from .ir import IRModule
+from .target import Target
+
+tir = tirx  # TVM's name for it before TileLang's rename
+
+__all__ = [
+    "DataType", "IRModule", "OutOfScopeError", "TVMError", "Target", "arith", "error", "ir",
+    "runtime", "script", "target", "te", "testing", "tir", "tirx", "transform",
+]  # fmt: skip
+
+_TVM_ONLY = {"compile", "build", "get_global_func", "register_func", "ffi", "nd", "cpu", "cuda",
+             "device", "relax", "te_compute", "lower", "tl", "instrument", "meta_schedule"}  # fmt: skip
 
 
 def __getattr__(name):
+    if name in _TVM_ONLY:
+        out_of_scope(
+            f"tvm.{name}", "compile with tilelang.compile / tilelang.lower and call the JITKernel"
+        )
     raise AttributeError(
-        f"tvm.{name} is not part of tilelang's TVM facade (tilelang.tvm offers DataType, "
-        f"tir, te and testing); write it with tilelang.language (import tilelang.language as T)"
+        f"tvm.{name} is not part of tilelang's TVM facade (tilelang.tvm offers "
+        f"{', '.join(__all__)}); write it with tilelang.language (import tilelang.language as T)"
     )
+
+
+def modules():
+    """This package's modules by their name under `tvm` ("tvm", "tvm.tirx", ...), for
+    `import tvm.x` to find them."""
+    import sys
+
+    prefix = __name__
+    return {
+        "tvm" + name[len(prefix) :]: module
+        for name, module in list(sys.modules.items())
+        if module is not None
+        and (name == prefix or name.startswith(prefix + "."))
+        and not name.startswith(prefix + "._")
+    }

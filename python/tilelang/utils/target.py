@@ -130,8 +130,22 @@ def _canonical(target):
     return text
 
 
+def scoped_target():
+    """The target of the innermost `with tvm.target.Target(...)` of this thread, as a
+    string, or None."""
+    from tilelang.tvm.target import current_target
+
+    current = current_target()
+    return None if current is None else str(current)
+
+
 def determine_target(target="auto"):
-    """The canonical target string; "auto" is TILELANG_DEFAULT_TARGET, else the best available."""
+    """The canonical target string; "auto" is the target of an enclosing
+    `with tvm.target.Target(...)`, else TILELANG_DEFAULT_TARGET, else the best available."""
+    if target is None or target == "auto":
+        target = scoped_target() or target
+    if type(target).__name__ == "Target" and hasattr(target, "attrs"):
+        target = str(target)
     if isinstance(target, str) and target.lstrip().startswith("{"):
         target = json.loads(target)
     if isinstance(target, dict):

@@ -1,0 +1,15 @@
+"""The error the TVM facade raises for a TVM name it does not provide."""
+
+from tilelang import _C
+
+
+class OutOfScopeError(_C.TileLangError, NotImplementedError):
+    """A TVM API that works on TVM's own IR or runtime, which tilelang does not have."""
+
+
+def out_of_scope(what, instead):
+    raise OutOfScopeError(
+        f"{what} is TVM-internal and out of scope for tilelang (a TVM-free TileLang: its IR, "
+        f"passes and runtime are its own); {instead}. See docs/design/tilelang_compat.md, "
+        "'Out of scope'"
+    )
