@@ -155,6 +155,9 @@ struct Analysis {
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
   std::vector<GemmUse> gemms;
+  // Gemms of tensor-core operands into an accumulator dtype no instruction takes
+  // (bfloat16, say): they run as loops; the message says so.
+  std::vector<std::pair<const TileOpNode*, std::string>> off_tensor_cores;
   // Shared tiles that go to global memory whole (T.copy or T.atomic_add, and the TMA
   // stores they became): laid out in 128-byte swizzled column blocks (sm_90).
   std::map<BufKey, Buffer> store_tiles;
@@ -414,11 +417,17 @@ class Collector : public IRVisitor {
     bool fp8 = is_fp8(in) && is_fp8(b.buffer->dtype) && a_.target->sm_version() >= 89;
     DataType acc = byte ? dtype::Int32 : dtype::Float32;
     bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;
-    if (!(half || tf32 || byte || fp8) || !(b.buffer->dtype == in || fp8) || !(c.buffer->dtype == acc || f16_acc))
-      return fail(str_cat("the tensor cores have no instruction for ", in.name(), " x ", b.buffer->dtype.name(),
-                          " into a ", c.buffer->dtype.name(),
-                          " accumulator (they take f16/bf16/float32 into float32, f16 into float16, int8/uint8 into "
-                          "int32, fp8 into float32 from sm_89), so it runs on the CUDA cores"));
+    bool operands_fit = (half || tf32 || byte || fp8) && (b.buffer->dtype == in || fp8);
+    if (!operands_fit || !(c.buffer->dtype == acc || f16_acc)) {
+      std::string why = str_cat("the tensor cores have no instruction for ", in.name(), " x ", b.buffer->dtype.name(),
+                                " into a ", c.buffer->dtype.name(),
+                                " accumulator (they take float16/bfloat16/float32 into float32, float16 into float16, "
+                                "int8/uint8 into int32, fp8 into float32 from sm_89)");
+      if (operands_fit)
+        a_.off_tensor_cores.push_back(
+            {op, str_cat(why, "; use a ", acc.name(), " accumulator", in == dtype::Float16 ? " (or float16)" : "")});
+      return fail(why);
+    }
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
     bool ta = attr_int(op->attrs, "transpose_A", 0);
     int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);
@@ -1679,6 +1688,9 @@ class PerKernel : public IRMutator {
           log(LogLevel::Warning,
               at(g.op->span, str_cat("T.gemm runs as a scalar loop, not on the tensor cores: its accumulator '",
                                      g.c->name, "' stays in shared memory because of ", it->second)));
+    if (cuda)
+      for (const auto& [gemm, why] : a.off_tensor_cores)
+        log(LogLevel::Warning, at(gemm->span, str_cat("T.gemm runs as a scalar loop, not on the tensor cores: ", why)));
     return with_body(op, Lowerer(a, s, thread_rank(op), tma_destinations(op->body), cuda).mutate(op->body));
   }
 

@@ -8,6 +8,7 @@ kernel below with its tolerance: isclose(rtol=1e-2, atol=1e-2) on at least 99 % 
 elements against a float32 reference."""
 
 import importlib.util
+import logging
 import os
 import pathlib
 import sys
@@ -226,9 +227,17 @@ def test_cpu_target_rounds_once_per_gemm_call():
     np.testing.assert_array_equal(kernel(a, b, c0), per_instruction_reference(a, b, c0, 32))
 
 
-def test_bfloat16_accumulator_stays_off_the_tensor_cores():
+@pytest.fixture
+def uncached():
+    """The compiler logs while it compiles: a kernel loaded from the cache logs nothing."""
+    tilelang.disable_cache()
+    yield
+    tilelang.enable_cache()
+
+
+def test_bfloat16_accumulator_stays_off_the_tensor_cores(caplog, uncached):
     # No mma.sync or wgmma accumulates in bfloat16: the gemm runs as a loop nest,
-    # rounding to bfloat16 after every product, as the cpu target does.
+    # rounding to bfloat16 after every product, and a warning says why.
     @T.prim_func
     def main(
         A: T.Tensor((64, 32), "bfloat16"),
@@ -254,7 +263,17 @@ def test_bfloat16_accumulator_stays_off_the_tensor_cores():
         product = (af[:, k : k + 1] * bf[k : k + 1, :]).astype(bf16).astype(np.float32)
         ref = (ref + product).astype(bf16).astype(np.float32)
     for target in (SM80, SM90A):
-        kernel = tilelang.compile(main, out_idx=[-1], target=target)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tilelang"):
+            kernel = tilelang.compile(main, out_idx=[-1], target=target)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1, caplog.text
+        assert "test_gemm_f16_accum.py:" in warnings[0], warnings[0]
+        assert (
+            "T.gemm runs as a scalar loop, not on the tensor cores: the tensor cores have no instruction for "
+            "bfloat16 x bfloat16 into a bfloat16 accumulator" in warnings[0]
+        ), warnings[0]
+        assert warnings[0].endswith("; use a float32 accumulator"), warnings[0]
         source = kernel.get_kernel_source()
         assert "gemm_ss" not in source and "gemm_mma" not in source, target
         np.testing.assert_array_equal(kernel(a, b).astype(np.float32), ref)
