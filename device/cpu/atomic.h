@@ -84,6 +84,25 @@ inline T atomic_min(T* addr, V value) {
   return atomic_detail::update<Order>(addr, [&](T old) { return Cmp(v) < Cmp(old) ? v : old; });
 }
 
+// Bitwise read-modify-writes of integers (T.atomic_or, and the bitwise reducers).
+template <int Order = __ATOMIC_RELAXED, class T, class V>
+inline T atomic_and(T* addr, V value) {
+  static_assert(std::is_integral<T>::value, "bitwise atomics need an integer element");
+  return __atomic_fetch_and(addr, T(value), Order);
+}
+
+template <int Order = __ATOMIC_RELAXED, class T, class V>
+inline T atomic_or(T* addr, V value) {
+  static_assert(std::is_integral<T>::value, "bitwise atomics need an integer element");
+  return __atomic_fetch_or(addr, T(value), Order);
+}
+
+template <int Order = __ATOMIC_RELAXED, class T, class V>
+inline T atomic_xor(T* addr, V value) {
+  static_assert(std::is_integral<T>::value, "bitwise atomics need an integer element");
+  return __atomic_fetch_xor(addr, T(value), Order);
+}
+
 template <int Order = __ATOMIC_SEQ_CST, class T>
 inline T atomic_load(const T* addr) {
   using Bits = typename atomic_detail::UIntOf<sizeof(T)>::type;

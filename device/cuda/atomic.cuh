@@ -212,6 +212,21 @@ TL_DEVICE T atomic_min(T* addr, V value) {
   return prev;
 }
 
+// Bitwise read-modify-writes of integers (T.atomic_or, and the bitwise reducers).
+#define TL_ATOMIC_BITWISE(name, op)                                           \
+  template <int Order = 0, class T, class V>                                  \
+  TL_DEVICE T name(T* addr, V value) {                                        \
+    T v = T(value);                                                           \
+    atomic_detail::fence_before(Order);                                       \
+    T prev = atomic_detail::update(addr, [&](T old) { return T(old op v); }); \
+    atomic_detail::fence_after(Order);                                        \
+    return prev;                                                              \
+  }
+TL_ATOMIC_BITWISE(atomic_and, &)
+TL_ATOMIC_BITWISE(atomic_or, |)
+TL_ATOMIC_BITWISE(atomic_xor, ^)
+#undef TL_ATOMIC_BITWISE
+
 // An acquire load is followed by the fence (a wait on a flag, then reads of what its
 // setter wrote); a release store is preceded by it.
 template <int Order = 5, class T>

@@ -112,6 +112,17 @@ def _rmw(kind, dst, value, memory_order, return_prev):
     # one-element buffer is the element each thread updates.
     tile = isinstance(dst, Buffer) and not isinstance(dst, VarBuffer) and not return_prev
     element = None if tile else _element(ctx, dst)
+    if kind in _BITWISE:
+        if element is None or value_region is not None:
+            raise frontend_error(
+                f"{what} updates one element such as C[i] with a scalar value; got "
+                f"{type(dst).__name__} {dst!r}"
+            )
+        if not element[0].dtype.is_int():
+            raise frontend_error(
+                f"{what} needs an integer element, but '{element[0].name}' has dtype "
+                f"{element[0].dtype}"
+            )
     if element is not None and value_region is None:
         buffer, indices = element
         _check_dtype(buffer, what)
@@ -153,6 +164,24 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
     a tensor region (relaxed order) becomes a TMA reduce-add whether or not `use_tma`
     is given (TileLang's switch for that path, accepted for compatibility)."""
     return _rmw("add", dst, value, memory_order, return_prev)
+
+
+_BITWISE = ("and", "or", "xor")
+
+
+def atomic_and(dst, value, memory_order=None, return_prev=False):
+    """dst &= value atomically, on one integer element."""
+    return _rmw("and", dst, value, memory_order, return_prev)
+
+
+def atomic_or(dst, value, memory_order=None, return_prev=False):
+    """dst |= value atomically, on one integer element."""
+    return _rmw("or", dst, value, memory_order, return_prev)
+
+
+def atomic_xor(dst, value, memory_order=None, return_prev=False):
+    """dst ^= value atomically, on one integer element."""
+    return _rmw("xor", dst, value, memory_order, return_prev)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False):
@@ -271,8 +300,11 @@ __all__ = [
     "atomic_add",
     "atomic_addx2",
     "atomic_addx4",
+    "atomic_and",
     "atomic_load",
     "atomic_max",
     "atomic_min",
+    "atomic_or",
     "atomic_store",
+    "atomic_xor",
 ]

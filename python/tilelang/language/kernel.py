@@ -60,6 +60,9 @@ class Kernel:
         if exc_type is not None:
             return False
         ctx = builder_ctx.current("T.Kernel")
+        from .reduce import check_reducers_closed
+
+        check_reducers_closed(ctx)
         ctx.builder.end_kernel()
         ctx.frames.pop()
         ctx.kernel_vars = None

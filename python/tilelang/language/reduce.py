@@ -1,5 +1,5 @@
 """Reductions and scans over tiles (`T.reduce_sum`, `T.reduce_max`, `T.cumsum` ...) and
-reducers (`T.alloc_reducer` / `T.finalize_reducer`). Each call hands its buffers to one
+reducers (`T.alloc_reducer`, `T.reducer_init`, `T.reducer_update`, `T.finalize_reducer`). Each call hands its buffers to one
 C++ tile op, which checks shapes and dims and reports mistakes at the user's line."""
 
 from . import builder_ctx, views
@@ -164,12 +164,59 @@ def cummax(src, dst=None, dim=0, reverse=False):
 
 
 class ReducerBuffer(Buffer):
-    """A fragment made by T.alloc_reducer; remembers its reduction op."""
+    """A buffer made by T.alloc_reducer; remembers its reduction op and, once
+    T.reducer_init opens an epoch on it, the epoch's state (TileLang's reducer API):
+    `epoch` is None (never opened, the older API: a fragment updated in place),
+    "open" or "closed"; `partials` is the shared buffer the epoch combines into."""
 
-    __slots__ = ("reducer_op",)
+    __slots__ = ("epoch", "partials", "reducer_op")
+
+    def _check_access(self, what):
+        if self.epoch is not None:
+            raise frontend_error(
+                f"illegal {what} reducer '{self.name}': a reducer opened by T.reducer_init is "
+                "updated only through T.reducer_update(acc[i], value) and read through the "
+                "destination of T.finalize_reducer(acc, dst)"
+            )
+
+    def __getitem__(self, key):
+        if self.epoch == "open":
+            indices, _ = self._split_key(key)
+            return ReducerElement(self, indices)
+        self._check_access("read of")
+        return super().__getitem__(key)
+
+    def __setitem__(self, key, value):
+        self._check_access("store to")
+        super().__setitem__(key, value)
 
 
-_REDUCER_OPS = ("sum", "max", "min")
+class ReducerElement:
+    """`acc[i]` of a reducer whose epoch is open: the target of T.reducer_update,
+    which is all it may be used for (its partial value is never readable)."""
+
+    __slots__ = ("indices", "reducer")
+
+    def __init__(self, reducer, indices):
+        self.reducer, self.indices = reducer, indices
+
+    def __tl_expr__(self):
+        self.reducer._check_access("read of")
+
+    def _illegal(self, *args):
+        self.reducer._check_access("read of")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _illegal
+    __bool__ = __index__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = _illegal
+
+    def __repr__(self):
+        return f"{self.reducer.name}{list(self.indices)}"
+
+
+_REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+_BITWISE_REDUCER_OPS = ("bitand", "bitor", "bitxor")
+_REDUCER_ATOMICS = {"sum": "add", "max": "max", "min": "min", "bitand": "and",
+                    "bitor": "or", "bitxor": "xor"}  # fmt: skip
 
 
 def _has_infinity(dt):
@@ -177,19 +224,25 @@ def _has_infinity(dt):
 
 
 def _identity(op, dt):
-    if op == "sum":
+    if op in ("sum", "bitor", "bitxor"):
         return _C.const(0, dt)
+    if op == "bitand":
+        return _C.const(-1 if dt.startswith("int") else (1 << dt.bits) - 1, dt)
     if _has_infinity(dt):
         return _C.infinity(dt, op == "max")
     return _C.min_value(dt) if op == "max" else _C.max_value(dt)
 
 
 def alloc_reducer(shape, dtype, op="sum", replication=None):
-    """A block-wide partial-result buffer for `op`, initialised to the op's identity.
+    """A block-wide reducer for `op` ("sum", "max", "min", or for integers "bitand",
+    "bitor", "bitxor").
 
-    On GPUs each thread keeps its own partial results and T.finalize_reducer combines
-    them; on the CPU one executor runs the whole block, so the buffer already holds
-    the combined result and T.finalize_reducer is only a barrier.
+    With T.reducer_init / T.reducer_update / T.finalize_reducer(acc, dst) (TileLang's
+    reducer epochs), every logical iteration of the T.Parallel loops that update it
+    contributes exactly once, whatever threads run them. Used directly as a fragment
+    (`acc[i] += x`, then T.finalize_reducer(acc)), it starts at the op's identity; on
+    the CPU one executor runs the whole block, so it already holds the combined result
+    and T.finalize_reducer is only a barrier.
     """
     if op not in _REDUCER_OPS:
         raise frontend_error(
@@ -199,24 +252,145 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
         raise frontend_error(
             f"T.alloc_reducer replication must be None, 'all' or 'none', got {replication!r}"
         )
-    ctx = builder_ctx.current("T.alloc_reducer")
     dt = make_dtype(dtype)
+    if op in _BITWISE_REDUCER_OPS and not dt.is_int():
+        # AssertionError, as TileLang raises it for this mistake.
+        raise AssertionError(
+            f"T.alloc_reducer: bitwise reducer op '{op}' requires an integer dtype, got {dt}"
+        )
+    ctx = builder_ctx.current("T.alloc_reducer")
     shape = [to_value(s) for s in shape] if isinstance(shape, (list, tuple)) else [to_value(shape)]
     handle = ctx.builder.alloc(ctx.take_name("reducer"), shape, dt, "local.fragment")
     buf = ReducerBuffer(handle)
     buf.reducer_op = op
+    buf.epoch = None
+    buf.partials = None
     ctx.builder.fill(buf.full_region().to_core(), _identity(op, dt))
     return buf
 
 
-def finalize_reducer(reducer):
-    """Makes the reducer's combined values visible to the whole block."""
-    ctx = builder_ctx.current("T.finalize_reducer")
-    if not isinstance(reducer, ReducerBuffer):
+def _reducer(x, what):
+    if not isinstance(x, ReducerBuffer):
+        raise frontend_error(f"{what} expects a buffer made by T.alloc_reducer, got {x!r}")
+    return x
+
+
+def reducer_init(reducer, init=None):
+    """Opens an epoch of `reducer`: its outputs start at `init` (a value of the
+    reducer's dtype; Python numbers are converted), else at the op's identity. `init`
+    is read here, once; it is combined once into every output."""
+    from .ops import alloc_shared
+
+    what = "T.reducer_init"
+    ctx = builder_ctx.current(what)
+    acc = _reducer(reducer, what)
+    if acc.epoch == "open":
         raise frontend_error(
-            f"T.finalize_reducer expects a buffer made by T.alloc_reducer, got {reducer!r}"
+            f"double T.reducer_init of reducer '{acc.name}': its epoch is already open; "
+            "close it with T.finalize_reducer(acc, dst) first"
         )
+    if init is None:
+        start = _identity(acc.reducer_op, acc.dtype)
+    else:
+        start = to_value(init)
+        if isinstance(start, (bool, int, float)):
+            start = _C.const(start, acc.dtype)
+        elif start.dtype.name != acc.dtype:
+            raise frontend_error(
+                f"T.reducer_init: the starting value's dtype {start.dtype.name} does not match "
+                f"reducer '{acc.name}' of dtype {acc.dtype}; cast it (T.cast(value, "
+                f"'{acc.dtype}'))"
+            )
+    if acc.partials is None:
+        acc.partials = alloc_shared(list(acc.shape), acc.dtype)
+    acc.epoch = "open"
+    ctx.__dict__.setdefault("open_reducers", []).append(acc)
+    ctx.builder.sync_threads()  # readers of an earlier epoch are done
+    ctx.builder.fill(acc.partials.full_region().to_core(), start)
     ctx.builder.sync_threads()
+
+
+def reducer_update(target, value):
+    """Combines `value` into one output of a reducer, `T.reducer_update(acc[i], v)`,
+    inside a T.Parallel loop: once per logical iteration of the loop."""
+    from .atomic import _rmw
+
+    what = "T.reducer_update"
+    ctx = builder_ctx.current(what)
+    if isinstance(target, ReducerElement):
+        acc, indices = target.reducer, target.indices
+    else:
+        element = ctx.element_of(target) if isinstance(target, _C.Expr) else None
+        if element is None or not isinstance(element[0], ReducerBuffer):
+            raise frontend_error(
+                f"{what} expects `acc[indices]` of a reducer made by T.alloc_reducer as its "
+                f"first argument, got {target!r}"
+            )
+        acc, indices = element
+    if acc.epoch != "open":
+        raise frontend_error(
+            f"{what} of reducer '{acc.name}' before T.reducer_init: open its epoch with "
+            "T.reducer_init(acc) first"
+        )
+    if "parallel" not in ctx.loop_kinds:
+        raise frontend_error(
+            f"{what} of reducer '{acc.name}' outside any T.Parallel loop: every thread would "
+            "contribute; update it inside `for i in T.Parallel(...)`"
+        )
+    v = to_value(value)
+    v = _C.const(v, acc.dtype) if isinstance(v, (bool, int, float)) else _C.cast(v, acc.dtype)
+    _rmw(_REDUCER_ATOMICS[acc.reducer_op], acc.partials[tuple(indices)], v, None, False)
+
+
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Closes a reducer: with `dst` (a fragment or shared buffer of the reducer's shape
+    and dtype), writes the combined outputs of the epoch opened by T.reducer_init there;
+    without it (a reducer used as a fragment), makes its values visible to the block.
+    `batch` and `annotations` tune TileLang's collectives and change no result."""
+    what = "T.finalize_reducer"
+    ctx = builder_ctx.current(what)
+    acc = _reducer(reducer, what)
+    _int_arg(batch, f"{what} batch")
+    if batch < 1:
+        raise frontend_error(f"{what}: batch must be >= 1, got {batch}")
+    if dst is None:
+        if acc.epoch is not None:
+            raise frontend_error(
+                f"{what} of reducer '{acc.name}' opened by T.reducer_init needs a destination: "
+                f"{what}(acc, dst)"
+            )
+        ctx.builder.sync_threads()
+        return
+    if acc.epoch != "open":
+        raise frontend_error(
+            f"{what} of reducer '{acc.name}' without an open epoch: call T.reducer_init(acc) "
+            "before the updates"
+        )
+    out = to_value(dst)
+    if not isinstance(out, Buffer) or isinstance(out, ReducerBuffer):
+        raise frontend_error(
+            f"{what} destination must be a buffer other than a reducer, got {dst!r}"
+        )
+    if out.dtype != acc.dtype or list(out.shape) != list(acc.shape):
+        raise frontend_error(
+            f"{what} destination '{out.name}' must have the reducer's shape {list(acc.shape)} "
+            f"and dtype {acc.dtype}, got {list(out.shape)} {out.dtype}"
+        )
+    from .ops import copy
+
+    ctx.builder.sync_threads()  # every update of the epoch is done
+    copy(acc.partials, out)
+    acc.epoch = "closed"
+    ctx.open_reducers.remove(acc)
+
+
+def check_reducers_closed(ctx):
+    """At the end of a kernel: an epoch left open is a mistake."""
+    for acc in getattr(ctx, "open_reducers", []):
+        raise frontend_error(
+            f"reducer '{acc.name}' was opened by T.reducer_init but never finalized; call "
+            "T.finalize_reducer(acc, dst) to read its result"
+        )
 
 
 __all__ = [
@@ -234,4 +408,6 @@ __all__ = [
     "reduce_max",
     "reduce_min",
     "reduce_sum",
+    "reducer_init",
+    "reducer_update",
 ]

@@ -1,0 +1,179 @@
+"""Reducer epochs (T.alloc_reducer + T.reducer_init / T.reducer_update /
+T.finalize_reducer(acc, dst)) and the bitwise atomics they use (T.atomic_and / or /
+xor): results on the cpu target and in the CUDA emulator (sm_80) against numpy on
+random data, and the frontend's errors for misuse of an epoch."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
+rng = np.random.default_rng(23)
+
+
+def row_reduce(m, k, op, dtype, threads, seed=None):
+    """out[i] = seed (op) A[i, 0] (op) ... over two serial tiles of k columns."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, 2 * k), dtype), B: T.Tensor((m,), dtype)):
+        with T.Kernel(1, threads=threads):
+            tile = T.alloc_fragment((m, k), dtype)
+            acc = T.alloc_reducer((m,), dtype, op=op)
+            if seed is None:
+                T.reducer_init(acc)
+            else:
+                T.reducer_init(acc, seed)
+            for t in T.serial(2):
+                T.copy(A[:, t * k : (t + 1) * k], tile)
+                for i, j in T.Parallel(m, k):
+                    T.reducer_update(acc[i], tile[i, j])
+            out = T.alloc_fragment((m,), dtype)
+            T.finalize_reducer(acc, out)
+            T.copy(out, B)
+
+    return main
+
+
+NUMPY = {
+    "sum": np.sum,
+    "max": np.max,
+    "min": np.min,
+    "bitand": np.bitwise_and.reduce,
+    "bitor": np.bitwise_or.reduce,
+    "bitxor": np.bitwise_xor.reduce,
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "op,dtype,seed",
+    [("sum", "float32", None), ("max", "float32", None), ("min", "float32", 0.25),
+     ("sum", "int32", 7), ("bitand", "int32", None), ("bitor", "int32", None),
+     ("bitxor", "int32", 5)],
+)  # fmt: skip
+def test_row_reduce(target, op, dtype, seed):
+    m, k = 16, 8
+    kernel = tilelang.compile(row_reduce(m, k, op, dtype, 64, seed), out_idx=[1], target=target)
+    if dtype == "float32":
+        a = rng.standard_normal((m, 2 * k)).astype(np.float32)
+    else:
+        a = rng.integers(1, 1 << 16, (m, 2 * k)).astype(np.int32)
+    got = kernel(a)
+    cols = a if seed is None else np.concatenate([np.full((m, 1), seed, a.dtype), a], axis=1)
+    ref = NUMPY[op](cols.astype(np.float64) if op == "sum" and dtype == "float32" else cols, axis=1)
+    if dtype == "float32":
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, ref.astype(np.int32))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_sum_counts_each_iteration_once(target):
+    """8 iterations over 128 threads: each contributes once (36 for 1..8)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], src[i])
+            out = T.alloc_fragment((1,), "float32")
+            T.finalize_reducer(acc, out, batch=2)
+            if T.get_thread_binding() == 0:
+                B[0] = out[0]
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    a = rng.standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), [a.astype(np.float64).sum()], rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bitwise_atomics(target):
+    n = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), Init: T.Tensor((3,), "int32"), B: T.Tensor((3,), "int32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((3,), "int32")
+            if tx < 3:
+                S[tx] = Init[tx]
+            T.sync_threads()
+            T.atomic_and(S[0], A[tx])
+            T.atomic_or(S[1], A[tx], memory_order="release")
+            T.atomic_xor(S[2], A[tx])
+            T.sync_threads()
+            if tx < 3:
+                B[tx] = S[tx]
+
+    kernel = tilelang.compile(main, out_idx=[2], target=target)
+    a = rng.integers(0, 1 << 30, n).astype(np.int32) | 0x101
+    init = rng.integers(0, 1 << 30, 3).astype(np.int32)
+    ref = [
+        np.bitwise_and.reduce(np.append(a, init[0])),
+        np.bitwise_or.reduce(np.append(a, init[1])),
+        np.bitwise_xor.reduce(np.append(a, init[2])),
+    ]
+    np.testing.assert_array_equal(kernel(a, init), ref)
+
+
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("no_init", "T.reducer_update of reducer 'acc' before T.reducer_init"),
+        ("double_init", "double T.reducer_init of reducer 'acc'"),
+        ("store", "illegal read of reducer 'acc'"),
+        ("read", "illegal read of reducer 'acc'"),
+        ("outside", "T.reducer_update of reducer 'acc' outside any T.Parallel loop"),
+        ("no_finalize", "reducer 'acc' was opened by T.reducer_init but never finalized"),
+        ("seed_dtype", "the starting value's dtype float16 does not match reducer 'acc'"),
+        ("dst_shape", "destination 'frag' must have the reducer's shape [1] and dtype float32"),
+    ],
+)
+def test_epoch_errors(case, message):
+    def trace():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                src = T.alloc_fragment((8,), "float32")
+                T.copy(A, src)
+                acc = T.alloc_reducer((1,), "float32", op="sum")
+                out = T.alloc_fragment((1,), "float32")
+                if case == "seed_dtype":
+                    T.reducer_init(acc, T.float16(1.0))
+                elif case != "no_init":
+                    T.reducer_init(acc)
+                if case == "double_init":
+                    T.reducer_init(acc)
+                if case == "read":
+                    out[0] = acc[0]
+                if case == "outside":
+                    T.reducer_update(acc[0], src[0])
+                for i in T.Parallel(8):
+                    if case == "store":
+                        acc[0] += src[i]
+                    else:
+                        T.reducer_update(acc[0], src[i])
+                if case == "dst_shape":
+                    T.finalize_reducer(acc, T.alloc_fragment((2,), "float32"))
+                if case != "no_finalize":
+                    T.finalize_reducer(acc, out)
+                B[0] = out[0]
+
+    with pytest.raises(Exception, match=message.replace("[", r"\[").replace("]", r"\]")):
+        trace()
+
+
+def test_bitwise_reducer_needs_integers():
+    with pytest.raises(
+        AssertionError, match="bitwise reducer op 'bitand' requires an integer dtype"
+    ):
+
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.alloc_reducer((1,), "float32", op="bitand")
