@@ -177,3 +177,44 @@ def test_bitwise_reducer_needs_integers():
         def main(A: T.Tensor((8,), "float32")):
             with T.Kernel(1, threads=32):
                 T.alloc_reducer((1,), "float32", op="bitand")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reduce_tuning_arguments(target):
+    """TileLang's batch=, annotations= and nan_propagate= change no result: a row max
+    with a NaN is NaN, the others are the row maxima; sums and scans as without them."""
+    m, n = 16, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), Mx: T.Tensor((m,), "float32"),
+             S: T.Tensor((m,), "float32"), C: T.Tensor((m, n), "float32")):  # fmt: skip
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((m, n), "float32")
+            mx = T.alloc_fragment((m,), "float32")
+            sm = T.alloc_fragment((m,), "float32")
+            T.copy(A, src)
+            T.reduce_max(src, mx, dim=1, batch=2, nan_propagate=True)
+            T.reduce_sum(src, sm, dim=1, batch=4, annotations={"enable_fadd2": False})
+            T.copy(mx, Mx)
+            T.copy(sm, S)
+            tile = T.alloc_shared((m, n), "float32")
+            T.copy(A, tile)
+            T.cumsum(tile, dim=1, annotations={})
+            T.copy(tile, C)
+
+    kernel = tilelang.compile(main, out_idx=[1, 2, 3], target=target)
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    a[3, 17] = np.nan
+    mx, sm, c = kernel(a)
+    np.testing.assert_array_equal(mx, a.max(axis=1))
+    np.testing.assert_allclose(sm, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c, np.cumsum(a.astype(np.float64), axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_tuning_errors():
+    with pytest.raises(Exception, match=r"T.reduce_sum: batch must be an int >= 1, got 0"):
+
+        @T.prim_func
+        def main(A: T.Tensor((4, 4), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.reduce_sum(A, B, dim=1, batch=0)

@@ -32,8 +32,21 @@ def _on_view(x):
     )
 
 
-def _reduce(kind, buffer, out, dim, clear):
+def _tuning(name, batch, annotations):
+    """Checks TileLang's tuning arguments of a reduction: `batch` (outputs per
+    cross-thread collective) and `annotations` (lowering hints). They choose how
+    TileLang's CUDA code is shaped, never the result, so nothing else reads them."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise frontend_error(f"{name}: batch must be an int >= 1, got {batch!r}")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise frontend_error(
+            f"{name}: annotations must be a dict, got {type(annotations).__name__} {annotations!r}"
+        )
+
+
+def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None):
     name = f"T.reduce_{kind}"
+    _tuning(name, batch, annotations)
     ctx = builder_ctx.current(name)
     if _on_view(buffer) or _on_view(out):
         views.reduce_loops(ctx, name, kind, buffer, out, _int_arg(dim, f"{name} dim"), clear)
@@ -46,29 +59,31 @@ def _reduce(kind, buffer, out, dim, clear):
     ctx.builder.tile_op("reduce", regions, [], attrs)
 
 
-def reduce_max(buffer, out, dim=-1, clear=True):
-    """out = max of `buffer` over `dim`; with clear=False, max(out, that)."""
-    _reduce("max", buffer, out, dim, clear)
+def reduce_max(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
+    """out = max of `buffer` over `dim`; with clear=False, max(out, that). A NaN in a
+    line makes its maximum NaN (nan_propagate, TileLang's opt-in, is always on here)."""
+    _reduce("max", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True):
-    """out = min of `buffer` over `dim`; with clear=False, min(out, that)."""
-    _reduce("min", buffer, out, dim, clear)
+def reduce_min(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
+    """out = min of `buffer` over `dim`; with clear=False, min(out, that). NaN
+    propagates, as in T.reduce_max."""
+    _reduce("min", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_sum(buffer, out, dim=-1, clear=True):
+def reduce_sum(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
     """out = sum of `buffer` over `dim`; with clear=False, out + that."""
-    _reduce("sum", buffer, out, dim, clear)
+    _reduce("sum", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_abssum(buffer, out, dim=-1):
+def reduce_abssum(buffer, out, dim=-1, batch=1, annotations=None):
     """out = sum of |buffer| over `dim` (always starts from zero, as in TileLang)."""
-    _reduce("abssum", buffer, out, dim, True)
+    _reduce("abssum", buffer, out, dim, True, batch, annotations)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True):
+def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
     """out = max of |buffer| over `dim`; with clear=False, max(out, that)."""
-    _reduce("absmax", buffer, out, dim, clear)
+    _reduce("absmax", buffer, out, dim, clear, batch, annotations)
 
 
 def reduce_argmax(buffer, out, dim=-1):
@@ -131,20 +146,21 @@ def _arg_reduce(kind, buffer, out, dim):
     _reduce("min", index, dst, axis, True)
 
 
-def reduce_bitand(buffer, out, dim=-1, clear=True):
-    _reduce("bitand", buffer, out, dim, clear)
+def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitand", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_bitor(buffer, out, dim=-1, clear=True):
-    _reduce("bitor", buffer, out, dim, clear)
+def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitor", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_bitxor(buffer, out, dim=-1, clear=True):
-    _reduce("bitxor", buffer, out, dim, clear)
+def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+    _reduce("bitxor", buffer, out, dim, clear, batch, annotations)
 
 
-def _scan(kind, src, dst, dim, reverse):
+def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
+    _tuning(name, 1, annotations)
     ctx = builder_ctx.current(name)
     src_region = _region(src, f"{name} source")
     dst_region = src_region if dst is None else _region(dst, f"{name} destination")
@@ -152,15 +168,16 @@ def _scan(kind, src, dst, dim, reverse):
     ctx.builder.tile_op("cumsum", [src_region.to_core(), dst_region.to_core()], [], attrs)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
+def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum of `src` along `dim` into `dst` (in place when dst is None);
-    reverse=True sums from the end."""
-    _scan("sum", src, dst, dim, reverse)
+    reverse=True sums from the end. `annotations` (TileLang's lowering hints) are
+    checked to be a dict and change nothing."""
+    _scan("sum", src, dst, dim, reverse, annotations)
 
 
-def cummax(src, dst=None, dim=0, reverse=False):
+def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum of `src` along `dim`, like `cumsum`."""
-    _scan("max", src, dst, dim, reverse)
+    _scan("max", src, dst, dim, reverse, annotations)
 
 
 class ReducerBuffer(Buffer):
@@ -348,11 +365,9 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     without it (a reducer used as a fragment), makes its values visible to the block.
     `batch` and `annotations` tune TileLang's collectives and change no result."""
     what = "T.finalize_reducer"
+    _tuning(what, batch, annotations)
     ctx = builder_ctx.current(what)
     acc = _reducer(reducer, what)
-    _int_arg(batch, f"{what} batch")
-    if batch < 1:
-        raise frontend_error(f"{what}: batch must be >= 1, got {batch}")
     if dst is None:
         if acc.epoch is not None:
             raise frontend_error(
