@@ -238,6 +238,10 @@ std::optional<Interval> BoundAnalyzer::range_of(const VarNode* v) const {
   return it->second.range;
 }
 
+Interval BoundAnalyzer::leaf_range(DataType t) const {
+  return values_fit_types_ ? type_range(t) : natural_range(t);
+}
+
 Interval BoundAnalyzer::bounds(const Expr& e) const {
   return eval(e, nullptr);
 }
@@ -254,8 +258,8 @@ Interval BoundAnalyzer::eval(const Expr& e, const LetFrame* lets) const {
     for (const LetFrame* f = lets; f; f = f->next)
       if (f->var == n) return f->range;
     auto it = ranges_.find(n);
-    if (it != ranges_.end()) return interval_intersect(it->second.range, natural_range(t));
-    return natural_range(t);
+    if (it != ranges_.end()) return interval_intersect(it->second.range, leaf_range(t));
+    return leaf_range(t);
   }
   if (auto* n = e.as<BinaryNode>()) return wrapped(eval_binary(n, lets), t);
   if (auto* n = e.as<UnaryNode>()) {
@@ -291,7 +295,7 @@ Interval BoundAnalyzer::eval(const Expr& e, const LetFrame* lets) const {
     return r;
   }
   // Loads, other calls, reinterprets, floats: nothing known beyond the type.
-  return natural_range(t);
+  return leaf_range(t);
 }
 
 Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) const {
@@ -361,6 +365,31 @@ Interval BoundAnalyzer::eval_binary(const BinaryNode* op, const LetFrame* lets) 
       return Interval::range(0, 1);
   }
   TL_UNREACHABLE("bad BinaryOp");
+}
+
+// ---------------------------------------------------------------- scopes
+
+BindingScope::~BindingScope() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second)
+      analyzer_.bind(it->first, *it->second);
+    else
+      analyzer_.unbind(it->first);
+  }
+}
+
+void BindingScope::bind(const Var& v, const Interval& r) {
+  save(v);
+  analyzer_.bind(v, r);
+}
+
+void BindingScope::bind_range(const Var& v, const Expr& min, const Expr& extent) {
+  save(v);
+  analyzer_.bind_range(v, min, extent);
+}
+
+void BindingScope::save(const Var& v) {
+  saved_.emplace_back(v, analyzer_.range_of(v.node()));
 }
 
 }  // namespace tl

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -52,6 +54,11 @@ class BoundAnalyzer {
 
   // Bounds of an integer (or bool) expression; unknown parts are unbounded.
   Interval bounds(const Expr& e) const;
+  // From now on an integer value the analyzer knows nothing about (an unbound var,
+  // a load, a call) lies in its type's range, so that int32 arithmetic over such
+  // values can be checked against int32 (widen_indices); the default leaves them
+  // unbounded.
+  void assume_values_fit_types() { values_fit_types_ = true; }
   // True only when the ranges prove `cond` (comparisons, And/Or/Not of them).
   bool can_prove(const Expr& cond) const;
 
@@ -64,7 +71,28 @@ class BoundAnalyzer {
   Interval eval(const Expr& e, const LetFrame* lets) const;
   Interval eval_binary(const BinaryNode* op, const LetFrame* lets) const;
 
+  Interval leaf_range(DataType t) const;
+
   std::unordered_map<const VarNode*, Entry> ranges_;
+  bool values_fit_types_ = false;
+};
+
+// Binds variables for the extent of a scope and restores what was there before.
+class BindingScope {
+ public:
+  explicit BindingScope(BoundAnalyzer& a) : analyzer_(a) {}
+  BindingScope(const BindingScope&) = delete;
+  BindingScope& operator=(const BindingScope&) = delete;
+  ~BindingScope();
+
+  void bind(const Var& v, const Interval& r);
+  void bind_range(const Var& v, const Expr& min, const Expr& extent);
+
+ private:
+  void save(const Var& v);
+
+  BoundAnalyzer& analyzer_;
+  std::vector<std::pair<Var, std::optional<Interval>>> saved_;
 };
 
 }  // namespace tl

@@ -584,37 +584,6 @@ Expr ExprSimplifier::visit(const LetNode* op, const Expr& self) {
 
 // ---------------------------------------------------------------- statements
 
-// Binds variables for the extent of a scope and restores what was there before.
-class BindingScope {
- public:
-  explicit BindingScope(BoundAnalyzer& a) : analyzer_(a) {}
-  BindingScope(const BindingScope&) = delete;
-  BindingScope& operator=(const BindingScope&) = delete;
-  ~BindingScope() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        analyzer_.bind(it->first, *it->second);
-      else
-        analyzer_.unbind(it->first);
-    }
-  }
-
-  void bind(const Var& v, const Interval& r) {
-    save(v);
-    analyzer_.bind(v, r);
-  }
-  void bind_range(const Var& v, const Expr& min, const Expr& extent) {
-    save(v);
-    analyzer_.bind_range(v, min, extent);
-  }
-
- private:
-  void save(const Var& v) { saved_.emplace_back(v, analyzer_.range_of(v.node())); }
-
-  BoundAnalyzer& analyzer_;
-  std::vector<std::pair<Var, std::optional<Interval>>> saved_;
-};
-
 class StmtSimplifier : public IRMutator {
  public:
   explicit StmtSimplifier(const BoundAnalyzer* outer) {

@@ -135,9 +135,15 @@ DataType promote_types(const Expr& a, const Expr& b) {
   if (sb.is_bool()) sb = dtype::Int32;
   // A constant adopts the other side's type unless that would lose its kind
   // (an int expression with a float constant becomes float32).
+  // An integer constant that the other side's integer type cannot hold (2^31 + 5
+  // next to an int32 index) widens the operation instead, as it would in C.
   bool ia = is_imm(a), ib = is_imm(b);
   if (ia != ib) {
     DataType var_t = ia ? sb : sa, imm_t = ia ? sa : sb;
+    std::optional<int64_t> value = as_const_int(ia ? a : b);
+    if (var_t == dtype::Int32 && imm_t == dtype::Int64 && value &&
+        (*value > std::numeric_limits<int32_t>::max() || *value < std::numeric_limits<int32_t>::min()))
+      return dtype::Int64.with_lanes(lanes);
     if (var_t.is_float() || !imm_t.is_float()) return var_t.with_lanes(lanes);
     return dtype::Float32.with_lanes(lanes);
   }

@@ -225,10 +225,15 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   for (int d = 0; d < t.ndim; ++d) {
     const Expr& e = buf->shape[d];
     if (auto* v = e.as<VarNode>()) {
-      if (!int_bounds(v->dtype).contains(t.shape[d]))
-        throw_user_error(
-            {}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d],
-                        ", outside the range ", range_str(v->dtype), " of '", v->name, "' (", v->dtype.name(), ")"));
+      if (!int_bounds(v->dtype).contains(t.shape[d])) {
+        // Kernels index in the size's type where that is proven exact (widen_indices).
+        std::string hint = t.shape[d] > 0 && v->dtype.bits() < 64
+                               ? str_cat("; declare it T.dynamic(\"", v->name, "\", \"int64\")")
+                               : std::string();
+        throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ": dimension ", d, " is ",
+                                     t.shape[d], ", outside the range ", range_str(v->dtype), " of '", v->name, "' (",
+                                     v->dtype.name(), ")", hint));
+      }
       auto [it, fresh] = b.emplace(v, t.shape[d]);
       if (!fresh && it->second != t.shape[d])
         throw_user_error(

@@ -26,6 +26,7 @@
 #include "transform/simplify_pass.h"
 #include "transform/split_parallel_at_barriers.h"
 #include "transform/warp_specialize.h"
+#include "transform/widen_indices.h"
 
 namespace tl {
 namespace {
@@ -206,13 +207,17 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
   });
   switch (target.kind) {
     case TargetKind::CPU:
-      return lower_for_cpu(f, target, pass_configs);
+      f = lower_for_cpu(f, target, pass_configs);
+      break;
     case TargetKind::CUDA:
-      return lower_for_cuda(f, target, pass_configs);
+      f = lower_for_cuda(f, target, pass_configs);
+      break;
     case TargetKind::Metal:
-      return lower_for_metal(f, target, pass_configs);
+      f = lower_for_metal(f, target, pass_configs);
+      break;
   }
-  TL_UNREACHABLE("unknown target kind");
+  // Last, on the expressions codegen prints: int64 index arithmetic where int32 may overflow.
+  return run_pass("widen_indices", f, [&](const PrimFunc& g) { return widen_indices(g); });
 }
 
 }  // namespace tl

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -1329,6 +1330,7 @@ class Pipeliner : public IRMutator {
     auto inner = as_const_int(g->shape.back());
     if (!inner || (*inner * dt.bytes()) % 16 != 0) return std::nullopt;
     if (!tma_inner_start_aligned(src.ranges.back().min, dt)) return std::nullopt;
+    if (!tma_coordinates_fit(g)) return std::nullopt;
     uint32_t dynamic = 0;
     for (int d = 0; d < rank; ++d) {
       auto st = as_const_int(strides[d]);
@@ -1502,6 +1504,15 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
 bool tma_inner_start_aligned(const Expr& start, DataType dtype) {
   auto remainder = as_const_int(simplify(floormod(start, int_imm(16 / dtype.bytes(), start.dtype()))));
   return remainder && *remainder == 0;
+}
+
+bool tma_coordinates_fit(const Buffer& tensor) {
+  for (const Expr& d : tensor->shape) {
+    auto* v = d.as<VarNode>();
+    auto c = as_const_int(d);
+    if (!(v && v->dtype == dtype::Int32) && !(c && *c <= std::numeric_limits<int32_t>::max())) return false;
+  }
+  return true;
 }
 
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,

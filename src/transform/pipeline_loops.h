@@ -80,6 +80,11 @@ std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& b
 // cannot refuse, so the pipelines keep cp.async for such copies.
 bool tma_inner_start_aligned(const Expr& start, DataType dtype);
 
+// Whether every coordinate into `tensor` fits the signed 32 bits that TMA instructions
+// take: each dimension is at most 2^31 - 1 (a constant, or an int32 symbolic size,
+// which the runtime bounds). Other tensors keep cp.async (docs/design/reliability.md).
+bool tma_coordinates_fit(const Buffer& tensor);
+
 // A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
 // `copy`, from a whole shared tile to a region of a tensor parameter, with the
 // eligibility, boxes, map and swizzle of the load in the other direction. nullopt

@@ -1,0 +1,158 @@
+// See widen_indices.h. The ranges come from the enclosing loops, the grid and the
+// thread counts, lets, and the parameters: a symbolic dimension of type int32 lies
+// in [0, 2^31 - 1] (the runtime refuses a larger one), any other int32 value in
+// int32's range. The walk runs last, after the simplifier, so the expressions it
+// checks are the ones the code generator prints.
+#include "transform/widen_indices.h"
+
+#include <limits>
+
+#include "arith/bounds.h"
+#include "ir/visitor.h"
+
+namespace tl {
+namespace {
+
+bool is_int32(const Expr& e) {
+  return e.dtype() == dtype::Int32;
+}
+
+// The int32 operations whose result can overflow (comparisons and bit operations
+// cannot, or are the program's own business).
+bool may_overflow(const Expr& e) {
+  if (auto* u = e.as<UnaryNode>()) return u->op == UnaryOp::Neg;
+  auto* b = e.as<BinaryNode>();
+  if (!b) return false;
+  switch (b->op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Shl:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class Widen : public IRMutator {
+ public:
+  explicit Widen(const PrimFunc& f) {
+    analyzer_.assume_values_fit_types();
+    // Dimensions and strides bound from the arguments: never negative, and an int32
+    // one is at most 2^31 - 1 (Kernel::check_tensor refuses more).
+    for (const Param& p : f->params) {
+      if (!p.is_tensor()) continue;
+      std::vector<Expr> dims = p.buffer->shape;
+      dims.insert(dims.end(), p.buffer->strides.begin(), p.buffer->strides.end());
+      for (const Expr& e : dims)
+        if (auto* v = e.as<VarNode>()) {
+          Interval r = Interval::at_least(0);
+          if (v->dtype == dtype::Int32) r.max = std::numeric_limits<int32_t>::max();
+          analyzer_.bind(Var::from(e), r);
+        }
+    }
+  }
+
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  // True when every int32 operation of `e` (an int32 index) provably stays in int32.
+  // Indices of other loads and arguments of calls are checked where they are used.
+  bool fits(const Expr& e) const {
+    if (!is_int32(e)) return true;
+    if (may_overflow(e)) {
+      Interval r = analyzer_.bounds(e);
+      if (!r.is_bounded() || *r.min < std::numeric_limits<int32_t>::min() ||
+          *r.max > std::numeric_limits<int32_t>::max())
+        return false;
+    }
+    if (auto* b = e.as<BinaryNode>()) return fits(b->a) && fits(b->b);
+    if (auto* u = e.as<UnaryNode>()) return fits(u->a);
+    if (auto* s = e.as<SelectNode>()) return fits(s->true_value) && fits(s->false_value);
+    return true;
+  }
+
+  // `e` (int32) recomputed in int64: the parts that fit stay int32 and are widened
+  // as a whole, the operations that may overflow are done in int64.
+  Expr widen(const Expr& e) const {
+    if (fits(e)) return cast(dtype::Int64, e);
+    if (auto* b = e.as<BinaryNode>()) return binary(b->op, widen(b->a), widen(b->b), b->span);
+    if (auto* u = e.as<UnaryNode>()) return neg(widen(u->a));
+    if (auto* s = e.as<SelectNode>()) return select(s->cond, widen(s->true_value), widen(s->false_value), s->span);
+    return cast(dtype::Int64, e);
+  }
+
+  std::vector<Expr> indices_of(const Buffer& b, const std::vector<Expr>& indices, bool* changed) const {
+    if (b->scope != Scope::Global) return indices;
+    std::vector<Expr> out;
+    for (const Expr& i : indices) {
+      bool wide = is_int32(i) && !fits(i);
+      *changed |= wide;
+      out.push_back(wide ? widen(i) : i);
+    }
+    return out;
+  }
+
+  Expr visit(const BufferLoadNode* op, const Expr& self) override {
+    Expr e = IRMutator::visit(op, self);
+    auto* load = e.as<BufferLoadNode>();
+    bool changed = false;
+    std::vector<Expr> indices = indices_of(load->buffer, load->indices, &changed);
+    if (!changed) return e;
+    return buffer_load(load->buffer, std::move(indices), load->span);
+  }
+
+  Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
+    Stmt s = IRMutator::visit(op, self);
+    auto* store = s.as<BufferStoreNode>();
+    bool changed = false;
+    std::vector<Expr> indices = indices_of(store->buffer, store->indices, &changed);
+    if (!changed) return s;
+    return buffer_store(store->buffer, store->value, std::move(indices), store->span);
+  }
+
+  // An int32 value made int64 (compared with a dimension past 2^31, say) is computed
+  // in int64 where int32 may not hold it.
+  Expr visit(const CastNode* op, const Expr& self) override {
+    Expr e = IRMutator::visit(op, self);
+    auto* c = e.as<CastNode>();
+    if (!c || c->dtype != dtype::Int64 || !is_int32(c->value) || fits(c->value)) return e;
+    return widen(c->value);
+  }
+
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    BindingScope scope(analyzer_);
+    scope.bind_range(op->var, op->min, op->extent);
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const LetStmtNode* op, const Stmt& self) override {
+    BindingScope scope(analyzer_);
+    if (op->var.dtype().is_integer()) scope.bind(op->var, analyzer_.bounds(op->value));
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    BindingScope scope(analyzer_);
+    for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
+      scope.bind_range(op->block_vars[i], int_imm(0, op->grid[i].dtype()), op->grid[i]);
+    for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
+      scope.bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
+    return IRMutator::visit(op, self);
+  }
+
+ private:
+  BoundAnalyzer analyzer_;
+};
+
+}  // namespace
+
+PrimFunc widen_indices(const PrimFunc& f) {
+  return f.with_body(Widen(f).mutate(f->body));
+}
+
+}  // namespace tl
