@@ -71,6 +71,7 @@ struct FiberScheduler {
   int grid_arrived = 0;
   uint64_t grid_generation = 0;
   uint64_t events = 0;
+  int vote = 0;  // the tally of T.syncthreads_count (warp.h)
   int current = 0;
   uint64_t serial = 0;  // distinct for each block an OS thread runs (warp_lanes.h resets its buffers on it)
   void* body = nullptr;

@@ -81,6 +81,33 @@ inline void sync_warp(uint32_t mask = 0xffffffffu) {
   lanes::lockstep();
 }
 
+// T.syncthreads_count / _and / _or: block barriers that tally a predicate over the
+// block's `threads`. The first barrier lets every fiber read the previous tally
+// before fiber 0 resets it. One executor stands for every thread (they vote alike).
+inline int32_t block_vote(bool pred, int threads) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return pred ? threads : 0;
+  sync_threads();
+  if (s->current == 0) s->vote = 0;
+  sync_threads();
+  s->vote += pred ? 1 : 0;
+  sync_threads();
+  return s->vote;
+}
+inline int32_t syncthreads_count(bool pred, int threads) {
+  return block_vote(pred, threads);
+}
+inline int32_t syncthreads_and(bool pred, int threads) {
+  return block_vote(pred, threads) == threads ? 1 : 0;
+}
+inline int32_t syncthreads_or(bool pred, int threads) {
+  return block_vote(pred, threads) != 0 ? 1 : 0;
+}
+
+// T.pdl_trigger / T.pdl_sync: grids run one after another here, so nothing to do.
+inline void pdl_trigger() {}
+inline void pdl_sync() {}
+
 // T.sync_threads(id, count): barrier `id` (1-15) of `count` threads, a part of the
 // block (TileLang's named barrier, bar.sync on the GPU). A fiber arrives, then yields
 // round after round until `count` fibers have arrived at this id; a round in which no

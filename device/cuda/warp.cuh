@@ -112,4 +112,32 @@ TL_DEVICE void sync_warp(uint32_t mask = 0xffffffffu) {
   __syncwarp(mask);
 }
 
+// Block-wide votes that are also block barriers (T.syncthreads_count / _and / _or).
+// `threads`, the block's size, is for the cpu target's single executor (warp.h).
+TL_DEVICE int32_t syncthreads_count(bool pred, int) {
+  return __syncthreads_count(pred);
+}
+TL_DEVICE int32_t syncthreads_and(bool pred, int) {
+  return __syncthreads_and(pred);
+}
+TL_DEVICE int32_t syncthreads_or(bool pred, int) {
+  return __syncthreads_or(pred);
+}
+
+// Programmatic dependent launch (T.pdl_trigger / T.pdl_sync, sm_90+): the dependent
+// grid may start once every block has triggered, and waits at pdl_sync until this
+// grid's memory is visible. Launched without the PDL attribute, as here, a grid only
+// starts after the previous one finished, so both are no-ops before sm_90 and under
+// emulation.
+TL_DEVICE void pdl_trigger() {
+#if !defined(TL_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+TL_DEVICE void pdl_sync() {
+#if !defined(TL_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 }  // namespace tl

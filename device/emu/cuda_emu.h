@@ -157,6 +157,29 @@ inline int __all_sync(unsigned mask, int pred) {
   tl::emu::check_warp_mask("__all_sync", mask);
   return tl::lanes::all(pred != 0) ? 1 : 0;
 }
+// __syncthreads_count / _and / _or: block barriers that tally a predicate. The first
+// barrier lets every thread read the previous tally before thread 0 resets it.
+namespace tl::emu {
+inline int block_vote(int pred) {
+  BlockState& b = block_state();
+  block_barrier();
+  if (thread_rank() == 0) b.vote = 0;
+  block_barrier();
+  b.vote += pred != 0;
+  block_barrier();
+  return b.vote;
+}
+}  // namespace tl::emu
+inline int __syncthreads_count(int pred) {
+  return tl::emu::block_vote(pred);
+}
+inline int __syncthreads_and(int pred) {
+  return tl::emu::block_vote(pred) == tl::emu::block_threads();
+}
+inline int __syncthreads_or(int pred) {
+  return tl::emu::block_vote(pred) != 0;
+}
+
 // Every thread reaches each warp-level call, so the lanes that exist are active.
 inline unsigned __activemask() {
   return tl::lanes::present();

@@ -123,6 +123,7 @@ struct BlockState {
   RaceTable races;
   std::vector<AsyncCopies> async_copies;  // by thread rank
   std::vector<int> simd_epochs;           // by thread rank: simdgroup barriers passed
+  int vote = 0;                           // __syncthreads_count's tally (cuda_emu.h)
 };
 
 // Per OS thread: the blocks of the thread block cluster it runs (run_cluster), all

@@ -157,3 +157,38 @@ def test_errors():
         Exception, match=r"T.StridedTensor\[...\] takes a shape, strides and a dtype"
     ):
         T.StridedTensor[(4, 4), "float32"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("threads", [32, 96])
+def test_block_votes_and_pdl(target, threads):
+    @T.prim_func
+    def main(A: T.Tensor((threads,), "float32"), O: T.Tensor((4, threads), "int32")):
+        with T.Kernel(1, threads=threads):
+            T.pdl_sync()
+            tx = T.get_thread_binding()
+            O[0, tx] = T.syncthreads_count(A[tx] > 0)
+            O[1, tx] = T.syncthreads_and(A[tx] > -10)
+            O[2, tx] = T.syncthreads_or(A[tx] > 100)
+            O[3, tx] = T.syncthreads_count(1)
+            T.pdl_trigger()
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    a = rng.standard_normal(threads).astype(np.float32)
+    out = kernel(a)
+    np.testing.assert_array_equal(out[0], np.full(threads, (a > 0).sum()))
+    np.testing.assert_array_equal(out[1], np.ones(threads))
+    np.testing.assert_array_equal(out[2], np.zeros(threads))
+    np.testing.assert_array_equal(out[3], np.full(threads, threads))
+
+
+def test_block_vote_in_parallel_is_an_error():
+    with pytest.raises(
+        Exception, match=r"T.syncthreads_count cannot be used inside a T.Parallel loop"
+    ):
+
+        @T.prim_func
+        def main(A: T.Tensor((32,), "int32")):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(32):
+                    A[i] = T.syncthreads_count(A[i] > 0)

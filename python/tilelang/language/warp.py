@@ -314,6 +314,54 @@ def sync_warp(mask=None):
     ctx.builder.evaluate(_C.call_extern("void", "tl::sync_warp", args))
 
 
+# ---- block votes
+
+
+def _block_vote(what, fn, predicate):
+    ctx = _kernel(what)
+    loops = [_SPREAD_LOOPS[k] for k in ctx.loop_kinds if k in _SPREAD_LOOPS]
+    if loops:
+        raise frontend_error(
+            f"{what} cannot be used inside a {loops[-1]} loop: it is a barrier every thread "
+            "of the block reaches once; call it in per-thread code (outside T.Parallel)"
+        )
+    threads = 1
+    for extent in ctx.kernel_extents[1]:
+        threads *= extent
+    args = [_predicate(what, predicate), _C.const(threads, "int32")]
+    return ctx.builder.let("vote", _C.call_extern("int32", f"tl::{fn}", args))
+
+
+def syncthreads_count(predicate):
+    """A block barrier that returns, to every thread, how many threads of the block
+    passed a true `predicate` (CUDA's __syncthreads_count), as int32."""
+    return _block_vote("T.syncthreads_count", "syncthreads_count", predicate)
+
+
+def syncthreads_and(predicate):
+    """A block barrier that returns 1 when `predicate` holds on every thread of the
+    block, else 0 (CUDA's __syncthreads_and)."""
+    return _block_vote("T.syncthreads_and", "syncthreads_and", predicate)
+
+
+def syncthreads_or(predicate):
+    """A block barrier that returns 1 when `predicate` holds on some thread of the
+    block, else 0 (CUDA's __syncthreads_or)."""
+    return _block_vote("T.syncthreads_or", "syncthreads_or", predicate)
+
+
+def pdl_trigger():
+    """Programmatic dependent launch: lets the next grid start (sm_90+). Grids launched
+    here run one after another, so this only marks the point (a no-op elsewhere)."""
+    _kernel("T.pdl_trigger").builder.evaluate(_C.call_extern("void", "tl::pdl_trigger", []))
+
+
+def pdl_sync():
+    """Programmatic dependent launch: waits until the previous grid's memory is
+    visible (sm_90+); grids launched here already run one after another."""
+    _kernel("T.pdl_sync").builder.evaluate(_C.call_extern("void", "tl::pdl_sync", []))
+
+
 # ---- warp reductions
 
 
@@ -372,11 +420,16 @@ __all__ = [
     "get_warp_group_idx",
     "get_warp_idx",
     "get_warp_idx_sync",
+    "pdl_sync",
+    "pdl_trigger",
     "shfl_down",
     "shfl_sync",
     "shfl_up",
     "shfl_xor",
     "sync_warp",
+    "syncthreads_and",
+    "syncthreads_count",
+    "syncthreads_or",
     "warp_reduce_bitand",
     "warp_reduce_bitor",
     "warp_reduce_max",
