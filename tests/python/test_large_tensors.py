@@ -247,7 +247,7 @@ def test_source_int64_dimension_stays_64_bit(target):
 
 
 @pytest.mark.parametrize("target", SOURCE_TARGETS)
-def test_source_atomics_and_access_ptr_past_2_31(target):
+def test_source_atomics_past_2_31(target):
     long = "int64_t"  # MSL has it too
     n = 2**31 + 64
 
@@ -259,7 +259,8 @@ def test_source_atomics_and_access_ptr_past_2_31(target):
                     T.atomic_add(A[bx * 256 + i], B[bx * 256 + i])
 
     src = source_of(main, target)
-    assert re.search(rf"\(\({long}\)bx\) \* \({long}\)256", src), src
+    # The atomic's address is 64-bit.
+    assert f"(&A[(((({long})bx) * ({long})256LL) + (({long})i))])" in src, src
     assert "(bx * 256)" not in src, src
 
 
@@ -283,3 +284,25 @@ def test_tma_only_where_coordinates_fit_32_bits():
     large = source_of(staged_copy(2**31 + 128), "cuda -arch=sm_90a")
     assert "tl::tma_" not in large, large
     assert re.search(r"\(\(int64_t\)bx\) \* \(int64_t\)128", large), large
+
+
+TOUCH = """
+#if defined(__CUDACC__)
+__device__
+#endif
+inline void tl_touch(const float* p) { (void)p; }
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80"])
+def test_source_access_ptr_past_2_31(target):
+    n = 2**31 + 64
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 256), threads=128, prelude=TOUCH) as bx:
+            for i in T.serial(2):
+                T.call_extern("void", "tl_touch", T.access_ptr(A[bx * 256 + i], "r"))
+
+    src = source_of(main, target)
+    assert "tl_touch((&A[((((int64_t)bx) * (int64_t)256LL) + ((int64_t)i))]))" in src, src
