@@ -198,7 +198,10 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
 void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const {
   const Buffer& buf = p.buffer;
   std::string who = str_cat("argument '", p.name, "' (parameter ", index, " of kernel '", sig_.name, "')");
-  if (t.dtype != buf->dtype)
+  // A tfloat32 tensor is float32 storage that the kernel's gemms read at tf32
+  // precision, as TileLang takes it (no array library has a tfloat32 dtype).
+  bool tf32_storage = buf->dtype == dtype::TFloat32 && t.dtype == dtype::Float32;
+  if (t.dtype != buf->dtype && !tf32_storage)
     throw_user_error({}, str_cat(who, " has dtype ", t.dtype.name(), ", expected ", buf->dtype.name()));
   if (t.itemsize && t.itemsize != buf->dtype.bytes()) {
     int64_t span = span_elements(t.shape, t.strides, t.ndim);

@@ -405,7 +405,9 @@ class Collector : public IRVisitor {
     use.c = c.buffer.get();
     if (a_.candidate(a.buffer)) use.a = a.buffer.get();
     if (a_.candidate(b.buffer)) use.b = b.buffer.get();
-    DataType in = a.buffer->dtype;
+    // tfloat32 operands are float32 storage the tensor cores read as tf32, as float32 ones are.
+    auto operand = [](DataType t) { return t == dtype::TFloat32 ? DataType(dtype::Float32) : t; };
+    DataType in = operand(a.buffer->dtype), in_b = operand(b.buffer->dtype);
     if (!a_.target->has_mma_sync() || a_.threads % 32 != 0)
       return fail("the target has no mma.sync or the block is not whole warps");
     // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, f16 also into
@@ -414,10 +416,10 @@ class Collector : public IRVisitor {
     auto is_fp8 = [](DataType t) { return t == dtype::Float8E4M3FN || t == dtype::Float8E5M2; };
     bool half = in == dtype::Float16 || in == dtype::BFloat16;
     bool tf32 = in == dtype::Float32, byte = in == dtype::Int8 || in == dtype::UInt8;
-    bool fp8 = is_fp8(in) && is_fp8(b.buffer->dtype) && a_.target->sm_version() >= 89;
+    bool fp8 = is_fp8(in) && is_fp8(in_b) && a_.target->sm_version() >= 89;
     DataType acc = byte ? dtype::Int32 : dtype::Float32;
     bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;
-    bool operands_fit = (half || tf32 || byte || fp8) && (b.buffer->dtype == in || fp8);
+    bool operands_fit = (half || tf32 || byte || fp8) && (in_b == in || fp8);
     if (!operands_fit || !(c.buffer->dtype == acc || f16_acc)) {
       std::string why = str_cat("the tensor cores have no instruction for ", in.name(), " x ", b.buffer->dtype.name(),
                                 " into a ", c.buffer->dtype.name(),

@@ -6,7 +6,9 @@ against numpy on the CPU and the emulated CUDA targets:
 - T.annotate_safe_value applies to every load of the tensor outside it (T.Parallel
   loops, scalar code), not only to T.copy;
 - T.atomic_add of a one-element buffer (not an element) is a tile atomic: the block
-  adds once, not once per thread."""
+  adds once, not once per thread;
+- tfloat32 tensor parameters take float32 arrays, and T.gemm of tfloat32 tiles runs on
+  the tf32 tensor cores (operands rounded to 10 mantissa bits) on the CUDA targets."""
 
 import numpy as np
 import pytest
@@ -151,3 +153,44 @@ def test_atomic_on_a_one_element_buffer_adds_once(target):
     tilelang.compile(one_element_tile_atomics(), target=target)(a, b, c)
     np.testing.assert_allclose(b, np.float32(0.75 + a[0] + 2.5), rtol=1e-6)
     np.testing.assert_array_equal(c, [3])
+
+
+def tf32_gemm(m, n, k):
+    @T.prim_func
+    def g(
+        A: T.Tensor((m, k), "tfloat32"),
+        B: T.Tensor((k, n), "tfloat32"),
+        C: T.Tensor((m, n), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            a = T.alloc_shared((m, k), "tfloat32")
+            b = T.alloc_shared((k, n), "tfloat32")
+            c = T.alloc_fragment((m, n), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.gemm(a, b, c, clear_accum=True)
+            T.copy(c, C)
+
+    return g
+
+
+def to_tf32(x):
+    """x rounded to the nearest tf32 (10 mantissa bits), ties away from zero (cvt.rna)."""
+    bits = x.view(np.uint32).astype(np.uint64)
+    return ((bits + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tfloat32_parameters_take_float32_and_gemm_at_tf32(target):
+    m, n, k = 64, 64, 32
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    tilelang.compile(tf32_gemm(m, n, k), target=target)(a, b, c)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, exact, rtol=1e-2, atol=1e-2)  # TileLang's tolerance for tf32
+    # The CUDA targets multiply tf32 operands (the tensor cores); the CPU multiplies the floats.
+    cuda = target.startswith("cuda")
+    want = to_tf32(a).astype(np.float64) @ to_tf32(b).astype(np.float64) if cuda else exact
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
