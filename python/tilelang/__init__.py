@@ -8,7 +8,7 @@ _C = _native.load()
 from . import contrib, language, tvm
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
-from .jit import JITKernel, compile, jit
+from .jit import JITKernel, compile, jit, par_compile
 from .language.dtypes import dtype as DataType
 from .math import cdiv, next_power_of_2
 from .profiler import TensorSupplyType
@@ -65,5 +65,6 @@ __all__ = [
     "language",
     "lower",
     "next_power_of_2",
+    "par_compile",
     "set_emulation",
 ]

@@ -61,3 +61,57 @@ def set_emulation(enabled=True):
 
 def is_emulation_enabled():
     return _emulate
+
+
+def _setting(name, default=None):
+    def read(self):
+        value = os.environ.get(name)
+        return default() if value is None and default is not None else value
+
+    def write(self, value):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = str(value)
+
+    return property(read, write, doc=f"the {name} setting (the environment variable)")
+
+
+class Environment:
+    """TileLang's `tilelang.env.env`: the TILELANG_* settings as attributes. Reading
+    one gives its value (the cache directory's default when unset); setting one sets
+    the environment variable, which the settings above read on each use (None unsets
+    it). They are properties, so monkeypatch.setattr restores them by setting the old
+    value back."""
+
+    TILELANG_CACHE_DIR = _setting("TILELANG_CACHE_DIR", lambda: cache_dir())
+    TILELANG_TMP_DIR = _setting("TILELANG_TMP_DIR", lambda: os.path.join(cache_dir(), "tmp"))
+    TILELANG_DEFAULT_TARGET = _setting("TILELANG_DEFAULT_TARGET")
+    TILELANG_EXECUTION_BACKEND = _setting("TILELANG_EXECUTION_BACKEND")
+    TILELANG_DISABLE_CACHE = _setting("TILELANG_DISABLE_CACHE")
+    TILELANG_EMULATE = _setting("TILELANG_EMULATE")
+    TILELANG_PRINT_ON_COMPILATION = _setting("TILELANG_PRINT_ON_COMPILATION")
+    TILELANG_AUTO_TUNING_DISABLE_CACHE = _setting("TILELANG_AUTO_TUNING_DISABLE_CACHE")
+
+    def __getattr__(self, name):
+        raise AttributeError(
+            f"tilelang.env.env has no setting {name!r}; it has "
+            + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
+        )
+
+    def __setattr__(self, name, value):
+        if not isinstance(getattr(Environment, name, None), property):
+            self.__getattr__(name)
+        object.__setattr__(self, name, value)
+
+    def is_cache_enabled(self):
+        return is_cache_enabled()
+
+    def enable_cache(self):
+        enable_cache()
+
+    def disable_cache(self):
+        disable_cache()
+
+
+env = Environment()

@@ -24,6 +24,7 @@ from tilelang.utils.target import determine_target
 
 from . import _worker, compile_pool, result_cache
 from ._worker import TensorStandIn, first_line
+from .capture import get_autotune_inputs
 
 logger = logging.getLogger("tilelang")
 
@@ -641,15 +642,32 @@ class AutoTuner:
         return (best.latency, best.index, best.kernel, best.runner), ref_latency, failures, timings
 
     # ---- the entry point
-    def run(self, *args, warmup=None, rep=None, timeout=None, **kwargs):
+    def run(
+        self,
+        *args,
+        warmup=None,
+        rep=None,
+        timeout=None,
+        use_pipeline=False,
+        enable_grouped_compile=False,
+        group_compile_size=None,
+        **kwargs,
+    ):
         """Tunes for the given non-config arguments; returns an AutotuneResult. A call that
-        gives any tuned parameter (a key of the configs) is not tuned: see _run_explicit."""
+        gives any tuned parameter (a key of the configs) is not tuned: see _run_explicit.
+        TileLang's use_pipeline / enable_grouped_compile / group_compile_size schedule its
+        compiles; here configs always compile in parallel worker processes while earlier
+        ones are timed, so they change nothing."""
+        del use_pipeline, enable_grouped_compile, group_compile_size
         if _worker.LOADING:  # a worker importing the user's module: stop before tuning
             raise _worker.StopLoading()
         prof = dict(self.profile_args)
         for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
             if v is not None:
                 prof[k] = v
+        captured = get_autotune_inputs()
+        if captured is not None and prof["supply_prog"] is None:
+            prof["supply_prog"] = lambda params: list(captured)
         configs = self._resolve_configs(args, kwargs)
         tuned = list(dict.fromkeys(k for c in configs for k in c))
         given = self._given_tuned(tuned, args, kwargs)
@@ -849,6 +867,12 @@ class AutoTuneFunction:
         if self.tuner.kind == "lazy":
             return result.kernel
         return result._call()
+
+    def compile(self, *args, **kwargs):
+        """The best JITKernel for these arguments (tuning, or from the caches), for a
+        lazy or an eager kernel alike (an eager one's T.const values as keywords)."""
+        self.last_result = self.tuner.run(*args, **kwargs)
+        return self.last_result.kernel
 
     def get_tuner_result(self, *args, **kwargs):
         """The AutotuneResult for these arguments (tuning, or from the caches)."""

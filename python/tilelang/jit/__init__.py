@@ -10,8 +10,12 @@ import os
 from tilelang.env import is_cache_enabled, is_emulation_enabled
 from tilelang.language.ast_rewrite import _parse_function
 from tilelang.language.prim_func import PrimFunc
-from tilelang.transform import normalize_pass_configs, scoped_pass_configs
-from tilelang.utils.target import scoped_target
+from tilelang.transform import (
+    normalize_pass_configs,
+    scoped_pass_configs,
+    with_scoped_pass_configs,
+)
+from tilelang.utils.target import determine_target, scoped_target
 
 from . import log
 from .eager import EagerFunction, freeze
@@ -19,7 +23,7 @@ from .export import load_kernel
 from .kernel import JITKernel
 from .specializations import Specializations
 
-__all__ = ["JITKernel", "compile", "jit", "load_kernel"]
+__all__ = ["JITKernel", "compile", "jit", "load_kernel", "par_compile"]
 
 
 def compile(
@@ -145,6 +149,58 @@ def _top_level_statements(fn_node):
         stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
+def _as_call(config):
+    if isinstance(config, dict):
+        return (), config
+    if isinstance(config, tuple):
+        return config, {}
+    raise TypeError(
+        f"par_compile: each config must be a tuple of arguments or a dict of keywords, got "
+        f"{type(config).__name__} {config!r}"
+    )
+
+
+def par_compile(
+    funcs,
+    out_idx=None,
+    execution_backend="auto",
+    target="auto",
+    target_host=None,
+    verbose=False,
+    pass_configs=None,
+    compile_flags=None,
+    num_workers=None,
+    ignore_error=False,
+):
+    """Compiles T.prim_funcs on `num_workers` threads (default: one per CPU, at most one
+    per function); returns their JITKernels in order. The enclosing Target and
+    PassContext scopes apply to every compile. With ignore_error a function that fails
+    gives None (and a warning) instead of raising; a None in `funcs` stays None."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    funcs = list(funcs)
+    options = {"out_idx": out_idx, "execution_backend": execution_backend, "target": target,
+               "target_host": target_host, "verbose": verbose, "compile_flags": compile_flags}  # fmt: skip
+    # Resolve the thread's scopes here: the worker threads do not see them.
+    options["target"] = determine_target(target)
+    options["pass_configs"] = with_scoped_pass_configs(pass_configs)
+
+    def build(func):
+        if func is None:
+            return None
+        try:
+            return compile(func, **options)
+        except Exception as err:
+            if not ignore_error:
+                raise
+            log.logger.warning("par_compile: '%s' failed: %s", getattr(func, "name", func), err)
+            return None
+
+    workers = num_workers or min(len(funcs), os.cpu_count() or 1) or 1
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(build, funcs))
+
+
 def is_eager(func):
     """True when the body itself is a kernel (a T.Kernel block or declared parameters)."""
     fn_node = _parse_function(func).body[0]
@@ -168,14 +224,48 @@ class LazyJIT:
         self._last_args = None
 
     def __call__(self, *args, **kwargs):
-        # The environment is part of the key: a factory called again after
-        # TILELANG_DEFAULT_TARGET or the emulation switch changed builds anew.
-        env = _environment_key(self.options["target"], self.options["execution_backend"])
-        key = (freeze(args), freeze(kwargs), env)
+        key = self._key(args, kwargs)
         kernel = self._cache.get(key)
         if kernel is None:
             kernel = self._cache[key] = self._build(args, kwargs)
         return kernel
+
+    def _key(self, args, kwargs):
+        # The environment is part of the key: a factory called again after
+        # TILELANG_DEFAULT_TARGET or the emulation switch changed builds anew.
+        env = _environment_key(self.options["target"], self.options["execution_backend"])
+        return (freeze(args), freeze(kwargs), env)
+
+    @property
+    def func(self):
+        """The decorated factory (TileLang's `.func`)."""
+        return self.factory
+
+    def get_kernel_source(self, *args, **kwargs):
+        """The generated source of the kernel for these arguments (compiling it)."""
+        return self(*args, **kwargs).get_kernel_source()
+
+    def par_compile(self, configs, num_workers=None, ignore_error=False):
+        """Compiles the kernels of `configs` (each a tuple of positional arguments or a
+        dict of keywords) on `num_workers` threads; returns them in order, and later
+        calls with those arguments reuse them. With ignore_error a config that fails
+        gives None (and a warning) instead of raising."""
+        calls = [_as_call(cfg) for cfg in configs]
+        funcs = []
+        for args, kwargs in calls:  # tracing runs on this thread
+            try:
+                funcs.append(self.factory(*args, **kwargs))
+            except Exception as err:
+                if not ignore_error:
+                    raise
+                log.logger.warning("par_compile: config %r failed: %s", (args, kwargs), err)
+                funcs.append(None)
+        kernels = par_compile(funcs, num_workers=num_workers, ignore_error=ignore_error,
+                              **self.options)  # fmt: skip
+        for (args, kwargs), kernel in zip(calls, kernels):
+            if kernel is not None:
+                self._cache[self._key(args, kwargs)] = kernel
+        return kernels
 
     def _build(self, args, kwargs):
         if log.logger.isEnabledFor(log.logging.DEBUG):

@@ -175,6 +175,10 @@ class EagerFunction:
 
     # ---- public API
     def __call__(self, *args, **kwargs):
+        bound, spec = self._spec_for_call(args, kwargs)
+        return spec.call(bound.arguments)
+
+    def _spec_for_call(self, args, kwargs):
         bound = self._bind(args, kwargs)
         plan_key = tuple((n, freeze(v)) for n, v in bound.arguments.items())
         plan = self._const_maps.get(plan_key)
@@ -182,7 +186,15 @@ class EagerFunction:
             plan = self._const_maps[plan_key] = self._discover(bound)
         where, declared = plan
         const_values = self._bind_consts(where, bound.arguments)
-        return self._specialize(bound, declared, const_values).call(bound.arguments)
+        return bound, self._specialize(bound, declared, const_values)
+
+    def get_kernel_source(self, *args, **kwargs):
+        """The generated source of the kernel these arguments select: the call's
+        arguments (tensors and config values; nothing runs), or with keywords only,
+        config values and T.const values as compile() takes them."""
+        if args:
+            return self._spec_for_call(args, kwargs)[1].kernel.get_kernel_source()
+        return self.compile(**kwargs).get_kernel_source()
 
     def _bind_consts(self, where, values):
         out = {}

@@ -203,7 +203,41 @@ def is_dtype_like(value):
     return True
 
 
+def resolve_torch_storage_dtype(value):
+    """The dtype of the torch tensors that hold `value`'s data (int4 → int8, float4 →
+    packed float4_e2m1fn_x2 where torch has it, else int8): dtype(value.as_torch())."""
+    import torch
+
+    value = dtype(value)
+    if value._core.torch_name == "float4_e2m1fn_x2":
+        if not hasattr(torch, "float4_e2m1fn_x2"):
+            return dtype("int8")
+        return dtype("float4_e2m1fn").with_lanes(2)  # two values a byte
+    return dtype(value.as_torch())
+
+
+def _torch_dtype_to_str():
+    """{torch dtype: dtype name} for every torch dtype a T dtype names (TileLang's
+    _TORCH_DTYPE_TO_STR); built on first use so that importing T needs no torch."""
+    import torch
+
+    table = {}
+    for name in SCALAR_NAMES:
+        try:
+            torch_dtype = dtype(name).as_torch()
+        except (ValueError, TypeError):
+            continue
+        if dtype(torch_dtype) == name:  # int4 is stored as int8, which keeps its name
+            table[torch_dtype] = name
+    for torch_name, name in (("half", "float16"), ("float", "float32"), ("double", "float64")):
+        table[getattr(torch, torch_name)] = name
+    return table
+
+
 def __getattr__(name):
+    if name == "_TORCH_DTYPE_TO_STR":
+        table = globals()[name] = _torch_dtype_to_str()
+        return table
     found = lookup(name)
     if found is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

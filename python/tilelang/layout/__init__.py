@@ -4,7 +4,7 @@ logical index to a physical one, `Fragment` also names the owning thread, and th
 Kernels record them with `T.annotate_layout`; the CPU target keeps logical layouts, so they
 never change results there."""
 
-from .fragment import Fragment
+from .fragment import Fragment, make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
 from .layout import Layout
 from .swizzle import (
     make_cutlass_metadata_layout,
@@ -21,6 +21,8 @@ __all__ = [
     "Layout",
     "make_cutlass_metadata_layout",
     "make_full_bank_swizzled_layout",
+    "make_gemm_fragment_8x8",
+    "make_gemm_fragment_8x8_transposed",
     "make_half_bank_swizzled_layout",
     "make_linear_layout",
     "make_metadata_layout",

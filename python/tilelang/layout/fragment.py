@@ -122,3 +122,17 @@ class Fragment(Layout):
             f"Fragment(shape={list(self.shape)}, thread={self.forward_thread}, index=[{index}], "
             f"replicate={self.replicate_count})"
         )
+
+
+def make_gemm_fragment_8x8():
+    """The 8x8 tile of an mma / ldmatrix fragment over a warp: row i, column j is held
+    by lane 4*i + j//2, in register j%2."""
+    return Fragment((8, 8), forward_thread_fn=lambda i, j: i * 4 + j // 2,
+                    forward_index_fn=lambda i, j: j % 2)  # fmt: skip
+
+
+def make_gemm_fragment_8x8_transposed():
+    """make_gemm_fragment_8x8 transposed (the layout of ldmatrix/stmatrix .trans): row
+    i, column j is held by lane 4*j + i//2, in register i%2."""
+    return Fragment((8, 8), forward_thread_fn=lambda i, j: j * 4 + i // 2,
+                    forward_index_fn=lambda i, j: i % 2)  # fmt: skip

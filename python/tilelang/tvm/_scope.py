@@ -7,9 +7,9 @@ class OutOfScopeError(_C.TileLangError, NotImplementedError):
     """A TVM API that works on TVM's own IR or runtime, which tilelang does not have."""
 
 
-def out_of_scope(what, instead):
+def out_of_scope(what, instead, kind="TVM-internal"):
     raise OutOfScopeError(
-        f"{what} is TVM-internal and out of scope for tilelang (a TVM-free TileLang: its IR, "
+        f"{what} is {kind} and out of scope for tilelang (a TVM-free TileLang: its IR, "
         f"passes and runtime are its own); {instead}. See docs/design/tilelang_compat.md, "
         "'Out of scope'"
     )

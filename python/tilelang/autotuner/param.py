@@ -1,0 +1,56 @@
+"""TileLang's `tilelang.autotuner.param`: the compile and profile settings of a tuning
+run as values (CompileArgs, ProfileArgs) and its result (AutotuneResult). An AutoTuner
+takes them through set_compile_args(**vars(args)) / set_profile_args(...)."""
+
+import dataclasses
+import logging
+
+from .tuner import AutotuneResult
+
+__all__ = ["AutotuneResult", "CompileArgs", "ProfileArgs"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileArgs:
+    """What tilelang.compile gets for every config (see tilelang.compile)."""
+
+    out_idx: object = None
+    execution_backend: str = "auto"
+    target: object = "auto"
+    target_host: object = None
+    verbose: bool = False
+    pass_configs: dict = None
+    compile_flags: object = None
+
+    def compile_program(self, program):
+        """tilelang.compile(program) with these settings."""
+        import tilelang
+
+        return tilelang.compile(program, **dataclasses.asdict(self))
+
+    def __hash__(self):
+        configs = tuple(sorted((str(k), repr(v)) for k, v in (self.pass_configs or {}).items()))
+        return hash((repr(self.out_idx), self.execution_backend, str(self.target),
+                     str(self.target_host), self.verbose, configs, repr(self.compile_flags)))  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileArgs:
+    """How each config is checked and timed (AutoTuner.set_profile_args's arguments)."""
+
+    warmup: int = 25
+    rep: int = 100
+    timeout: int = 100
+    supply_type: object = None
+    ref_prog: object = None
+    supply_prog: object = None
+    rtol: float = 1e-2
+    atol: float = 1e-2
+    max_mismatched_ratio: float = 0.01
+    skip_check: bool = False
+    cache_input_tensors: bool = False
+
+    def __hash__(self):
+        return hash(tuple(repr(v) for v in dataclasses.astuple(self)))

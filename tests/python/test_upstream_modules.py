@@ -1,0 +1,235 @@
+"""TileLang's module layout beyond tilelang.language: tilelang.cuda (the intrinsics
+emitters' new home), the autotuner's set_autotune_inputs and param, par_compile, the
+fp8 / dtype helpers, tilelang.env.env, and the modules whose TVM-side internals are out
+of scope (their names say so)."""
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.autotuner import AutoTuner
+
+
+def test_cuda_intrinsics_are_tilelang_intrinsics():
+    from tilelang import intrinsics
+    from tilelang.cuda import language as cuda_T
+    from tilelang.cuda.intrinsics import get_swizzle_layout, make_mma_swizzle_layout
+    from tilelang.cuda.intrinsics.layout import mma_layout
+    from tilelang.cuda.intrinsics.layout.utils import get_mma_micro_size
+    from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
+
+    assert TensorCoreIntrinEmitter is intrinsics.TensorCoreIntrinEmitter
+    assert get_swizzle_layout is intrinsics.get_swizzle_layout
+    assert make_mma_swizzle_layout is intrinsics.make_mma_swizzle_layout
+    assert mma_layout.get_swizzle_layout is get_swizzle_layout
+    assert get_mma_micro_size("float16") == intrinsics.get_mma_micro_size("float16")
+    assert cuda_T.__tilelang_dialect__ == "cuda" and cuda_T.gemm is T.gemm
+    assert set(cuda_T.__all__) == set(T.__all__)
+
+
+@pytest.mark.parametrize(
+    "module, name, message",
+    [
+        (
+            "tilelang.cuda.intrinsics.macro.wgmma_macro_generator",
+            "select_wgmma_inst_n",
+            r"select_wgmma_inst_n is a TileLang internal and out of scope.*write the GEMM",
+        ),
+        ("tilelang.cuda", "backend", r"tilelang.cuda.backend is a TileLang internal"),
+        ("tilelang.jit.adapter.wrapper", "TLCPUSourceWrapper", "TLCPUSourceWrapper"),
+        ("tilelang.tools", "Analyzer", r"tilelang.tools.Analyzer is a TileLang internal"),
+        ("tilelang.profiler.bench", "_bench_with_cupti", r"do_bench"),
+        ("tilelang._ffi_api", "get_tcgen5_instr_desc", "tilelang._C"),
+        ("tilelang.language.eager.ast", "mutate", r"eager.ast.mutate"),
+    ],
+)
+def test_internal_names_say_they_are_out_of_scope(module, name, message):
+    module = importlib.import_module(module)
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=message):
+        getattr(module, name)
+
+
+def test_unknown_names_stay_attribute_errors():
+    import tilelang.cuda.intrinsics as cuda_intrinsics
+
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_emitter'"):
+        _ = cuda_intrinsics.no_such_emitter
+
+
+@tilelang.jit(out_idx=[1], target="cpu")
+def add_constant(n, value):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(n):
+                B[i] = A[i] + value
+
+    return main
+
+
+def test_par_compile_builds_every_config_and_fills_the_jit_cache():
+    configs = [(32, 1.0), {"n": 64, "value": 2.5}, (16, -3.0)]
+    kernels = add_constant.par_compile(configs, num_workers=2)
+    assert [k.params[0].shape for k in kernels] == [[32], [64], [16]]
+    assert add_constant(32, 1.0) is kernels[0] and add_constant(n=64, value=2.5) is kernels[1]
+    for (n, value), kernel in zip([(32, 1.0), (64, 2.5), (16, -3.0)], kernels):
+        a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        np.testing.assert_allclose(kernel(a), a + value, rtol=1e-6)
+    assert add_constant.func(8, 1.0).name == "main"
+    assert "kernel 'main' for the cpu target" in add_constant.get_kernel_source(8, 2.0)
+    with pytest.raises(TypeError, match="each config must be a tuple of arguments or a dict"):
+        add_constant.par_compile([[32, 1.0]])
+
+
+def test_tilelang_par_compile_and_ignore_error():
+    from tvm.transform import PassContext
+
+    funcs = [add_constant.func(16, 1.0), add_constant.func(24, 2.0)]
+    with PassContext(config={"tl.disable_vectorize_256": True}):
+        k16, k24 = tilelang.par_compile(funcs, out_idx=[1], target="cpu")
+    assert k16.pass_configs == {"tl.disable_vectorize_256": True}
+    a = np.random.default_rng(9).standard_normal(24).astype(np.float32)
+    np.testing.assert_allclose(k24(a), a + 2.0, rtol=1e-6)
+
+    @T.prim_func
+    def one_param(A: T.Tensor((8,), "float32")):  # out_idx=[1] does not fit it
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(8):
+                A[i] = A[i] * 2.0
+
+    got = tilelang.par_compile([one_param, funcs[0]], out_idx=[1], target="cpu", ignore_error=True)
+    assert got[0] is None and got[1] is not None
+    with pytest.raises(ValueError, match="out_idx entry 1 is out of range for 1 parameter"):
+        tilelang.par_compile([one_param], out_idx=[1], target="cpu")
+
+
+@tilelang.jit(target="cpu")
+def eager_scale(A, factor=2.0):
+    N = T.const("N")
+    A: T.Tensor((N,), T.float32)
+    B = T.empty((N,), T.float32)
+    with T.Kernel(1, threads=1) as _:
+        for i in T.serial(N):
+            B[i] = A[i] * factor
+    return B
+
+
+def test_eager_get_kernel_source():
+    a = np.random.default_rng(3).standard_normal(16).astype(np.float32)
+    by_call = eager_scale.get_kernel_source(a)
+    by_consts = eager_scale.get_kernel_source(N=16)
+    assert "kernel 'eager_scale' for the cpu target" in by_call and by_call == by_consts
+    np.testing.assert_allclose(eager_scale(a), a * 2.0, rtol=1e-6)
+
+
+def test_set_autotune_inputs_feeds_the_given_tensors(monkeypatch, tmp_path):
+    from tilelang.autotuner import get_autotune_inputs, set_autotune_inputs
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_DISABLE_CACHE", "1")
+    a = np.random.default_rng(4).standard_normal(32).astype(np.float32)
+    seen = []
+
+    def reference(x):
+        seen.append(x)
+        return x + 1.5
+
+    def kernel(value=1.5, n=32):
+        return add_constant.func(n, value)
+
+    tuner = (
+        AutoTuner.from_kernel(kernel, configs=[{"value": 1.5}, {"value": 1.5 + 1e-7}])
+        .set_compile_args(out_idx=[1], target="cpu")
+        .set_profile_args(warmup=1, rep=2, ref_prog=reference, timeout=60)
+    )
+    assert get_autotune_inputs() is None
+    with set_autotune_inputs([a]):
+        assert get_autotune_inputs() == [a]
+        with set_autotune_inputs(a, a):
+            assert len(get_autotune_inputs()) == 2
+        result = tuner.run()
+    assert get_autotune_inputs() is None
+    assert seen and all(x is a for x in seen)  # the reference saw exactly the given tensor
+    np.testing.assert_allclose(result.kernel(a), a + 1.5, rtol=1e-6, atol=1e-6)
+
+
+def test_autotune_param_values():
+    from tilelang.autotuner.param import AutotuneResult, CompileArgs, ProfileArgs
+    from tilelang.autotuner.tuner import AutotuneResult as TunerResult
+
+    assert AutotuneResult is TunerResult
+    args = CompileArgs(out_idx=[1], target="cpu")
+    assert hash(args) == hash(CompileArgs(out_idx=[1], target="cpu"))
+    assert hash(args) != hash(
+        CompileArgs(out_idx=[1], target="cpu", pass_configs={"tl.Simplify": 1})
+    )
+    kernel = args.compile_program(add_constant.func(8, 0.5))
+    a = np.random.default_rng(1).standard_normal(8).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), a + 0.5, rtol=1e-6)
+    assert ProfileArgs().warmup == 25 and hash(ProfileArgs(rep=3)) != hash(ProfileArgs())
+
+
+def test_fp8_and_torch_dtype_helpers():
+    torch = pytest.importorskip("torch")
+    from tilelang.language.dtypes import _TORCH_DTYPE_TO_STR, resolve_torch_storage_dtype
+    from tilelang.language.fp8 import determine_fp8_type, determine_torch_fp8_type
+
+    assert determine_fp8_type() == T.float8_e4m3fn and determine_fp8_type("e5m2") == T.float8_e5m2
+    assert determine_torch_fp8_type("e5m2") is torch.float8_e5m2
+    with pytest.raises(ValueError, match="unsupported FP8 format 'e3m4'"):
+        determine_fp8_type("e3m4")
+    assert _TORCH_DTYPE_TO_STR[torch.float16] == "float16"
+    assert _TORCH_DTYPE_TO_STR[torch.int8] == "int8"  # not int4, which torch stores as int8
+    assert _TORCH_DTYPE_TO_STR[torch.float] == "float32"
+    assert resolve_torch_storage_dtype(T.float16) == T.float16
+    assert resolve_torch_storage_dtype(T.int4) == T.int8
+
+
+def test_gemm_fragment_8x8_layouts():
+    from tilelang.layout import make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed
+
+    plain, trans = make_gemm_fragment_8x8(), make_gemm_fragment_8x8_transposed()
+    for i in range(8):
+        for j in range(8):
+            assert plain.map_forward_thread([i, j]) == 4 * i + j // 2
+            assert trans.map_forward_thread([i, j]) == 4 * j + i // 2
+            assert trans.map_forward_index([i, j]) == [i % 2]
+    assert trans.get_thread_size() == 32
+
+
+def test_env_object_reads_and_sets_the_settings(monkeypatch, tmp_path):
+    from tilelang.cache.kernel_cache import KernelCache
+    from tilelang.env import env
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    assert env.TILELANG_CACHE_DIR == str(tmp_path)
+    assert env.TILELANG_TMP_DIR == os.path.join(str(tmp_path), "tmp")
+    assert KernelCache._get_cache_root() == tmp_path / "kernels"
+    assert KernelCache() is KernelCache.get_instance()
+    monkeypatch.setattr(env, "TILELANG_CACHE_DIR", str(tmp_path / "other"))
+    assert os.environ["TILELANG_CACHE_DIR"] == str(tmp_path / "other")
+    assert tilelang.env.cache_dir() == str(tmp_path / "other")
+    with pytest.raises(AttributeError, match="no setting 'CACHE'"):
+        _ = env.CACHE
+
+
+def test_lower_and_simplify_module_names():
+    from tilelang.engine.lower import lower
+    from tilelang.transform.simplify import apply_simplify
+
+    assert tilelang.lower is not None and lower is tilelang.engine.lower
+    func = add_constant.func(8, 1.0)
+    assert apply_simplify(func).script() == func.core.simplified().script()
+    from tilelang.language.tir import op
+
+    assert op.exp2 is T.exp2 and op.const(3, "int8").dtype.name == "int8"
+    from tilelang.backend.target import determine_target
+
+    assert determine_target("llvm") == "cpu"
+    from tilelang.metal.target import check_metal4_availability
+
+    assert check_metal4_availability() in (True, False)
+    assert not check_metal4_availability() or tilelang.utils.target.has_mps_device()
