@@ -16,7 +16,8 @@
 #include "warp.h"
 
 #define TL_INT_DIV_FN inline
-#include "../common/int_div.h"  // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+#include "../common/ieee_rounding.h"  // T.ieee_* with rounding modes other than to-nearest
+#include "../common/int_div.h"        // floordiv, floormod, truncdiv, truncmod: defined for every divisor
 
 namespace tl {
 
@@ -180,6 +181,126 @@ inline void gemm_tile(const TA* a, int64_t lda, const TB* b, int64_t ldb, TC* c,
   }
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) c[i * ldc + j] = TC(ct[i * N + j]);
+}
+
+// T.ieee_add / sub / mul / fdiv / frcp / fsqrt / fmaf with rounding_mode "rz", "ru" or
+// "rd": tl::ieee_<op>_<mode> for float and double (fma: float only).
+inline float ieee_add_rz(float x, float y) {
+  return ieee::add<ieee::kRZ>(x, y);
+}
+inline double ieee_add_rz(double x, double y) {
+  return ieee::add<ieee::kRZ>(x, y);
+}
+inline float ieee_sub_rz(float x, float y) {
+  return ieee::add<ieee::kRZ>(x, -y);
+}
+inline double ieee_sub_rz(double x, double y) {
+  return ieee::add<ieee::kRZ>(x, -y);
+}
+inline float ieee_mul_rz(float x, float y) {
+  return ieee::mul<ieee::kRZ>(x, y);
+}
+inline double ieee_mul_rz(double x, double y) {
+  return ieee::mul<ieee::kRZ>(x, y);
+}
+inline float ieee_fdiv_rz(float x, float y) {
+  return ieee::div<ieee::kRZ>(x, y);
+}
+inline double ieee_fdiv_rz(double x, double y) {
+  return ieee::div<ieee::kRZ>(x, y);
+}
+inline float ieee_frcp_rz(float x) {
+  return ieee::div<ieee::kRZ>(float(1), x);
+}
+inline double ieee_frcp_rz(double x) {
+  return ieee::div<ieee::kRZ>(double(1), x);
+}
+inline float ieee_fsqrt_rz(float x) {
+  return ieee::sqrt<ieee::kRZ>(x);
+}
+inline double ieee_fsqrt_rz(double x) {
+  return ieee::sqrt<ieee::kRZ>(x);
+}
+inline float ieee_fmaf_rz(float x, float y, float z) {
+  return ieee::fma<ieee::kRZ>(x, y, z);
+}
+inline float ieee_add_ru(float x, float y) {
+  return ieee::add<ieee::kRU>(x, y);
+}
+inline double ieee_add_ru(double x, double y) {
+  return ieee::add<ieee::kRU>(x, y);
+}
+inline float ieee_sub_ru(float x, float y) {
+  return ieee::add<ieee::kRU>(x, -y);
+}
+inline double ieee_sub_ru(double x, double y) {
+  return ieee::add<ieee::kRU>(x, -y);
+}
+inline float ieee_mul_ru(float x, float y) {
+  return ieee::mul<ieee::kRU>(x, y);
+}
+inline double ieee_mul_ru(double x, double y) {
+  return ieee::mul<ieee::kRU>(x, y);
+}
+inline float ieee_fdiv_ru(float x, float y) {
+  return ieee::div<ieee::kRU>(x, y);
+}
+inline double ieee_fdiv_ru(double x, double y) {
+  return ieee::div<ieee::kRU>(x, y);
+}
+inline float ieee_frcp_ru(float x) {
+  return ieee::div<ieee::kRU>(float(1), x);
+}
+inline double ieee_frcp_ru(double x) {
+  return ieee::div<ieee::kRU>(double(1), x);
+}
+inline float ieee_fsqrt_ru(float x) {
+  return ieee::sqrt<ieee::kRU>(x);
+}
+inline double ieee_fsqrt_ru(double x) {
+  return ieee::sqrt<ieee::kRU>(x);
+}
+inline float ieee_fmaf_ru(float x, float y, float z) {
+  return ieee::fma<ieee::kRU>(x, y, z);
+}
+inline float ieee_add_rd(float x, float y) {
+  return ieee::add<ieee::kRD>(x, y);
+}
+inline double ieee_add_rd(double x, double y) {
+  return ieee::add<ieee::kRD>(x, y);
+}
+inline float ieee_sub_rd(float x, float y) {
+  return ieee::add<ieee::kRD>(x, -y);
+}
+inline double ieee_sub_rd(double x, double y) {
+  return ieee::add<ieee::kRD>(x, -y);
+}
+inline float ieee_mul_rd(float x, float y) {
+  return ieee::mul<ieee::kRD>(x, y);
+}
+inline double ieee_mul_rd(double x, double y) {
+  return ieee::mul<ieee::kRD>(x, y);
+}
+inline float ieee_fdiv_rd(float x, float y) {
+  return ieee::div<ieee::kRD>(x, y);
+}
+inline double ieee_fdiv_rd(double x, double y) {
+  return ieee::div<ieee::kRD>(x, y);
+}
+inline float ieee_frcp_rd(float x) {
+  return ieee::div<ieee::kRD>(float(1), x);
+}
+inline double ieee_frcp_rd(double x) {
+  return ieee::div<ieee::kRD>(double(1), x);
+}
+inline float ieee_fsqrt_rd(float x) {
+  return ieee::sqrt<ieee::kRD>(x);
+}
+inline double ieee_fsqrt_rd(double x) {
+  return ieee::sqrt<ieee::kRD>(x);
+}
+inline float ieee_fmaf_rd(float x, float y, float z) {
+  return ieee::fma<ieee::kRD>(x, y, z);
 }
 
 }  // namespace tl

@@ -118,69 +118,81 @@ def fast_rcp(x):
     return _C.binary("Div", 1.0, x)
 
 
-# ---- IEEE operations with an explicit rounding mode (TileLang's ieee_* names).
+# ---- IEEE operations with an explicit rounding mode (TileLang's ieee_* names): "rn"
+# (to nearest even) is the plain operation; "rz", "ru", "rd" (toward zero, up, down)
+# are calls of tl::ieee_<op>_<mode> (CUDA's __fadd_rz ... on the GPU, exact software
+# rounding on the cpu target and in the emulator, device/common/ieee_rounding.h).
 _ROUNDING_MODES = ("rn", "rz", "ru", "rd")
 
 
-def _check_rounding(fn, rounding_mode):
+def _ieee(fn, args, rounding_mode, nearest):
     if rounding_mode not in _ROUNDING_MODES:
-        raise frontend_error(
-            f"T.{fn}: unknown rounding_mode {rounding_mode!r}; expected one of "
+        raise ValueError(
+            f"Invalid rounding mode {rounding_mode!r} for T.{fn}; expected one of "
             f"{', '.join(repr(m) for m in _ROUNDING_MODES)}"
         )
-    if rounding_mode != "rn":
-        raise frontend_error(
-            f"T.{fn}: rounding_mode={rounding_mode!r} is not supported on the cpu target, which "
-            "rounds to nearest even only; use rounding_mode='rn'"
+    args = [_as_float(a) for a in args]
+    if rounding_mode == "rn":
+        return nearest(*args)
+    dtypes = {a.dtype.name for a in args if isinstance(a, _C.Expr)}
+    dt = dtypes.pop() if len(dtypes) == 1 else ("float64" if "float64" in dtypes else "float32")
+    if dt in ("float16", "bfloat16"):
+        raise ValueError(
+            f"T.{fn}: Only rounding mode 'rn' is available for half precision ({dt}), got "
+            f"rounding_mode={rounding_mode!r}"
         )
+    if dt not in ("float32", "float64") or (fn == "ieee_fmaf" and dt == "float64"):
+        supported = "float32" if fn == "ieee_fmaf" else "float32 and float64"
+        raise ValueError(
+            f"T.{fn}: rounding_mode={rounding_mode!r} is supported for {supported}, got {dt}"
+        )
+    args = [_C.cast(a, dt) if isinstance(a, _C.Expr) else _C.const(a, dt) for a in args]
+    op = fn.removeprefix("ieee_")
+    return _C.call_extern(make_dtype(dt), f"tl::ieee_{op}_{rounding_mode}", args)
 
 
 def ieee_add(x, y, rounding_mode="rn"):
-    """x + y rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_add", rounding_mode)
-    return _C.binary("Add", _as_float(x), _as_float(y))
+    """x + y rounded with `rounding_mode`: "rn" (nearest even), "rz", "ru" or "rd"."""
+    return _ieee("ieee_add", [x, y], rounding_mode, lambda a, b: _C.binary("Add", a, b))
 
 
 def ieee_sub(x, y, rounding_mode="rn"):
-    """x - y rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_sub", rounding_mode)
-    return _C.binary("Sub", _as_float(x), _as_float(y))
+    """x - y rounded with `rounding_mode`."""
+    return _ieee("ieee_sub", [x, y], rounding_mode, lambda a, b: _C.binary("Sub", a, b))
 
 
 def ieee_mul(x, y, rounding_mode="rn"):
-    """x * y rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_mul", rounding_mode)
-    return _C.binary("Mul", _as_float(x), _as_float(y))
+    """x * y rounded with `rounding_mode`."""
+    return _ieee("ieee_mul", [x, y], rounding_mode, lambda a, b: _C.binary("Mul", a, b))
 
 
 def ieee_fmaf(x, y, z, rounding_mode="rn"):
-    """x * y + z with a single rounding (a fused multiply-add)."""
-    _check_rounding("ieee_fmaf", rounding_mode)
-    return _C.call("fma", [_as_float(x), _as_float(y), _as_float(z)])
+    """x * y + z with a single rounding (a fused multiply-add), with `rounding_mode`."""
+    return _ieee("ieee_fmaf", [x, y, z], rounding_mode, lambda a, b, c: _C.call("fma", [a, b, c]))
 
 
 def ieee_frcp(x, rounding_mode="rn"):
-    """1 / x rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_frcp", rounding_mode)
-    return _C.binary("Div", 1.0, _as_float(x))
+    """1 / x rounded with `rounding_mode`."""
+    return _ieee("ieee_frcp", [x], rounding_mode, lambda a: _C.binary("Div", 1.0, a))
 
 
 def ieee_fsqrt(x, rounding_mode="rn"):
-    """sqrt(x) rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_fsqrt", rounding_mode)
-    return _C.call("sqrt", [_as_float(x)])
+    """sqrt(x) rounded with `rounding_mode`."""
+    return _ieee("ieee_fsqrt", [x], rounding_mode, lambda a: _C.call("sqrt", [a]))
 
 
 def ieee_frsqrt(x, rounding_mode="rn"):
-    """1 / sqrt(x) (round to nearest)."""
-    _check_rounding("ieee_frsqrt", rounding_mode)
+    """1 / sqrt(x) (round to nearest only, as in TileLang)."""
+    if rounding_mode != "rn":
+        raise ValueError(
+            f"T.ieee_frsqrt rounds to nearest only; got rounding_mode={rounding_mode!r}"
+        )
     return _C.call("rsqrt", [_as_float(x)])
 
 
 def ieee_fdiv(x, y, rounding_mode="rn"):
-    """x / y rounded with `rounding_mode` ('rn' on the CPU)."""
-    _check_rounding("ieee_fdiv", rounding_mode)
-    return _C.binary("Div", _as_float(x), _as_float(y))
+    """x / y rounded with `rounding_mode`."""
+    return _ieee("ieee_fdiv", [x, y], rounding_mode, lambda a, b: _C.binary("Div", a, b))
 
 
 # ---- bitwise functions (the operators &, |, ^, ~, <<, >> on expressions do the same)
