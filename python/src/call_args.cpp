@@ -190,9 +190,14 @@ bool read_buffer(PyObject* o, ArgValue& out, CallScratch& scratch) {
 }  // namespace
 
 void throw_not_a_tensor(nb::handle h) {
-  throw nb::type_error(("kernel arguments must be tensors (numpy arrays, torch tensors) or Python numbers, got " +
-                        std::string(nb::str(nb::handle(h.type())).c_str()))
-                           .c_str());
+  std::string got = nb::str(nb::handle(h.type())).c_str();
+  // An array whose elements the runtime cannot read (big-endian, complex, object,
+  // structured): say which dtype it has.
+  if (entry_for(Py_TYPE(h.ptr())).kind == TypeKind::NumpyArray && nb::hasattr(h, "dtype"))
+    got += str_cat(" of dtype ", nb::str(nb::repr(h.attr("dtype"))).c_str(),
+                   ", whose elements the runtime cannot read (pass a native-endian array of a numeric dtype)");
+  throw nb::type_error(
+      ("kernel arguments must be tensors (numpy arrays, torch tensors) or Python numbers, got " + got).c_str());
 }
 
 DataType dtype_of(const nb::dlpack::dtype& d) {

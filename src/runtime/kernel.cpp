@@ -89,6 +89,12 @@ int64_t span_elements(const int64_t* shape, const int64_t* strides, int ndim) {
   return span;
 }
 
+std::string to_hex(uintptr_t v) {
+  std::ostringstream os;
+  os << std::hex << v;
+  return os.str();
+}
+
 const char* device_name(int32_t t) {
   switch (t) {
     case 1:
@@ -145,7 +151,9 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     }
     os << "    check " << p.name << ": tensor " << p.buffer->dtype.name() << shape_str(p.buffer->shape) << " on "
        << device << ", strides " << shape_str(p.buffer.effective_strides())
-       << (sig.writes(i) ? ", writable" : ", may be read-only") << "\n";
+       << (sig.writes(i) ? ", writable" : ", may be read-only");
+    if (int align = target.tensor_base_alignment()) os << ", data " << align << "-byte aligned";
+    os << "\n";
   }
   for (const Var& v : sig.dynamic_vars) {
     os << "    bind " << v.name() << " =";
@@ -225,6 +233,11 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
   if (target_.kind == TargetKind::CUDA && !target_.emulated && t.device_type != int32_t(DeviceType::CUDA))
     throw_user_error({}, str_cat(who, " is on ", device_name(t.device_type), ", expected a cuda tensor for the ",
                                  target_.str(), " target (move it with .cuda())"));
+  if (int align = target_.tensor_base_alignment(); align && reinterpret_cast<uintptr_t>(t.data) % align)
+    throw_user_error({}, str_cat(who, " starts at address 0x", to_hex(reinterpret_cast<uintptr_t>(t.data)),
+                                 ", not a multiple of ", align, " bytes: the ", target_.str(),
+                                 " kernel may move it in vectors of that size; pass a tensor whose data starts "
+                                 "aligned (e.g. a copy: .clone() / np.array(x))"));
   for (int d = 0; d < t.ndim; ++d) {
     const Expr& e = buf->shape[d];
     if (auto* v = e.as<VarNode>()) {
@@ -306,6 +319,7 @@ class Kernel::FastBindings {
 void Kernel::build_plan() {
   want_cpu_ = target_.kind == TargetKind::CPU || target_.emulated;
   want_cuda_ = target_.kind == TargetKind::CUDA && !target_.emulated;
+  if (int align = target_.tensor_base_alignment()) base_align_mask_ = uintptr_t(align) - 1;
   for (const Param& p : sig_.params) {
     ParamPlan pp;
     pp.is_tensor = p.is_tensor();
@@ -347,6 +361,7 @@ bool Kernel::fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b
   const ParamPlan& pp = plan_[index];
   if (t.dtype != pp.dtype || t.ndim != pp.ndim) return false;
   if ((t.itemsize && t.itemsize != pp.itemsize) || (t.readonly && pp.written)) return false;
+  if (reinterpret_cast<uintptr_t>(t.data) & base_align_mask_) return false;
   bool on_cpu = t.device_type == int32_t(DeviceType::CPU) || t.device_type == int32_t(DeviceType::CUDAHost);
   if (want_cpu_ && !on_cpu) return false;
   if (want_cuda_ && t.device_type != int32_t(DeviceType::CUDA)) return false;

@@ -141,8 +141,9 @@ class Kernel {
     bool has_expr_dims = false;  // a dim that is neither a constant nor a var
   };
   std::vector<ParamPlan> plan_;
-  bool want_cpu_ = true;    // arguments must be in host memory
-  bool want_cuda_ = false;  // arguments must be in cuda device memory
+  bool want_cpu_ = true;           // arguments must be in host memory
+  bool want_cuda_ = false;         // arguments must be in cuda device memory
+  uintptr_t base_align_mask_ = 0;  // tensor data pointers must have these bits clear
   // What each launch needs beyond the arguments, read off its LaunchSpec once.
   struct LaunchPlan {
     std::array<int64_t, 3> const_grid{1, 1, 1};

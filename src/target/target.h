@@ -38,6 +38,11 @@ struct Target {
   // wgmma.mma_async (warpgroup tensor-core gemms from shared-memory descriptors): sm_90a only.
   bool has_wgmma() const { return kind == TargetKind::CUDA && arch == "sm_90a"; }
   bool has_tma() const { return sm_version() >= 90; }  // cp.async.bulk.tensor and mbarrier transactions
+  // The alignment in bytes generated code assumes of a tensor argument's data
+  // pointer (0: none): CUDA lowering picks 16-byte vector copies (copy_vec, cp.async,
+  // vectorized loops) from offsets relative to it, and a GPU faults on a misaligned
+  // vector access. The runtime refuses arguments that break it.
+  int tensor_base_alignment() const { return kind == TargetKind::CUDA ? 16 : 0; }
   // The most shared memory one block may have (bytes, with the opt-in above 48 KB
   // the runtime makes), by compute capability; 0 when not a CUDA arch.
   int64_t max_shared_memory_per_block() const {

@@ -354,6 +354,44 @@ def test_relabelled_out_of_bounds_read_does_not_crash(target, tmp_path):
     assert "refused: argument 'A' (parameter 0 of kernel 'total') is a buffer of 1-byte" in out
 
 
+# ---- alignment
+
+
+def misaligned(values, offset=4):
+    """A copy of float32 `values` whose data starts `offset` bytes past a 16-byte boundary."""
+    raw = np.empty(values.nbytes + 32, np.uint8)
+    start = (-raw.ctypes.data) % 16 + offset
+    out = raw[start : start + values.nbytes].view(np.float32)
+    out[:] = values
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_misaligned_data_is_refused_for_cuda_kernels(target):
+    # CUDA lowering moves tensors in 16-byte vectors from offsets relative to their
+    # start; on a GPU a misaligned vector access faults (the emulator refuses the same
+    # calls the GPU would). The cpu target's code assumes nothing of the address.
+    k = kernel(add, target)
+    a, b = misaligned(rand(N)), rand(N)
+    c = np.empty(N, np.float32)
+    tc = torch.empty(N + 1)[1:]  # 4 bytes past torch's aligned storage
+    if target == "cpu":
+        k(a, b, c)
+        np.testing.assert_allclose(c, a + b, rtol=1e-6)
+        k(torch.from_numpy(a), torch.from_numpy(b), tc)
+        np.testing.assert_allclose(tc.numpy(), a + b, rtol=1e-6)
+        return
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"argument 'A' \(parameter 0 of kernel 'add'\) starts at address 0x[0-9a-f]+, not a "
+        r"multiple of 16 bytes: the cuda -arch=sm_80 -emulate kernel may move it in vectors",
+    ):
+        k(a, b, c)
+    with pytest.raises(tilelang.TileLangError, match=r"argument 'C' .* not a multiple of 16 bytes"):
+        k(torch.from_numpy(rand(N)), torch.from_numpy(b), tc)
+    assert "data 16-byte aligned" in k.get_host_source()
+
+
 # ---- None
 
 
@@ -490,6 +528,12 @@ def test_torch_tensors_go_through_the_same_checks(target):
         match=r"argument 'C' \(parameter 2 of kernel 'add'\): kernel arguments must be tensors",
     ):
         k(ta, tb, "out")
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'A' \(parameter 0 of kernel 'add'\): kernel arguments must be tensors .* got "
+        r"<class 'numpy.ndarray'> of dtype dtype\('>f4'\), whose elements the runtime cannot read",
+    ):
+        k(rand(N).astype(">f4"), tb, tc)
     with pytest.raises(RuntimeError, match=r"argument 'A' \(parameter 0 of kernel 'add'\): .*meta"):
         k(torch.zeros(N, device="meta"), tb, tc)
     k_out = kernel(affine, target, out_idx=[-1])

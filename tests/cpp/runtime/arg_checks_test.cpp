@@ -1,8 +1,9 @@
 // The runtime's argument checks on both of its paths (the fast check and the slow
 // one that explains a refusal), against a kernel whose launch only records what it
 // would run: read-only tensors for written parameters, relabelled element sizes,
-// integers outside their dtype's range, and a scalar that disagrees with the shape
-// that bound its var first. The written-parameter record travels with the text form.
+// integers outside their dtype's range, a scalar that disagrees with the shape
+// that bound its var first, and misaligned data for CUDA kernels. The written-parameter record travels with the text
+// form.
 #include <gtest/gtest.h>
 
 #include "runtime/kernel.h"
@@ -157,6 +158,29 @@ TEST(ArgChecks, SymbolicDimOutsideItsDtypeIsRefused) {
             std::string::npos)
       << why;
   EXPECT_EQ(k.launches, 0);
+}
+
+TEST(ArgChecks, CudaKernelsRefuseMisalignedData) {
+  RecordingKernel k(signature(dtype::Int32), Target::parse("cuda -arch=sm_80"), "", "");
+  alignas(16) float a[8] = {}, b[8] = {};
+  Args args(7);
+  for (int i = 0; i < 2; ++i) args.values[i].tensor.device_type = int32_t(DeviceType::CUDA);
+  args.values[0].tensor.data = a;
+  args.values[1].tensor.data = b;
+  k.call(args.values);  // never touched: the launch only records
+  EXPECT_EQ(k.launches, 1);
+  args.values[1].tensor.data = b + 1;
+  std::string why = refusal(k, args.values);
+  EXPECT_NE(why.find("argument 'B' (parameter 1 of kernel 'k') starts at address 0x"), std::string::npos) << why;
+  EXPECT_NE(why.find(", not a multiple of 16 bytes: the cuda -arch=sm_80 kernel may move it in vectors"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(k.launches, 1);
+  // The cpu target's code assumes nothing of the address.
+  RecordingKernel cpu = make(signature(dtype::Int32));
+  args.values[1].tensor.device_type = args.values[0].tensor.device_type = int32_t(DeviceType::CPU);
+  cpu.call(args.values);
+  EXPECT_EQ(cpu.launches, 1);
 }
 
 TEST(ArgChecks, WrittenParametersSurviveTheTextForm) {
