@@ -192,3 +192,31 @@ def test_block_vote_in_parallel_is_an_error():
             with T.Kernel(1, threads=32):
                 for i in T.Parallel(32):
                     A[i] = T.syncthreads_count(A[i] > 0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_assume_and_var(target):
+    """T.assume is a promise that changes no result; T.Var is a symbolic size."""
+    n = T.Var("n", "int32")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), lo: T.int32):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            T.assume(n % 4 == 0)
+            for i in T.serial(T.ceildiv(n, 32)):
+                T.assume(lo + i * 32 + tx >= 0)
+                if i * 32 + tx < n:
+                    B[i * 32 + tx] = A[i * 32 + tx] * 3
+
+    kernel = tilelang.compile(main, target=target)
+    a = rng.standard_normal(96).astype(np.float32)
+    b = np.zeros(96, np.float32)
+    kernel(a, b, 0)
+    np.testing.assert_array_equal(b, a * 3)
+    with pytest.raises(Exception, match="T.assume takes a condition such as `i < N`, got int32"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=4):
+                T.assume(A[0] + 1)

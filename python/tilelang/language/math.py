@@ -418,6 +418,25 @@ def ceildiv(a, b):
     return _C.ceildiv(a, b)
 
 
+def assume(condition):
+    """TVM's `T.assume(cond)`: a promise that `cond` holds where it is written. The
+    compiler may rely on a promise to drop checks; this one does not use them yet, so
+    bounds checks stay and results are the same with or without it."""
+    cond = to_value(condition)
+    if isinstance(cond, _C.Expr) and cond.dtype.name != "bool":
+        raise frontend_error(
+            f"T.assume takes a condition such as `i < N`, got {cond.dtype} `{cond}`"
+        )
+    if not isinstance(cond, (bool, _C.Expr)):
+        raise frontend_error(f"T.assume takes a condition such as `i < N`, got {cond!r}")
+    builder_ctx.current("T.assume")
+
+
+def Var(name, dtype="int32"):
+    """TVM's `T.Var(name, dtype)`: a symbolic scalar, as T.dynamic(name, dtype) makes."""
+    return _C.Var(name, make_dtype(dtype))
+
+
 def align_up(x, y):
     """x rounded up to a multiple of y: T.ceildiv(x, y) * y (ints stay ints)."""
     return ceildiv(x, y) * y
@@ -590,7 +609,9 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "atanh",
     "atan2",
     "Select",
+    "Var",
     "align_up",
+    "assume",
     "max",
     "min",
     "clamp",
