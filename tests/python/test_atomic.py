@@ -169,7 +169,17 @@ def _trace_error(body):
         ("order", "T.atomic_max memory_order must be one of relaxed, consume, acquire, release"),
         (
             "load_order",
-            "T.atomic_load memory_order must be one of relaxed, consume, acquire, seq_cst",
+            (
+                "T.atomic_load does not support memory_order 'release'; use one of relaxed, "
+                "consume, acquire, seq_cst"
+            ),
+        ),
+        (
+            "store_order",
+            (
+                "T.atomic_store does not support memory_order 'acquire'; use one of relaxed, "
+                "release, seq_cst"
+            ),
         ),
         (
             "extents",
@@ -192,6 +202,8 @@ def test_misuse_errors(case, expected):
                     T.atomic_max(C[0, 0], 1.0, memory_order="sometimes")
                 elif case == "load_order":
                     C[0, 0] = T.atomic_load(C[0, 1], memory_order="release")
+                elif case == "store_order":
+                    T.atomic_store(C[0, 1], 2.0, memory_order="acquire")
                 elif case == "extents":
                     T.atomic_add(C, c)
                 elif case == "bool":

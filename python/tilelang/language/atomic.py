@@ -24,6 +24,11 @@ def _order(memory_order, what, allowed=tuple(MEMORY_ORDERS)):
     if memory_order is None:
         return MEMORY_ORDERS["relaxed"]
     if memory_order not in allowed:
+        if len(allowed) < len(MEMORY_ORDERS):  # TileLang's wording for loads and stores
+            raise frontend_error(
+                f"{what} does not support memory_order {memory_order!r}; use one of "
+                f"{', '.join(allowed)}"
+            )
         raise frontend_error(
             f"{what} memory_order must be one of {', '.join(allowed)}, got {memory_order!r}"
         )
