@@ -2,7 +2,9 @@
 // without allocating on the common paths: torch tensors through the DLPack C
 // exchange API (`__dlpack_c_exchange_api__`, a C function per tensor, no
 // capsule), numpy arrays through the buffer protocol, any other DLPack producer
-// through nanobind's ndarray, and Python numbers directly.
+// through nanobind's ndarray, and Python numbers directly. Each tensor view
+// records what the runtime's safety checks need: the producer's element size and
+// whether it forbids writes; each integer whether it fits 64 bits.
 #pragma once
 
 #include <nanobind/nanobind.h>
