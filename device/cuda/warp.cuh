@@ -27,18 +27,26 @@ struct MinOp {
     return min<T>(a, b);
   }
 };
+// The bitwise reducers' ops (T.alloc_reducer(..., op="bitand" | "bitor" | "bitxor")).
+struct BitAndOp {
+  template <class T>
+  static TL_DEVICE T apply(T a, T b) {
+    return a & b;
+  }
+};
+struct BitOrOp {
+  template <class T>
+  static TL_DEVICE T apply(T a, T b) {
+    return a | b;
+  }
+};
+struct BitXorOp {
+  template <class T>
+  static TL_DEVICE T apply(T a, T b) {
+    return a ^ b;
+  }
+};
 
-// Op-reduces v over each group of Width consecutive lanes (groups start at lanes
-// that are multiples of Width) and returns the result to every lane of the group.
-// All 32 lanes of the warp must call it.
-template <class Op, int Width, class T>
-TL_DEVICE T warp_allreduce(T v) {
-  static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0,
-                "warp_allreduce: Width must be a power of two in [1, 32]");
-#pragma unroll
-  for (int mask = Width / 2; mask > 0; mask /= 2) v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, mask));
-  return v;
-}
 
 // ---- the language's warp helpers. A value of 1, 2 or 4 bytes travels in one
 // 32-bit register, an 8-byte one in a 64-bit pair, whatever its type (half_t, fp8,
@@ -82,6 +90,19 @@ TL_DEVICE T shfl_sync(uint32_t mask, T v, int src_lane, int width = 32) {
 template <class T>
 TL_DEVICE T shfl_xor_sync(uint32_t mask, T v, int lane_mask, int width = 32) {
   return from_lane_word<T>(__shfl_xor_sync(mask, to_lane_word(v), lane_mask, width));
+}
+
+// Op-reduces v over each group of Width consecutive lanes (groups start at lanes
+// that are multiples of Width) and returns the result to every lane of the group.
+// All 32 lanes of the warp must call it. Values of 1 to 8 bytes (half_t, bfloat16_t ...)
+// travel as lane words.
+template <class Op, int Width, class T>
+TL_DEVICE T warp_allreduce(T v) {
+  static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0,
+                "warp_allreduce: Width must be a power of two in [1, 32]");
+#pragma unroll
+  for (int mask = Width / 2; mask > 0; mask /= 2) v = Op::apply(v, shfl_xor_sync(0xffffffffu, v, mask));
+  return v;
 }
 template <class T>
 TL_DEVICE T shfl_down_sync(uint32_t mask, T v, int delta, int width = 32) {

@@ -84,6 +84,12 @@ Stmt make_reduce_op(TileOpArgs a) {
   }
   if (a.regions.size() != 2) throw_user_error(a.span, what + " takes a source and a destination buffer");
   const BufferRegion &src = a.regions[0], &dst = a.regions[1];
+  // T.finalize_reducer: the reducer is both operands; the register lowering combines
+  // the partials its threads hold of each element (lower_fragments).
+  if (attr_int(a.attrs, "finalize", 0)) {
+    TL_ICHECK(src.buffer.same_as(dst.buffer), "T.finalize_reducer names one reducer");
+    return tile_op(TileOpKind::Reduce, std::move(a.regions), {}, std::move(a.attrs), a.span);
+  }
   for (const BufferRegion* r : {&src, &dst})
     if (r->buffer->scope == Scope::Global)
       throw_user_error(a.span, str_cat(what, " operands must be in shared or fragment memory, but '", r->buffer->name,
@@ -123,6 +129,8 @@ Stmt make_reduce_op(TileOpArgs a) {
 // for each destination element: acc = identity; for r: acc = acc (+) f(src); dst = acc
 // (or dst (+) acc when not clearing). The accumulator is a one-element local buffer.
 Stmt lower_reduce_serial(const TileOpNode* op) {
+  // One executor holds a reducer whole: it is final already.
+  if (attr_int(op->attrs, "finalize", 0)) return seq({});
   const BufferRegion &src = op->regions[0], &dst = op->regions[1];
   ReduceKind kind = *parse_kind(attr_string(op->attrs, "kind"));
   int dim = int(attr_int(op->attrs, "dim", 0));

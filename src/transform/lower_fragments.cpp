@@ -355,6 +355,7 @@ class Collector : public IRVisitor {
       }
       case TileOpKind::Reduce: {
         const BufferRegion &s = op->regions[0], &d = op->regions[1];
+        if (attr_int(op->attrs, "finalize", 0)) break;  // in place: the reducer's layout is its loops'
         std::string kind = attr_string(op->attrs, "kind");
         bool shuffled = kind == "sum" || kind == "max" || kind == "min" || kind == "abssum" || kind == "absmax";
         if (!frag(s) && !frag(d)) break;
@@ -938,7 +939,7 @@ class Lowerer : public IRMutator {
       case TileOpKind::Gemm:
         return thread_op(lower_gemm(op));
       case TileOpKind::Reduce:
-        return thread_op(lower_reduce(op));
+        return thread_op(attr_int(op->attrs, "finalize", 0) ? lower_finalize(op) : lower_reduce(op));
       case TileOpKind::Atomic:
         return thread_op(lower_atomic(op));
       default:
@@ -1492,6 +1493,86 @@ class Lowerer : public IRMutator {
     return seq(out);
   }
 
+  // Combines each row's partials (in `red`, one per register of the Rows layout `ld`)
+  // across the threads that hold the row in the 2-d layout `ls`: the lanes of a warp
+  // with shuffles, then the warps through a shared scratch row.
+  // `name` names the scratch row (<name>_xwarp).
+  Stmt combine_row_partials(const FragmentLayoutPtr& ls, const FragmentLayoutPtr& ld, const Buffer& red,
+                            const std::string& name, const Expr& identity, const char* fn,
+                            const std::function<Expr(Expr, Expr)>& combine, SourceSpan span) {
+    DataType t = red->dtype;
+    int64_t rows = ld->local_size();
+    Var i("i", dtype::Int32);
+    std::vector<Stmt> body;
+    // Across the lanes that share a row, then across the warps that do.
+    std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", ls->row_lanes(), ">");
+    if (ls->row_lanes() > 1)
+      body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
+                              buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
+    int64_t warps = ls->row_warps();
+    Stmt cross;
+    if (warps > 1) {
+      std::vector<Expr> shape;
+      for (int64_t s : ld->shape()) shape.push_back(int_imm(s));
+      shape.push_back(int_imm(warps));
+      Buffer ws = Buffer::make(name + "_xwarp", t, shape, Scope::Shared, {}, span);
+      std::vector<Expr> at = ld->logical(t_, i);
+      std::vector<Expr> widx = at;
+      widx.push_back(ls->row_warp_index(t_));
+      Expr leader = eq(floormod(t_, int_imm(ls->row_lanes())), int_imm(0));
+      Expr row_ok = ld->valid(t_, i);
+      Stmt put = if_then_else(logical_and(leader, row_ok), buffer_store(ws, buffer_load(red, {i}), widx));
+      Var w("w", dtype::Int32);
+      std::vector<Expr> ridx = at;
+      ridx.push_back(w);
+      Stmt gather = seq({buffer_store(red, identity, {i}),
+                         for_loop(w, int_imm(0), int_imm(warps), ForKind::Unrolled,
+                                  buffer_store(red, combine(buffer_load(red, {i}), buffer_load(ws, ridx)), {i}))});
+      if (!is_const_true(row_ok)) gather = if_then_else(row_ok, gather);
+      // The barrier between the warps' partials and their gather; the one that keeps
+      // the next reduction's partials from overwriting this one's before every warp
+      // has gathered is plan_barriers' to place (often an existing barrier already
+      // sits between them).
+      cross = allocate(
+          ws, seq({for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
+                   for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, gather)}));
+      body.push_back(cross);
+    }
+    return seq(body);
+  }
+
+  // T.finalize_reducer: every thread holding a row of a reducer (a Rows layout, whose
+  // holders each kept their own partial) gets the row's combined value. A reducer of
+  // another layout has one holder per element: nothing to combine.
+  Stmt lower_finalize(const TileOpNode* op) {
+    const Buffer& r = op->regions[0].buffer;
+    const FragmentLayoutPtr& l = layout(r);
+    if (l->kind() != FragmentLayout::Kind::Rows) return seq({});
+    std::string kind = attr_string(op->attrs, "kind");
+    DataType t = r->dtype;
+    const char* fn = nullptr;
+    std::function<Expr(Expr, Expr)> combine;
+    Expr identity;
+    if (kind == "sum") {
+      fn = "tl::SumOp", identity = make_const(t, 0);
+      combine = [](Expr x, Expr y) { return add(x, y); };
+    } else if (kind == "max") {
+      fn = "tl::MaxOp", identity = has_infinity(t) ? infinity(t, true) : min_value(t);
+      combine = [](Expr x, Expr y) { return max(x, y); };
+    } else if (kind == "min") {
+      fn = "tl::MinOp", identity = has_infinity(t) ? infinity(t) : max_value(t);
+      combine = [](Expr x, Expr y) { return min(x, y); };
+    } else {
+      BinaryOp bop = kind == "bitand" ? BinaryOp::BitAnd : kind == "bitor" ? BinaryOp::BitOr : BinaryOp::BitXor;
+      TL_ICHECK(kind == "bitand" || kind == "bitor" || kind == "bitxor", "T.finalize_reducer of reducer op '", kind,
+                "'");
+      fn = kind == "bitand" ? "tl::BitAndOp" : kind == "bitor" ? "tl::BitOrOp" : "tl::BitXorOp";
+      identity = kind != "bitand" ? make_const(t, 0) : t.is_uint() ? max_value(t) : int_imm(-1, t);
+      combine = [bop](Expr x, Expr y) { return binary(bop, x, y); };
+    }
+    return combine_row_partials(l->parent(), l, reg(r), r->name, identity, fn, combine, op->span);
+  }
+
   Stmt lower_reduce(const TileOpNode* op) {
     const Buffer &src = op->regions[0].buffer, &dst = op->regions[1].buffer;
     const FragmentLayoutPtr &ls = layout(src), &ld = layout(dst);
@@ -1518,40 +1599,7 @@ class Lowerer : public IRMutator {
     Expr valid = ls->valid(t_, k);
     if (!is_const_true(valid)) fold = if_then_else(valid, fold);
     body.push_back(for_loop(k, int_imm(0), int_imm(ls->local_size()), ForKind::Unrolled, fold));
-    // Across the lanes that share a row, then across the warps that do.
-    std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", ls->row_lanes(), ">");
-    if (ls->row_lanes() > 1)
-      body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
-                              buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
-    int64_t warps = ls->row_warps();
-    Stmt cross;
-    if (warps > 1) {
-      std::vector<Expr> shape;
-      for (int64_t s : ld->shape()) shape.push_back(int_imm(s));
-      shape.push_back(int_imm(warps));
-      Buffer ws = Buffer::make(dst->name + "_xwarp", t, shape, Scope::Shared, {}, op->span);
-      std::vector<Expr> at = ld->logical(t_, i);
-      std::vector<Expr> widx = at;
-      widx.push_back(ls->row_warp_index(t_));
-      Expr leader = eq(floormod(t_, int_imm(ls->row_lanes())), int_imm(0));
-      Expr row_ok = ld->valid(t_, i);
-      Stmt put = if_then_else(logical_and(leader, row_ok), buffer_store(ws, buffer_load(red, {i}), widx));
-      Var w("w", dtype::Int32);
-      std::vector<Expr> ridx = at;
-      ridx.push_back(w);
-      Stmt gather = seq({buffer_store(red, identity, {i}),
-                         for_loop(w, int_imm(0), int_imm(warps), ForKind::Unrolled,
-                                  buffer_store(red, combine(buffer_load(red, {i}), buffer_load(ws, ridx)), {i}))});
-      if (!is_const_true(row_ok)) gather = if_then_else(row_ok, gather);
-      // The barrier between the warps' partials and their gather; the one that keeps
-      // the next reduction's partials from overwriting this one's before every warp
-      // has gathered is plan_barriers' to place (often an existing barrier already
-      // sits between them).
-      cross = allocate(
-          ws, seq({for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
-                   for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, gather)}));
-      body.push_back(cross);
-    }
+    body.push_back(combine_row_partials(ls, ld, red, dst->name, identity, fn, combine, op->span));
     Expr result = buffer_load(red, {i});
     if (!clear) result = combine(buffer_load(reg(dst), {i}), result);
     body.push_back(

@@ -29,7 +29,9 @@ class Reducer : public IRMutator {
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
-    if (op->op != TileOpKind::Reduce || !simdgroups_) return IRMutator::visit(op, self);
+    // (T.finalize_reducer is a Reduce of the reducer into itself: not a fold of a tile.)
+    if (op->op != TileOpKind::Reduce || !simdgroups_ || attr_int(op->attrs, "finalize", 0))
+      return IRMutator::visit(op, self);
     Stmt s = lower(op);
     return s.defined() ? attr_stmt(kThreadOpAttr, int64_t(1), s) : self;
   }

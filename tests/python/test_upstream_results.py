@@ -8,7 +8,9 @@ against numpy on the CPU and the emulated CUDA targets:
 - T.atomic_add of a one-element buffer (not an element) is a tile atomic: the block
   adds once, not once per thread;
 - tfloat32 tensor parameters take float32 arrays, and T.gemm of tfloat32 tiles runs on
-  the tf32 tensor cores (operands rounded to 10 mantissa bits) on the CUDA targets."""
+  the tf32 tensor cores (operands rounded to 10 mantissa bits) on the CUDA targets;
+- T.finalize_reducer of a reducer updated in place (the older API) combines the
+  partials of every thread that holds a row (lanes of a warp and several warps)."""
 
 import numpy as np
 import pytest
@@ -194,3 +196,59 @@ def test_tfloat32_parameters_take_float32_and_gemm_at_tf32(target):
     cuda = target.startswith("cuda")
     want = to_tf32(a).astype(np.float64) @ to_tf32(b).astype(np.float64) if cuda else exact
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+
+
+def row_reducers(rows, cols, threads, dtype, op):
+    @T.prim_func
+    def k(
+        X: T.Tensor((rows, cols), dtype),
+        Y: T.Tensor((rows, cols), dtype),
+        O: T.Tensor((rows, cols), dtype),
+    ):
+        with T.Kernel(1, threads=threads):
+            x = T.alloc_fragment((rows, cols), dtype)
+            y = T.alloc_fragment((rows, cols), dtype)
+            out = T.alloc_fragment((rows, cols), dtype)
+            acc = T.alloc_reducer((rows,), dtype, op=op)
+            T.copy(X, x)
+            T.copy(Y, y)
+            if op == "sum":
+                T.clear(acc)
+            for i, j in T.Parallel(rows, cols):
+                if op == "sum":
+                    acc[i] += x[i, j] * y[i, j]
+                elif op == "max":
+                    acc[i] = T.max(acc[i], x[i, j] * y[i, j])
+                else:
+                    acc[i] = T.min(acc[i], x[i, j] * y[i, j])
+            T.finalize_reducer(acc)
+            for i, j in T.Parallel(rows, cols):
+                out[i, j] = x[i, j] - acc[i]
+            T.copy(out, O)
+
+    return k
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "rows, cols, threads, dtype, op",
+    [
+        (64, 8, 128, "float32", "sum"),  # two lanes per row
+        (8, 256, 128, "float32", "sum"),  # a row spread over several warps
+        (32, 128, 128, "float16", "max"),
+        (16, 64, 256, "float32", "min"),
+    ],
+)
+def test_finalize_reducer_combines_every_holder(target, rows, cols, threads, dtype, op):
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((rows, cols)).astype(dtype)
+    y = rng.standard_normal((rows, cols)).astype(dtype)
+    o = np.zeros((rows, cols), dtype)
+    tilelang.compile(row_reducers(rows, cols, threads, dtype, op), target=target)(x, y, o)
+    prod = x.astype(np.float64) * y.astype(np.float64)
+    if dtype == "float16":
+        prod = prod.astype(np.float16).astype(np.float64)  # each product rounds to the dtype
+    red = {"sum": prod.sum(1), "max": prod.max(1), "min": prod.min(1)}[op]
+    want = x.astype(np.float64) - red[:, None]
+    tol = 2e-3 if dtype == "float16" else 1e-4
+    np.testing.assert_allclose(o.astype(np.float64), want, rtol=tol, atol=tol)

@@ -374,6 +374,11 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
                 f"{what} of reducer '{acc.name}' opened by T.reducer_init needs a destination: "
                 f"{what}(acc, dst)"
             )
+        # Combines the partials the block's threads hold of each element (the register
+        # lowering's cross-thread reduction); one executor per block holds them whole.
+        region = acc.full_region().to_core()
+        attrs = {"kind": acc.reducer_op, "dim": 0, "finalize": 1}
+        ctx.builder.tile_op("reduce", [region, region], [], attrs)
         ctx.builder.sync_threads()
         return
     if acc.epoch != "open":
