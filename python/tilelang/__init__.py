@@ -44,6 +44,10 @@ def _offer_tvm_facade():
 
 _offer_tvm_facade()
 
+from ._compat import install_internal_module_finder
+
+install_internal_module_finder()
+
 __all__ = [
     "AutoTuner",
     "DataType",

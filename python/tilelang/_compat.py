@@ -23,3 +23,46 @@ def forwarding_getattr(module_name, sources=(), internal=(), instead="", interna
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+# Packages of TileLang whose submodules are its TVM-side internals. A submodule of one
+# that tilelang has no file for (`tilelang.cuda.pipeline`, `tilelang.rocm.target`,
+# `tilelang.jit.adapter.nvrtc.include_paths`, ...) imports as an empty module whose
+# names raise the out-of-scope error, so `from X import name` names what is missing.
+INTERNAL_PACKAGES = (
+    "tilelang.cuda", "tilelang.rocm", "tilelang.metal", "tilelang.jit.adapter",
+    "tilelang.tools", "tilelang.backend", "tilelang.carver.roller", "tilelang.language.eager",
+    "tilelang.language.tir",
+)  # fmt: skip
+
+
+class _InternalModule:
+    """Finder and loader of the placeholder submodules of INTERNAL_PACKAGES. It sits last
+    on sys.meta_path, so every module with a file is found first."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        import importlib.util
+
+        if not any(name.startswith(p + ".") for p in INTERNAL_PACKAGES):
+            return None
+        return importlib.util.spec_from_loader(name, cls, is_package=True)
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        module.__doc__ = f"{module.__name__}: a TileLang internal that tilelang does not have."
+        module.__getattr__ = forwarding_getattr(
+            module.__name__, internal_all=True,
+            instead="use tilelang's public API (T, tilelang.compile, the JITKernel)",
+        )  # fmt: skip
+
+
+def install_internal_module_finder():
+    import sys
+
+    if _InternalModule not in sys.meta_path:
+        sys.meta_path.append(_InternalModule)

@@ -44,12 +44,50 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
         ("tilelang.profiler.bench", "_bench_with_cupti", r"do_bench"),
         ("tilelang._ffi_api", "get_tcgen5_instr_desc", "tilelang._C"),
         ("tilelang.language.eager.ast", "mutate", r"eager.ast.mutate"),
+        ("tilelang.rocm", "language", r"tilelang.rocm.language .*no ROCm \(HIP\) backend"),
+        # Submodules with no file of their own: placeholders whose names say so.
+        ("tilelang.cuda.pipeline", "CUDAPassPipelineBodyPrologue", r"tilelang.cuda.pipeline.CUDA"),
+        ("tilelang.jit.adapter.nvrtc.include_paths", "discover", r"nvrtc.include_paths.discover"),
+        ("tilelang.cuda.language.intrinsics", "WGMMATensorCoreIntrinEmitter", r"T.gemm covers"),
     ],
 )
 def test_internal_names_say_they_are_out_of_scope(module, name, message):
     module = importlib.import_module(module)
     with pytest.raises(tilelang.tvm.OutOfScopeError, match=message):
         getattr(module, name)
+
+
+def test_sparse_layout_facts_match_gemm_sp():
+    import tilelang.language as T
+    from tilelang.cuda.intrinsics.sparse_layout import (
+        GROUP_CONFIG,
+        get_e_factor,
+        get_e_replicate_factor,
+    )
+
+    assert GROUP_CONFIG[T.float16] == (2, 4) and GROUP_CONFIG["float32"] == (1, 2)
+    assert get_e_factor(T.float16, T.int16) == 16 and get_e_factor(T.int8, T.int32) == 32
+    assert get_e_factor("float32", "uint8") == 4
+    assert get_e_replicate_factor(T.float16) == 2 and get_e_replicate_factor(T.int8) == 1
+    with pytest.raises(ValueError, match="metadata must have one of the dtypes"):
+        get_e_factor(T.float16, T.float16)
+
+
+def test_unknown_modules_outside_internal_packages_stay_missing():
+    with pytest.raises(ModuleNotFoundError, match="No module named 'tilelang.no_such_module'"):
+        importlib.import_module("tilelang.no_such_module")
+    from tilelang.cuda.language.intrinsics import TensorCoreIntrinEmitter
+
+    assert TensorCoreIntrinEmitter is tilelang.intrinsics.TensorCoreIntrinEmitter
+
+
+def test_all_dtypes_are_t_dtypes():
+    from tilelang.language.dtypes import _all_dtypes
+
+    assert {"float16", "half", "int8x4", "float32x64", "bfloat16x2"} <= set(_all_dtypes)
+    for name in _all_dtypes:
+        assert isinstance(getattr(T, name), tilelang.tvm.DataType), name
+    assert T.int8x4.lanes == 4 and T.half == T.float16
 
 
 def test_unknown_names_stay_attribute_errors():

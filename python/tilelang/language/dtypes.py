@@ -234,6 +234,19 @@ def _torch_dtype_to_str():
     return table
 
 
+def _every_dtype_name():
+    """Every dtype name T offers as an attribute: the scalar types, their aliases, and
+    vectors of 2 to 64 lanes of the integer and floating types of 8 bits or more."""
+    names = list(DTYPES)
+    for name in SCALAR_NAMES:
+        if name != "bool" and DTYPES[name].bits >= 8:
+            names += [f"{name}x{lanes}" for lanes in (2, 4, 8, 16, 32, 64)]
+    return names
+
+
+_all_dtypes = _every_dtype_name()
+
+
 def __getattr__(name):
     if name == "_TORCH_DTYPE_TO_STR":
         table = globals()[name] = _torch_dtype_to_str()

@@ -11,7 +11,7 @@ from tilelang.intrinsics import (
     mma_store_index_map,
 )
 
-from . import layout, macro
+from . import layout, macro, sparse_layout
 
 __all__ = [
     "TensorCoreIntrinEmitter",
@@ -22,11 +22,12 @@ __all__ = [
     "macro",
     "make_mma_swizzle_layout",
     "mma_store_index_map",
+    "sparse_layout",
 ]
 
 _OTHER_EMITTERS = ("TensorCoreIntrinEmitterWithLadderTransform", "TensorCoreIntrinEmitterSM120")
 __getattr__ = forwarding_getattr(
     "tilelang.cuda.intrinsics",
-    internal=(*_OTHER_EMITTERS, "sparse_layout"),
+    internal=_OTHER_EMITTERS,
     instead="use TensorCoreIntrinEmitter (mma.sync) or T.gemm",
 )
