@@ -422,10 +422,10 @@ class Collector : public IRVisitor {
     bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;
     bool operands_fit = (half || tf32 || byte || fp8) && (in_b == in || fp8);
     if (!operands_fit || !(c.buffer->dtype == acc || f16_acc)) {
-      std::string why = str_cat("the tensor cores have no instruction for ", in.name(), " x ", b.buffer->dtype.name(),
-                                " into a ", c.buffer->dtype.name(),
-                                " accumulator (they take float16/bfloat16/float32 into float32, float16 into float16, "
-                                "int8/uint8 into int32, fp8 into float32 from sm_89)");
+      std::string why = str_cat("no tensor-core instruction that tilelang emits takes ", in.name(), " x ",
+                                b.buffer->dtype.name(), " into a ", c.buffer->dtype.name(),
+                                " accumulator (it emits float16/bfloat16/float32 into float32, float16 into float16, "
+                                "int8/uint8 into int32 and fp8 into float32 from sm_89; none accumulates in bfloat16)");
       if (operands_fit)
         a_.off_tensor_cores.push_back(
             {op, str_cat(why, "; use a ", acc.name(), " accumulator", in == dtype::Float16 ? " (or float16)" : "")});
