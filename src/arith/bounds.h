@@ -54,11 +54,10 @@ class BoundAnalyzer {
 
   // Bounds of an integer (or bool) expression; unknown parts are unbounded.
   Interval bounds(const Expr& e) const;
-  // From now on an integer value the analyzer knows nothing about (an unbound var,
-  // a load, a call) lies in its type's range, so that int32 arithmetic over such
-  // values can be checked against int32 (widen_indices); the default leaves them
-  // unbounded.
-  void assume_values_fit_types() { values_fit_types_ = true; }
+  // With `on`, an integer value the analyzer knows nothing about (an unbound var, a
+  // load, a call) lies in its type's range, so that int32 arithmetic over such values
+  // can be checked against int32 (widen_indices); by default they are unbounded.
+  void assume_values_fit_types(bool on = true) { values_fit_types_ = on; }
   // True only when the ranges prove `cond` (comparisons, And/Or/Not of them).
   bool can_prove(const Expr& cond) const;
 

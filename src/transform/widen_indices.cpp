@@ -36,17 +36,20 @@ bool may_overflow(const Expr& e) {
   }
 }
 
+bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::EQ || op == BinaryOp::NE || op == BinaryOp::LT || op == BinaryOp::LE || op == BinaryOp::GT ||
+         op == BinaryOp::GE;
+}
+
 class Widen : public IRMutator {
  public:
   explicit Widen(const PrimFunc& f) {
     analyzer_.assume_values_fit_types();
-    // Dimensions and strides bound from the arguments: never negative, and an int32
-    // one is at most 2^31 - 1 (Kernel::check_tensor refuses more).
+    // Dimensions bound from the arguments: never negative, and an int32 one is at
+    // most 2^31 - 1 (Kernel::check_tensor refuses more).
     for (const Param& p : f->params) {
       if (!p.is_tensor()) continue;
-      std::vector<Expr> dims = p.buffer->shape;
-      dims.insert(dims.end(), p.buffer->strides.begin(), p.buffer->strides.end());
-      for (const Expr& e : dims)
+      for (const Expr& e : p.buffer->shape)
         if (auto* v = e.as<VarNode>()) {
           Interval r = Interval::at_least(0);
           if (v->dtype == dtype::Int32) r.max = std::numeric_limits<int32_t>::max();
@@ -74,6 +77,31 @@ class Widen : public IRMutator {
     if (auto* u = e.as<UnaryNode>()) return fits(u->a);
     if (auto* s = e.as<SelectNode>()) return fits(s->true_value) && fits(s->false_value);
     return true;
+  }
+
+  // True when the loop, grid, thread and size ranges alone show that an int32
+  // operation of `e` can leave int32. Values the analysis cannot see through (loads,
+  // scalars, the kernel's own counters) do not count: comparisons of those keep the
+  // kernel's int32, as in C; index guards are built from the ranges.
+  bool known_to_overflow(const Expr& e) {
+    analyzer_.assume_values_fit_types(false);
+    bool out = overflows_from_ranges(e);
+    analyzer_.assume_values_fit_types(true);
+    return out;
+  }
+  bool overflows_from_ranges(const Expr& e) const {
+    if (!is_int32(e)) return false;
+    if (may_overflow(e)) {
+      Interval r = analyzer_.bounds(e);
+      if (r.is_bounded() &&
+          (*r.min < std::numeric_limits<int32_t>::min() || *r.max > std::numeric_limits<int32_t>::max()))
+        return true;
+    }
+    if (auto* b = e.as<BinaryNode>()) return overflows_from_ranges(b->a) || overflows_from_ranges(b->b);
+    if (auto* u = e.as<UnaryNode>()) return overflows_from_ranges(u->a);
+    if (auto* s = e.as<SelectNode>())
+      return overflows_from_ranges(s->true_value) || overflows_from_ranges(s->false_value);
+    return false;
   }
 
   // `e` (int32) recomputed in int64: the parts that fit stay int32 and are widened
@@ -115,6 +143,16 @@ class Widen : public IRMutator {
     return buffer_store(store->buffer, store->value, std::move(indices), store->span);
   }
 
+  // An int32 comparison (a tail guard `bx * 1000 + i < n` with n near 2^31) compares
+  // in int64 when a side may not fit int32.
+  Expr visit(const BinaryNode* op, const Expr& self) override {
+    Expr e = IRMutator::visit(op, self);
+    auto* b = e.as<BinaryNode>();
+    if (!b || !is_comparison(b->op) || !is_int32(b->a) || !is_int32(b->b)) return e;
+    if (!known_to_overflow(b->a) && !known_to_overflow(b->b)) return e;
+    return binary(b->op, widen(b->a), widen(b->b), b->span);
+  }
+
   // An int32 value made int64 (compared with a dimension past 2^31, say) is computed
   // in int64 where int32 may not hold it.
   Expr visit(const CastNode* op, const Expr& self) override {
@@ -132,7 +170,13 @@ class Widen : public IRMutator {
 
   Stmt visit(const LetStmtNode* op, const Stmt& self) override {
     BindingScope scope(analyzer_);
-    if (op->var.dtype().is_integer()) scope.bind(op->var, analyzer_.bounds(op->value));
+    // The range the value is known to have, not the one its type allows: a let of a
+    // load stays unbounded for known_to_overflow.
+    if (op->var.dtype().is_integer()) {
+      analyzer_.assume_values_fit_types(false);
+      scope.bind(op->var, analyzer_.bounds(op->value));
+      analyzer_.assume_values_fit_types(true);
+    }
     return IRMutator::visit(op, self);
   }
 

@@ -306,3 +306,28 @@ def test_source_access_ptr_past_2_31(target):
 
     src = source_of(main, target)
     assert "tl_touch((&A[((((int64_t)bx) * (int64_t)256LL) + ((int64_t)i))]))" in src, src
+
+
+def guarded_int32(block):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int8")):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            for i in T.serial(block):
+                if bx * block + i < n:
+                    A[bx * block + i] = A[bx * block + i] + 1
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80"])
+def test_source_tail_guard_of_an_int32_size(target):
+    # n <= 2^31 - 1, but the last block of 1000 reaches bx * 1000 + 999 = 2^31 + 351
+    # for n = 2^31 - 1: the guard and the index are 64-bit, n stays int32.
+    src = source_of(guarded_int32(1000), target)
+    assert "((((int64_t)(bx * 1000)) + ((int64_t)i)) < ((int64_t)n))" in src, src
+    assert "const int32_t n = " in src, src
+    # Blocks of 1024 divide 2^31: the last index is 2^31 - 1 and all of it stays int32.
+    src = source_of(guarded_int32(1024), target)
+    assert "int64_t)(bx" not in src and "(((bx * 1024) + i) < n)" in src, src

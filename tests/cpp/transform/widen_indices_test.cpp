@@ -71,5 +71,26 @@ TEST(WidenIndicesTest, CastToInt64OfAnOverflowingSumIsWidened) {
       << out;
 }
 
+TEST(WidenIndicesTest, TailGuardThatMayPass2To31ComparesIn64Bits) {
+  // n <= 2^31 - 1, blocks of 1000: the last block's bx * 1000 + 999 may reach 2^31 + 351.
+  Var n("n", dtype::Int32), bx("bx", dtype::Int32), i("i", dtype::Int32), count("count", dtype::Int32);
+  Buffer A = Buffer::make("A", dtype::Int8, {n}, Scope::Global);
+  Buffer C = Buffer::make("C", dtype::Int32, {int_imm(1)}, Scope::Local);
+  Expr idx = add(mul(bx, int_imm(1000)), i);
+  // A counter the kernel keeps itself: unknown, so its comparison keeps int32 (as in C).
+  Stmt own = let_stmt(count, buffer_load(C, {int_imm(0)}),
+                      if_then_else(ge(add(count, i), int_imm(2)), buffer_store(C, int_imm(0), {int_imm(0)})));
+  Stmt body = for_loop(i, int_imm(0), int_imm(1000), ForKind::Serial,
+                       seq({if_then_else(lt(idx, n), buffer_store(A, make_const(dtype::Int8, 1), {idx})), own}));
+  Expr grid = floordiv(add(n, int_imm(999)), int_imm(1000));
+  PrimFunc f = PrimFunc::make("main", {{"A", A, Var()}, {"n", Buffer(), n}},
+                              make_kernel_launch({bx}, {grid}, {}, {}, allocate(C, body)));
+  std::string out = printed(widen_indices(f));
+  EXPECT_NE(out.find("if ((T.cast((bx * 1000), \"int64\") + T.cast(i, \"int64\")) < T.cast(n, \"int64\")):"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("if ((count + i) >= 2):"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace tl
