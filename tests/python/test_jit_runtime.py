@@ -183,6 +183,31 @@ def test_profiler_checks_against_a_reference(dyn_kernel, add_kernel):
     dprof.assert_allclose(lambda a, s: a * s + 1, input_tensors=[a, 0.25])
 
 
+def test_profiler_reference_written_for_torch(add_kernel):
+    """TileLang's profiler hands torch tensors: a reference written for torch gets the
+    same values as CPU torch tensors when it fails on the numpy arrays, and one written
+    for numpy keeps them."""
+    torch = pytest.importorskip("torch")
+    prof = add_kernel.get_profiler()
+    seen = []
+
+    def torch_ref(a, b):
+        seen.append(type(a))
+        return torch.add(a.float(), b.float())
+
+    prof.assert_allclose(torch_ref)
+    assert seen == [np.ndarray, torch.Tensor]
+    with pytest.raises(AssertionError, match="elements"):
+        prof.assert_allclose(lambda a, b: torch.sub(a.float(), b.float()))
+    numpy_seen = []
+    prof.assert_allclose(lambda a, b: numpy_seen.append(type(a)) or a + b)
+    assert numpy_seen == [np.ndarray]
+    assert prof.do_bench(torch_ref, warmup=1, rep=1) > 0
+    # A reference that fails on both keeps its own error.
+    with pytest.raises(ZeroDivisionError):
+        prof.assert_allclose(lambda a, b: 1 // 0)
+
+
 def test_tensor_supply_types(add_kernel):
     def inputs(kind):
         return add_kernel.get_profiler(tensor_supply_type=kind)._get_inputs()[0]

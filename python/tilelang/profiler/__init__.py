@@ -307,7 +307,7 @@ class Profiler:
                     "profiler only makes tensors, so pass input_tensors=[...]"
                 )
             tensor = make_tensor(self._shape(p, constraints), p.dtype, self.supply_type, self._rng)
-            out.append(_to_cuda(tensor, p.dtype) if self._on_gpu else tensor)
+            out.append(_to_torch(tensor, p.dtype, "cuda") if self._on_gpu else tensor)
         return out
 
     # -- running
@@ -338,7 +338,7 @@ class Profiler:
                 "out_idx=[...] (or return T.empty tensors) so that it returns them"
             )
         got = _as_list(self.kernel(*ins))
-        want = _as_list(reference_program(*ins))
+        want = _as_list(_run_reference(reference_program, ins)[1])
         if len(got) != len(want):
             raise AssertionError(
                 f"kernel '{self.kernel.name}' returned {len(got)} output(s) but the reference "
@@ -377,6 +377,7 @@ class Profiler:
             run = self.kernel.run
             call = lambda: run(args)
         else:
+            args, _ = _run_reference(func, args)
             call = lambda: func(*args)
         return do_bench(
             call,
@@ -391,9 +392,29 @@ class Profiler:
         )
 
 
-def _to_cuda(array, dtype):
-    """A numpy input as a torch tensor on the current CUDA device (ml_dtypes values,
-    which torch cannot read, go through float32)."""
+def _run_reference(reference_program, ins):
+    """Runs `reference_program` on the kernel's inputs; returns (the inputs it took, its
+    result). On the cpu target and the emulators those inputs are numpy arrays; when the
+    program fails on them and torch is installed, it gets the same values as CPU torch
+    tensors. TileLang's profiler always hands torch tensors, so references written for
+    it (`torch.matmul(A, B)`, `A.float()`) run unchanged, and references written for
+    numpy keep their arrays."""
+    try:
+        return ins, reference_program(*ins)
+    except Exception as numpy_error:
+        if not any(isinstance(x, np.ndarray) for x in ins):
+            raise
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise numpy_error from None
+        ins = [_to_torch(x) if isinstance(x, np.ndarray) else x for x in ins]
+        return ins, reference_program(*ins)
+
+
+def _to_torch(array, dtype=None, device="cpu"):
+    """A numpy array as a torch tensor of `dtype` (default: the array's) on `device`
+    (ml_dtypes values, which torch cannot read, go through float32)."""
     import torch
 
     from tilelang.language.dtypes import _ML_DTYPES_NAMES
@@ -401,8 +422,8 @@ def _to_cuda(array, dtype):
 
     if array.dtype.name in _ML_DTYPES_NAMES:
         host = torch.from_numpy(array.astype(np.float32))
-        return host.to(device="cuda").to(DType(dtype).as_torch())
-    return torch.from_numpy(np.ascontiguousarray(array)).to(device="cuda")
+        return host.to(device=device).to(DType(dtype or array.dtype.name).as_torch())
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device=device)
 
 
 def _as_list(value):

@@ -4,7 +4,7 @@ dtype), `torch_assert_close` (closeness with a share of elements allowed to diff
 
 import numpy as np
 
-from tilelang.profiler import TensorSupplyType, _compare, _to_cuda, _to_float64, make_tensor
+from tilelang.profiler import TensorSupplyType, _compare, _to_float64, _to_torch, make_tensor
 
 __all__ = ["TensorSupplyType", "get_tensor_supply", "map_torch_type", "torch_assert_close"]
 
@@ -38,7 +38,7 @@ def get_tensor_supply(supply_type=TensorSupplyType.Auto, device=None, seed=0):
                 f"get_tensor_supply: {param!r} has a symbolic dimension; make that input yourself"
             )
         array = make_tensor(shape, param.dtype, supply_type, rng)
-        return _to_cuda(array, param.dtype) if device == "cuda" else array
+        return _to_torch(array, param.dtype, "cuda") if device == "cuda" else array
 
     return supply
 
