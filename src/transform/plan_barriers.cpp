@@ -331,10 +331,16 @@ class Planner {
       if (s.as<BarrierNode>()->barrier == BarrierKind::Threads) clear(st);
       return s;
     }
-    // A pipelined loop's producer copy: its own wait and barrier order it.
+    // A pipelined loop's producer copy: its own wait and barrier order it against the
+    // loop's reads. Reads from before the loop are not the pipeline's: when the loop is
+    // entered again (in a serial or while loop) its first copies would overwrite a
+    // stage the previous instance's last gemm may still read, so they wait for them.
     if (auto* a = s.as<AttrNode>(); a && (a->key == kAsyncCopyAttr || a->key == kThreadOpAttr))
-      if (auto* inner = a->key == kAsyncCopyAttr ? a : a->body.as<AttrNode>(); inner && inner->key == kAsyncCopyAttr)
-        return s;
+      if (auto* inner = a->key == kAsyncCopyAttr ? a : a->body.as<AttrNode>(); inner && inner->key == kAsyncCopyAttr) {
+        if (blocked() || region_ >= 0 || !meets(accesses(s).writes, st.reads)) return s;
+        clear(st);
+        return seq({barrier(BarrierKind::Threads), s});
+      }
     if (is_call_to(s, "tl::wgmma_wait<0>")) {
       st.wgmma_waited();
       return s;

@@ -10,7 +10,9 @@ against numpy on the CPU and the emulated CUDA targets:
 - tfloat32 tensor parameters take float32 arrays, and T.gemm of tfloat32 tiles runs on
   the tf32 tensor cores (operands rounded to 10 mantissa bits) on the CUDA targets;
 - T.finalize_reducer of a reducer updated in place (the older API) combines the
-  partials of every thread that holds a row (lanes of a warp and several warps)."""
+  partials of every thread that holds a row (lanes of a warp and several warps);
+- a pipelined loop entered again (in a serial loop, as stream-K's tiles do) waits for
+  the previous instance's last gemm before its first copies overwrite that stage."""
 
 import numpy as np
 import pytest
@@ -252,3 +254,40 @@ def test_finalize_reducer_combines_every_holder(target, rows, cols, threads, dty
     want = x.astype(np.float64) - red[:, None]
     tol = 2e-3 if dtype == "float16" else 1e-4
     np.testing.assert_allclose(o.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def repeated_pipeline(m, n, k, bk, rounds, stages):
+    steps = k // bk // rounds
+
+    @T.prim_func
+    def g(
+        A: T.Tensor((m, k), "float16"),
+        B: T.Tensor((n, k), "float16"),
+        C: T.Tensor((m, n), "float32"),
+    ):
+        with T.Kernel(1, threads=128) as _:
+            a_s = T.alloc_shared((m, bk), "float16")
+            b_s = T.alloc_shared((n, bk), "float16")
+            c = T.alloc_fragment((m, n), "float32")
+            T.clear(c)
+            for r in T.serial(rounds):
+                for s in T.Pipelined(steps, num_stages=stages):
+                    T.copy(A[0, (r * steps + s) * bk], a_s)
+                    T.copy(B[0, (r * steps + s) * bk], b_s)
+                    T.gemm(a_s, b_s, c, transpose_B=True)
+            T.copy(c, C)
+
+    return g
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("stages", [2, 3])
+def test_a_pipeline_entered_again_waits_for_its_last_gemm(target, stages):
+    m, n, k, bk, rounds = 16, 128, 3 * 4 * 32, 32, 4  # 3 steps a round: the last reads stage 0 or 2
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    tilelang.compile(repeated_pipeline(m, n, k, bk, rounds, stages), target=target)(a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-2)
