@@ -214,6 +214,7 @@ def test_target_parses_kind_arch_and_attrs():
     assert c.kind.name == "c" and c.arch == "" and c.keys == ["cpu"] and c.canonical() == "cpu"
     assert Target("cuda -arch=sm_90a").attrs == {"arch": "sm_90a"}
     assert Target(t) == t and Target("llvm", host="c").host.kind.name == "c"
+    assert t == "cuda -arch=sm_80" and t != "auto" and t != "tpu" and c != 3
     with pytest.raises(ValueError, match="unknown target kind .tpu.; expected one of c, cpu, cuda"):
         Target("tpu")
     with pytest.raises(TypeError, match="a dict target needs a 'kind' string"):
@@ -231,6 +232,7 @@ def test_target_scope_is_the_default_target(monkeypatch):
             assert tilelang.determine_target("auto").startswith("cuda -arch=sm_80")
         assert tilelang.determine_target() == "cpu"
         kernel = tilelang.compile(add_one)  # target="auto": the scope's
+    assert tilelang.lower(add_one, target=Target("c")).target == "cpu"  # a Target object
     assert Target.current() is None and kernel.target == "cpu"
     assert tilelang.determine_target().startswith("cuda -arch=sm_90a")
     a = np.random.default_rng(1).standard_normal(64).astype(np.float32)

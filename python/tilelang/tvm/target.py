@@ -115,8 +115,11 @@ class Target:
         return f"Target({str(self)!r})"
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = Target(other)
+        if isinstance(other, (str, dict)):
+            try:
+                other = Target(other)
+            except (TypeError, ValueError):  # "auto" and other non-targets are unequal
+                return False
         return isinstance(other, Target) and str(self) == str(other)
 
     def __hash__(self):

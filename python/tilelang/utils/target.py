@@ -142,10 +142,10 @@ def scoped_target():
 def determine_target(target="auto"):
     """The canonical target string; "auto" is the target of an enclosing
     `with tvm.target.Target(...)`, else TILELANG_DEFAULT_TARGET, else the best available."""
-    if target is None or target == "auto":
-        target = scoped_target() or target
     if type(target).__name__ == "Target" and hasattr(target, "attrs"):
         target = str(target)
+    if target is None or target == "auto":
+        target = scoped_target() or target
     if isinstance(target, str) and target.lstrip().startswith("{"):
         target = json.loads(target)
     if isinstance(target, dict):
