@@ -100,7 +100,8 @@ class Target:
 
     @property
     def max_num_threads(self):
-        return self.attrs.get("max_num_threads", 1024 if self.kind.name != "c" else 1)
+        cpu = self.kind.name in ("c", "llvm", "cpu")
+        return self.attrs.get("max_num_threads", 1 if cpu else 1024)
 
     def __str__(self):
         parts = [self.kind.name]

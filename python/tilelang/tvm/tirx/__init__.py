@@ -249,11 +249,12 @@ _TVM_IR = {
 
 
 def __getattr__(name):
+    # T's own name first: a TVM name T provides (T.Shuffle, T.call_intrin) is T's.
+    value = getattr(_T, name, None) if not name.startswith("_") else None
+    if value is not None:
+        return value
     if name in _TVM_IR:
         out_of_scope(f"tvm.tirx.{name}", "write the kernel with tilelang.language")
-    value = getattr(_T, name, None)
-    if value is not None and not name.startswith("_"):
-        return value
     raise AttributeError(
         f"tvm.tirx.{name} is not part of tilelang's TVM facade (tvm.tirx offers "
         f"{', '.join(__all__)} and the functions of tilelang.language); write it with "

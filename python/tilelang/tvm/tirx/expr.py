@@ -38,6 +38,6 @@ __all__ = ["EQ", "GE", "GT", "LE", "LT", "NE", "Add", "And", "Broadcast", "Buffe
 
 
 def __getattr__(name):
-    from . import __getattr__ as tirx_getattr
+    from tilelang.tvm import tirx
 
-    return tirx_getattr(name)
+    return getattr(tirx, name)

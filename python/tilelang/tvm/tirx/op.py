@@ -2,9 +2,6 @@
 
 
 def __getattr__(name):
-    from . import __dict__ as tirx_names
-    from . import __getattr__ as tirx_getattr
+    from tilelang.tvm import tirx
 
-    if name in tirx_names and not name.startswith("_"):
-        return tirx_names[name]
-    return tirx_getattr(name)
+    return getattr(tirx, name)
