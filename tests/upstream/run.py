@@ -244,8 +244,9 @@ def main():
                 r = results[mode][rel] = fut.result()
                 counts = collections.Counter(t["outcome"] for t in r["tests"])
                 print(f"[{mode}] {rel}: {r['status']} {dict(counts)} {r['seconds']}s", flush=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    write_table(results, out)
+                # Written after every file, so an interrupted run leaves its table so far.
+                (out / "results.json").write_text(json.dumps(results, indent=1))
+                write_table(results, out)
     print((out / "table.md").read_text())
     if args.min_pass_rate is not None:
         for mode, rows in summarize(results).items():
