@@ -244,6 +244,25 @@ def test_dynamic_shapes_encode_the_map_per_launch(target):
     run_mma_gemm(kernel, 100, 136, 96, "float16")
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("target", [SM90, SM90A])
+def test_dynamic_trip_count_may_be_zero(target, stages):
+    # K is symbolic and may be 0 (an empty tensor): the pipelined loop then runs no
+    # iteration, so neither its prologue's TMA loads nor its last step may run. The
+    # simplifier used to take symbolic sizes for >= 1 and drop those guards: the TMA
+    # load of iteration 0 went through an empty map and the last step's gemm read a
+    # stage nothing had loaded.
+    kernel = tilelang.compile(dynamic_gemm("float16", stages, N=40), target=target)
+    assert "tl::tma_load<" in kernel.get_kernel_source()
+    for M, K in ((70, 0), (70, 1), (9, 33), (0, 5)):
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b = rng.standard_normal((K, 40)).astype(np.float16)
+        c = rng.standard_normal((M, 40)).astype(np.float32)  # all of it is overwritten
+        kernel(a, b, c)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
+
+
 def test_symbolic_or_unaligned_innermost_extents_keep_cp_async():
     # The driver refuses maps whose innermost extent is not a whole number of 16-byte
     # units (a 300-element float16 vector on the H200), so when that extent is
