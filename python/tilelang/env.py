@@ -5,13 +5,23 @@ and tools change at run time (the cache directory, printing) are read on each us
 import os
 
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
 
 
 def env_flag(name, default=False):
+    """A boolean TILELANG_* variable; a value that is neither true nor false is refused
+    (a typo must not silently leave a switch off)."""
     value = os.environ.get(name)
     if value is None:
         return default
-    return value.strip().lower() in _TRUE
+    word = value.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(
+        f"{name} must be 1, true, yes or on (or 0, false, no, off, empty), got {value!r}"
+    )
 
 
 _cache_enabled = not env_flag("TILELANG_DISABLE_CACHE")

@@ -235,9 +235,17 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
   // No disk cache: build in a private directory (mkdtemp) that lives as long as the
   // kernel (export_library copies the artifact from there).
   std::string error;
-  std::optional<std::string> made = make_temp_dir(fs::temp_directory_path().string(),
-                                                  "tilelang-build-" + hash.value_or("").substr(0, 16) + "-", &error);
-  if (!made) throw std::runtime_error("cannot make a build directory: " + error);
+  std::error_code tmp_error;
+  fs::path tmp_root = fs::temp_directory_path(tmp_error);
+  if (tmp_error)
+    throw_user_error({}, str_cat("no temporary directory to build the kernel in: ", tmp_error.message(),
+                                 " (TMPDIR=", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "",
+                                 "); point TMPDIR at a writable directory"));
+  std::optional<std::string> made =
+      make_temp_dir(tmp_root.string(), "tilelang-build-" + hash.value_or("").substr(0, 16) + "-", &error);
+  if (!made)
+    throw_user_error({}, str_cat("cannot make a directory to build the kernel in under ", tmp_root.string(), ": ",
+                                 error, "; point TMPDIR at a writable directory with free space"));
   const std::string tmp = *made;
   try {
     build_into(tmp);

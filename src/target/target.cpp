@@ -2,6 +2,7 @@
 #include "target/target.h"
 
 #include <cctype>
+#include <set>
 #include <sstream>
 
 #ifdef __APPLE__
@@ -87,6 +88,65 @@ std::string dict_to_string(const std::string& text) {
   return kind + options;
 }
 
+// The options of TVM's target strings that TileLang code passes (TVM rejects any
+// other): accepted and, except -arch, -keys and -emulate, without effect on our code.
+bool is_known_option(const std::string& key) {
+  static const std::set<std::string> known = {"arch",
+                                              "keys",
+                                              "emulate",
+                                              "mcpu",
+                                              "mtriple",
+                                              "mattr",
+                                              "mabi",
+                                              "mfloat-abi",
+                                              "libs",
+                                              "device",
+                                              "model",
+                                              "tag",
+                                              "host",
+                                              "from_device",
+                                              "max_num_threads",
+                                              "thread_warp_size",
+                                              "max_threads_per_block",
+                                              "max_shared_memory_per_block",
+                                              "registers_per_block",
+                                              "l2_cache_size_bytes",
+                                              "max_function_args",
+                                              "num-cores",
+                                              "opt-level",
+                                              "fast-math",
+                                              "system-lib",
+                                              "runtime",
+                                              "link-params",
+                                              "jit",
+                                              "vector-width"};
+  return known.count(key) > 0;
+}
+
+// "sm_80", "sm_90a", "sm_100f": a compute capability of two or three digits and an
+// optional feature suffix. The number is returned, or -1 when `arch` is not of that form.
+int parse_sm_arch(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return -1;
+  size_t i = 3;
+  int v = 0;
+  while (i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i]))) v = v * 10 + (arch[i++] - '0');
+  size_t digits = i - 3;
+  if (digits < 2 || digits > 3) return -1;
+  if (i < arch.size() && (arch[i] == 'a' || arch[i] == 'f')) ++i;
+  return i == arch.size() ? v : -1;
+}
+
+void check_cuda_arch(const std::string& arch, const std::string& text) {
+  int v = parse_sm_arch(arch);
+  if (v < 0)
+    throw_user_error({},
+                     str_cat("invalid CUDA arch '", arch, "' in target '", text,
+                             "'; expected sm_ and the compute capability, such as sm_80, sm_89, sm_90a or sm_100a"));
+  if (v < kMinSmVersion)
+    throw_user_error({}, str_cat("CUDA arch ", arch, " in target '", text, "' is not supported: the oldest is sm_",
+                                 kMinSmVersion, " (tensor-core mma.sync for bfloat16, cp.async)"));
+}
+
 }  // namespace
 
 bool metal4_supported(const std::string& macos_version, const std::string& chip) {
@@ -137,6 +197,10 @@ Target Target::parse(const std::string& text) {
   }
   bool keys_given = false;
   while (is >> word) {
+    if (word.rfind("-", 0) == 0 && !is_known_option(word.substr(1, word.find('=') - 1)))
+      throw_user_error({}, str_cat("unknown target option '", word, "' in '", s,
+                                   "'; tilelang knows -arch=, -keys=, -emulate and TVM's target options "
+                                   "(-mcpu=, -max_num_threads=, -thread_warp_size= ...)"));
     if (word.rfind("-arch=", 0) == 0) {
       t.arch = word.substr(6);
     } else if (word.rfind("-keys=", 0) == 0) {
@@ -157,6 +221,7 @@ Target Target::parse(const std::string& text) {
       throw_user_error({}, str_cat("cannot read target option '", word, "' in '", s, "'"));
     }
   }
+  if (t.kind == TargetKind::CUDA) check_cuda_arch(t.arch, s);
   // "metal" alone: Metal 4 where this Mac has it (an explicit -keys= is kept as given).
   if (t.kind == TargetKind::Metal && !keys_given) t.keys = detect_metal_keys();
   return t;

@@ -10,6 +10,9 @@ namespace tl {
 
 enum class TargetKind { CPU, CUDA, Metal };
 
+// The oldest CUDA compute capability the code generator supports (sm_80).
+constexpr int kMinSmVersion = 80;
+
 struct Target {
   TargetKind kind = TargetKind::CPU;
   std::string arch;            // "sm_90a" for CUDA; empty for the CPU

@@ -2,9 +2,11 @@
 // one-function pass from this folder; run_pass names, times, dumps and verifies it.
 #include "transform/pipeline.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -44,7 +46,13 @@ void dump(const std::string& step, const PrimFunc& f) {
     std::fputs(text.c_str(), stderr);
     return;
   }
-  std::ofstream(std::string(where) + "/" + f->name + "." + step + ".py") << text;
+  std::string path = std::string(where) + "/" + f->name + "." + step + ".py";
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  if (!out)
+    throw_user_error({}, str_cat("TILELANG_DUMP_IR=", where, ": cannot write ", path, " (", std::strerror(errno),
+                                 "); give an existing, writable directory, or 1 to print to stderr"));
 }
 
 PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimFunc(const PrimFunc&)>& pass) {

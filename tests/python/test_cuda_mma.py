@@ -166,7 +166,6 @@ def test_clear_accum_discards_the_old_accumulator():
 @pytest.mark.parametrize(
     "why, target, args",
     [
-        ("before sm_80", "cuda -arch=sm_75", (64, 64, 32, 64, 64, 32)),
         ("K tile not a multiple of 16", "cuda -arch=sm_80", (64, 64, 40, 64, 64, 24)),
         ("N tile too narrow for the warps", "cuda -arch=sm_90", (64, 20, 32, 64, 4, 32)),
     ],

@@ -245,7 +245,7 @@ def test_a_different_function_or_setting_is_a_new_kernel(monkeypatch):
     monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
     auto = tilelang.compile(func, out_idx=outs)
     assert auto.target == "cpu" and tilelang.compile(func, out_idx=outs) is auto
-    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu -opt=1")
+    monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu -mcpu=native")
     assert tilelang.compile(func, out_idx=outs) is not auto
     a = np.random.default_rng(6).standard_normal(8).astype(np.float32)
     for k in (base, retraced, variants["backend"], variants["flags"], variants["pass_configs"]):

@@ -53,11 +53,12 @@ def worker_count(n_tasks):
         try:
             limit = int(text)
         except ValueError:
+            limit = 0
+        if limit <= 0:
             raise ValueError(
                 f"TILELANG_AUTO_TUNING_CPU_COUNTS must be a positive integer, got {text!r}"
-            ) from None
-        if limit > 0:
-            n = min(n, limit)
+            )
+        n = min(n, limit)
     memory = available_memory()
     if memory:
         n = min(n, max(1, memory // _GIB))

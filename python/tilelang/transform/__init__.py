@@ -8,7 +8,11 @@ simplifier run on a traced kernel (the compile runs it anyway; these give a clea
 
 import difflib
 import functools
+import numbers
+import os
 from enum import Enum
+
+import numpy as np
 
 
 class PassConfigKey(str, Enum):
@@ -105,6 +109,61 @@ def check_pass_config_key(key):
     )
 
 
+# The value each key takes; keys not listed are switches (bool, or the ints 0 and 1).
+_VALUE_KINDS = {
+    "tl.config_index_bitwidth": "index bit width",
+    "tl.dynamic_alignment": "int",
+    "tl.ptxas_register_usage_level": "int",
+    "tl.pass_profile_threshold_ms": "number",
+    "tl.dump_ir_dir": "str",
+    "tl.dump_ir_path": "str",
+    "cuda.kernels_output_dir": "str",
+    "tl.layout_visualization_formats": "str",
+    "tl.layout_cost_model": "str",
+    "tl.device_compile_flags": "flags",
+    "tir.add_lower_pass": "any",
+    "tirx.add_lower_pass": "any",
+}
+
+_EXPECTED = {
+    "switch": "a bool (True/False, or 1/0)",
+    "index bit width": "32 or 64",
+    "int": "an int",
+    "number": "a number",
+    "str": "a str",
+    "flags": "a str or a list of str",
+}
+
+
+def _value_fits(kind, value):
+    is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if kind == "switch":
+        return isinstance(value, (bool, np.bool_)) or (is_int and value in (0, 1))
+    if kind == "index bit width":
+        return is_int and value in (32, 64)
+    if kind == "int":
+        return is_int
+    if kind == "number":
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, (str, os.PathLike))
+    if kind == "flags":
+        return isinstance(value, str) or (
+            isinstance(value, (list, tuple)) and all(isinstance(f, str) for f in value)
+        )
+    return True
+
+
+def check_pass_config_value(key, value):
+    """Raises TypeError when `value` is not of the kind `key` takes (a str such as "no"
+    for a switch would otherwise read as true)."""
+    kind = _VALUE_KINDS.get(key, "switch")
+    if not _value_fits(kind, value):
+        raise TypeError(
+            f"pass config {key!r} must be {_EXPECTED[kind]}, got {type(value).__name__} {value!r}"
+        )
+
+
 def normalize_pass_configs(pass_configs):
     """Returns a dict keyed by plain strings, checking the key types and names."""
     if pass_configs is not None and not isinstance(pass_configs, dict):
@@ -121,6 +180,7 @@ def normalize_pass_configs(pass_configs):
                 f"pass_configs keys must be str or PassConfigKey, got {type(key).__name__}"
             )
         check_pass_config_key(key)
+        check_pass_config_value(key, value)
         out[key] = value
     return out
 

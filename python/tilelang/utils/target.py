@@ -5,6 +5,7 @@ import ctypes
 import functools
 import json
 import os
+import re
 
 _CPU_ALIASES = {"cpu", "c", "llvm"}
 _KINDS = {"cpu", "cuda", "metal"}
@@ -119,6 +120,10 @@ def _canonical(target):
     if kind in ("cuda", "metal") and is_emulation_enabled() and "-emulate" not in words:
         # TILELANG_EMULATE_ARCH names the GPU the emulator stands in for ("sm_90a").
         arch = os.environ.get("TILELANG_EMULATE_ARCH", "").strip()
+        if arch and not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
+            raise ValueError(
+                f"TILELANG_EMULATE_ARCH must be a CUDA arch such as sm_80 or sm_90a, got {arch!r}"
+            )
         if kind == "cuda" and arch and not any(w.startswith("-arch") for w in words):
             words.insert(0, f"-arch={arch}")
         text = " ".join([kind, *words, "-emulate"])

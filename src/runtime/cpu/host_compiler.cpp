@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,21 @@ std::string compiler_path() {
   for (const char* var : {"TILELANG_CXX", "CXX"})
     if (const char* v = std::getenv(var); v && *v) return v;
   return "c++";
+}
+
+// TILELANG_COMPILE_TIMEOUT_SECONDS, 300 when unset; anything but a whole number of
+// seconds from 1 to a day is refused rather than read as 0 (atoi's answer to "abc").
+int compile_timeout_seconds() {
+  const char* v = std::getenv("TILELANG_COMPILE_TIMEOUT_SECONDS");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || errno == ERANGE || n < 1 || n > 86400)
+    throw_user_error({}, str_cat("TILELANG_COMPILE_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 86400, "
+                                 "got '",
+                                 v, "'"));
+  return int(n);
 }
 
 std::vector<std::string> base_flags() {
@@ -123,14 +139,24 @@ void run_host_compiler(const std::string& source_path, const std::string& output
   for (const std::string& t : tail) argv.push_back(t);
   argv.push_back("-o");
   argv.push_back(output_path);
-  int timeout = 300;
-  if (const char* t = std::getenv("TILELANG_COMPILE_TIMEOUT_SECONDS")) timeout = std::max(1, std::atoi(t));
+  int timeout = compile_timeout_seconds();
   std::string output;
   int rc = run(argv, output, timeout);
   if (rc == -1)
     throw_user_error({}, str_cat("compiling ", source_path, " took longer than ", timeout,
                                  " s (TILELANG_COMPILE_TIMEOUT_SECONDS) and was stopped"));
-  if (rc != 0) throw_internal_error(__FILE__, __LINE__, str_cat("generated code failed to compile:\n", output));
+  if (rc == 0) return;
+  // The compiler's failures that are the machine's, not the generated code's: the
+  // user can fix them, so they are user errors that say what happened and where.
+  for (const char* cause : {"No space left on device", "Disk quota exceeded", "Read-only file system",
+                            "Permission denied", "Cannot allocate memory"}) {
+    if (output.find(cause) == std::string::npos) continue;
+    throw_user_error({}, str_cat("the host compiler could not build the kernel in ", dir, ": ", cause,
+                                 "; free space there or point TILELANG_CACHE_DIR (the cache) and TMPDIR (the "
+                                 "compiler's scratch files) at a writable directory. The compiler said:\n",
+                                 output));
+  }
+  throw_internal_error(__FILE__, __LINE__, str_cat("generated code failed to compile:\n", output));
 }
 
 }  // namespace

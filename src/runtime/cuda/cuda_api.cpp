@@ -141,6 +141,11 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
   nvrtcResult r = run_nvrtc(*n, source, name, arch, include_dir, extra_flags, prog, log);
   if (r != 0) {
     n->nvrtcDestroyProgram(&prog);
+    // A valid-looking arch this NVRTC is too old (or too new) to know is the user's
+    // choice of target, not a code generation bug.
+    if (log.find("--gpu-architecture") != std::string::npos)
+      throw_user_error({}, str_cat("the CUDA toolkit's NVRTC cannot compile for ", arch, " (it answered: ",
+                                   log.substr(0, log.find('\n')), "); pick an arch it supports or a newer toolkit"));
     throw_internal_error(__FILE__, __LINE__, str_cat("generated CUDA code failed to compile for ", arch, ":\n", log));
   }
   // NVRTC's warnings, and what ptxas reports when asked (-Xptxas=-v: registers,
