@@ -114,9 +114,13 @@ KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int
   }
   if (total > 1024)
     throw_user_error(span_, str_cat("T.Kernel asks for ", total, " threads per block; the limit is 1024"));
-  for (Expr& g : grid) {
+  for (size_t d = 0; d < grid.size(); ++d) {
+    const Expr& g = grid[d];
     if (!g.dtype().is_integer())
       throw_user_error(span_, str_cat("T.Kernel grid dimensions must be integers, got ", g.dtype().name()));
+    if (auto v = as_const_int(g); v && *v < 1)
+      throw_user_error(span_, str_cat("T.Kernel grid dimension ", d, " (", "xyz"[d], ") is ", *v,
+                                      "; a launch has at least one block along each dimension"));
   }
   cluster = check_cluster(std::move(cluster), grid, span_);
   Frame f{FrameKind::Kernel,  span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude),

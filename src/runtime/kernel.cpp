@@ -194,6 +194,7 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << "    threads = (";
     for (size_t i = 0; i < launch.threads.size(); ++i) os << (i ? ", " : "") << launch.threads[i];
     os << (launch.threads.size() == 1 ? ",)" : ")") << "\n";
+    os << "    check_launch_limits(grid, threads)  # no negative extent, none past the target's limits\n";
     os << "    if all(g > 0 for g in grid):  # an empty grid launches nothing\n";
     os << "        launch(" << kernel_part_name(sig.name, l) << (launch.tma_maps.empty() ? ", args" : ", args + maps")
        << ", grid, threads)";
@@ -573,8 +574,11 @@ void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
 
 void Kernel::launch_one(size_t index, const ArgValue* args, KernelArg* slots, const std::array<int64_t, 3>& grid,
                         int device_id, void* stream) const {
+  const LaunchSpec& spec = sig_.launches[index];
   for (int64_t g : grid)
-    if (g <= 0) return;  // an empty grid launches nothing
+    if (g == 0) return;  // a dynamic extent of 0 (an empty input): this T.Kernel has no blocks to run
+  if (auto why = launch_limit_violation(target_, grid, spec.threads))
+    throw_user_error(spec.span, str_cat("kernel '", sig_.name, "' cannot be launched: ", *why));
   const std::vector<int64_t>& cluster = sig_.launches[index].cluster;
   for (size_t d = 0; d < cluster.size(); ++d)
     if (grid[d] % cluster[d] != 0)

@@ -227,6 +227,28 @@ Target Target::parse(const std::string& text) {
   return t;
 }
 
+std::optional<std::string> launch_limit_violation(const Target& t, const std::array<int64_t, 3>& grid,
+                                                  const std::vector<int64_t>& threads) {
+  const char* axis = "xyz";
+  for (int d = 0; d < 3; ++d) {
+    int64_t g = grid[d];
+    if (g == -1) continue;
+    if (g < 0) return str_cat("its grid has ", g, " blocks along ", axis[d], "; a grid extent cannot be negative");
+    if (t.max_grid_dim(d) && g > t.max_grid_dim(d))
+      return str_cat("its grid has ", g, " blocks along ", axis[d], "; the target '", t.str(), "' launches at most ",
+                     t.max_grid_dim(d), " (gridDim.", axis[d], "); use fewer, larger blocks or another grid dimension");
+    int64_t th = d < int(threads.size()) ? threads[d] : 1;
+    if (t.max_grid_threads() && g * th > t.max_grid_threads())
+      return str_cat("its grid has ", g, " blocks of ", th, " threads along ", axis[d], "; the target '", t.str(),
+                     "' runs at most ", t.max_grid_threads(), " threads of a grid along one dimension");
+  }
+  for (size_t d = 0; d < threads.size() && d < 3; ++d)
+    if (t.max_block_dim(int(d)) && threads[d] > t.max_block_dim(int(d)))
+      return str_cat("its blocks have ", threads[d], " threads along ", axis[d], "; the target '", t.str(),
+                     "' allows at most ", t.max_block_dim(int(d)), " (blockDim.", axis[d], ")");
+  return std::nullopt;
+}
+
 std::string Target::str() const {
   std::string s = kind == TargetKind::CPU ? "cpu" : kind == TargetKind::CUDA ? "cuda" : "metal";
   if (!arch.empty()) s += " -arch=" + arch;

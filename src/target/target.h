@@ -3,8 +3,12 @@
 // and device/ (DESIGN §4).
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace tl {
 
@@ -57,9 +61,30 @@ struct Target {
     if (v == 75) return 64 * 1024;
     return 96 * 1024;  // sm_70, sm_72
   }
+  // The most blocks a launch may have along grid dimension `d` (0 = x), and the most
+  // threads a block may have along `d`; 0 means no limit of the target's own (the
+  // cpu target runs any int64 count of blocks). Metal bounds the threads of the whole
+  // grid per dimension instead (thread_position_in_grid is a uint): max_grid_threads.
+  int64_t max_grid_dim(int d) const {
+    if (kind != TargetKind::CUDA) return 0;
+    return d == 0 ? (int64_t(1) << 31) - 1 : 65535;
+  }
+  int64_t max_block_dim(int d) const {
+    if (kind == TargetKind::CUDA) return d == 2 ? 64 : 1024;
+    return kind == TargetKind::Metal ? 1024 : 0;
+  }
+  int64_t max_grid_threads() const { return kind == TargetKind::Metal ? (int64_t(1) << 32) - 1 : 0; }
   // Metal 4 cooperative tensors (MetalPerformancePrimitives matmul2d): the "metal4" key.
   bool has_metal4() const { return kind == TargetKind::Metal && keys.count("metal4"); }
 };
+
+// What is wrong with a launch of `grid` blocks (x, y, z; an entry of -1 is not known
+// yet, a dynamic extent before the call) of `threads` threads on `t`, or nullopt when
+// it fits: a negative extent or one past the target's limits. (An extent of 0 is an
+// empty launch, which the runtime skips; T.Kernel(0) written as a constant is refused
+// by the builder.)
+std::optional<std::string> launch_limit_violation(const Target& t, const std::array<int64_t, 3>& grid,
+                                                  const std::vector<int64_t>& threads);
 
 // The keys "metal" gets on this machine when none are given: {"metal4"} on macOS 26
 // or later with an Apple M5 or later GPU, else none (always none off macOS).

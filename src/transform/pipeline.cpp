@@ -145,6 +145,24 @@ void check_grid_barrier(const PrimFunc& f, const Target& t) {
                      "into two T.Kernel blocks");
 }
 
+// Grid and block sizes known at compile time against the target's limits (CUDA's
+// gridDim and blockDim, Metal's threadgroups); dynamic extents are checked at launch.
+void check_launch_limits(const PrimFunc& f, const Target& t) {
+  struct Check : IRVisitor {
+    const Target& t;
+    const std::string& name;
+    Check(const Target& t, const std::string& name) : t(t), name(name) {}
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode* op) override {
+      std::array<int64_t, 3> grid{1, 1, 1};
+      for (size_t d = 0; d < op->grid.size() && d < 3; ++d) grid[d] = as_const_int(op->grid[d]).value_or(-1);
+      if (auto why = launch_limit_violation(t, grid, op->threads))
+        throw_user_error(op->span, str_cat("T.Kernel of kernel '", name, "': ", *why));
+    }
+  } check(t, f->name);
+  check.visit(f->body);
+}
+
 // CPU: one executor per thread block, so fragments are block-wide arrays and tile
 // ops become plain loops; no layout inference is needed. Kernels that read thread
 // indices run each thread as a fiber; their shared memory gets the barriers a GPU
@@ -204,6 +222,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
   dump("input", input);
   check_onchip_bounds(input);
   check_grid_barrier(input, target);
+  check_launch_limits(input, target);
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
   PrimFunc f =
       run_pass("split_parallel_at_barriers", input, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
