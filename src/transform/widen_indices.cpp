@@ -17,23 +17,13 @@ bool is_int32(const Expr& e) {
   return e.dtype() == dtype::Int32;
 }
 
-// The int32 operations whose result can overflow (comparisons and bit operations
-// cannot, or are the program's own business).
+// The int32 operations whose result can overflow: remainders, min and max cannot,
+// comparisons give bools, other bit operations are the program's own business.
 bool may_overflow(const Expr& e) {
   if (auto* u = e.as<UnaryNode>()) return u->op == UnaryOp::Neg;
   auto* b = e.as<BinaryNode>();
-  if (!b) return false;
-  switch (b->op) {
-    case BinaryOp::Add:
-    case BinaryOp::Sub:
-    case BinaryOp::Mul:
-    case BinaryOp::Div:
-    case BinaryOp::FloorDiv:
-    case BinaryOp::Shl:
-      return true;
-    default:
-      return false;
-  }
+  return b && (b->op == BinaryOp::Add || b->op == BinaryOp::Sub || b->op == BinaryOp::Mul || b->op == BinaryOp::Div ||
+               b->op == BinaryOp::FloorDiv || b->op == BinaryOp::Shl);
 }
 
 bool is_comparison(BinaryOp op) {
@@ -63,45 +53,35 @@ class Widen : public IRMutator {
  protected:
   using IRMutator::visit;
 
-  // True when every int32 operation of `e` (an int32 index) provably stays in int32.
-  // Indices of other loads and arguments of calls are checked where they are used.
-  bool fits(const Expr& e) const {
-    if (!is_int32(e)) return true;
-    if (may_overflow(e)) {
-      Interval r = analyzer_.bounds(e);
-      if (!r.is_bounded() || *r.min < std::numeric_limits<int32_t>::min() ||
-          *r.max > std::numeric_limits<int32_t>::max())
-        return false;
-    }
-    if (auto* b = e.as<BinaryNode>()) return fits(b->a) && fits(b->b);
-    if (auto* u = e.as<UnaryNode>()) return fits(u->a);
-    if (auto* s = e.as<SelectNode>()) return fits(s->true_value) && fits(s->false_value);
-    return true;
-  }
-
-  // True when the loop, grid, thread and size ranges alone show that an int32
-  // operation of `e` can leave int32. Values the analysis cannot see through (loads,
-  // scalars, the kernel's own counters) do not count: comparisons of those keep the
-  // kernel's int32, as in C; index guards are built from the ranges.
-  bool known_to_overflow(const Expr& e) {
-    analyzer_.assume_values_fit_types(false);
-    bool out = overflows_from_ranges(e);
-    analyzer_.assume_values_fit_types(true);
-    return out;
-  }
-  bool overflows_from_ranges(const Expr& e) const {
+  // Whether an int32 operation of `e` may leave int32. `strict`: unless its range is
+  // proven inside int32 (what an index needs); otherwise only when the known ranges
+  // show that it can. Indices of other loads and arguments of calls are checked where
+  // they are used.
+  bool may_leave_int32(const Expr& e, bool strict) const {
     if (!is_int32(e)) return false;
     if (may_overflow(e)) {
       Interval r = analyzer_.bounds(e);
-      if (r.is_bounded() &&
-          (*r.min < std::numeric_limits<int32_t>::min() || *r.max > std::numeric_limits<int32_t>::max()))
-        return true;
+      bool outside = (r.min && *r.min < std::numeric_limits<int32_t>::min()) ||
+                     (r.max && *r.max > std::numeric_limits<int32_t>::max());
+      if (r.is_bounded() ? outside : strict) return true;
     }
-    if (auto* b = e.as<BinaryNode>()) return overflows_from_ranges(b->a) || overflows_from_ranges(b->b);
-    if (auto* u = e.as<UnaryNode>()) return overflows_from_ranges(u->a);
+    if (auto* b = e.as<BinaryNode>()) return may_leave_int32(b->a, strict) || may_leave_int32(b->b, strict);
+    if (auto* u = e.as<UnaryNode>()) return may_leave_int32(u->a, strict);
     if (auto* s = e.as<SelectNode>())
-      return overflows_from_ranges(s->true_value) || overflows_from_ranges(s->false_value);
+      return may_leave_int32(s->true_value, strict) || may_leave_int32(s->false_value, strict);
     return false;
+  }
+
+  bool fits(const Expr& e) const { return !may_leave_int32(e, true); }
+
+  // For comparisons: values the analysis cannot see through (loads, scalars, the
+  // kernel's own counters) do not count, so comparing those keeps the kernel's int32,
+  // as in C; index guards are built from loop, grid and size ranges.
+  bool known_to_overflow(const Expr& e) {
+    analyzer_.assume_values_fit_types(false);
+    bool out = may_leave_int32(e, false);
+    analyzer_.assume_values_fit_types(true);
+    return out;
   }
 
   // `e` (int32) recomputed in int64: the parts that fit stay int32 and are widened
