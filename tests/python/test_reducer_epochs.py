@@ -212,9 +212,36 @@ def test_reduce_tuning_arguments(target):
 
 
 def test_reduce_tuning_errors():
-    with pytest.raises(Exception, match=r"T.reduce_sum: batch must be an int >= 1, got 0"):
+    with pytest.raises(Exception, match=r"T.reduce_sum: batch must be >= 1 \(an int\), got 0"):
 
         @T.prim_func
         def main(A: T.Tensor((4, 4), "float32"), B: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=32):
                 T.reduce_sum(A, B, dim=1, batch=0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_row_max_across_threads(target, dtype):
+    """Rows of 16-bit floats reduced across the threads of a warp: the CUDA header's
+    warp_allreduce moves them as lane words (the emulator once refused 2-byte shuffles)."""
+    import ml_dtypes
+
+    m, n = 16, 64
+    np_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+
+    @T.prim_func
+    def main(A: T.Tensor((m, n), dtype), B: T.Tensor((m,), dtype)):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((m, n), dtype)
+            dst = T.alloc_fragment((m,), dtype)
+            T.copy(A, src)
+            T.reduce_max(src, dst, dim=1, nan_propagate=True)
+            T.copy(dst, B)
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    a = rng.standard_normal((m, n)).astype(np_dtype)
+    a[5, 9] = np.nan
+    got = kernel(a).astype(np.float32)
+    ref = a.astype(np.float32).max(axis=1)
+    np.testing.assert_array_equal(got, ref)

@@ -37,7 +37,7 @@ def _tuning(name, batch, annotations):
     cross-thread collective) and `annotations` (lowering hints). They choose how
     TileLang's CUDA code is shaped, never the result, so nothing else reads them."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise frontend_error(f"{name}: batch must be an int >= 1, got {batch!r}")
+        raise frontend_error(f"{name}: batch must be >= 1 (an int), got {batch!r}")
     if annotations is not None and not isinstance(annotations, dict):
         raise frontend_error(
             f"{name}: annotations must be a dict, got {type(annotations).__name__} {annotations!r}"
