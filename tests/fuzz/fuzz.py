@@ -662,9 +662,15 @@ def gen_pipeline(rng, nrng, seed):
     return Case(seed, "pipeline", source, [Check(args, expected)])
 
 
+def edge_or(rng, lo, hi):
+    """A size in [lo, hi], or now and then 0 or 1 (an empty tensor, a single row)."""
+    return rng.choice([0, 1]) if rng.random() < 0.15 else rng.randint(lo, hi)
+
+
 def gen_dynamic(rng, nrng, seed):
     sub = rng.choice(["elementwise", "reduce", "gemm"])
-    sizes = sorted({rng.randint(1, 300) for _ in range(3)})
+    # runtime sizes, empty tensors and single rows among them
+    sizes = sorted({edge_or(rng, 1, 300) for _ in range(3)})
     checks = []
     threads = rng.choice([32, 64, 128, 256])
     if sub == "elementwise":
@@ -722,7 +728,7 @@ def gen_dynamic(rng, nrng, seed):
         body = gemm_body(rng, ta, tb, bM, bN, bK, in_dt, stages, kdim)
         body.append(f"T.copy(C_f, C[by * {bM}, bx * {bN}])")
         for m in sizes:
-            K = rng.randint(1, 130) if dyn_k else int(kdim)
+            K = edge_or(rng, 1, 130) if dyn_k else int(kdim)
             a = rand_array(nrng, (K, m) if ta else (m, K), in_dt)
             b = rand_array(nrng, (N, K) if tb else (K, N), in_dt)
             ref = gemm_ref(a, b, ta, tb)
