@@ -302,6 +302,12 @@ TL_DEVICE float atan2(float a, float b) {
 TL_DEVICE double atan2(double a, double b) {
   return ::atan2(a, b);
 }
+TL_DEVICE float fma(float a, float b, float c) {
+  return fmaf(a, b, c);
+}
+TL_DEVICE double fma(double a, double b, double c) {
+  return ::fma(a, b, c);
+}
 TL_DEVICE float fmod(float a, float b) {
   return fmodf(a, b);
 }

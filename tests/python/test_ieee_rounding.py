@@ -28,8 +28,8 @@ N = 512
 
 
 def round_fraction(q, mode, dtype, negative_zero=False):
-    """The float of `dtype` nearest to the exact q under `mode` (q may be an irrational
-    square root given as ("sqrt", x), rounded by bisection)."""
+    """The float of `dtype` that the exact q rounds to under `mode` ("rn", "rz", "ru",
+    "rd")."""
     p, emin, emax = FORMATS[dtype]
     if q == 0:
         return -0.0 if negative_zero else 0.0
@@ -40,12 +40,16 @@ def round_fraction(q, mode, dtype, negative_zero=False):
     ulp = Fraction(2) ** (max(e, emin) - (p - 1))
     units = a / ulp
     n, rem = math.floor(units), units - math.floor(units)
-    up = {"rz": False, "ru": not neg, "rd": neg}[mode] and rem != 0
+    if mode == "rn":  # to nearest, ties to even
+        up = rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1)
+    else:
+        up = {"rz": False, "ru": not neg, "rd": neg}[mode] and rem != 0
     n += up
     biggest = (2**p - 1) * Fraction(2) ** (emax - p + 1)
     value = n * ulp
     if value > biggest:
-        value = math.inf if up or (mode == "ru" and not neg) or (mode == "rd" and neg) else biggest
+        to_inf = mode == "rn" or (mode == "ru" and not neg) or (mode == "rd" and neg)
+        value = math.inf if to_inf else biggest
     v = float(value)
     return -v if neg else v
 
@@ -186,3 +190,27 @@ def test_rounding_mode_errors():
         def fma64(A: T.Tensor((4,), "float64")):
             with T.Kernel(1, threads=4):
                 A[0] = T.ieee_fmaf(A[1], A[2], A[3], rounding_mode="ru")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_multiply_add_to_nearest(target, dtype):
+    """T.ieee_fmaf rounds x * y + z once (CUDA's fmaf / fma; the emulated CUDA header
+    once lacked tl::fma): bit for bit against the exact reference rounded to nearest."""
+    n = 256
+
+    @T.prim_func
+    def main(V: T.Tensor((3, n), dtype), O: T.Tensor((n,), dtype)):
+        with T.Kernel(2, threads=128) as bx:
+            i = bx * 128 + T.get_thread_binding()
+            O[i] = T.ieee_fmaf(V[0, i], V[1, i], V[2, i])
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    rng = np.random.default_rng(9)
+    v = rng.standard_normal((3, n)).astype(dtype)
+    v[2] = -(v[0].astype(np.float64) * v[1]).astype(dtype)  # cancellation: the fused low bits show
+    got = kernel(v)
+    for i in range(n):
+        exact = Fraction(float(v[0, i])) * Fraction(float(v[1, i])) + Fraction(float(v[2, i]))
+        expected = np.dtype(dtype).type(round_fraction(exact, "rn", dtype))
+        assert got[i] == expected, (i, got[i], expected)
