@@ -3,8 +3,10 @@
 from tilelang import _C
 
 
-class OutOfScopeError(_C.TileLangError, NotImplementedError):
-    """A TVM API that works on TVM's own IR or runtime, which tilelang does not have."""
+class OutOfScopeError(_C.TileLangError, NotImplementedError, ImportError):
+    """A TVM API that works on TVM's own IR or runtime, which tilelang does not have.
+    It is an ImportError too, so `try: from X import name / except ImportError:` (how
+    code probes for an optional backend) takes its fallback."""
 
 
 def out_of_scope(what, instead, kind="TVM-internal"):
