@@ -26,7 +26,7 @@
 namespace tl::emu {
 
 // The block barrier and the count of returned threads it needs (device/emu/tma_emu.h).
-TL_EMU_FN void block_barrier();
+TL_EMU_FN void block_barrier(int line);  // line: see tma_emu.h
 TL_EMU_FN void thread_exited();
 
 // threadIdx of the running fiber, from its rank in the block.
@@ -80,8 +80,9 @@ inline void run_cluster(int64_t bx, int64_t by, int64_t bz, int cx, int cy, int 
 #define blockDim (::tl::emu::block_state().block_dim)
 #define TL_DYNAMIC_SHARED(name) unsigned char* name = ::tl::emu::block_state().shared.data()
 
-inline void __syncthreads() {
-  tl::emu::block_barrier();
+// __builtin_LINE() as a default argument is the caller's line: the barrier's site.
+inline void __syncthreads(int line = __builtin_LINE()) {
+  tl::emu::block_barrier(line);
 }
 // A warp barrier, emulated by the (stronger) block barrier.
 inline void __syncwarp(unsigned = 0xffffffffu) {
@@ -162,11 +163,11 @@ inline int __all_sync(unsigned mask, int pred) {
 namespace tl::emu {
 inline int block_vote(int pred) {
   BlockState& b = block_state();
-  block_barrier();
+  block_barrier(0);
   if (thread_rank() == 0) b.vote = 0;
-  block_barrier();
+  block_barrier(0);
   b.vote += pred != 0;
-  block_barrier();
+  block_barrier(0);
   return b.vote;
 }
 }  // namespace tl::emu

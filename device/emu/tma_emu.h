@@ -43,7 +43,9 @@ TL_EMU_FN void mbarrier_inval(uint64_t* bar);
 TL_EMU_FN void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes);
 TL_EMU_FN void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes);  // arrive.expect_tx when tx_bytes != 0
 TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity);
-TL_EMU_FN void block_barrier();  // __syncthreads
+// __syncthreads; `line` is the generated source line of the call (0: a barrier of a
+// device helper, which any call site may meet).
+TL_EMU_FN void block_barrier(int line);
 TL_EMU_FN void thread_exited();  // the running thread returned from the kernel
 TL_EMU_FN void named_barrier_sync(int id, int count);
 TL_EMU_FN void sync_grid();  // T.sync_grid (device/cuda/grid_sync.cuh)
@@ -146,6 +148,9 @@ struct TmaBlock {
   int sync_arrived[16] = {}, exited[16] = {};
   uint64_t sync_generation[16] = {};
   EpochMerge sync_epochs[16];
+  // The source line of the current generation's first __syncthreads arrival and its
+  // thread: a thread arriving from another line is a divergent barrier.
+  int sync_line[16] = {}, sync_line_thread[16] = {};
   // T.sync_grid: the block's threads arrived in its current generation (a block
   // meets the other blocks when all have; clusters are refused).
   int grid_arrived = 0;
@@ -167,7 +172,8 @@ inline TmaBlock& tma_block() {
     b.cluster_epochs = {};
     b.events = 0;
     b.deadlocked = false;
-    for (int i = 0; i < 16; ++i) b.sync_arrived[i] = b.exited[i] = 0, b.sync_generation[i] = 0, b.sync_epochs[i] = {};
+    for (int i = 0; i < 16; ++i)
+      b.sync_arrived[i] = b.exited[i] = 0, b.sync_generation[i] = 0, b.sync_epochs[i] = {}, b.sync_line[i] = 0;
     b.grid_arrived = 0;
     b.grid_generation = 0;
     b.grid_epochs = {};
@@ -583,12 +589,30 @@ TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 // thread through after one round while others still spin in another wait (a named
 // barrier of a T.ws region, an mbarrier), so the arrivals are counted.
 
-TL_EMU_FN void block_barrier() {
+TL_EMU_FN void block_barrier(int line) {
   FiberScheduler* s = current_scheduler();
   if (!s) return;
   TmaBlock& b = tma_block();
   const int cta = cta_rank();
   const size_t rank = size_t(fiber_index());
+  if (b.deadlocked) abandon_fiber();
+  // On the GPU a block barrier that only some threads reach, the others waiting at
+  // another one, is undefined (it hangs or lets both groups through); report it.
+  if (line && b.sync_line[cta] && b.sync_line[cta] != line) {
+    const int block_size = block_threads();
+    record_failure("divergent __syncthreads(): thread " + std::to_string(b.sync_line_thread[cta] % block_size) +
+                   " waits at the barrier of line " + std::to_string(b.sync_line[cta]) + " and thread " +
+                   std::to_string(int(rank) % block_size) + " at the one of line " + std::to_string(line) +
+                   " of the kernel source (kernel.get_kernel_source()); every thread of a block must reach the same "
+                   "T.sync_threads() / __syncthreads(): move it out of the branch on the thread index, or use "
+                   "T.sync_threads(id, count) of the branch's threads");
+    b.deadlocked = true;
+    abandon_fiber();
+  }
+  if (line && !b.sync_line[cta]) {
+    b.sync_line[cta] = line;
+    b.sync_line_thread[cta] = int(rank);
+  }
   const uint64_t gen = b.sync_generation[cta];
   ++b.events;
   ++b.sync_arrived[cta];
@@ -596,6 +620,7 @@ TL_EMU_FN void block_barrier() {
   for (;;) {
     if (b.sync_generation[cta] == gen && b.sync_arrived[cta] + b.exited[cta] >= block_threads()) {
       b.sync_arrived[cta] = 0;
+      b.sync_line[cta] = 0;
       ++b.sync_generation[cta];
       b.sync_epochs[cta].release();
     }

@@ -15,6 +15,10 @@ Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> 
                                      std::vector<Expr> strides) {
   for (const Param& p : params_)
     if (p.name == name) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (auto c = as_const_int(shape[i]); c && *c < 0)
+      throw_user_error(span_,
+                       str_cat("shape of parameter '", name, "' must not be negative; dimension ", i, " is ", *c));
   Buffer b = Buffer::make(name, dtype, std::move(shape), Scope::Global, std::move(strides), span_);
   params_.push_back(Param{name, b, {}});
   return b;

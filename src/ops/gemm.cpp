@@ -28,6 +28,20 @@ void check_equal(const Expr& a, const Expr& b, const std::string& what, SourceSp
   if (x && y && *x != *y) throw_user_error(span, str_cat("T.gemm shape mismatch: ", what, " (", *x, " vs ", *y, ")"));
 }
 
+// An accumulator must hold the operands' products: float operands (any float16,
+// bfloat16, float8 or float32) sum into a float accumulator, integer ones into an
+// integer one; int8 products in float16 or float16 products truncated to int32 would
+// be silently wrong.
+void check_accumulator_dtype(const BufferRegion& a, const BufferRegion& b, const BufferRegion& c, SourceSpan span) {
+  DataType ta = a.buffer->dtype, tb = b.buffer->dtype, tc = c.buffer->dtype;
+  bool float_operands = ta.is_float() || tb.is_float();
+  if (float_operands == tc.is_float()) return;
+  throw_user_error(span, str_cat("T.gemm accumulator C '", c.buffer->name, "' is ", tc.name(),
+                                 ", which cannot hold the products of ", ta.name(), " A '", a.buffer->name, "' and ",
+                                 tb.name(), " B '", b.buffer->name, "'; accumulate ",
+                                 float_operands ? "float operands in float32" : "integer operands in int32"));
+}
+
 }  // namespace
 
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span) {
@@ -56,6 +70,7 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
   if (c.buffer->scope == Scope::Global)
     throw_user_error(span, str_cat("T.gemm accumulator C '", c.buffer->name,
                                    "' must be in shared or fragment memory (alloc_fragment), not a global tensor"));
+  check_accumulator_dtype(a, b, c, span);
   return tile_op(TileOpKind::Gemm, {std::move(a), std::move(b), std::move(c)}, {}, std::move(attrs), span);
 }
 

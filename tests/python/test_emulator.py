@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
+import tilelang.language as T
 from test_cpu_kernels import gemm_factory
 from test_threads import mixed_tile_ops_and_threads, neighbour_sum
 
@@ -335,3 +336,43 @@ def test_threads_storing_the_same_value_are_no_race(target):
     message = str(err.value)
     assert "shared-memory race on buffer 'S'" in message and "writes it at" in message, message
     assert f"test_emulator.py:{line}" in message, message
+
+
+def divergent_barrier_kernel(diverge):
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((64,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            if diverge:  # noqa: SIM102 - a trace-time switch around a kernel branch
+                if tx < 32:
+                    T.sync_threads()
+            T.sync_threads()
+            B[tx] = S[63 - tx]
+
+    return main
+
+
+def test_divergent_barrier_is_reported_with_its_kernel_lines():
+    """A T.sync_threads() that only some threads of a block reach (the others waiting at
+    the next one) is reported, as the Metal emulator reports threadgroup divergence; the
+    same kernel without the branch runs."""
+    a = rng.standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    tilelang.compile(divergent_barrier_kernel(False), target=TARGET)(a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+    kernel = tilelang.compile(divergent_barrier_kernel(True), target=TARGET)
+    lines = kernel.get_kernel_source().splitlines()
+    barrier_lines = [i + 1 for i, line in enumerate(lines) if line.strip() == "__syncthreads();"]
+    assert len(barrier_lines) == 2
+    with pytest.raises(tilelang.TileLangError) as info:
+        kernel(a, b)
+    first, second = barrier_lines
+    assert str(info.value) == (
+        f"kernel 'main': divergent __syncthreads(): thread 0 waits at the barrier of line {first} "
+        f"and thread 32 at the one of line {second} of the kernel source (kernel.get_kernel_source()); "
+        "every thread of a block must reach the same T.sync_threads() / __syncthreads(): move it out "
+        "of the branch on the thread index, or use T.sync_threads(id, count) of the branch's threads "
+        "(block (0, 0, 0))"
+    )

@@ -301,3 +301,60 @@ def test_names_that_are_keywords_of_a_dialect_are_renamed():
         out = np.zeros(64, np.float32)
         tilelang.compile(main, target=target)(a, out)
         np.testing.assert_array_equal(out, a * 2, err_msg=target)
+
+
+def test_negative_tensor_shape_is_refused():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func  # MARK-negative (a parameter's errors point at the function)
+        def main(A: T.Tensor((4, -2), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0, 0] = 1.0
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-negative')}: shape of parameter 'A' must not be negative; "
+        "dimension 1 is -2"
+    )
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment", "local"])
+def test_negative_alloc_shape_is_refused(scope):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                S = getattr(T, "alloc_" + scope)((-4, 8), "float32")  # MARK-alloc
+                T.clear(S)
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-alloc')}: shape of 'S' must be positive; dimension 0 is -4"
+    )
+
+
+@pytest.mark.parametrize(
+    ("operands", "accumulator", "advice"),
+    [
+        ("float16", "int32", "float operands in float32"),
+        ("bfloat16", "int8", "float operands in float32"),
+        ("int8", "float16", "integer operands in int32"),
+        ("int8", "float32", "integer operands in int32"),
+    ],
+)
+def test_gemm_accumulator_that_cannot_hold_the_products_is_refused(operands, accumulator, advice):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((32, 32), operands), B: T.Tensor((32, 32), operands)):
+            with T.Kernel(1, threads=128):
+                A_s = T.alloc_shared((32, 32), operands)
+                B_s = T.alloc_shared((32, 32), operands)
+                C_f = T.alloc_fragment((32, 32), accumulator)
+                T.copy(A, A_s)
+                T.copy(B, B_s)
+                T.gemm(A_s, B_s, C_f)  # MARK-gemm-acc
+
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-gemm-acc')}: T.gemm accumulator C 'C_f' is {accumulator}, which "
+        f"cannot hold the products of {operands} A 'A_s' and {operands} B 'B_s'; accumulate {advice}"
+    )
