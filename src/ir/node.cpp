@@ -93,7 +93,7 @@ const char* for_kind_name(ForKind k) {
 const char* tile_op_name(TileOpKind k) {
   switch (k) {
 #define TL_TILE_OP(Ident, name, fn, written) \
-  case TileOpKind::Ident:           \
+  case TileOpKind::Ident:                    \
     return name;
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP

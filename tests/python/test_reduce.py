@@ -233,7 +233,10 @@ def test_destination_shape_mismatch():
             "cumsum_shape",
             "T.cumsum destination 'b' has shape [4, 4] but source 'a' has shape [4, 8]",
         ),
-        ("reducer_op", "T.alloc_reducer op must be one of sum, max, min, bitand, bitor, bitxor, got 'prod'"),
+        (
+            "reducer_op",
+            "T.alloc_reducer op must be one of sum, max, min, bitand, bitor, bitxor, got 'prod'",
+        ),
         ("finalize", "T.finalize_reducer expects a buffer made by T.alloc_reducer"),
         ("dim_type", "T.reduce_sum dim must be a Python int, got float 1.0"),
     ],
