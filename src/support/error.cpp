@@ -33,8 +33,18 @@ void throw_user_error(SourceSpan span, const std::string& message) {
   throw UserError(span, message);
 }
 
+// The source file as the repository names it ("src/ir/op.cpp"), whatever path the
+// build machine compiled it from: a bug report needs the file, not the build tree.
+static std::string repository_path(const char* file) {
+  std::string f(file);
+  size_t at = f.rfind("/src/");
+  if (at != std::string::npos) return f.substr(at + 1);
+  while (f.rfind("../", 0) == 0) f.erase(0, 3);
+  return f;
+}
+
 void throw_internal_error(const char* file, int line, const std::string& message) {
-  throw InternalError(str_cat(message, " [", file, ":", line, "]"));
+  throw InternalError(str_cat(message, " [", repository_path(file), ":", line, "]"));
 }
 
 }  // namespace tl
