@@ -5,12 +5,12 @@ PYTHON ?= python3
 BUILD ?= build/dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test build lint cpp-test py-test bench clean sanitize
+.PHONY: test build lint cpp-test py-test upstream bench clean sanitize
 
 CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
                 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h')
 
-test: build lint cpp-test py-test
+test: build lint cpp-test py-test upstream
 
 # Formatting is mechanical: unformatted code fails the test command (and CI).
 lint:
@@ -30,6 +30,18 @@ cpp-test:
 py-test:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
 	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -n $(JOBS) --dist loadfile --durations=15
+
+# TileLang's own tests, unchanged, from the release's sources (tests/upstream/run.py): fixed
+# lists of files that pass in full on the cpu target and under the sm_80 emulator. Any
+# failure there is a regression.
+UPSTREAM_RELEASE ?= 0.1.14
+UPSTREAM_RUN = TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
+  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) tests/upstream/run.py \
+  --release $(UPSTREAM_RELEASE) --jobs $(JOBS) --timeout 600 --min-pass-rate 100
+upstream:
+	$(PYTHON) -m pip install -q -r tests/requirements-upstream.txt
+	$(UPSTREAM_RUN) --files tests/upstream/ci_files_cpu.txt --mode cpu --out $(BUILD)/upstream-cpu
+	$(UPSTREAM_RUN) --files tests/upstream/ci_files_sm80.txt --mode sm80 --out $(BUILD)/upstream-sm80
 
 # The compiler core, unit tests and extension under ASan + UBSan (tests/sanitize.sh).
 sanitize:
