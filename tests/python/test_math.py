@@ -364,3 +364,19 @@ def test_bitwise_misuse_errors():
     assert "T.reinterpret" in message
     with pytest.raises(tilelang.TileLangError, match="T.bitwise_not needs an integer, got bool"):
         _trace(lambda A, I: I.__setitem__(0, T.bitwise_not(I[0] > 1)))
+
+
+@pytest.mark.parametrize(
+    "name", ["__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"]
+)
+def test_fast_math_names_take_floats_only(name):
+    """TileLang's fast-math names accept float16/bfloat16/float32/float64 operands and
+    refuse integer, bool and fp8 ones with a TypeError naming the dtype."""
+    fn = getattr(T, name)
+    for dtype in ("float16", "bfloat16", "float32", "float64"):
+        assert fn(T.Var("v", dtype)).dtype == dtype
+    for dtype in ("bool", "int8", "int32", "uint64", "float8_e4m3fn"):
+        with pytest.raises(
+            TypeError, match=rf"T\.{name} only supports floating-point inputs, but got {dtype}"
+        ):
+            fn(T.Var("v", dtype))

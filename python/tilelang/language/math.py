@@ -93,8 +93,17 @@ def _as_float(x):
 
 # ---- fast math: TileLang's names for the GPU's approximate functions. The CPU has no
 # cheaper variants worth their error, so each is the precise function.
+_FAST_MATH_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
 def _fast(name, precise, what):
     def fn(x):
+        x = to_value(x)
+        if isinstance(x, _C.Expr) and x.dtype.name not in _FAST_MATH_DTYPES:
+            raise TypeError(
+                f"T.{name} only supports floating-point inputs, but got {x.dtype.name} "
+                f"(cast first: T.{name}(T.cast(x, 'float32')))"
+            )
         return precise(x)
 
     fn.__name__ = name
