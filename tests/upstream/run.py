@@ -248,6 +248,12 @@ def main():
                 (out / "results.json").write_text(json.dumps(results, indent=1))
                 write_table(results, out)
     print((out / "table.md").read_text())
+    total = collections.Counter()
+    for rows in summarize(results).values():
+        for c in rows.values():
+            total.update(c)
+    failed = total["failed"] + total["import_error"] + total["crashed"] + total["timeout"]
+    print(f"upstream: {total['passed']} passed, {failed} failed, {total['skipped']} skipped")
     if args.min_pass_rate is not None:
         for mode, rows in summarize(results).items():
             total = collections.Counter()
