@@ -39,12 +39,15 @@ def main():
         t = getattr(torch, dtype)
         a = torch.randn(M, K, device="cuda", dtype=t)
         b = torch.randn(K, N, device="cuda", dtype=t)
+        bias = torch.randn(N, device="cuda", dtype=t)
         kernel = tilelang.compile(
-            matmul(M, N, K, 128, 128, 32, 128, 3, dtype), out_idx=[-1], target="cuda"
+            matmul(M, N, K, 128, 128, 32, 128, 3, dtype, epilogue="bias_relu"),
+            out_idx=[-1],
+            target="cuda",
         )
-        c = kernel(a, b)
+        c = kernel(a, b, bias)
         torch.testing.assert_close(
-            c.float(), torch.relu(a.float() @ b.float()), rtol=2e-2, atol=2e-1
+            c.float(), torch.relu(a.float() @ b.float() + bias.float()), rtol=2e-2, atol=2e-1
         )
     x = torch.randn(77, 300, device="cuda")
     y = torch.empty_like(x)
