@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: test build lint cpp-test py-test upstream bench clean sanitize
 
 CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
-                'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h')
+                'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h' 'device/*.cuh')
 
 test: build lint cpp-test py-test upstream
 

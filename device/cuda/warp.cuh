@@ -47,7 +47,6 @@ struct BitXorOp {
   }
 };
 
-
 // ---- the language's warp helpers. A value of 1, 2 or 4 bytes travels in one
 // 32-bit register, an 8-byte one in a 64-bit pair, whatever its type (half_t, fp8,
 // bool ...).
