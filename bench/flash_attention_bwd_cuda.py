@@ -20,7 +20,15 @@ import statistics
 import sys
 
 import torch
-from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+from results import (
+    best_interleaved,
+    clocks_text,
+    cuda_seconds,
+    final_text,
+    report,
+    spread_text,
+    torch_device,
+)
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -113,15 +121,17 @@ def main():
         ours, cfg, ref = best_interleaved(tried, ref_fn, ROUNDS, CALLS)
         o_t, r_t = flop / ours / 1e12, flop / ref / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
-        rows.append(f"| {label} | {cfg} | {o_t:.1f} | {r_t:.1f} | {o_t / r_t:.3f} |")
+        rows.append(
+            f"| {label} | {cfg} | {o_t:.1f} | {r_t:.1f} | {o_t / r_t:.3f} "
+            f"| {spread_text()} | {clocks_text()} |"
+        )
     report(
         "flash_attention_bwd_cuda",
         torch_device(),
         (
             "FlashAttention backward, float16, examples/flash_attention_bwd.py (preprocess + "
-            "backward + dQ's conversion to float16; the picked config re-timed in fresh rounds) "
-            "vs SDPA cuDNN's backward; TFLOP/s "
-            f"(10 B H S^2 D) from {rounds_text(ROUNDS, CALLS)}"
+            "backward + dQ's conversion to float16) vs SDPA cuDNN's backward; TFLOP/s "
+            f"(10 B H S^2 D; causal half); {final_text(ROUNDS, CALLS)}"
         ),
         [
             "case",
@@ -129,6 +139,8 @@ def main():
             "tilelang (TFLOP/s)",
             "SDPA cuDNN (TFLOP/s)",
             "ratio",
+            "spread",
+            "clocks",
         ],
         rows,
     )

@@ -17,7 +17,15 @@ import statistics
 import sys
 
 import torch
-from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+from results import (
+    best_interleaved,
+    clocks_text,
+    cuda_seconds,
+    final_text,
+    report,
+    spread_text,
+    torch_device,
+)
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention
 
@@ -112,14 +120,16 @@ def main():
         ours, cfg, ref = best_interleaved(tried, ref_fn, ROUNDS, CALLS)
         o, r = flop / ours / 1e12, flop / ref / 1e12
         label = f"B{b} H{h} S{s} D{d} {'causal' if causal else 'non-causal'}"
-        rows.append(f"| {label} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |")
+        rows.append(
+            f"| {label} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} | {spread_text()} | {clocks_text()} |"
+        )
     report(
         "flash_attention_cuda",
         torch_device(),
         (
             f"FlashAttention forward, {DTYPE}, examples/flash_attention.py (the faster of the "
-            f"two best listed configs by burst, both interleaved with SDPA's cuDNN backend); "
-            f"TFLOP/s from {rounds_text(ROUNDS, CALLS)}"
+            f"two best listed configs by burst) vs SDPA's cuDNN backend; "
+            f"{final_text(ROUNDS, CALLS)}"
         ),
         [
             "case",
@@ -127,6 +137,8 @@ def main():
             "tilelang (TFLOP/s)",
             "SDPA cuDNN (TFLOP/s)",
             "ratio",
+            "spread",
+            "clocks",
         ],
         rows,
     )

@@ -32,10 +32,12 @@ import torch
 from results import (
     add_shapes_argument,
     best_interleaved,
+    clocks_text,
     commit,
     cuda_seconds,
+    final_text,
     parse_shapes,
-    rounds_text,
+    spread_text,
 )
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 7168, 2048), (8192, 8192, 1024)]
@@ -196,24 +198,28 @@ def main():
             flop = 2 * M * N * K
             o, r = flop / ours / 1e12, flop / ref / 1e12
             rows.append(
-                f"| {M}x{N}x{K} {dtype} | {epilogue} | {path} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} |"
+                f"| {M}x{N}x{K} {dtype} | {epilogue} | {path} | {cfg} | {o:.1f} | {r:.1f} | {o / r:.3f} "
+                f"| {spread_text()} | {clocks_text()} |"
             )
     table = "\n".join(
         [
-            f"### gemm_cuda — {datetime.date.today()} — commit {commit()} — {torch.cuda.get_device_name()}",
+            (
+                f"### gemm_cuda — {datetime.date.today()} — commit {commit()} — "
+                f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
+            ),
             "",
             (
                 "quickstart GEMM on cuda, epilogue none vs torch.matmul, bias_relu (relu(A B + bias)) "
                 "vs torch._addmm_activation (cuBLASLt's fused epilogue); the faster of the two best "
-                "configs per path by burst, then re-timed against the reference in fresh rounds; "
-                f"TFLOP/s from {rounds_text(ROUNDS, CALLS)}"
+                "configs per path by burst, then "
+                f"{final_text(ROUNDS, CALLS)}"
             ),
             "",
             (
                 "| shape | epilogue | path | config (bM, bN, bK, threads, stages, swizzle panel[, cluster]) "
-                "| tilelang (TFLOP/s) | torch (TFLOP/s) | ratio |"
+                "| tilelang (TFLOP/s) | torch (TFLOP/s) | ratio | spread | clocks |"
             ),
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             *rows,
         ]
     )

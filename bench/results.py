@@ -93,6 +93,8 @@ def cuda_seconds(fn, calls):
 # of 200 (0.3-0.6 s), where each ran alone for 3 s at 0.618. TL_BENCH_SEGMENT_S
 # overrides it (0: `calls` only).
 SEGMENT_SECONDS = float(os.environ.get("TL_BENCH_SEGMENT_S", "0.5"))
+# best_interleaved's final timing runs in this many separate passes (TL_BENCH_PASSES).
+PASSES = int(os.environ.get("TL_BENCH_PASSES", "3"))
 
 
 def segment_calls(secs, calls):
@@ -101,16 +103,87 @@ def segment_calls(secs, calls):
     return max(calls, math.ceil(SEGMENT_SECONDS / secs)) if secs > 0 else calls
 
 
+_NVML = None
+
+
+def gpu_sample():
+    """(SM clock in MHz, board power in W) of the current CUDA device, read through
+    NVML (libnvidia-ml, which the driver installs), or None where NVML is missing."""
+    global _NVML
+    import ctypes
+
+    if _NVML is None:
+        try:
+            import torch
+
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            handle = ctypes.c_void_p()
+            if lib.nvmlInit_v2() != 0 or lib.nvmlDeviceGetHandleByIndex_v2(
+                torch.cuda.current_device(), ctypes.byref(handle)
+            ):
+                raise OSError("NVML did not start")
+            _NVML = (lib, handle)
+        except (OSError, ImportError):
+            _NVML = False
+    if not _NVML:
+        return None
+    lib, handle = _NVML
+    clock, milliwatts = ctypes.c_uint(), ctypes.c_uint()
+    NVML_CLOCK_SM = 1
+    if lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM, ctypes.byref(clock)) or (
+        lib.nvmlDeviceGetPowerUsage(handle, ctypes.byref(milliwatts))
+    ):
+        return None
+    return clock.value, milliwatts.value / 1e3
+
+
+# Per side of the last rotated_medians call: median SM clock (MHz) and power (W) read
+# right after each of its segments (None without NVML); and the spread of the last
+# best_interleaved call: (lowest, highest) ratio reference/ours over its passes.
+LAST_CLOCKS = []
+LAST_SPREAD = None
+
+
 def rotated_medians(fns, counts, rounds, timer):
     """Median over `rounds` of timer(fn, count) for each fn, the order of the sides
     rotating from round to round, so that no side always inherits the clock of the same
-    other."""
+    other. Each side's SM clock and power, sampled after each of its segments, are left
+    in LAST_CLOCKS (medians)."""
     times = [[] for _ in fns]
+    samples = [[] for _ in fns]
     for r in range(rounds):
         for i in range(len(fns)):
             j = (i + r) % len(fns)
             times[j].append(timer(fns[j], counts[j]))
+            sample = gpu_sample() if timer is cuda_seconds else None
+            if sample:
+                samples[j].append(sample)
+    LAST_CLOCKS[:] = [
+        (
+            statistics.median(c for c, _ in s),
+            statistics.median(w for _, w in s),
+        )
+        if s
+        else None
+        for s in samples
+    ]
     return [statistics.median(t) for t in times]
+
+
+def clocks_text(clocks=None):
+    """ "1980 / 1755 MHz, 690 / 700 W": LAST_CLOCKS (or `clocks`) of ours and the
+    first reference, for a table cell; "n/a" without NVML."""
+    clocks = LAST_CLOCKS if clocks is None else clocks
+    if len(clocks) < 2 or not all(clocks[:2]):
+        return "n/a"
+    (c0, w0), (c1, w1) = clocks[:2]
+    return f"{c0:.0f} / {c1:.0f} MHz, {w0:.0f} / {w1:.0f} W"
+
+
+def spread_text():
+    """ "0.951-0.968": the lowest and highest ratio of the last best_interleaved call's
+    passes, for a table cell."""
+    return f"{LAST_SPREAD[0]:.3f}-{LAST_SPREAD[1]:.3f}" if LAST_SPREAD else "n/a"
 
 
 def interleaved_medians(fns, rounds, calls):
@@ -130,6 +203,18 @@ def rounds_text(rounds, calls):
     )
 
 
+def final_text(rounds, calls):
+    """How best_interleaved's final timing ran, with the spread and clock columns."""
+    per = max(3, math.ceil(rounds / PASSES))
+    return (
+        f"the picked config and the reference timed in {PASSES} passes of {per} interleaved "
+        f"rounds (rotating order, each side {calls}+ calls and at least {SEGMENT_SECONDS:g} s "
+        "per round), the figure the median of the passes' medians; spread: lowest-highest "
+        "ratio over the passes; clocks: median SM clock and board power (NVML) read after "
+        "each side's segments, ours / reference"
+    )
+
+
 def best_interleaved(tried, ref_fn, rounds, calls, top=2):
     """The faster of the `top` best configs of a burst sweep, then timed afresh against
     `ref_fn`. Bursts run faster than a sustained loop on a power-capped card and can rank
@@ -146,6 +231,29 @@ def best_interleaved(tried, ref_fn, rounds, calls, top=2):
         _, pick = min(zip(times, range(len(best))), key=lambda x: x[0])
     else:
         pick = 0
-    times = interleaved_medians([best[pick][2], *refs], rounds, calls)
+    # The final timing in PASSES passes of about rounds / PASSES rounds each: the median
+    # of the passes' medians is the figure, and the lowest and highest ratio against the
+    # first reference (LAST_SPREAD) show how far one pass can move it.
+    global LAST_SPREAD
+    fns = [best[pick][2], *refs]
+    counts = [segment_calls(cuda_seconds(fn, calls), calls) for fn in fns]
+    passes, clocks = [], []
+    for _ in range(PASSES):
+        passes.append(
+            rotated_medians(fns, counts, max(3, math.ceil(rounds / PASSES)), cuda_seconds)
+        )
+        clocks.append(list(LAST_CLOCKS))
+    times = [statistics.median(p[i] for p in passes) for i in range(len(fns))]
+    ratios = [p[1] / p[0] for p in passes]
+    LAST_SPREAD = (min(ratios), max(ratios))
+    LAST_CLOCKS[:] = [
+        None
+        if not all(c[i] for c in clocks)
+        else (
+            statistics.median(c[i][0] for c in clocks),
+            statistics.median(c[i][1] for c in clocks),
+        )
+        for i in range(len(fns))
+    ]
     secs, theirs = times[0], times[1:]
     return secs, best[pick][1], theirs if isinstance(ref_fn, (list, tuple)) else theirs[0]
