@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import zipfile
 
 import numpy as np
@@ -232,10 +233,22 @@ def test_do_bench(add_kernel):
     calls = []
     assert do_bench(lambda: calls.append(1), _n_warmup=3, _n_repeat=7, return_mode="min") >= 0
     assert len(calls) == 1 + 5 + 3 + 7  # first call, estimate, warmup, measured
-    with pytest.raises(
-        ValueError, match="backend 'cudagraph' needs a CUDA device; on the cpu target"
-    ):
-        prof.do_bench(backend="cudagraph")
+    # TileLang's GPU backend names run on the CPU too, all timing the wall clock.
+    for backend in ("cupti", "cudagraph", "wall", "event"):
+        assert 0 < prof.do_bench(backend=backend, warmup=1, rep=5) < 10_000
+    with pytest.raises(ValueError, match="unknown do_bench backend 'nvprof'; use one of 'event'"):
+        prof.do_bench(backend="nvprof")
+    with pytest.raises(ValueError, match="do_bench device must be 'cuda', 'cuda:N', a CUDA index"):
+        do_bench(lambda: None, device="tpu")
+    # early_stop_baseline: a first estimate above it is returned at once.
+    calls.clear()
+    slow = lambda: (calls.append(1), time.sleep(0.002))
+    ms = do_bench(slow, early_stop_baseline=0.5, _n_repeat=50)
+    assert ms > 0.5 and len(calls) == 1 + 5
+    q = do_bench(slow, early_stop_baseline=0.5, quantiles=[0.5, 0.9])
+    assert len(q) == 2 and q[0] == q[1] > 0.5
+    # cache_size is accepted (the CPU flush has its own size).
+    assert do_bench(lambda: None, cache_size=16, _n_repeat=2) >= 0
     with pytest.raises(ValueError, match="return_mode must be one of min, max, mean, median"):
         do_bench(lambda: None, return_mode="average")
 

@@ -13,6 +13,7 @@ estimate, as in Triton and TileLang."""
 import enum
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -31,8 +32,11 @@ class TensorSupplyType(enum.Enum):
 
 
 _RETURN_MODES = ("min", "max", "mean", "median")
-_CPU_BACKENDS = ("event",)
-_CUDA_BACKENDS = ("event", "cudagraph")
+# On the CPU (the cpu target and the emulators) the only clock is the host's: every
+# backend name TileLang accepts times wall-clock there, so that programs written for a
+# GPU's "cupti" or "cudagraph" run unchanged.
+_CPU_BACKENDS = ("event", "wall", "cupti", "cudagraph")
+_CUDA_BACKENDS = ("event", "cudagraph", "cupti", "wall")
 _L2_FLUSH_BYTES = 256 << 20
 _MAX_GRAPH_CALLS = 5000  # calls captured in one graph (bounds capture time and memory)
 
@@ -86,7 +90,26 @@ def _summarize(times, quantiles, return_mode):
     return statistics.fmean(times)
 
 
+class _EarlyStop(Exception):
+    """The first estimate exceeded do_bench's early_stop_baseline."""
+
+    def __init__(self, estimate_ms):
+        super().__init__(estimate_ms)
+        self.estimate_ms = estimate_ms
+
+
+# Per-thread options of the do_bench call in progress (cache_size, early_stop_baseline).
+_options = threading.local()
+
+
+def _flush_bytes():
+    return getattr(_options, "flush_bytes", _L2_FLUSH_BYTES)
+
+
 def _counts(estimate_ms, warmup, rep, n_warmup, n_repeat):
+    baseline = getattr(_options, "early_stop_baseline", None)
+    if baseline is not None and estimate_ms > baseline:
+        raise _EarlyStop(estimate_ms)
     estimate_ms = max(estimate_ms, 1e-6)
     return (
         n_warmup if n_warmup > 0 else max(1, int(warmup / estimate_ms)),
@@ -99,7 +122,7 @@ def _bench_cuda_event(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
 
     flush_buffer = None
     if fast_flush:
-        flush_buffer = torch.empty(_L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        flush_buffer = torch.empty(max(_flush_bytes() // 4, 1), dtype=torch.int32, device="cuda")
     fn()  # compile / module load outside the measurement
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -123,6 +146,79 @@ def _bench_cuda_event(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
         ends[i].record()
     torch.cuda.synchronize()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _bench_cuda_cupti(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
+    """Per-call ms of the GPU work `fn` launches, from CUPTI's kernel records (through
+    torch.profiler): the sum of its kernels' durations, without the launch gaps between
+    them. The cache flush before each call is profiled alone and its time taken off."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    flush_buffer = None
+    if fast_flush:
+        flush_buffer = torch.empty(max(_flush_bytes() // 4, 1), dtype=torch.int32, device="cuda")
+
+    def flush():
+        if flush_buffer is not None:
+            flush_buffer.zero_()
+
+    def device_us(body, calls):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                body()
+            torch.cuda.synchronize()
+        return sum(
+            e.device_time_total
+            for e in prof.events()
+            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+        )
+
+    fn()  # compile / module load outside the measurement
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    n_warmup, n_repeat = _counts(start.elapsed_time(end) / 5, warmup, rep, n_warmup, n_repeat)
+    for _ in range(n_warmup):
+        fn()
+
+    def step():
+        flush()
+        fn()
+
+    total = device_us(step, n_repeat)
+    if flush_buffer is not None:
+        total -= device_us(flush, n_repeat)
+    return [max(total, 0.0) / n_repeat / 1e3]
+
+
+def _bench_wall(fn, warmup, rep, n_warmup, n_repeat, synchronize):
+    """Per-call host ms of `fn`, each call between two synchronizations (launch and
+    synchronization cost included, no cache flush)."""
+    fn()
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(5):
+        fn()
+    synchronize()
+    n_warmup, n_repeat = _counts(
+        (time.perf_counter() - start) * 1e3 / 5, warmup, rep, n_warmup, n_repeat
+    )
+    for _ in range(n_warmup):
+        fn()
+    times = []
+    for _ in range(n_repeat):
+        synchronize()
+        t0 = time.perf_counter()
+        fn()
+        synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
 
 
 def _bench_cuda_graph(fn, rep, n_repeat):
@@ -173,39 +269,95 @@ def do_bench(
     backend="event",
     return_mode="mean",
     device=None,
+    cache_size=256,
+    early_stop_baseline=None,
 ):
     """Runtime of `fn()` in milliseconds. `warmup`/`rep` are time budgets in ms (the
     number of calls comes from a first estimate); `_n_warmup`/`_n_repeat` > 0 fix the
     counts instead. With `quantiles` a list of those quantiles is returned, else the
     `return_mode` statistic of the per-call times.
 
-    `device` is "cuda" (GPU time on the current stream: backend "event" or
-    "cudagraph") or "cpu" (wall clock); by default "cuda" once the process uses CUDA
-    through torch, else "cpu"."""
+    `device` is "cuda" (or a CUDA device index or torch.device) or "cpu"; by default
+    "cuda" once the process uses CUDA through torch, else "cpu". On CUDA, `backend` is
+    "event" (CUDA events around each call, the L2 cache flushed before it: `cache_size`
+    MB), "cudagraph" (many calls replayed from one CUDA graph), "cupti" (the durations
+    of the kernels `fn` launches, from CUPTI through torch.profiler) or "wall" (host
+    time between synchronizations). On the CPU every backend times the wall clock.
+    `early_stop_baseline` (ms): when the first estimate exceeds it, that estimate is
+    returned without the full measurement (for tuners skipping slow candidates)."""
     if return_mode not in _RETURN_MODES:
         raise ValueError(
             f"return_mode must be one of {', '.join(_RETURN_MODES)}, got {return_mode!r}"
         )
+    device, cuda_index = _bench_device(device)
     if device is None:
         device = "cuda" if _cuda_in_use() else "cpu"
-    if device == "cuda":
-        if backend not in _CUDA_BACKENDS:
-            raise ValueError(
-                f"unknown do_bench backend '{backend}'; on CUDA use one of "
-                f"{', '.join(repr(b) for b in _CUDA_BACKENDS)}"
-            )
-        if backend == "cudagraph":
-            times = _bench_cuda_graph(fn, rep, _n_repeat)
-        else:
-            times = _bench_cuda_event(fn, warmup, rep, _n_warmup, _n_repeat, fast_flush)
-        return _summarize(times, quantiles, return_mode)
-    if device != "cpu":
+    if device not in ("cuda", "cpu"):
         raise ValueError(f"do_bench device must be 'cuda' or 'cpu', got {device!r}")
-    if backend not in _CPU_BACKENDS:
+    known = _CUDA_BACKENDS if device == "cuda" else _CPU_BACKENDS
+    if backend not in known:
         raise ValueError(
-            f"do_bench backend '{backend}' needs a CUDA device; on the cpu target use "
-            "backend='event' (wall-clock timing)"
+            f"unknown do_bench backend '{backend}'; use one of "
+            f"{', '.join(repr(b) for b in known)}"
+            + (" (on the CPU all time the wall clock)" if device == "cpu" else "")
         )
+    _options.flush_bytes = int(cache_size * (1 << 20))
+    _options.early_stop_baseline = early_stop_baseline
+    try:
+        if device == "cuda":
+            import contextlib
+
+            import torch
+
+            scope = (
+                torch.cuda.device(cuda_index)
+                if cuda_index is not None
+                else contextlib.nullcontext()
+            )
+            with scope:
+                times = _bench_cuda(fn, warmup, rep, _n_warmup, _n_repeat, fast_flush, backend)
+        else:
+            times = _bench_cpu(fn, warmup, rep, _n_warmup, _n_repeat, fast_flush)
+    except _EarlyStop as stop:
+        if quantiles is not None:
+            return stop.estimate_ms if len(quantiles) == 1 else [stop.estimate_ms] * len(quantiles)
+        return stop.estimate_ms
+    finally:
+        _options.flush_bytes = _L2_FLUSH_BYTES
+        _options.early_stop_baseline = None
+    return _summarize(times, quantiles, return_mode)
+
+
+def _bench_device(device):
+    """(kind, CUDA index or None) of do_bench's `device`: None, "cuda", "cuda:N",
+    "cpu", an int (a CUDA index) or a torch.device."""
+    if device is None or device in ("cuda", "cpu"):
+        return device, None
+    if isinstance(device, int) and not isinstance(device, bool):
+        return "cuda", device
+    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
+        return "cuda", int(device[5:])
+    kind = getattr(device, "type", None)  # a torch.device
+    if kind in ("cuda", "cpu"):
+        return kind, getattr(device, "index", None) if kind == "cuda" else None
+    raise ValueError(
+        f"do_bench device must be 'cuda', 'cuda:N', a CUDA index or 'cpu', got {device!r}"
+    )
+
+
+def _bench_cuda(fn, warmup, rep, n_warmup, n_repeat, fast_flush, backend):
+    if backend == "cudagraph":
+        return _bench_cuda_graph(fn, rep, n_repeat)
+    if backend == "cupti":
+        return _bench_cuda_cupti(fn, warmup, rep, n_warmup, n_repeat, fast_flush)
+    if backend == "wall":
+        import torch
+
+        return _bench_wall(fn, warmup, rep, n_warmup, n_repeat, torch.cuda.synchronize)
+    return _bench_cuda_event(fn, warmup, rep, n_warmup, n_repeat, fast_flush)
+
+
+def _bench_cpu(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
     flush = _flush_cache if fast_flush else (lambda: None)
     fn()  # compile / first-touch outside the measurement
     # The estimate includes the flush, so that the budgets bound the wall time.
@@ -214,7 +366,7 @@ def do_bench(
         flush()
         fn()
     estimate_ms = (time.perf_counter() - start) * 1e3 / 5
-    n_warmup, n_repeat = _counts(estimate_ms, warmup, rep, _n_warmup, _n_repeat)
+    n_warmup, n_repeat = _counts(estimate_ms, warmup, rep, n_warmup, n_repeat)
     for _ in range(n_warmup):
         fn()
     times = []
@@ -224,7 +376,7 @@ def do_bench(
         t0 = clock()
         fn()
         times.append((clock() - t0) * 1e3)
-    return _summarize(times, quantiles, return_mode)
+    return times
 
 
 # ---- inputs
@@ -360,9 +512,12 @@ class Profiler:
         quantiles=None,
         return_mode="mean",
         dynamic_symbolic_constraints=None,
+        device=None,
+        early_stop_baseline=None,
     ):
         """Milliseconds per call of the kernel, or of `func` called with the kernel's
-        inputs. The kernel is timed with its outputs preallocated (no allocation)."""
+        inputs. The kernel is timed with its outputs preallocated (no allocation).
+        `device` and `early_stop_baseline` as in tilelang.profiler.do_bench."""
         if input_tensors is not None:
             args = list(input_tensors)
         else:
@@ -388,7 +543,8 @@ class Profiler:
             quantiles=quantiles,
             backend=backend,
             return_mode=return_mode,
-            device="cuda" if self._on_gpu else "cpu",
+            device=device if device is not None else ("cuda" if self._on_gpu else "cpu"),
+            early_stop_baseline=early_stop_baseline,
         )
 
 
