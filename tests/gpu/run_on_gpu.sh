@@ -11,9 +11,14 @@ export PYTHONUNBUFFERED=1
 # extension, which then crashes in iostreams next to the process's shared
 # libstdc++; build with the system compiler instead.
 [ -x /usr/bin/g++ ] && export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+# SKIP_BUILD=1 keeps the package a previous call on the same (warm) machine installed.
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-  rm -rf /tmp/site build/cp3*; python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
+  if [ "${SKIP_BUILD:-0}" = 1 ] && [ -d /tmp/site/tilelang ]; then
+    echo "SKIP_BUILD=1: keeping /tmp/site"
+  else
+    rm -rf /tmp/site build/cp3*; python3 -m pip install -q --no-build-isolation --no-deps --no-index --target /tmp/site . 2>&1 | tail -20
+  fi
 } > "$OUT/build.log" 2>&1
 export PYTHONPATH=/tmp/site
 export TILELANG_CACHE_DIR=/tmp/tl-cache
@@ -33,6 +38,24 @@ if [ "${BENCH_ONLY:-0}" != 1 ]; then
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   "$SAN" --tool memcheck --error-exitcode 3 python3 tests/gpu/sanitize_tails.py > "$OUT/sanitizer.log" 2>&1
   echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
+fi
+# UPSTREAM=1: the side-by-side with upstream TileLang (bench/upstream_cuda.py) in
+# upstream.log. Upstream's wheel and its dependencies come installed in
+# .whl/upsite.tar.xz, or as .whl/*.whl, and its examples in .upstream/examples (both
+# made by tests/gpu/tools/stage_upstream.sh, carried with `carry: [".whl", ".upstream"]`);
+# UPSTREAM_ARGS passes options (e.g. "--kernels gemm,mla_decode" or "--all").
+if [ "${UPSTREAM:-0}" = 1 ]; then
+  {
+    rm -rf /tmp/upsite && mkdir -p /tmp/upsite
+    if [ -f .whl/upsite.tar.xz ]; then
+      tar -xJf .whl/upsite.tar.xz -C /tmp/upsite
+    else
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/upsite .whl/*.whl
+    fi
+    python3 bench/upstream_cuda.py --examples .upstream/examples --upstream-site /tmp/upsite \
+      --ours-site /tmp/site ${UPSTREAM_ARGS:-}
+    echo "upstream exit $?"
+  } > "$OUT/upstream.log" 2>&1
 fi
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
 # arguments); unset runs them all (more than one 10-minute device call: pick), and
