@@ -34,10 +34,16 @@ fi
 if [ "${BENCH_ONLY:-0}" != 1 ]; then
   python3 -m pytest tests/gpu -q -rs -p no:cacheprovider >> "$OUT/pytest.log" 2>&1
   echo "pytest exit $?" >> "$OUT/pytest.log"
-  # Shapes that do not divide their tiles, under compute-sanitizer memcheck.
+  # Shapes that do not divide their tiles, under compute-sanitizer: memcheck (out of
+  # bounds, misaligned), racecheck (shared-memory hazards), synccheck (barriers);
+  # SAN_TOOLS picks.
   SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  "$SAN" --tool memcheck --error-exitcode 3 python3 tests/gpu/sanitize_tails.py > "$OUT/sanitizer.log" 2>&1
-  echo "compute-sanitizer exit $?" >> "$OUT/sanitizer.log"
+  : > "$OUT/sanitizer.log"
+  for tool in ${SAN_TOOLS-memcheck racecheck synccheck}; do
+    echo "== compute-sanitizer --tool $tool" >> "$OUT/sanitizer.log"
+    "$SAN" --tool "$tool" --error-exitcode 3 python3 tests/gpu/sanitize_tails.py >> "$OUT/sanitizer.log" 2>&1
+    echo "compute-sanitizer $tool exit $?" >> "$OUT/sanitizer.log"
+  done
 fi
 # UPSTREAM=1: the side-by-side with upstream TileLang (bench/upstream_cuda.py) in
 # upstream.log. Upstream's wheel and its dependencies come installed in
