@@ -26,10 +26,12 @@ import torch
 from results import (
     add_shapes_argument,
     best_interleaved,
+    clocks_text,
     cuda_seconds,
+    final_text,
     parse_shapes,
     report,
-    rounds_text,
+    spread_text,
     torch_device,
 )
 
@@ -133,7 +135,10 @@ def bench_shape(M, N, K):
     )
     flop = 2 * M * N * K
     o, f, s = (flop / t / 1e12 for t in (secs, fast, default))
-    return f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} |"
+    return (
+        f"| {M}x{N}x{K} | {cfg} | {o:.1f} | {f:.1f} | {o / f:.3f} | {s:.1f} | {o / s:.3f} "
+        f"| {spread_text()} | {clocks_text()} |"
+    )
 
 
 def main():
@@ -150,8 +155,8 @@ def main():
         (
             "examples/fp8_gemm.py fp8_scaled_mm, float8_e4m3fn A [M, K] @ B [N, K]^T, scales "
             f"1.0, {OUT_DTYPE} out (the fastest of the three best listed configs by burst, all "
-            f"interleaved) vs torch._scaled_mm; TFLOP/s "
-            f"from {rounds_text(ROUNDS, CALLS)}"
+            f"interleaved) vs torch._scaled_mm; spread and clocks against the fast_accum "
+            f"call; {final_text(ROUNDS, CALLS)}"
         ),
         [
             "shape",
@@ -161,6 +166,8 @@ def main():
             "ratio",
             "torch default (TFLOP/s)",
             "ratio",
+            "spread",
+            "clocks",
         ],
         rows,
     )

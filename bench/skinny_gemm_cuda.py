@@ -27,7 +27,15 @@ import sys
 
 import tilelang
 import torch
-from results import best_interleaved, cuda_seconds, report, rounds_text, torch_device
+from results import (
+    best_interleaved,
+    clocks_text,
+    cuda_seconds,
+    final_text,
+    report,
+    spread_text,
+    torch_device,
+)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from skinny_gemm import skinny_matmul
@@ -149,7 +157,8 @@ def main():
             nbytes = (M * K + N * K + M * N) * a.element_size()
             rows.append(
                 f"| {M}x{N}x{K} {dtype} | {cfg} | {o * 1e6:.1f} | {nbytes / o / 1e12:.2f} "
-                f"| {r * 1e6:.1f} | {nbytes / r / 1e12:.2f} | {r / o:.3f} |"
+                f"| {r * 1e6:.1f} | {nbytes / r / 1e12:.2f} | {r / o:.3f} "
+                f"| {spread_text()} | {clocks_text()} |"
             )
     b_desc = (
         "B (N, K), torch.matmul(a, b.T)" if args.layout == "nk" else "B (K, N), torch.matmul(a, b)"
@@ -159,7 +168,7 @@ def main():
         f"{torch_device()[:-1]}, tilelang {tilelang.__version__})",
         (
             f"examples/skinny_gemm.py (the fastest of the six best listed configs per M by burst, all interleaved) vs {b_desc}; "
-            f"{rounds_text(ROUNDS, CALLS)}; TB/s counts A + B + C once"
+            f"{final_text(ROUNDS, CALLS)}; TB/s counts A + B + C once"
         ),
         [
             "shape (MxNxK)",
@@ -169,6 +178,8 @@ def main():
             "torch (us)",
             "torch (TB/s)",
             "ratio torch/tilelang",
+            "spread",
+            "clocks",
         ],
         rows,
     )
