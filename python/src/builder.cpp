@@ -71,6 +71,8 @@ void bind_builder(nb::module_& m) {
             return b.tensor_param(name, to_exprs(shape), to_dtype(dt), st);
           },
           nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("strides") = nb::none())
+      .def("workspace", [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape,
+                           nb::handle dt) { return b.workspace(name, to_exprs(shape), to_dtype(dt)); })
       .def("scalar_param", [](FunctionBuilder& b, const std::string& name,
                               nb::handle dt) { return b.scalar_param(name, to_dtype(dt)); })
       .def("dynamic_var",

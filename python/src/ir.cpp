@@ -193,10 +193,12 @@ void bind_ir(nb::module_& m) {
       .def("script", [](const PrimFunc& f) { return to_string(f); })
       .def("simplified", [](const PrimFunc& f) { return simplify_func(f); })
       .def("__repr__", [](const PrimFunc& f) { return to_string(f); })
+      // The caller's parameters: T.alloc_global workspaces (the last ones) are left out.
       .def_prop_ro("param_names",
                    [](const PrimFunc& f) {
                      std::vector<std::string> v;
-                     for (auto& p : f->params) v.push_back(p.name);
+                     for (auto& p : f->params)
+                       if (!p.workspace) v.push_back(p.name);
                      return v;
                    })
       .def("param_buffer",

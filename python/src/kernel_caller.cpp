@@ -1,8 +1,9 @@
 // KernelCaller: what JITKernel.__call__ is, in one C++ call. Arguments come in the
 // order the user passes them (the inputs, or all parameters); they are read
 // (call_args.h) and checked against the kernel's plan, the outputs named by
-// out_idx are allocated through a Python hook, the stream is found (torch's
-// current stream through its DLPack exchange API), and the kernel is launched.
+// out_idx and the workspaces of T.alloc_global (trailing parameters the user never
+// sees) are allocated through a Python hook, the stream is found (torch's current
+// stream through its DLPack exchange API), and the kernel is launched.
 // Nothing on the path of a call with given tensors allocates or takes a lock.
 #include "kernel_caller.h"
 
@@ -24,14 +25,15 @@ class KernelCaller {
                const nb::tuple& hooks)
       : kernel_(std::move(kernel)), target_(std::move(target)), out_idx_(out_idx.begin(), out_idx.end()) {
     const KernelSignature& sig = kernel_->signature();
+    num_visible_ = sig.num_visible_params();
     is_output_.resize(sig.params.size());
     for (int64_t i : out_idx) {
-      if (i < 0 || size_t(i) >= sig.params.size())
+      if (i < 0 || size_t(i) >= num_visible_)
         throw nb::value_error(("out_idx entry " + std::to_string(i) + " is out of range").c_str());
       is_output_[size_t(i)] = true;
     }
     std::string names;
-    for (size_t i = 0; i < sig.params.size(); ++i) {
+    for (size_t i = 0; i < num_visible_; ++i) {
       if (is_output_[i]) continue;
       names += (inputs_.empty() ? "" : ", ") + sig.params[i].name;
       inputs_.push_back(i);
@@ -52,15 +54,16 @@ class KernelCaller {
     if (!tuple.is_valid()) throw nb::python_error();
     size_t n = size_t(PyTuple_GET_SIZE(tuple.ptr()));
     size_t num_params = kernel_->signature().params.size();
-    if (n != inputs_.size() && n != num_params) throw nb::type_error((count_message_ + std::to_string(n)).c_str());
+    if (n != inputs_.size() && n != num_visible_) throw nb::type_error((count_message_ + std::to_string(n)).c_str());
 
     void* raw_stream = nullptr;
     nb::object stream_obj = nb::none();
     if (!stream.is_none()) explicit_stream(stream, raw_stream, stream_obj);
 
     InlineArray<PyObject*, 16> objs(num_params);
-    if (n == num_params) {
+    if (n == num_visible_) {
       for (size_t i = 0; i < n; ++i) objs[i] = PyTuple_GET_ITEM(tuple.ptr(), Py_ssize_t(i));
+      for (size_t i = n; i < num_params; ++i) objs[i] = Py_None;  // the workspaces
     } else {
       for (size_t i = 0; i < num_params; ++i) objs[i] = Py_None;
       for (size_t k = 0; k < n; ++k) objs[inputs_[k]] = PyTuple_GET_ITEM(tuple.ptr(), Py_ssize_t(k));
@@ -76,7 +79,7 @@ class KernelCaller {
       const DLPackExchangeApi* api = nullptr;
       read_param(i, objs[i], values[i], scratch, &api, keep);
       const ArgValue& v = values[i];
-      if (v.kind == ArgValue::Kind::None && !is_output_[i]) throw_none_input(i);
+      if (v.kind == ArgValue::Kind::None && !is_output_[i] && i < num_visible_) throw_none_input(i);
       missing |= v.kind == ArgValue::Kind::None;
       if (cuda_device < 0 && v.kind == ArgValue::Kind::Tensor && v.tensor.device_type == int32_t(DeviceType::CUDA)) {
         cuda_device = v.tensor.device_id;
@@ -104,9 +107,8 @@ class KernelCaller {
     }
 
     if (return_all) {
-      if (missing) return std::move(full);
       nb::list all;
-      for (size_t i = 0; i < num_params; ++i) all.append(nb::handle(objs[i]));
+      for (size_t i = 0; i < num_visible_; ++i) all.append(nb::handle(objs[i]));
       return std::move(all);
     }
     if (out_idx_.empty()) return nb::none();
@@ -180,6 +182,7 @@ class KernelCaller {
   std::shared_ptr<Kernel> kernel_;
   std::string target_;
   std::vector<size_t> out_idx_, inputs_;
+  size_t num_visible_ = 0;  // parameters before the workspaces
   std::vector<bool> is_output_;
   std::vector<std::string> dtypes_;
   std::string count_message_;

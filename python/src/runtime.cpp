@@ -69,6 +69,8 @@ void bind_runtime(nb::module_& m) {
                      return v;
                    })
       .def("param_is_tensor", [](const Kernel& k, size_t i) { return k.signature().params.at(i).is_tensor(); })
+      // A T.alloc_global workspace: allocated on every call, never passed by the caller.
+      .def("param_is_workspace", [](const Kernel& k, size_t i) { return k.signature().params.at(i).workspace; })
       .def("param_dtype",
            [](const Kernel& k, size_t i) {
              const Param& p = k.signature().params.at(i);

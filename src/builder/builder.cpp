@@ -3,6 +3,10 @@
 #include "builder/builder.h"
 
 #include <algorithm>
+#include <set>
+
+#include "ir/printer.h"
+#include "ir/visitor.h"
 
 namespace tl {
 
@@ -11,10 +15,16 @@ FunctionBuilder::FunctionBuilder(std::string name, SourceSpan span)
   frames_.push_back(Frame{FrameKind::Root, span, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, {}, {}, {}, {}, {}});
 }
 
+bool FunctionBuilder::name_taken(const std::string& name) const {
+  for (const auto* list : {&params_, &workspaces_})
+    for (const Param& p : *list)
+      if (p.name == name) return true;
+  return false;
+}
+
 Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype,
                                      std::vector<Expr> strides) {
-  for (const Param& p : params_)
-    if (p.name == name) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
+  if (name_taken(name)) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
   for (size_t i = 0; i < shape.size(); ++i)
     if (auto c = as_const_int(shape[i]); c && *c < 0)
       throw_user_error(span_,
@@ -25,11 +35,70 @@ Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> 
 }
 
 Var FunctionBuilder::scalar_param(const std::string& name, DataType dtype) {
-  for (const Param& p : params_)
-    if (p.name == name) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
+  if (name_taken(name)) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
   Var v(name, dtype, span_);
   params_.push_back(Param{name, {}, v});
   return v;
+}
+
+Buffer FunctionBuilder::workspace(const std::string& name, std::vector<Expr> shape, DataType dtype) {
+  if (kernel_depth_ > 0)
+    throw_user_error(span_, str_cat("T.alloc_global('", name,
+                                    "') is inside a `with T.Kernel(...)` block; it allocates a global workspace "
+                                    "that the function's kernels share, so call it in the function body before "
+                                    "the kernels (inside a kernel, use T.alloc_shared, T.alloc_fragment or "
+                                    "T.alloc_local)"));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!shape[i].dtype().is_integer())
+      throw_user_error(span_, str_cat("T.alloc_global: the shape of '", name, "' must be integers; dimension ", i,
+                                      " has dtype ", shape[i].dtype().name()));
+    if (auto c = as_const_int(shape[i]); c && *c < 0)
+      throw_user_error(
+          span_, str_cat("T.alloc_global: the shape of '", name, "' must not be negative; dimension ", i, " is ", *c));
+  }
+  // A parameter's name is its identifier in the generated code: keep it unique.
+  std::string unique = name;
+  for (int k = 1; name_taken(unique); ++k) unique = str_cat(name, "_", k);
+  Buffer b = Buffer::make(unique, dtype, std::move(shape), Scope::Global, {}, span_);
+  Param p{unique, b, {}};
+  p.workspace = true;
+  workspaces_.push_back(p);
+  return b;
+}
+
+// The vars a call binds: scalar parameters, and the dims and strides of tensor
+// parameters that are a bare var.
+static std::set<const VarNode*> vars_bound_by_arguments(const std::vector<Param>& params) {
+  std::set<const VarNode*> bound;
+  for (const Param& p : params) {
+    if (!p.is_tensor()) {
+      bound.insert(p.var.node());
+      continue;
+    }
+    for (const auto* dims : {&p.buffer->shape, &p.buffer->strides})
+      for (const Expr& e : *dims)
+        if (auto* v = e.as<VarNode>()) bound.insert(v);
+  }
+  return bound;
+}
+
+// Each workspace's size must follow from the arguments of a call.
+static void check_workspace_shapes(const std::vector<Param>& params, const std::vector<Param>& workspaces) {
+  std::set<const VarNode*> bound = vars_bound_by_arguments(params);
+  for (const Param& w : workspaces) {
+    const std::vector<Expr>& shape = w.buffer->shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      for_each_expr(shape[d], [&](const Expr& x) {
+        auto* v = x.as<VarNode>();
+        if (!v || bound.count(v)) return;
+        throw_user_error(w.buffer->span,
+                         str_cat("T.alloc_global: dimension ", d, " of workspace '", w.name, "' is '",
+                                 to_string(shape[d]), "', and no argument binds '", v->name,
+                                 "'; a workspace's size must follow from the arguments: use constants, scalar "
+                                 "parameters, or T.dynamic sizes that are a dimension of a tensor parameter"));
+      });
+    }
+  }
 }
 
 Var FunctionBuilder::dynamic_var(const std::string& name, DataType dtype) {
@@ -324,7 +393,10 @@ void FunctionBuilder::tile_op(const std::string& name, std::vector<BufferRegion>
 PrimFunc FunctionBuilder::finish() {
   if (frames_.size() != 1) throw_user_error(span_, "kernel body ended with an unclosed block");
   Stmt body = fold(top().items);
-  return PrimFunc::make(name_, params_, body, attrs_, func_span_);
+  check_workspace_shapes(params_, workspaces_);
+  std::vector<Param> params = params_;
+  params.insert(params.end(), workspaces_.begin(), workspaces_.end());
+  return PrimFunc::make(name_, std::move(params), body, attrs_, func_span_);
 }
 
 void FunctionBuilder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,

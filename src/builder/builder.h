@@ -30,6 +30,11 @@ class FunctionBuilder {
   Var scalar_param(const std::string& name, DataType dtype);
   // A symbolic dimension (T.dynamic); bound at call time from the argument shapes.
   Var dynamic_var(const std::string& name, DataType dtype = dtype::Int32);
+  // T.alloc_global: a global tensor the function's kernels share, allocated by the
+  // runtime on every call and hidden from the caller (Param::workspace). Called
+  // outside every kernel; each symbolic dim must be bound by the arguments (checked
+  // when the function is finished, at this call's line).
+  Buffer workspace(const std::string& name, std::vector<Expr> shape, DataType dtype);
   const std::vector<Param>& params() const { return params_; }
 
   // ---- frames
@@ -113,10 +118,12 @@ class FunctionBuilder {
   Stmt pop(FrameKind expected, const char* what);
   static Stmt fold(std::vector<Item>& items);
   void require_kernel(const char* what);
+  bool name_taken(const std::string& name) const;  // by a parameter or a workspace
 
   std::string name_;
   SourceSpan func_span_, span_;
   std::vector<Param> params_;
+  std::vector<Param> workspaces_;  // appended to params_ by finish()
   Attrs attrs_;
   std::vector<Frame> frames_;
   int kernel_depth_ = 0;

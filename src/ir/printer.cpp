@@ -23,9 +23,11 @@ class Printer {
 
   void print_func(const PrimFunc& f) {
     out_ << "@T.prim_func\ndef " << f->name << "(";
-    for (size_t i = 0; i < f->params.size(); ++i) {
-      const Param& p = f->params[i];
-      if (i) out_ << ", ";
+    bool first_param = true;
+    for (const Param& p : f->params) {
+      if (p.workspace) continue;  // printed in the body, as written
+      if (!first_param) out_ << ", ";
+      first_param = false;
       if (p.is_tensor()) {
         out_ << buffer_name(p.buffer) << ": T.Tensor(" << shape(p.buffer) << ", \"" << p.buffer->dtype.name() << "\"";
         if (!p.buffer->strides.empty()) out_ << ", strides=" << exprs(p.buffer->strides);
@@ -37,6 +39,12 @@ class Printer {
     }
     out_ << "):\n";
     indent_ = 1;
+    for (const Param& p : f->params) {
+      if (!p.workspace) continue;
+      line();
+      out_ << buffer_name(p.buffer) << " = T.alloc_global(" << shape(p.buffer) << ", \"" << p.buffer->dtype.name()
+           << "\")\n";
+    }
     // The function's attributes change its code (T.annotate_safe_value), so they are
     // part of the text that keys the cache.
     if (!f->attrs.empty()) {

@@ -163,10 +163,15 @@ struct ContinueNode : StmtNode {
 };
 
 // A kernel parameter: a tensor (buffer in global scope) or a scalar var.
+// A workspace (T.alloc_global) is a tensor the caller never sees: the runtime
+// allocates it on every call, with the shape its symbolic dims get from the other
+// arguments, and passes it to each kernel. Workspaces come after every other
+// parameter, so the caller's parameter indices (out_idx) do not move.
 struct Param {
   std::string name;
   Buffer buffer;  // set for tensors
   Var var;        // set for scalars
+  bool workspace = false;
   bool is_tensor() const { return buffer.defined(); }
 };
 

@@ -138,10 +138,11 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
   os << "# Host side of kernel '" << sig.name << "' (target " << target.str() << ").\n";
   os << "# The C++ runtime does this on every call, before any generated code runs.\n";
   os << "def " << sig.name << "(";
-  for (size_t i = 0; i < sig.params.size(); ++i) os << (i ? ", " : "") << sig.params[i].name;
+  size_t visible = sig.num_visible_params();
+  for (size_t i = 0; i < visible; ++i) os << (i ? ", " : "") << sig.params[i].name;
   os << "):\n";
   const char* device = target.kind == TargetKind::CPU ? "cpu" : "the target's device";
-  for (size_t i = 0; i < sig.params.size(); ++i) {
+  for (size_t i = 0; i < visible; ++i) {
     const Param& p = sig.params[i];
     if (!p.is_tensor()) {
       os << "    check " << p.name << ": scalar " << p.var.dtype().name();
@@ -169,6 +170,11 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     }
     if (!found) os << " (a stride or a dimension expression of the arguments)";
     os << "  # checked equal wherever else it appears\n";
+  }
+  for (size_t i = visible; i < sig.params.size(); ++i) {
+    const Param& p = sig.params[i];
+    os << "    " << p.name << " = empty(" << shape_str(p.buffer->shape) << ", " << p.buffer->dtype.name()
+       << ")  # T.alloc_global: a new workspace per call, in the framework of the arguments\n";
   }
   os << "    args = [";
   for (size_t i = 0; i < sig.params.size(); ++i)
@@ -500,10 +506,19 @@ std::vector<std::optional<std::vector<int64_t>>> shapes_of_missing(const KernelS
     std::vector<int64_t> shape;
     for (const Expr& e : p.buffer->shape) {
       auto v = eval_int_with(e, lookup);
-      if (!v)
+      if (!v) {
+        if (p.workspace)
+          throw_user_error({}, str_cat("cannot size the workspace '", p.name, "' (T.alloc_global) of kernel '",
+                                       sig.name, "', of shape ", shape_str(p.buffer->shape), ": '", to_string(e),
+                                       "' is bound by no argument given; pass the output that binds it"));
         throw_user_error({}, str_cat("cannot infer the shape ", shape_str(p.buffer->shape), " of output '", p.name,
                                      "' of kernel '", sig.name, "': '", to_string(e),
                                      "' is not bound by any input; pass the output tensor explicitly"));
+      }
+      if (p.workspace && *v < 0)
+        throw_user_error({}, str_cat("the workspace '", p.name, "' (T.alloc_global) of kernel '", sig.name,
+                                     "' would have ", *v, " elements in dimension ", shape.size(), " (its shape is ",
+                                     shape_str(p.buffer->shape), "); check the arguments that size it"));
       shape.push_back(*v);
     }
     out[i] = std::move(shape);

@@ -218,6 +218,7 @@ class SignatureWriter {
       write_exprs(line, p.buffer->strides);
       body_ << line.str() << "\n";
       if (!sig.writes(i)) body_ << "readonly " << p.name << "\n";
+      if (p.workspace) body_ << "workspace " << p.name << "\n";
     }
     for (const Var& v : sig.dynamic_vars) body_ << "dynamic " << var_id(v) << "\n";
     for (const LaunchSpec& l : sig.launches) {
@@ -316,6 +317,11 @@ class SignatureReader {
         if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
           fail(line_, str_cat("'readonly ", name, "' does not follow the record of tensor '", name, "'"));
         sig.written.back() = false;
+      } else if (kind == "workspace") {
+        std::string name = word();
+        if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
+          fail(line_, str_cat("'workspace ", name, "' does not follow the record of tensor '", name, "'"));
+        sig.params.back().workspace = true;
       } else if (kind == "scalar") {
         std::string name = word();
         sig.params.push_back(Param{name, {}, var()});
@@ -341,6 +347,8 @@ class SignatureReader {
       }
     }
     if (sig.name.empty() || sig.launches.empty()) fail(number, "the signature has no name or no grid");
+    for (size_t i = sig.num_visible_params(); i < sig.params.size(); ++i)
+      if (!sig.params[i].workspace) fail(number, "a workspace comes before another parameter");
     return sig;
   }
 

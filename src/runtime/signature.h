@@ -56,6 +56,13 @@ struct KernelSignature {
   // read-only arrays for written parameters.
   std::vector<bool> written;
   bool writes(size_t param) const { return param >= written.size() || written[param]; }
+  // Parameters the caller passes: those before the workspaces (T.alloc_global),
+  // which are last and which the caller of a kernel allocates on every call.
+  size_t num_visible_params() const {
+    size_t n = params.size();
+    while (n > 0 && params[n - 1].workspace) --n;
+    return n;
+  }
   // Symbolic dims (T.dynamic) that appear in parameter shapes or strides and are
   // not scalar parameters; passed after the parameters in the argument array.
   std::vector<Var> dynamic_vars;

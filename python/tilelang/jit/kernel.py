@@ -344,10 +344,13 @@ class JITKernel:
         return self.kernel.name
 
     def _read_params(self):
+        """The parameters the caller passes: T.alloc_global workspaces (the last ones)
+        are allocated by each call and are left out."""
         k = self.kernel
         return [
             KernelParam(name, k.param_dtype(i), list(k.param_shape(i)), bool(k.param_is_tensor(i)))
             for i, name in enumerate(k.param_names)
+            if not k.param_is_workspace(i)
         ]
 
     def run(self, args, stream=None):

@@ -47,6 +47,7 @@ class _Signature:
     def __init__(self, text):
         self.vars = {}  # id -> (dtype, name)
         self.params = []  # ("tensor", name, dtype, shape exprs) or ("scalar", name, var id)
+        self.num_workspaces = 0  # T.alloc_global workspaces: the last parameters
         self.dynamic = []  # var ids
         self.grid, self.threads = [], []
         for line in text.splitlines()[1:]:
@@ -64,6 +65,8 @@ class _Signature:
                 self.params.append(("tensor", rest[0], rest[2], shape))
             elif kind == "scalar":
                 self.params.append(("scalar", rest[0], int(rest[1])))
+            elif kind == "workspace":
+                self.num_workspaces += 1
             elif kind == "dynamic":
                 self.dynamic.append(int(rest[0]))
             elif kind == "grid":
@@ -204,7 +207,8 @@ class MetalTorchLauncher:
         self.sig = _Signature(native_kernel.signature_text)
         self.function = kernel_function_name(self.source)
         self.out_idx = list(out_idx)
-        self.inputs = [i for i in range(len(self.sig.params)) if i not in self.out_idx]
+        self.num_visible = len(self.sig.params) - self.sig.num_workspaces
+        self.inputs = [i for i in range(self.num_visible) if i not in self.out_idx]
         self._library = None
 
     def _torch(self):
@@ -228,8 +232,8 @@ class MetalTorchLauncher:
     def __call__(self, args, return_all=False):
         torch = self._torch()
         params = self.sig.params
-        if len(args) == len(params):
-            full = list(args)
+        if len(args) == self.num_visible:
+            full = list(args) + [None] * self.sig.num_workspaces
         elif len(args) == len(self.inputs):
             full = [None] * len(params)
             for i, a in zip(self.inputs, args):
@@ -237,7 +241,7 @@ class MetalTorchLauncher:
         else:
             raise TypeError(
                 f"kernel '{self.sig.name}' takes {len(self.inputs)} input(s) or all "
-                f"{len(params)} parameters, got {len(args)}"
+                f"{self.num_visible} parameters, got {len(args)}"
             )
         env, device = {}, None
         for i, p in enumerate(params):
@@ -257,8 +261,9 @@ class MetalTorchLauncher:
                 continue
             shape = [_eval(e, env) for e in p[3]]
             if any(s is None for s in shape):
+                what = "workspace" if i >= self.num_visible else "output"
                 raise ValueError(
-                    f"cannot infer the shape of output '{p[1]}' of kernel '{self.sig.name}'"
+                    f"cannot infer the shape of {what} '{p[1]}' of kernel '{self.sig.name}'"
                 )
             full[i] = torch.empty(shape, dtype=DType(p[2]).as_torch(), device=device or "mps")
         for p, value in zip(params, full):
@@ -288,7 +293,7 @@ class MetalTorchLauncher:
         fn = getattr(self.library(), self.function)
         fn(*tensors, threads=[g * b for g, b in zip(grid, block)], group_size=block)
         if return_all:
-            return full
+            return full[: self.num_visible]
         if not self.out_idx:
             return None
         if len(self.out_idx) == 1:

@@ -46,15 +46,36 @@ _ALLOC_BY_SCOPE = {
 }
 
 
+def alloc_global(shape, dtype, scope="global"):
+    """A global-memory workspace that the kernels of the function share (e.g. a
+    split-KV attention kernel's partial results, read by a combine kernel). Called in
+    the function body outside every T.Kernel block. It is no parameter the caller
+    sees: the runtime allocates it on every call (torch's allocator on the inputs'
+    device when torch tensors are passed, numpy otherwise), uninitialized, with the
+    shape its symbolic sizes get from the arguments, and passes it to each kernel."""
+    if scope != "global":
+        raise frontend_error(
+            f"T.alloc_global allocates global memory; scope={scope!r} is not 'global' "
+            "(use T.alloc_shared, T.alloc_fragment or T.alloc_local for on-chip memory)"
+        )
+    ctx = builder_ctx.current("T.alloc_global")
+    name = ctx.take_name("workspace")
+    return wrap_buffer(ctx.builder.workspace(name, _shape_list(shape), make_dtype(dtype)))
+
+
 def alloc_buffer(shape, dtype="float32", scope="global"):
     """TVM's allocation, as TileLang kernels also write it: `scope` picks
     T.alloc_shared ("shared", "shared.dyn"), T.alloc_fragment ("local.fragment") or
-    T.alloc_local ("local"). A global tensor is a kernel parameter instead."""
+    T.alloc_local ("local"); "global" outside every T.Kernel block is T.alloc_global.
+    A global tensor inside a kernel is a parameter or a workspace instead."""
+    if scope == "global" and not builder_ctx.current("T.alloc_buffer").builder.in_kernel:
+        return alloc_global(shape, dtype, scope)
     make = _ALLOC_BY_SCOPE.get(scope)
     if make is None:
         raise frontend_error(
             f"T.alloc_buffer: scope {scope!r} is not one a kernel allocates; use one of "
-            f"{sorted(_ALLOC_BY_SCOPE)} (a global scratch tensor is a parameter of the kernel)"
+            f"{sorted(_ALLOC_BY_SCOPE)} (a global scratch tensor is a parameter of the kernel, "
+            "or a T.alloc_global workspace allocated before the kernels)"
         )
     return make(shape, dtype, scope)
 
