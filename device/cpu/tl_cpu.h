@@ -18,6 +18,8 @@
 #define TL_INT_DIV_FN inline
 #include "../common/ieee_rounding.h"  // T.ieee_* with rounding modes other than to-nearest
 #include "../common/int_div.h"        // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+#define TL_RNG_FN inline
+#include "../common/philox_rng.h"  // T.rng_init / T.rng_rand: cuRAND's Philox4x32-10 sequences
 
 namespace tl {
 

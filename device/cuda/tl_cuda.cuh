@@ -26,6 +26,8 @@ typedef unsigned long long uintptr_t;
 #include "../common/minifloat.h"  // the fp8 / e8m0 conversions, shared with the cpu target
 #define TL_INT_DIV_FN TL_DEVICE
 #include "../common/int_div.h"  // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+#define TL_RNG_FN TL_DEVICE
+#include "../common/philox_rng.h"  // T.rng_init / T.rng_rand: cuRAND's Philox4x32-10 sequences
 #ifdef TL_EMULATE
 #include "../common/ieee_rounding.h"  // directed rounding computed in software
 #endif

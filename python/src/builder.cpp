@@ -103,11 +103,13 @@ void bind_builder(nb::module_& m) {
       .def("end_while", &FunctionBuilder::end_while)
       .def_prop_ro("in_kernel", &FunctionBuilder::in_kernel)
       .def_prop_ro("loop_depth", &FunctionBuilder::loop_depth)
-      .def("alloc",
-           [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
-              const std::string& scope) {
-             return b.alloc(name, to_exprs(shape), to_dtype(dt), parse_scope(scope, b.span()));
-           })
+      .def(
+          "alloc",
+          [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
+             const std::string& scope, bool in_kernel_frame) {
+            return b.alloc(name, to_exprs(shape), to_dtype(dt), parse_scope(scope, b.span()), in_kernel_frame);
+          },
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("scope"), nb::arg("in_kernel_frame") = false)
       .def("let", [](FunctionBuilder& b, const std::string& name, nb::handle v) { return b.let(name, to_expr(v)); })
       .def("store", [](FunctionBuilder& b, const Buffer& buf, const nb::sequence& idx,
                        nb::handle v) { b.store(buf, to_exprs(idx), to_expr(v)); })

@@ -301,7 +301,8 @@ void FunctionBuilder::end_while() {
   emit(while_loop(f.cond, body, f.span));
 }
 
-Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope) {
+Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope,
+                              bool in_kernel_frame) {
   require_kernel("buffer allocation");
   for (size_t i = 0; i < shape.size(); ++i) {
     if (!shape[i].dtype().is_integer())
@@ -320,7 +321,7 @@ Buffer FunctionBuilder::alloc(const std::string& name, std::vector<Expr> shape, 
   // frame, so that the loop's body stays a plain list of statements (T.Pipelined
   // schedules those; an Allocate around part of the body would hide its copies).
   Frame* home = &top();
-  if (scope == Scope::Shared || scope == Scope::SharedDyn || scope == Scope::Fragment)
+  if (in_kernel_frame || scope == Scope::Shared || scope == Scope::SharedDyn || scope == Scope::Fragment)
     for (auto f = frames_.rbegin(); f != frames_.rend(); ++f)
       if (f->kind == FrameKind::Kernel) {
         home = &*f;

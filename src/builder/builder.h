@@ -59,7 +59,10 @@ class FunctionBuilder {
   int loop_depth() const { return loop_depth_; }
 
   // ---- statements
-  Buffer alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope);
+  // `in_kernel_frame`: allocate in the kernel's own frame, wherever the call is (shared
+  // tiles and fragments always are; a per-thread state such as T.rng_init's asks for it).
+  Buffer alloc(const std::string& name, std::vector<Expr> shape, DataType dtype, Scope scope,
+               bool in_kernel_frame = false);
   // Binds `value` to a new variable for the rest of the current frame.
   Var let(const std::string& name, Expr value);
   void store(const Buffer& b, std::vector<Expr> indices, Expr value);

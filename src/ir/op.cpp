@@ -311,8 +311,9 @@ Expr bit_not(Expr a) {
 
 Expr cast(DataType t, Expr v, SourceSpan span) {
   if (v.dtype() == t) return v;
+  // An integer constant to an integer type stays exact (through a double, one past 2^53 would round).
+  if (auto i = as_const_int(v); i && t.is_integer() && v.dtype().is_integer()) return int_imm(*i, t);
   if (t.is_scalar() && v.dtype().is_scalar() && is_imm(v) && !t.is_handle()) return make_const(t, *as_const_float(v));
-  if (auto i = as_const_int(v); i && t.is_integer()) return int_imm(*i, t);
   auto n = std::make_shared<CastNode>(t, std::move(v));
   n->span = span;
   return Expr(std::move(n));

@@ -116,6 +116,17 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
                          t.str() + "' has not; use T.sync_threads() there");
 }
 
+// T.rng_init: cuRAND's Philox4x32-10 generator lives in the C++ device headers
+// (device/common/philox_rng.h); Metal's self-contained source has no copy of it, and
+// its double-precision normals would need float64, which Metal lacks.
+void refuse_random_numbers(const PrimFunc& f, const Target& t) {
+  if (const EvaluateNode* call = find_extern_call(f->body, "tl::rng_init"))
+    throw_user_error(call->span,
+                     "T.rng_init (cuRAND's Philox4x32-10 generator) is available on the cpu and cuda "
+                     "targets, not on the target '" +
+                         t.str() + "'; draw the random numbers on the host and pass them in");
+}
+
 // T.sync_grid: a barrier of the whole launch, which needs every block resident at once
 // (a cooperative launch on CUDA, one OS thread per block on the cpu target and the CUDA
 // emulator). Metal has no such launch; a cluster kernel would need the driver's
@@ -208,6 +219,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
 // loops stay plain loops; reductions over threadgroup memory use simd_sum & co.
 PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
   refuse_named_barriers(f, t);
+  refuse_random_numbers(f, t);
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
   f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });

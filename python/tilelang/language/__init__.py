@@ -57,6 +57,7 @@ from .ops import (
     sync_threads,
 )
 from .prim_func import Macro, PrimFunc, macro, prim_func
+from .random import rng_init, rng_rand, rng_rand_float
 from .reduce import *
 from .shapes import (
     Buffer,
@@ -158,3 +159,4 @@ __all__ = [
 __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
 __all__ += ["disable_warp_group_reg_alloc", "func_attr", "import_source", "thread_binding"]
+__all__ += ["rng_init", "rng_rand", "rng_rand_float"]

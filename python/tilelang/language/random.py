@@ -1,0 +1,118 @@
+"""Random numbers in kernels, with TileLang's names: `T.rng_init(seed, seq, off)` starts
+a per-thread generator, `T.rng_rand()` draws a uint32, `T.rng_rand_float(bit, dist)` a
+uniform or normal float32 / float64.
+
+The generator is Philox4x32-10 with cuRAND's state machine (device/common/philox_rng.h),
+so a kernel draws the numbers `curand_init(seed, seq, off, &state)` followed by
+`curand` / `curand_uniform` / `curand_normal` (and their `_double` forms) give, as a
+TileLang kernel does. Its state is a per-thread local array the first `T.rng_init` of a
+T.Kernel allocates in the kernel's frame, so a draw after the `if` or barrier that
+holds the `T.rng_init` still sees it.
+"""
+
+from . import builder_ctx
+from .buffer import wrap_buffer
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+from .math import address_of, cast
+
+_C = builder_ctx._C
+
+PHILOX = "curandStatePhilox4_32_10_t"
+# cuRAND's generator names that TileLang accepts; only Philox is provided here.
+_CURAND_GENERATORS = (PHILOX, "curandStateMRG32k3a_t", "curandStateXORWOW_t")
+_STATE_WORDS = 16  # tl::rng::kStateWords
+
+
+def _kernel(what):
+    ctx = builder_ctx.current(what)
+    if ctx.kernel_vars is None:
+        raise frontend_error(f"{what} must be called inside a `with T.Kernel(...)` block")
+    return ctx
+
+
+def _state(what, create=False):
+    """The current T.Kernel's generator state (one per kernel), allocated on first use."""
+    ctx = _kernel(what)
+    states = ctx.__dict__.setdefault("rng_states", {})
+    key = id(ctx.kernel_vars)
+    found = states.get(key)
+    if found is not None and found[0] is ctx.kernel_vars:
+        return found[1]
+    if not create:
+        raise frontend_error(
+            f"{what} draws from the generator that T.rng_init(seed, ...) starts; call "
+            "T.rng_init earlier in this T.Kernel"
+        )
+    handle = ctx.builder.alloc(
+        ctx.take_name("rng_state"),
+        [_STATE_WORDS],
+        make_dtype("uint32"),
+        "local",
+        in_kernel_frame=True,
+    )
+    state = wrap_buffer(handle)
+    states[key] = (ctx.kernel_vars, state)
+    return state
+
+
+def _u64(what, name, x):
+    if isinstance(x, bool) or not isinstance(x, (int, _C.Expr)):
+        raise frontend_error(
+            f"{what}: `{name}` must be an integer or an integer expression, got {x!r}"
+        )
+    if isinstance(x, _C.Expr) and not x.dtype.name.startswith(("int", "uint")):
+        raise frontend_error(
+            f"{what}: `{name}` must be an integer expression, got a {x.dtype} expression {x}"
+        )
+    if isinstance(x, int) and not 0 <= x < 2**64:
+        raise frontend_error(f"{what}: `{name}` must lie in [0, 2**64), got {x}")
+    return cast(x, "uint64")
+
+
+def rng_init(seed, seq=None, off=0, generator=PHILOX):
+    """Starts this thread's generator: `seed` picks the sequence, `seq` the subsequence
+    (2^66 numbers each; by default the thread's index in the grid along x,
+    `threadIdx.x + blockIdx.x * blockDim.x`), `off` how many numbers of it to skip."""
+    what = "T.rng_init"
+    if generator not in _CURAND_GENERATORS:
+        raise frontend_error(
+            f"{what}: generator must be one of {list(_CURAND_GENERATORS)}, got {generator!r}"
+        )
+    if generator != PHILOX:
+        raise frontend_error(
+            f"{what}: generator {generator!r} is not provided by tilelang; use {PHILOX!r} "
+            "(the default), whose sequences match cuRAND's"
+        )
+    ctx = _kernel(what)
+    if seq is None:
+        vars_ = ctx.kernel_vars
+        seq = vars_.threads[0] + vars_.blocks[0] * ctx.kernel_extents[1][0]
+    args = [_u64(what, "seed", seed), _u64(what, "seq", seq), _u64(what, "off", off)]
+    state = _state(what, create=True)
+    ctx.builder.evaluate(
+        _C.call_extern(make_dtype("void"), "tl::rng_init", [address_of(state[0]), *args])
+    )
+
+
+def rng_rand():
+    """The next 32 random bits of this thread's generator, as a uint32 (cuRAND's `curand`)."""
+    state = _state("T.rng_rand()")
+    return _C.call_extern(make_dtype("uint32"), "tl::rng_rand", [address_of(state[0])])
+
+
+def rng_rand_float(bit=32, dist="uniform"):
+    """The next random float32 (`bit=32`) or float64 (`bit=64`) of this thread's
+    generator: uniform in (0, 1] (`dist="uniform"`, cuRAND's `curand_uniform`) or
+    standard normal (`dist="normal"`, `curand_normal`, Box-Muller on two draws)."""
+    what = "T.rng_rand_float"
+    if bit not in (32, 64):
+        raise frontend_error(f"{what}: bit must be 32 or 64, got {bit!r}")
+    if dist not in ("uniform", "normal"):
+        raise frontend_error(f"{what}: dist must be 'uniform' or 'normal', got {dist!r}")
+    state = _state(f"{what}()")
+    fn = f"tl::rng_{dist}_f{bit}"
+    return _C.call_extern(make_dtype(f"float{bit}"), fn, [address_of(state[0])])
+
+
+__all__ = ["rng_init", "rng_rand", "rng_rand_float"]

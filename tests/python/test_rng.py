@@ -1,0 +1,262 @@
+"""T.rng_init / T.rng_rand / T.rng_rand_float (python/tilelang/language/random.py,
+device/common/philox_rng.h): cuRAND's Philox4x32-10 generator, so a kernel draws the
+numbers curand_init(seed, subsequence, offset) + curand / curand_uniform /
+curand_normal (and the _double forms) give. The reference below is an independent
+Python model of Philox4x32-10 and of cuRAND's state machine, itself checked against
+the Random123 known-answer vector."""
+
+import math
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
+M32 = 0xFFFFFFFF
+
+
+def philox4x32_10(ctr, key):
+    """Ten Philox4x32 rounds (Salmon et al., SC'11) of the 4-word counter under the 2-word key."""
+    c = list(ctr)
+    k0, k1 = key
+    for _ in range(10):
+        p0 = 0xD2511F53 * c[0]
+        p1 = 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & M32, (p0 >> 32) ^ c[3] ^ k1, p0 & M32]
+        k0 = (k0 + 0x9E3779B9) & M32
+        k1 = (k1 + 0xBB67AE85) & M32
+    return c
+
+
+class CurandPhilox:
+    """cuRAND's curandStatePhilox4_32_10_t: output n of subsequence s is word n % 4 of
+    the block at the 128-bit counter s * 2^64 + n // 4."""
+
+    def __init__(self, seed, subsequence, offset):
+        self.key = (seed & M32, seed >> 32)
+        self.sub = subsequence
+        self.pos = offset
+        self.extra_f = self.extra_d = None
+
+    def u32(self):
+        ctr = (self.sub << 64) + self.pos // 4
+        words = [(ctr >> (32 * i)) & M32 for i in range(4)]
+        out = philox4x32_10(words, self.key)[self.pos % 4]
+        self.pos += 1
+        return out
+
+    def uniform_f32(self):
+        inv = np.float32(2.3283064e-10)
+        return np.float32(self.u32()) * inv + inv / np.float32(2)
+
+    def uniform_f64(self):
+        return self.u32() * 2.3283064365386963e-10 + 2.3283064365386963e-10
+
+    def normal_f32(self):  # Box-Muller, the second value kept for the next call
+        if self.extra_f is not None:
+            v, self.extra_f = self.extra_f, None
+            return v
+        x, y = self.u32(), self.u32()
+        u = (x + 0.5) * 2.0**-32
+        v = (y + 0.5) * 2.0**-32 * 2 * math.pi
+        r = math.sqrt(-2 * math.log(u))
+        self.extra_f = r * math.cos(v)
+        return r * math.sin(v)
+
+    def normal_f64(self):  # Box-Muller on two 53-bit uniforms of four draws
+        if self.extra_d is not None:
+            v, self.extra_d = self.extra_d, None
+            return v
+        x0, x1, y0, y1 = (self.u32() for _ in range(4))
+        u = ((x0 ^ (x1 << 21)) + 0.5) * 2.0**-53
+        v = ((y0 ^ (y1 << 21)) + 1.0) * 2.0**-52
+        r = math.sqrt(-2 * math.log(u))
+        self.extra_d = r * math.cos(v * math.pi)
+        return r * math.sin(v * math.pi)
+
+
+def test_reference_matches_the_random123_known_answer():
+    assert philox4x32_10([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    ones = philox4x32_10([M32] * 4, [M32, M32])
+    assert ones == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
+
+
+def draw_kernel(blocks, threads, per, seed, seq_of, off_of):
+    """Each thread starts its generator and writes `per` values of each kind."""
+    n = blocks * threads * per
+
+    @T.prim_func
+    def draw(
+        A: T.Tensor((n,), "uint32"),
+        B: T.Tensor((n,), "float32"),
+        C: T.Tensor((n,), "float64"),
+        D: T.Tensor((n,), "float32"),
+        E: T.Tensor((n,), "float64"),
+    ):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            T.rng_init(seed, seq_of(bx, tx), off_of(bx, tx))
+            base = (bx * threads + tx) * per
+            for j in T.serial(per):
+                A[base + j] = T.rng_rand()
+            for j in T.serial(per):
+                B[base + j] = T.rng_rand_float()
+            for j in T.serial(per):
+                C[base + j] = T.rng_rand_float(bit=64)
+            for j in T.serial(per):
+                D[base + j] = T.rng_rand_float(dist="normal")
+            for j in T.serial(per):
+                E[base + j] = T.rng_rand_float(bit=64, dist="normal")
+
+    return draw
+
+
+DRAW_SHAPE = (3, 4, 7)  # blocks, threads, draws of each kind per thread (7 straddles the 4-word blocks)
+
+
+def draw_outputs(zeros):
+    n = DRAW_SHAPE[0] * DRAW_SHAPE[1] * DRAW_SHAPE[2]
+    return [zeros(n, t) for t in ("uint32", "float32", "float64", "float32", "float64")]
+
+
+def compile_draws(target, seed):
+    blocks, threads, per = DRAW_SHAPE
+    func = draw_kernel(blocks, threads, per, seed, lambda bx, tx: bx * 5 + 1, lambda bx, tx: tx * 3 + 2)
+    return tilelang.compile(func, target=target)
+
+
+def check_draws(out, seed, normal_tol):
+    """`out` against the reference: integers and uniforms bit for bit, normals within
+    `normal_tol` (float32 log / sin / cos differ by target)."""
+    blocks, threads, per = DRAW_SHAPE
+    ref = [[] for _ in range(5)]
+    for bx in range(blocks):
+        for tx in range(threads):
+            g = CurandPhilox(seed, bx * 5 + 1, tx * 3 + 2)
+            for i, draw in enumerate([g.u32, g.uniform_f32, g.uniform_f64, g.normal_f32, g.normal_f64]):
+                ref[i] += [draw() for _ in range(per)]
+    np.testing.assert_array_equal(out[0], np.array(ref[0], np.uint32))
+    np.testing.assert_array_equal(out[1], np.array(ref[1], np.float32))  # exact: one float rounding each
+    np.testing.assert_array_equal(out[2], np.array(ref[2]))
+    np.testing.assert_allclose(out[3], ref[3], rtol=normal_tol, atol=normal_tol)
+    np.testing.assert_allclose(out[4], ref[4], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_draws_match_curand_philox(target):
+    seed = int(np.random.default_rng(0).integers(2**53, 2**63))  # a seed a double cannot hold
+    out = draw_outputs(lambda n, t: np.zeros(n, t))
+    compile_draws(target, seed)(*out)
+    check_draws(out, seed, normal_tol=2e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_default_subsequence_is_the_global_thread_index(target):
+    """Without `seq`, each thread takes threadIdx.x + blockIdx.x * blockDim.x (TileLang's rule)."""
+    blocks, threads = 2, 8
+    seed = int(np.random.default_rng(1).integers(1, 2**31))
+
+    @T.prim_func
+    def first(A: T.Tensor((blocks * threads, 2), "uint32")):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            T.rng_init(seed)
+            A[bx * threads + tx, 0] = T.rng_rand()
+            A[bx * threads + tx, 1] = T.rng_rand()
+
+    kernel = tilelang.compile(first, target=target)
+    out = np.zeros((blocks * threads, 2), np.uint32)
+    kernel(out)
+    ref = []
+    for g in (CurandPhilox(seed, t, 0) for t in range(blocks * threads)):
+        ref.append([g.u32(), g.u32()])
+    np.testing.assert_array_equal(out, np.array(ref, np.uint32))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_state_started_in_a_branch_serves_draws_after_a_barrier(target):
+    """The state belongs to the kernel: a T.rng_init under an `if` is seen by draws after
+    a __syncthreads in the same branch, and threads outside the branch write nothing."""
+    blocks, threads, live = 6, 32, 4
+    seed = int(np.random.default_rng(2).integers(1, 2**31))
+
+    @T.prim_func
+    def guarded(A: T.Tensor((blocks,), "uint32"), n: T.int32):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((threads,), "int32")
+            if bx < n:
+                T.rng_init(seed, 0, bx)
+                s[tx] = tx
+                T.sync_threads()
+                if tx == 0:
+                    A[bx] = T.rng_rand() + T.cast(s[threads - 1] - (threads - 1), "uint32")
+
+    kernel = tilelang.compile(guarded, target=target)
+    sentinel = np.uint32(0xDEADBEEF)
+    out = np.full(blocks, sentinel, np.uint32)
+    kernel(out, live)
+    ref = [CurandPhilox(seed, 0, bx).u32() for bx in range(live)]
+    np.testing.assert_array_equal(out[:live], np.array(ref, np.uint32))
+    assert (out[live:] == sentinel).all()
+
+
+def test_draw_without_init_is_an_error():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "uint32")):
+            with T.Kernel(1, threads=4):
+                A[0] = T.rng_rand()
+
+    msg = str(info.value)
+    assert "test_rng.py" in msg
+    assert "T.rng_rand() draws from the generator that T.rng_init(seed, ...) starts" in msg
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            lambda: T.rng_init(1, generator="curandStateXORWOW_t"),
+            "generator 'curandStateXORWOW_t' is not provided",
+        ),
+        (lambda: T.rng_init(1, generator="mt19937"), "generator must be one of"),
+        (lambda: T.rng_init(1.5), "`seed` must be an integer or an integer expression, got 1.5"),
+        (lambda: T.rng_init(-1), "`seed` must lie in [0, 2**64), got -1"),
+        (lambda: T.rng_rand_float(bit=16), "bit must be 32 or 64, got 16"),
+        (
+            lambda: T.rng_rand_float(dist="poisson"),
+            "dist must be 'uniform' or 'normal', got 'poisson'",
+        ),
+    ],
+)
+def test_misuse_is_reported_at_the_users_line(call, expected):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                T.rng_init(7)
+                call()
+
+    assert expected in str(info.value)
+    assert "test_rng.py" in str(info.value)
+
+
+def test_metal_refuses_with_the_target_named():
+    @T.prim_func
+    def on_metal(A: T.Tensor((4,), "uint32")):
+        with T.Kernel(1, threads=4) as bx:
+            T.rng_init(3, bx, 0)
+            A[0] = T.rng_rand()
+
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(on_metal, target="metal -emulate")
+    msg = str(info.value)
+    assert (
+        "T.rng_init (cuRAND's Philox4x32-10 generator) is available on the cpu and cuda targets"
+        in msg
+    )
+    assert "'metal" in msg and "test_rng.py" in msg
