@@ -18,6 +18,8 @@
 #define TL_INT_DIV_FN inline
 #include "../common/ieee_rounding.h"  // T.ieee_* with rounding modes other than to-nearest
 #include "../common/int_div.h"        // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+#define TL_WIDE_FN inline
+#include "../common/wide_access.h"  // T.ldg* / T.stg* / T.lds* / T.sts*: 4- to 32-byte accesses
 #define TL_RNG_FN inline
 #include "../common/philox_rng.h"  // T.rng_init / T.rng_rand: cuRAND's Philox4x32-10 sequences
 
@@ -306,3 +308,9 @@ inline float ieee_fmaf_rd(float x, float y, float z) {
 }
 
 }  // namespace tl
+
+// T.__ldg(x[i]) prints `__ldg(&(x[i]))` on every target; the cpu has no read-only cache.
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}

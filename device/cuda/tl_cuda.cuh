@@ -26,6 +26,8 @@ typedef unsigned long long uintptr_t;
 #include "../common/minifloat.h"  // the fp8 / e8m0 conversions, shared with the cpu target
 #define TL_INT_DIV_FN TL_DEVICE
 #include "../common/int_div.h"  // floordiv, floormod, truncdiv, truncmod: defined for every divisor
+#define TL_WIDE_FN TL_DEVICE
+#include "../common/wide_access.h"  // T.ldg* / T.stg* / T.lds* / T.sts*: 4- to 32-byte accesses
 #define TL_RNG_FN TL_DEVICE
 #include "../common/philox_rng.h"  // T.rng_init / T.rng_rand: cuRAND's Philox4x32-10 sequences
 #ifdef TL_EMULATE
@@ -583,6 +585,23 @@ TL_DEVICE void sync_threads() {
 #endif
 
 }  // namespace tl
+
+// T.__ldg(x[i]) prints `__ldg(&(x[i]))`. CUDA declares __ldg for its own scalar and
+// vector types; the package's 8- and 16-bit number types load as the unsigned integer
+// of their size. The emulation loads plainly.
+#ifdef TL_EMULATE
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+#else
+template <class T>
+TL_DEVICE T __ldg(const T* p) {
+  if constexpr (sizeof(T) == 2) return tl::bit_cast<T>(__ldg(reinterpret_cast<const unsigned short*>(p)));
+  if constexpr (sizeof(T) == 1) return tl::bit_cast<T>(__ldg(reinterpret_cast<const unsigned char*>(p)));
+  return *p;
+}
+#endif
 
 #include "atomic.cuh"
 #include "debug.cuh"

@@ -127,6 +127,36 @@ void refuse_random_numbers(const PrimFunc& f, const Target& t) {
                          t.str() + "'; draw the random numbers on the host and pass them in");
 }
 
+// T.ldg* / T.stg* / T.lds* / T.sts*: device functions of the C++ headers
+// (device/common/wide_access.h), which Metal's self-contained source has no copy of.
+void refuse_wide_accesses(const PrimFunc& f, const Target& t) {
+  struct Find : IRVisitor {
+    SourceSpan at;
+    const std::string* name = nullptr;
+    SourceSpan where;
+    using IRVisitor::visit;
+    void visit(const Stmt& s) override {
+      if (name || !s.defined()) return;
+      Scoped<SourceSpan> here(at, s.span());
+      IRVisitor::visit(s);
+    }
+    void visit(const CallNode* op) override {
+      const std::string* n = extern_name(op);
+      for (const char* prefix : {"tl::load_global_", "tl::store_global_", "tl::load_shared_", "tl::store_shared_"})
+        if (!name && n && n->rfind(prefix, 0) == 0) {
+          name = n;
+          where = at;
+        }
+      IRVisitor::visit(op);
+    }
+  } find;
+  find.visit(f->body);
+  if (find.name)
+    throw_user_error(find.where, "T.ldg / T.stg / T.lds / T.sts (" + *find.name +
+                                     ") are available on the cpu and cuda targets, not on the target '" + t.str() +
+                                     "'; read and write the elements directly");
+}
+
 // T.sync_grid: a barrier of the whole launch, which needs every block resident at once
 // (a cooperative launch on CUDA, one OS thread per block on the cpu target and the CUDA
 // emulator). Metal has no such launch; a cluster kernel would need the driver's
@@ -220,6 +250,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
 PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
   refuse_named_barriers(f, t);
   refuse_random_numbers(f, t);
+  refuse_wide_accesses(f, t);
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
   f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });

@@ -74,6 +74,8 @@ from .shapes import (
     symbolic,
 )
 from .sparse import gemm_sp, gemm_sp_v2
+from .vector import *
+from .vector import __ldg
 from .views import reshape, view
 from .warp import *
 
@@ -160,3 +162,4 @@ __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait",
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
 __all__ += ["disable_warp_group_reg_alloc", "func_attr", "import_source", "thread_binding"]
 __all__ += ["rng_init", "rng_rand", "rng_rand_float"]
+__all__ += ["__ldg", "ldg32", "ldg64", "ldg128", "ldg256", "lds32", "lds64", "lds128", "stg32", "stg64", "stg128", "stg256", "sts32", "sts64", "sts128"]  # fmt: skip

@@ -171,6 +171,11 @@ class Buffer:
         indices, region = self._split_key(key)
         ctx = builder_ctx.current(f"storing into buffer '{self.name}'")
         if region is not None:
+            from .vector import LaneVector, store_lanes  # vector imports this module
+
+            if isinstance(value, LaneVector):
+                store_lanes(region, value)
+                return
             ctx.builder.fill(region.to_core(), to_value(value))
             return
         ctx.builder.store(self.handle, indices, to_value(value))

@@ -491,8 +491,12 @@ def endif(token):
 # ---- subscript stores
 def setitem(obj, key, value):
     """`A[i] = v`: checks that v is something a buffer element can hold."""
+    from .vector import LaneVector  # vector imports modules this one imports
+
     if isinstance(obj, Buffer) and not (
-        _is_scalar(value) or isinstance(value, VarBuffer) or hasattr(value, "__tl_expr__")
+        _is_scalar(value)
+        or isinstance(value, (VarBuffer, LaneVector))
+        or hasattr(value, "__tl_expr__")
     ):
         if isinstance(value, (Buffer, Region)):
             fix = f"copy tiles with T.copy(src, {obj.name}[...])"

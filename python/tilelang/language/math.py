@@ -407,6 +407,10 @@ def reinterpret(value, dtype):
         from .allreduce import NULL_HANDLE
 
         return NULL_HANDLE
+    from .vector import LaneVector, reinterpret_lanes  # vector imports this module
+
+    if isinstance(value, LaneVector):
+        return reinterpret_lanes(value, dtype)
     return _C.reinterpret(to_value(value), make_dtype(dtype))
 
 

@@ -393,6 +393,10 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
 std::string CodeGenC::print_call(const CallNode* op) {
   switch (op->op) {
     case Intrinsic::Extern: {
+      // T.__ldg(x[i]): CUDA's read-only load takes the element's address; every
+      // target's header defines __ldg (a plain load off the GPU).
+      if (op->args[0].as<StringImmNode>()->value == "__ldg" && op->args.size() == 2 && op->args[1].is<BufferLoadNode>())
+        return "__ldg(&(" + print_expr(op->args[1]) + "))";
       std::string s = op->args[0].as<StringImmNode>()->value + "(";
       for (size_t i = 1; i < op->args.size(); ++i) s += (i > 1 ? ", " : "") + print_expr(op->args[i]);
       return s + ")";

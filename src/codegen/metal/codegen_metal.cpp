@@ -536,6 +536,7 @@ class CodeGenMetal : public CodeGenC {
     if (auto warp = print_warp_helper(op, name)) return warp;
     if (starts("tl::debug_print")) emit_print(op);
     if (name == "tl::simdgroup_barrier") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
+    if (name == "__ldg" && op->args.size() == 2) return print_expr(op->args[1]);  // T.__ldg: a plain load
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
     if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;

@@ -1,0 +1,350 @@
+"""Wide memory accesses with TileLang's names: `T.ldg32/64/128/256` and `T.stg32/64/128/256`
+(global memory), `T.lds32/64/128` and `T.sts32/64/128` (shared memory), each one access
+of 4 to 32 bytes with an optional predicate, and `T.__ldg(x[i])` (a load through CUDA's
+read-only cache).
+
+A value wider than 32 bits is a `LaneVector`, a frontend value of uint32 lanes (the IR
+has scalar expressions only): a wide load writes its words into a per-thread local
+array by one call of a device function (device/common/wide_access.h, named as
+TileLang's: `tl::load_global_64` ...), and the lanes read that array. A LaneVector can
+be reinterpreted (`T.reinterpret(v, T.float32x2)`), stored into a slice of as many
+elements (`Y[i:i + 2] = v`), or passed to a wide store.
+"""
+
+from . import builder_ctx
+from .buffer import Buffer, Region, const_int, to_value
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+_GLOBAL = ("global",)
+_SHARED = ("shared", "shared.dyn")
+
+
+class LaneVector:
+    """A short vector value: one scalar expression per lane, all of `dtype`'s element type."""
+
+    __slots__ = ("dtype", "lanes")
+
+    def __init__(self, lanes, dtype):
+        self.lanes = list(lanes)
+        self.dtype = make_dtype(dtype)
+
+    @property
+    def element(self):
+        return self.dtype.with_lanes(1)
+
+    def __len__(self):
+        return len(self.lanes)
+
+    def __repr__(self):
+        return f"{self.dtype}({', '.join(str(x) for x in self.lanes)})"
+
+    def __iter__(self):
+        raise TypeError(f"a {self.dtype} value is not iterable; use T.extract_lane(v, i)")
+
+
+def _bits(dt):
+    return dt.bits * dt.lanes
+
+
+def _const_extent(e):
+    """The constant value of a slice extent such as `(i * 2 + 2) - i * 2`, else None."""
+    c = const_int(e)
+    if c is None and isinstance(e, _C.Expr):
+        c = const_int(_C.simplify_expr(e))
+    return c
+
+
+def _scalar_dtype(value):
+    if isinstance(value, _C.Expr):
+        return make_dtype(value.dtype.name)
+    return None
+
+
+def _to_words(what, value, words):
+    """The 32-bit words of `value` (a LaneVector or a scalar expression), low word first."""
+    if isinstance(value, LaneVector):
+        dt, lanes = value.element, value.lanes
+    else:
+        value = to_value(value)
+        dt = _scalar_dtype(value)
+        if dt is None:
+            raise frontend_error(
+                f"{what}: the value must be an expression or a vector from a wide load, got {value!r}"
+            )
+        lanes = [value]
+    total = dt.bits * len(lanes)
+    if total != 32 * words:
+        raise frontend_error(
+            f"{what}: the value must have {32 * words} bits, got {len(lanes)} lane(s) of {dt} ({total} bits)"
+        )
+    return _repack(lanes, dt, 32)
+
+
+def _repack(lanes, dt, bits):
+    """The same bits as lanes of unsigned `bits`-bit integers (little-endian lane order)."""
+    u_in = make_dtype(f"uint{dt.bits}")
+    raw = [x if dt == u_in else _C.reinterpret(x, u_in) for x in lanes]
+    if dt.bits == bits:
+        return raw
+    u_out = make_dtype(f"uint{bits}")
+    if dt.bits < bits:  # pack several narrow lanes into one
+        per = bits // dt.bits
+        out = []
+        for i in range(0, len(raw), per):
+            word = None
+            for j, x in enumerate(raw[i : i + per]):
+                part = _C.cast(x, u_out)
+                if j:
+                    part = part << (j * dt.bits)
+                word = part if word is None else word | part
+            out.append(word)
+        return out
+    per = dt.bits // bits  # split each wide lane
+    mask = (1 << bits) - 1
+    return [_C.cast((x >> (j * bits)) & mask, u_out) for x in raw for j in range(per)]
+
+
+def reinterpret_lanes(vec, dtype):
+    """T.reinterpret of a LaneVector: the same bits as `dtype` (a scalar of the same total
+    width, or a vector type)."""
+    dt = make_dtype(dtype)
+    src = vec.element
+    total = src.bits * len(vec.lanes)
+    if _bits(dt) != total:
+        raise frontend_error(
+            f"T.reinterpret needs types of equal size, got {vec.dtype} ({total} bits) to {dt} ({_bits(dt)} bits)"
+        )
+    elem = dt.with_lanes(1)
+    raw = _repack(vec.lanes, src, elem.bits)
+    u = make_dtype(f"uint{elem.bits}")
+    lanes = [x if elem == u else _C.reinterpret(x, elem) for x in raw]
+    if dt.lanes == 1:
+        return lanes[0]
+    return LaneVector(lanes, dt)
+
+
+def store_lanes(region, vec):
+    """`buf[slice] = vector`: lane i goes to the slice's i-th element in row-major order."""
+    count = 1
+    for e in region.extents:
+        c = _const_extent(e)
+        if c is None:
+            raise frontend_error(
+                f"storing a {vec.dtype} value into {region!r} needs a slice of constant size"
+            )
+        count *= c
+    if count != len(vec.lanes):
+        raise frontend_error(
+            f"storing a {vec.dtype} value ({len(vec.lanes)} lanes) into {region!r}: the slice has "
+            f"{count} element(s); it needs one per lane"
+        )
+    buf = region.buffer
+    if vec.element != buf.dtype:
+        raise frontend_error(
+            f"storing a {vec.dtype} value into {region!r} of {buf.dtype}: the lane type differs; "
+            f"T.reinterpret or T.cast the value to {buf.dtype}x{len(vec.lanes)} first"
+        )
+    ctx = builder_ctx.current(f"storing into buffer '{buf.name}'")
+    extents = [_const_extent(e) for e in region.extents]
+    for i, lane in enumerate(vec.lanes):
+        idx, rest = [], i
+        for d in reversed(range(len(extents))):
+            idx.append(region.mins[d] + rest % extents[d])
+            rest //= extents[d]
+        ctx.builder.store(buf.handle, list(reversed(idx)), lane)
+
+
+# ---- wide accesses
+
+
+def _first_element(what, src, scopes, words):
+    """The buffer and first element's indices of `src` (an element, a slice or a buffer),
+    checked: a buffer of the right memory, and a slice of exactly the access's bytes."""
+    if isinstance(src, Region):
+        buf, mins, extents = src.buffer, src.mins, src.extents
+    elif isinstance(src, Buffer):
+        buf, mins, extents = src, [0] * src.ndim, list(src.shape)
+    else:
+        value = to_value(src)
+        ctx = builder_ctx.current(what)
+        found = ctx.element_of(value) if isinstance(value, _C.Expr) else None
+        if found is None:
+            raise frontend_error(
+                f"{what} takes a buffer element such as x[i], a slice such as x[i:i + n] or a "
+                f"buffer, got {value!r}"
+            )
+        buf, mins = found
+        extents = None
+    if buf.scope not in scopes:
+        memory = "global" if scopes == _GLOBAL else "shared"
+        raise frontend_error(
+            f"{what} accesses {memory} memory, but buffer '{buf.name}' is in '{buf.scope}' memory"
+        )
+    if extents is not None:
+        sizes = [_const_extent(e) for e in extents]
+        if all(s is not None for s in sizes):
+            count = 1
+            for s in sizes:
+                count *= s
+            if count * buf.dtype.bits != 32 * words:
+                raise frontend_error(
+                    f"{what} moves {4 * words} bytes, but the slice of '{buf.name}' holds {count} "
+                    f"{buf.dtype} element(s) ({count * buf.dtype.bits // 8} bytes)"
+                )
+    return buf, list(mins)
+
+
+def _address(buf, mins, mask):
+    load = _C.buffer_load(buf.handle, [to_value(m) for m in mins])
+    return _C.call("address_of", [load, mask])
+
+
+def _predicate(what, pred):
+    pred = to_value(pred)
+    if isinstance(pred, bool):
+        return pred
+    if isinstance(pred, _C.Expr) and (
+        pred.dtype.name == "bool" or pred.dtype.name.startswith(("int", "uint"))
+    ):
+        return pred if pred.dtype.name == "bool" else pred != 0
+    raise frontend_error(f"{what}: pred must be a condition, got {pred!r}")
+
+
+def _load(what, kind, bits, scopes, src, pred):
+    words = bits // 32
+    buf, mins = _first_element(what, src, scopes, words)
+    ctx = builder_ctx.current(what)
+    args = [_address(buf, mins, 1)]
+    name = f"tl::load_{kind}_{bits}"
+    if pred is not None:
+        args.append(_predicate(what, pred))
+        name += "_conditional"
+    if words == 1:
+        return _C.call_extern(make_dtype("uint32"), name, args)
+    words_buf = ctx.builder.alloc(ctx.take_name("wide"), [words], make_dtype("uint32"), "local")
+    out = _C.call("address_of", [_C.buffer_load(words_buf, [0])])
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, [out, *args]))
+    return LaneVector([_C.buffer_load(words_buf, [i]) for i in range(words)], f"uint32x{words}")
+
+
+def _store(what, kind, bits, scopes, dst, value, pred):
+    words = bits // 32
+    buf, mins = _first_element(what, dst, scopes, words)
+    ctx = builder_ctx.current(what)
+    args = [_address(buf, mins, 2), *_to_words(what, value, words)]
+    name = f"tl::store_{kind}_{bits}"
+    if pred is not None:
+        args.append(_predicate(what, pred))
+        name += "_conditional"
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
+
+
+def ldg32(src, pred=None):
+    """4 bytes of global memory as a uint32 (zero where `pred` is false)."""
+    return _load("T.ldg32", "global", 32, _GLOBAL, src, pred)
+
+
+def ldg64(src, pred=None):
+    """8 bytes of global memory as a uint32x2 value."""
+    return _load("T.ldg64", "global", 64, _GLOBAL, src, pred)
+
+
+def ldg128(src, pred=None):
+    """16 bytes of global memory as a uint32x4 value."""
+    return _load("T.ldg128", "global", 128, _GLOBAL, src, pred)
+
+
+def ldg256(src, pred=None):
+    """32 bytes of global memory as a uint32x8 value."""
+    return _load("T.ldg256", "global", 256, _GLOBAL, src, pred)
+
+
+def stg32(dst, value, pred=None):
+    """Stores a 32-bit value to global memory (nothing where `pred` is false)."""
+    _store("T.stg32", "global", 32, _GLOBAL, dst, value, pred)
+
+
+def stg64(dst, value, pred=None):
+    _store("T.stg64", "global", 64, _GLOBAL, dst, value, pred)
+
+
+def stg128(dst, value, pred=None):
+    _store("T.stg128", "global", 128, _GLOBAL, dst, value, pred)
+
+
+def stg256(dst, value, pred=None):
+    _store("T.stg256", "global", 256, _GLOBAL, dst, value, pred)
+
+
+def lds32(src):
+    """4 bytes of shared memory as a uint32."""
+    return _load("T.lds32", "shared", 32, _SHARED, src, None)
+
+
+def lds64(src):
+    return _load("T.lds64", "shared", 64, _SHARED, src, None)
+
+
+def lds128(src):
+    return _load("T.lds128", "shared", 128, _SHARED, src, None)
+
+
+def sts32(dst, value):
+    """Stores a 32-bit value to shared memory."""
+    _store("T.sts32", "shared", 32, _SHARED, dst, value, None)
+
+
+def sts64(dst, value):
+    _store("T.sts64", "shared", 64, _SHARED, dst, value, None)
+
+
+def sts128(dst, value):
+    _store("T.sts128", "shared", 128, _SHARED, dst, value, None)
+
+
+def __ldg(load_or_buf, index=None):
+    """`T.__ldg(x[i])` (or `T.__ldg(x, i)` for a 1-D buffer): the element, loaded through
+    CUDA's read-only data cache (`__ldg(&x[i])`); a plain load elsewhere."""
+    what = "T.__ldg"
+    if isinstance(load_or_buf, Buffer):
+        if index is None:
+            raise frontend_error(
+                f"{what}(buffer, index) needs an index when given buffer '{load_or_buf.name}'"
+            )
+        idx = list(index) if isinstance(index, (list, tuple)) else [index]
+        load = load_or_buf[tuple(idx)]
+    else:
+        load = to_value(load_or_buf)
+    ctx = builder_ctx.current(what)
+    found = ctx.element_of(load) if isinstance(load, _C.Expr) else None
+    if found is None:
+        raise frontend_error(f"{what} takes a buffer element such as x[i], got {load!r}")
+    buf = found[0]
+    if buf.scope not in _GLOBAL:
+        raise frontend_error(
+            f"{what} loads through the read-only cache of global memory, but buffer '{buf.name}' is in "
+            f"'{buf.scope}' memory; read the element directly"
+        )
+    return _C.call_extern(load.dtype, "__ldg", [load])
+
+
+__all__ = [
+    "__ldg",
+    "ldg32",
+    "ldg64",
+    "ldg128",
+    "ldg256",
+    "lds32",
+    "lds64",
+    "lds128",
+    "stg32",
+    "stg64",
+    "stg128",
+    "stg256",
+    "sts32",
+    "sts64",
+    "sts128",
+]
