@@ -24,6 +24,7 @@ from .kernel import (
     get_thread_extent,
     get_thread_extents,
     import_source,
+    launch_thread,
     thread_binding,
 )
 from .loops import (
@@ -74,6 +75,7 @@ from .shapes import (
     symbolic,
 )
 from .sparse import gemm_sp, gemm_sp_v2
+from .tile_schedule import PersistentTileScheduler
 from .vector import *
 from .vector import __ldg
 from .views import reshape, view
@@ -160,6 +162,12 @@ __all__ = [
 ]
 __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
-__all__ += ["disable_warp_group_reg_alloc", "func_attr", "import_source", "thread_binding"]
-__all__ += ["rng_init", "rng_rand", "rng_rand_float"]
+__all__ += [
+    "disable_warp_group_reg_alloc",
+    "func_attr",
+    "import_source",
+    "launch_thread",
+    "thread_binding",
+]
+__all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
 __all__ += ["__ldg", "ldg32", "ldg64", "ldg128", "ldg256", "lds32", "lds64", "lds128", "stg32", "stg64", "stg128", "stg256", "sts32", "sts64", "sts128"]  # fmt: skip

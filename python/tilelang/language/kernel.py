@@ -5,6 +5,8 @@ from . import builder_ctx
 from .buffer import const_int, to_value
 from .builder_ctx import KERNEL, frontend_error
 
+_C = builder_ctx._C
+
 
 def _thread_list(threads):
     if isinstance(threads, int):
@@ -128,6 +130,35 @@ def thread_binding(start, stop=None, thread="threadIdx.x"):
             f"threads T.Kernel launched along {thread}"
         )
     return _pick(ctx.kernel_vars.threads, dim, what, 0)
+
+
+_BLOCK_AXES = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
+
+
+def launch_thread(thread, extent):
+    """TVM's `T.launch_thread("threadIdx.x", n)` inside a T.Kernel: the kernel's thread
+    (or, for "blockIdx.*", block) index along that axis, whose launched extent must be n."""
+    what = "T.launch_thread"
+    ctx = _kernel_vars(what)
+    axes = {**_THREAD_AXES, **_BLOCK_AXES}
+    if thread not in axes:
+        raise frontend_error(f"{what}: thread must be one of {', '.join(axes)}, got {thread!r}")
+    is_block = thread in _BLOCK_AXES
+    dim = axes[thread]
+    extents = list(ctx.kernel_extents[0 if is_block else 1])
+    launched = extents[dim] if dim < len(extents) else 1
+    wanted, known = to_value(extent), to_value(launched)
+    if const_int(wanted) is not None and const_int(known) is not None:
+        same = const_int(wanted) == const_int(known)
+    else:
+        same = isinstance(wanted, _C.Expr) and isinstance(known, _C.Expr) and wanted.same_as(known)
+    if not same:
+        raise frontend_error(
+            f"{what}({thread!r}, {extent}): T.Kernel launched {launched} along {thread}; a "
+            "kernel's blocks and threads are set by T.Kernel(..., threads=...)"
+        )
+    values = ctx.kernel_vars.blocks if is_block else ctx.kernel_vars.threads
+    return _pick(values, dim, what, 0)
 
 
 def import_source(source=None):
