@@ -170,4 +170,16 @@ __all__ += [
     "thread_binding",
 ]
 __all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
+__all__ += [
+    "Broadcast",
+    "Ramp",
+    "abs2",
+    "add2",
+    "extract_lane",
+    "fma2",
+    "max2",
+    "min2",
+    "mul2",
+    "sub2",
+]
 __all__ += ["__ldg", "ldg32", "ldg64", "ldg128", "ldg256", "lds32", "lds64", "lds128", "stg32", "stg64", "stg128", "stg256", "sts32", "sts64", "sts128"]  # fmt: skip

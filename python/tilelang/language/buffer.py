@@ -159,6 +159,11 @@ class Buffer:
         return access_ptr(self, access_mask, extent=extent, offset=offset)
 
     def __getitem__(self, key):
+        from .vector import load_indexed  # vector imports this module
+
+        lanes = load_indexed(self, key)
+        if lanes is not None:
+            return lanes
         indices, region = self._split_key(key)
         if region is not None:
             return region
@@ -168,11 +173,13 @@ class Buffer:
         return load
 
     def __setitem__(self, key, value):
+        from .vector import LaneVector, store_indexed, store_lanes  # vector imports this module
+
+        if store_indexed(self, key, value):
+            return
         indices, region = self._split_key(key)
         ctx = builder_ctx.current(f"storing into buffer '{self.name}'")
         if region is not None:
-            from .vector import LaneVector, store_lanes  # vector imports this module
-
             if isinstance(value, LaneVector):
                 store_lanes(region, value)
                 return

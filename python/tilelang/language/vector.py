@@ -44,6 +44,51 @@ class LaneVector:
     def __iter__(self):
         raise TypeError(f"a {self.dtype} value is not iterable; use T.extract_lane(v, i)")
 
+    # Lane-wise arithmetic; a scalar operand applies to every lane.
+    def _zip(self, other, fn, what):
+        if isinstance(other, LaneVector):
+            if len(other.lanes) != len(self.lanes):
+                raise frontend_error(
+                    f"{what} of vectors with {len(self.lanes)} and {len(other.lanes)} lanes"
+                )
+            pairs = zip(self.lanes, other.lanes)
+        else:
+            other = to_value(other)
+            pairs = ((x, other) for x in self.lanes)
+        lanes = [fn(a, b) for a, b in pairs]
+        return _vector_of(lanes)
+
+    def __add__(self, o):
+        return self._zip(o, lambda a, b: a + b, "+")
+
+    def __radd__(self, o):
+        return self._zip(o, lambda a, b: b + a, "+")
+
+    def __sub__(self, o):
+        return self._zip(o, lambda a, b: a - b, "-")
+
+    def __rsub__(self, o):
+        return self._zip(o, lambda a, b: b - a, "-")
+
+    def __mul__(self, o):
+        return self._zip(o, lambda a, b: a * b, "*")
+
+    def __rmul__(self, o):
+        return self._zip(o, lambda a, b: b * a, "*")
+
+    def __truediv__(self, o):
+        return self._zip(o, lambda a, b: a / b, "/")
+
+    def __neg__(self):
+        return _vector_of([-x for x in self.lanes])
+
+
+def _vector_of(lanes):
+    """A LaneVector of expressions, typed by its first lane."""
+    first = lanes[0]
+    dt = make_dtype(first.dtype.name) if isinstance(first, _C.Expr) else make_dtype("int32")
+    return LaneVector(lanes, dt.with_lanes(len(lanes)))
+
 
 def _bits(dt):
     return dt.bits * dt.lanes
@@ -155,6 +200,186 @@ def store_lanes(region, vec):
             idx.append(region.mins[d] + rest % extents[d])
             rest //= extents[d]
         ctx.builder.store(buf.handle, list(reversed(idx)), lane)
+
+
+# ---- building vectors, reading lanes
+
+
+def _int_lanes(what, lanes):
+    n = const_int(to_value(lanes))
+    if n is None or n < 1:
+        raise frontend_error(f"{what}: lanes must be a positive constant integer, got {lanes!r}")
+    return n
+
+
+def Ramp(base, stride, lanes):
+    """The vector base, base + stride, ..., base + (lanes - 1) * stride (TVM's T.Ramp),
+    mostly as a buffer index: `A[T.Ramp(i, 1, 4)]` reads four elements,
+    `B[T.Ramp(i, 1, 4)] = v` writes them."""
+    n = _int_lanes("T.Ramp", lanes)
+    base, stride = to_value(base), to_value(stride)
+    for name, x in (("base", base), ("stride", stride)):
+        if not (isinstance(x, int) and not isinstance(x, bool)) and not (
+            isinstance(x, _C.Expr) and x.dtype.name.startswith(("int", "uint"))
+        ):
+            raise frontend_error(
+                f"T.Ramp: {name} must be an integer or an integer expression, got {x!r}"
+            )
+    lanes = [base + i * stride if i else base for i in range(n)]
+    if all(isinstance(x, int) for x in lanes):
+        return LaneVector(lanes, f"int32x{n}")
+    return _vector_of(
+        [x if isinstance(x, _C.Expr) else _C.cast(x, make_dtype("int32")) for x in lanes]
+    )
+
+
+def Broadcast(value, lanes):
+    """The vector of `lanes` copies of `value` (TVM's T.Broadcast)."""
+    n = _int_lanes("T.Broadcast", lanes)
+    value = to_value(value)
+    if isinstance(value, LaneVector):
+        raise frontend_error(f"T.Broadcast takes a scalar, got the vector {value!r}")
+    if not isinstance(value, _C.Expr):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise frontend_error(f"T.Broadcast takes a number or an expression, got {value!r}")
+        value = _C.cast(value, make_dtype("float32" if isinstance(value, float) else "int32"))
+    return LaneVector([value] * n, make_dtype(value.dtype.name).with_lanes(n))
+
+
+def extract_lane(vector, lane):
+    """Lane `lane` (a constant) of a vector value."""
+    what = "T.extract_lane"
+    if not isinstance(vector, LaneVector):
+        raise frontend_error(
+            f"{what} expects a vector value (a wide load, T.Ramp, T.Broadcast ...), got {vector!r}"
+        )
+    i = const_int(to_value(lane))
+    if i is None:
+        raise frontend_error(f"{what} needs a compile-time integer lane, got {lane!r}")
+    if not 0 <= i < len(vector.lanes):
+        raise frontend_error(
+            f"{what}: lane {i} is out of bounds for {vector.dtype} with {len(vector.lanes)} lanes"
+        )
+    return vector.lanes[i]
+
+
+# ---- packed x2 arithmetic (TileLang's tl::add2 ...), lane by lane
+
+_PACKED_X2 = ("float32x2", "float16x2", "bfloat16x2")
+
+
+def _packed(what, *args):
+    dtypes = [
+        str(a.dtype)
+        if isinstance(a, LaneVector)
+        else getattr(getattr(a, "dtype", None), "name", None)
+        for a in args
+    ]
+    if None not in dtypes and len(set(dtypes)) > 1:
+        raise frontend_error(f"{what} needs all operands of the same dtype, got {dtypes}")
+    for a in args:
+        if not isinstance(a, LaneVector) or str(a.dtype) not in _PACKED_X2:
+            raise frontend_error(
+                f"{what} takes values of {', '.join(_PACKED_X2)} (e.g. A[T.Ramp(i, 1, 2)]), got {a!r}"
+            )
+    return [a.lanes for a in args]
+
+
+def add2(x, y):
+    """Packed add of two float32x2 / float16x2 / bfloat16x2 values."""
+    a, b = _packed("T.add2", x, y)
+    return LaneVector([_C.binary("Add", p, q) for p, q in zip(a, b)], x.dtype)
+
+
+def sub2(x, y):
+    a, b = _packed("T.sub2", x, y)
+    return LaneVector([_C.binary("Sub", p, q) for p, q in zip(a, b)], x.dtype)
+
+
+def mul2(x, y):
+    a, b = _packed("T.mul2", x, y)
+    return LaneVector([_C.binary("Mul", p, q) for p, q in zip(a, b)], x.dtype)
+
+
+def max2(x, y):
+    a, b = _packed("T.max2", x, y)
+    return LaneVector([_C.binary("Max", p, q) for p, q in zip(a, b)], x.dtype)
+
+
+def min2(x, y):
+    a, b = _packed("T.min2", x, y)
+    return LaneVector([_C.binary("Min", p, q) for p, q in zip(a, b)], x.dtype)
+
+
+def fma2(x, y, z):
+    """Packed x * y + z with one rounding per lane."""
+    a, b, c = _packed("T.fma2", x, y, z)
+    return LaneVector([_C.call("fma", [p, q, r]) for p, q, r in zip(a, b, c)], x.dtype)
+
+
+def abs2(x):
+    (a,) = _packed("T.abs2", x)
+    return LaneVector([_C.call("abs", [p]) for p in a], x.dtype)
+
+
+# ---- buffers indexed by a vector (T.Ramp)
+
+
+def _vector_indices(buf, key):
+    """Per-lane index lists when `key` holds a vector (of one lane count), else None."""
+    key = key if isinstance(key, tuple) else (key,)
+    vectors = [k for k in key if isinstance(k, LaneVector)]
+    if not vectors:
+        return None
+    n = len(vectors[0].lanes)
+    if any(len(v.lanes) != n for v in vectors):
+        raise frontend_error(
+            f"buffer '{buf.name}' is indexed with vectors of different lane counts "
+            f"{[len(v.lanes) for v in vectors]}"
+        )
+    if len(key) != buf.ndim or any(isinstance(k, slice) for k in key):
+        raise frontend_error(
+            f"buffer '{buf.name}' indexed with a vector needs one index per dimension "
+            f"({buf.ndim}) and no slices"
+        )
+    return [
+        [
+            buf._normalize_index(k.lanes[i] if isinstance(k, LaneVector) else k, d)
+            for d, k in enumerate(key)
+        ]
+        for i in range(n)
+    ]
+
+
+def load_indexed(buf, key):
+    """`A[T.Ramp(i, 1, 4)]`: the vector of the elements; None when no index is a vector."""
+    per_lane = _vector_indices(buf, key)
+    if per_lane is None:
+        return None
+    builder_ctx.current(f"indexing buffer '{buf.name}'")
+    lanes = [_C.buffer_load(buf.handle, [to_value(i) for i in idx]) for idx in per_lane]
+    return LaneVector(lanes, buf.dtype.with_lanes(len(lanes)))
+
+
+def store_indexed(buf, key, value):
+    """`A[T.Ramp(i, 1, 4)] = v`: lane i of v (or the scalar v) to element i; False when no
+    index is a vector."""
+    per_lane = _vector_indices(buf, key)
+    if per_lane is None:
+        return False
+    ctx = builder_ctx.current(f"storing into buffer '{buf.name}'")
+    if isinstance(value, LaneVector):
+        if len(value.lanes) != len(per_lane):
+            raise frontend_error(
+                f"storing a {value.dtype} value into {len(per_lane)} elements of buffer '{buf.name}': "
+                "the lane counts differ"
+            )
+        lanes = value.lanes
+    else:
+        lanes = [to_value(value)] * len(per_lane)
+    for idx, lane in zip(per_lane, lanes):
+        ctx.builder.store(buf.handle, [to_value(i) for i in idx], lane)
+    return True
 
 
 # ---- wide accesses
@@ -332,7 +557,13 @@ def __ldg(load_or_buf, index=None):
 
 
 __all__ = [
+    "Broadcast",
+    "Ramp",
     "__ldg",
+    "abs2",
+    "add2",
+    "extract_lane",
+    "fma2",
     "ldg32",
     "ldg64",
     "ldg128",
@@ -340,6 +571,9 @@ __all__ = [
     "lds32",
     "lds64",
     "lds128",
+    "max2",
+    "min2",
+    "mul2",
     "stg32",
     "stg64",
     "stg128",
@@ -347,4 +581,5 @@ __all__ = [
     "sts32",
     "sts64",
     "sts128",
+    "sub2",
 ]

@@ -1,0 +1,138 @@
+"""Short vector values (python/tilelang/language/vector.py): T.Ramp as a buffer index,
+T.Broadcast, T.extract_lane, lane-wise arithmetic and TileLang's packed x2 operations
+(T.add2, sub2, mul2, max2, min2, fma2, abs2), each lane one scalar expression."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
+M = 64  # threads, one pair of elements each
+NP = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+PACKED = {
+    "add2": (T.add2, lambda a, b: a + b),
+    "sub2": (T.sub2, lambda a, b: a - b),
+    "mul2": (T.mul2, lambda a, b: a * b),
+    "max2": (T.max2, np.maximum),
+    "min2": (T.min2, np.minimum),
+}
+
+
+def rand(seed, dtype, n=2 * M):
+    return np.random.default_rng(seed).standard_normal(n).astype(NP[dtype])
+
+
+def rounded(x, dtype):
+    """float64 results rounded once to `dtype`, as a packed op of that type rounds."""
+    return x.astype(NP[dtype])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("op", sorted(PACKED))
+def test_packed_binary_ops_match_numpy(target, dtype, op):
+    fn, ref = PACKED[op]
+
+    @T.prim_func
+    def packed(
+        A: T.Tensor((2 * M,), dtype), B: T.Tensor((2 * M,), dtype), C: T.Tensor((2 * M,), dtype)
+    ):
+        with T.Kernel(1, threads=M):
+            t = T.get_thread_binding()
+            idx = T.Ramp(t * 2, 1, 2)
+            C[idx] = fn(A[idx], B[idx])
+
+    kernel = tilelang.compile(packed, target=target)
+    a, b = rand(1, dtype), rand(2, dtype)
+    c = np.zeros_like(a)
+    kernel(a, b, c)
+    want = rounded(ref(a.astype(np.float64), b.astype(np.float64)), dtype)
+    np.testing.assert_array_equal(c.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_fma2_and_abs2(target, dtype):
+    @T.prim_func
+    def fused(
+        A: T.Tensor((2 * M,), dtype),
+        B: T.Tensor((2 * M,), dtype),
+        C: T.Tensor((2 * M,), dtype),
+        D: T.Tensor((2 * M,), dtype),
+        E: T.Tensor((2 * M,), dtype),
+    ):
+        with T.Kernel(1, threads=M):
+            t = T.get_thread_binding()
+            idx = T.Ramp(t * 2, 1, 2)
+            D[idx] = T.fma2(A[idx], B[idx], C[idx])
+            E[idx] = T.abs2(A[idx])
+
+    kernel = tilelang.compile(fused, target=target)
+    a, b, c = rand(3, dtype), rand(4, dtype), rand(5, dtype)
+    d, e = np.zeros_like(a), np.zeros_like(a)
+    kernel(a, b, c, d, e)
+    exact = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+    np.testing.assert_allclose(d.astype(np.float64), exact, rtol=np.finfo(NP[dtype]).eps, atol=1e-6)
+    np.testing.assert_array_equal(e, np.abs(a))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_ramp_indices_broadcast_and_lane_arithmetic(target):
+    """A 2-D read with a strided ramp, lane-wise arithmetic with a scalar, a broadcast
+    into a slice and single lanes taken out."""
+
+    @T.prim_func
+    def lanes(
+        A: T.Tensor((8, 16), "float32"),
+        B: T.Tensor((8, 4), "float32"),
+        C: T.Tensor((8, 4), "float32"),
+        D: T.Tensor((8,), "float32"),
+    ):
+        with T.Kernel(8, threads=1) as r:
+            v = A[r, T.Ramp(1, 4, 4)]  # columns 1, 5, 9, 13
+            B[r, T.Ramp(0, 1, 4)] = v * 2.0 + 1.0
+            C[r, 0:4] = T.Broadcast(A[r, 0], 4)
+            D[r] = T.extract_lane(v, 3) - T.extract_lane(v, 0)
+
+    kernel = tilelang.compile(lanes, target=target)
+    a = np.random.default_rng(9).standard_normal((8, 16)).astype(np.float32)
+    b, c, d = np.zeros((8, 4), np.float32), np.zeros((8, 4), np.float32), np.zeros(8, np.float32)
+    kernel(a, b, c, d)
+    np.testing.assert_array_equal(b, a[:, 1::4] * np.float32(2) + np.float32(1))
+    np.testing.assert_array_equal(c, np.repeat(a[:, :1], 4, axis=1))
+    np.testing.assert_array_equal(d, a[:, 13] - a[:, 1])
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            lambda A: T.add2(A[T.Ramp(0, 1, 2)], A[T.Ramp(0, 1, 4)]),
+            "T.add2 needs all operands of the same dtype",
+        ),
+        (lambda A: T.add2(A[0], A[1]), "T.add2 takes values of float32x2, float16x2, bfloat16x2"),
+        (
+            lambda A: T.extract_lane(A[T.Ramp(0, 1, 2)], 2),
+            "T.extract_lane: lane 2 is out of bounds for float32x2",
+        ),
+        (lambda A: T.Ramp(0, 1, 0), "T.Ramp: lanes must be a positive constant integer, got 0"),
+        (
+            lambda A: T.Ramp(0.5, 1, 2),
+            "T.Ramp: base must be an integer or an integer expression, got 0.5",
+        ),
+        (lambda A: A.__setitem__(T.Ramp(0, 1, 2), T.Broadcast(1.0, 3)), "the lane counts differ"),
+    ],
+)
+def test_misuse_is_reported_at_the_users_line(body, expected):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                body(A)
+
+    assert expected in str(info.value)
+    assert "test_lane_vectors.py" in str(info.value)
