@@ -183,22 +183,22 @@ TL_RNG_FN double normal_f64(uint32_t* s) {
 }  // namespace rng
 
 // The calls the frontend emits; `s` is the kernel's per-thread state array.
-TL_RNG_FN void rng_init(uint32_t* s, uint64_t seed, uint64_t subsequence, uint64_t offset) {
+TL_RNG_FN void philox_init(uint32_t* s, uint64_t seed, uint64_t subsequence, uint64_t offset) {
   rng::init(s, seed, subsequence, offset);
 }
-TL_RNG_FN uint32_t rng_rand(uint32_t* s) {
+TL_RNG_FN uint32_t philox_rand(uint32_t* s) {
   return rng::next_u32(s);
 }
-TL_RNG_FN float rng_uniform_f32(uint32_t* s) {
+TL_RNG_FN float philox_uniform_f32(uint32_t* s) {
   return rng::uniform_f32(s);
 }
-TL_RNG_FN double rng_uniform_f64(uint32_t* s) {
+TL_RNG_FN double philox_uniform_f64(uint32_t* s) {
   return rng::uniform_f64(s);
 }
-TL_RNG_FN float rng_normal_f32(uint32_t* s) {
+TL_RNG_FN float philox_normal_f32(uint32_t* s) {
   return rng::normal_f32(s);
 }
-TL_RNG_FN double rng_normal_f64(uint32_t* s) {
+TL_RNG_FN double philox_normal_f64(uint32_t* s) {
   return rng::normal_f64(s);
 }
 

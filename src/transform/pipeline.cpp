@@ -116,13 +116,15 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
                          t.str() + "' has not; use T.sync_threads() there");
 }
 
-// T.rng_init: cuRAND's Philox4x32-10 generator lives in the C++ device headers
-// (device/common/philox_rng.h); Metal's self-contained source has no copy of it, and
+// T.rng_init: cuRAND's generators live in the C++ device headers
+// (device/common/philox_rng.h, mrg32k3a_rng.h); Metal's self-contained source has no copy of it, and
 // its double-precision normals would need float64, which Metal lacks.
 void refuse_random_numbers(const PrimFunc& f, const Target& t) {
-  if (const EvaluateNode* call = find_extern_call(f->body, "tl::rng_init"))
+  const EvaluateNode* call = find_extern_call(f->body, "tl::philox_init");
+  if (!call) call = find_extern_call(f->body, "tl::mrg32k3a_init");
+  if (call)
     throw_user_error(call->span,
-                     "T.rng_init (cuRAND's Philox4x32-10 generator) is available on the cpu and cuda "
+                     "T.rng_init (cuRAND's generators) is available on the cpu and cuda "
                      "targets, not on the target '" +
                          t.str() + "'; draw the random numbers on the host and pass them in");
 }

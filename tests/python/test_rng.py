@@ -76,13 +76,97 @@ class CurandPhilox:
         return r * math.sin(v * math.pi)
 
 
+M1, M2 = 4294967087, 4294944443
+MRG_A1 = [[0, 1, 0], [0, 0, 1], [M1 - 810728, 1403580, 0]]  # L'Ecuyer (1999), component 1
+MRG_A2 = [[0, 1, 0], [0, 0, 1], [M2 - 1370589, 0, 527612]]  # component 2
+
+
+def mat_mul(a, b, m):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) % m for j in range(3)] for i in range(3)]
+
+
+def mat_pow(a, e, m):
+    r = [[int(i == j) for j in range(3)] for i in range(3)]
+    while e:
+        if e & 1:
+            r = mat_mul(r, a, m)
+        a = mat_mul(a, a, m)
+        e >>= 1
+    return r
+
+
+class CurandMRG:
+    """cuRAND's curandStateMRG32k3a_t: seed scrambled into the default state 12345,
+    subsequences 2^76 numbers apart, conversions by 1 / (m1 + 1)."""
+
+    def __init__(self, seed, subsequence, offset):
+        s1, s2 = [12345] * 3, [12345] * 3
+        if seed:
+            x1, x2 = (seed & M32) ^ 0x55555555, (seed >> 32) ^ 0xAAAAAAAA
+            s1 = [x1 * s1[0] % M1, x2 * s1[1] % M1, x1 * s1[2] % M1]
+            s2 = [x2 * s2[0] % M2, x1 * s2[1] % M2, x2 * s2[2] % M2]
+        skip = subsequence * 2**76 + offset
+        self.s1 = [sum(r * v for r, v in zip(row, s1)) % M1 for row in mat_pow(MRG_A1, skip, M1)]
+        self.s2 = [sum(r * v for r, v in zip(row, s2)) % M2 for row in mat_pow(MRG_A2, skip, M2)]
+        self.extra_f = self.extra_d = None
+
+    def step(self):
+        p1 = (1403580 * self.s1[1] - 810728 * self.s1[0]) % M1
+        p2 = (527612 * self.s2[2] - 1370589 * self.s2[0]) % M2
+        self.s1 = [self.s1[1], self.s1[2], p1]
+        self.s2 = [self.s2[1], self.s2[2], p2]
+        return p1 - p2 + (M1 if p1 <= p2 else 0)
+
+    def u32(self):
+        return int(self.step() * 1.000000048662)
+
+    def uniform_f32(self):
+        return np.float32(self.step() * 2.3283065498378288e-10)
+
+    def uniform_f64(self):
+        return self.step() * 2.3283065498378288e-10
+
+    def normal_f32(self):
+        if self.extra_f is not None:
+            v, self.extra_f = self.extra_f, None
+            return v
+        x = float(self.uniform_f32())
+        y = float(self.uniform_f32() * np.float32(6.2831855))
+        r = math.sqrt(-2 * math.log(x))
+        self.extra_f = r * math.cos(y)
+        return r * math.sin(y)
+
+    def normal_f64(self):
+        if self.extra_d is not None:
+            v, self.extra_d = self.extra_d, None
+            return v
+        x, y = self.uniform_f64(), self.uniform_f64() * 2
+        r = math.sqrt(-2 * math.log(x))
+        self.extra_d = r * math.cos(y * math.pi)
+        return r * math.sin(y * math.pi)
+
+
+GENERATORS = {"curandStatePhilox4_32_10_t": CurandPhilox, "curandStateMRG32k3a_t": CurandMRG}
+
+
+def test_mrg_reference_starts_as_lecuyers_generator():
+    """Seed 0 leaves every state word at 12345, L'Ecuyer's own start, whose first number
+    is 0.127011122046577 in his normalisation (1 / (m1 + 1)); skipping ahead by matrix
+    powers lands where stepping does."""
+    assert abs(CurandMRG(0, 0, 0).step() * 2.328306549295728e-10 - 0.127011122046577) < 1e-15
+    walked = CurandMRG(7, 0, 0)
+    for _ in range(5):
+        walked.step()
+    assert walked.step() == CurandMRG(7, 0, 5).step()
+
+
 def test_reference_matches_the_random123_known_answer():
     assert philox4x32_10([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
     ones = philox4x32_10([M32] * 4, [M32, M32])
     assert ones == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
 
 
-def draw_kernel(blocks, threads, per, seed, seq_of, off_of):
+def draw_kernel(blocks, threads, per, seed, seq_of, off_of, generator):
     """Each thread starts its generator and writes `per` values of each kind."""
     n = blocks * threads * per
 
@@ -96,7 +180,7 @@ def draw_kernel(blocks, threads, per, seed, seq_of, off_of):
     ):
         with T.Kernel(blocks, threads=threads) as bx:
             tx = T.get_thread_binding()
-            T.rng_init(seed, seq_of(bx, tx), off_of(bx, tx))
+            T.rng_init(seed, seq_of(bx, tx), off_of(bx, tx), generator=generator)
             base = (bx * threads + tx) * per
             for j in T.serial(per):
                 A[base + j] = T.rng_rand()
@@ -112,7 +196,11 @@ def draw_kernel(blocks, threads, per, seed, seq_of, off_of):
     return draw
 
 
-DRAW_SHAPE = (3, 4, 7)  # blocks, threads, draws of each kind per thread (7 straddles the 4-word blocks)
+DRAW_SHAPE = (
+    3,
+    4,
+    7,
+)  # blocks, threads, draws of each kind per thread (7 straddles the 4-word blocks)
 
 
 def draw_outputs(zeros):
@@ -120,35 +208,42 @@ def draw_outputs(zeros):
     return [zeros(n, t) for t in ("uint32", "float32", "float64", "float32", "float64")]
 
 
-def compile_draws(target, seed):
+def compile_draws(target, seed, generator="curandStatePhilox4_32_10_t"):
     blocks, threads, per = DRAW_SHAPE
-    func = draw_kernel(blocks, threads, per, seed, lambda bx, tx: bx * 5 + 1, lambda bx, tx: tx * 3 + 2)
+    func = draw_kernel(
+        blocks, threads, per, seed, lambda bx, tx: bx * 5 + 1, lambda bx, tx: tx * 3 + 2, generator
+    )
     return tilelang.compile(func, target=target)
 
 
-def check_draws(out, seed, normal_tol):
+def check_draws(out, seed, normal_tol, generator="curandStatePhilox4_32_10_t"):
     """`out` against the reference: integers and uniforms bit for bit, normals within
     `normal_tol` (float32 log / sin / cos differ by target)."""
     blocks, threads, per = DRAW_SHAPE
     ref = [[] for _ in range(5)]
     for bx in range(blocks):
         for tx in range(threads):
-            g = CurandPhilox(seed, bx * 5 + 1, tx * 3 + 2)
-            for i, draw in enumerate([g.u32, g.uniform_f32, g.uniform_f64, g.normal_f32, g.normal_f64]):
+            g = GENERATORS[generator](seed, bx * 5 + 1, tx * 3 + 2)
+            for i, draw in enumerate(
+                [g.u32, g.uniform_f32, g.uniform_f64, g.normal_f32, g.normal_f64]
+            ):
                 ref[i] += [draw() for _ in range(per)]
     np.testing.assert_array_equal(out[0], np.array(ref[0], np.uint32))
-    np.testing.assert_array_equal(out[1], np.array(ref[1], np.float32))  # exact: one float rounding each
+    np.testing.assert_array_equal(
+        out[1], np.array(ref[1], np.float32)
+    )  # exact: one float rounding each
     np.testing.assert_array_equal(out[2], np.array(ref[2]))
     np.testing.assert_allclose(out[3], ref[3], rtol=normal_tol, atol=normal_tol)
     np.testing.assert_allclose(out[4], ref[4], rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_draws_match_curand_philox(target):
+@pytest.mark.parametrize("generator", sorted(GENERATORS))
+def test_draws_match_curand(target, generator):
     seed = int(np.random.default_rng(0).integers(2**53, 2**63))  # a seed a double cannot hold
     out = draw_outputs(lambda n, t: np.zeros(n, t))
-    compile_draws(target, seed)(*out)
-    check_draws(out, seed, normal_tol=2e-6)
+    compile_draws(target, seed, generator)(*out)
+    check_draws(out, seed, normal_tol=2e-6, generator=generator)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -245,6 +340,24 @@ def test_misuse_is_reported_at_the_users_line(call, expected):
     assert "test_rng.py" in str(info.value)
 
 
+def test_one_kind_of_generator_per_kernel():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def mixed(A: T.Tensor((4,), "uint32")):
+            with T.Kernel(1, threads=4):
+                T.rng_init(1)
+                T.rng_init(2, generator="curandStateMRG32k3a_t")
+                A[0] = T.rng_rand()
+
+    msg = str(info.value)
+    assert (
+        "this T.Kernel's generator is 'curandStatePhilox4_32_10_t'; one kernel starts one kind"
+        in msg
+    )
+    assert "test_rng.py" in msg
+
+
 def test_metal_refuses_with_the_target_named():
     @T.prim_func
     def on_metal(A: T.Tensor((4,), "uint32")):
@@ -255,8 +368,5 @@ def test_metal_refuses_with_the_target_named():
     with pytest.raises(tilelang.TileLangError) as info:
         tilelang.compile(on_metal, target="metal -emulate")
     msg = str(info.value)
-    assert (
-        "T.rng_init (cuRAND's Philox4x32-10 generator) is available on the cpu and cuda targets"
-        in msg
-    )
+    assert "T.rng_init (cuRAND's generators) is available on the cpu and cuda targets" in msg
     assert "'metal" in msg and "test_rng.py" in msg

@@ -2,10 +2,11 @@
 a per-thread generator, `T.rng_rand()` draws a uint32, `T.rng_rand_float(bit, dist)` a
 uniform or normal float32 / float64.
 
-The generator is Philox4x32-10 with cuRAND's state machine (device/common/philox_rng.h),
-so a kernel draws the numbers `curand_init(seed, seq, off, &state)` followed by
-`curand` / `curand_uniform` / `curand_normal` (and their `_double` forms) give, as a
-TileLang kernel does. Its state is a per-thread local array the first `T.rng_init` of a
+The generators are cuRAND's Philox4x32-10 (the default, device/common/philox_rng.h)
+and MRG32k3a (device/common/mrg32k3a_rng.h) with cuRAND's seeding and conversions, so a
+kernel draws the numbers `curand_init(seed, seq, off, &state)` followed by `curand` /
+`curand_uniform` / `curand_normal` (and their `_double` forms) give, as a TileLang
+kernel does. XORWOW is refused. The state is a per-thread local array the first `T.rng_init` of a
 T.Kernel allocates in the kernel's frame, so a draw after the `if` or barrier that
 holds the `T.rng_init` still sees it.
 """
@@ -19,8 +20,10 @@ from .math import address_of, cast
 _C = builder_ctx._C
 
 PHILOX = "curandStatePhilox4_32_10_t"
-# cuRAND's generator names that TileLang accepts; only Philox is provided here.
-_CURAND_GENERATORS = (PHILOX, "curandStateMRG32k3a_t", "curandStateXORWOW_t")
+XORWOW = "curandStateXORWOW_t"
+# cuRAND's generator names that TileLang accepts, and the prefix of this package's
+# device functions for each (device/common/philox_rng.h, mrg32k3a_rng.h).
+_CURAND_GENERATORS = {PHILOX: "tl::philox_", "curandStateMRG32k3a_t": "tl::mrg32k3a_", XORWOW: None}
 _STATE_WORDS = 16  # tl::rng::kStateWords
 
 
@@ -31,15 +34,21 @@ def _kernel(what):
     return ctx
 
 
-def _state(what, create=False):
-    """The current T.Kernel's generator state (one per kernel), allocated on first use."""
+def _state(what, generator=None):
+    """(state buffer, device function prefix) of the current T.Kernel's generator (one
+    per kernel); `generator` (from T.rng_init) allocates it on first use."""
     ctx = _kernel(what)
     states = ctx.__dict__.setdefault("rng_states", {})
     key = id(ctx.kernel_vars)
     found = states.get(key)
     if found is not None and found[0] is ctx.kernel_vars:
-        return found[1]
-    if not create:
+        if generator is not None and found[2] != generator:
+            raise frontend_error(
+                f"{what}: this T.Kernel's generator is {found[2]!r}; one kernel starts one kind "
+                f"of generator, got {generator!r}"
+            )
+        return found[1], _CURAND_GENERATORS[found[2]]
+    if generator is None:
         raise frontend_error(
             f"{what} draws from the generator that T.rng_init(seed, ...) starts; call "
             "T.rng_init earlier in this T.Kernel"
@@ -52,8 +61,8 @@ def _state(what, create=False):
         in_kernel_frame=True,
     )
     state = wrap_buffer(handle)
-    states[key] = (ctx.kernel_vars, state)
-    return state
+    states[key] = (ctx.kernel_vars, state, generator)
+    return state, _CURAND_GENERATORS[generator]
 
 
 def _u64(what, name, x):
@@ -72,33 +81,33 @@ def _u64(what, name, x):
 
 def rng_init(seed, seq=None, off=0, generator=PHILOX):
     """Starts this thread's generator: `seed` picks the sequence, `seq` the subsequence
-    (2^66 numbers each; by default the thread's index in the grid along x,
+    (2^66 numbers each for Philox, 2^76 for MRG32k3a; by default the thread's index in the grid along x,
     `threadIdx.x + blockIdx.x * blockDim.x`), `off` how many numbers of it to skip."""
     what = "T.rng_init"
     if generator not in _CURAND_GENERATORS:
         raise frontend_error(
             f"{what}: generator must be one of {list(_CURAND_GENERATORS)}, got {generator!r}"
         )
-    if generator != PHILOX:
+    if _CURAND_GENERATORS[generator] is None:
         raise frontend_error(
             f"{what}: generator {generator!r} is not provided by tilelang; use {PHILOX!r} "
-            "(the default), whose sequences match cuRAND's"
+            "(the default) or 'curandStateMRG32k3a_t', whose sequences match cuRAND's"
         )
     ctx = _kernel(what)
     if seq is None:
         vars_ = ctx.kernel_vars
         seq = vars_.threads[0] + vars_.blocks[0] * ctx.kernel_extents[1][0]
     args = [_u64(what, "seed", seed), _u64(what, "seq", seq), _u64(what, "off", off)]
-    state = _state(what, create=True)
+    state, prefix = _state(what, generator)
     ctx.builder.evaluate(
-        _C.call_extern(make_dtype("void"), "tl::rng_init", [address_of(state[0]), *args])
+        _C.call_extern(make_dtype("void"), prefix + "init", [address_of(state[0]), *args])
     )
 
 
 def rng_rand():
     """The next 32 random bits of this thread's generator, as a uint32 (cuRAND's `curand`)."""
-    state = _state("T.rng_rand()")
-    return _C.call_extern(make_dtype("uint32"), "tl::rng_rand", [address_of(state[0])])
+    state, prefix = _state("T.rng_rand()")
+    return _C.call_extern(make_dtype("uint32"), prefix + "rand", [address_of(state[0])])
 
 
 def rng_rand_float(bit=32, dist="uniform"):
@@ -110,9 +119,10 @@ def rng_rand_float(bit=32, dist="uniform"):
         raise frontend_error(f"{what}: bit must be 32 or 64, got {bit!r}")
     if dist not in ("uniform", "normal"):
         raise frontend_error(f"{what}: dist must be 'uniform' or 'normal', got {dist!r}")
-    state = _state(f"{what}()")
-    fn = f"tl::rng_{dist}_f{bit}"
-    return _C.call_extern(make_dtype(f"float{bit}"), fn, [address_of(state[0])])
+    state, prefix = _state(f"{what}()")
+    return _C.call_extern(
+        make_dtype(f"float{bit}"), f"{prefix}{dist}_f{bit}", [address_of(state[0])]
+    )
 
 
 __all__ = ["rng_init", "rng_rand", "rng_rand_float"]
