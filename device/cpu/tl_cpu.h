@@ -25,6 +25,23 @@
 
 namespace tl {
 
+// T.ptx_cp_async / T.ptx_commit_group / T.ptx_wait_group: a copy lands when it is
+// issued, so there is nothing to group or wait for.
+template <int Bytes>
+inline void cp_async_gs(void* dst, const void* src) {
+  __builtin_memcpy(dst, src, Bytes);
+}
+template <int Bytes>
+inline void cp_async_gs_conditional(void* dst, const void* src, bool pred) {
+  if (pred)
+    __builtin_memcpy(dst, src, Bytes);
+  else
+    __builtin_memset(dst, 0, Bytes);
+}
+inline void cp_async_commit() {}
+template <int N>
+inline void cp_async_wait() {}
+
 // T.use_swizzle's marker: blocks run in any order on the cpu, nothing to remap.
 inline void use_swizzle(int, int) {}
 // T.disable_warp_group_reg_alloc's marker: a hint for sm_90a only.

@@ -59,6 +59,16 @@ TL_DEVICE void cp_async_wait() {
 #endif
 }
 
+// T.ptx_cp_async's copies, under TileLang's names.
+template <int Bytes>
+TL_DEVICE void cp_async_gs(void* smem_dst, const void* gmem_src) {
+  cp_async<Bytes>(smem_dst, gmem_src, true);
+}
+template <int Bytes>
+TL_DEVICE void cp_async_gs_conditional(void* smem_dst, const void* gmem_src, bool pred) {
+  cp_async<Bytes>(smem_dst, gmem_src, pred);
+}
+
 // Commits and waits for every copy this thread issued.
 TL_DEVICE void cp_async_wait_all() {
   cp_async_commit();

@@ -83,6 +83,23 @@ void bind_ir(nb::module_& m) {
       .def("__hash__", [](const Expr& e) { return (size_t)e.get(); })
       .def("__bool__", &expr_bool)
       .def("same_as", [](const Expr& a, const Expr& b) { return a.same_as(b); })
+      // The operands of a call (empty for other kinds) and the buffer a load reads
+      // (None for other kinds): the frontend checks the addresses T.ptx_cp_async gets.
+      .def_prop_ro("call_args",
+                   [](const Expr& e) {
+                     auto* c = e.as<CallNode>();
+                     return c ? c->args : std::vector<Expr>{};
+                   })
+      .def_prop_ro("call_name",
+                   [](const Expr& e) -> nb::object {
+                     auto* c = e.as<CallNode>();
+                     return c ? nb::object(nb::str(intrinsic_name(c->op))) : nb::none();
+                   })
+      .def_prop_ro("load_buffer",
+                   [](const Expr& e) -> nb::object {
+                     auto* l = e.as<BufferLoadNode>();
+                     return l ? nb::cast(l->buffer) : nb::none();
+                   })
       .def("const_value",
            [](const Expr& e) -> nb::object {
              if (auto* i = e.as<IntImmNode>())

@@ -129,8 +129,9 @@ void refuse_random_numbers(const PrimFunc& f, const Target& t) {
                          t.str() + "'; draw the random numbers on the host and pass them in");
 }
 
-// T.ldg* / T.stg* / T.lds* / T.sts*: device functions of the C++ headers
-// (device/common/wide_access.h), which Metal's self-contained source has no copy of.
+// T.ldg* / T.stg* / T.lds* / T.sts* and T.ptx_cp_async / commit / wait: device functions
+// of the C++ headers (device/common/wide_access.h, device/cuda/copy_async.cuh), which
+// Metal's self-contained source has no copy of.
 void refuse_wide_accesses(const PrimFunc& f, const Target& t) {
   struct Find : IRVisitor {
     SourceSpan at;
@@ -144,7 +145,8 @@ void refuse_wide_accesses(const PrimFunc& f, const Target& t) {
     }
     void visit(const CallNode* op) override {
       const std::string* n = extern_name(op);
-      for (const char* prefix : {"tl::load_global_", "tl::store_global_", "tl::load_shared_", "tl::store_shared_"})
+      for (const char* prefix :
+           {"tl::load_global_", "tl::store_global_", "tl::load_shared_", "tl::store_shared_", "tl::cp_async"})
         if (!name && n && n->rfind(prefix, 0) == 0) {
           name = n;
           where = at;
@@ -154,7 +156,7 @@ void refuse_wide_accesses(const PrimFunc& f, const Target& t) {
   } find;
   find.visit(f->body);
   if (find.name)
-    throw_user_error(find.where, "T.ldg / T.stg / T.lds / T.sts (" + *find.name +
+    throw_user_error(find.where, "T.ldg / T.stg / T.lds / T.sts and T.ptx_cp_async (" + *find.name +
                                      ") are available on the cpu and cuda targets, not on the target '" + t.str() +
                                      "'; read and write the elements directly");
 }

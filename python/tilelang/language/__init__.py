@@ -5,6 +5,7 @@ from ..layout import Fragment, Layout
 from . import dtypes as _dtypes
 from .allreduce import comm_reducer, tvm_thread_allreduce
 from .annotations import annotate_layout, disable_warp_group_reg_alloc, func_attr, use_swizzle
+from .async_copy import async_copy, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .atomic import *
 from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
@@ -169,6 +170,7 @@ __all__ += [
     "launch_thread",
     "thread_binding",
 ]
+__all__ += ["async_copy", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]
 __all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
 __all__ += [
     "Broadcast",

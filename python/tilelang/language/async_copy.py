@@ -1,0 +1,123 @@
+"""Asynchronous copies written by hand, with TileLang's names: `T.ptx_cp_async(dst, src,
+num_elems, predicate=None)` issues one cp.async of 4, 8 or 16 bytes from global to
+shared memory, `T.ptx_commit_group()` closes this thread's issued copies into a group,
+`T.ptx_wait_group(n)` waits until at most n groups are in flight, and
+`T.async_copy(src, dst)` copies a global tile into shared memory for a later wait.
+
+On the cuda targets the first three are the cp.async instructions
+(device/cuda/copy_async.cuh; the emulator lands each copy at the wait that covers it,
+so a missing wait reads stale data there too). On the cpu target a copy happens when it
+is issued and commit / wait do nothing. `T.async_copy` is `T.copy` restricted to
+global -> shared: it completes before the statements after it (a wait after it finds
+nothing in flight), which is what a wait would guarantee.
+"""
+
+from . import builder_ctx
+from .buffer import Buffer, Region, const_int, to_value
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
+
+_SHARED = ("shared", "shared.dyn")
+
+
+def _address(what, name, ptr, scopes, memory):
+    """The buffer `ptr` (T.access_ptr / T.address_of of an element) points into, checked."""
+    ptr = to_value(ptr)
+    args = ptr.call_args if isinstance(ptr, _C.Expr) and ptr.call_name == "address_of" else []
+    buf = args[0].load_buffer if args else None
+    if buf is None:
+        raise frontend_error(
+            f'{what}: {name} must be an address such as T.access_ptr(A[i], "r") or '
+            f"T.address_of(A[i]), got {ptr!r}"
+        )
+    if buf.scope not in scopes:
+        raise frontend_error(
+            f"{what}: {name} must point into {memory} memory, but buffer '{buf.name}' is in "
+            f"'{buf.scope}' memory"
+        )
+    return ptr, make_dtype(buf.dtype.name)
+
+
+def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
+    """One cp.async of `num_elems` elements (4, 8 or 16 bytes) from global memory at
+    `src_access_ptr` to shared memory at `dst_access_ptr`; where `predicate` is false the
+    destination is zero-filled and the source is not read."""
+    what = "T.ptx_cp_async"
+    ctx = builder_ctx.current(what)
+    dst, dt = _address(what, "the destination", dst_access_ptr, _SHARED, "shared")
+    src, st = _address(what, "the source", src_access_ptr, ("global",), "global")
+    n = const_int(to_value(num_elems))
+    if n is None or n < 1:
+        raise frontend_error(f"{what}: num_elems must be a positive constant, got {num_elems!r}")
+    if dt.bits != st.bits:
+        raise frontend_error(
+            f"{what}: the destination holds {dt} and the source {st}; copy between equal widths"
+        )
+    bits = n * dt.bits
+    if bits not in (32, 64, 128):
+        raise frontend_error(
+            f"{what}: {n} element(s) of {dt} are {bits // 8 if bits % 8 == 0 else bits / 8} bytes; "
+            "cp.async copies 4, 8 or 16 bytes (one call per run of elements, not one per "
+            "element of a T.vectorized loop)"
+        )
+    args = [dst, src]
+    name = f"tl::cp_async_gs<{bits // 8}>"
+    if predicate is not None:
+        pred = to_value(predicate)
+        if not isinstance(pred, (bool, _C.Expr)):
+            raise frontend_error(f"{what}: predicate must be a condition, got {pred!r}")
+        args.append(pred)
+        name = f"tl::cp_async_gs_conditional<{bits // 8}>"
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
+
+
+def ptx_commit_group():
+    """Closes the copies this thread issued since the last commit into one group."""
+    ctx = builder_ctx.current("T.ptx_commit_group")
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::cp_async_commit", []))
+
+
+def ptx_wait_group(num=0):
+    """Waits until at most `num` of this thread's committed groups are in flight; the
+    copies are visible to the other threads after a barrier that follows."""
+    what = "T.ptx_wait_group"
+    ctx = builder_ctx.current(what)
+    n = const_int(to_value(num))
+    if n is None or n < 0:
+        raise frontend_error(
+            f"{what}: the number of groups left in flight must be a constant >= 0, got {num!r}"
+        )
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), f"tl::cp_async_wait<{n}>", []))
+
+
+def _buffer_of(x):
+    x = to_value(x)
+    if isinstance(x, Buffer):
+        return x
+    if isinstance(x, Region):
+        return x.buffer
+    if isinstance(x, _C.Expr):
+        found = builder_ctx.current("T.async_copy").element_of(x)
+        if found is not None:
+            return found[0]
+    return None
+
+
+def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=None):
+    """Copies a global tile (`src`) into shared memory (`dst`), as T.copy takes them."""
+    from .ops import copy
+
+    sb, db = _buffer_of(src), _buffer_of(dst)
+    if sb is not None and db is not None and not (sb.scope == "global" and db.scope in _SHARED):
+        raise frontend_error(
+            f"T.async_copy only supports global->shared/shared.dyn copies, got '{sb.name}' "
+            f"({sb.scope}) -> '{db.name}' ({db.scope}); use T.copy"
+        )
+    return copy(
+        src, dst, coalesced_width=coalesced_width, annotations=annotations, loop_layout=loop_layout
+    )
+
+
+__all__ = ["async_copy", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]

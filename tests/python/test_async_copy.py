@@ -1,0 +1,131 @@
+"""T.ptx_cp_async / T.ptx_commit_group / T.ptx_wait_group and T.async_copy
+(python/tilelang/language/async_copy.py): hand-written global -> shared copies of 4, 8
+or 16 bytes, grouped and waited for, and a tile copy restricted to global -> shared."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
+N = 1024
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+@pytest.mark.parametrize("with_pred", [False, True])
+def test_cp_async_copies_groups_and_waits(target, nbytes, with_pred):
+    """Each of 32 threads copies its run of float16 in two groups (even and odd runs);
+    after the waits and a barrier, the block reads the shared tile back."""
+    per = nbytes // 2  # float16 elements per copy
+    runs = N // per
+    live = runs - 3  # runs whose predicate holds
+
+    @T.prim_func
+    def cp(A: T.Tensor((N,), "float16"), B: T.Tensor((N,), "float16")):
+        with T.Kernel(1, threads=32):
+            t = T.get_thread_binding()
+            S = T.alloc_shared((N,), "float16")
+            for parity in T.serial(2):
+                for k in T.serial(runs // 64):
+                    r = (k * 32 + t) * 2 + parity
+                    if with_pred:
+                        T.ptx_cp_async(
+                            T.access_ptr(S[r * per], "w"),
+                            T.access_ptr(A[r * per], "r"),
+                            per,
+                            r < live,
+                        )
+                    else:
+                        T.ptx_cp_async(
+                            T.access_ptr(S[r * per], "w"), T.access_ptr(A[r * per], "r"), per
+                        )
+                T.ptx_commit_group()
+            T.ptx_wait_group(1)  # the even runs have landed
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for i in T.serial(N // 32):
+                B[i * 32 + t] = S[i * 32 + t]
+
+    kernel = tilelang.compile(cp, target=target)
+    a = np.random.default_rng(nbytes).standard_normal(N).astype(np.float16)
+    b = np.full(N, 9, np.float16)
+    kernel(a, b)
+    ref = a.copy()
+    if with_pred:
+        ref[live * per :] = 0  # a false predicate zero-fills
+    np.testing.assert_array_equal(b, ref)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_async_copy_of_a_tile(target):
+    @T.prim_func
+    def tile(A: T.Tensor((64, 32), "float32"), B: T.Tensor((64, 32), "float32")):
+        with T.Kernel(2, threads=64) as b:
+            S = T.alloc_shared((32, 32), "float32")
+            T.async_copy(A[b * 32, 0], S)
+            T.ptx_wait_group(0)
+            for i, j in T.Parallel(32, 32):
+                B[b * 32 + i, j] = S[i, j] + 1.0
+
+    kernel = tilelang.compile(tile, target=target)
+    a = np.random.default_rng(3).standard_normal((64, 32)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a + np.float32(1))
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            lambda A, S: T.async_copy(S, S),
+            "T.async_copy only supports global->shared/shared.dyn copies, got 'S'",
+        ),
+        (
+            lambda A, S: T.ptx_cp_async(T.access_ptr(A[0], "w"), T.access_ptr(A[0], "r"), 4),
+            "T.ptx_cp_async: the destination must point into shared memory, but buffer 'A' is in 'global'",
+        ),
+        (
+            lambda A, S: T.ptx_cp_async(T.access_ptr(S[0], "w"), T.access_ptr(A[0], "r"), 3),
+            "T.ptx_cp_async: 3 element(s) of float16 are 6 bytes; cp.async copies 4, 8 or 16 bytes",
+        ),
+        (
+            lambda A, S: T.ptx_cp_async(S[0], A[0], 2),
+            "the destination must be an address such as T.access_ptr",
+        ),
+        (
+            lambda A, S: T.ptx_wait_group(-1),
+            "T.ptx_wait_group: the number of groups left in flight must be a constant >= 0",
+        ),
+    ],
+)
+def test_misuse_is_reported_at_the_users_line(body, expected):
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "float16")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((16,), "float16")
+                body(A, S)
+
+    assert expected in str(info.value)
+    assert "test_async_copy.py" in str(info.value)
+
+
+def test_metal_refuses_with_the_target_named():
+    @T.prim_func
+    def on_metal(A: T.Tensor((16,), "float16"), B: T.Tensor((16,), "float16")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((16,), "float16")
+            T.ptx_cp_async(T.access_ptr(S[0], "w"), T.access_ptr(A[0], "r"), 8)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            B[0] = S[0]
+
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(on_metal, target="metal -emulate")
+    assert (
+        "(tl::cp_async_gs<16>) are available on the cpu and cuda targets, not on the target 'metal"
+        in str(info.value)
+    )
