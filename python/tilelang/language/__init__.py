@@ -11,7 +11,7 @@ from .buffer import Buffer as BufferHandle
 from .buffer import Region, VarBuffer
 from .debug import *
 from .dtypes import dtype
-from .frames import Else, If, Then, attr
+from .frames import Else, If, Then, attr, reads, sblock, writes
 from .hopper import *
 from .kernel import (
     ClusterKernel,
@@ -170,6 +170,7 @@ __all__ += [
     "launch_thread",
     "thread_binding",
 ]
+__all__ += ["reads", "sblock", "writes"]
 __all__ += ["async_copy", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]
 __all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
 __all__ += [

@@ -118,3 +118,45 @@ class attr:
         if self.reducer is not None:
             allreduce._active.pop()
         return False
+
+
+class sblock:
+    """`with T.sblock("name"):` TVM's block, as TileLang kernels use it: a lexical scope
+    for the annotations made inside it. A `T.annotate_safe_value` inside holds for the
+    T.copy's inside; on leaving, the outer values hold again. (A global tensor's plain
+    loads take its safe value kernel-wide; leaving the block sets the outer one again.)
+    `T.reads(...)` / `T.writes(...)` inside only describe the block and change nothing."""
+
+    __tl_with__ = True
+
+    def __init__(self, name="", no_realize=False):
+        if not isinstance(name, str):
+            raise frontend_error(f"T.sblock: the name must be a string, got {name!r}")
+        self.name = name
+        self.saved = None
+
+    def __enter__(self):
+        ctx = builder_ctx.current("T.sblock")
+        if not ctx.builder.in_kernel:
+            raise frontend_error("T.sblock must be used inside `with T.Kernel(...)`")
+        self.saved = dict(ctx.__dict__.setdefault("safe_values", {}))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False
+        ctx = builder_ctx.current("T.sblock")
+        inner = ctx.__dict__.get("safe_values", {})
+        for handle, value in self.saved.items():
+            if handle in inner and inner[handle] is not value and handle.scope == "global":
+                ctx.builder.set_attr(f"safe_value.{handle.name}", value)
+        ctx.safe_values = self.saved
+        return False
+
+
+def reads(*regions):
+    """TVM's block read regions: a description, nothing to do."""
+
+
+def writes(*regions):
+    """TVM's block write regions: a description, nothing to do."""
