@@ -123,21 +123,24 @@ constexpr float kInv2Pow32 = 2.3283064e-10f;  // 2^-32 as cuRAND rounds it
 constexpr double kInv2Pow32D = 2.3283064365386963e-10;
 constexpr double kInv2Pow53D = 1.1102230246251565e-16;
 
+// cuRAND's conversions of 32-bit draws, shared by the generators whose raw output is a
+// 32-bit word (Philox, XORWOW): `Draw` is a functor type, `Draw()(s)` the next word.
+
 // Uniform in (0, 1]: the midpoint of the 2^-32-wide bin of a 32-bit draw.
-TL_RNG_FN float uniform_f32(uint32_t* s) {
-  return next_u32(s) * kInv2Pow32 + (kInv2Pow32 / 2.0f);
-}
-TL_RNG_FN double uniform_f64(uint32_t* s) {
-  return next_u32(s) * kInv2Pow32D + kInv2Pow32D;
+template <class Draw>
+TL_RNG_FN float uniform_f32_of(uint32_t* s) {
+  return Draw()(s) * kInv2Pow32 + (kInv2Pow32 / 2.0f);
 }
 
 // Box-Muller on two draws; the second value waits in the state for the next call.
-TL_RNG_FN float normal_f32(uint32_t* s) {
+template <class Draw>
+TL_RNG_FN float normal_f32_of(uint32_t* s) {
   if (s[kHasF]) {
     s[kHasF] = 0;
     return f32_from_bits(s[kExtraF]);
   }
-  uint32_t x = next_u32(s), y = next_u32(s);
+  uint32_t x = Draw()(s);
+  uint32_t y = Draw()(s);
   float u = x * kInv2Pow32 + (kInv2Pow32 / 2.0f);
   float v = y * (kInv2Pow32 * 6.2831855f) + (kInv2Pow32 * 6.2831855f / 2.0f);
   float r = sqrtf(-2.0f * logf(u));
@@ -153,14 +156,15 @@ TL_RNG_FN float normal_f32(uint32_t* s) {
   return sn * r;
 }
 
-// Box-Muller on 53-bit uniforms made of four draws (one counter block).
-TL_RNG_FN double normal_f64(uint32_t* s) {
+// Box-Muller on 53-bit uniforms made of four draws.
+template <class Draw>
+TL_RNG_FN double normal_f64_of(uint32_t* s) {
   if (s[kHasD]) {
     s[kHasD] = 0;
     return f64_from_bits(s[kExtraD], s[kExtraD + 1]);
   }
   uint32_t x[4];
-  for (int i = 0; i < 4; ++i) x[i] = next_u32(s);
+  for (int i = 0; i < 4; ++i) x[i] = Draw()(s);
   uint64_t zx = (uint64_t)x[0] ^ ((uint64_t)x[1] << 21);
   uint64_t zy = (uint64_t)x[2] ^ ((uint64_t)x[3] << 21);
   double u = zx * kInv2Pow53D + (kInv2Pow53D / 2.0);
@@ -180,6 +184,10 @@ TL_RNG_FN double normal_f64(uint32_t* s) {
   return sn * r;
 }
 
+struct PhiloxDraw {
+  TL_RNG_FN uint32_t operator()(uint32_t* s) const { return next_u32(s); }
+};
+
 }  // namespace rng
 
 // The calls the frontend emits; `s` is the kernel's per-thread state array.
@@ -190,16 +198,17 @@ TL_RNG_FN uint32_t philox_rand(uint32_t* s) {
   return rng::next_u32(s);
 }
 TL_RNG_FN float philox_uniform_f32(uint32_t* s) {
-  return rng::uniform_f32(s);
+  return rng::uniform_f32_of<rng::PhiloxDraw>(s);
 }
+// Philox's double uniform takes one 32-bit draw (cuRAND's choice for this generator).
 TL_RNG_FN double philox_uniform_f64(uint32_t* s) {
-  return rng::uniform_f64(s);
+  return rng::next_u32(s) * rng::kInv2Pow32D + rng::kInv2Pow32D;
 }
 TL_RNG_FN float philox_normal_f32(uint32_t* s) {
-  return rng::normal_f32(s);
+  return rng::normal_f32_of<rng::PhiloxDraw>(s);
 }
 TL_RNG_FN double philox_normal_f64(uint32_t* s) {
-  return rng::normal_f64(s);
+  return rng::normal_f64_of<rng::PhiloxDraw>(s);
 }
 
 }  // namespace tl

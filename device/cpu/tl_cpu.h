@@ -21,7 +21,8 @@
 #define TL_WIDE_FN inline
 #include "../common/wide_access.h"  // T.ldg* / T.stg* / T.lds* / T.sts*: 4- to 32-byte accesses
 #define TL_RNG_FN inline
-#include "../common/mrg32k3a_rng.h"  // T.rng_init: cuRAND's MRG32k3a sequences (and Philox4x32-10)
+#include "../common/mrg32k3a_rng.h"  // T.rng_init: cuRAND's generators (both include philox_rng.h)
+#include "../common/xorwow_rng.h"
 
 namespace tl {
 

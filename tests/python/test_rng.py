@@ -146,7 +146,87 @@ class CurandMRG:
         return r * math.sin(y * math.pi)
 
 
-GENERATORS = {"curandStatePhilox4_32_10_t": CurandPhilox, "curandStateMRG32k3a_t": CurandMRG}
+def xorshift_step(v):
+    """One step of xorwow's 160-bit xorshift part (Marsaglia 2003), five 32-bit words."""
+    t = v[0] ^ (v[0] >> 2)
+    return v[1:] + [((v[4] ^ (v[4] << 4)) ^ (t ^ (t << 1))) & M32]
+
+
+def gf2_columns_of_step():
+    """The step as a 160x160 bit matrix: column j is the image of state bit j."""
+    cols = []
+    for j in range(160):
+        v = [0] * 5
+        v[j // 32] = 1 << (j % 32)
+        cols.append(sum(w << (32 * i) for i, w in enumerate(xorshift_step(v))))
+    return cols
+
+
+def gf2_apply(cols, x):
+    r, j = 0, 0
+    while x:
+        if x & 1:
+            r ^= cols[j]
+        x >>= 1
+        j += 1
+    return r
+
+
+_SUBSEQUENCE_MATRIX = []
+
+
+def subsequence_matrix():
+    """The step matrix to the power 2^67 (one XORWOW subsequence), by 67 squarings."""
+    if not _SUBSEQUENCE_MATRIX:
+        cols = gf2_columns_of_step()
+        for _ in range(67):
+            cols = [gf2_apply(cols, c) for c in cols]
+        _SUBSEQUENCE_MATRIX.append(cols)
+    return _SUBSEQUENCE_MATRIX[0]
+
+
+class CurandXorwow:
+    """cuRAND's curandStateXORWOW_t: the seed salted and mixed into the published start,
+    subsequences 2^67 numbers apart, a Weyl counter added to each output."""
+
+    def __init__(self, seed, subsequence, offset):
+        s0, s1 = (seed & M32) ^ 0xAAD26B49, (seed >> 32) ^ 0xF7DCEFDD
+        t0, t1 = (1099087573 * s0) & M32, (2591861531 * s1) & M32
+        self.d = (6615241 + t1 + t0) & M32
+        v = [
+            (123456789 + t0) & M32,
+            362436069 ^ t0,
+            (521288629 + t1) & M32,
+            88675123 ^ t1,
+            (5783321 + t0) & M32,
+        ]
+        x = sum(w << (32 * i) for i, w in enumerate(v))
+        for _ in range(subsequence):
+            x = gf2_apply(subsequence_matrix(), x)
+        self.v = [(x >> (32 * i)) & M32 for i in range(5)]
+        for _ in range(offset):  # the Weyl counter moves with the skipped numbers only
+            self.u32()
+        self.extra_f = self.extra_d = None
+
+    def u32(self):
+        self.v = xorshift_step(self.v)
+        self.d = (self.d + 362437) & M32
+        return (self.v[4] + self.d) & M32
+
+    uniform_f32 = CurandPhilox.uniform_f32
+    normal_f32 = CurandPhilox.normal_f32
+    normal_f64 = CurandPhilox.normal_f64
+
+    def uniform_f64(self):  # 53 bits of two draws
+        x, y = self.u32(), self.u32()
+        return ((x ^ (y << 21)) + 0.5) * 2.0**-53
+
+
+GENERATORS = {
+    "curandStatePhilox4_32_10_t": CurandPhilox,
+    "curandStateMRG32k3a_t": CurandMRG,
+    "curandStateXORWOW_t": CurandXorwow,
+}
 
 
 def test_mrg_reference_starts_as_lecuyers_generator():
@@ -313,10 +393,6 @@ def test_draw_without_init_is_an_error():
 @pytest.mark.parametrize(
     "call, expected",
     [
-        (
-            lambda: T.rng_init(1, generator="curandStateXORWOW_t"),
-            "generator 'curandStateXORWOW_t' is not provided",
-        ),
         (lambda: T.rng_init(1, generator="mt19937"), "generator must be one of"),
         (lambda: T.rng_init(1.5), "`seed` must be an integer or an integer expression, got 1.5"),
         (lambda: T.rng_init(-1), "`seed` must lie in [0, 2**64), got -1"),

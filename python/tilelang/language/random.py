@@ -2,13 +2,14 @@
 a per-thread generator, `T.rng_rand()` draws a uint32, `T.rng_rand_float(bit, dist)` a
 uniform or normal float32 / float64.
 
-The generators are cuRAND's Philox4x32-10 (the default, device/common/philox_rng.h)
-and MRG32k3a (device/common/mrg32k3a_rng.h) with cuRAND's seeding and conversions, so a
-kernel draws the numbers `curand_init(seed, seq, off, &state)` followed by `curand` /
-`curand_uniform` / `curand_normal` (and their `_double` forms) give, as a TileLang
-kernel does. XORWOW is refused. The state is a per-thread local array the first `T.rng_init` of a
-T.Kernel allocates in the kernel's frame, so a draw after the `if` or barrier that
-holds the `T.rng_init` still sees it.
+The generators are cuRAND's three: Philox4x32-10 (the default,
+device/common/philox_rng.h), MRG32k3a (mrg32k3a_rng.h) and XORWOW (xorwow_rng.h), with
+cuRAND's seeding, subsequences and conversions, so a kernel draws the numbers
+`curand_init(seed, seq, off, &state)` followed by `curand` / `curand_uniform` /
+`curand_normal` (and their `_double` forms) give, as a TileLang kernel does. The state
+is a per-thread local array the first `T.rng_init` of a T.Kernel allocates in the
+kernel's frame, so a draw after the `if` or barrier that holds the `T.rng_init` still
+sees it.
 """
 
 from . import builder_ctx
@@ -20,10 +21,13 @@ from .math import address_of, cast
 _C = builder_ctx._C
 
 PHILOX = "curandStatePhilox4_32_10_t"
-XORWOW = "curandStateXORWOW_t"
 # cuRAND's generator names that TileLang accepts, and the prefix of this package's
-# device functions for each (device/common/philox_rng.h, mrg32k3a_rng.h).
-_CURAND_GENERATORS = {PHILOX: "tl::philox_", "curandStateMRG32k3a_t": "tl::mrg32k3a_", XORWOW: None}
+# device functions for each (device/common/philox_rng.h, mrg32k3a_rng.h, xorwow_rng.h).
+_CURAND_GENERATORS = {
+    PHILOX: "tl::philox_",
+    "curandStateMRG32k3a_t": "tl::mrg32k3a_",
+    "curandStateXORWOW_t": "tl::xorwow_",
+}
 _STATE_WORDS = 16  # tl::rng::kStateWords
 
 
@@ -81,17 +85,12 @@ def _u64(what, name, x):
 
 def rng_init(seed, seq=None, off=0, generator=PHILOX):
     """Starts this thread's generator: `seed` picks the sequence, `seq` the subsequence
-    (2^66 numbers each for Philox, 2^76 for MRG32k3a; by default the thread's index in the grid along x,
+    (2^66 numbers each for Philox, 2^76 for MRG32k3a, 2^67 for XORWOW; by default the thread's index in the grid along x,
     `threadIdx.x + blockIdx.x * blockDim.x`), `off` how many numbers of it to skip."""
     what = "T.rng_init"
     if generator not in _CURAND_GENERATORS:
         raise frontend_error(
             f"{what}: generator must be one of {list(_CURAND_GENERATORS)}, got {generator!r}"
-        )
-    if _CURAND_GENERATORS[generator] is None:
-        raise frontend_error(
-            f"{what}: generator {generator!r} is not provided by tilelang; use {PHILOX!r} "
-            "(the default) or 'curandStateMRG32k3a_t', whose sequences match cuRAND's"
         )
     ctx = _kernel(what)
     if seq is None:
