@@ -1,7 +1,9 @@
 // Float <-> minifloat (the fp8 formats and e8m0) conversions at the bit level, one
 // copy shared by the CPU types (device/cpu/types.h) and the CUDA header
 // (device/cuda/tl_cuda.cuh), so that both targets round every value the same way:
-// bit for bit as ml_dtypes does, NaN signs included. Integer arithmetic only, no
+// bit for bit as ml_dtypes does, NaN signs included (from_float_bits), or, for the
+// CUDA target's e4m3fn and e5m2, saturating as the GPU's cvt.rn.satfinite does
+// (from_float_bits_satfinite). Integer arithmetic only, no
 // headers and no libm, so that it compiles as host C++, under NVRTC and in the CUDA
 // emulation alike. The includer defines uint8_t, uint32_t, int64_t and uint64_t, and
 // TL_MINIFLOAT_FN, the functions' qualifier (`inline` on the host,
@@ -71,8 +73,9 @@ enum class MiniFloatKind {
 };
 
 // E exponent bits, M mantissa bits, exponent bias Bias. Floats convert with
-// round-to-nearest-even (e8m0: half up, its subnormal-float range included); a value past the largest finite one
-// becomes inf (Ieee) or NaN (the others), as in ml_dtypes: there is no saturation.
+// round-to-nearest-even (e8m0: half up, its subnormal-float range included); a value
+// past the largest finite one becomes inf (Ieee) or NaN (the others), as in ml_dtypes:
+// there is no saturation. from_float_bits_satfinite is the saturating variant.
 template <int E, int M, int Bias, MiniFloatKind Kind>
 struct MiniFloatCodec {
   static constexpr bool kExpOnly = Kind == MiniFloatKind::ExponentOnly;
@@ -86,6 +89,9 @@ struct MiniFloatCodec {
   static constexpr uint32_t kMaxFinite = Kind == MiniFloatKind::Ieee        ? kExpAllOnes - 1
                                          : Kind == MiniFloatKind::FiniteNan ? kExpAllOnes + kMantAllOnes - 1
                                                                             : kExpAllOnes + kMantAllOnes;
+  // The largest finite magnitude as float bits (a normal float for every format here).
+  static constexpr uint32_t kMaxFiniteFloat =
+      kExpOnly ? 0x7f000000u : (((kMaxFinite >> M) + 127 - Bias) << 23) | ((kMaxFinite & kMantAllOnes) << (23 - M));
 
   static TL_MINIFLOAT_FN uint8_t nan_of(uint32_t sign) {
     if (Kind == MiniFloatKind::Ieee) return uint8_t(sign | kExpAllOnes | ((1u << M) >> 1));  // quiet NaN
@@ -126,6 +132,21 @@ struct MiniFloatCodec {
     if (bits > kMaxFinite) return overflow_of(sign);
     if (bits == 0 && Kind == MiniFloatKind::FiniteNanNoNegZero) return 0;
     return uint8_t(sign | bits);
+  }
+
+  // float (as its bits) -> code as PTX's cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 gives it
+  // (CUDA's __NV_SATFINITE conversions, which TileLang's fp8 types use): round to
+  // nearest even, but a finite value or an inf beyond the largest finite magnitude
+  // becomes that magnitude with its sign, and every NaN the one NaN 0x7f (sign and
+  // payload dropped, as the hardware and CUDA's software fallback do). Rounding is
+  // monotone and the largest finite value is exact, so clamping |x| to it first and
+  // then rounding is the same as rounding and then saturating. -0 stays -0.
+  static TL_MINIFLOAT_FN uint8_t from_float_bits_satfinite(uint32_t x) {
+    static_assert(Kind == MiniFloatKind::Ieee || Kind == MiniFloatKind::FiniteNan,
+                  "cvt.rn.satfinite exists for e4m3 and e5m2 only");
+    const uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) return uint8_t(kExpAllOnes | kMantAllOnes);
+    return from_float_bits((x & 0x80000000u) | (abs < kMaxFiniteFloat ? abs : kMaxFiniteFloat));
   }
 
   // code -> float (as its bits); exact.

@@ -124,34 +124,38 @@ struct bfloat16_t {
   }
 };
 
-// fp8 and e8m0: one byte converted through float by device/common/minifloat.h, bit
-// for bit as the cpu target and ml_dtypes (no saturation: e4m3fn overflows to NaN,
-// e5m2 to inf). sm_89 and later convert float to e4m3 / e5m2 with the hardware's
-// cvt, which saturates and has one NaN, so the inputs where it differs (NaN and
-// values past the overflow threshold) keep the shared rule.
+// fp8 and e8m0: one byte converted through float by device/common/minifloat.h.
+// float8_e4m3fn and float8_e5m2 saturate as CUDA's own conversions do (PTX
+// cvt.rn.satfinite, __NV_SATFINITE; TileLang's fp8 types are built on them): a finite
+// value or an inf beyond the largest finite magnitude becomes +-448 / +-57344, every
+// NaN 0x7f. sm_89 and later run the cvt; sm_80 to sm_87 (no fp8 cvt) and the
+// emulation compute the same bits in software. The fnuz types and e8m0 keep
+// ml_dtypes' rule, as on the cpu target (TileLang's CUDA code has no fnuz types; its
+// e8m0 rounds differently, see docs/design/tilelang_compat.md).
 template <class Bits>
 TL_DEVICE uint8_t minifloat_from_float(float f) {
   return Bits::from_float_bits(bit_cast<uint32_t>(f));
 }
-#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 890
 template <>
 TL_DEVICE uint8_t minifloat_from_float<E4M3FN>(float f) {
-  uint32_t x = bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x43e80000u) return uint8_t(((x >> 24) & 0x80u) | 0x7fu);  // NaN, |f| > 464 (0x1.dp8)
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 890
   uint16_t pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));  // f in the low byte
   return uint8_t(pair & 0xffu);
+#else
+  return E4M3FN::from_float_bits_satfinite(bit_cast<uint32_t>(f));
+#endif
 }
 template <>
 TL_DEVICE uint8_t minifloat_from_float<E5M2>(float f) {
-  uint32_t x = bit_cast<uint32_t>(f), abs = x & 0x7fffffffu, sign = (x >> 24) & 0x80u;
-  if (abs > 0x7f800000u) return uint8_t(sign | 0x7eu);   // NaN
-  if (abs >= 0x47700000u) return uint8_t(sign | 0x7cu);  // inf, |f| >= 61440 (0x1.ep15)
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 890
   uint16_t pair;
   asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(f));
   return uint8_t(pair & 0xffu);
-}
+#else
+  return E5M2::from_float_bits_satfinite(bit_cast<uint32_t>(f));
 #endif
+}
 
 template <class Bits>
 struct minifloat_t {

@@ -1,7 +1,8 @@
 """fp8 on the GPU: the conversions of device/cuda/tl_cuda.cuh as the GPU runs them
-(on sm_89 and later the hardware cvt, with the shared rule for NaN and overflow)
-against ml_dtypes bit for bit, over every code and the probing floats that the
-emulator's test of the same header uses (tests/python/test_emulator.py)."""
+(on sm_89 and later the hardware cvt.rn.satfinite for e4m3fn / e5m2) against the
+emulator's reference bit for bit (ml_dtypes, saturating for e4m3fn / e5m2 as the
+hardware does), over every code and the probing floats that the emulator's test of the
+same header uses (tests/python/test_emulator.py)."""
 
 import pathlib
 import sys
