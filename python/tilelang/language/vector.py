@@ -1,14 +1,20 @@
-"""Wide memory accesses with TileLang's names: `T.ldg32/64/128/256` and `T.stg32/64/128/256`
-(global memory), `T.lds32/64/128` and `T.sts32/64/128` (shared memory), each one access
-of 4 to 32 bytes with an optional predicate, and `T.__ldg(x[i])` (a load through CUDA's
-read-only cache).
+"""Short vector values and wide memory accesses, with TileLang's names.
 
-A value wider than 32 bits is a `LaneVector`, a frontend value of uint32 lanes (the IR
-has scalar expressions only): a wide load writes its words into a per-thread local
-array by one call of a device function (device/common/wide_access.h, named as
-TileLang's: `tl::load_global_64` ...), and the lanes read that array. A LaneVector can
-be reinterpreted (`T.reinterpret(v, T.float32x2)`), stored into a slice of as many
-elements (`Y[i:i + 2] = v`), or passed to a wide store.
+A `LaneVector` is a frontend value of a few lanes, each a scalar expression (the IR has
+scalar expressions only, so every target runs them): `T.Ramp(base, stride, n)` and
+`T.Broadcast(x, n)` build one, a buffer indexed by a ramp (`A[T.Ramp(i, 1, 4)]`) reads
+one element per lane and stores the same way, `T.extract_lane` takes a lane, `+ - * /`
+work lane by lane, and the packed x2 operations (`T.add2` ... `T.abs2`) take
+float32x2 / float16x2 / bfloat16x2 values.
+
+Wide accesses: `T.ldg32/64/128/256` and `T.stg32/64/128/256` (global memory),
+`T.lds32/64/128` and `T.sts32/64/128` (shared memory), each one access of 4 to 32 bytes
+with an optional predicate, and `T.__ldg(x[i])` (a load through CUDA's read-only
+cache). A wide load writes its words into a per-thread local array by one call of a
+device function (device/common/wide_access.h, named as TileLang's:
+`tl::load_global_64` ...) and gives a LaneVector of uint32 lanes reading that array,
+which `T.reinterpret(v, T.float32x2)` turns into other lanes, a slice of as many
+elements takes (`Y[i:i + 2] = v`), and a wide store takes.
 """
 
 from . import builder_ctx
