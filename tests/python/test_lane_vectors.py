@@ -136,3 +136,62 @@ def test_misuse_is_reported_at_the_users_line(body, expected):
 
     assert expected in str(info.value)
     assert "test_lane_vectors.py" in str(info.value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("width", [2, 4])
+def test_atomic_add_run_returns_previous_values_and_takes_ramps(target, width):
+    """T.atomic_addx2 / x4 with return_prev=True give the previous values as a vector;
+    a ramp-indexed run of a buffer is accepted as either operand."""
+    add = T.atomic_addx2 if width == 2 else T.atomic_addx4
+
+    @T.prim_func
+    def run(
+        Dst: T.Tensor((8,), "float32"),
+        Val: T.Tensor((8,), "float32"),
+        Prev: T.Tensor((8,), "float32"),
+    ):
+        with T.Kernel(1, threads=1):
+            for r in T.serial(8 // width):
+                Prev[r * width : r * width + width] = add(
+                    Dst[T.Ramp(r * width, 1, width)],
+                    Val[r * width : r * width + width],
+                    return_prev=True,
+                )
+
+    kernel = tilelang.compile(run, target=target)
+    dst = np.random.default_rng(11).standard_normal(8).astype(np.float32)
+    val = np.random.default_rng(12).standard_normal(8).astype(np.float32)
+    prev = np.zeros(8, np.float32)
+    before = dst.copy()
+    kernel(dst, val, prev)
+    np.testing.assert_array_equal(prev, before)
+    np.testing.assert_array_equal(dst, before + val)
+
+
+def test_atomic_add_run_needs_consecutive_lanes():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                T.atomic_addx2(A[T.Ramp(0, 2, 2)], A[0:2])
+
+    assert "T.atomic_addx2 dst must be 2 consecutive elements of one buffer" in str(info.value)
+    assert "test_lane_vectors.py" in str(info.value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_atomic_add_ramp_in_a_row_of_a_matrix(target):
+    @T.prim_func
+    def rows(Dst: T.Tensor((4, 6), "float32"), Val: T.Tensor((4, 2), "float32")):
+        with T.Kernel(4, threads=1) as r:
+            T.atomic_addx2(Dst[r, T.Ramp(3, 1, 2)], Val[r, T.Ramp(0, 1, 2)])
+
+    kernel = tilelang.compile(rows, target=target)
+    dst = np.random.default_rng(13).standard_normal((4, 6)).astype(np.float32)
+    val = np.random.default_rng(14).standard_normal((4, 2)).astype(np.float32)
+    ref = dst.copy()
+    ref[:, 3:5] += val
+    kernel(dst, val)
+    np.testing.assert_array_equal(dst, ref)

@@ -202,9 +202,13 @@ def atomic_min(dst, value, memory_order=None, return_prev=False):
 def _run_of(ctx, x, width, what, role):
     """The region of `width` elements along the last dimension that `x` starts: an
     element (A[i, j]), a slice of that many elements, or a buffer of that many."""
+    from .vector import LaneVector  # vector imports modules this one imports
+
+    if isinstance(x, LaneVector):
+        return _run_of_lanes(ctx, x, width, what, role)
     region = _as_region(x)
     if region is not None:
-        sizes = [const_int(e) for e in region.extents]
+        sizes = [_const_extent(e) for e in region.extents]
         count = None if None in sizes else math.prod(sizes)
         if count != width:
             raise frontend_error(
@@ -222,18 +226,43 @@ def _run_of(ctx, x, width, what, role):
     return Region(buffer, indices, [1] * (buffer.ndim - 1) + [width])
 
 
+def _run_of_lanes(ctx, vec, width, what, role):
+    """The run a vector of loads reads (`A[T.Ramp(j, 1, 2)]`): consecutive elements of
+    one buffer along its last dimension."""
+    elements = [ctx.element_of(lane) if isinstance(lane, _C.Expr) else None for lane in vec.lanes]
+    fail = frontend_error(
+        f"{what} {role} must be {width} consecutive elements of one buffer (such as "
+        f"A[T.Ramp(j, 1, {width})]); got {vec!r}"
+    )
+    if len(elements) != width or None in elements:
+        raise fail
+    buffer, first = elements[0]
+    for k, (b, idx) in enumerate(elements):
+        step = _const_extent(to_value(idx[-1]) - to_value(first[-1])) if k else 0
+        same_row = all(
+            _const_extent(to_value(a) - to_value(f)) == 0 for a, f in zip(idx[:-1], first[:-1])
+        )
+        if b is not buffer or step != k or not same_row:
+            raise fail
+    return Region(buffer, list(first), [1] * (buffer.ndim - 1) + [width])
+
+
 def _atomic_add_run(dst, value, width, return_prev):
     what = f"T.atomic_addx{width}"
-    if return_prev:
-        raise frontend_error(
-            f"{what} with return_prev=True is not supported: the previous values would be a "
-            f"vector of {width}; read them with T.atomic_add(dst[i, j + k], v, return_prev=True) "
-            "element by element"
-        )
     ctx = builder_ctx.current(what)
     dst_region = _run_of(ctx, dst, width, what, "dst")
     value_region = _run_of(ctx, value, width, what, "value")
     _check_dtype(dst_region.buffer, what)
+    if return_prev:
+        # The previous values, a vector of `width` lanes (each element updated atomically
+        # on its own, in order, here).
+        from .vector import LaneVector
+
+        lanes = []
+        for d_idx, v_idx in zip(_region_elements(dst_region), _region_elements(value_region)):
+            v = value_region.buffer[tuple(v_idx)]
+            lanes.append(_rmw("add", dst_region.buffer[tuple(d_idx)], v, None, True))
+        return LaneVector(lanes, dst_region.buffer.dtype.with_lanes(width))
     if isinstance(value_region.buffer, BufferView):
         _add_elements(ctx, dst_region, value_region)
         return
@@ -241,11 +270,16 @@ def _atomic_add_run(dst, value, width, return_prev):
     ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
 
 
+def _const_extent(e):
+    """A slice `A[j:j + 2]` has the extent `(j + 2) - j`: simplified, it is constant."""
+    return const_int(_C.simplify_expr(e) if isinstance(e, _C.Expr) else e)
+
+
 def _region_elements(region):
     """The indices of a region's elements, in row-major order (constant extents)."""
     out = [[]]
     for m, e in zip(region.mins, region.extents):
-        out = [idx + [m + k if k else m] for idx in out for k in range(const_int(e))]
+        out = [idx + [m + k if k else m] for idx in out for k in range(_const_extent(e))]
     return out
 
 
@@ -261,7 +295,9 @@ def _add_elements(ctx, dst_region, value_region):
 
 def atomic_addx2(dst, value, return_prev=False):
     """Adds the 2 elements starting at `value` into the 2 starting at `dst` (TileLang's
-    paired atomic add: `T.atomic_addx2(dQ[i, j], acc[k])`), each one atomically."""
+    paired atomic add: `T.atomic_addx2(dQ[i, j], acc[k])`), each one atomically. Either
+    side may also be a slice or `A[T.Ramp(j, 1, 2)]`; with return_prev=True it returns
+    the previous values as a 2-lane vector (`Prev[0:2] = T.atomic_addx2(...)`)."""
     return _atomic_add_run(dst, value, 2, return_prev)
 
 

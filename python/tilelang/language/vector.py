@@ -362,8 +362,13 @@ def load_indexed(buf, key):
     per_lane = _vector_indices(buf, key)
     if per_lane is None:
         return None
-    builder_ctx.current(f"indexing buffer '{buf.name}'")
-    lanes = [_C.buffer_load(buf.handle, [to_value(i) for i in idx]) for idx in per_lane]
+    ctx = builder_ctx.current(f"indexing buffer '{buf.name}'")
+    lanes = []
+    for idx in per_lane:
+        idx = [to_value(i) for i in idx]
+        load = _C.buffer_load(buf.handle, idx)
+        ctx.remember_load(load, buf, idx)  # each lane is an element (T.atomic_addx2 ...)
+        lanes.append(load)
     return LaneVector(lanes, buf.dtype.with_lanes(len(lanes)))
 
 
