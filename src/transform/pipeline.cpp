@@ -117,8 +117,9 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
 }
 
 // T.rng_init: cuRAND's generators live in the C++ device headers
-// (device/common/philox_rng.h, mrg32k3a_rng.h, xorwow_rng.h); Metal's self-contained source has no copy of it, and
-// its double-precision normals would need float64, which Metal lacks.
+// (device/common/philox_rng.h, mrg32k3a_rng.h, xorwow_rng.h); Metal's self-contained
+// source has no copy of them, and their double-precision draws need float64, which
+// Metal lacks.
 void refuse_random_numbers(const PrimFunc& f, const Target& t) {
   const EvaluateNode* call = find_extern_call(f->body, "tl::philox_init");
   if (!call) call = find_extern_call(f->body, "tl::mrg32k3a_init");
