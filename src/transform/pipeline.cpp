@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "ir/visitor.h"
 #include "transform/check_bounds.h"
+#include "transform/global_layouts.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
@@ -272,9 +273,10 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
   check_onchip_bounds(input);
   check_grid_barrier(input, target);
   check_launch_limits(input, target);
+  // T.annotate_layout on global buffers, on every target: their elements move.
+  PrimFunc f = run_pass("apply_global_layouts", input, [&](const PrimFunc& g) { return apply_global_layouts(g); });
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
-  PrimFunc f =
-      run_pass("split_parallel_at_barriers", input, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
+  f = run_pass("split_parallel_at_barriers", f, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
   f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.

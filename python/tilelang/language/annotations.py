@@ -1,6 +1,8 @@
-"""`T.annotate_layout` and `T.use_swizzle`: hints for GPU targets, recorded on the trace
-(`layout_map` and `swizzle` of the trace context) and checked here. The CPU target keeps
-logical layouts and runs blocks in any order, so neither changes results on the CPU."""
+"""`T.annotate_layout` and `T.use_swizzle`, recorded on the trace (`layout_map` and
+`swizzle` of the trace context) and checked here. A global buffer's layout moves its
+elements on every target (as in TileLang); shared-tile layouts and `T.use_swizzle` are
+hints for GPU targets: the CPU keeps logical on-chip layouts and runs blocks in any
+order, so they never change results there."""
 
 from . import builder_ctx
 from .buffer import Buffer, const_int, to_value
@@ -60,6 +62,40 @@ def annotate_layout(layout_map):
         table[buf.handle] = (buf, layout)
         if buf.scope in ("shared", "shared.dyn"):
             _mark_shared_swizzle(ctx, buf, layout)
+        elif buf.scope == "global":
+            _mark_global_layout(ctx, buf, layout)
+
+
+def _mark_global_layout(ctx, buf, layout):
+    """Leaves the marker from which the compiler moves the elements of global `buf`
+    (src/transform/global_layouts.cpp): a loop nest over the buffer's shape around
+    `tl::global_layout(buf[i...], *forward(i...))`. The compiler checks the layout (a
+    bijection onto an output of the same element count) and applies it to every access
+    of the enclosing T.Kernel, those written before the annotation included."""
+    from tilelang.layout import Fragment
+    from tilelang.layout.layout import as_index_list
+
+    from .math import call_extern
+
+    if isinstance(layout, Fragment):
+        raise frontend_error(
+            f"'{buf.name}' is a global buffer, so its layout must be a T.Layout (where each "
+            f"element lives), got a T.Fragment (which thread holds each element)"
+        )
+    if not ctx.builder.in_kernel:
+        raise frontend_error(
+            f"T.annotate_layout on global buffer '{buf.name}' must be inside a T.Kernel: the "
+            f"layout applies to the accesses of that kernel"
+        )
+    b = ctx.builder
+    loop_vars = [b.begin_for(f"i{k}", 0, to_value(n), "serial") for k, n in enumerate(buf.shape)]
+    try:
+        forward = as_index_list(_forward(layout, loop_vars), f"layout of '{buf.name}'")
+        element = builder_ctx._C.buffer_load(buf.handle, loop_vars)
+        b.evaluate(call_extern("void", "tl::global_layout", element, *forward))
+    finally:
+        for _ in loop_vars:
+            b.end_for()
 
 
 # Rows of a shared tile checked when recognizing an annotated swizzle: the XOR

@@ -211,6 +211,12 @@ std::string CodeGenC::name_of(const Buffer& b) {
   return unique_name(names_, taken_, b.get(), local_ident(b->name));
 }
 
+void CodeGenC::alias_params(const std::vector<Param>& lowered, const std::vector<Param>& declared) {
+  for (size_t i = 0; i < lowered.size() && i < declared.size(); ++i)
+    if (lowered[i].is_tensor() && declared[i].is_tensor() && !lowered[i].buffer.same_as(declared[i].buffer))
+      names_[lowered[i].buffer.get()] = name_of(declared[i].buffer);
+}
+
 void CodeGenC::emit_block_op(const Stmt& op_body, int64_t threads) {
   if (auto* coop = op_body.as<AttrNode>(); coop && coop->key == kCooperativeAttr) return stmt(coop->body);
   std::vector<const ForNode*> nest;

@@ -54,6 +54,10 @@ class CodeGenC {
   void emit_block_op(const Stmt& body, int64_t threads);
   std::string name_of(const VarNode* v);
   std::string name_of(const Buffer& b);
+  // A pass may give a parameter another buffer (a global buffer in the shape of its
+  // annotated layout, transform/global_layouts.h): the lowered function's buffer then
+  // names the argument the signature's `declared` buffer does.
+  void alias_params(const std::vector<Param>& lowered, const std::vector<Param>& declared);
   std::string flat_offset(const Buffer& b, const std::vector<Expr>& indices);
   void line(const std::string& s);
   void indent() { ++indent_; }

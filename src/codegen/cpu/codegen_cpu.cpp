@@ -14,6 +14,7 @@ class CodeGenCPU : public CodeGenC {
   // The block function of one kernel; returns its symbol.
   std::string generate(const PrimFunc& f, const KernelSignature& sig) {
     per_thread_ = uses_thread_vars(f);
+    alias_params(f->params, sig.params);
     std::string entry = "tl_block_" + c_ident(f->name);
     // A T.Kernel prelude (the kernel's own helper code) goes at file scope, as on GPUs.
     for (const std::string& p : kernel_preludes(f->body)) out_ << p << "\n\n";

@@ -29,6 +29,7 @@ class CodeGenCUDA : public CodeGenC {
   CudaLaunchInfo generate(const PrimFunc& f, const KernelSignature& sig, std::set<std::string>& preludes) {
     CudaLaunchInfo src;
     src.entry_name = "tl_kernel_" + c_ident(f->name);
+    alias_params(f->params, sig.params);
     find_launch(f->body);
     if (launch_ && !launch_->prelude.empty() && preludes.insert(launch_->prelude).second)
       out_ << launch_->prelude << "\n\n";

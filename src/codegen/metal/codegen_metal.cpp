@@ -67,6 +67,7 @@ class CodeGenMetal : public CodeGenC {
       reserved.emplace_back(n, dtype::Int32);
       name_of(reserved.back().node());
     }
+    alias_params(f->params, sig.params);
     find_launch(f->body);
     if (!launch_)
       throw_user_error(f->span, str_cat("kernel '", f->name, "' has no T.Kernel block; a Metal kernel needs one"));
