@@ -17,7 +17,7 @@ inline constexpr const char* kSharedLayoutMarker = "tl::shared_layout";
 // (Layout::xor_chunks), so that every access to it goes through it: copies (TMA
 // writes it with the matching hardware swizzle where one exists), loads, stores and
 // addresses handed to device functions. The cpu and Metal targets keep logical
-// layouts, as they keep every annotated layout.
+// layouts, as they keep every annotated on-chip layout (global ones: global_layouts.h).
 PrimFunc apply_shared_layouts(const PrimFunc& f, const Target& target);
 
 }  // namespace tl
