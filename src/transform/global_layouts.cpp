@@ -5,6 +5,7 @@
 // group's points are enumerated, never the whole buffer's.
 #include "transform/global_layouts.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <set>
@@ -29,6 +30,10 @@ struct GlobalLayout {
   std::vector<Var> vars;      // one per logical dimension
   std::vector<Expr> forward;  // the output indices, over `vars`
   SourceSpan span;
+  // The longest run (4, 2 or 1 elements) along the last logical dimension that the
+  // layout keeps whole: every run starting at a multiple of it lands on consecutive
+  // places of the last output dimension, starting at a multiple of it too.
+  int64_t run = 1;
 };
 
 const CallNode* as_marker(const Stmt& s) {
@@ -202,6 +207,10 @@ class LayoutChecker {
     for (const Group& g : checked) check_bijective(g);
     for (size_t k : constant_outputs)
       if (!is_const_one(out_shape_[k])) count_mismatch();
+    for (const Group& g : checked)
+      if (!g.dims.empty() && g.dims.back() == n - 1)
+        for (int64_t len : {4, 2})
+          if (l_.run == 1 && keeps_runs(g, len)) l_.run = len;
     l_.physical = Buffer::make(b->name, b->dtype, out_shape_, b->scope, {}, b->span);
     return l_;
   }
@@ -296,6 +305,25 @@ class LayoutChecker {
     }
     for (size_t o = 0; o < outputs.size(); ++o) out_shape_[outputs[o]] = int_imm(g.out_extents[o]);
     return g;
+  }
+
+  // Whether `g`, the group of the last logical dimension, keeps aligned runs of `len`
+  // elements of that dimension whole on the last output dimension.
+  bool keeps_runs(const Group& g, int64_t len) const {
+    const size_t w = g.outputs.size(), last = l_.forward.size() - 1;
+    auto pos = std::find(g.outputs.begin(), g.outputs.end(), last);
+    if (g.extents.empty() || pos == g.outputs.end()) return false;
+    const size_t o_last = size_t(pos - g.outputs.begin());
+    const int64_t ext = g.extents.back();
+    if (ext % len || g.out_extents[o_last] % len) return false;
+    for (int64_t p = 0; p < g.points; p += len) {  // p % ext is a multiple of len
+      const int64_t* base = &g.values[size_t(p) * w];
+      if (base[o_last] % len) return false;
+      for (int64_t k = 1; k < len; ++k)
+        for (size_t o = 0; o < w; ++o)
+          if (g.values[size_t(p + k) * w + o] != base[o] + (o == o_last ? k : 0)) return false;
+    }
+    return true;
   }
 
   void check_bijective(const Group& g) const {
@@ -427,6 +455,7 @@ class Remap : public IRMutator {
         // Their element loops are T.Parallel nests, which every target spreads over the block.
         return mutate(own_loops(op_info(op->op).lower_serial(op)));
       case TileOpKind::Atomic:
+        if (Stmt run = atomic_run(op); run.defined()) return run;
         return all_unit(op) ? atomic_element(op) : mutate(atomic_loops(op));
       case TileOpKind::Gemm:
       case TileOpKind::Reduce:
@@ -542,6 +571,39 @@ class Remap : public IRMutator {
     if (!find(dst.buffer)) return body;
     Expr dst_ok = unguarded(dst.buffer, mins(dst));
     return is_true(dst_ok) ? body : if_then_else(dst_ok, body, Stmt(), op->span);
+  }
+
+  // An atomic on a run of 2 or 4 elements along the last dimension (T.atomic_addx2/x4)
+  // that the layout keeps whole: the same run at its physical place, so that the op
+  // stays one vector atomic, when the run starts at a multiple of its length and lies
+  // inside the tensor; element by element otherwise. Undefined when the layout does not
+  // keep such runs.
+  Stmt atomic_run(const TileOpNode* op) {
+    const BufferRegion& dst = op->regions[0];
+    const GlobalLayout* l = find(dst.buffer);
+    if (!l || (op->regions.size() > 1 && find(op->regions[1].buffer))) return Stmt();
+    const size_t last = dst.ranges.size() - 1;
+    for (size_t d = 0; d < last; ++d)
+      if (!is_const_one(dst.ranges[d].extent)) return Stmt();
+    auto len = as_const_int(dst.ranges[last].extent);
+    if (!len || *len < 2 || l->run % *len) return Stmt();
+    bool changed = false;
+    std::vector<Expr> start = mutate_all(mins(dst), &changed);
+    BufferRegion run{l->physical, {}};
+    for (const Expr& i : physical(*l, start)) run.ranges.push_back({i, make_const(i.dtype(), 1)});
+    run.ranges.back().extent = make_const(run.ranges.back().min.dtype(), *len);
+    std::vector<BufferRegion> regions{run};
+    if (op->regions.size() > 1) regions.push_back(mutate_region(op->regions[1]));
+    std::vector<Expr> args = mutate_all(op->args, &changed);
+    Stmt whole = tile_op(TileOpKind::Atomic, regions, args, op->attrs, op->span);
+    const Expr& first = start[last];
+    Expr n = make_const(first.dtype(), *len);
+    Expr ok = logical_and(eq(floormod(first, n), make_const(first.dtype(), 0)),
+                          logical_and(in_bounds(l->logical, start),
+                                      lt(add(first, make_const(first.dtype(), *len - 1)), l->logical->shape[last])));
+    ok = simplify(ok);
+    if (is_true(ok)) return whole;
+    return if_then_else(ok, whole, mutate(atomic_loops(op)), op->span);
   }
 
   // A region atomic as a nest of one-element atomics: a T.Parallel nest, or serial loops

@@ -220,6 +220,51 @@ def test_fill_and_element_atomics_through_the_layout():
         np.testing.assert_allclose(b, physical(np.maximum(a + 0.5, 0.75), fn, out_shape), rtol=1e-6)
 
 
+def atomic_runs(fn, offset):
+    """B[r, 4 * j + offset : ... + 4] += S[r, 4 * j : ... + 4] by T.atomic_addx4 (the last
+    run of a row, past the row's end when offset > 0, is dropped there)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // BM, threads=64) as bx:
+            T.annotate_layout({B: T.Layout(B.shape, fn)})
+            S = T.alloc_shared((BM, N), "float32")
+            T.copy(A[bx * BM, 0], S)
+            for i, j in T.Parallel(BM, N // 4):
+                T.atomic_addx4(B[bx * BM + i, j * 4 + offset], S[i, j * 4])
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["chunks", "interleaved", "rows"])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_atomic_runs_through_the_layout(target, name, offset):
+    fn, out_shape = (
+        LAYOUTS[name] if name in LAYOUTS else (lambda i, j: [i % 2, i // 2, j], [2, M // 2, N])
+    )
+    a, b = rand(M, N, seed=13), rand(M, N, seed=14)
+    logical = np.zeros((M, N), "float32")
+    logical[:, offset:] = a[:, : N - offset]
+    raw = b.copy()
+    tilelang.compile(atomic_runs(fn, offset), target=target)(a, raw)
+    np.testing.assert_allclose(raw, b + physical(logical, fn, out_shape), rtol=1e-6)
+
+
+def test_runs_the_layout_keeps_stay_runs():
+    """Rows reordered, or columns in aligned chunks of 8: a run of 4 stays 4 consecutive
+    places (one region atomic); the interleaved layout splits it, element by element."""
+    for fn, whole in [
+        (lambda i, j: [i % 2, i // 2, j], True),
+        (LAYOUTS["chunks"][0], True),
+        (LAYOUTS["interleaved"][0], False),
+    ]:
+        src = tilelang.compile(atomic_runs(fn, 0), target=SM80).get_kernel_source()
+        atomics = [line for line in src.splitlines() if "tl::atomic_add" in line]
+        assert atomics
+        assert all(("(int64_t)(i0 + " in line) == whole for line in atomics), atomics
+
+
 def test_out_of_bounds_tiles_use_logical_bounds():
     """A tile past the tensor's end: the rows outside are neither written nor read,
     though their physical places lie inside the buffer."""
