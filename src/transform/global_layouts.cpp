@@ -452,11 +452,12 @@ class Remap : public IRMutator {
       case TileOpKind::Fill:
       case TileOpKind::Transpose:
       case TileOpKind::Im2col:
-        // Their element loops are T.Parallel nests, which every target spreads over the block.
-        return mutate(own_loops(op_info(op->op).lower_serial(op)));
+        // Their element loops are T.Parallel nests, which every target spreads over the block
+        // (simplified, so that a fragment's indices are the loops' variables again).
+        return mutate(simplify(own_loops(op_info(op->op).lower_serial(op))));
       case TileOpKind::Atomic:
         if (Stmt run = atomic_run(op); run.defined()) return run;
-        return all_unit(op) ? atomic_element(op) : mutate(atomic_loops(op));
+        return all_unit(op) ? atomic_element(op) : mutate(simplify(atomic_loops(op)));
       case TileOpKind::Gemm:
       case TileOpKind::Reduce:
       case TileOpKind::Cumsum:
@@ -603,7 +604,7 @@ class Remap : public IRMutator {
                                       lt(add(first, make_const(first.dtype(), *len - 1)), l->logical->shape[last])));
     ok = simplify(ok);
     if (is_true(ok)) return whole;
-    return if_then_else(ok, whole, mutate(atomic_loops(op)), op->span);
+    return if_then_else(ok, whole, mutate(simplify(atomic_loops(op))), op->span);
   }
 
   // A region atomic as a nest of one-element atomics: a T.Parallel nest, or serial loops

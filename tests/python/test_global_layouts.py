@@ -53,6 +53,8 @@ def write_through(fn, how):
             else:
                 T.annotate_layout({B: T.Layout(B.shape, fn)})
                 T.clear(B[bx * BM : (bx + 1) * BM, :])
+                # other threads write these elements below: order the block's global writes
+                T.sync_threads()
                 if how == "fragment":
                     F = T.alloc_fragment((BM, N), "float32")
                     T.copy(A[bx * BM, 0], F)
@@ -199,6 +201,47 @@ def test_dq_atomics_of_a_fragment_tile_are_element_wise_through_the_layout():
     assert atomics and all("&dQ[" in line for line in atomics)
     # the offset of the layout's last output index, 4 * (l % 8) + (d % 8) / 2, is computed
     assert any("% 8" in line for line in atomics)
+
+
+def dq_fp16_kernel():
+    """dQ accumulated from an fp16 tensor-core gemm by one region atomic of its register
+    accumulator (64 rows per block)."""
+    rows = 64
+    shape = (1, rows, HEADS, 64)
+
+    @T.prim_func
+    def bwd(
+        Q: T.Tensor(shape, "float16"),
+        W: T.Tensor((rows, rows), "float16"),
+        dQ: T.Tensor(shape, "float32"),
+    ):
+        with T.Kernel(1, HEADS, 1, threads=128) as (_, by, bz):
+            T.annotate_layout({dQ: make_dq_layout(dQ)})
+            Qs = T.alloc_shared((rows, 64), "float16")
+            Ws = T.alloc_shared((rows, rows), "float16")
+            dq = T.alloc_fragment((rows, 64), "float32")
+            T.copy(Q[bz, :, by, :], Qs)
+            T.copy(W, Ws)
+            T.clear(dq)
+            T.gemm(Ws, Qs, dq)
+            T.atomic_add(dQ[bz, :, by, :], dq)
+
+    return bwd, shape
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_region_atomic_of_a_register_accumulator_keeps_it_in_registers(target, recwarn):
+    bwd, shape = dq_fp16_kernel()
+    kernel = tilelang.compile(bwd, target=target)
+    assert not [w for w in recwarn if "stays in shared memory" in str(w.message)]
+    assert "TL_SMEM(dq" not in kernel.get_kernel_source()
+    q = rand(*shape, seed=21).astype("float16")
+    w = rand(shape[1], shape[1], seed=22).astype("float16")
+    dq = np.zeros(shape, "float32")
+    kernel(q, w, dq)
+    want = np.einsum("lk,bkhd->blhd", w.astype("float64"), q.astype("float64"))
+    out_shape = [1, shape[1] // 8, HEADS, 8, 2, 32]
+    np.testing.assert_allclose(dq, physical(want, dq_fn, out_shape), rtol=1e-3, atol=1e-3)
 
 
 def test_fill_and_element_atomics_through_the_layout():
