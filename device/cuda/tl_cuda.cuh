@@ -20,6 +20,14 @@ typedef unsigned long long uintptr_t;
 #include <stdint.h>
 #endif
 
+// The short unsigned names TileLang's CUDA header provides, which hand-written device
+// code in TileLang programs (T.import_source / prelude strings, e.g. upstream's fp4
+// dequantize examples) uses. Typedefs (a repeated identical typedef is legal where a
+// system header already has them), not macros, so the names stay usable as words.
+typedef unsigned int uint;
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+
 #define TL_DEVICE __device__ __forceinline__
 
 #define TL_MINIFLOAT_FN TL_DEVICE
