@@ -218,8 +218,7 @@ class LayoutChecker {
  private:
   struct Group {
     std::vector<size_t> dims, outputs;
-    std::vector<int64_t> extents;  // of dims; empty for a symbolic dimension left in place
-    std::vector<int64_t> values;   // outputs at each point, point-major
+    std::vector<int64_t> extents;  // of dims; empty for a symbolic dimension carried over whole
     std::vector<int64_t> out_extents;
     int64_t points = 1;
   };
@@ -255,8 +254,26 @@ class LayoutChecker {
     return out;
   }
 
+  // The group's outputs at its point `p` (its dims in mixed radix, the last fastest).
+  void outputs_at(const Group& g, int64_t p, Evaluator& ev, std::vector<int64_t>& out) const {
+    for (size_t j = g.dims.size(); j-- > 0;) {
+      ev.env[l_.vars[g.dims[j]].node()] = p % g.extents[j];
+      p /= g.extents[j];
+    }
+    out.resize(g.outputs.size());
+    for (size_t o = 0; o < g.outputs.size(); ++o) {
+      auto v = ev.eval(l_.forward[g.outputs[o]]);
+      if (!v)
+        fail(str_cat("output index ", g.outputs[o], " (", to_string(l_.forward[g.outputs[o]]),
+                     ") cannot be evaluated on integers"));
+      out[o] = *v;
+    }
+  }
+
+  // The group's extents and output extents (the largest index + 1), checked for
+  // negative indices; values are computed again where needed, never stored.
   Group enumerate(const std::vector<size_t>& dims, const std::vector<size_t>& outputs) {
-    Group g{dims, outputs, {}, {}, {}, 1};
+    Group g{dims, outputs, {}, {}, 1};
     for (size_t d : dims) {
       auto ext = as_const_int(l_.logical->shape[d]);
       if (ext) {
@@ -282,25 +299,15 @@ class LayoutChecker {
                      " elements, too many to check; permute smaller groups of dimensions"));
     }
     Evaluator ev;
-    g.values.reserve(size_t(g.points) * outputs.size());
+    std::vector<int64_t> out;
     g.out_extents.assign(outputs.size(), 1);
-    std::vector<int64_t> idx(dims.size(), 0);
     for (int64_t p = 0; p < g.points; ++p) {
-      for (size_t j = 0; j < dims.size(); ++j) ev.env[l_.vars[dims[j]].node()] = idx[j];
+      outputs_at(g, p, ev, out);
       for (size_t o = 0; o < outputs.size(); ++o) {
-        auto v = ev.eval(l_.forward[outputs[o]]);
-        if (!v)
-          fail(str_cat("output index ", outputs[o], " (", to_string(l_.forward[outputs[o]]),
-                       ") cannot be evaluated on integers"));
-        if (*v < 0)
+        if (out[o] < 0)
           fail(str_cat("logical index ", list_str(logical_at(g, p)), " maps to ",
                        list_str(forward_at(logical_at(g, p)), "[", "]"), ", a negative index"));
-        g.values.push_back(*v);
-        g.out_extents[o] = std::max(g.out_extents[o], *v + 1);
-      }
-      for (size_t j = dims.size(); j-- > 0;) {
-        if (++idx[j] < g.extents[j]) break;
-        idx[j] = 0;
+        g.out_extents[o] = std::max(g.out_extents[o], out[o] + 1);
       }
     }
     for (size_t o = 0; o < outputs.size(); ++o) out_shape_[outputs[o]] = int_imm(g.out_extents[o]);
@@ -310,18 +317,21 @@ class LayoutChecker {
   // Whether `g`, the group of the last logical dimension, keeps aligned runs of `len`
   // elements of that dimension whole on the last output dimension.
   bool keeps_runs(const Group& g, int64_t len) const {
-    const size_t w = g.outputs.size(), last = l_.forward.size() - 1;
+    const size_t last = l_.forward.size() - 1;
     auto pos = std::find(g.outputs.begin(), g.outputs.end(), last);
     if (g.extents.empty() || pos == g.outputs.end()) return false;
     const size_t o_last = size_t(pos - g.outputs.begin());
-    const int64_t ext = g.extents.back();
-    if (ext % len || g.out_extents[o_last] % len) return false;
-    for (int64_t p = 0; p < g.points; p += len) {  // p % ext is a multiple of len
-      const int64_t* base = &g.values[size_t(p) * w];
+    if (g.extents.back() % len || g.out_extents[o_last] % len) return false;
+    Evaluator ev;
+    std::vector<int64_t> base, next;
+    for (int64_t p = 0; p < g.points; p += len) {  // the last dim's index is a multiple of len
+      outputs_at(g, p, ev, base);
       if (base[o_last] % len) return false;
-      for (int64_t k = 1; k < len; ++k)
-        for (size_t o = 0; o < w; ++o)
-          if (g.values[size_t(p + k) * w + o] != base[o] + (o == o_last ? k : 0)) return false;
+      for (int64_t k = 1; k < len; ++k) {
+        outputs_at(g, p + k, ev, next);
+        for (size_t o = 0; o < base.size(); ++o)
+          if (next[o] != base[o] + (o == o_last ? k : 0)) return false;
+      }
     }
     return true;
   }
@@ -333,16 +343,25 @@ class LayoutChecker {
       box *= e;
       if (box > g.points) count_mismatch();
     }
-    std::vector<int64_t> first(size_t(box), -1);
-    const size_t w = g.outputs.size();
-    for (int64_t p = 0; p < g.points; ++p) {
+    Evaluator ev;
+    std::vector<int64_t> out;
+    auto flat_at = [&](int64_t p) {
+      outputs_at(g, p, ev, out);
       int64_t flat = 0;
-      for (size_t o = 0; o < w; ++o) flat = flat * g.out_extents[o] + g.values[size_t(p) * w + o];
-      int64_t& seen = first[size_t(flat)];
-      if (seen >= 0)
-        fail(str_cat("it is not a bijection: logical indices ", list_str(logical_at(g, seen)), " and ",
-                     list_str(logical_at(g, p)), " both map to ", list_str(forward_at(logical_at(g, p)), "[", "]")));
-      seen = p;
+      for (size_t o = 0; o < out.size(); ++o) flat = flat * g.out_extents[o] + out[o];
+      return flat;
+    };
+    std::vector<bool> seen(size_t(box), false);
+    for (int64_t p = 0; p < g.points; ++p) {
+      int64_t flat = flat_at(p);
+      if (!seen[size_t(flat)]) {
+        seen[size_t(flat)] = true;
+        continue;
+      }
+      int64_t q = 0;
+      while (flat_at(q) != flat) ++q;
+      fail(str_cat("it is not a bijection: logical indices ", list_str(logical_at(g, q)), " and ",
+                   list_str(logical_at(g, p)), " both map to ", list_str(forward_at(logical_at(g, p)), "[", "]")));
     }
   }
 
