@@ -87,6 +87,8 @@ def _mark_global_layout(ctx, buf, layout):
             f"T.annotate_layout on global buffer '{buf.name}' must be inside a T.Kernel: the "
             f"layout applies to the accesses of that kernel"
         )
+    if getattr(layout, "_identity", False):  # e.g. the sparse gemm's metadata layout
+        return
     b = ctx.builder
     loop_vars = [b.begin_for(f"i{k}", 0, to_value(n), "serial") for k, n in enumerate(buf.shape)]
     try:

@@ -140,7 +140,11 @@ def make_metadata_layout(buffer, mma_dtype="float16", backend="cutlass", arch=No
             f"make_metadata_layout: backend must be 'cutlass' or 'naive', got {backend!r}"
         )
     shape, _ = _buffer_info(buffer, "make_metadata_layout")
-    return Layout(shape, lambda *idx: list(idx))
+    layout = Layout(shape, lambda *idx: list(idx))
+    # Known to be the identity: annotated on a global buffer it moves nothing, so the
+    # compiler is not asked to remap (and keeps the buffer's bulk and async copies).
+    layout._identity = True
+    return layout
 
 
 def make_cutlass_metadata_layout(buffer, mma_dtype="float16", arch=None, **kwargs):
