@@ -146,6 +146,13 @@ struct Analysis {
   // copy, as TileLang's replicated layout does (replicate_scalar_fragments).
   std::set<BufKey> simt_uses, tile_uses;
   std::map<BufKey, Buffer> replicated;
+  // Reducers (the fragments T.finalize_reducer names), and those a T.Parallel loop
+  // updates at indices that are not its variables (`total[0] += x[i]`): each thread
+  // keeps its own partial of every element, which T.finalize_reducer combines across
+  // the threads, as TileLang's replicated reducer layout does.
+  // A first collection finds partial_updates; the second takes every loop access
+  // of those reducers (`out[j] = best[j]` too) as one of the thread's own copy.
+  std::set<BufKey> reducers, partial_updates, replicated_reducers;
   struct Loop {
     std::vector<BufKey> full, rows;
   };
@@ -232,10 +239,42 @@ class Collector : public IRVisitor {
       a_.simt_uses.insert(b.get());
       return;
     }
+    if (partial_update(b, idx)) {
+      a_.simt_uses.insert(b.get());
+      a_.partial_updates.insert(b.get());
+      return;
+    }
     bool by_loop_var = false;
     for (const Expr& e : idx)
       for (const VarNode* v : vars_) by_loop_var = by_loop_var || reads_var(e, v);
     if (store || by_loop_var) a_.tile_uses.insert(b.get());
+  }
+
+  // An access in a T.Parallel loop to a reducer at indices other than those a layout
+  // follows (`total[0]`, `best[j]` in a loop over i, j): the iteration combines into
+  // the running thread's own partial.
+  bool partial_update(const Buffer& b, const std::vector<Expr>& idx) const {
+    if (!loop_ || !a_.reducers.count(b.get())) return false;
+    return a_.replicated_reducers.count(b.get()) || extents_.empty() || loop_access(b, idx) == Access::Other;
+  }
+
+  // How a T.Parallel nest with constant extents indexes a fragment: by all its
+  // variables (or through T.reshape), by all but the last (a per-row vector), or else.
+  enum class Access { Full, Row, Other };
+  Access loop_access(const Buffer& b, const std::vector<Expr>& idx) const {
+    auto shape = *const_shape(b);
+    auto is_var = [&](size_t i) {
+      auto* v = idx[i].as<VarNode>();
+      return v && v == vars_[i];
+    };
+    bool full = idx.size() == vars_.size() && shape == extents_;
+    for (size_t i = 0; full && i < idx.size(); ++i) full = is_var(i);
+    if (full) return Access::Full;
+    bool row = vars_.size() >= 2 && idx.size() == vars_.size() - 1 &&
+               shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
+    for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
+    if (row) return Access::Row;
+    return reshaped(shape, idx) ? Access::Full : Access::Other;
   }
 
   void visit(const ForNode* op) override {
@@ -294,7 +333,11 @@ class Collector : public IRVisitor {
   void visit(const TileOpNode* op) override {
     for (const BufferRegion& r : op->regions) {
       note_region(r.buffer, op->span);
-      if (a_.candidate(r.buffer) && !(op->op == TileOpKind::Fill && covers_whole(r)))
+      // (Finalizing a reducer, or copying one out, suits a replicated one too.)
+      bool finalize = op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0);
+      bool copy_out = op->op == TileOpKind::Copy && &r == &op->regions[0] && a_.reducers.count(r.buffer.get()) &&
+                      (op->regions[1].buffer->scope == Scope::Global || is_shared(op->regions[1].buffer));
+      if (a_.candidate(r.buffer) && !(op->op == TileOpKind::Fill && covers_whole(r)) && !finalize && !copy_out)
         a_.tile_uses.insert(r.buffer.get());
     }
     if (op->regions.size() == 2) {
@@ -547,21 +590,17 @@ class Collector : public IRVisitor {
     if (!a_.candidate(b)) return;
     note_region(b, loop_ ? loop_span_ : SourceSpan{});
     if (!loop_) return a_.demote(b, "an element access outside a T.Parallel loop");
+    if (partial_update(b, idx)) return;  // a per-thread partial (replicate_scalar_fragments)
     if (extents_.empty())
       return a_.demote(b, at(loop_span_, "accessed in a T.Parallel loop whose extents are not constants from 0"));
-    auto shape = *const_shape(b);
-    auto is_var = [&](size_t i) {
-      auto* v = idx[i].as<VarNode>();
-      return v && v == vars_[i];
-    };
-    bool full = idx.size() == vars_.size() && shape == extents_;
-    for (size_t i = 0; full && i < idx.size(); ++i) full = is_var(i);
-    if (full) return loop_->full.push_back(b.get());
-    bool row = vars_.size() >= 2 && idx.size() == vars_.size() - 1 &&
-               shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
-    for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
-    if (row) return loop_->rows.push_back(b.get());
-    if (reshaped(shape, idx)) return loop_->full.push_back(b.get());
+    switch (loop_access(b, idx)) {
+      case Access::Full:
+        return loop_->full.push_back(b.get());
+      case Access::Row:
+        return loop_->rows.push_back(b.get());
+      case Access::Other:
+        break;
+    }
     a_.demote(b, at(loop_span_,
                     "indexed by something other than the T.Parallel loop's variables (all of them, or all "
                     "but the last for a per-row vector)"));
@@ -813,6 +852,8 @@ class Lowerer : public IRMutator {
                 l.layout->str());
       swizzled_[k] = with_layout(b, l.layout);
     }
+    for (BufKey k : a_.partial_updates)
+      if (auto it = a_.replicated.find(k); it != a_.replicated.end()) partials_.insert(it->second.get());
   }
   using IRMutator::mutate;
 
@@ -893,6 +934,18 @@ class Lowerer : public IRMutator {
     }
     if (!driver || (reshaped && driver->shape() != extents)) driver = reshaped;
     if (!driver) {
+      // A loop that updates reducer partials stays spread over the threads (each
+      // iteration combines into the partial of the one thread that runs it), though
+      // it then writes only registers (per_thread_nest).
+      bool partials = false;
+      for (const auto& [k, b] : a_.replicated) partials = partials || (a_.partial_updates.count(k) && touched.count(k));
+      if (partials) {
+        Stmt s = IRMutator::visit(op, self);
+        auto* f = s.as<ForNode>();
+        Attrs ann = f->annotations;
+        ann[kSpreadOverThreads] = int64_t(1);
+        return for_loop(f->var, f->min, f->extent, f->for_kind, f->body, ann, f->span);
+      }
       // (mutate: the accesses take the swizzled versions of their buffers)
       if (Stmt v = vectorize_nest(nest); v.defined()) return thread_op(mutate(v));
       return IRMutator::visit(op, self);
@@ -914,7 +967,8 @@ class Lowerer : public IRMutator {
     // A row vector drives the loop: every thread holding a row runs its iteration.
     // Only the row's first thread writes memory (shared, global, atomics); the others
     // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l).
-    if (driver->kind() == FragmentLayout::Kind::Rows) body = LeaderWrites(row_leader(*driver->parent())).mutate(body);
+    if (driver->kind() == FragmentLayout::Kind::Rows)
+      body = LeaderWrites(row_leader(*driver->parent()), partials_).mutate(body);
     Expr valid = driver->valid(t_, k);
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
@@ -923,6 +977,17 @@ class Lowerer : public IRMutator {
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0) &&
+        a_.replicated.count(op->regions[0].buffer.get()))
+      return thread_op(lower_replicated_finalize(op));
+    // A replicated reducer copied out to memory: once it is finalized every thread
+    // holds the same values, so the copy's elements are spread over the threads as a
+    // copy of shared memory is (rather than every thread writing all of them).
+    if (op->op == TileOpKind::Copy && a_.replicated.count(op->regions[0].buffer.get()) &&
+        a_.reducers.count(op->regions[0].buffer.get())) {
+      Stmt s = IRMutator::visit(op, self);
+      return op_info(TileOpKind::Copy).lower_serial(s.as<TileOpNode>());
+    }
     bool touches = false;
     for (const BufferRegion& r : op->regions) touches |= s_.layouts.count(r.buffer.get()) > 0;
     // (A copy to or from a thread's own registers stays a per-thread loop: lower_tile_ops.)
@@ -997,14 +1062,17 @@ class Lowerer : public IRMutator {
   // `if (leader)`.
   class LeaderWrites : public IRMutator {
    public:
-    explicit LeaderWrites(Expr leader) : leader_(std::move(leader)) {}
+    // (`partials`: reducer partials, which only the leader combines an iteration into.)
+    LeaderWrites(Expr leader, const std::set<const BufferNode*>& partials)
+        : leader_(std::move(leader)), partials_(partials) {}
     using IRMutator::mutate;
 
    protected:
     using IRMutator::visit;
     Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
       Scope s = op->buffer->scope;
-      return s == Scope::Local || s == Scope::LocalVar ? self : if_then_else(leader_, self);
+      bool own = (s == Scope::Local || s == Scope::LocalVar) && !partials_.count(op->buffer.get());
+      return own ? self : if_then_else(leader_, self);
     }
     Stmt visit(const TileOpNode* op, const Stmt& self) override {
       return op->op == TileOpKind::Atomic ? if_then_else(leader_, self) : IRMutator::visit(op, self);
@@ -1012,6 +1080,7 @@ class Lowerer : public IRMutator {
 
    private:
     Expr leader_;
+    const std::set<const BufferNode*>& partials_;
   };
 
   static int64_t elements(const std::vector<int64_t>& shape) {
@@ -1548,11 +1617,67 @@ class Lowerer : public IRMutator {
     const Buffer& r = op->regions[0].buffer;
     const FragmentLayoutPtr& l = layout(r);
     if (l->kind() != FragmentLayout::Kind::Rows) return seq({});
-    std::string kind = attr_string(op->attrs, "kind");
-    DataType t = r->dtype;
     const char* fn = nullptr;
     std::function<Expr(Expr, Expr)> combine;
     Expr identity;
+    reducer_op(attr_string(op->attrs, "kind"), r->dtype, fn, combine, identity);
+    return combine_row_partials(l->parent(), l, reg(r), r->name, identity, fn, combine, op->span);
+  }
+
+  // T.finalize_reducer of a replicated reducer (Analysis::partial_updates): every
+  // thread of the block (or of its T.ws region) holds its own partial of every
+  // element, and gets the combination of all of them: the lanes of each warp with
+  // shuffles, then the warps through a shared scratch array [elements][warps].
+  Stmt lower_replicated_finalize(const TileOpNode* op) {
+    const Buffer& r = a_.replicated.at(op->regions[0].buffer.get());
+    const char* fn = nullptr;
+    std::function<Expr(Expr, Expr)> combine;
+    Expr identity;
+    reducer_op(attr_string(op->attrs, "kind"), r->dtype, fn, combine, identity);
+    DataType t = r->dtype;
+    std::vector<int64_t> shape;
+    for (const Expr& e : r->shape) shape.push_back(*as_const_int(e));
+    int64_t n = elements(shape);
+    // Lanes combined by shuffles: whole warps, or a block of fewer threads than a warp
+    // (a power of two); otherwise every thread is its own group.
+    int64_t lanes = threads_ % 32 == 0 ? 32 : (threads_ < 32 && (threads_ & (threads_ - 1)) == 0) ? threads_ : 1;
+    int64_t groups = threads_ / lanes;
+    Var e("e", dtype::Int32), g("g", dtype::Int32);
+    auto element = [&](const Expr& flat) {  // the row-major indices of flat position `flat`
+      std::vector<Expr> idx(shape.size());
+      Expr rest = flat;
+      for (int d = int(shape.size()) - 1; d >= 0; --d) {
+        idx[d] = d == 0 ? rest : floormod(rest, int_imm(shape[d]));
+        if (d > 0) rest = floordiv(rest, int_imm(shape[d]));
+      }
+      return idx;
+    };
+    std::vector<Expr> at = element(e);
+    std::vector<Stmt> body;
+    if (lanes > 1) {
+      std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", lanes, ">");
+      body.push_back(for_loop(e, int_imm(0), int_imm(n), ForKind::Unrolled,
+                              buffer_store(r, call_extern(t, shfl, {buffer_load(r, at)}), at)));
+    }
+    if (groups > 1) {
+      Buffer ws = Buffer::make(r->name + "_xwarp", t, {int_imm(n), int_imm(groups)}, Scope::Shared, {}, op->span);
+      Expr leader = eq(floormod(t_, int_imm(lanes)), int_imm(0));
+      Stmt put = if_then_else(leader, buffer_store(ws, buffer_load(r, at), {e, floordiv(t_, int_imm(lanes))}));
+      Stmt gather = seq({buffer_store(r, identity, at),
+                         for_loop(g, int_imm(0), int_imm(groups), ForKind::Serial,
+                                  buffer_store(r, combine(buffer_load(r, at), buffer_load(ws, {e, g})), at))});
+      // The barrier that keeps a later finalize from overwriting the scratch before
+      // every thread has gathered is plan_barriers' to place.
+      body.push_back(
+          allocate(ws, seq({for_loop(e, int_imm(0), int_imm(n), ForKind::Unrolled, put), barrier(BarrierKind::Threads),
+                            for_loop(e, int_imm(0), int_imm(n), ForKind::Unrolled, gather)})));
+    }
+    return seq(body);
+  }
+
+  // A reducer op's warp_allreduce functor, its combination and its identity.
+  static void reducer_op(const std::string& kind, DataType t, const char*& fn, std::function<Expr(Expr, Expr)>& combine,
+                         Expr& identity) {
     if (kind == "sum") {
       fn = "tl::SumOp", identity = make_const(t, 0);
       combine = [](Expr x, Expr y) { return add(x, y); };
@@ -1570,7 +1695,6 @@ class Lowerer : public IRMutator {
       identity = kind != "bitand" ? make_const(t, 0) : t.is_uint() ? max_value(t) : int_imm(-1, t);
       combine = [bop](Expr x, Expr y) { return binary(bop, x, y); };
     }
-    return combine_row_partials(l->parent(), l, reg(r), r->name, identity, fn, combine, op->span);
   }
 
   Stmt lower_reduce(const TileOpNode* op) {
@@ -1619,7 +1743,8 @@ class Lowerer : public IRMutator {
   const Solution& s_;
   Expr t_;
   int64_t threads_;
-  bool cuda_;  // 16-bit fragments cast in pairs (tl::cast_pair)
+  std::set<const BufferNode*> partials_;  // the registers of replicated reducers' partials
+  bool cuda_;                             // 16-bit fragments cast in pairs (tl::cast_pair)
   std::map<BufKey, Buffer> regs_;
   std::map<BufKey, Buffer> swizzled_;
 };
@@ -1636,9 +1761,31 @@ class Lowerer : public IRMutator {
 // with FullRow, which is kept when it leaves fewer fragments in shared memory.
 // Fragments only code outside T.Parallel uses (Analysis::simt_uses) leave the layout
 // problem: each becomes a per-thread array of its own shape.
+// The fragments that a T.finalize_reducer names.
+std::set<BufKey> finalized_reducers(const Stmt& body) {
+  struct Finalized : IRVisitor {
+    std::set<BufKey> found;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override {
+      if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0)) found.insert(op->regions[0].buffer.get());
+      IRVisitor::visit(op);
+    }
+  } finalized;
+  finalized.visit(body);
+  return finalized.found;
+}
+
 void replicate_scalar_fragments(Analysis& a) {
   for (BufKey k : a.simt_uses) {
-    if (a.tile_uses.count(k)) continue;
+    if (a.tile_uses.count(k)) {
+      // Partials of a reducer that a tile op also reads or writes by a layout: no
+      // layout holds both, so the reducer stays in shared memory.
+      if (a.partial_updates.count(k))
+        a.demote(a.candidates.at(k),
+                 "a reducer updated in T.Parallel loops at indices no layout follows, and used by a tile op "
+                 "that needs a layout");
+      continue;
+    }
     const Buffer& b = a.candidates.at(k);
     a.replicated[k] = Buffer::make(b->name, b->dtype, b->shape, Scope::Local, {}, b->span);
     a.candidates.erase(k);
@@ -1654,6 +1801,10 @@ Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool w
     a.wgmma = w;
     a.full_row = full_row;
     a.threads = op->thread_count();
+    a.reducers = finalized_reducers(op->body);
+    Analysis first = a;
+    Collector(first).visit(op->body);
+    a.replicated_reducers = first.partial_updates;
     Collector(a).visit(op->body);
     replicate_scalar_fragments(a);
     return a;

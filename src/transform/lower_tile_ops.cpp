@@ -38,7 +38,9 @@ bool writes_only_registers(const Stmt& body) {
 
 Stmt per_thread_nest(const Stmt& loop) {
   auto* nest = loop.as<ForNode>();
-  if (!nest || nest->for_kind != ForKind::Parallel || !writes_only_registers(nest->body)) return {};
+  if (!nest || nest->for_kind != ForKind::Parallel || nest->annotations.count(kSpreadOverThreads) ||
+      !writes_only_registers(nest->body))
+    return {};
   struct Serial : IRMutator {
     using IRMutator::mutate;
     using IRMutator::visit;

@@ -20,6 +20,9 @@ bool touches_registers(const TileOpNode* op);
 Stmt per_thread_nest(const Stmt& loop);
 // Whether `body` stores into thread-private buffers only (and into at least one).
 bool writes_only_registers(const Stmt& body);
+// On a T.Parallel loop: its iterations stay spread over the threads even though it
+// writes only registers (a reducer's per-thread partials, lower_fragments).
+inline constexpr const char* kSpreadOverThreads = "tl.spread_over_threads";
 
 // The attribute that wraps each lowered tile op and T.Parallel nest.
 inline constexpr const char* kBlockOpAttr = "tl.block_op";

@@ -525,9 +525,13 @@ class CodeGenMetal : public CodeGenC {
     if (starts("tl::atomic_")) return print_atomic(op, name);
     if (starts("tl::warp_allreduce<")) {
       // tl::warp_allreduce<tl::SumOp, Width>(v): the lanes of each aligned group of Width.
-      std::string kind = name.find("MaxOp") != std::string::npos   ? "max"
-                         : name.find("MinOp") != std::string::npos ? "min"
-                                                                   : "sum";
+      auto has = [&](const char* op) { return name.find(op) != std::string::npos; };
+      std::string kind = has("BitAndOp")   ? "and"
+                         : has("BitOrOp")  ? "or"
+                         : has("BitXorOp") ? "xor"
+                         : has("MaxOp")    ? "max"
+                         : has("MinOp")    ? "min"
+                                           : "sum";
       int64_t width = std::atoll(name.c_str() + name.rfind(',') + 1);
       std::string v = print_expr(op->args[1]);
       if (width == 32) return "simd_" + kind + "(" + v + ")";
@@ -608,6 +612,18 @@ class CodeGenMetal : public CodeGenC {
                "}\n"
                "template <typename T> inline T tl_xor_min(T v, ushort width) {\n"
                "  for (ushort m = width / 2; m > 0; m /= 2) v = min(v, simd_shuffle_xor(v, m));\n"
+               "  return v;\n"
+               "}\n"
+               "template <typename T> inline T tl_xor_and(T v, ushort width) {\n"
+               "  for (ushort m = width / 2; m > 0; m /= 2) v &= simd_shuffle_xor(v, m);\n"
+               "  return v;\n"
+               "}\n"
+               "template <typename T> inline T tl_xor_or(T v, ushort width) {\n"
+               "  for (ushort m = width / 2; m > 0; m /= 2) v |= simd_shuffle_xor(v, m);\n"
+               "  return v;\n"
+               "}\n"
+               "template <typename T> inline T tl_xor_xor(T v, ushort width) {\n"
+               "  for (ushort m = width / 2; m > 0; m /= 2) v ^= simd_shuffle_xor(v, m);\n"
                "  return v;\n"
                "}\n";
       case Helper::AtomicFloatMinMax:
