@@ -144,20 +144,22 @@ LAST_CLOCKS = []
 LAST_SPREAD = None
 
 
-def rotated_medians(fns, counts, rounds, timer):
+def rotated_medians(fns, counts, rounds, timer, sample=None):
     """Median over `rounds` of timer(fn, count) for each fn, the order of the sides
     rotating from round to round, so that no side always inherits the clock of the same
-    other. Each side's SM clock and power, sampled after each of its segments, are left
-    in LAST_CLOCKS (medians)."""
+    other. Each side's SM clock and power, read by `sample()` after each of its segments
+    (gpu_sample when timing with cuda_seconds), are left in LAST_CLOCKS (medians)."""
+    if sample is None and timer is cuda_seconds:
+        sample = gpu_sample
     times = [[] for _ in fns]
     samples = [[] for _ in fns]
     for r in range(rounds):
         for i in range(len(fns)):
             j = (i + r) % len(fns)
             times[j].append(timer(fns[j], counts[j]))
-            sample = gpu_sample() if timer is cuda_seconds else None
-            if sample:
-                samples[j].append(sample)
+            got = sample() if sample else None
+            if got:
+                samples[j].append(got)
     LAST_CLOCKS[:] = [
         (
             statistics.median(c for c, _ in s),

@@ -44,11 +44,12 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from results import LAST_CLOCKS, clocks_text, commit, gpu_sample, rotated_medians
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -211,9 +212,6 @@ def fingerprint(t):
 
 def worker(args):
     import torch
-
-    sys.path.insert(0, HERE)
-    from results import gpu_sample
 
     t0 = time.perf_counter()
     import tilelang
@@ -397,26 +395,22 @@ def compare(ours, theirs, tol):
 
 def timed_pair(workers, index, rounds, segment):
     """Median seconds per call of each worker's callable `index`, interleaved in
-    rotating order; and each side's median SM clock and power."""
+    rotating order (results.rotated_medians); and each side's median SM clock and power,
+    as each worker reads them after its segment."""
     calls = []
     for w in workers:
         w.time(index, 3)  # warm up
         est = w.time(index, 10)["s"]
         calls.append(max(10, math.ceil(segment / max(est, 1e-7))))
-    times, clocks = [[] for _ in workers], [[] for _ in workers]
-    for r in range(rounds):
-        for i in range(len(workers)):
-            j = (i + r) % len(workers)
-            got = workers[j].time(index, calls[j])
-            times[j].append(got["s"])
-            if got.get("clock"):
-                clocks[j].append(got["clock"])
-    med = [statistics.median(t) for t in times]
-    clk = [
-        (statistics.median(c for c, _ in cs), statistics.median(w for _, w in cs)) if cs else None
-        for cs in clocks
-    ]
-    return med, clk
+    last = {}
+
+    def timer(w, n):
+        got = w.time(index, n)
+        last["clock"] = got.get("clock")
+        return got["s"]
+
+    med = rotated_medians(workers, calls, rounds, timer, sample=lambda: last["clock"])
+    return med, list(LAST_CLOCKS)
 
 
 def main():
@@ -482,12 +476,12 @@ def main():
         for side, site in sides:
             warm[side] = Worker(side, site, args.examples, entry, caches[side], serve=True)
             ready[side] = warm[side].ready(args.timeout)
-        errors = {s: r.get("error") for s, r in {**cold, **ready}.items() if r.get("error")}
-        for s in sides:
-            for r in (cold[s[0]], ready[s[0]]):
+        errors = {}  # side: its (last) worker's error
+        for side, _ in sides:
+            for r in (cold[side], ready[side]):
                 if r.get("error"):
-                    errors[s[0]] = r["error"]
-                    print(f"   {s[0]}: {r['error']}\n{r.get('traceback', '')}", flush=True)
+                    errors[side] = r["error"]
+                    print(f"   {side}: {r['error']}\n{r.get('traceback', '')}", flush=True)
         if errors or cold["ours"].get("captured") != cold["upstream"].get("captured"):
             why = "; ".join(f"{s}: {e}" for s, e in errors.items()) or (
                 f"{cold['ours'].get('captured')} timed callables against {cold['upstream'].get('captured')}"
@@ -506,11 +500,7 @@ def main():
             ratio = u / o
             if ok:
                 ratios.append(ratio)
-            clocks = (
-                f"{clk[0][0]:.0f} / {clk[1][0]:.0f} MHz, {clk[0][1]:.0f} / {clk[1][1]:.0f} W"
-                if all(clk)
-                else "n/a"
-            )
+            clocks = clocks_text(clk)
             row = (
                 f"| {label} | {rel} | {o * 1e6:.1f} | {u * 1e6:.1f} | {ratio:.3f} "
                 f"| {cold['ours']['compile_s']:.1f} / {cold['upstream']['compile_s']:.1f} "
@@ -523,9 +513,6 @@ def main():
             w.close()
     shutil.rmtree(work, ignore_errors=True)
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
-    sys.path.insert(0, HERE)
-    from results import commit
-
     versions = f"upstream tilelang {upstream_version}"
     table = "\n".join(
         [
