@@ -137,3 +137,51 @@ inline double sqrt(double x) {
 }
 
 }  // namespace tl::ieee
+
+// tl::ieee_<op>_<mode> for float and double (fma: float only), computed by the
+// templates above; QUAL is the definition's qualifier (`inline` on the cpu target,
+// TL_DEVICE in the CUDA emulation). Expanded inside namespace tl.
+#define TL_IEEE_SOFTWARE_MODE(QUAL, mode, M)               \
+  QUAL float ieee_add_##mode(float x, float y) {           \
+    return ieee::add<M>(x, y);                             \
+  }                                                        \
+  QUAL double ieee_add_##mode(double x, double y) {        \
+    return ieee::add<M>(x, y);                             \
+  }                                                        \
+  QUAL float ieee_sub_##mode(float x, float y) {           \
+    return ieee::add<M>(x, -y);                            \
+  }                                                        \
+  QUAL double ieee_sub_##mode(double x, double y) {        \
+    return ieee::add<M>(x, -y);                            \
+  }                                                        \
+  QUAL float ieee_mul_##mode(float x, float y) {           \
+    return ieee::mul<M>(x, y);                             \
+  }                                                        \
+  QUAL double ieee_mul_##mode(double x, double y) {        \
+    return ieee::mul<M>(x, y);                             \
+  }                                                        \
+  QUAL float ieee_fdiv_##mode(float x, float y) {          \
+    return ieee::div<M>(x, y);                             \
+  }                                                        \
+  QUAL double ieee_fdiv_##mode(double x, double y) {       \
+    return ieee::div<M>(x, y);                             \
+  }                                                        \
+  QUAL float ieee_frcp_##mode(float x) {                   \
+    return ieee::div<M>(float(1), x);                      \
+  }                                                        \
+  QUAL double ieee_frcp_##mode(double x) {                 \
+    return ieee::div<M>(double(1), x);                     \
+  }                                                        \
+  QUAL float ieee_fsqrt_##mode(float x) {                  \
+    return ieee::sqrt<M>(x);                               \
+  }                                                        \
+  QUAL double ieee_fsqrt_##mode(double x) {                \
+    return ieee::sqrt<M>(x);                               \
+  }                                                        \
+  QUAL float ieee_fmaf_##mode(float x, float y, float z) { \
+    return ieee::fma<M>(x, y, z);                          \
+  }
+#define TL_IEEE_SOFTWARE(QUAL)               \
+  TL_IEEE_SOFTWARE_MODE(QUAL, rz, ieee::kRZ) \
+  TL_IEEE_SOFTWARE_MODE(QUAL, ru, ieee::kRU) \
+  TL_IEEE_SOFTWARE_MODE(QUAL, rd, ieee::kRD)

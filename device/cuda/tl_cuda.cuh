@@ -354,241 +354,53 @@ TL_DEVICE bool isfinite(double x) {
 // T.ieee_add / sub / mul / fdiv / frcp / fsqrt / fmaf with rounding_mode "rz", "ru" or
 // "rd": tl::ieee_<op>_<mode> for float and double (fma: float only).
 #ifdef TL_EMULATE
-TL_DEVICE float ieee_add_rz(float x, float y) {
-  return ieee::add<ieee::kRZ>(x, y);
-}
-TL_DEVICE double ieee_add_rz(double x, double y) {
-  return ieee::add<ieee::kRZ>(x, y);
-}
-TL_DEVICE float ieee_sub_rz(float x, float y) {
-  return ieee::add<ieee::kRZ>(x, -y);
-}
-TL_DEVICE double ieee_sub_rz(double x, double y) {
-  return ieee::add<ieee::kRZ>(x, -y);
-}
-TL_DEVICE float ieee_mul_rz(float x, float y) {
-  return ieee::mul<ieee::kRZ>(x, y);
-}
-TL_DEVICE double ieee_mul_rz(double x, double y) {
-  return ieee::mul<ieee::kRZ>(x, y);
-}
-TL_DEVICE float ieee_fdiv_rz(float x, float y) {
-  return ieee::div<ieee::kRZ>(x, y);
-}
-TL_DEVICE double ieee_fdiv_rz(double x, double y) {
-  return ieee::div<ieee::kRZ>(x, y);
-}
-TL_DEVICE float ieee_frcp_rz(float x) {
-  return ieee::div<ieee::kRZ>(float(1), x);
-}
-TL_DEVICE double ieee_frcp_rz(double x) {
-  return ieee::div<ieee::kRZ>(double(1), x);
-}
-TL_DEVICE float ieee_fsqrt_rz(float x) {
-  return ieee::sqrt<ieee::kRZ>(x);
-}
-TL_DEVICE double ieee_fsqrt_rz(double x) {
-  return ieee::sqrt<ieee::kRZ>(x);
-}
-TL_DEVICE float ieee_fmaf_rz(float x, float y, float z) {
-  return ieee::fma<ieee::kRZ>(x, y, z);
-}
-TL_DEVICE float ieee_add_ru(float x, float y) {
-  return ieee::add<ieee::kRU>(x, y);
-}
-TL_DEVICE double ieee_add_ru(double x, double y) {
-  return ieee::add<ieee::kRU>(x, y);
-}
-TL_DEVICE float ieee_sub_ru(float x, float y) {
-  return ieee::add<ieee::kRU>(x, -y);
-}
-TL_DEVICE double ieee_sub_ru(double x, double y) {
-  return ieee::add<ieee::kRU>(x, -y);
-}
-TL_DEVICE float ieee_mul_ru(float x, float y) {
-  return ieee::mul<ieee::kRU>(x, y);
-}
-TL_DEVICE double ieee_mul_ru(double x, double y) {
-  return ieee::mul<ieee::kRU>(x, y);
-}
-TL_DEVICE float ieee_fdiv_ru(float x, float y) {
-  return ieee::div<ieee::kRU>(x, y);
-}
-TL_DEVICE double ieee_fdiv_ru(double x, double y) {
-  return ieee::div<ieee::kRU>(x, y);
-}
-TL_DEVICE float ieee_frcp_ru(float x) {
-  return ieee::div<ieee::kRU>(float(1), x);
-}
-TL_DEVICE double ieee_frcp_ru(double x) {
-  return ieee::div<ieee::kRU>(double(1), x);
-}
-TL_DEVICE float ieee_fsqrt_ru(float x) {
-  return ieee::sqrt<ieee::kRU>(x);
-}
-TL_DEVICE double ieee_fsqrt_ru(double x) {
-  return ieee::sqrt<ieee::kRU>(x);
-}
-TL_DEVICE float ieee_fmaf_ru(float x, float y, float z) {
-  return ieee::fma<ieee::kRU>(x, y, z);
-}
-TL_DEVICE float ieee_add_rd(float x, float y) {
-  return ieee::add<ieee::kRD>(x, y);
-}
-TL_DEVICE double ieee_add_rd(double x, double y) {
-  return ieee::add<ieee::kRD>(x, y);
-}
-TL_DEVICE float ieee_sub_rd(float x, float y) {
-  return ieee::add<ieee::kRD>(x, -y);
-}
-TL_DEVICE double ieee_sub_rd(double x, double y) {
-  return ieee::add<ieee::kRD>(x, -y);
-}
-TL_DEVICE float ieee_mul_rd(float x, float y) {
-  return ieee::mul<ieee::kRD>(x, y);
-}
-TL_DEVICE double ieee_mul_rd(double x, double y) {
-  return ieee::mul<ieee::kRD>(x, y);
-}
-TL_DEVICE float ieee_fdiv_rd(float x, float y) {
-  return ieee::div<ieee::kRD>(x, y);
-}
-TL_DEVICE double ieee_fdiv_rd(double x, double y) {
-  return ieee::div<ieee::kRD>(x, y);
-}
-TL_DEVICE float ieee_frcp_rd(float x) {
-  return ieee::div<ieee::kRD>(float(1), x);
-}
-TL_DEVICE double ieee_frcp_rd(double x) {
-  return ieee::div<ieee::kRD>(double(1), x);
-}
-TL_DEVICE float ieee_fsqrt_rd(float x) {
-  return ieee::sqrt<ieee::kRD>(x);
-}
-TL_DEVICE double ieee_fsqrt_rd(double x) {
-  return ieee::sqrt<ieee::kRD>(x);
-}
-TL_DEVICE float ieee_fmaf_rd(float x, float y, float z) {
-  return ieee::fma<ieee::kRD>(x, y, z);
-}
+TL_IEEE_SOFTWARE(TL_DEVICE)
 #else
-TL_DEVICE float ieee_add_rz(float x, float y) {
-  return __fadd_rz(x, y);
-}
-TL_DEVICE double ieee_add_rz(double x, double y) {
-  return __dadd_rz(x, y);
-}
-TL_DEVICE float ieee_sub_rz(float x, float y) {
-  return __fsub_rz(x, y);
-}
-TL_DEVICE double ieee_sub_rz(double x, double y) {
-  return __dsub_rz(x, y);
-}
-TL_DEVICE float ieee_mul_rz(float x, float y) {
-  return __fmul_rz(x, y);
-}
-TL_DEVICE double ieee_mul_rz(double x, double y) {
-  return __dmul_rz(x, y);
-}
-TL_DEVICE float ieee_fdiv_rz(float x, float y) {
-  return __fdiv_rz(x, y);
-}
-TL_DEVICE double ieee_fdiv_rz(double x, double y) {
-  return __ddiv_rz(x, y);
-}
-TL_DEVICE float ieee_frcp_rz(float x) {
-  return __frcp_rz(x);
-}
-TL_DEVICE double ieee_frcp_rz(double x) {
-  return __drcp_rz(x);
-}
-TL_DEVICE float ieee_fsqrt_rz(float x) {
-  return __fsqrt_rz(x);
-}
-TL_DEVICE double ieee_fsqrt_rz(double x) {
-  return __dsqrt_rz(x);
-}
-TL_DEVICE float ieee_fmaf_rz(float x, float y, float z) {
-  return __fmaf_rz(x, y, z);
-}
-TL_DEVICE float ieee_add_ru(float x, float y) {
-  return __fadd_ru(x, y);
-}
-TL_DEVICE double ieee_add_ru(double x, double y) {
-  return __dadd_ru(x, y);
-}
-TL_DEVICE float ieee_sub_ru(float x, float y) {
-  return __fsub_ru(x, y);
-}
-TL_DEVICE double ieee_sub_ru(double x, double y) {
-  return __dsub_ru(x, y);
-}
-TL_DEVICE float ieee_mul_ru(float x, float y) {
-  return __fmul_ru(x, y);
-}
-TL_DEVICE double ieee_mul_ru(double x, double y) {
-  return __dmul_ru(x, y);
-}
-TL_DEVICE float ieee_fdiv_ru(float x, float y) {
-  return __fdiv_ru(x, y);
-}
-TL_DEVICE double ieee_fdiv_ru(double x, double y) {
-  return __ddiv_ru(x, y);
-}
-TL_DEVICE float ieee_frcp_ru(float x) {
-  return __frcp_ru(x);
-}
-TL_DEVICE double ieee_frcp_ru(double x) {
-  return __drcp_ru(x);
-}
-TL_DEVICE float ieee_fsqrt_ru(float x) {
-  return __fsqrt_ru(x);
-}
-TL_DEVICE double ieee_fsqrt_ru(double x) {
-  return __dsqrt_ru(x);
-}
-TL_DEVICE float ieee_fmaf_ru(float x, float y, float z) {
-  return __fmaf_ru(x, y, z);
-}
-TL_DEVICE float ieee_add_rd(float x, float y) {
-  return __fadd_rd(x, y);
-}
-TL_DEVICE double ieee_add_rd(double x, double y) {
-  return __dadd_rd(x, y);
-}
-TL_DEVICE float ieee_sub_rd(float x, float y) {
-  return __fsub_rd(x, y);
-}
-TL_DEVICE double ieee_sub_rd(double x, double y) {
-  return __dsub_rd(x, y);
-}
-TL_DEVICE float ieee_mul_rd(float x, float y) {
-  return __fmul_rd(x, y);
-}
-TL_DEVICE double ieee_mul_rd(double x, double y) {
-  return __dmul_rd(x, y);
-}
-TL_DEVICE float ieee_fdiv_rd(float x, float y) {
-  return __fdiv_rd(x, y);
-}
-TL_DEVICE double ieee_fdiv_rd(double x, double y) {
-  return __ddiv_rd(x, y);
-}
-TL_DEVICE float ieee_frcp_rd(float x) {
-  return __frcp_rd(x);
-}
-TL_DEVICE double ieee_frcp_rd(double x) {
-  return __drcp_rd(x);
-}
-TL_DEVICE float ieee_fsqrt_rd(float x) {
-  return __fsqrt_rd(x);
-}
-TL_DEVICE double ieee_fsqrt_rd(double x) {
-  return __dsqrt_rd(x);
-}
-TL_DEVICE float ieee_fmaf_rd(float x, float y, float z) {
-  return __fmaf_rd(x, y, z);
-}
+// CUDA's intrinsics of each mode: __fadd_rz, __dadd_rz, ...
+#define TL_IEEE_CUDA_MODE(mode)                                 \
+  TL_DEVICE float ieee_add_##mode(float x, float y) {           \
+    return __fadd_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE double ieee_add_##mode(double x, double y) {        \
+    return __dadd_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE float ieee_sub_##mode(float x, float y) {           \
+    return __fsub_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE double ieee_sub_##mode(double x, double y) {        \
+    return __dsub_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE float ieee_mul_##mode(float x, float y) {           \
+    return __fmul_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE double ieee_mul_##mode(double x, double y) {        \
+    return __dmul_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE float ieee_fdiv_##mode(float x, float y) {          \
+    return __fdiv_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE double ieee_fdiv_##mode(double x, double y) {       \
+    return __ddiv_##mode(x, y);                                 \
+  }                                                             \
+  TL_DEVICE float ieee_frcp_##mode(float x) {                   \
+    return __frcp_##mode(x);                                    \
+  }                                                             \
+  TL_DEVICE double ieee_frcp_##mode(double x) {                 \
+    return __drcp_##mode(x);                                    \
+  }                                                             \
+  TL_DEVICE float ieee_fsqrt_##mode(float x) {                  \
+    return __fsqrt_##mode(x);                                   \
+  }                                                             \
+  TL_DEVICE double ieee_fsqrt_##mode(double x) {                \
+    return __dsqrt_##mode(x);                                   \
+  }                                                             \
+  TL_DEVICE float ieee_fmaf_##mode(float x, float y, float z) { \
+    return __fmaf_##mode(x, y, z);                              \
+  }
+TL_IEEE_CUDA_MODE(rz)
+TL_IEEE_CUDA_MODE(ru)
+TL_IEEE_CUDA_MODE(rd)
+#undef TL_IEEE_CUDA_MODE
 #endif
 
 #ifndef TL_EMULATE  // the emulation's barrier is the fibers' (device/cpu/threads.h)

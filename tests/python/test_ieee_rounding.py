@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
+from test_device_sm80 import needs_nvrtc, nvrtc_compile
 
 TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
 MODES = ["rz", "ru", "rd"]
@@ -214,3 +215,20 @@ def test_fused_multiply_add_to_nearest(target, dtype):
         exact = Fraction(float(v[0, i])) * Fraction(float(v[1, i])) + Fraction(float(v[2, i]))
         expected = np.dtype(dtype).type(round_fraction(exact, "rn", dtype))
         assert got[i] == expected, (i, got[i], expected)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_directed_rounding_compiles_to_cuda_intrinsics(dtype):
+    """On a GPU every op and mode is CUDA's own intrinsic (__fadd_rz, __dsqrt_ru, ...):
+    the kernel compiles with NVRTC for sm_90a and its PTX holds each directed form."""
+    ops = [op for op in OPS if not (op == "fmaf" and dtype == "float64")]
+    func, _ = kernel_of(dtype, ops)
+    source = tilelang.compile(func, out_idx=[1], target="cuda -arch=sm_90a").get_kernel_source()
+    ok, log, ptx = nvrtc_compile("sm_90a", source, want_ptx=True)
+    assert ok, log
+    suffix = "f32" if dtype == "float32" else "f64"
+    ptx_mode = {"rz": "rz", "ru": "rp", "rd": "rm"}  # PTX: toward zero, +inf, -inf
+    for mode in MODES:
+        for inst in ("add", "mul", "div", "sqrt"):
+            assert f"{inst}.{ptx_mode[mode]}.{suffix}" in ptx, (inst, mode)
