@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "ir/visitor.h"
 #include "transform/check_bounds.h"
+#include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
@@ -214,10 +215,12 @@ void check_launch_limits(const PrimFunc& f, const Target& t) {
 // CPU: one executor per thread block, so fragments are block-wide arrays and tile
 // ops become plain loops; no layout inference is needed. Kernels that read thread
 // indices run each thread as a fiber; their shared memory gets the barriers a GPU
-// would (the code generator adds those around block ops).
+// would (the code generator adds those around block ops), and a fragment element that
+// code outside T.Parallel writes is written by one thread (fragment_updates_once.h).
 PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
   f = lower_common(f, t, configs);
-  return run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
+  f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
+  return run_pass("fragment_updates_once", f, [&](const PrimFunc& g) { return fragment_updates_once(g); });
 }
 
 // CUDA: fragments go to registers where layout inference allows it, and the ops

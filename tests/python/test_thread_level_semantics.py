@@ -93,6 +93,94 @@ def test_a_scalar_fragment_outside_parallel_loops_is_per_thread(target):
     np.testing.assert_array_equal(c, 10 + np.arange(128))
 
 
+def updated_fragment_in_a_thread_index_kernel():
+    @T.prim_func
+    def doubling_total(sizes: T.Tensor((4,), "int32"), C: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            total = T.alloc_fragment((1,), "int32")
+            total[0] = 0
+            for i in T.serial(4):
+                total[0] = total[0] * 2 + sizes[i]  # applied once per copy, not once per thread
+            if tx < 64:
+                C[tx] = total[0] + tx
+            else:
+                C[tx] = -total[0]
+
+    return doubling_total
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_fragment_updated_outside_parallel_loops_in_a_thread_index_kernel(target):
+    # The cpu target runs such a kernel one fiber per thread over one array per
+    # fragment: the update must still happen once.
+    sizes = np.array([1, 2, 3, 4], np.int32)
+    c = np.zeros(128, np.int32)
+    tilelang.compile(updated_fragment_in_a_thread_index_kernel(), target=target)(sizes, c)
+    total = ((1 * 2 + 2) * 2 + 3) * 2 + 4
+    np.testing.assert_array_equal(c, np.where(np.arange(128) < 64, total + np.arange(128), -total))
+
+
+def online_logsumexp(K=512, block=128, threads=128):
+    @T.prim_func
+    def kernel(A: T.Tensor((K,), T.float32), B: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=threads):
+            a_shared = T.alloc_shared((block,), T.float32)
+            a_frag = T.alloc_fragment((block,), T.float32)
+            running_max = T.alloc_fragment((1,), T.float32)
+            running_sum = T.alloc_fragment((1,), T.float32)
+            running_max[0] = -T.infinity(T.float32)
+            running_sum[0] = 0.0
+            for k in T.Pipelined(T.ceildiv(K, block), num_stages=2):
+                T.copy(A[k * block], a_shared)
+                T.copy(a_shared, a_frag)
+                new_max = T.alloc_reducer((1,), T.float32, op="max", replication="all")
+                T.fill(new_max, running_max[0])
+                for i in T.Parallel(block):
+                    new_max[0] = T.max(new_max[0], a_frag[i])
+                T.finalize_reducer(new_max)
+                new_sum = T.alloc_reducer((1,), T.float32, replication="all")
+                T.fill(new_sum, 0.0)
+                for i in T.Parallel(block):
+                    new_sum[0] += T.exp(a_frag[i] - new_max[0])
+                T.finalize_reducer(new_sum)
+                running_sum[0] = T.exp(running_max[0] - new_max[0]) * running_sum[0] + new_sum[0]
+                running_max[0] = new_max[0]
+            if T.get_thread_binding() == 0:
+                B[0] = T.log(running_sum[0]) + running_max[0]
+
+    return kernel
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_an_online_softmax_state_in_fragments(target):
+    a = rng.standard_normal(512).astype(np.float32)
+    b = tilelang.compile(online_logsumexp(), out_idx=-1, target=target)(a)
+    ref = np.log(np.exp(a.astype(np.float64)).sum())
+    np.testing.assert_allclose(b, [ref], rtol=1e-5)
+
+
+def test_a_fragment_store_under_a_thread_branch_stays_per_thread_on_the_cpu():
+    # A barrier inside `if tx < 64` would wait for threads that never come.
+    @T.prim_func
+    def flag(C: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            mine = T.alloc_fragment((1,), "int32")
+            mine[0] = 1
+            if tx < 64:
+                mine[0] = 2
+            C[tx] = tx
+
+    kernel = tilelang.compile(flag, target="cpu")
+    source = kernel.get_kernel_source()
+    branch = source[source.index("if ((tx < 64))") :]
+    assert "sync_threads" not in branch[: branch.index("}")], source
+    c = np.zeros(128, np.int32)
+    kernel(c)
+    np.testing.assert_array_equal(c, np.arange(128))
+
+
 def test_a_scalar_fragment_is_a_register_array():
     source = tilelang.compile(scalar_fragment(), target="cuda -arch=sm_90a").get_kernel_source()
     assert re.search(r"\bint32_t total\[1\];", source), source
