@@ -220,6 +220,54 @@ def test_reduce_tuning_errors():
                 T.reduce_sum(A, B, dim=1, batch=0)
 
 
+@pytest.mark.parametrize(
+    ("batch", "match"),
+    [(128, r"batch=128 exceeds total output elements \(64\)"),
+     (3, r"batch=3 must evenly divide the 64 output elements")],
+)
+@pytest.mark.parametrize("finalize", [True, False])
+def test_a_batch_that_does_not_divide_the_outputs_is_refused(batch, match, finalize):
+    """TileLang batches `batch` outputs per collective, so it must divide them."""
+    with pytest.raises(Exception, match=("T.finalize_reducer: " if finalize else "T.reduce_sum: ") + match):
+
+        @T.prim_func
+        def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=256):
+                acc = T.alloc_reducer(64, "float32", op="sum", replication="all")
+                src = T.alloc_fragment((64, 64), "float32")
+                T.copy(A, src)
+                if finalize:
+                    T.clear(acc)
+                    for i, j in T.Parallel(64, 64):
+                        acc[i] += src[i, j]
+                    T.finalize_reducer(acc, batch=batch)
+                else:
+                    T.reduce_sum(src, acc, dim=1, batch=batch)
+                T.copy(acc, B)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_reduce_into_a_scalar_variable(target, kind):
+    """A T.alloc_var is a destination of one element (TileLang's local-to-var reduction)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float16"), B: T.Tensor((1,), "float16")):
+        with T.Kernel(1, threads=1):
+            src = T.alloc_local((8,), "float16")
+            dst = T.alloc_var("float16")
+            for i in T.serial(8):
+                src[i] = A[i]
+            getattr(T, "reduce_" + kind)(src, dst, dim=0)
+            B[0] = dst
+
+    a = rng.standard_normal(8).astype(np.float16)
+    b = np.zeros(1, np.float16)
+    tilelang.compile(main, target=target)(a, b)
+    ref = {"sum": a.astype(np.float32).sum(), "max": a.max(), "min": a.min()}[kind]
+    np.testing.assert_allclose(b[0], ref, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_row_max_across_threads(target, dtype):

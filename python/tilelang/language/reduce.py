@@ -3,7 +3,7 @@ reducers (`T.alloc_reducer`, `T.reducer_init`, `T.reducer_update`, `T.finalize_r
 C++ tile op, which checks shapes and dims and reports mistakes at the user's line."""
 
 from . import builder_ctx, views
-from .buffer import Buffer, Region, to_value
+from .buffer import Buffer, Region, const_int, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -16,6 +16,12 @@ def _region(x, what):
         return x.full_region()
     if isinstance(x, Region):
         return x
+    if isinstance(x, _C.Expr):
+        # A T.alloc_var read by its name: the variable itself (a one-element buffer).
+        ctx = builder_ctx.current(what)
+        element = ctx.element_of(x)
+        if element is not None and element[0].scope == "local.var":
+            return element[0].full_region()
     raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
 
 
@@ -32,16 +38,38 @@ def _on_view(x):
     )
 
 
-def _tuning(name, batch, annotations):
+def _tuning(name, batch, annotations, outputs=None):
     """Checks TileLang's tuning arguments of a reduction: `batch` (outputs per
     cross-thread collective) and `annotations` (lowering hints). They choose how
-    TileLang's CUDA code is shaped, never the result, so nothing else reads them."""
+    TileLang's CUDA code is shaped, never the result, so nothing else reads them.
+    `outputs`: the number of output elements where it is known; a batch must divide it,
+    as TileLang requires (it checks the per-thread count, which divides this one)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise frontend_error(f"{name}: batch must be >= 1 (an int), got {batch!r}")
+    if outputs is not None and batch > 1:
+        if batch > outputs:
+            raise frontend_error(
+                f"{name}: batch={batch} exceeds total output elements ({outputs})"
+            )
+        if outputs % batch:
+            raise frontend_error(
+                f"{name}: batch={batch} must evenly divide the {outputs} output elements"
+            )
     if annotations is not None and not isinstance(annotations, dict):
         raise frontend_error(
             f"{name}: annotations must be a dict, got {type(annotations).__name__} {annotations!r}"
         )
+
+
+def _element_count(extents):
+    """The product of `extents`, or None where one is not a constant."""
+    n = 1
+    for e in extents:
+        e = const_int(e)
+        if e is None:
+            return None
+        n *= e
+    return n
 
 
 def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None):
@@ -51,10 +79,9 @@ def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None):
     if _on_view(buffer) or _on_view(out):
         views.reduce_loops(ctx, name, kind, buffer, out, _int_arg(dim, f"{name} dim"), clear)
         return
-    regions = [
-        _region(buffer, f"{name} source").to_core(),
-        _region(out, f"{name} destination").to_core(),
-    ]
+    dst = _region(out, f"{name} destination")
+    _tuning(name, batch, annotations, _element_count(dst.extents))
+    regions = [_region(buffer, f"{name} source").to_core(), dst.to_core()]
     attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "clear": bool(clear)}
     ctx.builder.tile_op("reduce", regions, [], attrs)
 
@@ -368,6 +395,7 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
     _tuning(what, batch, annotations)
     ctx = builder_ctx.current(what)
     acc = _reducer(reducer, what)
+    _tuning(what, batch, annotations, _element_count(acc.shape))
     if dst is None:
         if acc.epoch is not None:
             raise frontend_error(
