@@ -61,6 +61,28 @@ def eager_scale(A, factor=3.0, block=16):
     return B
 
 
+@tilelang.autotune(configs=[{"block": 8}, {"block": 32}], warmup=1, rep=2)
+@tilelang.jit(target="cpu")
+def eager_row_sums(a, block=8, scale=1.0):
+    """o[i] = scale * sum(a[i, :]) + (i // block): sized only by T.const, as TileLang's
+    gemv example's kernel that it compiles with `.compile(M=..., N=..., block_M=...)`."""
+    M, N = T.const("M, N")
+    a: T.Tensor((M, N), T.float32)
+    o = T.empty((M,), T.float32)
+    with T.Kernel(T.ceildiv(M, block), threads=1) as bx:
+        for i in T.serial(block):
+            if bx * block + i < M:
+                o[bx * block + i] = bx
+                for j in T.serial(N):
+                    o[bx * block + i] += a[bx * block + i, j] * scale
+    return o
+
+
+def row_sums(a, block, scale=1.0):
+    rows = np.arange(a.shape[0]) // block
+    return scale * a.astype(np.float64).sum(axis=1) + rows
+
+
 # A fresh disk cache for this module, as test_autotuner.py makes one (autouse).
 from test_autotuner import cache_dir  # noqa: F401
 
@@ -128,6 +150,38 @@ def test_an_eager_kernel_runs_the_given_config(no_tuning):
     np.testing.assert_allclose(out, a * 3.0 + (np.arange(100) // 32).astype(np.float32), rtol=1e-6)
     assert eager_scale.last_result.config == {"block": 32}
     assert not eager_scale.last_result.tuned
+
+
+def test_t_const_values_and_a_config_compile_that_config(no_tuning):
+    kernel = eager_row_sums.compile(M=40, N=24, block=32, scale=0.5)
+    assert isinstance(kernel, tilelang.JITKernel)
+    assert kernel.config == {"block": 32} and not eager_row_sums.last_result.tuned
+    a = np.random.default_rng(1).standard_normal((40, 24)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), row_sums(a, 32, 0.5), rtol=1e-5, atol=1e-5)
+
+
+def test_t_const_values_alone_tune_for_those_sizes(cache_dir):  # noqa: F811
+    kernel = eager_row_sums.compile(M=72, N=16)
+    result = eager_row_sums.last_result
+    assert result.tuned and result.config in ({"block": 8}, {"block": 32})
+    a = np.random.default_rng(2).standard_normal((72, 16)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), row_sums(a, result.config["block"]), rtol=1e-5, atol=1e-5)
+    # the same sizes again: the decision is remembered, nothing is tuned twice
+    assert eager_row_sums.compile(M=72, N=16).config == result.config
+    # a kernel for other sizes is a different kernel
+    b = a[:40, :8].copy()
+    other = eager_row_sums.compile(M=40, N=8)
+    np.testing.assert_allclose(other(b), row_sums(b, other.config["block"]), rtol=1e-5, atol=1e-5)
+
+
+def test_t_const_values_with_tensors_or_without_compile_are_clear_errors(no_tuning):
+    a = np.ones((8, 8), np.float32)
+    with pytest.raises(TypeError, match=r"got T.const values \['N'\] beside 1 positional"):
+        eager_row_sums.compile(a, N=8, block=8)
+    with pytest.raises(TypeError, match=r"eager_row_sums\(\) was given T.const values instead of "):
+        eager_row_sums(M=8, N=8, block=8)
+    with pytest.raises(TypeError, match=r"lacks T.const values \['N'\]"):
+        eager_row_sums.compile(M=8, block=8)
 
 
 def test_inconsistent_calls_are_clear_errors(no_tuning):

@@ -56,6 +56,9 @@ def build(kind, fn, options, args, kwargs, config, eager_cache=None):
             )
         return JITKernel(func, **options), None
     eager = eager_cache if eager_cache is not None else EagerFunction(fn, options)
+    if not args and any(k not in eager.signature.parameters for k in call_kwargs):
+        # T.const values instead of tensors: nothing to run the kernel on afterwards.
+        return eager.compile(**call_kwargs), None
     args = [a.make() if isinstance(a, TensorStandIn) else a for a in args]
     call_kwargs = {
         k: v.make() if isinstance(v, TensorStandIn) else v for k, v in call_kwargs.items()

@@ -318,21 +318,41 @@ class AutoTuner:
             config[name] = param.default
         return config
 
-    def _untuned_arguments(self, args, kwargs, configs):
-        """The call's arguments that key the result cache (none of them tuned)."""
+    def _const_keywords(self, args, kwargs):
+        """The keywords of an eager function's compile() that are no parameters of it:
+        the values of its T.const sizes (`f.compile(M=1024, N=512)`), which the kernel is
+        built for in place of the tensors a call would take them from."""
+        params = self.signature.parameters
+        if self.kind != "eager" or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return {}
+        consts = {k: v for k, v in kwargs.items() if k not in params}
+        if consts and args:
+            raise TypeError(
+                f"{self.name}{self.signature}: got T.const values {sorted(consts)} beside "
+                f"{len(args)} positional argument(s); give the T.const values alone, as "
+                "keywords (with config values), to compile without tensors"
+            )
+        return consts
+
+    def _untuned_arguments(self, args, kwargs, configs, consts):
+        """The call's arguments that key the result cache (none of them tuned); with T.const
+        values instead of tensors, those values and the parameters given."""
         keys = {k for c in configs for k in c}
         try:
-            bound = self.signature.bind(*args, **kwargs, **configs[0])
+            bind = self.signature.bind_partial if consts else self.signature.bind
+            bound = bind(*args, **kwargs, **configs[0])
         except TypeError as exc:
             raise TypeError(
                 f"{self.name}{self.signature}: {exc}; call the tuned function with the "
                 f"arguments that are not tuned (the configs set {sorted(keys)})"
             ) from None
-        return {
+        arguments = {
             n: v
             for n, v in bound.arguments.items()
             if n not in keys and n not in self.do_not_specialize
         }
+        arguments.update((f"T.const {k}", v) for k, v in sorted(consts.items()))
+        return arguments
 
     def _recipe(self, options):
         """How a fresh interpreter finds the function, or None when it cannot."""
@@ -450,7 +470,10 @@ class AutoTuner:
         compiled it); runner() runs an eager kernel on the call's tensors."""
         if self.kind == "lazy":
             return jit(*args, **rest, **config), None
-        kernel, (spec, bound) = _worker.build("eager", self.fn, None, args, rest, config, jit)
+        kernel, made = _worker.build("eager", self.fn, None, args, rest, config, jit)
+        if made is None:  # compiled for T.const values: no tensors to run it on
+            return kernel, None
+        spec, bound = made
         return kernel, functools.partial(spec.call, bound.arguments)
 
     def _check(self, kernel, prof, shared, best):
@@ -668,15 +691,17 @@ class AutoTuner:
         captured = get_autotune_inputs()
         if captured is not None and prof["supply_prog"] is None:
             prof["supply_prog"] = lambda params: list(captured)
-        configs = self._resolve_configs(args, kwargs)
+        consts = self._const_keywords(args, kwargs)
+        params = {k: v for k, v in kwargs.items() if k not in consts}
+        configs = self._resolve_configs(args, params)
         tuned = list(dict.fromkeys(k for c in configs for k in c))
-        given = self._given_tuned(tuned, args, kwargs)
+        given = self._given_tuned(tuned, args, params)
         options = self._options()
         jit = self._jit(options)
         if given:
-            return self._run_explicit(jit, args, kwargs, tuned, given, configs)
+            return self._run_explicit(jit, args, kwargs, tuned, given, configs, consts)
         rest = kwargs
-        arguments = self._untuned_arguments(args, kwargs, configs)
+        arguments = self._untuned_arguments(args, params, configs, consts)
         target = determine_target(options.get("target", "auto"))
         key = result_cache.make_key(self.fn, self.kind, arguments, configs, target, options)
         use_cache = result_cache.enabled()
@@ -746,17 +771,18 @@ class AutoTuner:
         result._call = runner
         return result
 
-    def _run_explicit(self, jit, args, kwargs, tuned, given, configs):
+    def _run_explicit(self, jit, args, kwargs, tuned, given, configs, consts):
         """The call gives tuned parameters (as TileLang's examples do on their path that does
         not tune): compile the call as it is, with the function's defaults for the tuned
         parameters not given. Nothing is benchmarked, and the result cache is neither read
         (its best config would override the caller's values) nor written (nothing was
         measured)."""
         config = self._explicit_config(tuned, given, configs)
-        try:
-            self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+        if not consts:  # with T.const values, compile() checks the names it gets
+            try:
+                self.signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{self.name}{self.signature}: {exc}") from None
         defaulted = [k for k in config if k not in given]
         logger.info(
             "autotune '%s': the call gives %s; compiling config %s without tuning%s",
@@ -866,6 +892,11 @@ class AutoTuneFunction:
         self.last_result = result
         if self.tuner.kind == "lazy":
             return result.kernel
+        if result._call is None:
+            raise TypeError(
+                f"{self.tuner.name}() was given T.const values instead of tensors, so there is "
+                f"nothing to run; use {self.tuner.name}.compile(...) for the kernel"
+            )
         return result._call()
 
     def compile(self, *args, **kwargs):
