@@ -38,9 +38,23 @@ def semi_sparse(rows, K, dtype, seed=0, kept=None):
 
 
 def sparse_gemm(
-    M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, stages=2, accum="float32"
+    M,
+    N,
+    K,
+    bM,
+    bN,
+    bK,
+    dtype,
+    meta,
+    trans_A=False,
+    trans_B=False,
+    stages=2,
+    accum="float32",
+    trans_E=False,
 ):
     ef = e_factor(dtype, meta)
+    e_shape = (K // ef, M) if trans_E else (M, K // ef)
+    es_shape = (bK // ef, bM) if trans_E else (bM, bK // ef)
     a_shape = (K // 2, M) if trans_A else (M, K // 2)
     as_shape = (bK // 2, bM) if trans_A else (bM, bK // 2)
     if dtype == "float32":  # 1:2 keeps half as well
@@ -51,24 +65,30 @@ def sparse_gemm(
     @T.prim_func
     def main(
         A_sparse: T.Tensor(a_shape, dtype),
-        E: T.Tensor((M, K // ef), meta),
+        E: T.Tensor(e_shape, meta),
         B: T.Tensor(b_shape, dtype),
         C: T.Tensor((M, N), accum),
     ):
         with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
             A_shared = T.alloc_shared(as_shape, dtype)
-            E_shared = T.alloc_shared((bM, bK // ef), meta)
+            E_shared = T.alloc_shared(es_shape, meta)
             B_shared = T.alloc_shared(bs_shape, dtype)
             C_frag = T.alloc_fragment((bM, bN), accum)
-            T.annotate_layout(
-                {
-                    E: make_cutlass_metadata_layout(E, mma_dtype=dtype, arch="8.0"),
-                    E_shared: make_cutlass_metadata_layout(E_shared, mma_dtype=dtype, arch="8.0"),
-                }
-            )
+            if not trans_E:
+                T.annotate_layout(
+                    {
+                        E: make_cutlass_metadata_layout(E, mma_dtype=dtype, arch="8.0"),
+                        E_shared: make_cutlass_metadata_layout(
+                            E_shared, mma_dtype=dtype, arch="8.0"
+                        ),
+                    }
+                )
             T.clear(C_frag)
             for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
-                T.copy(E[by * bM, k * bK // ef], E_shared)
+                if trans_E:
+                    T.copy(E[k * bK // ef, by * bM], E_shared)
+                else:
+                    T.copy(E[by * bM, k * bK // ef], E_shared)
                 if trans_A:
                     T.copy(A_sparse[k * bK // 2, by * bM], A_shared)
                 else:
@@ -77,13 +97,28 @@ def sparse_gemm(
                     T.copy(B[bx * bN, k * bK], B_shared)
                 else:
                     T.copy(B[k * bK, bx * bN], B_shared)
-                T.gemm_sp(A_shared, E_shared, B_shared, C_frag, trans_A, trans_B)
+                # TileLang 0.1.15's argument order: transpose_A, transpose_E, transpose_B
+                T.gemm_sp(A_shared, E_shared, B_shared, C_frag, trans_A, trans_E, trans_B)
             T.copy(C_frag, C[by * bM, bx * bN])
 
     return main
 
 
-def run(target, M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, accum="float32"):
+def run(
+    target,
+    M,
+    N,
+    K,
+    bM,
+    bN,
+    bK,
+    dtype,
+    meta,
+    trans_A=False,
+    trans_B=False,
+    accum="float32",
+    trans_E=False,
+):
     a = semi_sparse(M, K, dtype)
     rng = np.random.default_rng(1)
     if dtype == "int8":
@@ -93,7 +128,11 @@ def run(target, M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, 
     a_in = np.ascontiguousarray(a.T) if trans_A else a
     b_in = np.ascontiguousarray(b.T) if trans_B else b
     a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
-    func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, accum=accum)
+    if trans_E:
+        e = np.ascontiguousarray(e.T)
+    func = sparse_gemm(
+        M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, accum=accum, trans_E=trans_E
+    )
     kernel = tilelang.compile(func, out_idx=[3], target=target)
     got = np.asarray(kernel(a_sparse, e, b_in)).astype(np.float64)
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -105,6 +144,13 @@ def run(target, M, N, K, bM, bN, bK, dtype, meta, trans_A=False, trans_B=False, 
 @pytest.mark.parametrize("trans", [(False, False), (False, True), (True, False), (True, True)])
 def test_gemm_sp_float16_all_transposes(target, trans):
     run(target, 64, 64, 128, 32, 32, 64, "float16", "int16", *trans)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("trans_A", [False, True])
+def test_gemm_sp_transposed_metadata(target, trans_A):
+    # E stored (K / e_factor, M), as TileLang's tests pass it for a transposed A
+    run(target, 64, 64, 128, 32, 32, 64, "float16", "int16", trans_A, trans_E=True)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -199,7 +245,7 @@ def test_compress_errors():
         compress(np.zeros((4, 16), np.float64))
 
 
-def errors_kernel(e_cols, e_dtype="int16", a_dtype="float16"):
+def errors_kernel(e_cols, e_dtype="int16", a_dtype="float16", **gemm_kwargs):
     @T.prim_func
     def main(
         A: T.Tensor((32, 16), a_dtype),
@@ -211,7 +257,7 @@ def errors_kernel(e_cols, e_dtype="int16", a_dtype="float16"):
             E_s = T.alloc_shared((32, e_cols), e_dtype)
             B_s = T.alloc_shared((32, 32), a_dtype)
             C = T.alloc_fragment((32, 32), "float32")
-            T.gemm_sp(A_s, E_s, B_s, C)
+            T.gemm_sp(A_s, E_s, B_s, C, **gemm_kwargs)
 
     return main
 
@@ -229,6 +275,15 @@ def test_gemm_sp_errors_name_the_operand():
         tilelang.TileLangError, match=r"A_sparse 'A_s' must have one of the dtypes .* got float64"
     ):
         errors_kernel(2, a_dtype="float64")
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"E 'E_s' must have shape \[2, 32\] .* each, transpose_E\), got \[32, 2\]",
+    ):
+        errors_kernel(2, transpose_E=True)
+    with pytest.raises(
+        tilelang.TileLangError, match=r"annotations: expected only 'wg_wait', got \['swizzle'\]"
+    ):
+        errors_kernel(2, annotations={"swizzle": True})
 
 
 def test_metadata_layouts_are_identities():

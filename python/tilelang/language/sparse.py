@@ -86,16 +86,25 @@ def gemm_sp(
     B,
     C,
     transpose_A=False,
+    transpose_E=False,
     transpose_B=False,
     policy=ops.GemmWarpPolicy.Square,
     clear_accum=False,
+    annotations=None,
     k_pack=1,
     wg_wait=0,
 ):
     """C += op(A) @ op(B), A given by its kept values `A_sparse` ((M, K/2), or (K/2, M)
-    with transpose_A) and metadata `E` ((M, K / e_factor)); see the module's text."""
+    with transpose_A) and metadata `E` ((M, K / e_factor), or (K / e_factor, M) with
+    transpose_E); see the module's text. The arguments are in TileLang 0.1.15's order;
+    `annotations` may carry "wg_wait" (its other lowering knob), as the keyword does."""
     name = "T.gemm_sp"
     builder_ctx.current(name)
+    annotations = dict(annotations or {})
+    unknown = sorted(set(annotations) - {"wg_wait"})
+    if unknown:
+        raise frontend_error(f"{name} annotations: expected only 'wg_wait', got {unknown}")
+    wg_wait = annotations.get("wg_wait", wg_wait)
     a, a_at, a_ext = _tile(A_sparse, "A_sparse")
     e, e_at, e_ext = _tile(E, "E")
     try:
@@ -115,12 +124,12 @@ def gemm_sp(
             f"K extent must be a multiple of {kept}; got shape {a_ext}"
         )
     K = k_kept // kept * group
-    want_e = [M, K // factor]
+    want_e = [K // factor, M] if transpose_E else [M, K // factor]
     if K % factor or e_ext != want_e:
         raise frontend_error(
             f"{name} E '{e.name}' must have shape {want_e} for A_sparse '{a.name}' of shape "
             f"{a_ext} (M = {M}, K = {K}, {e.dtype} metadata describes {factor} elements of K "
-            f"each), got {e_ext}"
+            f"each{', transpose_E' if transpose_E else ''}), got {e_ext}"
         )
     # The decoded tile, in shared memory: one parallel iteration per group of K (its
     # code read once), the group's elements written by an unrolled loop, each a select
@@ -135,7 +144,8 @@ def gemm_sp(
     x, y = [builder.begin_for(f"sp{d}", 0, n, "parallel", {}) for d, n in enumerate(outer)]
     m, g = (y, x) if transpose_A else (x, y)
     codes_per_word = factor // group
-    word = cast(e[e_at[0] + m, e_at[1] + g // codes_per_word], "int32")
+    e_row, e_col = (g // codes_per_word, m) if transpose_E else (m, g // codes_per_word)
+    word = cast(e[e_at[0] + e_row, e_at[1] + e_col], "int32")
     code = builder.let("sp_code", (word >> ((g % codes_per_word) * 4)) & 15)
     zero = cast(0, a.dtype)
 
