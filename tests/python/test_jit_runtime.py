@@ -209,6 +209,16 @@ def test_profiler_reference_written_for_torch(add_kernel):
         prof.assert_allclose(lambda a, b: 1 // 0)
 
 
+def test_profiler_func_and_call_are_the_kernel(add_kernel):
+    # TileLang's gemm_intrinsics example times `profiler.do_bench(profiler.func)`
+    prof = add_kernel.get_profiler()
+    assert prof.func is add_kernel
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(300).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(prof(a, b), a.astype(np.float64) + b, rtol=1e-6)
+    assert prof.do_bench(prof.func, warmup=1, rep=1) > 0
+
+
 def test_tensor_supply_types(add_kernel):
     def inputs(kind):
         return add_kernel.get_profiler(tensor_supply_type=kind)._get_inputs()[0]

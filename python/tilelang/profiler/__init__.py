@@ -463,6 +463,14 @@ class Profiler:
         return out
 
     # -- running
+    @property
+    def func(self):
+        """The kernel, as TileLang's profiler names it (`profiler.do_bench(profiler.func)`)."""
+        return self.kernel
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(*args, **kwargs)
+
     def run_once(self, func=None, input_tensors=None):
         ins = list(input_tensors) if input_tensors is not None else self._get_inputs()
         return (func or self.kernel)(*ins)
