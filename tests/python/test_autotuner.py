@@ -339,6 +339,45 @@ def test_a_load_burst_while_the_best_config_is_timed_does_not_pick_a_slower_one(
     np.testing.assert_allclose(result.kernel(a), a, rtol=0, atol=0)
 
 
+def test_a_config_may_carry_pass_configs_for_its_compile(monkeypatch):
+    # TileLang's autotuner takes a config's "pass_configs" as pass configs for that
+    # config's compile, merged over the compile's own (its gemm pass_configs example).
+    from tilelang import PassConfigKey
+    from tilelang.profiler import Profiler
+
+    ws, tma = PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER
+    seen = {}  # per timed kernel: the scale it computes -> its pass configs
+
+    def simulated_bench(self, func=None, input_tensors=None, **kwargs):
+        a, b = self.kernel.run(list(input_tensors))
+        scale = round(float(np.dot(a, b) / np.dot(a, a)), 3)
+        seen[scale] = {str(k): v for k, v in self.kernel.pass_configs.items()}
+        return scale
+
+    monkeypatch.setattr(Profiler, "do_bench", simulated_bench)
+    configs = [
+        {"scale": 2.0, "pass_configs": {ws: True}},
+        {"scale": 1.0, "pass_configs": {ws: False}},
+    ]
+    result = (
+        AutoTuner.from_kernel(scaled_copy, configs)
+        .set_compile_args(out_idx=[-1], target="cpu", pass_configs={tma: True})
+        .set_profile_args(warmup=1, rep=3, timeout=60)
+        .run()
+    )
+    assert result.config == configs[1]
+    assert seen[2.0] == {str(ws): True, str(tma): True}
+    assert seen[1.0] == {str(ws): False, str(tma): True}
+    a = np.random.default_rng(12).standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(result.kernel(a), a, rtol=0, atol=0)
+    with pytest.raises(
+        TypeError, match=r"'pass_configs' must be a dict of pass configs .* got list"
+    ):
+        AutoTuner.from_kernel(scaled_copy, [{"scale": 1.0, "pass_configs": [ws]}]).set_compile_args(
+            out_idx=[-1], target="cpu"
+        ).run()
+
+
 def test_imperative_api_tunes_a_closure(caplog):
     M, N, K = 64, 48, 40
 

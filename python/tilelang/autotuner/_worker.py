@@ -40,12 +40,33 @@ def first_line(exc):
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+# A config's key that is no argument of the function: pass configs for that config's
+# compile, merged over the compile's own (TileLang's autotuner reserves the same name).
+PASS_CONFIGS_KEY = "pass_configs"
+
+
+def split_pass_configs(config):
+    """(the config's function arguments, its pass configs or None)."""
+    if PASS_CONFIGS_KEY not in config:
+        return config, None
+    rest = {k: v for k, v in config.items() if k != PASS_CONFIGS_KEY}
+    return rest, config[PASS_CONFIGS_KEY]
+
+
+def with_pass_configs(options, extra):
+    """Compile options with a config's pass configs merged over theirs."""
+    return dict(options, pass_configs={**(options.get("pass_configs") or {}), **extra})
+
+
 def build(kind, fn, options, args, kwargs, config, eager_cache=None):
     """Compiles one config; returns the JITKernel (and the eager specialization)."""
     from tilelang.jit.eager import EagerFunction
     from tilelang.jit.kernel import JITKernel
     from tilelang.language.prim_func import PrimFunc
 
+    config, extra = split_pass_configs(config)
+    if extra:
+        options, eager_cache = with_pass_configs(options, extra), None
     call_kwargs = {**kwargs, **config}
     if kind == "lazy":
         func = fn(*args, **call_kwargs)

@@ -267,7 +267,13 @@ class AutoTuner:
                 raise TypeError(
                     f"each config of '{self.name}' must be a dict of keyword arguments, got {c!r}"
                 )
-            unknown = [k for k in c if k not in params]
+            extra = c.get(_worker.PASS_CONFIGS_KEY)
+            if extra is not None and not isinstance(extra, dict):
+                raise TypeError(
+                    f"config {c!r} of '{self.name}': '{_worker.PASS_CONFIGS_KEY}' must be a dict "
+                    f"of pass configs for that config's compile, got {type(extra).__name__}"
+                )
+            unknown = [k for k in c if k not in params and k != _worker.PASS_CONFIGS_KEY]
             if unknown and not var_kw:
                 raise TypeError(
                     f"config {c!r} names {unknown}, which are not parameters of "
@@ -337,10 +343,10 @@ class AutoTuner:
     def _untuned_arguments(self, args, kwargs, configs, consts):
         """The call's arguments that key the result cache (none of them tuned); with T.const
         values instead of tensors, those values and the parameters given."""
-        keys = {k for c in configs for k in c}
+        keys = {k for c in configs for k in c if k != _worker.PASS_CONFIGS_KEY}
         try:
             bind = self.signature.bind_partial if consts else self.signature.bind
-            bound = bind(*args, **kwargs, **configs[0])
+            bound = bind(*args, **kwargs, **_worker.split_pass_configs(configs[0])[0])
         except TypeError as exc:
             raise TypeError(
                 f"{self.name}{self.signature}: {exc}; call the tuned function with the "
@@ -468,6 +474,9 @@ class AutoTuner:
     def _build(self, jit, args, rest, config):
         """(JITKernel, runner) of one config in this process (a disk-cache hit once a worker
         compiled it); runner() runs an eager kernel on the call's tensors."""
+        config, extra = _worker.split_pass_configs(config)
+        if extra:
+            jit = self._jit(_worker.with_pass_configs(self._options(), extra))
         if self.kind == "lazy":
             return jit(*args, **rest, **config), None
         kernel, made = _worker.build("eager", self.fn, None, args, rest, config, jit)
@@ -694,7 +703,8 @@ class AutoTuner:
         consts = self._const_keywords(args, kwargs)
         params = {k: v for k, v in kwargs.items() if k not in consts}
         configs = self._resolve_configs(args, params)
-        tuned = list(dict.fromkeys(k for c in configs for k in c))
+        keys = dict.fromkeys(k for c in configs for k in c)
+        tuned = [k for k in keys if k != _worker.PASS_CONFIGS_KEY]
         given = self._given_tuned(tuned, args, params)
         options = self._options()
         jit = self._jit(options)
