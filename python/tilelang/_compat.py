@@ -31,7 +31,7 @@ def forwarding_getattr(module_name, sources=(), internal=(), instead="", interna
 # names raise the out-of-scope error, so `from X import name` names what is missing.
 INTERNAL_PACKAGES = (
     "tilelang.cuda", "tilelang.rocm", "tilelang.metal", "tilelang.jit.adapter",
-    "tilelang.tools", "tilelang.backend", "tilelang.carver.roller", "tilelang.language.eager",
+    "tilelang.tools", "tilelang.backend", "tilelang.carver", "tilelang.language.eager",
     "tilelang.language.tir",
 )  # fmt: skip
 
