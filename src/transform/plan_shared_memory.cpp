@@ -228,6 +228,20 @@ class BarrierBefore : public IRMutator {
   std::set<const StmtNode*> at_;
 };
 
+// The block-scope buffers some statement reads or writes. One that none does (a tile
+// for a branch the kernel's parameters turned off, such as a bias tile without a bias)
+// takes no bytes, as TileLang drops it.
+std::set<BufKey> referenced(const Stmt& body) {
+  struct Refs : IRVisitor {
+    std::set<BufKey> found;
+    using IRVisitor::visit;
+    void visit(const AllocateNode* a) override { visit(a->body); }
+    void visit_buffer(const Buffer& b) override { found.insert(b.get()); }
+  } r;
+  r.visit(body);
+  return r.found;
+}
+
 bool has_regions(const Stmt& s) {
   bool found = false;
   struct Find : IRVisitor {
@@ -287,7 +301,14 @@ class Planner : public IRMutator {
     };
     int64_t total = 0;
     std::vector<int64_t> offsets;
+    std::set<BufKey> used = referenced(body);
+    std::vector<Buffer> sized;
     for (const Buffer& b : bufs) {
+      if (!used.count(b.get())) {
+        offsets.push_back(0);
+        continue;
+      }
+      sized.push_back(b);
       auto count = as_const_int(b.num_elements());
       TL_ICHECK(count, "allocation of non-constant size reached codegen");
       int64_t bytes = (*count * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
@@ -322,7 +343,7 @@ class Planner : public IRMutator {
       offsets.push_back(at);
       total = std::max(total, at + bytes);
     }
-    check_fits(op, bufs, total);
+    check_fits(op, sized, total);
     if (!barriers.empty()) body = BarrierBefore(barriers).mutate(body);
     if (auto_ws) body = attr_stmt(kAutoWarpSpecializedAttr, mark->value, body);
     offsets.push_back(total);

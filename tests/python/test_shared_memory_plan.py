@@ -252,3 +252,38 @@ def test_more_shared_memory_than_a_block_may_have_is_a_clear_error(target, limit
     assert f"at most {limit} ({limit // 1024} KB)" in msg, msg
     assert "'B_s'" in msg and "'A_s'" in msg and "num_stages" in msg, msg
     assert "test_shared_memory_plan.py" in msg, msg  # points at the kernel's T.Kernel line
+
+
+def scaled_copy(with_bias):
+    """C = 2 A (+ Bias): Bias_s is allocated either way, as TileLang's dequantize GEMM
+    examples allocate their bias tile, but only used with the bias."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((128, 512), "float16"),
+        Bias: T.Tensor((128, 512), "float16"),
+        C: T.Tensor((128, 512), "float16"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((128, 512), "float16")  # 128 KB
+            Bias_s = T.alloc_shared((128, 512), "float16")  # 128 KB more
+            T.copy(A, A_s)
+            if with_bias:
+                T.copy(Bias, Bias_s)
+                for i, j in T.Parallel(128, 512):
+                    A_s[i, j] += Bias_s[i, j]
+            for i, j in T.Parallel(128, 512):
+                C[i, j] = A_s[i, j] * 2
+
+    return main
+
+
+def test_a_buffer_no_statement_uses_takes_no_bytes():
+    kernel = tilelang.compile(scaled_copy(False), out_idx=[-1], target=SM80)
+    assert shared_bytes(kernel.get_kernel_source()) == 128 * 512 * 2
+    a = rng.standard_normal((128, 512)).astype(np.float16)
+    bias = rng.standard_normal((128, 512)).astype(np.float16)
+    np.testing.assert_allclose(kernel(a, bias).astype(np.float64), 2 * a.astype(np.float64))
+    # Used, the two tiles need 256 KB: more than a block may have on sm_80.
+    with pytest.raises(tilelang.TileLangError, match=r"needs 262144 bytes .* 'Bias_s' 131072"):
+        tilelang.compile(scaled_copy(True), out_idx=[-1], target=SM80)
