@@ -378,6 +378,41 @@ def test_a_config_may_carry_pass_configs_for_its_compile(monkeypatch):
         ).run()
 
 
+@pytest.mark.parametrize("early_stop, stopped", [(True, True), (False, False)])
+def test_early_stop_switch_and_factor(monkeypatch, early_stop, stopped):
+    # TileLang's early_stop / early_stop_factor: a config whose single call is over
+    # factor x the best so far is not timed further (here every single call takes 1 s);
+    # early_stop=False times them all.
+    from tilelang.autotuner import tuner as tuner_module
+    from tilelang.profiler import Profiler
+
+    timed = set()
+
+    def simulated_bench(self, func=None, input_tensors=None, **kwargs):
+        a, b = self.kernel.run(list(input_tensors))
+        timed.add(round(float(np.dot(a, b) / np.dot(a, a)), 3))
+        return 1.0
+
+    monkeypatch.setattr(Profiler, "do_bench", simulated_bench)
+    monkeypatch.setattr(tuner_module, "_time_once", lambda fn: (fn(), 1000.0)[1])
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", "1")
+    monkeypatch.setenv("TILELANG_AUTO_TUNING_DISABLE_CACHE", "1")  # tune both times
+    configs = [{"scale": 1.0}, {"scale": 2.0}, {"scale": 3.0}]
+    tuner = AutoTuner.from_kernel(scaled_copy, configs).set_compile_args(out_idx=[-1], target="cpu")
+    tuner.set_profile_args(warmup=1, rep=3, timeout=60)
+    tuner.run(early_stop=early_stop, early_stop_factor=1.5)
+    assert (len(timed) < 3) == stopped, timed
+
+    @tilelang.autotune(configs=configs, early_stop=True, early_stop_factor=4.0)
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def decorated(scale=1.0):
+        return scaled_copy(scale)
+
+    assert decorated.tuner.profile_args["early_stop_ratio"] == 4.0
+    with pytest.raises(ValueError, match=r"early_stop_factor must be >= 1.0, got 0.5"):
+        tilelang.autotune(configs=configs, early_stop=True, early_stop_factor=0.5)
+
+
 def test_imperative_api_tunes_a_closure(caplog):
     M, N, K = 64, 48, 40
 

@@ -54,6 +54,17 @@ _PROFILE_DEFAULTS = {
 }
 
 
+def _early_stop_ratio(early_stop, early_stop_factor):
+    """TileLang's early_stop / early_stop_factor as the early_stop_ratio profile argument:
+    True stops timing a config whose first estimate exceeds factor x the best so far,
+    False times every config fully (None). Raises for a factor below 1, as TileLang."""
+    if not early_stop:
+        return None
+    if early_stop_factor < 1.0:
+        raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
+    return float(early_stop_factor)
+
+
 def _tilelang_error():
     from tilelang import _native
 
@@ -683,13 +694,17 @@ class AutoTuner:
         use_pipeline=False,
         enable_grouped_compile=False,
         group_compile_size=None,
+        early_stop=None,
+        early_stop_factor=2.0,
         **kwargs,
     ):
         """Tunes for the given non-config arguments; returns an AutotuneResult. A call that
         gives any tuned parameter (a key of the configs) is not tuned: see _run_explicit.
         TileLang's use_pipeline / enable_grouped_compile / group_compile_size schedule its
         compiles; here configs always compile in parallel worker processes while earlier
-        ones are timed, so they change nothing."""
+        ones are timed, so they change nothing. early_stop (TileLang's switch, off there
+        by default) and early_stop_factor set early_stop_ratio for this run; left None,
+        the profile argument stands."""
         del use_pipeline, enable_grouped_compile, group_compile_size
         if _worker.LOADING:  # a worker importing the user's module: stop before tuning
             raise _worker.StopLoading()
@@ -697,6 +712,8 @@ class AutoTuner:
         for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
             if v is not None:
                 prof[k] = v
+        if early_stop is not None:
+            prof["early_stop_ratio"] = _early_stop_ratio(early_stop, early_stop_factor)
         captured = get_autotune_inputs()
         if captured is not None and prof["supply_prog"] is None:
             prof["supply_prog"] = lambda params: list(captured)
@@ -937,8 +954,11 @@ def autotune(
     skip_check=False,
     cache_input_tensors=False,
     do_not_specialize=None,
+    early_stop=None,
+    early_stop_factor=2.0,
 ):
-    """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner)."""
+    """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner).
+    early_stop / early_stop_factor as in AutoTuner.run (None: the default ratio)."""
     profile = {
         "warmup": warmup,
         "rep": rep,
@@ -952,6 +972,8 @@ def autotune(
         "skip_check": skip_check,
         "cache_input_tensors": cache_input_tensors,
     }
+    if early_stop is not None:
+        profile["early_stop_ratio"] = _early_stop_ratio(early_stop, early_stop_factor)
 
     def decorate(fn):
         tuner = AutoTuner(fn, configs, do_not_specialize=do_not_specialize)
