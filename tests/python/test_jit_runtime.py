@@ -234,6 +234,27 @@ def test_tensor_supply_types(add_kernel):
         add_kernel.get_profiler(tensor_supply_type="uniform")
 
 
+def test_integer_inputs_take_tilelang_ranges():
+    # 0..2 unsigned and -2..2 signed, for Auto and every random supply type: TileLang's
+    # mxfp4 references compute 2 ** Scale on a uint8 Scale, which wraps for larger ones.
+    @T.prim_func
+    def widen(
+        U: T.Tensor((4096,), "uint8"), S: T.Tensor((4096,), "int16"), O: T.Tensor((4096,), "int32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4096):
+                O[i] = T.Cast("int32", U[i]) + T.Cast("int32", S[i])
+
+    kernel = tilelang.compile(widen, out_idx=[2], target="cpu")
+    for kind in (TensorSupplyType.Auto, TensorSupplyType.Integer, TensorSupplyType.Normal):
+        u, s = kernel.get_profiler(tensor_supply_type=kind)._get_inputs()
+        assert u.dtype == np.uint8 and set(np.unique(u)) == {0, 1, 2}, (kind, np.unique(u))
+        assert s.dtype == np.int16 and set(np.unique(s)) == {-2, -1, 0, 1, 2}, (kind, np.unique(s))
+        kernel.get_profiler(tensor_supply_type=kind).assert_allclose(
+            lambda u, s: u.astype(np.int32) + s.astype(np.int32)
+        )
+
+
 def test_do_bench(add_kernel):
     prof = add_kernel.get_profiler()
     ms = prof.do_bench(warmup=1, rep=5)

@@ -400,11 +400,10 @@ def make_tensor(shape, dtype, supply_type, rng):
     if kind == "b":
         return rng.integers(0, 2, size=shape).astype(np_dtype)
     if kind in "iu":
-        if supply_type in (TensorSupplyType.Integer, TensorSupplyType.Auto):
-            info = np.iinfo(np_dtype)
-            low, high = max(info.min, -128), min(info.max, 127)
-            return rng.integers(low, high + 1, size=shape).astype(np_dtype)
-        supply_type = TensorSupplyType.Integer
+        # TileLang's ranges: 0..2 unsigned, -2..2 signed. References written for them
+        # count on small values (its mxfp4 examples scale by 2 ** Scale in uint8).
+        low = 0 if kind == "u" else -2
+        return rng.integers(low, 3, size=shape).astype(np_dtype)
     if supply_type == TensorSupplyType.Integer:
         values = rng.integers(-2, 3, size=shape)
     elif supply_type in (TensorSupplyType.Uniform, TensorSupplyType.Auto):
