@@ -25,17 +25,21 @@ NB_MODULE(_C, m) {
       nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
   static nb::object internal_error_type =
       nb::borrow(PyErr_NewException("tilelang._C.InternalError", PyExc_RuntimeError, nullptr));
+  static nb::object assumption_error_type = nb::borrow(PyErr_NewException(
+      "tilelang._C.AssumptionError", nb::make_tuple(user_error_type, nb::handle(PyExc_RuntimeError)).ptr(), nullptr));
   m.attr("TileLangError") = user_error_type;
+  m.attr("AssumptionError") = assumption_error_type;
   m.attr("InternalError") = internal_error_type;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const tl::UserError& e) {
-      nb::object exc = user_error_type(nb::str(e.what()));
+      const nb::object& type = dynamic_cast<const tl::AssumptionError*>(&e) ? assumption_error_type : user_error_type;
+      nb::object exc = type(nb::str(e.what()));
       exc.attr("file") = e.span().file ? nb::object(nb::str(e.span().file)) : nb::none();
       exc.attr("line") = e.span().line;
       exc.attr("bare_message") = nb::str(e.bare_message().c_str());
-      PyErr_SetObject(user_error_type.ptr(), exc.ptr());
+      PyErr_SetObject(type.ptr(), exc.ptr());
     } catch (const tl::InternalError& e) {
       PyErr_SetString(internal_error_type.ptr(), e.what());
     }

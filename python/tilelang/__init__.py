@@ -16,6 +16,7 @@ from .transform import PassConfigKey
 from .utils.target import determine_target
 
 TileLangError = _C.TileLangError
+AssumptionError = _C.AssumptionError
 
 
 def lower(func_or_mod, target="auto", target_host=None, **kwargs):
@@ -49,6 +50,7 @@ from ._compat import install_internal_module_finder
 install_internal_module_finder()
 
 __all__ = [
+    "AssumptionError",
     "AutoTuner",
     "DataType",
     "JITKernel",

@@ -61,6 +61,17 @@ class BoundAnalyzer {
   // True only when the ranges prove `cond` (comparisons, And/Or/Not of them).
   bool can_prove(const Expr& cond) const;
 
+  // A promise of the program (T.assume): the integer linear form sum(coeff * e) over
+  // `terms` (in the simplifier's canonical order, first coefficient positive) lies in
+  // `range`. The simplifier records them and reads them when it compares.
+  struct LinearFact {
+    std::vector<std::pair<Expr, int64_t>> terms;
+    Interval range;
+  };
+  void add_fact(LinearFact f) { facts_.push_back(std::move(f)); }
+  std::vector<LinearFact>& facts() { return facts_; }
+  const std::vector<LinearFact>& facts() const { return facts_; }
+
  private:
   struct LetFrame;
   struct Entry {
@@ -73,6 +84,7 @@ class BoundAnalyzer {
   Interval leaf_range(DataType t) const;
 
   std::unordered_map<const VarNode*, Entry> ranges_;
+  std::vector<LinearFact> facts_;
   bool values_fit_types_ = false;
 };
 

@@ -16,7 +16,8 @@ int cmp3(const T& a, const T& b) {
 
 // Calls that may have effects are equal only to themselves.
 bool is_opaque_call(const CallNode* c) {
-  return c->op == Intrinsic::Extern || c->op == Intrinsic::Print || c->op == Intrinsic::DeviceAssert;
+  return c->op == Intrinsic::Extern || c->op == Intrinsic::Print || c->op == Intrinsic::DeviceAssert ||
+         c->op == Intrinsic::Assume;
 }
 
 }  // namespace

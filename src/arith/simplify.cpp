@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "arith/expr_order.h"
 #include "arith/int_math.h"
@@ -152,6 +153,10 @@ class ExprSimplifier : public IRMutator {
     return order_.equal(r, e) ? e : r;
   }
 
+  // The linear fact that the integer comparison `a op b` (simplified) promises, if it
+  // is linear and not `!=`.
+  std::optional<BoundAnalyzer::LinearFact> fact_of(BinaryOp op, const Expr& a, const Expr& b);
+
  protected:
   using IRMutator::visit;
   Expr visit(const BinaryNode* op, const Expr& self) override;
@@ -182,6 +187,10 @@ class ExprSimplifier : public IRMutator {
   Expr floormod_reduced(const Sum& rest, int64_t c, bool trunc);
   Expr simplify_min_max(BinaryOp op, const Expr& a, const Expr& b);
   std::optional<bool> prove_compare(BinaryOp op, const Expr& a, const Expr& b);
+  // a - b as a normalized sum (ok false when it overflowed).
+  Sum difference(const Expr& a, const Expr& b);
+  // The range of a sum's terms (without its constant) that the promises give.
+  Interval fact_bounds(const Sum& s);
 
   const BoundAnalyzer* bounds_;
   ExprOrder order_;
@@ -356,15 +365,62 @@ Interval ExprSimplifier::sum_bounds(const Sum& s) const {
 
 // ---------------------------------------------------------------- rules
 
-std::optional<bool> ExprSimplifier::prove_compare(BinaryOp op, const Expr& a, const Expr& b) {
+Sum ExprSimplifier::difference(const Expr& a, const Expr& b) {
   Sum d = parse(a);
   Sum sb = parse(b);
   for (const Term& t : sb.terms) d.add_term(t.e, mul_or_fail(&d, t.coeff, -1));
-  if (sb.constant == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  if (sb.constant == std::numeric_limits<int64_t>::min()) d.ok = false;
   d.add_const(-sb.constant);
   normalize(&d);
+  return d;
+}
+
+// Facts are kept with their first coefficient positive; a sum whose terms are the
+// negation of a fact's reads its range negated.
+Interval ExprSimplifier::fact_bounds(const Sum& s) {
+  if (s.terms.empty() || bounds_->facts().empty()) return Interval::everything();
+  Interval r;
+  for (const BoundAnalyzer::LinearFact& f : bounds_->facts()) {
+    if (f.terms.size() != s.terms.size()) continue;
+    for (int64_t sign : {1, -1}) {
+      bool same = true;
+      for (size_t i = 0; i < s.terms.size() && same; ++i)
+        same = f.terms[i].second * sign == s.terms[i].coeff && order_.equal(f.terms[i].first, s.terms[i].e);
+      if (same) r = interval_intersect(r, interval_scale(f.range, sign));
+    }
+  }
+  return r;
+}
+
+std::optional<BoundAnalyzer::LinearFact> ExprSimplifier::fact_of(BinaryOp op, const Expr& a, const Expr& b) {
+  Sum d = difference(a, b);
+  if (!d.ok || d.terms.empty()) return std::nullopt;
+  // terms + constant  op  0
+  Interval of_d;
+  if (op == BinaryOp::LT) of_d.max = -1;
+  if (op == BinaryOp::LE) of_d.max = 0;
+  if (op == BinaryOp::GT) of_d.min = 1;
+  if (op == BinaryOp::GE) of_d.min = 0;
+  if (op == BinaryOp::EQ) of_d = Interval::single(0);
+  if (of_d.is_everything()) return std::nullopt;
+  Interval range = interval_add(of_d, Interval::single(-d.constant));
+  int64_t sign = d.terms[0].coeff < 0 ? -1 : 1;
+  BoundAnalyzer::LinearFact f;
+  f.range = interval_scale(range, sign);
+  for (const Term& t : d.terms) {
+    auto c = checked_mul(t.coeff, sign);
+    if (!c) return std::nullopt;
+    f.terms.emplace_back(t.e, *c);
+  }
+  return f;
+}
+
+std::optional<bool> ExprSimplifier::prove_compare(BinaryOp op, const Expr& a, const Expr& b) {
+  Sum d = difference(a, b);
   if (!d.ok) return std::nullopt;
   Interval r = sum_bounds(d);
+  if (Interval f = fact_bounds(d); !f.is_everything())
+    r = interval_intersect(r, interval_add(f, Interval::single(d.constant)));
   // a - b == g*(...) + constant can only be zero when g divides the constant.
   int64_t g = 0;
   for (const Term& t : d.terms) g = t.coeff == std::numeric_limits<int64_t>::min() ? 1 : gcd_abs(g, t.coeff);
@@ -602,15 +658,31 @@ class StmtSimplifier : public IRMutator {
   Stmt visit(const IfThenElseNode* op, const Stmt& self) override;
   Stmt visit(const LetStmtNode* op, const Stmt& self) override;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override;
+  Stmt visit(const SeqNode* op, const Stmt& self) override;
 
  private:
   void assume(const Expr& cond, BindingScope* scope);
+  // Records what T.assume(cond) promises: var ranges in `scope`, linear facts in the
+  // analyzer; returns the buffers the facts read (a store to one ends them).
+  void promise(const Expr& cond, BindingScope* scope, std::set<const void*>* reads);
+  // For a var in [min, min + extent) with a symbolic extent: the linear fact
+  // var < min + extent, which intervals cannot hold.
+  void add_range_fact(const Var& v, const Expr& min, const Expr& extent);
 
   BoundAnalyzer analyzer_;
 };
 
 Stmt empty_stmt() {
   return seq({});
+}
+
+void StmtSimplifier::add_range_fact(const Var& v, const Expr& min, const Expr& extent) {
+  if (!is_index_type(v.dtype())) return;
+  Expr end = add(min, extent);
+  bool reads_memory = false;  // a bound read from memory may change in the body
+  for_each_expr(end, [&](const Expr& e) { reads_memory = reads_memory || e.as<BufferLoadNode>() || e.as<CallNode>(); });
+  if (reads_memory) return;
+  if (auto f = ExprSimplifier(analyzer_).fact_of(BinaryOp::LT, v, end)) analyzer_.add_fact(*f);
 }
 
 Stmt StmtSimplifier::visit(const ForNode* op, const Stmt& self) {
@@ -620,7 +692,10 @@ Stmt StmtSimplifier::visit(const ForNode* op, const Stmt& self) {
   if (n && *n == 1) return mutate(substitute(op->body, {{op->var.node(), mn}}));
   BindingScope scope(analyzer_);
   scope.bind_range(op->var, mn, ext);
+  const size_t outer = analyzer_.facts().size();
+  if (!n) add_range_fact(op->var, mn, ext);
   Stmt body = mutate(op->body);
+  analyzer_.facts().resize(outer);
   if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return self;
   return for_loop(op->var, mn, ext, op->for_kind, body, op->annotations, op->span);
 }
@@ -661,6 +736,60 @@ void StmtSimplifier::assume(const Expr& cond, BindingScope* scope) {
   narrow(b->b, flip(b->op), b->a);
 }
 
+void StmtSimplifier::promise(const Expr& cond, BindingScope* scope, std::set<const void*>* reads) {
+  auto* b = cond.as<BinaryNode>();
+  if (!b) return;
+  if (b->op == BinaryOp::And) {
+    promise(b->a, scope, reads);
+    promise(b->b, scope, reads);
+    return;
+  }
+  if (!is_int_comparison(b)) return;
+  assume(cond, scope);
+  if (auto f = ExprSimplifier(analyzer_).fact_of(b->op, b->a, b->b)) {
+    analyzer_.add_fact(std::move(*f));
+    for_each_expr(cond, [&](const Expr& e) {
+      if (auto* load = e.as<BufferLoadNode>()) reads->insert(load->buffer.get());
+    });
+  }
+}
+
+// A T.assume holds from its statement to the end of the sequence, or until a store
+// to a buffer it reads (then its linear facts end; its var ranges cannot change).
+Stmt StmtSimplifier::visit(const SeqNode* op, const Stmt& self) {
+  const size_t outer = analyzer_.facts().size();
+  BindingScope scope(analyzer_);
+  std::set<const void*> reads;
+  bool changed = false;
+  std::vector<Stmt> out;
+  for (const Stmt& s : op->seq) {
+    if (!reads.empty()) {
+      struct FindStore : IRVisitor {
+        const std::set<const void*>& reads;
+        bool found = false;
+        explicit FindStore(const std::set<const void*>& r) : reads(r) {}
+        using IRVisitor::visit;
+        void visit(const BufferStoreNode* st) override {
+          found = found || reads.count(st->buffer.get());
+          IRVisitor::visit(st);
+        }
+      } find(reads);
+      find.visit(s);
+      if (find.found) {
+        analyzer_.facts().resize(outer);
+        reads.clear();
+      }
+    }
+    out.push_back(mutate(s));
+    changed = changed || !out.back().same_as(s);
+    if (auto* ev = out.back().as<EvaluateNode>())
+      if (auto* c = ev->value.as<CallNode>(); c && c->op == Intrinsic::Assume) promise(c->args[0], &scope, &reads);
+  }
+  analyzer_.facts().resize(outer);
+  if (!changed) return self;
+  return seq(std::move(out));
+}
+
 Stmt StmtSimplifier::visit(const IfThenElseNode* op, const Stmt& self) {
   Expr c = mutate(op->cond);
   if (auto v = as_const_int(c)) {
@@ -691,11 +820,15 @@ Stmt StmtSimplifier::visit(const KernelLaunchNode* op, const Stmt& self) {
   bool changed = false;
   std::vector<Expr> grid = mutate_all(op->grid, &changed);
   BindingScope scope(analyzer_);
-  for (size_t i = 0; i < op->block_vars.size() && i < grid.size(); ++i)
+  const size_t outer = analyzer_.facts().size();
+  for (size_t i = 0; i < op->block_vars.size() && i < grid.size(); ++i) {
     scope.bind_range(op->block_vars[i], int_imm(0, grid[i].dtype()), grid[i]);
+    if (!as_const_int(grid[i])) add_range_fact(op->block_vars[i], int_imm(0, grid[i].dtype()), grid[i]);
+  }
   for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
     scope.bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
   Stmt body = mutate(op->body);
+  analyzer_.facts().resize(outer);
   if (!changed && body.same_as(op->body)) return self;
   auto n = std::make_shared<KernelLaunchNode>(op->block_vars, std::move(grid), op->thread_vars, op->threads, body,
                                               op->prelude, op->cluster);

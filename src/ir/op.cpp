@@ -369,6 +369,11 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
     case Intrinsic::DeviceAssert:
       t = dtype::Void;
       break;
+    case Intrinsic::Assume:
+      if (!args[0].dtype().is_bool() || args[0].dtype().lanes() != 1)
+        throw_user_error(span, "T.assume takes a condition such as `i < N`, got " + args[0].dtype().name());
+      t = dtype::Void;
+      break;
     case Intrinsic::AddressOf: {
       const std::optional<int64_t> mask = args.size() == 2 ? as_const_int(args[1]) : std::nullopt;
       const int64_t m = mask.value_or(0);  // 0: none given, or not a constant

@@ -10,9 +10,11 @@
 #include "runtime/kernel.h"
 
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "runtime/tma_launch.h"
 #include "transform/split_kernels.h"
 
@@ -559,6 +561,99 @@ int Kernel::device_of(const ArgValue* args) const {
   return 0;
 }
 
+namespace {
+
+// An integer condition as the user wrote it in Python (`N % 4 == 0`, `a // 2 < b and c`).
+std::string python_syntax(const Expr& e, int outer = 0) {
+  if (auto* i = e.as<IntImmNode>()) return std::to_string(i->value);
+  if (auto* v = e.as<VarNode>()) return v->name;
+  if (auto* c = e.as<CastNode>()) return python_syntax(c->value, outer);
+  if (auto* s = e.as<SelectNode>()) {
+    std::string r = python_syntax(s->true_value, 1) + " if " + python_syntax(s->cond, 1) + " else " +
+                    python_syntax(s->false_value, 1);
+    return outer > 0 ? "(" + r + ")" : r;
+  }
+  auto* b = e.as<BinaryNode>();
+  if (!b) return to_string(e);
+  const char* sym = nullptr;
+  int level = 0;  // Python's precedence, low to high
+  switch (b->op) {
+    case BinaryOp::Or:
+      sym = "or", level = 1;
+      break;
+    case BinaryOp::And:
+      sym = "and", level = 2;
+      break;
+    case BinaryOp::EQ:
+    case BinaryOp::NE:
+    case BinaryOp::LT:
+    case BinaryOp::LE:
+    case BinaryOp::GT:
+    case BinaryOp::GE:
+      sym = binary_op_symbol(b->op), level = 4;
+      break;
+    case BinaryOp::BitOr:
+      sym = "|", level = 5;
+      break;
+    case BinaryOp::BitXor:
+      sym = "^", level = 6;
+      break;
+    case BinaryOp::BitAnd:
+      sym = "&", level = 7;
+      break;
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      sym = binary_op_symbol(b->op), level = 8;
+      break;
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      sym = binary_op_symbol(b->op), level = 9;
+      break;
+    case BinaryOp::Mul:
+      sym = "*", level = 10;
+      break;
+    case BinaryOp::FloorDiv:
+      sym = "//", level = 10;
+      break;
+    case BinaryOp::FloorMod:
+      sym = "%", level = 10;
+      break;
+    default:  // min, max and C's truncating / and %: calls
+      return str_cat("T.",
+                     binary_op_symbol(b->op) == std::string("/")   ? "truncdiv"
+                     : binary_op_symbol(b->op) == std::string("%") ? "truncmod"
+                                                                   : binary_op_symbol(b->op),
+                     "(", python_syntax(b->a), ", ", python_syntax(b->b), ")");
+  }
+  // Left-associative: the right operand of the same level needs parentheses.
+  std::string r = python_syntax(b->a, level) + " " + sym + " " + python_syntax(b->b, level + 1);
+  return level < outer ? "(" + r + ")" : r;
+}
+
+// Checks the signature's host-side T.assume conditions against a call's values;
+// false when one cannot be evaluated from them (the caller takes the slow path).
+template <class Lookup>
+bool check_assumes(const KernelSignature& sig, const Lookup& lookup) {
+  for (const Expr& a : sig.assumes) {
+    auto v = eval_int_with(a, lookup);
+    if (!v) return false;
+    if (*v) continue;
+    std::string values;
+    std::set<const VarNode*> seen;
+    for_each_expr(a, [&](const Expr& e) {
+      auto* var = e.as<VarNode>();
+      if (!var || !seen.insert(var).second) return;
+      if (const int64_t* x = lookup(var)) values += str_cat(values.empty() ? "" : ", ", var->name, " = ", *x);
+    });
+    throw AssumptionError(
+        {}, str_cat("kernel '", sig.name, "': Assume: ", python_syntax(a), " does not hold for this call (", values,
+                    "); the kernel was compiled relying on it (T.assume)"));
+  }
+  return true;
+}
+
+}  // namespace
+
 void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
   Bindings b = bind(args, n, /*allow_missing=*/false);
   std::vector<KernelArg> slots(sig_.num_slots());
@@ -583,6 +678,10 @@ void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
       grids[l][d] = *v;
     }
   }
+  check_assumes(sig_, [&b](const VarNode* v) -> const int64_t* {
+    auto it = b.find(v);
+    return it == b.end() ? nullptr : &it->second;
+  });
   int device = device_of(args);
   for (size_t l = 0; l < grids.size(); ++l) launch_one(l, args, slots.data(), grids[l], device, stream);
 }
@@ -654,6 +753,7 @@ void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
       grids[l][d] = *v;
     }
   }
+  if (!sig_.assumes.empty() && !check_assumes(sig_, b.lookup())) return call_slow(args, n, stream);
   int device = device_of(args);
   for (size_t l = 0; l < launch_plans_.size(); ++l) launch_one(l, args, slots, grids[l], device, stream);
 }

@@ -55,6 +55,38 @@ std::vector<bool> written_params(const PrimFunc& f) {
 
 }  // namespace
 
+namespace {
+
+// The T.assume conditions on the straight-line path of `body` that read only `host`
+// vars (scalar parameters, symbolic dims) through integer arithmetic the signature
+// can carry; a condition under a branch or loop may not apply to every call.
+std::vector<Expr> host_assumes(const Stmt& body, const std::set<const VarNode*>& host) {
+  struct Find : IRVisitor {
+    const std::set<const VarNode*>& host;
+    std::vector<Expr> found;
+    explicit Find(const std::set<const VarNode*>& h) : host(h) {}
+    using IRVisitor::visit;
+    void visit(const ForNode*) override {}
+    void visit(const WhileNode*) override {}
+    void visit(const IfThenElseNode*) override {}
+    void visit(const EvaluateNode* op) override {
+      auto* c = op->value.as<CallNode>();
+      if (!c || c->op != Intrinsic::Assume) return;
+      bool ok = true;
+      for_each_expr(c->args[0], [&](const Expr& e) {
+        if (auto* v = e.as<VarNode>()) ok = ok && host.count(v) && (v->dtype.is_integer() || v->dtype.is_bool());
+        ok = ok &&
+             (e.as<VarNode>() || e.as<IntImmNode>() || e.as<BinaryNode>() || e.as<CastNode>() || e.as<SelectNode>());
+      });
+      if (ok) found.push_back(c->args[0]);
+    }
+  } find(host);
+  find.visit(body);
+  return find.found;
+}
+
+}  // namespace
+
 KernelSignature KernelSignature::from(const PrimFunc& f) {
   KernelSignature sig;
   sig.name = f->name;
@@ -89,6 +121,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
     sig.launches.back().cooperative = calls_extern(k->body, kSyncGridCall);
   }
+  sig.assumes = host_assumes(f->body, seen);
   return sig;
 }
 
@@ -167,6 +200,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   cluster <n> <int>...                    of the launch above, when it has clusters
 //   cooperative                             of the launch above, when it calls T.sync_grid
 //   tma <param> <dtype> <rank> <box,...> <swizzle> <dynamic>   TmaMapSpec::str(), of the launch above
+//   assume <expr>                           a T.assume every call checks
 // An expression is written in prefix form: `I <dtype> <value>`, `V <id>`,
 // `B <op> <dtype> <a> <b>`, `C <dtype> <a>`, `S <dtype> <cond> <t> <f>`. Nodes
 // are rebuilt as they were (no simplification), so evaluation is unchanged.
@@ -236,6 +270,12 @@ class SignatureWriter {
       }
       if (l.cooperative) body_ << "cooperative\n";
       for (const TmaMapSpec& m : l.tma_maps) body_ << m.str() << "\n";
+    }
+    for (const Expr& a : sig.assumes) {
+      std::ostringstream line;
+      line << "assume";
+      write_expr(line, a);
+      body_ << line.str() << "\n";
     }
     return std::string(kSignatureHeader) + "\n" + vars_.str() + body_.str();
   }
@@ -338,6 +378,8 @@ class SignatureReader {
         LaunchSpec& l = current_launch(sig, kind);
         int n = integer();
         for (int i = 0; i < n; ++i) l.cluster.push_back(integer());
+      } else if (kind == "assume") {
+        sig.assumes.push_back(expr());
       } else if (kind == "cooperative") {
         current_launch(sig, kind).cooperative = true;
       } else if (kind == "tma") {

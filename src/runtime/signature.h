@@ -69,6 +69,10 @@ struct KernelSignature {
   // The T.Kernel blocks in program order (split_kernels): a call launches each in
   // turn on one stream, all with the same arguments. Never empty.
   std::vector<LaunchSpec> launches;
+  // T.assume conditions over scalar parameters and symbolic dims alone, each on the
+  // kernel's straight-line path (under no branch or loop): every call checks them
+  // before its first launch, since the compiler dropped the checks they imply.
+  std::vector<Expr> assumes;
 
   // A UserError names the statement that is outside every T.Kernel block.
   static KernelSignature from(const PrimFunc& f);

@@ -33,6 +33,13 @@ class UserError : public std::runtime_error {
   std::string bare_;
 };
 
+// A T.assume over the kernel's scalar arguments and symbolic sizes that a call's
+// arguments break (Python: tilelang.AssumptionError, a TileLangError and a RuntimeError).
+class AssumptionError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message);

@@ -432,9 +432,10 @@ def ceildiv(a, b):
 
 
 def assume(condition):
-    """TVM's `T.assume(cond)`: a promise that `cond` holds where it is written. The
-    compiler may rely on a promise to drop checks; this one does not use them yet, so
-    bounds checks stay and results are the same with or without it."""
+    """TVM's `T.assume(cond)`: a promise that `cond` holds from where it is written to
+    the end of the enclosing block (or until a variable it reads is assigned). The
+    compiler relies on it to drop the bounds checks it implies; a promise over the
+    kernel's scalar arguments and symbolic sizes alone is checked at every call."""
     cond = to_value(condition)
     if isinstance(cond, _C.Expr) and cond.dtype.name != "bool":
         raise frontend_error(
@@ -442,7 +443,12 @@ def assume(condition):
         )
     if not isinstance(cond, (bool, _C.Expr)):
         raise frontend_error(f"T.assume takes a condition such as `i < N`, got {cond!r}")
-    builder_ctx.current("T.assume")
+    ctx = builder_ctx.current("T.assume")
+    if isinstance(cond, bool):
+        if not cond:
+            raise frontend_error("T.assume(False): the promise never holds")
+        return
+    ctx.builder.evaluate(_C.call("assume", [cond]))
 
 
 def Var(name, dtype="int32"):

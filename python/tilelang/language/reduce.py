@@ -48,9 +48,7 @@ def _tuning(name, batch, annotations, outputs=None):
         raise frontend_error(f"{name}: batch must be >= 1 (an int), got {batch!r}")
     if outputs is not None and batch > 1:
         if batch > outputs:
-            raise frontend_error(
-                f"{name}: batch={batch} exceeds total output elements ({outputs})"
-            )
+            raise frontend_error(f"{name}: batch={batch} exceeds total output elements ({outputs})")
         if outputs % batch:
             raise frontend_error(
                 f"{name}: batch={batch} must evenly divide the {outputs} output elements"

@@ -418,6 +418,7 @@ std::string CodeGenC::print_call(const CallNode* op) {
       return "tl::" + std::string(intrinsic_name(op->op)) + "((double)" + print_expr(op->args[0]) + ")";
     case Intrinsic::Print:
     case Intrinsic::DeviceAssert:
+    case Intrinsic::Assume:
       TL_UNREACHABLE("statement-level call in expression position");
     default:
       break;
@@ -582,6 +583,8 @@ void CodeGenC::stmt(const Stmt& s) {
         emit_print(c);
         return;
       }
+      // A promise for the simplifier: nothing to run.
+      if (auto* c = n->value.as<CallNode>(); c && c->op == Intrinsic::Assume) return;
       if (auto* c = n->value.as<CallNode>(); c && c->op == Intrinsic::DeviceAssert) {
         line("if (!(" + print_expr(c->args[0]) + ")) tl::device_assert_fail(" + print_expr(c->args[1]) + ");");
         return;
