@@ -267,6 +267,8 @@ def test_storing_a_buffer_into_an_element_suggests_copy():
     [
         ((1, 2, 3, 4), 32, "T.Kernel takes 1 to 3 grid dimensions, got 4"),
         ((4,), 0, "T.Kernel threads must be positive, got 0"),
+        ((4,), [128, 0], "T.Kernel threads must be positive, got [128, 0]"),
+        ((4,), (32, 2, -2), "T.Kernel threads must be positive, got (32, 2, -2)"),
         ((4,), [32, 64], "T.Kernel asks for 2048 threads per block; the limit is 1024"),
     ],
 )
@@ -279,6 +281,17 @@ def test_wrong_kernel_arguments(grid, threads, message):
                 A[0] = 1.0
 
     assert str(info.value).startswith(f"{HERE}:{line_of('MARK-kernel')}: {message}")
+
+
+def test_normalize_threads_pads_to_three_extents():
+    from tilelang.language.kernel import _normalize_threads
+
+    assert _normalize_threads(None) == [128, 1, 1]
+    assert _normalize_threads(256) == [256, 1, 1]
+    assert _normalize_threads([32, 4]) == [32, 4, 1]
+    assert _normalize_threads((32, 2, 2)) == [32, 2, 2]
+    with pytest.raises(ValueError, match="threads must be positive"):
+        _normalize_threads([-1])
 
 
 def test_names_that_are_keywords_of_a_dialect_are_renamed():

@@ -16,6 +16,25 @@ def _thread_list(threads):
     raise frontend_error(f"T.Kernel threads must be an int, list or tuple, got {threads!r}")
 
 
+def _normalize_threads(threads):
+    """T.Kernel's `threads` as the three extents [x, y, z] (missing ones 1; None: the
+    default 128 threads), each a positive int."""
+    if threads is None:
+        return [128, 1, 1]
+    if isinstance(threads, bool) or not isinstance(threads, (int, list, tuple)):
+        raise frontend_error(f"T.Kernel threads must be an int, list or tuple, got {threads!r}")
+    extents = [threads] if isinstance(threads, int) else list(threads)
+    if not 1 <= len(extents) <= 3:
+        raise frontend_error(f"T.Kernel threads has 1 to 3 extents (x, y, z), got {threads!r}")
+    for t in extents:
+        value = const_int(to_value(t))
+        if value is None:
+            raise frontend_error(f"T.Kernel threads must be constant ints, got {threads!r}")
+        if value <= 0:
+            raise frontend_error(f"T.Kernel threads must be positive, got {threads!r}")
+    return [const_int(to_value(t)) for t in extents] + [1] * (3 - len(extents))
+
+
 def _cluster_list(cluster_dims):
     """T.Kernel's cluster_dims as a list of ints (the builder checks their values)."""
     if cluster_dims is None:
@@ -43,6 +62,7 @@ class Kernel:
         if not grid:  # `T.Kernel(threads=128)`: one block, as TileLang launches it
             grid = (1,)
         self.grid = [to_value(g) for g in grid]
+        _normalize_threads(threads)  # refuses non-positive extents at the user's line
         self.threads = _thread_list(threads)
         self.prelude = prelude or ""
         self.cluster = _cluster_list(cluster_dims)
