@@ -527,3 +527,36 @@ def test_more_symbolic_dims_than_the_fast_path_holds():
     np.testing.assert_allclose(kernel(a), a[(slice(None),) + (0,) * 17] * 3, rtol=1e-6)
     with pytest.raises(tilelang.TileLangError, match=r"'B'.*dimension 0 is 4.*'d0' was bound to 3"):
         kernel(a, np.zeros(4, np.float32))
+
+
+NO_INPUT_KERNEL = """
+import sys
+import tilelang
+import tilelang.language as T
+{imports}
+
+@T.prim_func
+def fill(out: T.Tensor((8, 16), "int8")):
+    with T.Kernel(1, threads=128):
+        smem = T.alloc_shared((8, 16), "int8")
+        T.fill(smem, -7)
+        T.copy(smem, out)
+
+out = tilelang.compile(fill, out_idx=[0], target="{target}")()
+print(type(out).__module__.split(".")[0], int(out.min()), int(out.max()))
+"""
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+@pytest.mark.parametrize(("imports", "framework"), [("", "numpy"), ("import torch", "torch")])
+def test_outputs_of_a_kernel_without_inputs(tmp_path, target, imports, framework):
+    """No input to take the framework from: torch tensors where the program uses torch
+    (TileLang returns torch tensors), numpy arrays otherwise."""
+    if framework == "torch":
+        pytest.importorskip("torch")
+    script = tmp_path / "no_inputs.py"
+    script.write_text(NO_INPUT_KERNEL.format(imports=imports, target=target))
+    env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [framework, "-7", "-7"]

@@ -4,7 +4,9 @@ device), the stream and the launch happen there; this module supplies the hooks 
 calls back for what needs Python (outputs allocated in the inputs' framework,
 numpy scalars, torch stream objects)."""
 
+import functools
 import os
+import sys
 import time
 
 import numpy as np
@@ -225,10 +227,14 @@ def _default_stream(args):
     return 0
 
 
-def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream):
+def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream, on_gpu=False):
     """Fills the `missing` slots of `full` with new tensors in the framework of the
-    inputs (torch on their device, else numpy)."""
+    inputs (torch on their device, else numpy). A kernel without tensor inputs returns
+    torch tensors where the program uses torch (as TileLang always does), on the GPU
+    for a kernel that runs there; numpy ones otherwise."""
     like = _framework_of(full)
+    if like is None and "torch" in sys.modules and not any(isinstance(a, np.ndarray) for a in full):
+        like = _torch_device_tensor("cuda" if on_gpu else "cpu")
     for i, shape, dtype in zip(missing, shapes, dtypes):
         out = full[i] = _allocate(shape, dtype, like)
         if raw and stream is not None and like is not None and out.is_cuda:
@@ -237,6 +243,18 @@ def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream):
             if stream_obj is None:
                 stream_obj = _torch_module().cuda.ExternalStream(raw, device=out.device)
             out.record_stream(stream_obj)
+
+
+_device_tensors = {}  # device -> an empty torch tensor there (its .device for _allocate)
+
+
+def _torch_device_tensor(device):
+    t = _device_tensors.get(device)
+    if t is None:
+        import torch
+
+        t = _device_tensors[device] = torch.empty(0, device=device)
+    return t
 
 
 # What the C++ KernelCaller calls back into: conversion of objects it does not read
@@ -317,7 +335,10 @@ class JITKernel:
             self._torch = MetalTorchLauncher(self.kernel, self.out_idx)
             self._caller = None
             return
-        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, _CALLER_HOOKS)
+        hooks = _CALLER_HOOKS
+        if _launches_on_gpu(self.target):
+            hooks = (*hooks[:3], functools.partial(_allocate_outputs, on_gpu=True))
+        self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, hooks)
 
     @property
     def cache_key(self):
