@@ -557,6 +557,8 @@ def test_outputs_of_a_kernel_without_inputs(tmp_path, target, imports, framework
     script = tmp_path / "no_inputs.py"
     script.write_text(NO_INPUT_KERNEL.format(imports=imports, target=target))
     env = dict(os.environ, TILELANG_CACHE_DIR=str(tmp_path / "cache"))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [framework, "-7", "-7"]

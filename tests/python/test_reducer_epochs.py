@@ -222,13 +222,17 @@ def test_reduce_tuning_errors():
 
 @pytest.mark.parametrize(
     ("batch", "match"),
-    [(128, r"batch=128 exceeds total output elements \(64\)"),
-     (3, r"batch=3 must evenly divide the 64 output elements")],
+    [
+        (128, r"batch=128 exceeds total output elements \(64\)"),
+        (3, r"batch=3 must evenly divide the 64 output elements"),
+    ],
 )
 @pytest.mark.parametrize("finalize", [True, False])
 def test_a_batch_that_does_not_divide_the_outputs_is_refused(batch, match, finalize):
     """TileLang batches `batch` outputs per collective, so it must divide them."""
-    with pytest.raises(Exception, match=("T.finalize_reducer: " if finalize else "T.reduce_sum: ") + match):
+    with pytest.raises(
+        Exception, match=("T.finalize_reducer: " if finalize else "T.reduce_sum: ") + match
+    ):
 
         @T.prim_func
         def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64,), "float32")):
