@@ -149,6 +149,22 @@ struct MiniFloatCodec {
     return from_float_bits((x & 0x80000000u) | (abs < kMaxFiniteFloat ? abs : kMaxFiniteFloat));
   }
 
+  // float (as its bits) -> e8m0 code as CUDA's __nv_cvt_float_to_e8m0(x, __NV_SATFINITE,
+  // cudaRoundPosInf) gives it (TileLang's e8m0 type is CUDA's __nv_fp8_e8m0, whose
+  // constructors convert so; sm_90 and earlier run it in software, sm_100 as
+  // cvt.rp.satfinite.ue8m0x2): the sign is dropped and |x| rounds up to a power of two.
+  // Zero and anything up to 2^-127 give code 0 (2^-127), a finite value or an inf
+  // beyond 2^127 gives code 254 (2^127), a NaN code 255.
+  static TL_MINIFLOAT_FN uint8_t from_float_bits_ceil_satfinite(uint32_t x) {
+    static_assert(kExpOnly, "the round-up conversion is e8m0's");
+    const uint32_t abs = x & 0x7fffffffu;
+    if (abs > 0x7f800000u) return 0xff;
+    if (abs > 0x7f000000u) return 254;
+    if (abs <= 0x400000u) return 0;
+    const uint32_t exp = abs >> 23;  // 0 for float subnormals above 2^-127: code 1
+    return uint8_t(exp == 0 ? 1 : exp + ((abs & 0x7fffffu) != 0));
+  }
+
   // code -> float (as its bits); exact.
   static TL_MINIFLOAT_FN uint32_t to_float_bits(uint8_t b) {
     if (kExpOnly) return b == 0xff ? 0x7fc00000u : b == 0 ? 0x400000u : uint32_t(b) << 23;

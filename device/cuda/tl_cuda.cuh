@@ -137,9 +137,10 @@ struct bfloat16_t {
 // cvt.rn.satfinite, __NV_SATFINITE; TileLang's fp8 types are built on them): a finite
 // value or an inf beyond the largest finite magnitude becomes +-448 / +-57344, every
 // NaN 0x7f. sm_89 and later run the cvt; sm_80 to sm_87 (no fp8 cvt) and the
-// emulation compute the same bits in software. The fnuz types and e8m0 keep
-// ml_dtypes' rule, as on the cpu target (TileLang's CUDA code has no fnuz types; its
-// e8m0 rounds differently, see docs/design/tilelang_compat.md).
+// emulation compute the same bits in software. float8_e8m0fnu rounds up and
+// saturates, as CUDA's __nv_fp8_e8m0 (TileLang's e8m0 type) does. The fnuz types keep
+// ml_dtypes' rule, as on the cpu target (TileLang's CUDA code has no fnuz types; see
+// docs/design/tilelang_compat.md).
 template <class Bits>
 TL_DEVICE uint8_t minifloat_from_float(float f) {
   return Bits::from_float_bits(bit_cast<uint32_t>(f));
@@ -163,6 +164,11 @@ TL_DEVICE uint8_t minifloat_from_float<E5M2>(float f) {
 #else
   return E5M2::from_float_bits_satfinite(bit_cast<uint32_t>(f));
 #endif
+}
+
+template <>
+TL_DEVICE uint8_t minifloat_from_float<E8M0>(float f) {
+  return E8M0::from_float_bits_ceil_satfinite(bit_cast<uint32_t>(f));
 }
 
 template <class Bits>

@@ -14,6 +14,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from test_cpu_kernels import gemm_factory
+from test_e8m0_rounding import ceil_reference
 from test_fp8_saturation import satfinite_reference
 from test_threads import mixed_tile_ops_and_threads, neighbour_sum
 
@@ -152,7 +153,8 @@ def fp8_inputs(name):
 def check_fp8_conversions(name, run):
     """`run(x, codes)` converts with the CUDA header and returns (q, f); both must be
     bit for bit those of ml_dtypes' casts (NaN signs and payloads included), except that
-    float -> e4m3fn / e5m2 saturates as cvt.rn.satfinite does (test_fp8_saturation.py)."""
+    float -> e4m3fn / e5m2 saturates as cvt.rn.satfinite does (test_fp8_saturation.py)
+    and float -> e8m0 rounds up as CUDA's __nv_fp8_e8m0 does (test_e8m0_rounding.py)."""
     x = fp8_inputs(name)
     codes = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
     q, f = run(x, codes)
@@ -161,15 +163,8 @@ def check_fp8_conversions(name, run):
         want_f = codes.astype(np.float32).view(np.uint32)
     if name in ("float8_e4m3fn", "float8_e5m2"):
         want_q = satfinite_reference(x, name)
-    if name == "float8_e8m0fnu" and tuple(int(v) for v in ml_dtypes.__version__.split(".")[:2]) < (
-        0,
-        7,
-    ):
-        # ml_dtypes before 0.7 rounded float subnormals above 2^-127 up; the rule (and
-        # 0.7) is half up, as for normal floats (docs/design/foundation.md). Machines
-        # that cannot upgrade (the GPU image has 0.6) get the rule written out here.
-        sub = (x.view(np.uint32) > 0) & (x.view(np.uint32) < 0x800000)
-        want_q = np.where(sub, (x.view(np.uint32) >= 0x600000).astype(np.uint8), want_q)
+    if name == "float8_e8m0fnu":
+        want_q = ceil_reference(x)  # CUDA's __nv_fp8_e8m0 rule (test_e8m0_rounding.py)
     bad = np.nonzero(q.view(np.uint8) != want_q)[0]
     assert bad.size == 0, (
         f"float32 -> {name}: {bad.size} of {x.size} differ from the reference, e.g. "
