@@ -7,6 +7,8 @@ and `.to("cuda")` keep them there, and `torch.cuda`'s queries answer as one GPU 
 emulated compute capability, so `tilelang.testing.requires_cuda*` gates open exactly as
 on that GPU. Kernels compiled for "cuda" (or "auto") run in the emulator of the arch
 named by TILELANG_EMULATE_ARCH. Nothing here changes a test's kernels or references.
+tests/upstream/examples_small.py calls emulate_cuda_on_cpu() directly in each process
+that runs an example's main().
 """
 
 import functools
@@ -18,8 +20,8 @@ import types
 _ARCH = os.environ.get("TILELANG_EMULATE_ARCH", "sm_80")
 
 
-def _capability():
-    digits = "".join(ch for ch in _ARCH.split("_", 1)[-1] if ch.isdigit())
+def _capability(arch):
+    digits = "".join(ch for ch in arch.split("_", 1)[-1] if ch.isdigit())
     return int(digits[:-1]), int(digits[-1])
 
 
@@ -88,7 +90,7 @@ class _Stream:
         return False
 
 
-def _patch_torch(torch):
+def _patch_torch(torch, arch):
     for name in _FACTORIES:
         if hasattr(torch, name):
             setattr(torch, name, _move_device_kwarg(getattr(torch, name)))
@@ -106,9 +108,9 @@ def _patch_torch(torch):
     for name in ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"):
         setattr(torch.Tensor, name, _move_device_kwarg(getattr(torch.Tensor, name)))
 
-    major, minor = _capability()
+    major, minor = _capability(arch)
     props = types.SimpleNamespace(
-        name=f"emulated {_ARCH}", major=major, minor=minor, multi_processor_count=132,
+        name=f"emulated {arch}", major=major, minor=minor, multi_processor_count=132,
         total_memory=80 * 2**30, max_shared_memory_per_block_optin=227 * 1024,
         shared_memory_per_block_optin=227 * 1024, regs_per_multiprocessor=65536,
         warp_size=32, L2_cache_size=50 * 2**20, gcnArchName="",
@@ -144,10 +146,15 @@ def pytest_configure(config):
     root = os.environ.get("TILELANG_UPSTREAM_SRC")
     if root:
         sys.path.append(root)
-    if os.environ.get("TILELANG_UPSTREAM_MODE") not in ("sm80", "sm90a"):
-        return
+    if os.environ.get("TILELANG_UPSTREAM_MODE") in ("sm80", "sm90a"):
+        emulate_cuda_on_cpu(_ARCH)
+
+
+def emulate_cuda_on_cpu(arch):
+    """From here on, CUDA kernels run in the emulator of `arch` ("sm_80", "sm_90a") and
+    torch's CUDA device is the CPU, answering queries as one GPU of that arch."""
     os.environ["TILELANG_EMULATE"] = "1"
-    os.environ.setdefault("TILELANG_EMULATE_ARCH", _ARCH)
+    os.environ["TILELANG_EMULATE_ARCH"] = arch
     from tilelang.env import set_emulation
 
     set_emulation(True)
@@ -155,4 +162,4 @@ def pytest_configure(config):
         import torch
     except ImportError:
         return
-    _patch_torch(torch)
+    _patch_torch(torch, arch)
