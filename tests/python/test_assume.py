@@ -173,3 +173,31 @@ def test_assume_errors(cond, match):
             with T.Kernel(1, threads=1) as _:
                 x = A[0]  # noqa: F841 (read by eval)
                 T.assume(eval(cond))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_promise_before_the_kernel_block_holds_in_it(target):
+    """TileLang allows T.assume at the top of the function, outside T.Kernel."""
+    stride = T.dynamic("stride")
+
+    @T.prim_func
+    def main(
+        dst: T.StridedTensor((2, 64), (stride, 1), "uint8"),
+        src: T.StridedTensor((2, 64), (stride, 1), "uint8"),
+    ):
+        T.assume(stride % 2 == 0)
+        with T.Kernel(1):
+            for r, c in T.Parallel(2, 64):
+                dst[r, c] = src[r, c]
+
+    kernel = tilelang.compile(main, target=target)
+    src = rng.integers(0, 255, (4, 64), dtype=np.uint8)
+    dst = np.zeros((4, 64), np.uint8)
+    kernel(dst[::2], src[::2])
+    np.testing.assert_array_equal(dst[::2], src[::2])
+    odd = np.zeros((2, 65), np.uint8)
+    with pytest.raises(
+        tilelang.AssumptionError,
+        match=r"Assume: stride % 2 == 0 does not hold for this call \(stride = 65\)",
+    ):
+        kernel(odd[:, :64], odd[:, :64])

@@ -157,6 +157,7 @@ class TraceContext:
         self.outputs = []  # eager: names of T.empty outputs, in declaration order
         self.returned = None
         self.has_return = False
+        self.function_assumes = []  # T.assume conditions written outside T.Kernel blocks
 
     # ---- naming
     def take_name(self, default):

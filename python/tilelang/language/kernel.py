@@ -75,6 +75,8 @@ class Kernel:
         ctx.kernel_vars = kernel_vars
         ctx.kernel_extents = (self.grid, self.threads)
         ctx.frames.append(KERNEL)
+        for cond in ctx.function_assumes:  # T.assume written before this block
+            ctx.builder.evaluate(_C.call("assume", [cond]))
         blocks = kernel_vars.blocks
         return blocks[0] if len(blocks) == 1 else tuple(blocks)
 

@@ -448,6 +448,10 @@ def assume(condition):
         if not cond:
             raise frontend_error("T.assume(False): the promise never holds")
         return
+    if builder_ctx.KERNEL not in ctx.frames:
+        # A promise of the whole function: it holds in every T.Kernel block after it.
+        ctx.function_assumes.append(cond)
+        return
     ctx.builder.evaluate(_C.call("assume", [cond]))
 
 
