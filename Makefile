@@ -5,7 +5,7 @@ PYTHON ?= python3
 BUILD ?= build/dev
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test build lint cpp-test py-test upstream bench clean sanitize
+.PHONY: test build lint cpp-test py-test upstream bench clean sanitize dump-sources
 
 CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
                 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h' 'device/*.cuh')
@@ -46,6 +46,13 @@ upstream:
 # The compiler core, unit tests and extension under ASan + UBSan (tests/sanitize.sh).
 sanitize:
 	PYTHON=$(PYTHON) JOBS=$(JOBS) bash tests/sanitize.sh
+
+# The generated source of every example and benchmark kernel for every target, into
+# $(OUT): run before and after a compiler change and diff the two folders
+# (tests/tools/dump_sources.py).
+OUT ?= $(BUILD)/sources
+dump-sources: build
+	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python $(PYTHON) tests/tools/dump_sources.py $(OUT)
 
 bench:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python $(PYTHON) bench/compile_speed.py
