@@ -111,6 +111,7 @@ void bind_builder(nb::module_& m) {
           },
           nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("scope"), nb::arg("in_kernel_frame") = false)
       .def("let", [](FunctionBuilder& b, const std::string& name, nb::handle v) { return b.let(name, to_expr(v)); })
+      .def("let_var", [](FunctionBuilder& b, const Var& var, nb::handle v) { return b.let_var(var, to_expr(v)); })
       .def("store", [](FunctionBuilder& b, const Buffer& buf, const nb::sequence& idx,
                        nb::handle v) { b.store(buf, to_exprs(idx), to_expr(v)); })
       .def("evaluate", [](FunctionBuilder& b, nb::handle e) { b.evaluate(to_expr(e)); })

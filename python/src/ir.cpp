@@ -56,6 +56,43 @@ Expr bin(BinaryOp op, nb::handle a, nb::handle b) {
   return binary(op, to_expr(a), to_expr(b));
 }
 
+// A literal of dtype `t` from a Python bool, int or float. An integer is checked against
+// the range of an integer dtype (a uint64 above INT64_MAX is kept by its bits); any
+// other value is a user error, never a raw C++ exception.
+Expr checked_const(nb::handle value, DataType t) {
+  PyObject* v = value.ptr();
+  bool is_int = PyLong_Check(v) && !PyBool_Check(v);
+  if (!PyBool_Check(v) && !is_int && !PyFloat_Check(v))
+    throw_user_error({}, str_cat("a ", t.name(), " literal needs a Python bool, int or float, got ",
+                                 nb::str(nb::handle(value.type())).c_str()));
+  if (PyFloat_Check(v) || t.is_float()) {
+    double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw_user_error({},
+                       str_cat("the integer ", nb::str(value).c_str(), " is too large for a ", t.name(), " literal"));
+    }
+    return make_const(t, d);
+  }
+  if (t.is_bool()) return bool_imm(PyObject_IsTrue(v) == 1);
+  int overflow = 0;
+  long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (overflow > 0 && t == dtype::UInt64) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(v);
+    if (!PyErr_Occurred()) return int_imm(int64_t(u), t);
+    PyErr_Clear();
+  }
+  if (overflow) throw_user_error({}, str_cat("the integer ", nb::str(value).c_str(), " does not fit in ", t.name()));
+  if (t.is_int() && t.bits() < 64) {
+    int64_t hi = (int64_t(1) << (t.bits() - 1)) - 1;
+    if (i > hi || i < -hi - 1) throw_user_error({}, str_cat("the integer ", i, " does not fit in ", t.name()));
+  } else if (t.is_uint()) {
+    bool fits = i >= 0 && (t.bits() >= 64 || i <= int64_t((uint64_t(1) << t.bits()) - 1));
+    if (!fits) throw_user_error({}, str_cat("the integer ", i, " does not fit in ", t.name()));
+  }
+  return int_imm(i, t);
+}
+
 bool expr_bool(const Expr& e) {
   if (auto v = as_const_int(e)) return *v != 0;
   throw nb::type_error(("the symbolic condition `" + to_string(e) +
@@ -231,11 +268,7 @@ void bind_ir(nb::module_& m) {
       });
 
   // ---- expression functions (the T.* math surface builds on these)
-  m.def("const", [](nb::handle value, nb::handle dt) {
-    DataType t = to_dtype(dt);
-    if (PyFloat_Check(value.ptr()) || t.is_float()) return make_const(t, nb::cast<double>(value));
-    return t.is_bool() ? bool_imm(nb::cast<bool>(value)) : int_imm(nb::cast<int64_t>(value), t);
-  });
+  m.def("const", [](nb::handle value, nb::handle dt) { return checked_const(value, to_dtype(dt)); });
   m.def(
       "cast",
       [](nb::handle v, nb::handle dt, std::optional<SourceSpan> span) {

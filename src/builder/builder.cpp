@@ -337,6 +337,12 @@ Var FunctionBuilder::let(const std::string& name, Expr value) {
   return v;
 }
 
+Var FunctionBuilder::let_var(Var v, Expr value) {
+  if (value.dtype() != v.dtype()) value = cast(v.dtype(), std::move(value), span_);
+  top().items.push_back(Item{{}, {}, v, std::move(value), span_});
+  return v;
+}
+
 void FunctionBuilder::store(const Buffer& b, std::vector<Expr> indices, Expr value) {
   emit(buffer_store(b, std::move(value), std::move(indices), span_));
 }

@@ -65,6 +65,9 @@ class FunctionBuilder {
                bool in_kernel_frame = false);
   // Binds `value` to a new variable for the rest of the current frame.
   Var let(const std::string& name, Expr value);
+  // Binds `value` (cast to v's dtype) to the existing, unbound variable `v` for the rest
+  // of the current frame (T.let); returns v.
+  Var let_var(Var v, Expr value);
   void store(const Buffer& b, std::vector<Expr> indices, Expr value);
   void emit(Stmt s);
   void evaluate(Expr e);

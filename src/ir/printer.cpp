@@ -157,6 +157,8 @@ class Printer {
           os << (n->value ? "True" : "False");
         else if (n->dtype == dtype::Int32)
           os << n->value;
+        else if (n->dtype == dtype::UInt64)
+          os << "T.uint64(" << uint64_t(n->value) << ")";  // kept by its bits
         else
           os << "T." << n->dtype.name() << "(" << n->value << ")";
         return;

@@ -360,6 +360,10 @@ class JITKernel:
 
         return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
 
+    def run_once(self, func=None):
+        """Runs the kernel once on generated inputs (the profiler's run_once)."""
+        return self.get_profiler().run_once(func)
+
     @property
     def name(self):
         return self.kernel.name

@@ -43,7 +43,7 @@ class CountingBuilder:
         )
     )
 
-    _BINDS = frozenset(("let", "alloc"))
+    _BINDS = frozenset(("let", "let_var", "alloc"))
 
     def __init__(self, core):
         self.core = core

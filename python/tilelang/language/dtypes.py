@@ -136,14 +136,44 @@ class dtype(str):
         return (dtype, (str(self),))
 
     def __call__(self, value=None):
-        """`T.float32(1.5)` is a constant; applied to an expression it is a cast."""
+        """`T.float32(1.5)` is a constant; applied to an expression it is a cast; with no
+        value it is a fresh scalar variable of this dtype (bind it with T.let)."""
         if value is None:
-            raise TypeError(f"{self}() needs a value, e.g. {self}(0)")
-        if isinstance(value, (builtins.bool, builtins.int, builtins.float)):
-            return _C.const(value, self)
+            return self._fresh_var()
         if isinstance(value, np.generic):
-            return _C.const(value.item(), self)
+            value = value.item()
+        if isinstance(value, builtins.int) and not isinstance(value, builtins.bool):
+            return _C.const(self._checked_int(value), self)
+        if isinstance(value, (builtins.bool, builtins.float)):
+            return _C.const(value, self)
         return _C.cast(value, self)
+
+    def _fresh_var(self):
+        from .builder_ctx import maybe_current
+
+        ctx = maybe_current()
+        name = (ctx.pending_name if ctx is not None else None) or "v"
+        return _C.Var(name, self)
+
+    def _checked_int(self, value):
+        """`value`, checked to fit this integer dtype."""
+        if self.lanes != 1 or not (self.is_int() or self == "bool"):
+            return value
+        bits = self.bits
+        lo, hi = (
+            (0, 2**bits - 1)
+            if self.startswith("uint")
+            else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        )
+        if self == "bool":
+            lo, hi = 0, 1
+        if not lo <= value <= hi:
+            from .builder_ctx import frontend_error
+
+            raise frontend_error(
+                f"T.{self}({value}): {value} is outside the range [{lo}, {hi}] of {self}"
+            )
+        return value
 
     def as_numpy(self):
         """The numpy dtype holding this type (ml_dtypes for bfloat16, fp8, fp4 and int4)."""

@@ -455,9 +455,32 @@ def assume(condition):
     ctx.builder.evaluate(_C.call("assume", [cond]))
 
 
-def Var(name, dtype="int32"):
+class _VarType(type):
+    """`T.Var` is both a constructor and a type: `isinstance(n, T.Var)` holds for every
+    symbolic scalar (T.dynamic sizes, loop variables, scalar parameters)."""
+
+    def __instancecheck__(cls, value):
+        return isinstance(value, _C.Var)
+
+    def __call__(cls, name, dtype="int32"):
+        return _C.Var(name, make_dtype(dtype))
+
+
+class Var(metaclass=_VarType):
     """TVM's `T.Var(name, dtype)`: a symbolic scalar, as T.dynamic(name, dtype) makes."""
-    return _C.Var(name, make_dtype(dtype))
+
+
+def let(var, value, body=None):
+    """`T.let(v, value)`: binds `value` to the variable `v` (made by `T.int32()` or
+    `T.Var(name, dtype)`) for the rest of the enclosing block."""
+    ctx = builder_ctx.current("T.let")
+    if body is not None:
+        raise frontend_error("T.let(var, value, body) is not supported; use T.let(var, value)")
+    if not isinstance(var, _C.Var):
+        raise frontend_error(
+            f"T.let binds a variable made by T.int32() or T.Var(name, dtype), got {var!r}"
+        )
+    return ctx.builder.let_var(var, to_value(value))
 
 
 def align_up(x, y):
@@ -633,6 +656,7 @@ __all__ = [  # noqa: RUF022 - grouped: unary functions first
     "atan2",
     "Select",
     "Var",
+    "let",
     "align_up",
     "assume",
     "max",
