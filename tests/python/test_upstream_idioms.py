@@ -1,5 +1,6 @@
 """Idioms of TileLang's upstream examples that our package got wrong or lacked, found by
-running those examples (docs/design/tilelang_examples.md, session 18):
+running those examples (docs/design/tilelang_examples.md; fixed in commit 786dc78, 2026-12-02,
+unless named below):
 - a `T.call_extern(...)` call on its own line is a statement (TVMScript's T.evaluate),
   and `T.call_extern(name, *args, dtype=...)` takes the result type as a keyword;
 - `T.import_source(code)` and `T.Kernel(..., prelude=code)` on every target;
@@ -9,10 +10,10 @@ running those examples (docs/design/tilelang_examples.md, session 18):
   threads is an error;
 - `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`;
 - a kernel whose own code does not compile is the user's error, not an internal one;
-- `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (session 19);
+- `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (commit 6ae6ec0, 2026-12-02);
 - a shared per-row vector updated in a loop over a register row vector that several
   threads hold is written by one of them; per-thread stores at the kernel's top level
-  get no barrier between them (session 19)."""
+  get no barrier between them (commit d139523, 2026-12-02)."""
 
 import re
 
