@@ -688,16 +688,28 @@ def test_dp4a_sums_four_int8_products(target):
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
 
 
-def test_dp4a_names_a_wrong_operand():
+@pytest.mark.parametrize(
+    ("a_dtype", "b_dtype", "c_dtype", "named"),
+    [
+        ("float16", "float16", "int32", "A ('a') is float16"),
+        ("int8", "int8", "float32", "C ('C') is float32"),
+        ("uint8", "uint8", "int32", "A ('a') is uint8"),  # signed only, as TileLang
+        ("int8", "float16", "int32", "B ('b') is float16"),
+    ],
+)
+def test_dp4a_names_a_wrong_operand(a_dtype, b_dtype, c_dtype, named):
     with pytest.raises(
-        tilelang.TileLangError, match=r"T.dp4a: A \('a'\) must be int8 or uint8, got float16"
-    ):
+        tilelang.TileLangError, match=r"T.dp4a requires int8 A and B and an int32 C"
+    ) as info:
 
         @T.prim_func
-        def wrong(C: T.Tensor((1,), "int32")):
+        def wrong(C: T.Tensor((1,), c_dtype)):
             with T.Kernel(1) as _:
-                a = T.alloc_local((4,), "float16")
-                T.dp4a(a, a, C)
+                a = T.alloc_local((4,), a_dtype)
+                b = T.alloc_local((4,), b_dtype)
+                T.dp4a(a, b, C)
+
+    assert named in str(info.value)
 
 
 def producer_and_consumer(N=512):

@@ -299,12 +299,13 @@ def dp4a(A, B, C):
             )
         if str(found[0].dtype) not in dtypes:
             raise frontend_error(
-                f"T.dp4a: {name} ('{found[0].name}') must be {' or '.join(dtypes)}, got {found[0].dtype}"
+                "T.dp4a requires int8 A and B and an int32 C (the signed dot product of "
+                f"CUDA's __dp4a, as in TileLang): {name} ('{found[0].name}') is {found[0].dtype}"
             )
         return found
 
-    (a, ai), (b, bi) = start(A, "A", ("int8", "uint8")), start(B, "B", ("int8", "uint8"))
-    c, ci = start(C, "C", ("int32", "uint32"))
+    (a, ai), (b, bi) = start(A, "A", ("int8",)), start(B, "B", ("int8",))
+    c, ci = start(C, "C", ("int32",))
     total = c[ci]
     for k in range(4):
         lane_a, lane_b = (*ai[:-1], ai[-1] + k), (*bi[:-1], bi[-1] + k)
