@@ -85,6 +85,7 @@ void bind_builder(nb::module_& m) {
           },
           nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
       .def("end_kernel", &FunctionBuilder::end_kernel)
+      .def("order_params", &FunctionBuilder::order_params)
       .def("import_source", &FunctionBuilder::import_source)
       .def("set_attr", [](FunctionBuilder& b, const std::string& key, nb::handle v) { b.set_attr(key, to_attr(v)); })
       .def(

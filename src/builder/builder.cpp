@@ -337,6 +337,18 @@ Var FunctionBuilder::let(const std::string& name, Expr value) {
   return v;
 }
 
+void FunctionBuilder::order_params(const std::vector<std::string>& names) {
+  std::vector<Param> ordered, rest;
+  for (const std::string& name : names)
+    for (const Param& p : params_)
+      if (p.name == name) ordered.push_back(p);
+  for (const Param& p : params_)
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) rest.push_back(p);
+  TL_ICHECK(ordered.size() + rest.size() == params_.size(), "order_params: duplicate parameter names");
+  ordered.insert(ordered.end(), rest.begin(), rest.end());
+  params_ = std::move(ordered);
+}
+
 Var FunctionBuilder::let_var(Var v, Expr value) {
   if (value.dtype() != v.dtype()) value = cast(v.dtype(), std::move(value), span_);
   top().items.push_back(Item{{}, {}, v, std::move(value), span_});

@@ -36,6 +36,10 @@ class FunctionBuilder {
   // when the function is finished, at this call's line).
   Buffer workspace(const std::string& name, std::vector<Expr> shape, DataType dtype);
   const std::vector<Param>& params() const { return params_; }
+  // Puts the parameters named in `names` first, in that order; the others follow in the
+  // order they were declared (a T.prim_func whose body declares its parameters keeps
+  // its signature's order, T.empty outputs last).
+  void order_params(const std::vector<std::string>& names);
 
   // ---- frames
   // `cluster`: blocks per thread block cluster along x, y, z (sm_90+); empty or all

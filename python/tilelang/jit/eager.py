@@ -9,7 +9,7 @@ import numpy as np
 from tilelang.language.buffer import Buffer
 from tilelang.language.builder_ctx import TraceContext, frontend_error
 from tilelang.language.kernel import DiscoveryDone
-from tilelang.language.prim_func import PrimFunc, finish, run_traced
+from tilelang.language.prim_func import PrimFunc, finish, func_attrs, run_traced
 
 from . import log
 from .kernel import JITKernel
@@ -50,7 +50,7 @@ class Specialization:
         if self.returned is None:
             return None
         if isinstance(self.returned, tuple):
-            return tuple(full[i] for i in self.returned)
+            return [full[i] for i in self.returned]
         return full[self.returned]
 
 
@@ -121,7 +121,8 @@ class EagerFunction:
         core = finish(ctx)
         names = [name for name, _ in ctx.params]
         out_idx = [names.index(n) for n in ctx.outputs]
-        kernel = JITKernel(PrimFunc(core, self.func), out_idx=out_idx, **self.options)
+        attrs = func_attrs(ctx)
+        kernel = JITKernel(PrimFunc(core, self.func, attrs), out_idx=out_idx, **self.options)
         inputs = [n for n in names if n not in ctx.outputs]
         return Specialization(kernel, inputs, self._returned(ctx))
 

@@ -136,6 +136,33 @@ class KernelParam:
         return DType(self.dtype).as_torch()
 
 
+def merge_func_attrs(prim_func, out_idx, pass_configs, compile_flags):
+    """tilelang.compile's settings merged with the function's own attributes: the
+    outputs it returns (T.empty), its T.annotate_pass_configs (the call's values win)
+    and its T.annotate_compile_flags (placed before the call's)."""
+    attrs = prim_func.attrs
+    func_out_idx = attrs.get("tilelang_out_idx")
+    if func_out_idx is not None:
+        if out_idx is not None:
+            from tilelang.language.builder_ctx import TileLangError
+
+            raise TileLangError(
+                f"Out index conflict: tilelang.compile got out_idx={out_idx!r}, but T.prim_func "
+                f"'{prim_func.name}' returns T.empty tensors, which are its outputs "
+                f"(out_idx {list(func_out_idx)}); drop out_idx"
+            )
+        out_idx = list(func_out_idx)
+    func_configs = attrs.get("tilelang_pass_configs")
+    if func_configs is not None:
+        pass_configs = {**func_configs, **(pass_configs or {})}
+    func_flags = attrs.get("tilelang_compile_flags")
+    if func_flags is not None:
+        if isinstance(compile_flags, str):
+            compile_flags = compile_flags.split()
+        compile_flags = list(func_flags) + list(compile_flags or [])
+    return out_idx, pass_configs, compile_flags
+
+
 def _to_native(arg):
     """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""
     if isinstance(arg, np.ndarray):
@@ -283,6 +310,9 @@ class JITKernel:
         target_host=None,
     ):
         self.prim_func = func if isinstance(func, PrimFunc) else PrimFunc(func)
+        out_idx, pass_configs, compile_flags = merge_func_attrs(
+            self.prim_func, out_idx, pass_configs, compile_flags
+        )
         self.target = determine_target(target)
         self.execution_backend = resolve_backend(execution_backend, self.target)
         self.pass_configs = with_scoped_pass_configs(pass_configs)

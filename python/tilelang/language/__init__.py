@@ -4,7 +4,14 @@ annotations, T.Kernel, allocations, loops, tile operators and math."""
 from ..layout import Fragment, Layout
 from . import dtypes as _dtypes
 from .allreduce import comm_reducer, tvm_thread_allreduce
-from .annotations import annotate_layout, disable_warp_group_reg_alloc, func_attr, use_swizzle
+from .annotations import (
+    annotate_compile_flags,
+    annotate_layout,
+    annotate_pass_configs,
+    disable_warp_group_reg_alloc,
+    func_attr,
+    use_swizzle,
+)
 from .async_copy import async_copy, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .atomic import *
 from .buffer import Buffer as BufferHandle
@@ -164,6 +171,8 @@ __all__ = [
 __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
 __all__ += [
+    "annotate_compile_flags",
+    "annotate_pass_configs",
     "disable_warp_group_reg_alloc",
     "func_attr",
     "import_source",

@@ -23,6 +23,32 @@ def func_attr(attrs):
     builder_ctx.current("T.func_attr")
 
 
+def annotate_pass_configs(configs):
+    """`T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})`: pass configs of
+    this function, merged with tilelang.compile's (whose values win)."""
+    ctx = builder_ctx.current("T.annotate_pass_configs")
+    if not isinstance(configs, dict) or not all(isinstance(k, str) for k in configs):
+        raise frontend_error(
+            f"T.annotate_pass_configs takes a dict with string keys such as "
+            f"{{PassConfigKey.TL_ENABLE_FAST_MATH: True}}, got {configs!r}"
+        )
+    ctx.func_pass_configs = dict(configs)
+
+
+def annotate_compile_flags(flags):
+    """`T.annotate_compile_flags(["--use_fast_math"])`: device compiler flags of this
+    function, placed before tilelang.compile's compile_flags."""
+    ctx = builder_ctx.current("T.annotate_compile_flags")
+    if isinstance(flags, str):
+        flags = [flags]
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise frontend_error(
+            f"T.annotate_compile_flags takes a flag or a list of flags such as "
+            f'["--use_fast_math"], got {flags!r}'
+        )
+    ctx.func_compile_flags = list(flags)
+
+
 def annotate_layout(layout_map):
     """Records `{buffer: T.Layout | T.Fragment | fn(*indices)}` for the buffers given."""
     from tilelang.layout import Fragment, Layout

@@ -157,6 +157,12 @@ class TraceContext:
         self.outputs = []  # eager: names of T.empty outputs, in declaration order
         self.returned = None
         self.has_return = False
+        # T.prim_func: parameters left unannotated in the signature, to be declared by
+        # the body (`A: T.Tensor(...)`); names still waiting for their declaration.
+        self.undeclared = set()
+        self.out_idx = None  # T.prim_func: output indices of the returned T.empty tensors
+        self.func_pass_configs = None  # T.annotate_pass_configs
+        self.func_compile_flags = None  # T.annotate_compile_flags
         self.function_assumes = []  # T.assume conditions written outside T.Kernel blocks
 
     # ---- naming

@@ -105,18 +105,28 @@ def annotated(annotation, value):
     return value
 
 
-def _require_eager(ctx, name):
-    if ctx.mode == "prim_func":
-        raise frontend_error(
-            f"the body declares parameter '{name}'; declarations in the body are for eager "
-            "@tilelang.jit functions; a T.prim_func annotates its parameters in the signature"
-        )
+def _check_prim_func_declaration(ctx, name):
+    """A T.prim_func's body may annotate the parameters its signature left unannotated,
+    once each."""
+    if ctx.mode != "prim_func":
+        return
+    if name in ctx.undeclared:
+        ctx.undeclared.discard(name)
+        return
+    if any(n == name for n, _ in ctx.params):
+        raise frontend_error(f"parameter '{name}' of T.prim_func '{ctx.name}' is annotated twice")
+    raise frontend_error(
+        f"the body declares '{name}', which is not an unannotated parameter of T.prim_func "
+        f"'{ctx.name}'; declarations in the body are for eager @tilelang.jit functions, and "
+        "for the parameters a T.prim_func's signature leaves unannotated"
+    )
 
 
 def declare(name, annotation):
-    """`A: T.Tensor(shape, dtype)` or `n: T.int32` in an eager body declares a parameter."""
+    """`A: T.Tensor(shape, dtype)` or `n: T.int32` in the body declares a parameter (of an
+    eager function, or one a T.prim_func's signature left unannotated)."""
     ctx = _current()
-    _require_eager(ctx, name)
+    _check_prim_func_declaration(ctx, name)
     if isinstance(annotation, TensorAnnotation):
         buf = wrap_buffer(annotation.declare(ctx.builder, name))
         ctx.params.append((name, buf))
@@ -138,12 +148,36 @@ def _declare_output(ctx, name, annotation):
     return buf
 
 
+def _prim_func_out_idx(ctx, value):
+    """The output indices of a T.prim_func that returns its T.empty tensors: negative, in
+    the order returned (the outputs are its last parameters, in declaration order)."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    outputs = [buf for name, buf in ctx.params if name in ctx.outputs]
+    out_idx = []
+    for v in values:
+        pos = next((i for i, buf in enumerate(outputs) if buf is v), None)
+        if pos is None:
+            raise frontend_error(
+                f"T.prim_func '{ctx.name}' can only return tensors made by T.empty, got "
+                f"{_describe(v)}; outputs given by the caller are parameters (see out_idx)"
+            )
+        out_idx.append(pos - len(outputs))
+    if len(set(out_idx)) != len(outputs):
+        missing = [n for n in ctx.outputs if n not in {ctx.outputs[i] for i in out_idx}]
+        raise frontend_error(
+            f"T.prim_func '{ctx.name}' must return every tensor made by T.empty once; "
+            f"{', '.join(repr(m) for m in missing) or 'one is returned twice'}"
+            f"{' not returned' if missing else ''}"
+        )
+    return out_idx
+
+
 def return_(value):
     ctx = _current()
     if ctx.in_ir_frame():
         raise frontend_error("`return` inside a kernel, loop or symbolic `if` is not supported")
     if ctx.mode == "prim_func" and value is not None:
-        raise frontend_error("a T.prim_func returns nothing; outputs are parameters (see out_idx)")
+        ctx.out_idx = _prim_func_out_idx(ctx, value)
     ctx.returned = value
     ctx.has_return = True
     return value

@@ -104,12 +104,38 @@ def _resolve_annotation(func, name, annotation):
     return annotation
 
 
+class Undeclared:
+    """What an unannotated T.prim_func parameter holds until the body declares it
+    (`A: T.Tensor((M, N), T.float32)`)."""
+
+    def __init__(self, name, func_name):
+        self._name, self._func_name = name, func_name
+
+    def _error(self, *_, **__):
+        raise frontend_error(
+            f"parameter '{self._name}' of T.prim_func '{self._func_name}' is used before the "
+            f"body declares it (`{self._name}: T.Tensor((M, N), T.float32)` or "
+            f"`{self._name}: T.int32`)"
+        )
+
+    __getitem__ = __setitem__ = __getattr__ = __call__ = __iter__ = __len__ = _error
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __bool__ = _error
+
+    def __repr__(self):
+        return f"<undeclared parameter '{self._name}'>"
+
+
+def _missing_annotation(func, name):
+    return frontend_error(
+        f"parameter '{name}' of T.prim_func '{func.__name__}' needs an annotation such as "
+        f"T.Tensor((M, N), T.float32) or T.int32, in the signature or as the body's "
+        f"`{name}: T.Tensor(...)`"
+    )
+
+
 def _declare_param(builder, func, name, annotation):
     if annotation is inspect.Parameter.empty:
-        raise frontend_error(
-            f"parameter '{name}' of T.prim_func '{func.__name__}' needs an annotation such as "
-            "T.Tensor((M, N), T.float32) or T.int32"
-        )
+        raise _missing_annotation(func, name)
     annotation = _resolve_annotation(func, name, annotation)
     if isinstance(annotation, TensorAnnotation):
         return wrap_buffer(annotation.declare(builder, name))
@@ -126,33 +152,76 @@ def _where(func):
 
 
 def trace_prim_func(func):
-    """Traces `func` (parameters annotated in its signature) into a core PrimFunc."""
+    """Traces `func` into a core PrimFunc and its attributes. A parameter is annotated in
+    the signature or, left unannotated there, declared by the body
+    (`A: T.Tensor(...)`); the parameters keep the signature's order, T.empty outputs
+    (returned by the body) follow."""
     file, line = _where(func)
     ctx = TraceContext(func.__name__, file, line, "prim_func")
+    names = list(inspect.signature(func).parameters)
+    params = []
     try:
-        params = [
-            _declare_param(ctx.builder, func, p.name, p.annotation)
-            for p in inspect.signature(func).parameters.values()
-        ]
+        for p in inspect.signature(func).parameters.values():
+            if p.annotation is inspect.Parameter.empty:
+                ctx.undeclared.add(p.name)
+                params.append(Undeclared(p.name, func.__name__))
+                continue
+            value = _declare_param(ctx.builder, func, p.name, p.annotation)
+            ctx.params.append((p.name, value))
+            params.append(value)
     except TileLangError as err:
         message = getattr(err, "bare_message", None) or str(err)
         raise located_error(message, file, line) from None
     run_traced(ctx, func, params, {})
-    return finish(ctx)
+    try:
+        for name in names:
+            if name in ctx.undeclared:
+                raise _missing_annotation(func, name)
+        if ctx.outputs and ctx.out_idx is None:
+            raise frontend_error(
+                f"T.prim_func '{func.__name__}' makes outputs with T.empty "
+                f"({', '.join(repr(n) for n in ctx.outputs)}) but does not return them"
+            )
+    except TileLangError as err:
+        raise located_error(err.bare_message, file, line) from None
+    ctx.builder.order_params(names)
+    return finish(ctx), func_attrs(ctx)
+
+
+def func_attrs(ctx):
+    """TileLang's function-level attributes of a traced function."""
+    attrs = {"global_symbol": ctx.name}
+    if ctx.out_idx:
+        attrs["tilelang_out_idx"] = list(ctx.out_idx)
+    if ctx.func_pass_configs is not None:
+        attrs["tilelang_pass_configs"] = dict(ctx.func_pass_configs)
+    if ctx.func_compile_flags is not None:
+        flags = ctx.func_compile_flags
+        attrs["tilelang_compile_flags"] = [flags] if isinstance(flags, str) else list(flags)
+    return attrs
 
 
 class PrimFunc:
     """A traced kernel: what `@T.prim_func` returns and `tilelang.compile` accepts."""
 
-    def __init__(self, core, func=None):
+    def __init__(self, core, func=None, attrs=None):
         self.core = core
         self.func = func
         self.__name__ = core.name
         self.__doc__ = getattr(func, "__doc__", None)
+        self._attrs = dict(attrs) if attrs else {"global_symbol": core.name}
 
     @property
     def name(self):
         return self.core.name
+
+    @property
+    def attrs(self):
+        """TileLang's function attributes: "global_symbol", and where the body gives them,
+        "tilelang_out_idx" (the returned T.empty outputs), "tilelang_pass_configs"
+        (T.annotate_pass_configs) and "tilelang_compile_flags" (T.annotate_compile_flags);
+        tilelang.compile merges them with its own arguments."""
+        return dict(self._attrs)
 
     @property
     def params(self):
@@ -178,7 +247,12 @@ def prim_func(func=None, *, private=False, check_well_formed=True):
     """Decorator: traces the function now and returns a PrimFunc."""
     if func is None:
         return lambda f: prim_func(f, private=private)
-    return PrimFunc(trace_prim_func(func), func)
+    return _traced(func)
+
+
+def _traced(func):
+    core, attrs = trace_prim_func(func)
+    return PrimFunc(core, func, attrs)
 
 
 class Macro:

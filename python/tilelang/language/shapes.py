@@ -128,11 +128,14 @@ class EmptyDecl:
         self.annotation = TensorAnnotation(shape, dtype)
 
 
-def empty(shape, dtype="float32"):
-    ctx = builder_ctx.current("T.empty")
-    if ctx.mode == "prim_func":
-        raise frontend_error(
-            "T.empty declares outputs of eager @tilelang.jit functions; in a T.prim_func, "
-            "annotate an output parameter and use out_idx"
-        )
-    return EmptyDecl(shape, dtype)
+def empty(*shape, dtype="float32"):
+    """`B = T.empty(shape, dtype)` (or `T.empty(M, N, dtype=...)`): an output the call
+    allocates and the function returns (`return B`)."""
+    builder_ctx.current("T.empty")
+    if len(shape) >= 2 and isinstance(shape[-1], str):
+        shape, dtype = shape[:-1], shape[-1]  # T.empty((M, N), dtype)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    if not shape:
+        raise frontend_error("T.empty needs a shape, e.g. T.empty((M, N), T.float32)")
+    return EmptyDecl(list(shape), dtype)
