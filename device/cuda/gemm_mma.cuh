@@ -1,12 +1,13 @@
-// T.gemm on tensor cores, first step (issue 4): A, B and the accumulator C (fp32,
-// or f16 for f16 operands) live in shared memory (no layout inference yet).
-// tl::gemm_mma is a block-wide
+// T.gemm on tensor cores with every operand in shared memory: the gemms that
+// lower_fragments leaves to the block (A, B and an accumulator C of fp32, or f16 for
+// f16 operands, that stayed in shared memory); register accumulators take
+// tl::gemm_ss / gemm_rs (gemm_sm80.cuh) instead. tl::gemm_mma is a block-wide
 // operation: every thread of the block calls it, between two barriers. Warps
 // split C into WarpsM x WarpsN tiles (chosen by the compiler from the gemm's
 // policy); each warp walks its tile in chunks of at most 64 x 64 accumulators
 // held in registers, gathers the operand fragments of
 // mma.sync.aligned.m16n8k16.row.col.{f32.f16,f32.bf16,f16.f16} from shared memory with
-// 16-bit loads (ldmatrix and swizzled layouts come with layout inference), and
+// 16-bit loads (ldmatrix and swizzled tiles are gemm_sm80.cuh's), and
 // writes the chunk back to C.
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating

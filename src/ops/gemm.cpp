@@ -107,9 +107,10 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
                   op->span);
 }
 
-// For targets that run a block's threads in parallel without layout inference
-// yet (the first CUDA path): every C element is an independent dot product over K,
-// so the (i, j) nest is parallel and each iteration keeps its sum in a register.
+// For targets that run a block's threads in parallel, a gemm that lower_fragments
+// left to the block and tensor cores cannot take (lower_gemm_mma): every C element
+// is an independent dot product over K, so the (i, j) nest is parallel and each
+// iteration keeps its sum in a register.
 Stmt lower_gemm_loops(const TileOpNode* op) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
@@ -169,8 +170,9 @@ int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
   return split_by_policy(m, n, warps, policy, fits, false);
 }
 
-// Tensor cores, first step (no layout inference yet): every operand in shared
-// memory, the block's warps splitting C, each warp running
+// Tensor cores for a gemm that lower_fragments left to the block (its accumulator
+// stays in shared memory): every operand in shared memory, the block's warps
+// splitting C, each warp running
 // mma.sync.m16n8k16 (f16/bf16 -> f32, f16 -> f16) on its tile (device/cuda/gemm_mma.cuh).
 // Returns an undefined Stmt when the gemm does not fit, and the caller keeps
 // lower_gemm_loops: other dtypes, shapes that do not split into 16 x 8 x 16 tiles

@@ -12,8 +12,9 @@
 namespace tl {
 
 // The frontend writes these as `call_extern` markers (and T.tma_copy / T.wgmma_gemm
-// as tile ops with the attributes below); this pass, first in every target's
-// lowering, turns them into device calls on sm_90+ and refuses them elsewhere.
+// as tile ops with the attributes below); this pass, which runs for every target
+// before the target's own passes, turns them into device calls on sm_90+ and refuses
+// them elsewhere.
 inline constexpr const char* kExplicitPrefix = "tl.hopper.";
 // On a T.copy: it is a T.tma_copy completing on this mbarrier (an element load).
 inline constexpr const char* kTmaBarrierAttr = "tl.tma_barrier";

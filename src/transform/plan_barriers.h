@@ -1,4 +1,5 @@
-// Barrier placement for GPU targets.
+// Barrier placement, for every target (pipeline.cpp): the GPU targets, and the cpu
+// target's kernels that run one fiber per thread and need the barriers a GPU would.
 #pragma once
 
 #include "ir/ir.h"

@@ -1,5 +1,6 @@
 // Producer/consumer warp specialization of the pipelines pipeline_loops marked
-// (kWsPipelineAttr): the last step of the CUDA lowering.
+// (kWsPipelineAttr), after plan_barriers on CUDA; plan_shared_memory then places the
+// tiles of both parts.
 #pragma once
 
 #include "ir/ir.h"

@@ -1,9 +1,10 @@
-// The CUDA dialect of the C-family printer. This first CUDA path is the simple,
-// always-correct one: shared and fragment buffers live in dynamic shared memory,
-// block-wide work (tile ops, T.Parallel nests) is spread over the block's threads
-// when its outer loops are parallel and runs on thread 0 otherwise, with a barrier
-// before and after. Layout inference, tensor cores and cp.async pipelines replace
-// it op by op (issue 4).
+// The CUDA dialect of the C-family printer. The passes have already decided
+// registers, pipelines, barriers and shared-memory offsets (pipeline.cpp); this
+// prints what they left: block-scope buffers at plan_shared_memory's offsets in the
+// one dynamic shared-memory array, block ops spread over the block's threads (or a
+// T.ws region's) when their outer loops are parallel and run on thread 0 otherwise,
+// the barriers plan_barriers placed (named barriers inside regions), and the TMA
+// maps the kernel takes after its arguments.
 #include "codegen/cuda/codegen_cuda.h"
 
 #include <iomanip>
