@@ -42,7 +42,7 @@ CASES = [
 # schedule (P V of one tile runs during the softmax of the next). The H200's best
 # (bench/RESULTS.md): 128x128 with overlap at D=128, 192x128 with overlap on three
 # consumer warpgroups at D=64 (it spilled P until P was cast in pairs, see
-# docs/design/hopper.md); 128x256 does not fit 227 KB at D=128.
+# docs/design/hopper.md, "P in pairs"); 128x256 does not fit 227 KB at D=128.
 # ("hopper", block_M, block_N[, overlap]): flash_attention_hopper, the persistent
 # hand-written schedule (one block per SM); its tiles run on block_M / 64 consumer
 # warpgroups, and overlap=1 leaves P V in flight through the next softmax. Listed per

@@ -1,5 +1,5 @@
 """Where skinny M = 128 (C = A @ B^T, N = K = 8192) spends its time on the H200: the
-measurements behind docs/design/hopper.md ("Skinny M = 128 is bound by the power
+measurements behind docs/design/hopper_log.md ("Skinny M = 128 is bound by the power
 cap"), one table against torch.matmul from the same run.
 
 The rows take the GEMM apart, all with the example's best tiling (64 x 128 tiles of C,

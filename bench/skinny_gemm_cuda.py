@@ -69,7 +69,7 @@ CONFIGS = {
     # 128-row B tile, multicast (the tiles of cuBLAS's kernel for this shape on the H200).
     # A 10th entry of 0 keeps each block's own B loads: the cluster still runs the pair
     # together, so B comes from DRAM once, and neither block waits for the other (1.6-2.3 %
-    # faster than multicast on the H200, docs/design/hopper.md).
+    # faster than multicast on the H200, docs/design/hopper_log.md).
     128: [
         (64, 128, 64, 8, 128, 1, 0, 2, 1, 0),
         (64, 128, 64, 8, 128, 1, 1, 2, 1, 0),

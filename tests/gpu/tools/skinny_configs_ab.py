@@ -1,5 +1,5 @@
 """Skinny GEMM configs against torch.matmul in one process, sustained (the A/B behind
-docs/design/hopper.md's skinny M = 128 figures): every config of examples/skinny_gemm.py
+docs/design/hopper_log.md's skinny M = 128 figures): every config of examples/skinny_gemm.py
 given, checked against torch, then timed in interleaved rounds with torch.matmul(a, b.T)
 (bench/results.py's protocol), two passes per dtype. Also prints the name of the kernel
 torch runs.
