@@ -95,6 +95,11 @@ Expr checked_const(nb::handle value, DataType t) {
 
 bool expr_bool(const Expr& e) {
   if (auto v = as_const_int(e)) return *v != 0;
+  // `a == b` of one and the same integer expression (two buffers sharing a T.dynamic
+  // size: `A.shape[0] == B.shape[0]`) is true whatever its value, as in TVM.
+  if (auto* b = e.as<BinaryNode>();
+      b && (b->op == BinaryOp::EQ || b->op == BinaryOp::NE) && b->a.same_as(b->b) && !b->a.dtype().is_float())
+    return b->op == BinaryOp::EQ;
   throw nb::type_error(("the symbolic condition `" + to_string(e) +
                         "` has no Python truth value; use it in an `if`/`while` of the kernel body, "
                         "T.if_then_else, or T.all/T.any")

@@ -201,9 +201,23 @@ def par_compile(
         return list(pool.map(build, funcs))
 
 
+def _tensor_type_annotation(node):
+    """Whether an annotation's AST is `T.Tensor(...)` / `T.Tensor[...]` (or StridedTensor)."""
+    target = node.func if isinstance(node, ast.Call) else getattr(node, "value", None)
+    if not isinstance(node, (ast.Call, ast.Subscript)):
+        return False
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+    return name in ("Tensor", "StridedTensor")
+
+
 def is_eager(func):
-    """True when the body itself is a kernel (a T.Kernel block or declared parameters)."""
+    """True when the body itself is a kernel (a T.Kernel block or declared parameters),
+    or the signature annotates a parameter as a tensor."""
     fn_node = _parse_function(func).body[0]
+    args = fn_node.args
+    for arg in args.posonlyargs + args.args + args.kwonlyargs:
+        if arg.annotation is not None and _tensor_type_annotation(arg.annotation):
+            return True
     for node in _top_level_statements(fn_node):
         if isinstance(node, ast.With):
             return True

@@ -8,8 +8,10 @@ import numpy as np
 
 from tilelang.language.buffer import Buffer
 from tilelang.language.builder_ctx import TraceContext, frontend_error
+from tilelang.language.hooks import declare
 from tilelang.language.kernel import DiscoveryDone
 from tilelang.language.prim_func import PrimFunc, finish, func_attrs, run_traced
+from tilelang.language.shapes import TensorAnnotation
 
 from . import log
 from .kernel import JITKernel
@@ -20,6 +22,11 @@ def is_tensor(value):
     return isinstance(value, np.ndarray) or hasattr(value, "__dlpack__")
 
 
+def tensor_like(value):
+    """A tensor, or a `T.Tensor(shape, dtype)` annotation standing for one (get_tir)."""
+    return is_tensor(value) or isinstance(value, TensorAnnotation)
+
+
 def freeze(value):
     """A hashable cache key for a Python argument."""
     if isinstance(value, (bool, int, float, str, bytes, type(None))):
@@ -28,7 +35,7 @@ def freeze(value):
         return (type(value).__name__, tuple(freeze(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple(sorted((str(k), freeze(v)) for k, v in value.items())))
-    if is_tensor(value):
+    if tensor_like(value):
         return ("tensor", str(value.dtype), len(value.shape))
     try:
         hash(value)
@@ -63,6 +70,7 @@ class EagerFunction:
         self.signature = inspect.signature(func)
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
+        self._signature_types = _signature_types(func, self.signature)
         self._const_maps = {}
         self._kernels = Specializations()
         self._last_spec = None
@@ -81,17 +89,31 @@ class EagerFunction:
             bound.arguments.setdefault(name, None)
         return bound
 
+    def _prologue(self, bound):
+        """Declares the parameters annotated in the signature (`A: T.Tensor(...)`), as the
+        body's annotations would; the call then passes their buffers."""
+        if not self._signature_types:
+            return None
+
+        def declare_all():
+            values = inspect.BoundArguments(self.signature, dict(bound.arguments))
+            for name, annotation in self._signature_types.items():
+                values.arguments[name] = declare(name, annotation)
+            return values.args, values.kwargs
+
+        return declare_all
+
     def _discover(self, bound):
         """Traces the declarations only: ({const name: (param name, dim)}, declared names)."""
         ctx = self._context("discover")
         try:
-            run_traced(ctx, self.func, bound.args, bound.kwargs)
+            run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
         except DiscoveryDone:
             pass
         where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
         declared = frozenset(name for name, _ in ctx.params)
         for name, value in bound.arguments.items():
-            if is_tensor(value) and name not in declared:
+            if tensor_like(value) and name not in declared:
                 raise frontend_error(
                     f"argument '{name}' of '{self.func.__name__}' is a tensor but the body never "
                     f"declares it; add `{name}: T.Tensor(shape, dtype)`"
@@ -115,14 +137,17 @@ class EagerFunction:
                     return name, dim, "stride"
         return None
 
-    def _trace(self, bound, const_values):
+    def _trace_prim_func(self, bound, const_values):
+        """The traced PrimFunc of a specialization (nothing compiled) and its trace."""
         ctx = self._context("eager", const_values)
-        run_traced(ctx, self.func, bound.args, bound.kwargs)
-        core = finish(ctx)
+        run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
+        return PrimFunc(finish(ctx), self.func, func_attrs(ctx)), ctx
+
+    def _trace(self, bound, const_values):
+        prim_func, ctx = self._trace_prim_func(bound, const_values)
         names = [name for name, _ in ctx.params]
         out_idx = [names.index(n) for n in ctx.outputs]
-        attrs = func_attrs(ctx)
-        kernel = JITKernel(PrimFunc(core, self.func, attrs), out_idx=out_idx, **self.options)
+        kernel = JITKernel(prim_func, out_idx=out_idx, **self.options)
         inputs = [n for n in names if n not in ctx.outputs]
         return Specialization(kernel, inputs, self._returned(ctx))
 
@@ -207,11 +232,18 @@ class EagerFunction:
                 )
             param, dim, kind = place
             value = values[param]
+            if isinstance(value, TensorAnnotation):
+                out[name] = _annotated_size(value, dim, kind, name, self.func.__name__)
+                continue
             out[name] = int(value.shape[dim]) if kind == "shape" else _element_stride(value, dim)
         return out
 
     def compile(self, **kwargs):
         """Compiles for given T.const values (and config arguments); returns the JITKernel."""
+        bound, declared, consts = self._compile_plan(kwargs)
+        return self._specialize(bound, declared, consts).kernel
+
+    def _compile_plan(self, kwargs):
         config = {k: v for k, v in kwargs.items() if k in self.signature.parameters}
         consts = {k: int(v) for k, v in kwargs.items() if k not in config}
         bound = self._bind((), config, partial=True)
@@ -223,10 +255,66 @@ class EagerFunction:
                 f"{self.func.__name__}.compile() got unknown names {unknown} and lacks T.const "
                 f"values {missing}; the function declares T.const {sorted(where)}"
             )
-        return self._specialize(bound, declared, consts).kernel
+        return bound, declared, consts
 
-    def get_tir(self, **kwargs):
-        return self.compile(**kwargs).prim_func
+    def get_tir(self, *args, **kwargs):
+        """The traced T.prim_func (nothing compiled) for a call's arguments, where a
+        `T.Tensor(shape, dtype)` may stand for a tensor, or with keywords only, for
+        config values and T.const values as compile() takes them."""
+        if args or any(tensor_like(v) for v in kwargs.values()):
+            bound = self._bind(args, kwargs)
+            where, declared = self._discover(bound)
+            consts = self._bind_consts(where, bound.arguments)
+        else:
+            bound, declared, consts = self._compile_plan(kwargs)
+        config = tuple((n, freeze(v)) for n, v in bound.arguments.items() if n not in declared)
+        spec = self._kernels.get((config, tuple(sorted(consts.items()))))
+        if spec is not None:
+            return spec.kernel.prim_func
+        return self._trace_prim_func(bound, consts)[0]
+
+
+def _signature_types(func, signature):
+    """{name: annotation} of the parameters the signature annotates with a tensor type or
+    a dtype (an eager function may declare them there instead of in the body)."""
+    from tilelang.language.dtypes import dtype as DType
+    from tilelang.language.prim_func import _resolve_annotation
+
+    out = {}
+    for p in signature.parameters.values():
+        if p.annotation is inspect.Parameter.empty:
+            continue
+        annotation = _readable_annotation(func, p, _resolve_annotation)
+        if isinstance(annotation, (TensorAnnotation, DType)):
+            out[p.name] = annotation
+    return out
+
+
+def _readable_annotation(func, param, resolve):
+    """The parameter's annotation, or None for a postponed type hint naming what the
+    frontend cannot see (`x: "SomeClass"`)."""
+    try:
+        return resolve(func, param.name, param.annotation)
+    except (NameError, AttributeError, SyntaxError, TypeError):
+        return None
+
+
+def _annotated_size(annotation, dim, kind, const_name, func_name):
+    """A T.const's value from a `T.Tensor(shape, dtype)` standing for an argument."""
+    if kind == "shape":
+        value = annotation.shape[dim]
+    elif annotation.strides is not None:
+        value = annotation.strides[dim]
+    else:  # compact row-major
+        value = 1
+        for extent in annotation.shape[dim + 1 :]:
+            value *= extent if isinstance(extent, int) else 0
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise frontend_error(
+            f"T.const '{const_name}' of '{func_name}' takes {kind} {dim} of {annotation!r}, "
+            f"which is not a positive integer"
+        )
+    return value
 
 
 def _element_stride(tensor, dim):

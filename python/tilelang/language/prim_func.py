@@ -72,11 +72,14 @@ def _located(err):
     return located_error(message, *where)
 
 
-def run_traced(ctx, func, args, kwargs):
-    """Runs the rewritten `func` under `ctx`; returns what it returns."""
+def run_traced(ctx, func, args, kwargs, prologue=None):
+    """Runs the rewritten `func` under `ctx`; returns what it returns. `prologue()`, run
+    under `ctx` first, may give the (args, kwargs) to call it with instead."""
     fn = instantiate(func, ctx)
     builder_ctx.push(ctx)
     try:
+        if prologue is not None:
+            args, kwargs = prologue()
         return fn(*args, **kwargs)
     except TileLangError as err:
         clean = _located(err)

@@ -1,0 +1,99 @@
+"""Eager @tilelang.jit functions: get_tir(*args) with tensors or `T.Tensor(shape, dtype)`
+stand-ins (traced, not compiled), parameters annotated in the signature, a shared
+T.dynamic size compared with itself in Python (`M == M_`), and T.empty(M, N, dtype=...)."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from tilelang.jit.kernel import JITKernel
+
+rng = np.random.default_rng(31)
+
+
+@T.macro
+def scaled_copy(A, B, scale):
+    M, N = A.shape
+    M_, N_ = B.shape
+    assert M == M_, "rows differ"
+    assert N == N_, "columns differ"
+    with T.Kernel(T.ceildiv(M, 16), threads=16) as bx:
+        for i, j in T.Parallel(16, N):
+            if bx * 16 + i < M:
+                B[bx * 16 + i, j] = A[bx * 16 + i, j] * scale
+
+
+@tilelang.jit(target="cpu")
+def with_consts(A, B, scale=2.0):
+    M, N = T.const("M, N")
+    A: T.Tensor[[M, N], T.float32]
+    B: T.Tensor[[M, N], T.float32]
+    scaled_copy(A, B, scale)
+
+
+@tilelang.jit(target="cpu")
+def in_signature(A: T.Tensor[[32, 8], T.float32], B: T.Tensor[[32, 8], T.float32]):
+    scaled_copy(A, B, 3.0)
+
+
+@tilelang.jit(target="cpu")
+def with_dynamic(A, B):
+    M = T.dynamic("M")
+    N = T.const("N")
+    A: T.Tensor[[M, N], T.float32]
+    B: T.Tensor[[M, N], T.float32]
+    scaled_copy(A, B, -1.0)
+
+
+@tilelang.jit(target="cpu")
+def returns_empty(A):
+    M, N = T.const("M, N")
+    A: T.Tensor[[M, N], T.float32]
+    B = T.empty(M, N, dtype=A.dtype)
+    scaled_copy(A, B, 0.5)
+    return B
+
+
+def test_get_tir_takes_tensor_stand_ins_and_compiles_nothing(monkeypatch):
+    def no_compile(*args, **kwargs):
+        raise AssertionError("get_tir compiled a kernel")
+
+    monkeypatch.setattr(JITKernel, "__init__", no_compile)
+    tir = with_consts.get_tir(T.Tensor((48, 8)), T.Tensor((48, 8)))
+    assert tir.params == ["A", "B"]
+    assert "48" in tir.script()
+    assert with_dynamic.get_tir(T.Tensor((48, 8)), T.Tensor((48, 8))).params == ["A", "B"]
+    assert in_signature.get_tir(T.Tensor((32, 8)), T.Tensor((32, 8))).params == ["A", "B"]
+    assert "24" in with_consts.get_tir(M=24, N=8).script()
+
+
+def test_get_tir_functions_compile_and_run():
+    funcs = [with_consts, in_signature, with_dynamic]
+    tirs = [f.get_tir(T.Tensor((32, 8)), T.Tensor((32, 8))) for f in funcs]
+    kernels = tilelang.par_compile(tirs, target="cpu")
+    a = rng.standard_normal((32, 8)).astype(np.float32)
+    for kernel, scale in zip(kernels, [2.0, 3.0, -1.0]):
+        b = np.zeros_like(a)
+        kernel(a, b)
+        np.testing.assert_allclose(b, a.astype(np.float64) * scale, rtol=1e-6)
+    for f, scale in zip(funcs, [2.0, 3.0, -1.0]):
+        b = np.zeros_like(a)
+        f(a, b)
+        np.testing.assert_allclose(b, a.astype(np.float64) * scale, rtol=1e-6)
+
+
+def test_empty_with_shape_arguments_and_dtype_keyword():
+    a = rng.standard_normal((40, 4)).astype(np.float32)
+    np.testing.assert_allclose(returns_empty(a), a.astype(np.float64) * 0.5, rtol=1e-6)
+
+
+def test_get_tir_stand_in_errors():
+    with pytest.raises(tilelang.TileLangError, match="T.const 'M' of 'with_consts' takes shape 0"):
+        with_consts.get_tir(T.Tensor((T.dynamic("k"), 8)), T.Tensor((48, 8)))
+
+
+def test_same_symbolic_size_compares_equal_in_python():
+    a, b = [T.dynamic("m")] * 2
+    assert bool(a == b) and not bool(a != b)
+    with pytest.raises(TypeError, match="has no Python truth value"):
+        bool(a == T.dynamic("m2"))
