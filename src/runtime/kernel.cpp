@@ -29,6 +29,12 @@ IntBounds int_bounds(DataType t) {
 
 namespace {
 
+bool has_no_elements(const TensorArg& t) {
+  for (int d = 0; d < t.ndim; ++d)
+    if (t.shape[d] == 0) return true;
+  return false;
+}
+
 std::string shape_str(const int64_t* shape, int ndim) {
   std::ostringstream os;
   os << "(";
@@ -270,8 +276,10 @@ void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bind
       throw_user_error({}, str_cat(who, " has shape ", shape_str(t.shape, t.ndim), ", expected ", shape_str(buf->shape),
                                    " (dimension ", d, " is ", t.shape[d], ", expected ", *c, ")"));
   }
-  // Strides: compact row-major unless the parameter declares its own.
-  if (!t.strides) return;
+  // Strides: compact row-major unless the parameter declares its own. A tensor without
+  // elements has no element to address: any strides are fine (torch gives an empty
+  // tensor strides of its own).
+  if (!t.strides || has_no_elements(t)) return;
   std::vector<Expr> want = buf.effective_strides();
   for (int d = t.ndim - 1; d >= 0; --d) {
     if (t.shape[d] == 1) continue;  // any stride is fine for a unit dimension
@@ -382,7 +390,7 @@ bool Kernel::fast_check_tensor(size_t index, const TensorArg& t, FastBindings& b
     }
     if (auto c = as_const_int(shape[d]); c && *c != t.shape[d]) return false;
   }
-  if (!t.strides) return true;
+  if (!t.strides || has_no_elements(t)) return true;
   for (int d = t.ndim - 1; d >= 0; --d) {
     if (t.shape[d] == 1) continue;
     const Expr& want = pp.strides[d];

@@ -101,3 +101,40 @@ def test_symbolic_dim_must_agree_across_arguments():
 def test_scalar_where_tensor_expected(copier):
     with pytest.raises(tilelang.TileLangError, match=r"argument 'A' .* must be a tensor"):
         copier(3, np.zeros((4, 8), np.float32))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_an_empty_tensor_takes_any_strides(target):
+    """A GEMM over K = 0 (TileLang issue 1697): torch gives the (M, 0) operand strides
+    (1, 1), numpy (0, 2); with no element to address, any strides are accepted, and the
+    product is zeros."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 64, 32, T.dynamic("K")
+
+    @T.prim_func
+    def mm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((M, 32), "float16")
+            B_s = T.alloc_shared((32, N), "float16")
+            C_l = T.alloc_fragment((M, N), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, 32)):
+                T.copy(A[0, k * 32], A_s)
+                T.copy(B[k * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C)
+
+    kernel = tilelang.compile(mm, out_idx=-1, target=target)
+    c = kernel(torch.randn(M, 0, dtype=torch.float16), torch.randn(0, N, dtype=torch.float16))
+    assert c.shape == (M, N) and not c.any()
+    c = kernel(np.empty((M, 0), np.float16), np.empty((0, N), np.float16))
+    assert c.shape == (M, N) and not c.any()
+    a = np.random.default_rng(1).standard_normal((M, 64)).astype(np.float16)
+    b = np.random.default_rng(2).standard_normal((64, N)).astype(np.float16)
+    np.testing.assert_allclose(
+        kernel(a, b), a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=2e-2
+    )
