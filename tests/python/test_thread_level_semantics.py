@@ -788,8 +788,11 @@ def test_tensor_subscripts_element_fills_and_unlaunched_dims():
         np.testing.assert_array_equal(b, a[::-1])
         np.testing.assert_array_equal(c, [0, 7])
     assert T.dtype("e4m3_float8") == T.float8_e4m3fn and T.dtype("e5m2_float8") == T.float8_e5m2
+    # Subscripts that are all sizes are the shape, in float32 (TileLang's rule).
+    assert T.Tensor[(4,)].dtype == T.Tensor[4, 2].dtype == "float32"
+    assert list(T.Tensor[4, 2].shape) == [4, 2]
     with pytest.raises(tilelang.TileLangError, match=r"T.Tensor\[...\] takes a shape and a dtype"):
-        T.Tensor[(4,)]
+        T.Tensor[(4,), "float32", "extra"]
     with pytest.raises(
         tilelang.TileLangError, match="scope 'global' is not one a kernel allocates"
     ):

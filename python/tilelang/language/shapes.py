@@ -52,7 +52,13 @@ class _TensorType:
         return TensorAnnotation(shape, dtype, strides)
 
     def __getitem__(self, key):
-        if not isinstance(key, tuple) or len(key) != 2:
+        # TileLang's rule: subscripts that are all sizes are the shape (dtype float32):
+        # T.Tensor[(N,)] and T.Tensor[M, K]; otherwise (shape, dtype).
+        if not isinstance(key, tuple):
+            key = (key,)
+        if all(not isinstance(k, (tuple, list, str)) for k in key):
+            key = (key,)
+        if len(key) > 2:
             raise frontend_error(
                 f"T.Tensor[...] takes a shape and a dtype, as T.Tensor[(M, K), T.float16]; got {key!r}"
             )
