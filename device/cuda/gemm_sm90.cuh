@@ -3,7 +3,8 @@
 // cores straight from shared memory through matrix descriptors, or (gemm_rs) A
 // from registers. Every thread of the block calls tl::wgmma_gemm_ss / _rs once per
 // K tile, with the same arguments; the call returns with the products in the
-// accumulators (it waits for its own wgmma group).
+// accumulators (it waits for its own wgmma group), or, with Pending = 1 (pipelined
+// loops), with its wgmmas still in flight until the next call or tl::wgmma_wait<0>().
 //
 // Operand types (WgmmaOf below): half_t / bfloat16_t (k16), float read as tf32
 // (k8; the tensor cores use the top 19 bits of each value, i.e. truncate to 10

@@ -1,9 +1,10 @@
-// Register reallocation between the warpgroups of a warp-specialized kernel
-// (src/transform/warp_specialize.cpp): the producer warpgroup, which only issues
-// TMA copies, lowers its per-thread register limit and the consumer warpgroups
-// raise theirs from the block's pool (setmaxnreg, sm_90a). Every warp of a
-// warpgroup executes the same call. Under TL_EMULATE (and on other archs, where
-// the kernel is never warp-specialized) these do nothing.
+// The device side of warp-specialized kernels (src/transform/warp_specialize.cpp):
+// register reallocation between the warpgroups (the producer warpgroup, which only
+// issues TMA copies, lowers its per-thread register limit and the consumer warpgroups
+// raise theirs from the block's pool: setmaxnreg, sm_90a; every warp of a warpgroup
+// executes the same call; under TL_EMULATE and on other archs, where the kernel is
+// never warp-specialized, these do nothing), the warp-uniform rank the warpgroups
+// branch on, and the consumers' arrivals that release a tile version.
 #pragma once
 
 #include "cluster.cuh"  // the releases of multicast tile versions

@@ -20,10 +20,11 @@
 // nothing can complete any more: the deadlock is reported as a failure and the
 // block's threads are abandoned instead of spinning forever.
 //
-// A store copies at issue (the earliest moment), and the wait that covers it checks
-// that nobody wrote the tile in between (on the GPU the store could have read the
-// new values). The race detector sees a store's reads of the tile; landed loads and
-// mbarrier waits are invisible to it.
+// A store reads its tile at issue (the earliest moment) and writes global memory as
+// late as the GPU may (at a tma_store_complete that covers it, or when the thread
+// returns); the wait that covers it checks that nobody wrote the tile in between
+// (on the GPU the store could have read the new values). The race detector sees a
+// store's reads of the tile; landed loads and mbarrier waits are invisible to it.
 #pragma once
 
 #include <cstring>

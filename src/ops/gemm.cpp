@@ -107,10 +107,10 @@ Stmt lower_gemm_serial(const TileOpNode* op) {
                   op->span);
 }
 
-// For targets that run a block's threads in parallel, a gemm that lower_fragments
-// left to the block and tensor cores cannot take (lower_gemm_mma): every C element
-// is an independent dot product over K, so the (i, j) nest is parallel and each
-// iteration keeps its sum in a register.
+// For targets that run a block's threads in parallel, a gemm that no register or
+// tensor-core lowering took (lower_fragments, lower_simdgroup_gemm on Metal,
+// lower_gemm_mma): every C element is an independent dot product over K, so the
+// (i, j) nest is parallel and each iteration keeps its sum in a register.
 Stmt lower_gemm_loops(const TileOpNode* op) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);

@@ -1,7 +1,9 @@
 // The contract every tile operator implements, one file per op in src/ops/:
 // `make_<op>` checks the user's operands and builds the TileOp statement;
-// `lower_<op>_serial` expands it into loops for targets where one executor runs a
-// whole thread block (the CPU). GPU lowerings join this table as they are written.
+// `lower_<op>_serial` expands it into loops: on the cpu target one executor runs
+// them for the whole block; on the GPU targets lower_tile_ops wraps them in a block
+// op that the code generator spreads over the threads. The GPU-specific lowerings
+// (registers, tensor cores, TMA) are passes of their own in src/transform.
 #pragma once
 
 #include <functional>
@@ -48,7 +50,8 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
 
-// T.gemm as a parallel nest of dot products (targets without layout inference yet).
+// T.gemm as a parallel nest of dot products: a GPU gemm that no register or
+// tensor-core lowering took.
 Stmt lower_gemm_loops(const TileOpNode* op);
 
 // Units (warps, or warpgroups for wgmma) along M for an M x N tile over `units`

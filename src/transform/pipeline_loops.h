@@ -1,4 +1,5 @@
-// Multi-stage software pipelines for T.Pipelined loops (GPU targets).
+// Multi-stage software pipelines for T.Pipelined loops (the CUDA target; the cpu and
+// Metal targets run them as the serial loops they are).
 #pragma once
 
 #include <optional>
