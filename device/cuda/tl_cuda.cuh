@@ -295,7 +295,7 @@ TL_UNARY_MATH(sqrt, sqrtf(x), ::sqrt(x))
 TL_UNARY_MATH(rsqrt, rsqrtf(x), ::rsqrt(x))
 TL_UNARY_MATH(floor, floorf(x), ::floor(x))
 TL_UNARY_MATH(ceil, ceilf(x), ::ceil(x))
-TL_UNARY_MATH(round, rintf(x), ::rint(x))
+TL_UNARY_MATH(round, roundf(x), ::round(x))  // halves away from zero, as the cpu target
 TL_UNARY_MATH(trunc, truncf(x), ::trunc(x))
 TL_UNARY_MATH(nearbyint, nearbyintf(x), ::nearbyint(x))
 TL_UNARY_MATH(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)))

@@ -380,3 +380,33 @@ def test_fast_math_names_take_floats_only(name):
             TypeError, match=rf"T\.{name} only supports floating-point inputs, but got {dtype}"
         ):
             fn(T.Var("v", dtype))
+
+
+ROUNDING_CASES = [
+    (target, dtype)
+    for target in ("cpu", "cuda -arch=sm_80 -emulate", "metal -emulate")
+    for dtype in ("float32", "float64", "float16", "bfloat16")
+    if not (target.startswith("metal") and dtype == "float64")  # Metal has no float64
+]
+
+
+@pytest.mark.parametrize(("target", "dtype"), ROUNDING_CASES)
+def test_round_and_nearbyint_agree_on_every_target(target, dtype):
+    """Halves: T.round away from zero, T.nearbyint to even, the same on every target
+    and dtype (the CUDA header once rounded T.round's halves to even)."""
+    import ml_dtypes
+
+    np_dtype = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}.get(dtype, np.dtype(dtype))
+
+    @T.prim_func
+    def main(X: T.Tensor((16,), dtype), R: T.Tensor((16,), dtype), E: T.Tensor((16,), dtype)):
+        with T.Kernel(1, threads=16):
+            for i in T.Parallel(16):
+                R[i] = T.round(X[i])
+                E[i] = T.nearbyint(X[i])
+
+    x = np.array([-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 1.25, -1.75, 7.0, -0.0, 2.75, -6.5])
+    r, e = np.zeros(16, np_dtype), np.zeros(16, np_dtype)
+    tilelang.compile(main, target=target)(x.astype(np_dtype), r, e)
+    np.testing.assert_array_equal(r.astype(np.float64), np.sign(x) * np.floor(np.abs(x) + 0.5))
+    np.testing.assert_array_equal(e.astype(np.float64), np.rint(x))
