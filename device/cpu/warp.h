@@ -108,6 +108,27 @@ inline int32_t syncthreads_or(bool pred, int threads) {
 inline void pdl_trigger() {}
 inline void pdl_sync() {}
 
+// T.named_barrier_arrive(id, count): one arrival at barrier `id` without waiting; the
+// fibers waiting there (named_barrier_sync) go on once `count` have arrived.
+inline void named_barrier_arrive(int id, int count) {
+  FiberScheduler* s = current_scheduler();
+  if (!s) return;
+  if (id < 1 || id > 15 || count < 1 || count > int(s->contexts.size())) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "T.named_barrier_arrive(%d, %d): the id must be in [1, 15] and the count in [1, %d], the block's "
+                  "threads",
+                  id, count, int(s->contexts.size()));
+    device_assert_fail(text);
+    return;
+  }
+  ++s->events;
+  if (++s->named_arrived[id] >= count) {
+    s->named_arrived[id] = 0;
+    ++s->named_generation[id];
+  }
+}
+
 // T.sync_threads(id, count): barrier `id` (1-15) of `count` threads, a part of the
 // block (TileLang's named barrier, bar.sync on the GPU). A fiber arrives, then yields
 // round after round until `count` fibers have arrived at this id; a round in which no

@@ -335,4 +335,16 @@ TL_DEVICE void named_barrier_sync(int id, int count) {
 #endif
 }
 
+// T.named_barrier_arrive(id, count): counts toward barrier `id`'s `count` threads
+// without waiting (bar.arrive): threads that only signal the ones waiting with
+// named_barrier_sync. Writes before it are visible to the waiters after their sync.
+template <int Dep = 0>
+TL_DEVICE void named_barrier_arrive(int id, int count) {
+#ifdef TL_EMULATE
+  emu::named_barrier_arrive(id, count);
+#else
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+
 }  // namespace tl

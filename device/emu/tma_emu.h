@@ -49,6 +49,7 @@ TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity);
 TL_EMU_FN void block_barrier(int line);
 TL_EMU_FN void thread_exited();  // the running thread returned from the kernel
 TL_EMU_FN void named_barrier_sync(int id, int count);
+TL_EMU_FN void named_barrier_arrive(int id, int count);
 TL_EMU_FN void sync_grid();  // T.sync_grid (device/cuda/grid_sync.cuh)
 TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank);
 TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add);
@@ -675,49 +676,73 @@ TL_EMU_FN void sync_grid() {
 
 // ---- named barriers (bar.sync id, count): a T.ws region's block barrier
 
-TL_EMU_FN void named_barrier_sync(int id, int count) {
-  struct Named {
-    uint64_t serial = ~uint64_t(0);
-    int arrived[16], expected[16];
-    uint64_t generation[16];
-    EpochMerge epochs[16];
-  };
+struct NamedBarriers {
+  uint64_t serial = ~uint64_t(0);
+  int arrived[16], expected[16];
+  uint64_t generation[16];
+  EpochMerge epochs[16];
+};
+
+// The named barriers of the calling fiber's block, checked for (id, count); nullptr
+// (after recording the failure) when the call is invalid.
+TL_EMU_FN NamedBarriers* named_barriers(int id, int count, const char* what) {
   // By rank in the cluster (at most 16 blocks), reset by the first call of each run of
   // a block or cluster. A fixed array: the waiters below hold a reference across their
   // yields, which a growing vector would invalidate.
-  static thread_local Named by_block[16];
-  Named& n = by_block[cta_rank()];
+  static thread_local NamedBarriers by_block[16];
+  NamedBarriers& n = by_block[cta_rank()];
   if (n.serial != fiber_serial()) {
     n.serial = fiber_serial();
     for (int i = 0; i < 16; ++i) n.arrived[i] = n.expected[i] = 0, n.generation[i] = 0, n.epochs[i] = {};
   }
   if (id < 1 || id > 15 || count < 32 || count % 32 != 0 || count > block_threads()) {
-    record_failure("named_barrier_sync: id must be in [1, 15] and count a multiple of 32 up to the block's " +
+    record_failure(std::string(what) + ": id must be in [1, 15] and count a multiple of 32 up to the block's " +
                    str_of(block_threads()) + " threads; got id " + str_of(id) + ", count " + str_of(count));
-    return;
+    return nullptr;
   }
   if (n.arrived[id] == 0) n.expected[id] = count;
   if (n.expected[id] != count) {
-    record_failure("named_barrier_sync: barrier " + str_of(id) + " is used with " + str_of(count) + " and " +
+    record_failure(std::string(what) + ": barrier " + str_of(id) + " is used with " + str_of(count) + " and " +
                    str_of(n.expected[id]) + " threads at once");
-    return;
+    return nullptr;
   }
+  return &n;
+}
+
+// One arrival at barrier `id`: the fiber's writes so far join what the barrier
+// releases; the last arrival completes the phase. Returns the phase arrived at.
+TL_EMU_FN uint64_t named_barrier_arrival(NamedBarriers& n, int id, int count) {
   TmaBlock& b = tma_block();
   FiberScheduler* s = current_scheduler();
-  const size_t rank = size_t(fiber_index());
   const uint64_t gen = n.generation[id];
   ++b.events;
-  if (s) n.epochs[id].arrive(s->barriers[rank]);
+  if (s) n.epochs[id].arrive(s->barriers[size_t(fiber_index())]);
   if (++n.arrived[id] == count) {
     n.arrived[id] = 0;
     ++n.generation[id];
     n.epochs[id].release();
   }
-  while (n.generation[id] == gen) {
+  return gen;
+}
+
+TL_EMU_FN void named_barrier_sync(int id, int count) {
+  NamedBarriers* n = named_barriers(id, count, "named_barrier_sync");
+  if (!n) return;
+  TmaBlock& b = tma_block();
+  FiberScheduler* s = current_scheduler();
+  const size_t rank = size_t(fiber_index());
+  const uint64_t gen = named_barrier_arrival(*n, id, count);
+  while (n->generation[id] == gen) {
     if (!wait_one_round(b, rank, nullptr, uint32_t(id))) return;
   }
   b.waiting_since[rank] = kNotWaiting;
-  if (s) s->barriers[rank] = n.epochs[id].out;
+  if (s) s->barriers[rank] = n->epochs[id].out;
+}
+
+// bar.arrive: counts toward the phase without waiting for it (a producer signalling
+// the threads that wait on the barrier with named_barrier_sync).
+TL_EMU_FN void named_barrier_arrive(int id, int count) {
+  if (NamedBarriers* n = named_barriers(id, count, "named_barrier_arrive")) named_barrier_arrival(*n, id, count);
 }
 
 // ---- copies

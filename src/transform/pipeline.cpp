@@ -111,9 +111,12 @@ const EvaluateNode* find_extern_call(const Stmt& body, const std::string& name) 
 // T.sync_threads(id, count): a named barrier of part of the block, which the CUDA
 // targets have and the cpu target runs with its fibers (device/cpu/warp.h).
 void refuse_named_barriers(const PrimFunc& f, const Target& t) {
-  if (const EvaluateNode* call = find_extern_call(f->body, "tl::named_barrier_sync"))
+  const EvaluateNode* call = find_extern_call(f->body, "tl::named_barrier_sync");
+  if (!call) call = find_extern_call(f->body, "tl::named_barrier_arrive");
+  if (call)
     throw_user_error(call->span,
-                     "T.sync_threads(barrier_id, arrive_count) is a named barrier of part of the block, "
+                     "T.sync_threads(barrier_id, arrive_count) and T.named_barrier_arrive are a named barrier of "
+                     "part of the block, "
                      "which the CUDA targets have and the target '" +
                          t.str() + "' has not; use T.sync_threads() there");
 }

@@ -971,3 +971,58 @@ def test_mbarriers_named_by_index():
             with T.Kernel(1, threads=128) as _:
                 T.create_list_of_mbarrier(128, 128, 128, 128)
                 T.mbarrier_arrive(mbarrier=4)
+
+
+def handoff_through_named_barriers():
+    """Warp 0 writes a slot and arrives at barrier 10 (without waiting); warp 1 waits
+    there, reads the slot, and arrives at barrier 11, which warp 0 waits on
+    (TileLang issue 2188)."""
+
+    @T.prim_func
+    def handoff(inp: T.Tensor((1,), "int32"), out: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=64) as _:
+            tx = T.get_thread_binding()
+            slot = T.alloc_shared((1,), "int32")
+            if tx < 32:
+                if tx == 0:
+                    slot[0] = inp[0] + 1
+                T.named_barrier_arrive(10, 64)
+                T.sync_threads(11, 64)
+                if tx == 0:
+                    out[1] = slot[0] * 3
+            else:
+                T.sync_threads(10, 64)
+                if tx == 32:
+                    out[0] = slot[0]
+                    slot[0] = slot[0] * 2
+                T.named_barrier_arrive(11, 64)
+
+    return handoff
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A, "cpu"])
+def test_named_barrier_arrive_signals_without_waiting(target):
+    out = tilelang.compile(handoff_through_named_barriers(), out_idx=[1], target=target)(
+        np.array([41], np.int32)
+    )
+    np.testing.assert_array_equal(out, [42, 42 * 2 * 3])
+
+
+def test_named_barrier_arrive_source_and_refusals():
+    source = tilelang.compile(
+        handoff_through_named_barriers(), target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert (
+        "tl::named_barrier_arrive(10, 64);" in source
+        and "tl::named_barrier_sync(11, 64);" in source
+    )
+    with pytest.raises(tilelang.TileLangError, match="named barrier of part of the block"):
+        tilelang.compile(handoff_through_named_barriers(), target="metal -emulate")
+    with pytest.raises(
+        tilelang.TileLangError, match=r"arrive_count must be a constant multiple of 32"
+    ):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=64) as _:
+                T.named_barrier_arrive(1, 48)

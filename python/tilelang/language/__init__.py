@@ -62,6 +62,7 @@ from .ops import (
     fill,
     gemm,
     gemm_v2,
+    named_barrier_arrive,
     sync_grid,
     sync_threads,
 )
@@ -161,6 +162,7 @@ __all__ = [
     "reshape",
     "serial",
     "symbolic",
+    "named_barrier_arrive",
     "sync_grid",
     "sync_threads",
     "tvm_thread_allreduce",

@@ -288,6 +288,25 @@ def sync_threads(barrier_id=None, arrive_count=None):
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_sync", [ids, count]))
 
 
+def named_barrier_arrive(barrier_id, arrive_count):
+    """`T.named_barrier_arrive(barrier_id, arrive_count)`: one arrival at the named
+    barrier `barrier_id` (1-15) of `arrive_count` threads (whole warps) without waiting
+    for it (CUDA `bar.arrive`): the threads that wait there with
+    `T.sync_threads(barrier_id, arrive_count)` go on once that many have arrived."""
+    ctx = builder_ctx.current("T.named_barrier_arrive")
+    ids, count = const_int(to_value(barrier_id)), const_int(to_value(arrive_count))
+    if ids is None or not 1 <= ids <= 15:
+        raise frontend_error(
+            f"T.named_barrier_arrive: barrier_id must be a constant in [1, 15], got {barrier_id!r}"
+        )
+    if count is None or count <= 0 or count % 32:
+        raise frontend_error(
+            "T.named_barrier_arrive: arrive_count must be a constant multiple of 32 (whole warps), "
+            f"got {arrive_count!r}"
+        )
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_arrive", [ids, count]))
+
+
 def sync_grid():
     """A barrier of every thread of every block of the launch (CUDA cooperative groups'
     `grid.sync()`): writes to global memory before it are visible to all blocks after it.
@@ -317,6 +336,7 @@ __all__ = [
     "evaluate",
     "fill",
     "gemm",
+    "named_barrier_arrive",
     "sync_grid",
     "sync_threads",
 ]
