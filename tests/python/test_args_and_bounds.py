@@ -117,7 +117,7 @@ def test_an_empty_tensor_takes_any_strides(target):
         B: T.Tensor((K, N), "float16"),
         C: T.Tensor((M, N), "float16"),
     ):
-        with T.Kernel(1, 1, threads=128) as (bx, by):
+        with T.Kernel(1, 1, threads=128) as (_bx, _by):
             A_s = T.alloc_shared((M, 32), "float16")
             B_s = T.alloc_shared((32, N), "float16")
             C_l = T.alloc_fragment((M, N), "float32")

@@ -405,7 +405,9 @@ def test_round_and_nearbyint_agree_on_every_target(target, dtype):
                 R[i] = T.round(X[i])
                 E[i] = T.nearbyint(X[i])
 
-    x = np.array([-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 1.25, -1.75, 7.0, -0.0, 2.75, -6.5])
+    x = np.array(
+        [-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 1.25, -1.75, 7.0, -0.0, 2.75, -6.5]
+    )
     r, e = np.zeros(16, np_dtype), np.zeros(16, np_dtype)
     tilelang.compile(main, target=target)(x.astype(np_dtype), r, e)
     np.testing.assert_array_equal(r.astype(np.float64), np.sign(x) * np.floor(np.abs(x) + 0.5))

@@ -304,7 +304,9 @@ def named_barrier_arrive(barrier_id, arrive_count):
             "T.named_barrier_arrive: arrive_count must be a constant multiple of 32 (whole warps), "
             f"got {arrive_count!r}"
         )
-    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_arrive", [ids, count]))
+    ctx.builder.evaluate(
+        _C.call_extern(make_dtype("void"), "tl::named_barrier_arrive", [ids, count])
+    )
 
 
 def sync_grid():
