@@ -445,10 +445,78 @@ bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b
 
 // ---- the slow path: full checks with messages
 
+namespace {
+std::string python_syntax(const Expr& e, int outer);
+}  // namespace
+
+// A symbolic size that appears only inside dimension expressions (`T.Tensor((n * 4,),
+// ...)`, `n * 3 + 1`) is bound from a dimension affine in it: with the other variables
+// bound, e(n) = a * n + c, so n = (extent - c) / a when a divides it exactly. The check
+// that follows in bind() then verifies every dimension against the value found. Runs
+// before the checks of each argument (so that strides built from such a size resolve);
+// sizes that are whole dimensions are taken first, the checks then confirm them.
+void Kernel::bind_affine_dims(const ArgValue* args, size_t n, Bindings& b) const {
+  bool affine = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Param& p = sig_.params[i];
+    if (!p.is_tensor() || args[i].kind != ArgValue::Kind::Tensor) continue;
+    const TensorArg& t = args[i].tensor;
+    for (int d = 0; d < t.ndim && d < int(p.buffer->shape.size()); ++d) {
+      const Expr& e = p.buffer->shape[d];
+      if (auto* v = e.as<VarNode>(); v && int_bounds(v->dtype).contains(t.shape[d]))
+        b.emplace(v, t.shape[d]);
+      else if (!e.is<IntImmNode>() && !e.is<VarNode>())
+        affine = true;
+    }
+  }
+  if (!affine) {
+    b.clear();  // nothing to solve: the checks bind the plain sizes themselves
+    return;
+  }
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Param& p = sig_.params[i];
+      if (!p.is_tensor() || args[i].kind != ArgValue::Kind::Tensor) continue;
+      const TensorArg& t = args[i].tensor;
+      for (int d = 0; d < t.ndim && d < int(p.buffer->shape.size()); ++d) {
+        const Expr& e = p.buffer->shape[d];
+        if (e.is<VarNode>() || e.is<IntImmNode>()) continue;
+        const VarNode* unknown = nullptr;
+        bool several = false;
+        for_each_expr(e, [&](const Expr& x) {
+          auto* v = x.as<VarNode>();
+          if (!v || b.count(v) || v == unknown) return;
+          several = several || unknown != nullptr;
+          unknown = v;
+        });
+        if (!unknown || several || !unknown->dtype.is_integer()) continue;
+        auto at = [&](int64_t value) {
+          return eval_int_with(e, [&](const VarNode* v) -> const int64_t* {
+            if (v == unknown) return &value;
+            auto it = b.find(v);
+            return it == b.end() ? nullptr : &it->second;
+          });
+        };
+        auto c = at(0), c1 = at(1);
+        if (!c || !c1 || *c1 == *c) continue;
+        int64_t a = *c1 - *c, rest = t.shape[d] - *c;
+        if (rest % a != 0) continue;
+        int64_t value = rest / a;
+        if (auto check = at(value); !check || *check != t.shape[d]) continue;
+        if (!int_bounds(unknown->dtype).contains(value)) continue;
+        b.emplace(unknown, value);
+        progress = true;
+      }
+    }
+  }
+}
+
 Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const {
   if (n != sig_.params.size())
     throw_user_error({}, str_cat("kernel '", sig_.name, "' takes ", sig_.params.size(), " argument(s), got ", n));
   Bindings b;
+  bind_affine_dims(args, n, b);
   for (size_t i = 0; i < n; ++i) {
     const Param& p = sig_.params[i];
     const ArgValue& a = args[i];
@@ -492,6 +560,18 @@ Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const 
       const Expr& e = p.buffer->shape[d];
       if (e.is<VarNode>() || e.is<IntImmNode>()) continue;
       auto v = eval_int(e, b);
+      if (!v) {
+        std::vector<std::string> unbound;
+        for_each_expr(e, [&](const Expr& x) {
+          auto* var = x.as<VarNode>();
+          if (var && !b.count(var) && std::find(unbound.begin(), unbound.end(), var->name) == unbound.end())
+            unbound.push_back(var->name);
+        });
+        if (unbound.size() == 1)
+          throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' has shape ",
+                                       shape_str(t.shape, t.ndim), ": dimension ", d, " is ", t.shape[d], ", which is ",
+                                       python_syntax(e, 0), " for no integer ", unbound[0], " of its dtype"));
+      }
       if (v && *v != t.shape[d])
         throw_user_error(
             {}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' has shape ", shape_str(t.shape, t.ndim),

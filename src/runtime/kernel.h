@@ -120,6 +120,7 @@ class Kernel {
                   int device_id, void* stream) const;
   int device_of(const ArgValue* args) const;
   Bindings bind(const ArgValue* args, size_t n, bool allow_missing) const;
+  void bind_affine_dims(const ArgValue* args, size_t n, Bindings& b) const;
   void check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const;
   void build_plan();
 
