@@ -273,3 +273,62 @@ def test_misuse_is_reported_at_the_users_line(case):
     with pytest.raises(tilelang.TileLangError, match=match) as info:
         build(body)
     assert "test_reshape_view.py:" in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+@pytest.mark.parametrize(("kind", "reverse"), [("sum", False), ("sum", True), ("max", False)])
+def test_scan_of_a_view_of_shared_memory(target, kind, reverse):
+    """T.cumsum / T.cummax over a T.view of a shared tile (TileLang issue 1001), in place
+    and into another tile, along the view's rows."""
+
+    @T.prim_func
+    def scan(
+        X: T.Tensor((2, 128), "float32"),
+        Y: T.Tensor((2, 128), "float32"),
+        Z: T.Tensor((2, 128), "float32"),
+    ):
+        with T.Kernel(2, threads=128) as bx:
+            smem = T.alloc_shared((128,), "float32")
+            other = T.alloc_shared((4, 32), "float32")
+            T.copy(X[bx, :], smem)
+            scan_fn = T.cumsum if kind == "sum" else T.cummax
+            scan_fn(T.view(smem, (4, 32)), other, dim=1, reverse=reverse)
+            scan_fn(T.view(smem, (1, 128)), dim=1, reverse=reverse)
+            T.copy(smem, Y[bx, :])
+            for i, j in T.Parallel(4, 32):
+                Z[bx, i * 32 + j] = other[i, j]
+
+    x = np.random.default_rng(7).standard_normal((2, 128)).astype(np.float32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    tilelang.compile(scan, target=target)(x, y, z)
+    op = np.cumsum if kind == "sum" else np.maximum.accumulate
+
+    def ref(a, axis):
+        a = np.flip(a, axis) if reverse else a
+        out = op(a.astype(np.float64), axis=axis)
+        return np.flip(out, axis) if reverse else out
+
+    np.testing.assert_allclose(y, ref(x, 1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        z.reshape(2, 4, 32), ref(x.reshape(2, 4, 32), 2), rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+def test_reduce_of_a_one_row_view_runs_once(target):
+    """A view reduced to a single element folds on one thread (the emulator's race
+    detector once saw every thread fold and write it)."""
+
+    @T.prim_func
+    def total(X: T.Tensor((128,), "float32"), Y: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            smem = T.alloc_shared((128,), "float32")
+            out = T.alloc_shared((1,), "float32")
+            T.copy(X, smem)
+            T.reduce_sum(T.view(smem, (1, 128)), out, dim=1)
+            T.copy(out, Y)
+
+    x = np.random.default_rng(3).standard_normal(128).astype(np.float32)
+    y = np.zeros(1, np.float32)
+    tilelang.compile(total, target=target)(x, y)
+    np.testing.assert_allclose(y, [x.astype(np.float64).sum()], rtol=1e-5, atol=1e-5)

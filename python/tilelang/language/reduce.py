@@ -187,6 +187,9 @@ def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
     _tuning(name, 1, annotations)
     ctx = builder_ctx.current(name)
+    if _on_view(src) or (dst is not None and _on_view(dst)):
+        views.scan_loops(ctx, name, kind, src, dst, _int_arg(dim, f"{name} dim"), bool(reverse))
+        return
     src_region = _region(src, f"{name} source")
     dst_region = src_region if dst is None else _region(dst, f"{name} destination")
     attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "reverse": bool(reverse)}

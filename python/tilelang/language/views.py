@@ -685,7 +685,8 @@ def reduce_loops(ctx, name, kind, src, dst, dim, clear):
     dt = d.buffer.dtype
     if isinstance(s.buffer, BufferView) and s.buffer.base.scope == "local.fragment":
         s = Region(_snapshot(ctx, s.buffer), s.mins, s.extents)
-    loop = [e for k, e in enumerate(s.extents) if k != dim and const_int(e) != 1]
+    # One output still goes in a T.Parallel loop (of 1), which one thread runs.
+    loop = [e for k, e in enumerate(s.extents) if k != dim and const_int(e) != 1] or [1]
 
     def body(vars_):
         it = iter(vars_)
@@ -708,6 +709,63 @@ def reduce_loops(ctx, name, kind, src, dst, dim, clear):
         if kind in ("abssum", "absmax"):
             x = abs(x)
         store(ctx, d.buffer, d_idx, _combine(kind, load_dst(), x))
+        ctx.builder.end_for()
+
+    _loops(ctx, loop, body)
+
+
+def scan_loops(ctx, name, kind, src, dst, dim, reverse):
+    """T.cumsum / T.cummax where a side is a view of a shared or local buffer: a T.Parallel
+    loop over the lines along `dim`, each scanned by a serial loop (dst[0] = src[0],
+    dst[r] = dst[r - 1] op src[r]; from the end with reverse=True), which is correct in
+    place too."""
+    s = _as_region(src, f"{name} source")
+    d = s if dst is None else _as_region(dst, f"{name} destination")
+    for r in (s, d):
+        base = r.buffer.base if isinstance(r.buffer, BufferView) else r.buffer
+        if base.scope in ("global", "local.fragment"):
+            where = "a global tensor" if base.scope == "global" else "a fragment"
+            raise frontend_error(
+                f"{name} on '{r.buffer.name}', a view of {where} ('{base.name}'), is not supported; "
+                f"scan a T.alloc_shared buffer (or its view) instead"
+            )
+    rank = len(s.extents)
+    if not -rank <= dim < rank:
+        raise frontend_error(
+            f"{name} dim {dim} is out of range for source '{s.buffer.name}' of rank {rank} "
+            f"(shape {_fmt(s.extents)}); use a dim in [{-rank}, {rank - 1}]"
+        )
+    dim = dim + rank if dim < 0 else dim
+    if not same_shape(s.extents, d.extents):
+        raise frontend_error(
+            f"{name} destination '{d.buffer.name}' has shape {_fmt(d.extents)}, expected the "
+            f"source's {_fmt(s.extents)}"
+        )
+    n = s.extents[dim]
+    # One line still goes in a T.Parallel loop (of 1), which one thread runs.
+    loop = [e for k, e in enumerate(s.extents) if k != dim and const_int(e) != 1] or [1]
+
+    def body(vars_):
+        def indices(region, pos):
+            it = iter(vars_)
+            out = []
+            for k, (m, e) in enumerate(zip(region.mins, region.extents)):
+                if k == dim:
+                    out.append(m + pos)
+                else:
+                    out.append(m if const_int(e) == 1 else m + next(it))
+            return out
+
+        def load(region, pos):
+            value, _ = _side_load(region.buffer, indices(region, pos))
+            return _C.cast(value, d.buffer.dtype)
+
+        first = n - 1 if reverse else 0
+        store(ctx, d.buffer, indices(d, first), load(s, first))
+        r = ctx.builder.begin_for("r", 1, n - 1, "serial", {})
+        pos = n - 1 - r if reverse else r
+        prev = pos + 1 if reverse else pos - 1
+        store(ctx, d.buffer, indices(d, pos), _combine(kind, load(d, prev), load(s, pos)))
         ctx.builder.end_for()
 
     _loops(ctx, loop, body)
