@@ -1,5 +1,7 @@
 // A tile GEMM written with the C++ builder API, compiled for the CPU and checked
-// against a plain triple loop. Built and run by the test command (ctest).
+// against a plain triple loop. Built and run by the test command twice: in the
+// build tree (ctest), and as an outside project against an installed, relocated
+// prefix (examples/cpp/CMakeLists.txt, tests/python/test_cpp_package.py).
 //
 //   C[M, N] = A[M, K] @ B[K, N], float16 inputs, float32 accumulation,
 //   128x128x32 tiles, M/N/K not multiples of the tile (tails are predicated).
@@ -8,10 +10,14 @@
 #include <random>
 #include <vector>
 
-#include "../../device/cpu/types.h"
-#include "tl/tl.h"
+#include <exception>
 
-int main() {
+#include "tl/tl.h"
+#include "tl/types.h"
+
+namespace {
+
+int run() {
   using namespace tl;
   const int64_t M = 300, N = 200, K = 100, BM = 64, BN = 64, BK = 32;
 
@@ -41,6 +47,7 @@ int main() {
   CompileOptions opt;
   opt.target = Target::parse("cpu");
   std::shared_ptr<Kernel> kernel = compile(f, opt);
+  std::printf("device headers: %s\n", device_include_dir().c_str());
 
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -74,4 +81,17 @@ int main() {
   }
   std::printf("OK\n");
   return 0;
+}
+
+}  // namespace
+
+// Every failure is an exception: a kernel mistake (tl::UserError), missing device
+// headers (tl::DeviceDirError), a compiler bug (tl::InternalError).
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm: %s\n", e.what());
+    return 1;
+  }
 }

@@ -10,6 +10,7 @@
 #include "ir/ir.h"
 #include "runtime/kernel.h"
 #include "target/target.h"
+#include "tl/device_dir.h"
 
 namespace tl {
 

@@ -1,14 +1,13 @@
-// Where the device headers (device/cpu, device/cuda ...) are found at run time:
-// TILELANG_DEVICE_DIR, else the directory the Python package registered, else
-// the source tree this library was built from.
+// Resolution of the device header directory (the public half is include/tl/device_dir.h)
+// and the digest of its contents that joins every cache key.
 #pragma once
 
 #include <string>
 
+#include "tl/device_dir.h"
+
 namespace tl {
 
-const std::string& device_include_dir();
-void set_device_include_dir(const std::string& dir);
 // Concatenated contents of every header under the device dir (cache key part).
 const std::string& device_headers_digest_input();
 
