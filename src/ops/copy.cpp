@@ -151,22 +151,27 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
   std::vector<Expr> sn = non_unit(s.extents()), dn = non_unit(d.extents());
   bool ok = sn.size() == dn.size();
   for (size_t i = 0; ok && i < sn.size(); ++i) ok = compatible_extent(sn[i], dn[i]);
-  // A global region smaller than the on-chip tile it is copied into or out of, in
-  // every dimension (32 heads into a 64-row tile and back): as TileLang, the copy
-  // covers the tile, the region giving its start; elements outside the tensor read as
-  // zeros and are not written (those past the region but inside the tensor are, as
-  // there). The global side becomes a start point. Other mismatches stay errors.
-  const bool src_global = src.buffer->scope == Scope::Global, dst_global = dst.buffer->scope == Scope::Global;
-  if (!ok && sn.size() == dn.size() && src_global != dst_global && !src.extents.empty() && !dst.extents.empty()) {
-    const std::vector<Expr>&g = src_global ? sn : dn, &t = src_global ? dn : sn;
-    bool pads = true;
-    for (size_t i = 0; pads && i < g.size(); ++i) {
-      auto ge = as_const_int(g[i]), te = as_const_int(t[i]);
-      pads = ge && te && *ge <= *te;
+  // Regions of the same rank whose constant extents differ: as TileLang, the copy runs
+  // over the region of the side in the deeper memory (local / fragment, then shared,
+  // then global; the source when both are alike), and the other side becomes a start
+  // point covering as much. Elements outside a tensor read as zeros and are not
+  // written; those past the other region but inside its buffer are read and written
+  // too (a 32-row global slice copied into a 64-row tile covers the whole tile). The
+  // destination's region is the base only when it is at least the source's in every
+  // dimension; a smaller one stays an error, as in TileLang.
+  if (!ok && sn.size() == dn.size() && !src.extents.empty() && !dst.extents.empty()) {
+    auto level = [](Scope sc) {
+      return sc == Scope::Global ? 0 : sc == Scope::Shared || sc == Scope::SharedDyn ? 1 : 2;
+    };
+    const bool base_is_src = level(src.buffer->scope) >= level(dst.buffer->scope);
+    bool usable = true;
+    for (size_t i = 0; usable && i < sn.size(); ++i) {
+      auto se_i = as_const_int(sn[i]), de_i = as_const_int(dn[i]);
+      usable = se_i && de_i && (base_is_src || *de_i >= *se_i);
     }
-    if (pads) {
+    if (usable) {
       CopyOperand s2 = src, d2 = dst;
-      (src_global ? s2 : d2).extents.clear();
+      (base_is_src ? d2 : s2).extents.clear();
       return make_copy(s2, d2, std::move(attrs), span);
     }
   }
