@@ -178,6 +178,13 @@ struct minifloat_t {
   TL_DEVICE minifloat_t(float f) : bits(minifloat_from_float<Bits>(f)) {}
   TL_WIDE_CONSTRUCTORS(minifloat_t)
   TL_DEVICE operator float() const { return bit_cast<float>(Bits::to_float_bits(bits)); }
+  // A value given by its bits: the code generator writes float8_e5m2's infinities so,
+  // since the (saturating) conversion from float would give +-57344.
+  static TL_DEVICE minifloat_t from_bits(uint8_t b) {
+    minifloat_t r;
+    r.bits = b;
+    return r;
+  }
 };
 using float8_e4m3fn_t = minifloat_t<E4M3FN>;
 using float8_e5m2_t = minifloat_t<E5M2>;

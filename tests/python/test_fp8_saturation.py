@@ -265,3 +265,42 @@ def test_fp8_gemm_source_compiles_with_nvrtc_for_sm90a(dtype):
     ok, log, ptx = nvrtc_compile("sm_90a", kernel.get_kernel_source(), want_ptx=True)
     assert ok, log
     assert f"cvt.rn.satfinite.{'e4m3' if dtype == 'float8_e4m3fn' else 'e5m2'}x2.f32" in ptx
+
+
+def _infinity_fill(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = T.if_then_else(A[i] > 0, T.infinity(dtype), T.cast(A[i], dtype))
+
+    return main
+
+
+@pytest.mark.parametrize("target", EMULATED + ["cpu"])
+def test_float8_e5m2_infinity_constant_is_exact(target):
+    """T.infinity(float8_e5m2) is the type's infinity (code 0x7c), not the saturated
+    57344 a conversion from float gives on the CUDA target; converted values still
+    saturate there."""
+    kernel = tilelang.compile(_infinity_fill("float8_e5m2"), out_idx=[1], target=target)
+    a = rng.standard_normal(64).astype(np.float32) * 4
+    a[:8] = [1.0, -1.0, 70000.0, -70000.0, 2.0, -2.0, 3.0, -0.5]
+    b = kernel(a).view(np.uint8)
+    pos = a > 0
+    assert (b[pos] == 0x7C).all()
+    if target == "cpu":  # ml_dtypes' rule there
+        want = a[~pos].astype(NP["float8_e5m2"]).view(np.uint8)
+    else:
+        want = satfinite_reference(a[~pos], "float8_e5m2")
+    np.testing.assert_array_equal(b[~pos], want)
+    if target != "cpu":
+        assert "from_bits(0x7c)" in kernel.get_kernel_source()
+
+
+@needs_nvrtc
+def test_float8_e5m2_infinity_source_compiles_with_nvrtc():
+    src = tilelang.compile(
+        _infinity_fill("float8_e5m2"), out_idx=[1], target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    ok, log = nvrtc_compile("sm_90a", src)
+    assert ok, log

@@ -340,6 +340,7 @@ std::string CodeGenC::literal(const Expr& e) {
   std::string v;
   bool special = std::isinf(f->value) || std::isnan(f->value);
   if (special) {
+    if (std::string whole = special_literal(f->value, t); !whole.empty()) return whole;
     v = special_float(f->value, t);
   } else {
     os << std::hexfloat << f->value;

@@ -31,6 +31,9 @@ class CodeGenC {
   // and round them once (the cpu and cuda headers); otherwise they go through float.
   virtual bool rounds_wide_once() { return true; }
   // Infinity or NaN as an expression of the dialect (a double-typed value).
+  // Infinity or NaN of type `t` as a whole expression of that type, where the dialect
+  // must not convert it from a double (empty: the usual conversion).
+  virtual std::string special_literal(double v, DataType t) { return {}; }
   virtual std::string special_float(double v, DataType t) {
     if (v != v) return "NAN";
     return v < 0 ? "-INFINITY" : "INFINITY";

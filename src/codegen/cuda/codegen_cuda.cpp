@@ -108,6 +108,12 @@ class CodeGenCUDA : public CodeGenC {
   }
 
  protected:
+  // float8_e5m2 has infinities, but its conversion from float saturates them to
+  // +-57344 (cvt.rn.satfinite): T.infinity of it is written by its bits instead.
+  std::string special_literal(double v, DataType t) override {
+    if (t != dtype::Float8E5M2 || v != v) return {};
+    return v < 0 ? "tl::float8_e5m2_t::from_bits(0xfc)" : "tl::float8_e5m2_t::from_bits(0x7c)";
+  }
   std::string special_float(double v, DataType t) override {
     if (v != v) return "tl::nan_f64()";
     return v < 0 ? "(-tl::infinity_f64())" : "tl::infinity_f64()";
