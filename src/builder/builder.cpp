@@ -412,6 +412,30 @@ void FunctionBuilder::tile_op(const std::string& name, std::vector<BufferRegion>
 PrimFunc FunctionBuilder::finish() {
   if (frames_.size() != 1) throw_user_error(span_, "kernel body ended with an unclosed block");
   Stmt body = fold(top().items);
+  // A body without any T.Kernel block (TileLang's cpu programs of plain loops) runs as
+  // one block of one thread.
+  struct FindLaunch : IRVisitor {
+    bool found = false, work = false;
+    using IRVisitor::visit;
+    void visit(const KernelLaunchNode*) override { found = true; }
+    void visit(const SeqNode* op) override {
+      for (const Stmt& s : op->seq) visit(s);
+    }
+    void visit(const Stmt& s) override {
+      if (!s.defined()) return;
+      if (!s.is<SeqNode>()) work = true;
+      IRVisitor::visit(s);
+    }
+  } launch;
+  launch.visit(body);
+  if (!launch.found && launch.work) {
+    auto n = std::make_shared<KernelLaunchNode>(std::vector<Var>{Var("bx", dtype::Int32, func_span_)},
+                                                std::vector<Expr>{int_imm(1)},
+                                                std::vector<Var>{Var("tx", dtype::Int32, func_span_)},
+                                                std::vector<int64_t>{1}, body, std::string(), std::vector<int64_t>{});
+    n->span = func_span_;
+    body = Stmt(std::move(n));
+  }
   check_workspace_shapes(params_, workspaces_);
   std::vector<Param> params = params_;
   params.insert(params.end(), workspaces_.begin(), workspaces_.end());

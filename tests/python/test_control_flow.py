@@ -319,3 +319,53 @@ def test_name_bound_in_a_with_block_used_after_it():
         f"{line_of('MARK-ws')} (its value lives there), so it has no value here; to carry a "
         "value out, declare `x = T.alloc_var(dtype)` before the `with` block and assign to it"
     )
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+def test_with_t_while_tests_before_each_iteration(target):
+    """TileLang's `with T.While(cond):` form of a loop on a condition."""
+
+    @T.prim_func
+    def steps(limit: T.Tensor((1,), "int32"), out: T.Tensor((1,), "int32")):
+        with T.Kernel(1):
+            state = T.alloc_fragment((1,), "int32")
+            count = T.alloc_var("int32")
+            count = 0
+            state[0] = 0
+            with T.While(state[0] < limit[0]):
+                state[0] = state[0] + 3
+                count += 1
+            out[0] = state[0] * 100 + count
+
+    kernel = tilelang.compile(steps, target=target)
+    for limit, want in ((10, 1204), (0, 0), (3, 301)):
+        out = np.zeros(1, np.int32)
+        kernel(np.array([limit], np.int32), out)
+        assert out[0] == want, (limit, out)
+    with pytest.raises(tilelang.TileLangError, match="T.While takes a condition"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((1,), "float32")):
+            with T.Kernel(1), T.While(A[0]):
+                A[0] = 0
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+def test_a_body_without_a_kernel_block_runs_as_one_block(target):
+    """TileLang's cpu programs of plain loops, with no T.Kernel: one block of one thread."""
+    n = 256
+
+    @T.prim_func
+    def arith(
+        A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), S: T.Tensor((n,), "float32")
+    ):
+        for i in T.Parallel(n):
+            S[i] = A[i] * 2 + B[i]
+        for i in T.serial(n - 1):
+            S[i + 1] = S[i + 1] + S[i] * 0  # reads the loop above's result
+
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    s = np.zeros(n, np.float32)
+    tilelang.compile(arith, target=target)(a, b, s)
+    np.testing.assert_allclose(s, a * 2 + b, rtol=1e-6)

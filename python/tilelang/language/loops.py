@@ -364,3 +364,34 @@ def loop_break():
             "T.loop_break() inside a Python-level loop (a `for` over range or a list, "
             "unrolled while tracing): write `break` there"
         )
+
+
+class While:
+    """TileLang's `with T.While(cond):`: a loop that runs its body while `cond` holds,
+    testing it before each iteration (as the `while` statement over a symbolic
+    condition does); `break` / T.loop_break leave it."""
+
+    __tl_with__ = True
+
+    def __init__(self, cond):
+        self.cond = to_value(cond)
+
+    def __enter__(self):
+        from .builder_ctx import IR_LOOP
+
+        ctx = builder_ctx.current("T.While")
+        cond = self.cond
+        if isinstance(cond, bool):
+            cond = _C.const(cond, "bool")
+        if not isinstance(cond, _C.Expr) or cond.dtype.name != "bool":
+            raise frontend_error(f"T.While takes a condition such as `x[0] < n`, got {self.cond!r}")
+        ctx.frames.append(IR_LOOP)
+        ctx.loop_kinds.append("while")
+        ctx.builder.begin_while(cond)
+
+    def __exit__(self, *exc):
+        ctx = builder_ctx.current("T.While")
+        ctx.builder.end_while()
+        ctx.frames.pop()
+        ctx.loop_kinds.pop()
+        return False
