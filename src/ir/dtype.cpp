@@ -67,7 +67,9 @@ std::string DataType::torch_name() const {
 
 std::string DataType::name() const {
   std::string n = info(type_).name;
-  if (lanes_ != 1) n += "x" + std::to_string(lanes_);
+  // Appended in two steps, not n += "x" + std::to_string(): GCC 12 gives a false -Wrestrict
+  // warning on that (GCC bug 105651).
+  if (lanes_ != 1) n.append("x").append(std::to_string(lanes_));
   return n;
 }
 

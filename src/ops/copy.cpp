@@ -211,7 +211,8 @@ Stmt lower_copy_serial(const TileOpNode* op) {
   std::vector<Expr> extents;
   Expr src_ok = bool_imm(true), dst_ok = bool_imm(true);
   for (size_t i = 0; i < dn.size(); ++i) {
-    Var v("i" + std::to_string(i), dn[i].dtype());
+    // str_cat, not "i" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
+    Var v(str_cat("i", i), dn[i].dtype());
     vars.push_back(v);
     if (same_extent(sn[i], dn[i])) {
       extents.push_back(dn[i]);

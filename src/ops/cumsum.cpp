@@ -53,7 +53,8 @@ Stmt lower_cumsum_serial(const TileOpNode* op) {
   for (int d = 0; d < rank; ++d) {
     Expr off = pos;
     if (d != dim) {
-      Var v("i" + std::to_string(outer.size()), src.ranges[d].extent.dtype());
+      // str_cat, not "i" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
+      Var v(str_cat("i", outer.size()), src.ranges[d].extent.dtype());
       outer.push_back(v);
       off = v;
     }

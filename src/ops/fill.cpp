@@ -22,7 +22,8 @@ Stmt lower_fill_serial(const TileOpNode* op) {
   std::vector<Var> vars;
   std::vector<Expr> idx;
   for (const Range& r : d.ranges) {
-    Var v("i" + std::to_string(vars.size()), r.extent.dtype());
+    // str_cat, not "i" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
+    Var v(str_cat("i", vars.size()), r.extent.dtype());
     vars.push_back(v);
     idx.push_back(add(r.min, v));
   }

@@ -55,7 +55,8 @@ Stmt lower_print_serial(const TileOpNode* op) {
   std::vector<Var> vars;
   std::vector<Expr> idx;
   for (int d = 0; d < nd; ++d) {
-    vars.emplace_back("p" + std::to_string(d), r.ranges[d].extent.dtype());
+    // str_cat, not "p" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
+    vars.emplace_back(str_cat("p", d), r.ranges[d].extent.dtype());
     idx.push_back(add(r.ranges[d].min, vars.back()));
   }
   std::vector<Expr> row_args{string_imm(attr_string(op->attrs, "name")), string_imm(attr_string(op->attrs, "last"))};

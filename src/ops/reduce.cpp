@@ -148,7 +148,8 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
       src_idx.push_back(add(rg.min, cast(rg.min.dtype(), r)));
       continue;
     }
-    Var v("i" + std::to_string(outer.size()), rg.extent.dtype());
+    // str_cat, not "i" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
+    Var v(str_cat("i", outer.size()), rg.extent.dtype());
     outer.push_back(v);
     outer_extents.push_back(rg.extent);
     src_idx.push_back(add(rg.min, cast(rg.min.dtype(), v)));

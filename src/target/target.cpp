@@ -61,7 +61,10 @@ std::string dict_to_string(const std::string& text) {
       ++i;
       skip();
       while (i < text.size() && text[i] != ']') {
-        value += (value.empty() ? "" : ",") + string();
+        // Appended in two steps, not value += "," + string(): GCC 12 gives a false -Wrestrict
+        // warning on that (GCC bug 105651).
+        if (!value.empty()) value += ',';
+        value += string();
         skip();
         if (i < text.size() && text[i] == ',') ++i;
         skip();
