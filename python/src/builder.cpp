@@ -22,13 +22,13 @@ ForKind parse_for_kind(const std::string& k) {
 
 AttrValue to_attr(nb::handle h) {
   if (PyBool_Check(h.ptr())) return int64_t(h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
-  if (PyFloat_Check(h.ptr())) return nb::cast<double>(h);
+  if (PyLong_Check(h.ptr())) return to_int64(h, "the attribute value");
+  if (PyFloat_Check(h.ptr())) return PyFloat_AsDouble(h.ptr());
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
   if (nb::isinstance<Expr>(h)) return nb::cast<Expr>(h);
   if (nb::isinstance<nb::sequence>(h)) {
     std::vector<int64_t> v;
-    for (nb::handle x : nb::cast<nb::sequence>(h)) v.push_back(nb::cast<int64_t>(x));
+    for (nb::handle x : nb::cast<nb::sequence>(h)) v.push_back(to_int64(x, "an element of the attribute's list"));
     return v;
   }
   throw nb::type_error(

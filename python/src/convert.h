@@ -13,4 +13,7 @@ tl::Expr to_expr(nb::handle h);
 // Like to_expr, but a Python constant takes `like`'s dtype when that keeps its kind.
 tl::Expr to_expr_like(nb::handle h, const tl::Expr& like);
 std::vector<tl::Expr> to_exprs(const nb::sequence& s);
+// A Python int as int64 (a user error naming `what` when it is not an int or does not
+// fit), never a raw C++ cast exception.
+int64_t to_int64(nb::handle h, const char* what);
 tl::DataType to_dtype(nb::handle h);  // DataType or string

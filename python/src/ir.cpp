@@ -37,6 +37,15 @@ Expr to_expr_like(nb::handle h, const Expr& like) {
   return e;
 }
 
+int64_t to_int64(nb::handle h, const char* what) {
+  if (!PyLong_Check(h.ptr()))
+    throw_user_error({}, str_cat(what, " must be an integer, got ", nb::str(nb::handle(h.type())).c_str()));
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow) throw_user_error({}, str_cat(what, " ", nb::str(h).c_str(), " does not fit in 64 bits"));
+  return v;
+}
+
 std::vector<Expr> to_exprs(const nb::sequence& s) {
   std::vector<Expr> out;
   for (nb::handle h : s) out.push_back(to_expr(h));

@@ -2,6 +2,8 @@
 // files of this folder, and the translation of C++ errors into Python exceptions.
 #include <nanobind/nanobind.h>
 
+#include <typeinfo>
+
 #include <cstdlib>
 #include <string>
 
@@ -42,6 +44,16 @@ NB_MODULE(_C, m) {
       PyErr_SetObject(type.ptr(), exc.ptr());
     } catch (const tl::InternalError& e) {
       PyErr_SetString(internal_error_type.ptr(), e.what());
+    } catch (const std::bad_cast&) {
+      // A Python value of a type or size the core cannot take reached a conversion the
+      // bindings do not check themselves: a user error, not a bare "std::bad_cast".
+      nb::object exc = user_error_type(
+          nb::str("a value given to TileLang has a type or size it cannot take here (e.g. a float where an "
+                  "integer is expected, or an integer beyond 64 bits)"));
+      exc.attr("file") = nb::none();
+      exc.attr("line") = 0;
+      exc.attr("bare_message") = exc.attr("args")[0];
+      PyErr_SetObject(user_error_type.ptr(), exc.ptr());
     }
   });
   bind_dtype(m);

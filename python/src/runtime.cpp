@@ -33,10 +33,12 @@ Attrs to_pass_configs(const nb::dict& d) {
   Attrs a;
   for (auto [k, v] : d) {
     std::string key = nb::cast<std::string>(nb::str(k));
-    if (PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()))
-      a[key] = nb::cast<int64_t>(v);
+    if (PyBool_Check(v.ptr()))
+      a[key] = int64_t(v.ptr() == Py_True);
+    else if (PyLong_Check(v.ptr()))
+      a[key] = to_int64(v, ("pass config '" + key + "'").c_str());
     else if (PyFloat_Check(v.ptr()))
-      a[key] = nb::cast<double>(v);
+      a[key] = PyFloat_AsDouble(v.ptr());
     else
       a[key] = std::string(nb::str(v).c_str());
   }

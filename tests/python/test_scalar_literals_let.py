@@ -83,3 +83,22 @@ def test_run_once():
 
     kernel = tilelang.compile(main, out_idx=[1], target="cpu")
     kernel.run_once()
+
+
+@pytest.mark.parametrize(
+    "annotations, message",
+    [
+        ({"k": 2**70}, "the attribute value 1180591620717411303424 does not fit in 64 bits"),
+        (
+            {"k": [1.5]},
+            "an element of the attribute's list must be an integer, got <class 'float'>",
+        ),
+    ],
+)
+def test_attribute_values_the_core_cannot_take_are_user_errors(annotations, message):
+    with pytest.raises(tilelang.TileLangError, match=re.escape(message)):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), T.float32), B: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=4):
+                T.copy(A, B, annotations=annotations)
