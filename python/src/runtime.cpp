@@ -170,6 +170,13 @@ void bind_runtime(nb::module_& m) {
   });
   m.def("present_gpu_arch", &present_gpu_arch);
   m.def("host_compiler_is_gcc", &host_compiler_is_gcc);  // g++ gets precompiled headers (runtime/cpu/prelude_entry.h)
+  // What `python -m tilelang doctor` reports, from the functions compiling uses.
+  m.def("core_version", [] { return std::string(TL_VERSION); });
+  m.def("host_compiler_id", &host_compiler_id);
+  m.def("host_compiler_rejects", [] { return host_compiler_rejects({}); });
+  m.def("nvrtc_version", &nvrtc_version);
+  m.def("cuda_driver_version", &cuda_driver_version);
+  m.def("cache_dir_problem", &cache_dir_problem);
   m.def("set_device_include_dir", &set_device_include_dir);
   m.def("device_include_dir", &device_include_dir);
   m.def("msl_to_emulated_cpp", &msl_to_emulated_cpp);

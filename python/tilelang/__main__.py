@@ -1,15 +1,31 @@
-"""`python -m tilelang cache stats|clear|prune [--max-size 1G] [--dir DIR]`: inspect and
-clean the disk kernel cache."""
+"""`python -m tilelang doctor`: what this installation can do here;
+`python -m tilelang cache stats|clear|prune [--max-size 1G] [--dir DIR]`: inspect and
+clean the disk kernel cache; `python -m tilelang --include-dir` (`--device-dir`): the
+folder generated CUDA source includes from (the device header folder)."""
 
 import argparse
+import os
 import sys
 
-from tilelang import cache
+
+def _device_dir():
+    from tilelang import _native
+
+    return _native.load().device_include_dir()
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tilelang", description=__doc__.split(":")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--include-dir",
+        action="store_true",
+        help="print the folder to pass with -I when compiling generated CUDA source",
+    )
+    parser.add_argument(
+        "--device-dir", action="store_true", help="print the installed device header folder"
+    )
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("doctor", help="report versions, usable targets, the cache and headers")
     cache_cmd = commands.add_parser("cache", help="inspect or clean the disk kernel cache")
     cache_cmd.add_argument("action", choices=("stats", "clear", "prune"))
     cache_cmd.add_argument(
@@ -17,6 +33,26 @@ def main(argv=None):
     )
     cache_cmd.add_argument("--max-size", default=None, help="for prune: size to shrink to, e.g. 1G")
     args = parser.parse_args(argv)
+
+    if args.include_dir or args.device_dir:
+        if args.command:
+            parser.error("--include-dir and --device-dir take no command")
+        if args.device_dir:
+            print(_device_dir())
+        if args.include_dir:
+            print(os.path.join(_device_dir(), "cuda"))
+        return 0
+    if args.command == "doctor":
+        from tilelang import doctor
+
+        return doctor.main()
+    if args.command != "cache":
+        parser.error("give a command (doctor, cache) or --include-dir")
+    return _cache(parser, args)
+
+
+def _cache(parser, args):
+    from tilelang import cache
 
     directory = args.dir or cache.cache_dir()
     if args.action == "stats":

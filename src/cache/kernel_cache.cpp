@@ -72,6 +72,11 @@ void warn_once(const std::string& what, const std::string& message) {
   log(LogLevel::Warning, message);
 }
 
+std::string bad_key_file_reason(const fs::path& path) {
+  return "its key file " + path.string() + " is not a private " + std::to_string(kSecretBytes) +
+         "-byte file of the current user";
+}
+
 // root/hmac.key: 32 random bytes, private to the user. Made in a private temporary
 // file and linked to its name, so that processes racing to make it agree on the
 // first one; an existing one is read without following links and must be a regular
@@ -85,8 +90,7 @@ std::optional<std::string> read_or_make_secret(const fs::path& root, std::string
     if (lstat(path.c_str(), &st) == 0) {
       std::optional<std::string> secret = read_regular_file(path.string(), /*private_only=*/true);
       if (secret && secret->size() == kSecretBytes) return secret;
-      *why = "its key file " + path.string() + " is not a private " + std::to_string(kSecretBytes) +
-             "-byte file of the current user";
+      *why = bad_key_file_reason(path);
       return std::nullopt;
     }
     unsigned char bytes[kSecretBytes];
@@ -172,6 +176,33 @@ std::optional<int64_t> parse_bytes(const std::string& text) {
 }
 
 }  // namespace
+
+std::string cache_dir_problem(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) return str_cat("it cannot be resolved (", ec.message(), ")");
+  struct stat st {};
+  if (lstat(p.c_str(), &st) != 0) {
+    if (errno != ENOENT) return str_cat("it cannot be examined (", std::strerror(errno), ")");
+    fs::path parent = p.parent_path();
+    while (!parent.empty() && parent != parent.root_path() && lstat(parent.c_str(), &st) != 0)
+      parent = parent.parent_path();
+    if (access(parent.c_str(), W_OK | X_OK) != 0)
+      return str_cat("it does not exist and cannot be created in ", parent.string(), " (", std::strerror(errno), ")");
+    return "";
+  }
+  if (std::string why = untrusted_dir_reason(p.string()); !why.empty()) return why;
+  const fs::path key = p / kSecretFile;
+  if (lstat(key.c_str(), &st) == 0) {
+    std::optional<std::string> secret = read_regular_file(key.string(), /*private_only=*/true);
+    if (!secret || secret->size() != kSecretBytes) return bad_key_file_reason(key);
+  }
+  const fs::path kernels = p / "kernels";
+  if (lstat(kernels.c_str(), &st) == 0 && !untrusted_dir_reason(kernels.string()).empty())
+    return kernels.string() + " is not a private directory: " + untrusted_dir_reason(kernels.string());
+  if (access(p.c_str(), W_OK | X_OK) != 0) return str_cat("it is not writable (", std::strerror(errno), ")");
+  return "";
+}
 
 std::string default_cache_dir() {
   if (const char* d = std::getenv("TILELANG_CACHE_DIR"); d && *d) return d;

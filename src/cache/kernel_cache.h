@@ -77,6 +77,12 @@ class DiskCache {
   std::string secret_;  // empty: no entry can be checked or written
 };
 
+// Why DiskCache(dir) would not keep its entries in `dir` (the checks above: a link,
+// another user's directory, one others can write, a key file or kernels/ directory
+// that is not private, or one it cannot write or create), or "" when it would. Creates
+// and changes nothing: `python -m tilelang doctor` asks it.
+std::string cache_dir_problem(const std::string& dir);
+
 // TILELANG_CACHE_DIR, else $XDG_CACHE_HOME/tilelang-cpp, else ~/.cache/tilelang-cpp;
 // with none of them set, this process's private directory (private_fallback_dir),
 // said once in a warning.
