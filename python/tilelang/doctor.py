@@ -120,8 +120,8 @@ def _metal():
 
 
 def _targets(report, C):
-    """The targets section; returns the default target's canonical string (None when
-    it cannot be determined) and whether it can run kernels here."""
+    """Each target's usability and why, and the default target's: a problem when it
+    cannot run kernels here."""
     report.section("targets")
     cxx_ok, cxx = _host_compiler(C)
     cuda_ok, cuda = _cuda(C)
@@ -141,7 +141,7 @@ def _targets(report, C):
     except (ValueError, TypeError) as e:
         report.line("default", f"cannot be determined: {e}")
         report.problem(f"the default target cannot be determined: {e}")
-        return None, False
+        return
     kind, *words = default.split()
     if "-emulate" in words or kind == "cpu":
         usable, why = cxx_ok, cxx
@@ -153,7 +153,6 @@ def _targets(report, C):
     report.line("default", f"{default} ({source}), {'usable' if usable else 'unusable'}")
     if not usable:
         report.problem(f"the default target '{default}' cannot run kernels here: {why}")
-    return default, usable
 
 
 def _owner(uid):
@@ -164,7 +163,8 @@ def _owner(uid):
 
 
 def _cache(report, C):
-    """The cache section; returns whether the cache directory is usable."""
+    """The cache directory, its owner, mode, size and whether the cache will use it: a
+    problem when it will not while the cache is on."""
     report.section("cache")
     directory = env.cache_dir()
     source = "TILELANG_CACHE_DIR" if os.environ.get("TILELANG_CACHE_DIR") else "default"
@@ -186,12 +186,11 @@ def _cache(report, C):
                 "compiled again in every process. Fix its owner or mode (chmod 700) "
                 "or point TILELANG_CACHE_DIR at a private directory"
             )
-        return False
+        return
     report.line("usable", "yes")
     if os.path.isdir(directory):
         s = cache.stats(directory)
         report.line("size", f"{s['entries']} entries, {cache.format_size(s['bytes'])}")
-    return True
 
 
 def _device_headers(report, C):
