@@ -9,6 +9,7 @@ from . import contrib, language, tvm
 from .autotuner import AutoTuner, autotune
 from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
 from .jit import JITKernel, compile, jit, par_compile
+from .jit.log import set_log_level
 from .language.dtypes import dtype as DataType
 from .math import cdiv, next_power_of_2
 from .profiler import TensorSupplyType
@@ -73,4 +74,5 @@ __all__ = [
     "next_power_of_2",
     "par_compile",
     "set_emulation",
+    "set_log_level",
 ]

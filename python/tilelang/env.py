@@ -24,6 +24,44 @@ def env_flag(name, default=False):
     )
 
 
+_LOG_LEVELS = {
+    "NOTSET": 0,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARNING": 30,
+    "WARN": 30,
+    "ERROR": 40,
+    "CRITICAL": 50,
+    "FATAL": 50,
+}
+
+
+def parse_log_level(value, what):
+    """A logging level from a name ('INFO', any case) or a number (logging.INFO, 20,
+    '20'); anything else is refused, naming `what` (the variable or the argument)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        word = value.strip().upper()
+        if word in _LOG_LEVELS:
+            return _LOG_LEVELS[word]
+        if word.isdigit():
+            return int(word)
+    raise ValueError(
+        f"{what} must be a logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any "
+        f"case), or a number such as logging.INFO (20); got {value!r}"
+    )
+
+
+def log_level():
+    """TILELANG_LOG_LEVEL, the `tilelang` logger's level at import; None when unset (the
+    logger then follows the root logger's level: WARNING unless the application sets it)."""
+    value = os.environ.get("TILELANG_LOG_LEVEL", "")
+    if not value.strip():
+        return None
+    return parse_log_level(value, "TILELANG_LOG_LEVEL")
+
+
 _cache_enabled = not env_flag("TILELANG_DISABLE_CACHE")
 
 
@@ -102,6 +140,7 @@ class Environment:
     TILELANG_EMULATE = _setting("TILELANG_EMULATE")
     TILELANG_PRINT_ON_COMPILATION = _setting("TILELANG_PRINT_ON_COMPILATION")
     TILELANG_AUTO_TUNING_DISABLE_CACHE = _setting("TILELANG_AUTO_TUNING_DISABLE_CACHE")
+    TILELANG_LOG_LEVEL = _setting("TILELANG_LOG_LEVEL")
 
     def __getattr__(self, name):
         raise AttributeError(

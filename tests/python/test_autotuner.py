@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
+from tilelang import progress
 from tilelang.autotuner import AutoTuneError, AutoTuner, compile_pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -277,8 +278,9 @@ def test_eager_kernel_runs_the_best_config_with_a_progress_bar(monkeypatch):
     bars = []
 
     class FakeBar:
-        def __init__(self, total, desc, unit, disable):
+        def __init__(self, total, desc, unit, file, ncols, nrows):
             self.total, self.desc, self.n, self.postfix = total, desc, 0, ""
+            self.postfixes = []
             bars.append(self)
 
         def update(self, n):
@@ -286,26 +288,34 @@ def test_eager_kernel_runs_the_best_config_with_a_progress_bar(monkeypatch):
 
         def set_postfix_str(self, text):
             self.postfix = text
+            self.postfixes.append(text)
+
+        def set_description(self, desc):
+            self.desc = desc
 
         def close(self):
             pass
 
     fake = types.ModuleType("tqdm")
-    fake.auto = types.SimpleNamespace(tqdm=FakeBar)
+    fake.tqdm = FakeBar
     monkeypatch.setitem(sys.modules, "tqdm", fake)
-    monkeypatch.setitem(sys.modules, "tqdm.auto", fake.auto)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     a = np.random.default_rng(3).standard_normal(77).astype(np.float32)
     out = tuned_scale(a)  # a shape no other test tunes
     np.testing.assert_allclose(out, a * 3.0, rtol=1e-6)
     result = tuned_scale.last_result
     assert result.config in [{"block": 16}, {"block": 64}] and not result.from_cache
     assert result.kernel.config == result.config and result.kernel.latency == result.latency
+    # The timing bar counts 5 rounds of each config (a config stopped early takes its
+    # rounds at once), and shows the best config so far.
     assert [(b.desc, b.total, b.n) for b in bars] == [
         ("autotune tuned_scale: compiling", 3, 3),
-        ("autotune tuned_scale: timing", 3, 3),
+        ("autotune tuned_scale: timing round 5/5", 15, 15),
     ]
-    assert bars[0].postfix == "compiled 3"
-    assert "timed" in bars[1].postfix
+    assert bars[0].postfix == ""
+    best = f"best {result.latency:.4g} ms {_desc(result.config)}"
+    assert bars[1].postfix.startswith(best), bars[1].postfix
+    assert all(p.startswith("best ") for p in bars[1].postfixes if p), bars[1].postfixes
 
 
 def test_a_load_burst_while_the_best_config_is_timed_does_not_pick_a_slower_one(monkeypatch):

@@ -20,6 +20,7 @@ from tilelang.env import is_cache_enabled
 from tilelang.jit import LazyJIT, is_eager
 from tilelang.jit.eager import EagerFunction
 from tilelang.jit.kernel import prepare_host_compiler
+from tilelang.progress import Progress
 from tilelang.utils.target import determine_target
 
 from . import _worker, compile_pool, result_cache
@@ -128,27 +129,39 @@ def unwrap_function(obj):
     return obj, kind, options
 
 
-class _Progress:
-    """A tqdm bar when tqdm is installed (and stderr is a terminal); counts either way."""
+class _Phase:
+    """A phase of a run (compiling, timing) on a progress bar (tilelang.progress; shown
+    when stderr is a terminal) that also counts the configs by outcome for the summary."""
 
-    def __init__(self, name, total, phase):
+    def __init__(self, desc, total, unit="config"):
         self.counts = {}
-        self.bar = None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return
-        self.bar = tqdm(total=total, desc=f"autotune {name}: {phase}", unit="config", disable=None)
+        self.best = ""
+        self.bar = Progress(desc, total, unit)
 
-    def step(self, what):
+    def count(self, what):
         self.counts[what] = self.counts.get(what, 0) + 1
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix_str(", ".join(f"{k} {v}" for k, v in self.counts.items()))
+
+    def step(self, what, steps=1):
+        """Counts a config's outcome `what` (None: no outcome yet) and moves the bar."""
+        if what is not None:
+            self.count(what)
+        self.bar.advance(steps)
+        self._note()
+
+    def set_best(self, text):
+        self.best = text
+        self._note()
+
+    def describe(self, desc):
+        self.bar.describe(desc)
+
+    def _note(self):
+        shown = (k for k in self.counts if k not in ("compiled", "timed"))  # those: the count
+        counts = ", ".join(f"{self.counts[k]} {k}" for k in shown)
+        self.bar.note("; ".join(t for t in (self.best, counts) if t))
 
     def close(self):
-        if self.bar is not None:
-            self.bar.close()
+        self.bar.close()
 
 
 class _Inputs:
@@ -567,7 +580,7 @@ class AutoTuner:
             logger.warning("autotune '%s': config %s skipped: %s", name, text, reason)
 
         start = time.monotonic()
-        bar = _Progress(name, n, "compiling")
+        bar = _Phase(f"autotune {name}: compiling", n)
 
         def on_done(index, outcome):
             if outcome.status == "error":
@@ -602,7 +615,10 @@ class AutoTuner:
             self._build(jit, args, rest, configs[0])
 
         start = time.monotonic()
-        bar = _Progress(name, len(compiled), "timing")
+        # One step per timing round of each config; a config out of the race (wrong,
+        # failed, stopped early) takes its remaining rounds' steps at once.
+        desc = f"autotune {name}: timing round 1/{_TIMING_ROUNDS}"
+        bar = _Phase(desc, len(compiled) * _TIMING_ROUNDS, "round")
         shared = _Inputs()
         timed = []  # _Timed, in config order
         tensors = {}  # kernel signature -> the tensors its configs are timed on
@@ -611,6 +627,13 @@ class AutoTuner:
 
         def fastest():
             return min((e.latency for e in timed), default=None)
+
+        def show_best():
+            best = min(timed, key=lambda e: e.latency, default=None)
+            text = ""
+            if best is not None:
+                text = f"best {best.latency:.4g} ms {result_cache.describe(configs[best.index])}"
+            bar.set_best(text)
 
         try:
             # Round 1: check each config, stop the far slower ones early, time the rest.
@@ -624,11 +647,11 @@ class AutoTuner:
                         entry.add(self._time_round(entry, prof, first=True))
                 except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
                     fail(index, f"benchmark failed: {first_line(exc)}")
-                    bar.step("failed")
+                    bar.step("failed", _TIMING_ROUNDS)
                     continue
                 if status == "wrong":
                     fail(index, f"wrong result: {value}")
-                    bar.step("wrong")
+                    bar.step("wrong", _TIMING_ROUNDS)
                     continue
                 if status == "early":
                     text = result_cache.describe(configs[index])
@@ -636,27 +659,33 @@ class AutoTuner:
                     logger.debug(
                         "autotune '%s': config %s: %.4g ms (stopped early)", name, text, value
                     )
-                    bar.step("stopped early")
+                    bar.step("stopped early", _TIMING_ROUNDS)
                     continue
                 ref_latency = ref_latency if ref_ms is None else ref_ms
                 timed.append(entry)
+                bar.step(None)
+                show_best()
             # Later rounds time every contender again, in alternating order, and a
             # config's time is its fastest round: a burst of load (other processes
             # compiling, a descheduled thread) that lands on one config's timing
             # then does not decide the pick. None is skipped for being slow so far:
             # its one round may be the one the burst hit.
             for rnd in range(1, _TIMING_ROUNDS):
+                bar.describe(f"autotune {name}: timing round {rnd + 1}/{_TIMING_ROUNDS}")
                 for entry in list(reversed(timed) if rnd % 2 else timed):
                     try:
                         entry.add(self._time_round(entry, prof, first=False))
                     except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
                         fail(entry.index, f"benchmark failed: {first_line(exc)}")
-                        bar.step("failed")
                         timed.remove(entry)
+                        bar.step("failed", _TIMING_ROUNDS - rnd)
+                    else:
+                        bar.step(None)
+                    show_best()
             for entry in timed:
                 text = result_cache.describe(configs[entry.index])
                 timings[text] = entry.latency
-                bar.step("timed")
+                bar.count("timed")
                 logger.debug(
                     "autotune '%s': config %s: %.4g ms (rounds: %s)",
                     name,

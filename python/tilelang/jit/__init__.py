@@ -6,10 +6,12 @@ import ast
 import functools
 import inspect
 import os
+import time
 
 from tilelang.env import is_cache_enabled, is_emulation_enabled
 from tilelang.language.ast_rewrite import _parse_function
 from tilelang.language.prim_func import PrimFunc
+from tilelang.progress import Progress
 from tilelang.transform import (
     normalize_pass_configs,
     scoped_pass_configs,
@@ -176,29 +178,54 @@ def par_compile(
     per function); returns their JITKernels in order. The enclosing Target and
     PassContext scopes apply to every compile. With ignore_error a function that fails
     gives None (and a warning) instead of raising; a None in `funcs` stays None."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    funcs = list(funcs)
     options = {"out_idx": out_idx, "execution_backend": execution_backend, "target": target,
-               "target_host": target_host, "verbose": verbose, "compile_flags": compile_flags}  # fmt: skip
+               "target_host": target_host, "verbose": verbose, "compile_flags": compile_flags,
+               "pass_configs": pass_configs}  # fmt: skip
+    return _compile_in_threads(list(funcs), options, num_workers, ignore_error, "par_compile")
+
+
+def _compile_in_threads(funcs, options, num_workers, ignore_error, label):
+    """par_compile's work, with a progress bar (shown when stderr is a terminal) named
+    `label` and a summary line at INFO. A failure raises once all compiles ended: the
+    first failed function's error, in the order of `funcs`."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     # Resolve the thread's scopes here: the worker threads do not see them.
-    options["target"] = determine_target(target)
-    options["pass_configs"] = with_scoped_pass_configs(pass_configs)
-
-    def build(func):
-        if func is None:
-            return None
-        try:
-            return compile(func, **options)
-        except Exception as err:
-            if not ignore_error:
-                raise
-            log.logger.warning("par_compile: '%s' failed: %s", getattr(func, "name", func), err)
-            return None
-
+    options = dict(options)
+    options["target"] = determine_target(options["target"])
+    options["pass_configs"] = with_scoped_pass_configs(options["pass_configs"])
+    start = time.monotonic()
+    results = [None] * len(funcs)
+    errors = {}
     workers = num_workers or min(len(funcs), os.cpu_count() or 1) or 1
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(build, funcs))
+    bar = Progress(f"{label}: compiling", len(funcs), "kernel")
+    with bar, ThreadPoolExecutor(workers) as pool:
+        futures = {
+            pool.submit(compile, f, **options): i for i, f in enumerate(funcs) if f is not None
+        }
+        bar.advance(len(funcs) - len(futures))  # the None entries
+        for future in as_completed(futures):
+            index = futures[future]
+            try:
+                results[index] = future.result()
+            except Exception as err:  # noqa: BLE001  (raised below, or logged)
+                errors[index] = err
+                if ignore_error:
+                    name = getattr(funcs[index], "name", funcs[index])
+                    log.logger.warning("%s: '%s' failed: %s", label, name, err)
+                bar.note(f"{len(errors)} failed")
+            bar.advance()
+    log.logger.info(
+        "%s: compiled %d kernel(s) (%d failed) on %d thread(s) in %.1f s",
+        label,
+        len(futures) - len(errors),
+        len(errors),
+        workers,
+        time.monotonic() - start,
+    )
+    if errors and not ignore_error:
+        raise errors[min(errors)]
+    return results
 
 
 def _tensor_type_annotation(node):
@@ -274,8 +301,8 @@ class LazyJIT:
                     raise
                 log.logger.warning("par_compile: config %r failed: %s", (args, kwargs), err)
                 funcs.append(None)
-        kernels = par_compile(funcs, num_workers=num_workers, ignore_error=ignore_error,
-                              **self.options)  # fmt: skip
+        label = f"par_compile {self.__name__}"
+        kernels = _compile_in_threads(funcs, self.options, num_workers, ignore_error, label)
         for (args, kwargs), kernel in zip(calls, kernels):
             if kernel is not None:
                 self._cache[self._key(args, kwargs)] = kernel

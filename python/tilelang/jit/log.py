@@ -1,11 +1,13 @@
 """The `tilelang` logging namespace. The C++ core reports into it (its log sink is
 pointed here at import), and the JIT layer logs each new specialization there, so one
-`logging.getLogger("tilelang").setLevel(logging.DEBUG)` shows everything."""
+`tilelang.set_log_level("DEBUG")` shows everything. Its handler writes to stderr
+(above any progress bar); the level is TILELANG_LOG_LEVEL's, else the root logger's
+(WARNING unless the application configures logging)."""
 
 import atexit
 import logging
 
-from tilelang import _native
+from tilelang import _native, env, progress
 
 logger = logging.getLogger("tilelang")
 
@@ -22,7 +24,37 @@ def _detach():
     _C.set_log_sink(None)
 
 
+def set_log_level(level):
+    """Sets the level of the `tilelang` logger: a name ('DEBUG', 'INFO', 'WARNING',
+    'ERROR', 'CRITICAL', any case) or a number such as logging.INFO."""
+    logger.setLevel(env.parse_log_level(level, "tilelang.set_log_level(level)"))
+
+
+class StderrHandler(logging.Handler):
+    """Writes the `tilelang` records to stderr, unless they also reach a handler of the
+    application's (logging.basicConfig, pytest's capture): those print them instead, once."""
+
+    def emit(self, record):
+        if logger.propagate and logging.getLogger().handlers:
+            return
+        try:
+            progress.write_line(self.format(record))
+        except Exception:  # noqa: BLE001  (logging must not raise into the caller)
+            self.handleError(record)
+
+
 def install():
+    if not any(isinstance(h, StderrHandler) for h in logger.handlers):
+        handler = StderrHandler()
+        handler.setFormatter(
+            logging.Formatter(
+                "%(asctime)s [tilelang %(levelname)s] %(message)s", datefmt="%Y-%m-%d %H:%M:%S"
+            )
+        )
+        logger.addHandler(handler)
+    level = env.log_level()
+    if level is not None:
+        logger.setLevel(level)
     if hasattr(_C, "set_log_sink"):
         _C.set_log_sink(_forward)
         atexit.register(_detach)
