@@ -82,7 +82,7 @@ def test_scalar_sum_counts_each_iteration_once(target):
             for i in T.Parallel(8):
                 T.reducer_update(acc[0], src[i])
             out = T.alloc_fragment((1,), "float32")
-            T.finalize_reducer(acc, out, batch=2)
+            T.finalize_reducer(acc, out, batch=1)
             if T.get_thread_binding() == 0:
                 B[0] = out[0]
 
