@@ -1,6 +1,9 @@
 """How kernel bodies are traced: Python values decide at trace time, symbolic ones become
-IR. Checked on the printed IR of small kernels."""
+IR. Checked on the printed IR of small kernels (and, for tuple assignments, run)."""
 
+import numpy as np
+import pytest
+import tilelang
 import tilelang.language as T
 
 m = T.dynamic("m")
@@ -169,3 +172,36 @@ def test_annotated_scalar_and_element_copy_and_region_store():
     assert 'acc = T.alloc_var((1,), "float32"' in script and "acc[0] = (acc[0] + A[3])" in script
     assert 'B[5] = T.cast(A[2], "float16")' in script
     assert "T.fill(B[8:12], " in script
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+def test_tuple_assignment_reads_every_value_before_assigning(target):
+    """`A[0], A[1] = A[1], A[0]` swaps, as in Python (the second store once read the
+    element the first had just written: [2, 2]); variables and a rotation too."""
+
+    @T.prim_func
+    def swaps(A: T.Tensor((5,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            A[0], A[1] = A[1], A[0]
+            a = T.alloc_var("float32", A[2])
+            b = T.alloc_var("float32", A[3])
+            a, b = b, a
+            A[2], A[3] = a, b
+            A[4], A[2], A[3] = A[2], A[3], A[4]
+            x, y = 1, 2  # plain Python values stay Python
+            A[0] = A[0] + x * 0 + y * 0
+
+    a = np.array([1, 2, 3, 4, 5], np.float32)
+    tilelang.compile(swaps, target=target)(a)
+    # after the first swap [2, 1, 3, 4, 5]; vars swap 3 and 4: [2, 1, 4, 3, 5];
+    # rotation: A[4] = 4, A[2] = 3, A[3] = 5
+    np.testing.assert_array_equal(a, [2, 1, 3, 5, 4])
+
+
+def test_tuple_assignment_with_the_wrong_count_is_python_s_error():
+    with pytest.raises(ValueError, match=r"too many values to unpack \(expected 2\)"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((3,), "float32")):
+            with T.Kernel(1, threads=1) as _:
+                A[0], A[1] = A[2], A[1], A[0]

@@ -234,7 +234,33 @@ class KernelRewriter(ast.NodeTransformer):
             target = node.targets[0]
             store = _call("_tl_setitem", target.value, _slice_value(target.slice), node.value)
             return ast.copy_location(ast.Expr(store), node)
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], (ast.Tuple, ast.List))
+            and all(isinstance(e, (ast.Name, ast.Subscript)) for e in node.targets[0].elts)
+        ):
+            return self._assign_tuple(node.targets[0].elts, node.value, node)
         return node
+
+    def _assign_tuple(self, targets, value, node):
+        """`a, b = b, a` / `A[0], A[1] = A[1], A[0]`: Python evaluates every value before it
+        assigns any; the values are read from memory (snapshot) first, then each target
+        is assigned as on its own."""
+        values = self.fresh("values")
+        out = [
+            ast.Assign(
+                targets=[_name(values, ast.Store())],
+                value=_call("_tl_unpack", value, ast.Constant(len(targets))),
+            )
+        ]
+        for k, target in enumerate(targets):
+            item = ast.Subscript(value=_name(values), slice=ast.Constant(k), ctx=ast.Load())
+            if isinstance(target, ast.Name):
+                out.append(self._assign_name(target, item, node))
+            else:
+                store = _call("_tl_setitem", target.value, _slice_value(target.slice), item)
+                out.append(ast.Expr(store))
+        return [ast.copy_location(s, node) for s in out]
 
     def visit_AugAssign(self, node):
         self.generic_visit(node)

@@ -98,6 +98,28 @@ def assign(name, value, local_vars):
     return value
 
 
+def unpack(value, count):
+    """The values of `a, b = ...` as Python unpacks them (the same count, the same error),
+    each symbolic one read once now (a let; a T.alloc_var's current value), so that the
+    assignments that follow cannot change what a later one stores."""
+    items = list(value)
+    if len(items) != count:
+        raise ValueError(
+            f"too many values to unpack (expected {count})"
+            if len(items) > count
+            else f"not enough values to unpack (expected {count}, got {len(items)})"
+        )
+    ctx = _current()
+    out = []
+    for item in items:
+        if isinstance(item, VarBuffer):
+            item = to_value(item)
+        if _symbolic(item) and not isinstance(item, _C.Var) and ctx.builder.in_kernel:
+            item = ctx.builder.let("value", item)
+        out.append(item)
+    return out
+
+
 def annotated(annotation, value):
     """`x: T.int32 = v` makes a scalar register initialised to v; other annotations pass."""
     if isinstance(annotation, DType):
@@ -670,6 +692,7 @@ HOOKS = {
     "_tl_expr_stmt": expr_stmt,
     "_tl_name": name_next,
     "_tl_assign": assign,
+    "_tl_unpack": unpack,
     "_tl_annotated": annotated,
     "_tl_declare": declare,
     "_tl_return": return_,
