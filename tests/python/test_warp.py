@@ -397,8 +397,28 @@ def _error_of(body):
 def test_float_predicate_is_rejected():
     msg = _error_of(lambda A, B, tx: B.__setitem__(tx, T.ballot(A[tx])))  # MARK-pred
     assert f"{__file__}:{line_of('MARK-pred')}:" in msg
-    assert "T.ballot predicate must be a boolean condition" in msg
+    assert "T.ballot requires an integer or boolean predicate" in msg
     assert "float32 expression" in msg
+
+
+@pytest.mark.parametrize(
+    "vote",
+    [
+        T.any_sync,
+        T.all_sync,
+        T.ballot_sync,
+        T.ballot,
+        T.syncthreads_count,
+        T.syncthreads_and,
+        T.syncthreads_or,
+    ],
+)
+def test_a_float_predicate_is_a_type_error_even_outside_a_kernel(vote):
+    """TileLang checks a vote's predicate first and raises a TypeError."""
+    with pytest.raises(TypeError, match="requires an integer or boolean predicate"):
+        vote(0.5)
+    with pytest.raises(tilelang.TileLangError, match="requires an integer or boolean predicate"):
+        vote(0.5)
 
 
 def test_offset_that_is_not_an_int_is_rejected():

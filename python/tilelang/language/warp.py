@@ -13,7 +13,7 @@ lanes on every target; lanes are numbered by the linear thread index
 
 from . import builder_ctx
 from .buffer import const_int, to_value
-from .builder_ctx import frontend_error
+from .builder_ctx import TileLangError, frontend_error
 
 _C = builder_ctx._C
 
@@ -104,8 +104,14 @@ def _mask(what, mask):
     return mask if mask.dtype.name == "uint32" else _C.cast(mask, "uint32")
 
 
+class PredicateTypeError(TileLangError, TypeError):
+    """A vote given a predicate that is neither boolean nor integer (TileLang raises a
+    TypeError there)."""
+
+
 def _predicate(what, pred):
-    """A vote's predicate: a boolean, or an integer that counts as true when non-zero."""
+    """A vote's predicate: a boolean, or an integer that counts as true when non-zero.
+    Checked before anything else, so a wrong one is named even outside a kernel."""
     pred = to_value(pred)
     if isinstance(pred, (bool, int)):
         return _C.const(bool(pred), "bool")
@@ -114,10 +120,13 @@ def _predicate(what, pred):
             return pred
         if _is_int_dtype(pred.dtype):
             return _C.binary("NE", pred, _C.const(0, pred.dtype))
-    raise frontend_error(
-        f"{what} predicate must be a boolean condition such as `x > 0` (or an integer, true "
-        f"when non-zero), got {_describe(pred)}"
+    message = (
+        f"{what} requires an integer or boolean predicate: a condition such as `x > 0`, or "
+        f"an integer (true when non-zero); got {_describe(pred)}"
     )
+    err = PredicateTypeError(message)
+    err.file, err.line, err.bare_message = None, 0, message
+    raise err
 
 
 def _shuffled_value(what, value):
@@ -269,32 +278,36 @@ def _present_lanes(ctx, ballot):
 def ballot_sync(predicate, mask=FULL_MASK):
     """A uint64 with bit l set when lane l is in `mask` and its predicate holds."""
     what = "T.ballot_sync"
+    pred = _predicate(what, predicate)
     ctx = _collective(what)
-    args = [_mask(what, mask), _predicate(what, predicate)]
+    args = [_mask(what, mask), pred]
     return _present_lanes(ctx, _C.call_extern("uint64", "tl::ballot_sync", args))
 
 
 def ballot(predicate):
     """T.ballot_sync over the whole warp: bit l set when lane l's predicate holds (uint64)."""
     what = "T.ballot"
+    pred = _predicate(what, predicate)
     ctx = _collective(what)
-    call = _C.call_extern("uint64", "tl::ballot", [_predicate(what, predicate)])
+    call = _C.call_extern("uint64", "tl::ballot", [pred])
     return _present_lanes(ctx, call)
 
 
 def any_sync(predicate, mask=FULL_MASK):
     """1 when the predicate holds on some lane of `mask`, else 0 (int32)."""
     what = "T.any_sync"
+    pred = _predicate(what, predicate)
     _collective(what)
-    args = [_mask(what, mask), _predicate(what, predicate)]
+    args = [_mask(what, mask), pred]
     return _C.call_extern("int32", "tl::any_sync", args)
 
 
 def all_sync(predicate, mask=FULL_MASK):
     """1 when the predicate holds on every lane of `mask`, else 0 (int32)."""
     what = "T.all_sync"
+    pred = _predicate(what, predicate)
     _collective(what)
-    args = [_mask(what, mask), _predicate(what, predicate)]
+    args = [_mask(what, mask), pred]
     return _C.call_extern("int32", "tl::all_sync", args)
 
 
@@ -318,6 +331,7 @@ def sync_warp(mask=None):
 
 
 def _block_vote(what, fn, predicate):
+    pred = _predicate(what, predicate)
     ctx = _kernel(what)
     loops = [_SPREAD_LOOPS[k] for k in ctx.loop_kinds if k in _SPREAD_LOOPS]
     if loops:
@@ -328,7 +342,7 @@ def _block_vote(what, fn, predicate):
     threads = 1
     for extent in ctx.kernel_extents[1]:
         threads *= extent
-    args = [_predicate(what, predicate), _C.const(threads, "int32")]
+    args = [pred, _C.const(threads, "int32")]
     return ctx.builder.let("vote", _C.call_extern("int32", f"tl::{fn}", args))
 
 
