@@ -315,13 +315,18 @@ def test_a_statement_between_the_kernels_is_refused_at_its_line():
     assert "outside every `with T.Kernel(...)` block" in msg and "kernel 'gap'" in msg
 
 
-def test_a_function_without_a_kernel_is_refused():
+def test_a_function_without_a_kernel_runs_as_one_block():
+    """TileLang's cpu programs of plain statements, with no T.Kernel: one block of one
+    thread (statements next to T.Kernel blocks stay refused, above)."""
+
     @T.prim_func
-    def nothing(X: T.Tensor((8,), "float32")):
+    def no_block(X: T.Tensor((8,), "float32")):
         X[0] = 1.0
 
-    with pytest.raises(tilelang.TileLangError, match="outside every `with T.Kernel"):
-        tilelang.compile(nothing, target="cpu")
+    for target in ("cpu", "cuda -arch=sm_80 -emulate"):
+        x = np.zeros(8, np.float32)
+        tilelang.compile(no_block, target=target)(x)
+        np.testing.assert_array_equal(x, [1, 0, 0, 0, 0, 0, 0, 0])
 
 
 def test_metal_refuses_a_second_kernel_at_its_line():
