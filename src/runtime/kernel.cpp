@@ -651,6 +651,53 @@ int Kernel::device_of(const ArgValue* args) const {
 
 namespace {
 
+// How Python spells a binary operator: its symbol and precedence (low to high), or a
+// call (`level` 0) for the ones it has no operator for.
+struct PythonOperator {
+  const char* spelling;
+  int level;
+};
+
+PythonOperator python_operator(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Or:
+      return {"or", 1};
+    case BinaryOp::And:
+      return {"and", 2};
+    case BinaryOp::EQ:
+    case BinaryOp::NE:
+    case BinaryOp::LT:
+    case BinaryOp::LE:
+    case BinaryOp::GT:
+    case BinaryOp::GE:
+      return {binary_op_symbol(op), 4};
+    case BinaryOp::BitOr:
+      return {"|", 5};
+    case BinaryOp::BitXor:
+      return {"^", 6};
+    case BinaryOp::BitAnd:
+      return {"&", 7};
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
+      return {binary_op_symbol(op), 8};
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      return {binary_op_symbol(op), 9};
+    case BinaryOp::Mul:
+      return {"*", 10};
+    case BinaryOp::FloorDiv:
+      return {"//", 10};
+    case BinaryOp::FloorMod:
+      return {"%", 10};
+    case BinaryOp::Div:
+      return {"T.truncdiv", 0};  // C's truncating / and %
+    case BinaryOp::Mod:
+      return {"T.truncmod", 0};
+    default:
+      return {op == BinaryOp::Min ? "T.min" : "T.max", 0};
+  }
+}
+
 // An integer condition as the user wrote it in Python (`N % 4 == 0`, `a // 2 < b and c`).
 std::string python_syntax(const Expr& e, int outer = 0) {
   if (auto* i = e.as<IntImmNode>()) return std::to_string(i->value);
@@ -663,58 +710,10 @@ std::string python_syntax(const Expr& e, int outer = 0) {
   }
   auto* b = e.as<BinaryNode>();
   if (!b) return to_string(e);
-  const char* sym = nullptr;
-  int level = 0;  // Python's precedence, low to high
-  switch (b->op) {
-    case BinaryOp::Or:
-      sym = "or", level = 1;
-      break;
-    case BinaryOp::And:
-      sym = "and", level = 2;
-      break;
-    case BinaryOp::EQ:
-    case BinaryOp::NE:
-    case BinaryOp::LT:
-    case BinaryOp::LE:
-    case BinaryOp::GT:
-    case BinaryOp::GE:
-      sym = binary_op_symbol(b->op), level = 4;
-      break;
-    case BinaryOp::BitOr:
-      sym = "|", level = 5;
-      break;
-    case BinaryOp::BitXor:
-      sym = "^", level = 6;
-      break;
-    case BinaryOp::BitAnd:
-      sym = "&", level = 7;
-      break;
-    case BinaryOp::Shl:
-    case BinaryOp::Shr:
-      sym = binary_op_symbol(b->op), level = 8;
-      break;
-    case BinaryOp::Add:
-    case BinaryOp::Sub:
-      sym = binary_op_symbol(b->op), level = 9;
-      break;
-    case BinaryOp::Mul:
-      sym = "*", level = 10;
-      break;
-    case BinaryOp::FloorDiv:
-      sym = "//", level = 10;
-      break;
-    case BinaryOp::FloorMod:
-      sym = "%", level = 10;
-      break;
-    default:  // min, max and C's truncating / and %: calls
-      return str_cat("T.",
-                     binary_op_symbol(b->op) == std::string("/")   ? "truncdiv"
-                     : binary_op_symbol(b->op) == std::string("%") ? "truncmod"
-                                                                   : binary_op_symbol(b->op),
-                     "(", python_syntax(b->a), ", ", python_syntax(b->b), ")");
-  }
+  auto [spelling, level] = python_operator(b->op);
+  if (level == 0) return str_cat(spelling, "(", python_syntax(b->a), ", ", python_syntax(b->b), ")");
   // Left-associative: the right operand of the same level needs parentheses.
-  std::string r = python_syntax(b->a, level) + " " + sym + " " + python_syntax(b->b, level + 1);
+  std::string r = python_syntax(b->a, level) + " " + spelling + " " + python_syntax(b->b, level + 1);
   return level < outer ? "(" + r + ")" : r;
 }
 

@@ -648,26 +648,36 @@ def _snapshot(ctx, view):
     return copy
 
 
-def reduce_loops(ctx, name, kind, src, dst, dim, clear):
-    """T.reduce_* where a side is a view (T.reshape, T.view, T.Tensor(..., buf.data)):
-    a T.Parallel loop over the destination's elements folding the source's `dim` with a
-    serial loop, with the checks and semantics of the C++ tile op (src/ops/reduce.cpp)."""
-    s, d = _as_region(src, f"{name} source"), _as_region(dst, f"{name} destination")
-    for r in (s, d):
-        base = r.buffer.base if isinstance(r.buffer, BufferView) else r.buffer
-        if base.scope == "global":
-            raise frontend_error(
-                f"{name} operands must be in shared or fragment memory, but '{r.buffer.name}' is "
-                f"a view of the global tensor '{base.name}'; copy it into a T.alloc_fragment or "
-                f"T.alloc_shared buffer first"
-            )
+def _base_of(region):
+    """The buffer a region's elements live in (a view's base)."""
+    return region.buffer.base if isinstance(region.buffer, BufferView) else region.buffer
+
+
+def _source_dim(name, s, dim):
+    """`dim` of the source region `s`, checked and made non-negative."""
     rank = len(s.extents)
     if not -rank <= dim < rank:
         raise frontend_error(
             f"{name} dim {dim} is out of range for source '{s.buffer.name}' of rank {rank} "
             f"(shape {_fmt(s.extents)}); use a dim in [{-rank}, {rank - 1}]"
         )
-    dim = dim + rank if dim < 0 else dim
+    return dim + rank if dim < 0 else dim
+
+
+def reduce_loops(ctx, name, kind, src, dst, dim, clear):
+    """T.reduce_* where a side is a view (T.reshape, T.view, T.Tensor(..., buf.data)):
+    a T.Parallel loop over the destination's elements folding the source's `dim` with a
+    serial loop, with the checks and semantics of the C++ tile op (src/ops/reduce.cpp)."""
+    s, d = _as_region(src, f"{name} source"), _as_region(dst, f"{name} destination")
+    for r in (s, d):
+        base = _base_of(r)
+        if base.scope == "global":
+            raise frontend_error(
+                f"{name} operands must be in shared or fragment memory, but '{r.buffer.name}' is "
+                f"a view of the global tensor '{base.name}'; copy it into a T.alloc_fragment or "
+                f"T.alloc_shared buffer first"
+            )
+    dim = _source_dim(name, s, dim)
     kept = [e for k, e in enumerate(s.extents) if k != dim]
     if not same_shape(_non_unit(kept), _non_unit(d.extents)):
         keep = [1 if k == dim else e for k, e in enumerate(s.extents)]
@@ -722,20 +732,14 @@ def scan_loops(ctx, name, kind, src, dst, dim, reverse):
     s = _as_region(src, f"{name} source")
     d = s if dst is None else _as_region(dst, f"{name} destination")
     for r in (s, d):
-        base = r.buffer.base if isinstance(r.buffer, BufferView) else r.buffer
+        base = _base_of(r)
         if base.scope in ("global", "local.fragment"):
             where = "a global tensor" if base.scope == "global" else "a fragment"
             raise frontend_error(
                 f"{name} on '{r.buffer.name}', a view of {where} ('{base.name}'), is not supported; "
                 f"scan a T.alloc_shared buffer (or its view) instead"
             )
-    rank = len(s.extents)
-    if not -rank <= dim < rank:
-        raise frontend_error(
-            f"{name} dim {dim} is out of range for source '{s.buffer.name}' of rank {rank} "
-            f"(shape {_fmt(s.extents)}); use a dim in [{-rank}, {rank - 1}]"
-        )
-    dim = dim + rank if dim < 0 else dim
+    dim = _source_dim(name, s, dim)
     if not same_shape(s.extents, d.extents):
         raise frontend_error(
             f"{name} destination '{d.buffer.name}' has shape {_fmt(d.extents)}, expected the "
