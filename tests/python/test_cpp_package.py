@@ -18,7 +18,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _build_dir():
     build = os.environ.get("TILELANG_DEV_BUILD_DIR")
     if not build:
-        pytest.skip("needs the CMake build tree (TILELANG_DEV_BUILD_DIR) to install from")
+        pytest.fail(
+            "the C++ package test installs from the CMake build tree: run it through `make test` "
+            "(or set TILELANG_DEV_BUILD_DIR to a build configured with -DTL_INSTALL_CXX_PACKAGE=ON)"
+        )
     assert os.path.isfile(os.path.join(build, "cmake_install.cmake")), build
     libs = [n for n in os.listdir(build) if n.startswith("libtilelang_cpp.so")]
     assert libs, f"{build} has no libtilelang_cpp: configure it with -DTL_INSTALL_CXX_PACKAGE=ON"
