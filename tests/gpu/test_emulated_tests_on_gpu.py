@@ -1,0 +1,139 @@
+"""Tests of tests/python that check a CUDA code path in the emulator, run unchanged on a
+real GPU: `tilelang.compile` is wrapped so that an emulated CUDA target
+("cuda -arch=sm_80 -emulate") compiles for the GPU ("cuda -arch=sm_80"), and the
+kernel it returns takes the tests' numpy arrays, runs on CUDA tensors holding the same
+values and copies every array back (outputs come back as numpy arrays). What the
+emulator was trusted for (the e8m0 round-up, T.round's halves, named-barrier
+hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions and
+scans of views, T.assume's promises and checks) is then what the hardware does."""
+
+import pathlib
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+import test_assume
+import test_ast_rewrite
+import test_e8m0_rounding
+import test_math
+import test_reshape_view
+import test_thread_level_semantics as tls
+
+SM80 = "cuda -arch=sm_80 -emulate"
+SM90A = "cuda -arch=sm_90a -emulate"
+
+# numpy dtypes torch cannot take directly: (numpy dtype, same-width integer, torch dtype)
+VIEWED = [
+    (np.dtype(ml_dtypes.bfloat16), np.uint16, torch.bfloat16),
+    (np.dtype(ml_dtypes.float8_e8m0fnu), np.uint8, torch.float8_e8m0fnu),
+    (np.dtype(ml_dtypes.float8_e4m3fn), np.uint8, torch.float8_e4m3fn),
+    (np.dtype(ml_dtypes.float8_e5m2), np.uint8, torch.float8_e5m2),
+]
+
+
+def to_gpu(a):
+    for np_dtype, bits, torch_dtype in VIEWED:
+        if a.dtype == np_dtype:
+            return torch.from_numpy(np.ascontiguousarray(a).view(bits)).view(torch_dtype).cuda()
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def to_numpy(t):
+    t = t.cpu()
+    for np_dtype, bits, torch_dtype in VIEWED:
+        if t.dtype == torch_dtype:
+            return t.view(getattr(torch, np.dtype(bits).name)).numpy().view(np_dtype)
+    return t.numpy()
+
+
+class OnGpu:
+    """A compiled kernel that takes numpy arrays and runs them on the GPU."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+    def __call__(self, *args):
+        moved = [to_gpu(a) if isinstance(a, np.ndarray) else a for a in args]
+        out = self.kernel(*moved)
+        torch.cuda.synchronize()
+        for a, t in zip(args, moved):
+            if isinstance(a, np.ndarray):
+                a[...] = to_numpy(t)
+        if isinstance(out, torch.Tensor):
+            return to_numpy(out)
+        if isinstance(out, (list, tuple)):
+            return type(out)(to_numpy(o) if isinstance(o, torch.Tensor) else o for o in out)
+        return out
+
+
+@pytest.fixture(autouse=True)
+def on_the_gpu(monkeypatch):
+    compile_ = tilelang.compile
+
+    def compile_for_the_gpu(func, *args, target=None, **kwargs):
+        if isinstance(target, str) and target.startswith("cuda") and "-emulate" in target:
+            real = " ".join(w for w in target.split() if w != "-emulate")
+            return OnGpu(compile_(func, *args, target=real, **kwargs))
+        return compile_(func, *args, target=target, **kwargs)
+
+    monkeypatch.setattr(tilelang, "compile", compile_for_the_gpu)
+    test_e8m0_rounding.convert_kernel.cache_clear()
+    yield
+    test_e8m0_rounding.convert_kernel.cache_clear()
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+@pytest.mark.parametrize("src", ["float16", "bfloat16"])
+def test_e8m0_every_16_bit_value(target, src):
+    test_e8m0_rounding.test_every_16_bit_value_rounds_up(target, src)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_e8m0_float32_around_every_power_of_two(target):
+    test_e8m0_rounding.test_float32_around_every_power_of_two(target)
+    test_e8m0_rounding.test_the_rules_spelled_out(target)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_round_and_nearbyint_halves(dtype):
+    test_math.test_round_and_nearbyint_agree_on_every_target(SM90A, dtype)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_named_barrier_arrive(target):
+    tls.test_named_barrier_arrive_signals_without_waiting(target)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_fragments_updated_outside_parallel_loops(target):
+    tls.test_a_fragment_updated_outside_parallel_loops_in_a_thread_index_kernel(target)
+    tls.test_an_online_softmax_state_in_fragments(target)
+
+
+def test_tuple_assignment():
+    test_ast_rewrite.test_tuple_assignment_reads_every_value_before_assigning(SM90A)
+
+
+@pytest.mark.parametrize(("kind", "reverse"), [("sum", False), ("sum", True), ("max", False)])
+def test_scan_of_a_view(kind, reverse):
+    test_reshape_view.test_scan_of_a_view_of_shared_memory(SM90A, kind, reverse)
+
+
+def test_reduce_of_a_one_row_view():
+    test_reshape_view.test_reduce_of_a_one_row_view_runs_once(SM90A)
+
+
+def test_assume_promises_and_checks():
+    test_assume.test_a_kept_promise_gives_the_same_result(SM80)
+    test_assume.test_a_promise_over_sizes_is_checked_at_every_call(SM80)
