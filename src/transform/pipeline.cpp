@@ -40,7 +40,11 @@ const char* env(const char* name) {
   return v && *v && std::string(v) != "0" ? v : nullptr;
 }
 
+// The observer of the lower() call running on this thread, if it was given one.
+thread_local const PassObserver* observer = nullptr;
+
 void dump(const std::string& step, const PrimFunc& f) {
+  if (observer && *observer) (*observer)(step, f);
   const char* where = env("TILELANG_DUMP_IR");
   if (!where) return;
   std::string text = "# after " + step + "\n" + to_string(f) + "\n";
@@ -274,7 +278,8 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 
 }  // namespace
 
-PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs) {
+PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs, const PassObserver& observe) {
+  Scoped<const PassObserver*> observing(observer, &observe);
   dump("input", input);
   check_onchip_bounds(input);
   check_grid_barrier(input, target);

@@ -1,14 +1,22 @@
 // The lowering pipeline: the list of passes for each target, in order.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "ir/ir.h"
 #include "target/target.h"
 
 namespace tl {
 
+// Sees the function after each named step of lower(): "input" first, then every pass
+// in order (tests/cpp/transform/pass_golden_test.cpp pins each pass's output with it).
+using PassObserver = std::function<void(const std::string& step, const PrimFunc& after)>;
+
 // Runs every pass for `target` on `f`. Each step is named, and can be dumped
-// (TILELANG_DUMP_IR=1 or =<dir>) and timed (TILELANG_TIME_PASSES=1).
-PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {});
+// (TILELANG_DUMP_IR=1 or =<dir>), timed (TILELANG_TIME_PASSES=1) and observed.
+PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {},
+               const PassObserver& observe = {});
 
 // Whether pass config `key` is set to a true value (1, True, "true"); `unset` when absent.
 bool config_on(const Attrs& configs, const std::string& key, bool unset = false);
