@@ -32,14 +32,11 @@ int run() {
     Buffer Cl = fb.alloc("C_local", {int_imm(BM), int_imm(BN)}, dtype::Float32, Scope::Fragment);
     fb.fill(BufferRegion::full(Cl), float_imm(0));
     fb.pipelined(int_imm((K + BK - 1) / BK), 3, [&](Var k) {
-      fb.copy({A, {mul(by, int_imm(BM)), mul(k, int_imm(BK))}, {}},
-              {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
-      fb.copy({B, {mul(k, int_imm(BK)), mul(bx, int_imm(BN))}, {}},
-              {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
+      fb.copy({A, {by * BM, k * BK}, {}}, {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
+      fb.copy({B, {k * BK, bx * BN}, {}}, {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
       fb.gemm(BufferRegion::full(As), BufferRegion::full(Bs), BufferRegion::full(Cl));
     });
-    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}},
-            {C, {mul(by, int_imm(BM)), mul(bx, int_imm(BN))}, {}});
+    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}}, {C, {by * BM, bx * BN}, {}});
   });
   PrimFunc f = fb.finish();
   std::printf("%s\n", to_string(f).c_str());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "builder/builder.h"
+#include "ir/expr_ops.h"
 #include "ir/ir.h"
 #include "ir/printer.h"
 #include "tl/compile.h"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "builder/builder.h"
+#include "ir/expr_ops.h"
 #include "ir/printer.h"
 #include "target/target.h"
 #include "transform/pipeline.h"
@@ -38,14 +39,11 @@ PrimFunc gemm_kernel() {
     Buffer Cl = fb.alloc("C_local", {int_imm(BM), int_imm(BN)}, dtype::Float32, Scope::Fragment);
     fb.fill(BufferRegion::full(Cl), float_imm(0));
     fb.pipelined(int_imm((K + BK - 1) / BK), 3, [&](Var k) {
-      fb.copy({A, {mul(by, int_imm(BM)), mul(k, int_imm(BK))}, {}},
-              {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
-      fb.copy({B, {mul(k, int_imm(BK)), mul(bx, int_imm(BN))}, {}},
-              {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
+      fb.copy({A, {by * BM, k * BK}, {}}, {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
+      fb.copy({B, {k * BK, bx * BN}, {}}, {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
       fb.gemm(BufferRegion::full(As), BufferRegion::full(Bs), BufferRegion::full(Cl));
     });
-    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}},
-            {C, {mul(by, int_imm(BM)), mul(bx, int_imm(BN))}, {}});
+    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}}, {C, {by * BM, bx * BN}, {}});
   });
   return fb.finish();
 }
@@ -62,11 +60,11 @@ PrimFunc row_sum_kernel() {
     Buffer Xs = fb.alloc("X_shared", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::SharedDyn);
     Buffer Xf = fb.alloc("X_frag", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::Fragment);
     Buffer Sf = fb.alloc("S_frag", {int_imm(BM)}, dtype::Float32, Scope::Fragment);
-    fb.copy({X, {mul(bx, int_imm(BM)), int_imm(0)}, {}}, {Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}});
+    fb.copy({X, {bx * BM, int_imm(0)}, {}}, {Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}});
     fb.copy({Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}}, {Xf, {int_imm(0), int_imm(0)}, {}});
     fb.tile_op("reduce", {BufferRegion::full(Xf), BufferRegion::full(Sf)}, {},
                Attrs{{"kind", std::string("sum")}, {"dim", int64_t(1)}, {"clear", int64_t(1)}});
-    fb.copy({Sf, {int_imm(0)}, {int_imm(BM)}}, {S, {mul(bx, int_imm(BM))}, {}});
+    fb.copy({Sf, {int_imm(0)}, {int_imm(BM)}}, {S, {bx * BM}, {}});
   });
   return fb.finish();
 }
@@ -79,12 +77,12 @@ PrimFunc axpy_kernel() {
   Buffer A = fb.tensor_param("A", {n}, dtype::Float32);
   Buffer B = fb.tensor_param("B", {n}, dtype::Float32);
   Buffer C = fb.tensor_param("C", {n}, dtype::Float32);
-  fb.kernel({floordiv(add(n, int_imm(255)), int_imm(256))}, {128}, [&](KernelVars kv) {
+  fb.kernel({floordiv(n + 255, int_imm(256))}, {128}, [&](KernelVars kv) {
     Expr bx = kv.blocks[0];
     fb.parallel({int_imm(256)}, [&](std::vector<Var> iv) {
-      Expr i = add(mul(bx, int_imm(256)), iv[0]);
-      fb.begin_if(lt(i, n));
-      fb.store(C, {i}, add(mul(buffer_load(A, {i}), float_imm(2)), buffer_load(B, {i})));
+      Expr i = bx * 256 + iv[0];
+      fb.begin_if(i < n);
+      fb.store(C, {i}, buffer_load(A, {i}) * 2.0 + buffer_load(B, {i}));
       fb.end_if();
     });
   });
