@@ -7,6 +7,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "runtime/metal_emu_source.h"
 #include "support/logging.h"
 #include "tl/compile.h"
+#include "transform/pass_config.h"
 
 using namespace tl;
 
@@ -162,6 +164,34 @@ void bind_runtime(nb::module_& m) {
     opt.pass_configs = to_pass_configs(pass_configs);
     opt.compile_flags = flags;
     return cache_key_material(f, opt);
+  });
+  // The pass-config keys (transform/pass_config.h): (key, kind of value, that kind in
+  // words, whether this compiler acts on it); tilelang.transform checks Python's values
+  // against them.
+  m.def("pass_config_keys", [] {
+    auto kind = [](PassConfigValue v) {
+      switch (v) {
+        case PassConfigValue::Switch:
+          return "switch";
+        case PassConfigValue::IndexBitWidth:
+          return "index bit width";
+        case PassConfigValue::Int:
+          return "int";
+        case PassConfigValue::Number:
+          return "number";
+        case PassConfigValue::String:
+          return "str";
+        case PassConfigValue::Flags:
+          return "flags";
+        case PassConfigValue::Any:
+          break;
+      }
+      return "any";
+    };
+    std::vector<std::tuple<std::string, std::string, std::string, bool>> out;
+    for (const PassConfigKey& k : pass_config_keys())
+      out.emplace_back(k.key, kind(k.value), expected_value(k.value), k.used);
+    return out;
   });
   m.def("available_targets", [] {
     std::vector<std::string> t{"cpu", "metal"};

@@ -33,6 +33,7 @@
 #include "runtime/metal_emu_source.h"
 #include "support/logging.h"
 #include "support/sha256.h"
+#include "transform/pass_config.h"
 #include "transform/pipeline.h"
 #include "transform/split_kernels.h"
 
@@ -361,9 +362,7 @@ TranslatedFlags nvrtc_flags(const CompileOptions& opt) {
   TranslatedFlags t = translate_compile_flags(opt.compile_flags, FlagCompiler::Nvrtc, opt.target);
   bool fast = false;
   for (const std::string& f : t.flags) fast = fast || f == "--use_fast_math";
-  if (!fast && config_on(opt.pass_configs, "tl.enable_fast_math") &&
-      !config_on(opt.pass_configs, "tl.disable_fast_math"))
-    t.flags.push_back("--use_fast_math");
+  if (!fast && PassConfig::parse(opt.pass_configs).fast_math) t.flags.push_back("--use_fast_math");
   return t;
 }
 
@@ -494,6 +493,7 @@ std::string own_code(const PrimFunc& f) {
 }  // namespace
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
+  check_pass_configs(opt.pass_configs);  // before a cache hit could skip the lowering that checks them
   KernelSignature sig = KernelSignature::from(f);
   std::string key = cache_key_material(f, opt);
   if (opt.use_cache)

@@ -75,22 +75,14 @@ PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimF
 
 }  // namespace
 
-bool config_on(const Attrs& configs, const std::string& key, bool unset) {
-  auto it = configs.find(key);
-  if (it == configs.end()) return unset;
-  if (auto* i = std::get_if<int64_t>(&it->second)) return *i != 0;
-  if (auto* s = std::get_if<std::string>(&it->second)) return *s == "1" || *s == "True" || *s == "true";
-  return false;
-}
-
 namespace {
 
 // Every target, last: the tile ops left become loops, global accesses get their
 // bounds checks, and the simplifier removes the checks the sizes prove.
-PrimFunc lower_common(PrimFunc f, const Target& t, const Attrs& configs) {
+PrimFunc lower_common(PrimFunc f, const Target& t, const PassConfig& configs) {
   f = run_pass("lower_tile_ops", f, [&](const PrimFunc& g) { return lower_tile_ops(g, t); });
   // Out-of-bounds global accesses are skipped (stores) or read 0 (loads) by default.
-  if (!config_on(configs, "tl.disable_safe_memory_legalize"))
+  if (configs.safe_memory_legalize)
     f = run_pass("legalize_safe_memory", f, [&](const PrimFunc& g) { return legalize_safe_memory(g); });
   f = run_pass("simplify", f, [&](const PrimFunc& g) { return simplify_func(g); });
   return f;
@@ -224,7 +216,7 @@ void check_launch_limits(const PrimFunc& f, const Target& t) {
 // indices run each thread as a fiber; their shared memory gets the barriers a GPU
 // would (the code generator adds those around block ops), and a fragment element that
 // code outside T.Parallel writes is written by one thread (fragment_updates_once.h).
-PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
+PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const PassConfig& configs) {
   f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   return run_pass("fragment_updates_once", f, [&](const PrimFunc& g) { return fragment_updates_once(g); });
@@ -234,37 +226,29 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const Attrs& configs) {
 // that touch them become per-thread code; every other tile op becomes a block op
 // that the code generator spreads over the threads. Barriers come last, from an
 // analysis of the shared memory each step touches.
-PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const Attrs& configs) {
-  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) {
-    return pipeline_loops(g, t, !config_on(configs, "tl.disable_wgmma"), !config_on(configs, "tl.disable_tma_lower"),
-                          !config_on(configs, "tl.disable_warp_specialized"),
-                          !config_on(configs, "tl.disable_tma_multicast"));
-  });
+PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs) {
+  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, t, configs); });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).
   // Fragment epilogues go through a shared tile first (tl.stage_fragment_stores: False
   // keeps them element-wise).
-  if (config_on(configs, "tl.stage_fragment_stores", true) && config_on(configs, "tl.enable_tma_store", true) &&
-      !config_on(configs, "tl.disable_tma_lower"))
+  if (configs.stage_fragment_stores && configs.tma_store && configs.tma_lower)
     f = run_pass("stage_fragment_stores", f, [&](const PrimFunc& g) { return stage_fragment_stores(g, t); });
-  if (config_on(configs, "tl.enable_tma_store", true) && !config_on(configs, "tl.disable_tma_lower"))
-    f = run_pass("lower_tma_stores", f,
-                 [&](const PrimFunc& g) { return lower_tma_stores(g, t, !config_on(configs, "tl.disable_wgmma")); });
-  f = run_pass("lower_fragments", f,
-               [&](const PrimFunc& g) { return lower_fragments(g, t, !config_on(configs, "tl.disable_wgmma")); });
+  if (configs.tma_store && configs.tma_lower)
+    f = run_pass("lower_tma_stores", f, [&](const PrimFunc& g) { return lower_tma_stores(g, t, configs.wgmma); });
+  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t, configs.wgmma); });
   f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
-  f = run_pass("plan_shared_memory", f, [&](const PrimFunc& g) {
-    return plan_shared_memory(g, t, !config_on(configs, "tl.disable_shared_memory_reuse"));
-  });
+  f = run_pass("plan_shared_memory", f,
+               [&](const PrimFunc& g) { return plan_shared_memory(g, t, configs.shared_memory_reuse); });
   return f;
 }
 
 // Metal: gemm accumulators become simdgroup matrices (or Metal 4 cooperative
 // tensors) before layout inference sees them; there is no cp.async, so pipelined
 // loops stay plain loops; reductions over threadgroup memory use simd_sum & co.
-PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
+PrimFunc lower_for_metal(PrimFunc f, const Target& t, const PassConfig& configs) {
   refuse_named_barriers(f, t);
   refuse_random_numbers(f, t);
   refuse_wide_accesses(f, t);
@@ -279,6 +263,10 @@ PrimFunc lower_for_metal(PrimFunc f, const Target& t, const Attrs& configs) {
 }  // namespace
 
 PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_configs, const PassObserver& observe) {
+  return lower(input, target, PassConfig::parse(pass_configs), observe);
+}
+
+PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& configs, const PassObserver& observe) {
   Scoped<const PassObserver*> observing(observer, &observe);
   dump("input", input);
   check_onchip_bounds(input);
@@ -291,18 +279,17 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
   f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
-  f = run_pass("lower_explicit_hopper", f, [&](const PrimFunc& g) {
-    return lower_explicit_hopper(g, target, !config_on(pass_configs, "tl.disable_wgmma"));
-  });
+  f = run_pass("lower_explicit_hopper", f,
+               [&](const PrimFunc& g) { return lower_explicit_hopper(g, target, configs.wgmma); });
   switch (target.kind) {
     case TargetKind::CPU:
-      f = lower_for_cpu(f, target, pass_configs);
+      f = lower_for_cpu(f, target, configs);
       break;
     case TargetKind::CUDA:
-      f = lower_for_cuda(f, target, pass_configs);
+      f = lower_for_cuda(f, target, configs);
       break;
     case TargetKind::Metal:
-      f = lower_for_metal(f, target, pass_configs);
+      f = lower_for_metal(f, target, configs);
       break;
   }
   // Last, on the expressions codegen prints: int64 index arithmetic where int32 may overflow.

@@ -6,6 +6,7 @@
 
 #include "ir/ir.h"
 #include "target/target.h"
+#include "transform/pass_config.h"
 
 namespace tl {
 
@@ -15,10 +16,10 @@ using PassObserver = std::function<void(const std::string& step, const PrimFunc&
 
 // Runs every pass for `target` on `f`. Each step is named, and can be dumped
 // (TILELANG_DUMP_IR=1 or =<dir>), timed (TILELANG_TIME_PASSES=1) and observed.
+// The pass configs are checked first (transform/pass_config.h): an unknown key or a
+// value of the wrong kind is a user error.
 PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {},
                const PassObserver& observe = {});
-
-// Whether pass config `key` is set to a true value (1, True, "true"); `unset` when absent.
-bool config_on(const Attrs& configs, const std::string& key, bool unset = false);
+PrimFunc lower(const PrimFunc& f, const Target& target, const PassConfig& configs, const PassObserver& observe = {});
 
 }  // namespace tl

@@ -1523,12 +1523,13 @@ std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNo
   return p.tile_stores(copy, launch, add);
 }
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma, bool allow_tma, bool allow_ws,
-                        bool allow_multicast) {
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs) {
+  const bool allow_wgmma = configs.wgmma, allow_tma = configs.tma_lower;
   Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma));
   p.outside_uses_ = outside_pipelined(f->body);
   if (allow_tma && target.has_tma()) p.enable_tma(f->params, shared_tile_layouts(f, target, allow_wgmma));
-  if (allow_tma && allow_ws && target.has_tma() && target.has_wgmma()) p.enable_warp_specialization(allow_multicast);
+  if (allow_tma && configs.warp_specialized && target.has_tma() && target.has_wgmma())
+    p.enable_warp_specialization(configs.tma_multicast);
   return f.with_body(p.mutate(f->body));
 }
 

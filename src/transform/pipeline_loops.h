@@ -7,6 +7,7 @@
 #include "ir/ir.h"
 #include "target/target.h"
 #include "transform/lower_fragments.h"
+#include "transform/pass_config.h"
 
 namespace tl {
 
@@ -31,23 +32,22 @@ std::optional<int64_t> tma_map_param(const CallNode* c);
 // tiles get one version per step between the copy and its last reader. Loops whose
 // default schedule does not apply are left as they are (correct, not overlapped);
 // by-hand schedules that break a dependence are user errors.
-// On sm_90a (unless `allow_wgmma` is false), a gemm whose wgmma can stay in flight
+// On sm_90a (unless `configs.wgmma` is false), a gemm whose wgmma can stay in flight
 // into the next step (see kWgmmaAsyncAttr) reads its tiles one step earlier and
 // keeps them one step longer; the loop drains it with tl::wgmma_wait<0>().
-// On targets with TMA (sm_90+, unless `allow_tma` is false: pass config
+// On targets with TMA (sm_90+, unless `configs.tma_lower` is false: pass config
 // tl.disable_tma_lower), a copy whose source is a tensor parameter and whose box
 // and shared layout TMA can produce is one tl::tma_load per box instead, issued by
 // thread 0 and completing on an mbarrier per version of its tiles, which the
 // readers wait on (docs/design/hopper.md).
-// With `allow_ws` (sm_90a, unless pass config tl.disable_warp_specialized), the
+// With `configs.warp_specialized` (sm_90a, unless pass config tl.disable_warp_specialized), the
 // first such loop at the top of a kernel whose copies are all TMA copies is
 // warp-specialized: an extra producer warpgroup issues the copies, the block's own
 // threads consume (src/transform/warp_specialize.cpp does the split). In a kernel
 // with thread block clusters, such a loop multicasts the tiles every block of a
-// cluster loads alike, unless `allow_multicast` is false (pass config
+// cluster loads alike, unless `configs.tma_multicast` is false (pass config
 // tl.disable_tma_multicast).
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, bool allow_wgmma = true, bool allow_tma = true,
-                        bool allow_ws = false, bool allow_multicast = true);
+PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs = {});
 
 // The marks a warp-specialized pipeline leaves for warp_specialize: around the
 // loop's statements and its mbarriers, {consumer threads}; inside, the mbarriers'

@@ -207,3 +207,25 @@ def test_known_pass_configs_are_accepted():
     b = np.zeros(8, np.float32)
     kernel(a, b)
     np.testing.assert_allclose(b, np.exp(a), rtol=1e-6)
+
+
+def test_the_key_list_is_the_compiler_core_s():
+    """tilelang.PassConfigKey names exactly the keys the core's table has
+    (src/transform/pass_config.cpp), and the core checks a C++-level call too."""
+    from tilelang import _native
+
+    core = {key for key, *_ in _native.load().pass_config_keys()}
+    assert {k.value for k in tilelang.PassConfigKey} == core
+    used = {key for key, _, _, used in _native.load().pass_config_keys() if used}
+    assert "tl.disable_tma_lower" in used and "tl.Simplify" not in used
+    core_fn = copy_kernel().core
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"unknown pass config key 'tl.disable_tma_lowr' \(did you mean 'tl.disable_tma_lower'\?\)",
+    ):
+        _native.load().generate_source(core_fn, "cpu", {"tl.disable_tma_lowr": True})
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"pass config 'tl.config_index_bitwidth' must be 32 or 64, got int 16",
+    ):
+        _native.load().generate_source(core_fn, "cpu", {"tl.config_index_bitwidth": 16})

@@ -14,6 +14,8 @@ from enum import Enum
 
 import numpy as np
 
+from tilelang import _native
+
 
 class PassConfigKey(str, Enum):
     """Known pass-config keys; plain strings with the same values are accepted too."""
@@ -91,11 +93,14 @@ class PassConfigKey(str, Enum):
         return self.value
 
 
-# Later TileLang releases spell the "tir." keys "tirx."; both are accepted.
-KNOWN_KEYS = frozenset(
-    [k.value for k in PassConfigKey]
-    + [k.value.replace("tir.", "tirx.", 1) for k in PassConfigKey if k.value.startswith("tir.")]
+# The keys and the kind of value each takes come from the compiler core
+# (src/transform/pass_config.cpp), which checks them again for C++ callers. Later
+# TileLang releases spell the "tir." keys "tirx."; both are accepted.
+_CORE_KEYS = {key: (kind, expected) for key, kind, expected, _ in _native.load().pass_config_keys()}
+_CORE_KEYS.update(
+    {k.replace("tir.", "tirx.", 1): v for k, v in _CORE_KEYS.items() if k.startswith("tir.")}
 )
+KNOWN_KEYS = frozenset(_CORE_KEYS)
 
 
 def check_pass_config_key(key):
@@ -107,32 +112,6 @@ def check_pass_config_key(key):
     raise ValueError(
         f"unknown pass config key {key!r}{hint}; known keys: {', '.join(sorted(KNOWN_KEYS))}"
     )
-
-
-# The value each key takes; keys not listed are switches (bool, or the ints 0 and 1).
-_VALUE_KINDS = {
-    "tl.config_index_bitwidth": "index bit width",
-    "tl.dynamic_alignment": "int",
-    "tl.ptxas_register_usage_level": "int",
-    "tl.pass_profile_threshold_ms": "number",
-    "tl.dump_ir_dir": "str",
-    "tl.dump_ir_path": "str",
-    "cuda.kernels_output_dir": "str",
-    "tl.layout_visualization_formats": "str",
-    "tl.layout_cost_model": "str",
-    "tl.device_compile_flags": "flags",
-    "tir.add_lower_pass": "any",
-    "tirx.add_lower_pass": "any",
-}
-
-_EXPECTED = {
-    "switch": "a bool (True/False, or 1/0)",
-    "index bit width": "32 or 64",
-    "int": "an int",
-    "number": "a number",
-    "str": "a str",
-    "flags": "a str or a list of str",
-}
 
 
 def _value_fits(kind, value):
@@ -157,10 +136,10 @@ def _value_fits(kind, value):
 def check_pass_config_value(key, value):
     """Raises TypeError when `value` is not of the kind `key` takes (a str such as "no"
     for a switch would otherwise read as true)."""
-    kind = _VALUE_KINDS.get(key, "switch")
+    kind, expected = _CORE_KEYS.get(key, ("switch", "a bool (True/False, or 1/0)"))
     if not _value_fits(kind, value):
         raise TypeError(
-            f"pass config {key!r} must be {_EXPECTED[kind]}, got {type(value).__name__} {value!r}"
+            f"pass config {key!r} must be {expected}, got {type(value).__name__} {value!r}"
         )
 
 

@@ -110,7 +110,7 @@ std::string file_name(const Case& c) {
 std::vector<std::pair<std::string, std::string>> lower_and_record(const Case& c) {
   std::vector<std::pair<std::string, std::string>> steps;
   std::string previous;
-  lower(c.make(), Target::parse(c.target), {}, [&](const std::string& step, const PrimFunc& after) {
+  lower(c.make(), Target::parse(c.target), Attrs{}, [&](const std::string& step, const PrimFunc& after) {
     std::string text = to_string(after);
     steps.emplace_back(step, text == previous ? std::string() : text);
     previous = std::move(text);
