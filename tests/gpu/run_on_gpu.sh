@@ -63,6 +63,20 @@ if [ "${UPSTREAM:-0}" = 1 ]; then
     echo "upstream exit $?"
   } > "$OUT/upstream.log" 2>&1
 fi
+# UPSTREAM_EXAMPLES=1: upstream TileLang's examples (.upstream/examples, as for UPSTREAM)
+# run unchanged with this package on the GPU at the small sizes of
+# tests/upstream/examples_small.py, each checking itself against its torch reference;
+# table in examples_small.md, logs in examples_small.log. EXAMPLES_ARGS passes options
+# (e.g. "--only flash_attention").
+if [ "${UPSTREAM_EXAMPLES:-0}" = 1 ]; then
+  python3 tests/upstream/examples_small.py --source .upstream --gpu --arch sm_90a --timeout 120 \
+    --out "$OUT" ${EXAMPLES_ARGS:-} > "$OUT/examples_small.log" 2>&1
+  echo "examples exit $?" >> "$OUT/examples_small.log"
+  for f in "$OUT"/examples_small_logs/*.log; do  # the failures' tracebacks, then the folder goes
+    grep -q Traceback "$f" && { echo "== $(basename "$f")"; tail -25 "$f"; }
+  done >> "$OUT/examples_small.log"
+  rm -rf "$OUT/examples_small_logs"
+fi
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
 # arguments); unset runs them all (more than one 10-minute device call: pick), and
 # BENCHES="" runs none.

@@ -3,13 +3,16 @@ each example's own main() builds its kernels, runs them and checks them against 
 torch reference. Their test files call main() at full sizes, which take too long in
 the emulator; this driver passes the smallest sizes each example's kernels accept.
 
-    python tests/upstream/examples_small.py --source PATH [--arch sm_80|sm_90a]
+    python tests/upstream/examples_small.py --source PATH [--arch sm_80|sm_90a] [--gpu]
                                             [--only NAME ...] [--out DIR] [--timeout S]
 
 PATH is a checkout of TileLang's repository, the directory that holds `examples/`
 (without --source the driver reads TILELANG_UPSTREAM_SRC). Every entry runs in its own
 process with a time limit, torch's CUDA device moved to the CPU and CUDA kernels run in
 the emulator of --arch (tests/upstream/torch_on_cpu.py, as tests/upstream/run.py does).
+With --gpu they run on the machine's CUDA GPU instead (torch and kernels on the device;
+--arch then names the GPU's arch, which picks the entries its tests would run), the
+same sizes and checks: tests/gpu/run_on_gpu.sh's UPSTREAM_EXAMPLES=1.
 An example without a main() runs what its __main__ block runs, with its module-level
 sizes set after import. An entry passes only when its main() returns without an
 exception, and the driver exits with 1 when one did not. Benchmarks that a
@@ -183,13 +186,14 @@ def _bench_once():
     return do_bench
 
 
-def run_one(path, kwargs, argv, func, sizes, arch, source, result_file):
-    """The child process: the emulated torch, the example imported from its directory
-    (it imports its siblings by bare name), its main(**kwargs) called."""
+def run_one(path, kwargs, argv, func, sizes, arch, source, result_file, gpu=False):
+    """The child process: the emulated torch (unless `gpu`), the example imported from
+    its directory (it imports its siblings by bare name), its main(**kwargs) called."""
     sys.path.insert(0, str(HERE))
-    import torch_on_cpu
+    if not gpu:
+        import torch_on_cpu
 
-    torch_on_cpu.emulate_cuda_on_cpu(arch)
+        torch_on_cpu.emulate_cuda_on_cpu(arch)
     import tilelang.profiler
 
     tilelang.profiler.do_bench = _bench_once()  # Profiler.do_bench calls it too
@@ -229,7 +233,8 @@ def run_entry(entry, args, source, log_dir):
         result_file = Path(tmp) / "result.json"
         child = [args.python, "-P", str(Path(__file__).resolve()), "--child", entry.path,
                  json.dumps(entry.kwargs), json.dumps(entry.argv), entry.func,
-                 json.dumps(entry.sizes), args.arch, str(source), str(result_file)]  # fmt: skip
+                 json.dumps(entry.sizes), args.arch, str(source), str(result_file),
+                 "gpu" if args.gpu else "emulated"]  # fmt: skip
         log = log_dir / (entry.name.replace("/", "__") + ".log")
         start = time.time()
         with open(log, "w") as out:
@@ -252,8 +257,9 @@ def arguments_text(entry):
     return " ".join(words) if entry.argv else ", ".join(words) or "(defaults)"
 
 
-def table(results, arch):
-    lines = [f"# TileLang's examples at small sizes, emulated {arch}", "",
+def table(results, arch, gpu=False):
+    where = f"on the GPU ({arch})" if gpu else f"emulated {arch}"
+    lines = [f"# TileLang's examples at small sizes, {where}", "",
              "| example | arguments | outcome | seconds |", "| --- | --- | --- | --- |"]  # fmt: skip
     for entry, r in results:
         outcome = r["outcome"] + (f": `{r['error']}`" if r["error"] else "")
@@ -282,12 +288,13 @@ def select(only):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        path, kwargs, argv, func, sizes, arch, source, result_file = sys.argv[2:10]
+        path, kwargs, argv, func, sizes, arch, source, result_file, where = sys.argv[2:11]
         run_one(path, json.loads(kwargs), json.loads(argv), func, json.loads(sizes), arch, source,
-                result_file)  # fmt: skip
+                result_file, gpu=where == "gpu")  # fmt: skip
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--source", default=os.environ.get("TILELANG_UPSTREAM_SRC"))
     p.add_argument("--arch", choices=["sm_80", "sm_90a"], default="sm_80")
+    p.add_argument("--gpu", action="store_true", help="run on the CUDA GPU, not the emulator")
     p.add_argument("--only", nargs="+", help="entries (family/name) or families to run")
     p.add_argument("--out", default="build/upstream")
     p.add_argument("--timeout", type=int, default=900, help="seconds per entry")
@@ -314,8 +321,8 @@ def main():
         results.append((entry, r))
         print(f"{entry.name}: {r['outcome']} {r['error']} {r['seconds']}s", flush=True)
         # Written after every entry, so an interrupted run leaves its table so far.
-        (out / "examples_small.md").write_text(table(results, args.arch))
-    print(table(results, args.arch))
+        (out / "examples_small.md").write_text(table(results, args.arch, args.gpu))
+    print(table(results, args.arch, args.gpu))
     if any(r["outcome"] not in ("passed", "skipped") for _, r in results):
         sys.exit(1)
 
