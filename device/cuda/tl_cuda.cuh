@@ -256,31 +256,116 @@ TL_DEVICE double nan_f64() {
   return __longlong_as_double(0x7ff8000000000000ll);
 }
 
-// A NaN operand gives NaN, as numpy's maximum and minimum (`b != b` is false for
-// integers and folds away). sm_80 and later do it for float in one instruction,
-// max.NaN / min.NaN (FMNMX), where a compare and a select take two: one instruction less
-// per score in a softmax's row maximum.
+// T.max / T.min and the reductions' folds follow PTX max / min, as TileLang's CUDA code
+// (fmaxf, __hmax): a NaN operand gives the other operand, two NaNs the canonical NaN,
+// -0 orders below +0. max_nan / min_nan are the reductions' nan_propagate=True forms
+// (max.NaN / min.NaN: any NaN operand gives NaN). The GPU computes float, float64,
+// float16 and bfloat16 with one instruction each; the emulation, the fp8 types and
+// float64's NaN-propagating form compute the same bits in software (float_minmax.h).
+}  // namespace tl
+#define TL_MINMAX_FN TL_DEVICE
+#include "../common/float_minmax.h"
+namespace tl {
+
 template <class T>
-TL_DEVICE T min(T a, T b) {
-  return b < a || b != b ? b : a;
-}
+struct is_float_number {
+  static constexpr bool value = false;
+};
+template <>
+struct is_float_number<float> {
+  static constexpr bool value = true;
+};
+template <>
+struct is_float_number<double> {
+  static constexpr bool value = true;
+};
+template <>
+struct is_float_number<half_t> {
+  static constexpr bool value = true;
+};
+template <>
+struct is_float_number<bfloat16_t> {
+  static constexpr bool value = true;
+};
+template <class Bits>
+struct is_float_number<minifloat_t<Bits>> {
+  static constexpr bool value = true;
+};
+
 template <class T>
 TL_DEVICE T max(T a, T b) {
-  return a < b || b != b ? b : a;
+  if constexpr (is_float_number<T>::value)
+    return max_number(a, b);
+  else
+    return a < b ? b : a;
 }
-#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
+template <class T>
+TL_DEVICE T min(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return min_number(a, b);
+  else
+    return b < a ? b : a;
+}
+template <class T>
+TL_DEVICE T max_nan(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return max_propagating_nan(a, b);
+  else
+    return a < b ? b : a;
+}
+template <class T>
+TL_DEVICE T min_nan(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return min_propagating_nan(a, b);
+  else
+    return b < a ? b : a;
+}
+#if !defined(TL_EMULATE)
 template <>
 TL_DEVICE float max<float>(float a, float b) {
+  return fmaxf(a, b);
+}
+template <>
+TL_DEVICE float min<float>(float a, float b) {
+  return fminf(a, b);
+}
+template <>
+TL_DEVICE double max<double>(double a, double b) {
+  return fmax(a, b);
+}
+template <>
+TL_DEVICE double min<double>(double a, double b) {
+  return fmin(a, b);
+}
+template <>
+TL_DEVICE float max_nan<float>(float a, float b) {
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
 template <>
-TL_DEVICE float min<float>(float a, float b) {
+TL_DEVICE float min_nan<float>(float a, float b) {
   float r;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
+// The 16-bit forms on their bits (sm_80 and later), without the round trip through float.
+#define TL_HALF_MINMAX(fn, T, insn)                                     \
+  template <>                                                           \
+  TL_DEVICE T fn<T>(T a, T b) {                                         \
+    T r;                                                                \
+    asm(insn " %0, %1, %2;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits)); \
+    return r;                                                           \
+  }
+TL_HALF_MINMAX(max, half_t, "max.f16")
+TL_HALF_MINMAX(min, half_t, "min.f16")
+TL_HALF_MINMAX(max_nan, half_t, "max.NaN.f16")
+TL_HALF_MINMAX(min_nan, half_t, "min.NaN.f16")
+TL_HALF_MINMAX(max, bfloat16_t, "max.bf16")
+TL_HALF_MINMAX(min, bfloat16_t, "min.bf16")
+TL_HALF_MINMAX(max_nan, bfloat16_t, "max.NaN.bf16")
+TL_HALF_MINMAX(min_nan, bfloat16_t, "min.NaN.bf16")
+#undef TL_HALF_MINMAX
 #endif
 
 // Float math in the argument's precision; the code generator passes float or double.
@@ -440,6 +525,21 @@ TL_DEVICE T __ldg(const T* p) {
   return *p;
 }
 #endif
+
+// The 16-bit max / min by the names of CUDA's half intrinsics, which TileLang's CUDA
+// code calls (this header declares no __half; these take the package's types).
+#define TL_HALF_INTRINSIC(name, fn)                                   \
+  TL_DEVICE tl::half_t name(tl::half_t a, tl::half_t b) {             \
+    return tl::fn(a, b);                                              \
+  }                                                                   \
+  TL_DEVICE tl::bfloat16_t name(tl::bfloat16_t a, tl::bfloat16_t b) { \
+    return tl::fn(a, b);                                              \
+  }
+TL_HALF_INTRINSIC(__hmax, max)
+TL_HALF_INTRINSIC(__hmin, min)
+TL_HALF_INTRINSIC(__hmax_nan, max_nan)
+TL_HALF_INTRINSIC(__hmin_nan, min_nan)
+#undef TL_HALF_INTRINSIC
 
 #include "atomic.cuh"
 #include "debug.cuh"

@@ -27,6 +27,19 @@ struct MinOp {
     return min<T>(a, b);
   }
 };
+// The reductions' nan_propagate=True: a NaN in any lane gives NaN.
+struct MaxOpNan {
+  template <class T>
+  static TL_DEVICE T apply(T a, T b) {
+    return max_nan<T>(a, b);
+  }
+};
+struct MinOpNan {
+  template <class T>
+  static TL_DEVICE T apply(T a, T b) {
+    return min_nan<T>(a, b);
+  }
+};
 // The bitwise reducers' ops (T.alloc_reducer(..., op="bitand" | "bitor" | "bitxor")).
 struct BitAndOp {
   template <class T>

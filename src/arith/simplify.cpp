@@ -6,6 +6,7 @@
 #include "arith/simplify.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -80,10 +81,13 @@ std::optional<Expr> fold_float(BinaryOp op, const Expr& a, const Expr& b) {
         return float_imm(double(u * v), t);
       case BinaryOp::Div:
         return float_imm(double(u / v), t);
-      case BinaryOp::Min:
-        return float_imm(double(std::min(u, v)), t);
-      case BinaryOp::Max:
-        return float_imm(double(std::max(u, v)), t);
+      case BinaryOp::Min:  // the GPU's min: a NaN operand gives the other, -0 below +0
+      case BinaryOp::Max: {
+        bool is_min = op == BinaryOp::Min;
+        if (u != u || v != v) return u != u && v != v ? std::nullopt : std::optional<Expr>(u != u ? b : a);
+        if (u == v) return std::signbit(u) == is_min ? a : b;
+        return (u < v) == is_min ? a : b;
+      }
       case BinaryOp::EQ:
         return bool_imm(u == v);
       case BinaryOp::NE:

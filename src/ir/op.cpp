@@ -261,6 +261,14 @@ Expr min(Expr a, Expr b) {
 Expr max(Expr a, Expr b) {
   return binary(BinaryOp::Max, std::move(a), std::move(b));
 }
+Expr reduction_max(Expr a, Expr b, bool propagate_nan) {
+  if (!propagate_nan || !a.dtype().is_float()) return max(std::move(a), std::move(b));
+  return call(Intrinsic::MaxNan, {std::move(a), std::move(b)});
+}
+Expr reduction_min(Expr a, Expr b, bool propagate_nan) {
+  if (!propagate_nan || !a.dtype().is_float()) return min(std::move(a), std::move(b));
+  return call(Intrinsic::MinNan, {std::move(a), std::move(b)});
+}
 Expr eq(Expr a, Expr b) {
   return binary(BinaryOp::EQ, std::move(a), std::move(b));
 }
@@ -362,6 +370,12 @@ Expr call(Intrinsic op, std::vector<Expr> args, SourceSpan span) {
       t = dtype::Bool.with_lanes(args[0].dtype().lanes());
       break;
     case Intrinsic::Abs:
+      t = args[0].dtype();
+      break;
+    case Intrinsic::MaxNan:
+    case Intrinsic::MinNan:
+      TL_ICHECK(args[0].dtype() == args[1].dtype(), "max_nan / min_nan of ", args[0].dtype().name(), " and ",
+                args[1].dtype().name());
       t = args[0].dtype();
       break;
     case Intrinsic::Extern:

@@ -31,6 +31,11 @@ Expr floormod(Expr a, Expr b);
 Expr ceildiv(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
+// The reductions' combination: with propagate_nan (T.reduce_max(..., nan_propagate=True))
+// and a float dtype, a NaN operand gives NaN (Intrinsic::MaxNan); otherwise max / min,
+// which ignore a NaN operand.
+Expr reduction_max(Expr a, Expr b, bool propagate_nan);
+Expr reduction_min(Expr a, Expr b, bool propagate_nan);
 Expr eq(Expr a, Expr b);
 Expr ne(Expr a, Expr b);
 Expr lt(Expr a, Expr b);

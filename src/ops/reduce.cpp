@@ -1,7 +1,9 @@
 // T.reduce_{sum,max,min,abssum,absmax,bitand,bitor,bitxor}: folds one dimension of a
 // tile into a tile of one rank less (or of equal rank with that dimension 1). The
 // result accumulates in the destination's dtype; with clear=False it is combined
-// with what the destination already holds, as TileLang does.
+// with what the destination already holds, as TileLang does. Float max / min ignore a
+// NaN operand (the GPU's max, TileLang's default); the attribute nan_propagate (TileLang's
+// `nan_propagate=True`) makes a NaN in a line give NaN.
 #include "ops/extent_util.h"
 
 namespace tl {
@@ -50,16 +52,16 @@ Expr identity(ReduceKind k, DataType t) {
   TL_UNREACHABLE("bad reduce kind");
 }
 
-Expr combine(ReduceKind k, Expr acc, Expr x) {
+Expr combine(ReduceKind k, Expr acc, Expr x, bool propagate_nan) {
   switch (k) {
     case ReduceKind::Sum:
     case ReduceKind::AbsSum:
       return add(std::move(acc), std::move(x));
     case ReduceKind::Max:
     case ReduceKind::AbsMax:
-      return max(std::move(acc), std::move(x));
+      return reduction_max(std::move(acc), std::move(x), propagate_nan);
     case ReduceKind::Min:
-      return min(std::move(acc), std::move(x));
+      return reduction_min(std::move(acc), std::move(x), propagate_nan);
     case ReduceKind::BitAnd:
       return binary(BinaryOp::BitAnd, std::move(acc), std::move(x));
     case ReduceKind::BitOr:
@@ -135,6 +137,7 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   ReduceKind kind = *parse_kind(attr_string(op->attrs, "kind"));
   int dim = int(attr_int(op->attrs, "dim", 0));
   bool clear = attr_int(op->attrs, "clear", 1);
+  bool nan = attr_int(op->attrs, "nan_propagate", 0);
   DataType t = dst.buffer->dtype;
 
   // One loop per source dim except `dim`; the non-unit ones index the destination's
@@ -164,8 +167,8 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   Expr x = cast(t, buffer_load(src.buffer, src_idx, op->span));
   if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) x = call(Intrinsic::Abs, {x});
   Stmt fold = for_loop(r, make_const(r.dtype(), 0), src.ranges[dim].extent, ForKind::Serial,
-                       buffer_store(acc, combine(kind, acc_val, x), {int_imm(0)}));
-  Expr result = clear ? acc_val : combine(kind, buffer_load(dst.buffer, dst_idx), acc_val);
+                       buffer_store(acc, combine(kind, acc_val, x, nan), {int_imm(0)}));
+  Expr result = clear ? acc_val : combine(kind, buffer_load(dst.buffer, dst_idx), acc_val, nan);
   Stmt body = allocate(acc, seq({buffer_store(acc, identity(kind, t), {int_imm(0)}), fold,
                                  buffer_store(dst.buffer, result, dst_idx, op->span)}));
   for (int i = int(outer.size()) - 1; i >= 0; --i)

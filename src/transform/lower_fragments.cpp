@@ -1704,11 +1704,18 @@ class Lowerer : public IRMutator {
     bool clear = attr_int(op->attrs, "clear", 1);
     DataType t = dst->dtype;
     bool is_max = kind == "max" || kind == "absmax", is_min = kind == "min";
-    const char* fn = is_max ? "tl::MaxOp" : is_min ? "tl::MinOp" : "tl::SumOp";
-    auto combine = [&](Expr x, Expr y) { return is_max ? max(x, y) : is_min ? min(x, y) : add(x, y); };
-    Expr identity = is_max   ? (has_infinity(t) ? infinity(t, true) : min_value(t))
-                    : is_min ? (has_infinity(t) ? infinity(t) : max_value(t))
-                             : make_const(t, 0);
+    // nan_propagate=True (a NaN in a line gives NaN) on floats: max.NaN / min.NaN.
+    bool nan = attr_int(op->attrs, "nan_propagate", 0) && t.is_float();
+    const char* fn = is_max   ? (nan ? "tl::MaxOpNan" : "tl::MaxOp")
+                     : is_min ? (nan ? "tl::MinOpNan" : "tl::MinOp")
+                              : "tl::SumOp";
+    auto combine = [&](Expr x, Expr y) {
+      return is_max ? reduction_max(x, y, nan) : is_min ? reduction_min(x, y, nan) : add(x, y);
+    };
+    // absmax starts from 0, as TileLang's (so a row of NaNs only gives 0).
+    Expr identity = kind == "max" ? (has_infinity(t) ? infinity(t, true) : min_value(t))
+                    : is_min      ? (has_infinity(t) ? infinity(t) : max_value(t))
+                                  : make_const(t, 0);
     int64_t rows = ld->local_size();
     Buffer red = Buffer::make(dst->name + "_red", t, {int_imm(rows)}, Scope::Local, {}, op->span);
     Var i("i", dtype::Int32), k("k", dtype::Int32);

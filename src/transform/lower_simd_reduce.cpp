@@ -47,6 +47,9 @@ class Reducer : public IRMutator {
     bool low = t == dtype::Float16 || t == dtype::BFloat16;
     if (!(low || t == dtype::Float32 || t == dtype::Int32 || t == dtype::UInt32)) return Stmt();
     DataType acc_t = low ? dtype::Float32 : t;
+    // simd_max / simd_min promise nothing of NaN: nan_propagate=True folds with
+    // shuffles (lower_fragments' warp_allreduce<tl::MaxOpNan>).
+    if (attr_int(op->attrs, "nan_propagate", 0) && t.is_float()) return Stmt();
     const char* simd = nullptr;
     if (kind == "sum" || kind == "abssum") simd = "simd_sum";
     if (kind == "max" || kind == "absmax") simd = "simd_max";
@@ -64,7 +67,7 @@ class Reducer : public IRMutator {
       if (kind == "bitxor") return binary(BinaryOp::BitXor, a, b);
       return add(a, b);
     };
-    Expr identity = is_max             ? (has_infinity(acc_t) ? infinity(acc_t, true) : min_value(acc_t))
+    Expr identity = kind == "max"      ? (has_infinity(acc_t) ? infinity(acc_t, true) : min_value(acc_t))
                     : is_min           ? (has_infinity(acc_t) ? infinity(acc_t) : max_value(acc_t))
                     : kind == "bitand" ? (acc_t.is_uint() ? max_value(acc_t) : int_imm(-1, acc_t))
                                        : make_const(acc_t, 0);

@@ -70,30 +70,50 @@ def _element_count(extents):
     return n
 
 
-def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None):
+def _nan_flag(name, nan_propagate, annotations):
+    """TileLang's nan_propagate, given as the keyword or as the annotation
+    {"nan_propagate": True} (the form its common reduce ops take)."""
+    for what, value in (
+        ("nan_propagate", nan_propagate),
+        ('annotations["nan_propagate"]', (annotations or {}).get("nan_propagate", False)),
+    ):
+        if value not in (True, False) or not isinstance(value, int):
+            raise frontend_error(f"{name}: {what} must be True or False, got {value!r}")
+    return bool(nan_propagate) or bool((annotations or {}).get("nan_propagate", False))
+
+
+def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None, nan_propagate=False):
     name = f"T.reduce_{kind}"
     _tuning(name, batch, annotations)
     ctx = builder_ctx.current(name)
     if _on_view(buffer) or _on_view(out):
-        views.reduce_loops(ctx, name, kind, buffer, out, _int_arg(dim, f"{name} dim"), clear)
+        views.reduce_loops(
+            ctx, name, kind, buffer, out, _int_arg(dim, f"{name} dim"), clear, nan_propagate
+        )
         return
     dst = _region(out, f"{name} destination")
     _tuning(name, batch, annotations, _element_count(dst.extents))
     regions = [_region(buffer, f"{name} source").to_core(), dst.to_core()]
     attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "clear": bool(clear)}
+    if nan_propagate:
+        attrs["nan_propagate"] = True
     ctx.builder.tile_op("reduce", regions, [], attrs)
 
 
-def reduce_max(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
-    """out = max of `buffer` over `dim`; with clear=False, max(out, that). A NaN in a
-    line makes its maximum NaN (nan_propagate, TileLang's opt-in, is always on here)."""
-    _reduce("max", buffer, out, dim, clear, batch, annotations)
+def reduce_max(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+    """out = max of `buffer` over `dim`; with clear=False, max(out, that). A NaN is
+    ignored, as by the GPU's max and TileLang's CUDA code (numpy's fmax): a line of NaNs
+    only gives -inf, where the fold starts. nan_propagate=True makes any NaN in a line
+    give NaN (numpy's max)."""
+    nan = _nan_flag("T.reduce_max", nan_propagate, annotations)
+    _reduce("max", buffer, out, dim, clear, batch, annotations, nan)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
-    """out = min of `buffer` over `dim`; with clear=False, min(out, that). NaN
-    propagates, as in T.reduce_max."""
-    _reduce("min", buffer, out, dim, clear, batch, annotations)
+def reduce_min(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+    """out = min of `buffer` over `dim`; with clear=False, min(out, that). NaN is
+    ignored unless nan_propagate=True, as in T.reduce_max."""
+    nan = _nan_flag("T.reduce_min", nan_propagate, annotations)
+    _reduce("min", buffer, out, dim, clear, batch, annotations, nan)
 
 
 def reduce_sum(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
@@ -106,9 +126,11 @@ def reduce_abssum(buffer, out, dim=-1, batch=1, annotations=None):
     _reduce("abssum", buffer, out, dim, True, batch, annotations)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=True):
-    """out = max of |buffer| over `dim`; with clear=False, max(out, that)."""
-    _reduce("absmax", buffer, out, dim, clear, batch, annotations)
+def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+    """out = max of |buffer| over `dim`; with clear=False, max(out, that). NaN is
+    ignored unless nan_propagate=True, as in T.reduce_max."""
+    nan = _nan_flag("T.reduce_absmax", nan_propagate, annotations)
+    _reduce("absmax", buffer, out, dim, clear, batch, annotations, nan)
 
 
 def reduce_argmax(buffer, out, dim=-1):

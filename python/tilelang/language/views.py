@@ -601,13 +601,14 @@ def _identity(kind, dt):
     return _C.min_value(dt) if kind == "max" else _C.max_value(dt)
 
 
-def _combine(kind, acc, x):
+def _combine(kind, acc, x, nan_propagate=False):
     if kind in ("sum", "abssum"):
         return acc + x
-    if kind in ("max", "absmax"):
-        return _C.binary("Max", acc, x)
-    if kind == "min":
-        return _C.binary("Min", acc, x)
+    if kind in ("max", "absmax", "min"):
+        op = "Min" if kind == "min" else "Max"
+        if nan_propagate and x.dtype.name.startswith(("float", "bfloat")):  # a NaN gives NaN
+            return _C.call(op.lower() + "_nan", [acc, x])
+        return _C.binary(op, acc, x)
     return _C.binary(_BITWISE[kind], acc, x)
 
 
@@ -664,7 +665,7 @@ def _source_dim(name, s, dim):
     return dim + rank if dim < 0 else dim
 
 
-def reduce_loops(ctx, name, kind, src, dst, dim, clear):
+def reduce_loops(ctx, name, kind, src, dst, dim, clear, nan_propagate=False):
     """T.reduce_* where a side is a view (T.reshape, T.view, T.Tensor(..., buf.data)):
     a T.Parallel loop over the destination's elements folding the source's `dim` with a
     serial loop, with the checks and semantics of the C++ tile op (src/ops/reduce.cpp)."""
@@ -718,7 +719,7 @@ def reduce_loops(ctx, name, kind, src, dst, dim, clear):
         x = _C.cast(x, dt)
         if kind in ("abssum", "absmax"):
             x = abs(x)
-        store(ctx, d.buffer, d_idx, _combine(kind, load_dst(), x))
+        store(ctx, d.buffer, d_idx, _combine(kind, load_dst(), x, nan_propagate))
         ctx.builder.end_for()
 
     _loops(ctx, loop, body)

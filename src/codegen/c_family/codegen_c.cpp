@@ -362,6 +362,11 @@ bool is_safe_divisor(const Expr& b) {
 std::string CodeGenC::print_binary(const BinaryNode* op) {
   DataType t = op->a.dtype();
   std::string a = print_expr(op->a), b = print_expr(op->b);
+  // In the operands' own type, 16- and 8-bit floats too: the headers give every float
+  // type the GPU's NaN and signed-zero rules bit for bit (device/common/float_minmax.h).
+  if (op->op == BinaryOp::Min || op->op == BinaryOp::Max)
+    return "tl::" + std::string(op->op == BinaryOp::Min ? "min" : "max") + "<" + type_name(t) + ">(" + a + ", " + b +
+           ")";
   bool low = t.is_low_precision_float();
   auto wrap = [&](const std::string& s) {
     return low && !binary_op_is_comparison(op->op) ? type_name(op->dtype) + "(" + s + ")" : s;
@@ -386,11 +391,6 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
       if (t.is_integer() && t.is_scalar() && !is_safe_divisor(op->b))
         return "tl::truncmod<" + type_name(t) + ">(" + a + ", " + b + ")";
       break;
-    case BinaryOp::Min:
-    case BinaryOp::Max: {
-      std::string ty = low ? "float" : type_name(t);
-      return wrap("tl::" + std::string(op->op == BinaryOp::Min ? "min" : "max") + "<" + ty + ">(" + a + ", " + b + ")");
-    }
     default:
       break;
   }
@@ -417,6 +417,10 @@ std::string CodeGenC::print_call(const CallNode* op) {
     case Intrinsic::IsInf:
     case Intrinsic::IsFinite:
       return "tl::" + std::string(intrinsic_name(op->op)) + "((double)" + print_expr(op->args[0]) + ")";
+    case Intrinsic::MaxNan:
+    case Intrinsic::MinNan:  // as Max / Min, in the operands' own type
+      return "tl::" + std::string(intrinsic_name(op->op)) + "<" + type_name(op->dtype) + ">(" +
+             print_expr(op->args[0]) + ", " + print_expr(op->args[1]) + ")";
     case Intrinsic::Print:
     case Intrinsic::DeviceAssert:
     case Intrinsic::Assume:

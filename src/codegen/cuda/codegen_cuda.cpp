@@ -9,6 +9,7 @@
 
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -344,12 +345,31 @@ class CodeGenCUDA : public CodeGenC {
     return key;
   }
 
-  // A map argument of a copy is the address of its kernel parameter.
+  // A map argument of a copy is the address of its kernel parameter. The max / min of
+  // two float16 / bfloat16 values are CUDA's half intrinsics by name, as in TileLang's
+  // CUDA code (tl_cuda.cuh defines them for the package's 16-bit types).
   std::string print_expr(const Expr& e) override {
     auto* c = e.as<CallNode>();
     if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kTmaMapCall)
       return str_cat("(&tl_tma_map", tma_index_.at(tma_map_key(c)), ")");
+    if (auto name = half_min_max(e)) return *name;
     return CodeGenC::print_expr(e);
+  }
+
+  std::optional<std::string> half_min_max(const Expr& e) {
+    DataType t = e.dtype();
+    if (!(t == dtype::Float16 || t == dtype::BFloat16)) return std::nullopt;
+    const char* fn = nullptr;
+    Expr a, b;
+    if (auto* n = e.as<BinaryNode>(); n && (n->op == BinaryOp::Max || n->op == BinaryOp::Min)) {
+      fn = n->op == BinaryOp::Max ? "__hmax" : "__hmin";
+      a = n->a, b = n->b;
+    } else if (auto* n = e.as<CallNode>(); n && (n->op == Intrinsic::MaxNan || n->op == Intrinsic::MinNan)) {
+      fn = n->op == Intrinsic::MaxNan ? "__hmax_nan" : "__hmin_nan";
+      a = n->args[0], b = n->args[1];
+    }
+    if (!fn) return std::nullopt;
+    return str_cat(fn, "(", print_expr(a), ", ", print_expr(b), ")");
   }
 
   void find_launch(const Stmt& s) {

@@ -342,6 +342,11 @@ class CodeGenMetal : public CodeGenC {
                ", " + arg(op->b) + ")";
       case BinaryOp::Min:
       case BinaryOp::Max:
+        // Floats: MSL's fmax / fmin, which ignore a NaN operand as the GPU's max does on
+        // the other targets (under safe math; fast math promises nothing of NaN).
+        if (t.is_float())
+          return wrap(std::string(op->op == BinaryOp::Min ? "fmin" : "fmax") + "(" + arg(op->a) + ", " + arg(op->b) +
+                      ")");
         helpers_.insert(Helper::MinMax);
         return wrap(std::string(op->op == BinaryOp::Min ? "tl_min" : "tl_max") + "<" + ty + ">(" + arg(op->a) + ", " +
                     arg(op->b) + ")");
@@ -361,6 +366,16 @@ class CodeGenMetal : public CodeGenC {
         if (!t.is_float()) return std::string(op->op == Intrinsic::IsFinite ? "true" : "false");
         std::string x = "(float)" + print_expr(op->args[0]);
         return std::string(intrinsic_name(op->op)) + "(" + x + ")";
+      }
+      case Intrinsic::MaxNan:
+      case Intrinsic::MinNan: {
+        helpers_.insert(Helper::MinMax);
+        DataType t = op->dtype;
+        bool low = t.is_low_precision_float();
+        auto arg = [&](const Expr& x) { return low ? "(float)" + print_expr(x) : print_expr(x); };
+        std::string s = std::string(op->op == Intrinsic::MaxNan ? "tl_max_nan" : "tl_min_nan") + "(" +
+                        arg(op->args[0]) + ", " + arg(op->args[1]) + ")";
+        return low ? type_name(t) + "(" + s + ")" : s;
       }
       case Intrinsic::Log1p:
       case Intrinsic::Sigmoid:
@@ -529,13 +544,17 @@ class CodeGenMetal : public CodeGenC {
       std::string kind = has("BitAndOp")   ? "and"
                          : has("BitOrOp")  ? "or"
                          : has("BitXorOp") ? "xor"
+                         : has("MaxOpNan") ? "max_nan"
+                         : has("MinOpNan") ? "min_nan"
                          : has("MaxOp")    ? "max"
                          : has("MinOp")    ? "min"
                                            : "sum";
       int64_t width = std::atoll(name.c_str() + name.rfind(',') + 1);
       std::string v = print_expr(op->args[1]);
-      if (width == 32) return "simd_" + kind + "(" + v + ")";
+      bool nan = kind.find("_nan") != std::string::npos;  // no simd_ built-in propagates NaN
+      if (width == 32 && !nan) return "simd_" + kind + "(" + v + ")";
       helpers_.insert(Helper::XorReduce);
+      if (nan) helpers_.insert(Helper::MinMax);
       return str_cat("tl_xor_", kind, "(", v, ", ", width, ")");
     }
     if (auto warp = print_warp_helper(op, name)) return warp;
@@ -585,7 +604,13 @@ class CodeGenMetal : public CodeGenC {
                "}\n";
       case Helper::MinMax:
         return "template <typename T> inline T tl_min(T a, T b) { return b < a ? b : a; }\n"
-               "template <typename T> inline T tl_max(T a, T b) { return a < b ? b : a; }\n";
+               "template <typename T> inline T tl_max(T a, T b) { return a < b ? b : a; }\n"
+               "template <typename T> inline T tl_max_nan(T a, T b) {\n"
+               "  return isnan(a) || isnan(b) ? T(NAN) : fmax(a, b);\n"
+               "}\n"
+               "template <typename T> inline T tl_min_nan(T a, T b) {\n"
+               "  return isnan(a) || isnan(b) ? T(NAN) : fmin(a, b);\n"
+               "}\n";
       case Helper::Log1p:
         return "inline float tl_log1p(float x) {\n"
                "  float u = 1.0f + x;\n"
@@ -612,6 +637,14 @@ class CodeGenMetal : public CodeGenC {
                "}\n"
                "template <typename T> inline T tl_xor_min(T v, ushort width) {\n"
                "  for (ushort m = width / 2; m > 0; m /= 2) v = min(v, simd_shuffle_xor(v, m));\n"
+               "  return v;\n"
+               "}\n"
+               "template <typename T> inline T tl_xor_max_nan(T v, ushort width) {\n"
+               "  for (ushort m = width / 2; m > 0; m /= 2) v = tl_max_nan(v, simd_shuffle_xor(v, m));\n"
+               "  return v;\n"
+               "}\n"
+               "template <typename T> inline T tl_xor_min_nan(T v, ushort width) {\n"
+               "  for (ushort m = width / 2; m > 0; m /= 2) v = tl_min_nan(v, simd_shuffle_xor(v, m));\n"
                "  return v;\n"
                "}\n"
                "template <typename T> inline T tl_xor_and(T v, ushort width) {\n"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -205,6 +206,21 @@ TEST_F(SimplifyTest, FloatsAreOnlyConstantFolded) {
   Buffer buf = Buffer::make("A", dtype::Float32, {c32(64)}, Scope::Global);
   Expr load = buffer_load(buf, {sub(add(x, c32(3)), c32(3))});
   EXPECT_EQ(to_string(simplify(add(load, f))), "(A[x] + f)");
+}
+
+// Constant max / min fold by the GPU's rule (device/common/float_minmax.h): a NaN operand
+// gives the other operand, -0 orders below +0; two NaNs stay for the device to combine.
+TEST_F(SimplifyTest, FloatMinMaxFoldAsTheGpu) {
+  Expr nan = float_imm(std::nan(""));
+  EXPECT_EQ(to_string(simplify(max(nan, float_imm(2.0)))), "2.0");
+  EXPECT_EQ(to_string(simplify(min(float_imm(-3.0), nan))), "-3.0");
+  Expr both = max(nan, nan);
+  EXPECT_TRUE(simplify(both).same_as(both));
+  auto folded = [](const Expr& e) { return simplify(e).as<FloatImmNode>()->value; };
+  EXPECT_FALSE(std::signbit(folded(max(float_imm(-0.0), float_imm(0.0)))));
+  EXPECT_FALSE(std::signbit(folded(max(float_imm(0.0), float_imm(-0.0)))));
+  EXPECT_TRUE(std::signbit(folded(min(float_imm(0.0), float_imm(-0.0)))));
+  EXPECT_TRUE(std::signbit(folded(min(float_imm(-0.0), float_imm(0.0)))));
 }
 
 TEST_F(SimplifyTest, UnchangedExpressionsAreShared) {
