@@ -38,6 +38,7 @@ bench/RESULTS.md.
 
 import argparse
 import ast
+import contextlib
 import datetime
 import functools
 import json
@@ -191,10 +192,8 @@ def tensors_of(value, out, depth=0):
         tensors_of(value.keywords, out, depth + 1)
     elif callable(value) and getattr(value, "__closure__", None):
         for cell in value.__closure__:
-            try:
+            with contextlib.suppress(ValueError):  # an empty cell
                 tensors_of(cell.cell_contents, out, depth + 1)
-            except ValueError:  # an empty cell
-                pass
     return out
 
 

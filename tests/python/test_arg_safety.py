@@ -241,7 +241,7 @@ def test_read_only_arrays_work_for_parameters_the_kernel_reads(target, tmp_path)
 def test_read_only_arrays_are_refused_for_written_parameters(target, tmp_path):
     k = kernel(add, target)
     a, b = rand(N), rand(N)
-    for label, ro, values in read_only_arrays(tmp_path):
+    for _label, ro, values in read_only_arrays(tmp_path):
         with pytest.raises(
             tilelang.TileLangError,
             match=r"argument 'C' \(parameter 2 of kernel 'add'\) is read-only, but the kernel "

@@ -72,7 +72,7 @@ def test_the_parser_sees_every_pass_of_pipeline_cpp():
     # A pass run from a function this parser does not expand would be missing from
     # every expected list without this check.
     assert {"lower", "lower_common"} <= set(FUNCTIONS)
-    assert TARGETS == sorted(REQUIRED)
+    assert sorted(REQUIRED) == TARGETS
     reached = {p for t in TARGETS for p in passes_for(t, FUNCTIONS)}
     assert reached == set(re.findall(r'\brun_pass\(\s*"(\w+)"', SOURCE))
 

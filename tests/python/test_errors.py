@@ -23,7 +23,7 @@ def test_try_statement_names_file_and_line():
         @T.prim_func
         def main(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
-                try:  # MARK-try
+                try:  # MARK-try  # noqa: SIM105 (the kernel's statement under test)
                     A[0] = 1.0
                 except ValueError:
                     pass

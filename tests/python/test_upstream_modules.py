@@ -258,8 +258,8 @@ def test_env_object_reads_and_sets_the_settings(monkeypatch, tmp_path):
     from tilelang.env import env
 
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
-    assert env.TILELANG_CACHE_DIR == str(tmp_path)
-    assert env.TILELANG_TMP_DIR == os.path.join(str(tmp_path), "tmp")
+    assert str(tmp_path) == env.TILELANG_CACHE_DIR
+    assert os.path.join(str(tmp_path), "tmp") == env.TILELANG_TMP_DIR
     assert KernelCache._get_cache_root() == tmp_path / "kernels"
     assert KernelCache() is KernelCache.get_instance()
     monkeypatch.setattr(env, "TILELANG_CACHE_DIR", str(tmp_path / "other"))

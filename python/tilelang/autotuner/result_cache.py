@@ -5,6 +5,7 @@ build. The first process to finish a tuning run publishes its result (a hard lin
 complete temporary file, so readers never see half a file) and later finishers adopt it,
 so concurrent processes tuning the same kernel all end with the same config."""
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -125,7 +126,5 @@ def store(path, entry, configs):
     except OSError:
         return entry
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass

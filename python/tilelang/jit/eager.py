@@ -2,6 +2,7 @@
 dtype)`), sizes (`T.const`), outputs (`T.empty`) and returns them. A call binds the
 consts from the argument shapes, traces and compiles once per specialization, and runs."""
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -106,10 +107,8 @@ class EagerFunction:
     def _discover(self, bound):
         """Traces the declarations only: ({const name: (param name, dim)}, declared names)."""
         ctx = self._context("discover")
-        try:
+        with contextlib.suppress(DiscoveryDone):
             run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
-        except DiscoveryDone:
-            pass
         where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
         declared = frozenset(name for name, _ in ctx.params)
         for name, value in bound.arguments.items():

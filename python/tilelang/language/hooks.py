@@ -2,6 +2,7 @@
 time whether a construct is ordinary Python (its operands are Python values or constants)
 or must become IR (its operands are symbolic), and keeps the builder's frames balanced."""
 
+import contextlib
 import functools
 import operator
 
@@ -725,10 +726,8 @@ def namespace(func, ctx):
     ns = dict(func.__globals__)
     code = func.__code__
     for name, cell in zip(code.co_freevars, func.__closure__ or ()):
-        try:
+        with contextlib.suppress(ValueError):  # a cell not filled yet
             ns[name] = cell.cell_contents
-        except ValueError:  # a cell not filled yet
-            pass
     if "range" not in ns:
         ns["range"] = python_range
     ns.update(HOOKS)

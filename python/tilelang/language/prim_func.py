@@ -3,6 +3,7 @@ a PrimFunc at decoration time), `@T.macro` (a helper inlined while tracing), and
 common runner that executes rewritten code under a builder and reports user errors at
 the user's file:line with a short traceback."""
 
+import contextlib
 import inspect
 import os
 import types
@@ -99,10 +100,8 @@ def _resolve_annotation(func, name, annotation):
     if type(annotation) is str:  # a postponed annotation (T.int32 is a str subclass)
         ns = dict(func.__globals__)
         for var, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-            try:
+            with contextlib.suppress(ValueError):
                 ns[var] = cell.cell_contents
-            except ValueError:
-                pass
         annotation = eval(annotation, ns)
     return annotation
 
