@@ -1,4 +1,4 @@
-// Float <-> minifloat (the fp8 formats and e8m0) conversions at the bit level, one
+// Float <-> minifloat (the fp8 formats, e8m0 and fp4 e2m1) conversions at the bit level, one
 // copy shared by the CPU types (device/cpu/types.h) and the CUDA header
 // (device/cuda/tl_cuda.cuh), so that both targets round every value the same way:
 // bit for bit as ml_dtypes does, NaN signs included (from_float_bits), or, for the
@@ -186,6 +186,45 @@ struct MiniFloatCodec {
       --float_exp;
     }
     return sign | (float_exp << 23) | ((mant & kMantAllOnes) << (23 - M));
+  }
+
+ private:
+  // v / 2^shift rounded to nearest even; 1 <= shift <= 31 and v < 2^31.
+  static TL_MINIFLOAT_FN uint32_t round_shift(uint32_t v, int shift) {
+    return (v + ((1u << (shift - 1)) - 1) + ((v >> shift) & 1u)) >> shift;
+  }
+};
+
+// float4_e2m1fn: 1 sign, 2 exponent (bias 1) and 1 mantissa bit, codes 0..7 being
+// 0, 0.5, 1, 1.5, 2, 3, 4, 6 and code | 8 their negatives. The format has no inf and
+// no NaN; every target converts as CUDA's __nv_cvt_float_to_fp4(x, __NV_E2M1,
+// cudaRoundNearest) and PTX's cvt.rn.satfinite.e2m1x2 do (TileLang's fp4 type is built
+// on them): round to nearest even, a magnitude past 6 (inf included) saturates to 6
+// with its sign, and a NaN becomes +6. (ml_dtypes differs only there: it gives 0.)
+// A code lives in the low 4 bits of a byte; the high bits are ignored on reading.
+struct E2M1 {
+  static TL_MINIFLOAT_FN uint8_t from_float_bits(uint32_t x) {
+    const uint32_t abs = x & 0x7fffffffu, sign = (x >> 31) ? 8u : 0u;
+    if (abs > 0x7f800000u) return 7;                    // NaN: +6
+    if (abs >= 0x40c00000u) return uint8_t(sign | 7u);  // 6 and beyond, inf included
+    const uint32_t exp = abs >> 23;
+    uint32_t code;
+    if (exp < 127) {
+      // Below 1: the number of halves, rounded to nearest even (2 is 1.0, encoded alike).
+      // |x| = sig * 2^(exp - 150), so halves = sig / 2^(149 - exp); float subnormals are 0.
+      const int shift = 149 - int(exp);
+      code = exp == 0 || shift > 31 ? 0u : round_shift((abs & 0x7fffffu) | 0x800000u, shift);
+    } else {
+      // [1, 6): keep one mantissa bit and rebias the exponent (127 -> 1).
+      code = round_shift(abs, 22) - (126u << 1);
+    }
+    return uint8_t(sign | code);
+  }
+  static TL_MINIFLOAT_FN uint32_t to_float_bits(uint8_t b) {
+    const uint32_t sign = (b & 8u) ? 0x80000000u : 0u, mag = b & 7u;
+    if (mag == 0) return sign;
+    if (mag == 1) return sign | 0x3f000000u;  // 0.5
+    return sign | (((mag >> 1) + 126u) << 23) | ((mag & 1u) << 22);
   }
 
  private:

@@ -79,6 +79,7 @@ struct MiniFloat {
       n.bits = b;                                                                      \
       return n;                                                                        \
     }                                                                                  \
+    static Name from_bits(Storage b) { return from_raw(b); }                           \
   };
 
 TL_DEFINE_FLOAT_STRUCT(half_t, uint16_t, HalfCodec)
@@ -88,6 +89,20 @@ TL_DEFINE_FLOAT_STRUCT(float8_e5m2_t, uint8_t, MiniFloat<E5M2>)
 TL_DEFINE_FLOAT_STRUCT(float8_e4m3fnuz_t, uint8_t, MiniFloat<E4M3FNUZ>)
 TL_DEFINE_FLOAT_STRUCT(float8_e5m2fnuz_t, uint8_t, MiniFloat<E5M2FNUZ>)
 TL_DEFINE_FLOAT_STRUCT(float8_e8m0fnu_t, uint8_t, MiniFloat<E8M0>)
+TL_DEFINE_FLOAT_STRUCT(float4_e2m1fn_t, uint8_t, MiniFloat<E2M1>)  // saturating, as on the GPU
 #undef TL_DEFINE_FLOAT_STRUCT
 
+// `*byte = (*byte & ~clear) | set` for bits no other thread changes, atomically
+// against the other bits of the byte: blocks run on several OS threads
+// (device/common/sub_byte.h).
+inline void atomic_nibble_update(uint8_t* byte, uint8_t clear, uint8_t set) {
+  __atomic_fetch_and(byte, uint8_t(~clear), __ATOMIC_RELAXED);
+  __atomic_fetch_or(byte, set, __ATOMIC_RELAXED);
+}
+
 }  // namespace tl
+
+#ifndef TL_SUB_BYTE_FN
+#define TL_SUB_BYTE_FN inline
+#endif
+#include "../common/sub_byte.h"  // int4 and packed element access

@@ -191,7 +191,26 @@ using float8_e5m2_t = minifloat_t<E5M2>;
 using float8_e4m3fnuz_t = minifloat_t<E4M3FNUZ>;
 using float8_e5m2fnuz_t = minifloat_t<E5M2FNUZ>;
 using float8_e8m0fnu_t = minifloat_t<E8M0>;
+// fp4 converts in software on every arch here (cvt.rn.satfinite.e2m1x2 is sm_100's),
+// to the same bits as that instruction gives (minifloat.h).
+using float4_e2m1fn_t = minifloat_t<E2M1>;
 #undef TL_WIDE_CONSTRUCTORS
+
+// `*byte = (*byte & ~clear) | set` for bits no other thread changes, atomically
+// against the other bits of the byte (device/common/sub_byte.h): the GPU's atomics
+// take 32-bit words, the emulation's host atomics bytes.
+TL_DEVICE void atomic_nibble_update(uint8_t* byte, uint8_t clear, uint8_t set) {
+#ifdef TL_EMULATE
+  __atomic_fetch_and(byte, uint8_t(~clear), __ATOMIC_RELAXED);
+  __atomic_fetch_or(byte, set, __ATOMIC_RELAXED);
+#else
+  const uintptr_t a = reinterpret_cast<uintptr_t>(byte);
+  unsigned* word = reinterpret_cast<unsigned*>(a & ~uintptr_t(3));
+  const int shift = int(a & 3) << 3;
+  atomicAnd(word, ~(unsigned(clear) << shift));
+  atomicOr(word, unsigned(set) << shift);
+#endif
+}
 
 // std::is_same without <type_traits> (NVRTC has no host headers).
 template <class A, class B>
@@ -540,6 +559,9 @@ TL_HALF_INTRINSIC(__hmin, min)
 TL_HALF_INTRINSIC(__hmax_nan, max_nan)
 TL_HALF_INTRINSIC(__hmin_nan, min_nan)
 #undef TL_HALF_INTRINSIC
+
+#define TL_SUB_BYTE_FN TL_DEVICE
+#include "../common/sub_byte.h"  // int4 and packed element access (atomic_nibble_update above)
 
 #include "atomic.cuh"
 #include "debug.cuh"

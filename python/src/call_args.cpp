@@ -245,6 +245,8 @@ DataType dtype_of(const nb::dlpack::dtype& d) {
       t = ScalarType::Bool;
       break;
     default: {
+      // DLPack 1.1 float4_e2m1fn: torch's float4_e2m1fn_x2 is two of them a byte.
+      if (int(d.code) == 17 && d.bits == 4 && d.lanes == 2) return DataType(ScalarType::Float4E2M1FN, 2);
       if (d.bits != 8) unsupported();
       // DLPack 1.1 float8 codes.
       switch (int(d.code)) {

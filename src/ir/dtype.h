@@ -41,6 +41,10 @@ class DataType {
   bool is_scalar() const { return lanes_ == 1; }
   // Types whose C++ arithmetic goes through float32 (half, bfloat16, fp8, fp4).
   bool is_low_precision_float() const { return is_float() && bits() < 32; }
+  // Elements narrower than a byte (int4, float4_e2m1fn): memory holds them packed,
+  // two a byte with the lower index in the low nibble, and a tensor argument is a
+  // tensor of bytes whose last dimension holds two elements each.
+  bool is_sub_byte() const { return (is_integer() || is_float()) && bits() * lanes() < 8; }
 
   DataType with_lanes(int lanes) const { return DataType(type_, lanes); }
   DataType element_of() const { return DataType(type_, 1); }

@@ -15,6 +15,7 @@
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "runtime/packed_args.h"
 #include "runtime/tma_launch.h"
 #include "transform/split_kernels.h"
 
@@ -342,6 +343,7 @@ void Kernel::build_plan() {
     pp.is_tensor = p.is_tensor();
     if (pp.is_tensor) {
       pp.dtype = p.buffer->dtype;
+      has_sub_byte_ |= pp.dtype.is_sub_byte();
       pp.itemsize = pp.dtype.bytes();
       pp.written = sig_.writes(plan_.size());
       pp.ndim = p.buffer.ndim();
@@ -611,7 +613,8 @@ std::vector<std::optional<std::vector<int64_t>>> shapes_of_missing(const KernelS
                                      shape_str(p.buffer->shape), "); check the arguments that size it"));
       shape.push_back(*v);
     }
-    out[i] = std::move(shape);
+    // A packed sub-byte output is allocated as the bytes that hold it.
+    out[i] = p.buffer->dtype.is_sub_byte() ? packed_storage_shape(p.buffer->dtype, std::move(shape)) : std::move(shape);
   }
   return out;
 }
@@ -619,6 +622,15 @@ std::vector<std::optional<std::vector<int64_t>>> shapes_of_missing(const KernelS
 }  // namespace
 
 std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes(const ArgValue* args, size_t n) const {
+  if (has_sub_byte_) {
+    PackedArgs elements(sig_, args, n);
+    return output_shapes_of_elements(elements.data(), n);
+  }
+  return output_shapes_of_elements(args, n);
+}
+
+std::vector<std::optional<std::vector<int64_t>>> Kernel::output_shapes_of_elements(const ArgValue* args,
+                                                                                   size_t n) const {
   FastBindings fb;
   if (n == plan_.size() && fast_bind(args, /*allow_missing=*/true, fb))
     return shapes_of_missing(sig_, args, n, fb.lookup());
@@ -805,6 +817,14 @@ void Kernel::launch_one(size_t index, const ArgValue* args, KernelArg* slots, co
 }
 
 void Kernel::call(const ArgValue* args, size_t n, void* stream) const {
+  if (has_sub_byte_) {
+    PackedArgs elements(sig_, args, n);
+    return call_with_elements(elements.data(), n, stream);
+  }
+  call_with_elements(args, n, stream);
+}
+
+void Kernel::call_with_elements(const ArgValue* args, size_t n, void* stream) const {
   FastBindings b;
   if (n != plan_.size() || !fast_bind(args, /*allow_missing=*/false, b)) return call_slow(args, n, stream);
   constexpr size_t kInlineSlots = 32;

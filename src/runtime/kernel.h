@@ -108,6 +108,10 @@ class Kernel {
 
  private:
   class FastBindings;
+  // call() and output_shapes() once every tensor describes its elements (the byte
+  // tensors of packed sub-byte parameters are read as elements first: packed_args.h).
+  void call_with_elements(const ArgValue* args, size_t n, void* stream) const;
+  std::vector<std::optional<std::vector<int64_t>>> output_shapes_of_elements(const ArgValue* args, size_t n) const;
   // The checks of bind(), against the plan: false when any fails (or the plan
   // cannot hold the call), and the caller then takes the slow path for the message.
   bool fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b) const;
@@ -142,6 +146,7 @@ class Kernel {
     bool has_expr_dims = false;  // a dim that is neither a constant nor a var
   };
   std::vector<ParamPlan> plan_;
+  bool has_sub_byte_ = false;      // a tensor parameter of packed sub-byte elements
   bool want_cpu_ = true;           // arguments must be in host memory
   bool want_cuda_ = false;         // arguments must be in cuda device memory
   uintptr_t base_align_mask_ = 0;  // tensor data pointers must have these bits clear

@@ -1138,7 +1138,7 @@ class Lowerer : public IRMutator {
     };
     int64_t widest = elem_bytes(store->buffer->dtype);
     auto unit_stride = [&](const Buffer& b, const std::vector<Expr>& idx) {
-      if (s_.layouts.count(b.get()) || b->dtype.lanes() != 1 || idx.empty()) return false;
+      if (s_.layouts.count(b.get()) || b->dtype.lanes() != 1 || b->dtype.is_sub_byte() || idx.empty()) return false;
       for (size_t d = 0; d + 1 < idx.size(); ++d)
         if (uses_j(idx[d])) return false;
       std::map<const VarNode*, Expr> next{{j.node(), add(j, make_const(j.dtype(), 1))}};
@@ -1354,7 +1354,8 @@ class Lowerer : public IRMutator {
   // The widest run (<= `run` elements along the last dim) that region `mem` can move
   // as one aligned vector.
   static int64_t vector_width(const BufferRegion& mem, int64_t run, int64_t bytes) {
-    if (run <= 1 || is_const_one(mem.ranges.back().extent)) return 1;
+    // Packed sub-byte elements have no address of their own: element by element.
+    if (run <= 1 || is_const_one(mem.ranges.back().extent) || mem.buffer->dtype.is_sub_byte()) return 1;
     auto strides = mem.buffer.effective_strides();
     if (!is_const_one(strides.back())) return 1;
     int64_t w = std::min<int64_t>(run, 16 / bytes);

@@ -193,21 +193,6 @@ def test_fp8_conversions_of_the_cuda_header_are_bit_exact(name):
     check_fp8_conversions(name, run)
 
 
-def test_fp4_on_cuda_is_a_clear_error():
-    import tilelang.language as T
-
-    @T.prim_func
-    def cast4(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float4_e2m1fn")):
-        with T.Kernel(1, threads=16):
-            for i in T.Parallel(16):
-                B[i] = A[i]
-
-    with pytest.raises(
-        tilelang.TileLangError, match="dtype float4_e2m1fn is not supported in kernels"
-    ):
-        tilelang.compile(cast4, target=TARGET)
-
-
 def test_print_inside_an_emulated_kernel(capfd):
     import tilelang.language as T
 

@@ -204,7 +204,11 @@ def _allocate(shape, dtype, like):
         return torch.empty(shape, dtype=torch_dtype, device=like.device)
     numpy_dtype = _numpy_dtypes.get(dtype)
     if numpy_dtype is None:
-        numpy_dtype = _numpy_dtypes[dtype] = DType(dtype).as_numpy()
+        d = DType(dtype)
+        # Packed sub-byte elements (int4, float4_e2m1fn) live in bytes, two each; the
+        # shape is the bytes' already (Kernel::output_shapes).
+        packed = d.bits * d.lanes < 8 and d != "bool"
+        numpy_dtype = _numpy_dtypes[dtype] = np.dtype(np.uint8) if packed else d.as_numpy()
     return np.empty(shape, dtype=numpy_dtype)
 
 

@@ -59,10 +59,31 @@ std::string CodeGenC::type_name(DataType t) {
     case ScalarType::Void:
       return "void";
     case ScalarType::Int4:
+      return "tl::int4_t";
     case ScalarType::Float4E2M1FN:
-      break;
+      return "tl::float4_e2m1fn_t";
   }
-  throw_user_error({}, str_cat("dtype ", t.name(), " is not supported in kernels on this target yet"));
+  TL_UNREACHABLE("unknown scalar type");
+}
+
+std::string CodeGenC::storage_type(DataType t) {
+  return t.is_sub_byte() ? "uint8_t" : type_name(t);
+}
+
+int64_t CodeGenC::storage_count(DataType t, int64_t elements) {
+  return t.is_sub_byte() ? (elements * t.bits() * t.lanes() + 7) / 8 : elements;
+}
+
+std::string CodeGenC::packed_load(const Buffer& b, const std::string& offset) {
+  return "tl::load_packed<" + type_name(b->dtype) + ">(" + name_of(b) + ", " + offset + ")";
+}
+
+std::string CodeGenC::packed_store(const Buffer& b, const std::string& offset, const std::string& value) {
+  // A thread's registers are its own; other memory may hold a neighbour's element
+  // in the other half of the byte (device/common/sub_byte.h).
+  bool own = b->scope == Scope::Local || b->scope == Scope::LocalVar;
+  return str_cat("tl::", own ? "store_packed" : "store_packed_shared", "<", type_name(b->dtype), ">(", name_of(b), ", ",
+                 offset, ", ", value, ");");
 }
 
 // Words a kernel's own names must not take in any of the dialects: C++ keywords
@@ -411,6 +432,12 @@ std::string CodeGenC::print_call(const CallNode* op) {
     case Intrinsic::AddressOf: {
       auto* load = op->args[0].as<BufferLoadNode>();
       TL_ICHECK(load, "address_of needs a buffer load");
+      if (load->buffer->dtype.is_sub_byte())
+        throw_user_error(
+            load->span.defined() ? load->span : statement_span_,
+            str_cat("the address of an element of '", load->buffer->name, "' (", load->buffer->dtype.name(),
+                    ") was asked for, but its elements are packed two a byte and have no address of "
+                    "their own; read and write them by index"));
       return "(&" + name_of(load->buffer) + "[" + flat_offset(load->buffer, load->indices) + "])";
     }
     case Intrinsic::IsNan:
@@ -498,6 +525,7 @@ std::string CodeGenC::print_expr(const Expr& e) {
       return print_call(e.as<CallNode>());
     case NodeKind::BufferLoad: {
       auto* n = e.as<BufferLoadNode>();
+      if (n->buffer->dtype.is_sub_byte()) return packed_load(n->buffer, flat_offset(n->buffer, n->indices));
       return element(n->buffer, flat_offset(n->buffer, n->indices), false, n->span);
     }
     case NodeKind::Let: {
@@ -532,7 +560,8 @@ void CodeGenC::emit_allocate(const AllocateNode* n) {
   const Buffer& b = n->buffer;
   auto count = as_const_int(b.num_elements());
   TL_ICHECK(count, "allocation of non-constant size reached codegen");
-  line(alloc_prefix(b) + type_name(b->dtype) + " " + name_of(b) + "[" + std::to_string(*count) + "];");
+  line(alloc_prefix(b) + storage_type(b->dtype) + " " + name_of(b) + "[" +
+       std::to_string(storage_count(b->dtype, *count)) + "];");
   stmt(n->body);
 }
 
@@ -579,6 +608,8 @@ void CodeGenC::stmt(const Stmt& s) {
     }
     case NodeKind::BufferStore: {
       auto* n = s.as<BufferStoreNode>();
+      if (n->buffer->dtype.is_sub_byte())
+        return line(packed_store(n->buffer, flat_offset(n->buffer, n->indices), print_expr(n->value)));
       line(element(n->buffer, flat_offset(n->buffer, n->indices), true, n->span) + " = " + print_expr(n->value) + ";");
       return;
     }

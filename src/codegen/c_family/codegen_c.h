@@ -50,6 +50,14 @@ class CodeGenC {
   }
 
   // ---- helpers for backends
+  // The element type of a buffer's memory and the number of them that hold
+  // `elements` of dtype `t`: bytes for the packed sub-byte types (DataType::is_sub_byte).
+  std::string storage_type(DataType t);
+  static int64_t storage_count(DataType t, int64_t elements);
+  // An element of a packed sub-byte buffer (device/common/sub_byte.h), read as a
+  // value and written by a statement.
+  std::string packed_load(const Buffer& b, const std::string& offset);
+  std::string packed_store(const Buffer& b, const std::string& offset, const std::string& value);
   // A block op (kBlockOpAttr body) run by every thread of a block of `threads`,
   // whose flat rank is `tl_thread_rank`: a cooperative device call runs on every
   // thread, a T.Parallel nest is flattened and strided over the threads, anything

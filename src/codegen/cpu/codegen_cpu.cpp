@@ -24,7 +24,7 @@ class CodeGenCPU : public CodeGenC {
     int slot = 0;
     for (const Param& p : sig.params) {
       if (p.is_tensor()) {
-        std::string t = type_name(p.buffer->dtype);
+        std::string t = storage_type(p.buffer->dtype);
         line(t + "* __restrict__ " + name_of(p.buffer) + " = static_cast<" + t + "*>(args[" + std::to_string(slot++) +
              "].ptr);");
       } else {
@@ -97,8 +97,8 @@ class CodeGenCPU : public CodeGenC {
     for (const AllocateNode* a : collect.allocs) {
       auto count = as_const_int(a->buffer.num_elements());
       TL_ICHECK(count, "allocation of non-constant size reached codegen");
-      line(alloc_prefix(a->buffer) + type_name(a->buffer->dtype) + " " + name_of(a->buffer) + "[" +
-           std::to_string(*count) + "];");
+      line(alloc_prefix(a->buffer) + storage_type(a->buffer->dtype) + " " + name_of(a->buffer) + "[" +
+           std::to_string(storage_count(a->buffer->dtype, *count)) + "];");
       hoisted_.insert(a->buffer.get());
     }
     int64_t dims[3] = {1, 1, 1};

@@ -63,7 +63,7 @@ class CodeGenCUDA : public CodeGenC {
       const Param& p = sig.params[i];
       sep();
       if (p.is_tensor())
-        out_ << type_name(p.buffer->dtype) << (shared_with_tma.count(int64_t(i)) ? "* " : "* __restrict__ ")
+        out_ << storage_type(p.buffer->dtype) << (shared_with_tma.count(int64_t(i)) ? "* " : "* __restrict__ ")
              << name_of(p.buffer);
       else
         out_ << (p.var.dtype().is_float() ? "double " : "int64_t ") << name_of(p.var.node()) << "_arg";
@@ -183,8 +183,8 @@ class CodeGenCUDA : public CodeGenC {
     if (!collect.buffers.empty()) line("TL_DYNAMIC_SHARED(tl_smem);");
     for (size_t i = 0; i < collect.buffers.size(); ++i) {
       const Buffer& b = collect.buffers[i];
-      line(type_name(b->dtype) + "* " + name_of(b) + " = reinterpret_cast<" + type_name(b->dtype) + "*>(tl_smem + " +
-           std::to_string(offsets[i]) + ");");
+      line(storage_type(b->dtype) + "* " + name_of(b) + " = reinterpret_cast<" + storage_type(b->dtype) +
+           "*>(tl_smem + " + std::to_string(offsets[i]) + ");");
       hoisted_.insert(b.get());
     }
     shared_bytes_ = offsets.back();
@@ -284,7 +284,7 @@ class CodeGenCUDA : public CodeGenC {
     for (const Param& p : sig.params) {
       if (slot) out_ << ", ";
       if (p.is_tensor())
-        out_ << "static_cast<" << type_name(p.buffer->dtype) << "*>(args[" << slot << "].ptr)";
+        out_ << "static_cast<" << storage_type(p.buffer->dtype) << "*>(args[" << slot << "].ptr)";
       else
         out_ << "args[" << slot << "]" << (p.var.dtype().is_float() ? ".f" : ".i");
       ++slot;

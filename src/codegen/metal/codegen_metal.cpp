@@ -148,7 +148,10 @@ class CodeGenMetal : public CodeGenC {
       case ScalarType::Float8E4M3FNUZ:
       case ScalarType::Float8E5M2FNUZ:
       case ScalarType::Float8E8M0FNU:
+      case ScalarType::Float4E2M1FN:
         throw_user_error(statement_span_, str_cat("dtype ", t.name(), " is not supported on Metal; use float16"));
+      case ScalarType::Int4:
+        throw_user_error(statement_span_, "dtype int4 is not supported on Metal; use int8");
       default:
         return CodeGenC::type_name(t);
     }

@@ -1,0 +1,72 @@
+// Reads the byte tensors of packed sub-byte parameters as their elements (see the header).
+#include "runtime/packed_args.h"
+
+namespace tl {
+namespace {
+
+// Whether a producer's dtype is a byte of packed elements of `want`.
+bool is_packed_storage(DataType got, DataType want) {
+  if (got == dtype::Int8 || got == dtype::UInt8) return true;
+  return got.scalar_type() == want.scalar_type() && got.bits() * got.lanes() == 8;  // float4_e2m1fn_x2
+}
+
+std::string storage_names(DataType want) {
+  return want.is_float() ? str_cat("torch.", want.torch_name(), ", uint8 or int8") : std::string("int8 or uint8");
+}
+
+// `t` read as elements of `p`'s dtype; `dims` receives its shape and strides.
+TensorArg logical_tensor(const KernelSignature& sig, size_t index, const TensorArg& t, int64_t* dims) {
+  const Param& p = sig.params[index];
+  const DataType want = p.buffer->dtype;
+  std::string who = str_cat("argument '", p.name, "' (parameter ", index, " of kernel '", sig.name, "')");
+  if (!is_packed_storage(t.dtype, want) || (t.itemsize && t.itemsize != 1))
+    throw_user_error({}, str_cat(who, " has dtype ", t.dtype.name(), ", expected ", want.name(),
+                                 ": a tensor of bytes holding two elements each along its last dimension (",
+                                 storage_names(want), ")"));
+  TensorArg out = t;
+  out.dtype = want;
+  out.itemsize = 0;
+  if (t.ndim == 0) return out;
+  const int last = t.ndim - 1;
+  if (t.strides && t.shape[last] > 1 && t.strides[last] != 1)
+    throw_user_error({}, str_cat(who, " has stride ", t.strides[last], " in its last dimension, which holds two ",
+                                 want.name(), " elements a byte and must be contiguous (stride 1)"));
+  int64_t* shape = dims;
+  for (int d = 0; d < t.ndim; ++d) shape[d] = t.shape[d];
+  const int per_byte = 8 / (want.bits() * want.lanes());
+  shape[last] = t.shape[last] * per_byte;
+  // A constant odd size of the last dimension rounds up to whole bytes.
+  const Expr& declared = p.buffer->shape.empty() ? Expr() : p.buffer->shape.back();
+  if (auto c = declared.defined() ? as_const_int(declared) : std::nullopt;
+      c && *c > 0 && (*c + per_byte - 1) / per_byte == t.shape[last])
+    shape[last] = *c;
+  out.shape = shape;
+  if (!t.strides) return out;
+  int64_t* strides = dims + t.ndim;
+  for (int d = 0; d < last; ++d) strides[d] = t.strides[d] * per_byte;
+  strides[last] = 1;
+  out.strides = strides;
+  return out;
+}
+
+}  // namespace
+
+PackedArgs::PackedArgs(const KernelSignature& sig, const ArgValue* args, size_t n) : args_(args, args + n) {
+  for (size_t i = 0; i < n && i < sig.params.size(); ++i) {
+    const Param& p = sig.params[i];
+    ArgValue& a = args_[i];
+    if (!p.is_tensor() || !p.buffer->dtype.is_sub_byte() || a.kind != ArgValue::Kind::Tensor) continue;
+    dims_.push_back(std::make_unique<int64_t[]>(size_t(2 * a.tensor.ndim + 1)));
+    a.tensor = logical_tensor(sig, i, a.tensor, dims_.back().get());
+  }
+}
+
+std::vector<int64_t> packed_storage_shape(DataType t, std::vector<int64_t> shape) {
+  if (!shape.empty()) {
+    const int per_byte = 8 / (t.bits() * t.lanes());
+    shape.back() = (shape.back() + per_byte - 1) / per_byte;
+  }
+  return shape;
+}
+
+}  // namespace tl

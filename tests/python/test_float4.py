@@ -1,0 +1,327 @@
+"""float4_e2m1fn (and int4) in kernels: packed two a byte, element 2k in the low nibble
+of byte k, on the cpu target and in the CUDA emulator (sm_80 and sm_90a source). The
+conversions are checked for every one of the 16 codes both ways against a reference
+written here from the format's definition (round to nearest even, saturation to +-6,
+NaN to +6, as CUDA's cvt.rn.satfinite.e2m1x2 gives); kernels read and write packed
+buffers of odd element counts through global, shared and register memory; tensor
+arguments are bytes (torch.float4_e2m1fn_x2, uint8, int8) and their checks stay
+within the bytes given."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+import torch
+
+TARGETS = ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"]
+rng = np.random.default_rng(2113)
+
+
+def fp4_value(code):
+    """The value of an e2m1 code: 1 sign, 2 exponent bits (bias 1), 1 mantissa bit."""
+    sign = -1.0 if code & 8 else 1.0
+    exp, mant = (code >> 1) & 3, code & 1
+    if exp == 0:
+        return sign * mant * 0.5  # subnormal: m * 2^(1 - 1) / 2
+    return sign * 2.0 ** (exp - 1) * (1 + mant / 2)
+
+
+VALUES = np.array([fp4_value(c) for c in range(16)])
+
+
+def fp4_code(x):
+    """The code of the e2m1 value nearest to x: ties to the even code (mantissa 0),
+    magnitudes past 6 and infinities saturate to +-6, NaN becomes +6 (code 7)."""
+    x = float(x)
+    if np.isnan(x):
+        return 7
+    sign = 8 if np.signbit(x) else 0
+    mag = min(abs(x), 6.0)
+    best = min(range(8), key=lambda c: (abs(VALUES[c] - mag), c & 1))
+    return sign | best
+
+
+def pack(codes):
+    """Codes (one a byte) -> bytes, two a byte, the first in the low nibble."""
+    codes = np.asarray(codes, np.uint8)
+    if codes.size % 2:
+        codes = np.append(codes, 0)
+    return (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8)
+
+
+def unpack(packed, n):
+    packed = np.asarray(packed, np.uint8)
+    return np.stack([packed & 15, packed >> 4], axis=-1).reshape(-1)[:n]
+
+
+def test_reference_codes():
+    # The reference itself, from the definition: the 16 values and the ties.
+    assert list(VALUES[:8]) == [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+    assert [fp4_code(v) for v in (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)] == [0, 2, 2, 4, 4, 6, 6]
+    assert [fp4_code(v) for v in (np.inf, -np.inf, 7.0, -0.0, np.nan)] == [7, 15, 7, 8, 7]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("out", ["float32", "float16", "bfloat16"])
+def test_every_code_to_float(target, out):
+    # All 16 codes, each twice, in a random order.
+    codes = rng.permutation(np.concatenate([np.arange(16), np.arange(16)])).astype(np.uint8)
+
+    @T.prim_func
+    def decode(A: T.Tensor((32,), T.float4_e2m1fn), B: T.Tensor((32,), out)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                B[i] = T.cast(A[i], out)
+
+    b = torch.empty(32, dtype=getattr(torch, out))
+    tilelang.compile(decode, target=target)(torch.from_numpy(pack(codes)), b)
+    np.testing.assert_array_equal(b.float().numpy(), VALUES[codes])
+    assert list(np.signbit(b.float().numpy())) == [bool(c & 8) for c in codes]  # -0 stays -0
+
+
+def encode_inputs():
+    """Every code's value and its negative, the midpoints between neighbours (ties),
+    values just off them, saturation and the specials, and random floats."""
+    mids = (VALUES[:7] + VALUES[1:8]) / 2
+    xs = np.concatenate(
+        [
+            VALUES,
+            mids,
+            -mids,
+            np.nextafter(mids.astype(np.float32), np.float32(np.inf)),
+            np.nextafter(mids.astype(np.float32), np.float32(0)),
+            [6.5, -7.0, 1e30, -1e30, np.inf, -np.inf, np.nan, -np.nan, 1e-30, -1e-30, 0.1, 0.26],
+            rng.uniform(-8, 8, 160),
+        ]
+    ).astype(np.float32)
+    return np.concatenate([xs, np.ones(-xs.size % 64, np.float32)])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("src", ["float32", "float16", "bfloat16", "float64"])
+def test_every_code_from_float(target, src):
+    x = torch.from_numpy(encode_inputs()).to(getattr(torch, src))
+    n = x.numel()
+
+    @T.prim_func
+    def encode(A: T.Tensor((n,), src), B: T.Tensor((n,), T.float4_e2m1fn)):
+        with T.Kernel(n // 64, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = T.cast(A[bx * 64 + i], T.float4_e2m1fn)
+
+    b = torch.zeros(n // 2, dtype=torch.uint8)
+    tilelang.compile(encode, target=target)(x, b)
+    want = np.array([fp4_code(v) for v in x.double().numpy()], np.uint8)
+    got = unpack(b.numpy(), n)
+    bad = np.nonzero(got != want)[0]
+    assert bad.size == 0, [(float(x[i]), int(got[i]), int(want[i])) for i in bad[:8]]
+    # Every code is reached, all 16 of them.
+    assert set(got.tolist()) == set(range(16))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [1, 7, 33])
+def test_odd_counts_through_shared_and_registers(target, n):
+    # B = A through a shared tile, C = 2 * A rounded back to fp4, D = A as float, E =
+    # three elements of A through a thread's packed registers: whole packed buffers of
+    # n (odd) elements in ceil(n / 2) bytes.
+    @T.prim_func
+    def run(
+        A: T.Tensor((n,), T.float4_e2m1fn),
+        B: T.Tensor((n,), T.float4_e2m1fn),
+        C: T.Tensor((n,), T.float4_e2m1fn),
+        D: T.Tensor((n,), T.float32),
+        E: T.Tensor((3,), T.float4_e2m1fn),
+    ):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((n,), T.float4_e2m1fn)
+            R = T.alloc_local((3,), T.float4_e2m1fn)
+            T.copy(A, S)
+            for i in T.Parallel(n):
+                D[i] = T.cast(S[i], T.float32)
+                C[i] = T.cast(T.cast(S[i], T.float32) * 2.0, T.float4_e2m1fn)
+            T.copy(S, B)
+            for k in T.serial(3):
+                R[k] = A[(k * 5) % n]
+            for k in T.serial(3):
+                E[k] = R[k]
+
+    codes = rng.integers(0, 16, n).astype(np.uint8)
+    nbytes = (n + 1) // 2
+    a = torch.from_numpy(pack(codes))
+    # The outputs start as random bytes: the spare nibble of an odd count stays as it was.
+    b0 = rng.integers(0, 256, nbytes).astype(np.uint8)
+    b, c, d = torch.from_numpy(b0.copy()), torch.from_numpy(b0.copy()), torch.zeros(n)
+    e = torch.zeros(2, dtype=torch.uint8)
+    tilelang.compile(run, target=target)(a.view(torch.float4_e2m1fn_x2), b, c, d, e)
+    np.testing.assert_array_equal(unpack(b.numpy(), n), codes)
+    np.testing.assert_array_equal(d.numpy(), VALUES[codes].astype(np.float32))
+    np.testing.assert_array_equal(unpack(c.numpy(), n), [fp4_code(2 * VALUES[k]) for k in codes])
+    np.testing.assert_array_equal(unpack(e.numpy(), 3), codes[[0, 5 % n, 10 % n]])
+    if n % 2:
+        assert b.numpy()[-1] >> 4 == b0[-1] >> 4 and c.numpy()[-1] >> 4 == b0[-1] >> 4
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tiles_of_packed_rows(target):
+    # A (M, N) fp4 matrix in (16, 32) tiles: T.copy to shared, to a fragment as
+    # float16, scaled, and back to fp4 in global memory; neighbouring elements of a
+    # byte are written by different threads.
+    M, N = 48, 96
+
+    @T.prim_func
+    def scale(A: T.Tensor((M, N), T.float4_e2m1fn), B: T.Tensor((M, N), T.float4_e2m1fn)):
+        with T.Kernel(N // 32, M // 16, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), T.float4_e2m1fn)
+            F = T.alloc_fragment((16, 32), T.float16)
+            T.copy(A[by * 16, bx * 32], S)
+            T.copy(S, F)
+            for i, j in T.Parallel(16, 32):
+                F[i, j] = F[i, j] * T.float16(-0.5)
+            T.copy(F, B[by * 16, bx * 32])
+
+    codes = rng.integers(0, 16, (M, N)).astype(np.uint8)
+    a = torch.from_numpy(pack(codes.reshape(-1)).reshape(M, N // 2))
+    b = torch.zeros(M, N // 2, dtype=torch.uint8)
+    tilelang.compile(scale, target=target)(a, b)
+    want = np.array([fp4_code(-0.5 * VALUES[k]) for k in codes.reshape(-1)]).reshape(M, N)
+    np.testing.assert_array_equal(unpack(b.numpy(), M * N).reshape(M, N), want)
+
+
+@pytest.mark.parametrize("target", TARGETS[:2])
+def test_int4_round_trip(target):
+    # int4: two's complement in a nibble; int8 in, wrapped to 4 bits, back out.
+    n = 37
+
+    @T.prim_func
+    def wrap(A: T.Tensor((n,), T.int8), P: T.Tensor((n,), T.int4), B: T.Tensor((n,), T.int32)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(n):
+                P[i] = T.cast(A[i], T.int4)
+            T.sync_threads()
+            for i in T.Parallel(n):
+                B[i] = T.cast(P[i], T.int32) * 3
+
+    a = rng.integers(-128, 128, n).astype(np.int8)
+    p, b = torch.zeros((n + 1) // 2, dtype=torch.int8), torch.zeros(n, dtype=torch.int32)
+    tilelang.compile(wrap, target=target)(torch.from_numpy(a), p, b)
+    wrapped = ((a.astype(np.int32) + 8) % 16) - 8
+    np.testing.assert_array_equal(b.numpy(), wrapped * 3)
+    np.testing.assert_array_equal(unpack(p.numpy().view(np.uint8), n), wrapped & 15)
+
+
+def test_outputs_are_allocated_packed():
+    @T.prim_func
+    def make(A: T.Tensor((5,), T.float32)):
+        out = T.empty((5,), T.float4_e2m1fn)
+        with T.Kernel(1, threads=1):
+            for i in T.serial(5):
+                out[i] = T.cast(A[i], T.float4_e2m1fn)
+        return out
+
+    kernel = tilelang.compile(make, target="cpu")
+    x = rng.uniform(-6, 6, 5).astype(np.float32)
+    got_np = kernel(x)  # numpy in, numpy out: uint8 bytes
+    got_torch = kernel(torch.from_numpy(x))  # torch in: torch.float4_e2m1fn_x2
+    assert got_np.dtype == np.uint8 and got_np.shape == (3,)
+    assert got_torch.dtype == torch.float4_e2m1fn_x2 and tuple(got_torch.shape) == (3,)
+    want = [fp4_code(v) for v in x]
+    np.testing.assert_array_equal(unpack(got_np, 5), want)
+    np.testing.assert_array_equal(unpack(got_torch.view(torch.uint8).numpy(), 5), want)
+
+
+@pytest.fixture(scope="module")
+def copy_rows():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(A: T.Tensor((n, 6), T.float4_e2m1fn), B: T.Tensor((n, 6), T.float32)):
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(n, 6):
+                B[i, j] = T.cast(A[i, j], T.float32)
+
+    return tilelang.compile(main, target="cpu")
+
+
+def test_symbolic_rows_bind_from_bytes(copy_rows):
+    codes = rng.integers(0, 16, (4, 6)).astype(np.uint8)
+    a = pack(codes.reshape(-1)).reshape(4, 3)
+    b = np.zeros((4, 6), np.float32)
+    copy_rows(a.view(np.int8), b)
+    np.testing.assert_array_equal(b, VALUES[codes])
+    # Every other row of a larger tensor: its row stride is 6 bytes, 12 elements.
+    big = np.zeros((8, 3), np.uint8)
+    big[::2] = a
+    with pytest.raises(tilelang.TileLangError, match=r"has stride 12 in dimension 0, expected 6"):
+        copy_rows(big[::2], b)
+
+
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        (
+            np.zeros((4, 6), np.float32),
+            (
+                r"argument 'A' \(parameter 0 of kernel 'main'\) has dtype float32, expected float4_e2m1fn: a tensor "
+                r"of bytes holding two elements each along its last dimension \(torch.float4_e2m1fn_x2, uint8 or int8\)"
+            ),
+        ),
+        (
+            np.zeros((4, 4), np.uint8),  # 8 elements a row, 6 expected
+            r"argument 'A' \(parameter 0 of kernel 'main'\) has shape \(4, 8\), expected \(n, 6\)",
+        ),
+        (
+            np.zeros((4, 6), np.uint8)[:, ::2],
+            (
+                r"has stride 2 in its last dimension, which holds two float4_e2m1fn elements a byte and must be "
+                r"contiguous \(stride 1\)"
+            ),
+        ),
+    ],
+)
+def test_argument_errors(copy_rows, arg, message):
+    with pytest.raises(tilelang.TileLangError, match=message):
+        copy_rows(arg, np.zeros((4, 6), np.float32))
+
+
+def test_odd_last_dim_takes_rounded_up_bytes():
+    # A (1, 5) buffer is 3 bytes; a (2, 5) one cannot be packed rows of whole bytes
+    # with a compact row stride of 5 elements: the checks say so instead of reading
+    # past the tensor.
+    @T.prim_func
+    def main(A: T.Tensor((2, 5), T.float4_e2m1fn), B: T.Tensor((2, 5), T.float32)):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(2, 5):
+                B[i, j] = T.cast(A[i, j], T.float32)
+
+    kernel = tilelang.compile(main, target="cpu")
+    with pytest.raises(tilelang.TileLangError, match=r"has stride 6 in dimension 0, expected 5"):
+        kernel(np.zeros((2, 3), np.uint8), np.zeros((2, 5), np.float32))
+    with pytest.raises(tilelang.TileLangError, match=r"has shape \(2, 4\), expected \(2, 5\)"):
+        kernel(np.zeros((2, 2), np.uint8), np.zeros((2, 5), np.float32))
+
+
+def test_address_of_a_packed_element_is_refused():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((1,), T.int64)):
+        with T.Kernel(1, threads=1):
+            B[0] = T.reinterpret(T.address_of(A[2]), T.int64)
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"the address of an element of 'A' \(float4_e2m1fn\) was asked",
+    ):
+        tilelang.compile(main, target="cpu")
+
+
+def test_metal_refuses_fp4_by_name():
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[i] = T.cast(A[i], T.float32)
+
+    with pytest.raises(
+        tilelang.TileLangError, match="dtype float4_e2m1fn is not supported on Metal; use float16"
+    ):
+        tilelang.compile(main, target="metal -emulate")
