@@ -23,3 +23,21 @@ if importlib.util.find_spec("tilelang") is None:
         build_dir = _newest_build_dir()
         if build_dir:
             os.environ["TILELANG_DEV_BUILD_DIR"] = build_dir
+
+
+def pytest_configure(config):
+    from test_kinds import NAMES
+
+    for name in NAMES:
+        config.addinivalue_line("markers", f"{name}: see tests/python/test_kinds.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks every test with its file's kinds (tests/python/test_kinds.py)."""
+    import pytest
+    from test_kinds import KINDS
+
+    for item in items:
+        stem = os.path.splitext(os.path.basename(str(item.fspath)))[0]
+        for kind in KINDS.get(stem, "").split():
+            item.add_marker(getattr(pytest.mark, kind))
