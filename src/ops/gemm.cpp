@@ -2,10 +2,10 @@
 // in shared or fragment memory; products accumulate in C's dtype.
 #include <cmath>
 
+#include "ir/attrs.h"
 #include "ir/printer.h"
 #include "ops/tile_op.h"
 #include "target/target.h"
-#include "transform/lower_tile_ops.h"
 
 namespace tl {
 namespace {

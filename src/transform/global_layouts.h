@@ -4,15 +4,10 @@
 // global layouts").
 #pragma once
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 
 namespace tl {
-
-// The marker the frontend leaves for a global buffer's annotated layout (python/
-// tilelang/language/annotations.py): a serial loop nest over the buffer's shape whose
-// body is `tl::global_layout(X[i0, ..., in], f0, ..., fm)`, f the layout's output
-// indices as expressions of the loop variables.
-inline constexpr const char* kGlobalLayoutMarker = "tl::global_layout";
 
 // Takes the markers out and checks each layout (a bijection onto an output of the
 // buffer's element count). Every access of the kernel to an annotated buffer then

@@ -6,25 +6,11 @@
 
 #include <utility>
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
 
 namespace tl {
-
-// The frontend writes these as `call_extern` markers (and T.tma_copy / T.wgmma_gemm
-// as tile ops with the attributes below); this pass, which runs for every target
-// before the target's own passes, turns them into device calls on sm_90+ and refuses
-// them elsewhere.
-inline constexpr const char* kExplicitPrefix = "tl.hopper.";
-// On a T.copy: it is a T.tma_copy completing on this mbarrier (an element load).
-inline constexpr const char* kTmaBarrierAttr = "tl.tma_barrier";
-// On a T.gemm: it is a T.wgmma_gemm (wgmma only, left in flight).
-inline constexpr const char* kWgmmaExplicitAttr = "tl.wgmma_explicit";
-
-// Around the `if` of a T.ws region: {first thread, thread count}. Code inside runs
-// on those threads only: lower_fragments lays out the region's fragments over them,
-// block ops spread over them and block barriers become named barriers of them.
-inline constexpr const char* kWarpGroupAttr = "tl.warp_group";
 
 // The threads [first, first + count) of a kWarpGroupAttr, or {0, 0} for another attribute.
 std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op);
@@ -34,6 +20,11 @@ std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op);
 // (or nullptr).
 Buffer tma_call_tile(const CallNode* c, bool* loads = nullptr);
 
+// The frontend writes explicit Hopper control as call_extern markers named
+// kExplicitPrefix + name (and T.tma_copy / T.wgmma_gemm as tile ops annotated with
+// kTmaBarrierAttr / kWgmmaExplicitAttr, ir/attr_keys.def); this pass, which runs for
+// every target before the target's own passes, turns them into device calls on sm_90+
+// and refuses them elsewhere.
 PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
 
 }  // namespace tl

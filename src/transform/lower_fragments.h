@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "layout/layout.h"
 #include "target/target.h"
@@ -36,9 +37,5 @@ struct SharedTileLayout {
 };
 std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc& f, const Target& target,
                                                                   bool allow_wgmma = true);
-
-// On a T.gemm: its wgmma may still run when the call returns (one commit group in
-// flight); set by pipeline_loops, which then versions its tiles and drains it.
-inline constexpr const char* kWgmmaAsyncAttr = "tl.wgmma_async";
 
 }  // namespace tl

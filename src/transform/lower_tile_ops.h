@@ -2,6 +2,7 @@
 // target, as the op's file in src/ops/ defines it.
 #pragma once
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
 
@@ -20,17 +21,5 @@ bool touches_registers(const TileOpNode* op);
 Stmt per_thread_nest(const Stmt& loop);
 // Whether `body` stores into thread-private buffers only (and into at least one).
 bool writes_only_registers(const Stmt& body);
-// On a T.Parallel loop: its iterations stay spread over the threads even though it
-// writes only registers (a reducer's per-thread partials, lower_fragments).
-inline constexpr const char* kSpreadOverThreads = "tl.spread_over_threads";
-
-// The attribute that wraps each lowered tile op and T.Parallel nest.
-inline constexpr const char* kBlockOpAttr = "tl.block_op";
-// Directly inside a block op: every thread of the block runs the body (a block-wide
-// device call such as tl::gemm_mma), instead of one thread or a strided nest.
-inline constexpr const char* kCooperativeAttr = "tl.cooperative";
-// Per-thread code from a lowering that already split the work over the threads
-// (src/transform/lower_fragments.cpp): every thread runs it, no barrier of its own.
-inline constexpr const char* kThreadOpAttr = "tl.thread_op";
 
 }  // namespace tl

@@ -917,7 +917,7 @@ class Pipeliner : public IRMutator {
     ann.erase("order");
     ann.erase("stage");
     ann.erase("group");
-    ann["tl.pipelined"] = max_stage + 1;
+    ann[kPipelinedAttr] = max_stage + 1;
     Expr steady = max(sub(n, make_const(n.dtype(), max_stage)), make_const(n.dtype(), 0));
     Var it(k.name(), k.dtype());
     out.push_back(for_loop(it, int_imm(0), steady, ForKind::Serial,

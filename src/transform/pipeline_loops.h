@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
 #include "transform/lower_fragments.h"
@@ -11,16 +12,6 @@
 
 namespace tl {
 
-// The attribute on a producer copy of a pipelined loop: it may complete
-// asynchronously (cp.async); the loop's own wait and barrier order it.
-inline constexpr const char* kAsyncCopyAttr = "tl.async_copy";
-
-// The TMA tensor map a tl::tma_load reads through (device/cuda/tma.cuh), as that
-// argument of the call: call_extern(handle, "tl.tma_map", {tensor parameter index,
-// swizzle bytes, dynamic dims bitmask, box innermost first...}). The code generator
-// makes each distinct one a `const __grid_constant__ tl::TensorMap` kernel
-// parameter (src/codegen/cuda), which the runtime encodes at every launch.
-inline constexpr const char* kTmaMapCall = "tl.tma_map";
 // The tensor parameter a kTmaMapCall names; nullopt when `c` is not one (or null).
 std::optional<int64_t> tma_map_param(const CallNode* c);
 
@@ -48,18 +39,6 @@ std::optional<int64_t> tma_map_param(const CallNode* c);
 // cluster loads alike, unless `configs.tma_multicast` is false (pass config
 // tl.disable_tma_multicast).
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs = {});
-
-// The marks a warp-specialized pipeline leaves for warp_specialize: around the
-// loop's statements and its mbarriers, {consumer threads}; inside, the mbarriers'
-// initialization and the producer's loop, each under its own attribute.
-inline constexpr const char* kWsPipelineAttr = "tl.ws_pipeline";
-inline constexpr const char* kWsInitAttr = "tl.ws_init";
-inline constexpr const char* kWsProducerAttr = "tl.ws_producer";
-
-// The annotation of T.Persistent's loop over tiles: a pipelined loop directly inside
-// it may still be warp-specialized, the producer running the loop's rounds too and
-// both sides counting the pipeline's iterations across them.
-inline constexpr const char* kPersistentLoopAttr = "tl.persistent";
 
 // A copy TMA does, outside a pipeline (T.tma_copy, src/transform/lower_explicit_hopper.cpp):
 // the tl::tma_load calls of `copy` (a region of a tensor parameter into a whole shared

@@ -3,18 +3,11 @@
 
 #include <map>
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
 
 namespace tl {
-
-// The attribute around a KernelLaunch body that carries the plan: the byte offset
-// of each shared buffer, in the pre-order of their Allocate statements, then the
-// total bytes the kernel asks for.
-inline constexpr const char* kSharedOffsetsAttr = "tl.shared_offsets";
-// Marks the body of a kernel that warp_specialize split (its two T.ws regions are
-// the consumers and the producer of one pipeline).
-inline constexpr const char* kAutoWarpSpecializedAttr = "tl.auto_warp_specialized";
 
 // Bytes each shared tile that a tl::tma_load writes or a tl::tma_store reads must be
 // aligned to: 128, or the whole swizzle pattern when it is swizzled (the hardware

@@ -2,15 +2,11 @@
 // layouts").
 #pragma once
 
+#include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
 
 namespace tl {
-
-// The marker the frontend leaves for a shared tile whose annotated layout it
-// recognized as one of the 16-byte-chunk XOR swizzles (python/tilelang/language/
-// annotations.py): `tl::shared_layout(&tile[0, ..., 0], row_shift, row_mask)`.
-inline constexpr const char* kSharedLayoutMarker = "tl::shared_layout";
 
 // Takes the markers out. On CUDA targets each marked tile that is not a T.gemm
 // operand (the gemm lowering chooses its operands' layouts) gets the layout

@@ -7,10 +7,10 @@
 #include <limits>
 
 #include "arith/simplify.h"
+#include "ir/attrs.h"
 #include "ir/printer.h"
 #include "layout/layout.h"
 #include "ops/tile_op.h"
-#include "transform/lower_tile_ops.h"
 
 namespace tl {
 

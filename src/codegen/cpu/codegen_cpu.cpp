@@ -3,8 +3,8 @@
 #include "codegen/cpu/codegen_cpu.h"
 
 #include "codegen/c_family/codegen_c.h"
+#include "ir/attrs.h"
 #include "ir/visitor.h"
-#include "transform/lower_tile_ops.h"
 
 namespace tl {
 namespace {

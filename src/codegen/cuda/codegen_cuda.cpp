@@ -14,12 +14,11 @@
 #include <sstream>
 
 #include "codegen/c_family/codegen_c.h"
+#include "ir/attrs.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "transform/lower_explicit_hopper.h"
-#include "transform/lower_tile_ops.h"
 #include "transform/pipeline_loops.h"
-#include "transform/plan_shared_memory.h"
 
 namespace tl {
 namespace {

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "codegen/c_family/codegen_c.h"
+#include "ir/attrs.h"
 #include "ir/visitor.h"
 #include "support/error.h"
-#include "transform/lower_tile_ops.h"
 
 namespace tl {
 
