@@ -84,6 +84,9 @@ Stmt make_gemm_op(TileOpArgs a) {
 // Calls the device header's tile GEMM with element pointers and row strides.
 Stmt lower_gemm_serial(const TileOpNode* op) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
+  // Packed sub-byte elements (float4_e2m1fn, int4) have no address: read them by index.
+  if (a.buffer->dtype.is_sub_byte() || b.buffer->dtype.is_sub_byte() || c.buffer->dtype.is_sub_byte())
+    return lower_gemm_loops(op);
   bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
   bool clear = attr_int(op->attrs, "clear_accum", 0);
   auto [c0, c1] = std::pair(c.ranges[c.ranges.size() - 2].extent, c.ranges.back().extent);

@@ -188,6 +188,36 @@ def test_tiles_of_packed_rows(target):
     np.testing.assert_array_equal(unpack(b.numpy(), M * N).reshape(M, N), want)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_of_fp4_tiles(target):
+    # fp4 A (shared) times fp4 B (shared, transposed) into float32: a gemm whose operands
+    # have no element addresses reads them by index (exact: products and sums of fp4
+    # values are small multiples of 1/4).
+    M, N, K = 32, 16, 48
+
+    @T.prim_func
+    def mm(
+        A: T.Tensor((M, K), T.float4_e2m1fn),
+        B: T.Tensor((N, K), T.float4_e2m1fn),
+        C: T.Tensor((M, N), T.float32),
+    ):
+        with T.Kernel(1, threads=64):
+            As = T.alloc_shared((M, K), T.float4_e2m1fn)
+            Bs = T.alloc_shared((N, K), T.float4_e2m1fn)
+            Cf = T.alloc_fragment((M, N), T.float32)
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cf, transpose_B=True, clear_accum=True)
+            T.copy(Cf, C)
+
+    a = rng.integers(0, 16, (M, K)).astype(np.uint8)
+    b = rng.integers(0, 16, (N, K)).astype(np.uint8)
+    c = np.zeros((M, N), np.float32)
+    kernel = tilelang.compile(mm, target=target)
+    kernel(pack(a.reshape(-1)).reshape(M, K // 2), pack(b.reshape(-1)).reshape(N, K // 2), c)
+    np.testing.assert_array_equal(c, VALUES[a] @ VALUES[b].T)
+
+
 @pytest.mark.parametrize("target", TARGETS[:2])
 def test_int4_round_trip(target):
     # int4: two's complement in a nibble; int8 in, wrapped to 4 bits, back out.
