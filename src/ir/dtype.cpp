@@ -31,9 +31,17 @@ struct Alias {
   const char* name;
 };
 // TileLang's C-style aliases.
-constexpr Alias kAliases[] = {{"half", "float16"}, {"float", "float32"}, {"double", "float64"}, {"short", "int16"},
-                              {"int", "int32"},    {"uint", "uint32"},   {"long", "int64"},     {"bf16", "bfloat16"},
-                              {"fp16", "float16"}, {"fp32", "float32"}};
+constexpr Alias kAliases[] = {{"half", "float16"},
+                              {"float", "float32"},
+                              {"double", "float64"},
+                              {"short", "int16"},
+                              {"int", "int32"},
+                              {"uint", "uint32"},
+                              {"long", "int64"},
+                              {"bf16", "bfloat16"},
+                              {"fp16", "float16"},
+                              {"fp32", "float32"},
+                              {"float4_e2m1_unpacked", "custom[float4_e2m1_unpacked]8"}};
 
 std::optional<ScalarType> parse_scalar(std::string_view name) {
   for (const Alias& a : kAliases)
@@ -95,7 +103,7 @@ DataType DataType::from_string(std::string_view name) {
                                "'; expected one of bool, int4, int8, int16, int32, int64, "
                                "uint8..uint64, float16, bfloat16, float32, float64, tfloat32, "
                                "float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, "
-                               "float8_e8m0fnu, float4_e2m1fn, optionally with lanes as in "
+                               "float8_e8m0fnu, float4_e2m1fn, float4_e2m1_unpacked, optionally with lanes as in "
                                "'float16x8'"));
 }
 

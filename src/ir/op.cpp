@@ -476,6 +476,7 @@ Expr max_value(DataType t) {
     case ScalarType::Float8E8M0FNU:
       return float_imm(1.7014118346046923e38, t);
     case ScalarType::Float4E2M1FN:
+    case ScalarType::Float4E2M1Unpacked:
       return float_imm(6.0, t);
     case ScalarType::Bool:
       return bool_imm(true);

@@ -129,9 +129,14 @@ Expr safe_value(const Attrs& attrs, DataType t) {
   return {};
 }
 
-namespace {}  // namespace
-
 Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span) {
+  // TileLang refuses this pair in the same words: only sm_100's TMA unpacks fp4.
+  if (src.buffer->dtype == dtype::Float4E2M1FN && dst.buffer->dtype == dtype::Float4E2M1Unpacked)
+    throw_user_error(span, str_cat("SIMT copy from packed global float4_e2m1fn to unpacked shared "
+                                   "float4_e2m1_unpacked is not supported (src=",
+                                   src.buffer->name, ", dst=", dst.buffer->name,
+                                   "): only sm_100's TMA unpacks fp4, and no target here has it; keep the shared "
+                                   "tile float4_e2m1fn"));
   if (src.extents.empty() && dst.extents.empty()) {
     // Two start points: an element copy.
     CopyOperand s = src;

@@ -355,3 +355,42 @@ def test_metal_refuses_fp4_by_name():
         tilelang.TileLangError, match="dtype float4_e2m1fn is not supported on Metal; use float16"
     ):
         tilelang.compile(main, target="metal -emulate")
+
+
+def test_unpacked_fp4_is_a_dtype_kernels_refuse():
+    # TileLang's sm_100 shared-memory tag: a dtype of 8 bits printed as TVM's custom type,
+    # told apart from packed fp4 by the helpers; no target here has a use for it.
+    from tilelang.language.dtypes import is_float4, is_float4_e2m1_unpacked, is_float4_e2m1fn
+
+    u = T.float4_e2m1_unpacked
+    assert (u.bits, u.lanes, str(u), u.type_code) == (8, 1, "custom[float4_e2m1_unpacked]8", 131)
+    assert (T.float4_e2m1fn.bits, T.float4_e2m1fn.type_code) == (4, 17) and u != T.float4_e2m1fn
+    assert is_float4_e2m1_unpacked("float4_e2m1_unpacked") and not is_float4_e2m1fn(u)
+    assert is_float4(u) and is_float4(T.float4_e2m1fnx2) and not is_float4(T.float16)
+    assert not hasattr(T, "float4_e2m1_unpackedx2")
+
+    @T.prim_func
+    def stage(A: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=8):
+            S = T.alloc_shared((8,), T.float4_e2m1_unpacked)
+            for i in T.Parallel(8):
+                S[i] = T.cast(A[i], T.float4_e2m1_unpacked)
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"dtype float4_e2m1_unpacked \(custom\[float4_e2m1_unpacked\]8\) "
+        r"is TileLang's tag for the shared-memory layout sm_100's TMA unpacks fp4 into",
+    ):
+        tilelang.compile(stage, target="cuda -arch=sm_90a -emulate")
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"SIMT copy from packed global float4_e2m1fn to unpacked shared "
+        r"float4_e2m1_unpacked is not supported \(src=A, dst=A_shared\)",
+    ):
+
+        @T.prim_func
+        def unpack(A: T.Tensor((64, 128), T.float4_e2m1fn)):
+            with T.Kernel(1, threads=128):
+                A_shared = T.alloc_shared((32, 64), T.float4_e2m1_unpacked)
+                T.copy(A[0, 0], A_shared)

@@ -24,6 +24,20 @@ ALIASES = {
     "float8_e4m3": "float8_e4m3fn",
     "e4m3_float8": "float8_e4m3fn",
     "e5m2_float8": "float8_e5m2",
+    # TileLang's sm_100 shared-memory tag, which it prints as TVM's custom type.
+    "float4_e2m1_unpacked": "custom[float4_e2m1_unpacked]8",
+}
+_UNPACKED_FP4 = "custom[float4_e2m1_unpacked]8"
+# TVM's type codes (DLPack's, and 131 for TileLang's custom unpacked fp4).
+_TYPE_CODES = {"int": 0, "uint": 1, "bool": 1, "float": 2, "tfloat": 2, "bfloat": 4}
+_FLOAT_TYPE_CODES = {
+    "float8_e4m3fn": 10,
+    "float8_e4m3fnuz": 11,
+    "float8_e5m2": 12,
+    "float8_e5m2fnuz": 13,
+    "float8_e8m0fnu": 14,
+    "float4_e2m1fn": 17,
+    _UNPACKED_FP4: 131,
 }
 
 _PY_TYPES = {builtins.bool: "bool", builtins.int: "int32", builtins.float: "float32"}
@@ -109,6 +123,29 @@ class dtype(str):
 
     def is_float(self):
         return self.startswith(("float", "bfloat", "tfloat"))
+
+    @property
+    def type_code(self):
+        """TVM's type code: 0 int, 1 uint (and bool), 2 float, 4 bfloat16, DLPack's codes
+        of the float8 types and float4_e2m1fn (17), 131 for float4_e2m1_unpacked."""
+        scalar = str(self.with_lanes(1))
+        if scalar in _FLOAT_TYPE_CODES:
+            return _FLOAT_TYPE_CODES[scalar]
+        for prefix in ("bfloat", "tfloat", "float", "uint", "int", "bool"):
+            if scalar.startswith(prefix):
+                return _TYPE_CODES[prefix]
+        return 3  # handle
+
+    def is_float4_e2m1fn(self):
+        """Packed fp4: two values a byte (any lanes: float4_e2m1fnx2 too)."""
+        return str(self.with_lanes(1)) == "float4_e2m1fn"
+
+    def is_float4_e2m1_unpacked(self):
+        """TileLang's sm_100 shared-memory tag: one fp4 value a byte slot."""
+        return str(self) == _UNPACKED_FP4
+
+    def is_float4(self):
+        return self.is_float4_e2m1fn() or self.is_float4_e2m1_unpacked()
 
     def is_int(self):
         return self.startswith(("int", "uint"))
@@ -215,11 +252,26 @@ def lookup(name):
     if name in DTYPES:
         return DTYPES[name]
     base, sep, lanes = name.rpartition("x")
-    if sep and lanes.isdigit() and (base in DTYPES):
+    if sep and lanes.isdigit() and (base in DTYPES) and DTYPES[base] != _UNPACKED_FP4:
         made = DTYPES[base].with_lanes(builtins.int(lanes))
         DTYPES[name] = made
         return made
     return None
+
+
+def is_float4_e2m1fn(value):
+    """Whether `value` names packed fp4 (float4_e2m1fn, any lanes)."""
+    return dtype(value).is_float4_e2m1fn()
+
+
+def is_float4_e2m1_unpacked(value):
+    """Whether `value` names float4_e2m1_unpacked (TileLang's sm_100 shared-memory tag)."""
+    return dtype(value).is_float4_e2m1_unpacked()
+
+
+def is_float4(value):
+    """Whether `value` names either fp4 variant."""
+    return dtype(value).is_float4()
 
 
 def is_dtype_like(value):
@@ -269,7 +321,7 @@ def _every_dtype_name():
     vectors of 2 to 64 lanes of the integer and floating types of 8 bits or more."""
     names = list(DTYPES)
     for name in SCALAR_NAMES:
-        if name != "bool" and DTYPES[name].bits >= 8:
+        if name not in ("bool", _UNPACKED_FP4) and DTYPES[name].bits >= 8:
             names += [f"{name}x{lanes}" for lanes in (2, 4, 8, 16, 32, 64)]
     return names
 

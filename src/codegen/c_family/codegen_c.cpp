@@ -62,6 +62,12 @@ std::string CodeGenC::type_name(DataType t) {
       return "tl::int4_t";
     case ScalarType::Float4E2M1FN:
       return "tl::float4_e2m1fn_t";
+    case ScalarType::Float4E2M1Unpacked:
+      throw_user_error(statement_span_,
+                       str_cat("dtype float4_e2m1_unpacked (", t.name(),
+                               ") is TileLang's tag for the shared-memory layout sm_100's TMA unpacks fp4 into for "
+                               "tcgen05 gemms, which the targets here (cpu, cuda sm_80 to sm_90a, metal) do not "
+                               "have; use float4_e2m1fn (packed two a byte) for fp4 buffers"));
   }
   TL_UNREACHABLE("unknown scalar type");
 }

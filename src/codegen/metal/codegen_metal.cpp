@@ -150,6 +150,8 @@ class CodeGenMetal : public CodeGenC {
       case ScalarType::Float8E8M0FNU:
       case ScalarType::Float4E2M1FN:
         throw_user_error(statement_span_, str_cat("dtype ", t.name(), " is not supported on Metal; use float16"));
+      case ScalarType::Float4E2M1Unpacked:
+        return CodeGenC::type_name(t);  // refused by name there
       case ScalarType::Int4:
         throw_user_error(statement_span_, "dtype int4 is not supported on Metal; use int8");
       default:

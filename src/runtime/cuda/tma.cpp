@@ -67,6 +67,7 @@ int tma_dtype(ScalarType t) {
     case ScalarType::Bool:  // sub-byte and non-data types: no TMA element type
     case ScalarType::Int4:
     case ScalarType::Float4E2M1FN:
+    case ScalarType::Float4E2M1Unpacked:  // sm_100's unpacking TMA only
     case ScalarType::Handle:
     case ScalarType::Void:
       return kNone;
