@@ -17,6 +17,17 @@ enum class TargetKind { CPU, CUDA, Metal };
 // The oldest CUDA compute capability the code generator supports (sm_80).
 constexpr int kMinSmVersion = 80;
 
+// Hardware constants of the CUDA targets that passes plan with, named once.
+// Hopper's warpgroup: the four warps that issue a wgmma together, and the producer of
+// a warp-specialized pipeline.
+constexpr int64_t kWarpGroupThreads = 128;
+// The most threads of a CUDA block (all dimensions together).
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+// TMA's largest box extent along one dimension (cuTensorMapEncodeTiled's boxDim).
+constexpr int64_t kTmaMaxBox = 256;
+// The register file of one SM, in 32-bit registers: the pool setmaxnreg redistributes.
+constexpr int64_t kRegistersPerSm = 65536;
+
 struct Target {
   TargetKind kind = TargetKind::CPU;
   std::string arch;            // "sm_90a" for CUDA; empty for the CPU

@@ -531,7 +531,8 @@ class Collector : public IRVisitor {
     const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
     DataType in = a.buffer->dtype;
     bool half = in == dtype::Float16 || in == dtype::BFloat16;
-    if (a_.threads % 128 != 0) return str_cat("the block's ", a_.threads, " threads are not whole warpgroups of 128");
+    if (a_.threads % kWarpGroupThreads != 0)
+      return str_cat("the block's ", a_.threads, " threads are not whole warpgroups of ", kWarpGroupThreads);
     int64_t inst_k = 32 / elem_bytes(in);
     if (kk % inst_k != 0)
       return str_cat("K = ", kk, " is not a multiple of ", inst_k, " (32 bytes of ", in.name(), ")");
@@ -552,7 +553,7 @@ class Collector : public IRVisitor {
     int64_t b_row = 128;
     while (b_row > 32 && (n * elem_bytes(in)) % b_row != 0) b_row /= 2;
     int64_t b_width = b_row / elem_bytes(in);
-    int64_t groups = a_.threads / 128;
+    int64_t groups = a_.threads / kWarpGroupThreads;
     auto fits = [&](int64_t wg_m) {
       if (groups % wg_m != 0 || m % (64 * wg_m) != 0) return false;
       int64_t wg_n = groups / wg_m;

@@ -736,7 +736,7 @@ class Pipeliner : public IRMutator {
           for (BufKey x : groups[g].tiles) generic[g] = generic[g] || t.count(x);
       }
     for (size_t g = 0; g < groups.size(); ++g)
-      groups[g].per_warpgroup = ws && !generic[g] && launch_->threads[0] % 128 == 0;
+      groups[g].per_warpgroup = ws && !generic[g] && launch_->threads[0] % kWarpGroupThreads == 0;
     // The consumers' release of group g's version of iteration `done` (counted over
     // the rounds): a multicast tile goes back to every block that writes into it.
     auto release_of = [&](size_t g, const Expr& done) {
@@ -1067,7 +1067,9 @@ class Pipeliner : public IRMutator {
   // along threadIdx.x with room for one more, that places no warpgroups itself
   // (T.ws). Returns the loop and the persistent loop around it, if any.
   std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* op) const {
-    if (op->threads.size() != 1 || op->threads[0] % 128 != 0 || op->threads[0] + 128 > 1024) return {};
+    if (op->threads.size() != 1 || op->threads[0] % kWarpGroupThreads != 0 ||
+        op->threads[0] + kWarpGroupThreads > kMaxThreadsPerBlock)
+      return {};
     struct HasWarpGroups : IRVisitor {
       bool found = false;
       using IRVisitor::visit;
@@ -1380,7 +1382,7 @@ class Pipeliner : public IRMutator {
     std::vector<Expr> map{int_imm(param), int_imm(swizzle), int_imm(int64_t(dynamic))};
     for (int d = rank - 1; d >= 0; --d) {
       int64_t box = d == rank - 1 ? out.block_cols : ext[d];
-      if (box > 256) return std::nullopt;
+      if (box > kTmaMaxBox) return std::nullopt;
       map.push_back(int_imm(box));
     }
     out.map = call_extern(dtype::Handle, kTmaMapCall, map);

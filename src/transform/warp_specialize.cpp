@@ -41,11 +41,11 @@ namespace {
 // the block's pool stays within what it was given.
 constexpr int64_t kProducerRegs = 24;  // the least setmaxnreg allows: the producer only issues TMA copies
 int64_t launch_regs(int64_t threads) {
-  return std::min<int64_t>(65536 / threads / 8 * 8, 248);
+  return std::min<int64_t>(kRegistersPerSm / threads / 8 * 8, 248);
 }
 int64_t consumer_regs(int64_t consumers) {
-  int64_t total = launch_regs(consumers + 128) * (consumers + 128);
-  return std::min<int64_t>((total - kProducerRegs * 128) / consumers / 8 * 8, 240);
+  int64_t total = launch_regs(consumers + kWarpGroupThreads) * (consumers + kWarpGroupThreads);
+  return std::min<int64_t>((total - kProducerRegs * kWarpGroupThreads) / consumers / 8 * 8, 240);
 }
 
 // Takes the marked pipeline out of the kernel body: the body with the mark
@@ -130,7 +130,7 @@ class Split : public IRMutator {
     // With whole warps of consumers the warpgroups' branches test the rank of the
     // warp's lane 0: the same outcome, and nvcc then knows the branch is warp-uniform.
     Expr warp_rank = t % 32 == 0 ? call_extern(dtype::Int32, "tl::warp_leader_rank", {rank}) : rank;
-    int64_t regs = launch_regs(t + 128), up = consumer_regs(t);
+    int64_t regs = launch_regs(t + kWarpGroupThreads), up = consumer_regs(t);
     // T.disable_warp_group_reg_alloc: every warpgroup keeps the registers it launched with.
     const bool keep_regs = calls_extern(op->body, "tl::no_setmaxnreg");
     std::vector<Stmt> cons, prod;
@@ -148,13 +148,15 @@ class Split : public IRMutator {
         barrier(BarrierKind::Threads),
         multicast ? cluster_sync : seq({}),
         attr_stmt(kWarpGroupAttr, std::vector<int64_t>{0, t}, if_then_else(lt(warp_rank, int_imm(t)), seq(cons))),
-        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, 128}, if_then_else(ge(warp_rank, int_imm(t)), seq(prod))),
+        attr_stmt(kWarpGroupAttr, std::vector<int64_t>{t, kWarpGroupThreads},
+                  if_then_else(ge(warp_rank, int_imm(t)), seq(prod))),
     });
     for (const Buffer& b : take.barriers) body = allocate(b, body);
     for (const Buffer& b : shared.buffers) body = allocate(b, body);
     body = attr_stmt(kAutoWarpSpecializedAttr, int64_t(1), body);
-    auto n = std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars,
-                                                std::vector<int64_t>{t + 128}, body, op->prelude, op->cluster);
+    auto n =
+        std::make_shared<KernelLaunchNode>(op->block_vars, op->grid, op->thread_vars,
+                                           std::vector<int64_t>{t + kWarpGroupThreads}, body, op->prelude, op->cluster);
     n->span = op->span;
     return Stmt(std::move(n));
   }
