@@ -132,6 +132,18 @@ TL_UNARY_MATH(atan, std::atan(x))
 TL_UNARY_MATH(asinh, std::asinh(x))
 TL_UNARY_MATH(acosh, std::acosh(x))
 TL_UNARY_MATH(atanh, std::atanh(x))
+// TileLang's fast-math names (T.__exp ... T.fast_rcp): the GPU's approximations have no
+// cheaper CPU counterpart worth their error, so the cpu target computes the precise
+// functions.
+TL_UNARY_MATH(fast_exp, exp(x))
+TL_UNARY_MATH(fast_exp10, exp10(x))
+TL_UNARY_MATH(fast_log, log(x))
+TL_UNARY_MATH(fast_log2, log2(x))
+TL_UNARY_MATH(fast_log10, log10(x))
+TL_UNARY_MATH(fast_sin, sin(x))
+TL_UNARY_MATH(fast_cos, cos(x))
+TL_UNARY_MATH(fast_tan, tan(x))
+TL_UNARY_MATH(fast_rcp, decltype(x)(1) / x)
 #undef TL_UNARY_MATH
 inline float pow(float a, float b) {
   return std::pow(a, b);

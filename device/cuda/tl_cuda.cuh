@@ -424,6 +424,43 @@ TL_UNARY_MATH(asinh, asinhf(x), ::asinh(x))
 TL_UNARY_MATH(acosh, acoshf(x), ::acosh(x))
 TL_UNARY_MATH(atanh, atanhf(x), ::atanh(x))
 #undef TL_UNARY_MATH
+// T.__exp, __exp10, __log, __log2, __log10, __sin, __cos, __tan, TileLang's fast-math
+// names, as TileLang's CUDA code computes them: float calls CUDA's intrinsics (__expf
+// ...) by name; float16 and bfloat16 call these, which round the float intrinsic's result
+// (CUDA's hexp ... for __half do the same with a correction of some ties); __tan of a
+// 16-bit value and T.tan of one are tanf rounded, as TileLang's htan. float64 computes
+// the precise functions. The emulation's intrinsics are device/emu/fast_math_emu.h.
+#define TL_HALF_FAST_MATH(name, f32)        \
+  TL_DEVICE half_t name(half_t x) {         \
+    return half_t(f32(float(x)));           \
+  }                                         \
+  TL_DEVICE bfloat16_t name(bfloat16_t x) { \
+    return bfloat16_t(f32(float(x)));       \
+  }
+TL_HALF_FAST_MATH(hexp, __expf)
+TL_HALF_FAST_MATH(hexp10, __exp10f)
+TL_HALF_FAST_MATH(hlog, __logf)
+TL_HALF_FAST_MATH(hlog2, __log2f)
+TL_HALF_FAST_MATH(hlog10, __log10f)
+TL_HALF_FAST_MATH(hsin, __sinf)
+TL_HALF_FAST_MATH(hcos, __cosf)
+TL_HALF_FAST_MATH(htan, tanf)
+#undef TL_HALF_FAST_MATH
+
+// T.fast_rcp: rcp.approx.ftz.f32 (TileLang's tl::fast_rcp); float64 divides.
+TL_DEVICE float fast_rcp(float x) {
+#ifdef TL_EMULATE
+  return emu::rcp_approx(x);
+#else
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
+}
+TL_DEVICE double fast_rcp(double x) {
+  return 1.0 / x;
+}
+
 TL_DEVICE float pow(float a, float b) {
   return powf(a, b);
 }

@@ -210,3 +210,7 @@ inline double rsqrt(double x) {
   fflush(stdout);
   abort();
 }
+
+// __expf, __logf, __sinf ... and rcp.approx: the fast-math intrinsics, last, as macros
+// (see the header).
+#include "fast_math_emu.h"

@@ -5,7 +5,8 @@ kernel it returns takes the tests' numpy arrays, runs on CUDA tensors holding th
 values and copies every array back (outputs come back as numpy arrays). What the
 emulator was trusted for (the e8m0 round-up, T.round's halves, named-barrier
 hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions and
-scans of views, T.assume's promises and checks) is then what the hardware does."""
+scans of views, T.assume's promises and checks, the fast-math intrinsics' error within
+CUDA's documented bounds) is then what the hardware does."""
 
 import pathlib
 import sys
@@ -23,6 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 import test_assume
 import test_ast_rewrite
 import test_e8m0_rounding
+import test_fast_math_intrinsics as fast_math
 import test_math
 import test_reshape_view
 import test_thread_level_semantics as tls
@@ -137,3 +139,17 @@ def test_reduce_of_a_one_row_view():
 def test_assume_promises_and_checks():
     test_assume.test_a_kept_promise_gives_the_same_result(SM80)
     test_assume.test_a_promise_over_sizes_is_checked_at_every_call(SM80)
+
+
+def test_fast_math_within_cudas_bounds():
+    fast_math.test_exp_within_cudas_bound()
+    for case in (
+        ("__log", np.log, 2**-21.41, 3),
+        ("__log2", np.log2, 2**-22, 2),
+        ("__log10", np.log10, 2**-24, 3),
+    ):
+        fast_math.test_logarithms_within_cudas_bound(*case)
+    fast_math.test_sin_cos_tan_within_cudas_bound()
+    fast_math.test_fast_rcp_within_one_ulp()
+    for dtype in ("float16", "bfloat16"):
+        fast_math.test_16_bit_is_the_float_intrinsic_rounded(dtype)

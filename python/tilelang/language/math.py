@@ -91,12 +91,15 @@ def _as_float(x):
     return x
 
 
-# ---- fast math: TileLang's names for the GPU's approximate functions. The CPU has no
-# cheaper variants worth their error, so each is the precise function.
+# ---- fast math: TileLang's names for the GPU's approximate functions. On the cuda
+# target they are what TileLang's CUDA code calls (CUDA's __expf ... for float32, the
+# half-style hexp ... for float16 / bfloat16, the precise functions for float64), on
+# Metal MSL's fast:: functions; the cpu target has no cheaper variants worth their error
+# and computes the precise ones.
 _FAST_MATH_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
-def _fast(name, precise, what):
+def _fast(name, what, approximates):
     def fn(x):
         x = to_value(x)
         if isinstance(x, _C.Expr) and x.dtype.name not in _FAST_MATH_DTYPES:
@@ -104,27 +107,30 @@ def _fast(name, precise, what):
                 f"T.{name} only supports floating-point inputs, but got {x.dtype.name} "
                 f"(cast first: T.{name}(T.cast(x, 'float32')))"
             )
-        return precise(x)
+        return _C.call(name, [_as_float(x)])
 
     fn.__name__ = name
-    fn.__doc__ = f"T.{name}(x): {what} (fast-math name; computes the precise T.{precise.__name__})."
+    fn.__doc__ = (
+        f"T.{name}(x): {what}, approximately (CUDA's {approximates} on the GPU; the precise "
+        "function on the cpu target)."
+    )
     return fn
 
 
-__exp = _fast("__exp", exp, "e**x")
-__exp10 = _fast("__exp10", exp10, "10**x")
-__log = _fast("__log", log, "natural logarithm")
-__log2 = _fast("__log2", log2, "base-2 logarithm")
-__log10 = _fast("__log10", log10, "base-10 logarithm")
-__tan = _fast("__tan", tan, "tangent")
-__cos = _fast("__cos", cos, "cosine")
-__sin = _fast("__sin", sin, "sine")
+__exp = _fast("__exp", "e**x", "__expf")
+__exp10 = _fast("__exp10", "10**x", "__exp10f")
+__log = _fast("__log", "natural logarithm", "__logf")
+__log2 = _fast("__log2", "base-2 logarithm", "__log2f")
+__log10 = _fast("__log10", "base-10 logarithm", "__log10f")
+__tan = _fast("__tan", "tangent", "__tanf")
+__cos = _fast("__cos", "cosine", "__cosf")
+__sin = _fast("__sin", "sine", "__sinf")
 
 
 def fast_rcp(x):
-    """T.fast_rcp(x): 1 / x (fast-math name; computes the correctly rounded reciprocal)."""
-    x = _as_float(x)
-    return _C.binary("Div", 1.0, x)
+    """T.fast_rcp(x): 1 / x, approximately (rcp.approx.ftz.f32 for float32 on the GPU,
+    TileLang's tl::fast_rcp; exact division on the cpu target and for float64)."""
+    return _C.call("fast_rcp", [_as_float(x)])
 
 
 # ---- IEEE operations with an explicit rounding mode (TileLang's ieee_* names): "rn"

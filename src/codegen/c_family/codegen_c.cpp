@@ -424,6 +424,31 @@ std::string CodeGenC::print_binary(const BinaryNode* op) {
   return wrap("(" + a + " " + binary_op_symbol(op->op) + " " + b + ")");
 }
 
+const char* fast_math_function(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::FastExp:
+      return "exp";
+    case Intrinsic::FastExp10:
+      return "exp10";
+    case Intrinsic::FastLog:
+      return "log";
+    case Intrinsic::FastLog2:
+      return "log2";
+    case Intrinsic::FastLog10:
+      return "log10";
+    case Intrinsic::FastSin:
+      return "sin";
+    case Intrinsic::FastCos:
+      return "cos";
+    case Intrinsic::FastTan:
+      return "tan";
+    case Intrinsic::FastRcp:
+      return "rcp";
+    default:
+      return nullptr;
+  }
+}
+
 std::string CodeGenC::print_call(const CallNode* op) {
   switch (op->op) {
     case Intrinsic::Extern: {
@@ -463,7 +488,8 @@ std::string CodeGenC::print_call(const CallNode* op) {
   }
   DataType t = op->dtype;
   bool low = t.is_low_precision_float();
-  std::string s = math_prefix() + intrinsic_name(op->op) + "(";
+  const char* fast = fast_math_function(op->op);
+  std::string s = math_prefix() + (fast ? std::string("fast_") + fast : intrinsic_name(op->op)) + "(";
   for (size_t i = 0; i < op->args.size(); ++i) {
     std::string a = print_expr(op->args[i]);
     s += (i ? ", " : "") + (low ? "(float)" + a : a);

@@ -104,4 +104,8 @@ class CodeGenC {
 // define the other two; see device/common/int_div.h).
 bool is_safe_divisor(const Expr& b);
 
+// The function a fast-math intrinsic approximates ("exp" for T.__exp, "rcp" for
+// T.fast_rcp), or nullptr for any other intrinsic. The cpu target prints tl::fast_<it>.
+const char* fast_math_function(Intrinsic op);
+
 }  // namespace tl

@@ -352,7 +352,29 @@ class CodeGenCUDA : public CodeGenC {
     if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kTmaMapCall)
       return str_cat("(&tl_tma_map", tma_index_.at(tma_map_key(c)), ")");
     if (auto name = half_min_max(e)) return *name;
+    if (auto name = fast_math(e)) return *name;
     return CodeGenC::print_expr(e);
+  }
+
+  // TileLang's fast-math names as its CUDA code prints them: CUDA's intrinsics for
+  // float (__expf ...; tl::fast_rcp, rcp.approx), the half-style tl::hexp ... for
+  // float16 / bfloat16 (and tl::htan for T.tan of them too), the precise functions for
+  // float64 (tl_cuda.cuh).
+  std::optional<std::string> fast_math(const Expr& e) {
+    auto* c = e.as<CallNode>();
+    if (!c) return std::nullopt;
+    DataType t = c->dtype;
+    bool half = t == dtype::Float16 || t == dtype::BFloat16;
+    if (c->op == Intrinsic::Tan && half) return "tl::htan(" + print_expr(c->args[0]) + ")";
+    const char* f = fast_math_function(c->op);
+    if (!f || !t.is_scalar()) return std::nullopt;
+    std::string x = print_expr(c->args[0]);
+    bool rcp = c->op == Intrinsic::FastRcp;
+    if (t == dtype::Float64) return str_cat("tl::", rcp ? "fast_rcp" : f, "(", x, ")");
+    if (half && !rcp) return str_cat("tl::h", f, "(", x, ")");
+    std::string fn = rcp ? std::string("tl::fast_rcp") : str_cat("__", f, "f");
+    if (t == dtype::Float32) return fn + "(" + x + ")";
+    return str_cat(type_name(t), "(", fn, "((float)", x, "))");
   }
 
   std::optional<std::string> half_min_max(const Expr& e) {

@@ -361,6 +361,13 @@ class CodeGenMetal : public CodeGenC {
   }
 
   std::optional<std::string> print_call_metal(const CallNode* op) {
+    // TileLang's fast-math names: MSL's fast:: functions (float only).
+    if (const char* f = fast_math_function(op->op)) {
+      std::string x = "(float)" + print_expr(op->args[0]);
+      std::string s =
+          op->op == Intrinsic::FastRcp ? "fast::divide(1.0f, " + x + ")" : str_cat("fast::", f, "(", x, ")");
+      return op->dtype == dtype::Float32 ? s : type_name(op->dtype) + "(" + s + ")";
+    }
     switch (op->op) {
       case Intrinsic::Extern:
         return print_extern(op);
