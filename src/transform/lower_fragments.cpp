@@ -1354,9 +1354,11 @@ class Lowerer : public IRMutator {
 
   // The widest run (<= `run` elements along the last dim) that region `mem` can move
   // as one aligned vector.
-  static int64_t vector_width(const BufferRegion& mem, int64_t run, int64_t bytes) {
-    // Packed sub-byte elements have no address of their own: element by element.
-    if (run <= 1 || is_const_one(mem.ranges.back().extent) || mem.buffer->dtype.is_sub_byte()) return 1;
+  // Packed sub-byte elements (float4_e2m1fn, int4) move element by element, except
+  // between two packed buffers of one dtype (`packed`): a run of w elements from an
+  // even one on is w / 2 whole bytes (lower_mem_copy).
+  static int64_t vector_width(const BufferRegion& mem, int64_t run, int64_t bytes, bool packed = false) {
+    if (run <= 1 || is_const_one(mem.ranges.back().extent) || (mem.buffer->dtype.is_sub_byte() && !packed)) return 1;
     auto strides = mem.buffer.effective_strides();
     if (!is_const_one(strides.back())) return 1;
     int64_t w = std::min<int64_t>(run, 16 / bytes);
@@ -1394,9 +1396,13 @@ class Lowerer : public IRMutator {
     int64_t cols = ext.back(), rows = 1;
     for (size_t i = 0; i + 1 < ext.size(); ++i) rows *= ext[i];
     int64_t sb = elem_bytes(s.buffer->dtype), db = elem_bytes(d.buffer->dtype);
-    int64_t w = std::min(vector_width(s, cols, sb), vector_width(d, cols, db));
+    // Two packed buffers of one dtype move whole bytes: runs of an even number of
+    // elements that start at an even one (vector_width's divisibility proves both).
+    const bool packed = s.buffer->dtype.is_sub_byte() && s.buffer->dtype == d.buffer->dtype;
+    int64_t w = std::min(vector_width(s, cols, sb, packed), vector_width(d, cols, db, packed));
     while (w > 1 && (w * std::max(sb, db) > 16 || cols % w != 0)) w /= 2;
-    bool async = attr_int(op->attrs, kAsyncCopyAttr, 0) && s.buffer->scope == Scope::Global &&
+    if (packed && w % 2 != 0) w = 1;  // an odd run ends inside a byte
+    bool async = !packed && attr_int(op->attrs, kAsyncCopyAttr, 0) && s.buffer->scope == Scope::Global &&
                  d.buffer->scope != Scope::Global && s.buffer->dtype == d.buffer->dtype &&
                  (w * sb == 4 || w * sb == 8 || w * sb == 16);
     // cp.async pads with zero bytes: only right when the padding value is 0.
@@ -1447,7 +1453,9 @@ class Lowerer : public IRMutator {
       if (w == 1) {
         body = scalar;
       } else {
-        Stmt vec = evaluate(call_extern(dtype::Void, str_cat("tl::copy_vec<", w, ">"), {dst_ptr, src_ptr}));
+        // A packed element's address is its byte's (codegen_c.cpp): w elements are w / 2 bytes.
+        Stmt vec =
+            evaluate(call_extern(dtype::Void, str_cat("tl::copy_vec<", packed ? w / 2 : w, ">"), {dst_ptr, src_ptr}));
         Expr ok = logical_and(ok_s, ok_d);
         body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);
       }

@@ -331,17 +331,43 @@ def test_odd_last_dim_takes_rounded_up_bytes():
         kernel(np.zeros((2, 2), np.uint8), np.zeros((2, 5), np.float32))
 
 
-def test_address_of_a_packed_element_is_refused():
+@pytest.mark.parametrize("target", TARGETS)
+def test_address_of_a_packed_element_is_its_byte(target):
+    # As in TileLang: T.address_of(A[i]) of a packed buffer points at the byte that
+    # holds element i (byte i // 2).
     @T.prim_func
-    def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((1,), T.int64)):
+    def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((4,), T.int64)):
         with T.Kernel(1, threads=1):
-            B[0] = T.reinterpret(T.address_of(A[2]), T.int64)
+            base = T.reinterpret(T.address_of(A[0]), T.int64)
+            for k in T.serial(4):
+                B[k] = T.reinterpret(T.address_of(A[k * 2 + k % 2]), T.int64) - base
 
-    with pytest.raises(
-        tilelang.TileLangError,
-        match=r"the address of an element of 'A' \(float4_e2m1fn\) was asked",
-    ):
-        tilelang.compile(main, target="cpu")
+    b = np.zeros(4, np.int64)
+    tilelang.compile(main, target=target)(np.zeros(4, np.uint8), b)
+    np.testing.assert_array_equal(b, [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_ragged_tiles_move_whole_bytes(target):
+    # T.copy between packed buffers of one dtype moves whole bytes where a run of
+    # elements starts even and lies in bounds (vectors on the GPU), element by element
+    # at the edges of a (40, 50) matrix cut into (16, 32) tiles.
+    M, N = 40, 50
+
+    @T.prim_func
+    def move(A: T.Tensor((M, N), T.float4_e2m1fn), B: T.Tensor((M, N), T.float4_e2m1fn)):
+        with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 16), threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), T.float4_e2m1fn)
+            T.copy(A[by * 16, bx * 32], S)
+            T.copy(S, B[by * 16, bx * 32])
+
+    a = rng.integers(0, 256, (M, N // 2)).astype(np.uint8)
+    b = np.zeros((M, N // 2), np.uint8)
+    kernel = tilelang.compile(move, target=target)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a)
+    if target != "cpu":
+        assert "tl::copy_vec<" in kernel.get_kernel_source()
 
 
 def test_metal_refuses_fp4_by_name():

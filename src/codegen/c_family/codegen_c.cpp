@@ -463,12 +463,9 @@ std::string CodeGenC::print_call(const CallNode* op) {
     case Intrinsic::AddressOf: {
       auto* load = op->args[0].as<BufferLoadNode>();
       TL_ICHECK(load, "address_of needs a buffer load");
+      // A packed element's address is that of the byte that holds it, as in TileLang.
       if (load->buffer->dtype.is_sub_byte())
-        throw_user_error(
-            load->span.defined() ? load->span : statement_span_,
-            str_cat("the address of an element of '", load->buffer->name, "' (", load->buffer->dtype.name(),
-                    ") was asked for, but its elements are packed two a byte and have no address of "
-                    "their own; read and write them by index"));
+        return "(" + name_of(load->buffer) + " + ((" + flat_offset(load->buffer, load->indices) + ") >> 1))";
       return "(&" + name_of(load->buffer) + "[" + flat_offset(load->buffer, load->indices) + "])";
     }
     case Intrinsic::IsNan:
