@@ -370,6 +370,38 @@ def test_ragged_tiles_move_whole_bytes(target):
         assert "tl::copy_vec<" in kernel.get_kernel_source()
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_views_between_packed_elements_and_bytes(target):
+    # A shared fp4 tile written by element and copied out as its bytes (T.view as uint8,
+    # TileLang's fp4 quantization pattern), and a thread's byte registers read as fp4.
+    @T.prim_func
+    def main(
+        A: T.Tensor((16, 64), T.float32),
+        B: T.Tensor((16, 32), T.uint8),
+        C: T.Tensor((16, 8), T.float32),
+    ):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((16, 64), T.float4_e2m1fn)
+            for i, j in T.Parallel(16, 64):
+                S[i, j] = T.cast(A[i, j], T.float4_e2m1fn)
+            U = T.view(S, (16, 32), dtype=T.uint8)
+            T.copy(U, B)
+            R = T.alloc_local((4,), T.uint8)
+            F = T.view(R, (8,), dtype=T.float4_e2m1fn)
+            for i in T.Parallel(16):
+                for k in T.serial(4):
+                    R[k] = U[i, k]
+                for k in T.serial(8):
+                    C[i, k] = T.cast(F[k], T.float32)
+
+    a = rng.uniform(-7, 7, (16, 64)).astype(np.float32)
+    b, c = np.zeros((16, 32), np.uint8), np.zeros((16, 8), np.float32)
+    tilelang.compile(main, target=target)(a, b, c)
+    codes = np.array([fp4_code(v) for v in a.reshape(-1)], np.uint8).reshape(16, 64)
+    np.testing.assert_array_equal(b, pack(codes.reshape(-1)).reshape(16, 32))
+    np.testing.assert_array_equal(c, VALUES[codes[:, :8]])
+
+
 def test_metal_refuses_fp4_by_name():
     @T.prim_func
     def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((8,), T.float32)):

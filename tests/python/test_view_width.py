@@ -307,11 +307,11 @@ ERRORS = {
             r"float32 element holds 2 float16 elements"
         ),
     ),
-    "sub_byte": (
-        lambda A, C: T.view(A, shape=[256], dtype="int4"),
+    "bool_dtype": (
+        lambda A, C: T.view(A, shape=[128], dtype="bool"),
         (
-            r"T.view dtype: a view of another width needs scalar dtypes of 8, 16, 32 or 64 bits on "
-            r"both sides, but the view has int4"
+            r"T.view dtype: a view of another width needs scalar dtypes of 4, 8, 16, 32 or 64 bits "
+            r"on both sides, but the view has bool"
         ),
     ),
     "gemm": (

@@ -52,8 +52,16 @@ def _bits(dt):
 
 
 def _word(bits):
-    """The unsigned integer dtype of `bits` bits: the carrier of a reinterpretation."""
-    return make_dtype(f"uint{bits}")
+    """The integer dtype of `bits` bits that carries a reinterpretation: unsigned, or int4
+    for packed 4-bit elements (widened, its sign bits are masked off: _low_bits)."""
+    return make_dtype("int4" if bits == 4 else f"uint{bits}")
+
+
+def _low_bits(value, bits, word):
+    """`value` (of integer dtype `word`) with all but its low `bits` bits cleared."""
+    if _bits(make_dtype(word)) <= bits:
+        return value
+    return _C.binary("BitAnd", value, _C.const((1 << bits) - 1, word))
 
 
 # Buffers a single thread owns: a store that rewrites part of an element races with nobody.
@@ -178,7 +186,7 @@ class BufferView:
         bits = None
         for k in range(self.parts):
             part = _C.reinterpret(self._load_base(first + k), _word(wb))
-            part = _C.cast(part, word)
+            part = _low_bits(_C.cast(part, word), wb, word)
             if k:
                 part = _C.binary("Shl", part, _C.const(k * wb, word))
             bits = part if bits is None else _C.binary("BitOr", bits, part)
@@ -226,7 +234,7 @@ class BufferView:
         mask = _C.binary("Shl", _C.const((1 << wv) - 1, word), shift)
         old = _C.reinterpret(_C.buffer_load(self.base.handle, at), word)
         kept = _C.binary("BitAnd", old, _C.binary("BitXor", mask, _C.max_value(word)))
-        new = _C.binary("Shl", _C.cast(bits, word), shift)
+        new = _C.binary("Shl", _low_bits(_C.cast(bits, word), wv, word), shift)
         merged = _C.reinterpret(_C.binary("BitOr", kept, new), self.base.dtype)
         ctx.builder.store(self.base.handle, at, merged)
 
@@ -357,7 +365,7 @@ def _reshaped(src, shape, dt, what):
 
 
 def _reinterpretable(dt):
-    return dt.lanes == 1 and dt.bits in (8, 16, 32, 64) and str(dt) != "bool"
+    return dt.lanes == 1 and dt.bits in (4, 8, 16, 32, 64) and str(dt) != "bool"
 
 
 def _check_width_change(src, shape, dt, what):
@@ -374,8 +382,8 @@ def _check_width_change(src, shape, dt, what):
     for t, who in ((src.dtype, f"'{src.name}'"), (dt, "the view")):
         if not _reinterpretable(t):
             raise frontend_error(
-                f"{what} dtype: a view of another width needs scalar dtypes of 8, 16, 32 or "
-                f"64 bits on both sides, but {who} has {t}; view '{src.name}' ({src.dtype}) as "
+                f"{what} dtype: a view of another width needs scalar dtypes of 4, 8, 16, 32 "
+                f"or 64 bits on both sides, but {who} has {t}; view '{src.name}' ({src.dtype}) as "
                 f"such a dtype"
             )
     count, have = const_int(_product(shape)), const_int(_product(src.shape))
