@@ -1,8 +1,9 @@
 """Tests of tests/python that check a CUDA code path in the emulator, run unchanged on a
 real GPU: `tilelang.compile` is wrapped so that an emulated CUDA target
 ("cuda -arch=sm_80 -emulate") compiles for the GPU ("cuda -arch=sm_80"), and the
-kernel it returns takes the tests' numpy arrays, runs on CUDA tensors holding the same
-values and copies every array back (outputs come back as numpy arrays). What the
+kernel it returns takes the tests' numpy arrays and torch CPU tensors, runs on CUDA
+tensors holding the same values and copies every argument back (outputs come back as
+numpy arrays, or torch CPU tensors when the inputs were torch). What the
 emulator was trusted for (the e8m0 round-up, T.round's halves, named-barrier
 hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions and
 scans of views, T.assume's promises and checks, the fast-math intrinsics' error within
@@ -25,6 +26,7 @@ import test_assume
 import test_ast_rewrite
 import test_e8m0_rounding
 import test_fast_math_intrinsics as fast_math
+import test_float4
 import test_math
 import test_reshape_view
 import test_thread_level_semantics as tls
@@ -66,16 +68,29 @@ class OnGpu:
         return getattr(self.kernel, name)
 
     def __call__(self, *args):
-        moved = [to_gpu(a) if isinstance(a, np.ndarray) else a for a in args]
+        def on_host(a):
+            return isinstance(a, torch.Tensor) and a.device.type == "cpu"
+
+        moved = [
+            to_gpu(a) if isinstance(a, np.ndarray) else a.cuda() if on_host(a) else a for a in args
+        ]
         out = self.kernel(*moved)
         torch.cuda.synchronize()
         for a, t in zip(args, moved):
             if isinstance(a, np.ndarray):
                 a[...] = to_numpy(t)
+            elif on_host(a):
+                a.copy_(t.cpu())
+        # Outputs come back as the tests' inputs were: torch CPU tensors for torch inputs.
+        torch_in = any(on_host(a) for a in args)
+
+        def back(o):
+            return o.cpu() if torch_in else to_numpy(o)
+
         if isinstance(out, torch.Tensor):
-            return to_numpy(out)
+            return back(out)
         if isinstance(out, (list, tuple)):
-            return type(out)(to_numpy(o) if isinstance(o, torch.Tensor) else o for o in out)
+            return type(out)(back(o) if isinstance(o, torch.Tensor) else o for o in out)
         return out
 
 
@@ -153,3 +168,23 @@ def test_fast_math_within_cudas_bounds():
     fast_math.test_fast_rcp_within_one_ulp()
     for dtype in ("float16", "bfloat16"):
         fast_math.test_16_bit_is_the_float_intrinsic_rounded(dtype)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_float4_conversions_every_code(target):
+    for out in ("float32", "float16", "bfloat16"):
+        test_float4.test_every_code_to_float(target, out)
+    for src in ("float32", "float16", "bfloat16", "float64"):
+        test_float4.test_every_code_from_float(target, src)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_float4_packed_memory_and_gemm(target):
+    for n in (1, 7, 33):
+        test_float4.test_odd_counts_through_shared_and_registers(target, n)
+    test_float4.test_tiles_of_packed_rows(target)
+    test_float4.test_gemm_of_fp4_tiles(target)
+
+
+def test_int4_round_trip():
+    test_float4.test_int4_round_trip(SM80)
