@@ -163,6 +163,7 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
        << device << ", strides " << shape_str(p.buffer.effective_strides())
        << (sig.writes(i) ? ", writable" : ", may be read-only");
     if (int align = target.tensor_base_alignment()) os << ", data " << align << "-byte aligned";
+    if (p.buffer->dtype.is_sub_byte()) os << "  # passed as bytes, two elements a byte along the last dimension";
     os << "\n";
   }
   for (const Var& v : sig.dynamic_vars) {

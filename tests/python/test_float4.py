@@ -274,6 +274,10 @@ def copy_rows():
 
 
 def test_symbolic_rows_bind_from_bytes(copy_rows):
+    assert (
+        "float4_e2m1fn(n, 6) on cpu, strides (6, 1), may be read-only  # passed as bytes, two elements a byte "
+        in (copy_rows.get_host_source())
+    )
     codes = rng.integers(0, 16, (4, 6)).astype(np.uint8)
     a = pack(codes.reshape(-1)).reshape(4, 3)
     b = np.zeros((4, 6), np.float32)
