@@ -456,3 +456,15 @@ def test_unpacked_fp4_is_a_dtype_kernels_refuse():
             with T.Kernel(1, threads=128):
                 A_shared = T.alloc_shared((32, 64), T.float4_e2m1_unpacked)
                 T.copy(A[0, 0], A_shared)
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"T.tma_copy into 'A_shared' \(custom\[float4_e2m1_unpacked\]8\) would unpack fp4 as sm_100's TMA does",
+    ):
+
+        @T.prim_func
+        def tma_unpack(A: T.Tensor((64, 128), T.float4_e2m1fn)):
+            with T.Kernel(1, threads=128):
+                A_shared = T.alloc_shared((32, 64), T.float4_e2m1_unpacked)
+                mbar = T.alloc_barrier(128)
+                T.tma_copy(A[0:32, 0:64], A_shared, barrier=mbar)

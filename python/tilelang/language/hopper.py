@@ -267,6 +267,11 @@ def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None, 
         )
     if s_ext is None and d_ext is None:
         raise frontend_error(f"{what} copies a tile: give a slice or a whole buffer on one side")
+    if d_buf.dtype == "float4_e2m1_unpacked":
+        raise frontend_error(
+            f"{what} into '{d_buf.name}' ({d_buf.dtype}) would unpack fp4 as sm_100's TMA does "
+            "(float4_e2m1_unpacked), which no target here has; keep the shared tile float4_e2m1fn"
+        )
     attrs = _copy_attrs(None, False, eviction_policy, annotations)
     if cluster_mask is not None:
         attrs["cluster_mask"] = cluster_mask
