@@ -199,6 +199,8 @@ void bind_runtime(nb::module_& m) {
     return t;
   });
   m.def("present_gpu_arch", &present_gpu_arch);
+  m.def("cuda_device_count", &cuda_device_count);
+  m.def("cuda_device_attribute", &cuda_device_attribute, nb::arg("attribute"), nb::arg("device") = 0);
   m.def("host_compiler_is_gcc", &host_compiler_is_gcc);  // g++ gets precompiled headers (runtime/cpu/prelude_entry.h)
   // What `python -m tilelang doctor` reports, from the functions compiling uses.
   m.def("core_version", [] { return std::string(TL_VERSION); });

@@ -170,3 +170,13 @@ def test_kernel_for_a_newer_arch_is_a_clear_error():
         Exception, match=rf"built for sm_100.*cannot run on this GPU \(sm_{major}{minor}\)"
     ):
         k(a, a)
+
+
+def test_the_core_answers_device_questions():
+    """tilelang.utils.target asks the core's driver (one libcuda load per process)."""
+    from tilelang.utils.target import cuda_device_attribute, has_cuda_device
+
+    assert has_cuda_device()
+    major, minor = torch.cuda.get_device_capability(0)
+    assert (cuda_device_attribute(75), cuda_device_attribute(76)) == (major, minor)
+    assert cuda_device_attribute(75, device=torch.cuda.device_count()) is None

@@ -1,7 +1,6 @@
 """Turns the `target=` argument users pass (a string, a dict, or "auto") into the one
 canonical target string the C++ core understands."""
 
-import ctypes
 import functools
 import json
 import os
@@ -11,29 +10,24 @@ _CPU_ALIASES = {"cpu", "c", "llvm"}
 _KINDS = {"cpu", "cuda", "metal"}
 
 
+# The CUDA driver is loaded and asked by the core (src/runtime/cuda/cuda_api.cpp), once
+# per process, whether a kernel or these questions come first.
+
+
 @functools.lru_cache(maxsize=1)
 def has_cuda_device():
     """True when the CUDA driver loads and reports at least one device (no torch needed)."""
-    try:
-        driver = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int(0)
-    if driver.cuInit(0) != 0:
-        return False
-    return driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    from tilelang import _native
+
+    return _native.load().cuda_device_count() > 0
 
 
 def cuda_device_attribute(attribute, device=0):
     """The CUDA driver's value of attribute number `attribute` (a CUdevice_attribute)
     for GPU `device`, or None without a driver or that device."""
-    if not has_cuda_device():
-        return None
-    value = ctypes.c_int(0)
-    driver = ctypes.CDLL("libcuda.so.1")
-    if driver.cuDeviceGetAttribute(ctypes.byref(value), int(attribute), int(device)) != 0:
-        return None
-    return value.value
+    from tilelang import _native
+
+    return _native.load().cuda_device_attribute(int(attribute), int(device))
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,12 +50,9 @@ def hopper_target():
     "cuda -arch=sm_90a" when the default target is CUDA on a GPU of compute capability
     9.x, else the CUDA emulator of sm_90a ("cuda -arch=sm_90a -emulate"), which runs the
     same generated CUDA on the CPU."""
-    if determine_target("auto") == "cuda" and has_cuda_device():
-        major = ctypes.c_int(0)
-        driver = ctypes.CDLL("libcuda.so.1")
-        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR (75) of device 0
-        if driver.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) == 0 and major.value == 9:
-            return "cuda -arch=sm_90a"
+    # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR (75) of device 0
+    if determine_target("auto") == "cuda" and has_cuda_device() and cuda_device_attribute(75) == 9:
+        return "cuda -arch=sm_90a"
     return "cuda -arch=sm_90a -emulate"
 
 

@@ -177,6 +177,22 @@ void check_cuda(CUresult r, const std::string& what) {
   throw_user_error({}, str_cat(what, " failed: ", name, " (", msg, ")"));
 }
 
+int cuda_device_count() {
+  const CudaDriver* d = cuda_driver();
+  int count = 0;
+  if (!d || d->cuDeviceGetCount(&count) != 0) return 0;
+  return count;
+}
+
+std::optional<int> cuda_device_attribute(int attribute, int device) {
+  if (device < 0 || device >= cuda_device_count()) return std::nullopt;
+  const CudaDriver* d = cuda_driver();
+  CUdevice dev;
+  int value = 0;
+  if (d->cuDeviceGet(&dev, device) != 0 || d->cuDeviceGetAttribute(&value, attribute, dev) != 0) return std::nullopt;
+  return value;
+}
+
 std::string present_gpu_arch() {
   const CudaDriver* d = cuda_driver();
   if (!d) return "";

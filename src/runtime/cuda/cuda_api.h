@@ -89,5 +89,10 @@ void check_cuda(CUresult r, const std::string& what);
 
 // The compute capability of device 0 as "sm_XY" ("" when no GPU answers).
 std::string present_gpu_arch();
+// The driver's device count (0 without a driver), and attribute number `attribute` (a
+// CUdevice_attribute) of device `device` (nullopt without a driver or that device).
+// The Python package asks these instead of loading libcuda a second time.
+int cuda_device_count();
+std::optional<int> cuda_device_attribute(int attribute, int device);
 
 }  // namespace tl
