@@ -10,6 +10,7 @@
 #include "arith/simplify.h"
 #include "convert.h"
 #include "ir/printer.h"
+#include "runtime/signature.h"
 #include "transform/simplify_pass.h"
 
 using namespace tl;
@@ -151,6 +152,29 @@ void bind_ir(nb::module_& m) {
                      auto* l = e.as<BufferLoadNode>();
                      return l ? nb::cast(l->buffer) : nb::none();
                    })
+      // The operands of a Binary (a, b), Select (cond, true, false) or Cast (value) and
+      // a Binary's operator name ("Add", "FloorDiv" ...): tilelang.torch evaluates a
+      // kernel's shape expressions on torch's symbolic sizes with them.
+      .def_prop_ro("operands",
+                   [](const Expr& e) -> std::vector<Expr> {
+                     if (auto* b = e.as<BinaryNode>()) return {b->a, b->b};
+                     if (auto* s = e.as<SelectNode>()) return {s->cond, s->true_value, s->false_value};
+                     if (auto* c = e.as<CastNode>()) return {c->value};
+                     return {};
+                   })
+      .def_prop_ro("binary_op",
+                   [](const Expr& e) -> nb::object {
+                     auto* b = e.as<BinaryNode>();
+                     if (!b) return nb::none();
+                     switch (b->op) {
+#define TL_BINARY(Ident, sym, is_cmp) \
+  case BinaryOp::Ident:               \
+    return nb::str(#Ident);
+#include "ir/binary_ops.def"
+#undef TL_BINARY
+                     }
+                     return nb::none();
+                   })
       .def("const_value",
            [](const Expr& e) -> nb::object {
              if (auto* i = e.as<IntImmNode>())
@@ -275,6 +299,8 @@ void bind_ir(nb::module_& m) {
              if (!f->params[i].is_tensor()) return std::nullopt;
              return f->params[i].buffer;
            })
+      // Per parameter (workspaces included): whether the body may write the tensor.
+      .def("written_params", &written_params)
       .def("param_var", [](const PrimFunc& f, size_t i) -> std::optional<Var> {
         if (i >= f->params.size()) throw nb::index_error();
         if (f->params[i].is_tensor()) return std::nullopt;

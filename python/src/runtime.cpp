@@ -93,6 +93,26 @@ void bind_runtime(nb::module_& m) {
              }
              return out;
            })
+      // The shape of a tensor parameter as expressions (Var, IntImm, Binary ...), the Var
+      // of a scalar parameter, and whether the kernel may write a tensor parameter
+      // (KernelSignature::writes): tilelang.torch derives an operator's schema and its
+      // fake implementation from them.
+      .def("param_shape_exprs",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             return p.is_tensor() ? p.buffer->shape : std::vector<Expr>{};
+           })
+      .def("param_var",
+           [](const Kernel& k, size_t i) -> std::optional<Var> {
+             const Param& p = k.signature().params.at(i);
+             if (p.is_tensor()) return std::nullopt;
+             return p.var;
+           })
+      .def("param_is_written",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             return p.is_tensor() && k.signature().writes(i);
+           })
       .def("output_shapes",
            [](const Kernel& k, const nb::sequence& args) {
              PlainArgs ca(args, k.signature());

@@ -31,6 +31,16 @@ def lower(func_or_mod, target="auto", target_host=None, **kwargs):
 __version__ = "0.1.0"
 
 
+def __getattr__(name):
+    """`tilelang.torch` (kernels as PyTorch operators) imports torch, so it loads on
+    first use instead of with the package."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'tilelang' has no attribute '{name}'")
+
+
 def _offer_tvm_facade():
     """`import tvm` after `import tilelang` gives tilelang.tvm, as TileLang's own TVM
     becomes importable with it; a real TVM installed keeps the name."""

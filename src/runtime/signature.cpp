@@ -10,7 +10,6 @@
 #include "transform/split_kernels.h"
 
 namespace tl {
-namespace {
 
 // The tensor parameters `f` may write, read off the IR as the user wrote it:
 // stores, the region each tile op writes (tile_ops.def), and addresses taken for
@@ -52,8 +51,6 @@ std::vector<bool> written_params(const PrimFunc& f) {
     out.push_back(p.is_tensor() && (finder.nodes.count(p.buffer.get()) || finder.global_names.count(p.buffer->name)));
   return out;
 }
-
-}  // namespace
 
 namespace {
 

@@ -92,6 +92,10 @@ struct KernelSignature {
   static KernelSignature parse(const std::string& text);
 };
 
+// Per parameter of `f` (as traced, before lowering or after): whether the body may
+// write the tensor (KernelSignature::written); false for scalars.
+std::vector<bool> written_params(const PrimFunc& f);
+
 // `p op q` on integers as the runtime evaluates shapes and grids; nullopt for a
 // division or modulo by zero.
 std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q);

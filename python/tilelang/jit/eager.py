@@ -104,12 +104,19 @@ class EagerFunction:
 
         return declare_all
 
-    def _discover(self, bound):
-        """Traces the declarations only: ({const name: (param name, dim)}, declared names)."""
+    def _discover_trace(self, bound):
+        """Traces the declarations only (up to the first T.Kernel); returns the trace's
+        context, its `where` set to {const name: (param name, dim, kind) or None}."""
         ctx = self._context("discover")
         with contextlib.suppress(DiscoveryDone):
             run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
-        where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
+        ctx.where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
+        return ctx
+
+    def _discover(self, bound):
+        """Traces the declarations only: ({const name: (param name, dim)}, declared names)."""
+        ctx = self._discover_trace(bound)
+        where = ctx.where
         declared = frozenset(name for name, _ in ctx.params)
         for name, value in bound.arguments.items():
             if tensor_like(value) and name not in declared:

@@ -1,0 +1,532 @@
+"""Compiled kernels as PyTorch operators (`tilelang.torch.op`): a `torch.library.custom_op`
+whose schema, mutated arguments, outputs and fake (meta) implementation are read off the
+kernel's signature, so that FakeTensor tracing, `torch.compile(fullgraph=True)`,
+`torch.export` and autograd see the kernel as one operator. This module imports torch;
+`import tilelang` does not import it (the package reaches it through a lazy attribute)."""
+
+import inspect
+
+import torch
+
+from tilelang.jit.eager import EagerFunction
+from tilelang.jit.kernel import JITKernel
+from tilelang.language.dtypes import dtype as DType
+
+__all__ = ["op"]
+
+
+def op(kernel_or_name, name=None, *, backward=None, save=None, setup_context=None):
+    """Registers a compiled kernel as the PyTorch operator `name` ("namespace::op") and
+    returns it (also reachable as `torch.ops.namespace.op`).
+
+    - `op(kernel, "mylib::add")` wraps a JITKernel (`tilelang.compile(...)`, static or
+      `T.dynamic` shapes).
+    - `@op("mylib::add")` over an eager `@tilelang.jit` function registers it; each call
+      runs the specialization its tensors' shapes select (compiled once, as a direct
+      call of the function does).
+
+    The operator takes the kernel's inputs (its parameters but the out_idx / T.empty
+    outputs) in order and returns its outputs: one tensor, a tuple of several, or None.
+    Tensor inputs the kernel writes are declared mutated.
+
+    Autograd: `backward(ctx, *grads)` returns one gradient per input (None where there is
+    none). `save` names the inputs and outputs it needs (parameter names); they come
+    back in that order as `ctx.saved_tensors`, and scalar inputs named there as
+    attributes of ctx. `setup_context(ctx, inputs, output)`, when given, runs after
+    that (torch.library.register_autograd's contract): for what `save` cannot say, such
+    as `ctx.mark_non_differentiable(output[1])`."""
+    if isinstance(kernel_or_name, str):
+        if name is not None:
+            raise TypeError(
+                "tilelang.torch.op(name) is a decorator; to wrap a kernel call "
+                "tilelang.torch.op(kernel, name)"
+            )
+
+        def decorate(func):
+            return op(
+                func, kernel_or_name, backward=backward, save=save, setup_context=setup_context
+            )
+
+        return decorate
+    if not isinstance(name, str) or name.count("::") != 1:
+        raise ValueError(
+            f"tilelang.torch.op: the operator name must be 'namespace::name', got {name!r}"
+        )
+    if isinstance(kernel_or_name, JITKernel):
+        schema = _KernelOp(kernel_or_name, name)
+    elif isinstance(kernel_or_name, EagerFunction):
+        schema = _EagerOp(kernel_or_name, name)
+    else:
+        raise TypeError(
+            f"tilelang.torch.op wraps a compiled kernel (tilelang.compile(...)) or an eager "
+            f"@tilelang.jit function, got {type(kernel_or_name).__name__}; for a @tilelang.jit "
+            "factory, wrap the kernel it returns: tilelang.torch.op(factory(...), name)"
+        )
+    custom = torch.library.custom_op(
+        name, schema.run, mutates_args=schema.mutated, schema=schema.schema()
+    )
+    custom.register_fake(schema.fake)
+    if backward is not None:
+        custom.register_autograd(backward, setup_context=_setup(schema.saver(save), setup_context))
+    elif save is not None or setup_context is not None:
+        raise TypeError(f"tilelang.torch.op '{name}': save= and setup_context= need backward=")
+    return custom
+
+
+def _setup(saver, setup_context):
+    """save='s saving, then the caller's setup_context (which may mark outputs
+    non-differentiable or keep scalars, but must not call save_for_backward again)."""
+    if setup_context is None:
+        return saver
+
+    def both(ctx, inputs, output):
+        saver(ctx, inputs, output)
+        setup_context(ctx, inputs, output)
+
+    return both
+
+
+# ---- what the signature says
+
+
+class _Param:
+    """One parameter of the operator: a tensor (its dtype, shape expressions and whether
+    the kernel writes it) or a scalar (its dtype and Var)."""
+
+    __slots__ = ("config", "dtype", "is_tensor", "name", "shape", "var", "written")
+
+    def __init__(self, name, dtype, is_tensor, shape=(), var=None, written=False, config=False):
+        self.name, self.dtype, self.is_tensor = name, str(dtype), is_tensor
+        self.shape, self.var, self.written = list(shape), var, written
+        # A config value of an eager function selects a specialization: torch.compile
+        # must see it as a constant ("int"), not as a size it may make symbolic.
+        self.config = config
+
+    @property
+    def torch_dtype(self):
+        return DType(self.dtype).as_torch()
+
+    def schema_type(self):
+        if self.is_tensor:
+            return "Tensor"
+        d = DType(self.dtype)
+        if d == "bool":
+            return "bool"
+        if d.is_float():
+            return "float"
+        return "int" if self.config else "SymInt"
+
+
+def _target_device(target):
+    """The torch device type a kernel compiled for `target` takes its tensors on: the
+    GPU's for cuda and metal, the CPU's for cpu and the emulators."""
+    words = target.split()
+    if "-emulate" in words or words[0] == "cpu":
+        return "cpu"
+    return {"cuda": "cuda", "metal": "mps"}.get(words[0], "cpu")
+
+
+class _OpSchema:
+    """The schema string, mutated arguments, device checks and fake implementation
+    shared by the two kinds of operator; subclasses supply run()."""
+
+    def __init__(self, name, kernel_name, target, inputs, outputs):
+        self.name, self.kernel_name, self.target = name, kernel_name, target
+        self.inputs, self.outputs = inputs, outputs
+        self.device_type = _target_device(target)
+        self.mutated = [p.name for p in inputs if p.is_tensor and p.written]
+        for p in inputs + outputs:
+            if p.is_tensor and DType(p.dtype).bits * DType(p.dtype).lanes < 8 and p.dtype != "bool":
+                raise TypeError(
+                    f"tilelang.torch.op '{name}': parameter '{p.name}' of kernel "
+                    f"'{kernel_name}' is {p.dtype}, packed two a byte; operators of packed "
+                    "sub-byte tensors are not supported yet"
+                )
+
+    def schema(self):
+        args, alias = [], 0
+        for p in self.inputs:
+            t = p.schema_type()
+            if p.is_tensor and p.written:
+                t = f"Tensor({_alias_name(alias)}!)"
+                alias += 1
+            args.append(f"{t} {p.name}")
+        returns = ", ".join("Tensor" for _ in self.outputs)
+        if len(self.outputs) != 1:
+            returns = f"({returns})"
+        return f"({', '.join(args)}) -> {returns}"
+
+    def check_devices(self, args, fake=False):
+        for p, value in zip(self.inputs, args):
+            if not p.is_tensor or not isinstance(value, torch.Tensor):
+                continue
+            device = value.device.type
+            if device == self.device_type or (fake and device == "meta"):
+                continue
+            raise ValueError(
+                f"argument '{p.name}' of operator {self.name} is a {device} tensor "
+                f"({value.device}), but kernel '{self.kernel_name}' was compiled for target "
+                f"'{self.target}', which takes {self.device_type} tensors; move it with "
+                f".to('{self.device_type}') or compile the kernel for a target that runs there"
+            )
+
+    def output_device(self, args):
+        for p, value in zip(self.inputs, args):
+            if p.is_tensor and isinstance(value, torch.Tensor):
+                return value.device
+        return torch.device(self.device_type)
+
+    def fake(self, *args):
+        """Empty outputs of the shapes, dtypes and device a call with `args` (fake or
+        meta tensors, possibly of symbolic sizes) would return."""
+        self.check_devices(args, fake=True)
+        shapes, dtypes = self.fake_outputs(args)
+        device = self.output_device(args)
+        made = [torch.empty(s, dtype=d, device=device) for s, d in zip(shapes, dtypes)]
+        return _pack(made)
+
+    def saver(self, save):
+        """setup_context saving the inputs and outputs named by `save`."""
+        names = [save] if isinstance(save, str) else list(save or ())
+        positions = {p.name: ("in", i) for i, p in enumerate(self.inputs)}
+        positions.update({p.name: ("out", i) for i, p in enumerate(self.outputs)})
+        unknown = [n for n in names if n not in positions]
+        if unknown:
+            raise ValueError(
+                f"tilelang.torch.op '{self.name}': save= names {unknown}, which are not "
+                f"parameters of kernel '{self.kernel_name}' (inputs "
+                f"{[p.name for p in self.inputs]}, outputs {[p.name for p in self.outputs]})"
+            )
+
+        def setup_context(ctx, inputs, output):
+            outs = output if isinstance(output, tuple) else (output,)
+            tensors = []
+            for n in names:
+                where, i = positions[n]
+                value = inputs[i] if where == "in" else outs[i]
+                if isinstance(value, torch.Tensor):
+                    tensors.append(value)
+                else:
+                    setattr(ctx, n, value)
+            ctx.save_for_backward(*tensors)
+
+        return setup_context
+
+
+def _alias_name(i):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return letters[i] if i < 26 else letters[i // 26 - 1] + letters[i % 26]
+
+
+def _pack(outputs):
+    if not outputs:
+        return None
+    if len(outputs) == 1:
+        return outputs[0]
+    return tuple(outputs)
+
+
+# ---- shapes evaluated on torch sizes
+
+_BINARY = {
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mul": lambda a, b: a * b,
+    # Sizes are non-negative, where truncating and flooring division agree.
+    "Div": lambda a, b: a // b,
+    "Mod": lambda a, b: a % b,
+    "FloorDiv": lambda a, b: a // b,
+    "FloorMod": lambda a, b: a % b,
+    "Min": lambda a, b: torch.sym_min(a, b),
+    "Max": lambda a, b: torch.sym_max(a, b),
+    "EQ": lambda a, b: a == b,
+    "NE": lambda a, b: a != b,
+    "LT": lambda a, b: a < b,
+    "LE": lambda a, b: a <= b,
+    "GT": lambda a, b: a > b,
+    "GE": lambda a, b: a >= b,
+}
+
+
+def _evaluate(expr, bound):
+    """The integer (or torch SymInt) value of a shape expression, its Vars read from
+    `bound` ({hash of the Var: value})."""
+    kind = expr.kind
+    if kind == "IntImm":
+        return expr.const_value()
+    if kind == "Var":
+        key = hash(expr)
+        if key not in bound:
+            raise ValueError(f"the size {expr} is no dimension of an input and no scalar")
+        return bound[key]
+    if kind == "Cast":
+        return _evaluate(expr.operands[0], bound)
+    if kind == "Select":
+        cond, yes, no = (_evaluate(e, bound) for e in expr.operands)
+        return (
+            torch.sym_ite(cond, yes, no)
+            if isinstance(cond, torch.SymBool)
+            else (yes if cond else no)
+        )
+    op = expr.binary_op
+    if op in _BINARY:
+        a, b = (_evaluate(e, bound) for e in expr.operands)
+        return _BINARY[op](a, b)
+    raise TypeError(f"the size `{expr}` is not an integer expression a shape can be computed from")
+
+
+def _free_vars(expr, out):
+    if expr.kind == "Var":
+        out[hash(expr)] = expr
+    for e in expr.operands:
+        _free_vars(e, out)
+    return out
+
+
+def _bind_dim(expr, size, bound, where):
+    """Binds the Var of a dimension to the input's size (a second dimension of the same
+    Var must agree) and checks a constant one; `where` names the dimension. Other
+    dimensions (`n * 4`) bind no output size, as in the runtime, which checks them."""
+    kind = expr.kind
+    if kind == "IntImm":
+        expected = expr.const_value()
+        torch._check(size == expected, lambda: f"{where} is {size}, expected {expected}")
+    elif kind == "Var":
+        key = hash(expr)
+        if key in bound:
+            first = bound[key]
+            torch._check(
+                first == size, lambda: f"{where} is {size}, but {expr} is {first} elsewhere"
+            )
+        else:
+            bound[key] = size
+
+
+class _KernelOp(_OpSchema):
+    """The operator of one compiled kernel."""
+
+    def __init__(self, kernel, name):
+        native = kernel.kernel
+        params = []
+        for i, pname in enumerate(native.param_names):
+            if native.param_is_workspace(i):
+                continue
+            is_tensor = bool(native.param_is_tensor(i))
+            params.append(
+                _Param(
+                    pname,
+                    native.param_dtype(i),
+                    is_tensor,
+                    shape=native.param_shape_exprs(i) if is_tensor else (),
+                    var=None if is_tensor else native.param_var(i),
+                    written=bool(native.param_is_written(i)),
+                )
+            )
+        if kernel.execution_backend == "torch":
+            raise TypeError(
+                f"tilelang.torch.op '{name}': kernel '{kernel.name}' runs through torch.mps "
+                "(execution_backend='torch'); operators of Metal kernels are not supported yet"
+            )
+        inputs = [params[i] for i in range(len(params)) if i not in kernel.out_idx]
+        outputs = [params[i] for i in kernel.out_idx]
+        super().__init__(name, kernel.name, kernel.target, inputs, outputs)
+        self.kernel = kernel
+        self._check_outputs_computable()
+
+    def _bindings(self, args):
+        bound = {}
+        for p, value in zip(self.inputs, args):
+            if not p.is_tensor:
+                bound[hash(p.var)] = value
+                continue
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(
+                    f"argument '{p.name}' of operator {self.name} is {type(value).__name__}, "
+                    f"expected a tensor of dtype {p.dtype}"
+                )
+            if value.dtype != p.torch_dtype:
+                raise TypeError(
+                    f"argument '{p.name}' of operator {self.name} (kernel '{self.kernel_name}') "
+                    f"has dtype {value.dtype}, expected {p.torch_dtype}"
+                )
+            if value.dim() != len(p.shape):
+                raise ValueError(
+                    f"argument '{p.name}' of operator {self.name} (kernel '{self.kernel_name}') "
+                    f"has {value.dim()} dimensions, expected {len(p.shape)}"
+                )
+            for d, (expr, size) in enumerate(zip(p.shape, value.shape)):
+                where = (
+                    f"dimension {d} of argument '{p.name}' of operator {self.name} (kernel "
+                    f"'{self.kernel_name}')"
+                )
+                _bind_dim(expr, size, bound, where)
+        return bound
+
+    def fake_outputs(self, args):
+        bound = self._bindings(args)
+        shapes = [[_evaluate(e, bound) for e in p.shape] for p in self.outputs]
+        return shapes, [p.torch_dtype for p in self.outputs]
+
+    def _check_outputs_computable(self):
+        """Every output size must follow from a dimension of an input that is the size
+        itself, or a scalar, as the runtime allocates outputs: refuse the kernel at
+        registration, naming the size, otherwise."""
+        known = set()
+        for p in self.inputs:
+            if not p.is_tensor:
+                known.add(hash(p.var))
+                continue
+            known.update(hash(e) for e in p.shape if e.kind == "Var")
+        for p in self.outputs:
+            for d, e in enumerate(p.shape):
+                missing = [v for k, v in _free_vars(e, {}).items() if k not in known]
+                if missing:
+                    raise ValueError(
+                        f"tilelang.torch.op '{self.name}': dimension {d} of output '{p.name}' "
+                        f"of kernel '{self.kernel_name}' is `{e}`, and no input has "
+                        f"{missing[0]} as a dimension or scalar; the kernel cannot allocate "
+                        "it (give the output as an input the kernel writes)"
+                    )
+
+    def run(self, *args):
+        self.check_devices(args)
+        out = self.kernel(*args)
+        if isinstance(out, list):
+            return tuple(out)
+        return out
+
+
+# ---- eager @tilelang.jit functions
+
+
+class _EagerOp(_OpSchema):
+    """The operator of an eager `@tilelang.jit` function: its Python parameters are the
+    inputs (tensors and scalars the body declares, config values typed by their
+    annotation or default), the T.empty tensors it returns the outputs."""
+
+    def __init__(self, func, name):
+        self.func = func
+        bound = func._bind((), {}, partial=True)
+        discovered = func._discover_trace(bound)
+        declared = dict(discovered.params)
+        prim_func, trace = _trace_placeholder(func, bound, discovered, name)
+        traced = [n for n, _ in trace.params]
+        written = {n for n, w in zip(traced, prim_func.core.written_params()) if w}
+        inputs = []
+        for pname, param in func.signature.parameters.items():
+            if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                raise TypeError(
+                    f"tilelang.torch.op '{name}': parameter '{pname}' of "
+                    f"'{func.__name__}' is *args, **kwargs or keyword-only; an operator takes "
+                    "positional parameters"
+                )
+            value = declared.get(pname)
+            if value is None:
+                dtype = _config_dtype(func, pname, param, name)
+                inputs.append(_Param(pname, dtype, False, config=True))
+            elif hasattr(value, "handle"):  # a Buffer
+                inputs.append(_Param(pname, value.dtype, True, written=pname in written))
+            else:
+                inputs.append(_Param(pname, value.dtype, False))
+        returned = trace.returned
+        returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        buffers = dict(trace.params)
+        order = []
+        for value in returned if trace.returned is not None else []:
+            out = next((n for n in trace.outputs if buffers[n] is value), None)
+            if out is None:
+                raise TypeError(
+                    f"tilelang.torch.op '{name}': '{func.__name__}' returns something other "
+                    "than its T.empty outputs; an operator's outputs are new tensors (write "
+                    "an input in place and return nothing, or return a T.empty tensor)"
+                )
+            if out not in declared:
+                raise TypeError(
+                    f"tilelang.torch.op '{name}': '{func.__name__}' declares its output "
+                    f"'{out}' inside a T.Kernel; declare T.empty outputs before the first "
+                    "T.Kernel, so that their shapes are known without compiling"
+                )
+            order.append(out)
+        outputs = [_Param(n, buffers[n].dtype, True) for n in order]
+        super().__init__(name, func.__name__, _eager_target(func), inputs, outputs)
+
+    def fake_outputs(self, args):
+        bound = self.func._bind(args, {})
+        ctx = self.func._discover_trace(bound)
+        declared = dict(ctx.params)
+        values = {}
+        for const, place in ctx.where.items():
+            if place is None:
+                continue
+            pname, dim, kind = place
+            tensor = bound.arguments[pname]
+            values[hash(ctx.const_vars[const])] = (
+                tensor.shape[dim] if kind == "shape" else tensor.stride(dim)
+            )
+        for p in self.inputs:
+            if p.is_tensor:
+                tensor = bound.arguments[p.name]
+                buf = declared[p.name]
+                if tensor.dtype != DType(buf.dtype).as_torch():
+                    raise TypeError(
+                        f"argument '{p.name}' of operator {self.name} (function "
+                        f"'{self.kernel_name}') has dtype {tensor.dtype}, expected {buf.dtype}"
+                    )
+        shapes, dtypes = [], []
+        for p in self.outputs:
+            buf = declared[p.name]
+            shapes.append([_evaluate(e, values) for e in buf.handle.shape])
+            dtypes.append(DType(buf.dtype).as_torch())
+        return shapes, dtypes
+
+    def run(self, *args):
+        self.check_devices(args)
+        bound, spec = self.func._spec_for_call(args, {})
+        full = spec.kernel.run([bound.arguments.get(n) for n in spec.input_names])
+        names = [p.name for p in spec.kernel.params]
+        return _pack([full[names.index(p.name)] for p in self.outputs])
+
+
+# T.const values tried, in turn, for the one trace an eager operator's registration
+# makes: sizes that tile sizes usually divide.
+_PLACEHOLDER_SIZES = (128, 256, 64, 32, 16)
+
+
+def _trace_placeholder(func, bound, discovered, name):
+    """The function traced (not compiled) with placeholder T.const sizes and its config
+    parameters' defaults: which tensors it writes and the order it returns its outputs
+    in, which do not depend on the sizes."""
+    error = None
+    for size in _PLACEHOLDER_SIZES:
+        try:
+            return func._trace_prim_func(bound, dict.fromkeys(discovered.where, size))
+        except Exception as err:  # noqa: BLE001  (the next size may trace)
+            error = err
+    raise TypeError(
+        f"tilelang.torch.op '{name}': '{func.__name__}' did not trace with its config "
+        f"parameters' defaults and T.const sizes {list(_PLACEHOLDER_SIZES)} (to find the "
+        f"tensors it writes and the outputs it returns): {error}; register a compiled "
+        f"kernel instead: tilelang.torch.op({func.__name__}.compile(...), '{name}')"
+    ) from error
+
+
+def _eager_target(func):
+    from tilelang.utils.target import determine_target
+
+    return determine_target(func.options.get("target", "auto"))
+
+
+def _config_dtype(func, pname, param, op_name):
+    """The schema type of a parameter the function does not declare (a config value):
+    its annotation, else its default's type."""
+    hint = param.annotation
+    if hint is inspect.Parameter.empty and param.default is not inspect.Parameter.empty:
+        hint = type(param.default)
+    kinds = {bool: "bool", int: "int64", float: "float64"}
+    if hint in kinds:
+        return kinds[hint]
+    raise TypeError(
+        f"tilelang.torch.op '{op_name}': parameter '{pname}' of '{func.__name__}' is neither a "
+        "tensor nor a scalar the body declares; annotate it (int, float or bool) or give it a "
+        "default, so that the operator's schema has its type"
+    )

@@ -1,0 +1,330 @@
+"""Kernels as PyTorch operators (tilelang.torch.op) on the cpu target with torch CPU
+tensors: the schema, mutated arguments and outputs read off the signature, the fake
+implementation (static and T.dynamic sizes), opcheck of every operator,
+torch.compile(fullgraph=True) with no graph break, torch.export, and the errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+NS = "tl_test_ops"
+
+
+def add_kernel():
+    """C = A + B * alpha over a T.dynamic number of rows of 4."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def add(
+        A: T.Tensor((n, 4), "float32"),
+        B: T.Tensor((n, 4), "float32"),
+        alpha: T.float32,
+        C: T.Tensor((n, 4), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(n, 16), threads=16) as bx:
+            for i, j in T.Parallel(16, 4):
+                if bx * 16 + i < n:
+                    C[bx * 16 + i, j] = A[bx * 16 + i, j] + B[bx * 16 + i, j] * alpha
+
+    return tilelang.compile(add, out_idx=[3], target="cpu")
+
+
+def scale_kernel():
+    """X *= s in place (written, so mutated); returns nothing."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scale(X: T.Tensor((n,), "float32"), s: T.float32):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            for i in T.Parallel(32):
+                if bx * 32 + i < n:
+                    X[bx * 32 + i] = X[bx * 32 + i] * s
+
+    return tilelang.compile(scale, target="cpu")
+
+
+def pairs_kernel():
+    """From x of n rows of 2: the n row sums and, static, the first 8 elements doubled
+    in float64; outputs in out_idx order [Firsts, Sums]."""
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def pairs(
+        X: T.Tensor((n, 2), "float32"),
+        Sums: T.Tensor((n,), "float32"),
+        Firsts: T.Tensor((8,), "float64"),
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                Sums[i] = X[i, 0] + X[i, 1]
+            for i in T.serial(8):
+                Firsts[i] = T.cast(X[i // 2, i % 2], "float64") * 2
+
+    return tilelang.compile(pairs, out_idx=[2, 1], target="cpu")
+
+
+@tilelang.jit(target="cpu")
+def rms_norm(X, W, eps: float = 1e-6):
+    """Eager: Y = X / sqrt(mean(X^2) + eps) * W, rows of N from T.const sizes."""
+    M, N = T.const("M N")
+    X: T.Tensor((M, N), "float32")
+    W: T.Tensor((N,), "float32")
+    Y = T.empty((M, N), "float32")
+    with T.Kernel(M, threads=32) as bx:
+        row = T.alloc_fragment((N,), "float32")
+        sq = T.alloc_fragment((N,), "float32")
+        total = T.alloc_fragment((1,), "float32")
+        T.copy(X[bx, :], row)
+        for j in T.Parallel(N):
+            sq[j] = row[j] * row[j]
+        T.reduce_sum(sq, total, dim=0)
+        for j in T.Parallel(N):
+            Y[bx, j] = row[j] * T.rsqrt(total[0] / N + eps) * W[j]
+    return Y
+
+
+@tilelang.jit(target="cpu")
+def axpy_(Y, X, a: int = 2):
+    """Eager, in place: Y += a * X (Y written, so mutated; `a` a config value)."""
+    N = T.const("N")
+    Y: T.Tensor((N,), "float32")
+    X: T.Tensor((N,), "float32")
+    with T.Kernel(T.ceildiv(N, 32), threads=32) as bx:
+        for i in T.Parallel(32):
+            if bx * 32 + i < N:
+                Y[bx * 32 + i] += X[bx * 32 + i] * a
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return {
+        "add": tilelang.torch.op(add_kernel(), f"{NS}::add"),
+        "scale": tilelang.torch.op(scale_kernel(), f"{NS}::scale"),
+        "pairs": tilelang.torch.op(pairs_kernel(), f"{NS}::pairs"),
+        "rms_norm": tilelang.torch.op(f"{NS}::rms_norm")(rms_norm),
+        "axpy_": tilelang.torch.op(f"{NS}::axpy_")(axpy_),
+    }
+
+
+def rand(*shape, seed=0, dtype=torch.float32):
+    return torch.from_numpy(np.random.default_rng(seed).standard_normal(shape)).to(dtype)
+
+
+def rms_norm_ref(x, w, eps=1e-6):
+    x, w = x.double(), w.double()
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def test_import_tilelang_does_not_import_torch():
+    code = (
+        "import sys, tilelang; assert 'torch' not in sys.modules, 'imported torch'; "
+        "tilelang.torch.op; assert 'torch' in sys.modules; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_schema_from_the_signature(ops):
+    schemas = {k: str(op._opoverload._schema) for k, op in ops.items()}
+    assert schemas["add"] == f"{NS}::add(Tensor A, Tensor B, float alpha) -> Tensor"
+    assert schemas["scale"] == f"{NS}::scale(Tensor(a!) X, float s) -> ()"
+    assert schemas["pairs"] == f"{NS}::pairs(Tensor X) -> (Tensor, Tensor)"
+    assert schemas["rms_norm"] == f"{NS}::rms_norm(Tensor X, Tensor W, float eps) -> Tensor"
+    assert schemas["axpy_"] == f"{NS}::axpy_(Tensor(a!) Y, Tensor X, int a) -> ()"
+    assert torch.ops.tl_test_ops.add.default._schema == ops["add"]._opoverload._schema
+
+
+def test_results_match_numpy(ops):
+    a, b = rand(37, 4, seed=1), rand(37, 4, seed=2)
+    np.testing.assert_allclose(
+        ops["add"](a, b, 0.5).double(), a.double() + b.double() * 0.5, rtol=1e-6
+    )
+    x = rand(45, seed=3)
+    expected = x.double() * -1.5
+    assert ops["scale"](x, -1.5) is None
+    np.testing.assert_allclose(x.double(), expected, rtol=1e-6)
+    x = rand(11, 2, seed=4)
+    firsts, sums = ops["pairs"](x)
+    np.testing.assert_allclose(sums.double(), x.double().sum(1), rtol=1e-6)
+    assert firsts.dtype == torch.float64 and firsts.shape == (8,)
+    np.testing.assert_allclose(firsts, x.view(-1)[:8].double() * 2)
+    x, w = rand(5, 24, seed=5), rand(24, seed=6)
+    np.testing.assert_allclose(ops["rms_norm"](x, w, 1e-6).double(), rms_norm_ref(x, w), rtol=1e-5)
+    y, x = rand(70, seed=23), rand(70, seed=24)
+    expected = y.double() + 3 * x.double()
+    assert ops["axpy_"](y, x, 3) is None
+    np.testing.assert_allclose(y.double(), expected, rtol=1e-6)
+
+
+def test_opcheck_every_op(ops):
+    x = rand(11, 2, seed=7)
+    cases = {
+        "add": (rand(37, 4, seed=8), rand(37, 4, seed=9), 0.25),
+        "scale": (rand(45, seed=10), 3.0),
+        "pairs": (x,),
+        "rms_norm": (rand(5, 24, seed=11), rand(24, seed=12), 1e-5),
+        "axpy_": (rand(40, seed=25), rand(40, seed=26), 2),
+    }
+    for name, args in cases.items():
+        torch.library.opcheck(ops[name], args)
+
+
+def test_export_with_dynamic_sizes(ops):
+    """The fake implementation gives the outputs' sizes in the inputs' symbols, so
+    torch.export keeps them symbolic and the exported program runs at other sizes."""
+    ep = torch.export.export(
+        _Pairs(ops["pairs"]),
+        (rand(15, 2, seed=14),),
+        dynamic_shapes={"x": {0: torch.export.Dim("n", min=4, max=1024)}},
+    )
+    assert f"torch.ops.{NS}.pairs.default" in str(ep.graph_module.code)
+    (out_node,) = [n for n in ep.graph.nodes if n.op == "output"]
+    firsts, sums = (n.meta["val"] for n in out_node.args[0])
+    (x,) = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"]
+    assert firsts.shape == (8,) and firsts.dtype == torch.float64
+    assert isinstance(sums.shape[0], torch.SymInt) and str(sums.shape[0]) == str(x.shape[0])
+    x = rand(25, 2, seed=15)
+    firsts, sums = ep.module()(x)
+    np.testing.assert_allclose(sums.double(), x.double().sum(1), rtol=1e-6)
+
+
+def test_fake_tensor_mode(ops):
+    with FakeTensorMode():
+        a, b = torch.empty(70, 4), torch.empty(70, 4)
+        c = ops["add"](a, b, 1.0)
+        firsts, sums = ops["pairs"](torch.empty(9, 2))
+        y = ops["rms_norm"](torch.empty(3, 40), torch.empty(40), 1e-6)
+    assert c.shape == (70, 4) and c.dtype == torch.float32
+    assert sums.shape == (9,) and firsts.shape == (8,) and firsts.dtype == torch.float64
+    assert y.shape == (3, 40)
+
+
+class _Pairs(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return self.op(x)
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+        self.w = torch.nn.Parameter(rand(24, seed=16))
+
+    def forward(self, x, y):
+        h = self.ops["add"](x, y, 2.0)
+        self.ops["scale"](y.view(-1), 0.5)
+        return self.ops["rms_norm"](h.view(-1, 24), self.w, 1e-6)
+
+
+def block_ref(x, y, w):
+    h = x.double() + y.double() * 2
+    return rms_norm_ref(h.view(-1, 24), w)
+
+
+def test_torch_compile_three_ops_one_graph(ops):
+    def f(x, y, w):
+        h = ops["add"](x, y, 2.0)
+        ops["scale"](h.view(-1), 0.5)
+        return ops["rms_norm"](h.view(-1, 24), w, 1e-6)
+
+    x, y, w = rand(30, 4, seed=17), rand(30, 4, seed=18), rand(24, seed=19)
+    explained = torch._dynamo.explain(f)(x, y, w)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(f, fullgraph=True, dynamic=True)
+    for rows in (30, 54):
+        x, y = rand(rows, 4, seed=rows), rand(rows, 4, seed=rows + 1)
+        ref = rms_norm_ref((x.double() + y.double() * 2).view(-1, 24) * 0.5, w)
+        np.testing.assert_allclose(compiled(x, y, w).double(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_export_module(ops):
+    x, y = rand(12, 4, seed=20), rand(12, 4, seed=21)
+    module = _Block(ops)
+    ep = torch.export.export(module, (x, y.clone()))
+    code = str(ep.graph_module.code)
+    for name in ("add", "scale", "rms_norm"):
+        assert f"torch.ops.{NS}.{name}.default" in code
+    y2 = y.clone()
+    got = ep.module()(x, y2)
+    np.testing.assert_allclose(got.detach().double(), block_ref(x, y, module.w.detach()), rtol=1e-5)
+    np.testing.assert_allclose(y2, y * 0.5)  # the mutation of y survives export
+
+
+def test_device_mismatch_names_the_argument(ops):
+    with FakeTensorMode(), pytest.raises(ValueError) as err:
+        ops["add"](torch.empty(8, 4, device="cuda"), torch.empty(8, 4, device="cuda"), 1.0)
+    assert str(err.value) == (
+        f"argument 'A' of operator {NS}::add is a cuda tensor (cuda:0), but kernel 'add' "
+        "was compiled for target 'cpu', which takes cpu tensors; move it with .to('cpu') or "
+        "compile the kernel for a target that runs there"
+    )
+
+
+def test_wrong_dtype_and_size_under_fake_tensors(ops):
+    with FakeTensorMode(), pytest.raises(TypeError) as err:
+        ops["add"](torch.empty(8, 4, dtype=torch.float16), torch.empty(8, 4), 1.0)
+    assert (
+        "argument 'A' of operator tl_test_ops::add (kernel 'add') has dtype torch.float16, expected torch.float32"
+        in str(err.value)
+    )
+    with FakeTensorMode(), pytest.raises(RuntimeError) as err:
+        ops["add"](torch.empty(8, 5), torch.empty(8, 5), 1.0)
+    assert (
+        "dimension 1 of argument 'A' of operator tl_test_ops::add (kernel 'add') is 5, expected 4"
+        in str(err.value)
+    )
+
+
+def test_emulated_cuda_kernel_takes_cpu_tensors():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def double(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                B[bx * 64 + i] = A[bx * 64 + i] * 2
+
+    kernel = tilelang.compile(double, out_idx=[1], target="cuda -arch=sm_80 -emulate")
+    op = tilelang.torch.op(kernel, f"{NS}::double_emulated")
+    x = rand(100, seed=22)
+    np.testing.assert_allclose(op(x), x * 2)
+    torch.library.opcheck(op, (x,))
+
+
+def test_registration_errors():
+    k = add_kernel()
+    with pytest.raises(ValueError, match="the operator name must be 'namespace::name', got 'add'"):
+        tilelang.torch.op(k, "add")
+    with pytest.raises(ValueError) as err:
+        tilelang.torch.op(k, f"{NS}::add_bad_save", backward=lambda ctx, g: g, save=("A", "D"))
+    assert "save= names ['D'], which are not parameters of kernel 'add'" in str(err.value)
+    with pytest.raises(TypeError, match="save= and setup_context= need backward="):
+        tilelang.torch.op(k, f"{NS}::add_no_backward", save=("A",))
+    with pytest.raises(TypeError, match="wraps a compiled kernel"):
+        tilelang.torch.op(lambda x: x, f"{NS}::not_a_kernel")
+
+    m, n = T.dynamic("m n")
+
+    @T.prim_func
+    def spread(A: T.Tensor((m,), "float32"), B: T.Tensor((m, n), "float32")):
+        with T.Kernel(m, threads=1) as bx:
+            for j in T.serial(n):
+                B[bx, j] = A[bx]
+
+    with pytest.raises(ValueError) as err:
+        tilelang.torch.op(tilelang.compile(spread, out_idx=[1], target="cpu"), f"{NS}::spread")
+    assert str(err.value) == (
+        f"tilelang.torch.op '{NS}::spread': dimension 1 of output 'B' of kernel 'spread' is "
+        "`n`, and no input has n as a dimension or scalar; the kernel cannot allocate it "
+        "(give the output as an input the kernel writes)"
+    )
