@@ -1,8 +1,10 @@
 """Kernels as PyTorch operators (tilelang.torch.op) on the cpu target with torch CPU
 tensors: the schema, mutated arguments and outputs read off the signature, the fake
 implementation (static and T.dynamic sizes), opcheck of every operator,
-torch.compile(fullgraph=True) with no graph break, torch.export, and the errors."""
+torch.compile(fullgraph=True) with no graph break, torch.export, autograd of the
+FlashAttention operator against torch's attention, and the errors."""
 
+import os
 import subprocess
 import sys
 
@@ -13,6 +15,7 @@ import tilelang.language as T
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 NS = "tl_test_ops"
 
 
@@ -328,3 +331,53 @@ def test_registration_errors():
         "`n`, and no input has n as a dimension or scalar; the kernel cannot allocate it "
         "(give the output as an input the kernel writes)"
     )
+
+
+@pytest.fixture(scope="module")
+def attention():
+    """examples/torch_attention.py's differentiable FlashAttention operator (and its two
+    backward operators), causal, at a sequence length no tile divides."""
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import torch_attention
+    finally:
+        sys.path.remove(EXAMPLES)
+    ops = torch_attention.attention_op(1, 2, 40, 16, True, namespace=NS, target="cpu")
+    return torch_attention, ops
+
+
+def test_attention_gradients_match_torch(attention):
+    module, (attn, _, _) = attention
+    assert str(attn._opoverload._schema) == (
+        f"{NS}::flash_attention(Tensor Q, Tensor K, Tensor V) -> (Tensor, Tensor)"
+    )
+    q, k, v, d_out = (rand(1, 40, 2, 16, seed=30 + i, dtype=torch.float16) for i in range(4))
+    grads = {}
+    for name, fn in (
+        ("ours", lambda *t: attn(*t)[0]),
+        ("torch", lambda *t: module.torch_reference(*t, True)),
+    ):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        out = fn(*leaves)
+        (out.float() * d_out.float()).sum().backward()
+        grads[name] = [out.detach().float()] + [t.grad.float() for t in leaves]
+    assert attn(q, k, v)[1].requires_grad is False
+    for label, got, ref in zip(("O", "dQ", "dK", "dV"), grads["ours"], grads["torch"]):
+        torch.testing.assert_close(
+            got, ref, rtol=2e-2, atol=2e-2, msg=lambda m, n=label: f"{n}: {m}"
+        )
+
+
+def test_attention_opcheck(attention):
+    _, (attn, delta_op, bwd_op) = attention
+    assert str(bwd_op._opoverload._schema) == (
+        f"{NS}::flash_attention_bwd(Tensor Q, Tensor K, Tensor V, Tensor dO, Tensor lse, "
+        "Tensor Delta, Tensor(a!) dQ) -> (Tensor, Tensor)"
+    )
+    q, k, v, d_out = (rand(1, 40, 2, 16, seed=40 + i, dtype=torch.float16) for i in range(4))
+    out, lse = attn(q, k, v)
+    torch.library.opcheck(attn, [t.clone().requires_grad_() for t in (q, k, v)])
+    torch.library.opcheck(delta_op, (out, d_out))
+    delta = delta_op(out, d_out)
+    dq = torch.zeros(1, 40, 2, 16)
+    torch.library.opcheck(bwd_op, (q, k, v, d_out, lse, delta, dq))
