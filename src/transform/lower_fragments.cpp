@@ -23,9 +23,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "arith/simplify.h"
+#include "ir/structural.h"
 #include "ir/visitor.h"
 #include "layout/fragment.h"
 #include "layout/layout.h"
@@ -1735,17 +1737,61 @@ class Lowerer : public IRMutator {
     if (kind == "abssum" || kind == "absmax") x = call(Intrinsic::Abs, {x});
     TL_ICHECK(ld->kind() == FragmentLayout::Kind::Rows && ld->same_rows(*FragmentLayout::rows(ls)), "reduction into '",
               dst->name, "' (", ld->str(), ") from ", ls->str());
-    Expr slot = FragmentLayout::rows(ls)->row_local(k);
+    auto slot_of = [&](const Expr& at) { return FragmentLayout::rows(ls)->row_local(at); };
+    Expr slot = slot_of(k);
     Stmt fold = buffer_store(red, combine(buffer_load(red, {slot}), x), {slot});
     Expr valid = ls->valid(t_, k);
     if (!is_const_true(valid)) fold = if_then_else(valid, fold);
-    body.push_back(for_loop(k, int_imm(0), int_imm(ls->local_size()), ForKind::Unrolled, fold));
+    int64_t n = ls->local_size();
+    Buffer pairs;
+    std::optional<Expr> held = same_for_every_register(valid, k, n);  // whether the thread holds rows
+    if (cuda_ && (is_max || is_min) && src->dtype == t && (t == dtype::Float16 || t == dtype::BFloat16) && held &&
+        registers_pair_in_rows(slot_of, n)) {
+      // Two registers per instruction (tl::max2 ...: max.f16x2, max.NaN.bf16x2 ...) into
+      // two accumulators per row, then the pair's two halves: max and min give the same
+      // bits in any order.
+      pairs = Buffer::make(dst->name + "_red2", t, {int_imm(2 * rows)}, Scope::Local, {}, op->span);
+      std::string fn2 = str_cat("tl::", kind == "absmax" ? "abs_" : "", is_max ? "max2" : "min2", nan ? "_nan" : "");
+      Expr k2 = mul(k, int_imm(2));
+      Stmt fold2 =
+          evaluate(call_extern(dtype::Void, fn2,
+                               {call(Intrinsic::AddressOf, {buffer_load(pairs, {mul(slot_of(k2), int_imm(2))})}),
+                                call(Intrinsic::AddressOf, {buffer_load(reg(src), {k2})})}));
+      body[0] = for_loop(i, int_imm(0), int_imm(2 * rows), ForKind::Unrolled, buffer_store(pairs, identity, {i}));
+      Stmt folds = for_loop(k, int_imm(0), int_imm(n / 2), ForKind::Unrolled, fold2);
+      body.push_back(is_const_true(*held) ? folds : if_then_else(*held, folds));
+      Expr i2 = mul(i, int_imm(2));
+      body.push_back(for_loop(
+          i, int_imm(0), int_imm(rows), ForKind::Unrolled,
+          buffer_store(red, combine(buffer_load(pairs, {i2}), buffer_load(pairs, {add(i2, int_imm(1))})), {i})));
+    } else {
+      body.push_back(for_loop(k, int_imm(0), int_imm(n), ForKind::Unrolled, fold));
+    }
     body.push_back(combine_row_partials(ls, ld, red, dst->name, identity, fn, combine, op->span));
     Expr result = buffer_load(red, {i});
     if (!clear) result = combine(buffer_load(reg(dst), {i}), result);
     body.push_back(
         for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(reg(dst), result, {i}, op->span)));
-    return allocate(red, seq(body));
+    Stmt lowered = allocate(red, seq(body));
+    return pairs.defined() ? allocate(pairs, lowered) : lowered;
+  }
+
+  // `e` (of register index k) when it is the same for all n registers, else nullopt.
+  static std::optional<Expr> same_for_every_register(const Expr& e, const Var& k, int64_t n) {
+    Expr first = simplify(substitute(e, {{k.node(), int_imm(0)}}));
+    for (int64_t j = 1; j < n; ++j)
+      if (!structural_equal(simplify(substitute(e, {{k.node(), int_imm(j)}})), first)) return std::nullopt;
+    return first;
+  }
+
+  // Registers 2j and 2j + 1 of a thread hold values of one row, for every j (n even).
+  static bool registers_pair_in_rows(const std::function<Expr(const Expr&)>& slot_of, int64_t n) {
+    if (n % 2 != 0) return false;
+    for (int64_t j = 0; j < n; j += 2) {
+      auto a = as_const_int(simplify(slot_of(int_imm(j)))), b = as_const_int(simplify(slot_of(int_imm(j + 1))));
+      if (!a || !b || *a != *b) return false;
+    }
+    return true;
   }
 
   // Thread t_ is the first of the threads that hold a row of the 2-d layout `p`

@@ -200,12 +200,16 @@ def test_reduce_of_a_view_takes_the_flag(target, nan):
 
 
 def test_cuda_source_names_the_gpu_rules():
-    """The CUDA code says which rule each fold follows, in TileLang's names: tl::MaxOp
-    and __hmax ignore NaN, tl::MaxOpNan and __hmax_nan propagate it."""
+    """The CUDA code says which rule each fold follows, in TileLang's names: tl::MaxOp,
+    __hmax and tl::max2 ignore NaN, tl::MaxOpNan, __hmax_nan and tl::max2_nan propagate
+    it."""
     plain = tilelang.compile(
         minmax_kernel("float16"), target="cuda -arch=sm_80"
     ).get_kernel_source()
     for name in ("__hmax(", "__hmin(", "__hmax_nan(", "__hmin_nan(", "tl::MaxOp,", "tl::MaxOpNan,"):
+        assert name in plain, name
+    # 16-bit rows fold two registers at once: tl::max2 (max.f16x2), tl::max2_nan ...
+    for name in ("tl::max2(", "tl::min2_nan(", "tl::abs_max2(", "tl::abs_max2_nan("):
         assert name in plain, name
     f32 = tilelang.compile(minmax_kernel("float32"), target="cuda -arch=sm_80").get_kernel_source()
     for name in ("tl::max<float>(", "tl::max_nan<float>(", "tl::MinOpNan,"):
@@ -216,13 +220,16 @@ def test_cuda_source_names_the_gpu_rules():
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_gpu_code_is_one_instruction_per_rule(dtype):
     """NVRTC turns each rule into PTX's own instruction: max / min ignore NaN, max.NaN /
-    min.NaN propagate it (16-bit ones on their bits, without a trip through float)."""
+    min.NaN propagate it (16-bit ones on their bits, without a trip through float; the
+    reductions fold two registers of a row at once, max.f16x2 ...)."""
     source = tilelang.compile(minmax_kernel(dtype), target="cuda -arch=sm_80").get_kernel_source()
     ok, log, ptx = nvrtc_compile("compute_80", source, want_ptx=True)
     assert ok, log
     suffix = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
     for insn in ("max", "min", "max.NaN", "min.NaN"):
         assert f"{insn}.{suffix} " in ptx, insn
+        if dtype != "float32":
+            assert f"{insn}.{suffix}x2 " in ptx, insn
 
 
 @pytest.mark.parametrize("value", ["yes", 2, None])
