@@ -46,6 +46,9 @@ typedef unsigned short ushort;
 #ifndef TL_SMEM  // a shared-memory element; the emulation records the access
 #define TL_SMEM(buf, off, write, where) (buf)[off]
 #endif
+#ifndef TL_SMEM_PACKED  // the base of a packed shared buffer, for its element `off`: the same
+#define TL_SMEM_PACKED(buf, off, write, where) (buf)
+#endif
 
 #ifndef TL_DYNAMIC_SHARED  // the emulation gives each block its own array
 #define TL_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]

@@ -92,6 +92,7 @@ struct SameValueCheck {
   size_t bytes;
   unsigned char before[16];  // what the other thread had written
   std::string message;       // the race, should the values differ
+  unsigned char nibble = 0;  // a packed element's bits in its byte (0: all `bytes`)
 };
 struct RaceTable {
   std::unordered_map<uintptr_t, Access> writes, reads;
@@ -121,6 +122,9 @@ struct BlockState {
   dim3 block_dim{1, 1, 1};
   std::vector<unsigned char> shared;
   RaceTable races;
+  // Packed sub-byte elements (float4_e2m1fn, int4), keyed by element: 2 * byte address
+  // + half. Their same-value checks wait in `races.pending`.
+  RaceTable packed_races;
   std::vector<AsyncCopies> async_copies;  // by thread rank
   std::vector<int> simd_epochs;           // by thread rank: simdgroup barriers passed
   int vote = 0;                           // __syncthreads_count's tally (cuda_emu.h)
@@ -177,6 +181,8 @@ TL_EMU_FN void init_block(BlockState& st, int64_t bx, int64_t by, int64_t bz, in
   st.races.writes.clear();
   st.races.reads.clear();
   st.races.pending.clear();
+  st.packed_races.writes.clear();
+  st.packed_races.reads.clear();
   st.async_copies.assign(size_t(nx) * ny * nz, AsyncCopies{});
   st.simd_epochs.assign(size_t(nx) * ny * nz, 0);
 }
@@ -258,23 +264,31 @@ TL_EMU_FN void check_same_values();
 #if TL_EMU_DEFINITIONS
 TL_EMU_FN void check_same_values() {
   RaceTable& t = block_state().races;
-  for (const SameValueCheck& c : t.pending)
-    if (std::memcmp(reinterpret_cast<const void*>(c.address), c.before, c.bytes) != 0) record_failure(c.message);
+  for (const SameValueCheck& c : t.pending) {
+    const void* now = reinterpret_cast<const void*>(c.address);
+    bool same = c.nibble ? ((*static_cast<const unsigned char*>(now) ^ c.before[0]) & c.nibble) == 0
+                         : std::memcmp(now, c.before, c.bytes) == 0;
+    if (!same) record_failure(c.message);
+  }
   t.pending.clear();
 }
 #endif
 
 // Checks an access of `bytes` by the running thread to the shared byte address `a`
-// (see RaceTable) and records it.
-TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where);
+// (see RaceTable) and records it. `nibble` (packed elements): the access is to those
+// bits of the byte at `a` only, and is keyed by `key` in BlockState::packed_races.
+TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where, unsigned char nibble = 0,
+                                  uintptr_t key = 0);
 #if TL_EMU_DEFINITIONS
-TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where) {
+TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const char* where, unsigned char nibble,
+                                  uintptr_t key) {
   FiberScheduler* s = current_scheduler();
   int tid = s->current, epoch = s->barriers[tid];
   BlockState& st = block_state();
   int simd_epoch = size_t(tid) < st.simd_epochs.size() ? st.simd_epochs[size_t(tid)] : 0;
-  RaceTable& t = st.races;
-  if (!t.pending.empty()) check_same_values();
+  if (!st.races.pending.empty()) check_same_values();
+  RaceTable& t = nibble ? st.packed_races : st.races;
+  const uintptr_t at = nibble ? key : a;
   // The race message, or "" when `other` and this access are ordered.
   auto race = [&](const Access& other, const char* what_other, const char* what_this) -> std::string {
     if (other.thread < 0 || other.thread == tid || other.epoch != epoch) return "";
@@ -289,19 +303,19 @@ TL_EMU_FN void note_shared_access(uintptr_t a, size_t bytes, bool write, const c
            describe(where) + " with no barrier between them; add T.sync_threads() between the two";
   };
   if (write) {
-    std::string both = race(t.writes[a], "writes", "writes");
+    std::string both = race(t.writes[at], "writes", "writes");
     if (!both.empty() && bytes <= sizeof(SameValueCheck::before)) {
-      SameValueCheck c{a, bytes, {}, std::move(both)};
+      SameValueCheck c{a, bytes, {}, std::move(both), nibble};
       std::memcpy(c.before, reinterpret_cast<const void*>(a), bytes);
-      t.pending.push_back(std::move(c));
+      st.races.pending.push_back(std::move(c));
     } else if (!both.empty()) {
       record_failure(both);
     }
-    if (std::string m = race(t.reads[a], "reads", "writes"); !m.empty()) record_failure(m);
-    t.writes[a] = {tid, epoch, simd_epoch, where};
+    if (std::string m = race(t.reads[at], "reads", "writes"); !m.empty()) record_failure(m);
+    t.writes[at] = {tid, epoch, simd_epoch, where};
   } else {
-    if (std::string m = race(t.writes[a], "writes", "reads"); !m.empty()) record_failure(m);
-    t.reads[a] = {tid, epoch, simd_epoch, where};
+    if (std::string m = race(t.writes[at], "writes", "reads"); !m.empty()) record_failure(m);
+    t.reads[at] = {tid, epoch, simd_epoch, where};
   }
 }
 #endif
@@ -315,6 +329,19 @@ inline T* note_shared(T* p, bool write, const char* where) {
 }  // namespace tl::emu
 
 #define TL_SMEM(buf, off, write, where) (*::tl::emu::note_shared(&(buf)[off], (write) != 0, where))
+
+namespace tl::emu {
+// Element `i` of a packed shared buffer (two a byte): checked as its own nibble.
+inline unsigned char* note_shared_packed(unsigned char* base, int64_t i, bool write, const char* where) {
+  if (current_scheduler()) {
+    uintptr_t byte = reinterpret_cast<uintptr_t>(base + (i >> 1));
+    note_shared_access(byte, 1, write, where, (i & 1) ? 0xf0 : 0x0f, 2 * byte + uintptr_t(i & 1));
+  }
+  return base;
+}
+}  // namespace tl::emu
+
+#define TL_SMEM_PACKED(buf, off, write, where) (::tl::emu::note_shared_packed((buf), (off), (write) != 0, where))
 
 // The cpu runtime's protocol (see device/cpu/debug.h): skip blocks once a failure
 // is recorded, and hand the failure over after the launch.

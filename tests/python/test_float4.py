@@ -441,6 +441,37 @@ def test_views_between_packed_elements_and_bytes(target):
     np.testing.assert_array_equal(c, VALUES[codes[:, :8]])
 
 
+def packed_neighbours(race):
+    @T.prim_func
+    def main(A: T.Tensor((32,), T.float4_e2m1fn), B: T.Tensor((32,), T.float4_e2m1fn)):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((32,), T.float4_e2m1fn)
+            if race:
+                if tx % 2 == 0:  # no barrier under a condition on the thread index
+                    S[tx] = A[tx]
+                    B[tx] = S[(tx + 2) % 32]
+            else:
+                S[tx] = A[tx]  # thread 2k and 2k + 1 write the two halves of byte k
+                T.sync_threads()
+                B[tx] = S[31 - tx]
+
+    return main
+
+
+def test_emulator_watches_each_packed_element():
+    # The race detector tells the two nibbles of a byte apart: neighbours writing the
+    # two halves of a byte are no race, reading another thread's element unordered is.
+    codes = rng.integers(0, 16, 32).astype(np.uint8)
+    a, b = pack(codes), np.zeros(16, np.uint8)
+    tilelang.compile(packed_neighbours(False), target=TARGETS[1])(a, b)
+    np.testing.assert_array_equal(unpack(b, 32), codes[::-1])
+    kernel = tilelang.compile(packed_neighbours(True), target=TARGETS[1])
+    with pytest.raises(tilelang.TileLangError, match="shared-memory race on buffer 'S'") as err:
+        kernel(a, b)
+    assert "reads it at" in str(err.value) and "add T.sync_threads()" in str(err.value)
+
+
 def test_metal_refuses_fp4_by_name():
     @T.prim_func
     def main(A: T.Tensor((8,), T.float4_e2m1fn), B: T.Tensor((8,), T.float32)):

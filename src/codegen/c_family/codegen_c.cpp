@@ -80,16 +80,17 @@ int64_t CodeGenC::storage_count(DataType t, int64_t elements) {
   return t.is_sub_byte() ? (elements * t.bits() * t.lanes() + 7) / 8 : elements;
 }
 
-std::string CodeGenC::packed_load(const Buffer& b, const std::string& offset) {
-  return "tl::load_packed<" + type_name(b->dtype) + ">(" + name_of(b) + ", " + offset + ")";
+std::string CodeGenC::packed_load(const Buffer& b, const std::string& offset, const SourceSpan& span) {
+  return "tl::load_packed<" + type_name(b->dtype) + ">(" + packed_base(b, offset, false, span) + ", " + offset + ")";
 }
 
-std::string CodeGenC::packed_store(const Buffer& b, const std::string& offset, const std::string& value) {
+std::string CodeGenC::packed_store(const Buffer& b, const std::string& offset, const std::string& value,
+                                   const SourceSpan& span) {
   // A thread's registers are its own; other memory may hold a neighbour's element
   // in the other half of the byte (device/common/sub_byte.h).
   bool own = b->scope == Scope::Local || b->scope == Scope::LocalVar;
-  return str_cat("tl::", own ? "store_packed" : "store_packed_shared", "<", type_name(b->dtype), ">(", name_of(b), ", ",
-                 offset, ", ", value, ");");
+  return str_cat("tl::", own ? "store_packed" : "store_packed_shared", "<", type_name(b->dtype), ">(",
+                 packed_base(b, offset, true, span), ", ", offset, ", ", value, ");");
 }
 
 // Words a kernel's own names must not take in any of the dialects: C++ keywords
@@ -554,7 +555,7 @@ std::string CodeGenC::print_expr(const Expr& e) {
       return print_call(e.as<CallNode>());
     case NodeKind::BufferLoad: {
       auto* n = e.as<BufferLoadNode>();
-      if (n->buffer->dtype.is_sub_byte()) return packed_load(n->buffer, flat_offset(n->buffer, n->indices));
+      if (n->buffer->dtype.is_sub_byte()) return packed_load(n->buffer, flat_offset(n->buffer, n->indices), n->span);
       return element(n->buffer, flat_offset(n->buffer, n->indices), false, n->span);
     }
     case NodeKind::Let: {
@@ -638,7 +639,7 @@ void CodeGenC::stmt(const Stmt& s) {
     case NodeKind::BufferStore: {
       auto* n = s.as<BufferStoreNode>();
       if (n->buffer->dtype.is_sub_byte())
-        return line(packed_store(n->buffer, flat_offset(n->buffer, n->indices), print_expr(n->value)));
+        return line(packed_store(n->buffer, flat_offset(n->buffer, n->indices), print_expr(n->value), n->span));
       line(element(n->buffer, flat_offset(n->buffer, n->indices), true, n->span) + " = " + print_expr(n->value) + ";");
       return;
     }

@@ -56,8 +56,14 @@ class CodeGenC {
   static int64_t storage_count(DataType t, int64_t elements);
   // An element of a packed sub-byte buffer (device/common/sub_byte.h), read as a
   // value and written by a statement.
-  std::string packed_load(const Buffer& b, const std::string& offset);
-  std::string packed_store(const Buffer& b, const std::string& offset, const std::string& value);
+  std::string packed_load(const Buffer& b, const std::string& offset, const SourceSpan& span);
+  std::string packed_store(const Buffer& b, const std::string& offset, const std::string& value,
+                           const SourceSpan& span);
+  // The base pointer a packed element access goes through (a dialect may instrument
+  // it, as element() does).
+  virtual std::string packed_base(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) {
+    return name_of(b);
+  }
   // A block op (kBlockOpAttr body) run by every thread of a block of `threads`,
   // whose flat rank is `tl_thread_rank`: a cooperative device call runs on every
   // thread, a T.Parallel nest is flattened and strided over the threads, anything

@@ -205,11 +205,21 @@ class CodeGenCUDA : public CodeGenC {
   // and a recorded access under the emulator's race detector.
   std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) override {
     if (!hoisted_.count(b.get())) return CodeGenC::element(b, offset, write, span);
+    return "TL_SMEM(" + name_of(b) + ", " + offset + ", " + (write ? "1" : "0") + ", " + access_site(b, span) + ")";
+  }
+  // Packed elements the same way, each nibble its own element (TL_SMEM_PACKED).
+  std::string packed_base(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) override {
+    if (!hoisted_.count(b.get())) return CodeGenC::packed_base(b, offset, write, span);
+    return "TL_SMEM_PACKED(" + name_of(b) + ", " + offset + ", " + (write ? "1" : "0") + ", " + access_site(b, span) +
+           ")";
+  }
+  // "buffer|file:line" of an access, as the race detector names it.
+  std::string access_site(const Buffer& b, const SourceSpan& span) {
     const SourceSpan& at = span.defined() ? span : statement_span_;
     std::string where = at.defined() ? at.str() : std::string("generated code");
     std::ostringstream quoted;
     quoted << std::quoted(b->name + "|" + where);
-    return "TL_SMEM(" + name_of(b) + ", " + offset + ", " + (write ? "1" : "0") + ", " + quoted.str() + ")";
+    return quoted.str();
   }
 
   void emit_attr(const AttrNode* op) override {
