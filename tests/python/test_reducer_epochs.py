@@ -181,8 +181,8 @@ def test_bitwise_reducer_needs_integers():
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_reduce_tuning_arguments(target):
-    """TileLang's batch=, annotations= and nan_propagate= change no result: a row max
-    with a NaN is NaN, the others are the row maxima; sums and scans as without them."""
+    """TileLang's batch= and annotations= change no result: with nan_propagate=True a row
+    max with a NaN is NaN, the others are the row maxima; sums and scans as without them."""
     m, n = 16, 32
 
     @T.prim_func
