@@ -1744,12 +1744,16 @@ class Lowerer : public IRMutator {
     if (!is_const_true(valid)) fold = if_then_else(valid, fold);
     int64_t n = ls->local_size();
     Buffer pairs;
-    std::optional<Expr> held = same_for_every_register(valid, k, n);  // whether the thread holds rows
-    if (cuda_ && (is_max || is_min) && src->dtype == t && (t == dtype::Float16 || t == dtype::BFloat16) && held &&
-        registers_pair_in_rows(slot_of, n)) {
-      // Two registers per instruction (tl::max2 ...: max.f16x2, max.NaN.bf16x2 ...) into
-      // two accumulators per row, then the pair's two halves: max and min give the same
-      // bits in any order.
+    // 16-bit max / min: two registers per instruction where each pair holds two values
+    // of one row and the thread holds all its registers or none (`held`).
+    std::optional<Expr> held;
+    if (cuda_ && (is_max || is_min) && src->dtype == t && (t == dtype::Float16 || t == dtype::BFloat16) &&
+        registers_pair_in_rows(slot_of, n))
+      held = same_for_every_register(valid, k, n);
+    if (held) {
+      // tl::max2 ... (max.f16x2, max.NaN.bf16x2 ...) into two accumulators per row, which
+      // start at the identity in place of `red`; then red = the pair's two halves combined.
+      // Max and min give the same bits in any order.
       pairs = Buffer::make(dst->name + "_red2", t, {int_imm(2 * rows)}, Scope::Local, {}, op->span);
       std::string fn2 = str_cat("tl::", kind == "absmax" ? "abs_" : "", is_max ? "max2" : "min2", nan ? "_nan" : "");
       Expr k2 = mul(k, int_imm(2));
