@@ -93,14 +93,15 @@ class _Param:
     """One parameter of the operator: a tensor (its dtype, shape expressions and whether
     the kernel writes it) or a scalar (its dtype and Var)."""
 
-    __slots__ = ("config", "dtype", "is_tensor", "name", "shape", "var", "written")
+    __slots__ = ("config", "default", "dtype", "is_tensor", "name", "shape", "var", "written")
 
     def __init__(self, name, dtype, is_tensor, shape=(), var=None, written=False, config=False):
         self.name, self.dtype, self.is_tensor = name, str(dtype), is_tensor
         self.shape, self.var, self.written = list(shape), var, written
         # A config value of an eager function selects a specialization: torch.compile
-        # must see it as a constant ("int"), not as a size it may make symbolic.
-        self.config = config
+        # must see it as a constant ("int"), not as a size it may make symbolic. Its
+        # Python default becomes the schema's.
+        self.config, self.default = config, inspect.Parameter.empty
 
     @property
     def torch_dtype(self):
@@ -150,7 +151,8 @@ class _OpSchema:
             if p.is_tensor and p.written:
                 t = f"Tensor({_alias_name(alias)}!)"
                 alias += 1
-            args.append(f"{t} {p.name}")
+            default = "" if p.default is inspect.Parameter.empty else f"={p.default!r}"
+            args.append(f"{t} {p.name}{default}")
         returns = ", ".join("Tensor" for _ in self.outputs)
         if len(self.outputs) != 1:
             returns = f"({returns})"
@@ -424,6 +426,7 @@ class _EagerOp(_OpSchema):
             if value is None:
                 dtype = _config_dtype(func, pname, param, name)
                 inputs.append(_Param(pname, dtype, False, config=True))
+                inputs[-1].default = param.default
             elif hasattr(value, "handle"):  # a Buffer
                 inputs.append(_Param(pname, value.dtype, True, written=pname in written))
             else:

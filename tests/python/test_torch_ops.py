@@ -138,8 +138,10 @@ def test_schema_from_the_signature(ops):
     assert schemas["add"] == f"{NS}::add(Tensor A, Tensor B, float alpha) -> Tensor"
     assert schemas["scale"] == f"{NS}::scale(Tensor(a!) X, float s) -> ()"
     assert schemas["pairs"] == f"{NS}::pairs(Tensor X) -> (Tensor, Tensor)"
-    assert schemas["rms_norm"] == f"{NS}::rms_norm(Tensor X, Tensor W, float eps) -> Tensor"
-    assert schemas["axpy_"] == f"{NS}::axpy_(Tensor(a!) Y, Tensor X, int a) -> ()"
+    eps = ops["rms_norm"]._opoverload._schema.arguments[2]
+    assert schemas["rms_norm"].startswith(f"{NS}::rms_norm(Tensor X, Tensor W, float eps=")
+    assert eps.default_value == 1e-6  # the function's default, also the operator's
+    assert schemas["axpy_"] == f"{NS}::axpy_(Tensor(a!) Y, Tensor X, int a=2) -> ()"
     assert torch.ops.tl_test_ops.add.default._schema == ops["add"]._opoverload._schema
 
 
@@ -163,6 +165,8 @@ def test_results_match_numpy(ops):
     expected = y.double() + 3 * x.double()
     assert ops["axpy_"](y, x, 3) is None
     np.testing.assert_allclose(y.double(), expected, rtol=1e-6)
+    ops["axpy_"](y, x)  # a = 2, the function's default
+    np.testing.assert_allclose(y.double(), expected + 2 * x.double(), rtol=1e-5, atol=1e-6)
 
 
 def test_opcheck_every_op(ops):
