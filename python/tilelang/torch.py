@@ -136,6 +136,7 @@ class _OpSchema:
         self.inputs, self.outputs = inputs, outputs
         self.device_type = _target_device(target)
         self.mutated = [p.name for p in inputs if p.is_tensor and p.written]
+        self._tensor_positions = [i for i, p in enumerate(inputs) if p.is_tensor]
         for p in inputs + outputs:
             if p.is_tensor and DType(p.dtype).bits * DType(p.dtype).lanes < 8 and p.dtype != "bool":
                 raise TypeError(
@@ -159,12 +160,16 @@ class _OpSchema:
         return f"({', '.join(args)}) -> {returns}"
 
     def check_devices(self, args, fake=False):
-        for p, value in zip(self.inputs, args):
-            if not p.is_tensor or not isinstance(value, torch.Tensor):
+        # On every call: the tensor positions are listed once (_tensor_positions).
+        expected = self.device_type
+        for i in self._tensor_positions:
+            value = args[i]
+            if not isinstance(value, torch.Tensor):
                 continue
             device = value.device.type
-            if device == self.device_type or (fake and device == "meta"):
+            if device == expected or (fake and device == "meta"):
                 continue
+            p = self.inputs[i]
             raise ValueError(
                 f"argument '{p.name}' of operator {self.name} is a {device} tensor "
                 f"({value.device}), but kernel '{self.kernel_name}' was compiled for target "
