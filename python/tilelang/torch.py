@@ -441,12 +441,13 @@ class _EagerOp(_OpSchema):
         buffers = dict(trace.params)
         order = []
         for value in returned if trace.returned is not None else []:
-            out = next((n for n in trace.outputs if buffers[n] is value), None)
-            if out is None:
+            out = next((n for n, b in trace.params if b is value), None)
+            if out not in trace.outputs:
+                what = f"its parameter '{out}'" if out else repr(value)
                 raise TypeError(
-                    f"tilelang.torch.op '{name}': '{func.__name__}' returns something other "
-                    "than its T.empty outputs; an operator's outputs are new tensors (write "
-                    "an input in place and return nothing, or return a T.empty tensor)"
+                    f"tilelang.torch.op '{name}': '{func.__name__}' returns {what}, not a "
+                    "T.empty output; an operator's outputs are new tensors (write an input "
+                    "in place and return nothing, or return a T.empty tensor)"
                 )
             if out not in declared:
                 raise TypeError(

@@ -320,6 +320,36 @@ def test_registration_errors():
     with pytest.raises(TypeError, match="wraps a compiled kernel"):
         tilelang.torch.op(lambda x: x, f"{NS}::not_a_kernel")
 
+    @T.prim_func
+    def twice(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=16):
+            for i in T.Parallel(16):
+                B[i] = A[i] * 2
+
+    with pytest.raises(TypeError) as err:
+        tilelang.torch.op(tilelang.compile(twice, out_idx=[1], target="metal"), f"{NS}::metal")
+    assert str(err.value) == (
+        f"tilelang.torch.op '{NS}::metal': kernel 'twice' runs through torch.mps "
+        "(execution_backend='torch'); operators of Metal kernels are not supported yet"
+    )
+
+    @tilelang.jit(target="cpu")
+    def double_in_place(A):
+        N = T.const("N")
+        A: T.Tensor((N,), "float32")
+        with T.Kernel(1, threads=1):
+            for i in T.serial(N):
+                A[i] = A[i] * 2
+        return A
+
+    with pytest.raises(TypeError) as err:
+        tilelang.torch.op(f"{NS}::double_in_place")(double_in_place)
+    assert str(err.value) == (
+        f"tilelang.torch.op '{NS}::double_in_place': 'double_in_place' returns its parameter "
+        "'A', not a T.empty output; an operator's outputs are new tensors (write an input in "
+        "place and return nothing, or return a T.empty tensor)"
+    )
+
     m, n = T.dynamic("m n")
 
     @T.prim_func
