@@ -151,7 +151,7 @@ def test_min_max_follow_the_gpu(target, dtype):
     check(out, red, x, y)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
 def test_min_max_on_metal(dtype):
     """Metal: MSL's fmax / fmin (which ignore a NaN operand) and, for nan_propagate=True,
     folds with an explicit NaN test (no simd_ built-in promises NaN). The values equal the

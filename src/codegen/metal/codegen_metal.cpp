@@ -617,11 +617,13 @@ class CodeGenMetal : public CodeGenC {
       case Helper::MinMax:
         return "template <typename T> inline T tl_min(T a, T b) { return b < a ? b : a; }\n"
                "template <typename T> inline T tl_max(T a, T b) { return a < b ? b : a; }\n"
-               "template <typename T> inline T tl_max_nan(T a, T b) {\n"
-               "  return isnan(a) || isnan(b) ? T(NAN) : fmax(a, b);\n"
+               "template <typename T> inline T tl_max_nan(T a, T b) {  // in float: bfloat has no fmax\n"
+               "  float x = float(a), y = float(b);\n"
+               "  return T(isnan(x) || isnan(y) ? NAN : fmax(x, y));\n"
                "}\n"
                "template <typename T> inline T tl_min_nan(T a, T b) {\n"
-               "  return isnan(a) || isnan(b) ? T(NAN) : fmin(a, b);\n"
+               "  float x = float(a), y = float(b);\n"
+               "  return T(isnan(x) || isnan(y) ? NAN : fmin(x, y));\n"
                "}\n";
       case Helper::Log1p:
         return "inline float tl_log1p(float x) {\n"
