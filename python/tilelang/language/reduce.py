@@ -41,7 +41,8 @@ def _on_view(x):
 def _tuning(name, batch, annotations, outputs=None):
     """Checks TileLang's tuning arguments of a reduction: `batch` (outputs per
     cross-thread collective) and `annotations` (lowering hints). They choose how
-    TileLang's CUDA code is shaped, never the result, so nothing else reads them.
+    TileLang's CUDA code is shaped, never the result, so nothing else reads them (but
+    the annotation {"nan_propagate": True} of max / min / absmax, read by _nan_flag).
     `outputs`: the number of output elements where it is known; a batch must divide it,
     as TileLang requires (it checks the per-thread count, which divides this one)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
