@@ -57,6 +57,7 @@ KINDS = {
     "test_examples_hopper": "examples emulator",
     "test_explicit_hopper": "lowering emulator",
     "test_fast_math": "cuda_source",
+    "test_fast_math_intrinsics": "cuda_source emulator",
     "test_float4": "emulator runtime frontend",
     "test_fp8_saturation": "emulator",
     "test_fragment_inference_bugs": "lowering emulator",
