@@ -4,12 +4,13 @@ A [M, K] keeps at most 2 of every 4 consecutive elements along K (the pattern pr
 weights follow). tilelang.utils.sparse.compress stores it as its kept values A_sparse
 [M, K // 2] and metadata E [M, K // 16] (int16; one 4-bit code per group of 4: the
 positions of its two kept values). The kernel copies the three tiles of each step
-(E, A_sparse, B) through a T.Pipelined loop and calls T.gemm_sp, which decodes the A
-tile and multiplies it with T.gemm's tensor-core path (wgmma on sm_90a, mma.sync on
-sm_80, simdgroup matrices on Metal, loops on the CPU). E and E_shared carry TileLang's
-metadata layout annotation, which keeps the row-major format here.
+(E, A_sparse, B) through a T.Pipelined loop and calls T.gemm_sp, which runs on the
+sparse tensor cores on sm_80 .. sm_89 (mma.sp m16n8k32 on the kept values and the
+metadata), and elsewhere decodes the A tile and multiplies it with T.gemm's path
+(wgmma on sm_90a, simdgroup matrices on Metal, loops on the CPU). E and E_shared carry
+TileLang's metadata layout annotation, which keeps the row-major format here.
 
-The tiles do not divide M and N: the tails' copies read zeros, which decode to zeros.
+The tiles do not divide M and N: the tails' copies read zeros, which contribute zeros.
 """
 
 import numpy as np

@@ -650,8 +650,9 @@ TL_HALF_INTRINSIC(__hmin_nan, min_nan)
 #include "cluster.cuh"  // sm_90: thread block clusters, TMA multicast
 #include "copy_async.cuh"
 #include "gemm_sm80.cuh"
-#include "gemm_sm90.cuh"  // sm_90a: wgmma gemms
-#include "grid_sync.cuh"  // T.sync_grid: the grid barrier of a cooperative launch
-#include "tma.cuh"        // sm_90: TMA copies and mbarriers
+#include "gemm_sm90.cuh"     // sm_90a: wgmma gemms
+#include "gemm_sp_sm80.cuh"  // T.gemm_sp: mma.sp m16n8k32
+#include "grid_sync.cuh"     // T.sync_grid: the grid barrier of a cooperative launch
+#include "tma.cuh"           // sm_90: TMA copies and mbarriers
 #include "warp.cuh"
 #include "warp_specialize.cuh"  // sm_90a: setmaxnreg

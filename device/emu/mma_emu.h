@@ -2,7 +2,9 @@
 // (device/cuda/gemm_mma.cuh and gemm_sm80.cuh include it under TL_EMULATE):
 // m16n8k16 f16/bf16 -> f32 and f16 -> f16, m16n8k8 tf32 -> f32, m16n8k32 s8/u8 -> s32 and
 // m16n8k32 e4m3/e5m2 -> f32 (A and B formats chosen independently), with the
-// fp8 -> f16x2 conversion sm_90 runs that one through. The
+// fp8 -> f16x2 conversion sm_90 runs that one through, and the 2:4 sparse
+// mma.sp m16n8k32 f16/bf16 -> f32 (gemm_sp_sm80.cuh; its layout is described at
+// mma_sp_m16n8k32_f32 below). The
 // lanes of a warp are fibers of one block: each publishes its fragment registers
 // (exchange_in_warp in cuda_emu.h), and each lane computes its own four D elements
 // by locating every A and B element it needs through the PTX ISA fragment layout,
@@ -30,6 +32,8 @@ TL_EMU_FN void mma_m16n8k16_f16(uint32_t (&d)[2], const uint32_t (&a)[4], const 
 TL_EMU_FN void mma_m16n8k8_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]);
 TL_EMU_FN void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool is_unsigned);
 TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2);
+TL_EMU_FN void mma_sp_m16n8k32_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e,
+                                   int selector, bool bf16);
 
 // One e4m3fn or e5m2 value, exactly (minifloat.h, bit for bit as ml_dtypes).
 inline float fp8_value(uint8_t bits, bool e5m2) {
@@ -120,6 +124,55 @@ TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t 
     return [e5m2](uint32_t reg, int byte) { return fp8_value(uint8_t(reg >> (8 * byte)), e5m2); };
   };
   mma_m16n8<4>(d, a, b, decoder(a_e5m2), decoder(b_e5m2));
+}
+
+// mma.sp.sync.aligned.m16n8k32.row.col.f32.{f16,bf16}.{f16,bf16}.f32 d, a, b, c, e, f
+// (PTX ISA, "Matrix multiply-accumulate operation using mma.sp instruction with
+// sparse matrix A"). A is 16 x 32 with 2 of every 4 consecutive elements of a row
+// kept: its fragment a[4] holds the 16 x 16 kept values laid out as the A of the
+// dense m16n8k16 (reg j: row g + 8 * (j % 2), kept columns 2q + 8 * (j / 2) + {0, 1},
+// g = lane / 4, q = lane % 4), kept column 2c + s being the s-th kept value of the
+// row's chunk c (K elements 4c .. 4c + 3). B (32 x 8) is b[4]: reg j holds rows
+// 2q + 8j + {0, 1} of column g. The metadata: in each group of four lanes, the pair
+// 2f, 2f + 1 (f the sparsity selector, 0 or 1) supplies it; lane 2f + h of group g
+// holds, in bits [15:0], the codes of chunks 4h .. 4h + 3 of row g and in bits
+// [31:16] those of row g + 8, chunk 4h + i in bits [4i + 3 : 4i]; a chunk's code
+// gives the position (0-3) of its first kept value in bits [1:0] and of the second
+// in bits [3:2]. Only the kept values are multiplied (the B rows at the positions
+// the codes name), 16 products per element, summed in float in K order. A code
+// naming one position twice (0b0000, 0b0101, 0b1010, 0b1111), for which the ISA
+// leaves the result undefined, is reported as a failure of the launch.
+TL_EMU_FN void mma_sp_m16n8k32_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e,
+                                   int selector, bool bf16) {
+  const uint32_t mine[9] = {a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], e};
+  const uint32_t* warp = exchange_in_warp<uint32_t, 9, 3>(mine);
+  const int lane = thread_rank() % 32, g = lane / 4, q = lane % 4;
+  auto value = [bf16](uint32_t reg, int half) {
+    uint16_t bits = uint16_t(reg >> (16 * half));
+    return bf16 ? tl::bit_cast<float>(uint32_t(bits) << 16) : tl::half_bits_to_float(bits);
+  };
+  auto b_at = [&](int k, int n) { return value(warp[((n * 4) + (k % 8) / 2) * 9 + 4 + k / 8], k % 2); };
+  for (int i = 0; i < 4; ++i) {
+    const int h = i / 2, row = g + 8 * h, col = 2 * q + i % 2;
+    float sum = d[i];
+    for (int c = 0; c < 8; ++c) {  // the row's 4-element chunks, in K order
+      const uint32_t meta = warp[(g * 4 + 2 * selector + c / 4) * 9 + 8];
+      const int code = int(meta >> (16 * h + 4 * (c % 4))) & 15;
+      const int pos[2] = {code & 3, code >> 2};
+      if (pos[0] == pos[1]) {
+        record_failure("mma.sp: the metadata of row " + std::to_string(row) + ", K elements " + std::to_string(4 * c) +
+                       "-" + std::to_string(4 * c + 3) + " names position " + std::to_string(pos[0]) + " twice (code " +
+                       std::to_string(code) + "), for which the PTX ISA leaves the result undefined");
+        continue;
+      }
+      for (int s = 0; s < 2; ++s) {
+        const int kept = 2 * c + s;  // A's kept column
+        const float av = value(warp[(g * 4 + (kept % 8) / 2) * 9 + h + 2 * (kept / 8)], kept % 2);
+        sum += av * b_at(4 * c + pos[s], col);
+      }
+    }
+    d[i] = sum;
+  }
 }
 
 #endif  // TL_EMU_DEFINITIONS

@@ -13,6 +13,10 @@ namespace tl {
 #include "ir/attr_keys.def"
 #undef TL_ATTR
 
+// Values of kGemmSpAttr.
+inline constexpr int kGemmSpDecoded = 1;
+inline constexpr int kGemmSpCompressed = 2;
+
 struct AttrKeyInfo {
   const char* ident;
   const char* key;

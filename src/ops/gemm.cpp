@@ -75,10 +75,44 @@ Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, Sour
 }
 
 Stmt make_gemm_op(TileOpArgs a) {
-  if (a.regions.size() != 3)
+  // T.gemm_sp (python/tilelang/language/sparse.py) adds its kept values and metadata
+  // after A (the decoded tile), B and C; select_gemm_sp chooses between the two.
+  bool sparse = attr_int(a.attrs, kGemmSpAttr, 0) == kGemmSpDecoded;
+  if (a.regions.size() != (sparse ? 5u : 3u))
     throw_user_error(a.span, str_cat("T.gemm takes three operands A, B and C, got ", a.regions.size()));
-  return make_gemm(std::move(a.regions[0]), std::move(a.regions[1]), std::move(a.regions[2]), std::move(a.attrs),
-                   a.span);
+  Stmt g = make_gemm(a.regions[0], a.regions[1], a.regions[2], a.attrs, a.span);
+  if (!sparse) return g;
+  return tile_op(TileOpKind::Gemm, std::move(a.regions), {}, std::move(a.attrs), a.span);
+}
+
+// Element (m, k) of the dense A of a gemm on 2:4 compressed A (kGemmSpCompressed):
+// regions A_sparse [M][K / 2] ([K / 2][M] when transposed) and E, whose element
+// holds the 4-bit codes of bits / 4 consecutive groups of four (tilelang.utils.sparse).
+Expr sparse_a_element(const TileOpNode* op, const Expr& m, const Expr& k) {
+  auto bit_and = [](Expr x, Expr y) { return binary(BinaryOp::BitAnd, std::move(x), std::move(y)); };
+  auto shr = [](Expr x, Expr y) { return binary(BinaryOp::Shr, std::move(x), std::move(y)); };
+  const BufferRegion &a = op->regions[0], &e = op->regions[3];
+  bool ta = attr_int(op->attrs, "transpose_A", 0), te = attr_int(op->attrs, "transpose_E", 0);
+  int64_t per = e.buffer->dtype.bits() / 4;  // codes per element of E
+  auto at = [](const BufferRegion& r, const Expr& row, const Expr& col) {
+    size_t n = r.ranges.size();
+    std::vector<Expr> idx;
+    for (size_t d = 0; d + 2 < n; ++d) idx.push_back(r.ranges[d].min);
+    idx.push_back(add(r.ranges[n - 2].min, row));
+    idx.push_back(add(r.ranges[n - 1].min, col));
+    return idx;
+  };
+  Expr grp = floordiv(k, int_imm(4)), pos = floormod(k, int_imm(4));
+  Expr ecol = floordiv(grp, int_imm(per));
+  Expr word = cast(dtype::Int32, buffer_load(e.buffer, te ? at(e, ecol, m) : at(e, m, ecol)));
+  Expr code = bit_and(shr(word, mul(floormod(grp, int_imm(per)), int_imm(4))), int_imm(15));
+  auto kept = [&](int s) {
+    Expr kc = add(mul(grp, int_imm(2)), int_imm(s));
+    return buffer_load(a.buffer, ta ? at(a, kc, m) : at(a, m, kc));
+  };
+  Expr zero = make_const(a.buffer->dtype, 0);
+  Expr second = select(eq(bit_and(shr(code, int_imm(2)), int_imm(3)), pos), kept(1), zero);
+  return select(eq(bit_and(code, int_imm(3)), pos), kept(0), second);
 }
 
 // Calls the device header's tile GEMM with element pointers and row strides.
@@ -133,7 +167,10 @@ Stmt lower_gemm_loops(const TileOpNode* op) {
   DataType acc_t = c.buffer->dtype;
   Buffer acc = Buffer::make("acc", acc_t, {int_imm(1)}, Scope::Local);
   Expr zero = int_imm(0);
-  Expr av = cast(acc_t, buffer_load(a.buffer, ta ? index(a, kk, i) : index(a, i, kk)));
+  bool sparse = attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed;
+  if (sparse) k = mul(k, int_imm(2));
+  Expr av =
+      cast(acc_t, sparse ? sparse_a_element(op, i, kk) : buffer_load(a.buffer, ta ? index(a, kk, i) : index(a, i, kk)));
   Expr bv = cast(acc_t, buffer_load(b.buffer, tb ? index(b, j, kk) : index(b, kk, j)));
   Stmt init = buffer_store(acc, clear ? make_const(acc_t, 0) : buffer_load(c.buffer, index(c, i, j)), {zero});
   Stmt step = buffer_store(acc, add(buffer_load(acc, {zero}), mul(av, bv)), {zero});
@@ -182,6 +219,7 @@ int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
 // over the warps, operands outside shared memory, or targets before sm_80.
 Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads) {
   if (!target.has_mma_sync() || threads < 32 || threads % 32 != 0) return Stmt();
+  if (attr_int(op->attrs, kGemmSpAttr, 0)) return Stmt();  // compressed A: lower_gemm_loops decodes it
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   DataType in = a.buffer->dtype;
   bool f16_acc = in == dtype::Float16 && c.buffer->dtype == dtype::Float16;  // mma.sync's f16-accumulator form

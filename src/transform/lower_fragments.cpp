@@ -483,7 +483,15 @@ class Collector : public IRVisitor {
     auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
     int64_t k_step = 32 / elem_bytes(in);  // one mma reads 32 bytes of K
     if (!kk || *kk % k_step != 0) return fail(str_cat("K is not a multiple of ", k_step));
-    if (a_.wgmma) {
+    // T.gemm_sp on mma.sp (select_gemm_sp chose it): A holds the kept values, half of
+    // K; one m16n8k32 reads 16 of them. Operands from shared memory, no wgmma.
+    bool sparse = attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed;
+    if (sparse) {
+      if (!half || c.buffer->dtype != dtype::Float32 || !is_shared(op->regions[3].buffer))
+        return fail("mma.sp takes float16/bfloat16 operands into float32, metadata in shared memory");
+      use.a = nullptr;
+    }
+    if (a_.wgmma && !sparse) {
       std::string why = try_wgmma(op, use, m, n, *kk, ta);
       if (why.empty()) return;
       a_.wgmma_refused = true;
@@ -1562,7 +1570,14 @@ class Lowerer : public IRMutator {
     }
     // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
     const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
-    if (s_.layouts.count(a.buffer.get())) {
+    if (attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed) {
+      // tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh): K is the dense extent.
+      const BufferRegion& e = op->regions[3];
+      std::string name =
+          str_cat("tl::gemm_sp_ss<", m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(ta),
+                  ", ", flag(tb), ", ", flag(attr_int(op->attrs, "transpose_E", 0)), ">");
+      out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(e), ptr(b), regs(c.buffer)}), op->span));
+    } else if (s_.layouts.count(a.buffer.get())) {
       std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                                  flag(tb), pending ? ", 1>" : ">");
       out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));

@@ -26,6 +26,7 @@
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
 #include "transform/plan_shared_memory.h"
+#include "transform/select_gemm_sp.h"
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
 #include "transform/split_parallel_at_barriers.h"
@@ -274,6 +275,8 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   check_launch_limits(input, target);
   // T.annotate_layout on global buffers, on every target: their elements move.
   PrimFunc f = run_pass("apply_global_layouts", input, [&](const PrimFunc& g) { return apply_global_layouts(g); });
+  // T.gemm_sp: mma.sp where it fits (CUDA sm_80+), else its decoded dense tile.
+  f = run_pass("select_gemm_sp", f, [&](const PrimFunc& g) { return select_gemm_sp(g, target, configs); });
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
   f = run_pass("split_parallel_at_barriers", f, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.

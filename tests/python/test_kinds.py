@@ -64,6 +64,7 @@ KINDS = {
     "test_fuzz_seeds": "lowering emulator",
     "test_gemm_f16_accum": "lowering emulator",
     "test_gemm_sp": "lowering frontend",
+    "test_gemm_sp_mma": "emulator lowering cuda_source",
     "test_global_layouts": "lowering",
     "test_ieee_rounding": "emulator",
     "test_integer_division": "frontend lowering",

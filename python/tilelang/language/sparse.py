@@ -10,9 +10,13 @@ bits 2-3 that of the second; for 1:2 the code is 0b0100 (position 0) or 0b1110
 (position 1), as the tensor cores read them. Equal positions (which compress never
 writes) keep the first value.
 
-The op decodes the tile into a dense one of A's shape and dtype in shared memory and
-runs `T.gemm` on it: every target computes it, with the dense tensor-core path of the
-target. The sparse tensor-core instructions (mma.sp, wgmma.sp) are not used yet."""
+On CUDA sm_80 and later (not when the kernel's gemms take wgmma) a gemm that fits
+mma.sp m16n8k32 (float16 / bfloat16 into float32, tiles in shared memory; the rule is
+src/transform/select_gemm_sp.h's) runs on the sparse tensor cores from the kept values
+and the metadata (tl::gemm_sp_ss, device/cuda/gemm_sp_sm80.cuh). Everywhere else the
+op decodes the tile into a dense one of A's shape and dtype in shared memory and runs
+`T.gemm` on it, with the dense tensor-core path of the target; the choice is logged at
+debug level. wgmma.sp (sm_90a) is not used yet."""
 
 from . import builder_ctx, ops
 from .buffer import Buffer, Region, const_int, to_value
@@ -169,7 +173,24 @@ def gemm_sp(
         dense[m, k] = value
     for _ in range(3):
         builder.end_for()
-    ops.gemm(dense, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
+    # The gemm of the decoded tile, carrying the kept values and the metadata: the
+    # compiler (select_gemm_sp) runs it on mma.sp where that fits, dropping the
+    # decoding, and keeps the decoding otherwise.
+    attrs = {
+        "transpose_A": bool(transpose_A),
+        "transpose_B": bool(transpose_B),
+        "policy": int(policy),
+        "clear_accum": bool(clear_accum),
+        "k_pack": int(k_pack),
+        "wg_wait": int(wg_wait),
+        "tl.gemm_sp": 1,
+        "transpose_E": bool(transpose_E),
+    }
+    regions = [ops._region(x, f"{name} operand {n}").to_core() for x, n in ((B, "B"), (C, "C"))]
+    sparse_regions = [
+        ops._region(x, f"{name} {n}").to_core() for x, n in ((A_sparse, "A_sparse"), (E, "E"))
+    ]
+    builder.tile_op("gemm", [dense.full_region().to_core(), *regions, *sparse_regions], [], attrs)
 
 
 # TileLang's second front end for the same operation.

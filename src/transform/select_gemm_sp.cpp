@@ -1,0 +1,138 @@
+#include "transform/select_gemm_sp.h"
+
+#include <set>
+
+#include "ir/attrs.h"
+#include "ir/visitor.h"
+#include "layout/layout.h"
+#include "ops/extent_util.h"
+#include "ops/tile_op.h"
+#include "support/logging.h"
+
+namespace tl {
+namespace {
+
+using BufKey = const BufferNode*;
+
+// Why mma.sp cannot run this gemm ("" when it can), for a block of `threads`.
+std::string refusal(const TileOpNode* op, const Target& target, bool wgmma, int64_t threads) {
+  const BufferRegion &b = op->regions[1], &c = op->regions[2], &a = op->regions[3], &e = op->regions[4];
+  if (target.kind != TargetKind::CUDA || !target.has_mma_sync()) return "the target has no mma.sp (sm_80 and later)";
+  if (wgmma && target.has_wgmma()) return "the target's gemms take wgmma (wgmma.sp is not emitted yet)";
+  DataType in = a.buffer->dtype;
+  if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in))
+    return str_cat("mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not ", in.name(), " x ",
+                   b.buffer->dtype.name());
+  if (!(c.buffer->dtype == dtype::Float32))
+    return str_cat("the accumulator is ", c.buffer->dtype.name(), ", not float32");
+  if (c.buffer->scope != Scope::Fragment || !covers_whole(c) || c.buffer.ndim() != 2)
+    return "the accumulator is not a whole 2-d register fragment";
+  for (const BufferRegion* r : {&a, &b, &e})
+    if (!is_shared(r->buffer) || !covers_whole(*r) || r->buffer.ndim() != 2)
+      return str_cat("'", r->buffer->name, "' is not a whole 2-d shared-memory tile");
+  if (threads % 32 != 0) return "the block is not whole warps";
+  bool ta = attr_int(op->attrs, "transpose_A", 0);
+  auto m = as_const_int(c.ranges[0].extent), n = as_const_int(c.ranges[1].extent);
+  auto k2 = as_const_int(ta ? a.ranges[0].extent : a.ranges[1].extent);
+  if (!m || !n || !k2) return "a tile extent is not a constant";
+  if ((2 * *k2) % 32 != 0) return str_cat("K = ", 2 * *k2, " is not a multiple of 32");
+  int64_t warps = threads / 32, wm = gemm_warp_split(*m, *n, warps, attr_int(op->attrs, "policy", 0));
+  if (!wm || (*n / (warps / wm)) % 16 != 0)
+    return str_cat("the ", *m, " x ", *n, " tile does not split into m16 x n16 warp tiles over ", warps, " warps");
+  for (const BufferRegion* r : {&a, &b}) {
+    auto cols = as_const_int(r->buffer->shape.back());
+    if (!cols || !Layout::swizzle(*cols, r->buffer->dtype.bytes()))
+      return str_cat("the rows of '", r->buffer->name, "' are not whole 16-byte chunks");
+  }
+  return "";
+}
+
+// Chooses each T.gemm_sp's form; collects the dense tiles that are no longer used.
+class Select : public IRMutator {
+ public:
+  Select(const Target& t, bool wgmma) : target_(t), wgmma_(wgmma) {}
+  std::set<BufKey> dropped;
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    int64_t saved = threads_;
+    threads_ = op->thread_count();
+    Stmt s = IRMutator::visit(op, self);
+    threads_ = saved;
+    return s;
+  }
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (op->op != TileOpKind::Gemm || attr_int(op->attrs, kGemmSpAttr, 0) != kGemmSpDecoded) return self;
+    std::string why = refusal(op, target_, wgmma_, threads_);
+    std::string where = op->span.defined() ? op->span.str() + ": " : "";
+    Attrs attrs = op->attrs;
+    if (why.empty()) {
+      log(LogLevel::Debug, where + "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)");
+      attrs[kGemmSpAttr] = int64_t(kGemmSpCompressed);
+      dropped.insert(op->regions[0].buffer.get());
+      return tile_op(TileOpKind::Gemm, {op->regions[3], op->regions[1], op->regions[2], op->regions[4]}, {},
+                     std::move(attrs), op->span);
+    }
+    log(LogLevel::Debug, where + "T.gemm_sp decodes A into a dense tile and runs T.gemm: " + why);
+    attrs.erase(kGemmSpAttr);
+    attrs.erase("transpose_E");
+    return tile_op(TileOpKind::Gemm, {op->regions[0], op->regions[1], op->regions[2]}, {}, std::move(attrs), op->span);
+  }
+
+ private:
+  const Target& target_;
+  bool wgmma_;
+  int64_t threads_ = 1;
+};
+
+// Whether `s` only writes buffers of `dead` (its stores' targets; it holds no tile
+// op, call or other effect): the decoding of a tile mma.sp no longer reads.
+bool writes_only(const Stmt& s, const std::set<BufKey>& dead) {
+  struct Check : IRVisitor {
+    const std::set<BufKey>& dead;
+    bool ok = true, stores = false;
+    explicit Check(const std::set<BufKey>& d) : dead(d) {}
+    using IRVisitor::visit;
+    void visit(const BufferStoreNode* op) override {
+      stores = true;
+      ok = ok && dead.count(op->buffer.get());
+      IRVisitor::visit(op);
+    }
+    void visit(const TileOpNode*) override { ok = false; }
+    void visit(const EvaluateNode*) override { ok = false; }
+    void visit(const AllocateNode*) override { ok = false; }
+  } check(dead);
+  check.visit(s);
+  return check.ok && check.stores;
+}
+
+class Drop : public IRMutator {
+ public:
+  explicit Drop(const std::set<BufKey>& dead) : dead_(dead) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    return writes_only(self, dead_) ? seq({}) : IRMutator::visit(op, self);
+  }
+  Stmt visit(const AllocateNode* op, const Stmt& self) override {
+    return dead_.count(op->buffer.get()) ? mutate(op->body) : IRMutator::visit(op, self);
+  }
+
+ private:
+  const std::set<BufKey>& dead_;
+};
+
+}  // namespace
+
+PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target, const PassConfig& configs) {
+  Select select(target, configs.wgmma);
+  Stmt body = select.mutate(f->body);
+  if (!select.dropped.empty()) body = Drop(select.dropped).mutate(body);
+  return f.with_body(body);
+}
+
+}  // namespace tl

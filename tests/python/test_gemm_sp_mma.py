@@ -1,0 +1,246 @@
+"""T.gemm_sp on the sparse tensor cores (mma.sp m16n8k32, sm_80+): the emulator's twin
+of the instruction (device/emu/mma_emu.h) and tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh)
+against numpy for float16 and bfloat16, every transpose, ragged M / N / K; the rule that
+keeps the decoded path (logged at debug level); NVRTC and nvcc accept the source, ptxas
+spills nothing for the example's default config and the SASS runs HMMA.SP."""
+
+import glob
+import importlib.util
+import logging
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+from tilelang import _native
+from tilelang.utils.sparse import compress
+from tilelang.utils.target import available_targets
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
+from test_gemm_sp import semi_sparse, sparse_gemm
+
+ROOT = pathlib.Path(__file__).parents[2]
+SM80 = "cuda -arch=sm_80 -emulate"
+NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+SP_CALL = "tl::gemm_sp_ss<"
+
+
+def operands(M, N, K, dtype, trans_A, trans_B, trans_E, meta="int16", seed=0):
+    a = semi_sparse(M, K, dtype, seed=seed)
+    b = (np.random.default_rng(seed + 1).integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
+    a_in = np.ascontiguousarray(a.T) if trans_A else a
+    a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
+    if trans_E:
+        e = np.ascontiguousarray(e.T)
+    b_in = np.ascontiguousarray(b.T) if trans_B else b
+    return a_sparse, e, b_in, a.astype(np.float64) @ b.astype(np.float64)
+
+
+@pytest.fixture
+def fresh_compiles():
+    """The choice is logged while lowering: no kernel from the cache."""
+    was = tilelang.env.is_cache_enabled()
+    tilelang.disable_cache()
+    yield
+    if was:
+        tilelang.enable_cache()
+
+
+def compile_sp(
+    target, M, N, K, bM, bN, bK, dtype, trans_A=False, trans_B=False, trans_E=False, meta="int16"
+):
+    func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, trans_E=trans_E)
+    return tilelang.compile(func, out_idx=[3], target=target)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A", [False, True])
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_mma_sp_matches_numpy_every_transpose(dtype, trans_A, trans_B):
+    # M, N and K that the tiles do not divide: the tails' copies read zeros, and E's
+    # zero codes are read as positions 0 and 1 (a valid code with zero products).
+    M, N, K = 72, 56, 208
+    kernel = compile_sp(SM80, M, N, K, 64, 32, 64, dtype, trans_A, trans_B)
+    source = kernel.get_kernel_source()
+    assert (
+        f"{SP_CALL}64, 32, 64, 2, 2, {str(trans_A).lower()}, {str(trans_B).lower()}, false>"
+        in source
+    )
+    assert "sp_code" not in source  # no decoding left
+    a_sparse, e, b, ref = operands(M, N, K, dtype, trans_A, trans_B, False)
+    got = np.asarray(kernel(a_sparse, e, b)).astype(np.float64)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype,meta,trans_E",
+    [("bfloat16", "uint8", False), ("float16", "int32", False), ("float16", "int16", True)],
+)
+def test_mma_sp_metadata_widths_and_transposed_metadata(dtype, meta, trans_E):
+    # One metadata element describes 8 (uint8), 16 (int16) or 32 (int32) elements of K.
+    M, N, K = 64, 64, 256
+    kernel = compile_sp(SM80, M, N, K, 64, 64, 128, dtype, meta=meta, trans_E=trans_E)
+    assert SP_CALL in kernel.get_kernel_source()
+    a_sparse, e, b, ref = operands(M, N, K, dtype, False, False, trans_E, meta=meta, seed=4)
+    got = np.asarray(kernel(a_sparse, e, b)).astype(np.float64)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_mma_sp_accumulates_in_float32_like_the_instruction():
+    """Values whose sum needs float32 (2^-12 steps on top of 2^8): the twin adds the 16
+    kept products of each instruction in float, in K order, as the decoded path's
+    m16n8k16 pair does, so both agree bit for bit here."""
+    M, N, K = 32, 32, 64
+    rng = np.random.default_rng(7)
+    a = semi_sparse(M, K, "float16", seed=7).astype(np.float32) * 64
+    b = (rng.integers(-64, 65, size=(K, N)) / 1024).astype(np.float16)
+    a = a.astype(np.float16)
+    a_sparse, e = compress(a)
+    sparse = compile_sp(SM80, M, N, K, 32, 32, 64, "float16")
+    decoded = compile_sp("cuda -arch=sm_90a -emulate", M, N, K, 32, 32, 64, "float16")
+    got = np.asarray(sparse(a_sparse, e, b))
+    np.testing.assert_allclose(
+        got, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-6, atol=1e-5
+    )
+    np.testing.assert_array_equal(got, np.asarray(decoded(a_sparse, e, b)))
+
+
+def test_invalid_metadata_is_reported_by_the_emulator():
+    """A code naming one position twice (0b0101), which compress never writes and for
+    which the PTX ISA leaves mma.sp undefined, fails the launch in emulation."""
+    M, N, K = 32, 32, 64
+    kernel = compile_sp(SM80, M, N, K, 32, 32, 64, "float16")
+    a_sparse, e, b, _ = operands(M, N, K, "float16", False, False, False)
+    e = e.copy()
+    e[3, 1] = np.int16(0b0101_0100_0100_0100)
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"mma.sp: the metadata of row 3, K elements 28-31 names position 1 twice \(code 5\)",
+    ):
+        kernel(a_sparse, e, b)
+
+
+@pytest.mark.parametrize(
+    "target,dtype,meta,why",
+    [
+        (
+            SM80,
+            "int8",
+            "int32",
+            "mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not int8 x int8",
+        ),
+        (
+            "cuda -arch=sm_90a -emulate",
+            "float16",
+            "int16",
+            "the target's gemms take wgmma (wgmma.sp is not emitted yet)",
+        ),
+        ("cpu", "float16", "int16", "the target has no mma.sp (sm_80 and later)"),
+    ],
+)
+def test_other_gemms_keep_the_decoded_tile_and_say_why(
+    caplog, fresh_compiles, target, dtype, meta, why
+):
+    M, N, K = 64, 32, 128
+    accum = "int32" if dtype == "int8" else "float32"
+    func = sparse_gemm(M, N, K, 64, 32, 64, dtype, meta, False, True, accum=accum)
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(func, out_idx=[3], target=target)
+    assert f"T.gemm_sp decodes A into a dense tile and runs T.gemm: {why}" in caplog.text
+    assert SP_CALL not in kernel.get_kernel_source()
+
+
+@pytest.mark.parametrize(
+    "target,configs",
+    [("cuda -arch=sm_86 -emulate", {}), ("cuda -arch=sm_90a -emulate", {"tl.disable_wgmma": True})],
+)
+def test_the_choice_of_mma_sp_is_logged(caplog, fresh_compiles, target, configs):
+    M, N, K = 64, 64, 128
+    func = sparse_gemm(M, N, K, 64, 64, 64, "bfloat16", "int16")
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(func, out_idx=[3], target=target, pass_configs=configs)
+    assert "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)" in caplog.text
+    a_sparse, e, b, ref = operands(M, N, K, "bfloat16", False, False, False, seed=9)
+    np.testing.assert_allclose(
+        np.asarray(kernel(a_sparse, e, b)).astype(np.float64), ref, rtol=1e-6, atol=1e-6
+    )
+
+
+def test_slices_and_shared_accumulators_keep_the_decoded_tile():
+    """A gemm on part of a tile is not mma.sp's (the decoded path runs it), and the
+    result is the same."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    import test_gemm_sp
+
+    test_gemm_sp.test_gemm_sp_on_slices_of_the_tiles()
+
+
+def example_kernel(target):
+    spec = importlib.util.spec_from_file_location(
+        "example_gemm_sp", ROOT / "examples" / "gemm_sp.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    func = mod.gemm_sp.get_tir(4096, 4096, 4096)  # the example's default tile config
+    return tilelang.compile(func, out_idx=[-1], target=target)
+
+
+needs_nvrtc = pytest.mark.skipif(
+    "cuda" not in available_targets(), reason="NVRTC is not on this machine"
+)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+def test_nvrtc_accepts_the_mma_sp_source(arch):
+    source = example_kernel(f"cuda -arch={arch}").get_kernel_source()
+    assert f"{SP_CALL}128, 128, 64, 2, 2, false, false, false>" in source
+
+
+def cuobjdump():
+    """The CUDA toolkit's cuobjdump, or one from a pip wheel (nvidia-cuda-cuobjdump, or
+    the copy the triton wheel carries)."""
+    found = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump")
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if not found and home and os.path.exists(os.path.join(home, "bin", "cuobjdump")):
+            found = os.path.join(home, "bin", "cuobjdump")
+    for site in sys.path:
+        if not found:
+            hits = glob.glob(os.path.join(site, "nvidia", "cu*", "bin", "cuobjdump"))
+            hits += glob.glob(
+                os.path.join(site, "triton", "backends", "nvidia", "bin", "cuobjdump")
+            )
+            found = hits[0] if hits else None
+    return found
+
+
+@needs_nvrtc
+def test_ptxas_no_spills_and_hmma_sp_in_the_sass(nvcc, tmp_path):  # noqa: F811
+    source = example_kernel("cuda -arch=sm_80").get_kernel_source()
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(source)
+    cubin = tmp_path / "kernel.cubin"
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [nvcc, "-arch=sm_80", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
+    cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
+    assert spills and max(spills) == 0, done.stderr
+    tool = cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    sass = subprocess.run(
+        [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True
+    ).stdout
+    # 2 x 2 warps over 128 x 128: each warp's 64 x 64 tile is 4 x 8 m16n8k32 per k-step,
+    # two k-steps per 64-wide K tile.
+    assert len(re.findall(r"\bHMMA\.SP\.16832\.F32\b", sass)) >= 64, sass[:4000]
+    assert not re.search(r"\bHMMA\.16816\b", sass), "dense mma.sync left in the SASS"
