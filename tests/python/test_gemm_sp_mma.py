@@ -18,6 +18,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
+import tilelang.language as T
 from tilelang import _native
 from tilelang.utils.sparse import compress
 from tilelang.utils.target import available_targets
@@ -173,13 +174,34 @@ def test_the_choice_of_mma_sp_is_logged(caplog, fresh_compiles, target, configs)
     )
 
 
-def test_slices_and_shared_accumulators_keep_the_decoded_tile():
-    """A gemm on part of a tile is not mma.sp's (the decoded path runs it), and the
-    result is the same."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    import test_gemm_sp
+def test_slices_keep_the_decoded_tile():
+    """Two T.gemm_sp over the two halves of K of staged tiles (slices, not whole tiles)
+    are not mma.sp's: the decoded path runs them, and the sum is right."""
 
-    test_gemm_sp.test_gemm_sp_on_slices_of_the_tiles()
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 64), "float16"),
+        E: T.Tensor((32, 8), "int16"),
+        B: T.Tensor((128, 32), "float16"),
+        C: T.Tensor((32, 32), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 64), "float16")
+            E_s = T.alloc_shared((32, 8), "int16")
+            B_s = T.alloc_shared((128, 32), "float16")
+            C_f = T.alloc_fragment((32, 32), "float32")
+            T.copy(A, A_s)
+            T.copy(E, E_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm_sp(A_s[:, 0:32], E_s[:, 0:4], B_s[0:64, :], C_f)
+            T.gemm_sp(A_s[:, 32:64], E_s[:, 4:8], B_s[64:128, :], C_f)
+            T.copy(C_f, C)
+
+    a_sparse, e, b, ref = operands(32, 32, 128, "float16", False, False, False, seed=5)
+    kernel = tilelang.compile(main, out_idx=[3], target=SM80)
+    assert SP_CALL not in kernel.get_kernel_source()
+    np.testing.assert_allclose(np.asarray(kernel(a_sparse, e, b)), ref, rtol=1e-6, atol=1e-6)
 
 
 def example_kernel(target):
