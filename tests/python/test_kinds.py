@@ -106,6 +106,7 @@ KINDS = {
     "test_shared_memory_plan": "lowering",
     "test_simplify_prim_func": "frontend",
     "test_skinny_gemm": "examples",
+    "test_sparse_cutlass_metadata": "frontend emulator",
     "test_split_parallel_at_barriers": "lowering",
     "test_sync_grid": "lowering emulator",
     "test_thread_allreduce": "frontend lowering",

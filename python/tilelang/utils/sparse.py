@@ -6,8 +6,11 @@ matrices. numpy arrays and torch tensors both work (torch tensors stay on their 
 The metadata format is the one tilelang.language.sparse documents: one 4-bit code per
 group of K, row-major, little end first. TileLang's CUTLASS-ordered metadata layouts
 (`make_cutlass_metadata_layout`) are accepted by the kernels and leave this format as
-it is, so `compress` here and `T.gemm_sp` agree whatever the annotation says; metadata
-made by another library's compressor in a reordered layout is not understood."""
+it is, so `compress` here and `T.gemm_sp` agree whatever the annotation says. Metadata
+in CUTLASS's reordered layout (the sm_80 sparse GEMM's ColumnMajorInterleaved<2>, which
+torch's semi-structured tensors use: `to_sparse_semi_structured(...).meta`) holds the
+same codes in other places: `metadata_from_cutlass` / `metadata_to_cutlass` convert,
+and `compress` / `decompress` take `metadata_layout="cutlass"`."""
 
 import numpy as np
 
@@ -19,6 +22,8 @@ __all__ = [
     "compress_sm90",
     "decompress",
     "e_factor",
+    "metadata_from_cutlass",
+    "metadata_to_cutlass",
     "randint_semi_sparse",
     "randn_semi_sparse",
 ]
@@ -61,15 +66,20 @@ def _meta_name(meta_dtype):
     return np.dtype(meta_dtype).name
 
 
-def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
+def compress(
+    A, transposed=False, block_k=None, arch=None, meta_dtype=None, metadata_layout="row_major"
+):
     """(A_sparse, E) of a 2:4 sparse A (M, K), or of A stored (K, M) with transposed=True
     (then A_sparse is (K/2, M); E is (M, K / e_factor) either way). At most 2 of every 4
     consecutive elements along K may be nonzero (1 of 2 for float32); a group with fewer
     keeps zeros. meta_dtype (a dtype name, numpy or torch dtype) picks E's element type:
     int32 for 8-bit A, int16 otherwise, uint8 when `arch` is 9.0 or later (the choices of
     TileLang's examples). block_k is accepted for TileLang's signature; the format does
-    not depend on it."""
+    not depend on it. metadata_layout="cutlass" returns E in CUTLASS's reordered layout
+    (metadata_to_cutlass; int16 or int32 metadata), that of torch's semi-structured
+    tensors; T.gemm_sp reads the row-major one."""
     del block_k
+    _check_layout(metadata_layout, "compress")
     if getattr(A, "ndim", None) != 2:
         raise ValueError(f"compress: A must be a 2-D numpy array or torch tensor, got {A!r:.80}")
     a_name = _name(A.dtype)
@@ -126,6 +136,8 @@ def compress(A, transposed=False, block_k=None, arch=None, meta_dtype=None):
     E = words.to(getattr(_torch(), meta)) if torch_in else words.astype(meta)
     if transposed:
         values = values.T.contiguous() if torch_in else np.ascontiguousarray(values.T)
+    if metadata_layout == "cutlass":
+        E = metadata_to_cutlass(E)
     return values, E
 
 
@@ -135,8 +147,12 @@ def compress_sm90(A, block_k=None, transposed=False):
     return compress(A, transposed=transposed, block_k=block_k, arch="9.0")
 
 
-def decompress(A_sparse, E, transposed=False):
-    """The dense A of compress's (A_sparse, E): (M, K), or (K, M) with transposed=True."""
+def decompress(A_sparse, E, transposed=False, metadata_layout="row_major"):
+    """The dense A of compress's (A_sparse, E): (M, K), or (K, M) with transposed=True;
+    metadata_layout="cutlass" reads E in CUTLASS's reordered layout."""
+    _check_layout(metadata_layout, "decompress")
+    if metadata_layout == "cutlass":
+        E = metadata_from_cutlass(E)
     a_name = _name(A_sparse.dtype)
     kept, group = sparsity_of(a_name, "decompress: A_sparse")
     factor = e_factor(a_name, _name(E.dtype))
@@ -172,6 +188,66 @@ def _torch():
     import torch
 
     return torch
+
+
+def _check_layout(layout, who):
+    if layout not in ("row_major", "cutlass"):
+        raise ValueError(f"{who}: metadata_layout must be 'row_major' or 'cutlass', got {layout!r}")
+
+
+def _cutlass_offsets(E, who):
+    """For each element (r, c) of an (M, C) metadata matrix, row-major, its flat index in
+    CUTLASS's reordered storage of the same shape: the sm_80 sparse GEMM's metadata
+    layout (ColumnMajorInterleaved<2> over rows permuted in groups of 32 for 16-bit
+    metadata, 16 for 32-bit, with 2 x 2 blocks transposed; CUTLASS's reorder_meta)."""
+    if getattr(E, "ndim", None) != 2:
+        raise ValueError(f"{who}: E must be a 2-D numpy array or torch tensor, got {E!r:.80}")
+    bits = E.element_size() * 8 if _is_torch(E) else E.dtype.itemsize * 8
+    m, cols = E.shape
+    group = {16: 32, 32: 16}.get(bits)
+    if group is None:
+        raise ValueError(
+            f"{who}: CUTLASS's metadata layout holds 16-bit (float16 / bfloat16 / float32 A) or "
+            f"32-bit (8-bit A) elements, got {_name(E.dtype)}"
+        )
+    if m % group or cols % 2:
+        raise ValueError(
+            f"{who}: CUTLASS's metadata layout needs a multiple of {group} rows and an even "
+            f"number of columns for {_name(E.dtype)} metadata, got shape {tuple(E.shape)}"
+        )
+    weave = 4 if bits == 16 else 2
+    r = np.arange(m)[:, None].repeat(cols, 1)
+    c = np.arange(cols)[None, :].repeat(m, 0)
+    r = r // group * group + (r % 8) * weave + (r % group) // 8
+    swap = ((r % 2 == 0) & (c % 2 == 1)).astype(np.int64) - ((r % 2 == 1) & (c % 2 == 0))
+    r, c = r + swap, c - swap
+    return ((c // 2) * m * 2 + r * 2 + c % 2).reshape(-1)
+
+
+def metadata_to_cutlass(E):
+    """E (M, K / e_factor; row-major, compress's layout) in CUTLASS's reordered layout:
+    the same codes at the places torch's semi-structured tensors (and CUTLASS's sm_80
+    sparse GEMM) keep them. numpy or torch in, the same out (torch on its device)."""
+    offsets = _cutlass_offsets(E, "metadata_to_cutlass")
+    if _is_torch(E):
+        torch = _torch()
+        out = torch.empty_like(E).reshape(-1)
+        out[torch.from_numpy(offsets).to(E.device)] = E.reshape(-1)
+        return out.reshape(E.shape)
+    out = np.empty(E.size, E.dtype)
+    out[offsets] = E.reshape(-1)
+    return out.reshape(E.shape)
+
+
+def metadata_from_cutlass(E):
+    """metadata_to_cutlass undone: CUTLASS-ordered metadata (torch's
+    `to_sparse_semi_structured(A).meta`, for example) in the row-major layout T.gemm_sp
+    and compress use."""
+    offsets = _cutlass_offsets(E, "metadata_from_cutlass")
+    if _is_torch(E):
+        torch = _torch()
+        return E.reshape(-1)[torch.from_numpy(offsets).to(E.device)].reshape(E.shape)
+    return np.ascontiguousarray(E).reshape(-1)[offsets].reshape(E.shape)
 
 
 def _is_torch_dtype(d):
