@@ -3,11 +3,14 @@ torch.matmul on the dense A (what the sparse kernel replaces) and, where torch h
 torch's semi-structured sparse matmul (to_sparse_semi_structured: CUTLASS / cuSPARSELt
 on the sparse tensor cores), same run, A/B interleaved medians.
 
-T.gemm_sp decodes each A tile into a dense shared tile and runs the dense gemm on it
-(wgmma on sm_90a), so the floor is the dense GEMM's: 2*M*N*K FLOPs at the dense tensor
-rate (H200 ~990 TFLOP/s float16), plus the decode (a few integer operations per element
-of A, on the CUDA cores). Bytes: A/2 + E (A/8) + B + C. TFLOP/s below count the dense
-2*M*N*K, so ratios are times. Appends the table to bench/RESULTS.md.
+On sm_90a T.gemm_sp decodes each A tile into a dense shared tile and runs the dense
+gemm on it (wgmma), so that path's floor is the dense GEMM's: 2*M*N*K FLOPs at the dense
+tensor rate (H200 ~990 TFLOP/s float16), plus the decode (a few integer operations per
+element of A, on the CUDA cores). Each config is also compiled with tl.disable_wgmma,
+which takes the sparse tensor cores (mma.sp m16n8k32, the sm_80+ path) instead: the
+rows name the path ("decode+wgmma" / "mma.sp"). Bytes: A/2 + E (A/8) + B + C. TFLOP/s
+below count the dense 2*M*N*K, so ratios are times. Appends the table to
+bench/RESULTS.md.
 
 Run on a GPU machine: python bench/gemm_sp_cuda.py [--shapes 4096x4096x4096,...]
 """
@@ -17,6 +20,7 @@ import pathlib
 import statistics
 import sys
 
+import tilelang
 import torch
 from results import (
     add_shapes_argument,
@@ -41,6 +45,8 @@ CONFIGS = [
     (128, 128, 128, 3, 256),
 ]
 ROUNDS, CALLS = 11, 10
+# The two ways T.gemm_sp runs on sm_90a: its default, and the sparse tensor cores.
+PATHS = {"decode+wgmma": {}, "mma.sp": {"tl.disable_wgmma": True}}
 
 
 def torch_sparse(a):
@@ -60,10 +66,11 @@ def bench_shape(M, N, K):
     a_sparse, e = compress(a)
     ref = a.float() @ b.float()
     tried = []
-    for cfg in CONFIGS:
-        bM, bN, bK, stages, threads = cfg
+    for cfg in [(*c, path) for c in CONFIGS for path in PATHS]:
+        bM, bN, bK, stages, threads, path = cfg
         try:
-            kernel = gemm_sp(M, N, K, bM, bN, bK, stages, threads)
+            func = gemm_sp.get_tir(M, N, K, bM, bN, bK, stages, threads)
+            kernel = tilelang.compile(func, out_idx=[-1], pass_configs=PATHS[path])
             got = kernel(a_sparse, e, b)
         except Exception as err:  # noqa: BLE001 - a config that does not build is reported
             print(f"{M}x{N}x{K} {cfg}: failed: {str(err).splitlines()[0]}")
@@ -109,7 +116,7 @@ def main():
         ),
         [
             "shape (MxNxK)",
-            "config (bM, bN, bK, stages, threads)",
+            "config (bM, bN, bK, stages, threads, path)",
             "tilelang sparse (TFLOP/s)",
             "torch dense (TFLOP/s)",
             "ratio dense/tilelang",
