@@ -131,7 +131,7 @@ class AddStage : public IRMutator {
 };
 
 // The buffers a statement writes (stores, and the destination of each tile op:
-// its last region, for copy, gemm C, reduce, fill ...), or with `all`, every
+// its last region, for copy, reduce, fill ...; a gemm's C), or with `all`, every
 // buffer it reads or writes.
 std::set<BufKey> buffers_of(const Stmt& s, bool all) {
   struct Walk : IRVisitor {
@@ -147,6 +147,11 @@ std::set<BufKey> buffers_of(const Stmt& s, bool all) {
       IRVisitor::visit(op);
     }
     void visit(const TileOpNode* op) override {
+      // A gemm writes C, its third region (T.gemm_sp's metadata, read, may follow it).
+      if (!all && op->op == TileOpKind::Gemm) {
+        out.insert(op->regions[2].buffer.get());
+        return IRVisitor::visit(op);
+      }
       for (size_t i = all ? 0 : op->regions.size() - std::min<size_t>(op->regions.size(), 1); i < op->regions.size();
            ++i)
         out.insert(op->regions[i].buffer.get());

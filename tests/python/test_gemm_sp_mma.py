@@ -224,6 +224,8 @@ needs_nvrtc = pytest.mark.skipif(
 def test_nvrtc_accepts_the_mma_sp_source(arch):
     source = example_kernel(f"cuda -arch={arch}").get_kernel_source()
     assert f"{SP_CALL}128, 128, 64, 2, 2, false, false, false>" in source
+    # T.Pipelined keeps its cp.async stages: the gemm reads E, it does not write it.
+    assert "tl::cp_async_wait<" in source and source.count("tl::cp_async<") >= 6
 
 
 def cuobjdump():
