@@ -1,7 +1,8 @@
 """The sm_80 device building blocks on a real GPU: the emulator's tests of
 tests/python/test_device_sm80.py (swizzle, ldmatrix, gemm_ss, gemm_rs, the fp8 mma and
-gemm_ss on sm_89+, shuffles, cp.async), with their kernels compiled by CuPy's NVRTC
-for the device's arch and launched there, against the same numpy references."""
+gemm_ss on sm_89+, the sparse mma.sp m16n8k32, shuffles, cp.async), with their kernels
+compiled by CuPy's NVRTC for the device's arch and launched there, against the same
+numpy references."""
 
 import pathlib
 import sys
@@ -24,6 +25,7 @@ from test_device_sm80 import (
     test_gemm_ss_matches_numpy,
     test_ldmatrix_fragment_layout,
     test_mma_fp8_fragments,
+    test_mma_sp_fragments,
     test_shuffles_follow_cuda_width_rules,
     test_swizzle_offsets,
     test_warp_allreduce,
@@ -37,6 +39,7 @@ __all__ = [
     "test_gemm_ss_matches_numpy",
     "test_ldmatrix_fragment_layout",
     "test_mma_fp8_fragments",
+    "test_mma_sp_fragments",
     "test_shuffles_follow_cuda_width_rules",
     "test_swizzle_offsets",
     "test_warp_allreduce",

@@ -131,6 +131,19 @@ TL_DEVICE void mma_f8(const uint32_t* a, const uint32_t* b, const float* c, floa
   }
 }
 
+// One mma.sp m16n8k32 (f16 or bf16 -> f32) from per-lane registers: a[4], b[4], e,
+// c[4] -> out[4], with sparsity selector Sel.
+template <bool Bf16, int Sel>
+TL_DEVICE void mma_sp(const uint32_t* a, const uint32_t* b, const uint32_t* e, const float* c, float* out) {
+  const int lane = int(threadIdx.x);
+  const uint32_t ra[4] = {a[lane * 4], a[lane * 4 + 1], a[lane * 4 + 2], a[lane * 4 + 3]};
+  const uint32_t rb[4] = {b[lane * 4], b[lane * 4 + 1], b[lane * 4 + 2], b[lane * 4 + 3]};
+  float d[4];
+  for (int i = 0; i < 4; ++i) d[i] = c[lane * 4 + i];
+  tl::mma::mma_sp_m16n8k32<Bf16, Sel>(d, ra, rb, e[lane]);
+  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = d[i];
+}
+
 // Swizzled offsets as the device computes them, for every (row, col) of a tile.
 template <int Rows, int Cols, int ElemBytes>
 TL_DEVICE void swizzle_table(int* out) {
@@ -314,6 +327,15 @@ MMA_F8(e4m3_e5m2, false, true)
 MMA_F8(e5m2_e4m3, true, false)
 MMA_F8(e5m2_e5m2, true, true)
 #endif
+
+#define MMA_SP(tag, bf16, sel)                                                                      \
+  TEST_ENTRY(mma_sp_##tag##_sel##sel, 32, 0,                                                        \
+             (const uint32_t* a, const uint32_t* b, const uint32_t* e, const float* c, float* out), \
+             (test::mma_sp<bf16, sel>(a, b, e, c, out)))
+MMA_SP(f16, false, 0)
+MMA_SP(f16, false, 1)
+MMA_SP(bf16, true, 0)
+MMA_SP(bf16, true, 1)
 
 GEMM_RS(f16, tl::half_t, 64, 64, 64, 4)
 GEMM_RS(bf16, tl::bfloat16_t, 128, 24, 32, 8)

@@ -1,6 +1,6 @@
 """The sm_80 device building blocks (device/cuda/gemm_sm80.cuh, swizzle.cuh,
 copy_async.cuh, warp.cuh) without a GPU: the test kernels of device_sm80_kernels.cu
-run on the CPU through the emulation shims (device/emu), whose ldmatrix, mma.sync,
+run on the CPU through the emulation shims (device/emu), whose ldmatrix, mma.sync, mma.sp,
 shuffle and cp.async twins move data as the PTX ISA specifies, and are compared with
 numpy; the same file compiles with NVRTC for sm_80 and sm_90, with the gemm
 accumulators in registers (no stack frame). The fp8 gemms (sm_89+) are left out of
@@ -304,6 +304,62 @@ def test_mma_fp8_fragments(run, a_name, b_name):
     bound = 2.0**-9 * (np.abs(a64) @ np.abs(b64) + np.abs(c_full))[rows, cols]
     for form in range(2):
         assert_fp8_product(out[:, form], ref, bound)
+
+
+def bits16(x, dtype):
+    return x.astype(NP_SP[dtype]).view(np.uint16).astype(np.uint32)
+
+
+NP_SP = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("sel", [0, 1])
+def test_mma_sp_fragments(run, dtype, sel):
+    """One mma.sp m16n8k32 against numpy, its registers laid out from the PTX ISA's text
+    ("Matrix fragments for sparse mma.m16n8k32 with .f16 and .bf16 types"): A's kept
+    values as the A of a dense m16n8k16, B as four 32-bit registers of K pairs, the
+    metadata of row g (bits 0-15) and g + 8 (16-31) for K 0-15 (lane 2 * sel) and 16-31
+    (lane 2 * sel + 1) of each group of four lanes; the other lanes' words are noise the
+    instruction ignores. Positions are in either order (mma.sp, not ordered_metadata)."""
+    r = np.random.default_rng(11 + sel)
+    pos = np.array([(i, j) for i in range(4) for j in range(4) if i != j])
+    pick = pos[r.integers(0, len(pos), size=(16, 8))]  # (row, chunk) -> two positions
+    vals = r.integers(-8, 9, size=(16, 8, 2)) / 4
+    vals = np.where(vals == 0, 0.5, vals)
+    dense = np.zeros((16, 32))
+    for row in range(16):
+        for c in range(8):
+            for s in range(2):
+                dense[row, 4 * c + pick[row, c, s]] = vals[row, c, s]
+    kept = vals.reshape(16, 16)  # kept column 2c + s
+    codes = pick[..., 0] | (pick[..., 1] << 2)  # (16, 8)
+    b = r.integers(-8, 9, size=(32, 8)) / 4
+    lane = np.arange(32)
+    g, q = lane // 4, lane % 4
+    ka, kb = bits16(kept, dtype), bits16(b, dtype)
+    fa = np.zeros((32, 4), np.uint32)
+    fb = np.zeros((32, 4), np.uint32)
+    for j in range(4):
+        col = 2 * q + 8 * (j // 2)
+        fa[:, j] = ka[g + 8 * (j % 2), col] | (ka[g + 8 * (j % 2), col + 1] << 16)
+        k = 2 * q + 8 * j
+        fb[:, j] = kb[k, g] | (kb[k + 1, g] << 16)
+    fe = r.integers(0, 2**32, size=32, dtype=np.uint64).astype(np.uint32)  # unread lanes: noise
+    for h in range(2):  # lane 2 * sel + h of group g: chunks 4h .. 4h + 3
+        word = np.zeros(8, np.uint32)
+        for i in range(4):
+            word |= codes[np.arange(8), 4 * h + i].astype(np.uint32) << (4 * i)
+            word |= codes[np.arange(8) + 8, 4 * h + i].astype(np.uint32) << (16 + 4 * i)
+        fe[np.arange(8) * 4 + 2 * sel + h] = word
+    rows = g[:, None] + 8 * (np.arange(4)[None, :] // 2)
+    cols = 2 * q[:, None] + np.arange(4)[None, :] % 2
+    c_full = r.integers(-8, 9, size=(16, 8)) / 8
+    c = np.ascontiguousarray(c_full[rows, cols], np.float32)
+    out = np.zeros((32, 4), np.float32)
+    run(f"mma_sp_{dtype}_sel{sel}", 32, 0, fa, fb, fe, c, out)
+    ref = (dense @ b + c_full)[rows, cols]
+    np.testing.assert_array_equal(out, ref.astype(np.float32))
 
 
 @pytest.mark.parametrize(
