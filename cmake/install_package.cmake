@@ -1,31 +1,51 @@
-# The C++ package: libtilelang_cpp (shared, versioned SONAME), the headers under
-# <prefix>/include/tl, the device headers that generated kernels include under
-# <prefix>/share/tilelang_cpp/device, a CMake config package (imported target
-# tilelang_cpp::compiler) and a pkg-config file. See docs/cpp_api.md.
+# The C++ package: the runtime library libtilelang_cpp_runtime (load and launch
+# compiled kernels, no compiler inside) and the compiler library libtilelang_cpp
+# (builder, passes, codegen, compile; it links the runtime), each shared with a
+# versioned SONAME and static; the headers under <prefix>/include/tl, the device
+# headers that generated kernels include under <prefix>/share/tilelang_cpp/device,
+# a CMake config package (tilelang_cpp::compiler, tilelang_cpp::runtime and their
+# _static twins) and pkg-config files. See docs/cpp_api.md.
 include(CMakePackageConfigHelpers)
 
-add_library(tilelang_cpp SHARED $<TARGET_OBJECTS:tl_objects>)
-add_library(tilelang_cpp::compiler ALIAS tilelang_cpp)
-set_target_properties(tilelang_cpp PROPERTIES
-  EXPORT_NAME compiler
-  VERSION ${PROJECT_VERSION}
-  # 0.x: a minor release may change the ABI, so the SONAME carries major.minor.
-  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
-target_compile_features(tilelang_cpp INTERFACE cxx_std_20)
-target_include_directories(tilelang_cpp PUBLIC
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
-  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-  # The compiler's own headers that the public ones still include ("ir/ir.h" ...).
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/tl/detail>)
-target_link_libraries(tilelang_cpp PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
-if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT TL_SANITIZE)
-  target_link_options(tilelang_cpp PRIVATE -Wl,--no-undefined)
-endif()
+# <name> (shared) and <name>_static (static, the same file name), both exported as
+# tilelang_cpp::<export> and tilelang_cpp::<export>_static.
+function(tl_package_library name export objects)
+  add_library(${name} SHARED $<TARGET_OBJECTS:${objects}>)
+  add_library(${name}_static STATIC $<TARGET_OBJECTS:${objects}>)
+  add_library(tilelang_cpp::${export} ALIAS ${name})
+  add_library(tilelang_cpp::${export}_static ALIAS ${name}_static)
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${export}
+    VERSION ${PROJECT_VERSION}
+    # 0.x: a minor release may change the ABI, so the SONAME carries major.minor.
+    SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  set_target_properties(${name}_static PROPERTIES EXPORT_NAME ${export}_static OUTPUT_NAME ${name})
+  foreach(lib ${name} ${name}_static)
+    target_compile_features(${lib} INTERFACE cxx_std_20)
+    target_include_directories(${lib} PUBLIC
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+      $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+      $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+      # The library's own headers that the public ones still include ("ir/ir.h" ...).
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/tl/detail>)
+  endforeach()
+  target_link_libraries(${name} PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+  target_link_libraries(${name}_static PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
+  # Every symbol resolved at link time: for the runtime library this is the check
+  # that it needs nothing of the compiler.
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT TL_SANITIZE)
+    target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  endif()
+endfunction()
+
+tl_package_library(tilelang_cpp_runtime runtime tl_runtime_objects)
+tl_package_library(tilelang_cpp compiler tl_compiler_objects)
+target_link_libraries(tilelang_cpp PUBLIC tilelang_cpp_runtime)
+target_link_libraries(tilelang_cpp_static PUBLIC tilelang_cpp_runtime_static)
 
 set(tl_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tilelang_cpp)
-install(TARGETS tilelang_cpp EXPORT tilelang_cppTargets COMPONENT cxx
+install(TARGETS tilelang_cpp_runtime tilelang_cpp_runtime_static tilelang_cpp tilelang_cpp_static
+  EXPORT tilelang_cppTargets COMPONENT cxx
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -51,5 +71,6 @@ install(FILES ${PROJECT_BINARY_DIR}/package/tilelang_cppConfig.cmake
 file(RELATIVE_PATH tl_pc_to_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 string(REGEX REPLACE "/$" "" tl_pc_to_prefix "${tl_pc_to_prefix}")
 configure_file(cmake/tilelang_cpp.pc.in ${PROJECT_BINARY_DIR}/package/tilelang_cpp.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/package/tilelang_cpp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-  COMPONENT cxx)
+configure_file(cmake/tilelang_cpp_runtime.pc.in ${PROJECT_BINARY_DIR}/package/tilelang_cpp_runtime.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/package/tilelang_cpp.pc ${PROJECT_BINARY_DIR}/package/tilelang_cpp_runtime.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT cxx)

@@ -2,22 +2,25 @@
 // against a plain triple loop. Built and run by the test command twice: in the
 // build tree (ctest), and as an outside project against an installed, relocated
 // prefix (examples/cpp/CMakeLists.txt, tests/python/test_cpp_package.py).
+// `gemm --export DIR` also writes the compiled kernel to DIR, which load_and_run.cpp
+// (linked only against the runtime library) loads and runs.
 //
 //   C[M, N] = A[M, K] @ B[K, N], float16 inputs, float32 accumulation,
 //   128x128x32 tiles, M/N/K not multiples of the tile (tails are predicated).
 #include <cmath>
 #include <cstdio>
-#include <random>
-#include <vector>
-
+#include <cstring>
 #include <exception>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "tl/tl.h"
 #include "tl/types.h"
 
 namespace {
 
-int run() {
+int run(const std::string& export_dir) {
   using namespace tl;
   const int64_t M = 300, N = 200, K = 100, BM = 64, BN = 64, BK = 32;
 
@@ -45,6 +48,10 @@ int run() {
   opt.target = Target::parse("cpu");
   std::shared_ptr<Kernel> kernel = compile(f, opt);
   std::printf("device headers: %s\n", device_include_dir().c_str());
+  if (!export_dir.empty()) {
+    export_kernel(*kernel, export_dir);
+    std::printf("exported to %s\n", export_dir.c_str());
+  }
 
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -84,9 +91,16 @@ int run() {
 
 // Every failure is an exception: a kernel mistake (tl::UserError), missing device
 // headers (tl::DeviceDirError), a compiler bug (tl::InternalError).
-int main() {
+int main(int argc, char** argv) {
+  std::string export_dir;
+  if (argc == 3 && std::strcmp(argv[1], "--export") == 0) {
+    export_dir = argv[2];
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: gemm [--export DIR]\n");
+    return 2;
+  }
   try {
-    return run();
+    return run(export_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemm: %s\n", e.what());
     return 1;

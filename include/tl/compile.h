@@ -11,6 +11,7 @@
 #include "runtime/kernel.h"
 #include "target/target.h"
 #include "tl/device_dir.h"
+#include "tl/runtime.h"
 
 namespace tl {
 
@@ -47,11 +48,5 @@ int64_t compile_count();
 // Number of kernels the in-memory cache holds now (at most
 // TILELANG_MEMORY_CACHE_MAX_KERNELS; see cache/memory_cache.h).
 int64_t memory_cache_size();
-
-// Loads an exported kernel without compiling: its signature text
-// (KernelSignature::serialize), target string and the directory holding its
-// artifact files (those of a cache entry: kernel.cpp + kernel.so on the CPU).
-std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::string& target,
-                                    const std::string& artifact_dir);
 
 }  // namespace tl

@@ -20,6 +20,7 @@
 #include "kernel_caller.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/cuda/tma.h"
 #include "runtime/device_dir.h"
 #include "runtime/metal_emu_source.h"
@@ -283,7 +284,8 @@ void bind_runtime(nb::module_& m) {
   m.def("compile_count", &compile_count);
   m.def("memory_cache_size", &memory_cache_size);
   m.def("memory_cache_max_kernels", [] { return memory_cache_bounds().max_entries; });
-  m.def("load_kernel", &load_kernel, nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
+  m.def("load_kernel", nb::overload_cast<const std::string&, const std::string&, const std::string&>(&load_kernel),
+        nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
   m.def("default_cache_dir", &default_cache_dir);
   m.def("cache_stats", [](const std::string& dir) {
     CacheStats s = DiskCache(dir).stats();

@@ -22,12 +22,14 @@
 #include "codegen/metal/codegen_metal.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "runtime/artifact.h"
 #include "runtime/compile_flags.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cpu/prelude_entry.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/device_dir.h"
 #include "runtime/metal/metal_kernel.h"
 #include "runtime/metal_emu_source.h"
@@ -41,13 +43,6 @@ namespace fs = std::filesystem;
 
 namespace tl {
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The identity of the binary that holds this code (the Python extension or the
 // C++ program): any rebuild of the compiler changes every cache key, so a kernel
@@ -75,40 +70,14 @@ const std::string& device_headers_sha256() {
   return digest;
 }
 
-std::string entry_name(const std::string& kernel_name) {
-  std::string s;
-  for (char c : kernel_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return "tl_block_" + s;
+// The PTX a GPU newer than a cubin's arch loads (CudaKernel): NVRTC builds it from
+// the kernel's source with the device headers. Registered when this file is linked,
+// which a program that compiles kernels always does.
+std::vector<char> build_ptx(const std::string& source, const std::string& name, const std::string& arch,
+                            const std::vector<std::string>& flags) {
+  return nvrtc_compile(source, name, arch, device_include_dir() + "/cuda", flags);
 }
-// The block functions of a CPU artifact, one per launch (codegen_cpu's entry_names).
-std::vector<std::string> cpu_entries(const KernelSignature& sig) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < sig.launches.size(); ++i) out.push_back(entry_name(kernel_part_name(sig.name, i)));
-  return out;
-}
-// The per-block entries of an emulated CUDA artifact (codegen_cuda's emulation entries).
-std::vector<std::string> cuda_emulated_entries(const KernelSignature& sig) {
-  std::vector<std::string> out;
-  for (const std::string& e : cpu_entries(sig))
-    out.push_back("tl_emu_tl_kernel_" + e.substr(std::string("tl_block_").size()));
-  return out;
-}
-// The emulated Metal kernel's per-threadgroup entry (codegen_metal's emu_entry).
-std::string metal_emu_entry_name(const std::string& kernel_name) {
-  std::string base = entry_name(kernel_name).substr(std::string("tl_block_").size());
-  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v_" + base;  // as CodeGenC::c_ident
-  return "tl_emu_" + base + "_kernel";
-}
-
-// The Metal backend prints one [[kernel]] per function: a second T.Kernel block is
-// refused at its line.
-void check_one_metal_kernel(const KernelSignature& sig) {
-  if (sig.launches.size() < 2) return;
-  throw_user_error(sig.launches[1].span,
-                   str_cat("kernel '", sig.name, "' has ", sig.launches.size(),
-                           " `with T.Kernel(...)` blocks; the metal target supports one per prim_func (cpu and cuda "
-                           "launch several in order). Split it into one prim_func per T.Kernel and call them in turn"));
-}
+[[maybe_unused]] const bool ptx_compiler_registered = (set_ptx_compiler(&build_ptx), true);
 
 std::atomic<int64_t> builds{0};
 
@@ -153,57 +122,6 @@ void write_meta(const std::string& dir, const CudaSource& src) {
     }
     for (const TmaMapSpec& m : l.tma_maps) out << m.str() << "\n";
   }
-}
-
-// Reads write_meta's file; an empty list when `dir` has none. A malformed file is
-// a std::runtime_error, so that a cache entry holding it is a miss.
-std::vector<CudaLaunchInfo> read_meta(const fs::path& dir) {
-  std::vector<CudaLaunchInfo> out;
-  std::ifstream in(dir / "meta.txt");
-  if (!in) return out;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::string key;
-    words >> key;
-    if (key.empty()) continue;
-    if (key == "entry") {
-      out.emplace_back();
-      words >> out.back().entry_name;
-      continue;
-    }
-    if (out.empty()) throw std::runtime_error("meta.txt: '" + key + "' before any entry");
-    CudaLaunchInfo& l = out.back();
-    if (key == "shared_bytes") {
-      if (!(words >> l.shared_bytes)) throw std::runtime_error("meta.txt: malformed '" + line + "'");
-    } else if (key == "threads") {
-      for (int64_t t; words >> t;) l.threads.push_back(t);
-    } else if (key == "tma") {
-      l.tma_maps.push_back(TmaMapSpec::parse(line));
-    }
-  }
-  return out;
-}
-
-// The signature with each launch's TMA maps and block as the artifact's meta.txt
-// lists them (as given when it has none): the lowering decides both.
-KernelSignature with_meta(KernelSignature sig, const std::vector<CudaLaunchInfo>& meta) {
-  if (meta.empty()) return sig;
-  if (meta.size() != sig.launches.size())
-    throw std::runtime_error(str_cat("meta.txt lists ", meta.size(), " kernel(s), the signature of '", sig.name,
-                                     "' has ", sig.launches.size()));
-  for (size_t i = 0; i < meta.size(); ++i) {
-    sig.launches[i].tma_maps = meta[i].tma_maps;
-    if (!meta[i].threads.empty()) sig.launches[i].threads = meta[i].threads;
-  }
-  return sig;
-}
-
-// The driver's view of a CUDA artifact's kernels (its meta.txt must list them).
-std::vector<CudaEntry> cuda_entries(const std::vector<CudaLaunchInfo>& meta) {
-  if (meta.empty()) throw std::runtime_error("the artifact has no meta.txt listing its kernels");
-  std::vector<CudaEntry> out;
-  for (const CudaLaunchInfo& l : meta) out.push_back(CudaEntry{l.entry_name, l.shared_bytes});
-  return out;
 }
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
@@ -536,57 +454,6 @@ int64_t memory_cache_size() {
 
 int64_t compile_count() {
   return builds.load();
-}
-
-std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::string& target,
-                                    const std::string& artifact_dir) {
-  KernelSignature sig = KernelSignature::parse(signature);
-  Target t = Target::parse(target);
-  fs::path dir(artifact_dir);
-  std::shared_ptr<Kernel> k;
-  switch (t.kind) {
-    case TargetKind::CPU: {
-      std::vector<std::string> entries = cpu_entries(sig);
-      k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cpp"), (dir / "kernel.so").string(),
-                                      entries);
-      break;
-    }
-    case TargetKind::CUDA: {
-      // Same files as the cache entry build_cuda / build_cuda_emulated write.
-      // The TMA maps: meta.txt lists them for the binary (the signature text does too).
-      std::vector<CudaLaunchInfo> meta = read_meta(dir);
-      sig = with_meta(std::move(sig), meta);
-      if (t.emulated) {
-        std::vector<std::string> entries = cuda_emulated_entries(sig);
-        k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.cu"), (dir / "kernel.so").string(),
-                                        entries);
-        break;
-      }
-      std::string cubin = read_text(dir / "kernel.cubin");
-      if (cubin.empty())
-        throw_user_error({}, str_cat("the exported kernel '", sig.name, "' has no kernel.cubin in ", artifact_dir,
-                                     "; export it again from a kernel compiled for ", t.str()));
-      // The module is loaded at the first call, so loading needs no GPU.
-      k = std::make_shared<CudaKernel>(std::move(sig), t, read_text(dir / "kernel.cu"),
-                                       std::vector<char>(cubin.begin(), cubin.end()), cuda_entries(meta));
-      break;
-    }
-    case TargetKind::Metal: {
-      if (t.emulated) {  // the files build_metal_emulated writes
-        check_one_metal_kernel(sig);
-        std::string entry = metal_emu_entry_name(sig.name);
-        k = std::make_shared<CpuKernel>(std::move(sig), t, read_text(dir / "kernel.metal"),
-                                        (dir / "kernel.so").string(), std::vector<std::string>{entry});
-        break;
-      }
-      // The torch backend's artifact is the source itself, compiled where it runs.
-      throw_user_error({}, str_cat("loading an exported ", t.str(),
-                                   " kernel is not supported: a metal kernel's artifact is its source, which the "
-                                   "torch backend compiles at load; compile the kernel again instead"));
-    }
-  }
-  k->set_origin(artifact_dir, "");
-  return k;
 }
 
 }  // namespace tl

@@ -8,6 +8,7 @@
 
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/device_dir.h"
 #include "support/error.h"
 #include "support/logging.h"

@@ -17,7 +17,6 @@
 #include "ir/visitor.h"
 #include "runtime/packed_args.h"
 #include "runtime/tma_launch.h"
-#include "transform/split_kernels.h"
 
 namespace tl {
 

@@ -1,125 +1,17 @@
-// Signature extraction, the small integer evaluator used to bind shapes and
-// compute the grid at call time, and the text form exported kernels store.
+// The small integer evaluator used to bind shapes and compute the grid at call
+// time, and the text form exported kernels store: the runtime library's part of
+// the signature (signature_from.cpp reads one off a PrimFunc, in the compiler).
 #include "runtime/signature.h"
 
 #include <sstream>
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
-#include "ops/tile_op.h"
-#include "transform/split_kernels.h"
 
 namespace tl {
 
-// The tensor parameters `f` may write, read off the IR as the user wrote it:
-// stores, the region each tile op writes (tile_ops.def), and addresses taken for
-// writing (T.access_ptr with a write mask; an address without a mask, as
-// T.address_of and the atomics take it, may be written through). Views of a
-// parameter are not buffers of their own (language/views.py), so their accesses
-// name the parameter's buffer. A global buffer is matched by name as well, so that
-// a rebuilt Buffer of a parameter still counts.
-std::vector<bool> written_params(const PrimFunc& f) {
-  struct Finder : IRVisitor {
-    std::set<const BufferNode*> nodes;
-    std::set<std::string> global_names;
-    using IRVisitor::visit;
-    void mark(const Buffer& b) {
-      nodes.insert(b.get());
-      if (b->scope == Scope::Global) global_names.insert(b->name);
-    }
-    void visit(const BufferStoreNode* op) override {
-      mark(op->buffer);
-      IRVisitor::visit(op);
-    }
-    void visit(const TileOpNode* op) override {
-      int w = op_info(op->op).written_region;
-      if (w >= 0 && size_t(w) < op->regions.size()) mark(op->regions[size_t(w)].buffer);
-      IRVisitor::visit(op);
-    }
-    void visit(const CallNode* op) override {
-      if (op->op == Intrinsic::AddressOf && !op->args.empty()) {
-        std::optional<int64_t> mask = op->args.size() > 1 ? as_const_int(op->args[1]) : std::nullopt;
-        bool for_writing = op->args.size() < 2 || !mask || (*mask & 2);
-        if (auto* load = op->args[0].as<BufferLoadNode>(); load && for_writing) mark(load->buffer);
-      }
-      IRVisitor::visit(op);
-    }
-  } finder;
-  finder.visit(f->body);
-  std::vector<bool> out;
-  for (const Param& p : f->params)
-    out.push_back(p.is_tensor() && (finder.nodes.count(p.buffer.get()) || finder.global_names.count(p.buffer->name)));
-  return out;
-}
-
-namespace {
-
-// The T.assume conditions on the straight-line path of `body` that read only `host`
-// vars (scalar parameters, symbolic dims) through integer arithmetic the signature
-// can carry; a condition under a branch or loop may not apply to every call.
-std::vector<Expr> host_assumes(const Stmt& body, const std::set<const VarNode*>& host) {
-  struct Find : IRVisitor {
-    const std::set<const VarNode*>& host;
-    std::vector<Expr> found;
-    explicit Find(const std::set<const VarNode*>& h) : host(h) {}
-    using IRVisitor::visit;
-    void visit(const ForNode*) override {}
-    void visit(const WhileNode*) override {}
-    void visit(const IfThenElseNode*) override {}
-    void visit(const EvaluateNode* op) override {
-      auto* c = op->value.as<CallNode>();
-      if (!c || c->op != Intrinsic::Assume) return;
-      bool ok = true;
-      for_each_expr(c->args[0], [&](const Expr& e) {
-        if (auto* v = e.as<VarNode>()) ok = ok && host.count(v) && (v->dtype.is_integer() || v->dtype.is_bool());
-        ok = ok &&
-             (e.as<VarNode>() || e.as<IntImmNode>() || e.as<BinaryNode>() || e.as<CastNode>() || e.as<SelectNode>());
-      });
-      if (ok) found.push_back(c->args[0]);
-    }
-  } find(host);
-  find.visit(body);
-  return find.found;
-}
-
-}  // namespace
-
-KernelSignature KernelSignature::from(const PrimFunc& f) {
-  KernelSignature sig;
-  sig.name = f->name;
-  sig.params = f->params;
-  sig.written = written_params(f);
-  std::set<const VarNode*> seen;
-  for (const Param& p : f->params)
-    if (!p.is_tensor()) seen.insert(p.var.node());
-  auto collect = [&](const Expr& e) {
-    for_each_expr(evaluate(e), [&](const Expr& x) {
-      auto* v = x.as<VarNode>();
-      if (v && seen.insert(v).second) sig.dynamic_vars.push_back(Var::from(x));
-    });
-  };
-  for (const Param& p : f->params) {
-    if (!p.is_tensor()) continue;
-    for (const Expr& e : p.buffer->shape) collect(e);
-    for (const Expr& e : p.buffer->strides) collect(e);
-  }
-  // One launch per T.Kernel block, in program order.
-  for (const PrimFunc& part : split_kernels(f)) {
-    struct Finder : IRVisitor {
-      const KernelLaunchNode* launch = nullptr;
-      using IRVisitor::visit;
-      void visit(const KernelLaunchNode* op) override {
-        if (!launch) launch = op;
-      }
-    } finder;
-    finder.visit(part->body);
-    TL_ICHECK(finder.launch, "split_kernels left a part without a T.Kernel block");
-    const KernelLaunchNode* k = finder.launch;
-    sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
-    sig.launches.back().cooperative = calls_extern(k->body, kSyncGridCall);
-  }
-  sig.assumes = host_assumes(f->body, seen);
-  return sig;
+std::string kernel_part_name(const std::string& name, size_t i) {
+  return i == 0 ? name : str_cat(name, "_k", i);
 }
 
 std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {

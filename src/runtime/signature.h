@@ -96,6 +96,11 @@ struct KernelSignature {
 // write the tensor (KernelSignature::written); false for scalars.
 std::vector<bool> written_params(const PrimFunc& f);
 
+// The name of launch `i` of function `name` (split_kernels names its parts so):
+// "<name>" for the first kernel (a one-kernel function keeps its entry names) and
+// "<name>_k<i>" for the others.
+std::string kernel_part_name(const std::string& name, size_t i);
+
 // `p op q` on integers as the runtime evaluates shapes and grids; nullopt for a
 // division or modulo by zero.
 std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q);

@@ -67,10 +67,6 @@ class Splitter {
 
 }  // namespace
 
-std::string kernel_part_name(const std::string& name, size_t i) {
-  return i == 0 ? name : str_cat(name, "_k", i);
-}
-
 std::vector<PrimFunc> split_kernels(const PrimFunc& f) {
   std::vector<Stmt> bodies = Splitter(f).run();
   if (bodies.size() == 1) return {f};  // as written: the lowering sees the same function

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/ir.h"
+#include "runtime/signature.h"  // kernel_part_name
 
 namespace tl {
 
@@ -12,9 +13,5 @@ namespace tl {
 // i is named kernel_part_name(f->name, i). A statement outside every T.Kernel, or a
 // function without one, is a UserError naming the statement's line.
 std::vector<PrimFunc> split_kernels(const PrimFunc& f);
-
-// "<name>" for the first kernel (a one-kernel function keeps its entry names) and
-// "<name>_k<i>" for the others.
-std::string kernel_part_name(const std::string& name, size_t i);
 
 }  // namespace tl

@@ -3,7 +3,9 @@ test build into a prefix, the prefix copied elsewhere and the original deleted, 
 examples/cpp built as a separate CMake project with find_package(tilelang_cpp) and run
 with TILELANG_DEVICE_DIR unset. The GEMM checks itself against a reference loop; the
 device headers must come from the moved prefix, and a missing device directory must be
-a DeviceDirError the program catches, never an abort or a fall back to the source tree."""
+a DeviceDirError the program catches, never an abort or a fall back to the source tree.
+The GEMM's exported kernel is loaded and run by load_and_run, which links only the
+runtime library; that library must hold none of the compiler."""
 
 import os
 import re
@@ -63,7 +65,7 @@ def installed(tmp_path_factory):
         configure.append(f"-DCMAKE_CXX_COMPILER={cxx}")
     _run(configure)
     _run(["cmake", "--build", str(example_build)])
-    return prefix, str(example_build / "gemm"), str(first)
+    return prefix, str(example_build / "gemm"), str(first), str(example_build / "load_and_run")
 
 
 def _env(tmp_path, **extra):
@@ -74,7 +76,7 @@ def _env(tmp_path, **extra):
 
 
 def test_installed_layout_is_relocatable(installed):
-    prefix, _, first = installed
+    prefix, _, first, _ = installed
     assert (prefix / "include" / "tl" / "tl.h").is_file()
     assert (prefix / "include" / "tl" / "types.h").is_file()
     assert (prefix / "share" / "tilelang_cpp" / "device" / "cpu" / "tl_cpu.h").is_file()
@@ -97,7 +99,7 @@ def test_installed_layout_is_relocatable(installed):
 
 
 def test_example_runs_against_moved_prefix(installed, tmp_path):
-    prefix, gemm, _ = installed
+    prefix, gemm, _, _ = installed
     r = _run([gemm], env=_env(tmp_path), cwd=tmp_path)
     device = prefix / "share" / "tilelang_cpp" / "device"
     assert f"device headers: {device}\n" in r.stdout
@@ -107,7 +109,7 @@ def test_example_runs_against_moved_prefix(installed, tmp_path):
 
 
 def test_bad_device_dir_env_is_a_caught_error(installed, tmp_path):
-    _, gemm, _ = installed
+    _, gemm, _, _ = installed
     missing = tmp_path / "no_device_headers"
     r = _run([gemm], returncode=1, env=_env(tmp_path, TILELANG_DEVICE_DIR=str(missing)))
     assert (
@@ -117,7 +119,7 @@ def test_bad_device_dir_env_is_a_caught_error(installed, tmp_path):
 
 
 def test_missing_installed_device_dir_is_a_caught_error(installed, tmp_path):
-    prefix, gemm, _ = installed
+    prefix, gemm, _, _ = installed
     device = prefix / "share" / "tilelang_cpp" / "device"
     aside = prefix / "share" / "tilelang_cpp" / "device_aside"
     device.rename(aside)
@@ -129,4 +131,100 @@ def test_missing_installed_device_dir_is_a_caught_error(installed, tmp_path):
     assert (
         f"gemm: tilelang device headers not found (looked for cpu/tl_cpu.h in {device}); "
         "set TILELANG_DEVICE_DIR" in r.stderr
+    )
+
+
+def _needed(binary):
+    r = _run(["readelf", "-d", binary])
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[(.*)\]", r.stdout)
+
+
+def _defined_symbols(library):
+    r = _run(["nm", "-D", "-C", "--defined-only", library])
+    return {line.split(" ", 2)[2] for line in r.stdout.splitlines() if line.count(" ") >= 2}
+
+
+def test_libraries_have_versioned_sonames(installed):
+    prefix = installed[0]
+    lib = prefix / "lib"
+    for name in ("libtilelang_cpp", "libtilelang_cpp_runtime"):
+        assert (lib / f"{name}.a").is_file(), name
+        assert (lib / f"{name}.so.0.1.0").is_file(), name
+        r = _run(["readelf", "-d", str(lib / f"{name}.so")])
+        assert f"Library soname: [{name}.so.0.1]" in r.stdout, r.stdout
+    # The compiler library brings the runtime library rather than a copy of it.
+    assert "libtilelang_cpp_runtime.so.0.1" in _needed(str(lib / "libtilelang_cpp.so"))
+
+
+def test_runtime_library_holds_no_compiler(installed):
+    prefix = installed[0]
+    runtime = _defined_symbols(str(prefix / "lib" / "libtilelang_cpp_runtime.so"))
+    compiler = _defined_symbols(str(prefix / "lib" / "libtilelang_cpp.so"))
+    assert any(s.startswith("tl::load_kernel(") for s in runtime)
+    assert any(s.startswith("tl::Kernel::call(") for s in runtime)
+    # What compiles: the entry point, the pass pipeline, codegen, NVRTC and the host
+    # compiler are in the compiler library and nowhere in the runtime's.
+    for prefix_ in (
+        "tl::compile(",
+        "tl::lower(",
+        "tl::codegen_cpu(",
+        "tl::codegen_cuda(",
+        "tl::nvrtc_compile(",
+        "tl::nvrtc()",
+        "tl::compile_cpu(",
+        "tl::split_kernels(",
+    ):
+        assert any(s.startswith(prefix_) for s in compiler), prefix_
+        assert not any(s.startswith(prefix_) for s in runtime), prefix_
+
+
+def test_exported_kernel_runs_from_runtime_only_program(installed, tmp_path):
+    prefix, gemm, _, load_and_run = installed
+    # Linked against the runtime library alone (the link would fail on any compiler
+    # symbol the program needed).
+    needed = _needed(load_and_run)
+    assert "libtilelang_cpp_runtime.so.0.1" in needed, needed
+    assert not any(n.startswith("libtilelang_cpp.so") for n in needed), needed
+    exported = tmp_path / "gemm_kernel"
+    r = _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    assert f"exported to {exported}\n" in r.stdout
+    assert (exported / "export.txt").read_text().startswith("tilelang-cpp-kernel 1\ntarget cpu\n")
+    # Loading compiles nothing: no host compiler and no device headers are needed.
+    env = _env(tmp_path, TILELANG_CXX=str(tmp_path / "no_such_compiler"))
+    env["TILELANG_CACHE_DIR"] = str(tmp_path / "empty_cache")
+    device = prefix / "share" / "tilelang_cpp" / "device"
+    aside = prefix / "share" / "tilelang_cpp" / "device_aside"
+    device.rename(aside)
+    try:
+        r = _run([load_and_run, str(exported)], env=env, cwd=tmp_path)
+    finally:
+        aside.rename(device)
+    assert "loaded kernel 'gemm' for cpu with 3 parameters" in r.stdout
+    err = re.search(r"loaded gemm 300x200x100: max abs error (\S+)", r.stdout)
+    assert err and float(err.group(1)) <= 1e-3, r.stdout
+    assert r.stdout.rstrip().endswith("OK")
+    assert not (tmp_path / "empty_cache").exists()
+
+
+def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
+    _, gemm, _, load_and_run = installed
+    r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
+    assert (
+        f"load_and_run: {tmp_path} is not an exported tilelang kernel: it has no export.txt; "
+        "write one with tl::export_kernel(kernel, dir)" in r.stderr
+    )
+    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ntarget cpu\nsignature\nname x\n")
+    r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
+    assert (
+        "load_and_run: malformed kernel signature (line 1): expected the header 'tl-signature 1'"
+        in r.stderr
+    )
+    # A whole description whose binary is gone.
+    exported = tmp_path / "gemm_kernel"
+    _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    (exported / "kernel.so").unlink()
+    r = _run([load_and_run, str(exported)], returncode=1, env=_env(tmp_path))
+    assert (
+        f"load_and_run: the exported kernel in {exported} does not load: cannot load kernel "
+        f"library {exported}/kernel.so" in r.stderr
     )

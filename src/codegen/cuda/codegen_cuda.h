@@ -4,21 +4,12 @@
 #pragma once
 
 #include "ir/ir.h"
+#include "runtime/artifact.h"  // CudaLaunchInfo
 #include "runtime/signature.h"
 
 namespace tl {
 
-// What the runtime needs to launch one of the source's kernels.
-struct CudaLaunchInfo {
-  std::string entry_name;
-  int64_t shared_bytes = 0;  // dynamic shared memory the launch must provide
-  // The TMA maps the kernel takes after its arguments, in parameter order.
-  std::vector<TmaMapSpec> tma_maps;
-  // The block the kernel is launched with: the lowering may add threads to the
-  // T.Kernel's (a warp-specialized pipeline's producer warpgroup).
-  std::vector<int64_t> threads;
-};
-
+// The source and what the runtime needs to launch each of its kernels.
 struct CudaSource {
   std::string code;
   std::vector<CudaLaunchInfo> launches;  // one per kernel, in launch order

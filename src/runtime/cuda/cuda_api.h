@@ -1,9 +1,10 @@
-// The CUDA driver and NVRTC, loaded at run time with dlopen so that the package
-// builds, imports and runs its CPU target on machines without CUDA. Only the few
-// entry points we call are declared, with the driver's ABI.
+// The CUDA driver, loaded at run time with dlopen so that the package builds,
+// imports and runs its CPU target on machines without CUDA. Only the few entry
+// points we call are declared, with the driver's ABI. NVRTC is nvrtc.h.
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +18,6 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
 using CUevent = void*;
-using nvrtcResult = int;
-using nvrtcProgram = void*;
 
 struct CudaDriver {
   CUresult (*cuInit)(unsigned);
@@ -50,39 +49,14 @@ struct CudaDriver {
                                      const unsigned*, const unsigned*, int, int, int, int);  // null before CUDA 12
 };
 
-struct Nvrtc {
-  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*,
-                                    const char* const*);
-  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
-  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
-  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*);
-  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
-  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
-  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
-  nvrtcResult (*nvrtcVersion)(int*, int*);
-};
+// dlopen of the first of `names` that loads (RTLD_NOW | RTLD_GLOBAL); nullptr if none.
+void* dlopen_first(std::initializer_list<const char*> names);
 
-// The loaded libraries, or nullptr when they are not on this machine.
+// The loaded driver, or nullptr when it is not on this machine.
 const CudaDriver* cuda_driver();
-const Nvrtc* nvrtc();
-// "13.0"-style NVRTC version, for cache keys ("" when NVRTC is missing).
-std::string nvrtc_version();
 // The installed driver's CUDA version ("13.0"; "" without a driver), for cache
 // keys: read with cuDriverGetVersion, which needs no cuInit and no GPU.
 std::string cuda_driver_version();
-
-// Compiles CUDA source to a cubin for `arch` ("sm_90a"), or to PTX when `arch` is
-// virtual ("compute_80"); throws an InternalError with NVRTC's log when the
-// generated code does not compile.
-std::vector<char> nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
-                                const std::string& include_dir, const std::vector<std::string>& extra_flags);
-// What NVRTC says when it compiles an empty program for `arch` with nvrtc_compile's
-// options and `extra_flags` (an unknown option, a ptxas option ptxas refuses);
-// nothing when it takes them, or when NVRTC is missing (nvrtc_compile says so).
-std::optional<std::string> nvrtc_rejects(const std::string& arch, const std::string& include_dir,
-                                         const std::vector<std::string>& extra_flags);
 
 // Throws a UserError naming `what` when a driver call failed.
 void check_cuda(CUresult r, const std::string& what);

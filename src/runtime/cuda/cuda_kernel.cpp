@@ -3,12 +3,21 @@
 // cooperatively, after a check that their grid fits on the GPU at once.
 #include "runtime/cuda/cuda_kernel.h"
 
+#include <atomic>
 #include <cctype>
 
 #include "runtime/cuda/cuda_api.h"
-#include "runtime/device_dir.h"
 
 namespace tl {
+namespace {
+
+std::atomic<PtxCompiler> ptx_compiler{nullptr};
+
+}  // namespace
+
+void set_ptx_compiler(PtxCompiler compiler) {
+  ptx_compiler.store(compiler);
+}
 
 CudaKernel::CudaKernel(KernelSignature sig, Target target, std::string source, std::vector<char> cubin,
                        std::vector<CudaEntry> entries, std::vector<std::string> compile_flags)
@@ -123,8 +132,14 @@ int CudaKernel::load_as_ptx(int device_id, CUmodule* mod) const {
     throw_user_error(
         {}, str_cat("kernel '", signature().name, "' was built for ", arch, ", which cannot run on this GPU (sm_",
                     major, minor, "); compile it with target=\"cuda\" to build for the present GPU"));
-  std::vector<char> ptx = nvrtc_compile(source(), signature().name, "compute_" + std::to_string(built),
-                                        device_include_dir() + "/cuda", compile_flags_);
+  PtxCompiler compile_ptx = ptx_compiler.load();
+  if (!compile_ptx)
+    throw_user_error(
+        {}, str_cat("kernel '", signature().name, "' was built for ", arch, " and this GPU is sm_", major, minor,
+                    ": running it needs its PTX built from the source by NVRTC, which the "
+                    "tilelang_cpp runtime library does not carry; export the kernel compiled for sm_",
+                    major, minor, ", or link the compiler library (tilelang_cpp::compiler)"));
+  std::vector<char> ptx = compile_ptx(source(), signature().name, "compute_" + std::to_string(built), compile_flags_);
   ptx.push_back('\0');
   return d->cuModuleLoadData(mod, ptx.data());
 }

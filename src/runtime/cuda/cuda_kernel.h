@@ -20,6 +20,14 @@ struct CudaEntry {
   int64_t shared_bytes = 0;
 };
 
+// Builds the PTX of a kernel's CUDA `source` for virtual `arch` ("compute_80"), for
+// a GPU newer than the cubin's arch. The compiler library registers NVRTC here
+// (compile.cpp); a program linked only against the runtime library has none, and
+// such a launch is then a UserError that says so.
+using PtxCompiler = std::vector<char> (*)(const std::string& source, const std::string& name, const std::string& arch,
+                                          const std::vector<std::string>& flags);
+void set_ptx_compiler(PtxCompiler compiler);
+
 class CudaKernel : public Kernel {
  public:
   // `entries` has one element per launch of `sig`.
