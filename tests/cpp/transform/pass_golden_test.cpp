@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "builder/builder.h"
+#include "ir/attrs.h"
 #include "ir/expr_ops.h"
 #include "ir/printer.h"
 #include "target/target.h"
@@ -42,6 +43,51 @@ PrimFunc gemm_kernel() {
       fb.copy({A, {by * BM, k * BK}, {}}, {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK)}});
       fb.copy({B, {k * BK, bx * BN}, {}}, {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
       fb.gemm(BufferRegion::full(As), BufferRegion::full(Bs), BufferRegion::full(Cl));
+    });
+    fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}}, {C, {by * BM, bx * BN}, {}});
+  });
+  return fb.finish();
+}
+
+// T.gemm_sp as python/tilelang/language/sparse.py emits it: A's kept values and
+// metadata (int16, four 4-bit codes each) decoded into a dense shared tile, and a
+// T.gemm of that tile carrying the kept values and the metadata (kGemmSpDecoded).
+// select_gemm_sp runs it on mma.sp on sm_80 and keeps the decoding on sm_90a.
+PrimFunc gemm_sp_kernel() {
+  const int64_t M = 128, N = 64, K = 128, BM = 64, BN = 64, BK = 64;
+  FunctionBuilder fb("gemm_sp");
+  Buffer A = fb.tensor_param("A_sparse", {int_imm(M), int_imm(K / 2)}, dtype::Float16);
+  Buffer E = fb.tensor_param("E", {int_imm(M), int_imm(K / 16)}, dtype::Int16);
+  Buffer B = fb.tensor_param("B", {int_imm(K), int_imm(N)}, dtype::Float16);
+  Buffer C = fb.tensor_param("C", {int_imm(M), int_imm(N)}, dtype::Float32);
+  fb.kernel({int_imm(N / BN), int_imm(M / BM)}, {128}, [&](KernelVars kv) {
+    Expr bx = kv.blocks[0], by = kv.blocks[1];
+    Buffer As = fb.alloc("A_shared", {int_imm(BM), int_imm(BK / 2)}, dtype::Float16, Scope::SharedDyn);
+    Buffer Es = fb.alloc("E_shared", {int_imm(BM), int_imm(BK / 16)}, dtype::Int16, Scope::SharedDyn);
+    Buffer Bs = fb.alloc("B_shared", {int_imm(BK), int_imm(BN)}, dtype::Float16, Scope::SharedDyn);
+    Buffer Cl = fb.alloc("C_local", {int_imm(BM), int_imm(BN)}, dtype::Float32, Scope::Fragment);
+    Buffer Ds = fb.alloc("A_decoded", {int_imm(BM), int_imm(BK)}, dtype::Float16, Scope::SharedDyn);
+    fb.fill(BufferRegion::full(Cl), float_imm(0));
+    fb.pipelined(int_imm(K / BK), 2, [&](Var k) {
+      fb.copy({A, {by * BM, k * (BK / 2)}, {}}, {As, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK / 2)}});
+      fb.copy({E, {by * BM, k * (BK / 16)}, {}}, {Es, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BK / 16)}});
+      fb.copy({B, {k * BK, bx * BN}, {}}, {Bs, {int_imm(0), int_imm(0)}, {int_imm(BK), int_imm(BN)}});
+      fb.parallel({int_imm(BM), int_imm(BK / 4)}, [&](std::vector<Var> iv) {
+        Expr m = iv[0], g = iv[1];
+        Expr word = cast(dtype::Int32, buffer_load(Es, {m, floordiv(g, int_imm(4))}));
+        Expr code = binary(BinaryOp::BitAnd, binary(BinaryOp::Shr, word, floormod(g, int_imm(4)) * 4), int_imm(15));
+        for (int p = 0; p < 4; ++p) {
+          Expr first = eq(binary(BinaryOp::BitAnd, code, int_imm(3)), int_imm(p));
+          Expr second = eq(binary(BinaryOp::BitAnd, binary(BinaryOp::Shr, code, int_imm(2)), int_imm(3)), int_imm(p));
+          Expr v = select(first, buffer_load(As, {m, g * 2}),
+                          select(second, buffer_load(As, {m, g * 2 + 1}), make_const(dtype::Float16, 0)));
+          fb.store(Ds, {m, g * 4 + p}, v);
+        }
+      });
+      fb.tile_op("gemm",
+                 {BufferRegion::full(Ds), BufferRegion::full(Bs), BufferRegion::full(Cl), BufferRegion::full(As),
+                  BufferRegion::full(Es)},
+                 {}, Attrs{{kGemmSpAttr, int64_t(kGemmSpDecoded)}, {"transpose_E", int64_t(0)}});
     });
     fb.copy({Cl, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(BN)}}, {C, {by * BM, bx * BN}, {}});
   });
@@ -192,6 +238,8 @@ const Case kCases[] = {
     {"axpy", axpy_kernel, "cuda -arch=sm_80"},
     {"axpy", axpy_kernel, "cuda -arch=sm_90a"},
     {"axpy", axpy_kernel, "metal"},
+    {"gemm_sp", gemm_sp_kernel, "cuda -arch=sm_80"},
+    {"gemm_sp", gemm_sp_kernel, "cuda -arch=sm_90a"},
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
