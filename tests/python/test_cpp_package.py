@@ -39,8 +39,11 @@ def _cache_value(build, name):
 
 
 def _run(cmd, returncode=0, **kw):
+    """Runs `cmd`; its exit status must be `returncode` (None: any)."""
     r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300, **kw)
-    assert r.returncode == returncode, f"{cmd} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    assert returncode is None or r.returncode == returncode, (
+        f"{cmd} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+    )
     return r
 
 
@@ -228,3 +231,35 @@ def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
         f"load_and_run: the exported kernel in {exported} does not load: cannot load kernel "
         f"library {exported}/kernel.so" in r.stderr
     )
+
+
+def test_cuda_launch_example(installed, tmp_path):
+    """examples/cpp/cuda_launch.cpp, built against the prefix: it compiles its kernel with
+    NVRTC anywhere, and launches it on device memory and a stream of its own where a GPU
+    answers; elsewhere it says so and exits with 77 (CTest's skip code)."""
+    from tilelang import _native
+
+    core = _native.load()
+    cuda_launch = os.path.join(os.path.dirname(installed[1]), "cuda_launch")
+    r = _run([cuda_launch], returncode=None, env=_env(tmp_path), cwd=tmp_path)
+    if not core.nvrtc_version():
+        assert r.returncode == 1, r
+        assert (
+            "cuda_launch: the cuda target needs NVRTC (libnvrtc.so), which was not found"
+            in r.stderr
+        )
+        return
+    assert re.search(r"^compiled kernel 'axpy' for cuda -arch=sm_\d+a? \(\d+ bytes", r.stdout), (
+        r.stdout
+    )
+    if core.cuda_device_count() == 0:
+        assert r.returncode == 77, r
+        assert (
+            "so the kernel is not launched here; run this program on a machine with an NVIDIA GPU"
+            in (r.stdout)
+        )
+        return
+    assert r.returncode == 0, r
+    err = re.search(r"axpy of 1000003 elements on the GPU: max abs error (\S+)", r.stdout)
+    assert err and float(err.group(1)) <= 1e-5, r.stdout
+    assert r.stdout.rstrip().endswith("OK")
