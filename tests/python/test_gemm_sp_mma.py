@@ -268,3 +268,36 @@ def test_ptxas_no_spills_and_hmma_sp_in_the_sass(nvcc, tmp_path):  # noqa: F811
     # two k-steps per 64-wide K tile.
     assert len(re.findall(r"\bHMMA\.SP\.16832\.F32\b", sass)) >= 64, sass[:4000]
     assert not re.search(r"\bHMMA\.16816\b", sass), "dense mma.sync left in the SASS"
+
+
+def test_an_accumulator_left_in_shared_memory_reads_the_kept_values():
+    """An accumulator that layout inference keeps in shared memory (here: T.fill of part
+    of it) after select_gemm_sp chose mma.sp: the gemm becomes a parallel nest of dot
+    products that read A through its metadata (lower_gemm_loops), still right."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 32), "float16"),
+        E: T.Tensor((32, 4), "int16"),
+        B: T.Tensor((64, 32), "float16"),
+        C: T.Tensor((32, 32), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((32, 32), "float16")
+            E_s = T.alloc_shared((32, 4), "int16")
+            B_s = T.alloc_shared((64, 32), "float16")
+            C_f = T.alloc_fragment((32, 32), "float32")
+            T.copy(A, A_s)
+            T.copy(E, E_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.fill(C_f[0:16, :], 1)
+            T.gemm_sp(A_s, E_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    a_sparse, e, b, ref = operands(32, 32, 64, "float16", False, False, False, seed=12)
+    ref[:16] += 1
+    kernel = tilelang.compile(main, out_idx=[3], target=SM80)
+    source = kernel.get_kernel_source()
+    assert SP_CALL not in source and "sp_code" not in source
+    np.testing.assert_allclose(np.asarray(kernel(a_sparse, e, b)), ref, rtol=1e-6, atol=1e-6)
