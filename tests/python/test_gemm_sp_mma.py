@@ -245,24 +245,34 @@ def cuobjdump():
     return found
 
 
-@needs_nvrtc
-def test_ptxas_no_spills_and_hmma_sp_in_the_sass(nvcc, tmp_path):  # noqa: F811
-    source = example_kernel("cuda -arch=sm_80").get_kernel_source()
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(source)
-    cubin = tmp_path / "kernel.cubin"
+@pytest.fixture(scope="module")
+def example_cubin(nvcc, tmp_path_factory):  # noqa: F811
+    """The example's default config for sm_80, through nvcc -Xptxas -v: (cubin path, ptxas report)."""
+    tmp = tmp_path_factory.mktemp("gemm_sp_sm80")
+    cu, cubin = tmp / "kernel.cu", tmp / "kernel.cubin"
+    cu.write_text(example_kernel("cuda -arch=sm_80").get_kernel_source())
     include = os.path.join(_native.load().device_include_dir(), "cuda")
     cmd = [nvcc, "-arch=sm_80", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
     cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
-    assert spills and max(spills) == 0, done.stderr
+    return cubin, done.stderr
+
+
+@needs_nvrtc
+def test_ptxas_spills_nothing_for_the_examples_default_config(example_cubin):
+    report = example_cubin[1]
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+    assert spills and max(spills) == 0, report
+
+
+@needs_nvrtc
+def test_the_sass_runs_hmma_sp(example_cubin):
     tool = cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
     sass = subprocess.run(
-        [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True
+        [tool, "-sass", str(example_cubin[0])], capture_output=True, text=True, check=True
     ).stdout
     # 2 x 2 warps over 128 x 128: each warp's 64 x 64 tile is 4 x 8 m16n8k32 per k-step,
     # two k-steps per 64-wide K tile.
