@@ -141,8 +141,9 @@ def torch_reference(q, k, v, is_causal):
 def check(batch, heads, seq_len, dim, is_causal, compiled, namespace):
     attention, _, _ = attention_op(batch, heads, seq_len, dim, is_causal, namespace=namespace)
     gen = torch.Generator().manual_seed(0)
+    device = tilelang.torch.default_device()  # where the default target's kernels run
     q, k, v, d_out = (
-        torch.randn(batch, seq_len, heads, dim, generator=gen).half() for _ in range(4)
+        torch.randn(batch, seq_len, heads, dim, generator=gen).half().to(device) for _ in range(4)
     )
 
     def loss_of(fn, q, k, v):

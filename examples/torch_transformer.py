@@ -61,9 +61,12 @@ class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
         gen = torch.Generator().manual_seed(0)
-        self.norm = torch.nn.Parameter(1 + 0.1 * torch.randn(DIM, generator=gen))
-        self.w_qkv = torch.nn.Parameter(torch.randn(DIM, 3 * DIM, generator=gen) / DIM**0.5)
-        self.w_o = torch.nn.Parameter(torch.randn(DIM, DIM, generator=gen) / DIM**0.5)
+        dev = tilelang.torch.default_device()  # where the default target's kernels run
+        self.norm = torch.nn.Parameter((1 + 0.1 * torch.randn(DIM, generator=gen)).to(dev))
+        self.w_qkv = torch.nn.Parameter(
+            (torch.randn(DIM, 3 * DIM, generator=gen) / DIM**0.5).to(dev)
+        )
+        self.w_o = torch.nn.Parameter((torch.randn(DIM, DIM, generator=gen) / DIM**0.5).to(dev))
 
     def forward(self, x, fns):
         rows = x.view(-1, DIM)
@@ -105,7 +108,12 @@ def check_ops(fns):
     gen = torch.Generator().manual_seed(1)
 
     def rand(*shape):
-        return torch.randn(*shape, generator=gen).half().requires_grad_()
+        return (
+            torch.randn(*shape, generator=gen)
+            .half()
+            .to(tilelang.torch.default_device())
+            .requires_grad_()
+        )
 
     gemm, attention = fns["ops"]
     torch.library.opcheck(gemm, (rand(BATCH * SEQ, DIM), rand(DIM, 3 * DIM)))
@@ -118,8 +126,9 @@ def train(fns, steps, compiled):
     block = Block()
     opt = torch.optim.SGD(block.parameters(), lr=0.5)
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(BATCH, SEQ, DIM, generator=gen).half()
-    target = torch.randn(BATCH, SEQ, DIM, generator=gen)
+    dev = tilelang.torch.default_device()
+    x = torch.randn(BATCH, SEQ, DIM, generator=gen).half().to(dev)
+    target = torch.randn(BATCH, SEQ, DIM, generator=gen).to(dev)
 
     def loss_fn(x, target):
         return torch.nn.functional.mse_loss(block(x, fns), target)

@@ -118,6 +118,15 @@ class _Param:
         return "int" if self.config else "SymInt"
 
 
+def default_device():
+    """The torch device type kernels compiled for the default target (`target="auto"`)
+    take their tensors on: "cuda" on a CUDA GPU, "cpu" on the cpu target and the
+    emulators, "mps" for Metal."""
+    from tilelang.utils.target import determine_target
+
+    return _target_device(determine_target("auto"))
+
+
 def _target_device(target):
     """The torch device type a kernel compiled for `target` takes its tensors on: the
     GPU's for cuda and metal, the CPU's for cpu and the emulators."""

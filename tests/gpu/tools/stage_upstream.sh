@@ -39,7 +39,9 @@ if [ -z "$EXAMPLES" ]; then
   EXAMPLES=$work/tilelang/examples
 fi
 rm -rf .upstream/examples && mkdir -p .upstream/examples
-for d in gemm flash_attention deepseek_mla dequantize_gemm elementwise gemm_fp8 flash_decoding; do
+# The default kernel list's folders, and those tests/upstream/examples_small.py runs.
+for d in gemm flash_attention deepseek_mla dequantize_gemm elementwise gemm_fp8 flash_decoding \
+         gemm_sp norm convolution gemv attention_sink cast; do
   cp -r "$EXAMPLES/$d" .upstream/examples/
 done
 find .upstream/examples \( -name '*.png' -o -name '*.jpg' -o -name __pycache__ \) -prune -exec rm -rf {} +
