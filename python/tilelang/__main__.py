@@ -1,7 +1,10 @@
 """`python -m tilelang doctor`: what this installation can do here;
 `python -m tilelang cache stats|clear|prune [--max-size 1G] [--dir DIR]`: inspect and
 clean the disk kernel cache; `python -m tilelang --include-dir` (`--device-dir`): the
-folder generated CUDA source includes from (the device header folder)."""
+folder generated CUDA source includes from (the device header folder);
+`python -m tilelang --cmake-dir` (`--lib-dir`): where the installed package carries the
+C++ package (its CMake config package; its libraries), for a C++ project that builds
+against a pip install (docs/cpp_api.md)."""
 
 import argparse
 import os
@@ -14,6 +17,25 @@ def _device_dir():
     return _native.load().device_include_dir()
 
 
+# The C++ package inside an installed wheel (CMakeLists.txt's SKBUILD layout), relative
+# to this folder.
+_CMAKE_DIR = os.path.join("lib", "cmake", "tilelang_cpp")
+_LIB_DIR = "lib"
+
+
+def _cxx_package_dir(relative):
+    """`relative` inside this installation's C++ package; SystemExit when it has none."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isfile(os.path.join(here, _CMAKE_DIR, "tilelang_cppConfig.cmake")):
+        return os.path.join(here, relative)
+    sys.stderr.write(
+        f"python -m tilelang: this tilelang ({here}) carries no C++ package: a wheel built "
+        "by `pip install` carries one; from a source checkout, `cmake --install <build dir> "
+        "--prefix <dir>` installs it (docs/cpp_api.md)\n"
+    )
+    raise SystemExit(1)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tilelang", description=__doc__.split(":")[0])
     parser.add_argument(
@@ -23,6 +45,15 @@ def main(argv=None):
     )
     parser.add_argument(
         "--device-dir", action="store_true", help="print the installed device header folder"
+    )
+    parser.add_argument(
+        "--cmake-dir",
+        action="store_true",
+        help="print the C++ package's CMake directory (for find_package(tilelang_cpp): "
+        "-Dtilelang_cpp_DIR=... or CMAKE_PREFIX_PATH)",
+    )
+    parser.add_argument(
+        "--lib-dir", action="store_true", help="print the folder of the C++ package's libraries"
     )
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("doctor", help="report versions, usable targets, the cache and headers")
@@ -34,6 +65,14 @@ def main(argv=None):
     cache_cmd.add_argument("--max-size", default=None, help="for prune: size to shrink to, e.g. 1G")
     args = parser.parse_args(argv)
 
+    if args.cmake_dir or args.lib_dir:
+        if args.command or args.include_dir or args.device_dir:
+            parser.error("--cmake-dir and --lib-dir take no command and no other option")
+        if args.cmake_dir:
+            print(_cxx_package_dir(_CMAKE_DIR))
+        if args.lib_dir:
+            print(_cxx_package_dir(_LIB_DIR))
+        return 0
     if args.include_dir or args.device_dir:
         if args.command:
             parser.error("--include-dir and --device-dir take no command")
@@ -47,7 +86,7 @@ def main(argv=None):
 
         return doctor.main()
     if args.command != "cache":
-        parser.error("give a command (doctor, cache) or --include-dir")
+        parser.error("give a command (doctor, cache) or --include-dir, --cmake-dir, --lib-dir")
     return _cache(parser, args)
 
 
