@@ -167,7 +167,7 @@ def check(batch, heads, seq_len, dim, is_causal, compiled, namespace):
         torch.testing.assert_close(
             got, ref, rtol=2e-2, atol=2e-2, msg=lambda m, n=label: f"{n}: {m}"
         )
-        errs.append(f"{label} {float((got - ref).abs().max()):.3g}")
+        errs.append(f"{label} {float((got - ref).abs().max().detach()):.3g}")
     return errs
 
 
