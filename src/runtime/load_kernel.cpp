@@ -116,10 +116,15 @@ std::shared_ptr<Kernel> load_kernel(const std::string& dir) {
   std::getline(in, format);
   std::getline(in, target_line);
   std::getline(in, signature_line);
-  if (format != kExportFormat || target_line.rfind("target ", 0) != 0 || signature_line != "signature")
-    throw_user_error({}, str_cat(dir, "/", kExportFile, " is not a tilelang kernel description (its first line is '",
+  if (format != kExportFormat)
+    throw_user_error({}, str_cat(dir, "/", kExportFile,
+                                 " is not a tilelang kernel description of this release (its "
+                                 "first line is '",
                                  format, "', expected '", kExportFormat,
                                  "'); export the kernel again with this release's tl::export_kernel"));
+  if (target_line.rfind("target ", 0) != 0 || signature_line != "signature")
+    throw_user_error({}, str_cat(dir, "/", kExportFile, " is damaged: its second and third lines are '", target_line,
+                                 "' and '", signature_line, "', expected 'target <target>' and 'signature'"));
   std::stringstream signature;
   signature << in.rdbuf();
   try {

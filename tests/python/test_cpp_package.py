@@ -216,6 +216,19 @@ def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
         f"load_and_run: {tmp_path} is not an exported tilelang kernel: it has no export.txt; "
         "write one with tl::export_kernel(kernel, dir)" in r.stderr
     )
+    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 0\ntarget cpu\nsignature\n")
+    r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
+    assert (
+        f"load_and_run: {tmp_path}/export.txt is not a tilelang kernel description of this "
+        "release (its first line is 'tilelang-cpp-kernel 0', expected 'tilelang-cpp-kernel 1'); "
+        "export the kernel again with this release's tl::export_kernel" in r.stderr
+    )
+    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ncpu\nsignature\n")
+    r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
+    assert (
+        f"load_and_run: {tmp_path}/export.txt is damaged: its second and third lines are 'cpu' "
+        "and 'signature', expected 'target <target>' and 'signature'" in r.stderr
+    )
     (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ntarget cpu\nsignature\nname x\n")
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
     assert (
