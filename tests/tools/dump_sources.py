@@ -49,6 +49,8 @@ def dump_one(stem, func, pass_configs):
 
 
 def dump_examples(root, names):
+    if str(ROOT / "examples") not in sys.path:
+        sys.path.insert(0, str(ROOT / "examples"))  # examples import their siblings by name
     paths = sorted((ROOT / "examples").glob("*.py"))
     if names:
         paths = [q for q in paths if q.stem in names]
