@@ -130,9 +130,8 @@ class AddStage : public IRMutator {
   Expr iter_;
 };
 
-// The buffers a statement writes (stores, and the destination of each tile op:
-// its last region, for copy, reduce, fill ...; a gemm's C), or with `all`, every
-// buffer it reads or writes.
+// The buffers a statement writes (stores, and the region each tile op writes by the
+// op table), or with `all`, every buffer it reads or writes.
 std::set<BufKey> buffers_of(const Stmt& s, bool all) {
   struct Walk : IRVisitor {
     bool all = false;
@@ -147,14 +146,16 @@ std::set<BufKey> buffers_of(const Stmt& s, bool all) {
       IRVisitor::visit(op);
     }
     void visit(const TileOpNode* op) override {
-      // A gemm writes C, its third region (T.gemm_sp's metadata, read, may follow it).
-      if (!all && op->op == TileOpKind::Gemm) {
-        out.insert(op->regions[2].buffer.get());
-        return IRVisitor::visit(op);
+      if (all) {
+        for (const BufferRegion& r : op->regions) out.insert(r.buffer.get());
+      } else {
+        // The region the op table names as written (tile_ops.def): a copy's
+        // destination, a gemm's C (T.gemm_sp's metadata, read, follows it), an
+        // atomic's destination (region 0, before the value it adds); none for
+        // T.print / T.device_assert.
+        int w = op_info(op->op).written_region;
+        if (w >= 0 && size_t(w) < op->regions.size()) out.insert(op->regions[size_t(w)].buffer.get());
       }
-      for (size_t i = all ? 0 : op->regions.size() - std::min<size_t>(op->regions.size(), 1); i < op->regions.size();
-           ++i)
-        out.insert(op->regions[i].buffer.get());
       IRVisitor::visit(op);
     }
   } w;

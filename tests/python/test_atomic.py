@@ -251,3 +251,25 @@ extern "C" __global__ void relaxed_add(int* f) { tl::atomic_add<0>(f, 1); }
     lines = body("release_add")
     assert first(lines, *fence) < first(lines, "atom.", "red."), lines
     assert not any(f in line for line in body("relaxed_add") for f in fence)
+
+
+def test_a_tile_atomic_from_a_pipelined_shared_tile_keeps_the_pipeline():
+    """T.atomic_add(Out, A_s) writes Out, not A_s (the op table's written region): the
+    loop that fills A_s stays a cp.async pipeline (it once counted A_s as written by the
+    atomic and left the loop unpipelined), and the sums are right."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 64, 32), "float32"), Out: T.Tensor((64, 32), "float32")):
+        with T.Kernel(8, threads=128) as bx:
+            A_s = T.alloc_shared((64, 32), "float32")
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[(bx + k * 2) % 8, :, :], A_s)
+                T.atomic_add(Out, A_s)
+
+    kernel = tilelang.compile(main, target="cuda -arch=sm_80 -emulate")
+    assert "tl::cp_async_wait<" in kernel.get_kernel_source()
+    a = np.random.default_rng(5).standard_normal((8, 64, 32)).astype(np.float32)
+    out = np.zeros((64, 32), np.float32)
+    kernel(a, out)
+    ref = sum(a[(bx + k * 2) % 8].astype(np.float64) for bx in range(8) for k in range(4))
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
