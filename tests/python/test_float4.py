@@ -487,7 +487,8 @@ def test_metal_refuses_fp4_by_name():
 
 def test_unpacked_fp4_is_a_dtype_kernels_refuse():
     # TileLang's sm_100 shared-memory tag: a dtype of 8 bits printed as TVM's custom type,
-    # told apart from packed fp4 by the helpers; no target here has a use for it.
+    # told apart from packed fp4 by is_float4_e2m1_unpacked and is_float4_e2m1fn; no
+    # target here has a use for it.
     from tilelang.language.dtypes import is_float4, is_float4_e2m1_unpacked, is_float4_e2m1fn
 
     u = T.float4_e2m1_unpacked
