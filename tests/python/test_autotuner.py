@@ -418,7 +418,7 @@ def test_early_stop_switch_and_factor(monkeypatch, early_stop, stopped):
     def decorated(scale=1.0):
         return scaled_copy(scale)
 
-    assert decorated.tuner.profile_args["early_stop_ratio"] == 4.0
+    assert decorated.tuner.profile_args.early_stop_ratio == 4.0
     with pytest.raises(ValueError, match=r"early_stop_factor must be >= 1.0, got 0.5"):
         tilelang.autotune(configs=configs, early_stop=True, early_stop_factor=0.5)
 

@@ -24,6 +24,7 @@ KINDS = {
     "test_async_copy": "lowering emulator",
     "test_atomic": "lowering",
     "test_autotune_explicit": "runtime",
+    "test_autotune_compat": "runtime",
     "test_autotuner": "runtime",
     "test_cache": "runtime",
     "test_clusters": "lowering cuda_source emulator",

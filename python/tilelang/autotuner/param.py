@@ -1,6 +1,7 @@
 """TileLang's `tilelang.autotuner.param`: the compile and profile settings of a tuning
 run as values (CompileArgs, ProfileArgs) and its result (AutotuneResult). An AutoTuner
-takes them through set_compile_args(**vars(args)) / set_profile_args(...)."""
+takes them through set_compile_args(**vars(args)) / set_profile_args(...), or as its
+`compile_args` / `profile_args` attributes (`tuner.compile_args = CompileArgs(...)`)."""
 
 import dataclasses
 import logging
@@ -38,11 +39,16 @@ class CompileArgs:
 
 @dataclasses.dataclass(frozen=True)
 class ProfileArgs:
-    """How each config is checked and timed (AutoTuner.set_profile_args's arguments)."""
+    """How each config is checked and timed (AutoTuner.set_profile_args's arguments).
+    `manual_check_prog(outputs, ref_outputs)` replaces the allclose check of ref_prog's
+    outputs; `backend` is the profiler's timing method ("event", "cupti", "cudagraph");
+    `early_stop_ratio` stops timing a config slower than that factor x the best so far
+    (None: time every config fully)."""
 
     warmup: int = 25
     rep: int = 100
     timeout: int = 100
+    backend: str = "event"
     supply_type: object = None
     ref_prog: object = None
     supply_prog: object = None
@@ -50,7 +56,9 @@ class ProfileArgs:
     atol: float = 1e-2
     max_mismatched_ratio: float = 0.01
     skip_check: bool = False
+    manual_check_prog: object = None
     cache_input_tensors: bool = False
+    early_stop_ratio: object = 10.0
 
     def __hash__(self):
         return hash(tuple(repr(v) for v in dataclasses.astuple(self)))

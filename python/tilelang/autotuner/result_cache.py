@@ -54,11 +54,13 @@ def function_source(fn):
         return repr(code.co_code) if code is not None else repr(fn)
 
 
-def make_key(fn, kind, arguments, configs, target, options):
-    """SHA-256 of everything that decides the result of a tuning run."""
+def make_key(fn, kind, arguments, configs, target, options, profile=None):
+    """SHA-256 of everything that decides the result of a tuning run. `profile`: the
+    texts of the profile settings (how configs are checked, fed and timed)."""
     import tilelang
 
     material = {
+        "profile": profile or {},
         "format": FORMAT,
         "function": f"{fn.__module__}.{fn.__qualname__}",
         "kind": kind,

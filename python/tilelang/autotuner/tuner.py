@@ -7,6 +7,7 @@ it with the kernel's profiler in rounds interleaved with the other configs, (4)
 publishes the best config in the result cache. A config that fails at any step is
 logged in one line and skipped."""
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -50,9 +51,14 @@ _PROFILE_DEFAULTS = {
     "atol": 1e-2,
     "max_mismatched_ratio": 0.01,
     "skip_check": False,
+    "manual_check_prog": None,
     "cache_input_tensors": False,
     "early_stop_ratio": 10.0,
+    "backend": "event",
 }
+# The profile arguments that are programs: a result tuned with them is cached on disk
+# only when each has a persistent identity (see _callback_identity).
+_CALLBACKS = ("ref_prog", "supply_prog", "manual_check_prog")
 
 
 def _early_stop_ratio(early_stop, early_stop_factor):
@@ -188,8 +194,8 @@ class AutoTuner:
                 f"autotune of '{self.name}' needs configs=[{{...}}, ...] (or a callable)"
             )
         self.configs = configs
-        self.compile_args = {}
-        self.profile_args = dict(_PROFILE_DEFAULTS)
+        self._compile_given = {}
+        self._profile = dict(_PROFILE_DEFAULTS)
         names = [do_not_specialize] if isinstance(do_not_specialize, str) else do_not_specialize
         self.do_not_specialize = tuple(names or ())
         unknown = [n for n in self.do_not_specialize if n not in self.signature.parameters]
@@ -205,6 +211,36 @@ class AutoTuner:
     @classmethod
     def from_kernel(cls, kernel, configs, **kwargs):
         return cls(kernel, configs, **kwargs)
+
+    @property
+    def compile_args(self):
+        """The compile settings of every config as a CompileArgs (the @tilelang.jit
+        options overlaid with set_compile_args'). Assigning a CompileArgs (or a dict of
+        its fields) replaces what set_compile_args gave."""
+        from .param import CompileArgs
+
+        fields = {f.name for f in dataclasses.fields(CompileArgs)}
+        return CompileArgs(**{k: v for k, v in self._options().items() if k in fields})
+
+    @compile_args.setter
+    def compile_args(self, args):
+        given = dataclasses.asdict(args) if dataclasses.is_dataclass(args) else dict(args)
+        self._compile_given = {}
+        self.set_compile_args(**given)
+
+    @property
+    def profile_args(self):
+        """How each config is checked and timed, as a ProfileArgs. Assigning a
+        ProfileArgs (or a dict of its fields) sets all of them."""
+        from .param import ProfileArgs
+
+        return ProfileArgs(**self._profile)
+
+    @profile_args.setter
+    def profile_args(self, args):
+        given = dataclasses.asdict(args) if dataclasses.is_dataclass(args) else dict(args)
+        self._profile = dict(_PROFILE_DEFAULTS)
+        self.set_profile_args(**given)
 
     def set_compile_args(
         self,
@@ -232,21 +268,23 @@ class AutoTuner:
                 f"out_idx cannot be used with the eager function '{self.name}'; its outputs are "
                 "the T.empty tensors it returns"
             )
-        self.compile_args.update(given)
+        self._compile_given.update(given)
         return self
 
     def set_profile_args(self, **kwargs):
         """warmup, rep (ms budgets of the profiler per config; rep is split over the
         timing rounds), timeout (s per config compile),
         supply_type, ref_prog, supply_prog, rtol, atol, max_mismatched_ratio,
-        skip_check, cache_input_tensors, early_stop_ratio (None: time every config)."""
+        skip_check, manual_check_prog (`check(outputs, ref_outputs)` in place of the
+        allclose check of ref_prog's outputs), cache_input_tensors, early_stop_ratio
+        (None: time every config), backend (the profiler's timing method)."""
         unknown = sorted(set(kwargs) - set(_PROFILE_DEFAULTS))
         if unknown:
             raise TypeError(
                 f"set_profile_args() got unknown argument(s) {unknown}; valid: "
                 f"{sorted(_PROFILE_DEFAULTS)}"
             )
-        self.profile_args.update(kwargs)
+        self._profile.update(kwargs)
         return self
 
     # ---- pieces of a run
@@ -255,7 +293,7 @@ class AutoTuner:
         if self.kind == "eager":
             del options["out_idx"]
         options.update(self._jit_options)
-        options.update(self.compile_args)
+        options.update(self._compile_given)
         return options
 
     def _jit(self, options):
@@ -383,6 +421,40 @@ class AutoTuner:
         }
         arguments.update((f"T.const {k}", v) for k, v in sorted(consts.items()))
         return arguments
+
+    def _result_key(self, arguments, configs, target, options, profile_key):
+        """The result cache's key of a tuning problem, or None when a profile callback
+        has no persistent identity (then the result is neither cached nor reused)."""
+        if profile_key is None:
+            return None
+        return result_cache.make_key(
+            self.fn, self.kind, arguments, configs, target, options, profile_key
+        )
+
+    def generate_cache_key(self, parameters, extra_parameters):
+        """TileLang's key of this tuner's result, the one run() publishes under: the
+        function's default arguments (`parameters`: an inspect signature's parameters)
+        overlaid with `extra_parameters` ({name: value}), less the tuned and the
+        do_not_specialize ones, with the configs, the compile_args and the profile_args. None when ref_prog, supply_prog or manual_check_prog has no
+        persistent identity (a closure, a callable object): such a result is not
+        cached."""
+        configs = self.configs
+        if callable(configs):
+            configs = [result_cache.function_source(configs)]
+        tuned = {k for c in configs if isinstance(c, dict) for k in c}
+        arguments = {
+            name: p.default
+            for name, p in parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
+        arguments.update(extra_parameters or {})
+        skipped = tuned | set(self.do_not_specialize)
+        arguments = {k: v for k, v in arguments.items() if k not in skipped}
+        options = self._options()
+        target = determine_target(options.get("target", "auto"))
+        return self._result_key(
+            arguments, list(configs), target, options, _profile_key(self._profile, None)
+        )
 
     def _recipe(self, options):
         """How a fresh interpreter finds the function, or None when it cannot."""
@@ -534,13 +606,18 @@ class AutoTuner:
                     shared.ref_out = ref_prog(*inputs)
                 reference = lambda *_: shared.ref_out
             try:
-                profiler.assert_allclose(
-                    reference,
-                    input_tensors=inputs,
-                    atol=prof["atol"],
-                    rtol=prof["rtol"],
-                    max_mismatched_ratio=prof["max_mismatched_ratio"],
-                )
+                if prof["manual_check_prog"] is not None:
+                    profiler.manual_assert_close(
+                        reference, input_tensors=inputs, manual_check_prog=prof["manual_check_prog"]
+                    )
+                else:
+                    profiler.assert_allclose(
+                        reference,
+                        input_tensors=inputs,
+                        atol=prof["atol"],
+                        rtol=prof["rtol"],
+                        max_mismatched_ratio=prof["max_mismatched_ratio"],
+                    )
             except AssertionError as exc:
                 return "wrong", first_line(exc).replace("AssertionError: ", ""), None
         full = kernel.run(list(inputs))
@@ -566,6 +643,7 @@ class AutoTuner:
             rep=prof["rep"] / _TIMING_ROUNDS,
             input_tensors=entry.tensors,
             return_mode="median",
+            backend=prof["backend"],
         )
 
     def _tune(self, jit, args, rest, configs, prof, options):
@@ -737,13 +815,14 @@ class AutoTuner:
         del use_pipeline, enable_grouped_compile, group_compile_size
         if _worker.LOADING:  # a worker importing the user's module: stop before tuning
             raise _worker.StopLoading()
-        prof = dict(self.profile_args)
+        prof = dict(self._profile)
         for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
             if v is not None:
                 prof[k] = v
         if early_stop is not None:
             prof["early_stop_ratio"] = _early_stop_ratio(early_stop, early_stop_factor)
         captured = get_autotune_inputs()
+        profile_key = _profile_key(prof, captured)
         if captured is not None and prof["supply_prog"] is None:
             prof["supply_prog"] = lambda params: list(captured)
         consts = self._const_keywords(args, kwargs)
@@ -759,12 +838,12 @@ class AutoTuner:
         rest = kwargs
         arguments = self._untuned_arguments(args, params, configs, consts)
         target = determine_target(options.get("target", "auto"))
-        key = result_cache.make_key(self.fn, self.kind, arguments, configs, target, options)
-        use_cache = result_cache.enabled()
+        key = self._result_key(arguments, configs, target, options, profile_key)
+        use_cache = result_cache.enabled() and key is not None
         path = result_cache.path_for(key) if use_cache else None
 
         kernel = runner = None
-        decision = self._decisions.get(key)
+        decision = self._decisions.get(key) if key is not None else None
         from_cache = decision is not None
         if decision is None and use_cache:
             decision = result_cache.load(path, configs)
@@ -811,7 +890,8 @@ class AutoTuner:
                     decision, from_cache, kernel = published, True, None
         if kernel is None:
             kernel, runner = self._build(jit, args, rest, configs[decision["index"]])
-        self._decisions[key] = decision
+        if key is not None:
+            self._decisions[key] = decision
         config = dict(configs[decision["index"]])
         kernel.config, kernel.latency = config, decision["latency"]
         result = AutotuneResult(
@@ -824,6 +904,25 @@ class AutoTuner:
             path,
         )
         result.timings = dict(decision.get("timings") or {})
+        result._call = runner
+        return result
+
+    def run_config(self, config, tuned_kernel, args, kwargs):
+        """The AutotuneResult of a call whose best config is known already (`config`, tuned
+        for a call that differs at most in do_not_specialize parameters; `tuned_kernel`,
+        the JITKernel built then): compiles that config for this call's arguments, without
+        tuning (a call that gives tuned parameters keeps its values)."""
+        consts = self._const_keywords(args, kwargs)
+        params = {k: v for k, v in kwargs.items() if k not in consts}
+        given = self._given_tuned(list(config), args, params)
+        build = {k: v for k, v in config.items() if k not in given}
+        options = self._options()
+        kernel, runner = self._build(self._jit(options), args, kwargs, build)
+        latency = getattr(tuned_kernel, "latency", None)
+        kernel.config, kernel.latency = dict(config), latency
+        result = AutotuneResult(dict(config), latency, None, kernel, True, {}, None)
+        result.timings = {}
+        result.tuned = latency is not None
         result._call = runner
         return result
 
@@ -888,6 +987,35 @@ def _signature(kernel):
     return tuple((p.name, p.dtype, tuple(p.shape), p.is_tensor) for p in kernel.params)
 
 
+def _callback_identity(fn):
+    """A text that names a profile callback across processes: a plain function without
+    captured variables, by its module, name and source. None for a closure, a bound
+    method or a callable object, whose behaviour can hang on state no text shows."""
+    if not inspect.isfunction(fn) or fn.__closure__:
+        return None
+    return f"{fn.__module__}.{fn.__qualname__}: {result_cache.function_source(fn)}"
+
+
+def _profile_key(prof, captured):
+    """The texts of the profile settings that decide a tuning result (how configs are
+    fed, checked and timed), or None when a callback has no persistent identity. The
+    tensors of a set_autotune_inputs scope count by their shapes and dtypes."""
+    key = {}
+    for name, value in sorted(prof.items()):
+        if name in _CALLBACKS:
+            if value is None:
+                continue
+            text = _callback_identity(value)
+            if text is None:
+                return None
+            key[name] = text
+        else:
+            key[name] = result_cache.describe(value)
+    if captured is not None:
+        key["set_autotune_inputs"] = result_cache.describe(list(captured))
+    return key
+
+
 def _fit_call(fn, args, kwargs):
     """The part of a call's arguments that `fn` (a callable `configs`) accepts: it may
     take fewer parameters than the tuned function, e.g. only the problem sizes."""
@@ -934,19 +1062,65 @@ def _time_once(fn):
 
 class AutoTuneFunction:
     """What `@tilelang.autotune(...)` returns. Calling a lazy kernel with its non-config
-    arguments returns the best JITKernel; calling an eager kernel runs the best one.
-    `last_result` holds the AutotuneResult of the latest call."""
+    arguments returns the best JITKernel; calling an eager kernel runs the best one
+    (`__return_kernel=True` among the keywords: returns its JITKernel instead, as
+    compile() does). `last_result` holds the AutotuneResult of the latest call.
+
+    `_tuner_cache` ({call key: (best JITKernel, its config)}, TileLang's name) is the
+    in-memory cache of tuned calls: a call whose arguments, the do_not_specialize ones
+    left out, match an entry compiles the entry's config for its own arguments without
+    tuning; clearing it makes the next call tune again (or read the disk result
+    cache)."""
 
     def __init__(self, target, tuner):
         self.target = target
         self.tuner = tuner
         self.last_result = None
+        self._tuner_cache = {}
         functools.update_wrapper(self, tuner.fn, updated=())
 
-    def __call__(self, *args, **kwargs):
-        result = self.tuner.run(*args, **kwargs)
+    def _call_key(self, args, kwargs):
+        """The key of a call in _tuner_cache: its arguments bound to the parameters with
+        the defaults applied, the do_not_specialize ones left out, as hashable texts."""
+        tuner = self.tuner
+        consts = tuner._const_keywords(args, kwargs)  # an eager function's T.const values
+        kwargs = {k: v for k, v in kwargs.items() if k not in consts}
+        try:
+            bound = tuner.signature.bind_partial(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{tuner.name}{tuner.signature}: {exc}") from None
+        bound.apply_defaults()
+        items = []
+        for name, value in bound.arguments.items():
+            param = tuner.signature.parameters[name]
+            if param.kind is param.VAR_KEYWORD:
+                items.extend((k, v) for k, v in sorted(value.items()))
+            elif param.kind is param.VAR_POSITIONAL:
+                items.append((name, tuple(value)))
+            else:
+                items.append((name, value))
+        items.extend((f"T.const {k}", v) for k, v in sorted(consts.items()))
+        return tuple(
+            (name, result_cache.describe(value))
+            for name, value in items
+            if name not in tuner.do_not_specialize
+        )
+
+    def _result(self, args, kwargs):
+        key = self._call_key(args, kwargs)
+        hit = self._tuner_cache.get(key)
+        if hit is None:
+            result = self.tuner.run(*args, **kwargs)
+            self._tuner_cache[key] = (result.kernel, result.config)
+        else:
+            result = self.tuner.run_config(hit[1], hit[0], args, kwargs)
         self.last_result = result
-        if self.tuner.kind == "lazy":
+        return result
+
+    def __call__(self, *args, **kwargs):
+        return_kernel = kwargs.pop("__return_kernel", False)
+        result = self._result(args, kwargs)
+        if self.tuner.kind == "lazy" or return_kernel:
             return result.kernel
         if result._call is None:
             raise TypeError(
@@ -958,13 +1132,11 @@ class AutoTuneFunction:
     def compile(self, *args, **kwargs):
         """The best JITKernel for these arguments (tuning, or from the caches), for a
         lazy or an eager kernel alike (an eager one's T.const values as keywords)."""
-        self.last_result = self.tuner.run(*args, **kwargs)
-        return self.last_result.kernel
+        return self._result(args, kwargs).kernel
 
     def get_tuner_result(self, *args, **kwargs):
         """The AutotuneResult for these arguments (tuning, or from the caches)."""
-        self.last_result = self.tuner.run(*args, **kwargs)
-        return self.last_result
+        return self._result(args, kwargs)
 
 
 def autotune(
@@ -981,6 +1153,7 @@ def autotune(
     atol=1e-2,
     max_mismatched_ratio=0.01,
     skip_check=False,
+    manual_check_prog=None,
     cache_input_tensors=False,
     do_not_specialize=None,
     early_stop=None,
@@ -999,6 +1172,7 @@ def autotune(
         "atol": atol,
         "max_mismatched_ratio": max_mismatched_ratio,
         "skip_check": skip_check,
+        "manual_check_prog": manual_check_prog,
         "cache_input_tensors": cache_input_tensors,
     }
     if early_stop is not None:

@@ -507,6 +507,26 @@ class Profiler:
         for name, a, b in zip(names, got, want):
             _compare(name, _to_float64(a), _to_float64(b), atol, rtol, max_mismatched_ratio)
 
+    def manual_assert_close(self, reference_program, input_tensors=None, manual_check_prog=None):
+        """Runs the kernel and `reference_program` on the same inputs and hands both
+        results, as lists, to `manual_check_prog(outputs, ref_outputs)`, which raises
+        (an AssertionError) when they do not agree."""
+        if not callable(manual_check_prog):
+            raise TypeError(
+                "manual_assert_close: manual_check_prog must be callable as "
+                f"check(outputs, ref_outputs), got {manual_check_prog!r}"
+            )
+        ins = list(input_tensors) if input_tensors is not None else self._get_inputs()
+        want = _run_reference(reference_program, ins)[1]
+        got = _as_list(self.kernel(*ins))
+        want = [] if want is None else _as_list(want)
+        if len(got) != len(want):
+            raise AssertionError(
+                f"kernel '{self.kernel.name}' returned {len(got)} output(s) but the reference "
+                f"returned {len(want)}"
+            )
+        manual_check_prog(got, want)
+
     def do_bench(
         self,
         func=None,
