@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
-from tilelang.autotuner import AutoTuner
+from tilelang.autotuner import AutoTuner, set_autotune_inputs
 from tilelang.autotuner.param import CompileArgs, ProfileArgs
 
 CONFIGS = [{"block": 8, "scale": 2.0}, {"block": 16, "scale": 3.0}]
@@ -199,3 +199,31 @@ def test_tuner_cache_reuses_the_config_across_do_not_specialize_values(cache_dir
     tuned_once._tuner_cache.clear()
     tuned_once(64)  # cleared: goes to the tuner again
     assert len(tuned_once._tuner_cache) == 1
+
+
+@tilelang.autotune(configs=[{"block": 8}, {"block": 16}], warmup=1, rep=2)
+@tilelang.jit(target="cpu")
+def add_scalar(N=64, block=8):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), s: T.float32):
+        with T.Kernel(T.ceildiv(N, block), threads=1) as bx:
+            for i in T.serial(block):
+                A[bx * block + i] += s
+
+    return main
+
+
+def test_a_scalar_input_needs_set_autotune_inputs(cache_dir):
+    with pytest.raises(
+        ValueError,
+        match=r"kernel 'main' takes the scalar 's' \(float32\), which the tuner cannot generate; "
+        r"give the kernel's inputs with `with set_autotune_inputs\(...\)`",
+    ):
+        add_scalar()
+    tune_a = np.random.default_rng(4).standard_normal(64).astype(np.float32)
+    with set_autotune_inputs(tune_a.copy(), 0.5):
+        kernel = add_scalar()
+    a = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    before = a.copy()
+    kernel(a, 0.25)
+    np.testing.assert_allclose(a, before + 0.25, rtol=1e-6)

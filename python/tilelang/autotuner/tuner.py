@@ -634,6 +634,19 @@ class AutoTuner:
             ref_latency = shared.ref_latency
         return "ok", full, ref_latency
 
+    def _require_tensor_inputs(self, jit, args, rest, config):
+        """Raises, as TileLang does before tuning, when the kernel takes a scalar input:
+        the tuner generates tensors only, so such inputs come from set_autotune_inputs
+        (or supply_prog)."""
+        kernel = self._build(jit, args, rest, config)[0]
+        for i, p in enumerate(kernel.params):
+            if i not in kernel.out_idx and not p.is_tensor:
+                raise ValueError(
+                    f"autotune of '{self.name}': kernel '{kernel.name}' takes the scalar "
+                    f"'{p.name}' ({p.dtype}), which the tuner cannot generate; give the "
+                    "kernel's inputs with `with set_autotune_inputs(...)` (or supply_prog)"
+                )
+
     @staticmethod
     def _time_round(entry, prof, first):
         """One timing round of a config: the median ms of its calls within rep /
@@ -713,6 +726,8 @@ class AutoTuner:
                 text = f"best {best.latency:.4g} ms {result_cache.describe(configs[best.index])}"
             bar.set_best(text)
 
+        if prof["supply_prog"] is None and compiled:
+            self._require_tensor_inputs(jit, args, rest, configs[min(compiled)])
         try:
             # Round 1: check each config, stop the far slower ones early, time the rest.
             for index in sorted(compiled):
