@@ -168,6 +168,63 @@ def test_epoch_errors(case, message):
         trace()
 
 
+def scoped_epoch(where):
+    """A sum epoch per iteration of a serial loop over the 4 rows of A; `where` places
+    the init and the finalize relative to that loop."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=64):
+            src = T.alloc_fragment((4, 8), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            out = T.alloc_fragment((1,), "float32")
+            if where == "extra_loop":
+                T.reducer_init(acc)
+            for r in T.serial(4):
+                if where != "extra_loop":
+                    T.reducer_init(acc)
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], src[r, i])
+                if where == "in_loop":
+                    T.finalize_reducer(acc, out)
+                elif where == "in_loop_if":
+                    if r >= 0:
+                        T.finalize_reducer(acc, out)
+                elif where == "extra_loop":
+                    T.finalize_reducer(acc, out)
+                if where in ("in_loop", "in_loop_if") and T.get_thread_binding() == 0:
+                    B[r] = out[0]
+            if where == "after_loop":
+                T.finalize_reducer(acc, out)
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("where", ["in_loop", "in_loop_if"])
+def test_an_epoch_per_iteration_finalized_in_its_loop(target, where):
+    kernel = tilelang.compile(scoped_epoch(where), out_idx=[1], target=target)
+    a = rng.standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a), a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "where,message",
+    [
+        ("after_loop", "is outside a loop that encloses its T.reducer_init"),
+        ("extra_loop", "is inside a loop that does not enclose its T.reducer_init"),
+    ],
+)
+def test_a_finalize_outside_the_scope_of_its_init_is_refused(where, message):
+    with pytest.raises(
+        Exception,
+        match="T.finalize_reducer of reducer 'acc' is not in the scope of its T.reducer_init: "
+        "it " + message,
+    ):
+        scoped_epoch(where)
+
+
 def test_bitwise_reducer_needs_integers():
     with pytest.raises(
         AssertionError, match="bitwise reducer op 'bitand' requires an integer dtype"

@@ -151,6 +151,8 @@ class TraceContext:
         )  # buffers allocated so far (tells a fresh T.alloc_var from a read)
         self.if_stack = []  # states of the open symbolic ifs (hooks.SymbolicIf)
         self.loop_kinds = []  # kinds of the open IR loops ("serial", "parallel", "while" ...)
+        self.loop_ids = []  # one number per open IR loop, never reused within the trace
+        self.loops_opened = 0
         self.loads = {}
         self.names = {}
         self.params = []  # eager: (python name, Buffer or scalar Var) in declaration order
@@ -206,6 +208,15 @@ class TraceContext:
             elif kind == KERNEL:
                 break
         return None, crossed_if
+
+    def open_loop(self, kind):
+        self.loop_kinds.append(kind)
+        self.loops_opened += 1
+        self.loop_ids.append(self.loops_opened)
+
+    def close_loop(self):
+        self.loop_kinds.pop()
+        self.loop_ids.pop()
 
     def in_ir_frame(self):
         return any(kind != PY_LOOP for kind in self.frames)

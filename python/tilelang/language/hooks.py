@@ -221,9 +221,9 @@ def _ir_loop(ctx, loop, names):
     # What the loop's names hold (a variable, or start + i * step) ends with the loop.
     ctx.builder.add_scoped(*(loop_vars if isinstance(loop_vars, (tuple, list)) else [loop_vars]))
     ctx.frames.append(IR_LOOP)
-    ctx.loop_kinds.append(loop.kind)
+    ctx.open_loop(loop.kind)
     yield loop_vars
-    ctx.loop_kinds.pop()
+    ctx.close_loop()
     ctx.frames.pop()
     loop.close(ctx.builder)
 
@@ -251,7 +251,7 @@ class WhileLoop:
         self.ctx.frames.append(IR_LOOP if self.symbolic else PY_LOOP)
         if self.symbolic:
             self.ctx.builder.begin_while(first)
-            self.ctx.loop_kinds.append("while")
+            self.ctx.open_loop("while")
 
     def step(self):
         untested, self.untested = self.untested, False
@@ -273,7 +273,7 @@ class WhileLoop:
             self.done = True
             self.ctx.frames.pop()
             if self.symbolic:
-                self.ctx.loop_kinds.pop()
+                self.ctx.close_loop()
 
     def exit(self):
         self._leave()

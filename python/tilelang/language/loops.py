@@ -386,12 +386,12 @@ class While:
         if not isinstance(cond, _C.Expr) or cond.dtype.name != "bool":
             raise frontend_error(f"T.While takes a condition such as `x[0] < n`, got {self.cond!r}")
         ctx.frames.append(IR_LOOP)
-        ctx.loop_kinds.append("while")
+        ctx.open_loop("while")
         ctx.builder.begin_while(cond)
 
     def __exit__(self, *exc):
         ctx = builder_ctx.current("T.While")
         ctx.builder.end_while()
         ctx.frames.pop()
-        ctx.loop_kinds.pop()
+        ctx.close_loop()
         return False

@@ -235,9 +235,10 @@ class ReducerBuffer(Buffer):
     """A buffer made by T.alloc_reducer; remembers its reduction op and, once
     T.reducer_init opens an epoch on it, the epoch's state (TileLang's reducer API):
     `epoch` is None (never opened, the older API: a fragment updated in place),
-    "open" or "closed"; `partials` is the shared buffer the epoch combines into."""
+    "open" or "closed"; `partials` is the shared buffer the epoch combines into;
+    `epoch_loops` names the IR loops around the T.reducer_init that opened it."""
 
-    __slots__ = ("epoch", "partials", "reducer_op")
+    __slots__ = ("epoch", "epoch_loops", "partials", "reducer_op")
 
     def _check_access(self, what):
         if self.epoch is not None:
@@ -372,6 +373,7 @@ def reducer_init(reducer, init=None):
     if acc.partials is None:
         acc.partials = alloc_shared(list(acc.shape), acc.dtype)
     acc.epoch = "open"
+    acc.epoch_loops = tuple(ctx.loop_ids)  # the loops the epoch's init runs in
     ctx.__dict__.setdefault("open_reducers", []).append(acc)
     ctx.builder.sync_threads()  # readers of an earlier epoch are done
     ctx.builder.fill(acc.partials.full_region().to_core(), start)
@@ -437,6 +439,21 @@ def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
         raise frontend_error(
             f"{what} of reducer '{acc.name}' without an open epoch: call T.reducer_init(acc) "
             "before the updates"
+        )
+    # The epoch runs init, updates, finalize once per iteration of the loops around the
+    # init: a finalize outside one of them would leave the epochs of the other
+    # iterations open (each next init reopens an open epoch), one inside a further loop
+    # would close the epoch on that loop's first iteration and update it closed after.
+    if tuple(ctx.loop_ids) != acc.epoch_loops:
+        where = (
+            "outside a loop that encloses its T.reducer_init"
+            if len(ctx.loop_ids) < len(acc.epoch_loops)
+            else "inside a loop that does not enclose its T.reducer_init"
+        )
+        raise frontend_error(
+            f"{what} of reducer '{acc.name}' is not in the scope of its T.reducer_init: it "
+            f"is {where}; finalize the epoch in the loop body that opens it (an `if` "
+            "around the finalize is fine)"
         )
     out = to_value(dst)
     if not isinstance(out, Buffer) or isinstance(out, ReducerBuffer):
