@@ -104,6 +104,24 @@ def sparse_gemm(
     return main
 
 
+def operands(M, N, K, dtype, meta="int16", trans_A=False, trans_B=False, trans_E=False, seed=0):
+    """(A_sparse, E, B, reference) of one sparse GEMM: a random 2:4 (1:2) sparse A and a
+    random B, exact in `dtype`, compressed and laid out as the transposes ask, and A @ B
+    in float64."""
+    a = semi_sparse(M, K, dtype, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    if dtype == "int8":
+        b = rng.integers(-4, 5, size=(K, N)).astype(np.int8)
+    else:
+        b = (rng.integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
+    a_in = np.ascontiguousarray(a.T) if trans_A else a
+    a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
+    if trans_E:
+        e = np.ascontiguousarray(e.T)
+    b_in = np.ascontiguousarray(b.T) if trans_B else b
+    return a_sparse, e, b_in, a.astype(np.float64) @ b.astype(np.float64)
+
+
 def run(
     target,
     M,
@@ -119,23 +137,12 @@ def run(
     accum="float32",
     trans_E=False,
 ):
-    a = semi_sparse(M, K, dtype)
-    rng = np.random.default_rng(1)
-    if dtype == "int8":
-        b = rng.integers(-4, 5, size=(K, N)).astype(np.int8)
-    else:
-        b = (rng.integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
-    a_in = np.ascontiguousarray(a.T) if trans_A else a
-    b_in = np.ascontiguousarray(b.T) if trans_B else b
-    a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
-    if trans_E:
-        e = np.ascontiguousarray(e.T)
+    a_sparse, e, b, ref = operands(M, N, K, dtype, meta, trans_A, trans_B, trans_E)
     func = sparse_gemm(
         M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, accum=accum, trans_E=trans_E
     )
     kernel = tilelang.compile(func, out_idx=[3], target=target)
-    got = np.asarray(kernel(a_sparse, e, b_in)).astype(np.float64)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    got = np.asarray(kernel(a_sparse, e, b)).astype(np.float64)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
     return kernel
 

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 
-import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
@@ -25,23 +24,11 @@ from tilelang.utils.target import available_targets
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
-from test_gemm_sp import semi_sparse, sparse_gemm
+from test_gemm_sp import operands, semi_sparse, sparse_gemm
 
 ROOT = pathlib.Path(__file__).parents[2]
 SM80 = "cuda -arch=sm_80 -emulate"
-NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 SP_CALL = "tl::gemm_sp_ss<"
-
-
-def operands(M, N, K, dtype, trans_A, trans_B, trans_E, meta="int16", seed=0):
-    a = semi_sparse(M, K, dtype, seed=seed)
-    b = (np.random.default_rng(seed + 1).integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
-    a_in = np.ascontiguousarray(a.T) if trans_A else a
-    a_sparse, e = compress(a_in, transposed=trans_A, meta_dtype=meta)
-    if trans_E:
-        e = np.ascontiguousarray(e.T)
-    b_in = np.ascontiguousarray(b.T) if trans_B else b
-    return a_sparse, e, b_in, a.astype(np.float64) @ b.astype(np.float64)
 
 
 @pytest.fixture
@@ -75,7 +62,7 @@ def test_mma_sp_matches_numpy_every_transpose(dtype, trans_A, trans_B):
         in source
     )
     assert "sp_code" not in source  # no decoding left
-    a_sparse, e, b, ref = operands(M, N, K, dtype, trans_A, trans_B, False)
+    a_sparse, e, b, ref = operands(M, N, K, dtype, trans_A=trans_A, trans_B=trans_B)
     got = np.asarray(kernel(a_sparse, e, b)).astype(np.float64)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
@@ -89,7 +76,7 @@ def test_mma_sp_metadata_widths_and_transposed_metadata(dtype, meta, trans_E):
     M, N, K = 64, 64, 256
     kernel = compile_sp(SM80, M, N, K, 64, 64, 128, dtype, meta=meta, trans_E=trans_E)
     assert SP_CALL in kernel.get_kernel_source()
-    a_sparse, e, b, ref = operands(M, N, K, dtype, False, False, trans_E, meta=meta, seed=4)
+    a_sparse, e, b, ref = operands(M, N, K, dtype, meta, trans_E=trans_E, seed=4)
     got = np.asarray(kernel(a_sparse, e, b)).astype(np.float64)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
@@ -118,7 +105,7 @@ def test_invalid_metadata_is_reported_by_the_emulator():
     which the PTX ISA leaves mma.sp undefined, fails the launch in emulation."""
     M, N, K = 32, 32, 64
     kernel = compile_sp(SM80, M, N, K, 32, 32, 64, "float16")
-    a_sparse, e, b, _ = operands(M, N, K, "float16", False, False, False)
+    a_sparse, e, b, _ = operands(M, N, K, "float16")
     e = e.copy()
     e[3, 1] = np.int16(0b0101_0100_0100_0100)
     with pytest.raises(
@@ -168,7 +155,7 @@ def test_the_choice_of_mma_sp_is_logged(caplog, fresh_compiles, target, configs)
     with caplog.at_level(logging.DEBUG, logger="tilelang"):
         kernel = tilelang.compile(func, out_idx=[3], target=target, pass_configs=configs)
     assert "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)" in caplog.text
-    a_sparse, e, b, ref = operands(M, N, K, "bfloat16", False, False, False, seed=9)
+    a_sparse, e, b, ref = operands(M, N, K, "bfloat16", seed=9)
     np.testing.assert_allclose(
         np.asarray(kernel(a_sparse, e, b)).astype(np.float64), ref, rtol=1e-6, atol=1e-6
     )
@@ -198,7 +185,7 @@ def test_slices_keep_the_decoded_tile():
             T.gemm_sp(A_s[:, 32:64], E_s[:, 4:8], B_s[64:128, :], C_f)
             T.copy(C_f, C)
 
-    a_sparse, e, b, ref = operands(32, 32, 128, "float16", False, False, False, seed=5)
+    a_sparse, e, b, ref = operands(32, 32, 128, "float16", seed=5)
     kernel = tilelang.compile(main, out_idx=[3], target=SM80)
     assert SP_CALL not in kernel.get_kernel_source()
     np.testing.assert_allclose(np.asarray(kernel(a_sparse, e, b)), ref, rtol=1e-6, atol=1e-6)
@@ -305,7 +292,7 @@ def test_an_accumulator_left_in_shared_memory_reads_the_kept_values():
             T.gemm_sp(A_s, E_s, B_s, C_f)
             T.copy(C_f, C)
 
-    a_sparse, e, b, ref = operands(32, 32, 64, "float16", False, False, False, seed=12)
+    a_sparse, e, b, ref = operands(32, 32, 64, "float16", seed=12)
     ref[:16] += 1
     kernel = tilelang.compile(main, out_idx=[3], target=SM80)
     source = kernel.get_kernel_source()
