@@ -13,9 +13,15 @@
 //
 // The canonical NaN is the type's positive NaN with every payload bit set (0x7fffffff for
 // float32, 0x7fff for float16 and bfloat16); an 8-bit float gets the float one converted,
-// as TileLang's CUDA code computes their maximum in float. No headers: the includer
-// defines TL_MINMAX_FN (the functions' qualifier) and includes this after its number
-// types (tl::half_t and tl::bfloat16_t with a public `bits` member) and tl::bit_cast.
+// as TileLang's CUDA code computes their maximum in float.
+//
+// tl::max / min / max_nan / min_nan are what generated code calls for T.max / T.min and
+// the reductions (max_nan / min_nan: nan_propagate=True): these rules for the float types,
+// a comparison for the integers. A target with an instruction for a type specializes them.
+//
+// No headers: the includer defines TL_MINMAX_FN (the functions' qualifier) and includes
+// this after its number types (tl::half_t and tl::bfloat16_t with a public `bits`
+// member), tl::bit_cast and tl::is_float_number<T>::value (true for the float types).
 #pragma once
 
 #ifndef TL_MINMAX_FN
@@ -86,6 +92,35 @@ template <class T>
 TL_MINMAX_FN T min_propagating_nan(T a, T b) {
   auto x = compared(a), y = compared(b);
   return x != x || y != y ? canonical_nan(a) : min_number(a, b);
+}
+
+template <class T>
+TL_MINMAX_FN T max(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return max_number(a, b);
+  else
+    return a < b ? b : a;
+}
+template <class T>
+TL_MINMAX_FN T min(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return min_number(a, b);
+  else
+    return b < a ? b : a;
+}
+template <class T>
+TL_MINMAX_FN T max_nan(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return max_propagating_nan(a, b);
+  else
+    return a < b ? b : a;
+}
+template <class T>
+TL_MINMAX_FN T min_nan(T a, T b) {
+  if constexpr (is_float_number<T>::value)
+    return min_propagating_nan(a, b);
+  else
+    return b < a ? b : a;
 }
 
 }  // namespace tl

@@ -21,8 +21,15 @@
 #include "../common/int_div.h"        // floordiv, floormod, truncdiv, truncmod: defined for every divisor
 #define TL_WIDE_FN inline
 #include "../common/wide_access.h"  // T.ldg* / T.stg* / T.lds* / T.sts*: 4- to 32-byte accesses
+namespace tl {
+// The float types of T.max / T.min (float_minmax.h): the built-in ones and tl's.
+template <class T, class = void>
+struct is_float_number : std::is_floating_point<T> {};
+template <class T>
+struct is_float_number<T, std::void_t<decltype(T::kIsTlFloat)>> : std::true_type {};
+}  // namespace tl
 #define TL_MINMAX_FN inline
-#include "../common/float_minmax.h"  // max / min of floats with the GPU's NaN and signed-zero rules
+#include "../common/float_minmax.h"  // T.max / T.min with the GPU's NaN and signed-zero rules
 #define TL_RNG_FN inline
 #include "../common/mrg32k3a_rng.h"  // T.rng_init: cuRAND's generators (both include philox_rng.h)
 #include "../common/xorwow_rng.h"
@@ -57,44 +64,6 @@ union Arg {
   int64_t i;
   double f;
 };
-
-// T.max / T.min and the reductions: integers compare; floats follow the GPU's max / min
-// (float_minmax.h: a NaN operand gives the other one, numpy's fmax / fmin, as TileLang's
-// CUDA code computes them), bit for bit. max_nan / min_nan are the reductions'
-// nan_propagate=True forms (any NaN operand gives NaN).
-template <class T, class = void>
-struct is_float_number : std::is_floating_point<T> {};
-template <class T>
-struct is_float_number<T, std::void_t<decltype(T::kIsTlFloat)>> : std::true_type {};
-
-template <class T>
-inline T max(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return max_number(a, b);
-  else
-    return a < b ? b : a;
-}
-template <class T>
-inline T min(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return min_number(a, b);
-  else
-    return b < a ? b : a;
-}
-template <class T>
-inline T max_nan(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return max_propagating_nan(a, b);
-  else
-    return a < b ? b : a;
-}
-template <class T>
-inline T min_nan(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return min_propagating_nan(a, b);
-  else
-    return b < a ? b : a;
-}
 
 // Float math in the argument's precision (float or double).
 #define TL_UNARY_MATH(name, expr) \

@@ -283,12 +283,9 @@ TL_DEVICE double nan_f64() {
 // -0 orders below +0. max_nan / min_nan are the reductions' nan_propagate=True forms
 // (max.NaN / min.NaN: any NaN operand gives NaN). The GPU computes float, float64,
 // float16 and bfloat16 with one instruction each; the emulation, the fp8 types and
-// float64's NaN-propagating form compute the same bits in software (float_minmax.h).
-}  // namespace tl
-#define TL_MINMAX_FN TL_DEVICE
-#include "../common/float_minmax.h"
-namespace tl {
-
+// float64's NaN-propagating form compute the same bits in software (float_minmax.h),
+// whose tl::max / min / max_nan / min_nan this header specializes for those
+// instructions. The float types of T.max / T.min:
 template <class T>
 struct is_float_number {
   static constexpr bool value = false;
@@ -313,35 +310,11 @@ template <class Bits>
 struct is_float_number<minifloat_t<Bits>> {
   static constexpr bool value = true;
 };
+}  // namespace tl
+#define TL_MINMAX_FN TL_DEVICE
+#include "../common/float_minmax.h"
+namespace tl {
 
-template <class T>
-TL_DEVICE T max(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return max_number(a, b);
-  else
-    return a < b ? b : a;
-}
-template <class T>
-TL_DEVICE T min(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return min_number(a, b);
-  else
-    return b < a ? b : a;
-}
-template <class T>
-TL_DEVICE T max_nan(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return max_propagating_nan(a, b);
-  else
-    return a < b ? b : a;
-}
-template <class T>
-TL_DEVICE T min_nan(T a, T b) {
-  if constexpr (is_float_number<T>::value)
-    return min_propagating_nan(a, b);
-  else
-    return b < a ? b : a;
-}
 #if !defined(TL_EMULATE)
 template <>
 TL_DEVICE float max<float>(float a, float b) {
