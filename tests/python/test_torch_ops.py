@@ -133,6 +133,33 @@ def test_import_tilelang_does_not_import_torch():
     assert out.stdout.strip() == "ok", out.stderr
 
 
+def test_torch_compile_caches_its_graph_with_tilelang_imported(tmp_path):
+    """Inductor pickles the compiled graph's cache key, and pickle searches every loaded
+    module for names: with tilelang's modules loaded the key pickles (no "Failed to pickle
+    cache key" warning) and the FX graph cache stores the graph. A fresh process, so that
+    what other tests imported does not count."""
+    code = """
+import io, logging
+import tilelang, torch
+log = io.StringIO()
+logging.getLogger("torch._inductor").addHandler(logging.StreamHandler(log))
+torch._inductor.config.fx_graph_cache = True
+f = torch.compile(lambda x: torch.sin(x) * 2 + 1)
+x = torch.randn(64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+torch.testing.assert_close(f(x), torch.sin(x) * 2 + 1)
+print("pickle failures:", log.getvalue().count("Failed to pickle"))
+print("graph cache:", dict(torch._dynamo.utils.counters["inductor"]).get("fxgraph_cache_miss", 0))
+"""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert "pickle failures: 0" in out.stdout and "graph cache: 1" in out.stdout, (
+        out.stdout + out.stderr
+    )
+
+
 def test_schema_from_the_signature(ops):
     schemas = {k: str(op._opoverload._schema) for k, op in ops.items()}
     assert schemas["add"] == f"{NS}::add(Tensor A, Tensor B, float alpha) -> Tensor"

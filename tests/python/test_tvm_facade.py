@@ -2,6 +2,7 @@
 `tvm.te.var`), mapped onto tilelang.language, and importable as `tvm` after `import
 tilelang` when no real TVM is installed."""
 
+import importlib
 import os
 import pathlib
 import subprocess
@@ -89,14 +90,73 @@ def test_datatype_and_constants():
             r"tvm.tirx.Schedule is not part of tilelang's TVM facade \(tvm.tirx offers EQ, GE, GT",
         ),
         (
-            lambda: tvm.te.compute,
-            r"tvm.te.compute is not part of tilelang's TVM facade \(tvm.te offers var\)",
+            lambda: tvm.te.no_such_name,
+            r"tvm.te.no_such_name is not part of tilelang's TVM facade \(tvm.te offers var\)",
+        ),
+        (
+            lambda: tvm.arith.no_such_name,
+            r"tvm.arith.no_such_name is not part of tilelang's TVM facade \(tvm.arith offers A",
         ),
     ],
 )
 def test_names_outside_the_facade_say_so(get, message):
     with pytest.raises(AttributeError, match=message):
         get()
+
+
+FACADE_MODULES = ["arith", "runtime", "te", "testing", "transform", "tirx.transform", "script"]
+
+
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("arith", "IntervalSet"),
+        ("runtime", "Module"),
+        ("te", "compute"),
+        ("testing", "parameter"),
+        ("transform", "Sequential"),
+        ("tirx.transform", "Simplify"),
+        ("script", "tirx"),
+    ],
+)
+def test_a_tvm_name_of_a_facade_module_is_out_of_scope(module, name):
+    with pytest.raises(tvm.OutOfScopeError, match=rf"tvm.{module}.{name} is TVM-internal"):
+        getattr(importlib.import_module(f"tvm.{module}"), name)
+
+
+@pytest.mark.parametrize("module", FACADE_MODULES)
+@pytest.mark.parametrize("name", ["torch", "no_such_name", "__wrapped__", "__test__"])
+def test_other_names_of_a_facade_module_are_attribute_errors(module, name):
+    """pickle.whichmodule, hasattr and the import system probe modules for names they
+    may not have and expect AttributeError: only TVM's own names are out of scope."""
+    module = importlib.import_module(f"tvm.{module}")
+    assert not hasattr(module, name)
+
+
+def test_pickle_finds_a_function_with_tilelang_imported():
+    """pickle looks a function without __module__ up in every loaded module (as
+    torch.compile's cache keys need); each module tilelang loads lets the search go on."""
+    code = r"""
+import pickle, sys, types
+import tilelang
+fresh = types.ModuleType("fresh")
+exec("def f(x):\n    return x + 1", fresh.__dict__)
+sys.modules["fresh"] = fresh
+fresh.f.__module__ = None
+print(pickle.whichmodule(fresh.f, "f"), pickle.loads(pickle.dumps(fresh.f)) is fresh.f)
+bad = []
+for name, module in list(sys.modules.items()):
+    try:
+        getattr(module, "no_such_name")
+    except AttributeError:
+        pass
+    except Exception as e:
+        bad.append(f"{name}: {type(e).__name__}")
+print(bad)
+"""
+    out = run_python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["fresh True", "[]"], out.stdout
 
 
 def run_python(code, extra_path=None):

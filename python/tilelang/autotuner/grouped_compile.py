@@ -4,6 +4,10 @@ TVM module. tilelang's autotuner compiles each config in a worker process of its
 
 from tilelang._compat import forwarding_getattr
 
+# TileLang's names of the module (only these: `import tilelang` loads it, and pickle probes
+# every loaded module for arbitrary names, which must stay AttributeErrors).
 __getattr__ = forwarding_getattr(
-    __name__, internal_all=True, instead="AutoTuner.run compiles configs in parallel itself"
+    __name__,
+    internal=("CompileUnitResult", "compile_grouped_unit_tvm_ffi"),
+    instead="AutoTuner.run compiles configs in parallel itself",
 )

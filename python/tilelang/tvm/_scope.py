@@ -1,4 +1,5 @@
-"""The error the TVM facade raises for a TVM name it does not provide."""
+"""The error the TVM facade raises for a TVM name it does not provide, and the module
+`__getattr__` that tells such a name from one TVM does not have either."""
 
 from tilelang import _C
 
@@ -15,3 +16,23 @@ def out_of_scope(what, instead, kind="TVM-internal"):
         f"passes and runtime are its own); {instead}. See docs/design/tilelang_compat.md, "
         "'Out of scope'"
     )
+
+
+def facade_getattr(module_name, offers, tvm_names, instead, hint=""):
+    """A facade module's `__getattr__`: a name of `tvm_names` (that TVM module's own API,
+    which tilelang does not provide) raises OutOfScopeError with `instead`; any other
+    name is an AttributeError, as from a module without it. Only known names may raise
+    something else: pickle.whichmodule and hasattr probe every loaded module for
+    arbitrary names and let only AttributeError pass (torch.compile's cache keys are
+    pickled so)."""
+    tvm_names = frozenset(tvm_names)
+
+    def __getattr__(name):
+        if name in tvm_names:
+            out_of_scope(f"{module_name}.{name}", instead)
+        raise AttributeError(
+            f"{module_name}.{name} is not part of tilelang's TVM facade ({module_name} "
+            f"offers {offers}){hint}"
+        )
+
+    return __getattr__

@@ -4,7 +4,7 @@ integer-set analyses are out of scope."""
 
 from tilelang import _C
 
-from ._scope import out_of_scope
+from ._scope import facade_getattr, out_of_scope
 
 __all__ = ["Analyzer"]
 
@@ -32,7 +32,20 @@ class Analyzer:
         out_of_scope("tvm.arith.Analyzer.bind", "write the value into the expression")
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    out_of_scope(f"tvm.arith.{name}", "only Analyzer.simplify / can_prove are provided")
+# TVM's tvm.arith beyond Analyzer: its integer-set, iterator-map, bound and solver
+# analyses (and the submodules that hold them).
+_TVM_NAMES = {
+    "ConstIntBound", "Extension", "IntConstraints", "IntConstraintsTransform", "IntSet",
+    "IntervalSet", "IterMapExpr", "IterMark", "IterSplitExpr", "IterSumExpr", "ModularSet",
+    "PresburgerSet", "ProofStrength", "analyzer", "bound", "deduce_bound",
+    "detect_clip_bound", "detect_common_subexpr", "detect_iter_map",
+    "detect_linear_equation", "estimate_region_lower_bound", "estimate_region_strict_bound",
+    "estimate_region_upper_bound", "int_set", "int_solver", "inverse_affine_iter_map",
+    "iter_affine_map", "iter_map_simplify", "normalize_iter_map_to_expr",
+    "normalize_to_iter_sum", "pattern", "solve_linear_equations", "solve_linear_inequalities",
+    "subspace_divide",
+}  # fmt: skip
+
+__getattr__ = facade_getattr(
+    "tvm.arith", "Analyzer", _TVM_NAMES, "only Analyzer.simplify / can_prove are provided"
+)

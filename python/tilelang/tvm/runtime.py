@@ -4,7 +4,7 @@ TVM's runtime modules and packed functions are out of scope."""
 
 import numpy as np
 
-from ._scope import out_of_scope
+from ._scope import facade_getattr, out_of_scope
 
 __all__ = ["empty", "enabled", "tensor"]
 
@@ -32,7 +32,20 @@ def enabled(target):
     return kind in available_targets()
 
 
-def __getattr__(name):
-    if name.startswith("_"):
-        raise AttributeError(name)
-    out_of_scope(f"tvm.runtime.{name}", "call the JITKernel that tilelang.compile returns")
+# TVM's tvm.runtime beyond tensor / empty / enabled: its objects, modules, packed
+# functions and devices.
+_TVM_NAMES = {
+    "DataType", "DataTypeCode", "Device", "Executable", "Function", "Module", "NDArray",
+    "Object", "ObjectGeneric", "PackedFunc", "Scriptable", "ShapeTuple", "String", "Tensor",
+    "const", "container", "convert", "cpu", "cuda", "device", "disco", "ext_dev",
+    "get_global_func", "load_module", "load_param_dict", "load_static_library", "metal",
+    "module", "ndarray", "opencl", "profiling", "register_func", "rocm", "save_param_dict",
+    "system_lib", "vm", "vulkan",
+}  # fmt: skip
+
+__getattr__ = facade_getattr(
+    "tvm.runtime",
+    ", ".join(__all__),
+    _TVM_NAMES,
+    "call the JITKernel that tilelang.compile returns",
+)

@@ -1,6 +1,7 @@
 """`tvm.te.var`: a symbolic size, as T.dynamic makes."""
 
 from ..language.shapes import dynamic
+from ._scope import facade_getattr
 
 
 def var(name="tindex", dtype="int32"):
@@ -8,8 +9,14 @@ def var(name="tindex", dtype="int32"):
     return dynamic(name, dtype)
 
 
-def __getattr__(name):
-    raise AttributeError(
-        f"tvm.te.{name} is not part of tilelang's TVM facade (tvm.te offers var); "
-        f"tensor expressions are not supported, write the kernel with tilelang.language"
-    )
+# TVM's tensor expressions (tvm.te beyond var).
+_TVM_NAMES = {
+    "Tensor", "comm_reducer", "compute", "const", "create_prim_func", "extern",
+    "floordiv", "floormod", "if_then_else", "max", "min", "placeholder", "reduce_axis",
+    "scan", "size_var", "sum", "thread_axis",
+}  # fmt: skip
+
+__getattr__ = facade_getattr(
+    "tvm.te", "var", _TVM_NAMES, "write the kernel with tilelang.language",
+    hint="; write the kernel with tilelang.language",
+)  # fmt: skip

@@ -3,17 +3,18 @@ compile inside its `with` block. TVM's pass objects are out of scope."""
 
 from tilelang.transform.pass_context import PassContext
 
-from ._scope import out_of_scope
+from ._scope import facade_getattr
 
 __all__ = ["PassContext"]
 
 
-def __getattr__(name):
-    if name in ("module_pass", "prim_func_pass", "Sequential", "Pass", "ModulePass", "PassInfo"):
-        out_of_scope(
-            f"tvm.transform.{name}",
-            "the compile runs its passes itself; steer them with pass configs (PassContext(config=...))",
-        )
-    raise AttributeError(
-        f"tvm.transform.{name} is not part of tilelang's TVM facade (tvm.transform offers PassContext)"
-    )
+# TVM's pass objects and pass instruments.
+_TVM_NAMES = {
+    "ModulePass", "Pass", "PassInfo", "PassInstrument", "Sequential", "apply_pass_to_function",
+    "module_pass", "pass_instrument", "prim_func_pass", "PrintIR",
+}  # fmt: skip
+
+__getattr__ = facade_getattr(
+    "tvm.transform", "PassContext", _TVM_NAMES,
+    "the compile runs its passes itself; steer them with pass configs (PassContext(config=...))",
+)  # fmt: skip
