@@ -65,12 +65,13 @@ void bind_builder(nb::module_& m) {
       .def(
           "tensor_param",
           [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape, nb::handle dt,
-             std::optional<nb::sequence> strides) {
+             std::optional<nb::sequence> strides, bool address) {
             std::vector<Expr> st;
             if (strides) st = to_exprs(*strides);
-            return b.tensor_param(name, to_exprs(shape), to_dtype(dt), st);
+            return b.tensor_param(name, to_exprs(shape), to_dtype(dt), st, address);
           },
-          nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("strides") = nb::none())
+          nb::arg("name"), nb::arg("shape"), nb::arg("dtype"), nb::arg("strides") = nb::none(),
+          nb::arg("address") = false)
       .def("workspace", [](FunctionBuilder& b, const std::string& name, const nb::sequence& shape,
                            nb::handle dt) { return b.workspace(name, to_exprs(shape), to_dtype(dt)); })
       .def("scalar_param", [](FunctionBuilder& b, const std::string& name,

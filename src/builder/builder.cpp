@@ -23,7 +23,7 @@ bool FunctionBuilder::name_taken(const std::string& name) const {
 }
 
 Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype,
-                                     std::vector<Expr> strides) {
+                                     std::vector<Expr> strides, bool address) {
   if (name_taken(name)) throw_user_error(span_, str_cat("duplicate parameter name '", name, "'"));
   for (size_t i = 0; i < shape.size(); ++i)
     if (auto c = as_const_int(shape[i]); c && *c < 0)
@@ -31,6 +31,7 @@ Buffer FunctionBuilder::tensor_param(const std::string& name, std::vector<Expr> 
                        str_cat("shape of parameter '", name, "' must not be negative; dimension ", i, " is ", *c));
   Buffer b = Buffer::make(name, dtype, std::move(shape), Scope::Global, std::move(strides), span_);
   params_.push_back(Param{name, b, {}});
+  params_.back().address = address;
   return b;
 }
 

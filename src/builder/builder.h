@@ -26,7 +26,9 @@ class FunctionBuilder {
   const SourceSpan& span() const { return span_; }
 
   // ---- parameters
-  Buffer tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides = {});
+  // `address`: the parameter was declared a pointer (T.ptr / T.handle); see Param.
+  Buffer tensor_param(const std::string& name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides = {},
+                      bool address = false);
   Var scalar_param(const std::string& name, DataType dtype);
   // A symbolic dimension (T.dynamic); bound at call time from the argument shapes.
   Var dynamic_var(const std::string& name, DataType dtype = dtype::Int32);

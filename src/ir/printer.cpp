@@ -28,7 +28,9 @@ class Printer {
       if (p.workspace) continue;  // printed in the body, as written
       if (!first_param) out_ << ", ";
       first_param = false;
-      if (p.is_tensor()) {
+      if (p.address) {
+        out_ << buffer_name(p.buffer) << ": T.ptr";  // made a tensor in the body, as written
+      } else if (p.is_tensor()) {
         out_ << buffer_name(p.buffer) << ": T.Tensor(" << shape(p.buffer) << ", \"" << p.buffer->dtype.name() << "\"";
         if (!p.buffer->strides.empty()) out_ << ", strides=" << exprs(p.buffer->strides);
         if (p.buffer->scope != Scope::Global) out_ << ", scope=\"" << scope_name(p.buffer->scope) << "\"";
@@ -39,6 +41,14 @@ class Printer {
     }
     out_ << "):\n";
     indent_ = 1;
+    for (const Param& p : f->params) {
+      if (!p.address) continue;
+      line();
+      out_ << buffer_name(p.buffer) << " = T.make_tensor(" << buffer_name(p.buffer) << ", " << shape(p.buffer) << ", \""
+           << p.buffer->dtype.name() << "\"";
+      if (!p.buffer->strides.empty()) out_ << ", strides=" << exprs(p.buffer->strides);
+      out_ << ")\n";
+    }
     for (const Param& p : f->params) {
       if (!p.workspace) continue;
       line();

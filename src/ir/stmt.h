@@ -172,6 +172,11 @@ struct Param {
   Buffer buffer;  // set for tensors
   Var var;        // set for scalars
   bool workspace = false;
+  // A tensor declared as a pointer (`p: T.ptr` or `T.handle`, made a tensor by
+  // T.make_tensor / T.match_buffer): the caller passes a tensor, checked like any
+  // tensor parameter, or an integer address, which nothing can check
+  // (docs/design/pointer_params.md).
+  bool address = false;
   bool is_tensor() const { return buffer.defined(); }
 };
 

@@ -244,6 +244,7 @@ bool reduce_func(R& r, const PrimFuncNode& a, const PrimFuncNode& b) {
     if (!r.value(pa.is_tensor(), pb.is_tensor())) return false;
     // Only workspaces add to the hash: the hashes of other functions stay as they were.
     if ((pa.workspace || pb.workspace) && !r.value(pa.workspace, pb.workspace)) return false;
+    if ((pa.address || pb.address) && !r.value(pa.address, pb.address)) return false;
     bool ok = pa.is_tensor() ? r.define_param_buffer(pa.buffer, pb.buffer) : r.define_param_var(pa.var, pb.var);
     if (!ok) return false;
   }

@@ -161,6 +161,7 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << "    check " << p.name << ": tensor " << p.buffer->dtype.name() << shape_str(p.buffer->shape) << " on "
        << device << ", strides " << shape_str(p.buffer.effective_strides())
        << (sig.writes(i) ? ", writable" : ", may be read-only");
+    if (p.address) os << ", or an address (unchecked)";
     if (int align = target.tensor_base_alignment()) os << ", data " << align << "-byte aligned";
     if (p.buffer->dtype.is_sub_byte()) os << "  # passed as bytes, two elements a byte along the last dimension";
     os << "\n";
@@ -217,6 +218,25 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
                    : "  # one call of the block function per block\n");
   }
   return os.str();
+}
+
+// An integer for a pointer parameter (T.ptr / T.handle): the address of memory the
+// runtime cannot see, so only what an integer tells is checked: not null, 64 bits,
+// and not a parameter a TMA copy reads (its tensor map needs the shape and strides).
+void Kernel::check_address(size_t index, const ArgValue& a) const {
+  const Param& p = sig_.params[index];
+  std::string who = str_cat("argument '", p.name, "' (parameter ", index, " of kernel '", sig_.name, "')");
+  if (a.int_range == ArgValue::IntRange::Wider || (a.int_range == ArgValue::IntRange::Int64 && a.i < 0))
+    throw_user_error({}, str_cat(who, " is ", int_arg_str(a),
+                                 ", which is no address (expected a tensor or a "
+                                 "non-negative 64-bit address such as tensor.data_ptr())"));
+  if (a.i == 0) throw_user_error({}, str_cat(who, " is the null address; pass a tensor or its data_ptr()"));
+  for (const LaunchSpec& l : sig_.launches)
+    for (const TmaMapSpec& m : l.tma_maps)
+      if (m.param == int(index))
+        throw_user_error({}, str_cat(who,
+                                     " is an address, but the kernel reads it with TMA copies, whose tensor "
+                                     "maps need its shape and strides; pass the tensor itself"));
 }
 
 void Kernel::check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const {
@@ -527,6 +547,10 @@ Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const 
       throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' is missing"));
     }
     if (p.is_tensor()) {
+      if (p.address && a.kind == ArgValue::Kind::Int) {
+        check_address(i, a);
+        continue;
+      }
       if (a.kind != ArgValue::Kind::Tensor)
         throw_user_error({},
                          str_cat("argument '", p.name, "' of kernel '", sig_.name, "' must be a tensor of shape ",
@@ -551,6 +575,18 @@ Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const 
                                      " by the shape or strides of an earlier argument"));
     } else if (a.kind == ArgValue::Kind::Int && a.int_range == ArgValue::IntRange::Wider) {
       throw_user_error({}, str_cat(who, " is an integer wider than 64 bits; pass a float (", t.name(), ")"));
+    }
+  }
+  // The tensors the kernel makes of addresses take their shapes from the other
+  // arguments: an address carries none.
+  for (size_t i = 0; i < n; ++i) {
+    const Param& p = sig_.params[i];
+    if (!p.is_tensor() || args[i].kind != ArgValue::Kind::Int) continue;
+    for (const Expr& e : p.buffer->shape) {
+      if (eval_int(e, b)) continue;
+      throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' is an address, but the shape ",
+                                   shape_str(p.buffer->shape), " of the tensor the kernel makes of it has '",
+                                   to_string(e), "', which no other argument gives; pass the tensor itself"));
     }
   }
   // Dims given as expressions of bound vars (e.g. 2*n) are checked now.
@@ -646,6 +682,8 @@ void Kernel::fill_slots(const ArgValue* args, KernelArg* slots) const {
     const ArgValue& a = args[i];
     if (a.kind == ArgValue::Kind::Tensor)
       slots[i].ptr = a.tensor.data;
+    else if (plan_[i].is_tensor)  // an address for a pointer parameter (checked by bind)
+      slots[i].ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(a.i));
     else if (a.kind == ArgValue::Kind::Float)
       slots[i].f = a.f;
     else if (plan_[i].float_scalar)

@@ -126,6 +126,7 @@ class Kernel {
   Bindings bind(const ArgValue* args, size_t n, bool allow_missing) const;
   void bind_affine_dims(const ArgValue* args, size_t n, Bindings& b) const;
   void check_tensor(size_t index, const Param& p, const TensorArg& t, Bindings& b) const;
+  void check_address(size_t index, const ArgValue& a) const;
   void build_plan();
 
   // What the fast path checks per parameter, read off the signature once.

@@ -142,6 +142,7 @@ class SignatureWriter {
       body_ << line.str() << "\n";
       if (!sig.writes(i)) body_ << "readonly " << p.name << "\n";
       if (p.workspace) body_ << "workspace " << p.name << "\n";
+      if (p.address) body_ << "address " << p.name << "\n";
     }
     for (const Var& v : sig.dynamic_vars) body_ << "dynamic " << var_id(v) << "\n";
     for (const LaunchSpec& l : sig.launches) {
@@ -251,6 +252,11 @@ class SignatureReader {
         if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
           fail(line_, str_cat("'workspace ", name, "' does not follow the record of tensor '", name, "'"));
         sig.params.back().workspace = true;
+      } else if (kind == "address") {
+        std::string name = word();
+        if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
+          fail(line_, str_cat("'address ", name, "' does not follow the record of tensor '", name, "'"));
+        sig.params.back().address = true;
       } else if (kind == "scalar") {
         std::string name = word();
         sig.params.push_back(Param{name, {}, var()});

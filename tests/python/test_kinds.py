@@ -93,6 +93,7 @@ KINDS = {
     "test_multi_kernel": "runtime lowering",
     "test_persistent": "frontend lowering",
     "test_pipeline_schedule": "lowering",
+    "test_pointer_params": "frontend runtime",
     "test_prim_func_body_decls": "frontend",
     "test_ptxas_wgmma": "cuda_source",
     "test_quantize_intrin": "frontend lowering",

@@ -67,6 +67,7 @@ from .ops import (
     sync_grid,
     sync_threads,
 )
+from .pointers import handle, make_tensor, match_buffer, ptr
 from .prim_func import Macro, PrimFunc, macro, prim_func
 from .random import rng_init, rng_rand, rng_rand_float
 from .reduce import *
@@ -184,6 +185,7 @@ __all__ += [
     "thread_binding",
 ]
 __all__ += ["reads", "sblock", "writes"]
+__all__ += ["handle", "make_tensor", "match_buffer", "ptr"]
 __all__ += ["async_copy", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]
 __all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
 __all__ += [

@@ -14,6 +14,7 @@ from .buffer import wrap_buffer
 from .builder_ctx import TileLangError, TraceContext, frontend_error
 from .dtypes import dtype as DType
 from .hooks import namespace
+from .pointers import PointerParam, PointerType
 from .shapes import TensorAnnotation
 
 _C = builder_ctx._C
@@ -141,11 +142,13 @@ def _declare_param(builder, func, name, annotation):
     annotation = _resolve_annotation(func, name, annotation)
     if isinstance(annotation, TensorAnnotation):
         return wrap_buffer(annotation.declare(builder, name))
+    if isinstance(annotation, PointerType):
+        return PointerParam(name, func.__name__, annotation)
     if isinstance(annotation, DType) or annotation in (int, float, bool):
         return builder.scalar_param(name, DType(annotation))
     raise frontend_error(
         f"parameter '{name}' of T.prim_func '{func.__name__}' must be annotated with "
-        f"T.Tensor(shape, dtype) or a dtype, got {annotation!r}"
+        f"T.Tensor(shape, dtype), a dtype or T.ptr, got {annotation!r}"
     )
 
 
@@ -179,6 +182,12 @@ def trace_prim_func(func):
         for name in names:
             if name in ctx.undeclared:
                 raise _missing_annotation(func, name)
+        for name, value in ctx.params:
+            if isinstance(value, PointerParam):
+                raise frontend_error(
+                    f"pointer parameter '{name}' of T.prim_func '{func.__name__}' is never made "
+                    f"a tensor; the body makes it one with `T.make_tensor({name}, shape, dtype)`"
+                )
         if ctx.outputs and ctx.out_idx is None:
             raise frontend_error(
                 f"T.prim_func '{func.__name__}' makes outputs with T.empty "
@@ -228,6 +237,17 @@ class PrimFunc:
     @property
     def params(self):
         return list(self.core.param_names)
+
+    @property
+    def buffer_map(self):
+        """TVM's buffer_map: each tensor parameter's name (an entry of `params`) mapped to
+        its buffer (name, dtype, shape); scalar parameters have none."""
+        out = {}
+        for i, name in enumerate(self.params):
+            core = self.core.param_buffer(i)
+            if core is not None:
+                out[name] = wrap_buffer(core)
+        return out
 
     def script(self):
         return self.core.script()

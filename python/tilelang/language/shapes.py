@@ -5,6 +5,7 @@
 from . import builder_ctx
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
+from .pointers import POINTER_STORAGE, PointerType
 
 _C = builder_ctx._C
 
@@ -27,7 +28,8 @@ class TensorAnnotation:
 
     def __init__(self, shape, dtype="float32", strides=None):
         self.shape = _shape_tuple(shape)
-        self.dtype = make_dtype(dtype)
+        # A table of pointers (`T.Tensor((G,), T.ptr)`) holds 64-bit addresses.
+        self.dtype = make_dtype(POINTER_STORAGE if isinstance(dtype, PointerType) else dtype)
         self.strides = None if strides is None else _shape_tuple(strides)
 
     def __repr__(self):

@@ -1,0 +1,148 @@
+"""Pointer parameters: `a_ptr: T.ptr` (or `T.handle`) in a T.prim_func's signature,
+made a tensor in the body by `A = T.make_tensor(a_ptr, (m, k), T.float16)` (or TileLang's
+`T.match_buffer(a_ptr, shape, dtype)`). The parameter becomes a tensor parameter of that
+shape and dtype that also accepts an integer address: a tensor passed for it is checked
+like any tensor argument (dtype, shape, device, writability where the kernel writes it);
+an address is trusted. `T.Tensor(shape, T.ptr)` is a tensor of 64-bit addresses.
+docs/design/pointer_params.md has the design."""
+
+from . import builder_ctx
+from .buffer import wrap_buffer
+from .builder_ctx import frontend_error
+from .dtypes import dtype as make_dtype
+
+# The element type of a table of pointers (`T.Tensor((G,), T.ptr)`): TileLang lowers it
+# to a buffer of int64 addresses.
+POINTER_STORAGE = "int64"
+
+
+class PointerType:
+    """`T.ptr` / `T.handle`: the annotation of a pointer parameter, and as a dtype, the
+    64-bit address an element of a table of pointers holds. Called, as TileLang writes
+    `T.ptr()` or `T.handle("float16")`, it gives the same annotation."""
+
+    def __init__(self, spelling, dtype=None, storage_scope="global"):
+        self.spelling = spelling
+        self.dtype = None if dtype is None else make_dtype(dtype)
+        self.storage_scope = storage_scope
+
+    def __call__(self, dtype=None, storage_scope="global", *, is_size_var=False):
+        del is_size_var  # TVM's SizeVar flag: an address is never a size
+        return PointerType(self.spelling, dtype, storage_scope)
+
+    def __repr__(self):
+        return f"T.{self.spelling}"
+
+
+ptr = PointerType("ptr")
+handle = PointerType("handle")
+
+
+class PointerParam:
+    """What a pointer parameter holds while its T.prim_func is traced: the body makes it
+    a tensor with T.make_tensor; any other use is an error naming it."""
+
+    def __init__(self, name, func_name, annotation):
+        self.name = name
+        self.func_name = func_name
+        self.annotation = annotation
+        self.buffer = None  # the tensor T.make_tensor made of it
+
+    def _error(self, *_, **__):
+        raise frontend_error(
+            f"parameter '{self.name}' of T.prim_func '{self.func_name}' is a pointer "
+            f"({self.annotation!r}); make it a tensor first: "
+            f"`A = T.make_tensor({self.name}, shape, dtype)`"
+        )
+
+    __getitem__ = __setitem__ = __getattr__ = __call__ = __iter__ = __len__ = _error
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __bool__ = _error
+
+    def __repr__(self):
+        return f"<pointer parameter '{self.name}'>"
+
+
+def _shape_list(shape):
+    return list(shape) if isinstance(shape, (list, tuple)) else [shape]
+
+
+def _same(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, int) and isinstance(y, int):
+            if x != y:
+                return False
+        elif not (hasattr(x, "same_as") and x.same_as(y)) and x is not y:
+            return False
+    return True
+
+
+def _tensor_of(pointer, shape, dtype, strides, what):
+    if not isinstance(pointer, PointerParam):
+        if isinstance(pointer, PointerType):
+            raise frontend_error(
+                f"{what} takes a pointer parameter of the kernel (`a_ptr: T.ptr` in its "
+                f"signature), got the annotation {pointer!r} itself"
+            )
+        raise frontend_error(
+            f"{what}: {pointer!r} is not a pointer parameter of the kernel. tilelang makes "
+            "tensors of pointer parameters (`a_ptr: T.ptr` in the signature) only, so that "
+            "the runtime can check what is passed for them; an address read inside the "
+            "kernel (an element of a T.Tensor(..., T.ptr) table) is not supported"
+        )
+    ctx = builder_ctx.current(what)
+    shape = _shape_list(shape)
+    dt = make_dtype(dtype)
+    if pointer.buffer is not None:
+        old = pointer.buffer
+        if old.dtype == dt and _same(list(old.shape), shape) and strides is None:
+            return old
+        raise frontend_error(
+            f"{what}: pointer parameter '{pointer.name}' was already made a tensor of shape "
+            f"{tuple(old.shape)} and dtype {old.dtype}; a pointer parameter makes one tensor "
+            "(take views of it with T.view or slices)"
+        )
+    strides = None if strides is None else _shape_list(strides)
+    core = ctx.builder.tensor_param(pointer.name, shape, dt, strides, address=True)
+    pointer.buffer = wrap_buffer(core)
+    ctx.params = [(n, pointer.buffer if v is pointer else v) for n, v in ctx.params]
+    return pointer.buffer
+
+
+def make_tensor(ptr, shape, dtype="float32", strides=None):
+    """`T.make_tensor(a_ptr, (m, k), T.float16)`: the tensor at pointer parameter
+    `a_ptr`. The parameter then takes a tensor of that shape and dtype (checked as
+    any tensor argument) or an integer address such as `x.data_ptr()` (trusted)."""
+    return _tensor_of(ptr, shape, dtype, strides, "T.make_tensor")
+
+
+def match_buffer(
+    param,
+    shape,
+    dtype="float32",
+    data=None,
+    strides=None,
+    elem_offset=None,
+    scope="global",
+    align=-1,
+    offset_factor=0,
+    buffer_type="default",
+    axis_separators=None,
+):
+    """TVM's `A = T.match_buffer(a_handle, shape, dtype)` of a `T.handle` parameter:
+    T.make_tensor under TVM's name. Arguments that change the memory the buffer
+    describes (data, elem_offset, a scope other than global) are refused by name."""
+    del align, offset_factor, buffer_type  # alignment hints: a tensor argument is checked anyway
+    for name, value, default in (
+        ("data", data, None),
+        ("elem_offset", elem_offset, None),
+        ("axis_separators", axis_separators, None),
+    ):
+        if value is not default:
+            raise frontend_error(f"T.match_buffer: {name}= is not supported (got {value!r})")
+    if scope != "global":
+        raise frontend_error(
+            f"T.match_buffer: a pointer parameter is global memory; scope={scope!r} is not supported"
+        )
+    return _tensor_of(param, shape, dtype, strides, "T.match_buffer")
