@@ -43,6 +43,7 @@ KINDS = {
     "test_debug": "runtime frontend",
     "test_device_sm80": "emulator",
     "test_diagnostics": "runtime",
+    "test_dump_sources": "runtime",
     "test_docs_pass_list": "runtime",
     "test_doctor": "runtime",
     "test_dtype_conversions": "lowering emulator",

@@ -38,11 +38,14 @@ TARGETS = {
 
 
 def dump_one(stem, func, pass_configs):
-    """stem.<target>.txt for every target: the source, or the refusal's text."""
+    """stem.<target>.txt for every target: the source, or the refusal's text. `func` is a
+    T.prim_func (the benchmarks' builders) or its core PrimFunc (what the examples'
+    compiles hand native_compile)."""
+    core = getattr(func, "core", func)
     for name, t in TARGETS.items():
         try:
             target = tilelang.utils.target.determine_target(t)
-            text = _C.generate_source(func.core, target, pass_configs)
+            text = _C.generate_source(core, target, pass_configs)
         except Exception as e:  # noqa: BLE001 (a refusal is part of what is compared)
             text = f"{type(e).__name__}: {e}\n"
         (stem.parent / f"{stem.name}.{name}.txt").write_text(text)
