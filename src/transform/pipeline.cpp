@@ -16,6 +16,7 @@
 #include "transform/check_bounds.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
+#include "transform/legalize_negative_indices.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
@@ -270,11 +271,14 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
 PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& configs, const PassObserver& observe) {
   Scoped<const PassObserver*> observing(observer, &observe);
   dump("input", input);
-  check_onchip_bounds(input);
-  check_grid_barrier(input, target);
-  check_launch_limits(input, target);
+  // A[-i - 1]: an index the loops prove negative counts from the end, as in Python.
+  PrimFunc f =
+      run_pass("legalize_negative_indices", input, [&](const PrimFunc& g) { return legalize_negative_indices(g); });
+  check_onchip_bounds(f);
+  check_grid_barrier(f, target);
+  check_launch_limits(f, target);
   // T.annotate_layout on global buffers, on every target: their elements move.
-  PrimFunc f = run_pass("apply_global_layouts", input, [&](const PrimFunc& g) { return apply_global_layouts(g); });
+  f = run_pass("apply_global_layouts", f, [&](const PrimFunc& g) { return apply_global_layouts(g); });
   // T.gemm_sp: mma.sp where it fits (CUDA sm_80+), else its decoded dense tile.
   f = run_pass("select_gemm_sp", f, [&](const PrimFunc& g) { return select_gemm_sp(g, target, configs); });
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.

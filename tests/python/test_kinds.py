@@ -92,6 +92,7 @@ KINDS = {
     "test_minmax_nan": "lowering",
     "test_mla_decode": "examples emulator",
     "test_multi_kernel": "runtime lowering",
+    "test_negative_indices": "lowering",
     "test_persistent": "frontend lowering",
     "test_pipeline_schedule": "lowering",
     "test_pointer_params": "frontend runtime",

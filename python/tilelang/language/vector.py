@@ -332,7 +332,11 @@ def abs2(x):
 
 
 def _vector_indices(buf, key):
-    """Per-lane index lists when `key` holds a vector (of one lane count), else None."""
+    """Per-lane index lists when `key` holds a vector (of one lane count), else None:
+    (as written, as accessed). Lanes count from the end of their dimension when negative,
+    as a negative Python index does: a constant lane at once, any other at run time
+    (`A[T.Ramp(t - 2, 1, 4)]` reads A[n - 2] and A[n - 1] at t = 0), as TileLang does; the
+    compiler drops the select where the loop ranges decide its sign."""
     key = key if isinstance(key, tuple) else (key,)
     vectors = [k for k in key if isinstance(k, LaneVector)]
     if not vectors:
@@ -348,26 +352,41 @@ def _vector_indices(buf, key):
             f"buffer '{buf.name}' indexed with a vector needs one index per dimension "
             f"({buf.ndim}) and no slices"
         )
-    return [
+    written = [
         [
-            buf._normalize_index(k.lanes[i] if isinstance(k, LaneVector) else k, d)
+            to_value(buf._normalize_index(k.lanes[i] if isinstance(k, LaneVector) else k, d))
             for d, k in enumerate(key)
         ]
         for i in range(n)
     ]
+    accessed = [
+        [
+            _wrapped(idx, buf.shape[d]) if isinstance(k, LaneVector) else idx
+            for d, (k, idx) in enumerate(zip(key, lane))
+        ]
+        for lane in written
+    ]
+    return written, accessed
+
+
+def _wrapped(index, extent):
+    if const_int(index) is not None:
+        return index
+    return _C.select(index < 0, index + to_value(extent), index)
 
 
 def load_indexed(buf, key):
     """`A[T.Ramp(i, 1, 4)]`: the vector of the elements; None when no index is a vector."""
-    per_lane = _vector_indices(buf, key)
-    if per_lane is None:
+    indices = _vector_indices(buf, key)
+    if indices is None:
         return None
     ctx = builder_ctx.current(f"indexing buffer '{buf.name}'")
     lanes = []
-    for idx in per_lane:
-        idx = [to_value(i) for i in idx]
-        load = _C.buffer_load(buf.handle, idx)
-        ctx.remember_load(load, buf, idx)  # each lane is an element (T.atomic_addx2 ...)
+    for written, accessed in zip(*indices):
+        load = _C.buffer_load(buf.handle, accessed)
+        # Each lane is an element, named by its indices as written: T.atomic_addx2 and
+        # the like recognise a run of consecutive lanes.
+        ctx.remember_load(load, buf, written)
         lanes.append(load)
     return LaneVector(lanes, buf.dtype.with_lanes(len(lanes)))
 
@@ -375,9 +394,10 @@ def load_indexed(buf, key):
 def store_indexed(buf, key, value):
     """`A[T.Ramp(i, 1, 4)] = v`: lane i of v (or the scalar v) to element i; False when no
     index is a vector."""
-    per_lane = _vector_indices(buf, key)
-    if per_lane is None:
+    indices = _vector_indices(buf, key)
+    if indices is None:
         return False
+    per_lane = indices[1]
     ctx = builder_ctx.current(f"storing into buffer '{buf.name}'")
     if isinstance(value, LaneVector):
         if len(value.lanes) != len(per_lane):
@@ -389,7 +409,7 @@ def store_indexed(buf, key, value):
     else:
         lanes = [to_value(value)] * len(per_lane)
     for idx, lane in zip(per_lane, lanes):
-        ctx.builder.store(buf.handle, [to_value(i) for i in idx], lane)
+        ctx.builder.store(buf.handle, idx, lane)
     return True
 
 
