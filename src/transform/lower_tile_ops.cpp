@@ -26,9 +26,11 @@ bool writes_only_registers(const Stmt& body) {
       all_private = all_private && thread_private(s->buffer);
       IRVisitor::visit(s);
     }
-    void visit(const TileOpNode* op) override {  // element-wise atomics and copies in the loop
+    // Element-wise atomics and copies in the loop; an op without regions
+    // (T.device_assert, T.print of a value) writes nothing.
+    void visit(const TileOpNode* op) override {
       for (const BufferRegion& r : op->regions) all_private = all_private && thread_private(r.buffer);
-      any = true;
+      any = any || !op->regions.empty();
       IRVisitor::visit(op);
     }
   } writes;

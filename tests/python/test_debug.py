@@ -132,6 +132,36 @@ def test_device_assert_without_message_quotes_the_condition():
     )
 
 
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_device_assert_on_fragment_elements_in_a_parallel_loop(target):
+    # A T.Parallel loop whose only statement is an assertion on fragment elements is
+    # spread over the threads that hold them (it was an internal compiler error).
+    @T.prim_func
+    def main(score: T.Tensor((16,), "float32"), out: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            frag = T.alloc_fragment((32,), "float32")
+            for i in T.Parallel(32):
+                if i < 16:
+                    frag[i] = score[i] * 2
+                else:
+                    frag[i] = T.infinity("float32")
+            for i in T.Parallel(32):
+                if i < 16:
+                    T.device_assert(T.isfinite(frag[i]), "score must be finite")  # MARK-frag
+            T.copy(frag, out)
+
+    kernel = tilelang.compile(main, target=target)
+    score = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    kernel(score, out)
+    np.testing.assert_array_equal(out[:16], score * 2)
+    assert np.isinf(out[16:]).all()
+    score[11] = np.nan
+    with pytest.raises(tilelang.TileLangError) as info:
+        kernel(score, out)
+    assert f"score must be finite (at {HERE}:{line_of('MARK-frag')})" in str(info.value)
+
+
 def test_print_and_assert_misuse():
     with pytest.raises(
         tilelang.TileLangError, match="T.print must be called inside a `with T.Kernel"
