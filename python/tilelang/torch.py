@@ -8,7 +8,7 @@ import inspect
 
 import torch
 
-from tilelang.jit.eager import EagerFunction
+from tilelang.jit.eager import EagerFunction, const_from_tensor
 from tilelang.jit.kernel import JITKernel
 from tilelang.language.dtypes import dtype as DType
 
@@ -476,10 +476,8 @@ class _EagerOp(_OpSchema):
         for const, place in ctx.where.items():
             if place is None:
                 continue
-            pname, dim, kind = place
-            tensor = bound.arguments[pname]
-            values[hash(ctx.const_vars[const])] = (
-                tensor.shape[dim] if kind == "shape" else tensor.stride(dim)
+            values[hash(ctx.const_vars[const])] = const_from_tensor(
+                bound.arguments[place[0]], place
             )
         for p in self.inputs:
             if p.is_tensor:

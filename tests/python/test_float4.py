@@ -325,6 +325,30 @@ def test_symbolic_rows_bind_from_bytes(copy_rows):
         copy_rows(big[::2], b)
 
 
+@tilelang.jit(target="cpu")
+def eager_decode(A):
+    M, K, S = T.const("M K S")
+    A: T.StridedTensor((M, K), (S, 1), T.float4_e2m1fn)
+    B = T.empty((M, K), T.float32)
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(M, K):
+            B[i, j] = T.cast(A[i, j], T.float32)
+    return B
+
+
+def test_eager_consts_bind_elements_of_packed_tensors():
+    # A byte tensor of a float4_e2m1fn parameter holds two elements a byte along its
+    # last dimension: (4, 5) bytes bind K = 10, and a row stride of 8 bytes S = 16.
+    codes = rng.integers(0, 16, (4, 10)).astype(np.uint8)
+    rows = pack(codes.reshape(-1)).reshape(4, 5)
+    for dtype in (torch.uint8, torch.int8, torch.float4_e2m1fn_x2):
+        a = torch.from_numpy(rows.copy()).view(dtype)
+        np.testing.assert_array_equal(eager_decode(a).numpy(), VALUES[codes])
+    wide = torch.zeros((4, 8), dtype=torch.uint8)
+    wide[:, :5] = torch.from_numpy(rows)
+    np.testing.assert_array_equal(eager_decode(wide[:, :5]).numpy(), VALUES[codes])
+
+
 @pytest.mark.parametrize(
     "arg, message",
     [

@@ -128,19 +128,21 @@ class EagerFunction:
 
     @staticmethod
     def _find_dim(ctx, var):
+        """(param name, dim, "shape" or "stride", elements per byte of a packed sub-byte
+        parameter's tensor, else 1)."""
         for name, buf in ctx.params:
             if name in ctx.outputs or not isinstance(buf, Buffer):
                 continue
             for dim, extent in enumerate(buf.handle.shape):
                 if extent.same_as(var):
-                    return name, dim, "shape"
+                    return name, dim, "shape", _per_byte(buf)
         # A T.const may also be a stride of a StridedTensor parameter.
         for name, buf in ctx.params:
             if name in ctx.outputs or not isinstance(buf, Buffer):
                 continue
             for dim, stride in enumerate(buf.handle.strides):
                 if stride.same_as(var):
-                    return name, dim, "stride"
+                    return name, dim, "stride", _per_byte(buf)
         return None
 
     def _trace_prim_func(self, bound, const_values):
@@ -236,12 +238,11 @@ class EagerFunction:
                     f"T.const '{name}' of '{self.func.__name__}' is not a dimension of any tensor "
                     f"argument; give it with {self.func.__name__}.compile({name}=...)"
                 )
-            param, dim, kind = place
-            value = values[param]
+            value = values[place[0]]
             if isinstance(value, TensorAnnotation):
-                out[name] = _annotated_size(value, dim, kind, name, self.func.__name__)
+                out[name] = _annotated_size(value, *place[1:3], name, self.func.__name__)
                 continue
-            out[name] = int(value.shape[dim]) if kind == "shape" else _element_stride(value, dim)
+            out[name] = const_from_tensor(value, place)
         return out
 
     def compile(self, **kwargs):
@@ -321,6 +322,27 @@ def _annotated_size(annotation, dim, kind, const_name, func_name):
             f"which is not a positive integer"
         )
     return value
+
+
+def _per_byte(buf):
+    """Elements a byte holds in the tensor of a packed sub-byte parameter (int4,
+    float4_e2m1fn: 2), else 1."""
+    bits = buf.dtype.bits * buf.dtype.lanes
+    return 8 // bits if bits < 8 and buf.dtype != "bool" else 1
+
+
+def const_from_tensor(tensor, place):
+    """A T.const's value from the tensor argument at `place` (`_find_dim`). A packed
+    sub-byte parameter's tensor holds bytes: its last dimension holds `per_byte` elements
+    a byte and its other strides count `per_byte` elements a byte (the kernel's runtime
+    reads it so), so a (256, 256) uint8 tensor binds `T.Tensor((M, K), float4_e2m1fn)` as
+    M = 256, K = 512."""
+    _, dim, kind, per_byte = place
+    if kind == "shape":
+        value = int(tensor.shape[dim])
+        return value * per_byte if dim == len(tensor.shape) - 1 else value
+    value = _element_stride(tensor, dim)
+    return value * per_byte if dim != len(tensor.shape) - 1 else value
 
 
 def _element_stride(tensor, dim):
