@@ -444,6 +444,7 @@ def test_float_expression_offset_is_rejected():
         (lambda A, tx: T.get_lane_idx(0), "T.get_lane_idx warp_size must be a positive integer, got 0"),
         (lambda A, tx: T.get_warp_idx(2.0), "T.get_warp_idx warp_size must be a positive integer (the lanes of a warp), got float 2.0"),
         (lambda A, tx: T.get_warp_group_idx(warps_per_group=2), "T.get_warp_group_idx needs warp_size when warps_per_group is given"),
+        (lambda A, tx: T.shuffle_elect(-32), "T.shuffle_elect takes the group size as a non-negative Python int (0: the whole block), got -32"),
     ],
 )  # fmt: skip
 def test_bad_arguments_name_argument_expected_and_given(call, expected):
@@ -482,3 +483,25 @@ def test_inside_parallel_is_an_error():
     msg = str(info.value)
     assert f"{__file__}:{line_of('MARK-parallel')}:" in msg
     assert "T.shfl_down cannot be used inside a T.Parallel loop" in msg
+
+
+def shuffle_elect_kernel(threads, extent):
+    @T.prim_func
+    def main(Shift: T.Tensor((1,), "int32"), Out: T.Tensor((threads,), "int32")):
+        with T.Kernel(1, threads=threads):
+            tx = T.get_thread_binding()
+            Out[tx] = T.if_then_else(T.shuffle_elect(extent), Shift[0], -Shift[0])
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+@pytest.mark.parametrize("threads, extent", [(256, 64), (128, 0), (96, 32)])
+def test_shuffle_elect_picks_the_first_thread_of_each_group(target, threads, extent):
+    k = tilelang.compile(shuffle_elect_kernel(threads, extent), target=target)
+    shift = np.array([int(np.random.default_rng(extent).integers(1, 1000))], np.int32)
+    out = np.zeros(threads, np.int32)
+    k(shift, out)
+    tid = np.arange(threads)
+    elected = tid == 0 if extent == 0 else tid % extent == 0
+    np.testing.assert_array_equal(out, np.where(elected, shift[0], -shift[0]))

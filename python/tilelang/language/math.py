@@ -333,11 +333,112 @@ def Select(condition, true_value, false_value):
     return if_then_else(condition, true_value, false_value)
 
 
-def cast(value, dtype):
-    """Converts `value` to `dtype` (also accepted in the order cast(dtype, value))."""
+# TileLang's PTX rounding modifiers of T.cast ("" is the conversion's own rounding).
+CAST_ROUNDING_MODES = frozenset({"", "rn", "rz", "rp", "rm", "rs"})
+_ROUNDING_NAMES = {
+    "rn": "to nearest even",
+    "rz": "toward zero",
+    "rp": "toward +inf",
+    "rm": "toward -inf",
+    "rs": "stochastically",
+}
+# Targets of `sat`: the float8 / float6 / float4 conversions saturate to the largest
+# finite value (PTX .satfinite) unless sat=False.
+_SATURATING_TARGETS = ("float8", "float6", "float4")
+
+
+def _check_cast_options(round, sat, rbits):
+    if round not in CAST_ROUNDING_MODES:
+        raise frontend_error(
+            f"Invalid round {round!r}. Must be one of: {sorted(CAST_ROUNDING_MODES)}"
+        )
+    if not isinstance(sat, bool):
+        raise frontend_error(
+            f"Invalid sat {sat!r}. Must be a bool (True for satfinite, False for no saturation)"
+        )
+    if round == "rs" and rbits is None:
+        raise frontend_error("rbits is required when round='rs' (stochastic rounding)")
+    if round != "rs" and rbits is not None:
+        raise frontend_error("rbits is only valid with round='rs' (stochastic rounding)")
+
+
+def _own_rounding(src, dst):
+    """The rounding every target's conversion from `src` to `dst` does: to nearest
+    even into a float, toward zero (C's truncation) from a float into an integer;
+    None when nothing is rounded (integer to integer)."""
+    if dst.is_float():
+        return "rn"
+    return "rz" if src.is_float() else None
+
+
+def _exact_constant(value, dst):
+    """Whether `value` is a constant that `dst` holds exactly (and finitely): every
+    rounding mode and saturation setting converts it to the same value."""
+    if isinstance(value, (bool, int, float)):
+        v = float(value)
+    elif getattr(value, "kind", None) in ("IntImm", "FloatImm"):
+        v = float(value.const_value())
+    else:
+        return False
+    import math as pymath
+
+    import numpy as np
+
+    if not pymath.isfinite(v) or dst.lanes != 1:
+        return False
+    with np.errstate(all="ignore"):
+        try:
+            held = np.asarray(v, np.float64).astype(dst.as_numpy()).astype(np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return False
+    return bool(held == v)
+
+
+def cast(value, dtype, round="", sat=True, rbits=None, span=None):
+    """Converts `value` to `dtype` (also accepted in the order cast(dtype, value)).
+
+    TileLang's options: `round` a PTX rounding modifier ("" the conversion's own,
+    "rn", "rz", "rp", "rm", "rs"), `sat` saturation of float8/float4 results to the
+    largest finite value (the default) and `rbits` the random bits of stochastic
+    rounding. Each target converts with one rounding (to nearest even into floats,
+    toward zero into integers): a mode naming
+    that rounding is accepted, and any mode for a constant the result holds exactly
+    (all modes agree); another mode, `round="rs"` (sm_100a's stochastic rounding) and
+    `sat=False` into float8/float4 (whose overflow follows the target's rule) are
+    refused by name rather than ignored."""
+    del span
     if is_dtype_like(value) and not is_dtype_like(dtype):
         value, dtype = dtype, value
-    return _C.cast(to_value(value), make_dtype(dtype))
+    _check_cast_options(round, sat, rbits)
+    operand = to_value(value)
+    dst = make_dtype(dtype)
+    out = _C.cast(operand, dst)
+    if round == "" and sat:
+        return out
+    if hasattr(operand, "dtype"):
+        src = make_dtype(str(operand.dtype))
+    else:  # a Python number: T's literal types
+        src = make_dtype("float32" if isinstance(operand, float) else "int32")
+    own = _own_rounding(src, dst)
+    rounding_ok = round in ("", own) or own is None
+    saturation_ok = sat or not str(dst).startswith(_SATURATING_TARGETS)
+    if (rounding_ok and saturation_ok) or _exact_constant(operand, dst):
+        return out
+    if not rounding_ok:
+        why = (
+            "stochastic rounding (round='rs') is sm_100a's cvt.rs, and no target of tilelang has it"
+            if round == "rs"
+            else f"every target rounds this conversion {_ROUNDING_NAMES[own]} (round={own!r})"
+        )
+        raise frontend_error(
+            f"T.cast of {src} to {dst} with round={round!r} (rounding "
+            f"{_ROUNDING_NAMES[round]}) is not supported: {why}"
+        )
+    raise frontend_error(
+        f"T.cast of {src} to {dst} with sat=False is not supported: a conversion into {dst} "
+        "follows its target's one rule (the cuda target saturates to the largest finite "
+        "value, the cpu target follows ml_dtypes), which a cast cannot choose"
+    )
 
 
 # TVM's spelling, as TileLang kernels write it: T.Cast(dtype, value).

@@ -216,6 +216,23 @@ def get_warp_group_idx(warp_size=None, warps_per_group=None):
     return _linear_thread_index(ctx) // (size * group)
 
 
+def shuffle_elect(thread_extent):
+    """True in one thread of each group of `thread_extent` consecutive threads of the
+    block (the group's first: TileLang elects lane 0 of the group's first warp), false
+    in the others; `thread_extent=0` elects thread 0 of the whole block (bool)."""
+    what = "T.shuffle_elect"
+    ctx = _kernel(what)
+    if isinstance(thread_extent, bool) or not isinstance(thread_extent, int) or thread_extent < 0:
+        raise frontend_error(
+            f"{what} takes the group size as a non-negative Python int (0: the whole block), "
+            f"got {thread_extent!r}"
+        )
+    tid = _linear_thread_index(ctx)
+    if thread_extent == 0:
+        return _C.binary("EQ", tid, 0)
+    return _C.binary("EQ", _C.binary("FloorMod", tid, thread_extent), 0)
+
+
 # ---- shuffles
 
 
@@ -425,6 +442,7 @@ def warp_reduce_bitor(value):
 
 
 __all__ = [
+    "shuffle_elect",
     "activemask",
     "all_sync",
     "any_sync",
