@@ -18,7 +18,7 @@ N = 64
 
 
 def test_arguments_are_validated():
-    assert _VALID_CAST_ROUNDING_MODES == {"", "rn", "rz", "rp", "rm", "rs"}
+    assert {"", "rn", "rz", "rp", "rm", "rs"} == _VALID_CAST_ROUNDING_MODES
     assert tir_cast is T.cast
     with pytest.raises(ValueError, match=r"Invalid round 'up'. Must be one of: \['', 'rm', 'rn'"):
         T.cast(1.0, "float8_e4m3fn", round="up")

@@ -442,7 +442,6 @@ def warp_reduce_bitor(value):
 
 
 __all__ = [
-    "shuffle_elect",
     "activemask",
     "all_sync",
     "any_sync",
@@ -458,6 +457,7 @@ __all__ = [
     "shfl_sync",
     "shfl_up",
     "shfl_xor",
+    "shuffle_elect",
     "sync_warp",
     "syncthreads_and",
     "syncthreads_count",
