@@ -2,8 +2,8 @@
 // "Explicit Hopper control"). The statements it makes are ordered by the user's
 // mbarriers, so they are wrapped as a pipeline's TMA bookkeeping is (kThreadOpAttr
 // around kAsyncCopyAttr) and plan_barriers leaves them alone; T.tma_copy reuses the
-// pipelines' TMA planning (tma_tile_loads), so its tiles, maps and swizzles are
-// theirs.
+// pipelines' TMA planning (tma_tile_loads in tma_copy.h), so its tiles, maps and
+// swizzles are theirs.
 #include "transform/lower_explicit_hopper.h"
 
 #include <map>
@@ -16,7 +16,7 @@
 #include "ops/tile_op.h"
 #include "transform/lower_fragments.h"
 #include "transform/lower_tile_ops.h"
-#include "transform/pipeline_loops.h"
+#include "transform/tma_copy.h"
 
 namespace tl {
 namespace {

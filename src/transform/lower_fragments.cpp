@@ -36,7 +36,7 @@
 #include "support/logging.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
-#include "transform/pipeline_loops.h"
+#include "transform/tma_copy.h"
 
 namespace tl {
 namespace {

@@ -1,6 +1,6 @@
 // Copies from shared tiles to tensor parameters as TMA stores. The planning (which
 // copies qualify, their boxes, maps and swizzle) is the pipelines' TMA planning run
-// in the store direction (tma_tile_stores in pipeline_loops.cpp); this pass adds the
+// in the store direction (tma_tile_stores in tma_copy.cpp); this pass adds the
 // ordering around the stores.
 #include "transform/lower_tma_stores.h"
 
@@ -15,7 +15,7 @@
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments.h"
 #include "transform/lower_tile_ops.h"
-#include "transform/pipeline_loops.h"
+#include "transform/tma_copy.h"
 
 namespace tl {
 namespace {

@@ -1,19 +1,14 @@
 // Multi-stage software pipelines for T.Pipelined loops (the CUDA target; the cpu and
-// Metal targets run them as the serial loops they are).
+// Metal targets run them as the serial loops they are). The phases live in
+// src/transform/pipeline_loops/ (plan.h); how TMA does one copy, in tma_copy.h.
 #pragma once
-
-#include <optional>
 
 #include "ir/attrs.h"
 #include "ir/ir.h"
 #include "target/target.h"
-#include "transform/lower_fragments.h"
 #include "transform/pass_config.h"
 
 namespace tl {
-
-// The tensor parameter a kTmaMapCall names; nullopt when `c` is not one (or null).
-std::optional<int64_t> tma_map_param(const CallNode* c);
 
 // T.Pipelined loops become software pipelines. With order=/stage=/group= the
 // statements run where the user put them (unit u of iteration k in step
@@ -39,39 +34,5 @@ std::optional<int64_t> tma_map_param(const CallNode* c);
 // cluster loads alike, unless `configs.tma_multicast` is false (pass config
 // tl.disable_tma_multicast).
 PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs = {});
-
-// A copy TMA does, outside a pipeline (T.tma_copy, src/transform/lower_explicit_hopper.cpp):
-// the tl::tma_load calls of `copy` (a region of a tensor parameter into a whole shared
-// tile, planned as a pipeline producer) completing on the mbarrier address `bar`, the
-// bytes they bring, and the layout they write the tile in (null: plain). nullopt when
-// TMA cannot do the copy. `layouts` as from shared_tile_layouts.
-struct TmaTileLoads {
-  Stmt loads;
-  int64_t bytes = 0;
-  std::shared_ptr<const Layout> layout;
-};
-std::optional<TmaTileLoads> tma_tile_loads(const TileOpNode* copy, const Expr& bar, const KernelLaunchNode* launch,
-                                           const std::vector<Param>& params,
-                                           const std::map<const BufferNode*, SharedTileLayout>& layouts);
-
-// Whether a TMA box may start at innermost coordinate `start` of a `dtype` tensor:
-// when it is a provable multiple of 16 bytes. The H200 stops a copy at any other
-// start with an illegal instruction (measured 2026-12-01), which the tensor map
-// cannot refuse, so the pipelines keep cp.async for such copies.
-bool tma_inner_start_aligned(const Expr& start, DataType dtype);
-
-// Whether every coordinate into `tensor` fits the signed 32 bits that TMA instructions
-// take: each dimension is at most 2^31 - 1 (a constant, or an int32 symbolic size,
-// which the runtime bounds). Other tensors keep cp.async (docs/design/reliability.md).
-bool tma_coordinates_fit(const Buffer& tensor);
-
-// A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
-// `copy`, from a whole shared tile to a region of a tensor parameter, with the
-// eligibility, boxes, map and swizzle of the load in the other direction. nullopt
-// when TMA cannot do the copy. `layouts` as from shared_tile_layouts. `add`: the
-// boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
-std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
-                                    const std::vector<Param>& params,
-                                    const std::map<const BufferNode*, SharedTileLayout>& layouts, bool add);
 
 }  // namespace tl

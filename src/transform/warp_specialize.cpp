@@ -11,8 +11,8 @@
 //                        waiting on full[v] and arriving on empty[v]
 //     T.ws [T, T + 128): setmaxnreg.dec; rank T runs the producer's loop
 //
-// With TMA multicast (a thread block cluster, pipeline_loops' plan_multicast) the
-// blocks of a cluster write into each other's tiles and arrive on each other's
+// With TMA multicast (a thread block cluster, plan_multicast in
+// pipeline_loops/ws_choice.cpp) the blocks of a cluster write into each other's tiles and arrive on each other's
 // empty mbarriers: a cluster barrier after the initialization keeps every copy out
 // of a block whose mbarriers are not initialized yet, and one at the consumers'
 // end keeps every block alive until no other block arrives on its mbarriers any
@@ -30,8 +30,8 @@
 #include "support/logging.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_tile_ops.h"
-#include "transform/pipeline_loops.h"
 #include "transform/plan_shared_memory.h"
+#include "transform/tma_copy.h"
 
 namespace tl {
 namespace {

@@ -18,7 +18,7 @@
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "transform/lower_explicit_hopper.h"
-#include "transform/pipeline_loops.h"
+#include "transform/tma_copy.h"
 
 namespace tl {
 namespace {

@@ -20,7 +20,8 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
-// "lower_fragments" -> src/transform/lower_fragments.cpp; "codegen_cuda" ->
+// "lower_fragments" -> src/transform/lower_fragments.cpp; "pipeline_loops/emit" ->
+// src/transform/pipeline_loops/emit.cpp; "codegen_cuda" ->
 // src/codegen/cuda/codegen_cuda.cpp; "ops/gemm" -> src/ops/gemm.cpp;
 // "language/loops.py" -> python/tilelang/language/loops.py.
 std::string source_of(const std::string& name) {
