@@ -2,6 +2,8 @@
 macros calling macros, macros defined inside a kernel, and their own control flow; plus
 `T.prelude=` on T.Kernel. Run on the CPU against numpy."""
 
+import re
+
 import numpy as np
 import pytest
 import tilelang
@@ -107,3 +109,74 @@ def test_macro_return_inside_a_loop_is_rejected():
 def test_macro_outside_a_kernel_function():
     with pytest.raises(tilelang.TileLangError, match="macro 'clamp_to' can only be used inside"):
         clamp_to(1, 0, 2)
+
+
+@T.macro
+def store_ref(x: T.Ref, v):
+    x = v  # noqa: F841 - stores through the reference
+
+
+@T.macro
+def add_ref(x: T.Var, v):  # TileLang's older spelling of T.Ref
+    x += v
+
+
+@T.macro
+def collatz(n, var: T.Ref):
+    # recursion on a Python int; each level updates the same element through `var`
+    if n == 1:
+        pass
+    elif n % 2 == 0:
+        var = var // 2
+        collatz(n // 2, var)
+    else:
+        var = var * 3 + 1
+        collatz(n * 3 + 1, var)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_reference_parameters_store_into_the_element_passed(target):
+    @T.prim_func
+    def main(
+        A: T.Tensor((4,), T.float32), B: T.Tensor((4,), T.float32), C: T.Tensor((2,), T.int32)
+    ):
+        with T.Kernel(1, threads=1):
+            s = T.alloc_var(T.float32, init=0.5)
+            store_ref(B[0], A[1])  # B[0] = A[1]
+            add_ref(B[1], A[2])  # B[1] += A[2]
+            add_ref(s, A[3])  # a T.alloc_var passed by reference
+            B[2] = s
+            idx = T.alloc_var(T.int32, init=3)
+            row = T.alloc_var(T.int32, init=1)
+            store_ref(B[idx], A[0] * 2.0)  # the element named at the call: B[3]
+            idx = 0
+            C[row] = 6
+            collatz(6, C[row])  # 6 3 10 5 16 8 4 2 1
+            C[0] = idx
+
+    kernel = tilelang.compile(main, target=target)
+    a = rng.standard_normal(4).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    c = np.full(2, 100, np.int32)
+    want = b.astype(np.float64).copy()
+    want[0] = a[1]
+    want[1] += a[2]
+    want[2] = 0.5 + np.float64(a[3])
+    want[3] = 2.0 * a[0]
+    kernel(a, b, c)
+    np.testing.assert_allclose(b, want, rtol=1e-6)
+    np.testing.assert_array_equal(c, [0, 1])
+
+
+@pytest.mark.parametrize("value,shown", [("1", "got 1 (int)"), ("A", "got buffer 'A'")])
+def test_a_reference_parameter_needs_a_variable_or_an_element(value, shown):
+    with pytest.raises(
+        ValueError,
+        match=r"argument 'x' of macro 'store_ref' is passed by reference \(T.Ref\), so it "
+        r"must be a T.alloc_var, a buffer element such as A\[i\] or a slice, " + re.escape(shown),
+    ):
+
+        @T.prim_func
+        def main(A: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=1):
+                store_ref(1 if value == "1" else A, 2.0)

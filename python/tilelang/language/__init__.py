@@ -68,7 +68,7 @@ from .ops import (
     sync_threads,
 )
 from .pointers import handle, make_tensor, match_buffer, ptr
-from .prim_func import Macro, PrimFunc, macro, prim_func
+from .prim_func import Macro, PrimFunc, Ref, macro, prim_func
 from .random import rng_init, rng_rand, rng_rand_float
 from .reduce import *
 from .shapes import (
@@ -118,6 +118,7 @@ __all__ = [
     "Persistent",
     "Pipelined",
     "PrimFunc",
+    "Ref",
     "Region",
     "SharedBuffer",
     "SharedTensor",

@@ -84,6 +84,11 @@ def assign(name, value, local_vars):
         _check_var_value(name, old, value)
         old.store(value)
         return old
+    ref = getattr(ctx, "element_refs", {}).get(id(old)) if isinstance(old, _C.Expr) else None
+    if ref is not None and ref[0] is old and not fresh:  # a T.Ref parameter of a macro
+        _check_var_value(name, ref[1], value)
+        ref[1][tuple(ref[2])] = value
+        return old
     if isinstance(value, EmptyDecl):
         return _declare_output(ctx, name, value.annotation)
     branch = _open_if(ctx)

@@ -277,16 +277,85 @@ def _traced(func):
     return PrimFunc(core, func, attrs)
 
 
+class Ref:
+    """`x: T.Ref` on a parameter of a @T.macro: the argument is passed by reference, as a
+    C++ `T&`. It must be a T.alloc_var scalar, one element of a buffer (`A[i, j]`, its
+    indices evaluated once at the call) or a slice; assigning the parameter's name in the
+    macro (`x = v`, `x += v`) stores into that variable or element, and reading it reads
+    the current value. `x: T.Var` means the same (TileLang's older spelling)."""
+
+    def __init__(self):
+        raise TypeError("T.Ref is a parameter annotation of a @T.macro, not a value")
+
+
+def _is_ref_annotation(annotation, func):
+    from .math import Var
+
+    if isinstance(annotation, str):  # `from __future__ import annotations`
+        try:
+            annotation = eval(annotation, func.__globals__)
+        except (NameError, AttributeError, SyntaxError, TypeError):
+            return False
+    return annotation is Ref or annotation is Var
+
+
+def _reference_argument(ctx, macro, name, value):
+    """What a `name: T.Ref` parameter of `macro` receives for the argument `value`."""
+    from .buffer import Buffer, Region, VarBuffer
+
+    if isinstance(value, (VarBuffer, Region)):
+        return value
+    element = ctx.element_of(value) if isinstance(value, _C.Expr) else None
+    if element is None or isinstance(element[0], VarBuffer) and list(element[1]) != [0]:
+        shown = f"buffer '{value.name}'" if isinstance(value, Buffer) else repr(value)
+        raise frontend_error(
+            f"argument '{name}' of macro '{macro}' is passed by reference (T.Ref), so it "
+            f"must be a T.alloc_var, a buffer element such as A[i] or a slice, got {shown} "
+            f"({type(value).__name__})"
+        )
+    buffer, indices = element
+    if isinstance(buffer, VarBuffer):
+        return buffer
+    fixed = []
+    for index in indices:  # the element the call names, whatever the indices do later
+        index = _C.const(index, "int32") if isinstance(index, int) else index
+        if index.const_value() is None and index.kind != "Var":
+            index = ctx.builder.let(f"{name}_index", index)
+        fixed.append(index)
+    load = _C.buffer_load(buffer.handle, fixed)
+    ctx.remember_load(load, buffer, fixed)
+    ctx.__dict__.setdefault("element_refs", {})[id(load)] = (load, buffer, fixed)
+    return load
+
+
 class Macro:
     """`@T.macro`: a helper whose body is traced inline where it is called. Its parameters
     are ordinary Python values (buffers, expressions, ints, other macros); it may return
-    values, call other macros and open its own loops and ifs."""
+    values, call other macros and open its own loops and ifs. A parameter annotated
+    `T.Ref` (or `T.Var`) is passed by reference (see Ref)."""
 
     def __init__(self, func):
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        try:
+            params = inspect.signature(func).parameters.values()
+        except (TypeError, ValueError):
+            params = ()
+        self.ref_params = {
+            p.name
+            for p in params
+            if p.annotation is not p.empty and _is_ref_annotation(p.annotation, func)
+        }
+
+    def _bind_references(self, ctx, args, kwargs):
+        bound = inspect.signature(self.func).bind(*args, **kwargs)
+        for name in self.ref_params & set(bound.arguments):
+            bound.arguments[name] = _reference_argument(
+                ctx, self.func.__name__, name, bound.arguments[name]
+            )
+        return bound.args, bound.kwargs
 
     def __repr__(self):
         return f"<T.macro {self.func.__name__}>"
@@ -297,6 +366,8 @@ class Macro:
             fn = self.func  # defined inside a kernel: rewritten with it
         else:
             fn = instantiate(self.func, ctx, is_macro=True)
+        if self.ref_params:
+            args, kwargs = self._bind_references(ctx, args, kwargs)
         ctx.macro_frames.append(len(ctx.frames))
         try:
             return fn(*args, **kwargs)
