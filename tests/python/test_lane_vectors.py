@@ -195,3 +195,68 @@ def test_atomic_add_ramp_in_a_row_of_a_matrix(target):
     ref[:, 3:5] += val
     kernel(dst, val)
     np.testing.assert_array_equal(dst, ref)
+
+
+# ---- variables of a vector dtype: T.alloc_var(T.float16x2), T.float16x2(a, b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_vector_variables_hold_one_value_per_lane(target, dtype):
+    vec = getattr(T, f"{dtype}x2")
+
+    @T.prim_func
+    def pairs(
+        A: T.Tensor((2 * M,), dtype), B: T.Tensor((2 * M,), dtype), C: T.Tensor((2 * M,), dtype)
+    ):
+        with T.Kernel(1, threads=M):
+            t = T.get_thread_binding()
+            v = T.alloc_var(vec)
+            v = vec(A[2 * t], A[2 * t + 1])
+            w = T.alloc_var(vec, init=1.5)  # a scalar fills every lane
+            w = w * v
+            B[2 * t] = T.extract_lane(v, 1)
+            B[2 * t + 1] = T.extract_lane(v, 0)
+            C[2 * t] = T.extract_lane(T.add2(w, v), 0)
+            C[2 * t + 1] = T.extract_lane(w, 1)
+
+    k = tilelang.compile(pairs, target=target)
+    a = rand(7, dtype)
+    b, c = np.zeros_like(a), np.zeros_like(a)
+    k(a, b, c)
+    a64 = a.astype(np.float64)
+    np.testing.assert_array_equal(b.reshape(M, 2), a.reshape(M, 2)[:, ::-1])
+    w = rounded(1.5 * a64, dtype).astype(np.float64)
+    np.testing.assert_array_equal(c[1::2], w[1::2].astype(NP[dtype]))
+    if dtype == "float32":  # the host compiler may fuse 1.5 * v + v into one rounding
+        np.testing.assert_allclose(c[0::2], 2.5 * a64[0::2], rtol=3e-7, atol=0)
+    else:
+        np.testing.assert_array_equal(c[0::2], rounded(w[0::2] + a64[0::2], dtype))
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("v = T.float16x2(A[0], A[1], A[2])", "T.float16x2(...) takes one value per lane (2), got 3"),
+        ("v = T.Broadcast(A[0], 4)", "cannot assign a float16x4 value (4 lanes) to 'v' (float16x2, 2 lanes)"),
+        ("A[0] = v", "'v' is a float16x2 variable, not a scalar: read a lane with T.extract_lane(v, i)"),
+    ],
+)  # fmt: skip
+def test_vector_variable_misuse_is_named(body, expected, tmp_path):
+    src = tmp_path / "vector_var_kernel.py"
+    src.write_text(
+        "import tilelang.language as T\n\n"
+        "@T.prim_func\n"
+        "def main(A: T.Tensor((4,), 'float16')):\n"
+        "    with T.Kernel(1, threads=1):\n"
+        "        v = T.alloc_var(T.float16x2)\n"
+        f"        {body}\n"
+    )
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vector_var_kernel", src)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(tilelang.TileLangError) as info:
+        spec.loader.exec_module(module)
+    assert "vector_var_kernel.py:7:" in str(info.value)
+    assert expected in str(info.value), str(info.value)

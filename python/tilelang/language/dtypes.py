@@ -172,9 +172,14 @@ class dtype(str):
     def __reduce__(self):
         return (dtype, (str(self),))
 
-    def __call__(self, value=None):
+    def __call__(self, value=None, *more):
         """`T.float32(1.5)` is a constant; applied to an expression it is a cast; with no
-        value it is a fresh scalar variable of this dtype (bind it with T.let)."""
+        value it is a fresh scalar variable of this dtype (bind it with T.let). A vector
+        dtype with one value per lane builds that vector: `T.float16x2(a, b)`."""
+        if more:
+            from .vector import make_vector  # vector imports this module
+
+            return make_vector(self, [value, *more])
         if value is None:
             return self._fresh_var()
         if isinstance(value, np.generic):

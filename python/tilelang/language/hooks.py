@@ -81,7 +81,8 @@ def assign(name, value, local_vars):
     fresh = isinstance(value, Buffer) and ctx.allocated_for(name, value, ctx.alloc_mark)
     old = local_vars.get(name, _UNBOUND)
     if isinstance(old, VarBuffer) and not fresh:
-        _check_var_value(name, old, value)
+        if getattr(old, "vector_dtype", None) is None:  # a vector variable checks its own
+            _check_var_value(name, old, value)
         old.store(value)
         return old
     ref = getattr(ctx, "element_refs", {}).get(id(old)) if isinstance(old, _C.Expr) else None

@@ -86,6 +86,10 @@ def alloc_var(dtype, *args, init=None, scope="local.var"):
         if len(args) > 1 or init is not None:
             raise TypeError("T.alloc_var takes one initial value (positionally or as init=)")
         init = args[0]
+    if make_dtype(dtype).lanes > 1 and scope == "local.var":
+        from .vector import alloc_vector_var  # vector imports this module's imports
+
+        return alloc_vector_var(dtype, init)
     buf = _alloc([1], dtype, scope, "var")
     if init is not None:
         buf.store(init)

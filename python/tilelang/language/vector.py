@@ -18,7 +18,7 @@ elements takes (`Y[i:i + 2] = v`), and a wide store takes.
 """
 
 from . import builder_ctx
-from .buffer import Buffer, Region, const_int, to_value
+from .buffer import Buffer, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -52,6 +52,8 @@ class LaneVector:
 
     # Lane-wise arithmetic; a scalar operand applies to every lane.
     def _zip(self, other, fn, what):
+        if isinstance(other, VectorVar):
+            other = other.value()
         if isinstance(other, LaneVector):
             if len(other.lanes) != len(self.lanes):
                 raise frontend_error(
@@ -87,6 +89,97 @@ class LaneVector:
 
     def __neg__(self):
         return _vector_of([-x for x in self.lanes])
+
+
+class VectorVar(VarBuffer):
+    """`v = T.alloc_var(T.float16x2)`: a variable of a vector dtype, held as one register
+    per lane (a local array of the element type). It reads as a LaneVector; assigning its
+    Python name a vector of as many lanes (`v = T.float16x2(a, b)`), or a scalar (every
+    lane), stores each lane."""
+
+    __slots__ = ("vector_dtype",)
+
+    def __init__(self, handle, vector_dtype):
+        super().__init__(handle)
+        self.vector_dtype = make_dtype(vector_dtype)
+        self.dtype = self.vector_dtype  # what the variable holds, as a LaneVector says
+
+    def value(self):
+        ctx = builder_ctx.current(f"reading '{self.name}'")
+        lanes = []
+        for i in range(self.vector_dtype.lanes):
+            load = _C.buffer_load(self.handle, [i])
+            ctx.remember_load(load, self, [i])
+            lanes.append(load)
+        return LaneVector(lanes, self.vector_dtype)
+
+    def __tl_expr__(self):
+        raise frontend_error(
+            f"'{self.name}' is a {self.vector_dtype} variable, not a scalar: read a lane with "
+            f"T.extract_lane({self.name}, i)"
+        )
+
+    def store(self, value):
+        n = self.vector_dtype.lanes
+        if isinstance(value, VectorVar):
+            value = value.value()
+        if isinstance(value, LaneVector):
+            if len(value.lanes) != n:
+                raise frontend_error(
+                    f"cannot assign a {value.dtype} value ({len(value.lanes)} lanes) to "
+                    f"'{self.name}' ({self.vector_dtype}, {n} lanes)"
+                )
+            lanes = value.lanes
+        else:
+            lanes = [to_value(value)] * n
+        builder = builder_ctx.current(f"assigning '{self.name}'").builder
+        element = self.vector_dtype.with_lanes(1)
+        for i, lane in enumerate(lanes):
+            builder.store(self.handle, [i], _C.cast(to_value(lane), element))
+
+    def __getitem__(self, key):
+        return Buffer.__getitem__(self, key)
+
+    def __repr__(self):
+        return f"<{self.vector_dtype} variable '{self.name}'>"
+
+
+def _vector_var_op(name):
+    def method(self, *other):
+        return getattr(self.value(), name)(*other)
+
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv"):
+    for _dunder in (f"__{_name}__", f"__r{_name}__"):
+        setattr(VectorVar, _dunder, _vector_var_op(_dunder))
+VectorVar.__neg__ = _vector_var_op("__neg__")
+VectorVar.__hash__ = object.__hash__
+
+
+def alloc_vector_var(dtype, init=None):
+    """T.alloc_var of a dtype with lanes (see VectorVar)."""
+    dt = make_dtype(dtype)
+    ctx = builder_ctx.current("T.alloc_var")
+    name = ctx.take_name("var")
+    handle = ctx.builder.alloc(name, [dt.lanes], dt.with_lanes(1), "local")
+    var = VectorVar(handle, dt)
+    if init is not None:
+        var.store(init)
+    return var
+
+
+def make_vector(dt, values):
+    """`T.float16x2(a, b)`: a vector of `dt` from one value per lane, each converted to
+    the element type."""
+    dt = make_dtype(dt)
+    if len(values) != dt.lanes:
+        raise frontend_error(
+            f"T.{dt}(...) takes one value per lane ({dt.lanes}), got {len(values)}"
+        )
+    element = dt.with_lanes(1)
+    return LaneVector([element(v) if not isinstance(v, LaneVector) else v for v in values], dt)
 
 
 def _vector_of(lanes):
@@ -255,6 +348,8 @@ def Broadcast(value, lanes):
 def extract_lane(vector, lane):
     """Lane `lane` (a constant) of a vector value."""
     what = "T.extract_lane"
+    if isinstance(vector, VectorVar):
+        vector = vector.value()
     if not isinstance(vector, LaneVector):
         raise frontend_error(
             f"{what} expects a vector value (a wide load, T.Ramp, T.Broadcast ...), got {vector!r}"
@@ -275,6 +370,7 @@ _PACKED_X2 = ("float32x2", "float16x2", "bfloat16x2")
 
 
 def _packed(what, *args):
+    args = [a.value() if isinstance(a, VectorVar) else a for a in args]
     dtypes = [
         str(a.dtype)
         if isinstance(a, LaneVector)
