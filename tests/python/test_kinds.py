@@ -77,6 +77,7 @@ KINDS = {
     "test_jit_cuda_export": "runtime cuda_source",
     "test_jit_runtime": "runtime",
     "test_kinds": "runtime",
+    "test_l2_hit_ratio": "frontend",
     "test_lane_vectors": "frontend lowering",
     "test_language_names": "frontend",
     "test_large_tensors": "lowering runtime",

@@ -6,6 +6,7 @@ from . import dtypes as _dtypes
 from .allreduce import comm_reducer, tvm_thread_allreduce
 from .annotations import (
     annotate_compile_flags,
+    annotate_l2_hit_ratio,
     annotate_layout,
     annotate_pass_configs,
     disable_warp_group_reg_alloc,
@@ -178,6 +179,7 @@ __all__ += ["WarpSpecialize", "alloc_barrier", "barrier_arrive", "barrier_wait",
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
 __all__ += [
     "annotate_compile_flags",
+    "annotate_l2_hit_ratio",
     "annotate_pass_configs",
     "disable_warp_group_reg_alloc",
     "func_attr",

@@ -233,4 +233,36 @@ def disable_warp_group_reg_alloc():
     ctx.builder.evaluate(call_extern("void", "tl::no_setmaxnreg"))
 
 
-__all__ = ["annotate_layout", "disable_warp_group_reg_alloc", "use_swizzle"]
+def annotate_l2_hit_ratio(l2_hit_ratio_map):
+    """`T.annotate_l2_hit_ratio({B: 0.8})`: TileLang's hint that accesses to global
+    buffer B should persist in the GPU's L2 cache for that fraction of its bytes (CUDA's
+    stream access-policy window, set around the launch). A hint: no result depends on it.
+    No target here sets the access-policy window, so the map is checked (global buffers,
+    ratios from 0 to 1) and changes nothing else."""
+    what = "T.annotate_l2_hit_ratio"
+    builder_ctx.current(what)
+    if not isinstance(l2_hit_ratio_map, dict):
+        raise frontend_error(
+            f"{what} takes a dict of global buffers to hit ratios such as {{B: 0.8}}, got "
+            f"{l2_hit_ratio_map!r}"
+        )
+    for buf, ratio in l2_hit_ratio_map.items():
+        if not isinstance(buf, Buffer):
+            raise frontend_error(f"{what}: the keys are buffers, got {buf!r}")
+        if buf.scope != "global":
+            raise frontend_error(
+                f"{what}: '{buf.name}' is a {buf.scope} buffer; the L2 persistence window "
+                "applies to global buffers (kernel parameters)"
+            )
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise frontend_error(
+                f"{what}: the hit ratio of '{buf.name}' must be a number from 0 to 1, got {ratio!r}"
+            )
+
+
+__all__ = [
+    "annotate_l2_hit_ratio",
+    "annotate_layout",
+    "disable_warp_group_reg_alloc",
+    "use_swizzle",
+]
