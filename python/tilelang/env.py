@@ -141,6 +141,7 @@ class Environment:
     TILELANG_PRINT_ON_COMPILATION = _setting("TILELANG_PRINT_ON_COMPILATION")
     TILELANG_AUTO_TUNING_DISABLE_CACHE = _setting("TILELANG_AUTO_TUNING_DISABLE_CACHE")
     TILELANG_LOG_LEVEL = _setting("TILELANG_LOG_LEVEL")
+    TILELANG_JIT_DIAGNOSTICS = _setting("TILELANG_JIT_DIAGNOSTICS")
 
     def __getattr__(self, name):
         raise AttributeError(
@@ -161,6 +162,10 @@ class Environment:
 
     def disable_cache(self):
         disable_cache()
+
+    def is_jit_diagnostics_enabled(self):
+        """TILELANG_JIT_DIAGNOSTICS: log the phases of each compile (tilelang.jit.diagnostics)."""
+        return env_flag("TILELANG_JIT_DIAGNOSTICS")
 
 
 env = Environment()

@@ -1,9 +1,12 @@
 """TileLang's `tilelang.cache.kernel_cache`: the kernel cache as a class. tilelang's
 cache lives in its C++ core (src/cache); `KernelCache` answers where its disk entries
-are, its size, and clears it."""
+are, its size, clears it, and compiles through it (`cached`)."""
 
 import logging
 from pathlib import Path
+
+from tilelang.jit.diagnostics import jit_phase
+from tilelang.jit.kernel import JITKernel
 
 from . import cache_dir, clear_cache, stats
 
@@ -40,3 +43,45 @@ class KernelCache:
 
     def clear_cache(self):
         clear_cache()
+
+    def cached(
+        self,
+        func=None,
+        out_idx=None,
+        *args,
+        target=None,
+        target_host=None,
+        execution_backend=None,
+        verbose=False,
+        pass_configs=None,
+        compile_flags=None,
+    ):
+        """The JITKernel of `func` (a T.prim_func) for these settings, as
+        tilelang.compile makes it: loaded from the disk cache when an entry matches,
+        else compiled and stored. None for target / execution_backend means "auto"
+        (TILELANG_DEFAULT_TARGET / TILELANG_EXECUTION_BACKEND when set). Logged as the
+        JIT phase "cache.compile" (tilelang.jit.diagnostics)."""
+        if args:
+            raise TypeError(
+                f"KernelCache.cached takes func and out_idx positionally, then keywords; got "
+                f"{len(args)} more positional argument(s)"
+            )
+        attrs = getattr(func, "attrs", None) or {}
+        name = attrs.get("global_symbol") or getattr(func, "name", None) or type(func).__name__
+        with jit_phase(
+            "cache.compile",
+            verbose=verbose,
+            kernel=name,
+            target=str("auto" if target is None else target),
+            backend=execution_backend or "auto",
+        ):
+            return JITKernel(
+                func,
+                out_idx=out_idx,
+                target="auto" if target is None else target,
+                target_host=target_host,
+                execution_backend=execution_backend or "auto",
+                verbose=verbose,
+                pass_configs=pass_configs,
+                compile_flags=compile_flags,
+            )

@@ -20,6 +20,8 @@ from tilelang.language.prim_func import PrimFunc
 from tilelang.transform import with_scoped_pass_configs
 from tilelang.utils.target import available_targets, determine_target
 
+from .diagnostics import jit_phase
+
 _C = _native.load()
 
 # execution_backend names per target. Upstream TileLang's names that mean "a compiled
@@ -323,9 +325,16 @@ class JITKernel:
         if isinstance(compile_flags, str):
             compile_flags = compile_flags.split()
         self.compile_flags = list(compile_flags or [])
-        self.kernel = native_compile(
-            self.prim_func.core, self.target, self.pass_configs, self.compile_flags
-        )
+        with jit_phase(
+            "compile",
+            verbose=verbose,
+            kernel=self.prim_func.name,
+            target=self.target,
+            backend=self.execution_backend,
+        ):
+            self.kernel = native_compile(
+                self.prim_func.core, self.target, self.pass_configs, self.compile_flags
+            )
         self.params = self._read_params()
         self.out_idx = normalize_out_idx(out_idx, len(self.params))
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
