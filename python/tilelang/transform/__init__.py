@@ -166,8 +166,10 @@ def normalize_pass_configs(pass_configs):
 
 def apply_simplify(func, inline_let=False):
     """`func` (a T.prim_func) with its expressions simplified: constant folding,
-    index arithmetic, and conditions its loop ranges and shapes prove. `inline_let`
-    is accepted for TileLang's signature; let bindings stay."""
+    index arithmetic, and conditions its loop ranges and shapes prove; and, as
+    TileLang's Simplify(simplify_arguments=True), without the tensor parameters its
+    body never touches (a kernel built without its optional bias takes (A, B, C)).
+    `inline_let` is accepted for TileLang's signature; let bindings stay."""
     from tilelang.language.prim_func import PrimFunc  # imported here: the jit imports this module
 
     del inline_let
@@ -175,7 +177,15 @@ def apply_simplify(func, inline_let=False):
         raise TypeError(
             f"apply_simplify: expected a T.prim_func, got {type(func).__name__} {func!r}"
         )
-    return PrimFunc(func.core.simplified(), func.func)
+    simplified = func.core.simplified()
+    core = simplified.without_unused_tensor_params()
+    attrs = func.attrs
+    if "tilelang_out_idx" in attrs:  # the outputs (T.empty), by their new positions
+        outs = [func.core.param_names[i] for i in attrs["tilelang_out_idx"]]
+        if not set(outs) <= set(core.param_names):
+            return PrimFunc(simplified, func.func, attrs)
+        attrs["tilelang_out_idx"] = [core.param_names.index(name) for name in outs]
+    return PrimFunc(core, func.func, attrs)
 
 
 def simplify_prim_func(factory):
