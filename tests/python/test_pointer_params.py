@@ -212,3 +212,39 @@ def test_misuses_of_a_pointer_are_named():
             with T.Kernel(2, threads=1) as bx:
                 X = T.make_tensor(ptrs[bx], (4,), T.float32)
                 Y[0] = X[0]
+
+
+def test_eager_functions_take_pointer_parameters():
+    @tilelang.jit(target="cpu")
+    def axpy(X: T.ptr, Y: T.ptr, n: int, alpha: float = 2.0, block: int = 16):
+        X = T.make_tensor(X, (n,), T.float32)
+        Y = T.make_tensor(Y, (n,), T.float32)
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    Y[bx * block + i] = Y[bx * block + i] + alpha * X[bx * block + i]
+
+    x = torch.from_numpy(rng.standard_normal(40).astype(np.float32))
+    y0 = torch.from_numpy(rng.standard_normal(40).astype(np.float32))
+    y = y0.clone()
+    axpy(x, y, 40)
+    np.testing.assert_allclose(y.numpy(), y0.double().numpy() + 2.0 * x.double().numpy(), rtol=1e-6)
+    y2 = y0.clone()
+    axpy(x.data_ptr(), y2.data_ptr(), 40)
+    np.testing.assert_array_equal(y2.numpy(), y.numpy())
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"argument 'X' \(parameter 0 of kernel 'axpy'\) has dtype float16, expected float32",
+    ):
+        axpy(x.half(), y, 40)
+
+    @tilelang.jit(target="cpu")
+    def unused(P: T.ptr, Y: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                Y[i] = 1.0
+
+    with pytest.raises(
+        tilelang.TileLangError, match=r"pointer parameter 'P' of 'unused' is never made a tensor"
+    ):
+        unused(x, torch.empty(4))

@@ -8,9 +8,10 @@ import inspect
 import numpy as np
 
 from tilelang.language.buffer import Buffer
-from tilelang.language.builder_ctx import TraceContext, frontend_error
+from tilelang.language.builder_ctx import TileLangError, TraceContext, frontend_error
 from tilelang.language.hooks import declare
 from tilelang.language.kernel import DiscoveryDone
+from tilelang.language.pointers import PointerType, check_all_made
 from tilelang.language.prim_func import PrimFunc, finish, func_attrs, run_traced
 from tilelang.language.shapes import TensorAnnotation
 
@@ -149,6 +150,10 @@ class EagerFunction:
         """The traced PrimFunc of a specialization (nothing compiled) and its trace."""
         ctx = self._context("eager", const_values)
         run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
+        try:
+            check_all_made(ctx, f"'{self.func.__name__}'")
+        except TileLangError as err:
+            raise err.with_traceback(None) from None
         return PrimFunc(finish(ctx), self.func, func_attrs(ctx)), ctx
 
     def _trace(self, bound, const_values):
@@ -292,7 +297,7 @@ def _signature_types(func, signature):
         if p.annotation is inspect.Parameter.empty:
             continue
         annotation = _readable_annotation(func, p, _resolve_annotation)
-        if isinstance(annotation, (TensorAnnotation, DType)):
+        if isinstance(annotation, (TensorAnnotation, DType, PointerType)):
             out[p.name] = annotation
     return out
 

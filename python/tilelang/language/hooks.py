@@ -13,6 +13,7 @@ from .dtypes import dtype as DType
 from .kernel import Kernel
 from .loops import Loop, Parallel, from_range, grid, python_range
 from .ops import alloc_var
+from .pointers import PointerParam, PointerType
 from .shapes import EmptyDecl, TensorAnnotation
 
 _C = builder_ctx._C
@@ -156,6 +157,10 @@ def declare(name, annotation):
     eager function, or one a T.prim_func's signature left unannotated)."""
     ctx = _current()
     _check_prim_func_declaration(ctx, name)
+    if isinstance(annotation, PointerType):  # T.make_tensor makes it a tensor parameter
+        pointer = PointerParam(name, ctx.name, annotation)
+        ctx.params.append((name, pointer))
+        return pointer
     if isinstance(annotation, TensorAnnotation):
         buf = wrap_buffer(annotation.declare(ctx.builder, name))
         ctx.params.append((name, buf))

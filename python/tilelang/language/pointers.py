@@ -62,6 +62,18 @@ class PointerParam:
         return f"<pointer parameter '{self.name}'>"
 
 
+def check_all_made(ctx, func_name):
+    """At the end of a trace: every pointer parameter was made a tensor. `func_name`
+    names the function as its errors do ("T.prim_func 'f'", or the eager function's
+    name in quotes)."""
+    for name, value in ctx.params:
+        if isinstance(value, PointerParam):
+            raise frontend_error(
+                f"pointer parameter '{name}' of {func_name} is never made a tensor; the "
+                f"body makes it one with `T.make_tensor({name}, shape, dtype)`"
+            )
+
+
 def _shape_list(shape):
     return list(shape) if isinstance(shape, (list, tuple)) else [shape]
 

@@ -14,7 +14,7 @@ from .buffer import wrap_buffer
 from .builder_ctx import TileLangError, TraceContext, frontend_error
 from .dtypes import dtype as DType
 from .hooks import namespace
-from .pointers import PointerParam, PointerType
+from .pointers import PointerParam, PointerType, check_all_made
 from .shapes import TensorAnnotation
 
 _C = builder_ctx._C
@@ -182,12 +182,7 @@ def trace_prim_func(func):
         for name in names:
             if name in ctx.undeclared:
                 raise _missing_annotation(func, name)
-        for name, value in ctx.params:
-            if isinstance(value, PointerParam):
-                raise frontend_error(
-                    f"pointer parameter '{name}' of T.prim_func '{func.__name__}' is never made "
-                    f"a tensor; the body makes it one with `T.make_tensor({name}, shape, dtype)`"
-                )
+        check_all_made(ctx, f"T.prim_func '{func.__name__}'")
         if ctx.outputs and ctx.out_idx is None:
             raise frontend_error(
                 f"T.prim_func '{func.__name__}' makes outputs with T.empty "
