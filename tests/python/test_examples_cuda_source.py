@@ -93,6 +93,7 @@ def nvcc_compile(nvcc, source, arch, out_dir):
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_kernels_compile_for_cuda(path, nvcc, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("TILELANG_DEFAULT_TARGET", "cpu")
+    monkeypatch.syspath_prepend(str(path.parent))  # examples import their siblings by name
     jit_kernel = importlib.import_module("tilelang.jit.kernel")
     native_compile = jit_kernel.native_compile
     built, refused = [], []
