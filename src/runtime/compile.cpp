@@ -93,16 +93,17 @@ void note_build(const PrimFunc& f, const Target& target) {
 }
 
 // The T.Kernel blocks of `f` (split_kernels), each lowered for `target`.
-std::vector<PrimFunc> lower_kernels(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {}) {
+std::vector<PrimFunc> lower_kernels(const PrimFunc& f, const Target& target, const PassConfig& configs) {
   std::vector<PrimFunc> out;
-  for (const PrimFunc& part : split_kernels(f)) out.push_back(lower(part, target, pass_configs));
+  for (const PrimFunc& part : split_kernels(f)) out.push_back(lower(part, target, configs));
   return out;
 }
 
 // The CUDA source of `f` (both of its targets), through the user's post-processor
 // when there is one (CompileOptions::cuda_postproc).
-CudaSource cuda_source(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig) {
-  CudaSource src = codegen_cuda(lower_kernels(f, opt.target, opt.pass_configs), sig);
+CudaSource cuda_source(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                       const KernelSignature& sig) {
+  CudaSource src = codegen_cuda(lower_kernels(f, opt.target, configs), sig);
   if (opt.cuda_postproc) src.code = opt.cuda_postproc(src.code);
   return src;
 }
@@ -184,11 +185,11 @@ std::string prelude_identity() {
                  "\ndevice headers sha256: ", device_headers_sha256(), "\n");
 }
 
-std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                  const std::string& key) {
+std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                                  const KernelSignature& sig, const std::string& key) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CpuSource src = codegen_cpu(lower_kernels(f, opt.target, opt.pass_configs), sig);
+    CpuSource src = codegen_cpu(lower_kernels(f, opt.target, configs), sig);
     std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
     compile_cpu(opt, prelude_identity(), dir, "kernel.cpp");
   };
@@ -216,11 +217,12 @@ EmulatorBuild metal_emulator_build() {
 
 // The CUDA source run on the CPU: the host compiler builds it against the
 // emulation shims (device/emu), and the CPU runtime calls its per-block entry.
-std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                            const std::string& key, const std::optional<CudaSource>& rewritten) {
+std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                                            const KernelSignature& sig, const std::string& key,
+                                            const std::optional<CudaSource>& rewritten) {
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, sig);
+    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, configs, sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     compile_emulated(opt, prelude_identity(), dir, "kernel.cu", cuda_emulator_build());
     write_meta(dir, src);
@@ -236,12 +238,12 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
 // The MSL run on the CPU: msl_to_emulated_cpp turns it into C++ that the host
 // compiler builds against the Metal shims, and the CPU runtime calls its
 // per-threadgroup entry (docs/design/metal.md).
-std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                             const std::string& key) {
+std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                                             const KernelSignature& sig, const std::string& key) {
   std::string entry = metal_emu_entry_name(f->name);
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
-    MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
+    MetalSource src = codegen_metal(lower(f, opt.target, configs), sig);
     std::ofstream(fs::path(dir) / "kernel.metal", std::ios::binary) << src.code;
     std::ofstream(fs::path(dir) / "kernel_emu.cpp", std::ios::binary) << msl_to_emulated_cpp(src.code);
     compile_emulated(opt, prelude_identity(), dir, "kernel_emu.cpp", metal_emulator_build());
@@ -256,12 +258,12 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
 // Metal on its own GPU: the source is the whole artifact (the torch backend
 // compiles it in the process that calls it), so there is nothing for the disk
 // cache to hold and it is never consulted.
-std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                    const std::string& key) {
+std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                                    const KernelSignature& sig, const std::string& key) {
   TranslatedFlags flags = translate_compile_flags(opt.compile_flags, FlagCompiler::Metal, opt.target);
   verify_compile_flags(flags, FlagCompiler::Metal, opt.target);
   note_build(f, opt.target);
-  MetalSource src = codegen_metal(lower(f, opt.target, opt.pass_configs), sig);
+  MetalSource src = codegen_metal(lower(f, opt.target, configs), sig);
   // torch.mps takes no options: -D / -U become the source's first lines.
   std::string defines;
   for (const std::string& line : flags.source_lines) defines += line + "\n";
@@ -276,22 +278,23 @@ std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt
 // exp2f, logf, sinf ... become the approximate hardware instructions, denormals
 // flush to zero, divisions and square roots are approximate). tl.disable_fast_math
 // wins over it.
-TranslatedFlags nvrtc_flags(const CompileOptions& opt) {
+TranslatedFlags nvrtc_flags(const CompileOptions& opt, const PassConfig& configs) {
   TranslatedFlags t = translate_compile_flags(opt.compile_flags, FlagCompiler::Nvrtc, opt.target);
   bool fast = false;
   for (const std::string& f : t.flags) fast = fast || f == "--use_fast_math";
-  if (!fast && PassConfig::parse(opt.pass_configs).fast_math) t.flags.push_back("--use_fast_math");
+  if (!fast && configs.fast_math) t.flags.push_back("--use_fast_math");
   return t;
 }
 
-std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const KernelSignature& sig,
-                                   const std::string& key, const std::optional<CudaSource>& rewritten) {
-  const TranslatedFlags translated = nvrtc_flags(opt);
+std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt, const PassConfig& configs,
+                                   const KernelSignature& sig, const std::string& key,
+                                   const std::optional<CudaSource>& rewritten) {
+  const TranslatedFlags translated = nvrtc_flags(opt, configs);
   const std::vector<std::string>& flags = translated.flags;
   auto build_into = [&](const std::string& dir) {
     verify_compile_flags(translated, FlagCompiler::Nvrtc, opt.target);
     note_build(f, opt.target);
-    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, sig);
+    CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, configs, sig);
     std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
     std::vector<char> cubin = nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", flags);
     std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
@@ -334,15 +337,16 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
 }
 
 std::string generate_source(const PrimFunc& f, const Target& target, const Attrs& pass_configs) {
+  const PassConfig configs = PassConfig::parse(pass_configs);
   KernelSignature sig = KernelSignature::from(f);
   switch (target.kind) {
     case TargetKind::CPU:
-      return codegen_cpu(lower_kernels(f, target, pass_configs), sig).code;
+      return codegen_cpu(lower_kernels(f, target, configs), sig).code;
     case TargetKind::CUDA:
-      return codegen_cuda(lower_kernels(f, target, pass_configs), sig).code;
+      return codegen_cuda(lower_kernels(f, target, configs), sig).code;
     case TargetKind::Metal:
       check_one_metal_kernel(sig);
-      return codegen_metal(lower(f, target, pass_configs), sig).code;
+      return codegen_metal(lower(f, target, configs), sig).code;
   }
   TL_UNREACHABLE("unknown target kind");
 }
@@ -411,7 +415,9 @@ std::string own_code(const PrimFunc& f) {
 }  // namespace
 
 std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
-  check_pass_configs(opt.pass_configs);  // before a cache hit could skip the lowering that checks them
+  // Checked and read once, before a cache hit could skip the lowering; every kernel of
+  // `f` and the device compiler's flags read this.
+  const PassConfig configs = PassConfig::parse(opt.pass_configs);
   KernelSignature sig = KernelSignature::from(f);
   std::string key = cache_key_material(f, opt);
   if (opt.use_cache)
@@ -420,25 +426,26 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& opt) {
   try {
     switch (opt.target.kind) {
       case TargetKind::CPU:
-        k = build_cpu(f, opt, sig, key);
+        k = build_cpu(f, opt, configs, sig, key);
         break;
       case TargetKind::CUDA: {
         // A post-processor's output is only known after codegen: it joins the key
         // whole, so that a cached binary is always that of the same rewritten text.
         std::optional<CudaSource> rewritten;
         if (opt.cuda_postproc) {
-          rewritten = cuda_source(f, opt, sig);
+          rewritten = cuda_source(f, opt, configs, sig);
           key += "cuda post-processed source:\n" + rewritten->code;
           if (opt.use_cache)
             if (std::shared_ptr<Kernel> hit = memory_cache().find(key)) return hit;
         }
-        k = opt.target.emulated ? build_cuda_emulated(f, opt, sig, key, rewritten)
-                                : build_cuda(f, opt, sig, key, rewritten);
+        k = opt.target.emulated ? build_cuda_emulated(f, opt, configs, sig, key, rewritten)
+                                : build_cuda(f, opt, configs, sig, key, rewritten);
         break;
       }
       case TargetKind::Metal:
         check_one_metal_kernel(sig);
-        k = opt.target.emulated ? build_metal_emulated(f, opt, sig, key) : build_metal(f, opt, sig, key);
+        k = opt.target.emulated ? build_metal_emulated(f, opt, configs, sig, key)
+                                : build_metal(f, opt, configs, sig, key);
         break;
     }
   } catch (const InternalError& e) {
