@@ -1,0 +1,479 @@
+// Phase 3 of lower_fragments (plan.h): the fragments that keep their registers become
+// per-thread register arrays, and the T.Parallel nests over them unrolled loops over
+// the registers a thread holds; nests over memory alone are dealt to the threads in
+// vector runs. Tile ops on register fragments go to lower_ops.cpp.
+#include "arith/simplify.h"
+#include "ir/visitor.h"
+#include "ops/extent_util.h"
+#include "ops/tile_op.h"
+#include "transform/lower_explicit_hopper.h"
+#include "transform/lower_fragments/plan.h"
+#include "transform/lower_tile_ops.h"
+
+namespace tl::fragments {
+namespace {
+
+// The shared tiles a tl::tma_load of `s` writes (pipeline_loops).
+std::set<BufKey> tma_destinations(const Stmt& s) {
+  std::set<BufKey> out;
+  for_each_expr(s, [&](const Expr& e) {
+    bool load = false;
+    Buffer b = tma_call_tile(e.as<CallNode>(), &load);
+    if (b.defined() && load) out.insert(b.get());
+  });
+  return out;
+}
+
+class Lowerer : public IRMutator {
+ public:
+  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles, bool cuda)
+      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads), cuda_(cuda) {
+    for (auto& [k, l] : s_.layouts) {
+      const Buffer& b = a_.candidates.at(k);
+      regs_[k] = Buffer::make(b->name, b->dtype, {int_imm(l->local_size())}, Scope::Local, {}, b->span);
+    }
+    for (const auto& [k, bl] : operand_layouts(a_, s_)) {
+      const auto& [b, l] = bl;
+      // A tile TMA fills was laid out by pipeline_loops, from shared_tile_layouts.
+      TL_ICHECK(!tma_tiles.count(k) || (b->layout && b->layout->str() == l.layout->str()), "the TMA-filled tile '",
+                b->name, "' has layout ", b->layout ? b->layout->str() : "none", " but its gemm reads it as ",
+                l.layout->str());
+      swizzled_[k] = with_layout(b, l.layout);
+    }
+    for (BufKey k : a_.partial_updates)
+      if (auto it = a_.replicated.find(k); it != a_.replicated.end()) partials_.insert(it->second.get());
+  }
+  using IRMutator::mutate;
+
+  Buffer mutate_buffer(const Buffer& b) override {
+    if (auto it = swizzled_.find(b.get()); it != swizzled_.end()) return it->second;
+    if (auto it = a_.replicated.find(b.get()); it != a_.replicated.end()) return it->second;
+    return b;
+  }
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const AllocateNode* op, const Stmt& self) override {
+    if (auto it = regs_.find(op->buffer.get()); it != regs_.end()) return allocate(it->second, mutate(op->body));
+    if (auto it = a_.replicated.find(op->buffer.get()); it != a_.replicated.end())
+      return allocate(it->second, mutate(op->body));
+    return IRMutator::visit(op, self);
+  }
+
+  // A T.ws region: thread t_ counts from its first thread, work spreads over its threads.
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    auto [lo, count] = warp_group_range(op);
+    if (count == 0) return IRMutator::visit(op, self);
+    Scoped<Expr> thread(t_, sub(t_, int_imm(lo)));
+    Scoped<int64_t> threads(threads_, count);
+    return IRMutator::visit(op, self);
+  }
+
+  Expr visit(const BufferLoadNode* op, const Expr& self) override {
+    TL_ICHECK(!regs_.count(op->buffer.get()), "register fragment '", op->buffer->name, "' read outside its lowering");
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
+    if (Stmt serial = per_thread_nest(self); serial.defined()) return mutate(serial);
+    std::vector<const ForNode*> nest{op};
+    while (auto* inner = nest.back()->body.as<ForNode>()) {
+      if (inner->for_kind != ForKind::Parallel) break;
+      nest.push_back(inner);
+    }
+    // The driver: a register fragment indexed by all loop variables.
+    FragmentLayoutPtr driver;
+    std::set<BufKey> touched;
+    for_each_expr(nest.back()->body, [&](const Expr& e) {
+      if (auto* l = e.as<BufferLoadNode>()) touched.insert(l->buffer.get());
+    });
+    struct Stores : IRVisitor {
+      std::set<BufKey>* out;
+      using IRVisitor::visit;
+      void visit(const BufferStoreNode* s) override {
+        out->insert(s->buffer.get());
+        IRVisitor::visit(s);
+      }
+      void visit(const TileOpNode* op) override {  // element-wise atomics in the loop
+        for (const BufferRegion& r : op->regions) out->insert(r.buffer.get());
+        IRVisitor::visit(op);
+      }
+    } stores;
+    stores.out = &touched;
+    stores.visit(nest.back()->body);
+    // Or a fragment the loop covers through T.reshape (Collector::reshaped in
+    // collect.cpp): as many elements as the loop, in another shape.
+    std::vector<int64_t> extents;
+    int64_t count = 1;
+    for (const ForNode* f : nest) {
+      auto ex = as_const_int(f->extent);
+      extents.push_back(ex ? *ex : -1);
+      count = ex && count > 0 ? count * *ex : -1;
+    }
+    FragmentLayoutPtr reshaped;
+    for (BufKey k : touched) {
+      auto it = s_.layouts.find(k);
+      if (it == s_.layouts.end()) continue;
+      const FragmentLayoutPtr& l = it->second;
+      if (l->shape().size() == nest.size()) driver = l;
+      if (l->shape() != extents && elements(l->shape()) == count && count > 0) reshaped = l;
+    }
+    if (!driver || (reshaped && driver->shape() != extents)) driver = reshaped;
+    if (!driver) {
+      // A loop that updates reducer partials stays spread over the threads (each
+      // iteration combines into the partial of the one thread that runs it), though
+      // it then writes only registers (per_thread_nest).
+      bool partials = false;
+      for (const auto& [k, b] : a_.replicated) partials = partials || (a_.partial_updates.count(k) && touched.count(k));
+      if (partials) {
+        Stmt s = IRMutator::visit(op, self);
+        auto* f = s.as<ForNode>();
+        Attrs ann = f->annotations;
+        ann[kSpreadOverThreads] = int64_t(1);
+        return for_loop(f->var, f->min, f->extent, f->for_kind, f->body, ann, f->span);
+      }
+      // (mutate: the accesses take the swizzled versions of their buffers)
+      if (Stmt v = vectorize_nest(nest); v.defined()) return thread_op(mutate(v));
+      return IRMutator::visit(op, self);
+    }
+    Var k("k", dtype::Int32);
+    std::vector<Expr> logical = driver->logical(t_, k);
+    if (driver->shape() != extents && elements(driver->shape()) == count) {
+      // The row-major position of the driver's element, over the loop's extents.
+      Expr flat = int_imm(0);
+      for (size_t d = 0; d < logical.size(); ++d) flat = add(mul(flat, int_imm(driver->shape()[d])), logical[d]);
+      logical.assign(nest.size(), Expr());
+      for (int d = int(nest.size()) - 1; d >= 0; --d) {
+        logical[d] = d == 0 ? flat : floormod(flat, int_imm(extents[d]));
+        if (d > 0) flat = floordiv(flat, int_imm(extents[d]));
+      }
+    }
+    Stmt body = RegisterAccess(*this, driver, k).mutate(nest.back()->body);
+    body = mutate(body);
+    // A row vector drives the loop: every thread holding a row runs its iteration.
+    // Only the row's first thread writes memory (shared, global, atomics); the others
+    // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l).
+    if (driver->kind() == FragmentLayout::Kind::Rows)
+      body = LeaderWrites(row_leader(*driver->parent(), t_), partials_).mutate(body);
+    Expr valid = driver->valid(t_, k);
+    if (!is_const_true(valid)) body = if_then_else(valid, body);
+    for (int d = int(nest.size()) - 1; d >= 0; --d)
+      body = let_stmt(nest[d]->var, cast(nest[d]->var.dtype(), logical[d]), body);
+    return thread_op(for_loop(k, int_imm(0), int_imm(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
+  }
+
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0) &&
+        a_.replicated.count(op->regions[0].buffer.get()))
+      return thread_op(lower_replicated_finalize(op, context()));
+    // A replicated reducer copied out to memory: once it is finalized every thread
+    // holds the same values, so the copy's elements are spread over the threads as a
+    // copy of shared memory is (rather than every thread writing all of them).
+    if (op->op == TileOpKind::Copy && a_.replicated.count(op->regions[0].buffer.get()) &&
+        a_.reducers.count(op->regions[0].buffer.get())) {
+      Stmt s = IRMutator::visit(op, self);
+      return op_info(TileOpKind::Copy).lower_serial(s.as<TileOpNode>());
+    }
+    bool touches = false;
+    for (const BufferRegion& r : op->regions) touches |= s_.layouts.count(r.buffer.get()) > 0;
+    // (A copy to or from a thread's own registers stays a per-thread loop: lower_tile_ops.)
+    if (!touches && op->op == TileOpKind::Copy && !touches_registers(op)) {
+      Stmt s = lower_mem_copy(op, context());
+      if (s.defined()) return thread_op(s);
+    }
+    if (!touches) return IRMutator::visit(op, self);
+    switch (op->op) {
+      case TileOpKind::Fill:
+        return thread_op(lower_fill(op, context()));
+      case TileOpKind::Copy:
+        return thread_op(lower_copy(op, context()));
+      case TileOpKind::Gemm:
+        return thread_op(lower_gemm(op, context()));
+      case TileOpKind::Reduce:
+        return thread_op(attr_int(op->attrs, "finalize", 0) ? lower_finalize(op, context())
+                                                            : lower_reduce(op, context()));
+      case TileOpKind::Atomic:
+        return thread_op(lower_atomic(op, context()));
+      default:
+        TL_ICHECK(false, "tile op with a register fragment has no register lowering");
+    }
+    return self;
+  }
+
+ private:
+  // Rewrites the fragment accesses of a T.Parallel body driven by `driver`.
+  class RegisterAccess : public IRMutator {
+   public:
+    RegisterAccess(Lowerer& up, FragmentLayoutPtr driver, Var k)
+        : up_(up), driver_(std::move(driver)), k_(std::move(k)) {
+      if (driver_->shape().size() == 2) driver_rows_ = FragmentLayout::rows(driver_);
+    }
+    using IRMutator::mutate;
+
+   protected:
+    using IRMutator::visit;
+    Expr visit(const BufferLoadNode* op, const Expr& self) override {
+      if (auto reg = local_index(op->buffer)) return buffer_load(up_.regs_.at(op->buffer.get()), {*reg}, op->span);
+      return IRMutator::visit(op, self);
+    }
+    Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
+      if (auto reg = local_index(op->buffer))
+        return buffer_store(up_.regs_.at(op->buffer.get()), mutate(op->value), {*reg}, op->span);
+      return IRMutator::visit(op, self);
+    }
+    // An element-wise T.atomic_add(dst[...], frag[i, j]) inside the loop: each thread
+    // updates its own elements.
+    Stmt visit(const TileOpNode* op, const Stmt& self) override {
+      if (op->op != TileOpKind::Atomic) return IRMutator::visit(op, self);
+      return mutate(op_info(op->op).lower_serial(op));
+    }
+
+   private:
+    std::optional<Expr> local_index(const Buffer& b) {
+      auto it = up_.s_.layouts.find(b.get());
+      if (it == up_.s_.layouts.end()) return std::nullopt;
+      const FragmentLayoutPtr& l = it->second;
+      if (l->equals(*driver_)) return Expr(k_);
+      // A row vector: the rows of this driver, or of a tile whose rows the threads
+      // hold alike (then the driver's rows say which register holds the row).
+      TL_ICHECK(l->kind() == FragmentLayout::Kind::Rows && driver_rows_ && l->same_rows(*driver_rows_), "fragment '",
+                b->name, "' has layout ", l->str(), " in a loop driven by ", driver_->str());
+      return driver_rows_->row_local(k_);
+    }
+    Lowerer& up_;
+    FragmentLayoutPtr driver_, driver_rows_;
+    Var k_;
+  };
+
+  // Wraps each store to memory that is not a thread's registers, and each atomic, in
+  // `if (leader)`.
+  class LeaderWrites : public IRMutator {
+   public:
+    // (`partials`: reducer partials, which only the leader combines an iteration into.)
+    LeaderWrites(Expr leader, const std::set<const BufferNode*>& partials)
+        : leader_(std::move(leader)), partials_(partials) {}
+    using IRMutator::mutate;
+
+   protected:
+    using IRMutator::visit;
+    Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
+      Scope s = op->buffer->scope;
+      bool own = (s == Scope::Local || s == Scope::LocalVar) && !partials_.count(op->buffer.get());
+      return own ? self : if_then_else(leader_, self);
+    }
+    Stmt visit(const TileOpNode* op, const Stmt& self) override {
+      return op->op == TileOpKind::Atomic ? if_then_else(leader_, self) : IRMutator::visit(op, self);
+    }
+
+   private:
+    Expr leader_;
+    const std::set<const BufferNode*>& partials_;
+  };
+
+  static Stmt thread_op(Stmt s) { return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s)); }
+
+  // A T.Parallel nest over memory (no register fragment), `dst[...] = f(loads)`
+  // under an optional guard, split into runs of v consecutive elements of the
+  // innermost variable, dealt to the threads in turn. A run whose accesses are all
+  // in bounds and whose guard holds at both ends (the guard is a conjunction of
+  // comparisons of affine expressions, so it holds in between) moves as vectors;
+  // any other run takes the element-by-element body.
+  Stmt vectorize_nest(const std::vector<const ForNode*>& nest) {
+    std::vector<int64_t> ext;
+    for (const ForNode* f : nest) {
+      auto mn = as_const_int(f->min), ex = as_const_int(f->extent);
+      if (!mn || *mn != 0 || !ex) return Stmt();
+      ext.push_back(*ex);
+    }
+    Stmt body = nest.back()->body;
+    // Names the user bound inside the loop (`idx = bx * block + i`) are inlined.
+    while (auto* l = body.as<LetStmtNode>()) body = substitute(l->body, {{l->var.node(), l->value}});
+    Expr guard;
+    if (auto* i = body.as<IfThenElseNode>(); i && !i->else_case.defined()) {
+      guard = i->cond;
+      body = i->then_case;
+    }
+    auto* store = body.as<BufferStoreNode>();
+    if (!store || store->buffer->dtype.lanes() != 1 || s_.layouts.count(store->buffer.get())) return Stmt();
+    const Var& j = nest.back()->var;
+    // Every access: last index = (something without j) + j, the others without j.
+    std::vector<const BufferLoadNode*> loads;
+    bool ok = true;
+    for_each_expr(evaluate(store->value), [&](const Expr& e) {
+      if (auto* l = e.as<BufferLoadNode>()) loads.push_back(l);
+      if (auto* c = e.as<CallNode>(); c && c->op == Intrinsic::AddressOf) ok = false;
+    });
+    if (!ok) return Stmt();
+    auto uses_j = [&](const Expr& e) {
+      bool found = false;
+      for_each_expr(evaluate(e), [&](const Expr& x) { found |= x.get() == j.get(); });
+      return found;
+    };
+    int64_t widest = elem_bytes(store->buffer->dtype);
+    auto unit_stride = [&](const Buffer& b, const std::vector<Expr>& idx) {
+      if (s_.layouts.count(b.get()) || b->dtype.lanes() != 1 || b->dtype.is_sub_byte() || idx.empty()) return false;
+      for (size_t d = 0; d + 1 < idx.size(); ++d)
+        if (uses_j(idx[d])) return false;
+      std::map<const VarNode*, Expr> next{{j.node(), add(j, make_const(j.dtype(), 1))}};
+      Expr step = simplify(sub(substitute(idx.back(), next), idx.back()));
+      auto c = as_const_int(step);
+      return c && *c == 1 && is_const_one(b.effective_strides().back());
+    };
+    if (!unit_stride(store->buffer, store->indices)) return Stmt();
+    for (const BufferLoadNode* l : loads) {
+      if (!uses_j(buffer_load(l->buffer, l->indices))) continue;  // broadcast: read once per element
+      if (!unit_stride(l->buffer, l->indices)) return Stmt();
+      widest = std::max(widest, elem_bytes(l->buffer->dtype));
+    }
+    if (guard.defined() && !affine_comparisons(guard)) return Stmt();
+    int64_t cols = ext.back(), v = std::min<int64_t>(16 / widest, cols);
+    auto aligned = [&](const Buffer& b, const std::vector<Expr>& idx, int64_t w) {
+      std::map<const VarNode*, Expr> at0{{j.node(), make_const(j.dtype(), 0)}};
+      if (!divisible(simplify(substitute(idx.back(), at0)), w)) return false;
+      auto strides = b.effective_strides();
+      for (size_t d = 0; d + 1 < strides.size(); ++d)
+        if (!divisible(strides[d], w)) return false;
+      return true;
+    };
+    auto all_aligned = [&](int64_t w) {
+      if (cols % w != 0 || !aligned(store->buffer, store->indices, w)) return false;
+      for (const BufferLoadNode* l : loads)
+        if (uses_j(buffer_load(l->buffer, l->indices)) && !aligned(l->buffer, l->indices, w)) return false;
+      return true;
+    };
+    while (v > 1 && !all_aligned(v)) v /= 2;
+    if (v < 2) return Stmt();
+
+    int64_t runs_per_row = cols / v, runs = runs_per_row;
+    for (size_t d = 0; d + 1 < ext.size(); ++d) runs *= ext[d];
+    int64_t iters = (runs + threads_ - 1) / threads_;
+    Var it("it", dtype::Int32);
+    Expr r = add(mul(it, int_imm(threads_)), t_);
+    Var j0(j.name() + "_v", j.dtype());
+    std::vector<std::pair<Var, Expr>> binds;  // outer nest vars and the run start
+    Expr rest = floordiv(r, int_imm(runs_per_row));
+    for (int d = int(ext.size()) - 2; d >= 0; --d) {
+      binds.push_back({nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, int_imm(ext[d])))});
+      if (d > 0) rest = floordiv(rest, int_imm(ext[d]));
+    }
+    binds.push_back({j0, cast(j.dtype(), mul(floormod(r, int_imm(runs_per_row)), int_imm(v)))});
+    std::map<const VarNode*, Expr> at_start{{j.node(), Expr(j0)}};
+    std::map<const VarNode*, Expr> at_end{{j.node(), add(j0, make_const(j.dtype(), v - 1))}};
+    // The fast run: one vector per access.
+    Expr fast = bool_imm(true);
+    if (guard.defined()) fast = logical_and(substitute(guard, at_start), substitute(guard, at_end));
+    std::vector<Stmt> pre;
+    std::vector<Buffer> temps;
+    std::map<const BufferLoadNode*, Buffer> temp_of;
+    for (const BufferLoadNode* l : loads) {
+      if (!uses_j(buffer_load(l->buffer, l->indices)) || temp_of.count(l)) continue;
+      Buffer tmp = Buffer::make(l->buffer->name + "_v", l->buffer->dtype, {int_imm(v)}, Scope::Local);
+      std::vector<Expr> idx;
+      for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
+      if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
+      pre.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", v, ">"),
+                                         {call(Intrinsic::AddressOf, {buffer_load(tmp, {int_imm(0)})}),
+                                          call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
+      temps.push_back(tmp);
+      temp_of[l] = tmp;
+    }
+    std::vector<Expr> sidx;
+    for (const Expr& e : store->indices) sidx.push_back(substitute(e, at_start));
+    if (store->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(store->buffer, sidx, v));
+    Var e("e", dtype::Int32);
+    struct UseTemps : IRMutator {
+      const std::map<const BufferLoadNode*, Buffer>* temps;
+      Expr lane;
+      using IRMutator::mutate;
+      using IRMutator::visit;
+      Expr visit(const BufferLoadNode* op, const Expr& self) override {
+        auto it = temps->find(op);
+        return it == temps->end() ? IRMutator::visit(op, self) : buffer_load(it->second, {lane});
+      }
+    } use;
+    use.temps = &temp_of;
+    use.lane = e;
+    Buffer out = Buffer::make(store->buffer->name + "_v", store->buffer->dtype, {int_imm(v)}, Scope::Local);
+    std::map<const VarNode*, Expr> at_lane{{j.node(), add(j0, cast(j.dtype(), e))}};
+    Expr value = substitute(use.mutate(store->value), at_lane);
+    std::vector<Stmt> vec = pre;
+    vec.push_back(for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
+    vec.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"),
+                                       {call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)}),
+                                        call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})})})));
+    Stmt vec_run = allocate(out, seq(vec));
+    for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
+    // The slow run: the user's body, element by element.
+    Stmt slow = for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled,
+                         let_stmt(j, add(j0, cast(j.dtype(), e)), nest.back()->body));
+    Stmt run = if_then_else(fast, vec_run, slow);
+    for (int b = int(binds.size()) - 1; b >= 0; --b) run = let_stmt(binds[b].first, binds[b].second, run);
+    if (runs % threads_ != 0) run = if_then_else(lt(r, int_imm(runs)), run);
+    return for_loop(it, int_imm(0), int_imm(iters), iters <= 16 ? ForKind::Unrolled : ForKind::Serial, run, {},
+                    nest[0]->span);
+  }
+
+  // Both ends of a run starting at `idx` (v elements along the last dim) in bounds.
+  static Expr run_in_bounds(const Buffer& b, const std::vector<Expr>& idx, int64_t v) {
+    std::vector<Expr> last = idx;
+    last.back() = add(last.back(), make_const(last.back().dtype(), v - 1));
+    return logical_and(in_bounds(b, idx), in_bounds(b, last));
+  }
+
+  // A conjunction of comparisons: true at both ends of a run of an affine index
+  // means true all along it.
+  static bool affine_comparisons(const Expr& e) {
+    auto* b = e.as<BinaryNode>();
+    if (!b) return false;
+    switch (b->op) {
+      case BinaryOp::And:
+        return affine_comparisons(b->a) && affine_comparisons(b->b);
+      case BinaryOp::LT:
+      case BinaryOp::LE:
+      case BinaryOp::GT:
+      case BinaryOp::GE:
+        return affine(b->a) && affine(b->b);
+      default:
+        return false;
+    }
+  }
+  static bool affine(const Expr& e) {
+    if (as_const_int(e) || e.as<VarNode>()) return true;
+    if (auto* c = e.as<CastNode>()) return c->value.dtype().is_integer() && affine(c->value);
+    auto* b = e.as<BinaryNode>();
+    if (!b) return false;
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return affine(b->a) && affine(b->b);
+    if (b->op == BinaryOp::Mul) return (as_const_int(b->a) && affine(b->b)) || (as_const_int(b->b) && affine(b->a));
+    return false;
+  }
+
+  LowerContext context() {
+    return LowerContext{a_,
+                        s_,
+                        t_,
+                        threads_,
+                        cuda_,
+                        regs_,
+                        [this](const Buffer& b) { return mutate_buffer(b); },
+                        [this](const BufferRegion& r) { return mutate_region(r); }};
+  }
+
+  const Analysis& a_;
+  const Solution& s_;
+  Expr t_;
+  int64_t threads_;
+  std::set<const BufferNode*> partials_;  // the registers of replicated reducers' partials
+  bool cuda_;                             // 16-bit fragments cast in pairs (tl::cast_pair)
+  std::map<BufKey, Buffer> regs_;
+  std::map<BufKey, Buffer> swizzled_;
+};
+
+}  // namespace
+
+Stmt lower_kernel_body(const Stmt& body, const Analysis& a, const Solution& s, Expr thread, bool cuda) {
+  return Lowerer(a, s, std::move(thread), tma_destinations(body), cuda).mutate(body);
+}
+
+}  // namespace tl::fragments
