@@ -122,19 +122,20 @@ def flash_attention(
     dtype="float16",
     overlap=False,
     head_group=None,
+    lse=False,
 ):
-    scale = (1.0 / dim) ** 0.5 * math.log2(math.e)
+    """lse=True adds a fifth parameter, LSE [batch, heads, seq_len] float32: each query
+    row's logsumexp of the scaled scores (natural log), what the backward reads
+    (torch_attention.py). The jit call then takes it as an argument; compile
+    `flash_attention.get_tir(..., lse=True)` with out_idx=[3, 4] to have it returned."""
+    sm_scale = (1.0 / dim) ** 0.5
+    scale = sm_scale * math.log2(math.e)
     shape = (batch, seq_len, heads, dim)
     accum_dtype = "float32"
     group = causal_group(batch, heads, seq_len, dim, dtype, head_group)
 
-    @T.prim_func
-    def attention(
-        Q: T.Tensor(shape, dtype),
-        K: T.Tensor(shape, dtype),
-        V: T.Tensor(shape, dtype),
-        Output: T.Tensor(shape, dtype),
-    ):
+    @T.macro
+    def forward(Q, K, V, Output, LSE):
         num_m = T.ceildiv(seq_len, block_M)
         # Causal: blocks start longest first within groups of (batch, head) pairs
         # (causal_order; the GPU starts blocks in order of x, then y, then z).
@@ -216,6 +217,34 @@ def flash_attention(
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, Output[bz, q_start : q_start + block_M, by, :])
+            if lse:
+                # The running maximum plus the log of the sum (natural-log units).
+                for i in T.Parallel(block_M):
+                    logsum[i] = T.log(logsum[i]) + scores_max[i] * sm_scale
+                T.copy(logsum, LSE[bz, by, q_start : q_start + block_M])
+
+    if lse:
+
+        @T.prim_func
+        def attention(
+            Q: T.Tensor(shape, dtype),
+            K: T.Tensor(shape, dtype),
+            V: T.Tensor(shape, dtype),
+            Output: T.Tensor(shape, dtype),
+            LSE: T.Tensor((batch, heads, seq_len), accum_dtype),
+        ):
+            forward(Q, K, V, Output, LSE)
+
+        return attention
+
+    @T.prim_func
+    def attention(
+        Q: T.Tensor(shape, dtype),
+        K: T.Tensor(shape, dtype),
+        V: T.Tensor(shape, dtype),
+        Output: T.Tensor(shape, dtype),
+    ):
+        forward(Q, K, V, Output, None)
 
     return attention
 

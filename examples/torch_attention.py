@@ -1,7 +1,7 @@
 """FlashAttention as one differentiable PyTorch operator (tilelang.torch.op).
 
-The forward is flash_attention.py's online softmax (its `init_scores` and
-`online_softmax` macros) that also stores each query row's logsumexp; the backward is
+The forward is flash_attention.py's kernel with its logsumexp output (lse=True: each
+query row's logsumexp, which the backward reads); the backward is
 flash_attention_bwd.py's two kernels (delta = rowsum(dO * O), then dQ, dK, dV). Each
 kernel becomes an operator; the forward's `backward=` runs the two backward operators,
 and `save=` keeps only what they read (Q, K, V, O and the logsumexp). The operator then
@@ -13,78 +13,10 @@ Layout [batch, seq_len, heads, dim], float16; the logsumexp [batch, heads, seq_l
 float32 in natural-log units, as the backward reads it.
 """
 
-import math
-
 import tilelang
-import tilelang.language as T
 import torch
-from flash_attention import init_scores, online_softmax
+from flash_attention import flash_attention
 from flash_attention_bwd import attention_bwd, attention_bwd_preprocess
-
-
-@tilelang.jit(out_idx=[3, 4], pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True})
-def attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, threads=128):
-    sm_scale = (1.0 / dim) ** 0.5
-    scale = sm_scale * math.log2(math.e)
-    shape = (batch, seq_len, heads, dim)
-    dtype, accum_dtype = "float16", "float32"
-
-    @T.prim_func
-    def forward(
-        Q: T.Tensor(shape, dtype),
-        K: T.Tensor(shape, dtype),
-        V: T.Tensor(shape, dtype),
-        Output: T.Tensor(shape, dtype),
-        LSE: T.Tensor((batch, heads, seq_len), accum_dtype),
-    ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared((block_M, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
-            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
-            scores_max = T.alloc_fragment((block_M,), accum_dtype)
-            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
-            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
-            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
-            logsum = T.alloc_fragment((block_M,), accum_dtype)
-
-            q_start = bx * block_M
-            T.copy(Q[bz, q_start : q_start + block_M, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-            loop_range = T.ceildiv(seq_len, block_N)
-            if is_causal:
-                loop_range = T.min(loop_range, T.ceildiv(q_start + block_M, block_N))
-            for k in T.Pipelined(loop_range, num_stages=1):
-                T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
-                init_scores(acc_s, q_start, k, seq_len, is_causal)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                online_softmax(
-                    acc_s,
-                    acc_s_cast,
-                    scores_max,
-                    scores_max_prev,
-                    scores_scale,
-                    scores_sum,
-                    logsum,
-                    scale,
-                )
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, Output[bz, q_start : q_start + block_M, by, :])
-            # logsumexp of the scaled scores: the running maximum plus log of the sum.
-            for i in T.Parallel(block_M):
-                logsum[i] = T.log(logsum[i]) + scores_max[i] * sm_scale
-            T.copy(logsum, LSE[bz, by, q_start : q_start + block_M])
-
-    return forward
 
 
 def attention_op(batch, heads, seq_len, dim, is_causal, namespace="tl_examples", **tiles):
@@ -92,7 +24,7 @@ def attention_op(batch, heads, seq_len, dim, is_causal, namespace="tl_examples",
     (Q, K, V) -> (O, LSE); the logsumexp is an output without a gradient."""
     target = tiles.pop("target", "auto")
     fwd = tilelang.compile(
-        attention_fwd.get_tir(batch, heads, seq_len, dim, is_causal, **tiles),
+        flash_attention.get_tir(batch, heads, seq_len, dim, is_causal, lse=True, **tiles),
         out_idx=[3, 4],
         target=target,
         pass_configs={tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True},

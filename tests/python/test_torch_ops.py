@@ -429,6 +429,23 @@ def test_attention_gradients_match_torch(attention):
         )
 
 
+def test_attention_logsumexp_matches_numpy(attention):
+    """The forward's second output (flash_attention.py's kernel with lse=True): each query
+    row's logsumexp of the scaled, causally masked scores, against numpy in float64. At
+    seq_len 40 the one causal row tile starts 24 rows before row 0, whose rows are not
+    stored."""
+    _, (attn, _, _) = attention
+    q, k, v = (rand(1, 40, 2, 16, seed=50 + i, dtype=torch.float16) for i in range(3))
+    lse = attn(q, k, v)[1]
+    qd, kd = (t.double().numpy() for t in (q, k))
+    scores = np.einsum("bqhd,bkhd->bhqk", qd, kd) / np.sqrt(16)
+    scores = np.where(np.tril(np.ones((40, 40), dtype=bool)), scores, -np.inf)
+    top = scores.max(-1, keepdims=True)
+    ref = (top + np.log(np.exp(scores - top).sum(-1, keepdims=True)))[..., 0]
+    assert lse.shape == (1, 2, 40) and lse.dtype == torch.float32
+    np.testing.assert_allclose(lse.double().numpy(), ref, rtol=1e-3, atol=1e-3)
+
+
 def test_attention_opcheck(attention):
     _, (attn, delta_op, bwd_op) = attention
     assert str(bwd_op._opoverload._schema) == (
