@@ -175,3 +175,47 @@ def test_annotated_tiles_store_through_tma_in_their_swizzle(target):
     b = np.zeros_like(a)
     kernel(a, b)
     np.testing.assert_array_equal(b, a * np.float16(2))
+
+
+def roundtrip(forward):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32"), Out: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "int32")
+            T.annotate_layout({s: Layout((128,), forward)})
+            for i in T.Parallel(128):
+                s[i] = A[i]
+            for i in T.Parallel(128):
+                Out[i] = s[i]
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "forward, first, second, phys",
+    [
+        (lambda i: i % 64, 0, 64, 0),
+        (lambda i: i * 0, 0, 1, 0),
+        (lambda i: (i % 64) * 4, 0, 64, 0),
+    ],
+)
+def test_a_layout_mapping_two_elements_to_one_location_is_refused(forward, first, second, phys):
+    # As TileLang: on a GPU that applied it, the two elements would overwrite each other.
+    with pytest.raises(tilelang.TileLangError) as info:
+        roundtrip(forward)
+    message = str(info.value)
+    assert "test_shared_layouts.py" in message
+    assert (
+        "T.annotate_layout: the layout of shared buffer `s` must be injective (one location "
+        f"per element), but elements ({first},) and ({second},) both map to physical "
+        f"coordinates ({phys},)"
+    ) in message
+
+
+@pytest.mark.parametrize("forward", [lambda i: i ^ 1, lambda i: i * 2, lambda i: i + 10])
+@pytest.mark.parametrize("target", ["cpu", SM80])
+def test_injective_layouts_that_are_not_swizzles_still_run(forward, target):
+    a = np.random.default_rng(9).integers(-1000, 1000, 128).astype(np.int32)
+    out = np.zeros(128, np.int32)
+    tilelang.compile(roundtrip(forward), target=target)(a, out)
+    np.testing.assert_array_equal(out, a)

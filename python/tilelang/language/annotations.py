@@ -4,6 +4,9 @@ elements on every target (as in TileLang); shared-tile layouts and `T.use_swizzl
 hints for GPU targets: the CPU keeps logical on-chip layouts and runs blocks in any
 order, so they never change results there."""
 
+import itertools
+import math
+
 from . import builder_ctx
 from .buffer import Buffer, const_int, to_value
 from .builder_ctx import frontend_error
@@ -87,7 +90,8 @@ def annotate_layout(layout_map):
             )
         table[buf.handle] = (buf, layout)
         if buf.scope in ("shared", "shared.dyn"):
-            _mark_shared_swizzle(ctx, buf, layout)
+            if not _mark_shared_swizzle(ctx, buf, layout):
+                _check_injective(buf, layout)
         elif buf.scope == "global":
             _mark_global_layout(ctx, buf, layout)
 
@@ -142,17 +146,51 @@ def _mark_shared_swizzle(ctx, buf, layout):
     from .math import address_of, call_extern
 
     if isinstance(layout, Fragment) or buf.ndim < 2:
-        return
+        return False
     dims = [const_int(d) for d in buf.shape]
     bits = buf.dtype.bits
     if any(d is None for d in dims) or bits % 8 or 128 % bits or buf.dtype.lanes != 1:
-        return
+        return False
     found = _xor_chunk_swizzle(layout, dims, bits)
     if found is None:
-        return
+        return False
     shift, mask = found
     element = buf[tuple(0 for _ in dims)]
     ctx.builder.evaluate(call_extern("void", "tl::shared_layout", address_of(element), shift, mask))
+    return True
+
+
+# Shared tiles of at most this many elements have their annotated layout checked
+# element by element (the check runs in Python while tracing).
+_INJECTIVE_CHECK_LIMIT = 1 << 15
+
+
+def _check_injective(buf, layout):
+    """Refuses a shared tile's layout that maps two elements to one location, as TileLang
+    does: on a GPU that applied it, the two would overwrite each other. (The tile keeps
+    its logical layout here, see _mark_shared_swizzle, but the annotation is a mistake.)
+    Checked when the shape is constant and small enough and the layout evaluates on
+    integers."""
+    from tilelang.layout import Fragment
+
+    dims = [const_int(d) for d in buf.shape]
+    if isinstance(layout, Fragment) or None in dims or math.prod(dims) > _INJECTIVE_CHECK_LIMIT:
+        return
+    owner = {}
+    for index in itertools.product(*(range(d) for d in dims)):
+        try:
+            phys = tuple(const_int(to_value(x)) for x in _forward(layout, list(index)))
+        except Exception:  # noqa: BLE001 - a layout we cannot evaluate on integers is not checked
+            return
+        if None in phys:
+            return
+        first = owner.setdefault(phys, index)
+        if first != index:
+            raise frontend_error(
+                f"T.annotate_layout: the layout of shared buffer `{buf.name}` must be injective "
+                f"(one location per element), but elements {first} and {index} both map to "
+                f"physical coordinates {phys}"
+            )
 
 
 def _xor_chunk_swizzle(layout, dims, bits):
