@@ -204,6 +204,18 @@ def test_misuses_of_a_pointer_are_named():
                 Y[0] = A[0] + B[0]
 
     with pytest.raises(
+        tilelang.TileLangError,
+        match=r"T.make_tensor\(p, ...\) is inside a `with T.Kernel\(...\)` block; make the tensor "
+        r"of a pointer parameter before the kernel",
+    ):
+
+        @T.prim_func
+        def inside(p: T.ptr, Y: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=4) as bx:
+                X = T.make_tensor(p, (bx + 4,), T.float32)
+                Y[0] = X[0]
+
+    with pytest.raises(
         tilelang.TileLangError, match=r"an address read inside the kernel .* is not supported"
     ):
 

@@ -115,6 +115,14 @@ def _tensor_of(pointer, shape, dtype, strides, what):
             f"{tuple(old.shape)} and dtype {old.dtype}; a pointer parameter makes one tensor "
             "(take views of it with T.view or slices)"
         )
+    if ctx.builder.in_kernel:
+        # Its shape becomes the parameter's, which the runtime checks before the launch:
+        # it may name scalar parameters and symbolic sizes, never a block or thread index.
+        raise frontend_error(
+            f"{what}({pointer.name}, ...) is inside a `with T.Kernel(...)` block; make the "
+            "tensor of a pointer parameter before the kernel (its shape is part of the "
+            "kernel's signature)"
+        )
     strides = None if strides is None else _shape_list(strides)
     core = ctx.builder.tensor_param(pointer.name, shape, dt, strides, address=True)
     pointer.buffer = wrap_buffer(core)
