@@ -15,6 +15,7 @@
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "runtime/assume_check.h"
 #include "runtime/packed_args.h"
 #include "runtime/tma_launch.h"
 
@@ -467,10 +468,6 @@ bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b
 
 // ---- the slow path: full checks with messages
 
-namespace {
-std::string python_syntax(const Expr& e, int outer);
-}  // namespace
-
 // A symbolic size that appears only inside dimension expressions (`T.Tensor((n * 4,),
 // ...)`, `n * 3 + 1`) is bound from a dimension affine in it: with the other variables
 // bound, e(n) = a * n + c, so n = (extent - c) / a when a divides it exactly. The check
@@ -698,98 +695,6 @@ int Kernel::device_of(const ArgValue* args) const {
     if (args[i].kind == ArgValue::Kind::Tensor) return args[i].tensor.device_id;
   return 0;
 }
-
-namespace {
-
-// How Python spells a binary operator: its symbol and precedence (low to high), or a
-// call (`level` 0) for the ones it has no operator for.
-struct PythonOperator {
-  const char* spelling;
-  int level;
-};
-
-PythonOperator python_operator(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Or:
-      return {"or", 1};
-    case BinaryOp::And:
-      return {"and", 2};
-    case BinaryOp::EQ:
-    case BinaryOp::NE:
-    case BinaryOp::LT:
-    case BinaryOp::LE:
-    case BinaryOp::GT:
-    case BinaryOp::GE:
-      return {binary_op_symbol(op), 4};
-    case BinaryOp::BitOr:
-      return {"|", 5};
-    case BinaryOp::BitXor:
-      return {"^", 6};
-    case BinaryOp::BitAnd:
-      return {"&", 7};
-    case BinaryOp::Shl:
-    case BinaryOp::Shr:
-      return {binary_op_symbol(op), 8};
-    case BinaryOp::Add:
-    case BinaryOp::Sub:
-      return {binary_op_symbol(op), 9};
-    case BinaryOp::Mul:
-      return {"*", 10};
-    case BinaryOp::FloorDiv:
-      return {"//", 10};
-    case BinaryOp::FloorMod:
-      return {"%", 10};
-    case BinaryOp::Div:
-      return {"T.truncdiv", 0};  // C's truncating / and %
-    case BinaryOp::Mod:
-      return {"T.truncmod", 0};
-    default:
-      return {op == BinaryOp::Min ? "T.min" : "T.max", 0};
-  }
-}
-
-// An integer condition as the user wrote it in Python (`N % 4 == 0`, `a // 2 < b and c`).
-std::string python_syntax(const Expr& e, int outer = 0) {
-  if (auto* i = e.as<IntImmNode>()) return std::to_string(i->value);
-  if (auto* v = e.as<VarNode>()) return v->name;
-  if (auto* c = e.as<CastNode>()) return python_syntax(c->value, outer);
-  if (auto* s = e.as<SelectNode>()) {
-    std::string r = python_syntax(s->true_value, 1) + " if " + python_syntax(s->cond, 1) + " else " +
-                    python_syntax(s->false_value, 1);
-    return outer > 0 ? "(" + r + ")" : r;
-  }
-  auto* b = e.as<BinaryNode>();
-  if (!b) return to_string(e);
-  auto [spelling, level] = python_operator(b->op);
-  if (level == 0) return str_cat(spelling, "(", python_syntax(b->a), ", ", python_syntax(b->b), ")");
-  // Left-associative: the right operand of the same level needs parentheses.
-  std::string r = python_syntax(b->a, level) + " " + spelling + " " + python_syntax(b->b, level + 1);
-  return level < outer ? "(" + r + ")" : r;
-}
-
-// Checks the signature's host-side T.assume conditions against a call's values;
-// false when one cannot be evaluated from them (the caller takes the slow path).
-template <class Lookup>
-bool check_assumes(const KernelSignature& sig, const Lookup& lookup) {
-  for (const Expr& a : sig.assumes) {
-    auto v = eval_int_with(a, lookup);
-    if (!v) return false;
-    if (*v) continue;
-    std::string values;
-    std::set<const VarNode*> seen;
-    for_each_expr(a, [&](const Expr& e) {
-      auto* var = e.as<VarNode>();
-      if (!var || !seen.insert(var).second) return;
-      if (const int64_t* x = lookup(var)) values += str_cat(values.empty() ? "" : ", ", var->name, " = ", *x);
-    });
-    throw AssumptionError(
-        {}, str_cat("kernel '", sig.name, "': Assume: ", python_syntax(a), " does not hold for this call (", values,
-                    "); the kernel was compiled relying on it (T.assume)"));
-  }
-  return true;
-}
-
-}  // namespace
 
 void Kernel::call_slow(const ArgValue* args, size_t n, void* stream) const {
   Bindings b = bind(args, n, /*allow_missing=*/false);
