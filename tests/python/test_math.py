@@ -413,3 +413,44 @@ def test_round_and_nearbyint_agree_on_every_target(target, dtype):
     tilelang.compile(main, target=target)(x.astype(np_dtype), r, e)
     np.testing.assert_array_equal(r.astype(np.float64), np.sign(x) * np.floor(np.abs(x) + 0.5))
     np.testing.assert_array_equal(e.astype(np.float64), np.rint(x))
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_round_takes_tilelang_rounding_modes(target, dtype):
+    # T.round(x, "ties-away-from-zero") is T.round(x); "ties-to-even" is T.nearbyint;
+    # integers pass through unchanged.
+    @T.prim_func
+    def main(
+        A: T.Tensor((64,), dtype),
+        I: T.Tensor((64,), "int32"),
+        O: T.Tensor((3, 64), dtype),
+        J: T.Tensor((64,), "int32"),
+    ):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                O[0, i] = T.round(A[i], "ties-away-from-zero")
+                O[1, i] = T.round(A[i], rounding_mode="ties-to-even")
+                O[2, i] = T.round(A[i])
+                J[i] = T.round(I[i], "ties-to-even")
+
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    halves = np.arange(-32, 32) * 0.5 + np.random.default_rng(8).choice([0.0, 0.25], 64)
+    a = halves.astype(np_dtype)
+    ints = np.random.default_rng(9).integers(-1000, 1000, 64).astype(np.int32)
+    o, j = np.zeros((3, 64), np_dtype), np.zeros(64, np.int32)
+    tilelang.compile(main, target=target)(a, ints, o, j)
+    x = a.astype(np.float64)
+    np.testing.assert_array_equal(o[0].astype(np.float64), _round_half_away(x))
+    np.testing.assert_array_equal(o[1].astype(np.float64), np.rint(x))
+    np.testing.assert_array_equal(o[2].astype(np.float64), _round_half_away(x))
+    np.testing.assert_array_equal(j, ints)
+
+
+def test_round_refuses_other_modes():
+    with pytest.raises(
+        ValueError,
+        match="T.round rounding_mode must be one of 'ties-away-from-zero', 'ties-to-even', "
+        "got 'up'",
+    ):
+        _trace(lambda A, I: A.__setitem__(0, T.round(A[1], "up")))

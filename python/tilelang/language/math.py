@@ -38,7 +38,29 @@ rsqrt = _unary("rsqrt")
 abs = _unary("abs")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")
+_ROUND_TIES = {"ties-away-from-zero": "round", "ties-to-even": "nearbyint"}
+
+
+def round(x, rounding_mode=None, span=None):
+    """T.round(x): x rounded to an integer value, halves away from zero (CUDA's roundf).
+    TileLang's rounding_mode picks the rule: "ties-away-from-zero" (the same) or
+    "ties-to-even" (T.nearbyint). Integers are returned as they are. A span in the mode's
+    place (TileLang's old signature) is ignored."""
+    del span
+    if rounding_mode is not None and not isinstance(rounding_mode, str):
+        rounding_mode = None  # TileLang's T.round(x, span)
+    name = _ROUND_TIES.get(rounding_mode or "ties-away-from-zero")
+    if name is None:
+        raise frontend_error(
+            f"T.round rounding_mode must be one of {', '.join(map(repr, _ROUND_TIES))}, "
+            f"got {rounding_mode!r}"
+        )
+    x = to_value(x)
+    if isinstance(x, _C.Expr) and not make_dtype(x.dtype).is_float():
+        return x
+    return _C.call(name, [x])
+
+
 trunc = _unary("trunc")
 nearbyint = _unary("nearbyint")
 sigmoid = _unary("sigmoid")
