@@ -97,3 +97,23 @@ def test_same_symbolic_size_compares_equal_in_python():
     assert bool(a == b) and not bool(a != b)
     with pytest.raises(TypeError, match="has no Python truth value"):
         bool(a == T.dynamic("m2"))
+
+
+@tilelang.jit(target="cpu")
+def strided_fp4(A):
+    M, K, S = T.const("M K S")
+    A: T.StridedTensor((M, K), (S, 1), T.float4_e2m1fn)
+    with T.Kernel(1, threads=32):
+        T.evaluate(A[0, 0])
+
+
+def test_buffer_map_gives_shapes_and_strides_in_elements():
+    # Every other row of a (512, 256)-byte tensor: 256 rows of 512 fp4 elements, rows
+    # 1024 elements (512 bytes) apart, as the kernel's runtime reads the bytes.
+    import torch
+
+    packed = torch.zeros((512, 256), dtype=torch.int8)[::2, :]
+    buffer = strided_fp4.get_tir(packed).buffer_map["A"]
+    assert buffer.shape == (256, 512) and buffer.strides == (1024, 1)
+    compact = with_consts.get_tir(np.zeros((3, 5), np.float32), np.zeros((3, 5), np.float32))
+    assert compact.buffer_map["A"].shape == (3, 5) and compact.buffer_map["A"].strides == ()

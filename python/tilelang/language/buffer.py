@@ -85,6 +85,14 @@ class Buffer:
         return len(self.shape)
 
     @property
+    def strides(self):
+        """The declared strides in elements (a T.StridedTensor's), constants as ints; empty
+        for a compact row-major buffer, as TVM's Buffer.strides."""
+        return tuple(
+            dim if const_int(dim) is None else const_int(dim) for dim in self.handle.strides
+        )
+
+    @property
     def data(self):
         return BufferData(self)
 
