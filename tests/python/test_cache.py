@@ -778,7 +778,7 @@ def test_a_jit_function_keeps_a_bounded_number_of_specializations(tmp_path, monk
     first = scaled(1.75)
     for s in (2.75, 3.75, 4.75, 5.75):
         np.testing.assert_array_equal(scaled(s)(a), a * np.float32(s))
-    assert len(scaled._cache) == 3 and tilelang._C.memory_cache_size() <= 3
+    assert len(scaled._kernel_cache) == 3 and tilelang._C.memory_cache_size() <= 3
     builds = tilelang._C.compile_count()
     again = scaled(1.75)  # dropped by both caches: loaded again from the disk
     assert again is not first and tilelang._C.compile_count() == builds

@@ -74,6 +74,7 @@ KINDS = {
     "test_integer_division": "frontend lowering",
     "test_intrinsics_mma": "frontend emulator",
     "test_jit": "runtime",
+    "test_jit_binding": "runtime",
     "test_jit_phases": "runtime",
     "test_jit_cuda_export": "runtime cuda_source",
     "test_jit_runtime": "runtime",

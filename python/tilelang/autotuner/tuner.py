@@ -122,7 +122,7 @@ def unwrap_function(obj):
         elif isinstance(obj, LazyJIT):
             options, kind, obj = dict(obj.options), "lazy", obj.factory
         elif isinstance(obj, EagerFunction):
-            options, kind, obj = dict(obj.options), "eager", obj.func
+            options, kind, obj = dict(obj.options), "eager", obj.fn
         else:
             break
     if not inspect.isfunction(obj):

@@ -20,7 +20,8 @@ from tilelang.transform import (
 from tilelang.utils.target import determine_target, scoped_target
 
 from . import log
-from .eager import EagerFunction, freeze
+from .binding import JITFunc, call_form
+from .eager import EagerFunction
 from .export import load_kernel
 from .kernel import JITKernel
 from .specializations import Specializations
@@ -90,6 +91,9 @@ def _frozen(value):
 
 
 _PLAIN = frozenset([str, int, float, bool])
+
+# Call forms a factory keeps (the cache that skips binding); beyond, it starts again.
+_MAX_CALL_FORMS = 4096
 
 
 # os.environ.get costs microseconds for an unset variable (it raises and catches a
@@ -253,34 +257,69 @@ def is_eager(func):
     return False
 
 
+class _Compiled:
+    """The kernels a factory built in one environment: by the key of their call
+    (binding.JITFunc.parse_args), and each call form seen to that key."""
+
+    def __init__(self):
+        self.kernels = Specializations()
+        self.calls = {}
+
+
 class LazyJIT:
-    """A factory of T.prim_funcs; calling it compiles (once per arguments) and returns the kernel."""
+    """A factory of T.prim_funcs; calling it compiles (once per arguments) and returns the
+    kernel. Calls that bind to the same arguments (defaults applied, positional or by
+    keyword) share one kernel (binding.py); a call written as before skips the binding."""
 
     def __init__(self, factory, options):
         self.factory = factory
         self.options = options
         self.__name__ = factory.__name__
         self.__doc__ = factory.__doc__
-        self._cache = Specializations()
+        self.mode = "lazy"
+        self._func = JITFunc(factory)
+        self._compiled = {}  # environment key -> _Compiled
         self._last_args = None
 
-    def __call__(self, *args, **kwargs):
-        key = self._key(args, kwargs)
-        kernel = self._cache.get(key)
-        if kernel is None:
-            kernel = self._cache[key] = self._build(args, kwargs)
-        return kernel
-
-    def _key(self, args, kwargs):
+    def _state(self):
         # The environment is part of the key: a factory called again after
         # TILELANG_DEFAULT_TARGET or the emulation switch changed builds anew.
         env = _environment_key(self.options["target"], self.options["execution_backend"])
-        return (freeze(args), freeze(kwargs), env)
+        state = self._compiled.get(env)
+        if state is None:
+            state = self._compiled[env] = _Compiled()
+        return state
+
+    @property
+    def _kernel_cache(self):
+        """{call key: JITKernel} of the current environment (TileLang's name)."""
+        return self._state().kernels
+
+    @property
+    def _call_form_cache(self):
+        """{call as written: call key} of the current environment (TileLang's name)."""
+        return self._state().calls
+
+    def __call__(self, *args, **kwargs):
+        state = self._state()
+        form = call_form(args, kwargs)
+        key = state.calls.get(form) if form is not None else None
+        if key is None:
+            key = self._func.parse_args(*args, **kwargs)[0]
+            if form is not None:
+                if len(state.calls) >= _MAX_CALL_FORMS:
+                    state.calls.clear()
+                state.calls[form] = key
+        kernel = state.kernels.get(key)
+        if kernel is None:
+            kernel = state.kernels[key] = self._build(args, kwargs, state.kernels.made)
+        return kernel
 
     @property
     def func(self):
-        """The decorated factory (TileLang's `.func`)."""
-        return self.factory
+        """The decorated factory as TileLang's `.func` (a binding.JITFunc): calling it
+        calls the factory; `parse_args(*args)` gives the key of a call's kernel."""
+        return self._func
 
     def get_kernel_source(self, *args, **kwargs):
         """The generated source of the kernel for these arguments (compiling it)."""
@@ -303,17 +342,18 @@ class LazyJIT:
                 funcs.append(None)
         label = f"par_compile {self.__name__}"
         kernels = _compile_in_threads(funcs, self.options, num_workers, ignore_error, label)
+        state = self._state()
         for (args, kwargs), kernel in zip(calls, kernels):
             if kernel is not None:
-                self._cache[self._key(args, kwargs)] = kernel
+                state.kernels[self._func.parse_args(*args, **kwargs)[0]] = kernel
         return kernels
 
-    def _build(self, args, kwargs):
+    def _build(self, args, kwargs, made=0):
         if log.logger.isEnabledFor(log.logging.DEBUG):
             values = self._named(args, kwargs)
             log.logger.debug(
                 "new specialization #%d of '%s': %s",
-                self._cache.made + 1,
+                made + 1,
                 self.__name__,
                 log.describe_arguments(values, self._last_args),
             )

@@ -67,7 +67,10 @@ class EagerFunction:
     """What `@tilelang.jit` returns for an eager-style function."""
 
     def __init__(self, func, options):
-        self.func = func
+        from .binding import JITFunc
+
+        self.fn = func
+        self._jit_func = JITFunc(func, mode="eager")
         self.options = options
         self.signature = inspect.signature(func)
         self.__name__ = func.__name__
@@ -77,11 +80,18 @@ class EagerFunction:
         self._kernels = Specializations()
         self._last_spec = None
 
+    @property
+    def func(self):
+        """The decorated function as TileLang's `.func` (a binding.JITFunc): calling it
+        calls the function; `_parse_phase1_key(*args)` splits a call into its key,
+        its tensors and its compile-time values."""
+        return self._jit_func
+
     # ---- tracing
     def _context(self, mode, const_values=None):
-        code = self.func.__code__
+        code = self.fn.__code__
         return TraceContext(
-            self.func.__name__, code.co_filename, code.co_firstlineno, mode, const_values
+            self.fn.__name__, code.co_filename, code.co_firstlineno, mode, const_values
         )
 
     def _bind(self, args, kwargs, partial=False):
@@ -110,7 +120,7 @@ class EagerFunction:
         context, its `where` set to {const name: (param name, dim, kind) or None}."""
         ctx = self._context("discover")
         with contextlib.suppress(DiscoveryDone):
-            run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
+            run_traced(ctx, self.fn, bound.args, bound.kwargs, self._prologue(bound))
         ctx.where = {name: self._find_dim(ctx, var) for name, var in ctx.const_vars.items()}
         return ctx
 
@@ -122,7 +132,7 @@ class EagerFunction:
         for name, value in bound.arguments.items():
             if tensor_like(value) and name not in declared:
                 raise frontend_error(
-                    f"argument '{name}' of '{self.func.__name__}' is a tensor but the body never "
+                    f"argument '{name}' of '{self.fn.__name__}' is a tensor but the body never "
                     f"declares it; add `{name}: T.Tensor(shape, dtype)`"
                 )
         return where, declared
@@ -149,12 +159,12 @@ class EagerFunction:
     def _trace_prim_func(self, bound, const_values):
         """The traced PrimFunc of a specialization (nothing compiled) and its trace."""
         ctx = self._context("eager", const_values)
-        run_traced(ctx, self.func, bound.args, bound.kwargs, self._prologue(bound))
+        run_traced(ctx, self.fn, bound.args, bound.kwargs, self._prologue(bound))
         try:
-            check_all_made(ctx, f"'{self.func.__name__}'")
+            check_all_made(ctx, f"'{self.fn.__name__}'")
         except TileLangError as err:
             raise err.with_traceback(None) from None
-        return PrimFunc(finish(ctx), self.func, func_attrs(ctx)), ctx
+        return PrimFunc(finish(ctx), self.fn, func_attrs(ctx)), ctx
 
     def _trace(self, bound, const_values):
         prim_func, ctx = self._trace_prim_func(bound, const_values)
@@ -175,7 +185,7 @@ class EagerFunction:
                 if v is b:
                     return i
             raise frontend_error(
-                f"'{self.func.__name__}' must return tensors it declared (T.empty outputs or "
+                f"'{self.fn.__name__}' must return tensors it declared (T.empty outputs or "
                 f"parameters), got {v!r}"
             )
 
@@ -240,12 +250,12 @@ class EagerFunction:
         for name, place in where.items():
             if place is None:
                 raise frontend_error(
-                    f"T.const '{name}' of '{self.func.__name__}' is not a dimension of any tensor "
-                    f"argument; give it with {self.func.__name__}.compile({name}=...)"
+                    f"T.const '{name}' of '{self.fn.__name__}' is not a dimension of any tensor "
+                    f"argument; give it with {self.fn.__name__}.compile({name}=...)"
                 )
             value = values[place[0]]
             if isinstance(value, TensorAnnotation):
-                out[name] = _annotated_size(value, *place[1:3], name, self.func.__name__)
+                out[name] = _annotated_size(value, *place[1:3], name, self.fn.__name__)
                 continue
             out[name] = const_from_tensor(value, place)
         return out
@@ -264,7 +274,7 @@ class EagerFunction:
         missing = sorted(set(where) - set(consts))
         if unknown or missing:
             raise TypeError(
-                f"{self.func.__name__}.compile() got unknown names {unknown} and lacks T.const "
+                f"{self.fn.__name__}.compile() got unknown names {unknown} and lacks T.const "
                 f"values {missing}; the function declares T.const {sorted(where)}"
             )
         return bound, declared, consts
