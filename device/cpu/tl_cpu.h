@@ -53,6 +53,18 @@ inline void cp_async_commit() {}
 template <int N>
 inline void cp_async_wait() {}
 
+// Elements of a tensor made of an address read in the kernel (T.make_tensor of an
+// element of a T.Tensor(..., T.ptr) table): `like` only names the element type.
+template <class T>
+inline T load_at(int64_t addr, int64_t i, T like) {
+  (void)like;
+  return reinterpret_cast<const T*>(static_cast<uintptr_t>(addr))[i];
+}
+template <class T>
+inline void store_at(int64_t addr, int64_t i, T value) {
+  reinterpret_cast<T*>(static_cast<uintptr_t>(addr))[i] = value;
+}
+
 // T.use_swizzle's marker: blocks run in any order on the cpu, nothing to remap.
 inline void use_swizzle(int, int) {}
 // T.disable_warp_group_reg_alloc's marker: a hint for sm_90a only.

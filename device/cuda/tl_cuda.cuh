@@ -260,6 +260,18 @@ TL_DEVICE uint32_t load_pair(const T* p) {
 #endif
 }
 
+// Elements of a tensor made of an address read in the kernel (T.make_tensor of an
+// element of a T.Tensor(..., T.ptr) table): `like` only names the element type.
+template <class T>
+TL_DEVICE T load_at(int64_t addr, int64_t i, T like) {
+  (void)like;
+  return reinterpret_cast<const T*>(static_cast<uintptr_t>(addr))[i];
+}
+template <class T>
+TL_DEVICE void store_at(int64_t addr, int64_t i, T value) {
+  reinterpret_cast<T*>(static_cast<uintptr_t>(addr))[i] = value;
+}
+
 // T.use_swizzle's marker: the code generator remaps blockIdx at kernel entry.
 TL_DEVICE void use_swizzle(int, int) {}
 // T.disable_warp_group_reg_alloc's marker: warp_specialize leaves out setmaxnreg.

@@ -153,7 +153,7 @@ def test_handle_and_match_buffer():
     assert 'a = T.make_tensor(a, (n, 4), "float32")' in fill.script()
 
 
-def test_pointer_tables_are_int64_tensors():
+def test_pointer_tables_are_int64_tensors_of_addresses():
     @T.prim_func
     def gather(ptrs: T.Tensor((4,), T.ptr), out: T.Tensor((4,), T.int64)):
         with T.Kernel(1, threads=4) as _:
@@ -215,16 +215,6 @@ def test_misuses_of_a_pointer_are_named():
                 X = T.make_tensor(p, (bx + 4,), T.float32)
                 Y[0] = X[0]
 
-    with pytest.raises(
-        tilelang.TileLangError, match=r"an address read inside the kernel .* is not supported"
-    ):
-
-        @T.prim_func
-        def table(ptrs: T.Tensor((2,), T.ptr), Y: T.Tensor((4,), T.float32)):
-            with T.Kernel(2, threads=1) as bx:
-                X = T.make_tensor(ptrs[bx], (4,), T.float32)
-                Y[0] = X[0]
-
 
 def test_eager_functions_take_pointer_parameters():
     @tilelang.jit(target="cpu")
@@ -260,3 +250,83 @@ def test_eager_functions_take_pointer_parameters():
         tilelang.TileLangError, match=r"pointer parameter 'P' of 'unused' is never made a tensor"
     ):
         unused(x, torch.empty(4))
+
+
+def table_kernel(G, N, M):
+    @T.prim_func
+    def main(
+        srcs: T.Tensor((G,), T.ptr),
+        dsts: T.Tensor((G,), T.ptr),
+        rows: T.Tensor((G,), T.int32),
+        out: T.Tensor((G, N), T.float16),
+    ):
+        with T.Kernel(G, threads=32) as bx:
+            Src = T.make_tensor(srcs[bx], (N,), T.float16)
+            Dst = T.make_tensor(dsts[bx], (rows[bx], M), T.float32)
+            tile = T.alloc_shared((16, M), T.float32)
+            for i in T.serial(N):
+                out[bx, i] = Src[i]
+            for i, j in T.Parallel(16, M):
+                tile[i, j] = T.cast(Src[(i * M + j) % N], T.float32) * 2.0
+            T.copy(tile, Dst[0, 0])  # rows past rows[bx] are not written
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensors_at_addresses_read_from_a_table(target):
+    G, N, M = 3, 24, 8
+    k = tilelang.compile(table_kernel(G, N, M), target=target)
+    srcs = [torch.from_numpy(rng.standard_normal(N).astype(np.float16)) for _ in range(G)]
+    rows = [16, 5, 11]
+    dsts = [torch.full((rows[g] + 2, M), -7.0) for g in range(G)]  # 2 sentinel rows each
+    out = torch.empty(G, N, dtype=torch.float16)
+    k(
+        torch.tensor([s.data_ptr() for s in srcs]),
+        torch.tensor([d.data_ptr() for d in dsts]),
+        torch.tensor(rows, dtype=torch.int32),
+        out,
+    )
+    np.testing.assert_array_equal(out.numpy(), torch.stack(srcs).numpy())
+    for g in range(G):
+        src64 = srcs[g].double().numpy()
+        want = (2.0 * src64[(np.arange(16)[:, None] * M + np.arange(M)) % N])[: rows[g]]
+        np.testing.assert_array_equal(dsts[g][: rows[g]].double().numpy(), want)
+        np.testing.assert_array_equal(dsts[g][rows[g] :].numpy(), -7.0)
+
+
+def test_tensors_at_addresses_refuse_slices_and_non_addresses():
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"a tensor made by T.make_tensor of an address takes 1 indices .* slices of it are "
+        r"not supported",
+    ):
+
+        @T.prim_func
+        def sliced(ptrs: T.Tensor((2,), T.ptr), Y: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=4) as _:
+                X = T.make_tensor(ptrs[0], (4,), T.float32)
+                T.copy(X[0:4], Y)
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"T.make_tensor takes a pointer parameter \(`a_ptr: T.ptr`\) or a 64-bit address",
+    ):
+
+        @T.prim_func
+        def not_an_address(ptrs: T.Tensor((2,), T.int32), Y: T.Tensor((4,), T.float32)):
+            with T.Kernel(1, threads=4) as _:
+                X = T.make_tensor(ptrs[0], (4,), T.float32)
+                Y[0] = X[0]
+
+    @T.prim_func
+    def table(ptrs: T.Tensor((2,), T.ptr), Y: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=4) as _:
+            X = T.make_tensor(ptrs[0], (4,), T.float32)
+            Y[0] = X[0]
+
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"a tensor made of an address read in the kernel .* is not supported on Metal",
+    ):
+        tilelang.compile(table, target="metal").get_kernel_source()

@@ -8,6 +8,7 @@ from . import builder_ctx, views
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value, wrap_buffer
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
+from .pointers import AddressTensor
 from .views import BufferView
 
 _C = builder_ctx._C
@@ -110,7 +111,7 @@ _EVICTION_POLICIES = {"evict_normal": 0, "evict_first": 1, "evict_last": 2}
 def _copy_operand(x, side):
     """(buffer or view, mins, extents or None, whole) for one side of T.copy."""
     x = to_value(x)
-    if isinstance(x, (Buffer, BufferView)):
+    if isinstance(x, (Buffer, BufferView, AddressTensor)):
         return x, [0] * x.ndim, list(x.shape), True
     if isinstance(x, Region):
         return x.buffer, x.mins, x.extents, False
@@ -185,7 +186,9 @@ def copy(
         views.store(ctx, d_buf, d_min, value)
         return
     safe = views.safe_value_of(ctx, s_buf)
-    if isinstance(s_buf, BufferView) or isinstance(d_buf, BufferView):
+    if isinstance(s_buf, (BufferView, AddressTensor)) or isinstance(
+        d_buf, (BufferView, AddressTensor)
+    ):
         views.copy_loops(ctx, (s_buf, s_min, s_ext), (d_buf, d_min, d_ext), safe)
         return
     if safe is not None:
@@ -194,7 +197,7 @@ def copy(
 
 
 def _element(buf, indices):
-    if isinstance(buf, BufferView):
+    if isinstance(buf, (BufferView, AddressTensor)):
         return buf.load(indices)
     return _C.buffer_load(buf.handle, indices)
 

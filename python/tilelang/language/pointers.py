@@ -7,9 +7,11 @@ an address is trusted. `T.Tensor(shape, T.ptr)` is a tensor of 64-bit addresses.
 docs/design/pointer_params.md has the design."""
 
 from . import builder_ctx
-from .buffer import wrap_buffer
+from .buffer import to_value, wrap_buffer
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
+
+_C = builder_ctx._C
 
 # The element type of a table of pointers (`T.Tensor((G,), T.ptr)`): TileLang lowers it
 # to a buffer of int64 addresses.
@@ -90,6 +92,98 @@ def _same(a, b):
     return True
 
 
+class AddressTensor:
+    """A tensor at an address read inside the kernel: `T.make_tensor(ptrs[bx], (N,),
+    dtype)` over a table of pointers. Its elements are read and written one at a time
+    (`X[i, j]`, `X[i, j] = v`, and T.copy to or from it, element by element in a parallel
+    loop, predicated by its shape), each through the address (tl::load_at / tl::store_at
+    of the device headers); nothing can check the address, the extent or the dtype of the
+    memory behind it, which the caller vouches for as for an address argument. Other
+    tile operations and slices of it are refused."""
+
+    def __init__(self, address, shape, dtype, strides, what):
+        self.address = address
+        self.shape = shape
+        self.dtype = dtype
+        self.ndim = len(shape)
+        if strides is None:
+            strides, step = [], 1
+            for extent in reversed(shape):
+                strides.insert(0, step)
+                step = step * extent
+        self.strides = list(strides)
+        self.what = what
+
+    @property
+    def name(self):
+        return f"T.make_tensor({self.address}, ...)"
+
+    def _offset(self, indices):
+        offset = None
+        for index, stride in zip(indices, self.strides):
+            term = _C.binary(
+                "Mul", _C.cast(to_value(index), "int64"), _C.cast(to_value(stride), "int64")
+            )
+            offset = term if offset is None else _C.binary("Add", offset, term)
+        return offset
+
+    def _indices(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != self.ndim or any(isinstance(k, slice) for k in key):
+            raise frontend_error(
+                f"a tensor made by {self.what} of an address takes {self.ndim} indices (one "
+                f"element, or a start point of T.copy), got {key!r}; slices of it are not supported"
+            )
+        return [to_value(k) for k in key]
+
+    def load(self, indices):
+        like = _C.cast(to_value(0), self.dtype)
+        return _C.call_extern(
+            self.dtype, "tl::load_at", [self.address, self._offset(indices), like]
+        )
+
+    def store(self, ctx, indices, value):
+        value = _C.cast(to_value(value), self.dtype)
+        call = _C.call_extern(
+            make_dtype("void"), "tl::store_at", [self.address, self._offset(indices), value]
+        )
+        ctx.builder.evaluate(call)
+
+    def in_bounds(self, indices):
+        """The condition that `indices` lie inside the shape (T.copy predicates by it)."""
+        cond = True
+        for i, n in zip(indices, self.shape):
+            term = _C.logical_and(i >= 0, i < n)
+            cond = term if cond is True else _C.logical_and(cond, term)
+        return cond
+
+    def __getitem__(self, key):
+        indices = self._indices(key)
+        value = self.load(indices)
+        ctx = builder_ctx.current("a load through an address")
+        ctx.remember_load(value, self, indices)  # T.copy takes it as a start point
+        return value
+
+    def __setitem__(self, key, value):
+        ctx = builder_ctx.current("a store through an address")
+        self.store(ctx, self._indices(key), value)
+
+    def __repr__(self):
+        return f"<tensor at address {self.address} of shape {tuple(self.shape)}, {self.dtype}>"
+
+
+def _address_tensor(address, shape, dtype, strides, what):
+    value = to_value(address)
+    dt = getattr(value, "dtype", None)
+    if dt is None or dt.name not in ("int64", "uint64"):
+        raise frontend_error(
+            f"{what} takes a pointer parameter (`a_ptr: T.ptr`) or a 64-bit address read in the "
+            f"kernel (an element of a T.Tensor(..., T.ptr) table), got {address!r}"
+        )
+    builder_ctx.current(what)
+    return AddressTensor(value, _shape_list(shape), make_dtype(dtype), strides, what)
+
+
 def _tensor_of(pointer, shape, dtype, strides, what):
     if not isinstance(pointer, PointerParam):
         if isinstance(pointer, PointerType):
@@ -97,12 +191,7 @@ def _tensor_of(pointer, shape, dtype, strides, what):
                 f"{what} takes a pointer parameter of the kernel (`a_ptr: T.ptr` in its "
                 f"signature), got the annotation {pointer!r} itself"
             )
-        raise frontend_error(
-            f"{what}: {pointer!r} is not a pointer parameter of the kernel. tilelang makes "
-            "tensors of pointer parameters (`a_ptr: T.ptr` in the signature) only, so that "
-            "the runtime can check what is passed for them; an address read inside the "
-            "kernel (an element of a T.Tensor(..., T.ptr) table) is not supported"
-        )
+        return _address_tensor(pointer, shape, dtype, strides, what)
     ctx = builder_ctx.current(what)
     shape = _shape_list(shape)
     dt = make_dtype(dtype)

@@ -20,6 +20,7 @@ from . import builder_ctx
 from .buffer import Buffer, BufferData, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
+from .pointers import AddressTensor
 
 _C = builder_ctx._C
 
@@ -452,7 +453,7 @@ def _side_indices(mins, extents, vars_):
 
 
 def _side_load(buf, indices):
-    if isinstance(buf, BufferView):
+    if isinstance(buf, (BufferView, AddressTensor)):
         return buf.load(indices), buf.in_bounds(indices)
     cond = True
     for i, n in zip(indices, buf.shape):
@@ -466,10 +467,10 @@ def _side_load(buf, indices):
 
 def store(ctx, buf, indices, value):
     """Stores one element of a buffer or a view (dropped outside the view)."""
-    cond = buf.in_bounds(indices) if isinstance(buf, BufferView) else True
+    cond = buf.in_bounds(indices) if isinstance(buf, (BufferView, AddressTensor)) else True
     if cond is not True:
         ctx.builder.begin_if(cond)
-    if isinstance(buf, BufferView):
+    if isinstance(buf, (BufferView, AddressTensor)):
         buf.store(ctx, indices, value)
     else:
         ctx.builder.store(buf.handle, indices, value)
@@ -483,6 +484,8 @@ def same_shape(a, b):
 
 def safe_value_of(ctx, buf):
     """The value T.annotate_safe_value set for `buf` (a view shares its base's), or None."""
+    if isinstance(buf, AddressTensor):
+        return None
     if isinstance(buf, BufferView):
         buf = buf.base
     return getattr(ctx, "safe_values", {}).get(buf.handle)

@@ -573,6 +573,11 @@ class CodeGenMetal : public CodeGenC {
     if (starts("tl::debug_print")) emit_print(op);
     if (name == "tl::simdgroup_barrier") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
     if (name == "__ldg" && op->args.size() == 2) return print_expr(op->args[1]);  // T.__ldg: a plain load
+    if (name == "tl::load_at" || name == "tl::store_at")
+      throw_user_error(op->span,
+                       "a tensor made of an address read in the kernel (T.make_tensor of an element of a "
+                       "T.Tensor(..., T.ptr) table) is not supported on Metal: its kernels take no raw "
+                       "device addresses");
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
     if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
