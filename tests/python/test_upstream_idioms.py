@@ -8,7 +8,8 @@ unless named below):
 - a branch on a register every thread holds alike (`v = T.alloc_var(...); v = Flag[bx]`)
   gets its barriers; a tile op under a branch on a register that differs between
   threads is an error;
-- `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`;
+- `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`,
+  `T.annotate_min_blocks_per_sm(n)` (2026-12-05);
 - a kernel whose own code does not compile is the user's error, not an internal one;
 - `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (commit 6ae6ec0, 2026-12-02);
 - a shared per-row vector updated in a loop over a register row vector that several
@@ -720,3 +721,42 @@ def test_a_parallel_loop_that_converts_stays_a_loop():
     ).get_kernel_source()
     assert src.count("cp_async") > 0  # A's tile (float16 to float16) still becomes one
     assert "(float)" in src  # B's (float16 to float32) is a converting loop
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_min_blocks_per_sm_sets_the_launch_bounds_and_changes_no_result(target):
+    @T.prim_func
+    def main(A: T.Tensor((8, 64), "float32"), B: T.Tensor((8, 64), "float32")):
+        with T.Kernel(8, threads=64) as bx:
+            T.annotate_min_blocks_per_sm(3)
+            for i in T.Parallel(64):
+                B[bx, i] = A[bx, i] * 2.0 + 1.0
+
+    kernel = tilelang.compile(main, target=target)
+    a = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2.0 + 1.0, rtol=1e-6)
+    if target.startswith("cuda"):
+        assert "__launch_bounds__(64, 3) tl_kernel_main(" in kernel.get_kernel_source()
+
+
+@pytest.mark.parametrize(
+    "n,message",
+    [
+        (0, "T.annotate_min_blocks_per_sm takes a positive integer constant, got 0"),
+        ("twice", r"T.annotate_min_blocks_per_sm is given twice in this kernel \(2, then 4\)"),
+    ],
+)
+def test_min_blocks_per_sm_errors(n, message):
+    with pytest.raises(Exception, match=message):
+
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                if n == "twice":
+                    T.annotate_min_blocks_per_sm(2)
+                    T.annotate_min_blocks_per_sm(4)
+                else:
+                    T.annotate_min_blocks_per_sm(n)
+                A[0] = 1.0

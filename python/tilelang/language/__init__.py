@@ -8,6 +8,7 @@ from .annotations import (
     annotate_compile_flags,
     annotate_l2_hit_ratio,
     annotate_layout,
+    annotate_min_blocks_per_sm,
     annotate_pass_configs,
     disable_warp_group_reg_alloc,
     func_attr,
@@ -180,6 +181,7 @@ __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d
 __all__ += [
     "annotate_compile_flags",
     "annotate_l2_hit_ratio",
+    "annotate_min_blocks_per_sm",
     "annotate_pass_configs",
     "disable_warp_group_reg_alloc",
     "func_attr",

@@ -298,9 +298,37 @@ def annotate_l2_hit_ratio(l2_hit_ratio_map):
             )
 
 
+def annotate_min_blocks_per_sm(n):
+    """TileLang's occupancy hint: CUDA kernels get `__launch_bounds__(threads, n)`, so that
+    the device compiler keeps registers low enough for `n` blocks per multiprocessor
+    (a warp-specialized kernel that moves registers keeps 1). It changes no result; the
+    cpu and Metal targets ignore it."""
+    ctx = builder_ctx.current("T.annotate_min_blocks_per_sm")
+    if not ctx.builder.in_kernel:
+        raise frontend_error(
+            "T.annotate_min_blocks_per_sm must be called inside `with T.Kernel(...)`"
+        )
+    count = const_int(to_value(n))
+    if isinstance(n, bool) or count is None or count <= 0:
+        raise frontend_error(
+            f"T.annotate_min_blocks_per_sm takes a positive integer constant, got {n!r}"
+        )
+    if getattr(ctx, "min_blocks_per_sm", None) is not None:
+        raise frontend_error(
+            f"T.annotate_min_blocks_per_sm is given twice in this kernel "
+            f"({ctx.min_blocks_per_sm}, then {count}); give it once"
+        )
+    ctx.min_blocks_per_sm = count
+    from .math import call_extern
+
+    # A marker the cuda code generator reads; a no-op function in the device headers.
+    ctx.builder.evaluate(call_extern("void", "tl::min_blocks_per_sm", count))
+
+
 __all__ = [
     "annotate_l2_hit_ratio",
     "annotate_layout",
+    "annotate_min_blocks_per_sm",
     "disable_warp_group_reg_alloc",
     "use_swizzle",
 ]
