@@ -428,7 +428,16 @@ class Planner {
       case NodeKind::LetStmt: {
         auto* n = s.as<LetStmtNode>();
         uniform_.bind(n->var, n->value);
-        return let_stmt(n->var, n->value, plan(n->body, st), n->span);
+        // Every thread reads the bound value before the body (`offset = idx_shared[0]`
+        // after the threads stored it): its shared reads wait for the pending writes.
+        Access value = accesses(evaluate(n->value));
+        Access& pending = region_ < 0 ? static_cast<Access&>(st) : st.regions[region_];
+        bool sync = !blocked() && conflicts(value, pending);
+        if (sync) clear(st);
+        st.Access::merge(value);
+        (region_ < 0 ? st.block : st.regions[region_]).merge(value);
+        Stmt out = let_stmt(n->var, n->value, plan(n->body, st), n->span);
+        return sync ? seq({barrier(BarrierKind::Threads), out}) : out;
       }
       case NodeKind::Allocate: {
         auto* n = s.as<AllocateNode>();

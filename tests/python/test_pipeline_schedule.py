@@ -192,3 +192,36 @@ def test_flash_attention_schedule_by_hand_matches_numpy(target):
         src = kernel.get_kernel_source()
         # K and V in two versions each, the copies in flight across one step.
         assert "tl::cp_async_wait<0>" in src and "tl::cp_async<16>" in src
+
+
+def indexed_by_shared(pipelined, n=4, tile=32):
+    """Each step stores its tile's offset into shared memory and copies the tile the
+    stored offset names (a producer whose indices read what the body wrote)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n * tile,), "float16"), B: T.Tensor((n * tile,), "float16")):
+        with T.Kernel(1, threads=128):
+            offset_s = T.alloc_shared((1,), "int32")
+            A_s = T.alloc_shared((tile,), "float16")
+            loop = T.Pipelined(n, num_stages=2) if pipelined else T.serial(n)
+            for k in loop:
+                offset_s[0] = (n - 1 - k) * tile  # the tiles in reverse
+                offset = offset_s[0]
+                T.copy(A[offset], A_s)
+                for i in T.Parallel(tile):
+                    B[k * tile + i] = A_s[i] * 2.0
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", EMU, "cuda -arch=sm_90a -emulate"])
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_a_copy_indexed_by_a_value_the_body_stores_matches_numpy(target, pipelined):
+    # The copy cannot run a step ahead (it would read the previous step's offset), so it
+    # runs in place; every thread reads the stored offset after a barrier.
+    kernel = tilelang.compile(indexed_by_shared(pipelined), target=target)
+    a = rng.standard_normal(128).astype(np.float16)
+    b = np.zeros(128, np.float16)
+    kernel(a, b)
+    want = (a.reshape(4, 32)[::-1].astype(np.float32) * 2.0).reshape(-1)
+    np.testing.assert_allclose(b.astype(np.float32), want, rtol=1e-3)

@@ -181,8 +181,9 @@ bool mark_async(std::vector<Unit>& units, const std::set<BufKey>& wgmma_acc) {
 // iterations ahead of the rest of the body. Those are the leading copies, and
 // any later copy of a global tensor into a whole shared tile that no earlier
 // statement of the body touches (FlashAttention's V tile, copied after the
-// softmax) when the loop writes nothing it reads. Loops without such a copy stay
-// as they are (correct, just not overlapped).
+// softmax); never a copy that reads a buffer the loop writes (its source, or a
+// buffer its indices read). Loops without such a copy stay as they are (correct,
+// just not overlapped).
 std::vector<Unit> default_units(const std::vector<Stmt>& body, int64_t stages, const std::set<BufKey>& wgmma_acc) {
   std::set<BufKey> loop_writes, seen;
   for (const Stmt& s : body)
@@ -198,6 +199,14 @@ std::vector<Unit> default_units(const std::vector<Stmt>& body, int64_t stages, c
                   !loop_writes.count(c->regions[0].buffer.get())
               ? c
               : nullptr;
+    // A copy issued num_stages - 1 steps ahead must not read what the body writes (an
+    // index stored into shared memory just before it, a tile the loop updates): it
+    // would read the values of an earlier step. Such a copy runs in its place.
+    if (c) {
+      BufKey dst = c->regions[1].buffer.get();
+      for (BufKey b : touched(body[i]))
+        if (b != dst && loop_writes.count(b)) c = nullptr;
+    }
     is_producer[i] = c != nullptr;
     count += is_producer[i];
     for (BufKey b : touched(body[i])) seen.insert(b);
