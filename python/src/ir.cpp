@@ -1,12 +1,14 @@
 // Binds the IR handles (Expr, Var, Buffer, PrimFunc) with Python operators, so
 // that kernel code like `A[i, k] * 2 + 1` builds IR directly in C++.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <climits>
 
+#include "analysis/kernel_cost.h"
 #include "arith/simplify.h"
 #include "convert.h"
 #include "ir/printer.h"
@@ -302,10 +304,21 @@ void bind_ir(nb::module_& m) {
            })
       // Per parameter (workspaces included): whether the body may write the tensor.
       .def("written_params", &written_params)
-      .def("param_var", [](const PrimFunc& f, size_t i) -> std::optional<Var> {
-        if (i >= f->params.size()) throw nb::index_error();
-        if (f->params[i].is_tensor()) return std::nullopt;
-        return f->params[i].var;
+      .def("param_var",
+           [](const PrimFunc& f, size_t i) -> std::optional<Var> {
+             if (i >= f->params.size()) throw nb::index_error();
+             if (f->params[i].is_tensor()) return std::nullopt;
+             return f->params[i].var;
+           })
+      // The FLOPs and global bytes of all blocks (analysis/kernel_cost.h), as a dict.
+      .def("cost", [](const PrimFunc& f) {
+        KernelCost c = kernel_cost(f);
+        nb::dict d;
+        d["gemm_flops"] = c.gemm_flops;
+        d["scalar_flops"] = c.scalar_flops;
+        d["global_read_bytes"] = c.global_read_bytes;
+        d["global_write_bytes"] = c.global_write_bytes;
+        return d;
       });
 
   // ---- expression functions (the T.* math surface builds on these)

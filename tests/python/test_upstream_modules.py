@@ -40,7 +40,7 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
         ),
         ("tilelang.cuda", "backend", r"tilelang.cuda.backend is a TileLang internal"),
         ("tilelang.jit.adapter.wrapper", "TLCPUSourceWrapper", "TLCPUSourceWrapper"),
-        ("tilelang.tools", "Analyzer", r"tilelang.tools.Analyzer is a TileLang internal"),
+        ("tilelang.tools", "lower_trace", r"tilelang.tools.lower_trace is a TileLang internal"),
         ("tilelang.profiler.bench", "_bench_with_cupti", r"do_bench"),
         ("tilelang._ffi_api", "get_tcgen5_instr_desc", "tilelang._C"),
         ("tilelang.language.eager.ast", "mutate", r"eager.ast.mutate"),
