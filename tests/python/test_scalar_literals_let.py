@@ -102,3 +102,41 @@ def test_attribute_values_the_core_cannot_take_are_user_errors(annotations, mess
         def main(A: T.Tensor((4,), T.float32), B: T.Tensor((4,), T.float32)):
             with T.Kernel(1, threads=4):
                 T.copy(A, B, annotations=annotations)
+
+
+@pytest.mark.parametrize(
+    "dtype,value,how",
+    [("float32", 1e300, "init"), ("float16", 1e39, "store"), ("bfloat16", -1e39, "init")],
+)
+def test_a_float_literal_beyond_float32_is_refused(dtype, value, how):
+    with pytest.raises(ValueError, match=f"exceeds maximum of float32 .* stored into {dtype}"):
+
+        @T.prim_func
+        def main(A: T.Tensor((1,), dtype)):
+            with T.Kernel(1, threads=1):
+                if how == "init":
+                    v = T.alloc_var(dtype, init=value)
+                    A[0] = v
+                else:
+                    A[0] = value
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_float_literals_within_float32_and_infinity_are_stored(target):
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float16"), B: T.Tensor((4,), "float16")):
+        with T.Kernel(1, threads=1):
+            v = T.alloc_var("float16", init=65504.0)
+            B[0] = v
+            B[1] = -65504.0
+            B[2] = float("inf")
+            B[3] = A[3] * 0.5
+            A[0] = 70000.0  # a float32 value beyond float16: inf, as IEEE converts it
+
+    kernel = tilelang.compile(main, target=target)
+    a = rng.standard_normal(4).astype(np.float16)
+    b = np.zeros(4, np.float16)
+    kernel(a, b)
+    np.testing.assert_array_equal(b[:3], np.array([65504.0, -65504.0, np.inf], np.float16))
+    np.testing.assert_allclose(b[3], a[3].astype(np.float32) * 0.5, rtol=1e-3)
+    assert a[0] == np.inf

@@ -15,6 +15,25 @@ def to_value(x):
     return x.__tl_expr__() if isinstance(x, VarBuffer) else x
 
 
+# A Python float literal is a float32 constant (as in TileLang) unless stored into a
+# wider dtype: one beyond float32's largest finite value is refused there. (Narrower
+# dtypes convert a float32 value as IEEE does: 70000.0 into float16 is inf.)
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_float_literal(value, dtype, what):
+    """A Python float stored into a float dtype of 32 bits or fewer must fit float32 (inf
+    and NaN do)."""
+    if str(dtype) not in ("float32", "float16", "bfloat16") or not isinstance(value, float):
+        return
+    if _FLOAT32_MAX < abs(value) < float("inf"):
+        raise frontend_error(
+            f"{what}: the literal {value!r} exceeds maximum of float32 ({_FLOAT32_MAX:g}), the "
+            f"type of float literals stored into {dtype}; write T.infinity(dtype) for an "
+            "infinity, or use a float64 buffer"
+        )
+
+
 def const_int(x):
     """The Python int of a constant integer (Python int or constant Expr), else None."""
     if isinstance(x, int) and not isinstance(x, bool):
@@ -187,6 +206,7 @@ class Buffer:
             return
         indices, region = self._split_key(key)
         ctx = builder_ctx.current(f"storing into buffer '{self.name}'")
+        check_float_literal(value, self.dtype, f"storing into buffer '{self.name}'")
         if region is not None:
             if isinstance(value, LaneVector):
                 store_lanes(region, value)
@@ -226,6 +246,7 @@ class VarBuffer(Buffer):
         return load
 
     def store(self, value):
+        check_float_literal(value, self.dtype, f"assigning '{self.name}'")
         builder_ctx.current(f"assigning '{self.name}'").builder.store(
             self.handle, [0], to_value(value)
         )
