@@ -61,6 +61,9 @@ class CostCounter : public IRVisitor {
     std::vector<int64_t> elements;
     for (const BufferRegion& r : op->regions) elements.push_back(region_elements(r, op->span));
     int written = op_info(op->op).written_region;
+    // T.im2col names its whole input tensor and gathers one patch tile from it: it
+    // reads as many elements as it writes.
+    if (op->op == TileOpKind::Im2col) elements[0] = elements[written];
     for (size_t i = 0; i < op->regions.size(); ++i) {
       const Buffer& b = op->regions[i].buffer;
       if (b->scope != Scope::Global) continue;

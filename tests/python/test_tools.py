@@ -102,6 +102,41 @@ def test_analyzer_takes_an_arch_object_and_a_compiled_kernel():
     assert by_kernel.total_global_bytes == by_object.total_global_bytes
 
 
+def conv_kernel(N, C, HW, F, K, bm, bn, bk):
+    OHW = HW  # stride 1, dilation 1, padding K // 2
+    kdim = K * K * C
+
+    @T.prim_func
+    def conv(
+        data: T.Tensor((N, HW, HW, C), "float16"),
+        weight: T.Tensor((kdim, F), "float16"),
+        out: T.Tensor((N * OHW * OHW, F), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(F, bn), T.ceildiv(N * OHW * OHW, bm), threads=128) as (bx, by):
+            patch = T.alloc_shared((bm, bk), "float16")
+            w = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(kdim, bk), num_stages=2):
+                T.im2col(data, patch, by, k, K, 1, 1, K // 2)
+                T.copy(weight[k * bk, bx * bn], w)
+                T.gemm(patch, w, acc)
+            T.copy(acc, out[by * bm, bx * bn])
+
+    return conv
+
+
+def test_analyzer_counts_an_im2col_convolution_by_its_patch_tiles():
+    N, C, HW, F, K, bm, bn, bk = 2, 16, 8, 64, 3, 32, 32, 16
+    rows, kdim = N * HW * HW, K * K * C
+    blocks, steps = (rows // bm) * (F // bn), kdim // bk
+    r = Analyzer.analysis(conv_kernel(N, C, HW, F, K, bm, bn, bk), "sm_80")
+    assert r.total_flops == 2 * rows * F * kdim
+    # Each step gathers one bm x bk patch tile (not the whole input) and a bk x bn tile.
+    assert r.global_read_bytes == blocks * steps * (bm * bk + bk * bn) * 2
+    assert r.global_write_bytes == rows * F * 2
+
+
 def scale_kernel(N, block):
     @T.prim_func
     def scale(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
