@@ -64,6 +64,8 @@ def test_example_on_cuda(path, monkeypatch, capsys):
         moved = moved_in(self, args)
         full = original_run(self, moved, stream)
         copied_back(args, moved)
+        if not any(isinstance(a, np.ndarray) for a in args):
+            return full  # a torch caller (tilelang.torch operators) gets tensors back
         return [back(x) for x in full]
 
     # JITKernel.__call__ serves compiled kernels: None, one output or a list.
@@ -71,6 +73,8 @@ def test_example_on_cuda(path, monkeypatch, capsys):
         moved = moved_in(self, args)
         out = original_call(self, *moved, stream=stream)
         copied_back(args, moved)
+        if not any(isinstance(a, np.ndarray) for a in args):
+            return out  # a torch caller (tilelang.torch operators) gets tensors back
         return [back(x) for x in out] if isinstance(out, (list, tuple)) else back(out)
 
     monkeypatch.setattr(JITKernel, "run", run_on_cuda)
