@@ -9,7 +9,7 @@ unless named below):
   gets its barriers; a tile op under a branch on a register that differs between
   threads is an error;
 - `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`,
-  `T.annotate_min_blocks_per_sm(n)` (2026-12-05);
+  `T.annotate_min_blocks_per_sm(n)`, TVM's `T.parallel(start, stop)` (2026-12-05);
 - a kernel whose own code does not compile is the user's error, not an internal one;
 - `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (commit 6ae6ec0, 2026-12-02);
 - a shared per-row vector updated in a loop over a register row vector that several
@@ -760,3 +760,24 @@ def test_min_blocks_per_sm_errors(n, message):
                 else:
                     T.annotate_min_blocks_per_sm(n)
                 A[0] = 1.0
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_tvm_parallel_loop_with_and_without_a_start(target):
+    @T.prim_func
+    def main(
+        A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((16,), "float32")
+    ):
+        with T.Kernel(1, threads=32):
+            for i in T.parallel(64):
+                B[i] = A[i] * 2.0
+            for i in T.parallel(8, 24):
+                C[i - 8] = A[i] + 1.0
+
+    kernel = tilelang.compile(main, target=target)
+    a = np.random.default_rng(4).standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    c = np.zeros(16, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(c, a[8:24].astype(np.float64) + 1.0, rtol=1e-6)

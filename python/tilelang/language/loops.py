@@ -89,6 +89,23 @@ class vectorized(Loop):
     kind = "vectorized"
 
 
+class parallel(Loop):
+    """TVM's `T.parallel(start, stop=None, annotations=None)`: one loop whose iterations
+    the compiler spreads over the block's threads, as `T.Parallel(stop - start)` with the
+    index offset by `start`."""
+
+    kind = "parallel"
+
+    def __init__(self, start, stop=None, *, annotations=None):
+        super().__init__(start, stop, None, annotations)
+
+    def open(self, builder, names):
+        var = builder.begin_for(
+            names[0] if names else "i", 0, self.extent, "parallel", self.annotations
+        )
+        return var if const_int(self.min) == 0 else self.min + var
+
+
 def _int_list(what, name, values):
     try:
         return [int(v) for v in values]
