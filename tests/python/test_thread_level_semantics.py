@@ -1026,3 +1026,23 @@ def test_named_barrier_arrive_source_and_refusals():
         def bad(A: T.Tensor((4,), "int32")):
             with T.Kernel(1, threads=64) as _:
                 T.named_barrier_arrive(1, 48)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A, "cpu"])
+def test_named_barrier_without_a_count_is_the_whole_block(target):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            S[tx] = A[tx]
+            T.sync_threads(T.int32(3))  # every thread of the block, at barrier 3
+            B[tx] = S[127 - tx]
+
+    kernel = tilelang.compile(main, target=target)
+    a = np.random.default_rng(9).standard_normal(128).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+    if target != "cpu":
+        assert "tl::named_barrier_sync(3, 128);" in kernel.get_kernel_source()

@@ -278,11 +278,16 @@ gemm_v2 = gemm
 def sync_threads(barrier_id=None, arrive_count=None):
     """A barrier of the whole block; `T.sync_threads(barrier_id, arrive_count)` a named
     barrier (CUDA `bar.sync id, count`, id 1-15) of the `arrive_count` threads, whole
-    warps, that call it with that id: the others never reach it."""
+    warps, that call it with that id: the others never reach it. Without
+    `arrive_count` every thread of the block takes part."""
     ctx = builder_ctx.current("T.sync_threads")
     if barrier_id is None and arrive_count is None:
         ctx.builder.sync_threads()
         return
+    if arrive_count is None and ctx.kernel_extents is not None:
+        arrive_count = 1
+        for extent in ctx.kernel_extents[1]:
+            arrive_count *= extent
     ids, count = const_int(to_value(barrier_id)), const_int(to_value(arrive_count))
     if ids is None or not 1 <= ids <= 15:
         raise frontend_error(
