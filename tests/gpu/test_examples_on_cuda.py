@@ -79,6 +79,7 @@ def test_example_on_cuda(path, monkeypatch, capsys):
 
     monkeypatch.setattr(JITKernel, "run", run_on_cuda)
     monkeypatch.setattr(JITKernel, "__call__", call_on_cuda)
+    monkeypatch.syspath_prepend(str(path.parent))  # examples import their siblings by name
     spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
