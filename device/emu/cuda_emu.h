@@ -84,6 +84,9 @@ inline void run_cluster(int64_t bx, int64_t by, int64_t bz, int cx, int cy, int 
 inline void __syncthreads(int line = __builtin_LINE()) {
   tl::emu::block_barrier(line);
 }
+// CUDA's __nanosleep (sm_70+, a kernel's own call_extern): a hint to back off for
+// about `ns` nanoseconds; the fibers run one at a time, so it returns at once.
+inline void __nanosleep(unsigned /*ns*/) {}
 // A warp barrier, emulated by the (stronger) block barrier.
 inline void __syncwarp(unsigned = 0xffffffffu) {
   tl::sync_threads();

@@ -9,7 +9,8 @@ unless named below):
   gets its barriers; a tile op under a branch on a register that differs between
   threads is an error;
 - `T.thread_binding(0, n, thread=...)`, `T.disable_warp_group_reg_alloc()`,
-  `T.annotate_min_blocks_per_sm(n)`, TVM's `T.parallel(start, stop)` (2026-12-05);
+  `T.annotate_min_blocks_per_sm(n)`, TVM's `T.parallel(start, stop)`, a kernel's own `__nanosleep`
+  in the CUDA emulator (2026-12-05);
 - a kernel whose own code does not compile is the user's error, not an internal one;
 - `T.access_ptr` and TVM's `Buffer.access_ptr` / `elem_offset_of` (commit 6ae6ec0, 2026-12-02);
 - a shared per-row vector updated in a loop over a register row vector that several
@@ -781,3 +782,24 @@ def test_tvm_parallel_loop_with_and_without_a_start(target):
     kernel(a, b, c)
     np.testing.assert_allclose(b, a.astype(np.float64) * 2.0, rtol=1e-6)
     np.testing.assert_allclose(c, a[8:24].astype(np.float64) + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", CUDA)
+def test_nanosleep_of_a_kernel_runs_in_the_emulator(target):
+    @T.prim_func
+    def main(A: T.Tensor((1,), "int32"), B: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            if tx == 0:
+                T.call_extern("void", "__nanosleep", 100)
+                A[0] = -7
+            T.sync_warp()
+            if tx == 1:
+                B[0] = A[0]
+
+    kernel = tilelang.compile(main, target=target)
+    a = np.zeros(1, np.int32)
+    b = np.zeros(1, np.int32)
+    kernel(a, b)
+    assert a[0] == -7 and b[0] == -7
+    assert "__nanosleep(100);" in kernel.get_kernel_source()
