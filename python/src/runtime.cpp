@@ -12,6 +12,7 @@
 
 #include <cstdio>
 
+#include "analysis/inferred_layouts.h"
 #include "cache/kernel_cache.h"
 #include "cache/memory_cache.h"
 #include "call_args.h"
@@ -212,6 +213,23 @@ void bind_runtime(nb::module_& m) {
     std::vector<std::tuple<std::string, std::string, std::string, bool>> out;
     for (const PassConfigKey& k : pass_config_keys())
       out.emplace_back(k.key, kind(k.value), expected_value(k.value), k.used);
+    return out;
+  });
+  // The layouts lowering gives a kernel's register fragments and swizzled shared
+  // tiles, as tables (analysis/inferred_layouts.h; JITKernel.plot_layouts).
+  m.def("inferred_layouts", [](const PrimFunc& f, const std::string& target, const nb::dict& pass_configs) {
+    nb::list out;
+    for (const InferredLayout& l : inferred_layouts(f, Target::parse(target), to_pass_configs(pass_configs))) {
+      nb::dict d;
+      d["buffer"] = l.buffer;
+      d["dtype"] = l.dtype.name();
+      d["bits"] = l.dtype.bits();
+      d["shape"] = l.shape;
+      d["fragment"] = l.fragment;
+      d["holders"] = l.holders;
+      d["offsets"] = l.offsets;
+      out.append(d);
+    }
     return out;
   });
   m.def("available_targets", [] {

@@ -46,6 +46,7 @@ class FragmentLayout {
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int64_t local_size() const { return local_size_; }
+  int64_t threads() const { return threads_; }  // the threads the layout spreads over
   // The groups C is split over: warps (Accum) or warpgroups (WgmmaAccum).
   int64_t warps_m() const { return warps_m_; }
   int64_t warps_n() const { return warps_n_; }

@@ -105,6 +105,17 @@ std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc
   return out;
 }
 
+std::map<const BufferNode*, FragmentLayoutPtr> fragment_layouts(const PrimFunc& f, const Target& target,
+                                                                bool allow_wgmma) {
+  std::map<const BufferNode*, FragmentLayoutPtr> out;
+  for (const KernelLaunchNode* op : launches_of(f->body)) {
+    Analysis a = fragments::analyze_launch(op, target, allow_wgmma && target.has_wgmma());
+    Solution s = fragments::solve(a);
+    out.insert(s.layouts.begin(), s.layouts.end());
+  }
+  return out;
+}
+
 PrimFunc lower_fragments(const PrimFunc& f, const Target& target, bool allow_wgmma) {
   return f.with_body(PerKernel(target, allow_wgmma).mutate(f->body));
 }

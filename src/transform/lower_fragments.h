@@ -6,6 +6,7 @@
 
 #include "ir/attrs.h"
 #include "ir/ir.h"
+#include "layout/fragment.h"
 #include "layout/layout.h"
 #include "target/target.h"
 
@@ -37,5 +38,10 @@ struct SharedTileLayout {
 };
 std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc& f, const Target& target,
                                                                   bool allow_wgmma = true);
+
+// The layout lower_fragments gives each fragment of `f` that keeps its registers
+// (JITKernel.plot_layouts draws them).
+std::map<const BufferNode*, FragmentLayoutPtr> fragment_layouts(const PrimFunc& f, const Target& target,
+                                                                bool allow_wgmma = true);
 
 }  // namespace tl

@@ -21,7 +21,7 @@ from tilelang.layout import (
 )
 from tilelang.tools import Analyzer, plot_layout
 from tilelang.tools.analyzer import ARCH_PEAKS
-from tilelang.tools.plot_layout import layout_cells
+from tilelang.tools.plot_layout import kernel_layout_cells, layout_cells
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -332,3 +332,94 @@ def test_swizzle_png_colours_cells_by_bank(tmp_path):
             by_bank.setdefault(cells.grid[r][c][0], set()).add(pixel(image, r, c))
     assert all(len(colours) == 1 for colours in by_bank.values())  # one colour per bank
     assert len({next(iter(c)) for c in by_bank.values()}) == len(by_bank)  # distinct banks
+
+
+# ---- kernel.plot_layouts: the layouts the lowering chose
+
+
+def small_gemm(M, N, K, bm, bn, bk):
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * bm, bx * bn])
+
+    return gemm
+
+
+@pytest.fixture(scope="module")
+def emulated_gemm():
+    """A 64x64x64 GEMM compiled for sm_80 (run by the emulator), checked against numpy."""
+    kernel = tilelang.compile(
+        small_gemm(64, 64, 64, 64, 64, 32), target="cuda -arch=sm_80 -emulate"
+    )
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+    return kernel
+
+
+def test_kernel_layouts_give_the_mma_accumulator_layout(emulated_gemm):
+    found = {
+        name: (cells, fragment) for name, cells, fragment in kernel_layout_cells(emulated_gemm)
+    }
+    assert set(found) == {"acc", "A_s", "B_s"}
+    cells, fragment = found["acc"]
+    assert fragment and (cells.rows, cells.cols, cells.keys) == (64, 64, 128)
+    per_thread = {}
+    for r in range(64):
+        for c in range(64):
+            key, label = cells.grid[r][c]
+            thread, register = label.split("\n")
+            assert thread == f"T{key}" and register.startswith("L")
+            # PTX's m16n8 accumulator: lane 4 * (row % 8) + (col % 8) // 2 holds (row, col).
+            assert key % 32 == 4 * (r % 8) + (c % 8) // 2
+            per_thread.setdefault(key, set()).add(register)
+    # 128 threads, each holding 64 * 64 / 128 elements in distinct registers.
+    assert len(per_thread) == 128 and all(len(regs) == 32 for regs in per_thread.values())
+
+
+def test_kernel_layouts_give_each_shared_stage_a_permutation_without_ldmatrix_conflicts(
+    emulated_gemm,
+):
+    found = {name: cells for name, cells, fragment in kernel_layout_cells(emulated_gemm)}
+    cells = found["A_s"]  # 2 stages of a 64 x 32 float16 tile: 128 rows of 32
+    assert (cells.rows, cells.cols, cells.keys) == (128, 32, 32)
+    places = [int(cells.grid[r][c][1].split("\n")[0]) for r in range(128) for c in range(32)]
+    assert sorted(places) == list(range(128 * 32))
+    for r0 in range(0, 128, 8):
+        for chunk in range(4):
+            # ldmatrix reads 8 rows of one 16-byte chunk: 8 distinct groups of 4 banks.
+            groups = {cells.grid[r0 + i][chunk * 8][0] // 4 for i in range(8)}
+            assert len(groups) == 8, (r0, chunk, groups)
+
+
+def test_a_cpu_kernel_has_no_inferred_layouts():
+    kernel = tilelang.compile(small_gemm(64, 64, 64, 64, 64, 32), target="cpu")
+    assert kernel_layout_cells(kernel) == []
+
+
+@needs_matplotlib
+def test_plot_layouts_writes_one_png_per_buffer(emulated_gemm, tmp_path):
+    from matplotlib.image import imread
+
+    paths = emulated_gemm.plot_layouts(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in paths) == ["A_s.png", "B_s.png", "acc.png"]
+    image = imread(str(tmp_path / "acc.png"))
+    assert image.shape[:2] == (TITLE_PX + 64 * CELL_PX, 64 * CELL_PX)
+    # (0, 0) and (0, 1) are thread 0's; (0, 2) is thread 1's.
+    assert pixel(image, 0, 0) == pixel(image, 0, 1) != pixel(image, 0, 2)

@@ -459,5 +459,14 @@ class JITKernel:
     def get_host_source(self):
         return self.kernel.host_source
 
+    def plot_layouts(self, directory, formats="png"):
+        """Draws the layout the lowering chose for each register fragment (thread and
+        register of every element) and each swizzled shared gemm tile (place and bank)
+        of this kernel, as `directory/<buffer>.<format>`; returns the paths. The cpu
+        target lays nothing out: no files. Needs matplotlib (tilelang.tools.plot_layout)."""
+        from tilelang.tools.plot_layout import plot_kernel_layouts
+
+        return plot_kernel_layouts(self, directory, formats)
+
     def __repr__(self):
         return f"JITKernel({self.name}, target={self.target}, out_idx={self.out_idx})"

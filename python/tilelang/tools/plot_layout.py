@@ -115,7 +115,7 @@ def _layout_cells(layout, view, grid_shape, element_bits):
         raise ValueError(f"plot_layout element_bits must be a positive int, got {element_bits!r}")
 
     def bank(out):
-        return _flat(out, out_shape) * element_bits // 8 // _BANK_BYTES % _BANKS
+        return _bank(_flat(out, out_shape), element_bits)
 
     title = f"[{'x'.join(map(str, shape))}] -> [{'x'.join(map(str, out_shape))}]"
     if element_bits is not None:
@@ -150,6 +150,61 @@ def _layout_cells(layout, view, grid_shape, element_bits):
         label = f"{place}\nb{key}" if element_bits else str(place)
         cells.set(*divmod(_flat(idx, shape), cols), key, label)
     return cells
+
+
+def _bank(offset, bits):
+    return offset * bits // 8 // _BANK_BYTES % _BANKS
+
+
+def kernel_layout_cells(kernel):
+    """[(buffer name, Cells, is a fragment)] of the layouts the lowering of `kernel` (a
+    compiled JITKernel) chose: each register fragment by thread and register, each
+    swizzled shared gemm tile by place and bank; empty on the cpu target."""
+    from tilelang import _native
+
+    prim = getattr(kernel, "prim_func", None)
+    if prim is None:
+        raise TypeError(
+            "plot_layouts needs a kernel compiled in this process: a kernel loaded from a "
+            "file carries no IR to read its layouts from"
+        )
+    tables = _native.load().inferred_layouts(
+        prim.core, kernel.target, dict(kernel.pass_configs or {})
+    )
+    out = []
+    for t in tables:
+        shape = list(t["shape"])
+        rows, cols = _grid_2d(shape)
+        kind = "fragment" if t["fragment"] else "shared tile"
+        title = f"{t['buffer']}: {t['dtype']} {kind} {'x'.join(map(str, shape))}"
+        if t["fragment"]:
+            cells = Cells(rows, cols, title + ", T thread, L register")
+            for flat, holders in enumerate(t["holders"]):
+                if holders:
+                    label = "/".join(f"T{th}" for th, _ in holders) + f"\nL{holders[0][1]}"
+                    cells.set(*divmod(flat, cols), holders[0][0], label)
+        else:
+            cells = Cells(rows, cols, title + ", place and bank")
+            cells.keys = _BANKS
+            for flat, offset in enumerate(t["offsets"]):
+                bank = _bank(offset, t["bits"])
+                cells.set(*divmod(flat, cols), bank, f"{offset}\nb{bank}")
+        out.append((t["buffer"], cells, t["fragment"]))
+    return out
+
+
+def plot_kernel_layouts(kernel, directory, formats="png"):
+    """Draws every layout kernel_layout_cells finds, as `directory/<buffer>.<format>`
+    (fragments in RdPu by thread, shared tiles in hsv by bank); returns the paths."""
+    chosen = _formats(formats)
+    found = kernel_layout_cells(kernel)
+    _require_matplotlib()
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for name, cells, fragment in found:
+        colormap = "RdPu" if fragment else "hsv"
+        paths += _draw(cells, colormap, os.path.join(directory, name), chosen)
+    return paths
 
 
 def _draw(cells, colormap, path_stem, formats):
