@@ -75,6 +75,30 @@ inline int32_t all_sync(uint32_t mask, bool pred) {
 inline uint64_t activemask() {
   return lanes::present();
 }
+// T.__ffs / T.__fns / T.match_any_sync / T.match_all_sync.
+inline int32_t find_first_set(uint64_t x) {
+  return lanes::find_first_set(x);
+}
+inline uint32_t find_nth_set(uint32_t mask, uint32_t base, int32_t offset) {
+  return lanes::find_nth_set(mask, base, offset);
+}
+template <class T>
+inline uint64_t match_bits(T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "matches compare 32- or 64-bit values");
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+template <class T>
+inline uint32_t match_any_sync(uint32_t mask, T v) {
+  check_warp_mask("T.match_any_sync", mask);
+  return lanes::match_any(match_bits(v), mask);
+}
+template <class T>
+inline uint32_t match_all_sync(uint32_t mask, T v) {
+  check_warp_mask("T.match_all_sync", mask);
+  return lanes::match_all(match_bits(v), mask, nullptr);
+}
 // Lanes of a warp meet here, so shared-memory writes before it are seen after it.
 inline void sync_warp(uint32_t mask = 0xffffffffu) {
   check_warp_mask("T.sync_warp", mask);

@@ -133,4 +133,43 @@ inline bool all(bool pred) {
   return ballot(pred) == present();
 }
 
+// __match_any_sync: the lanes of `mask` (that exist) whose 32- or 64-bit value has
+// the caller's bits. One executor stands for every lane, all holding the same value.
+inline uint32_t match_any(uint64_t mine, uint32_t mask) {
+  if (!current_scheduler()) return mask;
+  const uint64_t* warp = exchange<uint64_t, 1, 2>(&mine);
+  uint32_t bits = 0;
+  for (int l = 0; l < kWarpSize; ++l)
+    if (warp[l] == mine) bits |= 1u << l;
+  return bits & mask & present();
+}
+// __match_all_sync: `mask` when every lane of it (that exists) has the caller's
+// value, else 0; `pred` says which.
+inline uint32_t match_all(uint64_t mine, uint32_t mask, int* pred) {
+  const uint32_t lanes = mask & present();
+  const bool same = (match_any(mine, mask) & lanes) == lanes;
+  if (pred) *pred = same ? 1 : 0;
+  return same ? mask : 0u;
+}
+
+// __ffs / __ffsll: the 1-based position of the lowest set bit, 0 for none.
+inline int32_t find_first_set(uint64_t x) {
+  return x == 0 ? 0 : __builtin_ctzll(x) + 1;
+}
+// __fns (PTX fns.b32): the position of the offset-th set bit of `mask` counting from
+// bit `base` towards the top (offset > 0) or the bottom (offset < 0); offset 0 asks
+// whether bit `base` itself is set. 0xffffffff when there is none.
+inline uint32_t find_nth_set(uint32_t mask, uint32_t base, int32_t offset) {
+  if (base > 31) return 0xffffffffu;
+  if (offset == 0) return (mask >> base & 1u) ? base : 0xffffffffu;
+  int count = offset > 0 ? offset - 1 : -offset - 1;
+  const int step = offset > 0 ? 1 : -1;
+  for (int pos = int(base); pos >= 0 && pos < 32; pos += step)
+    if (mask >> pos & 1u) {
+      if (count == 0) return uint32_t(pos);
+      --count;
+    }
+  return 0xffffffffu;
+}
+
 }  // namespace tl::lanes

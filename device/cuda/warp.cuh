@@ -141,6 +141,22 @@ TL_DEVICE int32_t all_sync(uint32_t mask, bool pred) {
 TL_DEVICE uint64_t activemask() {
   return uint64_t(__activemask());
 }
+// T.__ffs (64-bit values: __ffsll), T.__fns, T.match_any_sync, T.match_all_sync (sm_70+).
+TL_DEVICE int32_t find_first_set(uint64_t x) {
+  return x >> 32 ? __ffsll((long long)x) : __ffs(int(uint32_t(x)));
+}
+TL_DEVICE uint32_t find_nth_set(uint32_t mask, uint32_t base, int32_t offset) {
+  return __fns(mask, base, offset);
+}
+template <class T>
+TL_DEVICE uint32_t match_any_sync(uint32_t mask, T v) {
+  return __match_any_sync(mask, v);
+}
+template <class T>
+TL_DEVICE uint32_t match_all_sync(uint32_t mask, T v) {
+  int pred;
+  return __match_all_sync(mask, v, &pred);
+}
 TL_DEVICE void sync_warp(uint32_t mask = 0xffffffffu) {
   __syncwarp(mask);
 }

@@ -184,6 +184,33 @@ inline int __syncthreads_or(int pred) {
   return tl::emu::block_vote(pred) != 0;
 }
 
+// __match_any_sync / __match_all_sync over the lanes that exist, as the votes.
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T v) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "matches compare 32- or 64-bit values");
+  tl::emu::check_warp_mask("__match_any_sync", mask);
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  return tl::lanes::match_any(bits, mask);
+}
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T v, int* pred) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "matches compare 32- or 64-bit values");
+  tl::emu::check_warp_mask("__match_all_sync", mask);
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  return tl::lanes::match_all(bits, mask, pred);
+}
+inline int __ffs(int x) {
+  return tl::lanes::find_first_set(uint32_t(x));
+}
+inline int __ffsll(long long x) {
+  return tl::lanes::find_first_set(uint64_t(x));
+}
+inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+  return tl::lanes::find_nth_set(mask, base, offset);
+}
+
 // Every thread reaches each warp-level call, so the lanes that exist are active.
 inline unsigned __activemask() {
   return tl::lanes::present();

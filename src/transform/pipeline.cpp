@@ -119,6 +119,24 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
                          t.str() + "' has not; use T.sync_threads() there");
 }
 
+// T.__ffs, T.__fns, T.match_any_sync, T.match_all_sync: CUDA's bit and warp-match
+// intrinsics, which the cpu target and the CUDA emulator compute too; Metal's SIMD
+// groups have no match instruction, and the source carries no copy of the others.
+void refuse_cuda_warp_bits(const PrimFunc& f, const Target& t) {
+  static const std::map<std::string, const char*> names = {{"tl::find_first_set", "T.__ffs"},
+                                                           {"tl::find_nth_set", "T.__fns"},
+                                                           {"tl::match_any_sync", "T.match_any_sync"},
+                                                           {"tl::match_all_sync", "T.match_all_sync"}};
+  const char* found = nullptr;
+  for_each_expr(f->body, [&](const Expr& e) {
+    const std::string* n = extern_name(e);
+    if (auto it = n ? names.find(*n) : names.end(); !found && it != names.end()) found = it->second;
+  });
+  if (found)
+    throw_user_error(f->span,
+                     str_cat(found, " is available on the cuda and cpu targets, not on the target '", t.str(), "'"));
+}
+
 // T.rng_init: cuRAND's generators live in the C++ device headers
 // (device/common/philox_rng.h, mrg32k3a_rng.h, xorwow_rng.h); Metal's self-contained
 // source has no copy of them, and their double-precision draws need float64, which
@@ -253,6 +271,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs) 
 PrimFunc lower_for_metal(PrimFunc f, const Target& t, const PassConfig& configs) {
   refuse_named_barriers(f, t);
   refuse_random_numbers(f, t);
+  refuse_cuda_warp_bits(f, t);
   refuse_wide_accesses(f, t);
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });

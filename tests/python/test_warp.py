@@ -505,3 +505,64 @@ def test_shuffle_elect_picks_the_first_thread_of_each_group(target, threads, ext
     tid = np.arange(threads)
     elected = tid == 0 if extent == 0 else tid % extent == 0
     np.testing.assert_array_equal(out, np.where(elected, shift[0], -shift[0]))
+
+
+def bits_and_matches(n):
+    """Per lane: __ffs / __fns of a ballot of random bits, __fns searching down, and
+    match_any / match_all of values that groups of lanes share."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((n,), "int32"), V: T.Tensor((n,), "float32"), B: T.Tensor((n, 6), "int32")
+    ):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            mask = T.ballot_sync(A[tx] > 0)
+            B[tx, 0] = T.__ffs(mask)
+            B[tx, 1] = T.cast(T.__fns(T.cast(mask, "uint32"), tx % 32, 2), "int32")
+            B[tx, 2] = T.cast(T.__fns(T.cast(mask, "uint32"), tx % 32, -1), "int32")
+            B[tx, 3] = T.cast(T.match_any_sync(V[tx]), "int32")
+            B[tx, 4] = T.cast(T.match_all_sync(A[tx] * 0 + tx // 32), "int32")
+            B[tx, 5] = T.cast(T.match_all_sync(A[tx]), "int32")
+
+    return main
+
+
+def _fns(mask, base, offset):
+    if offset == 0:
+        return base if mask >> base & 1 else 0xFFFFFFFF
+    count, step, pos = abs(offset) - 1, 1 if offset > 0 else -1, base
+    while 0 <= pos < 32:
+        if mask >> pos & 1:
+            if count == 0:
+                return pos
+            count -= 1
+        pos += step
+    return 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_bit_search_and_warp_match(target):
+    n = 64
+    kernel = tilelang.compile(bits_and_matches(n), out_idx=[2], target=target)
+    a = rng.integers(-3, 3, n).astype(np.int32)
+    a[32:] = 1  # the second warp holds one value throughout
+    v = rng.choice(np.array([0.5, -1.25, 3.0], np.float32), n)
+    got = kernel(a, v).astype(np.int64) & 0xFFFFFFFF
+    for w in range(2):
+        lanes = range(32 * w, 32 * w + 32)
+        ballot = sum(1 << (t - 32 * w) for t in lanes if a[t] > 0)
+        for t in lanes:
+            ffs = (ballot & -ballot).bit_length()
+            peers = sum(1 << (u - 32 * w) for u in lanes if v[u] == v[t])
+            same = all(a[u] == a[t] for u in lanes)
+            want = [ffs, _fns(ballot, t % 32, 2), _fns(ballot, t % 32, -1), peers,
+                    0xFFFFFFFF, 0xFFFFFFFF if same else 0]  # fmt: skip
+            assert list(got[t]) == want, (t, list(got[t]), want)
+
+
+def test_bit_search_and_warp_match_are_refused_on_metal():
+    with pytest.raises(
+        tilelang.TileLangError, match="T.__ffs is available on the cuda and cpu targets"
+    ):
+        tilelang.compile(bits_and_matches(32), out_idx=[2], target=METAL)

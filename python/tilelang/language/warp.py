@@ -335,6 +335,67 @@ def activemask():
     return _present_lanes(ctx, _C.call_extern("uint64", "tl::activemask", []))
 
 
+def _integer_operand(what, name, value, bits=None):
+    v = to_value(value)
+    if isinstance(v, bool) or not isinstance(v, (int, _C.Expr)):
+        raise frontend_error(f"{what}: {name} must be an integer, got {_describe(v)}")
+    if isinstance(v, _C.Expr) and not _is_int_dtype(v.dtype):
+        raise frontend_error(f"{what}: {name} must be an integer, got {_describe(v)}")
+    if bits is None:
+        wide = isinstance(v, _C.Expr) and v.dtype.bits == 64 or isinstance(v, int) and v >> 32
+        bits = 64 if wide else 32
+    return (
+        _C.cast(v, f"uint{bits}")
+        if isinstance(v, _C.Expr)
+        else _C.const(v & ((1 << bits) - 1), f"uint{bits}")
+    )
+
+
+def __ffs(value):
+    """CUDA's __ffs / __ffsll: the 1-based position of the lowest set bit of an integer
+    (64-bit values are searched whole), 0 when none is set; int32."""
+    x = _integer_operand("T.__ffs", "value", value)
+    return _C.call_extern("int32", "tl::find_first_set", [_C.cast(x, "uint64")])
+
+
+def __fns(mask, base, offset):
+    """CUDA's __fns: the position of the offset-th set bit of the 32-bit `mask`, counting
+    from bit `base` up (offset > 0) or down (offset < 0); offset 0 gives `base` when that
+    bit is set. 0xFFFFFFFF when there is no such bit; uint32."""
+    args = [
+        _integer_operand("T.__fns", "mask", mask, 32),
+        _integer_operand("T.__fns", "base", base, 32),
+        _C.cast(to_value(offset), "int32"),
+    ]
+    return _C.call_extern("uint32", "tl::find_nth_set", args)
+
+
+def _match(what, fn, value, mask):
+    _collective(what)
+    v = to_value(value)
+    if isinstance(v, (bool, int)):
+        v = _C.const(int(v), "int32")
+    elif isinstance(v, float):
+        v = _C.const(v, "float32")
+    if not isinstance(v, _C.Expr) or v.dtype.lanes != 1 or v.dtype.bits not in (32, 64):
+        raise frontend_error(
+            f"{what} compares a 32- or 64-bit integer or float value, got {_describe(v)}"
+        )
+    return _C.call_extern("uint32", f"tl::{fn}", [_mask(what, mask), v])
+
+
+def match_any_sync(value, mask=FULL_MASK):
+    """The lanes of `mask` whose `value` equals the caller's (uint32; CUDA's
+    __match_any_sync)."""
+    return _match("T.match_any_sync", "match_any_sync", value, mask)
+
+
+def match_all_sync(value, mask=FULL_MASK):
+    """`mask` when every lane of it holds the caller's `value`, else 0 (uint32; CUDA's
+    __match_all_sync)."""
+    return _match("T.match_all_sync", "match_all_sync", value, mask)
+
+
 def sync_warp(mask=None):
     """A barrier for the lanes of a warp (`__syncwarp`): shared-memory writes made
     before it by a lane are visible after it to the lanes in `mask`."""
@@ -442,6 +503,8 @@ def warp_reduce_bitor(value):
 
 
 __all__ = [
+    "__ffs",
+    "__fns",
     "activemask",
     "all_sync",
     "any_sync",
@@ -451,6 +514,8 @@ __all__ = [
     "get_warp_group_idx",
     "get_warp_idx",
     "get_warp_idx_sync",
+    "match_all_sync",
+    "match_any_sync",
     "pdl_sync",
     "pdl_trigger",
     "shfl_down",
