@@ -273,3 +273,36 @@ def test_use_swizzle_outside_a_kernel():
             T.use_swizzle(4)
             with T.Kernel(1, threads=1):
                 A[0] = 1.0
+
+
+def bytes_through_an_annotated_view(layout_fn):
+    @T.prim_func
+    def main(A: T.Tensor((16, 16), "float16"), B: T.Tensor((16, 32), "int8")):
+        with T.Kernel(1, threads=128) as _:
+            stage = T.alloc_shared((2, 16, 16), "float16")
+            as_bytes = T.view(stage, (2, 16, 32), dtype="int8")
+            T.annotate_layout({as_bytes: T.Layout((2, 16, 32), layout_fn)})
+            for i, j in T.Parallel(16, 16):
+                stage[1, i, j] = A[i, j]
+            for i, j in T.Parallel(16, 32):
+                B[i, j] = as_bytes[1, i, j]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_identity_layout_on_a_dtype_changing_view(target):
+    kernel = tilelang.compile(
+        bytes_through_an_annotated_view(lambda s, i, j: [s, i, j]), out_idx=[1], target=target
+    )
+    a = rand(16, 16, dtype=np.float16)
+    np.testing.assert_array_equal(kernel(a), a.view(np.int8))
+
+
+def test_other_layouts_on_a_view_are_refused():
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"T.annotate_layout of the view 'as_bytes' accepts only the identity layout over "
+        r"its shape \[2, 16, 32\] .*; annotate the layout of 'stage' instead",
+    ):
+        bytes_through_an_annotated_view(lambda s, i, j: [s, j // 2, (j % 2) * 16 + i])

@@ -64,6 +64,8 @@ def annotate_layout(layout_map):
     table = ctx.__dict__.setdefault("layout_map", {})
     for buf, layout in layout_map.items():
         buf = to_value(buf)
+        if _identity_on_view(buf, layout):
+            continue
         if not isinstance(buf, Buffer):
             raise frontend_error(
                 f"T.annotate_layout keys must be buffers, got {type(buf).__name__} {buf!r}"
@@ -94,6 +96,34 @@ def annotate_layout(layout_map):
                 _check_injective(buf, layout)
         elif buf.scope == "global":
             _mark_global_layout(ctx, buf, layout)
+
+
+def _identity_on_view(view, layout):
+    """Whether `layout` on a T.view is the identity over the view's shape: the view's
+    elements are laid out row-major over the bytes of the buffer it views, so that
+    layout holds already (TileLang kernels annotate it on dtype-changing views). Any
+    other layout of a view is an error naming the buffer to annotate instead."""
+    from tilelang.layout import Fragment, Layout
+
+    from .math import Var
+    from .views import BufferView
+
+    if not isinstance(view, BufferView):
+        return False
+    if isinstance(layout, Layout) and not isinstance(layout, Fragment):
+        shape = [const_int(to_value(d)) for d in view.shape]
+        if list(layout.shape) == list(view.shape) or [const_int(d) for d in layout.shape] == shape:
+            index = [Var(f"i{k}", "int32") for k in range(len(view.shape))]
+            out = _forward(layout, index)
+            if len(out) == len(index) and all(
+                str(to_value(o)) == str(v) for o, v in zip(out, index)
+            ):
+                return True
+    raise frontend_error(
+        f"T.annotate_layout of the view '{view.name}' accepts only the identity layout over its "
+        f"shape {list(view.shape)} (its elements are row-major over the bytes of "
+        f"'{view.base.name}'); annotate the layout of '{view.base.name}' instead"
+    )
 
 
 def _mark_global_layout(ctx, buf, layout):
