@@ -3,12 +3,11 @@ torch.matmul on the dense A (what the sparse kernel replaces) and, where torch h
 torch's semi-structured sparse matmul (to_sparse_semi_structured: CUTLASS / cuSPARSELt
 on the sparse tensor cores), same run, A/B interleaved medians.
 
-On sm_90a T.gemm_sp decodes each A tile into a dense shared tile and runs the dense
-gemm on it (wgmma), so that path's floor is the dense GEMM's: 2*M*N*K FLOPs at the dense
-tensor rate (H200 ~990 TFLOP/s float16), plus the decode (a few integer operations per
-element of A, on the CUDA cores). Each config is also compiled with tl.disable_wgmma,
-which takes the sparse tensor cores (mma.sp m16n8k32, the sm_80+ path) instead: the
-rows name the path ("decode+wgmma" / "mma.sp"). Bytes: A/2 + E (A/8) + B + C. TFLOP/s
+T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32) on sm_80 and later, sm_90a
+included: on an H100 that path beat decoding each A tile and running the dense wgmma
+about 2x at every config (bench/RESULTS.md "gemm_sp_cuda — 2026-12-05", when the
+decoding was sm_90a's default), so it is the only path measured here; the rows still
+name it. Bytes: A/2 + E (A/8) + B + C. TFLOP/s
 below count the dense 2*M*N*K, so ratios are times. Appends the table to
 bench/RESULTS.md.
 
@@ -45,8 +44,8 @@ CONFIGS = [
     (128, 128, 128, 3, 256),
 ]
 ROUNDS, CALLS = 11, 10
-# The two ways T.gemm_sp runs on sm_90a: its default, and the sparse tensor cores.
-PATHS = {"decode+wgmma": {}, "mma.sp": {"tl.disable_wgmma": True}}
+# The path T.gemm_sp takes for float16 on sm_80+ (select_gemm_sp.h) and its pass configs.
+PATHS = {"mma.sp": {}}
 
 
 def torch_sparse(a):

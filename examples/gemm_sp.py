@@ -5,9 +5,9 @@ weights follow). tilelang.utils.sparse.compress stores it as its kept values A_s
 [M, K // 2] and metadata E [M, K // 16] (int16; one 4-bit code per group of 4: the
 positions of its two kept values). The kernel copies the three tiles of each step
 (E, A_sparse, B) through a T.Pipelined loop and calls T.gemm_sp, which runs on the
-sparse tensor cores on sm_80 .. sm_89 (mma.sp m16n8k32 on the kept values and the
-metadata), and elsewhere decodes the A tile and multiplies it with T.gemm's path
-(wgmma on sm_90a, simdgroup matrices on Metal, loops on the CPU). E and E_shared carry
+sparse tensor cores on sm_80 and later, sm_90a included (mma.sp m16n8k32 on the kept
+values and the metadata), and elsewhere decodes the A tile and multiplies it with
+T.gemm's path (simdgroup matrices on Metal, loops on the CPU). E and E_shared carry
 TileLang's metadata layout annotation, which keeps the row-major format here.
 
 The tiles do not divide M and N: the tails' copies read zeros, which contribute zeros.

@@ -15,10 +15,9 @@ namespace {
 using BufKey = const BufferNode*;
 
 // Why mma.sp cannot run this gemm ("" when it can), for a block of `threads`.
-std::string refusal(const TileOpNode* op, const Target& target, bool wgmma, int64_t threads) {
+std::string refusal(const TileOpNode* op, const Target& target, int64_t threads) {
   const BufferRegion &b = op->regions[1], &c = op->regions[2], &a = op->regions[3], &e = op->regions[4];
   if (target.kind != TargetKind::CUDA || !target.has_mma_sync()) return "the target has no mma.sp (sm_80 and later)";
-  if (wgmma && target.has_wgmma()) return "the target's gemms take wgmma (wgmma.sp is not emitted yet)";
   DataType in = a.buffer->dtype;
   if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in))
     return str_cat("mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not ", in.name(), " x ",
@@ -50,7 +49,7 @@ std::string refusal(const TileOpNode* op, const Target& target, bool wgmma, int6
 // Chooses each T.gemm_sp's form; collects the dense tiles that are no longer used.
 class Select : public IRMutator {
  public:
-  Select(const Target& t, bool wgmma) : target_(t), wgmma_(wgmma) {}
+  explicit Select(const Target& t) : target_(t) {}
   std::set<BufKey> dropped;
   using IRMutator::mutate;
 
@@ -65,7 +64,7 @@ class Select : public IRMutator {
   }
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     if (op->op != TileOpKind::Gemm || attr_int(op->attrs, kGemmSpAttr, 0) != kGemmSpDecoded) return self;
-    std::string why = refusal(op, target_, wgmma_, threads_);
+    std::string why = refusal(op, target_, threads_);
     std::string where = op->span.defined() ? op->span.str() + ": " : "";
     Attrs attrs = op->attrs;
     if (why.empty()) {
@@ -83,7 +82,6 @@ class Select : public IRMutator {
 
  private:
   const Target& target_;
-  bool wgmma_;
   int64_t threads_ = 1;
 };
 
@@ -128,8 +126,8 @@ class Drop : public IRMutator {
 
 }  // namespace
 
-PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target, const PassConfig& configs) {
-  Select select(target, configs.wgmma);
+PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target) {
+  Select select(target);
   Stmt body = select.mutate(f->body);
   if (!select.dropped.empty()) body = Drop(select.dropped).mutate(body);
   return f.with_body(body);

@@ -1,7 +1,8 @@
 """T.gemm_sp on the GPU against torch: TileLang's sparse-gemm kernel shape
 (tests/python/test_gemm_sp.py's sparse_gemm, which the cpu and the emulators run against
 numpy), fed by tilelang.utils.sparse's torch path (compress on the device), for sm_80
-code and sm_90a code (TMA copies, wgmma on the decoded tile)."""
+code and sm_90a code (TMA copies, mma.sp as on sm_80; the int8 case decodes A and runs
+the dense gemm, wgmma on sm_90a)."""
 
 import pathlib
 import sys
@@ -38,6 +39,7 @@ def test_gemm_sp_matches_torch(arch, case):
     assert torch.equal(decompress(a_sparse, e, transposed=trans_A), a)
     func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, stages=3)
     kernel = tilelang.compile(func, out_idx=[3], target=f"cuda -arch={arch}")
+    assert "tl::gemm_sp_ss<" in kernel.get_kernel_source()  # mma.sp on both
     got = kernel(a_sparse, e, b)
     ref = (a.T if trans_A else a).float() @ (b.T if trans_B else b).float()
     torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2)

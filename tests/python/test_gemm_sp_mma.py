@@ -28,6 +28,7 @@ from test_gemm_sp import operands, semi_sparse, sparse_gemm
 
 ROOT = pathlib.Path(__file__).parents[2]
 SM80 = "cuda -arch=sm_80 -emulate"
+SM90A = "cuda -arch=sm_90a -emulate"
 SP_CALL = "tl::gemm_sp_ss<"
 
 
@@ -81,23 +82,46 @@ def test_mma_sp_metadata_widths_and_transposed_metadata(dtype, meta, trans_E):
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
+def dense_gemm(M, N, K, dtype):
+    """A dense T.gemm of a whole M x K by K x N tile: mma.sync m16n8k16 on sm_80."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_f)
+            T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    return main
+
+
 def test_mma_sp_accumulates_in_float32_like_the_instruction():
     """Values whose sum needs float32 (2^-12 steps on top of 2^8): the twin adds the 16
-    kept products of each instruction in float, in K order, as the decoded path's
-    m16n8k16 pair does, so both agree bit for bit here."""
+    kept products of each instruction in float, in K order, as the dense m16n8k16 pair
+    on the decoded A does, so both agree bit for bit here, on sm_80 and sm_90a."""
     M, N, K = 32, 32, 64
     rng = np.random.default_rng(7)
     a = semi_sparse(M, K, "float16", seed=7).astype(np.float32) * 64
     b = (rng.integers(-64, 65, size=(K, N)) / 1024).astype(np.float16)
     a = a.astype(np.float16)
     a_sparse, e = compress(a)
-    sparse = compile_sp(SM80, M, N, K, 32, 32, 64, "float16")
-    decoded = compile_sp("cuda -arch=sm_90a -emulate", M, N, K, 32, 32, 64, "float16")
-    got = np.asarray(sparse(a_sparse, e, b))
-    np.testing.assert_allclose(
-        got, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-6, atol=1e-5
-    )
-    np.testing.assert_array_equal(got, np.asarray(decoded(a_sparse, e, b)))
+    dense = tilelang.compile(dense_gemm(M, N, K, "float16"), out_idx=[2], target=SM80)
+    want = np.asarray(dense(a, b))
+    for target in (SM80, SM90A):
+        sparse = compile_sp(target, M, N, K, 32, 32, 64, "float16")
+        assert SP_CALL in sparse.get_kernel_source()
+        got = np.asarray(sparse(a_sparse, e, b))
+        np.testing.assert_allclose(
+            got, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-6, atol=1e-5
+        )
+        np.testing.assert_array_equal(got, want)
 
 
 def test_invalid_metadata_is_reported_by_the_emulator():
@@ -125,10 +149,10 @@ def test_invalid_metadata_is_reported_by_the_emulator():
             "mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not int8 x int8",
         ),
         (
-            "cuda -arch=sm_90a -emulate",
-            "float16",
-            "int16",
-            "the target's gemms take wgmma (wgmma.sp is not emitted yet)",
+            SM90A,
+            "int8",
+            "int32",
+            "mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not int8 x int8",
         ),
         ("cpu", "float16", "int16", "the target has no mma.sp (sm_80 and later)"),
     ],
@@ -147,7 +171,12 @@ def test_other_gemms_keep_the_decoded_tile_and_say_why(
 
 @pytest.mark.parametrize(
     "target,configs",
-    [("cuda -arch=sm_86 -emulate", {}), ("cuda -arch=sm_90a -emulate", {"tl.disable_wgmma": True})],
+    [
+        ("cuda -arch=sm_86 -emulate", {}),
+        # sm_90a takes mma.sp whether its gemms take wgmma or not (select_gemm_sp.h).
+        (SM90A, {}),
+        (SM90A, {"tl.disable_wgmma": True}),
+    ],
 )
 def test_the_choice_of_mma_sp_is_logged(caplog, fresh_compiles, target, configs):
     M, N, K = 64, 64, 128
@@ -207,12 +236,14 @@ needs_nvrtc = pytest.mark.skipif(
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a"])
 def test_nvrtc_accepts_the_mma_sp_source(arch):
     source = example_kernel(f"cuda -arch={arch}").get_kernel_source()
     assert f"{SP_CALL}128, 128, 64, 2, 2, false, false, false>" in source
     # T.Pipelined keeps its cp.async stages: the gemm reads E, it does not write it.
     assert "tl::cp_async_wait<" in source and source.count("tl::cp_async<") >= 6
+    if arch == "sm_90a":  # A's tiles come through TMA, the gemm stays mma.sp
+        assert "tl::tma_load<" in source and "wgmma" not in source
 
 
 def cuobjdump():
@@ -232,14 +263,16 @@ def cuobjdump():
     return found
 
 
-@pytest.fixture(scope="module")
-def example_cubin(nvcc, tmp_path_factory):  # noqa: F811
-    """The example's default config for sm_80, through nvcc -Xptxas -v: (cubin path, ptxas report)."""
-    tmp = tmp_path_factory.mktemp("gemm_sp_sm80")
+@pytest.fixture(scope="module", params=["sm_80", "sm_90a"])
+def example_cubin(request, nvcc, tmp_path_factory):  # noqa: F811
+    """The example's default config for sm_80 and sm_90a (mma.sp on both), through nvcc
+    -Xptxas -v: (cubin path, ptxas report)."""
+    arch = request.param
+    tmp = tmp_path_factory.mktemp(f"gemm_sp_{arch}")
     cu, cubin = tmp / "kernel.cu", tmp / "kernel.cubin"
-    cu.write_text(example_kernel("cuda -arch=sm_80").get_kernel_source())
+    cu.write_text(example_kernel(f"cuda -arch={arch}").get_kernel_source())
     include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [nvcc, "-arch=sm_80", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
+    cmd = [nvcc, f"-arch={arch}", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
     cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
@@ -265,6 +298,7 @@ def test_the_sass_runs_hmma_sp(example_cubin):
     # two k-steps per 64-wide K tile.
     assert len(re.findall(r"\bHMMA\.SP\.16832\.F32\b", sass)) >= 64, sass[:4000]
     assert not re.search(r"\bHMMA\.16816\b", sass), "dense mma.sync left in the SASS"
+    assert "HGMMA" not in sass, "dense wgmma left in the SASS"
 
 
 def test_an_accumulator_left_in_shared_memory_reads_the_kept_values():
@@ -298,3 +332,51 @@ def test_an_accumulator_left_in_shared_memory_reads_the_kept_values():
     source = kernel.get_kernel_source()
     assert SP_CALL not in source and "sp_code" not in source
     np.testing.assert_allclose(np.asarray(kernel(a_sparse, e, b)), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_sm90a_runs_mma_sp_beside_a_dense_wgmma(caplog, fresh_compiles):
+    """On sm_90a a kernel's dense T.gemm takes wgmma while its T.gemm_sp takes mma.sp
+    (select_gemm_sp.h): D = (A @ B) @ W, A 2:4 sparse, the first product rounded to
+    float16 in shared memory."""
+    M, N, K, P = 64, 64, 128, 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K // 2), "float16"),
+        E: T.Tensor((M, K // 16), "int16"),
+        B: T.Tensor((K, N), "float16"),
+        W: T.Tensor((N, P), "float16"),
+        D: T.Tensor((M, P), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K // 2), "float16")
+            E_s = T.alloc_shared((M, K // 16), "int16")
+            B_s = T.alloc_shared((K, N), "float16")
+            W_s = T.alloc_shared((N, P), "float16")
+            C_s = T.alloc_shared((M, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            D_f = T.alloc_fragment((M, P), "float32")
+            T.copy(A, A_s)
+            T.copy(E, E_s)
+            T.copy(B, B_s)
+            T.copy(W, W_s)
+            T.clear(C_f)
+            T.gemm_sp(A_s, E_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.clear(D_f)
+            T.gemm(C_s, W_s, D_f)
+            T.copy(D_f, D)
+
+    a_sparse, e, b, ref = operands(M, N, K, "float16", seed=11)
+    w = (np.random.default_rng(12).integers(-4, 5, size=(N, P)) / 4).astype(np.float16)
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(main, out_idx=[4], target=SM90A)
+    assert "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)" in caplog.text
+    source = kernel.get_kernel_source()
+    assert SP_CALL in source and "tl::wgmma_gemm_ss<" in source
+    c = ref.astype(np.float16).astype(np.float64)  # exact: small integers over 16
+    np.testing.assert_allclose(
+        np.asarray(kernel(a_sparse, e, b, w)), c @ w.astype(np.float64), rtol=1e-6, atol=1e-6
+    )
+    if "cuda" in available_targets():  # NVRTC accepts the mixed source
+        tilelang.compile(main, out_idx=[4], target="cuda -arch=sm_90a")

@@ -52,7 +52,7 @@ PrimFunc gemm_kernel() {
 // T.gemm_sp as python/tilelang/language/sparse.py emits it: A's kept values and
 // metadata (int16, four 4-bit codes each) decoded into a dense shared tile, and a
 // T.gemm of that tile carrying the kept values and the metadata (kGemmSpDecoded).
-// select_gemm_sp runs it on mma.sp on sm_80 and keeps the decoding on sm_90a.
+// select_gemm_sp runs it on mma.sp on sm_80 and on sm_90a (TMA copies there).
 PrimFunc gemm_sp_kernel() {
   const int64_t M = 128, N = 64, K = 128, BM = 64, BN = 64, BK = 64;
   FunctionBuilder fb("gemm_sp");
