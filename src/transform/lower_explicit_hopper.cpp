@@ -424,7 +424,9 @@ namespace {
 // are spread over its threads only. On CUDA a branch over any other range of threads
 // (`if tx == 0:`, `if tx < 32:`) becomes a region of those threads too, as TileLang
 // spreads an op over the threads its branch leaves: copies, fills, atomics and
-// T.Parallel loops, whose work any number of threads can share. Any other branch on
+// T.Parallel loops, whose work any number of threads can share, and reductions and
+// scans when the range is whole warps (they combine through shuffles and the region's
+// named barrier). Any other branch on
 // the thread index around work spread over the block's threads is refused: only the
 // threads taking the branch would run their share of it.
 
@@ -434,17 +436,20 @@ namespace {
 struct SpreadWork {
   SourceSpan span;
   std::string what;
+  bool shuffles = false;  // a reduction or scan: whole warps combine through shuffles
 };
-// The first tile op in `s` that needs whole warps working together (gemms on tensor
-// cores, reductions and scans through warp shuffles), or nullopt.
+// A tile op in `s` that needs whole warps working together, or nullopt: the first gemm
+// on tensor cores (or im2col) if there is one, else the first reduction or scan (these
+// combine through warp shuffles).
 std::optional<SpreadWork> warp_work(const Stmt& s) {
   struct Find : IRVisitor {
     std::optional<SpreadWork> found;
     using IRVisitor::visit;
     void visit(const TileOpNode* op) override {
-      if (!found && (op->op == TileOpKind::Gemm || op->op == TileOpKind::Reduce || op->op == TileOpKind::Cumsum ||
-                     op->op == TileOpKind::Im2col))
-        found = SpreadWork{op->span, str_cat("T.", tile_op_name(op->op))};
+      const bool group = op->op == TileOpKind::Gemm || op->op == TileOpKind::Im2col;
+      const bool shuffles = op->op == TileOpKind::Reduce || op->op == TileOpKind::Cumsum;
+      if ((group && (!found || found->shuffles)) || (shuffles && !found))
+        found = SpreadWork{op->span, str_cat("T.", tile_op_name(op->op)), shuffles};
     }
   } f;
   f.visit(s);
@@ -624,7 +629,10 @@ class ThreadBranches : public IRMutator {
       auto [lo, hi] = *range;
       int64_t count = hi - lo;
       blamed = *whole;
-      if (!target_.has_tma())
+      if (whole->shuffles && lo % 32 == 0 && count % 32 == 0) {
+        // Reductions and scans combine through warp shuffles and the region's named
+        // barrier: any whole warps can run them, on every CUDA arch.
+      } else if (!target_.has_tma())
         why = str_cat("regions of threads that run it need sm_90 (T.ws), and the target is '", target_.str(), "'");
       else if (lo % kGroup || count % kGroup || lo % count)
         why = str_cat("the branch covers threads [", lo, ", ", hi,

@@ -120,6 +120,7 @@ KINDS = {
     "test_sync_grid": "lowering emulator",
     "test_thread_allreduce": "frontend lowering",
     "test_thread_level_semantics": "lowering emulator",
+    "test_branch_reductions": "lowering emulator",
     "test_threads": "lowering",
     "test_tile_schedule": "frontend lowering",
     "test_tma_device": "emulator",
