@@ -237,6 +237,19 @@ void bind_runtime(nb::module_& m) {
     if (nvrtc()) t.push_back("cuda");
     return t;
   });
+  // The limits the compiler plans a target's kernels with (src/target/target.h), for
+  // tilelang.carver.arch: its one source of shared memory, thread and register limits.
+  m.def("target_limits", [](const std::string& target) {
+    Target t = Target::parse(target);
+    nb::dict d;
+    d["arch"] = t.arch;
+    d["sm_version"] = t.sm_version();
+    d["warp_size"] = t.warp_size();
+    d["max_shared_memory_per_block"] = t.max_shared_memory_per_block();
+    d["max_threads_per_block"] = t.max_block_dim(0);
+    d["registers_per_sm"] = t.kind == TargetKind::CUDA ? kRegistersPerSm : int64_t(0);
+    return d;
+  });
   m.def("present_gpu_arch", &present_gpu_arch);
   m.def("cuda_device_count", &cuda_device_count);
   m.def("cuda_device_attribute", &cuda_device_attribute, nb::arg("attribute"), nb::arg("device") = 0);

@@ -27,6 +27,7 @@ KINDS = {
     "test_autotune_compat": "runtime",
     "test_autotuner": "runtime",
     "test_cache": "runtime",
+    "test_carver": "runtime",
     "test_cast_options": "frontend lowering",
     "test_clusters": "lowering cuda_source emulator",
     "test_compile_flags": "runtime cuda_source",

@@ -172,7 +172,7 @@ def test_analyzer_needs_peaks_for_a_device_not_in_the_table():
         Analyzer.analysis(func, "cpu")
     assert str(info.value) == (
         "Analyzer has no peaks for 'cpu'; the table (tilelang.tools.analyzer.ARCH_PEAKS) has "
-        "sm_80, sm_89, sm_90, sm_100. Pass peak_tflops= and bandwidth_gbps= for this device"
+        "sm_80, sm_89, sm_90, sm_100, metal, gfx942. Pass peak_tflops= and bandwidth_gbps= for this device"
     )
     with pytest.raises(ValueError, match="Analyzer has no peaks for 'sm_75'"):
         Analyzer.analysis(func, "cuda -arch=sm_75")

@@ -12,26 +12,43 @@ logger = logging.getLogger("tilelang")
 
 @dataclass(frozen=True)
 class ArchPeaks:
-    """The dense peaks of one architecture's reference part: memory bandwidth (GB/s) and
-    TFLOPS per kind of math. Tensor-core kinds (fp16 for float16/bfloat16 operands,
-    fp8, tf32 for float32 operands, int8, fp64) rate T.gemm; fp32 rates the other
-    float arithmetic (the CUDA cores)."""
+    """One architecture's reference part: its dense peaks (memory bandwidth in GB/s and
+    TFLOPS per kind of math: tensor-core kinds fp16 for float16/bfloat16 operands, fp8,
+    tf32 for float32 operands, int8, fp64 rate T.gemm; fp32 rates the other float
+    arithmetic) and the hardware that tilelang.carver.arch describes (multiprocessors,
+    shared memory per multiprocessor, L2). Limits the compiler itself plans with (shared
+    memory per block, threads, warp size) come from the core's Target, not from here."""
 
     part: str
     bandwidth_gbps: float
     tflops: dict
+    sm_count: int = 0
+    shared_memory_per_sm: int = 0  # bytes
+    l2_cache_bytes: int = 0  # 0: not published
 
 
-# Dense (no sparsity) datasheet peaks at boost clock.
+_KB, _MB = 1024, 1024 * 1024
+
+# Dense (no sparsity) datasheet peaks at boost clock, and the parts' hardware. "metal"
+# is an Apple M2 Max (38 GPU cores; its 32 KB of threadgroup memory per threadgroup is
+# the Metal limit); "gfx942" an AMD MI300X (CDNA3, compute units in sm_count).
 ARCH_PEAKS = {
     "sm_80": ArchPeaks("A100 SXM4 80GB", 2039,
-                       {"fp16": 312, "tf32": 156, "int8": 624, "fp64": 19.5, "fp32": 19.5}),
+                       {"fp16": 312, "tf32": 156, "int8": 624, "fp64": 19.5, "fp32": 19.5},
+                       108, 164 * _KB, 40 * _MB),
     "sm_89": ArchPeaks("L40S", 864,
-                       {"fp16": 362, "fp8": 733, "tf32": 183, "int8": 733, "fp64": 1.4, "fp32": 91.6}),
+                       {"fp16": 362, "fp8": 733, "tf32": 183, "int8": 733, "fp64": 1.4, "fp32": 91.6},
+                       142, 100 * _KB, 96 * _MB),
     "sm_90": ArchPeaks("H100 SXM5", 3350,
-                       {"fp16": 989, "fp8": 1979, "tf32": 495, "int8": 1979, "fp64": 67, "fp32": 67}),
+                       {"fp16": 989, "fp8": 1979, "tf32": 495, "int8": 1979, "fp64": 67, "fp32": 67},
+                       132, 228 * _KB, 50 * _MB),
     "sm_100": ArchPeaks("B200", 8000,
-                        {"fp16": 2250, "fp8": 4500, "tf32": 1100, "int8": 4500, "fp64": 40, "fp32": 80}),
+                        {"fp16": 2250, "fp8": 4500, "tf32": 1100, "int8": 4500, "fp64": 40, "fp32": 80},
+                        148, 228 * _KB, 126 * _MB),
+    "metal": ArchPeaks("Apple M2 Max", 400, {"fp16": 13.6, "fp32": 13.6}, 38, 32 * _KB, 0),
+    "gfx942": ArchPeaks("MI300X", 5300,
+                        {"fp16": 1307, "fp8": 2615, "tf32": 654, "int8": 2615, "fp64": 163, "fp32": 163},
+                        304, 64 * _KB, 4 * _MB),
 }  # fmt: skip
 
 
@@ -122,7 +139,7 @@ def _core_func(fn):
 def arch_of(device):
     """'sm_80' ... of `device`: a target string ('cuda -arch=sm_80', 'sm_90a', 'auto'),
     a compute capability ('8.0', '80'), or an object with a compute_capability (such as
-    TileLang's carver CUDA arch); None for cpu and metal targets."""
+    TileLang's carver CUDA arch); "metal" for metal targets, None for cpu."""
     cc = getattr(device, "compute_capability", None)
     if cc is not None:
         device = str(cc)
@@ -139,6 +156,10 @@ def arch_of(device):
     m = re.search(r"sm_(\d+)[af]?\b", text) or re.fullmatch(r"(\d+)\.?(\d)[af]?", text)
     if m:
         return "sm_" + "".join(m.groups())
+    if text.split()[0] == "metal":
+        return "metal"
+    if text.startswith("gfx"):  # an AMD arch (TileLang's carver CDNA)
+        return text.split()[0]
     if text.split()[0] == "cuda":
         from tilelang import _native
 
@@ -155,7 +176,7 @@ def arch_of(device):
 class Analyzer:
     """`Analyzer.analysis(fn, device)` (TileLang's entry): the AnalysisResult of `fn` on
     `device`. peak_tflops= and bandwidth_gbps= replace the table's peaks (needed for a
-    cpu or metal target, or an arch the table lacks)."""
+    cpu target, or an arch the table lacks)."""
 
     def __init__(self, fn, device=None, peak_tflops=None, bandwidth_gbps=None):
         self.func = _core_func(fn)

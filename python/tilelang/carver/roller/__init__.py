@@ -1,10 +1,18 @@
-"""TileLang's `tilelang.carver.roller`: its tile-size search over TVM's IR (the roller
-policies, rasterization and hints) is out of scope; tilelang.autotune searches configs
-given as lists."""
+"""TileLang's `tilelang.carver.roller`: the hints the templates of
+tilelang.carver.template recommend (Hint), their rasterization plans, and the search
+that ranks them (policy). TileLang's roller internals over TVM's IR (node graphs,
+shape inference, bestfit) are out of scope."""
 
 from tilelang._compat import forwarding_getattr
 
+from . import policy, rasterization
+from .hint import Hint
+from .rasterization import NoRasterization, Rasterization2DColumn, Rasterization2DRow
+
+__all__ = ["Hint", "NoRasterization", "Rasterization2DColumn", "Rasterization2DRow", "policy",
+           "rasterization"]  # fmt: skip
+
 __getattr__ = forwarding_getattr(
     "tilelang.carver.roller", internal_all=True,
-    instead="list the configs and tune them with @tilelang.autotune(configs=...)",
+    instead="use the templates of tilelang.carver.template (MatmulTemplate(...).recommend_hints())",
 )  # fmt: skip
