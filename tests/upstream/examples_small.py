@@ -159,6 +159,38 @@ ENTRIES = [
           {"M": 256, "N": 256, "BG": 2, "blk_m": 4, "batch_sizes": [64, 192]}),
     # gemm_sp
     Entry("gemm_sp/gemm_sp", "gemm_sp/example_gemm_sp.py", {"M": 128, "N": 128, "K": 128}),
+    # block_causal_attention: its tests loop over block sizes at fixed sizes; one case each
+    Entry("block_causal_attention/fixed", "block_causal_attention/block_causal_attention.py",
+          {"batch": 1, "seq_len": 128, "heads": 1, "dim": 64, "dllm_block": 16}, func="_run_fixed_case",
+          note="its test's helper for one block size (the test runs seven at batch 2, seq_len 256)"),
+    Entry("block_causal_attention/varlen", "block_causal_attention/block_causal_attention_varlen.py",
+          {"lengths": [128, 256], "heads": 1, "dim": 64, "dllm_block": 16}, func="_run_varlen_case",
+          note="its test's helper for one block size; each length a multiple of 2 * block_size (128)"),
+    # deepseek_mhc: main() loops over token counts and hidden sizes; test() is one of them
+    Entry("deepseek_mhc/mhc_post", "deepseek_mhc/example_mhc_post.py", {"n": 64, "h": 1280}, func="test"),
+    Entry("deepseek_mhc/mhc_pre", "deepseek_mhc/example_mhc_pre.py",
+          {"n": 64, "hidden_size": 1280, "hc_mult": 4}, func="test"),
+    # fusedmoe
+    Entry("fusedmoe/fusedmoe_tilelang", "fusedmoe/example_fusedmoe_tilelang.py",
+          {"d_hidden": 128, "d_expert": 128, "n_routed_experts": 4, "n_shared_experts": 1,
+           "n_experts_per_token": 2, "batch_size": 1, "seq_len": 64}),
+    # gemm_fp8: main() runs test_gemm_fp8 at 1024 x 1024 x 1024 (x 8192 for 2xAcc), e4m3 and e5m2
+    *[Entry(f"gemm_fp8/{stem.removeprefix('example_tilelang_')}{tag}", f"gemm_fp8/{stem}.py",
+            {"M": 128, "N": 128, "K": 256, "dtype": dtype}, func="test_gemm_fp8")
+      for stem in ("example_tilelang_gemm_fp8", "example_tilelang_gemm_fp8_2xAcc")
+      for tag, dtype in (("", "float8_e4m3fn"), (":e5m2", "float8_e5m2"))],
+    # flash_decoding
+    Entry("flash_decoding/gqa_decode", "flash_decoding/example_gqa_decode.py",
+          {"batch": 1, "heads": 32, "groups": 8, "kv_seqlen": 512, "dim": 128}),
+    Entry("flash_decoding/mha_inference", "flash_decoding/example_mha_inference.py",
+          {"BATCH": 1, "H": 1, "Q_CTX": 128, "KV_CTX": 256, "D_HEAD": 128, "causal": False}),
+    # gdn: its test file compiles and runs each kernel at the file's module-level sizes
+    Entry("gdn/compilation", "gdn/test_example_gdn_compilation.py", {},
+          func="+".join(f"test_example_{k}_compilation" for k in (
+              "wy_fast", "wy_fast_bwd_split", "chunk_o", "chunk_o_bwd", "chunk_scaled_dot_kkt",
+              "cumsum", "chunk_delta_h", "chunk_delta_bwd")),
+          sizes={"S": 128, "H": 2},
+          note="its test functions, with the file's S and H set; they check nothing against a reference"),
 ]  # fmt: skip
 
 

@@ -104,6 +104,17 @@ def _patch_torch(torch, arch):
         return tensor_to(self, *args, **kwargs)
 
     torch.Tensor.to = to
+
+    class Generator(torch.Generator):
+        """torch.Generator(device="cuda") makes a CPU generator (a subclass: isinstance holds)."""
+
+        def __new__(cls, device="cpu"):
+            return super().__new__(cls, device=_cpu_device(device))
+
+        def __init__(self, device="cpu"):
+            pass
+
+    torch.Generator = Generator
     torch.Tensor.cuda = lambda self, *a, **k: self
     for name in ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"):
         setattr(torch.Tensor, name, _move_device_kwarg(getattr(torch.Tensor, name)))
