@@ -2,17 +2,19 @@
 `import tilelang` when no real TVM is installed: TileLang's examples often import tvm
 first. tilelang-tvm.pth, installed next to this module, calls install() at interpreter
 start; that only appends a finder to sys.meta_path, which imports nothing until a
-`tvm` import reaches it. It sits last, so a real TVM on the path is always found first;
-when none is, it imports tilelang, which registers its TVM facade (tilelang.tvm) as
-`tvm` and its modules as `tvm.tirx`, `tvm.target`, ..., and hands that module over."""
+`tvm` import reaches it (this module imports nothing either, so the interpreter start
+costs well under a millisecond). It never shadows a real TVM: it sits last, and it
+steps aside when a finder after it (one appended later, such as an editable install's)
+provides `tvm`. When nothing else does, it imports tilelang, which registers its TVM
+facade (tilelang.tvm) as `tvm` and its modules as `tvm.tirx`, `tvm.target`, ..., and
+hands that module over."""
 
-import importlib
-import importlib.abc
-import importlib.util
 import sys
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:
+    """A loader that hands over a module already imported."""
+
     def __init__(self, module):
         self.module = module
 
@@ -23,7 +25,7 @@ class _Alias(importlib.abc.Loader):
         pass
 
 
-class TileLangTvmFinder(importlib.abc.MetaPathFinder):
+class TileLangTvmFinder:
     """The last finder on sys.meta_path: `tvm` and its facade's submodules."""
 
     _busy = False  # tilelang's own lookup of a real tvm while it imports
@@ -34,15 +36,31 @@ class TileLangTvmFinder(importlib.abc.MetaPathFinder):
             return None
         cls._busy = True
         try:
+            if name == "tvm" and _found_after_us(name, path, target):
+                return None  # a real TVM from a later finder: the import system takes it
+            import importlib
+
             importlib.import_module("tilelang")
         finally:
             cls._busy = False
         module = sys.modules.get(name)
         if module is None:  # not a module of the facade (or a real tvm took the name)
             return None
+        import importlib.util
+
         return importlib.util.spec_from_loader(name, _Alias(module))
 
 
+def _found_after_us(name, path, target):
+    finders = sys.meta_path
+    after = finders[finders.index(TileLangTvmFinder) + 1 :] if TileLangTvmFinder in finders else []
+    for finder in after:
+        find = getattr(finder, "find_spec", None)
+        if find is not None and find(name, path, target) is not None:
+            return True
+    return False
+
+
 def install():
-    if not any(f is TileLangTvmFinder for f in sys.meta_path):
+    if TileLangTvmFinder not in sys.meta_path:
         sys.meta_path.append(TileLangTvmFinder)

@@ -1,6 +1,42 @@
 """tilelang: TileLang's Python API (`import tilelang; import tilelang.language as T`) on a
 C++ compiler core. This module loads the core and exposes compile / jit and settings."""
 
+
+def _refuse_mixed_distributions():
+    """Raises ImportError when the folder this package sits in also holds the files of
+    TileLang's own `tilelang` distribution: both install a `tilelang/` folder, and pip
+    puts one over the other, so what is left is a mix of the two that neither works as."""
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    site = os.path.dirname(here)
+    try:
+        entries = os.listdir(site)
+    except OSError:
+        return
+    ours = [e for e in entries if e.startswith("tilelang_cpp-") and e.endswith(".dist-info")]
+    for entry in entries:
+        if not (entry.startswith("tilelang-") and entry.endswith(".dist-info")):
+            continue
+        try:
+            with open(os.path.join(site, entry, "RECORD"), encoding="utf-8") as f:
+                mixed = any(line.startswith("tilelang/") for line in f)
+        except OSError:
+            continue
+        if mixed:
+            other = entry[: -len(".dist-info")].replace("-", " ", 1)
+            mine = ours[0][: -len(".dist-info")].replace("-", " ", 1) if ours else "tilelang_cpp"
+            raise ImportError(
+                f"{here} holds the files of two distributions of the package 'tilelang': "
+                f"{mine.replace('_', '-', 1)} (this package, a C++ core) and {other} "
+                "(TileLang's, on TVM), installed one over the other. Remove both "
+                "(pip uninstall -y tilelang tilelang-cpp) and install the one you want, or "
+                "keep them in separate virtual environments"
+            )
+
+
+_refuse_mixed_distributions()
+
 from . import _native
 
 _C = _native.load()

@@ -115,6 +115,7 @@ KINDS = {
     "test_shared_layouts": "lowering",
     "test_shared_memory_plan": "lowering",
     "test_simplify_prim_func": "frontend",
+    "test_site_hygiene": "runtime",
     "test_skinny_gemm": "examples",
     "test_sparse_cutlass_metadata": "frontend emulator",
     "test_split_parallel_at_barriers": "lowering",
