@@ -37,11 +37,16 @@
 // K by moving the descriptor's start address 32 bytes inside a row; MN-major
 // operands (A [K][M], B [K][N], 16-bit types only) by whole groups of 8 rows.
 //
+// tl::wgmma_gemm_sp_ss is the same for a 2:4 sparse A (wgmma.mma_async.sp, f16 /
+// bf16 into float): its kept values are read as the dense gemm reads A, with the
+// metadata of tl::gemm_sp_ss (gemm_sp_sm80.cuh) in one register per thread.
+//
 // Under TL_EMULATE the instructions are replaced by their twins in
 // device/emu/wgmma_emu.h, which decode the same descriptors.
 #pragma once
 
 #include "gemm_sm80.cuh"
+#include "gemm_sp_sm80.cuh"
 
 namespace tl {
 // The wgmma operand types (PTX .atype / .btype), shared with the emulator's twin.
@@ -114,6 +119,13 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 #define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
 #define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
 #define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
+// wgmma.sp's (2:4 sparse A, gemm_sp_ss): a-desc, b-desc, metadata, sparsity
+// selector, scale-d, trans-a, trans-b.
+#define TL_WG_SP8 "%8, %9, %10, %11, p, 1, 1, %13, %14", "%12"
+#define TL_WG_SP16 "%16, %17, %18, %19, p, 1, 1, %21, %22", "%20"
+#define TL_WG_SP32 "%32, %33, %34, %35, p, 1, 1, %37, %38", "%36"
+#define TL_WG_SP64 "%64, %65, %66, %67, p, 1, 1, %69, %70", "%68"
+#define TL_WG_SP128 "%128, %129, %130, %131, p, 1, 1, %133, %134", "%132"
 // The accumulator outputs, C "+f" (float) or "+r" (int32, f16x2).
 #define TL_WG_OUT4(C, d, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3])
 #define TL_WG_OUT8(C, d, o) \
@@ -127,6 +139,10 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
   "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\nwgmma.mma_async.sync.aligned." shape_types " " d_list ", " ops \
   ";\n}\n"
 #define TL_WG_ASM(shape_types, d_list, ops_scale) TL_WG_ASM2(shape_types, d_list, ops_scale)
+#define TL_WG_SP_ASM2(shape_types, d_list, ops, scale)                                                               \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\nwgmma.mma_async.sp.sync.aligned." shape_types " " d_list ", " ops \
+  ";\n}\n"
+#define TL_WG_SP_ASM(shape_types, d_list, ops_scale) TL_WG_SP_ASM2(shape_types, d_list, ops_scale)
 // One wgmma of R accumulators (constraint C) with the operand list OPS##R, and the
 // same for each instruction N (N, d in scope): KS the instruction K, TYPES
 // "dtype.atype.btype", the rest the input operands.
@@ -407,6 +423,44 @@ TL_DEVICE void wgmma_rs(Acc* d, const uint32_t (&a)[4], uint64_t desc_b, int sca
 #endif
 }
 
+// d += A * B for one m64nNk32 with 2:4 sparse f16 / bf16 A (wgmma.mma_async.sp):
+// desc_a the 64 x 16 kept values (the A block of a dense m64nNk16), desc_b the
+// 32 K of B, e the metadata register of mma.sp m16n8k32 for the warp's 16 rows
+// (gemm_sp_sm80.cuh; sparsity selector 0), accumulators into float.
+template <int N, bool Bf16, bool MnMajorA, bool MnMajorB>
+TL_DEVICE void wgmma_sp_ss(float* d, uint64_t desc_a, uint64_t desc_b, uint32_t e, int scale_d) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_sp_ss: N is 16, 32, 64, 128 or 256");
+#if defined(TL_EMULATE)
+  emu::wgmma_sp_ss(d, N, desc_a, desc_b, e, 0, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorA,
+                   MnMajorB);
+#elif defined(TL_WGMMA_UNAVAILABLE)
+  static_assert(N < 0, "tl::wgmma_gemm_sp: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
+#else
+#define TL_WG_SP_CALL(R, NS, T)                                                    \
+  asm volatile(TL_WG_SP_ASM("m64n" NS "k32.f32." T "." T, TL_WG_D##R, TL_WG_SP##R) \
+               : TL_WG_OUT##R("+f", d, 0)                                          \
+               : "l"(desc_a), "l"(desc_b), "r"(e), "n"(0), "r"(scale_d), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
+#define TL_WG_SP_BY_N(T)         \
+  if constexpr (N == 16)         \
+    TL_WG_SP_CALL(8, "16", T);   \
+  else if constexpr (N == 32)    \
+    TL_WG_SP_CALL(16, "32", T);  \
+  else if constexpr (N == 64)    \
+    TL_WG_SP_CALL(32, "64", T);  \
+  else if constexpr (N == 128)   \
+    TL_WG_SP_CALL(64, "128", T); \
+  else                           \
+    TL_WG_SP_CALL(128, "256", T)
+  if constexpr (Bf16) {
+    TL_WG_SP_BY_N("bf16");
+  } else {
+    TL_WG_SP_BY_N("f16");
+  }
+#undef TL_WG_SP_BY_N
+#undef TL_WG_SP_CALL
+#endif
+}
+
 template <int M, int N, int K, int WgM, int WgN, class TA, class TB, class TC>
 TL_DEVICE void check_wgmma_shape() {
   static_assert(WgmmaOf<TA>::kSupported && WgmmaOf<TB>::kSupported,
@@ -464,6 +518,64 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
         sm90::wgmma_ss<NI, TA, TB, TransA, !TransB>(acc + (mi * (TN / 8) + nj * (NI / 8)) * 4,
                                                     a.at(m0 + 64 * mi, KS * s), b.at(n0 + NI * nj, KS * s), 1);
+      }
+    }
+  }
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<Pending>();
+  sm90::fence_operands<MI * TN / 2>(acc);
+}
+
+// acc += op(A) * op(B) with 2:4 sparse A on wgmma.mma_async.sp (K the dense
+// extent): A_sparse [M][K / 2] ([K / 2][M] when TransA) and B as for wgmma_gemm_ss,
+// both in the wgmma layout; E the plain metadata tile of tl::gemm_sp_ss
+// (gemm_sp_sm80.cuh: [M][K / per], [K / per][M] when TransE). Each m64nNk32 reads
+// the 64 x 16 kept values of its k-step as the dense m64nNk16 reads A, and per warp
+// the metadata register of mma.sp m16n8k32 (lane (g, q): rows 16 w + g and + 8, K
+// 16 (q % 2) .. + 15 of the step; the ISA's metadata layout for m64nNk32 f16 is
+// mma.sp's per warp of the warpgroup). Float accumulators only; Pending as for
+// wgmma_gemm_ss.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, bool TransE, int Pending = 0, class TA,
+          class TE, class TB, class TC>
+TL_DEVICE void wgmma_gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) {
+  static_assert(tl::is_same<TA, TB>::value && (tl::is_same<TA, half_t>::value || tl::is_same<TA, bfloat16_t>::value),
+                "tl::wgmma_gemm_sp_ss: A and B must both be half_t or both bfloat16_t");
+  static_assert(tl::is_same<TC, float>::value, "tl::wgmma_gemm_sp_ss: the accumulator must be float");
+  static_assert(sizeof(TE) == 1 || sizeof(TE) == 2 || sizeof(TE) == 4,
+                "tl::wgmma_gemm_sp_ss: E must be 8, 16 or 32 bit");
+  static_assert(M % (64 * WgM) == 0, "tl::wgmma_gemm_sp_ss: M must be a multiple of 64 * WgM");
+  static_assert(N % WgN == 0 && (N / WgN) % 16 == 0, "tl::wgmma_gemm_sp_ss: N / WgN must be a multiple of 16");
+  static_assert(K % 32 == 0 && K % (8 * int(sizeof(TE))) == 0,
+                "tl::wgmma_gemm_sp_ss: K must be a multiple of 32 and of the elements one E element describes");
+  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN>(), NJ = TN / NI, kSteps = K / 32;
+  using TileA = sm90::DescTile<TransA ? K / 2 : M, TransA ? M : K / 2, TA, !TransA>;
+  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),
+                "tl::wgmma_gemm_sp_ss: an N-major B needs N / WgN to be a multiple or a divisor of its swizzle width");
+  const int rank = sm80::thread_rank(), wg = rank / 128 % (WgM * WgN), m0 = wg / WgN * TM, n0 = wg % WgN * TN;
+  const int w = rank / 32 % 4, g = rank % 32 / 4, half = rank % 2;
+  const TileA a(A);
+  const TileB b(B);
+  // The metadata registers are read before wgmma.fence, which orders them before
+  // the wgmmas that read them.
+  uint32_t e[kSteps][MI];
+  TL_SM90_UNROLL for (int s = 0; s < kSteps; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      const int row = m0 + 64 * mi + 16 * w + g, grp = 8 * s + 4 * half;
+      e[s][mi] = mma::sp_fix_zero_codes(sm80::sp_codes16<M, K / 4, TransE>(E, row, grp) |
+                                        (sm80::sp_codes16<M, K / 4, TransE>(E, row + 8, grp) << 16));
+    }
+  }
+  sm90::fence_proxy_async();
+  sm90::fence_operands<kSteps * MI>(&e[0][0]);
+  sm90::fence_operands<MI * TN / 2>(acc);
+  sm90::wgmma_fence();
+  TL_SM90_UNROLL for (int s = 0; s < kSteps; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
+        sm90::wgmma_sp_ss<NI, tl::is_same<TA, bfloat16_t>::value, TransA, !TransB>(
+            acc + (mi * (TN / 8) + nj * (NI / 8)) * 4, a.at(m0 + 64 * mi, 16 * s), b.at(n0 + NI * nj, 32 * s), e[s][mi],
+            1);
       }
     }
   }

@@ -3,7 +3,8 @@
 // and B from shared-memory matrix descriptors (m64nNk16 f16/bf16, m64nNk8 tf32 and
 // m64nNk32 e4m3/e5m2 into f32, m64nNk16 f16 into f16, m64nNk32 s8/u8 into s32) or
 // f16/bf16 A from
-// registers, wgmma.fence, commit_group and wait_group, and the shared-window
+// registers, wgmma.mma_async.sp (m64nNk32 f16/bf16 into f32, 2:4 sparse A from a
+// descriptor), wgmma.fence, commit_group and wait_group, and the shared-window
 // address a descriptor holds.
 //
 // Operand values are decoded exactly (fp8 through device/common/minifloat.h, bit for
@@ -53,6 +54,8 @@ TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b
                         bool trans_b);
 TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
                         bool trans_b);
+TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, uint32_t e, int selector, bool scale_d,
+                           WgmmaType type, bool trans_a, bool trans_b);
 TL_EMU_FN void wgmma_commit();
 TL_EMU_FN void wgmma_wait(int n);
 
@@ -387,6 +390,69 @@ TL_EMU_FN void wgmma_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b
 TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_b, bool scale_d, WgmmaType type,
                         bool trans_b) {
   queue_wgmma_rs(d, n, a, desc_b, scale_d, type, trans_b);
+}
+
+// wgmma.mma_async.sp.sync.aligned.m64nNk32.f32.{f16,bf16}.{f16,bf16} d, a-desc,
+// b-desc, e, selector, scale-d, 1, 1, trans-a, trans-b (PTX ISA, "Asynchronous
+// Warpgroup Level Multiply-and-Accumulate Operation using wgmma.mma_async.sp").
+// A is 64 x 32 with 2 of every 4 consecutive elements of a row kept; the
+// descriptor describes the 64 x 16 kept values (kept column 2c + s the s-th kept
+// value of chunk c, K elements 4c .. 4c + 3), B is 32 x N. The metadata is mma.sp
+// m16n8k32's for each warp's 16 rows: in each group of four lanes the pair 2f,
+// 2f + 1 (f the selector) supplies it; lane 2f + h of group g holds in bits [15:0]
+// the codes of chunks 4h .. 4h + 3 of row 16 w + g and in bits [31:16] those of row
+// 16 w + g + 8, chunk 4h + i in bits [4i + 3 : 4i], a code's bits [1:0] and [3:2]
+// the positions of the first and the second kept value. Only the kept values are
+// multiplied, 16 products per element in K order, summed in float. A code naming
+// one position twice, which the ISA leaves undefined, fails the launch.
+TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, uint32_t e, int selector, bool scale_d,
+                           WgmmaType type, bool trans_a, bool trans_b) {
+  if (!check_warpgroups(n)) return;
+  if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
+    record_failure("wgmma.sp: tilelang emits the sparse wgmma for f16 / bf16 operands only");
+    return;
+  }
+  if (selector != 0 && selector != 1) {
+    record_failure("wgmma.sp: the sparsity selector of f16 / bf16 is 0 or 1, not " + std::to_string(selector));
+    return;
+  }
+  const uint32_t* warp = exchange_in_warp<uint32_t, 1, 4>(&e);
+  const WgmmaLane l;
+  // The metadata codes of the thread's two rows, chunk c of row half h at [h * 8 + c].
+  std::vector<int> codes(16);
+  for (int h = 0; h < 2; ++h)
+    for (int c = 0; c < 8; ++c)
+      codes[size_t(h * 8 + c)] = int(warp[l.g * 4 + 2 * selector + c / 4] >> (16 * h + 4 * (c % 4))) & 15;
+  wgmma_queue().open.push_back([=] {
+    std::vector<float> a(2 * 16), b(size_t(n / 4) * 32);
+    if (!wgmma_read_operand(
+            a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, 16, type, "A"))
+      return;
+    if (!wgmma_read_operand(
+            b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, 32, type, "B"))
+      return;
+    for (int h = 0; h < 2; ++h)
+      for (int c = 0; c < 8; ++c) {
+        const int code = codes[size_t(h * 8 + c)];
+        if ((code & 3) == (code >> 2)) {
+          record_failure("wgmma.sp: the metadata of row " + std::to_string(l.row(h)) + " of the m64 tile, K elements " +
+                         std::to_string(4 * c) + "-" + std::to_string(4 * c + 3) + " names position " +
+                         std::to_string(code & 3) + " twice (code " + std::to_string(code) +
+                         "), for which the PTX ISA leaves the result undefined");
+          return;
+        }
+      }
+    for (int i = 0; i < n / 8; ++i)
+      for (int el = 0; el < 4; ++el) {
+        const int h = el / 2, col = 2 * i + el % 2;
+        float sum = scale_d ? d[4 * i + el] : 0.0f;
+        for (int c = 0; c < 8; ++c) {
+          const int code = codes[size_t(h * 8 + c)], pos[2] = {code & 3, code >> 2};
+          for (int s = 0; s < 2; ++s) sum += a[size_t(h * 16 + 2 * c + s)] * b[size_t(col * 32 + 4 * c + pos[s])];
+        }
+        d[4 * i + el] = sum;
+      }
+  });
 }
 
 TL_EMU_FN void wgmma_commit() {

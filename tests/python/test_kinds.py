@@ -141,6 +141,7 @@ KINDS = {
     "test_warp": "lowering emulator",
     "test_warp_specialize": "lowering cuda_source",
     "test_wgmma_device": "emulator",
+    "test_wgmma_sp_device": "emulator",
     "test_wgmma_examples": "examples cuda_source",
     "test_wgmma_gemm": "lowering cuda_source",
     "test_wgmma_overlap": "lowering cuda_source",
