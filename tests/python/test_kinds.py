@@ -76,6 +76,7 @@ KINDS = {
     "test_intrinsics_mma": "frontend emulator",
     "test_jit": "runtime",
     "test_jit_binding": "runtime",
+    "test_jit_pytest_collection": "runtime",
     "test_jit_phases": "runtime",
     "test_jit_cuda_export": "runtime cuda_source",
     "test_jit_runtime": "runtime",

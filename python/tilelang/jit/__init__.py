@@ -271,6 +271,10 @@ class LazyJIT:
     kernel. Calls that bind to the same arguments (defaults applied, positional or by
     keyword) share one kernel (binding.py); a call written as before skips the binding."""
 
+    # Not a test even when named test_*: pytest follows `__wrapped__` to the factory and
+    # would collect it (TileLang's jit object has no `__wrapped__` and pytest skips it).
+    __test__ = False
+
     def __init__(self, factory, options):
         self.factory = factory
         self.options = options

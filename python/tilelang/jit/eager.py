@@ -66,6 +66,8 @@ class Specialization:
 class EagerFunction:
     """What `@tilelang.jit` returns for an eager-style function."""
 
+    __test__ = False  # never collected by pytest, as LazyJIT
+
     def __init__(self, func, options):
         from .binding import JITFunc
 
