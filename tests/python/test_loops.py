@@ -199,3 +199,34 @@ def test_parallel_loop_layout_is_checked():
             with T.Kernel(1, threads=8):
                 for i in T.Parallel(8.0):
                     A[i] = 1.0
+
+
+@T.prim_func
+def capitalized_loops(A: T.Tensor((12,), "float32"), B: T.Tensor((3, 12), "float32")):
+    with T.Kernel(1, threads=1):
+        for i in T.Serial(
+            1, 12, 2
+        ):  # TileLang's capitalized aliases of serial / unroll / vectorized
+            B[0, i] = A[i] * 2.0
+        for i in T.Unroll(4):
+            B[1, i] = A[i] + 1.0
+        for i in T.Vectorized(4, 12):
+            B[2, i] = A[i] - 3.0
+
+
+def test_capitalized_loop_aliases_match_numpy():
+    a = rng.standard_normal(12).astype(np.float32)
+    b = np.full((3, 12), -7.0, np.float32)
+    tilelang.compile(capitalized_loops, target="cpu")(a, b)
+    ref = np.full((3, 12), -7.0, np.float32)
+    ref[0, 1::2] = a[1::2] * 2
+    ref[1, :4] = a[:4] + 1
+    ref[2, 4:] = a[4:] - 3
+    np.testing.assert_allclose(b, ref, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match=r"T.Serial\(0, 8, s\): the step must be a"):
+
+        @T.prim_func
+        def symbolic_step(A: T.Tensor((8,), "float32"), s: T.int32):
+            with T.Kernel(1, threads=1):
+                for i in T.Serial(0, 8, s):
+                    A[i] = 0.0

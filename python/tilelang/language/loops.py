@@ -89,6 +89,18 @@ class vectorized(Loop):
     kind = "vectorized"
 
 
+class Serial(serial):
+    """TileLang's capitalized alias of T.serial (a tile-level loop)."""
+
+
+class Unroll(unroll):
+    """TileLang's capitalized alias of T.unroll."""
+
+
+class Vectorized(vectorized):
+    """TileLang's capitalized alias of T.vectorized."""
+
+
 class parallel(Loop):
     """TVM's `T.parallel(start, stop=None, annotations=None)`: one loop whose iterations
     the compiler spreads over the block's threads, as `T.Parallel(stop - start)` with the
