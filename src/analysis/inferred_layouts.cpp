@@ -1,6 +1,6 @@
 // Reads the layouts of lower_fragments back from the function it was given: lower()
-// runs with an observer that keeps the function before that pass, and the layout
-// queries of the pass are asked again on it.
+// runs with an observer that keeps the function before that pass, and layout
+// inference (LayoutFacts) runs again on it.
 #include "analysis/inferred_layouts.h"
 
 #include <map>
@@ -93,9 +93,9 @@ std::vector<InferredLayout> inferred_layouts(const PrimFunc& f, const Target& ta
   if (!before.defined()) return out;
   bool wgmma = configs.wgmma && target.kind == TargetKind::CUDA;
   std::map<const BufferNode*, Buffer> buffers = buffers_of(before);
-  for (const auto& [node, layout] : fragment_layouts(before, target, wgmma))
-    out.push_back(fragment_table(node, *layout));
-  for (const auto& [node, tile] : shared_tile_layouts(before, target, wgmma))
+  LayoutFacts facts(target, wgmma);
+  for (const auto& [node, layout] : facts.fragment_layouts(before)) out.push_back(fragment_table(node, *layout));
+  for (const auto& [node, tile] : facts.shared_tile_layouts(before))
     if (auto it = buffers.find(node); it != buffers.end() && tile.layout)
       out.push_back(shared_table(it->second, *tile.layout));
   return out;

@@ -670,7 +670,8 @@ struct DropWgmmaWaits : IRMutator {
 
 }  // namespace
 
-PrimFunc lower_explicit_hopper(const PrimFunc& input, const Target& target, bool allow_wgmma) {
+PrimFunc lower_explicit_hopper(const PrimFunc& input, LayoutFacts& facts, bool allow_wgmma) {
+  const Target& target = facts.target();
   const PrimFunc f = target.has_wgmma() ? input : input.with_body(DropWgmmaWaits().mutate(input->body));
   struct Clusters : IRVisitor {
     const Target* target;
@@ -703,7 +704,7 @@ PrimFunc lower_explicit_hopper(const PrimFunc& input, const Target& target, bool
     throw_user_error(use.wgmma_span,
                      "T.wgmma_gemm needs wgmma, but the pass config tl.disable_wgmma is set; use T.gemm instead");
   PrimFunc g = branched.with_body(LowerMarkers().mutate(branched->body));
-  LowerCopiesAndGemms lower(g, shared_tile_layouts(g, target, allow_wgmma), wgmma_accumulators(g, target, allow_wgmma));
+  LowerCopiesAndGemms lower(g, facts.shared_tile_layouts(g), facts.wgmma_accumulators(g));
   Stmt body = lower.mutate(g->body);
   if (!lower.laid_out.empty()) body = UseLayouts(lower.laid_out).mutate(body);
   return g.with_body(body);

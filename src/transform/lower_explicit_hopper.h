@@ -12,6 +12,8 @@
 
 namespace tl {
 
+class LayoutFacts;  // transform/lower_fragments.h
+
 // The threads [first, first + count) of a kWarpGroupAttr, or {0, 0} for another attribute.
 std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op);
 
@@ -24,7 +26,9 @@ Buffer tma_call_tile(const CallNode* c, bool* loads = nullptr);
 // kExplicitPrefix + name (and T.tma_copy / T.wgmma_gemm as tile ops annotated with
 // kTmaBarrierAttr / kWgmmaExplicitAttr, ir/attr_keys.def); this pass, which runs for
 // every target before the target's own passes, turns them into device calls on sm_90+
-// and refuses them elsewhere.
-PrimFunc lower_explicit_hopper(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
+// and refuses them elsewhere. The shared layouts and wgmma gemms it lowers by are
+// those of `facts` (its target is the one compiled for); `allow_wgmma` false: the
+// pass config tl.disable_wgmma.
+PrimFunc lower_explicit_hopper(const PrimFunc& f, LayoutFacts& facts, bool allow_wgmma = true);
 
 }  // namespace tl

@@ -46,21 +46,22 @@ std::vector<const KernelLaunchNode*> launches_of(const Stmt& s) {
 
 class PerKernel : public IRMutator {
  public:
-  PerKernel(const Target& t, bool allow_wgmma) : target_(t), wgmma_(allow_wgmma && t.has_wgmma()) {}
+  PerKernel(const PrimFunc& f, LayoutFacts& facts) : f_(f), facts_(facts) {}
   using IRMutator::mutate;
 
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    Analysis a = fragments::analyze_launch(op, target_, wgmma_);
-    Solution s = fragments::solve(a);
+    const fragments::KernelPlan& plan = facts_.plan(f_, op);
+    const Analysis& a = plan.analysis;
+    const Solution& s = plan.solution;
     // A demoted fragment is a performance cliff: say which and why.
     std::vector<std::string> lines;
     for (const auto& [k, why] : a.demoted)
       lines.push_back(str_cat("fragment '", k->name, "' stays in shared memory: ", why));
     std::sort(lines.begin(), lines.end());
     for (const std::string& line : lines) log(LogLevel::Debug, line);
-    bool cuda = target_.kind == TargetKind::CUDA;
+    bool cuda = facts_.target().kind == TargetKind::CUDA;
     // A gemm whose accumulator another use pushed out of the registers runs as a
     // scalar loop over shared memory, some hundred times slower than on the tensor
     // cores and otherwise silent: say so at the default log level.
@@ -77,47 +78,62 @@ class PerKernel : public IRMutator {
   }
 
  private:
-  const Target& target_;
-  bool wgmma_;
+  const PrimFunc& f_;
+  LayoutFacts& facts_;
 };
 
 }  // namespace
 
-std::set<const BufferNode*> wgmma_accumulators(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+LayoutFacts::LayoutFacts(const Target& target, bool allow_wgmma)
+    : target_(target), wgmma_(allow_wgmma && target.has_wgmma()) {}
+
+LayoutFacts::~LayoutFacts() = default;
+
+const fragments::KernelPlan& LayoutFacts::plan(const PrimFunc& f, const KernelLaunchNode* op) {
+  auto it = plans_.find(op);
+  if (it != plans_.end()) return *it->second;
+  if (seen_.empty() || !seen_.back().same_as(f->body)) seen_.push_back(f->body);
+  ++inferences_;
+  auto plan = std::make_unique<fragments::KernelPlan>();
+  plan->analysis = fragments::analyze_launch(op, target_, wgmma_);
+  plan->solution = fragments::solve(plan->analysis);
+  return *plans_.emplace(op, std::move(plan)).first->second;
+}
+
+std::set<const BufferNode*> LayoutFacts::wgmma_accumulators(const PrimFunc& f) {
   std::set<const BufferNode*> out;
-  if (!allow_wgmma || !target.has_wgmma()) return out;
-  for (const KernelLaunchNode* op : launches_of(f->body)) {
-    Analysis a = fragments::analyze_launch(op, target, true);
-    for (const auto& [buf, layout] : a.seeds)
+  if (!wgmma_) return out;
+  for (const KernelLaunchNode* op : launches_of(f->body))
+    for (const auto& [buf, layout] : plan(f, op).analysis.seeds)
       if (layout->kind() == FragmentLayout::Kind::WgmmaAccum) out.insert(buf);
-  }
   return out;
 }
 
-std::map<const BufferNode*, SharedTileLayout> shared_tile_layouts(const PrimFunc& f, const Target& target,
-                                                                  bool allow_wgmma) {
+std::map<const BufferNode*, SharedTileLayout> LayoutFacts::shared_tile_layouts(const PrimFunc& f) {
   std::map<const BufferNode*, SharedTileLayout> out;
   for (const KernelLaunchNode* op : launches_of(f->body)) {
-    Analysis a = fragments::analyze_launch(op, target, allow_wgmma && target.has_wgmma());
-    Solution s = fragments::solve(a);
-    for (auto& [k, bl] : fragments::operand_layouts(a, s)) out[k] = bl.second;
+    const fragments::KernelPlan& p = plan(f, op);
+    for (auto& [k, bl] : fragments::operand_layouts(p.analysis, p.solution)) out[k] = bl.second;
   }
   return out;
 }
 
-std::map<const BufferNode*, FragmentLayoutPtr> fragment_layouts(const PrimFunc& f, const Target& target,
-                                                                bool allow_wgmma) {
+std::map<const BufferNode*, FragmentLayoutPtr> LayoutFacts::fragment_layouts(const PrimFunc& f) {
   std::map<const BufferNode*, FragmentLayoutPtr> out;
   for (const KernelLaunchNode* op : launches_of(f->body)) {
-    Analysis a = fragments::analyze_launch(op, target, allow_wgmma && target.has_wgmma());
-    Solution s = fragments::solve(a);
+    const Solution& s = plan(f, op).solution;
     out.insert(s.layouts.begin(), s.layouts.end());
   }
   return out;
 }
 
+PrimFunc lower_fragments(const PrimFunc& f, LayoutFacts& facts) {
+  return f.with_body(PerKernel(f, facts).mutate(f->body));
+}
+
 PrimFunc lower_fragments(const PrimFunc& f, const Target& target, bool allow_wgmma) {
-  return f.with_body(PerKernel(target, allow_wgmma).mutate(f->body));
+  LayoutFacts facts(target, allow_wgmma);
+  return lower_fragments(f, facts);
 }
 
 }  // namespace tl

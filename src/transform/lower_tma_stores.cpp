@@ -258,9 +258,10 @@ class StoreLowerer : public IRMutator {
 
 }  // namespace
 
-PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma) {
+PrimFunc lower_tma_stores(const PrimFunc& f, LayoutFacts& facts) {
+  const Target& target = facts.target();
   if (target.kind != TargetKind::CUDA || !target.has_tma() || !has_store_candidate(f->body)) return f;
-  StoreLowerer lower(f->params, shared_tile_layouts(f, target, allow_wgmma));
+  StoreLowerer lower(f->params, facts.shared_tile_layouts(f));
   return f.with_body(lower.mutate(f->body));
 }
 

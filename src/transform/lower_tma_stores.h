@@ -7,6 +7,8 @@
 
 namespace tl {
 
+class LayoutFacts;  // transform/lower_fragments.h
+
 // On CUDA targets with TMA, a T.copy from a whole shared tile to a region of a
 // tensor parameter that TMA can do (the rules of the pipelines' TMA loads, through
 // tma_tile_stores) becomes: every thread fences its generic writes for the async
@@ -15,9 +17,9 @@ namespace tl {
 // until they have read the tile. Parts of a box outside the tensor are not written,
 // as the element-wise copy's predicates drop them. Other copies are left for
 // lower_fragments. Runs before lower_fragments, whose shared layouts (gemm operand
-// swizzles) it asks for, so a swizzled tile is stored with the matching TMA swizzle.
-// `allow_wgmma` as for lower_fragments (the layouts depend on it).
-PrimFunc lower_tma_stores(const PrimFunc& f, const Target& target, bool allow_wgmma = true);
+// swizzles) it reads from `facts`, so a swizzled tile is stored with the matching TMA
+// swizzle.
+PrimFunc lower_tma_stores(const PrimFunc& f, LayoutFacts& facts);
 
 // On by default (pass config tl.stage_fragment_stores: False turns it off): on
 // targets with TMA, a top-level T.copy of a whole 2-D fragment to a tensor parameter

@@ -246,8 +246,8 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const PassConfig& configs) {
 // that touch them become per-thread code; every other tile op becomes a block op
 // that the code generator spreads over the threads. Barriers come last, from an
 // analysis of the shared memory each step touches.
-PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs) {
-  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, t, configs); });
+PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, LayoutFacts& layouts) {
+  f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, layouts, configs); });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).
   // Fragment epilogues go through a shared tile first (tl.stage_fragment_stores: False
@@ -255,8 +255,8 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs) 
   if (configs.stage_fragment_stores && configs.tma_store && configs.tma_lower)
     f = run_pass("stage_fragment_stores", f, [&](const PrimFunc& g) { return stage_fragment_stores(g, t); });
   if (configs.tma_store && configs.tma_lower)
-    f = run_pass("lower_tma_stores", f, [&](const PrimFunc& g) { return lower_tma_stores(g, t, configs.wgmma); });
-  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t, configs.wgmma); });
+    f = run_pass("lower_tma_stores", f, [&](const PrimFunc& g) { return lower_tma_stores(g, layouts); });
+  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, layouts); });
   f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
@@ -268,13 +268,13 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs) 
 // Metal: gemm accumulators become simdgroup matrices (or Metal 4 cooperative
 // tensors) before layout inference sees them; there is no cp.async, so pipelined
 // loops stay plain loops; reductions over threadgroup memory use simd_sum & co.
-PrimFunc lower_for_metal(PrimFunc f, const Target& t, const PassConfig& configs) {
+PrimFunc lower_for_metal(PrimFunc f, const Target& t, const PassConfig& configs, LayoutFacts& layouts) {
   refuse_named_barriers(f, t);
   refuse_random_numbers(f, t);
   refuse_cuda_warp_bits(f, t);
   refuse_wide_accesses(f, t);
   f = run_pass("lower_simdgroup_gemm", f, [&](const PrimFunc& g) { return lower_simdgroup_gemm(g, t); });
-  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, t); });
+  f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, layouts); });
   f = run_pass("lower_simd_reduce", f, [&](const PrimFunc& g) { return lower_simd_reduce(g); });
   f = lower_common(f, t, configs);
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
@@ -290,6 +290,9 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
 PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& configs, const PassObserver& observe) {
   Scoped<const PassObserver*> observing(observer, &observe);
   dump("input", input);
+  // Layout inference, once per kernel: the passes before lower_fragments read the
+  // choices it lowers by (transform/lower_fragments.h).
+  LayoutFacts layouts(target, configs.wgmma);
   // A[-i - 1]: an index the loops prove negative counts from the end, as in Python.
   PrimFunc f =
       run_pass("legalize_negative_indices", input, [&](const PrimFunc& g) { return legalize_negative_indices(g); });
@@ -306,18 +309,21 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.
   f = run_pass("lower_explicit_hopper", f,
-               [&](const PrimFunc& g) { return lower_explicit_hopper(g, target, configs.wgmma); });
+               [&](const PrimFunc& g) { return lower_explicit_hopper(g, layouts, configs.wgmma); });
   switch (target.kind) {
     case TargetKind::CPU:
       f = lower_for_cpu(f, target, configs);
       break;
     case TargetKind::CUDA:
-      f = lower_for_cuda(f, target, configs);
+      f = lower_for_cuda(f, target, configs, layouts);
       break;
     case TargetKind::Metal:
-      f = lower_for_metal(f, target, configs);
+      f = lower_for_metal(f, target, configs, layouts);
       break;
   }
+  if (env("TILELANG_TIME_PASSES"))
+    std::fprintf(stderr, "[tilelang] layout inference of %s: %lld kernel(s) inferred\n", f->name.c_str(),
+                 static_cast<long long>(layouts.inferences()));
   // Last, on the expressions codegen prints: int64 index arithmetic where int32 may overflow.
   return run_pass("widen_indices", f, [&](const PrimFunc& g) { return widen_indices(g); });
 }

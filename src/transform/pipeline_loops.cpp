@@ -178,10 +178,11 @@ class Pipeliner : public IRMutator {
 
 }  // namespace
 
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs) {
-  const bool allow_wgmma = configs.wgmma, allow_tma = configs.tma_lower;
-  Pipeliner p(target.sm_version() >= 80, wgmma_accumulators(f, target, allow_wgmma), outside_pipelined(f->body));
-  if (allow_tma && target.has_tma()) p.enable_tma(f->params, shared_tile_layouts(f, target, allow_wgmma));
+PrimFunc pipeline_loops(const PrimFunc& f, LayoutFacts& facts, const PassConfig& configs) {
+  const Target& target = facts.target();
+  const bool allow_tma = configs.tma_lower;
+  Pipeliner p(target.sm_version() >= 80, facts.wgmma_accumulators(f), outside_pipelined(f->body));
+  if (allow_tma && target.has_tma()) p.enable_tma(f->params, facts.shared_tile_layouts(f));
   if (allow_tma && configs.warp_specialized && target.has_tma() && target.has_wgmma())
     p.enable_warp_specialization(configs.tma_multicast);
   return f.with_body(p.mutate(f->body));

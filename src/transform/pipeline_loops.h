@@ -10,6 +10,8 @@
 
 namespace tl {
 
+class LayoutFacts;  // transform/lower_fragments.h
+
 // T.Pipelined loops become software pipelines. With order=/stage=/group= the
 // statements run where the user put them (unit u of iteration k in step
 // k + stage[u], at position order[u]); without them, for num_stages = S >= 2, the
@@ -33,6 +35,8 @@ namespace tl {
 // with thread block clusters, such a loop multicasts the tiles every block of a
 // cluster loads alike, unless `configs.tma_multicast` is false (pass config
 // tl.disable_tma_multicast).
-PrimFunc pipeline_loops(const PrimFunc& f, const Target& target, const PassConfig& configs = {});
+// The wgmma gemms and the layouts of the tiles TMA fills are those of `facts`, the
+// layout inference lower_fragments lowers by (its target is the one compiled for).
+PrimFunc pipeline_loops(const PrimFunc& f, LayoutFacts& facts, const PassConfig& configs = {});
 
 }  // namespace tl

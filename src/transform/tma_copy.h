@@ -35,7 +35,7 @@ struct TmaCopy {
 };
 
 // How TMA does the copy `c` (a region of a tensor parameter of `params` into a whole
-// shared tile), or nullopt when it cannot. `layouts` as from shared_tile_layouts: the
+// shared tile), or nullopt when it cannot. `layouts` as from LayoutFacts::shared_tile_layouts: the
 // layout the tile's readers expect, which TMA then writes.
 std::optional<TmaCopy> plan_tma_copy(const TileOpNode* c, const std::vector<Param>& params,
                                      const std::map<const BufferNode*, SharedTileLayout>& layouts);
@@ -52,7 +52,7 @@ std::optional<int64_t> tma_map_param(const CallNode* c);
 // the tl::tma_load calls of `copy` (a region of a tensor parameter into a whole shared
 // tile, planned as a pipeline producer) completing on the mbarrier address `bar`, the
 // bytes they bring, and the layout they write the tile in (null: plain). nullopt when
-// TMA cannot do the copy. `layouts` as from shared_tile_layouts.
+// TMA cannot do the copy. `layouts` as from LayoutFacts::shared_tile_layouts.
 struct TmaTileLoads {
   Stmt loads;
   int64_t bytes = 0;
@@ -76,7 +76,7 @@ bool tma_coordinates_fit(const Buffer& tensor);
 // A store TMA does (src/transform/lower_tma_stores.cpp): the tl::tma_store calls of
 // `copy`, from a whole shared tile to a region of a tensor parameter, with the
 // eligibility, boxes, map and swizzle of the load in the other direction. nullopt
-// when TMA cannot do the copy. `layouts` as from shared_tile_layouts. `add`: the
+// when TMA cannot do the copy. `layouts` as from LayoutFacts::shared_tile_layouts. `add`: the
 // boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
                                     const std::vector<Param>& params,

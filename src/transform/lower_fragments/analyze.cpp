@@ -81,11 +81,7 @@ Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool w
   };
   // How many fragments a solution leaves in shared memory (-1: no solution).
   auto demoted_after_solving = [](Analysis probe) -> int64_t {
-    try {
-      solve(probe);
-    } catch (const UserError&) {
-      return -1;
-    }
+    if (try_solve(probe).conflict) return -1;
     return int64_t(probe.demoted.size());
   };
   Analysis a = analyze_either({});

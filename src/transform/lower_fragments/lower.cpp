@@ -34,7 +34,8 @@ class Lowerer : public IRMutator {
     }
     for (const auto& [k, bl] : operand_layouts(a_, s_)) {
       const auto& [b, l] = bl;
-      // A tile TMA fills was laid out by pipeline_loops, from shared_tile_layouts.
+      // A tile TMA fills was laid out by pipeline_loops, from the plan of the
+      // kernel before pipelining (LayoutFacts::shared_tile_layouts).
       TL_ICHECK(!tma_tiles.count(k) || (b->layout && b->layout->str() == l.layout->str()), "the TMA-filled tile '",
                 b->name, "' has layout ", b->layout ? b->layout->str() : "none", " but its gemm reads it as ",
                 l.layout->str());

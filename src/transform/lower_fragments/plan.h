@@ -8,7 +8,9 @@
 //   3. lower.cpp      fragments become per-thread registers, T.Parallel nests loops
 //                     over them; lower_ops.cpp lowers the tile ops that touch them.
 // Solving demotes fragments in the Analysis it is given (the collection is redone
-// when a policy changes); the lowering only reads both plans.
+// when a policy changes); the lowering only reads both plans. LayoutFacts
+// (lower_fragments.h) runs phases 1 and 2 once per kernel and keeps their result
+// (KernelPlan) for the passes before lower_fragments and for phase 3.
 #pragma once
 
 #include <algorithm>
@@ -144,11 +146,32 @@ class UnionFind {
   std::map<BufKey, BufKey> parent_;
 };
 
-// The layout of every fragment that keeps its registers; demotes (in `a`) the others.
+// Two gemms fixing different register layouts for fragments one T.Parallel loop or
+// T.copy ties together: no demotion resolves it, the kernel has no solution.
+struct LayoutConflict {
+  SourceSpan span;  // the T.gemm of one of the two
+  std::string message;
+};
+
+// The layout of every fragment that keeps its registers, or the conflict that leaves
+// the kernel without one; demotes (in `a`) the fragments no layout fits.
+struct SolveResult {
+  Solution solution;
+  std::optional<LayoutConflict> conflict;
+};
+SolveResult try_solve(Analysis& a);
+// try_solve, with the conflict a user error.
 Solution solve(Analysis& a);
 
 // The shared operand tiles of the register gemms, and the layout each gets.
 std::map<BufKey, std::pair<Buffer, SharedTileLayout>> operand_layouts(const Analysis& a, const Solution& s);
+
+// What layout inference decided for one kernel (LayoutFacts::plan): the analysis as
+// solving left it (its demotions made), and the solution.
+struct KernelPlan {
+  Analysis analysis;
+  Solution solution;
+};
 
 // ---------------------------------------------------------------- 3. lower
 

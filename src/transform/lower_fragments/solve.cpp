@@ -10,8 +10,9 @@
 namespace tl::fragments {
 namespace {
 
-// One round; returns false when it demoted something (the caller repeats).
-bool solve_round(Analysis& a, Solution& out) {
+// One round; returns false when it demoted something (the caller repeats), true when
+// it solved the kernel or found a `conflict` that leaves it without a solution.
+bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conflict) {
   auto alive = [&](BufKey k) { return a.candidates.count(k) && !a.demoted.count(k); };
   auto demote = [&](BufKey k, const std::string& why) { return a.demoted.emplace(k, why).second; };
   // A gemm whose accumulator lost its registers takes its register A with it.
@@ -85,14 +86,17 @@ bool solve_round(Analysis& a, Solution& out) {
       if (auto it = a.seeds.find(m); it != a.seeds.end()) {
         // Two gemms fix different register layouts for fragments that one T.Parallel
         // loop or T.copy ties together: no layout serves both.
-        if (seed && !seed->equals(*it->second))
-          throw_user_error(a.seed_spans[m],
-                           str_cat("layout conflict: fragment '", m->name, "' gets the layout ", it->second->str(),
-                                   " from this T.gemm, but fragment '", seeded->name,
-                                   "', used with it in one "
-                                   "T.Parallel loop or T.copy, gets ",
-                                   seed->str(), " from the T.gemm at ", a.seed_spans[seeded].str(),
-                                   "; give both gemms the same tile shape and policy, or copy through shared memory"));
+        if (seed && !seed->equals(*it->second)) {
+          conflict = LayoutConflict{
+              a.seed_spans[m],
+              str_cat("layout conflict: fragment '", m->name, "' gets the layout ", it->second->str(),
+                      " from this T.gemm, but fragment '", seeded->name,
+                      "', used with it in one "
+                      "T.Parallel loop or T.copy, gets ",
+                      seed->str(), " from the T.gemm at ", a.seed_spans[seeded].str(),
+                      "; give both gemms the same tile shape and policy, or copy through shared memory")};
+          return nullptr;
+        }
         seed = it->second;
         seeded = m;
       }
@@ -132,6 +136,7 @@ bool solve_round(Analysis& a, Solution& out) {
   };
   for (auto& [root, ms] : members) {
     FragmentLayoutPtr l = layout_of(root, 0);
+    if (conflict) return true;
     if (!l) {
       for (BufKey m : ms) changed |= demote(m, class_why.count(root) ? class_why[root] : "no layout fits its uses");
       continue;
@@ -143,13 +148,20 @@ bool solve_round(Analysis& a, Solution& out) {
 
 }  // namespace
 
-Solution solve(Analysis& a) {
-  Solution s;
+SolveResult try_solve(Analysis& a) {
+  SolveResult r;
   for (size_t round = 0; round <= a.candidates.size() + 1; ++round) {
-    s = Solution{};
-    if (solve_round(a, s)) return s;
+    r.solution = Solution{};
+    if (solve_round(a, r.solution, r.conflict)) break;  // (every other round demotes one)
   }
-  return Solution{};  // unreachable in practice: every round demotes at least one
+  if (r.conflict) r.solution = Solution{};
+  return r;
+}
+
+Solution solve(Analysis& a) {
+  SolveResult r = try_solve(a);
+  if (r.conflict) throw_user_error(r.conflict->span, r.conflict->message);
+  return r.solution;
 }
 
 // The shared operand tiles of the register gemms, and the layout each gets.
