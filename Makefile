@@ -2,7 +2,12 @@
 # the test requirements, builds the C++ core, unit tests and examples, and runs
 # ctest and pytest against the freshly built extension.
 PYTHON ?= python3
-BUILD ?= build/dev
+# The build folder `pip install .` left for this Python (build/<wheel tag>, pyproject.toml)
+# when there is one: its core is reused and only the tests, examples and anything changed
+# since are compiled. Else build/dev, where the core is compiled once for everything.
+PY_TAG := $(shell $(PYTHON) -c 'import sys; print("cp%d%d" % sys.version_info[:2])' 2>/dev/null)
+INSTALL_BUILD := $(firstword $(wildcard build/$(PY_TAG)-$(PY_TAG)-*))
+BUILD ?= $(if $(INSTALL_BUILD),$(INSTALL_BUILD),build/dev)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: test build lint cpp-test py-test upstream bench clean sanitize dump-sources
@@ -29,7 +34,7 @@ cpp-test:
 
 py-test:
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
-	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -n $(JOBS) --dist loadfile --durations=15
+	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -rs -n $(JOBS) --dist loadfile --durations=15
 
 # TileLang's own tests, unchanged, from the release's sources (tests/upstream/run.py): fixed
 # lists of files that pass in full on the cpu target and under the sm_80 emulator. Any

@@ -112,6 +112,7 @@ KINDS = {
     "test_rng": "lowering emulator",
     "test_sblock": "frontend",
     "test_scalar_literals_let": "frontend",
+    "test_setup": "runtime",
     "test_shapes": "frontend runtime",
     "test_shared_layouts": "lowering",
     "test_shared_memory_plan": "lowering",
