@@ -79,7 +79,11 @@ class KernelCaller {
       const DLPackExchangeApi* api = nullptr;
       read_param(i, objs[i], values[i], scratch, &api, keep);
       const ArgValue& v = values[i];
-      if (v.kind == ArgValue::Kind::None && !is_output_[i] && i < num_visible_) throw_none_input(i);
+      if (v.kind == ArgValue::Kind::None && !is_output_[i] && i < num_visible_) {
+        // A tensor the kernel never accesses takes None as a null pointer.
+        if (!kernel_->signature().params[i].is_tensor() || kernel_->signature().accesses(i)) throw_none_input(i);
+        values[i].kind = ArgValue::Kind::Null;
+      }
       missing |= v.kind == ArgValue::Kind::None;
       if (cuda_device < 0 && v.kind == ArgValue::Kind::Tensor && v.tensor.device_type == int32_t(DeviceType::CUDA)) {
         cuda_device = v.tensor.device_id;
@@ -124,8 +128,8 @@ class KernelCaller {
     ::read_param(kernel_->signature(), i, h, out, scratch, api, to_native_, keep);
   }
 
-  // None stands for an output to allocate; for an input it would hand the kernel
-  // uninitialized memory to read.
+  // None stands for an output to allocate, or a null pointer for a tensor the kernel
+  // never accesses; for another input it would hand the kernel uninitialized memory.
   [[noreturn]] void throw_none_input(size_t i) const {
     const Param& p = kernel_->signature().params[i];
     std::string expected = p.is_tensor() ? str_cat("a tensor of dtype ", p.buffer->dtype.name())

@@ -162,6 +162,7 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << "    check " << p.name << ": tensor " << p.buffer->dtype.name() << shape_str(p.buffer->shape) << " on "
        << device << ", strides " << shape_str(p.buffer.effective_strides())
        << (sig.writes(i) ? ", writable" : ", may be read-only");
+    if (!sig.accesses(i)) os << ", never accessed: None passes a null pointer";
     if (p.address) os << ", or an address (unchecked)";
     if (int align = target.tensor_base_alignment()) os << ", data " << align << "-byte aligned";
     if (p.buffer->dtype.is_sub_byte()) os << "  # passed as bytes, two elements a byte along the last dimension";
@@ -385,6 +386,9 @@ void Kernel::build_plan() {
   TL_ICHECK(!sig_.launches.empty(), "kernel '", sig_.name, "' has no launch");
   for (const LaunchSpec& l : sig_.launches) {
     LaunchPlan lp;
+    for (const TmaMapSpec& m : l.tma_maps)  // a TMA map reads its tensor: never a null pointer
+      TL_ICHECK(sig_.accesses(size_t(m.param)), "kernel '", sig_.name, "' has a TMA map of parameter ", m.param,
+                ", which its signature records as never accessed");
     if (!l.tma_maps.empty()) lp.tma = std::make_unique<TmaLaunchMaps>(sig_, l.tma_maps, target_.emulated);
     lp.grid_is_const = l.grid.size() <= 3;
     for (size_t d = 0; d < l.grid.size() && lp.grid_is_const; ++d) {
@@ -436,6 +440,10 @@ bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b
     const ArgValue& a = args[i];
     if (a.kind == ArgValue::Kind::None) {
       if (allow_missing) continue;
+      return false;
+    }
+    if (a.kind == ArgValue::Kind::Null) {
+      if (pp.is_tensor && !sig_.accesses(i)) continue;
       return false;
     }
     if (pp.is_tensor) {
@@ -542,6 +550,14 @@ Bindings Kernel::bind(const ArgValue* args, size_t n, bool allow_missing) const 
     if (a.kind == ArgValue::Kind::None) {
       if (allow_missing) continue;
       throw_user_error({}, str_cat("argument '", p.name, "' of kernel '", sig_.name, "' is missing"));
+    }
+    if (a.kind == ArgValue::Kind::Null) {
+      if (p.is_tensor() && !sig_.accesses(i)) continue;
+      throw_user_error(
+          {}, str_cat("argument '", p.name, "' (parameter ", i, " of kernel '", sig_.name, "') is None; expected ",
+                      p.is_tensor() ? str_cat("a tensor of dtype ", p.buffer->dtype.name())
+                                    : str_cat("a scalar of dtype ", p.var.dtype().name()),
+                      " (only a tensor the kernel never accesses may be a null pointer)"));
     }
     if (p.is_tensor()) {
       if (p.address && a.kind == ArgValue::Kind::Int) {
@@ -679,6 +695,8 @@ void Kernel::fill_slots(const ArgValue* args, KernelArg* slots) const {
     const ArgValue& a = args[i];
     if (a.kind == ArgValue::Kind::Tensor)
       slots[i].ptr = a.tensor.data;
+    else if (a.kind == ArgValue::Kind::Null)  // a tensor the kernel never accesses (checked by bind)
+      slots[i].ptr = nullptr;
     else if (plan_[i].is_tensor)  // an address for a pointer parameter (checked by bind)
       slots[i].ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(a.i));
     else if (a.kind == ArgValue::Kind::Float)

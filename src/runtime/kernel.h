@@ -40,7 +40,10 @@ struct TensorArg {
 };
 
 struct ArgValue {
-  enum class Kind { None, Tensor, Int, Float } kind = Kind::None;
+  // None: not given (an output to allocate). Null: no tensor, passed as a null
+  // pointer; accepted only for a tensor parameter the kernel never accesses
+  // (KernelSignature::accesses), refused for any other.
+  enum class Kind { None, Tensor, Int, Float, Null } kind = Kind::None;
   // Kind::Int: `i` holds the integer (Int64), its uint64 bits (UInt64: a value
   // above INT64_MAX), or nothing (Wider: a value no 64-bit integer holds).
   enum class IntRange : uint8_t { Int64, UInt64, Wider } int_range = IntRange::Int64;

@@ -82,6 +82,7 @@ std::optional<int64_t> apply_int_op(BinaryOp op, int64_t p, int64_t q) {
 //   var <id> <dtype> <name>                 every Var used below, in first-use order
 //   tensor <param> <buffer> <dtype> <ndim> <expr>... <nstrides> <expr>...
 //   readonly <param>                        the tensor above is never written (absent: it may be)
+//   unused <param>                          the tensor above is never accessed (absent: it may be)
 //   scalar <param> <var id>
 //   dynamic <var id>
 //   grid <n> <expr>...                      starts a launch (one per T.Kernel block)
@@ -141,6 +142,7 @@ class SignatureWriter {
       write_exprs(line, p.buffer->strides);
       body_ << line.str() << "\n";
       if (!sig.writes(i)) body_ << "readonly " << p.name << "\n";
+      if (!sig.accesses(i)) body_ << "unused " << p.name << "\n";
       if (p.workspace) body_ << "workspace " << p.name << "\n";
       if (p.address) body_ << "address " << p.name << "\n";
     }
@@ -242,6 +244,12 @@ class SignatureReader {
         std::vector<Expr> shape = exprs(), strides = exprs();
         sig.params.push_back(Param{name, Buffer::make(buffer, t, shape, Scope::Global, strides), {}});
         sig.written.push_back(true);
+        sig.accessed.push_back(true);
+      } else if (kind == "unused") {
+        std::string name = word();
+        if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
+          fail(line_, str_cat("'unused ", name, "' does not follow the record of tensor '", name, "'"));
+        sig.accessed.back() = false;
       } else if (kind == "readonly") {
         std::string name = word();
         if (sig.params.empty() || !sig.params.back().is_tensor() || sig.params.back().name != name)
@@ -261,6 +269,7 @@ class SignatureReader {
         std::string name = word();
         sig.params.push_back(Param{name, {}, var()});
         sig.written.push_back(false);
+        sig.accessed.push_back(true);
       } else if (kind == "dynamic") {
         sig.dynamic_vars.push_back(var());
       } else if (kind == "grid") {

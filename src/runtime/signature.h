@@ -56,6 +56,13 @@ struct KernelSignature {
   // read-only arrays for written parameters.
   std::vector<bool> written;
   bool writes(size_t param) const { return param >= written.size() || written[param]; }
+  // Per parameter: the kernel body names the tensor at all (loads, stores, tile op
+  // regions, addresses, views). A tensor missing here counts as accessed; scalars
+  // count as accessed. Only a tensor never accessed may be passed as None (a null
+  // pointer: ArgValue::Kind::Null); lowering rewrites accesses but adds none to a
+  // buffer the body never names, so no kernel part touches it.
+  std::vector<bool> accessed;
+  bool accesses(size_t param) const { return param >= accessed.size() || accessed[param]; }
   // Parameters the caller passes: those before the workspaces (T.alloc_global),
   // which are last and which the caller of a kernel allocates on every call.
   size_t num_visible_params() const {
@@ -95,6 +102,10 @@ struct KernelSignature {
 // Per parameter of `f` (as traced, before lowering or after): whether the body may
 // write the tensor (KernelSignature::written); false for scalars.
 std::vector<bool> written_params(const PrimFunc& f);
+
+// Per parameter of `f`: whether the body names the tensor anywhere
+// (KernelSignature::accessed); true for scalars.
+std::vector<bool> accessed_params(const PrimFunc& f);
 
 // The name of launch `i` of function `name` (split_kernels names its parts so):
 // "<name>" for the first kernel (a one-kernel function keeps its entry names) and

@@ -51,6 +51,28 @@ std::vector<bool> written_params(const PrimFunc& f) {
   return out;
 }
 
+// Every Buffer of the body is reached through IRVisitor::visit_buffer (loads,
+// stores, tile op regions, allocations): a parameter whose buffer (or a global
+// buffer of its name, as written_params matches it) never comes by is not accessed.
+std::vector<bool> accessed_params(const PrimFunc& f) {
+  struct Finder : IRVisitor {
+    std::set<const BufferNode*> nodes;
+    std::set<std::string> global_names;
+    using IRVisitor::visit;
+    void visit_buffer(const Buffer& b) override {
+      if (!b.defined()) return;
+      nodes.insert(b.get());
+      if (b->scope == Scope::Global) global_names.insert(b->name);
+    }
+  } finder;
+  finder.visit(f->body);
+  std::vector<bool> out;
+  for (const Param& p : f->params)
+    out.push_back(!p.is_tensor() || p.workspace || finder.nodes.count(p.buffer.get()) ||
+                  finder.global_names.count(p.buffer->name));
+  return out;
+}
+
 namespace {
 
 // The T.assume conditions on the straight-line path of `body` that read only `host`
@@ -88,6 +110,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
   sig.name = f->name;
   sig.params = f->params;
   sig.written = written_params(f);
+  sig.accessed = accessed_params(f);
   std::set<const VarNode*> seen;
   for (const Param& p : f->params)
     if (!p.is_tensor()) seen.insert(p.var.node());

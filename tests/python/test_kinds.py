@@ -134,6 +134,7 @@ KINDS = {
     "test_torch_ops": "runtime examples",
     "test_transpose_im2col": "lowering",
     "test_tvm_facade": "frontend",
+    "test_unused_tensor_none": "runtime",
     "test_upstream_idioms": "frontend lowering",
     "test_upstream_modules": "frontend runtime",
     "test_upstream_results": "lowering",

@@ -48,6 +48,7 @@ class _Signature:
         self.vars = {}  # id -> (dtype, name)
         self.params = []  # ("tensor", name, dtype, shape exprs) or ("scalar", name, var id)
         self.num_workspaces = 0  # T.alloc_global workspaces: the last parameters
+        self.unused = set()  # names of the tensors the kernel never accesses
         self.dynamic = []  # var ids
         self.grid, self.threads = [], []
         for line in text.splitlines()[1:]:
@@ -67,6 +68,8 @@ class _Signature:
                 self.params.append(("scalar", rest[0], int(rest[1])))
             elif kind == "workspace":
                 self.num_workspaces += 1
+            elif kind == "unused":
+                self.unused.add(rest[0])
             elif kind == "dynamic":
                 self.dynamic.append(int(rest[0]))
             elif kind == "grid":
@@ -244,8 +247,18 @@ class MetalTorchLauncher:
                 f"{self.num_visible} parameters, got {len(args)}"
             )
         env, device = {}, None
+        placeholders = set()  # None for a tensor the kernel never accesses
         for i, p in enumerate(params):
             value = full[i]
+            if value is None and i < self.num_visible and i not in self.out_idx:
+                if p[0] != "tensor" or p[1] not in self.sig.unused:
+                    what = "a tensor of dtype " + p[2] if p[0] == "tensor" else "a scalar"
+                    raise TypeError(
+                        f"argument '{p[1]}' (parameter {i} of kernel '{self.sig.name}') is None; "
+                        f"expected {what} (only the outputs named by out_idx may be None or left out)"
+                    )
+                placeholders.add(i)
+                continue
             if value is None:
                 continue
             if p[0] == "scalar":
@@ -256,6 +269,9 @@ class MetalTorchLauncher:
             for dim, e in enumerate(p[3]):
                 if e[0] == "V" and e[1] not in env:
                     env[e[1]] = int(value.shape[dim])
+        for i in placeholders:
+            # torch.mps binds a buffer to every tensor parameter: one element, never read.
+            full[i] = torch.empty(1, dtype=DType(params[i][2]).as_torch(), device=device or "mps")
         for i, p in enumerate(params):
             if full[i] is not None or p[0] != "tensor":
                 continue
@@ -266,8 +282,8 @@ class MetalTorchLauncher:
                     f"cannot infer the shape of {what} '{p[1]}' of kernel '{self.sig.name}'"
                 )
             full[i] = torch.empty(shape, dtype=DType(p[2]).as_torch(), device=device or "mps")
-        for p, value in zip(params, full):
-            if p[0] == "tensor":
+        for i, (p, value) in enumerate(zip(params, full)):
+            if p[0] == "tensor" and i not in placeholders:
                 for dim, e in enumerate(p[3]):
                     want = _eval(e, env)
                     if want is not None and want != value.shape[dim]:
@@ -292,6 +308,8 @@ class MetalTorchLauncher:
             tensors.append(packed.to(device or "mps"))
         fn = getattr(self.library(), self.function)
         fn(*tensors, threads=[g * b for g, b in zip(grid, block)], group_size=block)
+        for i in placeholders:
+            full[i] = None
         if return_all:
             return full[: self.num_visible]
         if not self.out_idx:

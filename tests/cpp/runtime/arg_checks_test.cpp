@@ -202,5 +202,48 @@ TEST(ArgChecks, WrittenParametersSurviveTheTextForm) {
   EXPECT_THROW(KernelSignature::parse(misplaced), UserError);
 }
 
+// Only a tensor the signature records as never accessed takes a null pointer (on the
+// fast path and the slow one); any other parameter refuses it, naming it.
+TEST(ArgChecks, NullPointerOnlyForTensorsTheKernelNeverAccesses) {
+  KernelSignature sig = signature(dtype::Int32);
+  sig.accessed = {false, true, true};  // A is never accessed
+  RecordingKernel k = make(sig);
+  Args ok(7);
+  ok.values[0] = ArgValue{};
+  ok.values[0].kind = ArgValue::Kind::Null;
+  k.call(ok.values);
+  ASSERT_EQ(k.launches, 1);
+  EXPECT_EQ(k.slots[0], 0);  // the null pointer
+  EXPECT_EQ(k.slots[3], 4);  // n, bound by B alone
+  Args slow(7);
+  slow.values[0].kind = ArgValue::Kind::Null;
+  slow.values[2].i = int64_t(1) << 40;  // refused by the slow path, after A's null passed its check
+  EXPECT_NE(refusal(k, slow.values).find("argument 's'"), std::string::npos);
+  for (size_t i : {1, 2}) {
+    Args bad(7);
+    bad.values[i] = ArgValue{};
+    bad.values[i].kind = ArgValue::Kind::Null;
+    std::string name = i == 1 ? "B" : "s";
+    EXPECT_NE(refusal(k, bad.values)
+                  .find(str_cat("argument '", name, "' (parameter ", i, " of kernel 'k') is None; expected a ")),
+              std::string::npos)
+        << refusal(k, bad.values);
+  }
+  EXPECT_EQ(k.launches, 1);
+  // The record travels with the text form; a text without it counts every tensor as accessed.
+  std::string text = sig.serialize();
+  EXPECT_NE(text.find("unused A\n"), std::string::npos) << text;
+  KernelSignature back = KernelSignature::parse(text);
+  EXPECT_FALSE(back.accesses(0));
+  EXPECT_TRUE(back.accesses(1));
+  EXPECT_TRUE(back.accesses(2));
+  std::string old = text;
+  old.erase(old.find("unused A\n"), std::string("unused A\n").size());
+  EXPECT_TRUE(KernelSignature::parse(old).accesses(0));
+  std::string misplaced = text;
+  misplaced.replace(misplaced.find("unused A"), 8, "unused B");
+  EXPECT_THROW(KernelSignature::parse(misplaced), UserError);
+}
+
 }  // namespace
 }  // namespace tl
