@@ -41,6 +41,11 @@ class Layout {
   int64_t base_align() const { return base_align_; }
   // Columns per column block (the whole row when the layout is not blocked).
   int64_t block_cols() const { return block_cols_; }
+  // Whether `o` puts every element where this layout does (the base alignment aside).
+  bool same_placement(const Layout& o) const {
+    return cols_ == o.cols_ && chunk_ == o.chunk_ && block_cols_ == o.block_cols_ && row_shift_ == o.row_shift_ &&
+           row_mask_ == o.row_mask_;
+  }
   std::string str() const;
 
  private:

@@ -322,7 +322,7 @@ class LowerCopiesAndGemms : public IRMutator {
     Stmt loads = multicast(op, rebase.mutate(plan->loads));
     if (plan->layout) {
       auto it = laid_out.find(dst.buffer.get());
-      if (it != laid_out.end() && it->second->layout->str() != plan->layout->str())
+      if (it != laid_out.end() && !it->second->layout->same_placement(*plan->layout))
         refuse(op, str_cat("'", dst.buffer->name, "' is written by TMA in two different layouts"));
       laid_out[dst.buffer.get()] = with_layout(dst.buffer, plan->layout);
     }

@@ -64,7 +64,7 @@ std::optional<TmaCopy> plan_tma_copy(const TileOpNode* c, const std::vector<Para
   if (t->layout) {
     auto cols = as_const_int(t->shape.back());
     auto hw = cols ? Layout::swizzle(*cols, dt.bytes()) : nullptr;
-    if (!hw || hw->str() != t->layout->str()) return std::nullopt;
+    if (!hw || !hw->same_placement(*t->layout)) return std::nullopt;
     annotated = SharedTileLayout{t->layout, false};
   }
   Expr pad = safe_value(c->attrs, dt);

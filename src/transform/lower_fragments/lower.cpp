@@ -36,7 +36,7 @@ class Lowerer : public IRMutator {
       const auto& [b, l] = bl;
       // A tile TMA fills was laid out by pipeline_loops, from the plan of the
       // kernel before pipelining (LayoutFacts::shared_tile_layouts).
-      TL_ICHECK(!tma_tiles.count(k) || (b->layout && b->layout->str() == l.layout->str()), "the TMA-filled tile '",
+      TL_ICHECK(!tma_tiles.count(k) || (b->layout && b->layout->same_placement(*l.layout)), "the TMA-filled tile '",
                 b->name, "' has layout ", b->layout ? b->layout->str() : "none", " but its gemm reads it as ",
                 l.layout->str());
       swizzled_[k] = with_layout(b, l.layout);
