@@ -52,7 +52,7 @@ FLOAT_FUNCS = [
     ("abs", lambda x, p: T.abs(x), lambda x, p, r: np.abs(x), False),
     ("floor", lambda x, p: T.floor(x), lambda x, p, r: np.floor(x), False),
     ("ceil", lambda x, p: T.ceil(x), lambda x, p, r: np.ceil(x), False),
-    ("round", lambda x, p: T.round(x), lambda x, p, r: _round_half_away(x), False),
+    ("round", lambda x, p: T.round(x), lambda x, p, r: np.rint(x), False),
     ("trunc", lambda x, p: T.trunc(x), lambda x, p, r: np.trunc(x), False),
     ("nearbyint", lambda x, p: T.nearbyint(x), lambda x, p, r: np.rint(x), False),
     ("sigmoid", lambda x, p: T.sigmoid(x), lambda x, p, r: 1 / (1 + np.exp(-x)), False),
@@ -189,13 +189,11 @@ def test_rounding_functions_are_exact():
     kernel(x, p, out)
     row = {name: i for i, (name, *_) in enumerate(FLOAT_FUNCS)}
     halves = x[SPECIALS : SPECIALS + 40]  # -10.0, -9.5, ... 9.5
-    # T.round rounds halves away from zero (CUDA's roundf); T.nearbyint to even.
-    np.testing.assert_array_equal(
-        out[row["round"], SPECIALS : SPECIALS + 40], _round_half_away(halves)
-    )
+    # T.round rounds halves to even (TileLang's default), as T.nearbyint does.
+    np.testing.assert_array_equal(out[row["round"], SPECIALS : SPECIALS + 40], np.rint(halves))
     np.testing.assert_array_equal(out[row["nearbyint"], SPECIALS : SPECIALS + 40], np.rint(halves))
     assert x[SPECIALS + 11] == -4.5
-    assert out[row["round"], SPECIALS + 11] == -5.0
+    assert out[row["round"], SPECIALS + 11] == -4.0
     assert out[row["nearbyint"], SPECIALS + 11] == -4.0
     for name in ("floor", "ceil", "trunc", "abs"):
         np.testing.assert_array_equal(out[row[name]], getattr(np, name)(x), err_msg=name)
@@ -393,32 +391,39 @@ ROUNDING_CASES = [
 
 @pytest.mark.parametrize(("target", "dtype"), ROUNDING_CASES)
 def test_round_and_nearbyint_agree_on_every_target(target, dtype):
-    """Halves: T.round away from zero, T.nearbyint to even, the same on every target
-    and dtype (the CUDA header once rounded T.round's halves to even)."""
+    """Halves: T.round(x, "ties-away-from-zero") away from zero, T.round(x) and
+    T.nearbyint to even (TileLang's default), the same on every target and dtype."""
     import ml_dtypes
 
     np_dtype = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}.get(dtype, np.dtype(dtype))
 
     @T.prim_func
-    def main(X: T.Tensor((16,), dtype), R: T.Tensor((16,), dtype), E: T.Tensor((16,), dtype)):
+    def main(
+        X: T.Tensor((16,), dtype),
+        R: T.Tensor((16,), dtype),
+        E: T.Tensor((16,), dtype),
+        D: T.Tensor((16,), dtype),
+    ):
         with T.Kernel(1, threads=16):
             for i in T.Parallel(16):
-                R[i] = T.round(X[i])
+                R[i] = T.round(X[i], "ties-away-from-zero")
                 E[i] = T.nearbyint(X[i])
+                D[i] = T.round(X[i])
 
     x = np.array(
         [-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 1.25, -1.75, 7.0, -0.0, 2.75, -6.5]
     )
-    r, e = np.zeros(16, np_dtype), np.zeros(16, np_dtype)
-    tilelang.compile(main, target=target)(x.astype(np_dtype), r, e)
+    r, e, d = np.zeros(16, np_dtype), np.zeros(16, np_dtype), np.zeros(16, np_dtype)
+    tilelang.compile(main, target=target)(x.astype(np_dtype), r, e, d)
     np.testing.assert_array_equal(r.astype(np.float64), np.sign(x) * np.floor(np.abs(x) + 0.5))
     np.testing.assert_array_equal(e.astype(np.float64), np.rint(x))
+    np.testing.assert_array_equal(d.astype(np.float64), np.rint(x))
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_round_takes_tilelang_rounding_modes(target, dtype):
-    # T.round(x, "ties-away-from-zero") is T.round(x); "ties-to-even" is T.nearbyint;
+    # T.round(x, "ties-to-even") is T.round(x) and T.nearbyint; "ties-away-from-zero" is roundf;
     # integers pass through unchanged.
     @T.prim_func
     def main(
@@ -443,7 +448,7 @@ def test_round_takes_tilelang_rounding_modes(target, dtype):
     x = a.astype(np.float64)
     np.testing.assert_array_equal(o[0].astype(np.float64), _round_half_away(x))
     np.testing.assert_array_equal(o[1].astype(np.float64), np.rint(x))
-    np.testing.assert_array_equal(o[2].astype(np.float64), _round_half_away(x))
+    np.testing.assert_array_equal(o[2].astype(np.float64), np.rint(x))
     np.testing.assert_array_equal(j, ints)
 
 

@@ -42,14 +42,14 @@ _ROUND_TIES = {"ties-away-from-zero": "round", "ties-to-even": "nearbyint"}
 
 
 def round(x, rounding_mode=None, span=None):
-    """T.round(x): x rounded to an integer value, halves away from zero (CUDA's roundf).
-    TileLang's rounding_mode picks the rule: "ties-away-from-zero" (the same) or
-    "ties-to-even" (T.nearbyint). Integers are returned as they are. A span in the mode's
-    place (TileLang's old signature) is ignored."""
+    """T.round(x): x rounded to an integer value, halves to even (T.nearbyint, numpy's
+    np.rint), TileLang's default. TileLang's rounding_mode picks the rule: "ties-to-even"
+    (the same) or "ties-away-from-zero" (CUDA's roundf). Integers are returned as they
+    are. A span in the mode's place (TileLang's old signature) is ignored."""
     del span
     if rounding_mode is not None and not isinstance(rounding_mode, str):
         rounding_mode = None  # TileLang's T.round(x, span)
-    name = _ROUND_TIES.get(rounding_mode or "ties-away-from-zero")
+    name = _ROUND_TIES.get(rounding_mode or "ties-to-even")
     if name is None:
         raise frontend_error(
             f"T.round rounding_mode must be one of {', '.join(map(repr, _ROUND_TIES))}, "
