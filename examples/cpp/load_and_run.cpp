@@ -1,7 +1,9 @@
 // Runs a kernel that another program compiled and exported, without compiling
 // anything: this program links only the runtime library (tilelang_cpp::runtime),
-// which holds no compiler. It loads the GEMM that `gemm --export DIR` wrote, calls
-// it on random float16 inputs and checks the result against a plain triple loop.
+// which holds no compiler. It loads the GEMM that `gemm --export DIR` wrote (or one
+// with the same signature that Python's kernel.export_library(DIR) wrote: the format
+// is the same), calls it on random float16 inputs and checks the result against a
+// plain triple loop.
 //
 //   gemm --export /tmp/gemm_kernel && load_and_run /tmp/gemm_kernel
 #include <cmath>

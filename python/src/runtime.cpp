@@ -317,6 +317,12 @@ void bind_runtime(nb::module_& m) {
   m.def("memory_cache_max_kernels", [] { return memory_cache_bounds().max_entries; });
   m.def("load_kernel", nb::overload_cast<const std::string&, const std::string&, const std::string&>(&load_kernel),
         nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));
+  // The one export format, shared with the C++ API (tl::export_kernel / tl::load_kernel).
+  m.def("export_kernel", &export_kernel, nb::arg("kernel"), nb::arg("dir"), nb::arg("meta"));
+  m.def("load_exported_kernel", [](const std::string& dir) {
+    ExportDescription d = read_export(dir);
+    return std::make_pair(load_kernel(dir), d.meta);
+  });
   m.def("default_cache_dir", &default_cache_dir);
   m.def("cache_stats", [](const std::string& dir) {
     CacheStats s = DiskCache(dir).stats();

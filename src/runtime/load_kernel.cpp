@@ -1,14 +1,19 @@
 // Loading a compiled kernel from its files, and exporting one to a directory that
 // loads back: the runtime library's whole job besides the launch, with no
 // compiler (no codegen, no passes, no NVRTC or host compiler) behind it.
+#include <sys/utsname.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "runtime/artifact.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cuda/cuda_kernel.h"
 #include "support/error.h"
+#include "support/sha256.h"
 #include "tl/runtime.h"
 
 namespace fs = std::filesystem;
@@ -16,14 +21,34 @@ namespace fs = std::filesystem;
 namespace tl {
 namespace {
 
-// The first line of an export's description file; the number changes with the layout.
-constexpr const char* kExportFormat = "tilelang-cpp-kernel 1";
+// export.txt: 'key value' lines (format, version, target, built_on, one 'file <name>
+// <sha256>' per file, an optional one-line 'meta' the Python package fills), then
+// 'signature' and the signature text. The version changes with the layout.
+constexpr const char* kExportFormat = "tilelang-cpp-kernel";
+constexpr const char* kExportVersion = "2";
+constexpr const char* kOldExportFormat = "tilelang-cpp-kernel 1";  // the first line of version 1
 constexpr const char* kExportFile = "export.txt";
 
 // What an export holds besides the artifact: the cache entry's own checksums
 // (manifest.txt) stay behind.
 bool exported(const fs::path& file) {
   return file.filename() != "manifest.txt" && file.filename() != kExportFile;
+}
+
+std::string checksum(const std::string& data) {
+  std::optional<std::string> h = sha256_hex(data);
+  if (!h)
+    throw_user_error({},
+                     "exported kernels are checked with SHA-256, which needs OpenSSL's libcrypto; it was not "
+                     "found on this machine");
+  return *h;
+}
+
+// The same words as Python's platform.system() / platform.machine().
+std::string this_machine() {
+  struct utsname u;
+  if (uname(&u) != 0) return "unknown";
+  return str_cat(u.sysname, " ", u.machine);
 }
 
 }  // namespace
@@ -79,56 +104,147 @@ std::shared_ptr<Kernel> load_kernel(const std::string& signature, const std::str
   return k;
 }
 
-void export_kernel(const Kernel& kernel, const std::string& dir) {
+void export_kernel(const Kernel& kernel, const std::string& dir, const std::string& meta) {
+  const std::string& name = kernel.signature().name;
   const std::string& from = kernel.artifact_path();
   std::error_code ec;
   if (from.empty() || !fs::is_directory(from, ec))
-    throw_user_error({}, str_cat("kernel '", kernel.signature().name, "' has no artifact directory to export (",
-                                 from.empty() ? "none recorded" : from,
-                                 "): a metal kernel's artifact is its source, and a cache entry may have been "
-                                 "pruned since the kernel was compiled; compile it again and export right away"));
+    throw_user_error(
+        {}, str_cat("kernel '", name, "' has no artifact directory to export (", from.empty() ? "none recorded" : from,
+                    "): a metal kernel's artifact is its source, and a cache entry may have been "
+                    "pruned since the kernel was compiled; compile it again and export right away"));
+  if (meta.find('\n') != std::string::npos)
+    throw_user_error({}, str_cat("cannot export kernel '", name, "': its meta text must be one line"));
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
-    throw_user_error({}, str_cat("cannot export kernel '", kernel.signature().name, "' to ", dir,
-                                 ": the directory cannot be made (", ec.message(), ")"));
-  // The description goes last: a directory an export left half-written does not load.
+    throw_user_error({}, str_cat("cannot export kernel '", name, "' to ", dir, ": the directory cannot be made (",
+                                 ec.message(), ")"));
+  // The files an earlier export here listed go first (a file this export does not
+  // write would be refused by the loader as unlisted), then its description: the new
+  // description goes last, so a directory an export left half-written does not load.
+  std::ifstream earlier(fs::path(dir) / kExportFile, std::ios::binary);
+  for (std::string line; std::getline(earlier, line) && line != "signature";) {
+    if (line.rfind("file ", 0) != 0) continue;
+    std::string listed = line.substr(5, line.rfind(' ') - 5);
+    if (!listed.empty() && fs::path(listed).filename().string() == listed && listed != kExportFile &&
+        !fs::equivalent(fs::path(dir) / listed, fs::path(from) / listed, ec))
+      fs::remove(fs::path(dir) / listed, ec);
+  }
+  earlier.close();
   fs::remove(fs::path(dir) / kExportFile, ec);
-  for (const fs::directory_entry& e : fs::directory_iterator(from)) {
-    if (!e.is_regular_file() || !exported(e.path())) continue;
-    fs::copy_file(e.path(), fs::path(dir) / e.path().filename(), fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      throw_user_error({}, str_cat("cannot export kernel '", kernel.signature().name, "': copying ", e.path().string(),
-                                   " to ", dir, " failed (", ec.message(), ")"));
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(from))
+    if (e.is_regular_file() && exported(e.path())) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string listing;
+  for (const fs::path& f : files) {
+    std::string data = read_text(f);
+    listing += str_cat("file ", f.filename().string(), " ", checksum(data), "\n");
+    fs::path to = fs::path(dir) / f.filename();
+    if (fs::equivalent(f, to, ec)) continue;  // a kernel loaded from `dir`, exported to it again
+    // Written aside and renamed over: a library a live kernel has mapped from here keeps
+    // its old file rather than changing under it.
+    fs::path staged = fs::path(dir) / str_cat(".", f.filename().string(), ".export");
+    std::ofstream out(staged, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), std::streamsize(data.size()));
+    out.close();
+    if (!out || (fs::rename(staged, to, ec), ec))
+      throw_user_error(
+          {}, str_cat("cannot export kernel '", name, "': writing ", f.filename().string(), " to ", dir, " failed"));
   }
   std::ofstream out(fs::path(dir) / kExportFile, std::ios::binary);
-  out << kExportFormat << "\ntarget " << kernel.target().str() << "\nsignature\n" << kernel.signature().serialize();
+  out << "format " << kExportFormat << "\nversion " << kExportVersion << "\ntarget " << kernel.target().str()
+      << "\nbuilt_on " << this_machine() << "\n"
+      << listing;
+  if (!meta.empty()) out << "meta " << meta << "\n";
+  out << "signature\n" << kernel.signature().serialize();
   if (!out.flush())
-    throw_user_error({}, str_cat("cannot export kernel '", kernel.signature().name, "': writing ", dir, "/",
-                                 kExportFile, " failed"));
+    throw_user_error({}, str_cat("cannot export kernel '", name, "': writing ", dir, "/", kExportFile, " failed"));
 }
 
-std::shared_ptr<Kernel> load_kernel(const std::string& dir) {
+ExportDescription read_export(const std::string& dir) {
   std::ifstream in(fs::path(dir) / kExportFile, std::ios::binary);
   if (!in)
     throw_user_error({}, str_cat(dir, " is not an exported tilelang kernel: it has no ", kExportFile,
-                                 "; write one with tl::export_kernel(kernel, dir)"));
-  std::string format, target_line, signature_line;
-  std::getline(in, format);
-  std::getline(in, target_line);
-  std::getline(in, signature_line);
-  if (format != kExportFormat)
-    throw_user_error({}, str_cat(dir, "/", kExportFile,
-                                 " is not a tilelang kernel description of this release (its "
-                                 "first line is '",
-                                 format, "', expected '", kExportFormat,
-                                 "'); export the kernel again with this release's tl::export_kernel"));
-  if (target_line.rfind("target ", 0) != 0 || signature_line != "signature")
-    throw_user_error({}, str_cat(dir, "/", kExportFile, " is damaged: its second and third lines are '", target_line,
-                                 "' and '", signature_line, "', expected 'target <target>' and 'signature'"));
-  std::stringstream signature;
-  signature << in.rdbuf();
+                                 "; write one with tl::export_kernel(kernel, dir) or kernel.export_library(dir)"));
+  const std::string where = str_cat(dir, "/", kExportFile);
+  ExportDescription d;
+  std::string line, version, built_on;
+  std::getline(in, line);
+  if (line == kOldExportFormat)
+    throw_user_error({}, str_cat(where, " was written by an earlier release (", kOldExportFormat,
+                                 ", which carries no checksums) and is not loaded; export the kernel again with "
+                                 "this release"));
+  if (line != str_cat("format ", kExportFormat))
+    throw_user_error(
+        {}, str_cat(where, " is not a tilelang kernel description (its first line is '", line, "', expected 'format ",
+                    kExportFormat, "'); write one with tl::export_kernel(kernel, dir) or kernel.export_library(dir)"));
+  std::getline(in, line);
+  if (line.rfind("version ", 0) != 0)
+    throw_user_error({}, str_cat(where, " is damaged: its second line is '", line, "', expected 'version <n>'"));
+  version = line.substr(8);
+  if (version != kExportVersion)
+    throw_user_error({}, str_cat(where, " is a tilelang kernel of format version ", version,
+                                 ", which this release does not read (it reads version ", kExportVersion,
+                                 "); export the kernel again with this release"));
+  bool signature = false;
+  while (!signature && std::getline(in, line)) {
+    size_t space = line.find(' ');
+    std::string key = line.substr(0, space), value = space == std::string::npos ? "" : line.substr(space + 1);
+    if (line == "signature") {
+      signature = true;
+    } else if (key == "target") {
+      d.target = value;
+    } else if (key == "built_on") {
+      built_on = value;
+    } else if (key == "meta") {
+      d.meta = value;
+    } else if (key == "file" && value.rfind(' ') != std::string::npos) {
+      size_t sp = value.rfind(' ');
+      d.files.emplace_back(value.substr(0, sp), value.substr(sp + 1));
+    } else {
+      throw_user_error({}, str_cat(where, " is damaged: unexpected line '", line, "'"));
+    }
+  }
+  if (d.target.empty() || built_on.empty() || !signature)
+    throw_user_error({}, str_cat(where, " is damaged: it lacks one of the lines 'target', 'built_on', 'signature'"));
+  if (built_on != this_machine())
+    throw_user_error({}, str_cat(dir, " holds a kernel built for ", built_on, ", this machine is ", this_machine(),
+                                 "; export it on a machine like this one"));
+  std::stringstream rest;
+  rest << in.rdbuf();
+  d.signature = rest.str();
+  // Every file the loader may read is listed and matches its checksum, and nothing
+  // unlisted sits beside them.
+  std::set<std::string> listed;
+  for (const auto& [name, digest] : d.files) {
+    if (name.empty() || fs::path(name).filename().string() != name || name == kExportFile)
+      throw_user_error({}, str_cat(where, " lists the file '", name, "', which is not a plain file name"));
+    listed.insert(name);
+    fs::path p = fs::path(dir) / name;
+    std::error_code ec;
+    if (fs::is_symlink(p, ec))
+      throw_user_error({}, str_cat("the exported kernel in ", dir, " has ", name,
+                                   " as a symbolic link; an export holds plain files only"));
+    if (!fs::is_regular_file(p, ec))
+      throw_user_error({}, str_cat("the exported kernel in ", dir, " is incomplete: ", name, " is missing"));
+    if (checksum(read_text(p)) != digest)
+      throw_user_error({}, str_cat("the exported kernel in ", dir, " is damaged: ", name,
+                                   " does not match its checksum in ", kExportFile));
+  }
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name != kExportFile && !listed.count(name))
+      throw_user_error({}, str_cat("the exported kernel in ", dir, " holds ", name, ", which ", kExportFile,
+                                   " does not list; remove it or export the kernel again"));
+  }
+  return d;
+}
+
+std::shared_ptr<Kernel> load_kernel(const std::string& dir) {
+  ExportDescription d = read_export(dir);
   try {
-    return load_kernel(signature.str(), target_line.substr(7), dir);
+    return load_kernel(d.signature, d.target, dir);
   } catch (const std::runtime_error& e) {
     if (dynamic_cast<const UserError*>(&e)) throw;
     throw_user_error({}, str_cat("the exported kernel in ", dir, " does not load: ", e.what()));

@@ -7,6 +7,7 @@ a DeviceDirError the program catches, never an abort or a fall back to the sourc
 The GEMM's exported kernel is loaded and run by load_and_run, which links only the
 runtime library; that library must hold none of the compiler."""
 
+import json
 import os
 import re
 import shutil
@@ -58,9 +59,14 @@ def installed(tmp_path_factory):
     shutil.copytree(first, prefix, symlinks=True)
     shutil.rmtree(first)
 
+    # The examples are copied out of the checkout, so nothing in their project can
+    # reach the source tree; the compile commands and binaries are checked for it below.
+    example_src = tmp / "example_src"
+    shutil.copytree(os.path.join(ROOT, "examples", "cpp"), example_src)
     example_build = tmp / "example_build"
-    configure = ["cmake", "-S", os.path.join(ROOT, "examples", "cpp"), "-B", str(example_build)]
+    configure = ["cmake", "-S", str(example_src), "-B", str(example_build)]
     configure += [f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"]
+    configure.append("-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")
     if shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     cxx = _cache_value(build, "CMAKE_CXX_COMPILER")
@@ -69,6 +75,39 @@ def installed(tmp_path_factory):
     _run(configure)
     _run(["cmake", "--build", str(example_build)])
     return prefix, str(example_build / "gemm"), str(first), str(example_build / "load_and_run")
+
+
+def _checkout_paths():
+    """The paths a hidden dependency on the checkout or its build would show."""
+    build = os.path.realpath(_build_dir())
+    return {
+        ROOT,
+        os.path.realpath(ROOT),
+        build,
+        os.path.join(ROOT, "include"),
+        os.path.join(ROOT, "src"),
+    }
+
+
+def test_examples_build_without_the_source_tree(installed):
+    prefix, gemm, first, load_and_run = installed
+    example_build = os.path.dirname(gemm)
+    with open(os.path.join(example_build, "compile_commands.json")) as f:
+        commands = json.load(f)
+    assert {os.path.basename(c["file"]) for c in commands} >= {"gemm.cpp", "load_and_run.cpp"}
+    for c in commands:
+        command = c.get("command") or " ".join(c["arguments"])
+        assert f"{prefix}/include" in command, command
+        for path in (*_checkout_paths(), first):
+            assert path not in command, (path, command)
+    cuda_launch = os.path.join(example_build, "cuda_launch")
+    for binary in (gemm, load_and_run, cuda_launch):
+        dynamic = _run(["readelf", "-d", binary]).stdout
+        paths = re.findall(r"\((?:RPATH|RUNPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
+        assert paths and all(p.startswith(str(prefix)) for p in ":".join(paths).split(":")), paths
+        strings = _run(["strings", "-a", binary]).stdout
+        for path in _checkout_paths():
+            assert path not in strings, (binary, path)
 
 
 def _env(tmp_path, **extra):
@@ -191,7 +230,11 @@ def test_exported_kernel_runs_from_runtime_only_program(installed, tmp_path):
     exported = tmp_path / "gemm_kernel"
     r = _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
     assert f"exported to {exported}\n" in r.stdout
-    assert (exported / "export.txt").read_text().startswith("tilelang-cpp-kernel 1\ntarget cpu\n")
+    assert (
+        (exported / "export.txt")
+        .read_text()
+        .startswith("format tilelang-cpp-kernel\nversion 2\ntarget cpu\n")
+    )
     # Loading compiles nothing: no host compiler and no device headers are needed.
     env = _env(tmp_path, TILELANG_CXX=str(tmp_path / "no_such_compiler"))
     env["TILELANG_CACHE_DIR"] = str(tmp_path / "empty_cache")
@@ -214,36 +257,102 @@ def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
     assert (
         f"load_and_run: {tmp_path} is not an exported tilelang kernel: it has no export.txt; "
-        "write one with tl::export_kernel(kernel, dir)" in r.stderr
+        "write one with tl::export_kernel(kernel, dir) or kernel.export_library(dir)" in r.stderr
     )
-    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 0\ntarget cpu\nsignature\n")
+    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ntarget cpu\nsignature\n")
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
     assert (
-        f"load_and_run: {tmp_path}/export.txt is not a tilelang kernel description of this "
-        "release (its first line is 'tilelang-cpp-kernel 0', expected 'tilelang-cpp-kernel 1'); "
-        "export the kernel again with this release's tl::export_kernel" in r.stderr
+        f"load_and_run: {tmp_path}/export.txt was written by an earlier release "
+        "(tilelang-cpp-kernel 1, which carries no checksums) and is not loaded; export the "
+        "kernel again with this release" in r.stderr
     )
-    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ncpu\nsignature\n")
+    (tmp_path / "export.txt").write_text("format tilelang-cpp-kernel\nversion 7\ntarget cpu\n")
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
     assert (
-        f"load_and_run: {tmp_path}/export.txt is damaged: its second and third lines are 'cpu' "
-        "and 'signature', expected 'target <target>' and 'signature'" in r.stderr
+        f"load_and_run: {tmp_path}/export.txt is a tilelang kernel of format version 7, which "
+        "this release does not read (it reads version 2); export the kernel again with this "
+        "release" in r.stderr
     )
-    (tmp_path / "export.txt").write_text("tilelang-cpp-kernel 1\ntarget cpu\nsignature\nname x\n")
+    (tmp_path / "export.txt").write_text("format tilelang-cpp-kernel\nversion 2\ncpu\n")
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
-    assert (
-        "load_and_run: malformed kernel signature (line 1): expected the header 'tl-signature 1'"
-        in r.stderr
-    )
-    # A whole description whose binary is gone.
+    assert f"load_and_run: {tmp_path}/export.txt is damaged: unexpected line 'cpu'" in r.stderr
+    # A whole description whose binary is gone, or changed.
     exported = tmp_path / "gemm_kernel"
     _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    so = (exported / "kernel.so").read_bytes()
+    (exported / "kernel.so").write_bytes(so + b"\0")
+    r = _run([load_and_run, str(exported)], returncode=1, env=_env(tmp_path))
+    assert (
+        f"load_and_run: the exported kernel in {exported} is damaged: kernel.so does not match "
+        "its checksum in export.txt" in r.stderr
+    )
     (exported / "kernel.so").unlink()
     r = _run([load_and_run, str(exported)], returncode=1, env=_env(tmp_path))
     assert (
-        f"load_and_run: the exported kernel in {exported} does not load: cannot load kernel "
-        f"library {exported}/kernel.so" in r.stderr
+        f"load_and_run: the exported kernel in {exported} is incomplete: kernel.so is missing"
+        in r.stderr
     )
+
+
+def _python_gemm():
+    """The GEMM of examples/cpp/gemm.cpp written in the Python DSL: same name and
+    signature, so load_and_run can run its export."""
+    import tilelang
+    import tilelang.language as T
+
+    M, N, K = 300, 200, 100
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for i, j in T.Parallel(64, 64):
+                for k in T.serial(K):
+                    if by * 64 + i < M and bx * 64 + j < N:
+                        acc[i, j] += T.Cast("float32", A[by * 64 + i, k]) * T.Cast(
+                            "float32", B[k, bx * 64 + j]
+                        )
+            for i, j in T.Parallel(64, 64):
+                if by * 64 + i < M and bx * 64 + j < N:
+                    C[by * 64 + i, bx * 64 + j] = acc[i, j]
+
+    return tilelang.compile(gemm, target="cpu")
+
+
+def test_python_export_runs_in_the_runtime_only_program(installed, tmp_path):
+    _, _, _, load_and_run = installed
+    exported = tmp_path / "python_gemm"
+    _python_gemm().export_library(str(exported))
+    env = _env(tmp_path, TILELANG_CXX=str(tmp_path / "no_such_compiler"))
+    r = _run([load_and_run, str(exported)], env=env, cwd=tmp_path)
+    assert "loaded kernel 'gemm' for cpu with 3 parameters" in r.stdout
+    err = re.search(r"loaded gemm 300x200x100: max abs error (\S+)", r.stdout)
+    assert err and float(err.group(1)) <= 1e-3, r.stdout
+    assert r.stdout.rstrip().endswith("OK")
+
+
+def test_cpp_export_runs_in_python(installed, tmp_path):
+    import numpy as np
+    import tilelang
+
+    _, gemm, _, _ = installed
+    exported = tmp_path / "cpp_gemm"
+    _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    before = tilelang._C.compile_count()
+    kernel = tilelang.jit.load_kernel(str(exported))
+    assert tilelang._C.compile_count() == before
+    assert kernel.name == "gemm" and kernel.target == "cpu" and kernel.out_idx == []
+    rng = np.random.default_rng(21)
+    a = rng.uniform(-1, 1, (300, 100)).astype(np.float16)
+    b = rng.uniform(-1, 1, (100, 200)).astype(np.float16)
+    c = np.full((300, 200), -1.0, np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), atol=1e-3)
 
 
 def test_cuda_launch_example(installed, tmp_path):

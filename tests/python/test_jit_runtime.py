@@ -5,8 +5,11 @@ call path (each kind of tensor the C++ caller reads, numbers, outputs, and the f
 error messages after calls that passed the fast checks)."""
 
 import ctypes
+import hashlib
+import json
 import logging
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -102,19 +105,160 @@ def test_loading_in_a_fresh_process_with_no_cache(add_kernel, tmp_path):
     assert not os.path.exists(tmp_path / "empty-cache" / "kernels")
 
 
+def _rewrite_export(path, old, new):
+    text = (path / "export.txt").read_text()
+    assert old in text, text
+    (path / "export.txt").write_text(text.replace(old, new))
+
+
 def test_load_rejects_damaged_files(add_kernel, tmp_path):
-    path = tmp_path / "k.zip"
+    path = tmp_path / "k"
     add_kernel.export_library(str(path))
-    damaged = tmp_path / "damaged.zip"
+    so = (path / "kernel.so").read_bytes()
+    (path / "kernel.so").write_bytes(so[:-1] + bytes([so[-1] ^ 1]))
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=f"the exported kernel in {path} is damaged: kernel.so does not match its "
+        "checksum in export.txt",
+    ):
+        tilelang.jit.load_kernel(str(path))
+    (path / "kernel.so").write_bytes(so)
+    (path / "extra.so").write_bytes(so)
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=f"the exported kernel in {path} holds extra.so, which export.txt does not list",
+    ):
+        tilelang.jit.load_kernel(str(path))
+    (path / "extra.so").unlink()
+    (path / "kernel.so").rename(path / "real.so")
+    (path / "kernel.so").symlink_to(path / "real.so")
+    with pytest.raises(tilelang.TileLangError, match="has kernel.so as a symbolic link"):
+        tilelang.jit.load_kernel(str(path))
+    (path / "kernel.so").unlink()
+    (path / "real.so").rename(path / "kernel.so")
+    assert tilelang.jit.load_kernel(str(path)).out_idx == [2]
+    (tmp_path / "junk").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="junk is not a loadable tilelang kernel.*export_library"):
+        tilelang.jit.load_kernel(str(tmp_path / "junk"))
+    with pytest.raises(
+        tilelang.TileLangError, match=f"{tmp_path} is not an exported tilelang kernel"
+    ):
+        tilelang.jit.load_kernel(str(tmp_path))
+
+
+def test_load_refuses_unknown_versions_and_other_machines(add_kernel, tmp_path):
+    path = tmp_path / "k"
+    add_kernel.export_library(str(path))
+    _rewrite_export(path, "version 2\n", "version 3\n")
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=f"{path}/export.txt is a tilelang kernel of format version 3, which this release "
+        r"does not read \(it reads version 2\)",
+    ):
+        tilelang.jit.load_kernel(str(path))
+    _rewrite_export(path, "version 3\n", "version 2\n")
+    machine = f"built_on {platform.system()} {platform.machine()}\n"
+    _rewrite_export(path, machine, "built_on Plan9 mips\n")
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=f"{path} holds a kernel built for Plan9 mips, this machine is "
+        f"{platform.system()} {platform.machine()}",
+    ):
+        tilelang.jit.load_kernel(str(path))
+    _rewrite_export(path, "built_on Plan9 mips\n", machine)
+    # The description of the earlier C++ release carries no checksums and is refused.
+    (path / "export.txt").write_text("tilelang-cpp-kernel 1\ntarget cpu\nsignature\n")
+    with pytest.raises(tilelang.TileLangError, match="written by an earlier release"):
+        tilelang.jit.load_kernel(str(path))
+
+
+def _old_zip_export(kernel, path):
+    """A kernel file as earlier releases' export_library wrote it (zip, version 1)."""
+    files = {}
+    src = kernel.kernel.artifact_dir
+    for name in sorted(os.listdir(src)):
+        if name != "manifest.txt":
+            with open(os.path.join(src, name), "rb") as f:
+                files[name] = f.read()
+    manifest = {
+        "format": "tilelang-cpp-kernel",
+        "version": 1,
+        "name": kernel.name,
+        "target": kernel.target,
+        "execution_backend": kernel.execution_backend,
+        "out_idx": list(kernel.out_idx),
+        "pass_configs": {},
+        "compile_flags": [],
+        "built_on": {"system": platform.system(), "machine": platform.machine()},
+        "signature": kernel.kernel.signature_text,
+        "files": {n: hashlib.sha256(d).hexdigest() for n, d in files.items()},
+    }
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        for name, data in files.items():
+            z.writestr(name, data)
+    return files
+
+
+def test_kernels_exported_by_earlier_releases_still_load(add_kernel, tmp_path):
+    path = tmp_path / "k.tlk"
+    files = _old_zip_export(add_kernel, path)
+    loaded = tilelang.jit.load_kernel(str(path))
+    assert loaded.out_idx == [2] and loaded.execution_backend == "cython"
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    np.testing.assert_allclose(loaded(a, b), a.astype(np.float64) + b, rtol=1e-6)
+    # Re-exported, it is in the one format.
+    again = tmp_path / "again"
+    loaded.export_library(str(again))
+    assert (again / "export.txt").read_text().startswith("format tilelang-cpp-kernel\nversion 2\n")
+    np.testing.assert_allclose(tilelang.jit.load_kernel(str(again))(a, b), a + b, rtol=1e-6)
+    # Its checksums are still checked.
+    damaged = tmp_path / "damaged.tlk"
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(damaged, "w") as dst:
         for item in src.infolist():
             data = src.read(item.filename)
             dst.writestr(item, data[:-1] + b"x" if item.filename == "kernel.so" else data)
+    assert "kernel.so" in files
     with pytest.raises(ValueError, match="member kernel.so does not match its checksum"):
         tilelang.jit.load_kernel(str(damaged))
-    (tmp_path / "junk").write_bytes(b"not a zip")
-    with pytest.raises(ValueError, match="junk is not a loadable tilelang kernel.*export_library"):
-        tilelang.jit.load_kernel(str(tmp_path / "junk"))
+
+
+def test_export_over_an_earlier_export_replaces_its_files(add_kernel, tmp_path):
+    path = tmp_path / "k"
+    add_kernel.export_library(str(path))
+    text = (path / "export.txt").read_text()
+    (path / "old.so").write_bytes(b"an earlier export's file")
+    (path / "export.txt").write_text(
+        text.replace("file kernel.so", "file old.so 00\nfile kernel.so")
+    )
+    add_kernel.export_library(str(path))
+    assert sorted(os.listdir(path)) == ["export.txt", "kernel.cpp", "kernel.so"]
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    np.testing.assert_allclose(tilelang.jit.load_kernel(str(path))(a, b), a + b, rtol=1e-6)
+    # A kernel loaded from the directory exports to it again.
+    loaded = tilelang.jit.load_kernel(str(path))
+    loaded.export_library(str(path))
+    np.testing.assert_allclose(tilelang.jit.load_kernel(str(path))(a, b), a + b, rtol=1e-6)
+
+
+def test_kernel_exported_without_python_meta_loads(add_kernel, tmp_path):
+    """What tl::export_kernel writes from a C++ program: no meta line, so every
+    parameter is an input and the target's default backend runs it."""
+    path = tmp_path / "k"
+    tilelang._C.export_kernel(add_kernel.kernel, str(path), "")
+    assert "\nmeta " not in (path / "export.txt").read_text()
+    loaded = tilelang.jit.load_kernel(str(path))
+    assert loaded.out_idx == [] and loaded.execution_backend == "native"
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    c = np.full(300, -7.0, np.float32)
+    loaded(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) + b, rtol=1e-6)
 
 
 def test_signature_round_trip_keeps_the_grid(dyn_kernel):

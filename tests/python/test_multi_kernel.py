@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
 import pytest
@@ -266,20 +265,17 @@ def test_a_single_kernel_meta_of_the_old_format_still_loads(tmp_path):
     meta = os.path.join(kernel.kernel.artifact_dir, "meta.txt")
     lines = [line for line in read_lines(meta) if not line.startswith("threads")]
     assert lines == ["entry tl_kernel_add_one", "shared_bytes 0"]
-    path = str(tmp_path / "add_one.tlk")
-    kernel.export_library(path)
-    # The same file with the old meta.txt (and its checksum in the manifest).
-    with zipfile.ZipFile(path) as z:
-        members = {name: z.read(name) for name in z.namelist()}
-    members["meta.txt"] = ("\n".join(lines) + "\n").encode()
-    manifest = json.loads(members["manifest.json"])
-    manifest["files"]["meta.txt"] = hashlib.sha256(members["meta.txt"]).hexdigest()
-    members["manifest.json"] = json.dumps(manifest).encode()
-    old = str(tmp_path / "add_one_old.tlk")
-    with zipfile.ZipFile(old, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    loaded = load_kernel(old)
+    old = tmp_path / "add_one_old"
+    kernel.export_library(str(old))
+    # The same export with the old meta.txt (and its checksum in export.txt).
+    data = ("\n".join(lines) + "\n").encode()
+    before = hashlib.sha256((old / "meta.txt").read_bytes()).hexdigest()
+    (old / "meta.txt").write_bytes(data)
+    text = (old / "export.txt").read_text()
+    assert f"file meta.txt {before}\n" in text
+    text = text.replace(before, hashlib.sha256(data).hexdigest())
+    (old / "export.txt").write_text(text)
+    loaded = load_kernel(str(old))
     x = np.random.default_rng(5).standard_normal(256).astype(np.float32)
     y = loaded(x)
     np.testing.assert_allclose(y, x + 1.0, rtol=1e-6)

@@ -1,10 +1,15 @@
-"""Export of a compiled kernel to one file, and loading it back without compiling.
+"""Export of a compiled kernel to a directory, and loading it back without compiling.
 
-The file is a zip: `manifest.json` (format version, target, execution backend, out_idx,
-the kernel signature in the core's text form, a readable parameter list, the machine it
-was built for and the SHA-256 of every other member) plus the artifact files of the
-kernel's cache entry (on the CPU: kernel.cpp and kernel.so). Loading verifies the
-checksums, unpacks the artifact into a private directory and hands it to the core."""
+The directory is the one format of the Python package and the C++ API
+(tl::export_kernel / tl::load_kernel): the artifact files of the kernel's cache entry
+(on the CPU: kernel.cpp and kernel.so) and export.txt, written and checked by the core
+(format version, target, machine, the SHA-256 of every file, the signature). The Python
+side adds one `meta` line of JSON (execution backend, out_idx, pass configs, compile
+flags); a kernel exported from C++ has none and loads with every parameter an input.
+
+Kernels exported by earlier releases as one zip file (manifest.json, format version 1)
+still load: their checksums are verified and the files unpacked into a private
+directory before the core sees them."""
 
 import hashlib
 import json
@@ -19,9 +24,9 @@ from tilelang import _native
 
 _C = _native.load()
 
+# The zip format of earlier releases, still loaded.
 FORMAT = "tilelang-cpp-kernel"
 VERSION = 1
-_SKIP = {"manifest.txt"}  # the cache entry's own checksums; the zip manifest replaces them
 
 
 def _machine():
@@ -29,51 +34,18 @@ def _machine():
 
 
 def export_library(kernel, path):
-    source_dir = kernel.kernel.artifact_dir
-    if not source_dir or not os.path.isdir(source_dir):
-        raise RuntimeError(
-            f"kernel '{kernel.name}' has no artifact directory to export "
-            f"({source_dir or 'none recorded'}); was its cache entry pruned? Compile it again "
-            "with tilelang.compile and export right away"
+    if os.path.isfile(path):
+        raise ValueError(
+            f"cannot export kernel '{kernel.name}' to {path}: a file is there, and an export is "
+            "a directory; choose another path or remove the file"
         )
-    files = {}
-    for name in sorted(os.listdir(source_dir)):
-        full = os.path.join(source_dir, name)
-        if name in _SKIP or not os.path.isfile(full):
-            continue
-        with open(full, "rb") as f:
-            files[name] = f.read()
-    manifest = {
-        "format": FORMAT,
-        "version": VERSION,
-        "name": kernel.name,
-        "target": kernel.target,
+    meta = {
         "execution_backend": kernel.execution_backend,
         "out_idx": list(kernel.out_idx),
         "pass_configs": {k: _jsonable(v) for k, v in kernel.pass_configs.items()},
         "compile_flags": list(kernel.compile_flags),
-        "built_on": _machine(),
-        "signature": kernel.kernel.signature_text,
-        "params": [
-            {"name": p.name, "dtype": p.dtype, "shape": p.shape, "is_tensor": p.is_tensor}
-            for p in kernel.params
-        ],
-        "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
     }
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    # Written next to the destination and renamed: a reader never sees half a file.
-    fd, tmp = tempfile.mkstemp(prefix=".tilelang-export-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
-            for name, data in files.items():
-                z.writestr(name, data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _C.export_kernel(kernel.kernel, os.fspath(path), json.dumps(meta, sort_keys=True))
 
 
 def _jsonable(value):
@@ -89,13 +61,37 @@ def _bad(path, why):
 
 
 def load_kernel(path):
-    """Loads a kernel written by JITKernel.export_library; nothing is compiled."""
+    """Loads a kernel written by JITKernel.export_library or tl::export_kernel (a
+    directory), or by an earlier release's export_library (a zip); nothing is compiled."""
+    from .kernel import JITKernel, resolve_backend
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        native, meta_text = _C.load_exported_kernel(path)
+        try:
+            meta = json.loads(meta_text) if meta_text else {}
+        except ValueError as e:
+            raise _bad(path, f"its export.txt has a meta line that is not JSON ({e})") from None
+        manifest = {
+            "target": native.target,
+            "execution_backend": meta.get("execution_backend")
+            or resolve_backend("auto", native.target),
+            "out_idx": meta.get("out_idx") or [],
+            "pass_configs": meta.get("pass_configs") or {},
+            "compile_flags": meta.get("compile_flags") or [],
+        }
+        return JITKernel.__new__(JITKernel)._init_loaded(native, manifest)
+    return _load_zip(path)
+
+
+def _load_zip(path):
+    """The format of earlier releases: a zip with manifest.json (format version 1)."""
     from .kernel import JITKernel
 
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as e:
-        raise _bad(path, f"{e}; export one with kernel.export_library(path)") from None
+        raise _bad(path, f"{e}; export one with kernel.export_library(dir)") from None
     with archive:
         try:
             manifest = json.loads(archive.read("manifest.json"))
