@@ -389,9 +389,10 @@ class JITKernel:
         return self.kernel.cache_key
 
     def export_library(self, path):
-        """Writes the compiled kernel to one file that tilelang.jit.load_kernel(path) (or
-        JITKernel.from_library) loads back without compiling: a zip holding the binary,
-        the generated source and a manifest with the signature."""
+        """Writes the compiled kernel to directory `path` that tilelang.jit.load_kernel(path)
+        (or JITKernel.from_library, or the C++ tl::load_kernel) loads back without compiling:
+        the binary, the generated source and export.txt (format version, target, machine,
+        checksums, the signature)."""
         from .export import export_library
 
         export_library(self, path)
