@@ -33,9 +33,10 @@ struct ExportDescription {
 ExportDescription read_export(const std::string& dir);
 
 // Loads a kernel that export_kernel (or Python's export_library) wrote to `dir`
-// after read_export's checks; nothing is compiled. The files must stay in `dir`
-// while the kernel lives. A directory without an export, or one whose binary does
-// not load, is a UserError naming it.
+// after read_export's checks; nothing is compiled. The checked files are copied
+// into a private temporary directory (checked again as they are copied) and loaded
+// from there, so `dir` may change or go once this returns. A directory without an
+// export, or one whose binary does not load, is a UserError naming it.
 std::shared_ptr<Kernel> load_kernel(const std::string& dir);
 
 // Loads a kernel from its parts: the signature text (KernelSignature::serialize),

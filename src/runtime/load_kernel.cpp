@@ -4,11 +4,14 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "cache/private_dir.h"
 #include "runtime/artifact.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cuda/cuda_kernel.h"
@@ -243,9 +246,37 @@ ExportDescription read_export(const std::string& dir) {
 
 std::shared_ptr<Kernel> load_kernel(const std::string& dir) {
   ExportDescription d = read_export(dir);
+  // The checked bytes are copied into a private directory (mkdtemp, 0700, files 0600)
+  // and loaded from there, each checked once more as it is copied: a file swapped in
+  // `dir` after read_export's checks is never loaded. The kernel owns the copy.
+  std::string error;
+  std::error_code tmp_error;
+  fs::path tmp_root = fs::temp_directory_path(tmp_error);
+  if (tmp_error)
+    throw_user_error({}, str_cat("no temporary directory to load the exported kernel in ", dir,
+                                 " into: ", tmp_error.message(), "; point TMPDIR at a writable directory"));
+  std::optional<std::string> made = make_temp_dir(tmp_root.string(), "tilelang-load-", &error);
+  if (!made)
+    throw_user_error({},
+                     str_cat("cannot make a private directory to load the exported kernel in ", dir, " from, under ",
+                             tmp_root.string(), ": ", error, "; point TMPDIR at a writable directory with free space"));
+  const std::string tmp = *made;
   try {
-    return load_kernel(d.signature, d.target, dir);
+    for (const auto& [name, digest] : d.files) {
+      std::string data = read_text(fs::path(dir) / name);
+      if (checksum(data) != digest)
+        throw_user_error({}, str_cat("the exported kernel in ", dir, " changed while it was loaded: ", name,
+                                     " no longer matches its checksum in ", kExportFile));
+      if (!write_private_file((fs::path(tmp) / name).string(), data))
+        throw_user_error({}, str_cat("cannot copy ", name, " of the exported kernel in ", dir, " to ", tmp, ": ",
+                                     std::strerror(errno)));
+    }
+    std::shared_ptr<Kernel> k = load_kernel(d.signature, d.target, tmp);
+    k->set_origin(tmp, "", tmp);
+    return k;
   } catch (const std::runtime_error& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
     if (dynamic_cast<const UserError*>(&e)) throw;
     throw_user_error({}, str_cat("the exported kernel in ", dir, " does not load: ", e.what()));
   }

@@ -245,6 +245,29 @@ def test_export_over_an_earlier_export_replaces_its_files(add_kernel, tmp_path):
     np.testing.assert_allclose(tilelang.jit.load_kernel(str(path))(a, b), a + b, rtol=1e-6)
 
 
+def test_a_loaded_kernel_runs_from_its_own_checked_copy(add_kernel, tmp_path):
+    """load_kernel copies the checked files into a private directory and loads that
+    copy: replacing or removing the export afterwards does not reach the loaded kernel,
+    and the replaced export no longer loads."""
+    import shutil
+
+    path = tmp_path / "k"
+    add_kernel.export_library(str(path))
+    loaded = tilelang.jit.load_kernel(str(path))
+    (path / "kernel.so").write_bytes(b"not the checked library")
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    np.testing.assert_allclose(loaded(a, b), a.astype(np.float64) + b, rtol=1e-6)
+    with pytest.raises(tilelang.TileLangError, match="kernel.so does not match its checksum"):
+        tilelang.jit.load_kernel(str(path))
+    shutil.rmtree(path)
+    np.testing.assert_allclose(loaded(a, b), a.astype(np.float64) + b, rtol=1e-6)
+    loaded.export_library(str(tmp_path / "again"))  # from the private copy
+    again = tilelang.jit.load_kernel(str(tmp_path / "again"))
+    np.testing.assert_allclose(again(a, b), a.astype(np.float64) + b, rtol=1e-6)
+
+
 def test_kernel_exported_without_python_meta_loads(add_kernel, tmp_path):
     """What tl::export_kernel writes from a C++ program: no meta line, so every
     parameter is an input and the target's default backend runs it."""
