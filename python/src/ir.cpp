@@ -12,6 +12,7 @@
 #include "arith/simplify.h"
 #include "convert.h"
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "runtime/signature.h"
 #include "transform/simplify_pass.h"
 
@@ -137,6 +138,14 @@ void bind_ir(nb::module_& m) {
       .def("__hash__", [](const Expr& e) { return (size_t)e.get(); })
       .def("__bool__", &expr_bool)
       .def("same_as", [](const Expr& a, const Expr& b) { return a.same_as(b); })
+      // Whether evaluating it may read memory or call a function (a load or a call
+      // anywhere in it): what a later store could change.
+      .def("reads_memory",
+           [](const Expr& e) {
+             bool found = false;
+             for_each_expr(e, [&](const Expr& x) { found = found || x.as<BufferLoadNode>() || x.as<CallNode>(); });
+             return found;
+           })
       // The operands of a call (empty for other kinds) and the buffer a load reads
       // (None for other kinds): the frontend checks the addresses T.ptx_cp_async gets.
       .def_prop_ro("call_args",

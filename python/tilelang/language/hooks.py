@@ -108,8 +108,8 @@ def assign(name, value, local_vars):
 
 def unpack(value, count):
     """The values of `a, b = ...` as Python unpacks them (the same count, the same error),
-    each symbolic one read once now (a let; a T.alloc_var's current value), so that the
-    assignments that follow cannot change what a later one stores."""
+    each one that reads memory read once now (a let; a T.alloc_var's current value), so
+    that the assignments that follow cannot change what a later one stores."""
     items = list(value)
     if len(items) != count:
         raise ValueError(
@@ -122,7 +122,14 @@ def unpack(value, count):
     for item in items:
         if isinstance(item, VarBuffer):
             item = to_value(item)
-        if _symbolic(item) and not isinstance(item, _C.Var) and ctx.builder.in_kernel:
+        # Only a value that reads memory (a load, a call) can be changed by the stores
+        # that follow; one of block indices, loop variables and lets is taken as it is.
+        if (
+            _symbolic(item)
+            and not isinstance(item, _C.Var)
+            and ctx.builder.in_kernel
+            and item.reads_memory()
+        ):
             item = ctx.builder.let("value", item)
         out.append(item)
     return out
