@@ -1106,6 +1106,15 @@ class AutoTuneFunction:
             bound = tuner.signature.bind_partial(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{tuner.name}{tuner.signature}: {exc}") from None
+        # A tuned parameter the call gives (tuning skipped, its value compiled as given)
+        # never shares an entry with a call that leaves it to the tuner, even when the
+        # value equals the default; with configs from a function, any given name counts.
+        configs = tuner.configs
+        if callable(configs) or not configs:
+            tuned_names = None
+        else:
+            tuned_names = {k for c in configs if isinstance(c, dict) for k in c}
+        given = tuple(sorted(n for n in bound.arguments if tuned_names is None or n in tuned_names))
         bound.apply_defaults()
         items = []
         for name, value in bound.arguments.items():
@@ -1117,6 +1126,7 @@ class AutoTuneFunction:
             else:
                 items.append((name, value))
         items.extend((f"T.const {k}", v) for k, v in sorted(consts.items()))
+        items.append(("given", given))
         return tuple(
             (name, result_cache.describe(value))
             for name, value in items
