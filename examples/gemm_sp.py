@@ -10,6 +10,9 @@ values and the metadata), and elsewhere decodes the A tile and multiplies it wit
 T.gemm's path (simdgroup matrices on Metal, loops on the CPU). E and E_shared carry
 TileLang's metadata layout annotation, which keeps the row-major format here.
 
+The accumulator is float32; C is float32 unless out_dtype names another type (float16
+for the bench against torch.matmul, whose output is float16).
+
 The tiles do not divide M and N: the tails' copies read zeros, which contribute zeros.
 """
 
@@ -22,7 +25,8 @@ from tilelang.utils.sparse import compress
 
 @tilelang.jit(out_idx=[-1])
 def gemm_sp(
-    M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128, dtype="float16"
+    M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128, dtype="float16",
+    out_dtype="float32",
 ):
     e_factor, e_dtype = 16, "int16"  # 16 elements of K per int16 of metadata
 
@@ -31,7 +35,7 @@ def gemm_sp(
         A_sparse: T.Tensor((M, K // 2), dtype),
         E: T.Tensor((M, K // e_factor), e_dtype),
         B: T.Tensor((K, N), dtype),
-        C: T.Tensor((M, N), "float32"),
+        C: T.Tensor((M, N), out_dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K // 2), dtype)
