@@ -43,7 +43,17 @@ _C = _native.load()
 
 from . import contrib, language, tvm
 from .autotuner import AutoTuner, autotune
-from .env import disable_cache, enable_cache, is_cache_enabled, is_emulation_enabled, set_emulation
+
+# As in TileLang, `tilelang.env` is the settings object (tilelang/env.py's `env`), which this
+# import binds over the module; `from tilelang.env import ...` still imports from the module.
+from .env import (
+    disable_cache,
+    enable_cache,
+    env,
+    is_cache_enabled,
+    is_emulation_enabled,
+    set_emulation,
+)
 from .jit import JITKernel, compile, jit, par_compile
 from .jit.log import set_log_level
 from .language.dtypes import dtype as DataType
@@ -112,6 +122,7 @@ __all__ = [
     "determine_target",
     "disable_cache",
     "enable_cache",
+    "env",
     "is_cache_enabled",
     "is_emulation_enabled",
     "jit",

@@ -2,6 +2,8 @@
 place so that the rest of the package never parses os.environ itself. Values that tests
 and tools change at run time (the cache directory, printing) are read on each use."""
 
+import json
+import math
 import os
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -84,12 +86,8 @@ def is_cache_enabled():
 def cache_dir():
     """The disk cache directory: TILELANG_CACHE_DIR, else the core's default
     ($XDG_CACHE_HOME/tilelang-cpp or ~/.cache/tilelang-cpp)."""
-    explicit = os.environ.get("TILELANG_CACHE_DIR", "")
-    if explicit:
-        return explicit
-    from tilelang import _native
-
-    return _native.load().default_cache_dir()
+    explicit = Environment.__dict__["TILELANG_CACHE_DIR"].get()
+    return str(explicit) if explicit else _default_cache_dir()
 
 
 def print_on_compilation():
@@ -111,47 +109,110 @@ def is_emulation_enabled():
     return _emulate
 
 
-def _setting(name, default=None):
-    def read(self):
-        value = os.environ.get(name)
-        return default() if value is None and default is not None else value
+class EnvVar:
+    """One setting of `tilelang.env` (TileLang's descriptor of the same name). Its value is,
+    in order: `_forced_value` when not None (TileLang's override, for tests), the
+    environment variable `key`, the default (a value or a function giving one).
+    `tilelang.env.NAME = value` sets the environment variable, which the compiler core
+    reads too (None unsets it), so that monkeypatch.setattr / setenv restore it alike."""
 
-    def write(self, value):
+    def __init__(self, key, default=None):
+        self.key = key
+        self.default = default
+        self._forced_value = None
+
+    def get(self):
+        if self._forced_value is not None:
+            return self._forced_value
+        value = os.environ.get(self.key)
+        if value is not None:
+            return value
+        return self.default() if callable(self.default) else self.default
+
+    def __get__(self, instance, owner):
+        return self.get()
+
+    def __set__(self, instance, value):
         if value is None:
-            os.environ.pop(name, None)
+            os.environ.pop(self.key, None)
         else:
-            os.environ[name] = str(value)
+            os.environ[self.key] = str(value)
 
-    return property(read, write, doc=f"the {name} setting (the environment variable)")
+
+def _is_on(value):
+    return str(value).strip().lower() in _TRUE - {""}
+
+
+def parse_pass_profile_threshold_ms(value, name="pass profile threshold"):
+    """A pass-timing threshold in milliseconds: a finite number >= 0, else ValueError
+    naming `name`."""
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a finite non-negative number, got {value!r}") from err
+    if not math.isfinite(threshold) or threshold < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
+    return threshold
+
+
+def resolve_pass_profile_threshold_ms(pass_configs, key, env_threshold_ms):
+    """The threshold a compile uses: the pass config `key` when given (0 included), else
+    `env_threshold_ms()` (the environment's)."""
+    if key in pass_configs:
+        return parse_pass_profile_threshold_ms(pass_configs[key], str(key))
+    return env_threshold_ms()
+
+
+def _default_cache_dir():
+    from tilelang import _native
+
+    return _native.load().default_cache_dir()
 
 
 class Environment:
-    """TileLang's `tilelang.env.env`: the TILELANG_* settings as attributes. Reading
-    one gives its value (the cache directory's default when unset); setting one sets
-    the environment variable, which the settings above read on each use (None unsets
-    it). They are properties, so monkeypatch.setattr restores them by setting the old
-    value back."""
+    """`tilelang.env` (and `tilelang.env.env`), as in TileLang: the TILELANG_* settings as
+    attributes (EnvVar above: a value set here, else the environment variable, else the
+    default) and the queries TileLang's code makes of them. Names of this module that are
+    not settings (cache_dir(), env_flag() ...) are reachable through it too."""
 
-    TILELANG_CACHE_DIR = _setting("TILELANG_CACHE_DIR", lambda: cache_dir())
-    TILELANG_TMP_DIR = _setting("TILELANG_TMP_DIR", lambda: os.path.join(cache_dir(), "tmp"))
-    TILELANG_DEFAULT_TARGET = _setting("TILELANG_DEFAULT_TARGET")
-    TILELANG_EXECUTION_BACKEND = _setting("TILELANG_EXECUTION_BACKEND")
-    TILELANG_DISABLE_CACHE = _setting("TILELANG_DISABLE_CACHE")
-    TILELANG_EMULATE = _setting("TILELANG_EMULATE")
-    TILELANG_PRINT_ON_COMPILATION = _setting("TILELANG_PRINT_ON_COMPILATION")
-    TILELANG_AUTO_TUNING_DISABLE_CACHE = _setting("TILELANG_AUTO_TUNING_DISABLE_CACHE")
-    TILELANG_LOG_LEVEL = _setting("TILELANG_LOG_LEVEL")
-    TILELANG_JIT_DIAGNOSTICS = _setting("TILELANG_JIT_DIAGNOSTICS")
+    TILELANG_CACHE_DIR = EnvVar("TILELANG_CACHE_DIR", _default_cache_dir)
+    TILELANG_TMP_DIR = EnvVar(
+        "TILELANG_TMP_DIR", lambda: os.path.join(Environment.TILELANG_CACHE_DIR, "tmp")
+    )
+    TILELANG_DEFAULT_TARGET = EnvVar("TILELANG_DEFAULT_TARGET", "auto")
+    TILELANG_DEFAULT_EXECUTION_BACKEND = EnvVar("TILELANG_EXECUTION_BACKEND", "auto")
+    TILELANG_EXECUTION_BACKEND = TILELANG_DEFAULT_EXECUTION_BACKEND
+    TILELANG_DEFAULT_VERBOSE = EnvVar("TILELANG_VERBOSE", "0")
+    TILELANG_DISABLE_CACHE = EnvVar("TILELANG_DISABLE_CACHE", "0")
+    TILELANG_CACHE_MAX_SIZE = EnvVar("TILELANG_CACHE_MAX_SIZE")
+    TILELANG_EMULATE = EnvVar("TILELANG_EMULATE", "0")
+    TILELANG_PRINT_ON_COMPILATION = EnvVar("TILELANG_PRINT_ON_COMPILATION", "1")
+    TILELANG_AUTO_TUNING_DISABLE_CACHE = EnvVar("TILELANG_AUTO_TUNING_DISABLE_CACHE", "0")
+    TILELANG_LOG_LEVEL = EnvVar("TILELANG_LOG_LEVEL")
+    TILELANG_JIT_DIAGNOSTICS = EnvVar("TILELANG_JIT_DIAGNOSTICS", "0")
+    TILELANG_COMPILE_TIMEOUT_SECONDS = EnvVar("TILELANG_COMPILE_TIMEOUT_SECONDS", "")
+    TILELANG_PASS_PROFILE = EnvVar("TILELANG_PASS_PROFILE", "0")
+    TILELANG_PASS_PROFILE_THRESHOLD_MS = EnvVar("TILELANG_PASS_PROFILE_THRESHOLD_MS", "0")
+    TILELANG_TIME_PASSES = EnvVar("TILELANG_TIME_PASSES", "0")
+    TILELANG_DUMP_IR = EnvVar("TILELANG_DUMP_IR")
+    TILELANG_DEVICE_DIR = EnvVar("TILELANG_DEVICE_DIR")
+    TILELANG_CPU_THREADS = EnvVar("TILELANG_CPU_THREADS")
 
     def __getattr__(self, name):
+        module = globals()
+        if name in module and not name.startswith("__"):
+            return module[name]
         raise AttributeError(
-            f"tilelang.env.env has no setting {name!r}; it has "
+            f"tilelang.env has no setting {name!r}; it has "
             + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
         )
 
     def __setattr__(self, name, value):
-        if not isinstance(getattr(Environment, name, None), property):
-            self.__getattr__(name)
+        if not isinstance(vars(Environment).get(name), EnvVar):
+            raise AttributeError(  # noqa: TRY004 - an unknown attribute, as __getattr__
+                f"tilelang.env has no setting {name!r}; it has "
+                + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
+            )
         object.__setattr__(self, name, value)
 
     def is_cache_enabled(self):
@@ -163,9 +224,78 @@ class Environment:
     def disable_cache(self):
         disable_cache()
 
+    def is_cache_globally_disabled(self):
+        return _is_on(self.TILELANG_DISABLE_CACHE)
+
+    def is_autotune_cache_disabled(self):
+        return _is_on(self.TILELANG_AUTO_TUNING_DISABLE_CACHE)
+
+    def is_print_on_compilation_enabled(self):
+        """On unless TILELANG_PRINT_ON_COMPILATION is 0 (as in TileLang): each compile is
+        announced at INFO level on the `tilelang` logger; set to 1 explicitly, it is also
+        printed on stdout."""
+        return _is_on(self.TILELANG_PRINT_ON_COMPILATION)
+
     def is_jit_diagnostics_enabled(self):
         """TILELANG_JIT_DIAGNOSTICS: log the phases of each compile (tilelang.jit.diagnostics)."""
-        return env_flag("TILELANG_JIT_DIAGNOSTICS")
+        return _is_on(self.TILELANG_JIT_DIAGNOSTICS)
+
+    def is_pass_profile_enabled(self):
+        """TILELANG_PASS_PROFILE: print each pass's time to stderr as kernels compile."""
+        return _is_on(self.TILELANG_PASS_PROFILE)
+
+    def get_pass_profile_threshold_ms(self):
+        """TILELANG_PASS_PROFILE_THRESHOLD_MS: only passes taking at least this long are
+        printed (0 or empty: all)."""
+        value = str(self.TILELANG_PASS_PROFILE_THRESHOLD_MS).strip()
+        if not value:
+            return 0.0
+        return parse_pass_profile_threshold_ms(value, "TILELANG_PASS_PROFILE_THRESHOLD_MS")
+
+    def get_compile_timeout_seconds(self):
+        """TILELANG_COMPILE_TIMEOUT_SECONDS as a number of seconds > 0, or None when unset."""
+        value = str(self.TILELANG_COMPILE_TIMEOUT_SECONDS).strip()
+        if not value:
+            return None
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(
+                f"TILELANG_COMPILE_TIMEOUT_SECONDS must be a positive number of seconds, got {value!r}"
+            )
+        return seconds
+
+    def get_default_target(self):
+        """TILELANG_DEFAULT_TARGET: "auto" when unset, a dict when the value is a JSON
+        object ('{"kind": "cuda", "arch": "sm_90a"}'), else the string."""
+        target = self.TILELANG_DEFAULT_TARGET
+        if target is None:
+            return "auto"
+        if isinstance(target, dict):
+            return dict(target)
+        text = str(target).strip()
+        if not text.startswith("{"):
+            return target
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"TILELANG_DEFAULT_TARGET looks like a dict but is not JSON: {target!r}. Use JSON "
+                'syntax like {"kind": "cuda", "arch": "sm_90a"}'
+            ) from err
+        if not isinstance(parsed, dict) or not all(isinstance(k, str) for k in parsed):
+            raise ValueError(
+                f"TILELANG_DEFAULT_TARGET must be a JSON object with string keys, got {target!r}"
+            )
+        return parsed
+
+    def get_default_execution_backend(self):
+        return self.TILELANG_DEFAULT_EXECUTION_BACKEND
+
+    def get_default_verbose(self):
+        return _is_on(self.TILELANG_DEFAULT_VERBOSE)
 
 
 env = Environment()

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -84,9 +85,14 @@ std::atomic<int64_t> builds{0};
 // Called once per real build (codegen + device compiler), never for cache hits.
 void note_build(const PrimFunc& f, const Target& target) {
   ++builds;
-  log(LogLevel::Debug, "compiling kernel '" + f->name + "' for " + target.str());
+  // TILELANG_PRINT_ON_COMPILATION (TileLang's): unset or on, each compile is announced at
+  // INFO level; 0 (false, no, off) keeps it to DEBUG; set on explicitly, it is also printed.
   const char* print = std::getenv("TILELANG_PRINT_ON_COMPILATION");
-  if (print && *print && std::string(print) != "0") {
+  std::string word = print ? print : "";
+  for (char& c : word) c = char(std::tolower(static_cast<unsigned char>(c)));
+  bool off = print && (word == "0" || word == "false" || word == "no" || word == "off");
+  log(off ? LogLevel::Debug : LogLevel::Info, "compiling kernel '" + f->name + "' for " + target.str());
+  if (print && !off && !word.empty()) {
     std::fprintf(stdout, "tilelang: compiling %s for %s...\n", f->name.c_str(), target.str().c_str());
     std::fflush(stdout);
   }

@@ -1,6 +1,7 @@
 #include "transform/pass_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include "support/error.h"
@@ -88,6 +89,8 @@ const std::vector<PassConfigKey>& pass_config_keys() {
       {"tl.disable_shared_memory_reuse", V::Switch, true},
       {"tl.enable_fast_math", V::Switch, true},
       {"tl.disable_fast_math", V::Switch, true},
+      {"tl.pass_profile", V::Switch, true},
+      {"tl.pass_profile_threshold_ms", V::Number, true},
       // TileLang's, accepted without effect here.
       {"tl.Simplify", V::Switch, false},
       {"tl.config_index_bitwidth", V::IndexBitWidth, false},
@@ -137,8 +140,6 @@ const std::vector<PassConfigKey>& pass_config_keys() {
       {"tl.if_stmt_binding_inline_replayable_binds", V::Switch, false},
       {"tl.ast_print_enable", V::Switch, false},
       {"tl.dump_ir_path", V::String, false},
-      {"tl.pass_profile", V::Switch, false},
-      {"tl.pass_profile_threshold_ms", V::Number, false},
       {"tir.add_lower_pass", V::Any, false},
   };
   return keys;
@@ -199,6 +200,16 @@ PassConfig PassConfig::parse(const Attrs& configs) {
   c.safe_memory_legalize = !switch_on(configs, "tl.disable_safe_memory_legalize", false);
   c.shared_memory_reuse = !switch_on(configs, "tl.disable_shared_memory_reuse", false);
   c.fast_math = switch_on(configs, "tl.enable_fast_math", false) && !switch_on(configs, "tl.disable_fast_math", false);
+  c.pass_profile = switch_on(configs, "tl.pass_profile", false);
+  if (auto it = configs.find("tl.pass_profile_threshold_ms"); it != configs.end()) {
+    const int64_t* i = std::get_if<int64_t>(&it->second);
+    double ms = i ? double(*i) : std::get<double>(it->second);
+    if (!(ms >= 0) || !std::isfinite(ms))
+      throw_user_error({}, str_cat("pass config 'tl.pass_profile_threshold_ms' must be a finite non-negative number "
+                                   "of milliseconds, got ",
+                                   shown(it->second)));
+    c.pass_profile_threshold_ms = ms;
+  }
   return c;
 }
 

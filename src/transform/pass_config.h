@@ -42,15 +42,17 @@ void check_pass_configs(const Attrs& configs);
 
 // The configs the compiler acts on, checked and read once.
 struct PassConfig {
-  bool wgmma = true;                  // !tl.disable_wgmma
-  bool tma_lower = true;              // !tl.disable_tma_lower
-  bool warp_specialized = true;       // !tl.disable_warp_specialized
-  bool tma_multicast = true;          // !tl.disable_tma_multicast
-  bool tma_store = true;              // tl.enable_tma_store (default on)
-  bool stage_fragment_stores = true;  // tl.stage_fragment_stores (default on)
-  bool safe_memory_legalize = true;   // !tl.disable_safe_memory_legalize
-  bool shared_memory_reuse = true;    // !tl.disable_shared_memory_reuse
-  bool fast_math = false;             // tl.enable_fast_math && !tl.disable_fast_math
+  bool wgmma = true;                      // !tl.disable_wgmma
+  bool tma_lower = true;                  // !tl.disable_tma_lower
+  bool warp_specialized = true;           // !tl.disable_warp_specialized
+  bool tma_multicast = true;              // !tl.disable_tma_multicast
+  bool tma_store = true;                  // tl.enable_tma_store (default on)
+  bool stage_fragment_stores = true;      // tl.stage_fragment_stores (default on)
+  bool safe_memory_legalize = true;       // !tl.disable_safe_memory_legalize
+  bool shared_memory_reuse = true;        // !tl.disable_shared_memory_reuse
+  bool fast_math = false;                 // tl.enable_fast_math && !tl.disable_fast_math
+  bool pass_profile = false;              // tl.pass_profile: print the time of each pass
+  double pass_profile_threshold_ms = -1;  // tl.pass_profile_threshold_ms; < 0: not given
 
   // Checks `configs` (check_pass_configs) and reads the keys above.
   static PassConfig parse(const Attrs& configs);

@@ -2,8 +2,10 @@
 // one-function pass from this folder; run_pass names, times, dumps and verifies it.
 #include "transform/pipeline.h"
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +47,41 @@ const char* env(const char* name) {
 // The observer of the lower() call running on this thread, if it was given one.
 thread_local const PassObserver* observer = nullptr;
 
+// Pass timing of the lower() call running on this thread: passes that take at least
+// `threshold_ms` are printed; < 0: off.
+thread_local double profile_threshold_ms = -1;
+
+// A switch variable of TileLang's: unset, empty, 0, false, no or off is off.
+bool env_switch(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+// Where pass times are printed from: tl.pass_profile or TILELANG_PASS_PROFILE (each pass
+// taking at least tl.pass_profile_threshold_ms, else TILELANG_PASS_PROFILE_THRESHOLD_MS,
+// else 0 ms), or TILELANG_TIME_PASSES (every pass); -1 when none is on.
+double pass_profile_threshold(const PassConfig& configs) {
+  if (env("TILELANG_TIME_PASSES")) return 0;
+  if (!configs.pass_profile && !env_switch("TILELANG_PASS_PROFILE")) return -1;
+  if (configs.pass_profile_threshold_ms >= 0) return configs.pass_profile_threshold_ms;
+  const char* v = std::getenv("TILELANG_PASS_PROFILE_THRESHOLD_MS");
+  std::string text = v ? v : "";
+  size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  errno = 0;
+  double ms = std::strtod(text.c_str(), &end);
+  if (errno || end != text.c_str() + text.size() || !(ms >= 0) || !std::isfinite(ms))
+    throw_user_error({}, str_cat("TILELANG_PASS_PROFILE_THRESHOLD_MS must be a finite non-negative number of "
+                                 "milliseconds, got '",
+                                 v, "'"));
+  return ms;
+}
+
 void dump(const std::string& step, const PrimFunc& f) {
   if (observer && *observer) (*observer)(step, f);
   const char* where = env("TILELANG_DUMP_IR");
@@ -66,9 +103,9 @@ void dump(const std::string& step, const PrimFunc& f) {
 PrimFunc run_pass(const char* name, const PrimFunc& f, const std::function<PrimFunc(const PrimFunc&)>& pass) {
   auto start = std::chrono::steady_clock::now();
   PrimFunc out = pass(f);
-  if (env("TILELANG_TIME_PASSES")) {
+  if (profile_threshold_ms >= 0) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "[tilelang] pass %-24s %8.3f ms\n", name, ms);
+    if (ms >= profile_threshold_ms) std::fprintf(stderr, "[tilelang] pass %-24s %8.3f ms\n", name, ms);
   }
   dump(name, out);
   verify(out);  // a malformed result is a compiler bug: stop here, naming the pass's output
@@ -289,6 +326,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const Attrs& pass_co
 
 PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& configs, const PassObserver& observe) {
   Scoped<const PassObserver*> observing(observer, &observe);
+  Scoped<double> profiling(profile_threshold_ms, pass_profile_threshold(configs));
   dump("input", input);
   // Layout inference, once per kernel: the passes before lower_fragments read the
   // choices it lowers by (transform/lower_fragments.h).

@@ -15,7 +15,8 @@ namespace tl {
 using PassObserver = std::function<void(const std::string& step, const PrimFunc& after)>;
 
 // Runs every pass for `target` on `f`. Each step is named, and can be dumped
-// (TILELANG_DUMP_IR=1 or =<dir>), timed (TILELANG_TIME_PASSES=1) and observed.
+// (TILELANG_DUMP_IR=1 or =<dir>), timed (tl.pass_profile, TILELANG_PASS_PROFILE with its
+// threshold, TILELANG_TIME_PASSES=1) and observed.
 // The pass configs are checked first (transform/pass_config.h): an unknown key or a
 // value of the wrong kind is a user error.
 PrimFunc lower(const PrimFunc& f, const Target& target, const Attrs& pass_configs = {},

@@ -193,7 +193,7 @@ def test_malformed_switches_are_refused_at_import(tmp_path, var):
 
 
 def test_malformed_emulate_arch_names_the_variable(monkeypatch):
-    monkeypatch.setattr(tilelang.env, "_emulate", True)
+    monkeypatch.setattr(sys.modules["tilelang.env"], "_emulate", True)
     monkeypatch.setenv("TILELANG_EMULATE_ARCH", "hopper")
     with pytest.raises(ValueError, match="TILELANG_EMULATE_ARCH must be a CUDA arch such as sm_80"):
         tilelang.compile(copy_kernel(), target="cuda")

@@ -49,7 +49,7 @@ def test_block_wide_ops_between_per_thread_code():
 
 
 def test_switch_turns_cuda_targets_into_emulated_ones(monkeypatch):
-    monkeypatch.setattr(tilelang.env, "_emulate", True)
+    monkeypatch.setattr(sys.modules["tilelang.env"], "_emulate", True)
     kernel = tilelang.compile(neighbour_sum(64), out_idx=[-1], target="cuda -arch=sm_90")
     assert kernel.target == "cuda -arch=sm_90 -emulate"
     a = rng.standard_normal(64).astype(np.float32)

@@ -53,6 +53,7 @@ KINDS = {
     "test_e8m0_rounding": "emulator",
     "test_eager_get_tir": "frontend",
     "test_eager_strides": "frontend",
+    "test_env_settings": "runtime",
     "test_emulator": "emulator",
     "test_emulator_debugger": "emulator",
     "test_engine_callback": "cuda_source runtime",

@@ -37,7 +37,7 @@ def test_metal_targets(given, expect):
 
 
 def test_emulation_switch_applies_to_metal(monkeypatch):
-    monkeypatch.setattr(tilelang.env, "_emulate", True)
+    monkeypatch.setattr(sys.modules["tilelang.env"], "_emulate", True)
     assert determine_target("metal -keys=metal4") == "metal -keys=metal4 -emulate"
 
 
