@@ -25,7 +25,15 @@ from tilelang.utils.sparse import compress
 
 @tilelang.jit(out_idx=[-1])
 def gemm_sp(
-    M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128, dtype="float16",
+    M,
+    N,
+    K,
+    block_M=128,
+    block_N=128,
+    block_K=64,
+    num_stages=3,
+    threads=128,
+    dtype="float16",
     out_dtype="float32",
 ):
     e_factor, e_dtype = 16, "int16"  # 16 elements of K per int16 of metadata
