@@ -73,7 +73,10 @@ def torch_mla(q, kv, k_pe):
     its rope part appended (made once here, as a cache would store them), the values
     the latent cache; the first backend that runs these head dims."""
     b = q.shape[0]
-    qs = q.view(b, HEADS, 1, DV + DPE)
+    # One KV head: the HEADS query heads are HEADS queries of one head (no mask in decode),
+    # so no backend expands the cache HEADS times (enable_gqa's math path would, 77 GB at
+    # batch 64).
+    qs = q.view(b, 1, HEADS, DV + DPE)
     keys = torch.cat([kv, k_pe], dim=-1).view(b, 1, SEQLEN_KV, DV + DPE)
     values = kv.view(b, 1, SEQLEN_KV, DV)
     scale = 1 / math.sqrt(DV + DPE)
@@ -86,7 +89,7 @@ def torch_mla(q, kv, k_pe):
 
         def call(backend=backend):
             with sdpa_kernel(backend):
-                out = scaled_dot_product_attention(qs, keys, values, scale=scale, enable_gqa=True)
+                out = scaled_dot_product_attention(qs, keys, values, scale=scale)
             return out.view(b, HEADS, DV)
 
         try:
