@@ -45,6 +45,57 @@ std::set<BufKey> outside_pipelined(const Stmt& s) {
   return w.out;
 }
 
+// Register buffers (T.alloc_local, T.alloc_var, T.alloc_fragment) allocated in the
+// body of a T.Pipelined loop, as a macro called in the body writes them (TileLang
+// allocates them for the whole kernel): the schedule needs the body as a flat list of
+// statements, so they are allocated around the loop instead. Each thread's storage is
+// its own either way, and every use stays in the body, in its statement; a value
+// carried from one iteration into the next was undefined before and is not relied
+// on. A loop is changed only when it then gets a schedule (otherwise the loop and
+// its allocations stay where they were).
+class HoistRegisterAllocations : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    Stmt s = IRMutator::visit(op, self);
+    auto* loop = s.as<ForNode>();
+    if (!loop->annotations.count("num_stages") && !loop->annotations.count("order") &&
+        !loop->annotations.count("stage"))
+      return s;
+    std::vector<Buffer> hoisted;
+    Stmt body = lift(loop->body, hoisted);
+    if (hoisted.empty()) return s;
+    Stmt moved = for_loop(loop->var, loop->min, loop->extent, loop->for_kind, body, loop->annotations, s.span());
+    if (!pipeliner::schedule_loop(moved.as<ForNode>(), {})) return s;
+    for (auto it = hoisted.rbegin(); it != hoisted.rend(); ++it) moved = allocate(*it, moved, s.span());
+    return moved;
+  }
+
+ private:
+  // `s` without the register allocations on the path the schedule flattens
+  // (sequences, let-bindings, allocations), collected into `out`.
+  static Stmt lift(const Stmt& s, std::vector<Buffer>& out) {
+    if (auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> parts;
+      for (const Stmt& c : q->seq) parts.push_back(lift(c, out));
+      return seq(parts);
+    }
+    if (auto* l = s.as<LetStmtNode>()) return let_stmt(l->var, l->value, lift(l->body, out), s.span());
+    if (auto* a = s.as<AllocateNode>()) {
+      Scope sc = a->buffer->scope;
+      bool reg = sc == Scope::Local || sc == Scope::LocalVar || sc == Scope::Fragment;
+      if (!reg || !as_const_int(a->buffer.num_elements())) return s;
+      out.push_back(a->buffer);
+      return lift(a->body, out);
+    }
+    return s;
+  }
+};
+
 // Walks the kernels, keeping what the phases need to know about the place of each
 // pipelined loop (its kernel, the names bound around it, a persistent loop around a
 // warp-specialized one), and replaces the allocations of the tiles they staged.
@@ -185,7 +236,8 @@ PrimFunc pipeline_loops(const PrimFunc& f, LayoutFacts& facts, const PassConfig&
   if (allow_tma && target.has_tma()) p.enable_tma(f->params, facts.shared_tile_layouts(f));
   if (allow_tma && configs.warp_specialized && target.has_tma() && target.has_wgmma())
     p.enable_warp_specialization(configs.tma_multicast);
-  return f.with_body(p.mutate(f->body));
+  HoistRegisterAllocations hoist;
+  return f.with_body(p.mutate(hoist.mutate(f->body)));
 }
 
 }  // namespace tl

@@ -427,3 +427,66 @@ def test_tma_pipelines_compile_with_nvrtc_for_sm90a_and_sm90(dtype):
         assert tma_only(mma.get_kernel_source())
     fa = tilelang.compile(flash_attention(256, 64, 64, 64, FA_SCHEDULE), target="cuda -arch=sm_90a")
     assert "tl::tma_load<2>" in fa.get_kernel_source()
+
+
+def dequant_gemm(M, N, K, stages):
+    """C = A @ dequant(B)^T, B holding two 4-bit codes a byte (low nibble first, value
+    code - 8): each thread unpacks its bytes in registers (T.alloc_local inside the
+    pipelined loop, as a dequantizing macro called in the body allocates them) and
+    writes the float16 values into a shared tile that the gemm reads."""
+    bM, bN, bK, threads = 64, 64, 64, 128
+    per_row = bK // 2
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((N, K // 2), "uint8"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(N // bN, M // bM, threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bN, per_row), "uint8")
+            B_d = T.alloc_shared((bN, bK), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            tx = T.get_thread_binding()
+            T.clear(C_f)
+            for ko in T.Pipelined(K // bK, num_stages=stages):
+                T.copy(A[by * bM, ko * bK], A_s)
+                T.copy(B[bx * bN, ko * per_row], B_s)
+                packed = T.alloc_local((4,), "uint8")
+                vals = T.alloc_local((8,), "float16")
+                for i in T.serial(bN * bK // threads // 8):
+                    for v in T.vectorized(4):
+                        idx = i * threads * 4 + tx * 4 + v
+                        packed[v] = B_s[idx // per_row, idx % per_row]
+                    for v in T.serial(8):
+                        code = (packed[v // 2] >> ((v % 2) * 4)) & 15
+                        vals[v] = T.cast(code, "float16") - T.float16(8)
+                    for v in T.vectorized(8):
+                        idx = i * threads * 8 + tx * 8 + v
+                        B_d[idx // bK, idx % bK] = vals[v]
+                T.gemm(A_s, B_d, C_f, transpose_B=True)
+            T.copy(C_f, C[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("target", [SM90A, "cuda -arch=sm_80 -emulate"])
+def test_registers_allocated_in_a_pipelined_body_keep_the_pipeline(target):
+    # The local buffers move in front of the loop, and the copies run a step ahead:
+    # through TMA on sm_90a, cp.async on sm_80 (the loop stayed unpipelined before, each
+    # step loading its tiles with plain loads).
+    M, N, K = 128, 128, 256
+    kernel = tilelang.compile(dequant_gemm(M, N, K, 2), out_idx=[-1], target=target)
+    src = kernel.get_kernel_source()
+    loop = src.index("for (int32_t ko")
+    assert -1 < src.index("uint8_t packed[4];") < loop, src
+    if "sm_90a" in target:
+        assert "tl::wgmma_gemm_ss<" in src and tma_only(src), src
+    else:
+        assert "tl::cp_async<" in src, src
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.integers(0, 256, (N, K // 2), dtype=np.uint8)
+    codes = np.stack([b & 15, b >> 4], axis=-1).reshape(N, K).astype(np.float64) - 8
+    ref = a.astype(np.float64) @ codes.T
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-3, atol=1e-2)
