@@ -1,7 +1,12 @@
 // See artifact.h.
 #include "runtime/artifact.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +21,27 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void write_build_file(const fs::path& p, std::string_view data) {
+  int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int error = fd < 0 ? errno : 0;
+  for (size_t done = 0; !error && done < data.size();) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      error = n < 0 ? errno : ENOSPC;
+    else
+      done += size_t(n);
+  }
+  if (fd >= 0 && close(fd) != 0 && !error) error = errno;
+  if (!error) return;
+  const std::string dir = p.parent_path().string();
+  throw_user_error({}, str_cat("cannot write ", p.string(), " (", data.size(),
+                               " bytes) to build the kernel: ", std::strerror(error), "; free space in ", dir,
+                               " or point TILELANG_CACHE_DIR (the cache) and TMPDIR (builds without it) at a "
+                               "writable directory with room",
+                               error == EFBIG ? ", or raise the file size limit (ulimit -f)" : ""));
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cuda/cuda_kernel.h"
@@ -25,6 +26,11 @@ struct CudaLaunchInfo {
 
 // The whole file (empty when it cannot be read).
 std::string read_text(const std::filesystem::path& p);
+// Writes `data` as the file `p` of a build directory (mode 0600, never through a
+// symbolic link). A write that fails (a full disk, a quota, a file size limit) is a
+// user error naming the file and the cause: unchecked, the host compiler would get a
+// truncated source and fail as if the generated code were wrong.
+void write_build_file(const std::filesystem::path& p, std::string_view data);
 
 // The block functions of a CPU artifact, one per launch (codegen_cpu's entry_names).
 std::vector<std::string> cpu_entries(const KernelSignature& sig);

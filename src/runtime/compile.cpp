@@ -119,7 +119,7 @@ CudaSource cuda_source(const PrimFunc& f, const CompileOptions& opt, const PassC
 // [<y> <z>]" and one TmaMapSpec record per TMA map the kernel takes. (Entries
 // written before functions could hold several kernels have one group.)
 void write_meta(const std::string& dir, const CudaSource& src) {
-  std::ofstream out(fs::path(dir) / "meta.txt");
+  std::ostringstream out;
   for (const CudaLaunchInfo& l : src.launches) {
     out << "entry " << l.entry_name << "\nshared_bytes " << l.shared_bytes << "\n";
     if (!l.threads.empty()) {
@@ -129,6 +129,7 @@ void write_meta(const std::string& dir, const CudaSource& src) {
     }
     for (const TmaMapSpec& m : l.tma_maps) out << m.str() << "\n";
   }
+  write_build_file(fs::path(dir) / "meta.txt", out.str());
 }
 
 // Builds the artifact into a directory (`build_into`) and loads it (`load`), going
@@ -196,7 +197,7 @@ std::shared_ptr<Kernel> build_cpu(const PrimFunc& f, const CompileOptions& opt, 
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
     CpuSource src = codegen_cpu(lower_kernels(f, opt.target, configs), sig);
-    std::ofstream(fs::path(dir) / "kernel.cpp", std::ios::binary) << src.code;
+    write_build_file(fs::path(dir) / "kernel.cpp", src.code);
     compile_cpu(opt, prelude_identity(), dir, "kernel.cpp");
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
@@ -229,7 +230,7 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
     CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, configs, sig);
-    std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
+    write_build_file(fs::path(dir) / "kernel.cu", src.code);
     compile_emulated(opt, prelude_identity(), dir, "kernel.cu", cuda_emulator_build());
     write_meta(dir, src);
   };
@@ -250,8 +251,8 @@ std::shared_ptr<Kernel> build_metal_emulated(const PrimFunc& f, const CompileOpt
   auto build_into = [&](const std::string& dir) {
     note_build(f, opt.target);
     MetalSource src = codegen_metal(lower(f, opt.target, configs), sig);
-    std::ofstream(fs::path(dir) / "kernel.metal", std::ios::binary) << src.code;
-    std::ofstream(fs::path(dir) / "kernel_emu.cpp", std::ios::binary) << msl_to_emulated_cpp(src.code);
+    write_build_file(fs::path(dir) / "kernel.metal", src.code);
+    write_build_file(fs::path(dir) / "kernel_emu.cpp", msl_to_emulated_cpp(src.code));
     compile_emulated(opt, prelude_identity(), dir, "kernel_emu.cpp", metal_emulator_build());
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {
@@ -301,9 +302,9 @@ std::shared_ptr<Kernel> build_cuda(const PrimFunc& f, const CompileOptions& opt,
     verify_compile_flags(translated, FlagCompiler::Nvrtc, opt.target);
     note_build(f, opt.target);
     CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, configs, sig);
-    std::ofstream(fs::path(dir) / "kernel.cu", std::ios::binary) << src.code;
+    write_build_file(fs::path(dir) / "kernel.cu", src.code);
     std::vector<char> cubin = nvrtc_compile(src.code, f->name, opt.target.arch, device_include_dir() + "/cuda", flags);
-    std::ofstream(fs::path(dir) / "kernel.cubin", std::ios::binary).write(cubin.data(), std::streamsize(cubin.size()));
+    write_build_file(fs::path(dir) / "kernel.cubin", std::string_view(cubin.data(), cubin.size()));
     write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {

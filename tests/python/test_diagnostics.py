@@ -254,3 +254,91 @@ def test_a_full_or_read_only_disk_is_named_not_an_internal_error(tmp_path, cause
         f"/usr/bin/ld: final link failed: {cause}"
     ) in out
     assert "internal compiler error" not in out
+
+
+FILE_SIZE_LIMITED = """
+import resource, sys
+import numpy as np
+import tilelang
+import tilelang.language as T
+
+@T.prim_func
+def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(2, threads=1) as bx:
+        for i in T.serial(32):
+            B[bx * 32 + i] = A[bx * 32 + i] * 3.0
+
+# Python ignores SIGXFSZ: a write past the limit fails with EFBIG ("File too large"),
+# as one on a full disk fails with ENOSPC.
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+a = np.arange(64, dtype=np.float32)
+b = np.zeros(64, np.float32)
+try:
+    tilelang.compile(main, target=sys.argv[2])(a, b)
+    print("ran", bool((b == a * 3).all()))
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "cache", "source"),
+    [("cpu", False, "kernel.cpp"), ("cuda -arch=sm_80 -emulate", True, "kernel.cu")],
+)
+def test_a_generated_source_that_cannot_be_written_is_named_not_compiled_truncated(
+    tmp_path, target, cache, source
+):
+    """Writing the generated source fails (the file size limit stands in for a full
+    disk: both fail the write, with EFBIG or ENOSPC): the error names the file and the
+    cause. Unchecked, the host compiler got a truncated source and its complaint was
+    reported as an internal compiler error."""
+    script = tmp_path / "limited.py"
+    script.write_text(FILE_SIZE_LIMITED)
+    env = {**os.environ, "TILELANG_CACHE_DIR": str(tmp_path / "cache")}
+    if not cache:
+        env["TILELANG_DISABLE_CACHE"] = "1"
+    proc = subprocess.run(
+        [sys.executable, str(script), "128", target],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout.strip()
+    assert out.startswith("TileLangError cannot write "), out
+    first = out.splitlines()[0]
+    assert (
+        f"/{source} (" in first
+        and " bytes) to build the kernel: File too large; free space in " in (first)
+    ), out
+    assert first.endswith(
+        "or point TILELANG_CACHE_DIR (the cache) and TMPDIR (builds without it) at a writable "
+        "directory with room, or raise the file size limit (ulimit -f)"
+    ), out
+    assert "internal compiler error" not in out
+
+
+def test_a_compiler_output_past_the_file_size_limit_is_named_not_an_internal_error(tmp_path):
+    # The source fits, the compiler's output does not.
+    script = tmp_path / "limited.py"
+    script.write_text(FILE_SIZE_LIMITED)
+    proc = subprocess.run(
+        [sys.executable, str(script), "4096", "cpu"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TILELANG_DISABLE_CACHE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout.strip()
+    assert out.startswith("TileLangError the host compiler could not build the kernel in "), out
+    assert (
+        ": File too large; raise the file size limit (ulimit -f), free space there or point "
+        "TILELANG_CACHE_DIR (the cache) and TMPDIR (the compiler's scratch files) at a writable "
+        "directory. The compiler said:\n"
+    ) in out
+    assert "internal compiler error" not in out

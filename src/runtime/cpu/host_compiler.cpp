@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "cache/kernel_cache.h"
@@ -149,10 +150,14 @@ void run_host_compiler(const std::string& source_path, const std::string& output
   // The compiler's failures that are the machine's, not the generated code's: the
   // user can fix them, so they are user errors that say what happened and where.
   for (const char* cause : {"No space left on device", "Disk quota exceeded", "Read-only file system",
-                            "Permission denied", "Cannot allocate memory"}) {
+                            "Permission denied", "Cannot allocate memory", "File too large"}) {
     if (output.find(cause) == std::string::npos) continue;
+    // "File too large" (EFBIG): a file passed the process's size limit (ulimit -f).
+    const bool size_limit = std::string_view(cause) == "File too large";
     throw_user_error({}, str_cat("the host compiler could not build the kernel in ", dir, ": ", cause,
-                                 "; free space there or point TILELANG_CACHE_DIR (the cache) and TMPDIR (the "
+                                 size_limit ? "; raise the file size limit (ulimit -f)," : "",
+                                 size_limit ? " free space there" : "; free space there",
+                                 " or point TILELANG_CACHE_DIR (the cache) and TMPDIR (the "
                                  "compiler's scratch files) at a writable directory. The compiler said:\n",
                                  output));
   }

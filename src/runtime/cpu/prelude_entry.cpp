@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.h"
+#include "runtime/artifact.h"
 #include "runtime/compile_flags.h"
 #include "runtime/cpu/host_compiler.h"
 #include "support/error.h"
@@ -64,7 +65,7 @@ std::optional<std::string> prelude_entry(const CompileOptions& opt, const std::s
   if (!dir)
     dir = disk.publish(*hash, [&](const std::string& staging) {
       const fs::path header = fs::path(staging) / "prelude.h", source = fs::path(staging) / "runtime.cpp";
-      std::ofstream(header, std::ios::binary) << prelude;
+      write_build_file(header, prelude);
       // g++ falls back to the header when a precompiled one does not match the flags;
       // clang would stop with an error instead, so it gets none. The two compiles run
       // side by side (5.4 and 2.2 s for the CUDA emulator on the CI machine's 2 cores).
@@ -84,7 +85,7 @@ std::optional<std::string> prelude_entry(const CompileOptions& opt, const std::s
       std::exception_ptr object_error;
       if (object) {
         try {
-          std::ofstream(source, std::ios::binary) << prelude;
+          write_build_file(source, prelude);
           std::vector<std::string> object_flags = flags;
           object_flags.push_back("-DTL_EMU_RUNTIME_IMPL");
           compile_object(source.string(), (fs::path(staging) / "runtime.o").string(), object_flags);
