@@ -326,7 +326,7 @@ def test_threads_storing_the_same_value_are_no_race(target):
 def divergent_barrier_kernel(diverge):
     @T.prim_func
     def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=64):
+        with T.Kernel(1, threads=64):  # MARK-divergent-kernel
             S = T.alloc_shared((64,), "float32")
             tx = T.get_thread_binding()
             S[tx] = A[tx]
@@ -354,7 +354,14 @@ def test_divergent_barrier_is_reported_with_its_kernel_lines():
     with pytest.raises(tilelang.TileLangError) as info:
         kernel(a, b)
     first, second = barrier_lines
+    kernel_line = next(
+        i + 1
+        for i, text in enumerate(pathlib.Path(__file__).read_text().splitlines())
+        if text.rstrip().endswith("# MARK-divergent-kernel")
+    )
+    # The user's T.Kernel line first, then the generated source's barrier lines.
     assert str(info.value) == (
+        f"{__file__}:{kernel_line}: "
         f"kernel 'main': divergent __syncthreads(): thread 0 waits at the barrier of line {first} "
         f"and thread 32 at the one of line {second} of the kernel source (kernel.get_kernel_source()); "
         "every thread of a block must reach the same T.sync_threads() / __syncthreads(): move it out "

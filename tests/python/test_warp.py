@@ -84,7 +84,7 @@ def votes(n, threads, mask):
         All: T.Tensor((n,), "int32"),
         Active: T.Tensor((n,), "uint64"),
     ):
-        with T.Kernel(n // threads, threads=threads) as bx:
+        with T.Kernel(n // threads, threads=threads) as bx:  # MARK-votes
             i = bx * threads + T.get_thread_binding()
             positive = A[i] > 0
             Ballot[i] = T.ballot(positive)
@@ -370,7 +370,10 @@ def test_lane_outside_its_mask_is_reported(target):
     with pytest.raises(tilelang.TileLangError) as info:
         kernel(rng.standard_normal(64).astype(np.float32))
     msg = str(info.value)
-    assert msg.startswith("kernel 'main': warp-level call "), msg
+    # At the T.Kernel's line: the lines the emulator names are the generated source's.
+    assert msg.startswith(f"{__file__}:{line_of('MARK-votes')}: kernel 'main': warp-level call "), (
+        msg
+    )
     call = "__ballot_sync" if "emulate" in target else "T.ballot_sync"
     assert (
         f"{call} by thread 0 (lane 0 of warp 0) with mask 0xffff0000, which leaves that lane out"

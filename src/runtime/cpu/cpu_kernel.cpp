@@ -126,13 +126,15 @@ void CpuKernel::launch(size_t index, const KernelArg* args, size_t, const std::a
     throw;
   }
   if (!take_assert_(message, sizeof message, block)) return;
-  // The emulators report shared-memory races and divergent barriers through the same channel.
+  // The emulators report shared-memory races and divergent barriers through the same channel,
+  // at the T.Kernel's line: the lines they name are the generated source's.
   std::string text(message);
   if (text.rfind("shared-memory race", 0) == 0 || text.rfind("threadgroup ", 0) == 0 ||
       text.rfind("divergent __syncthreads", 0) == 0 || text.rfind("warp-level call", 0) == 0 ||
       text.rfind("T.sync_grid", 0) == 0)
-    throw_user_error({}, str_cat("kernel '", signature().name, "': ", message, " (block (", block[0], ", ", block[1],
-                                 ", ", block[2], "))"));
+    throw_user_error(signature().launches[index].span,
+                     str_cat("kernel '", signature().name, "': ", message, " (block (", block[0], ", ", block[1], ", ",
+                             block[2], "))"));
   throw_user_error({}, str_cat("device assertion failed in kernel '", signature().name, "': ", message, " (block (",
                                block[0], ", ", block[1], ", ", block[2], "))"));
 }
