@@ -205,3 +205,61 @@ def test_two_consumer_warpgroups_take_the_producers_registers():
     assert "tl::setmaxnreg_inc<240>();" in src and "tl::setmaxnreg_dec<24>();" in src
     assert launch_threads(kernel) == [384]
     assert 240 * 256 + 24 * 128 <= 168 * 384  # the block's pool at launch
+
+
+def grouped_rows_gemm(sizes, K, N, block=32):
+    """TileLang's grouped GEMM (examples/grouped_gemm): each block of rows finds its group
+    in a T.alloc_var before the pipeline, and the B tile's copy is indexed by it."""
+    groups, total = len(sizes), sum(sizes)
+    padded = [sum(-(-s // block) * block for s in sizes[:g]) for g in range(groups)]
+    offsets = [sum(sizes[:g]) for g in range(groups)]
+    blocks = sum(-(-s // block) for s in sizes)
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((total, K), T.float16),
+        B: T.Tensor((groups, K, N), T.float16),
+        C: T.Tensor((total, N), T.float32),
+        starts: T.Tensor((groups,), T.int32),
+        padded_starts: T.Tensor((groups,), T.int32),
+        group_sizes: T.Tensor((groups,), T.int32),
+    ):
+        with T.Kernel(blocks, threads=128) as bx:
+            A_s = T.alloc_shared((block, 32), T.float16)
+            B_s = T.alloc_shared((32, N), T.float16)
+            acc = T.alloc_fragment((block, N), T.float32)
+            g = T.alloc_var(T.int32)
+            g = 0
+            for i in range(groups):
+                g = T.if_then_else(bx * block >= padded_starts[i], i, g)
+            row0 = bx * block - padded_starts[g] + starts[g]
+            rows = T.min(block, group_sizes[g] + padded_starts[g] - bx * block)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+                T.copy(A[row0, k * 32], A_s)
+                T.copy(B[g, k * 32, 0], B_s)
+                T.gemm(A_s, B_s, acc)
+            for i, j in T.Parallel(block, N):
+                if i < rows:
+                    C[row0 + i, j] = acc[i, j]
+
+    return main, np.array(offsets, np.int32), np.array(padded, np.int32)
+
+
+def test_copies_indexed_by_a_variable_set_before_the_pipeline_stay_with_the_consumers():
+    """The producer warpgroup runs none of the code before the pipeline, so a copy whose
+    index reads a T.alloc_var set there keeps the TMA pipeline without one (it was an
+    internal compiler error: the variable read outside its allocation)."""
+    sizes, K, N = [5, 9, 13], 64, 32
+    func, offsets, padded = grouped_rows_gemm(sizes, K, N)
+    kernel = tilelang.compile(func, target=SM90A)
+    src = kernel.get_kernel_source()
+    assert "tl::tma_load<" in src and "setmaxnreg" not in src and launch_threads(kernel) == [128]
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((sum(sizes), K)).astype(np.float16)
+    b = rng.standard_normal((len(sizes), K, N)).astype(np.float16)
+    c = np.zeros((sum(sizes), N), np.float32)
+    kernel(a, b, c, offsets, padded, np.array(sizes, np.int32))
+    for g, (start, size) in enumerate(zip(offsets, sizes)):
+        ref = a[start : start + size].astype(np.float64) @ b[g].astype(np.float64)
+        np.testing.assert_allclose(c[start : start + size], ref, rtol=1e-4, atol=1e-2)

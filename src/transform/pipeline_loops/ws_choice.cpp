@@ -18,6 +18,18 @@ bool reads_memory(const Expr& e) {
   return found;
 }
 
+// Whether `s` reads a thread's registers or a fragment (a T.alloc_var that the kernel
+// sets before the pipeline): the producer warpgroup runs none of the consumers' code, so
+// copies whose indices read one stay with the consumers.
+bool reads_thread_values(const Stmt& s) {
+  bool found = false;
+  for_each_expr(s, [&](const Expr& x) {
+    auto* l = x.as<BufferLoadNode>();
+    found = found || (l && (thread_private(l->buffer) || l->buffer->scope == Scope::Fragment));
+  });
+  return found;
+}
+
 // Whether `s`, outside tile ops (whose lowerings read the staged tiles as the
 // pipeline plans), hands the address of one of `tiles` to a device function.
 bool passes_tile_addresses(const Stmt& s, const std::set<BufKey>& tiles) {
@@ -197,10 +209,12 @@ WsPlan plan_warp_specialization(const ForNode* op, const Schedule& schedule, Sta
   const std::set<BufKey>& tma_tiles = staging.tma_tiles;
   const std::map<const VarNode*, Expr>& outer_lets = *ctx.outer_lets;
   // Warp specialization: every producer copy is a TMA copy the producer warpgroup
-  // can issue on its own (its indices use only the loop and the block).
+  // can issue on its own (its indices use only the loop, the block and no register).
   bool ws = ctx.ws_candidate && !staging.tma.empty() && tma_tiles.size() == staging.staged.size();
   for (const Unit& p : units)
-    for (const Stmt& s : p.stmts) ws = ws && (!p.producer || only_block_vars(substitute(s, outer_lets), op->var, ctx));
+    for (const Stmt& s : p.stmts)
+      ws = ws && (!p.producer || (only_block_vars(substitute(s, outer_lets), op->var, ctx) &&
+                                  !reads_thread_values(substitute(s, outer_lets))));
   // Consumers that hand a TMA tile's address to a device function of their own
   // (tilelang.intrinsics' tl::ldmatrix_frag feeding mma.sync) keep the TMA pipeline
   // without a producer warpgroup: such register-heavy consumers fit two blocks per
