@@ -82,6 +82,11 @@ class TileOpLowerer : public IRMutator {
     // runs on every thread, each on its own copy, as in TileLang.
     if ((op->op == TileOpKind::Fill || op->op == TileOpKind::Copy) && touches_registers(op))
       return op_info(op->op).lower_serial(op);
+    // A reduction left to memory (a fragment reduced over another dim than its last,
+    // demoted to shared memory): each destination element is folded by one thread, the
+    // elements spread over the block, instead of the whole op on its first thread.
+    if (op->op == TileOpKind::Reduce && !target_.runs_blocks_serially() && !touches_registers(op))
+      return block_op(spread_outer_loops(op_info(op->op).lower_serial(op)));
     return block_op(op_info(op->op).lower_serial(op));
   }
 
@@ -113,6 +118,14 @@ class TileOpLowerer : public IRMutator {
   }
 
  private:
+  // The serial loops around `s` (a reduction's loops over its destination elements,
+  // each iteration a fold of its own) as parallel ones: the block op spreads them.
+  static Stmt spread_outer_loops(const Stmt& s) {
+    auto* f = s.as<ForNode>();
+    if (!f || f->for_kind != ForKind::Serial) return s;
+    return for_loop(f->var, f->min, f->extent, ForKind::Parallel, spread_outer_loops(f->body), f->annotations, f->span);
+  }
+
   // Marks a statement that the block executes once, as a whole: on targets that
   // run threads one by one it runs on one thread between two barriers.
   static Stmt block_op(Stmt s) { return attr_stmt(kBlockOpAttr, int64_t(1), std::move(s)); }

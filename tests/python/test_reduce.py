@@ -265,3 +265,40 @@ def test_misuse_errors(case, expected):
                     T.reduce_sum(a, out, dim=1.0)
 
     assert expected in _trace_error(build)
+
+
+@pytest.mark.parametrize(
+    "target", ["cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate"]
+)
+def test_a_reduction_left_to_shared_memory_is_spread_over_the_block(target):
+    """A fragment reduced over its first dim is demoted to shared memory (TileLang's
+    split-KV combine: `T.reduce_max(lse_local, lse_max_local, dim=0)`); each destination
+    element is then folded by one thread, the elements dealt over the block's threads,
+    not the whole reduction run by its first thread."""
+    S, W = 8, 200  # W: not a multiple of the 128 threads
+
+    @T.prim_func
+    def combine(
+        A: T.Tensor((S, W), T.float32),
+        Mx: T.Tensor((W,), T.float32),
+        Sm: T.Tensor((W,), T.float32),
+    ):
+        with T.Kernel(1, threads=128):
+            frag = T.alloc_fragment((S, W), T.float32)
+            mx = T.alloc_fragment((W,), T.float32)
+            sm = T.alloc_fragment((W,), T.float32)
+            T.copy(A, frag)
+            T.fill(sm, 1.0)
+            T.reduce_max(frag, mx, dim=0)
+            T.reduce_sum(frag, sm, dim=0, clear=False)
+            T.copy(mx, Mx)
+            T.copy(sm, Sm)
+
+    kernel = tilelang.compile(combine, target=target)
+    src = kernel.get_kernel_source()
+    assert "tl_thread_rank == 0" not in src
+    a = rng.standard_normal((S, W)).astype(np.float32)
+    mx, sm = np.zeros(W, np.float32), np.zeros(W, np.float32)
+    kernel(a, mx, sm)
+    np.testing.assert_allclose(mx, a.max(0), rtol=1e-6)
+    np.testing.assert_allclose(sm, 1.0 + a.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
