@@ -2,6 +2,7 @@
 // one-function pass from this folder; run_pass names, times, dumps and verifies it.
 #include "transform/pipeline.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -268,6 +270,87 @@ void check_launch_limits(const PrimFunc& f, const Target& t) {
   check.visit(f->body);
 }
 
+// On-chip arrays that live on a stack: one that does not fit overflows it and ends the
+// process (SIGSEGV), so the sizes known here are checked, at the T.Kernel's line. The
+// arrays one thread keeps (T.alloc_local, and on the GPU targets the fragments lowering
+// spread over the threads) take at most kMaxThreadArrayBytes on every target: CUDA
+// allows 512 KiB of local memory a thread, and the emulators and the cpu target's
+// threads run on 1 MiB fiber stacks (device/cpu/threads.h). The cpu target also keeps a
+// block's shared, fragment and local arrays on the stack of the OS thread that runs the
+// block: at most kMaxCpuBlockArrayBytes of them.
+constexpr int64_t kMaxThreadArrayBytes = int64_t(512) << 10;
+constexpr int64_t kMaxCpuBlockArrayBytes = int64_t(4) << 20;
+
+void check_stack_arrays(const PrimFunc& f, const Target& t) {
+  struct Check : IRVisitor {
+    const Target& t;
+    const std::string& name;
+    std::vector<Buffer> thread, block;  // the arrays of the launch being visited
+    std::set<const VarNode*> thread_vars;
+    bool reads_thread_index = false;  // cpu: only such kernels run threads as fibers
+    Check(const Target& t, const std::string& name) : t(t), name(name) {}
+    using IRVisitor::visit;
+    static int64_t bytes(const Buffer& b) {
+      return (as_const_int(b.num_elements()).value_or(0) * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+    }
+    static std::string listed(std::vector<Buffer> bufs) {
+      std::stable_sort(bufs.begin(), bufs.end(), [](const Buffer& a, const Buffer& b) { return bytes(a) > bytes(b); });
+      std::string out;
+      for (size_t i = 0; i < bufs.size() && i < 4; ++i) {
+        std::string shape;
+        for (size_t d = 0; d < bufs[i]->shape.size(); ++d) {
+          auto n = as_const_int(bufs[i]->shape[d]);
+          shape += str_cat(d ? "x" : "", n ? std::to_string(*n) : std::string("?"));
+        }
+        out += str_cat(i ? ", " : "", "'", bufs[i]->name, "' ", bytes(bufs[i]), " (", shape, " ", bufs[i]->dtype.name(),
+                       ")");
+      }
+      return out;
+    }
+    static int64_t total(const std::vector<Buffer>& bufs) {
+      int64_t sum = 0;
+      for (const Buffer& b : bufs) sum += bytes(b);
+      return sum;
+    }
+    void visit(const KernelLaunchNode* op) override {
+      thread.clear();
+      block.clear();
+      thread_vars.clear();
+      for (const Var& v : op->thread_vars) thread_vars.insert(v.node());
+      reads_thread_index = false;
+      IRVisitor::visit(op);
+      const std::string target = t.str();
+      // A cpu kernel that reads no thread index runs its block on one executor: its
+      // local arrays are the block's (counted below).
+      const bool fibers = t.kind != TargetKind::CPU || reads_thread_index;
+      if (int64_t n = total(thread); fibers && n > kMaxThreadArrayBytes)
+        throw_user_error(
+            op->span,
+            str_cat("kernel '", name, "': the arrays each thread keeps take ", n, " bytes (", listed(thread),
+                    "), more than the ", kMaxThreadArrayBytes, " (512 KiB) a thread may have on the target '", target,
+                    "' (CUDA's local memory a thread; the emulators and the cpu target run each thread on a "
+                    "1 MiB stack). Use smaller tiles or more threads, or keep the data in shared or global "
+                    "memory"));
+      if (int64_t n = total(block); n > kMaxCpuBlockArrayBytes)
+        throw_user_error(
+            op->span, str_cat("kernel '", name, "': the on-chip buffers of a block take ", n, " bytes (", listed(block),
+                              "), more than the ", kMaxCpuBlockArrayBytes, " (4 MiB) the target '", target,
+                              "' allows: it keeps them on the stack of the thread that runs the block. "
+                              "Use smaller tiles, or keep the data in global memory"));
+    }
+    void visit(const VarNode* op) override {
+      if (thread_vars.count(op)) reads_thread_index = true;
+    }
+    void visit(const AllocateNode* op) override {
+      const Scope s = op->buffer->scope;
+      if (s == Scope::Local || s == Scope::LocalVar) thread.push_back(op->buffer);
+      if (t.kind == TargetKind::CPU && s != Scope::Global) block.push_back(op->buffer);
+      IRVisitor::visit(op);
+    }
+  } check(t, f->name);
+  check.visit(f->body);
+}
+
 // CPU: one executor per thread block, so fragments are block-wide arrays and tile
 // ops become plain loops; no layout inference is needed. Kernels that read thread
 // indices run each thread as a fiber; their shared memory gets the barriers a GPU
@@ -363,7 +446,9 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
     std::fprintf(stderr, "[tilelang] layout inference of %s: %lld kernel(s) inferred\n", f->name.c_str(),
                  static_cast<long long>(layouts.inferences()));
   // Last, on the expressions codegen prints: int64 index arithmetic where int32 may overflow.
-  return run_pass("widen_indices", f, [&](const PrimFunc& g) { return widen_indices(g); });
+  f = run_pass("widen_indices", f, [&](const PrimFunc& g) { return widen_indices(g); });
+  check_stack_arrays(f, target);
+  return f;
 }
 
 }  // namespace tl

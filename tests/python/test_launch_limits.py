@@ -4,9 +4,13 @@ grid or block past the target's limits (CUDA: gridDim.x < 2^31, gridDim.y/z < 65
 blockDim.x/y <= 1024, blockDim.z <= 64, 1024 threads a block; Metal: 1024 threads a
 threadgroup, < 2^32 threads of a grid per dimension) is a compile-time error when the
 extent is a constant, and a launch-time error (nothing launched) when it is dynamic,
-under the emulators as on the GPU."""
+under the emulators as on the GPU. On-chip arrays that live on a stack (the cpu target's
+blocks, the emulators' and the cpu target's threads) are refused past what the stack holds
+rather than overflowing it."""
 
 import inspect
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -177,3 +181,116 @@ def test_dynamic_grid_past_cuda_limits_is_checked_at_launch():
         "another grid dimension"
     )
     np.testing.assert_array_equal(b, np.full(8, 3.0, np.float32))
+
+
+# ---- on-chip arrays that live on a stack
+
+
+def stack_kernel(scope, n, threads=1, read_thread=False):
+    """B = reversed(2 * A) through an on-chip array of n float32 in `scope`; with
+    `read_thread`, thread 0 does it (the kernel reads a thread index)."""
+    alloc = {"local": T.alloc_local, "shared": T.alloc_shared, "fragment": T.alloc_fragment}[scope]
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=threads):  # MARK-stack
+            buf = alloc((n,), "float32")
+            if read_thread:
+                tx = T.get_thread_binding()
+                if tx == 0:
+                    for i in T.serial(n):
+                        buf[i] = A[i] * 2.0
+                    for i in T.serial(n):
+                        B[n - 1 - i] = buf[i]
+            else:
+                for i in T.serial(n):
+                    buf[i] = A[i] * 2.0
+                for i in T.serial(n):
+                    B[n - 1 - i] = buf[i]
+
+    return main
+
+
+def test_a_block_array_past_the_stack_is_refused_not_a_crash(tmp_path):
+    """16 MiB of local array in a cpu kernel's block: it overflowed the thread's stack
+    and the process died of SIGSEGV."""
+    script = tmp_path / "big_local.py"
+    script.write_text(
+        "import numpy as np, tilelang, tilelang.language as T\n"
+        "N = 1 << 22\n"
+        "@T.prim_func\n"
+        "def main(A: T.Tensor((N,), 'float32'), B: T.Tensor((N,), 'float32')):\n"
+        "    with T.Kernel(1, threads=1):\n"
+        "        L = T.alloc_local((N,), 'float32')\n"
+        "        for i in T.serial(N):\n"
+        "            L[i] = A[i] * 2.0\n"
+        "        for i in T.serial(N):\n"
+        "            B[N - 1 - i] = L[i]\n"
+        "a = np.random.default_rng(7).standard_normal(N).astype(np.float32)\n"
+        "try:\n"
+        "    tilelang.compile(main, target='cpu')(a, np.zeros(N, np.float32))\n"
+        "except tilelang.TileLangError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert proc.stdout.strip() == (
+        f"refused: {script}:5: kernel 'main': the on-chip buffers of a block take 16777216 bytes "
+        "('L' 16777216 (4194304 float32)), more than the 4194304 (4 MiB) the target 'cpu' allows: "
+        "it keeps them on the stack of the thread that runs the block. Use smaller tiles, or keep "
+        "the data in global memory"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "scope", "n", "read_thread"),
+    [
+        ("cuda -arch=sm_80 -emulate", "local", 1 << 18, True),
+        ("cuda -arch=sm_80", "local", 1 << 18, True),
+        ("metal -emulate", "local", 1 << 18, True),
+        ("cpu", "local", 1 << 18, True),
+    ],
+)
+def test_thread_arrays_past_512_kib_are_refused(target, scope, n, read_thread):
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(stack_kernel(scope, n, threads=2, read_thread=read_thread), target=target)
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-stack')}: kernel 'main': the arrays each thread keeps take 1048576 "
+        f"bytes ('buf' 1048576 (262144 float32)), more than the 524288 (512 KiB) a thread may have "
+        f"on the target '{target}' (CUDA's local memory a thread; the emulators and the cpu target "
+        "run each thread on a 1 MiB stack). Use smaller tiles or more threads, or keep the data in "
+        "shared or global memory"
+    )
+
+
+@pytest.mark.parametrize("scope", ["shared", "fragment"])
+def test_cpu_block_buffers_past_4_mib_are_refused(scope):
+    with pytest.raises(tilelang.TileLangError) as info:
+        tilelang.compile(stack_kernel(scope, 3 << 20), target="cpu")
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-stack')}: kernel 'main': the on-chip buffers of a block take 12582912 "
+        "bytes ('buf' 12582912 (3145728 float32)), more than the 4194304 (4 MiB) the target 'cpu' "
+        "allows: it keeps them on the stack of the thread that runs the block. Use smaller tiles, or "
+        "keep the data in global memory"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "scope", "n", "read_thread"),
+    [
+        ("cpu", "local", 1 << 19, False),  # 2 MiB of the block's stack
+        ("cpu", "shared", 1 << 19, False),
+        ("cpu", "local", 1 << 16, True),  # 256 KiB of a fiber's stack
+        ("cuda -arch=sm_80 -emulate", "local", 1 << 16, True),
+    ],
+)
+def test_arrays_within_the_limits_run(target, scope, n, read_thread):
+    kernel = tilelang.compile(
+        stack_kernel(scope, n, threads=2, read_thread=read_thread), target=target
+    )
+    a = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    b = np.zeros(n, np.float32)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, (a.astype(np.float64) * 2.0)[::-1].astype(np.float32))
