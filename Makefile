@@ -17,11 +17,13 @@ CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/s
 
 test: build lint cpp-test py-test upstream
 
-# Formatting is mechanical: unformatted code fails the test command (and CI).
+# Formatting is mechanical: unformatted code fails the test command (and CI). The type
+# check covers the package (pyproject.toml [tool.mypy]).
 lint:
 	clang-format --dry-run --Werror $(CXX_SOURCES)
 	$(PYTHON) -m ruff check python tests examples bench
 	$(PYTHON) -m ruff format --check python tests examples bench
+	$(PYTHON) -m mypy
 
 build:
 	$(PYTHON) -m pip install -q -r tests/requirements.txt

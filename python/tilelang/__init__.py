@@ -1,8 +1,10 @@
 """tilelang: TileLang's Python API (`import tilelang; import tilelang.language as T`) on a
 C++ compiler core. This module loads the core and exposes compile / jit and settings."""
 
+from typing import Any
 
-def _refuse_mixed_distributions():
+
+def _refuse_mixed_distributions() -> None:
     """Raises ImportError when the folder this package sits in also holds the files of
     TileLang's own `tilelang` distribution: both install a `tilelang/` folder, and pip
     puts one over the other, so what is left is a mix of the two that neither works as."""
@@ -66,7 +68,7 @@ TileLangError = _C.TileLangError
 AssumptionError = _C.AssumptionError
 
 
-def lower(func_or_mod, target="auto", target_host=None, **kwargs):
+def lower(func_or_mod: Any, target: Any = "auto", target_host: Any = None, **kwargs: Any) -> Any:
     """The generated source and parameters of a kernel without building it
     (tilelang.engine.lower.lower)."""
     from .engine.lower import lower as lower_func
@@ -77,7 +79,7 @@ def lower(func_or_mod, target="auto", target_host=None, **kwargs):
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """`tilelang.torch` (kernels as PyTorch operators) imports torch, so it loads on
     first use instead of with the package."""
     if name == "torch":
@@ -87,7 +89,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'tilelang' has no attribute '{name}'")
 
 
-def _offer_tvm_facade():
+def _offer_tvm_facade() -> None:
     """`import tvm` after `import tilelang` gives tilelang.tvm, as TileLang's own TVM
     becomes importable with it; a real TVM installed keeps the name."""
     import importlib.util

@@ -2,15 +2,18 @@
 place so that the rest of the package never parses os.environ itself. Values that tests
 and tools change at run time (the cache directory, printing) are read on each use."""
 
+from __future__ import annotations
+
 import json
 import math
 import os
+from typing import Any, Callable
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
 
-def env_flag(name, default=False):
+def env_flag(name: str, default: bool = False) -> bool:
     """A boolean TILELANG_* variable; a value that is neither true nor false is refused
     (a typo must not silently leave a switch off)."""
     value = os.environ.get(name)
@@ -38,7 +41,7 @@ _LOG_LEVELS = {
 }
 
 
-def parse_log_level(value, what):
+def parse_log_level(value: int | str, what: str) -> int:
     """A logging level from a name ('INFO', any case) or a number (logging.INFO, 20,
     '20'); anything else is refused, naming `what` (the variable or the argument)."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -55,7 +58,7 @@ def parse_log_level(value, what):
     )
 
 
-def log_level():
+def log_level() -> int | None:
     """TILELANG_LOG_LEVEL, the `tilelang` logger's level at import; None when unset (the
     logger then follows the root logger's level: WARNING unless the application sets it)."""
     value = os.environ.get("TILELANG_LOG_LEVEL", "")
@@ -67,30 +70,30 @@ def log_level():
 _cache_enabled = not env_flag("TILELANG_DISABLE_CACHE")
 
 
-def disable_cache():
+def disable_cache() -> None:
     """Turns the kernel cache (memory and disk) off for the rest of the process."""
     global _cache_enabled
     _cache_enabled = False
 
 
-def enable_cache():
+def enable_cache() -> None:
     """Turns the kernel cache back on."""
     global _cache_enabled
     _cache_enabled = True
 
 
-def is_cache_enabled():
+def is_cache_enabled() -> bool:
     return _cache_enabled
 
 
-def cache_dir():
+def cache_dir() -> str:
     """The disk cache directory: TILELANG_CACHE_DIR, else the core's default
     ($XDG_CACHE_HOME/tilelang-cpp or ~/.cache/tilelang-cpp)."""
     explicit = Environment.__dict__["TILELANG_CACHE_DIR"].get()
     return str(explicit) if explicit else _default_cache_dir()
 
 
-def print_on_compilation():
+def print_on_compilation() -> bool:
     """TILELANG_PRINT_ON_COMPILATION: the core prints a line for each real compilation."""
     return env_flag("TILELANG_PRINT_ON_COMPILATION")
 
@@ -98,14 +101,14 @@ def print_on_compilation():
 _emulate = env_flag("TILELANG_EMULATE")
 
 
-def set_emulation(enabled=True):
+def set_emulation(enabled: bool = True) -> None:
     """Run CUDA targets through the CPU emulator: the kernel's exact CUDA source,
     compiled with host shims, its threads run as fibers. Arguments are CPU arrays."""
     global _emulate
     _emulate = bool(enabled)
 
 
-def is_emulation_enabled():
+def is_emulation_enabled() -> bool:
     return _emulate
 
 
@@ -116,12 +119,12 @@ class EnvVar:
     `tilelang.env.NAME = value` sets the environment variable, which the compiler core
     reads too (None unsets it), so that monkeypatch.setattr / setenv restore it alike."""
 
-    def __init__(self, key, default=None):
+    def __init__(self, key: str, default: Any | Callable[[], Any] = None) -> None:
         self.key = key
         self.default = default
-        self._forced_value = None
+        self._forced_value: Any = None
 
-    def get(self):
+    def get(self) -> Any:
         if self._forced_value is not None:
             return self._forced_value
         value = os.environ.get(self.key)
@@ -129,21 +132,21 @@ class EnvVar:
             return value
         return self.default() if callable(self.default) else self.default
 
-    def __get__(self, instance, owner):
+    def __get__(self, instance: Any, owner: Any) -> Any:
         return self.get()
 
-    def __set__(self, instance, value):
+    def __set__(self, instance: Any, value: Any) -> None:
         if value is None:
             os.environ.pop(self.key, None)
         else:
             os.environ[self.key] = str(value)
 
 
-def _is_on(value):
+def _is_on(value: Any) -> bool:
     return str(value).strip().lower() in _TRUE - {""}
 
 
-def parse_pass_profile_threshold_ms(value, name="pass profile threshold"):
+def parse_pass_profile_threshold_ms(value: Any, name: str = "pass profile threshold") -> float:
     """A pass-timing threshold in milliseconds: a finite number >= 0, else ValueError
     naming `name`."""
     try:
@@ -155,7 +158,9 @@ def parse_pass_profile_threshold_ms(value, name="pass profile threshold"):
     return threshold
 
 
-def resolve_pass_profile_threshold_ms(pass_configs, key, env_threshold_ms):
+def resolve_pass_profile_threshold_ms(
+    pass_configs: dict, key: Any, env_threshold_ms: Callable[[], float]
+) -> float:
     """The threshold a compile uses: the pass config `key` when given (0 included), else
     `env_threshold_ms()` (the environment's)."""
     if key in pass_configs:
@@ -163,7 +168,7 @@ def resolve_pass_profile_threshold_ms(pass_configs, key, env_threshold_ms):
     return env_threshold_ms()
 
 
-def _default_cache_dir():
+def _default_cache_dir() -> str:
     from tilelang import _native
 
     return _native.load().default_cache_dir()
@@ -198,7 +203,7 @@ class Environment:
     TILELANG_DEVICE_DIR = EnvVar("TILELANG_DEVICE_DIR")
     TILELANG_CPU_THREADS = EnvVar("TILELANG_CPU_THREADS")
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         module = globals()
         if name in module and not name.startswith("__"):
             return module[name]
@@ -207,7 +212,7 @@ class Environment:
             + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
         )
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         if not isinstance(vars(Environment).get(name), EnvVar):
             raise AttributeError(  # noqa: TRY004 - an unknown attribute, as __getattr__
                 f"tilelang.env has no setting {name!r}; it has "
@@ -215,36 +220,36 @@ class Environment:
             )
         object.__setattr__(self, name, value)
 
-    def is_cache_enabled(self):
+    def is_cache_enabled(self) -> bool:
         return is_cache_enabled()
 
-    def enable_cache(self):
+    def enable_cache(self) -> None:
         enable_cache()
 
-    def disable_cache(self):
+    def disable_cache(self) -> None:
         disable_cache()
 
-    def is_cache_globally_disabled(self):
+    def is_cache_globally_disabled(self) -> bool:
         return _is_on(self.TILELANG_DISABLE_CACHE)
 
-    def is_autotune_cache_disabled(self):
+    def is_autotune_cache_disabled(self) -> bool:
         return _is_on(self.TILELANG_AUTO_TUNING_DISABLE_CACHE)
 
-    def is_print_on_compilation_enabled(self):
+    def is_print_on_compilation_enabled(self) -> bool:
         """On unless TILELANG_PRINT_ON_COMPILATION is 0 (as in TileLang): each compile is
         announced at INFO level on the `tilelang` logger; set to 1 explicitly, it is also
         printed on stdout."""
         return _is_on(self.TILELANG_PRINT_ON_COMPILATION)
 
-    def is_jit_diagnostics_enabled(self):
+    def is_jit_diagnostics_enabled(self) -> bool:
         """TILELANG_JIT_DIAGNOSTICS: log the phases of each compile (tilelang.jit.diagnostics)."""
         return _is_on(self.TILELANG_JIT_DIAGNOSTICS)
 
-    def is_pass_profile_enabled(self):
+    def is_pass_profile_enabled(self) -> bool:
         """TILELANG_PASS_PROFILE: print each pass's time to stderr as kernels compile."""
         return _is_on(self.TILELANG_PASS_PROFILE)
 
-    def get_pass_profile_threshold_ms(self):
+    def get_pass_profile_threshold_ms(self) -> float:
         """TILELANG_PASS_PROFILE_THRESHOLD_MS: only passes taking at least this long are
         printed (0 or empty: all)."""
         value = str(self.TILELANG_PASS_PROFILE_THRESHOLD_MS).strip()
@@ -252,7 +257,7 @@ class Environment:
             return 0.0
         return parse_pass_profile_threshold_ms(value, "TILELANG_PASS_PROFILE_THRESHOLD_MS")
 
-    def get_compile_timeout_seconds(self):
+    def get_compile_timeout_seconds(self) -> float | None:
         """TILELANG_COMPILE_TIMEOUT_SECONDS as a number of seconds > 0, or None when unset."""
         value = str(self.TILELANG_COMPILE_TIMEOUT_SECONDS).strip()
         if not value:
@@ -267,7 +272,7 @@ class Environment:
             )
         return seconds
 
-    def get_default_target(self):
+    def get_default_target(self) -> str | dict[str, Any]:
         """TILELANG_DEFAULT_TARGET: "auto" when unset, a dict when the value is a JSON
         object ('{"kind": "cuda", "arch": "sm_90a"}'), else the string."""
         target = self.TILELANG_DEFAULT_TARGET
@@ -291,10 +296,10 @@ class Environment:
             )
         return parsed
 
-    def get_default_execution_backend(self):
+    def get_default_execution_backend(self) -> str:
         return self.TILELANG_DEFAULT_EXECUTION_BACKEND
 
-    def get_default_verbose(self):
+    def get_default_verbose(self) -> bool:
         return _is_on(self.TILELANG_DEFAULT_VERBOSE)
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 
 _lock = threading.RLock()
-_plain_bars = []  # the plain bars on screen, innermost last (only it is drawn)
+_plain_bars: list = []  # the plain bars on screen, innermost last (only it is drawn)
 _tqdm_bars = 0  # tqdm bars open: log lines then go through tqdm.write
 
 # A plain bar redraws at most this often (seconds); its first and last states always draw.

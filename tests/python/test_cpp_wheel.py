@@ -124,3 +124,38 @@ def test_cmake_dir_without_a_cxx_package_is_a_clear_error():
         "C++ package: a wheel built by `pip install` carries one; from a source checkout, "
         "`cmake --install <build dir> --prefix <dir>` installs it (docs/cpp_api.md)\n"
     )
+
+
+def test_wheel_ships_py_typed_and_its_annotations_reach_a_type_checker(site, tmp_path):
+    """The wheel holds tilelang/py.typed (PEP 561), so mypy reads the installed package's
+    annotations: a user's script sees tilelang.compile return a JITKernel and a wrong
+    argument type is reported, where without the marker the package would be Any."""
+    assert (site / "tilelang" / "py.typed").is_file()
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import tilelang\n"
+        "from tilelang.cache import parse_size\n"
+        "def build(f: object) -> None:\n"
+        "    reveal_type(tilelang.compile)\n"
+        "    reveal_type(tilelang.cdiv(7, 2))\n"
+        "    parse_size(1.5)\n"
+    )
+    # torch (imported by some modules) is not analysed, as in pyproject.toml's check.
+    config = tmp_path / "mypy.ini"
+    config.write_text(
+        "[mypy]\npython_version = 3.9\nignore_missing_imports = True\n"
+        "follow_imports = silent\nincremental = False\n"
+        "[mypy-torch.*,_pytest.*,pytest.*]\nfollow_imports = skip\n"
+    )
+    r = _run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), str(script)],
+        returncode=1,
+        env=_env(site, MYPYPATH=""),
+        cwd=tmp_path,
+    )
+    out = r.stdout
+    assert 'Revealed type is "def (func: tilelang.language.prim_func.PrimFunc' in out, out
+    assert "-> tilelang.jit.kernel.JITKernel" in out, out
+    assert 'Revealed type is "builtins.int"' in out, out
+    assert 'Argument 1 to "parse_size" has incompatible type "float"' in out, out
+    assert "py.typed" not in out and "missing library stubs" not in out, out

@@ -3,6 +3,8 @@ run as values (CompileArgs, ProfileArgs) and its result (AutotuneResult). An Aut
 takes them through set_compile_args(**vars(args)) / set_profile_args(...), or as its
 `compile_args` / `profile_args` attributes (`tuner.compile_args = CompileArgs(...)`)."""
 
+from __future__ import annotations
+
 import dataclasses
 import logging
 
@@ -22,7 +24,7 @@ class CompileArgs:
     target: object = "auto"
     target_host: object = None
     verbose: bool = False
-    pass_configs: dict = None
+    pass_configs: dict | None = None
     compile_flags: object = None
 
     def compile_program(self, program):

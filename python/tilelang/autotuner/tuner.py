@@ -78,7 +78,7 @@ def _tilelang_error():
     return _native.load().TileLangError
 
 
-class AutoTuneError(_tilelang_error()):
+class AutoTuneError(_tilelang_error()):  # type: ignore[misc]
     """No config of a tuning run compiled, passed the check and ran."""
 
 

@@ -5,7 +5,10 @@ C++ core; a hit refreshes the entry's modification time, so `prune` removes the 
 recently used first. Removal renames an entry to a trash name before deleting it, so
 processes reading the cache at the same time see a whole entry or a miss."""
 
+from __future__ import annotations
+
 import re
+from typing import Any
 
 from tilelang import _native
 from tilelang.env import cache_dir, disable_cache, enable_cache, is_cache_enabled
@@ -25,14 +28,14 @@ _C = _native.load()
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def stats(directory=None):
+def stats(directory: str | None = None) -> dict[str, Any]:
     """{'dir', 'entries', 'bytes'} of the disk cache."""
     directory = directory or cache_dir()
     entries, size = _C.cache_stats(directory)
     return {"dir": directory, "entries": entries, "bytes": size}
 
 
-def prune(max_bytes, directory=None):
+def prune(max_bytes: int | str, directory: str | None = None) -> int:
     """Removes least-recently-used entries until the cache holds at most `max_bytes`
     (an int or a size such as "1G", "500M"); returns how many entries were removed."""
     if isinstance(max_bytes, str):
@@ -42,12 +45,12 @@ def prune(max_bytes, directory=None):
     return _C.cache_prune(directory or cache_dir(), int(max_bytes))
 
 
-def clear_cache(directory=None):
+def clear_cache(directory: str | None = None) -> int:
     """Removes every entry of the disk cache; returns how many were removed."""
     return prune(0, directory)
 
 
-def parse_size(text):
+def parse_size(text: str | int) -> int:
     """ "1G" -> 1073741824; accepts B/K/M/G/T with an optional "iB"/"B" suffix."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", str(text), re.IGNORECASE)
     if not m:
@@ -55,7 +58,7 @@ def parse_size(text):
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
-def format_size(n):
+def format_size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

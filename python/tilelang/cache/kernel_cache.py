@@ -2,11 +2,15 @@
 cache lives in its C++ core (src/cache); `KernelCache` answers where its disk entries
 are, its size, clears it, and compiles through it (`cached`)."""
 
+from __future__ import annotations
+
 import logging
 from pathlib import Path
+from typing import Any
 
 from tilelang.jit.diagnostics import jit_phase
 from tilelang.jit.kernel import JITKernel
+from tilelang.types import PassConfigs, TargetLike
 
 from . import cache_dir, clear_cache, stats
 
@@ -18,44 +22,44 @@ logger = logging.getLogger(__name__)
 class KernelCache:
     """The process's kernel cache (memory + disk), one instance."""
 
-    _instance = None
+    _instance: KernelCache | None = None
 
-    def __new__(cls):
+    def __new__(cls) -> KernelCache:  # noqa: PYI034  (one instance, of this class)
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
 
     @classmethod
-    def get_instance(cls):
+    def get_instance(cls) -> KernelCache:
         return cls()
 
     @staticmethod
-    def _get_cache_root():
+    def _get_cache_root() -> Path:
         """The directory that holds the disk entries (<cache dir>/kernels)."""
         return Path(cache_dir()) / "kernels"
 
     @property
-    def cache_dir(self):
+    def cache_dir(self) -> Path:
         return Path(cache_dir())
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         return stats()
 
-    def clear_cache(self):
+    def clear_cache(self) -> None:
         clear_cache()
 
     def cached(
         self,
-        func=None,
-        out_idx=None,
-        *args,
-        target=None,
-        target_host=None,
-        execution_backend=None,
-        verbose=False,
-        pass_configs=None,
-        compile_flags=None,
-    ):
+        func: Any = None,
+        out_idx: int | list[int] | None = None,
+        *args: Any,
+        target: TargetLike | None = None,
+        target_host: TargetLike | None = None,
+        execution_backend: str | None = None,
+        verbose: bool = False,
+        pass_configs: PassConfigs | None = None,
+        compile_flags: str | list[str] | None = None,
+    ) -> JITKernel:
         """The JITKernel of `func` (a T.prim_func) for these settings, as
         tilelang.compile makes it: loaded from the disk cache when an entry matches,
         else compiled and stored. None for target / execution_backend means "auto"

@@ -4,6 +4,8 @@ else the enclosing `with tvm.target.Target(...)`; pass configs come from the enc
 PassContexts. `enable_device_compile=True` also builds the kernel (`rt_mod`, a
 JITKernel)."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 
 from tilelang import _native
@@ -25,8 +27,8 @@ class CompiledArtifact:
     params: list
     kernel_source: str
     rt_mod: object = None
-    target: str = None
-    target_host: str = None
+    target: str | None = None
+    target_host: str | None = None
     pass_configs: dict = field(default_factory=dict)
 
 

@@ -2,11 +2,15 @@
 callable JITKernel. `jit` supports both frontend styles: a factory returning a
 T.prim_func (lazy) and a function whose body declares its tensors (eager)."""
 
+from __future__ import annotations
+
 import ast
 import functools
 import inspect
 import os
 import time
+from collections.abc import Iterable, Iterator
+from typing import Any, Callable
 
 from tilelang.env import is_cache_enabled, is_emulation_enabled
 from tilelang.language.ast_rewrite import _parse_function
@@ -17,6 +21,7 @@ from tilelang.transform import (
     scoped_pass_configs,
     with_scoped_pass_configs,
 )
+from tilelang.types import PassConfigs, TargetLike
 from tilelang.utils.target import determine_target, scoped_target
 
 from . import log
@@ -30,15 +35,15 @@ __all__ = ["JITKernel", "compile", "jit", "load_kernel", "par_compile"]
 
 
 def compile(
-    func,
-    out_idx=None,
-    execution_backend="auto",
-    target="auto",
-    target_host=None,
-    verbose=False,
-    pass_configs=None,
-    compile_flags=None,
-):
+    func: PrimFunc,
+    out_idx: int | list[int] | None = None,
+    execution_backend: str = "auto",
+    target: TargetLike = "auto",
+    target_host: TargetLike | None = None,
+    verbose: bool = False,
+    pass_configs: PassConfigs | None = None,
+    compile_flags: str | list[str] | None = None,
+) -> JITKernel:
     """Compiles a T.prim_func into a JITKernel. Compiling the same PrimFunc object again
     with the same settings returns the same JITKernel (a dict lookup on the PrimFunc)."""
     if not isinstance(func, PrimFunc):
@@ -58,7 +63,7 @@ def compile(
     if not is_cache_enabled():
         return JITKernel(func, **options)
     key = _memo_key(out_idx, execution_backend, target, target_host, pass_configs, compile_flags)
-    memo = func.__dict__.get(_MEMO_ATTR)
+    memo: Any = func.__dict__.get(_MEMO_ATTR)
     # The IR is immutable, so the same core object means the same kernel; a PrimFunc
     # whose core was replaced starts a fresh memo.
     if memo is None or memo[0] is not func.core:
@@ -78,7 +83,7 @@ def compile(
 _MEMO_ATTR = "_tl_compiled"
 
 
-def _frozen(value):
+def _frozen(value: Any) -> Any:
     """A hashable stand-in for a pass-config value or an option list."""
     if value is None or type(value) in _PLAIN:
         return value
@@ -103,13 +108,13 @@ if not isinstance(_ENVIRON, dict) or not all(isinstance(k, bytes) for k in _ENVI
     _ENVIRON = None
 
 
-def _getenv(name):
+def _getenv(name: str) -> Any:
     if _ENVIRON is not None:
         return _ENVIRON.get(name.encode())
     return os.environ.get(name)
 
 
-def _environment_key(target, execution_backend):
+def _environment_key(target: Any, execution_backend: str | None) -> tuple:
     """What decides a compile besides the arguments: for target="auto" and
     execution_backend="auto" the environment variables, the emulation switch and an
     enclosing `with tvm.target.Target(...)`; the configs of enclosing PassContexts."""
@@ -123,7 +128,14 @@ def _environment_key(target, execution_backend):
     )
 
 
-def _memo_key(out_idx, execution_backend, target, target_host, pass_configs, compile_flags):
+def _memo_key(
+    out_idx: Any,
+    execution_backend: str,
+    target: Any,
+    target_host: Any,
+    pass_configs: PassConfigs | None,
+    compile_flags: Any,
+) -> tuple | None:
     """Everything besides the PrimFunc that decides the kernel tilelang.compile returns,
     including what resolves target="auto" and execution_backend="auto" (environment
     variables, the emulation switch). None when a setting cannot be hashed: that call
@@ -144,7 +156,7 @@ def _memo_key(out_idx, execution_backend, target, target_host, pass_configs, com
         return None
 
 
-def _top_level_statements(fn_node):
+def _top_level_statements(fn_node: ast.FunctionDef) -> Iterator[ast.stmt]:
     """Statements of the function body, without descending into nested functions."""
     stack = list(fn_node.body)
     while stack:
@@ -155,7 +167,7 @@ def _top_level_statements(fn_node):
         stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
-def _as_call(config):
+def _as_call(config: tuple | dict) -> tuple[tuple, dict]:
     if isinstance(config, dict):
         return (), config
     if isinstance(config, tuple):
@@ -167,17 +179,17 @@ def _as_call(config):
 
 
 def par_compile(
-    funcs,
-    out_idx=None,
-    execution_backend="auto",
-    target="auto",
-    target_host=None,
-    verbose=False,
-    pass_configs=None,
-    compile_flags=None,
-    num_workers=None,
-    ignore_error=False,
-):
+    funcs: Iterable[PrimFunc | None],
+    out_idx: int | list[int] | None = None,
+    execution_backend: str = "auto",
+    target: TargetLike = "auto",
+    target_host: TargetLike | None = None,
+    verbose: bool = False,
+    pass_configs: PassConfigs | None = None,
+    compile_flags: str | list[str] | None = None,
+    num_workers: int | None = None,
+    ignore_error: bool = False,
+) -> list[JITKernel | None]:
     """Compiles T.prim_funcs on `num_workers` threads (default: one per CPU, at most one
     per function); returns their JITKernels in order. The enclosing Target and
     PassContext scopes apply to every compile. With ignore_error a function that fails
@@ -188,7 +200,13 @@ def par_compile(
     return _compile_in_threads(list(funcs), options, num_workers, ignore_error, "par_compile")
 
 
-def _compile_in_threads(funcs, options, num_workers, ignore_error, label):
+def _compile_in_threads(
+    funcs: list[PrimFunc | None],
+    options: dict[str, Any],
+    num_workers: int | None,
+    ignore_error: bool,
+    label: str,
+) -> list[JITKernel | None]:
     """par_compile's work, with a progress bar (shown when stderr is a terminal) named
     `label` and a summary line at INFO. A failure raises once all compiles ended: the
     first failed function's error, in the order of `funcs`."""
@@ -199,8 +217,8 @@ def _compile_in_threads(funcs, options, num_workers, ignore_error, label):
     options["target"] = determine_target(options["target"])
     options["pass_configs"] = with_scoped_pass_configs(options["pass_configs"])
     start = time.monotonic()
-    results = [None] * len(funcs)
-    errors = {}
+    results: list[JITKernel | None] = [None] * len(funcs)
+    errors: dict[int, Exception] = {}
     workers = num_workers or min(len(funcs), os.cpu_count() or 1) or 1
     bar = Progress(f"{label}: compiling", len(funcs), "kernel")
     with bar, ThreadPoolExecutor(workers) as pool:
@@ -232,7 +250,7 @@ def _compile_in_threads(funcs, options, num_workers, ignore_error, label):
     return results
 
 
-def _tensor_type_annotation(node):
+def _tensor_type_annotation(node: ast.expr) -> bool:
     """Whether an annotation's AST is `T.Tensor(...)` / `T.Tensor[...]` (or StridedTensor)."""
     target = node.func if isinstance(node, ast.Call) else getattr(node, "value", None)
     if not isinstance(node, (ast.Call, ast.Subscript)):
@@ -241,7 +259,7 @@ def _tensor_type_annotation(node):
     return name in ("Tensor", "StridedTensor")
 
 
-def is_eager(func):
+def is_eager(func: Callable[..., Any]) -> bool:
     """True when the body itself is a kernel (a T.Kernel block or declared parameters),
     or the signature annotates a parameter as a tensor."""
     fn_node = _parse_function(func).body[0]
@@ -261,9 +279,9 @@ class _Compiled:
     """The kernels a factory built in one environment: by the key of their call
     (binding.JITFunc.parse_args), and each call form seen to that key."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.kernels = Specializations()
-        self.calls = {}
+        self.calls: dict = {}
 
 
 class LazyJIT:
@@ -275,17 +293,17 @@ class LazyJIT:
     # would collect it (TileLang's jit object has no `__wrapped__` and pytest skips it).
     __test__ = False
 
-    def __init__(self, factory, options):
+    def __init__(self, factory: Callable[..., PrimFunc], options: dict[str, Any]) -> None:
         self.factory = factory
         self.options = options
         self.__name__ = factory.__name__
         self.__doc__ = factory.__doc__
         self.mode = "lazy"
         self._func = JITFunc(factory)
-        self._compiled = {}  # environment key -> _Compiled
-        self._last_args = None
+        self._compiled: dict[tuple, _Compiled] = {}  # environment key -> _Compiled
+        self._last_args: dict[str, Any] | None = None
 
-    def _state(self):
+    def _state(self) -> _Compiled:
         # The environment is part of the key: a factory called again after
         # TILELANG_DEFAULT_TARGET or the emulation switch changed builds anew.
         env = _environment_key(self.options["target"], self.options["execution_backend"])
@@ -295,16 +313,16 @@ class LazyJIT:
         return state
 
     @property
-    def _kernel_cache(self):
+    def _kernel_cache(self) -> Specializations:
         """{call key: JITKernel} of the current environment (TileLang's name)."""
         return self._state().kernels
 
     @property
-    def _call_form_cache(self):
+    def _call_form_cache(self) -> dict:
         """{call as written: call key} of the current environment (TileLang's name)."""
         return self._state().calls
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
         state = self._state()
         form = call_form(args, kwargs)
         key = state.calls.get(form) if form is not None else None
@@ -320,22 +338,27 @@ class LazyJIT:
         return kernel
 
     @property
-    def func(self):
+    def func(self) -> JITFunc:
         """The decorated factory as TileLang's `.func` (a binding.JITFunc): calling it
         calls the factory; `parse_args(*args)` gives the key of a call's kernel."""
         return self._func
 
-    def get_kernel_source(self, *args, **kwargs):
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The generated source of the kernel for these arguments (compiling it)."""
         return self(*args, **kwargs).get_kernel_source()
 
-    def par_compile(self, configs, num_workers=None, ignore_error=False):
+    def par_compile(
+        self,
+        configs: Iterable[tuple | dict],
+        num_workers: int | None = None,
+        ignore_error: bool = False,
+    ) -> list[JITKernel | None]:
         """Compiles the kernels of `configs` (each a tuple of positional arguments or a
         dict of keywords) on `num_workers` threads; returns them in order, and later
         calls with those arguments reuse them. With ignore_error a config that fails
         gives None (and a warning) instead of raising."""
         calls = [_as_call(cfg) for cfg in configs]
-        funcs = []
+        funcs: list[PrimFunc | None] = []
         for args, kwargs in calls:  # tracing runs on this thread
             try:
                 funcs.append(self.factory(*args, **kwargs))
@@ -352,7 +375,7 @@ class LazyJIT:
                 state.kernels[self._func.parse_args(*args, **kwargs)[0]] = kernel
         return kernels
 
-    def _build(self, args, kwargs, made=0):
+    def _build(self, args: tuple, kwargs: dict[str, Any], made: int = 0) -> JITKernel:
         if log.logger.isEnabledFor(log.logging.DEBUG):
             values = self._named(args, kwargs)
             log.logger.debug(
@@ -370,7 +393,7 @@ class LazyJIT:
             )
         return JITKernel(func, **self.options)
 
-    def _named(self, args, kwargs):
+    def _named(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
             bound = inspect.signature(self.factory).bind(*args, **kwargs)
             bound.apply_defaults()
@@ -380,23 +403,28 @@ class LazyJIT:
 
     compile = __call__
 
-    def get_tir(self, *args, **kwargs):
+    def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         return self.factory(*args, **kwargs)
 
 
 def jit(
-    func=None,
+    func: Callable[..., Any] | PrimFunc | None = None,
     *,
-    out_idx=None,
-    target="auto",
-    target_host=None,
-    execution_backend="auto",
-    verbose=False,
-    pass_configs=None,
-    debug_root_path=None,
-    compile_flags=None,
-):
-    """`@tilelang.jit` / `@tilelang.jit(out_idx=..., target=...)` on a factory or eager function."""
+    out_idx: int | list[int] | None = None,
+    target: TargetLike = "auto",
+    target_host: TargetLike | None = None,
+    execution_backend: str = "auto",
+    verbose: bool = False,
+    pass_configs: PassConfigs | None = None,
+    debug_root_path: str | None = None,
+    compile_flags: str | list[str] | None = None,
+) -> Any:
+    """`@tilelang.jit` / `@tilelang.jit(out_idx=..., target=...)` on a factory or eager function.
+
+    Returns, by what it decorates: for a factory returning a T.prim_func, a `LazyJIT`
+    (calling it compiles once per arguments and returns the JITKernel); for a function
+    whose body is the kernel, an eager function that compiles and runs it; for a
+    T.prim_func, its JITKernel; without `func`, the decorator with these settings."""
     normalize_pass_configs(pass_configs)  # a misspelt key fails here, not at the first call
     options = {
         "target": target,
@@ -432,5 +460,5 @@ def jit(
 
 # `tilelang.jit` is this decorator once the package is imported (it shadows the module),
 # so the module's loader is reachable from it as `tilelang.jit.load_kernel` too.
-jit.load_kernel = load_kernel
-jit.JITKernel = JITKernel
+jit.load_kernel = load_kernel  # type: ignore[attr-defined]
+jit.JITKernel = JITKernel  # type: ignore[attr-defined]

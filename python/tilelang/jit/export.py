@@ -11,6 +11,8 @@ Kernels exported by earlier releases as one zip file (manifest.json, format vers
 still load: their checksums are verified and the files unpacked into a private
 directory before the core sees them."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -19,8 +21,12 @@ import shutil
 import tempfile
 import weakref
 import zipfile
+from typing import TYPE_CHECKING, Any
 
 from tilelang import _native
+
+if TYPE_CHECKING:
+    from .kernel import JITKernel
 
 _C = _native.load()
 
@@ -29,11 +35,11 @@ FORMAT = "tilelang-cpp-kernel"
 VERSION = 1
 
 
-def _machine():
+def _machine() -> dict[str, str]:
     return {"system": platform.system(), "machine": platform.machine()}
 
 
-def export_library(kernel, path):
+def export_library(kernel: JITKernel, path: str | os.PathLike) -> None:
     if os.path.isfile(path):
         raise ValueError(
             f"cannot export kernel '{kernel.name}' to {path}: a file is there, and an export is "
@@ -48,7 +54,7 @@ def export_library(kernel, path):
     _C.export_kernel(kernel.kernel, os.fspath(path), json.dumps(meta, sort_keys=True))
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     if isinstance(value, (list, tuple)):
@@ -56,11 +62,11 @@ def _jsonable(value):
     return str(value)
 
 
-def _bad(path, why):
+def _bad(path: str, why: str) -> ValueError:
     return ValueError(f"{path} is not a loadable tilelang kernel: {why}")
 
 
-def load_kernel(path):
+def load_kernel(path: str | os.PathLike) -> JITKernel:
     """Loads a kernel written by JITKernel.export_library or tl::export_kernel (a
     directory), or by an earlier release's export_library (a zip); nothing is compiled."""
     from .kernel import JITKernel, resolve_backend
@@ -84,7 +90,7 @@ def load_kernel(path):
     return _load_zip(path)
 
 
-def _load_zip(path):
+def _load_zip(path: str) -> JITKernel:
     """The format of earlier releases: a zip with manifest.json (format version 1)."""
     from .kernel import JITKernel
 

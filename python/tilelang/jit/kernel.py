@@ -4,10 +4,13 @@ device), the stream and the launch happen there; this module supplies the hooks 
 calls back for what needs Python (outputs allocated in the inputs' framework,
 numpy scalars, torch stream objects)."""
 
+from __future__ import annotations
+
 import functools
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -18,9 +21,13 @@ from tilelang.language.dtypes import _ML_DTYPES_NAMES
 from tilelang.language.dtypes import dtype as DType
 from tilelang.language.prim_func import PrimFunc
 from tilelang.transform import with_scoped_pass_configs
+from tilelang.types import PassConfigs, TargetLike
 from tilelang.utils.target import available_targets, determine_target
 
 from .diagnostics import jit_phase
+
+if TYPE_CHECKING:
+    from tilelang.profiler import Profiler, TensorSupplyType
 
 _C = _native.load()
 
@@ -38,7 +45,7 @@ _TARGET_BACKENDS = {
 _BACKENDS = {name for names in _TARGET_BACKENDS.values() for name in names}
 
 
-def resolve_backend(backend, target):
+def resolve_backend(backend: str | None, target: str) -> str:
     """The execution backend recorded on the kernel: "auto" (or TILELANG_EXECUTION_BACKEND)
     becomes the target's default; an explicit name is checked against the target's list."""
     words = target.split()
@@ -63,7 +70,9 @@ def resolve_backend(backend, target):
     return backend
 
 
-def native_compile(func, target, pass_configs, compile_flags):
+def native_compile(
+    func: Any, target: str, pass_configs: PassConfigs, compile_flags: list[str]
+) -> Any:
     """Calls the C++ compiler (a separate function so tests can stand in for it)."""
     kind = target.split()[0]
     if kind not in available_targets():
@@ -78,12 +87,14 @@ def native_compile(func, target, pass_configs, compile_flags):
     )
 
 
-def _cache_args():
+def _cache_args() -> tuple[bool, str]:
     """(use the cache, its directory or "" for the default), as _C's compiles take them."""
     return is_cache_enabled(), os.environ.get("TILELANG_CACHE_DIR", "")
 
 
-def prepare_host_compiler(target, compile_flags=None):
+def prepare_host_compiler(
+    target: TargetLike, compile_flags: str | list[str] | None = None
+) -> float:
     """Builds the disk-cache entry that kernels for `target` with `compile_flags` are
     compiled against, if it is missing (the cpu target's precompiled header, the
     emulators' runtime; nothing for NVRTC or Metal, or with the cache off). Returns
@@ -95,7 +106,7 @@ def prepare_host_compiler(target, compile_flags=None):
     return time.perf_counter() - start
 
 
-def normalize_out_idx(out_idx, num_params):
+def normalize_out_idx(out_idx: int | list[int] | None, num_params: int) -> list[int]:
     if out_idx is None:
         return []
     items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
@@ -114,31 +125,33 @@ class KernelParam:
 
     __slots__ = ("dtype", "is_tensor", "name", "shape")
 
-    def __init__(self, name, dtype, shape, is_tensor):
+    def __init__(self, name: str, dtype: str, shape: list, is_tensor: bool) -> None:
         self.name, self.dtype, self.shape, self.is_tensor = name, dtype, shape, is_tensor
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.is_tensor:
             return f"KernelParam({self.name}: Tensor({self.shape}, {self.dtype}))"
         return f"KernelParam({self.name}: {self.dtype})"
 
     # TileLang's queries (tilelang.engine.param.KernelParam).
-    def is_scalar(self):
+    def is_scalar(self) -> bool:
         return not self.is_tensor
 
-    def is_float8(self):
+    def is_float8(self) -> bool:
         return str(self.dtype).startswith("float8")
 
-    def is_boolean(self):
+    def is_boolean(self) -> bool:
         return str(self.dtype) == "bool"
 
-    def torch_dtype(self):
+    def torch_dtype(self) -> Any:
         from tilelang.language.dtypes import dtype as DType
 
         return DType(self.dtype).as_torch()
 
 
-def merge_func_attrs(prim_func, out_idx, pass_configs, compile_flags):
+def merge_func_attrs(
+    prim_func: PrimFunc, out_idx: Any, pass_configs: PassConfigs | None, compile_flags: Any
+) -> tuple[Any, PassConfigs | None, Any]:
     """tilelang.compile's settings merged with the function's own attributes: the
     outputs it returns (T.empty), its T.annotate_pass_configs (the call's values win)
     and its T.annotate_compile_flags (placed before the call's)."""
@@ -165,7 +178,7 @@ def merge_func_attrs(prim_func, out_idx, pass_configs, compile_flags):
     return out_idx, pass_configs, compile_flags
 
 
-def _to_native(arg):
+def _to_native(arg: Any) -> Any:
     """What the C++ runtime accepts: DLPack objects, (bytes view, dtype) pairs, numbers."""
     if isinstance(arg, np.ndarray):
         name = arg.dtype.name
@@ -178,10 +191,10 @@ def _to_native(arg):
     return arg
 
 
-_is_torch_type = {}  # type -> whether its instances are torch tensors
+_is_torch_type: dict = {}  # type -> whether its instances are torch tensors
 
 
-def _framework_of(args):
+def _framework_of(args: Any) -> Any:
     """The first torch tensor among `args` (outputs are then allocated by torch)."""
     for a in args:
         t = type(a)
@@ -193,10 +206,11 @@ def _framework_of(args):
     return None
 
 
-_numpy_dtypes, _torch_dtypes = {}, {}  # dtype name -> the framework's dtype
+_numpy_dtypes: dict = {}
+_torch_dtypes: dict = {}  # dtype name -> the framework's dtype
 
 
-def _allocate(shape, dtype, like):
+def _allocate(shape: Any, dtype: str, like: Any) -> Any:
     if like is not None:
         import torch
 
@@ -214,10 +228,10 @@ def _allocate(shape, dtype, like):
     return np.empty(shape, dtype=numpy_dtype)
 
 
-_torch = None  # the torch module (False without torch), once a cuda kernel is called
+_torch: Any = None  # the torch module (False without torch), once a cuda kernel is called
 
 
-def _torch_module():
+def _torch_module() -> Any:
     global _torch
     if _torch is None:
         try:
@@ -229,7 +243,7 @@ def _torch_module():
     return _torch or None
 
 
-def _explicit_stream(stream, name):
+def _explicit_stream(stream: Any, name: str) -> tuple[int, Any]:
     """(raw CUstream as an int, torch stream object or None) for a user's `stream=`."""
     if isinstance(stream, bool):
         raise TypeError(_stream_error(stream, name))
@@ -241,14 +255,14 @@ def _explicit_stream(stream, name):
     raise TypeError(_stream_error(stream, name))
 
 
-def _stream_error(stream, name):
+def _stream_error(stream: Any, name: str) -> str:
     return (
         f"stream= of kernel '{name}' must be a torch.cuda.Stream or a raw CUstream as an int, "
         f"got {type(stream).__name__} {stream!r}"
     )
 
 
-def _default_stream(args):
+def _default_stream(args: Any) -> int:
     """torch's current stream on the device of the first torch CUDA tensor, else 0 (the
     C++ caller asks torch itself, through its DLPack exchange API, when it can)."""
     torch = _torch_module()
@@ -260,7 +274,16 @@ def _default_stream(args):
     return 0
 
 
-def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream, on_gpu=False):
+def _allocate_outputs(
+    full: list,
+    missing: list[int],
+    shapes: list,
+    dtypes: list[str],
+    raw: int | None,
+    stream_obj: Any,
+    stream: Any,
+    on_gpu: bool = False,
+) -> None:
     """Fills the `missing` slots of `full` with new tensors in the framework of the
     inputs (torch on their device, else numpy). A kernel without tensor inputs returns
     torch tensors where the program uses torch (as TileLang always does), on the GPU
@@ -278,10 +301,10 @@ def _allocate_outputs(full, missing, shapes, dtypes, raw, stream_obj, stream, on
             out.record_stream(stream_obj)
 
 
-_device_tensors = {}  # device -> an empty torch tensor there (its .device for _allocate)
+_device_tensors: dict = {}  # device -> an empty torch tensor there (its .device for _allocate)
 
 
-def _torch_device_tensor(device):
+def _torch_device_tensor(device: str) -> Any:
     t = _device_tensors.get(device)
     if t is None:
         import torch
@@ -296,7 +319,7 @@ def _torch_device_tensor(device):
 _CALLER_HOOKS = (_to_native, _explicit_stream, _default_stream, _allocate_outputs)
 
 
-def _launches_on_gpu(target):
+def _launches_on_gpu(target: str) -> bool:
     words = target.split()
     return words[0] == "cuda" and "-emulate" not in words
 
@@ -306,16 +329,16 @@ class JITKernel:
 
     def __init__(
         self,
-        func,
-        out_idx=None,
-        target="auto",
-        execution_backend="auto",
-        pass_configs=None,
-        compile_flags=None,
-        verbose=False,
-        target_host=None,
-    ):
-        self.prim_func = func if isinstance(func, PrimFunc) else PrimFunc(func)
+        func: Any,
+        out_idx: int | list[int] | None = None,
+        target: TargetLike = "auto",
+        execution_backend: str = "auto",
+        pass_configs: PassConfigs | None = None,
+        compile_flags: str | list[str] | None = None,
+        verbose: bool = False,
+        target_host: TargetLike | None = None,
+    ) -> None:
+        self.prim_func: PrimFunc | None = func if isinstance(func, PrimFunc) else PrimFunc(func)
         out_idx, pass_configs, compile_flags = merge_func_attrs(
             self.prim_func, out_idx, pass_configs, compile_flags
         )
@@ -340,19 +363,19 @@ class JITKernel:
         self._inputs = [i for i in range(len(self.params)) if i not in self.out_idx]
         self._on_gpu = _launches_on_gpu(self.target)
         self._make_caller()
-        self.latency = None  # set by the autotuner
-        self.config = None
+        self.latency: float | None = None  # set by the autotuner
+        self.config: dict[str, Any] | None = None
         if verbose:
             print(f"tilelang: compiled kernel '{self.name}' for {self.target}")
 
     @classmethod
-    def from_library(cls, path):
+    def from_library(cls, path: str | os.PathLike) -> JITKernel:
         """Loads a kernel written by export_library, without compiling it."""
         from .export import load_kernel
 
         return load_kernel(path)
 
-    def _init_loaded(self, native_kernel, manifest):
+    def _init_loaded(self, native_kernel: Any, manifest: dict[str, Any]) -> JITKernel:
         self.prim_func = None  # an exported kernel carries its binary and signature only
         self.target = manifest["target"]
         self.execution_backend = manifest["execution_backend"]
@@ -368,15 +391,15 @@ class JITKernel:
         self.config = None
         return self
 
-    def _make_caller(self):
+    def _make_caller(self) -> None:
         """The object a call goes through: the C++ KernelCaller, or for the "torch"
         backend of metal kernels the torch.mps launcher (metal_torch.py)."""
-        self._torch = None
+        self._torch: Any = None
         if self.execution_backend == "torch":
             from .metal_torch import MetalTorchLauncher
 
             self._torch = MetalTorchLauncher(self.kernel, self.out_idx)
-            self._caller = None
+            self._caller: Any = None
             return
         hooks = _CALLER_HOOKS
         if _launches_on_gpu(self.target):
@@ -384,11 +407,11 @@ class JITKernel:
         self._caller = _C.KernelCaller(self.kernel, self.target, self.out_idx, hooks)
 
     @property
-    def cache_key(self):
+    def cache_key(self) -> str:
         """SHA-256 of everything that determines the binary (the disk cache entry's name)."""
         return self.kernel.cache_key
 
-    def export_library(self, path):
+    def export_library(self, path: str | os.PathLike) -> None:
         """Writes the compiled kernel to directory `path` that tilelang.jit.load_kernel(path)
         (or JITKernel.from_library, or the C++ tl::load_kernel) loads back without compiling:
         the binary, the generated source and export.txt (format version, target, machine,
@@ -397,22 +420,22 @@ class JITKernel:
 
         export_library(self, path)
 
-    def get_profiler(self, tensor_supply_type=None):
+    def get_profiler(self, tensor_supply_type: TensorSupplyType | None = None) -> Profiler:
         """A Profiler that generates inputs (per `tensor_supply_type`, default Auto),
         checks results against a reference and times the kernel."""
         from tilelang.profiler import Profiler, TensorSupplyType
 
         return Profiler(self, tensor_supply_type or TensorSupplyType.Auto)
 
-    def run_once(self, func=None):
+    def run_once(self, func: Callable[..., Any] | None = None) -> Any:
         """Runs the kernel once on generated inputs (the profiler's run_once)."""
         return self.get_profiler().run_once(func)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.kernel.name
 
-    def _read_params(self):
+    def _read_params(self) -> list[KernelParam]:
         """The parameters the caller passes: T.alloc_global workspaces (the last ones)
         are allocated by each call and are left out."""
         k = self.kernel
@@ -422,7 +445,7 @@ class JITKernel:
             if not k.param_is_workspace(i)
         ]
 
-    def run(self, args, stream=None):
+    def run(self, args: Any, stream: Any = None) -> list:
         """Runs the kernel; returns the list of all arguments, outputs filled in.
         `args` are the inputs (outputs allocated) or all parameters. cuda kernels
         launch on `stream` (a torch.cuda.Stream or a raw CUstream int), by default on
@@ -432,7 +455,7 @@ class JITKernel:
             return self._torch(list(args), return_all=True)
         return self._caller.run(args, stream)
 
-    def __call__(self, *args, stream=None):
+    def __call__(self, *args: Any, stream: Any = None) -> Any:
         # One C++ call: reads and checks the arguments, allocates the outputs named
         # by out_idx, launches; returns None, the output, or a list of outputs.
         if self._torch is not None:
@@ -443,7 +466,7 @@ class JITKernel:
             return self._torch(args)
         return self._caller(args, stream)
 
-    def get_kernel_source(self, kernel_only=True):
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
         """The generated device source. For metal, kernel_only=True gives the
         [[kernel]] function alone; False the whole source torch compiles (helpers, the
         argument struct, and the emulator's entry, which Metal never sees)."""
@@ -457,10 +480,12 @@ class JITKernel:
             return source
         return host + "\n" + source
 
-    def get_host_source(self):
+    def get_host_source(self) -> str:
         return self.kernel.host_source
 
-    def plot_layouts(self, directory, formats="png"):
+    def plot_layouts(
+        self, directory: str | os.PathLike, formats: str | list[str] = "png"
+    ) -> list[str]:
         """Draws the layout the lowering chose for each register fragment (thread and
         register of every element) and each swizzled shared gemm tile (place and bank)
         of this kernel, as `directory/<buffer>.<format>`; returns the paths. The cpu
@@ -469,5 +494,5 @@ class JITKernel:
 
         return plot_kernel_layouts(self, directory, formats)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"JITKernel({self.name}, target={self.target}, out_idx={self.out_idx})"

@@ -4,8 +4,11 @@ pointed here at import), and the JIT layer logs each new specialization there, s
 (above any progress bar); the level is TILELANG_LOG_LEVEL's, else the root logger's
 (WARNING unless the application configures logging)."""
 
+from __future__ import annotations
+
 import atexit
 import logging
+from typing import Any
 
 from tilelang import _native, env, progress
 
@@ -14,17 +17,17 @@ logger = logging.getLogger("tilelang")
 _C = _native.load()
 
 
-def _forward(level, message):
+def _forward(level: int, message: str) -> None:
     # Called by the core, possibly from a worker thread; must never raise.
     logger.log(level, message)
 
 
-def _detach():
+def _detach() -> None:
     # At interpreter exit: the core must stop calling into Python before it goes away.
     _C.set_log_sink(None)
 
 
-def set_log_level(level):
+def set_log_level(level: int | str) -> None:
     """Sets the level of the `tilelang` logger: a name ('DEBUG', 'INFO', 'WARNING',
     'ERROR', 'CRITICAL', any case) or a number such as logging.INFO."""
     logger.setLevel(env.parse_log_level(level, "tilelang.set_log_level(level)"))
@@ -34,7 +37,7 @@ class StderrHandler(logging.Handler):
     """Writes the `tilelang` records to stderr, unless they also reach a handler of the
     application's (logging.basicConfig, pytest's capture): those print them instead, once."""
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         if logger.propagate and logging.getLogger().handlers:
             return
         try:
@@ -43,7 +46,7 @@ class StderrHandler(logging.Handler):
             self.handleError(record)
 
 
-def install():
+def install() -> None:
     if not any(isinstance(h, StderrHandler) for h in logger.handlers):
         handler = StderrHandler()
         handler.setFormatter(
@@ -60,7 +63,7 @@ def install():
         atexit.register(_detach)
 
 
-def describe_arguments(values, previous=None):
+def describe_arguments(values: dict[str, Any], previous: dict[str, Any] | None = None) -> str:
     """'M=1024, dtype=float16 (new: M)': the arguments of a specialization, and which of
     them differ from the previous specialization of the same function."""
     text = ", ".join(f"{name}={_short(value)}" for name, value in values.items())
@@ -74,11 +77,11 @@ def describe_arguments(values, previous=None):
 class Described(str):
     """A value already written for the log (e.g. 'float32[2d]' for a tensor argument)."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return str(self)
 
 
-def _short(value):
+def _short(value: Any) -> str:
     shape = getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:

@@ -23,7 +23,7 @@ from .warp import _linear_thread_index
 __all__ = ["comm_reducer", "tvm_thread_allreduce"]
 
 # The reducers of the enclosing `with T.attr(reducer, "reduce_scope", ...)` blocks.
-_active = []
+_active: list = []
 
 
 class comm_reducer:

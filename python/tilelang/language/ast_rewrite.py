@@ -43,8 +43,8 @@ _COMPARE_NAMES = {
 }
 
 # Files holding rewritten code; the trace entry uses them to find the user's line.
-REWRITTEN_FILES = set()
-_cache = {}
+REWRITTEN_FILES: set = set()
+_cache: dict = {}
 
 
 def located_error(message, file, line):

@@ -289,14 +289,14 @@ for _name, _op in {
     "ne": operator.ne,
 }.items():
     setattr(VarBuffer, f"__{_name}__", _forward(_op))
-for _name, _op in {
+for _name, _unary in {
     "neg": operator.neg,
     "pos": operator.pos,
     "invert": operator.invert,
     "abs": operator.abs,
 }.items():
-    setattr(VarBuffer, f"__{_name}__", _forward_unary(_op))
-VarBuffer.__hash__ = object.__hash__
+    setattr(VarBuffer, f"__{_name}__", _forward_unary(_unary))
+VarBuffer.__hash__ = object.__hash__  # type: ignore[assignment,method-assign]
 
 
 def wrap_buffer(handle):

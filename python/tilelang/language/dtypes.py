@@ -53,7 +53,7 @@ _ML_DTYPES_NAMES = {
     "float8_e8m0fnu",
     "float4_e2m1fn",
 }
-_parsed = {}
+_parsed: dict = {}
 
 
 def _core_dtype(name):

@@ -367,7 +367,7 @@ for _op in (*_ARITHMETIC, "and", "or", "xor", "lshift", "rshift"):
     setattr(BranchLocal, f"__r{_op}__", BranchLocal.fail)
 for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(BranchLocal, f"__{_op}__", BranchLocal.fail)
-BranchLocal.__hash__ = object.__hash__
+BranchLocal.__hash__ = object.__hash__  # type: ignore[method-assign]
 
 
 def outer_names(names, local_vars):

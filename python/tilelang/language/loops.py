@@ -4,6 +4,8 @@ frame(s) and close them; the rewritten `for` statement runs the body once with t
 variables."""
 
 import builtins
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from . import builder_ctx
 from .buffer import const_int, to_value
@@ -68,6 +70,11 @@ class Loop:
 
     def close(self, builder):
         builder.end_for()
+
+    if TYPE_CHECKING:
+        # A kernel's `for` over a loop is rewritten (ast_rewrite.py) and never iterates
+        # in Python; this gives a type checker the loop variable's type.
+        def __iter__(self) -> Iterator[Any]: ...
 
 
 class serial(Loop):

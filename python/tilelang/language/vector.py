@@ -154,8 +154,8 @@ def _vector_var_op(name):
 for _name in ("add", "sub", "mul", "truediv"):
     for _dunder in (f"__{_name}__", f"__r{_name}__"):
         setattr(VectorVar, _dunder, _vector_var_op(_dunder))
-VectorVar.__neg__ = _vector_var_op("__neg__")
-VectorVar.__hash__ = object.__hash__
+VectorVar.__neg__ = _vector_var_op("__neg__")  # type: ignore[operator,method-assign]
+VectorVar.__hash__ = object.__hash__  # type: ignore[method-assign]
 
 
 def alloc_vector_var(dtype, init=None):

@@ -104,7 +104,7 @@ def _mask(what, mask):
     return mask if mask.dtype.name == "uint32" else _C.cast(mask, "uint32")
 
 
-class PredicateTypeError(TileLangError, TypeError):
+class PredicateTypeError(TileLangError, TypeError):  # type: ignore[misc,valid-type]
     """A vote given a predicate that is neither boolean nor integer (TileLang raises a
     TypeError there)."""
 

@@ -10,13 +10,20 @@ captures the calls in a torch.cuda.CUDAGraph and times its replays. `warmup` and
 `rep` are budgets in milliseconds, turned into iteration counts from a first
 estimate, as in Triton and TileLang."""
 
+from __future__ import annotations
+
 import enum
 import statistics
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tilelang.jit.kernel import JITKernel
 
 __all__ = ["Profiler", "TensorSupplyType", "do_bench"]
 
@@ -259,19 +266,19 @@ def _bench_cuda_graph(fn, rep, n_repeat):
 
 
 def do_bench(
-    fn,
-    warmup=25,
-    rep=100,
-    _n_warmup=0,
-    _n_repeat=0,
-    quantiles=None,
-    fast_flush=True,
-    backend="event",
-    return_mode="mean",
-    device=None,
-    cache_size=256,
-    early_stop_baseline=None,
-):
+    fn: Callable[[], Any],
+    warmup: float = 25,
+    rep: float = 100,
+    _n_warmup: int = 0,
+    _n_repeat: int = 0,
+    quantiles: Sequence[float] | None = None,
+    fast_flush: bool = True,
+    backend: str = "event",
+    return_mode: str = "mean",
+    device: Any = None,
+    cache_size: int = 256,
+    early_stop_baseline: float | None = None,
+) -> float | list[float]:
     """Runtime of `fn()` in milliseconds. `warmup`/`rep` are time budgets in ms (the
     number of calls comes from a first estimate); `_n_warmup`/`_n_repeat` > 0 fix the
     counts instead. With `quantiles` a list of those quantiles is returned, else the
@@ -388,7 +395,9 @@ def _numpy_dtype(name):
     return DType(name).as_numpy()
 
 
-def make_tensor(shape, dtype, supply_type, rng):
+def make_tensor(
+    shape: Sequence[int], dtype: str, supply_type: TensorSupplyType, rng: np.random.Generator
+) -> np.ndarray:
     """One input of `shape` and `dtype` (a TileLang dtype name) per the supply type."""
     np_dtype = np.dtype(_numpy_dtype(dtype))
     kind = np_dtype.kind
@@ -418,7 +427,12 @@ def make_tensor(shape, dtype, supply_type, rng):
 class Profiler:
     """What `kernel.get_profiler(tensor_supply_type=...)` returns."""
 
-    def __init__(self, kernel, supply_type=TensorSupplyType.Auto, seed=0):
+    def __init__(
+        self,
+        kernel: JITKernel,
+        supply_type: TensorSupplyType = TensorSupplyType.Auto,
+        seed: int = 0,
+    ) -> None:
         if not isinstance(supply_type, TensorSupplyType):
             raise TypeError(
                 f"tensor_supply_type must be a tilelang.profiler.TensorSupplyType, got {supply_type!r}"
@@ -426,7 +440,7 @@ class Profiler:
         self.kernel = kernel
         self.supply_type = supply_type
         self._rng = np.random.default_rng(seed)
-        self._bench_inputs = {}
+        self._bench_inputs: dict[tuple, list] = {}
         self._on_gpu = bool(getattr(kernel, "_on_gpu", False))  # cuda kernels take torch tensors
 
     # -- inputs
@@ -463,26 +477,28 @@ class Profiler:
 
     # -- running
     @property
-    def func(self):
+    def func(self) -> JITKernel:
         """The kernel, as TileLang's profiler names it (`profiler.do_bench(profiler.func)`)."""
         return self.kernel
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.kernel(*args, **kwargs)
 
-    def run_once(self, func=None, input_tensors=None):
+    def run_once(
+        self, func: Callable[..., Any] | None = None, input_tensors: Sequence[Any] | None = None
+    ) -> Any:
         ins = list(input_tensors) if input_tensors is not None else self._get_inputs()
         return (func or self.kernel)(*ins)
 
     def assert_allclose(
         self,
-        reference_program,
-        input_tensors=None,
-        atol=1e-2,
-        rtol=1e-2,
-        max_mismatched_ratio=0.01,
-        dynamic_symbolic_constraints=None,
-    ):
+        reference_program: Callable[..., Any],
+        input_tensors: Sequence[Any] | None = None,
+        atol: float = 1e-2,
+        rtol: float = 1e-2,
+        max_mismatched_ratio: float = 0.01,
+        dynamic_symbolic_constraints: dict[str, int] | None = None,
+    ) -> None:
         """Runs the kernel and `reference_program` on the same inputs (the kernel's
         non-output parameters) and checks each output: at most `max_mismatched_ratio` of
         the elements may differ by more than atol + rtol * |reference|."""
@@ -507,7 +523,12 @@ class Profiler:
         for name, a, b in zip(names, got, want):
             _compare(name, _to_float64(a), _to_float64(b), atol, rtol, max_mismatched_ratio)
 
-    def manual_assert_close(self, reference_program, input_tensors=None, manual_check_prog=None):
+    def manual_assert_close(
+        self,
+        reference_program: Callable[..., Any],
+        input_tensors: Sequence[Any] | None = None,
+        manual_check_prog: Callable[[list, list], Any] | None = None,
+    ) -> None:
         """Runs the kernel and `reference_program` on the same inputs and hands both
         results, as lists, to `manual_check_prog(outputs, ref_outputs)`, which raises
         (an AssertionError) when they do not agree."""
@@ -529,19 +550,19 @@ class Profiler:
 
     def do_bench(
         self,
-        func=None,
-        warmup=25,
-        rep=100,
-        n_warmup=0,
-        n_repeat=0,
-        input_tensors=None,
-        backend="event",
-        quantiles=None,
-        return_mode="mean",
-        dynamic_symbolic_constraints=None,
-        device=None,
-        early_stop_baseline=None,
-    ):
+        func: Callable[..., Any] | None = None,
+        warmup: float = 25,
+        rep: float = 100,
+        n_warmup: int = 0,
+        n_repeat: int = 0,
+        input_tensors: Sequence[Any] | None = None,
+        backend: str = "event",
+        quantiles: Sequence[float] | None = None,
+        return_mode: str = "mean",
+        dynamic_symbolic_constraints: dict[str, int] | None = None,
+        device: Any = None,
+        early_stop_baseline: float | None = None,
+    ) -> float | list[float]:
         """Milliseconds per call of the kernel, or of `func` called with the kernel's
         inputs. The kernel is timed with its outputs preallocated (no allocation).
         `device` and `early_stop_baseline` as in tilelang.profiler.do_bench."""

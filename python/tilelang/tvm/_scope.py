@@ -4,7 +4,7 @@
 from tilelang import _C
 
 
-class OutOfScopeError(_C.TileLangError, NotImplementedError, ImportError):
+class OutOfScopeError(_C.TileLangError, NotImplementedError, ImportError):  # type: ignore[name-defined,misc]
     """A TVM API that works on TVM's own IR or runtime, which tilelang does not have.
     It is an ImportError too, so `try: from X import name / except ImportError:` (how
     code probes for an optional backend) takes its fallback."""

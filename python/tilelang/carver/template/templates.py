@@ -2,6 +2,8 @@
 and dtypes, and turns a device into ranked tile configs (tilelang.carver.roller.policy).
 equivalent_function() gives the operator as a kernel of this package (a T.prim_func)."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from tilelang.carver.roller import policy
@@ -61,9 +63,9 @@ class MatmulTemplate(BaseTemplate):
     """C[M, N] = A @ B (A is [M, K], or [K, M] with trans_A; B is [N, K] with trans_B,
     TileLang's default, else [K, N])."""
 
-    M: int = None
-    N: int = None
-    K: int = None
+    M: int | None = None
+    N: int | None = None
+    K: int | None = None
     trans_A: bool = False
     trans_B: bool = True
     in_dtype: str = "float16"
@@ -116,8 +118,8 @@ class MatmulTemplate(BaseTemplate):
 class GEMVTemplate(BaseTemplate):
     """y[N] = B[N, K] @ x[K] (trans_B, TileLang's default)."""
 
-    N: int = None
-    K: int = None
+    N: int | None = None
+    K: int | None = None
     trans_B: bool = True
     in_dtype: str = "float16"
     out_dtype: str = "float16"
@@ -134,8 +136,8 @@ class GEMVTemplate(BaseTemplate):
 class GeneralReductionTemplate(BaseTemplate):
     """A reduction over the R axes of `shape` (structure "SSR", "SR", "RS", ...)."""
 
-    structure: str = None
-    shape: list = None
+    structure: str | None = None
+    shape: list | None = None
     dtype: str = "float16"
 
     def get_hardware_aware_configs(self, arch=None, topk=10):
