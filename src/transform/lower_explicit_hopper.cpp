@@ -1,4 +1,4 @@
-// Hopper control written by hand becomes device calls (docs/user_guide.md,
+// Hopper control written by hand becomes device calls (docs/guide/targets.md,
 // "Explicit Hopper control"). The statements it makes are ordered by the user's
 // mbarriers, so they are wrapped as a pipeline's TMA bookkeeping is (kThreadOpAttr
 // around kAsyncCopyAttr) and plan_barriers leaves them alone; T.tma_copy reuses the

@@ -180,7 +180,7 @@ void check_pass_configs(const Attrs& configs) {
                              : std::string();
       throw_user_error(
           {}, str_cat("unknown pass config key '", key, "'", hint,
-                      "; tilelang.PassConfigKey and docs/user_guide.md (\"Pass configs\") list the known keys"));
+                      "; tilelang.PassConfigKey and docs/guide/debugging.md (\"Pass configs\") list the known keys"));
     }
     if (!fits(k->value, value))
       throw_user_error({},

@@ -2,7 +2,7 @@
 // the one list of keys, with the kind of value each takes, and the typed view of them
 // that the pipeline reads. Keys are TileLang's spellings, so existing programs keep
 // working; many of TileLang's keys steer passes this compiler does not have and are
-// accepted without effect (`used` says which ones act here; docs/user_guide.md has
+// accepted without effect (`used` says which ones act here; docs/guide/debugging.md has
 // the table). An unknown key or a value of the wrong kind is a user error, from C++
 // and from Python alike (the Python package reads this list).
 #pragma once

@@ -11,7 +11,7 @@ namespace tl {
 // regions 3 and 4 are the kept values and the metadata
 // (python/tilelang/language/sparse.py). On CUDA targets with mma.sync (sm_80 and
 // later, sm_90a included), a gemm that mma.sp m16n8k32 can run (the rule below,
-// docs/user_guide.md "Sparse GEMM") becomes a T.gemm of the kept values marked
+// docs/guide/language.md "Sparse GEMM") becomes a T.gemm of the kept values marked
 // kGemmSpCompressed (regions A_sparse, B, C, E; lower_fragments emits
 // tl::gemm_sp_ss), and the decoding statements and the dense tile go. On sm_90a
 // this beats decoding A and running the dense wgmma about 2x on an H100

@@ -6,7 +6,7 @@ software path sm_80 to sm_87 also run on the GPU; sm_90a) against a reference wr
 here from ml_dtypes, over every float16 and bfloat16 value, a dense sweep of float32
 around the thresholds and a GEMM whose accumulators overflow, as TileLang's own fp8
 GEMM example does with integer inputs. The cpu target keeps ml_dtypes' rule (NaN / inf)
-on purpose (docs/user_guide.md, "Low-precision dtypes"). NVRTC compiles the sm_90a source
+on purpose (docs/guide/language.md, "Low-precision dtypes"). NVRTC compiles the sm_90a source
 into the hardware cvt."""
 
 import functools

@@ -1,7 +1,7 @@
 """`T.gemm_sp`: C += op(A) @ op(B) where A is a 2:4 structured-sparse tile given as its
 kept values and metadata (tilelang.utils.sparse.compress makes both).
 
-The format (docs/user_guide.md, "Sparse gemm"): A (M, K) keeps `elem` of every `group`
+The format (docs/guide/language.md, "Sparse GEMM"): A (M, K) keeps `elem` of every `group`
 consecutive elements along K (2 of 4; 1 of 2 for float32). A_sparse (M, K * elem /
 group) holds them in order; E (M, K / e_factor), an integer tile, holds one 4-bit code
 per group, little end first within each element (e_factor = E's bits / 4 * group). For

@@ -4,7 +4,7 @@ vector v of row r moves to v XOR ((r // (8 / n)) mod n), so that a column of vec
 by consecutive rows falls into different banks. For rows one span long this is the
 swizzle TMA writes in its 32, 64 and 128-byte modes. Each function returns a `Layout`
 over the buffer's shape that only permutes elements within a row; CUDA targets place
-shared tiles this way (docs/user_guide.md, "Layouts"), the CPU and Metal ignore it."""
+shared tiles this way (docs/guide/language.md, "Layouts"), the CPU and Metal ignore it."""
 
 from tilelang.language.buffer import Buffer, Region, const_int, to_value
 from tilelang.language.builder_ctx import frontend_error

@@ -3,7 +3,7 @@
 TileLang is built on TVM, so its kernels and tests reach for TVM names: `from tvm import
 tirx` for `tirx.const` in a dequantization helper, `tvm.DataType(dtype).bits`,
 `with tvm.target.Target("c"):` around a compile, `tvm.transform.PassContext(config=...)`.
-This package maps those names onto tilelang (docs/user_guide.md, "The TVM facade"); it
+This package maps those names onto tilelang (docs/guide/jit_and_cache.md, "The TVM facade"); it
 is not TVM. A TVM name that works on TVM's own IR, passes or runtime raises an error
 that names it as out of scope (docs/design/tilelang_compat.md, "Out of scope").
 
