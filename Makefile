@@ -10,12 +10,12 @@ INSTALL_BUILD := $(firstword $(wildcard build/$(PY_TAG)-$(PY_TAG)-*))
 BUILD ?= $(if $(INSTALL_BUILD),$(INSTALL_BUILD),build/dev)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: test build lint cpp-test py-test upstream bench clean sanitize dump-sources
+.PHONY: test build lint docs cpp-test py-test upstream bench clean sanitize dump-sources
 
 CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/src/*.cpp' 'python/src/*.h' \
                 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h' 'device/*.cuh')
 
-test: build lint cpp-test py-test upstream
+test: build lint docs cpp-test py-test upstream
 
 # Formatting is mechanical: unformatted code fails the test command (and CI). The type
 # check covers the package (pyproject.toml [tool.mypy]).
@@ -24,6 +24,13 @@ lint:
 	$(PYTHON) -m ruff check python tests examples bench
 	$(PYTHON) -m ruff format --check python tests examples bench
 	$(PYTHON) -m mypy
+
+# The user guide, design notes and API reference (mkdocs.yml) into build/docs, warnings
+# as errors (a broken link or anchor, a page left out, a docstring the generator cannot
+# read). The reference is read from the sources: nothing is built or imported.
+docs:
+	$(PYTHON) -m pip install -q -r docs/requirements.txt
+	$(PYTHON) -m mkdocs build --strict --quiet
 
 build:
 	$(PYTHON) -m pip install -q -r tests/requirements.txt
