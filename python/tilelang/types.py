@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 __all__ = [
+    "BufferLike",
     "DTypeLike",
     "Expr",
     "ExprLike",
@@ -40,3 +41,7 @@ TargetLike = Any
 
 #: Pass configurations: {PassConfigKey or its string name: value}.
 PassConfigs = dict
+
+#: A buffer argument: a `T.Tensor` parameter, a `T.alloc_*` buffer, a region of one
+#: (`A[i * 32 : (i + 1) * 32, k]`, `T.region(...)`) or one of its elements.
+BufferLike = Any

@@ -132,6 +132,7 @@ KINDS = {
     "test_tma_pipeline": "lowering cuda_source",
     "test_tma_store": "lowering cuda_source",
     "test_tools": "runtime",
+    "test_typing": "runtime",
     "test_torch_ops": "runtime examples",
     "test_transpose_im2col": "lowering",
     "test_tvm_facade": "frontend",

@@ -2,7 +2,10 @@
 around the call that tunes (`with set_autotune_inputs(a, b): kernel = matmul(M, N, K)`)
 instead of tensors it supplies itself."""
 
+from __future__ import annotations
+
 import threading
+from typing import Any
 
 __all__ = ["AutotuneInputsCapture", "get_autotune_inputs", "set_autotune_inputs"]
 
@@ -29,17 +32,17 @@ class AutotuneInputsCapture:
         _stack().pop()
 
 
-def set_autotune_inputs(*tensors):
+def set_autotune_inputs(*tensors: Any) -> Any:
     """`set_autotune_inputs(a, b)` or `set_autotune_inputs([a, b])`: inside the `with`,
     a tuning run feeds these tensors (the kernel's inputs, in parameter order) to every
     config, and to ref_prog, instead of supplying random ones. A supply_prog given to
     the tuner still wins."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tensors[0]
+        tensors = tensors[0]  # type: ignore[assignment]
     return AutotuneInputsCapture(tensors)
 
 
-def get_autotune_inputs():
+def get_autotune_inputs() -> Any:
     """The tensors of the innermost set_autotune_inputs scope, or None."""
     stack = _stack()
     return list(stack[-1]) if stack else None

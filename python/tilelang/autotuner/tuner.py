@@ -7,6 +7,8 @@ it with the kernel's profiler in rounds interleaved with the other configs, (4)
 publishes the best config in the result cache. A config that fails at any step is
 logged in one line and skipped."""
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import inspect
@@ -16,6 +18,7 @@ import os
 import pickle
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 from tilelang.env import is_cache_enabled
 from tilelang.jit import LazyJIT, is_eager
@@ -27,6 +30,9 @@ from tilelang.utils.target import determine_target
 from . import _worker, compile_pool, result_cache
 from ._worker import TensorStandIn, first_line
 from .capture import get_autotune_inputs
+
+if TYPE_CHECKING:
+    from tilelang.jit.kernel import JITKernel
 
 logger = logging.getLogger("tilelang")
 
@@ -91,7 +97,18 @@ class AutotuneResult:
     `tuned` is False when the call gave tuned parameters and nothing was tuned: `config`
     then holds the values the kernel was built with, `latency` is None."""
 
-    def __init__(self, config, latency, ref_latency, kernel, from_cache, failures, cache_path):
+    timings: dict[str, float]  # set by the run that made the result
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None,
+        latency: float | None,
+        ref_latency: float | None,
+        kernel: JITKernel | None,
+        from_cache: bool,
+        failures: Any,
+        cache_path: str | None,
+    ) -> None:
         self.config, self.latency, self.ref_latency = config, latency, ref_latency
         self.kernel, self.from_cache, self.failures = kernel, from_cache, failures
         self.cache_path = cache_path
@@ -99,12 +116,12 @@ class AutotuneResult:
         self._call = None
 
     @property
-    def func(self):
-        return self.kernel.prim_func
+    def func(self) -> Any:
+        return self.kernel.prim_func if self.kernel is not None else None
 
     @property
-    def libcode(self):
-        return self.kernel.get_kernel_source()
+    def libcode(self) -> str | None:
+        return self.kernel.get_kernel_source() if self.kernel is not None else None
 
     def __repr__(self):
         if not self.tuned:
@@ -185,7 +202,7 @@ class AutoTuner:
     `configs` (a list of dicts of keyword arguments, or a callable taking the non-config
     arguments and returning that list); `run` takes the non-config arguments."""
 
-    def __init__(self, fn, configs, do_not_specialize=None):
+    def __init__(self, fn: Callable[..., Any], configs: Any, do_not_specialize: Any = None) -> None:
         self.fn, self.kind, self._jit_options = unwrap_function(fn)
         self.name = self.fn.__name__
         self.signature = inspect.signature(self.fn)
@@ -194,8 +211,8 @@ class AutoTuner:
                 f"autotune of '{self.name}' needs configs=[{{...}}, ...] (or a callable)"
             )
         self.configs = configs
-        self._compile_given = {}
-        self._profile = dict(_PROFILE_DEFAULTS)
+        self._compile_given: dict[str, Any] = {}
+        self._profile: dict[str, Any] = dict(_PROFILE_DEFAULTS)
         names = [do_not_specialize] if isinstance(do_not_specialize, str) else do_not_specialize
         self.do_not_specialize = tuple(names or ())
         unknown = [n for n in self.do_not_specialize if n not in self.signature.parameters]
@@ -204,16 +221,16 @@ class AutoTuner:
                 f"do_not_specialize names {unknown}, which are not parameters of "
                 f"{self.name}{self.signature}"
             )
-        self._decisions = {}
-        self._jits = {}
+        self._decisions: dict = {}
+        self._jits: dict = {}
         self._source_cache = None
 
     @classmethod
-    def from_kernel(cls, kernel, configs, **kwargs):
+    def from_kernel(cls, kernel: Any, configs: Any, **kwargs: Any) -> AutoTuner:
         return cls(kernel, configs, **kwargs)
 
     @property
-    def compile_args(self):
+    def compile_args(self) -> Any:
         """The compile settings of every config as a CompileArgs (the @tilelang.jit
         options overlaid with set_compile_args'). Assigning a CompileArgs (or a dict of
         its fields) replaces what set_compile_args gave."""
@@ -229,7 +246,7 @@ class AutoTuner:
         self.set_compile_args(**given)
 
     @property
-    def profile_args(self):
+    def profile_args(self) -> Any:
         """How each config is checked and timed, as a ProfileArgs. Assigning a
         ProfileArgs (or a dict of its fields) sets all of them."""
         from .param import ProfileArgs
@@ -244,14 +261,14 @@ class AutoTuner:
 
     def set_compile_args(
         self,
-        out_idx=_UNSET,
-        target=_UNSET,
-        execution_backend=_UNSET,
-        target_host=_UNSET,
-        verbose=_UNSET,
-        pass_configs=_UNSET,
-        compile_flags=_UNSET,
-    ):
+        out_idx: Any = _UNSET,
+        target: Any = _UNSET,
+        execution_backend: Any = _UNSET,
+        target_host: Any = _UNSET,
+        verbose: Any = _UNSET,
+        pass_configs: Any = _UNSET,
+        compile_flags: Any = _UNSET,
+    ) -> AutoTuner:
         """Compile options for every config; those not given keep the @tilelang.jit ones."""
         given = {
             "out_idx": out_idx,
@@ -271,7 +288,7 @@ class AutoTuner:
         self._compile_given.update(given)
         return self
 
-    def set_profile_args(self, **kwargs):
+    def set_profile_args(self, **kwargs: Any) -> AutoTuner:
         """warmup, rep (ms budgets of the profiler per config; rep is split over the
         timing rounds), timeout (s per config compile),
         supply_type, ref_prog, supply_prog, rtol, atol, max_mismatched_ratio,
@@ -431,7 +448,9 @@ class AutoTuner:
             self.fn, self.kind, arguments, configs, target, options, profile_key
         )
 
-    def generate_cache_key(self, parameters, extra_parameters):
+    def generate_cache_key(
+        self, parameters: dict[str, Any], extra_parameters: dict[str, Any]
+    ) -> Any:
         """TileLang's key of this tuner's result, the one run() publishes under: the
         function's default arguments (`parameters`: an inspect signature's parameters)
         overlaid with `extra_parameters` ({name: value}), less the tuned and the
@@ -809,17 +828,17 @@ class AutoTuner:
     # ---- the entry point
     def run(
         self,
-        *args,
-        warmup=None,
-        rep=None,
-        timeout=None,
-        use_pipeline=False,
-        enable_grouped_compile=False,
-        group_compile_size=None,
-        early_stop=None,
-        early_stop_factor=2.0,
-        **kwargs,
-    ):
+        *args: Any,
+        warmup: int | None = None,
+        rep: int | None = None,
+        timeout: int | None = None,
+        use_pipeline: bool = False,
+        enable_grouped_compile: bool = False,
+        group_compile_size: int | None = None,
+        early_stop: Any = None,
+        early_stop_factor: Any = 2.0,
+        **kwargs: Any,
+    ) -> Any:
         """Tunes for the given non-config arguments; returns an AutotuneResult. A call that
         gives any tuned parameter (a key of the configs) is not tuned: see _run_explicit.
         TileLang's use_pipeline / enable_grouped_compile / group_compile_size schedule its
@@ -922,7 +941,7 @@ class AutoTuner:
         result._call = runner
         return result
 
-    def run_config(self, config, tuned_kernel, args, kwargs):
+    def run_config(self, config: Any, tuned_kernel: Any, args: Any, kwargs: Any) -> Any:
         """The AutotuneResult of a call whose best config is known already (`config`, tuned
         for a call that differs at most in do_not_specialize parameters; `tuned_kernel`,
         the JITKernel built then): compiles that config for this call's arguments, without
@@ -1089,11 +1108,11 @@ class AutoTuneFunction:
 
     __test__ = False  # never collected by pytest, as the jit objects (jit/__init__.py LazyJIT)
 
-    def __init__(self, target, tuner):
+    def __init__(self, target: str, tuner: Any) -> None:
         self.target = target
         self.tuner = tuner
         self.last_result = None
-        self._tuner_cache = {}
+        self._tuner_cache: dict = {}
         functools.update_wrapper(self, tuner.fn, updated=())
 
     def _call_key(self, args, kwargs):
@@ -1144,7 +1163,7 @@ class AutoTuneFunction:
         self.last_result = result
         return result
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return_kernel = kwargs.pop("__return_kernel", False)
         result = self._result(args, kwargs)
         if self.tuner.kind == "lazy" or return_kernel:
@@ -1156,36 +1175,36 @@ class AutoTuneFunction:
             )
         return result._call()
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
         """The best JITKernel for these arguments (tuning, or from the caches), for a
         lazy or an eager kernel alike (an eager one's T.const values as keywords)."""
         return self._result(args, kwargs).kernel
 
-    def get_tuner_result(self, *args, **kwargs):
+    def get_tuner_result(self, *args: Any, **kwargs: Any) -> Any:
         """The AutotuneResult for these arguments (tuning, or from the caches)."""
         return self._result(args, kwargs)
 
 
 def autotune(
-    func=None,
+    func: Callable[..., Any] | None = None,
     *,
-    configs=None,
-    warmup=25,
-    rep=100,
-    timeout=100,
-    supply_type=None,
-    ref_prog=None,
-    supply_prog=None,
-    rtol=1e-2,
-    atol=1e-2,
-    max_mismatched_ratio=0.01,
-    skip_check=False,
-    manual_check_prog=None,
-    cache_input_tensors=False,
-    do_not_specialize=None,
-    early_stop=None,
-    early_stop_factor=2.0,
-):
+    configs: Any = None,
+    warmup: int = 25,
+    rep: int = 100,
+    timeout: int = 100,
+    supply_type: Any = None,
+    ref_prog: Callable[..., Any] | None = None,
+    supply_prog: Callable[..., Any] | None = None,
+    rtol: float = 1e-2,
+    atol: float = 1e-2,
+    max_mismatched_ratio: float = 0.01,
+    skip_check: bool = False,
+    manual_check_prog: Callable[..., Any] | None = None,
+    cache_input_tensors: bool = False,
+    do_not_specialize: Any = None,
+    early_stop: Any = None,
+    early_stop_factor: Any = 2.0,
+) -> Any:
     """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner).
     early_stop / early_stop_factor as in AutoTuner.run (None: the default ratio)."""
     profile = {

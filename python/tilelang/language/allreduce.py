@@ -12,6 +12,12 @@ thread-level shared write and read) each thread combines its group's values in o
 That is correct on every target; it is not a shuffle tree, so it suits reductions over
 tens of threads, not a hot inner loop."""
 
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from tilelang.types import DTypeLike, Expr, ExprLike
+
 from .. import _C
 from . import builder_ctx
 from .buffer import const_int, to_value
@@ -30,7 +36,7 @@ class comm_reducer:
     """`T.comm_reducer(combine, [identity])`: a commutative reducer of one value;
     `combine(x, y)` is applied to expressions, `identity` is its neutral element."""
 
-    def __init__(self, combine, identity):
+    def __init__(self, combine: Callable[..., Any], identity: ExprLike) -> None:
         if not callable(combine):
             raise frontend_error(
                 f"T.comm_reducer: combine must be a function of two values, got {combine!r}"
@@ -61,7 +67,7 @@ class _Done:
 DONE = _Done()
 
 
-def tvm_thread_allreduce(size, *args, dtype="handle"):
+def tvm_thread_allreduce(size: ExprLike, *args: Any, dtype: DTypeLike = "handle") -> Expr:
     what = "T.tvm_thread_allreduce"
     ctx = builder_ctx.current(what)
     if const_int(to_value(size)) != 1:

@@ -4,8 +4,13 @@ elements on every target (as in TileLang); shared-tile layouts and `T.use_swizzl
 hints for GPU targets: the CPU keeps logical on-chip layouts and runs blocks in any
 order, so they never change results there."""
 
+from __future__ import annotations
+
 import itertools
 import math
+from typing import Any
+
+from tilelang.types import ExprLike
 
 from . import builder_ctx
 from .buffer import Buffer, const_int, to_value
@@ -14,7 +19,7 @@ from .builder_ctx import frontend_error
 _ORDERS = ("row", "column", "mlx")
 
 
-def func_attr(attrs):
+def func_attr(attrs: dict[str, Any]) -> None:
     """TVM's `T.func_attr({"tir.noalias": True, ...})`: attributes of the function.
     They steer TVM's passes, which this compiler does not have, so they are checked
     for their form (a dict with string keys) and otherwise change nothing."""
@@ -26,7 +31,7 @@ def func_attr(attrs):
     builder_ctx.current("T.func_attr")
 
 
-def annotate_pass_configs(configs):
+def annotate_pass_configs(configs: dict[str, Any]) -> None:
     """`T.annotate_pass_configs({PassConfigKey.TL_ENABLE_FAST_MATH: True})`: pass configs of
     this function, merged with tilelang.compile's (whose values win)."""
     ctx = builder_ctx.current("T.annotate_pass_configs")
@@ -38,7 +43,7 @@ def annotate_pass_configs(configs):
     ctx.func_pass_configs = dict(configs)
 
 
-def annotate_compile_flags(flags):
+def annotate_compile_flags(flags: str | list[str]) -> None:
     """`T.annotate_compile_flags(["--use_fast_math"])`: device compiler flags of this
     function, placed before tilelang.compile's compile_flags."""
     ctx = builder_ctx.current("T.annotate_compile_flags")
@@ -52,7 +57,7 @@ def annotate_compile_flags(flags):
     ctx.func_compile_flags = list(flags)
 
 
-def annotate_layout(layout_map):
+def annotate_layout(layout_map: dict[str, Any]) -> None:
     """Records `{buffer: T.Layout | T.Fragment | fn(*indices)}` for the buffers given."""
     from tilelang.layout import Fragment, Layout
 
@@ -262,7 +267,7 @@ def _forward(layout, index):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
-def use_swizzle(panel_size, order="row", enable=True):
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True) -> None:
     """Remaps block indices in panels of `panel_size` for L2 reuse on GPUs. The CPU runs
     blocks in any order, so there the remap is the identity; arguments are checked."""
     ctx = builder_ctx.current("T.use_swizzle")
@@ -286,7 +291,7 @@ def use_swizzle(panel_size, order="row", enable=True):
         ctx.builder.evaluate(call_extern("void", "tl::use_swizzle", size, _ORDERS.index(order)))
 
 
-def disable_warp_group_reg_alloc():
+def disable_warp_group_reg_alloc() -> None:
     """TileLang's hint that the kernel's warp-specialized pipeline keeps the registers it
     launched with: no setmaxnreg moves registers from the producer warpgroup to the
     consumers (sm_90a). Elsewhere it changes nothing."""
@@ -301,7 +306,7 @@ def disable_warp_group_reg_alloc():
     ctx.builder.evaluate(call_extern("void", "tl::no_setmaxnreg"))
 
 
-def annotate_l2_hit_ratio(l2_hit_ratio_map):
+def annotate_l2_hit_ratio(l2_hit_ratio_map: dict[str, Any]) -> None:
     """`T.annotate_l2_hit_ratio({B: 0.8})`: TileLang's hint that accesses to global
     buffer B should persist in the GPU's L2 cache for that fraction of its bytes (CUDA's
     stream access-policy window, set around the launch). A hint: no result depends on it.
@@ -328,7 +333,7 @@ def annotate_l2_hit_ratio(l2_hit_ratio_map):
             )
 
 
-def annotate_min_blocks_per_sm(n):
+def annotate_min_blocks_per_sm(n: ExprLike) -> None:
     """TileLang's occupancy hint: CUDA kernels get `__launch_bounds__(threads, n)`, so that
     the device compiler keeps registers low enough for `n` blocks per multiprocessor
     (a warp-specialized kernel that moves registers keeps 1). It changes no result; the

@@ -12,6 +12,12 @@ global -> shared: it completes before the statements after it (a wait after it f
 nothing in flight), which is what a wait would guarantee.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike, Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import Buffer, Region, const_int, to_value
 from .builder_ctx import frontend_error
@@ -40,7 +46,12 @@ def _address(what, name, ptr, scopes, memory):
     return ptr, make_dtype(buf.dtype.name)
 
 
-def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
+def ptx_cp_async(
+    dst_access_ptr: BufferLike,
+    src_access_ptr: BufferLike,
+    num_elems: ExprLike,
+    predicate: ExprLike | None = None,
+) -> None:
     """One cp.async of `num_elems` elements (4, 8 or 16 bytes) from global memory at
     `src_access_ptr` to shared memory at `dst_access_ptr`; where `predicate` is false the
     destination is zero-filled and the source is not read."""
@@ -73,13 +84,13 @@ def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
 
 
-def ptx_commit_group():
+def ptx_commit_group() -> None:
     """Closes the copies this thread issued since the last commit into one group."""
     ctx = builder_ctx.current("T.ptx_commit_group")
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::cp_async_commit", []))
 
 
-def ptx_wait_group(num=0):
+def ptx_wait_group(num: ExprLike = 0) -> None:
     """Waits until at most `num` of this thread's committed groups are in flight; the
     copies are visible to the other threads after a barrier that follows."""
     what = "T.ptx_wait_group"
@@ -105,7 +116,14 @@ def _buffer_of(x):
     return None
 
 
-def async_copy(src, dst, *, coalesced_width=None, annotations=None, loop_layout=None):
+def async_copy(
+    src: BufferLike,
+    dst: BufferLike,
+    *,
+    coalesced_width: int | None = None,
+    annotations: dict[str, Any] | None = None,
+    loop_layout: Any = None,
+) -> Expr:
     """Copies a global tile (`src`) into shared memory (`dst`), as T.copy takes them."""
     from .ops import copy
 

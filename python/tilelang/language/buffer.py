@@ -1,7 +1,12 @@
 """Python handles for buffers: `A[i, j]` loads, `A[i, j] = v` stores, `A[a:b, :]` regions
 for tile ops, `A.shape` / `A.dtype`. Scalars made by `T.alloc_var` also act as values."""
 
+from __future__ import annotations
+
 import operator
+from typing import Any
+
+from tilelang.types import BufferLike, ExprLike, ShapeLike
 
 from . import builder_ctx
 from .builder_ctx import frontend_error
@@ -62,20 +67,20 @@ class Region:
 
     __slots__ = ("buffer", "extents", "mins")
 
-    def __init__(self, buffer, mins, extents):
+    def __init__(self, buffer: BufferLike, mins: ShapeLike, extents: ShapeLike) -> None:
         self.buffer = buffer
         self.mins = list(mins)
         self.extents = list(extents)
 
-    def to_core(self):
+    def to_core(self) -> Any:
         return _C.BufferRegion(self.buffer.handle, self.mins, self.extents)
 
     @property
-    def shape(self):
+    def shape(self) -> Any:
         return tuple(self.extents)
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return self.buffer.dtype
 
     def __repr__(self):
@@ -88,7 +93,7 @@ class Buffer:
 
     __slots__ = ("dtype", "handle", "name", "scope", "shape")
 
-    def __init__(self, handle):
+    def __init__(self, handle: BufferLike) -> None:
         self.handle = handle
         self.name = handle.name
         self.dtype = make_dtype(handle.dtype.name)
@@ -100,11 +105,11 @@ class Buffer:
         self.shape = tuple(shape)
 
     @property
-    def ndim(self):
+    def ndim(self) -> Any:
         return len(self.shape)
 
     @property
-    def strides(self):
+    def strides(self) -> Any:
         """The declared strides in elements (a T.StridedTensor's), constants as ints; empty
         for a compact row-major buffer, as TVM's Buffer.strides."""
         return tuple(
@@ -112,7 +117,7 @@ class Buffer:
         )
 
     @property
-    def data(self):
+    def data(self) -> Any:
         return BufferData(self)
 
     def __repr__(self):
@@ -120,7 +125,7 @@ class Buffer:
             f"Buffer({self.name}, shape={list(self.shape)}, dtype={self.dtype}, scope={self.scope})"
         )
 
-    def full_region(self):
+    def full_region(self) -> Any:
         return Region(self, [0] * self.ndim, self.shape)
 
     def _normalize_index(self, index, dim):
@@ -162,7 +167,7 @@ class Buffer:
             return lo_c, hi_c - lo_c
         return lo, hi - lo
 
-    def elem_offset_of(self, indices):
+    def elem_offset_of(self, indices: ShapeLike) -> Any:
         """The row-major element offset of `indices` (TVM's Buffer.elem_offset_of)."""
         indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
         if len(indices) != self.ndim:
@@ -176,8 +181,13 @@ class Buffer:
         return offset
 
     def access_ptr(
-        self, access_mask="r", ptr_type="handle", content_lanes=1, offset=0, extent=None
-    ):
+        self,
+        access_mask: Any = "r",
+        ptr_type: str = "handle",
+        content_lanes: ExprLike = 1,
+        offset: ExprLike = 0,
+        extent: ExprLike | None = None,
+    ) -> Any:
         """The address of the buffer's data (plus `offset` elements) for T.call_extern,
         as TVM's Buffer.access_ptr; see T.access_ptr."""
         from .math import access_ptr  # math imports this module: imported here
@@ -245,7 +255,7 @@ class VarBuffer(Buffer):
         ctx.remember_load(load, self, [0])
         return load
 
-    def store(self, value):
+    def store(self, value: ExprLike) -> None:
         check_float_literal(value, self.dtype, f"assigning '{self.name}'")
         builder_ctx.current(f"assigning '{self.name}'").builder.store(
             self.handle, [0], to_value(value)

@@ -2,11 +2,15 @@
 it compares equal to that name and passes straight into the C++ core; the core's one
 list of scalar types (dtypes.def) decides which names exist."""
 
+from __future__ import annotations
+
 import builtins
+from typing import Any
 
 import numpy as np
 
 from tilelang import _native
+from tilelang.types import ExprLike
 
 _C = _native.load()
 
@@ -98,6 +102,8 @@ def _name_of(value):
 class dtype(str):
     """A scalar or vector element type: `T.float16`, `T.float32x4`, `T.dtype(torch.half)`."""
 
+    _core: Any  # the core's DataType, set by __new__
+
     def __new__(cls, value):
         if isinstance(value, dtype):
             return value
@@ -107,25 +113,25 @@ class dtype(str):
         return obj
 
     @property
-    def bits(self):
+    def bits(self) -> Any:
         return self._core.bits
 
     @property
-    def bytes(self):
+    def bytes(self) -> Any:
         return self._core.bytes
 
     @property
-    def lanes(self):
+    def lanes(self) -> Any:
         return self._core.lanes
 
-    def with_lanes(self, lanes):
+    def with_lanes(self, lanes: ExprLike) -> Any:
         return dtype(self._core.with_lanes(lanes).name)
 
-    def is_float(self):
+    def is_float(self) -> Any:
         return self.startswith(("float", "bfloat", "tfloat"))
 
     @property
-    def type_code(self):
+    def type_code(self) -> Any:
         """TVM's type code: 0 int, 1 uint (and bool), 2 float, 4 bfloat16, DLPack's codes
         of the float8 types and float4_e2m1fn (17), 131 for float4_e2m1_unpacked."""
         scalar = str(self.with_lanes(1))
@@ -136,18 +142,18 @@ class dtype(str):
                 return _TYPE_CODES[prefix]
         return 3  # handle
 
-    def is_float4_e2m1fn(self):
+    def is_float4_e2m1fn(self) -> Any:
         """Packed fp4: two values a byte (any lanes: float4_e2m1fnx2 too)."""
         return str(self.with_lanes(1)) == "float4_e2m1fn"
 
-    def is_float4_e2m1_unpacked(self):
+    def is_float4_e2m1_unpacked(self) -> Any:
         """TileLang's sm_100 shared-memory tag: one fp4 value a byte slot."""
         return str(self) == _UNPACKED_FP4
 
-    def is_float4(self):
+    def is_float4(self) -> Any:
         return self.is_float4_e2m1fn() or self.is_float4_e2m1_unpacked()
 
-    def is_int(self):
+    def is_int(self) -> Any:
         return self.startswith(("int", "uint"))
 
     def __eq__(self, other):
@@ -172,7 +178,7 @@ class dtype(str):
     def __reduce__(self):
         return (dtype, (str(self),))
 
-    def __call__(self, value=None, *more):
+    def __call__(self, value: ExprLike | None = None, *more: Any) -> Any:
         """`T.float32(1.5)` is a constant; applied to an expression it is a cast; with no
         value it is a fresh scalar variable of this dtype (bind it with T.let). A vector
         dtype with one value per lane builds that vector: `T.float16x2(a, b)`."""
@@ -217,7 +223,7 @@ class dtype(str):
             )
         return value
 
-    def as_numpy(self):
+    def as_numpy(self) -> Any:
         """The numpy dtype holding this type (ml_dtypes for bfloat16, fp8, fp4 and int4)."""
         if self.lanes != 1:
             raise ValueError(f"dtype {self} has {self.lanes} lanes; numpy has no vector dtypes")
@@ -228,7 +234,7 @@ class dtype(str):
             return np.dtype(getattr(ml_dtypes, name))
         return np.dtype(name)
 
-    def as_torch(self):
+    def as_torch(self) -> Any:
         """The torch dtype (int4 → int8, tfloat32 → float32, float4 → packed float4_e2m1fn_x2)."""
         import torch
 

@@ -10,6 +10,12 @@ or `with T.If(cond), T.Then():` for an `if` without `else`. They build the same 
 a Python `if` on a symbolic condition; names bound inside follow Python's scoping
 (use a T.alloc_var for a value that must outlive the branch)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import ExprLike
+
 from . import allreduce, builder_ctx
 from .buffer import to_value
 from .builder_ctx import frontend_error
@@ -20,9 +26,9 @@ IF_FRAME = "T.If"  # the TraceContext.frames entry of an open T.If / T.Then / T.
 class If:
     __tl_with__ = True
 
-    def __init__(self, condition):
+    def __init__(self, condition: ExprLike) -> None:
         self.cond = to_value(condition)
-        self.branches = []  # "then" / "else", in the order they were opened
+        self.branches: list[str] = []  # "then" / "else", in the order they were opened
 
     def __enter__(self):
         ctx = builder_ctx.current("T.If")
@@ -66,7 +72,7 @@ class _Branch:
 class Then(_Branch):
     what = "T.Then"
 
-    def open(self, ctx, frame):
+    def open(self, ctx: Any, frame: Any) -> None:
         if frame.branches:
             raise frontend_error("T.Then() comes once, before T.Else(), in a `with T.If(...)`")
         frame.branches.append("then")
@@ -76,7 +82,7 @@ class Then(_Branch):
 class Else(_Branch):
     what = "T.Else"
 
-    def open(self, ctx, frame):
+    def open(self, ctx: Any, frame: Any) -> None:
         if frame.branches != ["then"]:
             raise frontend_error("T.Else() follows one T.Then() in a `with T.If(...)`")
         frame.branches.append("else")
@@ -97,7 +103,7 @@ class attr:
     __tl_with__ = True
     KEYS = ("async_scope", "reduce_scope")
 
-    def __init__(self, node, key, value):
+    def __init__(self, node: Any, key: str, value: ExprLike) -> None:
         if key not in self.KEYS:
             raise frontend_error(
                 f"T.attr: key {key!r} is not supported; supported: {', '.join(self.KEYS)}"
@@ -129,7 +135,7 @@ class sblock:
 
     __tl_with__ = True
 
-    def __init__(self, name="", no_realize=False):
+    def __init__(self, name: str = "", no_realize: bool = False) -> None:
         if not isinstance(name, str):
             raise frontend_error(f"T.sblock: the name must be a string, got {name!r}")
         self.name = name
@@ -154,9 +160,9 @@ class sblock:
         return False
 
 
-def reads(*regions):
+def reads(*regions: ExprLike) -> None:
     """TVM's block read regions: a description, nothing to do."""
 
 
-def writes(*regions):
+def writes(*regions: ExprLike) -> None:
     """TVM's block write regions: a description, nothing to do."""

@@ -8,6 +8,12 @@ src/transform/lower_explicit_hopper.cpp lowers on sm_90 / sm_90a and refuses, wi
 user's line, on every other target: the target is only known when the kernel compiles.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike, Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import Buffer, const_int, to_value, wrap_buffer
 from .builder_ctx import KERNEL, PY_LOOP, frontend_error
@@ -56,7 +62,7 @@ def _is_int_expr(x):
 # ---- mbarriers
 
 
-def alloc_barrier(arrive_count):
+def alloc_barrier(arrive_count: ExprLike) -> Expr:
     """Shared-memory mbarriers, one per entry of `arrive_count` (an int: one barrier).
 
     Each phase of barrier i completes when arrive_count[i] arrivals (T.barrier_arrive by a
@@ -94,7 +100,7 @@ def alloc_barrier(arrive_count):
     return wrap_buffer(handle)
 
 
-def create_list_of_mbarrier(*arrive_counts):
+def create_list_of_mbarrier(*arrive_counts: Any) -> Expr:
     """TileLang's older form of T.alloc_barrier: the kernel's list of mbarriers, one per
     count (`T.create_list_of_mbarrier([128, 128])` or `(128, 128)`), which the mbarrier
     calls then name by index (`T.mbarrier_arrive(mbarrier=1)`)."""
@@ -154,14 +160,14 @@ def _emit(ctx, marker):
     ctx.builder.evaluate(marker)
 
 
-def barrier_arrive(barrier):
+def barrier_arrive(barrier: ExprLike) -> None:
     """The calling thread arrives on `barrier` (every thread that calls it counts)."""
     what = "T.barrier_arrive"
     bar = _barrier(what, barrier)
     _emit(builder_ctx.current(what), _marker("arrive", [bar]))
 
 
-def cp_async_barrier_noinc(barrier):
+def cp_async_barrier_noinc(barrier: ExprLike) -> None:
     """TileLang's arrival for copies a thread issued by hand under `with T.attr(...,
     "async_scope", 1)`: on `barrier`, once those copies have landed. Such copies are
     plain stores here (see T.attr), landed when this runs, so it is T.barrier_arrive."""
@@ -170,7 +176,7 @@ def cp_async_barrier_noinc(barrier):
     _emit(builder_ctx.current(what), _marker("arrive", [bar]))
 
 
-def mbarrier_arrive(mbarrier):
+def mbarrier_arrive(mbarrier: ExprLike) -> None:
     """Same as T.barrier_arrive."""
     what = "T.mbarrier_arrive"
     bar = _barrier(what, mbarrier, "mbarrier")
@@ -194,7 +200,7 @@ def _parity(what, parity):
     return parity if parity.dtype.name == "int32" else _C.cast(parity, "int32")
 
 
-def barrier_wait(barrier, parity):
+def barrier_wait(barrier: ExprLike, parity: ExprLike) -> None:
     """Waits until the phase of `barrier` with parity `parity` has completed. Phases
     alternate 0, 1, 0 ...; waiting for parity 1 on a fresh barrier returns at once."""
     what = "T.barrier_wait"
@@ -202,14 +208,14 @@ def barrier_wait(barrier, parity):
     _emit(builder_ctx.current(what), _marker("wait", [bar, _parity(what, parity)]))
 
 
-def mbarrier_wait_parity(mbarrier, parity):
+def mbarrier_wait_parity(mbarrier: ExprLike, parity: ExprLike) -> None:
     """Same as T.barrier_wait."""
     what = "T.mbarrier_wait_parity"
     bar = _barrier(what, mbarrier, "mbarrier")
     _emit(builder_ctx.current(what), _marker("wait", [bar, _parity(what, parity)]))
 
 
-def mbarrier_expect_tx(mbarrier, tx_bytes):
+def mbarrier_expect_tx(mbarrier: ExprLike, tx_bytes: ExprLike) -> None:
     """Raises the bytes the current phase of `mbarrier` waits for by `tx_bytes` (each
     calling thread does); copies that complete on the barrier count them down."""
     what = "T.mbarrier_expect_tx"
@@ -227,7 +233,15 @@ def mbarrier_expect_tx(mbarrier, tx_bytes):
 # ---- TMA
 
 
-def tma_copy(src, dst, barrier=None, *, eviction_policy=None, annotations=None, cluster_mask=None):
+def tma_copy(
+    src: BufferLike,
+    dst: BufferLike,
+    barrier: ExprLike | None = None,
+    *,
+    eviction_policy: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    cluster_mask: Any = None,
+) -> None:
     """Copies a tile of a tensor parameter into a shared tile through TMA, completing on
     `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) arrives
     on the barrier, raising the bytes it waits for by the tile's size, and issues the
@@ -298,10 +312,10 @@ class ws:
 
     __tl_with__ = True
 
-    def __init__(self, *warp_group_ids):
+    def __init__(self, *warp_group_ids: Any) -> None:
         what = "T.ws"
         ctx = _kernel(what)
-        ids = warp_group_ids
+        ids: Any = warp_group_ids
         if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
             ids = ids[0]  # T.ws([0, 1])
         ids = list(ids)
@@ -356,16 +370,16 @@ WarpSpecialize = ws
 
 
 def wgmma_gemm(
-    A,
-    B,
-    C,
-    transpose_A=False,
-    transpose_B=False,
-    policy=GemmWarpPolicy.Square,
-    clear_accum=False,
-    k_pack=1,
-    wg_wait=0,
-):
+    A: BufferLike,
+    B: BufferLike,
+    C: BufferLike,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    policy: Any = GemmWarpPolicy.Square,
+    clear_accum: bool = False,
+    k_pack: int = 1,
+    wg_wait: int = 0,
+) -> None:
     """C += op(A) @ op(B) on the tensor cores' wgmma (sm_90a), returning with the
     instructions still running: C and the tiles must not be touched until T.wait_wgmma.
     Takes T.gemm's arguments. One group stays in flight: a second T.wgmma_gemm first waits
@@ -387,7 +401,7 @@ def wgmma_gemm(
     ctx.builder.gemm(*regions, attrs)
 
 
-def wait_wgmma(n=0):
+def wait_wgmma(n: ExprLike = 0) -> None:
     """Waits until at most `n` of the calling warpgroup's wgmma groups are in flight."""
     what = "T.wait_wgmma"
     ctx = _kernel(what)
@@ -436,28 +450,28 @@ def _cluster_op(what, name):
     _emit(_kernel(what), _marker(name, []))
 
 
-def cluster_arrive():
+def cluster_arrive() -> None:
     """The calling thread arrives on its cluster's barrier (release: its earlier memory
     accesses are visible to the threads that pass the matching T.cluster_wait)."""
     _cluster_op("T.cluster_arrive", "cluster_arrive")
 
 
-def cluster_arrive_relaxed():
+def cluster_arrive_relaxed() -> None:
     """T.cluster_arrive without ordering memory: only the meeting itself."""
     _cluster_op("T.cluster_arrive_relaxed", "cluster_arrive_relaxed")
 
 
-def cluster_wait():
+def cluster_wait() -> None:
     """Waits until every thread of the cluster has arrived (T.cluster_arrive)."""
     _cluster_op("T.cluster_wait", "cluster_wait")
 
 
-def cluster_sync():
+def cluster_sync() -> None:
     """A barrier of every thread of every block in the cluster (arrive, then wait)."""
     _cluster_op("T.cluster_sync", "cluster_sync")
 
 
-def block_rank_in_cluster():
+def block_rank_in_cluster() -> Expr:
     """The calling block's rank in its cluster, 0 .. cluster size - 1 (x fastest)."""
     _kernel("T.block_rank_in_cluster")
     return _marker("block_rank_in_cluster", [], "int32")

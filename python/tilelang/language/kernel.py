@@ -1,6 +1,13 @@
 """`with T.Kernel(*grid, threads=...) as (bx, by)`: the launch region of a kernel, and
 the helpers that read its block and thread indices."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tilelang.types import Expr, ExprLike, ShapeLike
+
 from . import builder_ctx
 from .buffer import const_int, to_value
 from .builder_ctx import KERNEL, frontend_error
@@ -56,7 +63,14 @@ class Kernel:
     block clusters (CUDA sm_90 and later): the blocks of a cluster run at the same
     time, can synchronize (T.cluster_sync) and receive TMA multicasts."""
 
-    def __init__(self, *grid, threads=128, prelude="", is_cpu=False, cluster_dims=None):
+    def __init__(
+        self,
+        *grid: ExprLike,
+        threads: ExprLike | Sequence[ExprLike] = 128,
+        prelude: str = "",
+        is_cpu: bool = False,
+        cluster_dims: ShapeLike | None = None,
+    ) -> None:
         if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
             grid = tuple(grid[0])
         if not grid:  # `T.Kernel(threads=128)`: one block, as TileLang launches it
@@ -93,7 +107,13 @@ class Kernel:
         return False
 
 
-def ClusterKernel(*grid, threads=128, prelude="", is_cpu=False, cluster_dims=None):
+def ClusterKernel(
+    *grid: ExprLike,
+    threads: ExprLike | Sequence[ExprLike] = 128,
+    prelude: str = "",
+    is_cpu: bool = False,
+    cluster_dims: ShapeLike | None = None,
+) -> Kernel:
     """T.Kernel for a clustered launch: the same frame, with `cluster_dims` required."""
     if cluster_dims is None:
         raise frontend_error(
@@ -123,7 +143,7 @@ def _pick(values, dim, what, unlaunched=None):
     return values[dim]
 
 
-def get_thread_binding(dim=0):
+def get_thread_binding(dim: ExprLike = 0) -> Expr:
     ctx = _kernel_vars("T.get_thread_binding")
     return _pick(ctx.kernel_vars.threads, dim, "T.get_thread_binding", 0)
 
@@ -131,7 +151,9 @@ def get_thread_binding(dim=0):
 _THREAD_AXES = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
 
 
-def thread_binding(start, stop=None, thread="threadIdx.x"):
+def thread_binding(
+    start: ExprLike, stop: ExprLike | None = None, thread: str = "threadIdx.x"
+) -> Expr:
     """TVM's `T.thread_binding(0, n, thread="threadIdx.y")` used as a value: the kernel's
     thread index along that axis, whose launched extent must be n."""
     what = "T.thread_binding"
@@ -157,7 +179,7 @@ def thread_binding(start, stop=None, thread="threadIdx.x"):
 _BLOCK_AXES = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
 
 
-def launch_thread(thread, extent):
+def launch_thread(thread: str, extent: ExprLike) -> Expr:
     """TVM's `T.launch_thread("threadIdx.x", n)` inside a T.Kernel: the kernel's thread
     (or, for "blockIdx.*", block) index along that axis, whose launched extent must be n."""
     what = "T.launch_thread"
@@ -183,7 +205,7 @@ def launch_thread(thread, extent):
     return _pick(values, dim, what, 0)
 
 
-def import_source(source=None):
+def import_source(source: Any = None) -> None:
     """TileLang's `T.import_source(code)`: C/C++/CUDA code the kernel's T.call_extern
     calls, placed at file scope before the kernel (as T.Kernel's prelude=); None or ""
     imports nothing. The same code is imported once however often it is named."""
@@ -199,32 +221,32 @@ def import_source(source=None):
     ctx.builder.import_source(source)
 
 
-def get_thread_bindings():
+def get_thread_bindings() -> list[Expr]:
     return list(_kernel_vars("T.get_thread_bindings").kernel_vars.threads)
 
 
-def get_block_binding(dim=0):
+def get_block_binding(dim: ExprLike = 0) -> Expr:
     ctx = _kernel_vars("T.get_block_binding")
     return _pick(ctx.kernel_vars.blocks, dim, "T.get_block_binding", 0)
 
 
-def get_block_bindings():
+def get_block_bindings() -> list[Expr]:
     return list(_kernel_vars("T.get_block_bindings").kernel_vars.blocks)
 
 
-def get_thread_extent(dim=0):
+def get_thread_extent(dim: ExprLike = 0) -> Expr:
     ctx = _kernel_vars("T.get_thread_extent")
     return _pick(ctx.kernel_extents[1], dim, "T.get_thread_extent", 1)
 
 
-def get_thread_extents():
+def get_thread_extents() -> list[Expr]:
     return list(_kernel_vars("T.get_thread_extents").kernel_extents[1])
 
 
-def get_block_extent(dim=0):
+def get_block_extent(dim: ExprLike = 0) -> Expr:
     ctx = _kernel_vars("T.get_block_extent")
     return _pick(ctx.kernel_extents[0], dim, "T.get_block_extent", 1)
 
 
-def get_block_extents():
+def get_block_extents() -> list[Expr]:
     return list(_kernel_vars("T.get_block_extents").kernel_extents[0])

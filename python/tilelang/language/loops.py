@@ -3,9 +3,13 @@ and `range` in a kernel). Each one checks its arguments, knows how to open its I
 frame(s) and close them; the rewritten `for` statement runs the body once with the loop
 variables."""
 
+from __future__ import annotations
+
 import builtins
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from tilelang.types import ExprLike, ShapeLike
 
 from . import builder_ctx
 from .buffer import const_int, to_value
@@ -85,8 +89,14 @@ class unroll(Loop):
     kind = "unroll"
 
     def __init__(
-        self, start, stop=None, step=None, explicit=False, unroll_factor=None, annotations=None
-    ):
+        self,
+        start: ExprLike,
+        stop: ExprLike | None = None,
+        step: ExprLike | None = None,
+        explicit: bool = False,
+        unroll_factor: int | None = None,
+        annotations: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(start, stop, step, annotations)
         if unroll_factor is not None:
             self.annotations["unroll_factor"] = int(unroll_factor)
@@ -115,10 +125,16 @@ class parallel(Loop):
 
     kind = "parallel"
 
-    def __init__(self, start, stop=None, *, annotations=None):
+    def __init__(
+        self,
+        start: ExprLike,
+        stop: ExprLike | None = None,
+        *,
+        annotations: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(start, stop, None, annotations)
 
-    def open(self, builder, names):
+    def open(self, builder: Any, names: ShapeLike) -> Any:
         var = builder.begin_for(
             names[0] if names else "i", 0, self.extent, "parallel", self.annotations
         )
@@ -140,8 +156,15 @@ class Pipelined(Loop):
     targets; the CPU target runs the loop in program order (same results)."""
 
     def __init__(
-        self, start, stop=None, num_stages=0, order=None, stage=None, group=None, sync=None
-    ):
+        self,
+        start: ExprLike,
+        stop: ExprLike | None = None,
+        num_stages: int = 0,
+        order: str | None = None,
+        stage: Any = None,
+        group: Any = None,
+        sync: Any = None,
+    ) -> None:
         what = "T.Pipelined"
         if isinstance(num_stages, bool) or const_int(num_stages) is None or num_stages < 0:
             raise frontend_error(
@@ -154,7 +177,7 @@ class Pipelined(Loop):
         self.group = None
         if group is not None:
             self.group = [_int_list(what, "group", g) for g in group]
-        annotations = {"num_stages": self.num_stages}
+        annotations: dict[str, Any] = {"num_stages": self.num_stages}
         if self.order:
             annotations["order"] = self.order
         if self.stage:
@@ -163,7 +186,7 @@ class Pipelined(Loop):
             annotations["group"] = ";".join(",".join(str(x) for x in g) for g in self.group)
         super().__init__(start, stop, 1, annotations)
 
-    def close(self, builder):
+    def close(self, builder: Any) -> None:
         self._check_schedule(builder.statements_in_frame())
         super().close(builder)
 
@@ -232,7 +255,9 @@ class Parallel:
 
     kind = "parallel"
 
-    def __init__(self, *extents, coalesced_width=None, loop_layout=None):
+    def __init__(
+        self, *extents: ExprLike, coalesced_width: int | None = None, loop_layout: Any = None
+    ) -> None:
         if not extents:
             raise frontend_error("T.Parallel needs at least one extent, e.g. T.Parallel(M, N)")
         self.extents = [to_value(e) for e in extents]
@@ -254,7 +279,7 @@ class Parallel:
             _check_loop_layout(loop_layout, self.extents)
         self.loop_layout = loop_layout
 
-    def open(self, builder, names):
+    def open(self, builder: Any, names: ShapeLike) -> Any:
         names = _loop_names(names, len(self.extents))
         made = []
         for i, extent in enumerate(self.extents):
@@ -262,7 +287,7 @@ class Parallel:
             made.append(builder.begin_for(names[i], 0, extent, "parallel", ann))
         return made[0] if len(made) == 1 else tuple(made)
 
-    def close(self, builder):
+    def close(self, builder: Any) -> None:
         for _ in self.extents:
             builder.end_for()
 
@@ -273,17 +298,17 @@ class grid:
 
     kind = "serial"
 
-    def __init__(self, *extents):
+    def __init__(self, *extents: ExprLike) -> None:
         if not extents:
             raise frontend_error("T.grid needs at least one extent, e.g. T.grid(M, N)")
         self.loops = [serial(e) for e in extents]
 
-    def open(self, builder, names):
+    def open(self, builder: Any, names: ShapeLike) -> Any:
         names = _loop_names(names, len(self.loops))
         made = [loop.open(builder, [name]) for loop, name in zip(self.loops, names)]
         return made[0] if len(made) == 1 else tuple(made)
 
-    def close(self, builder):
+    def close(self, builder: Any) -> None:
         for loop in reversed(self.loops):
             loop.close(builder)
 
@@ -301,7 +326,9 @@ class Persistent(Loop):
 
     kind = "serial"
 
-    def __init__(self, domain, wave_size, index, group_size=8):
+    def __init__(
+        self, domain: ShapeLike, wave_size: ExprLike, index: ExprLike, group_size: ExprLike = 8
+    ) -> None:
         what = "T.Persistent"
         if not isinstance(domain, (list, tuple)) or not domain:
             raise frontend_error(
@@ -328,7 +355,7 @@ class Persistent(Loop):
             )
         self.group = group
 
-    def open(self, builder, names):
+    def open(self, builder: Any, names: ShapeLike) -> Any:
         from .math import ceildiv
         from .math import max as tmax
         from .math import min as tmin
@@ -365,7 +392,7 @@ class Persistent(Loop):
         coords = [builder.let(n, c) for n, c in zip(names, coords)]
         return coords[0] if len(coords) == 1 else tuple(coords)
 
-    def close(self, builder):
+    def close(self, builder: Any) -> None:
         builder.end_if()
         builder.end_for()
 
@@ -390,7 +417,7 @@ def from_range(r):
     return serial(r.start, r.stop, r.step)
 
 
-def loop_break():
+def loop_break() -> None:
     """TileLang's `T.loop_break()`: `break` out of the innermost T.serial / T.unroll loop
     (the `break` statement does the same)."""
     from . import hooks  # imported here: hooks imports this module
@@ -409,7 +436,7 @@ class While:
 
     __tl_with__ = True
 
-    def __init__(self, cond):
+    def __init__(self, cond: ExprLike) -> None:
         self.cond = to_value(cond)
 
     def __enter__(self):

@@ -3,6 +3,10 @@ TileLang's fast-math and IEEE rounding-mode names, and bitwise functions.
 Pure-Python ints stay Python ints where TileLang code relies on that (ceildiv of two
 ints), so Python-level decisions on them keep working."""
 
+from __future__ import annotations
+
+from tilelang.types import Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import Buffer, Region, to_value
 from .builder_ctx import frontend_error
@@ -17,7 +21,7 @@ def _is_int(x):
 
 
 def _unary(name):
-    def fn(x):
+    def fn(x: ExprLike) -> Expr:
         return _C.call(name, [to_value(x)])
 
     fn.__name__ = name
@@ -82,7 +86,7 @@ acosh = _unary("acosh")
 atanh = _unary("atanh")
 
 
-def pow(x, y):
+def pow(x: ExprLike, y: ExprLike) -> Expr:
     return _C.call("pow", [to_value(x), to_value(y)])
 
 
@@ -285,11 +289,11 @@ def _fold(op, values):
     return acc
 
 
-def max(*values):
+def max(*values: ExprLike) -> Expr:
     return _fold("Max", values)
 
 
-def min(*values):
+def min(*values: ExprLike) -> Expr:
     return _fold("Min", values)
 
 

@@ -2,6 +2,12 @@
 `T.annotate_safe_value`, the value T.copy reads outside a tensor. The operators are
 checked and lowered by the core (src/ops/transpose.cpp, src/ops/im2col.cpp)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike, ExprLike
+
 from . import builder_ctx
 from .buffer import Buffer, Region, const_int, to_value
 from .builder_ctx import frontend_error
@@ -26,7 +32,7 @@ def _tile(x, what):
     raise frontend_error(f"{what} must be a buffer or a slice of one, got {type(x).__name__} {x!r}")
 
 
-def transpose(src, dst):
+def transpose(src: BufferLike, dst: BufferLike) -> None:
     """dst[..., j, i] = src[..., i, j]: src covers (..., M, N), dst (..., N, M)."""
     ctx = builder_ctx.current("T.transpose")
     regions = [_tile(src, "T.transpose source"), _tile(dst, "T.transpose destination")]
@@ -45,17 +51,17 @@ def _square_kernel(kernel):
 
 
 def im2col(
-    img,
-    col,
-    nhw_step,
-    c_step,
-    kernel,
-    stride=1,
-    dilation=1,
-    pad=0,
-    eviction_policy=None,
-    annotations=None,
-):
+    img: BufferLike,
+    col: BufferLike,
+    nhw_step: int,
+    c_step: int,
+    kernel: int,
+    stride: ExprLike = 1,
+    dilation: int = 1,
+    pad: int = 0,
+    eviction_policy: str | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """Gathers tile (nhw_step, c_step) of the im2col matrix of an NHWC image into `col`.
 
     col[i, j] = img[n, oh*stride + kh*dilation - pad, ow*stride + kw*dilation - pad, c]
@@ -79,7 +85,7 @@ def im2col(
 c2d_im2col = im2col
 
 
-def annotate_safe_value(buffer_or_map, value=None):
+def annotate_safe_value(buffer_or_map: BufferLike, value: ExprLike | None = None) -> None:
     """The value reads outside `buffer` give (instead of 0): T.copy's that follow, and
     every other load of a global tensor in the function (T.Parallel loops, scalar code).
 
@@ -91,7 +97,7 @@ def annotate_safe_value(buffer_or_map, value=None):
             raise frontend_error(
                 "T.annotate_safe_value takes a {buffer: value} dict or (buffer, value), not both"
             )
-        items = buffer_or_map.items()
+        items: Any = buffer_or_map.items()
     else:
         if value is None:
             raise frontend_error(

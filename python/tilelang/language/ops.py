@@ -2,7 +2,12 @@
 each turns its Python operands into buffers/regions and calls one builder method; the C++
 op checks the operands and reports mistakes at the user's line."""
 
+from __future__ import annotations
+
 from enum import IntEnum
+from typing import Any
+
+from tilelang.types import BufferLike, DTypeLike, ExprLike, ShapeLike
 
 from . import builder_ctx, views
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value, wrap_buffer
@@ -27,15 +32,15 @@ def _alloc(shape, dtype, scope, default_name):
     return wrap_buffer(handle)
 
 
-def alloc_shared(shape, dtype, scope="shared.dyn"):
+def alloc_shared(shape: ShapeLike, dtype: DTypeLike, scope: str = "shared.dyn") -> Buffer:
     return _alloc(shape, dtype, scope, "shared")
 
 
-def alloc_fragment(shape, dtype, scope="local.fragment"):
+def alloc_fragment(shape: ShapeLike, dtype: DTypeLike, scope: str = "local.fragment") -> Buffer:
     return _alloc(shape, dtype, scope, "frag")
 
 
-def alloc_local(shape, dtype, scope="local"):
+def alloc_local(shape: ShapeLike, dtype: DTypeLike, scope: str = "local") -> Buffer:
     return _alloc(shape, dtype, scope, "local")
 
 
@@ -47,7 +52,7 @@ _ALLOC_BY_SCOPE = {
 }
 
 
-def alloc_global(shape, dtype, scope="global"):
+def alloc_global(shape: ShapeLike, dtype: DTypeLike, scope: str = "global") -> Buffer:
     """A global-memory workspace that the kernels of the function share (e.g. a
     split-KV attention kernel's partial results, read by a combine kernel). Called in
     the function body outside every T.Kernel block. It is no parameter the caller
@@ -64,7 +69,7 @@ def alloc_global(shape, dtype, scope="global"):
     return wrap_buffer(ctx.builder.workspace(name, _shape_list(shape), make_dtype(dtype)))
 
 
-def alloc_buffer(shape, dtype="float32", scope="global"):
+def alloc_buffer(shape: ShapeLike, dtype: DTypeLike = "float32", scope: str = "global") -> Buffer:
     """TVM's allocation, as TileLang kernels also write it: `scope` picks
     T.alloc_shared ("shared", "shared.dyn"), T.alloc_fragment ("local.fragment") or
     T.alloc_local ("local"); "global" outside every T.Kernel block is T.alloc_global.
@@ -81,7 +86,9 @@ def alloc_buffer(shape, dtype="float32", scope="global"):
     return make(shape, dtype, scope)
 
 
-def alloc_var(dtype, *args, init=None, scope="local.var"):
+def alloc_var(
+    dtype: DTypeLike, *args: Any, init: ExprLike | None = None, scope: str = "local.var"
+) -> Any:
     """A scalar register; `x = value` on its Python name stores into it."""
     if args:
         if len(args) > 1 or init is not None:
@@ -151,15 +158,15 @@ def _shape_str(shape):
 
 
 def copy(
-    src,
-    dst,
-    coalesced_width=None,
-    disable_tma=False,
-    eviction_policy=None,
+    src: BufferLike,
+    dst: BufferLike,
+    coalesced_width: int | None = None,
+    disable_tma: bool = False,
+    eviction_policy: str | None = None,
     *,
-    annotations=None,
-    loop_layout=None,
-):
+    annotations: dict[str, Any] | None = None,
+    loop_layout: Any = None,
+) -> None:
     """Copies a tile between any two memories (TileLang's T.copy).
 
     Each side is a whole buffer, a slice (`Q[b, i:i + 64, h, :]`) or an element used as a
@@ -224,7 +231,7 @@ def _region(x, what, ctx=None):
     )
 
 
-def fill(buffer, value):
+def fill(buffer: BufferLike, value: ExprLike) -> None:
     buffer = to_value(buffer)
     if isinstance(buffer, BufferView):
         buffer = buffer.full_region()
@@ -235,22 +242,22 @@ def fill(buffer, value):
     ctx.builder.fill(_region(buffer, "T.fill target", ctx).to_core(), to_value(value))
 
 
-def clear(buffer):
+def clear(buffer: BufferLike) -> None:
     fill(buffer, 0)
 
 
 def gemm(
-    A,
-    B,
-    C,
-    transpose_A=False,
-    transpose_B=False,
-    policy=GemmWarpPolicy.Square,
-    clear_accum=False,
-    k_pack=1,
-    wg_wait=0,
-    mbar=None,
-):
+    A: BufferLike,
+    B: BufferLike,
+    C: BufferLike,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    policy: Any = GemmWarpPolicy.Square,
+    clear_accum: bool = False,
+    k_pack: int = 1,
+    wg_wait: int = 0,
+    mbar: BufferLike | None = None,
+) -> None:
     """C += op(A) @ op(B) on tiles; synchronous from the user's point of view.
 
     `wg_wait` and `mbar` (Hopper asynchrony) are accepted for compatibility; targets that
@@ -275,7 +282,7 @@ def gemm(
 gemm_v2 = gemm
 
 
-def sync_threads(barrier_id=None, arrive_count=None):
+def sync_threads(barrier_id: ExprLike | None = None, arrive_count: ExprLike | None = None) -> None:
     """A barrier of the whole block; `T.sync_threads(barrier_id, arrive_count)` a named
     barrier (CUDA `bar.sync id, count`, id 1-15) of the `arrive_count` threads, whole
     warps, that call it with that id: the others never reach it. Without
@@ -300,7 +307,7 @@ def sync_threads(barrier_id=None, arrive_count=None):
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::named_barrier_sync", [ids, count]))
 
 
-def named_barrier_arrive(barrier_id, arrive_count):
+def named_barrier_arrive(barrier_id: ExprLike, arrive_count: ExprLike) -> None:
     """`T.named_barrier_arrive(barrier_id, arrive_count)`: one arrival at the named
     barrier `barrier_id` (1-15) of `arrive_count` threads (whole warps) without waiting
     for it (CUDA `bar.arrive`): the threads that wait there with
@@ -321,7 +328,7 @@ def named_barrier_arrive(barrier_id, arrive_count):
     )
 
 
-def sync_grid():
+def sync_grid() -> None:
     """A barrier of every thread of every block of the launch (CUDA cooperative groups'
     `grid.sync()`): writes to global memory before it are visible to all blocks after it.
     Every thread of every block must call it, and all blocks must be resident at once; the
@@ -329,7 +336,7 @@ def sync_grid():
     builder_ctx.current("T.sync_grid").builder.sync_grid()
 
 
-def evaluate(expr):
+def evaluate(expr: ExprLike) -> None:
     from .allreduce import DONE
 
     ctx = builder_ctx.current("T.evaluate")

@@ -6,8 +6,14 @@ like any tensor argument (dtype, shape, device, writability where the kernel wri
 an address is trusted. `T.Tensor(shape, T.ptr)` is a tensor of 64-bit addresses.
 docs/design/pointer_params.md has the design."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike, DTypeLike, ShapeLike
+
 from . import builder_ctx
-from .buffer import to_value, wrap_buffer
+from .buffer import Buffer, to_value, wrap_buffer
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -219,7 +225,12 @@ def _tensor_of(pointer, shape, dtype, strides, what):
     return pointer.buffer
 
 
-def make_tensor(ptr, shape, dtype="float32", strides=None):
+def make_tensor(
+    ptr: BufferLike,
+    shape: ShapeLike,
+    dtype: DTypeLike = "float32",
+    strides: ShapeLike | None = None,
+) -> Buffer:
     """`T.make_tensor(a_ptr, (m, k), T.float16)`: the tensor at pointer parameter
     `a_ptr`. The parameter then takes a tensor of that shape and dtype (checked as
     any tensor argument) or an integer address such as `x.data_ptr()` (trusted)."""
@@ -227,18 +238,18 @@ def make_tensor(ptr, shape, dtype="float32", strides=None):
 
 
 def match_buffer(
-    param,
-    shape,
-    dtype="float32",
-    data=None,
-    strides=None,
-    elem_offset=None,
-    scope="global",
-    align=-1,
-    offset_factor=0,
-    buffer_type="default",
-    axis_separators=None,
-):
+    param: BufferLike,
+    shape: ShapeLike,
+    dtype: DTypeLike = "float32",
+    data: BufferLike | None = None,
+    strides: ShapeLike | None = None,
+    elem_offset: Any = None,
+    scope: str = "global",
+    align: Any = -1,
+    offset_factor: Any = 0,
+    buffer_type: Any = "default",
+    axis_separators: Any = None,
+) -> Buffer:
     """TVM's `A = T.match_buffer(a_handle, shape, dtype)` of a `T.handle` parameter:
     T.make_tensor under TVM's name. Arguments that change the memory the buffer
     describes (data, elem_offset, a scope other than global) are refused by name."""

@@ -3,10 +3,13 @@ a PrimFunc at decoration time), `@T.macro` (a helper inlined while tracing), and
 common runner that executes rewritten code under a builder and reports user errors at
 the user's file:line with a short traceback."""
 
+from __future__ import annotations
+
 import contextlib
 import inspect
 import os
 import types
+from typing import Any, Callable
 
 from . import builder_ctx
 from .ast_rewrite import REWRITTEN_FILES, located_error, rewritten_code
@@ -210,7 +213,9 @@ def func_attrs(ctx):
 class PrimFunc:
     """A traced kernel: what `@T.prim_func` returns and `tilelang.compile` accepts."""
 
-    def __init__(self, core, func=None, attrs=None):
+    def __init__(
+        self, core: Any, func: Callable[..., Any] | None = None, attrs: dict[str, Any] | None = None
+    ) -> None:
         self.core = core
         self.func = func
         self.__name__ = core.name
@@ -218,11 +223,11 @@ class PrimFunc:
         self._attrs = dict(attrs) if attrs else {"global_symbol": core.name}
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.core.name
 
     @property
-    def attrs(self):
+    def attrs(self) -> dict[str, Any]:
         """TileLang's function attributes: "global_symbol", and where the body gives them,
         "tilelang_out_idx" (the returned T.empty outputs), "tilelang_pass_configs"
         (T.annotate_pass_configs) and "tilelang_compile_flags" (T.annotate_compile_flags);
@@ -230,11 +235,11 @@ class PrimFunc:
         return dict(self._attrs)
 
     @property
-    def params(self):
+    def params(self) -> list:
         return list(self.core.param_names)
 
     @property
-    def buffer_map(self):
+    def buffer_map(self) -> dict:
         """TVM's buffer_map: each tensor parameter's name (an entry of `params`) mapped to
         its buffer (name, dtype, shape); scalar parameters have none."""
         out = {}
@@ -244,7 +249,7 @@ class PrimFunc:
                 out[name] = wrap_buffer(core)
         return out
 
-    def script(self):
+    def script(self) -> str:
         return self.core.script()
 
     def __str__(self):
@@ -253,14 +258,16 @@ class PrimFunc:
     def __repr__(self):
         return self.core.script()
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
             f"T.prim_func '{self.name}' is not callable; compile it first with "
             "tilelang.compile(func, out_idx=...)"
         )
 
 
-def prim_func(func=None, *, private=False, check_well_formed=True):
+def prim_func(
+    func: Callable[..., Any] | None = None, *, private: bool = False, check_well_formed: bool = True
+) -> Any:
     """Decorator: traces the function now and returns a PrimFunc."""
     if func is None:
         return lambda f: prim_func(f, private=private)
@@ -279,7 +286,7 @@ class Ref:
     macro (`x = v`, `x += v`) stores into that variable or element, and reading it reads
     the current value. `x: T.Var` means the same (TileLang's older spelling)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         raise TypeError("T.Ref is a parameter annotation of a @T.macro, not a value")
 
 
@@ -329,13 +336,13 @@ class Macro:
     values, call other macros and open its own loops and ifs. A parameter annotated
     `T.Ref` (or `T.Var`) is passed by reference (see Ref)."""
 
-    def __init__(self, func):
+    def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         try:
-            params = inspect.signature(func).parameters.values()
+            params: Any = inspect.signature(func).parameters.values()
         except (TypeError, ValueError):
             params = ()
         self.ref_params = {
@@ -355,7 +362,7 @@ class Macro:
     def __repr__(self):
         return f"<T.macro {self.func.__name__}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ctx = builder_ctx.current(f"macro '{self.func.__name__}'")
         if getattr(self.func, "__tl_rewritten__", False):
             fn = self.func  # defined inside a kernel: rewritten with it
@@ -370,7 +377,7 @@ class Macro:
             ctx.macro_frames.pop()
 
 
-def macro(func=None, *, hygienic=True):
+def macro(func: Callable[..., Any] | None = None, *, hygienic: bool = True) -> Any:
     if func is None:
         return Macro
     return Macro(func)

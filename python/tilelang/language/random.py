@@ -12,6 +12,10 @@ kernel's frame, so a draw after the `if` or barrier that holds the `T.rng_init` 
 sees it.
 """
 
+from __future__ import annotations
+
+from tilelang.types import Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import wrap_buffer
 from .builder_ctx import frontend_error
@@ -83,7 +87,9 @@ def _u64(what, name, x):
     return cast(x, "uint64")
 
 
-def rng_init(seed, seq=None, off=0, generator=PHILOX):
+def rng_init(
+    seed: ExprLike, seq: ExprLike | None = None, off: ExprLike = 0, generator: str = PHILOX
+) -> None:
     """Starts this thread's generator: `seed` picks the sequence, `seq` the subsequence
     (2^66 numbers each for Philox, 2^76 for MRG32k3a, 2^67 for XORWOW; by default the thread's index in the grid along x,
     `threadIdx.x + blockIdx.x * blockDim.x`), `off` how many numbers of it to skip."""
@@ -103,13 +109,13 @@ def rng_init(seed, seq=None, off=0, generator=PHILOX):
     )
 
 
-def rng_rand():
+def rng_rand() -> Expr:
     """The next 32 random bits of this thread's generator, as a uint32 (cuRAND's `curand`)."""
     state, prefix = _state("T.rng_rand()")
     return _C.call_extern(make_dtype("uint32"), prefix + "rand", [address_of(state[0])])
 
 
-def rng_rand_float(bit=32, dist="uniform"):
+def rng_rand_float(bit: int = 32, dist: str = "uniform") -> Expr:
     """The next random float32 (`bit=32`) or float64 (`bit=64`) of this thread's
     generator: uniform in (0, 1] (`dist="uniform"`, cuRAND's `curand_uniform`) or
     standard normal (`dist="normal"`, `curand_normal`, Box-Muller on two draws)."""

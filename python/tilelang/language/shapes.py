@@ -2,6 +2,12 @@
 (one kernel for every value, bound from argument shapes at call time), `T.const("M, N")`
 (eager kernels specialized per value) and `T.empty` (an eager kernel's output)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import DTypeLike, ShapeLike
+
 from . import builder_ctx
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
@@ -99,7 +105,7 @@ class _StridedTensorType:
 StridedTensor = _StridedTensorType()
 
 
-def dynamic(names, dtype="int32"):
+def dynamic(names: ShapeLike, dtype: DTypeLike = "int32") -> Any:
     """Symbolic dimensions: one Var for 'm', a tuple for 'm, n'."""
     dt = make_dtype(dtype)
     if not dt.is_int():
@@ -111,7 +117,7 @@ def dynamic(names, dtype="int32"):
 symbolic = dynamic
 
 
-def const(names, dtype="int32"):
+def const(names: ShapeLike, dtype: DTypeLike = "int32") -> Any:
     """Eager-mode compile-time sizes, bound from argument shapes or `fn.compile(M=...)`."""
     ctx = builder_ctx.current("T.const")
     if ctx.mode == "prim_func":
@@ -136,14 +142,14 @@ class EmptyDecl:
         self.annotation = TensorAnnotation(shape, dtype)
 
 
-def empty(*shape, dtype="float32"):
+def empty(*shape: Any, dtype: DTypeLike = "float32") -> EmptyDecl:
     """`B = T.empty(shape, dtype)` (or `T.empty(M, N, dtype=...)`): an output the call
     allocates and the function returns (`return B`)."""
     builder_ctx.current("T.empty")
     if len(shape) >= 2 and isinstance(shape[-1], str):
         shape, dtype = shape[:-1], shape[-1]  # T.empty((M, N), dtype)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
+        shape = shape[0]  # type: ignore[assignment]
     if not shape:
         raise frontend_error("T.empty needs a shape, e.g. T.empty((M, N), T.float32)")
     return EmptyDecl(list(shape), dtype)

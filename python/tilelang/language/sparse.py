@@ -18,6 +18,12 @@ op decodes the tile into a dense one of A's shape and dtype in shared memory and
 `T.gemm` on it, with the dense tensor-core path of the target; the choice is logged at
 debug level. wgmma.sp (sm_90a) is not used yet."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike
+
 from . import builder_ctx, ops
 from .buffer import Buffer, Region, const_int, to_value
 from .builder_ctx import frontend_error
@@ -85,19 +91,19 @@ def _tile(x, what):
 
 
 def gemm_sp(
-    A_sparse,
-    E,
-    B,
-    C,
-    transpose_A=False,
-    transpose_E=False,
-    transpose_B=False,
-    policy=ops.GemmWarpPolicy.Square,
-    clear_accum=False,
-    annotations=None,
-    k_pack=1,
-    wg_wait=0,
-):
+    A_sparse: BufferLike,
+    E: BufferLike,
+    B: BufferLike,
+    C: BufferLike,
+    transpose_A: bool = False,
+    transpose_E: bool = False,
+    transpose_B: bool = False,
+    policy: Any = ops.GemmWarpPolicy.Square,
+    clear_accum: bool = False,
+    annotations: dict[str, Any] | None = None,
+    k_pack: int = 1,
+    wg_wait: int = 0,
+) -> Any:
     """C += op(A) @ op(B), A given by its kept values `A_sparse` ((M, K/2), or (K/2, M)
     with transpose_A) and metadata `E` ((M, K / e_factor), or (K / e_factor, M) with
     transpose_E); see the module's text. The arguments are in TileLang 0.1.15's order;

@@ -11,6 +11,12 @@ The stateful form keeps the current tile in `T.alloc_var` scalars (`{name}_m_idx
 (`stateful=False`) only decodes a tile index, `sched.coord(tile_id) -> (m, n)`.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import Expr, ExprLike
+
 from . import builder_ctx
 from .builder_ctx import frontend_error
 from .math import ceildiv
@@ -32,15 +38,15 @@ class PersistentTileScheduler:
 
     def __init__(
         self,
-        num_m_tiles,
-        num_n_tiles,
-        num_workers=None,
-        swizzle_size=1,
-        column_major=True,
-        cluster_size=1,
-        stateful=True,
-        name=None,
-    ):
+        num_m_tiles: ExprLike,
+        num_n_tiles: ExprLike,
+        num_workers: ExprLike | None = None,
+        swizzle_size: int = 1,
+        column_major: bool = True,
+        cluster_size: int = 1,
+        stateful: Any = True,
+        name: str | None = None,
+    ) -> None:
         what = "T.PersistentTileScheduler"
         self.cluster_size = _positive_int(what, "cluster_size", cluster_size)
         self.swizzle_size = _positive_int(what, "swizzle_size", swizzle_size)
@@ -73,24 +79,24 @@ class PersistentTileScheduler:
         return self._vars[field]
 
     @property
-    def m_idx(self):
+    def m_idx(self) -> Expr:
         return self._state("m_idx")[0]
 
     @property
-    def n_idx(self):
+    def n_idx(self) -> Expr:
         return self._state("n_idx")[0]
 
     @property
-    def linear_idx(self):
+    def linear_idx(self) -> Expr:
         return self._state("linear_idx")[0]
 
     @property
-    def current_iter(self):
+    def current_iter(self) -> Expr:
         """How many tiles this worker has moved past (0 on the first)."""
         return self._state("current_iter")[0]
 
     # ---- the walk
-    def coord(self, tile_id):
+    def coord(self, tile_id: ExprLike) -> Expr:
         """(m, n) of linear tile `tile_id`: m is the cluster row when cluster_size > 1."""
         primary, secondary, swizzle = self._primary, self._secondary, self.swizzle_size
         panel = primary * swizzle
@@ -108,19 +114,19 @@ class PersistentTileScheduler:
         self._state("m_idx")[0] = m
         self._state("n_idx")[0] = n
 
-    def init(self, worker_id):
+    def init(self, worker_id: ExprLike) -> None:
         """Starts this worker at its first tile, linear index `worker_id`."""
         self._state("current_iter")[0] = 0
         self._state("linear_idx")[0] = worker_id
         self._move_to(self.linear_idx)
 
-    def next_tile(self):
+    def next_tile(self) -> None:
         """Moves this worker `num_workers` tiles on."""
         self._state("current_iter")[0] = self.current_iter + 1
         self._state("linear_idx")[0] = self.linear_idx + self.num_workers
         self._move_to(self.linear_idx)
 
-    def valid(self):
+    def valid(self) -> Expr:
         """Whether the current tile lies in the grid."""
         return self.linear_idx < self._total_tiles
 

@@ -17,6 +17,10 @@ which `T.reinterpret(v, T.float32x2)` turns into other lanes, a slice of as many
 elements takes (`Y[i:i + 2] = v`), and a wide store takes.
 """
 
+from __future__ import annotations
+
+from tilelang.types import BufferLike, Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
@@ -311,7 +315,7 @@ def _int_lanes(what, lanes):
     return n
 
 
-def Ramp(base, stride, lanes):
+def Ramp(base: ExprLike, stride: ExprLike, lanes: ExprLike) -> Expr:
     """The vector base, base + stride, ..., base + (lanes - 1) * stride (TVM's T.Ramp),
     mostly as a buffer index: `A[T.Ramp(i, 1, 4)]` reads four elements,
     `B[T.Ramp(i, 1, 4)] = v` writes them."""
@@ -332,7 +336,7 @@ def Ramp(base, stride, lanes):
     )
 
 
-def Broadcast(value, lanes):
+def Broadcast(value: ExprLike, lanes: ExprLike) -> Expr:
     """The vector of `lanes` copies of `value` (TVM's T.Broadcast)."""
     n = _int_lanes("T.Broadcast", lanes)
     value = to_value(value)
@@ -345,7 +349,7 @@ def Broadcast(value, lanes):
     return LaneVector([value] * n, make_dtype(value.dtype.name).with_lanes(n))
 
 
-def extract_lane(vector, lane):
+def extract_lane(vector: BufferLike, lane: ExprLike) -> Expr:
     """Lane `lane` (a constant) of a vector value."""
     what = "T.extract_lane"
     if isinstance(vector, VectorVar):
@@ -387,39 +391,39 @@ def _packed(what, *args):
     return [a.lanes for a in args]
 
 
-def add2(x, y):
+def add2(x: ExprLike, y: ExprLike) -> Expr:
     """Packed add of two float32x2 / float16x2 / bfloat16x2 values."""
     a, b = _packed("T.add2", x, y)
     return LaneVector([_C.binary("Add", p, q) for p, q in zip(a, b)], x.dtype)
 
 
-def sub2(x, y):
+def sub2(x: ExprLike, y: ExprLike) -> Expr:
     a, b = _packed("T.sub2", x, y)
     return LaneVector([_C.binary("Sub", p, q) for p, q in zip(a, b)], x.dtype)
 
 
-def mul2(x, y):
+def mul2(x: ExprLike, y: ExprLike) -> Expr:
     a, b = _packed("T.mul2", x, y)
     return LaneVector([_C.binary("Mul", p, q) for p, q in zip(a, b)], x.dtype)
 
 
-def max2(x, y):
+def max2(x: ExprLike, y: ExprLike) -> Expr:
     a, b = _packed("T.max2", x, y)
     return LaneVector([_C.binary("Max", p, q) for p, q in zip(a, b)], x.dtype)
 
 
-def min2(x, y):
+def min2(x: ExprLike, y: ExprLike) -> Expr:
     a, b = _packed("T.min2", x, y)
     return LaneVector([_C.binary("Min", p, q) for p, q in zip(a, b)], x.dtype)
 
 
-def fma2(x, y, z):
+def fma2(x: ExprLike, y: ExprLike, z: ExprLike) -> Expr:
     """Packed x * y + z with one rounding per lane."""
     a, b, c = _packed("T.fma2", x, y, z)
     return LaneVector([_C.call("fma", [p, q, r]) for p, q, r in zip(a, b, c)], x.dtype)
 
 
-def abs2(x):
+def abs2(x: ExprLike) -> Expr:
     (a,) = _packed("T.abs2", x)
     return LaneVector([_C.call("abs", [p]) for p in a], x.dtype)
 
@@ -594,70 +598,70 @@ def _store(what, kind, bits, scopes, dst, value, pred):
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
 
 
-def ldg32(src, pred=None):
+def ldg32(src: BufferLike, pred: ExprLike | None = None) -> Expr:
     """4 bytes of global memory as a uint32 (zero where `pred` is false)."""
     return _load("T.ldg32", "global", 32, _GLOBAL, src, pred)
 
 
-def ldg64(src, pred=None):
+def ldg64(src: BufferLike, pred: ExprLike | None = None) -> Expr:
     """8 bytes of global memory as a uint32x2 value."""
     return _load("T.ldg64", "global", 64, _GLOBAL, src, pred)
 
 
-def ldg128(src, pred=None):
+def ldg128(src: BufferLike, pred: ExprLike | None = None) -> Expr:
     """16 bytes of global memory as a uint32x4 value."""
     return _load("T.ldg128", "global", 128, _GLOBAL, src, pred)
 
 
-def ldg256(src, pred=None):
+def ldg256(src: BufferLike, pred: ExprLike | None = None) -> Expr:
     """32 bytes of global memory as a uint32x8 value."""
     return _load("T.ldg256", "global", 256, _GLOBAL, src, pred)
 
 
-def stg32(dst, value, pred=None):
+def stg32(dst: BufferLike, value: ExprLike, pred: ExprLike | None = None) -> None:
     """Stores a 32-bit value to global memory (nothing where `pred` is false)."""
     _store("T.stg32", "global", 32, _GLOBAL, dst, value, pred)
 
 
-def stg64(dst, value, pred=None):
+def stg64(dst: BufferLike, value: ExprLike, pred: ExprLike | None = None) -> None:
     _store("T.stg64", "global", 64, _GLOBAL, dst, value, pred)
 
 
-def stg128(dst, value, pred=None):
+def stg128(dst: BufferLike, value: ExprLike, pred: ExprLike | None = None) -> None:
     _store("T.stg128", "global", 128, _GLOBAL, dst, value, pred)
 
 
-def stg256(dst, value, pred=None):
+def stg256(dst: BufferLike, value: ExprLike, pred: ExprLike | None = None) -> None:
     _store("T.stg256", "global", 256, _GLOBAL, dst, value, pred)
 
 
-def lds32(src):
+def lds32(src: BufferLike) -> Expr:
     """4 bytes of shared memory as a uint32."""
     return _load("T.lds32", "shared", 32, _SHARED, src, None)
 
 
-def lds64(src):
+def lds64(src: BufferLike) -> Expr:
     return _load("T.lds64", "shared", 64, _SHARED, src, None)
 
 
-def lds128(src):
+def lds128(src: BufferLike) -> Expr:
     return _load("T.lds128", "shared", 128, _SHARED, src, None)
 
 
-def sts32(dst, value):
+def sts32(dst: BufferLike, value: ExprLike) -> None:
     """Stores a 32-bit value to shared memory."""
     _store("T.sts32", "shared", 32, _SHARED, dst, value, None)
 
 
-def sts64(dst, value):
+def sts64(dst: BufferLike, value: ExprLike) -> None:
     _store("T.sts64", "shared", 64, _SHARED, dst, value, None)
 
 
-def sts128(dst, value):
+def sts128(dst: BufferLike, value: ExprLike) -> None:
     _store("T.sts128", "shared", 128, _SHARED, dst, value, None)
 
 
-def __ldg(load_or_buf, index=None):
+def __ldg(load_or_buf: BufferLike, index: ExprLike | None = None) -> Expr:
     """`T.__ldg(x[i])` (or `T.__ldg(x, i)` for a 1-D buffer): the element, loaded through
     CUDA's read-only data cache (`__ldg(&x[i])`); a plain load elsewhere."""
     what = "T.__ldg"

@@ -14,7 +14,12 @@ no access is ever wider than the base's elements and no alignment is needed. T.c
 and T.fill on a view (or a slice of one) become loops over those elements, predicated
 on the view's shape like any other tile."""
 
+from __future__ import annotations
+
 import math
+from typing import Any
+
+from tilelang.types import BufferLike, DTypeLike, ShapeLike
 
 from . import builder_ctx
 from .buffer import Buffer, BufferData, Region, VarBuffer, const_int, to_value
@@ -404,7 +409,7 @@ def _check_width_change(src, shape, dt, what):
         )
 
 
-def reshape(src, shape):
+def reshape(src: BufferLike, shape: ShapeLike) -> Any:
     """`T.reshape(buf, shape)`: the elements of `buf` (any memory: global, shared,
     fragment, local) with another shape of as many elements, row-major on both sides.
     Reads and writes through either name reach the same storage."""
@@ -412,7 +417,7 @@ def reshape(src, shape):
     return _reshaped(src, _shape_arg(shape, "T.reshape shape"), src.dtype, "T.reshape")
 
 
-def view(src, shape=None, dtype=None):
+def view(src: BufferLike, shape: ShapeLike | None = None, dtype: DTypeLike | None = None) -> Any:
     """`T.view(buf, shape=None, dtype=None)`: T.reshape that may also read the bytes as
     another dtype (the bits are kept, as T.reinterpret does). With a dtype of another
     width the shape (by default `buf`'s) must hold as many bytes."""

@@ -4,8 +4,13 @@ of the block holds each element (and where in that thread's registers). With
 `replicate > 1` every element is held by that many threads; the functions then take the
 replica index as an extra last argument."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from tilelang.language.buffer import const_int, to_value
 from tilelang.language.builder_ctx import frontend_error
+from tilelang.types import ExprLike, ShapeLike
 
 from .layout import (
     _C,
@@ -23,8 +28,13 @@ class Fragment(Layout):
     """Thread and register index of each element of a fragment buffer."""
 
     def __init__(
-        self, shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None
-    ):
+        self,
+        shape: ShapeLike,
+        forward_fn: Any = None,
+        forward_thread_fn: Any = None,
+        replicate: Any = 1,
+        forward_index_fn: Any = None,
+    ) -> None:
         self.shape = layout_shape(shape, "T.Fragment")
         rep = const_int(to_value(replicate))
         if rep is None or rep < 1:
@@ -71,14 +81,14 @@ class Fragment(Layout):
         )
 
     @property
-    def thread(self):
+    def thread(self) -> Any:
         return self.forward_thread
 
     @property
-    def replicate(self):
+    def replicate(self) -> Any:
         return self.replicate_count
 
-    def map_forward_thread(self, indices, replica=0):
+    def map_forward_thread(self, indices: ShapeLike, replica: ExprLike = 0) -> Any:
         """The thread holding the element at `indices` (copy `replica` of it)."""
         indices = list(indices)
         extra = [replica] if self.replicate_count > 1 else []
@@ -91,7 +101,7 @@ class Fragment(Layout):
             return as_python_int(thread)
         return thread
 
-    def map_forward_index(self, indices):
+    def map_forward_index(self, indices: ShapeLike) -> Any:
         indices = list(indices)
         if self._forward_fn is not None:
             extra = [0] if self.replicate_count > 1 else []
@@ -104,7 +114,7 @@ class Fragment(Layout):
             return [as_python_int(x) for x in out]
         return out
 
-    def get_thread_size(self):
+    def get_thread_size(self) -> Any:
         """The number of threads the fragment spans (constant shapes only)."""
         highest = 0
         for point in _points(self.shape):

@@ -3,12 +3,16 @@ index. The forward function is evaluated once on index variables, so the layout 
 plain index expressions that any target can read; calling the layout evaluates the
 function on concrete indices."""
 
+from __future__ import annotations
+
 import inspect
+from typing import Any
 
 from tilelang.language import builder_ctx
 from tilelang.language.buffer import const_int, to_value
 from tilelang.language.builder_ctx import frontend_error
 from tilelang.language.dtypes import dtype as make_dtype
+from tilelang.types import ExprLike, ShapeLike
 
 _C = builder_ctx._C
 _INDEX = make_dtype("int32")
@@ -70,23 +74,23 @@ def as_python_int(x):
 class Layout:
     """A logical-to-physical index map over a buffer of `shape`."""
 
-    def __init__(self, shape, forward_fn):
+    def __init__(self, shape: ShapeLike, forward_fn: Any) -> None:
         self.shape = layout_shape(shape, "T.Layout")
         check_arity(forward_fn, len(self.shape), "T.Layout forward_fn")
         self._forward_fn = forward_fn
         self.forward_vars = [_C.Var(f"i{k}", _INDEX) for k in range(len(self.shape))]
         self.forward_index = as_index_list(forward_fn(*self.forward_vars), "T.Layout forward_fn")
 
-    def get_input_shape(self):
+    def get_input_shape(self) -> Any:
         return list(self.shape)
 
-    def get_forward_vars(self):
+    def get_forward_vars(self) -> Any:
         return list(self.forward_vars)
 
-    def get_forward_index(self):
+    def get_forward_index(self) -> Any:
         return list(self.forward_index)
 
-    def map_forward_index(self, indices):
+    def map_forward_index(self, indices: ShapeLike) -> Any:
         """The physical index of the element at logical `indices` (ints give ints)."""
         indices = list(indices)
         if len(indices) != len(self.shape):
@@ -98,18 +102,18 @@ class Layout:
             return [as_python_int(x) for x in out]
         return out
 
-    def __call__(self, *indices):
+    def __call__(self, *indices: ExprLike) -> Any:
         return self.map_forward_index(indices)
 
-    def get_output_shape(self):
+    def get_output_shape(self) -> Any:
         """The extent of each physical dimension (constant shapes only)."""
-        highest = None
+        highest: Any = None
         for point in _points(self.shape):
             phys = self.map_forward_index(point)
             highest = phys if highest is None else [max(a, b) for a, b in zip(highest, phys)]
         return [h + 1 for h in highest]
 
-    def is_bijective(self):
+    def is_bijective(self) -> Any:
         """Whether distinct logical indices always map to distinct physical ones."""
         seen = set()
         for point in _points(self.shape):

@@ -3,9 +3,12 @@ counted from its IR before lowering (the core's kernel_cost), placed on a GPU's 
 to say whether the kernel is compute- or memory-bound and how long it should take at
 best. The peaks of every architecture are in ARCH_PEAKS, one row each."""
 
+from __future__ import annotations
+
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 logger = logging.getLogger("tilelang")
 
@@ -94,7 +97,7 @@ class AnalysisResult:
     name: str = ""
 
     @property
-    def arithmetic_intensity(self):
+    def arithmetic_intensity(self) -> Any:
         return (
             self.total_flops / self.total_global_bytes if self.total_global_bytes else float("inf")
         )
@@ -178,14 +181,20 @@ class Analyzer:
     `device`. peak_tflops= and bandwidth_gbps= replace the table's peaks (needed for a
     cpu target, or an arch the table lacks)."""
 
-    def __init__(self, fn, device=None, peak_tflops=None, bandwidth_gbps=None):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        device: Any = None,
+        peak_tflops: float | None = None,
+        bandwidth_gbps: float | None = None,
+    ) -> None:
         self.func = _core_func(fn)
         self.device = device
         self.peak_tflops = peak_tflops
         self.bandwidth_gbps = bandwidth_gbps
-        self.cost = None
+        self.cost: Any = None
 
-    def ir_pass(self):
+    def ir_pass(self) -> Any:
         """Counts the FLOPs and global bytes of the function (all its blocks)."""
         self.cost = self.func.cost()
         return self
@@ -201,12 +210,12 @@ class Analyzer:
             )
         return arch or str(self.device), row
 
-    def calculate(self):
+    def calculate(self) -> Any:
         """The AnalysisResult: the counts placed on the device's roofline."""
         if self.cost is None:
             self.ir_pass()
         arch, row = self._peaks()
-        flops = {}
+        flops: dict[str, Any] = {}
         for dtype, n in self.cost["gemm_flops"].items():
             kind = _gemm_kind(dtype)
             flops[kind] = flops.get(kind, 0) + n
@@ -224,7 +233,7 @@ class Analyzer:
         compute_time = sum(n / (peak(kind) * 1e12) for kind, n in flops.items())
         total_bytes = self.cost["global_read_bytes"] + self.cost["global_write_bytes"]
         memory_time = total_bytes / (bandwidth * 1e9)
-        main = max(flops, key=flops.get) if flops else "fp32"
+        main = max(flops, key=flops.__getitem__) if flops else "fp32"
         result = AnalysisResult(
             total_flops=sum(flops.values()),
             total_global_bytes=total_bytes,
@@ -245,6 +254,12 @@ class Analyzer:
         return result
 
     @classmethod
-    def analysis(cls, fn, device=None, peak_tflops=None, bandwidth_gbps=None):
+    def analysis(
+        cls,
+        fn: Callable[..., Any],
+        device: Any = None,
+        peak_tflops: float | None = None,
+        bandwidth_gbps: float | None = None,
+    ) -> Any:
         """The AnalysisResult of `fn` on `device` (see the class)."""
         return cls(fn, device, peak_tflops, bandwidth_gbps).ir_pass().calculate()

@@ -5,8 +5,13 @@ falls in when the element size is given. The cells are computed without matplotl
 (layout_cells), which only draws them; it is an optional extra (`pip install
 matplotlib`, or the package's `plot` extra)."""
 
+from __future__ import annotations
+
 import itertools
 import os
+from typing import Any
+
+from tilelang.types import ShapeLike
 
 _FORMATS = ("pdf", "png", "svg")
 _BANKS, _BANK_BYTES = 32, 4
@@ -248,16 +253,16 @@ def _draw(cells, colormap, path_stem, formats):
 
 
 def plot_layout(
-    layout,
-    save_directory="./tmp",
-    name="layout",
-    colormap=None,
-    verbose=False,
-    formats="pdf",
-    view="input",
-    grid_shape=None,
-    element_bits=None,
-):
+    layout: Any,
+    save_directory: str = "./tmp",
+    name: str = "layout",
+    colormap: str | None = None,
+    verbose: bool = False,
+    formats: Any = "pdf",
+    view: Any = "input",
+    grid_shape: ShapeLike | None = None,
+    element_bits: int | None = None,
+) -> Any:
     """Draws `layout` and saves it as `save_directory/name.<format>` for each of
     `formats` ('pdf', 'png', 'svg', a comma-separated list or 'all'); returns the paths.
 

@@ -1,6 +1,8 @@
 """Turns the `target=` argument users pass (a string, a dict, or "auto") into the one
 canonical target string the C++ core understands."""
 
+from __future__ import annotations
+
 import functools
 import json
 import os
@@ -135,7 +137,7 @@ def scoped_target():
     return None if current is None else str(current)
 
 
-def determine_target(target="auto"):
+def determine_target(target: str = "auto") -> str:
     """The canonical target string; "auto" is the target of an enclosing
     `with tvm.target.Target(...)`, else TILELANG_DEFAULT_TARGET, else the best available."""
     if type(target).__name__ == "Target" and hasattr(target, "attrs"):

@@ -5,10 +5,14 @@ the core's Target; the part's other numbers (multiprocessors, shared memory per
 multiprocessor, L2, bandwidth, peaks) from tilelang.tools.analyzer.ARCH_PEAKS. On a
 machine with a CUDA GPU of the target's arch, the driver's values replace the table's."""
 
+from __future__ import annotations
+
 import os
 import re
+from typing import Any
 
 from tilelang.tools.analyzer import ARCH_PEAKS
+from tilelang.types import ShapeLike
 
 __all__ = [
     "CDNA",
@@ -41,7 +45,7 @@ class TensorInstruction:
     """A matrix instruction of the device: its name and the M x N tile one warp (or
     simdgroup) computes, which warp tiles are multiples of."""
 
-    def __init__(self, name, shape):
+    def __init__(self, name: str, shape: ShapeLike) -> None:
         self.name = name
         self.shape = list(shape)
 
@@ -61,9 +65,13 @@ class TileDevice:
     math kind), sm_partition, transaction_size (bytes), bandwidth (TileLang's pair of
     relative shared/global bandwidths the roller weighs traffic with)."""
 
+    available_tensor_instructions: list  # TensorInstruction, set by each device kind
+
     platform = "unknown"
 
-    def __init__(self, target, arch_key, limits, live=None):
+    def __init__(
+        self, target: str, arch_key: str, limits: dict[str, Any], live: dict[str, Any] | None = None
+    ) -> None:
         row = ARCH_PEAKS.get(arch_key)
         if row is None:
             raise ValueError(
@@ -91,22 +99,22 @@ class TileDevice:
 
     # TileLang's names of the same numbers.
     @property
-    def compute_max_core(self):
+    def compute_max_core(self) -> Any:
         return self.sm_count
 
     @property
-    def smem_cap(self):
+    def smem_cap(self) -> Any:
         return self.max_shared_memory_per_block
 
     @property
-    def max_smem_usage(self):
+    def max_smem_usage(self) -> Any:
         return self.shared_memory_per_sm
 
     @property
-    def reg_cap(self):
+    def reg_cap(self) -> Any:
         return self.registers_per_sm
 
-    def get_avaliable_tensorintrin_shapes(self):
+    def get_avaliable_tensorintrin_shapes(self) -> Any:
         """The M x N tiles of the device's matrix instructions (TileLang's spelling)."""
         return [t.shape for t in self.available_tensor_instructions]
 
@@ -141,7 +149,7 @@ class CUDA(TileDevice):
 
     platform = "CUDA"
 
-    def __init__(self, target="cuda"):
+    def __init__(self, target: str = "cuda") -> None:
         text = _target_text(target)
         if not text.startswith("cuda"):
             raise ValueError(f"CUDA takes a cuda target such as 'cuda -arch=sm_80'; got {text!r}")
@@ -187,7 +195,7 @@ class METAL(TileDevice):
 
     platform = "Metal"
 
-    def __init__(self, target="metal"):
+    def __init__(self, target: str = "metal") -> None:
         text = _target_text(target)
         if not text.startswith("metal"):
             raise ValueError(f"METAL takes a metal target such as 'metal'; got {text!r}")
@@ -205,7 +213,7 @@ class CDNA(TileDevice):
 
     platform = "CDNA"
 
-    def __init__(self, target="hip"):
+    def __init__(self, target: str = "hip") -> None:
         text = str(target)
         m = re.search(r"gfx\d+\w*", text)
         key = m.group(0) if m else "gfx942"
@@ -228,7 +236,7 @@ class CPU(TileDevice):
 
     platform = "CPU"
 
-    def __init__(self, target="cpu"):
+    def __init__(self, target: str = "cpu") -> None:
         text = _target_text(target)
         self.target = _facade_target(text)
         self.arch_key = "cpu"
@@ -249,7 +257,7 @@ class CPU(TileDevice):
         self.available_tensor_instructions = []
 
 
-def get_arch(target="cuda"):
+def get_arch(target: str = "cuda") -> TileDevice:
     """The device of a target string or Target: CUDA, METAL, CDNA (hip) or CPU."""
     text = str(target).strip()
     kind = text.split()[0] if text else ""
@@ -263,35 +271,35 @@ def get_arch(target="cuda"):
     return CPU(text)
 
 
-def auto_infer_current_arch():
+def auto_infer_current_arch() -> TileDevice:
     """The device of this machine's default target ("auto": a CUDA GPU, else Metal on
     macOS, else the CPU)."""
     return get_arch(_target_text("auto"))
 
 
-def is_cpu_arch(arch):
+def is_cpu_arch(arch: Any) -> bool:
     return isinstance(arch, CPU)
 
 
-def is_cuda_arch(arch):
+def is_cuda_arch(arch: Any) -> bool:
     return isinstance(arch, CUDA)
 
 
-def is_metal_arch(arch):
+def is_metal_arch(arch: Any) -> bool:
     return isinstance(arch, METAL)
 
 
-def is_cdna_arch(arch):
+def is_cdna_arch(arch: Any) -> bool:
     return isinstance(arch, CDNA)
 
 
-def is_ampere_arch(arch):
+def is_ampere_arch(arch: Any) -> bool:
     return is_cuda_arch(arch) and 80 <= arch.sm_version < 89
 
 
-def is_hopper_arch(arch):
+def is_hopper_arch(arch: Any) -> bool:
     return is_cuda_arch(arch) and arch.sm_version == 90
 
 
-def has_mma_support(arch):
+def has_mma_support(arch: Any) -> bool:
     return is_cuda_arch(arch) and arch.sm_version >= 80

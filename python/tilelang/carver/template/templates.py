@@ -2,9 +2,12 @@
 and dtypes, and turns a device into ranked tile configs (tilelang.carver.roller.policy).
 equivalent_function() gives the operator as a kernel of this package (a T.prim_func)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: equivalent_function traces a T.prim_func
+# whose parameter annotations (T.Tensor(a_shape, ...)) must be evaluated where it is defined.
+# ruff: noqa: FA100
 
 from dataclasses import dataclass
+from typing import Any, Optional
 
 from tilelang.carver.roller import policy
 
@@ -20,18 +23,18 @@ class BaseTemplate:
     def __post_init__(self):
         self._arch = None
 
-    def with_arch(self, arch):
+    def with_arch(self, arch: Any) -> "BaseTemplate":
         self._arch = arch
         return self
 
-    def has_arch(self):
+    def has_arch(self) -> bool:
         return self._arch is not None
 
     @property
-    def arch(self):
+    def arch(self) -> Any:
         return self._arch
 
-    def recommend_hints(self, topk=10):
+    def recommend_hints(self, topk: int = 10) -> list:
         """The topk tile configs for the device, best first (a list of roller Hints)."""
         if topk < 1:
             raise ValueError(f"recommend_hints: topk must be at least 1, got {topk}")
@@ -41,10 +44,10 @@ class BaseTemplate:
             self._arch = auto_infer_current_arch()
         return self.get_hardware_aware_configs(self._arch, topk)
 
-    def get_hardware_aware_configs(self, arch=None, topk=10):
+    def get_hardware_aware_configs(self, arch: Any = None, topk: int = 10) -> list:
         raise NotImplementedError(f"{type(self).__name__} ranks no configs")
 
-    def equivalent_function(self):
+    def equivalent_function(self) -> Any:
         raise NotImplementedError(
             f"{type(self).__name__} has no equivalent kernel here; its hints size the tiles "
             "of a kernel you write"
@@ -63,9 +66,9 @@ class MatmulTemplate(BaseTemplate):
     """C[M, N] = A @ B (A is [M, K], or [K, M] with trans_A; B is [N, K] with trans_B,
     TileLang's default, else [K, N])."""
 
-    M: int | None = None
-    N: int | None = None
-    K: int | None = None
+    M: Optional[int] = None
+    N: Optional[int] = None
+    K: Optional[int] = None
     trans_A: bool = False
     trans_B: bool = True
     in_dtype: str = "float16"
@@ -73,12 +76,12 @@ class MatmulTemplate(BaseTemplate):
     accum_dtype: str = "float16"
     with_bias: bool = False
 
-    def get_hardware_aware_configs(self, arch=None, topk=10):
+    def get_hardware_aware_configs(self, arch: Any = None, topk: int = 10) -> list:
         self._check_positive(M=self.M, N=self.N, K=self.K)
         return policy.matmul_hints(arch or self._arch, self.M, self.N, self.K, self.in_dtype,
                                    self.out_dtype, self.accum_dtype, topk)  # fmt: skip
 
-    def equivalent_function(self):
+    def equivalent_function(self) -> Any:
         """The GEMM as a T.prim_func (64 x 64 x 32 tiles, 128 threads)."""
         import tilelang.language as T
 
@@ -118,15 +121,15 @@ class MatmulTemplate(BaseTemplate):
 class GEMVTemplate(BaseTemplate):
     """y[N] = B[N, K] @ x[K] (trans_B, TileLang's default)."""
 
-    N: int | None = None
-    K: int | None = None
+    N: Optional[int] = None
+    K: Optional[int] = None
     trans_B: bool = True
     in_dtype: str = "float16"
     out_dtype: str = "float16"
     accum_dtype: str = "float16"
     with_bias: bool = False
 
-    def get_hardware_aware_configs(self, arch=None, topk=10):
+    def get_hardware_aware_configs(self, arch: Any = None, topk: int = 10) -> list:
         self._check_positive(N=self.N, K=self.K)
         return policy.gemv_hints(arch or self._arch, self.N, self.K, self.in_dtype, self.out_dtype,
                                  self.accum_dtype, topk)  # fmt: skip
@@ -136,11 +139,11 @@ class GEMVTemplate(BaseTemplate):
 class GeneralReductionTemplate(BaseTemplate):
     """A reduction over the R axes of `shape` (structure "SSR", "SR", "RS", ...)."""
 
-    structure: str | None = None
-    shape: list | None = None
+    structure: Optional[str] = None
+    shape: Optional[list] = None
     dtype: str = "float16"
 
-    def get_hardware_aware_configs(self, arch=None, topk=10):
+    def get_hardware_aware_configs(self, arch: Any = None, topk: int = 10) -> list:
         if not isinstance(self.structure, str) or self.shape is None:
             raise ValueError(
                 "GeneralReductionTemplate needs structure (a string such as 'SSR') and shape; "
@@ -167,7 +170,7 @@ class FlashAttentionTemplate(BaseTemplate):
     out_dtype: str = "float16"
     accum_dtype: str = "float16"
 
-    def get_hardware_aware_configs(self, arch=None, topk=10):
+    def get_hardware_aware_configs(self, arch: Any = None, topk: int = 10) -> list:
         self._check_positive(batch_size=self.batch_size, num_heads=self.num_heads,
                              head_dim=self.head_dim, seq_length=self.seq_length,
                              seq_kv_length=self.seq_kv_length)  # fmt: skip
