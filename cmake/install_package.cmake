@@ -66,8 +66,10 @@ install(TARGETS ${tl_package_libraries} EXPORT tilelang_cppTargets COMPONENT cxx
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/tl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT cxx)
-install(DIRECTORY src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tl/detail COMPONENT cxx
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
+# Of src/, only the headers the public ones include (cmake/install_detail_headers.cmake).
+install(CODE "set(TL_SOURCE_DIR [[${PROJECT_SOURCE_DIR}]])
+set(TL_DETAIL_DIR [[${CMAKE_INSTALL_INCLUDEDIR}/tl/detail]])" COMPONENT cxx)
+install(SCRIPT cmake/install_detail_headers.cmake COMPONENT cxx)
 foreach(header ${TL_HOST_TYPE_HEADERS})
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES device/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tl/detail/device/${folder} COMPONENT cxx)

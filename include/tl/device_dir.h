@@ -21,7 +21,9 @@ class DeviceDirError : public std::runtime_error {
 //   2. a directory given to set_device_include_dir,
 //   3. next to the installed library: <prefix>/share/tilelang_cpp/device, found from
 //      the location of libtilelang_cpp (or of the program the library is linked into),
-//   4. the device/ folder of the source tree the library was built from.
+//   4. for a library or program run from its CMake build tree (not installed), the
+//      device/ folder of the source tree, which the build tree names in
+//      tilelang_source_device_dir.txt beside its binaries.
 // Throws DeviceDirError when none holds them.
 const std::string& device_include_dir();
 

@@ -18,8 +18,8 @@
 #include "support/error.h"
 
 // TL_DEVICE_DIR_FROM_LIBDIR (the installed device headers relative to the installed
-// library, e.g. "../share/tilelang_cpp/device") and TL_BUILD_TREE_DIR come from
-// CMakeLists.txt, for this file only.
+// library, e.g. "../share/tilelang_cpp/device") comes from CMakeLists.txt, for this
+// file only.
 
 namespace tl {
 namespace fs = std::filesystem;
@@ -45,14 +45,17 @@ std::optional<fs::path> own_file_dir() {
   return file.parent_path();
 }
 
-// Whether `dir` is inside the build tree this library was compiled in: the build-tree
-// libraries, tests and extension may use the source tree's headers; an installed copy
-// never does, so that it depends on nothing of the machine it was built on.
-bool in_build_tree(const fs::path& dir) {
-  std::error_code ec;
-  fs::path build = fs::canonical(TL_BUILD_TREE_DIR, ec);
-  if (ec) return false;
-  return std::mismatch(build.begin(), build.end(), dir.begin(), dir.end()).first == build.end();
+// A CMake build tree holds, beside the libraries, tests and extension it builds, a
+// file naming the source tree's device/ folder: what runs from the build tree uses
+// those headers. An installed copy has no such file and so depends on nothing of the
+// machine it was built on (no path of it is compiled in).
+constexpr const char* kBuildTreeFile = "tilelang_source_device_dir.txt";
+
+std::optional<fs::path> build_tree_device_dir(const fs::path& own_dir) {
+  std::ifstream in(own_dir / kBuildTreeFile);
+  std::string line;
+  if (!in || !std::getline(in, line) || line.empty()) return std::nullopt;
+  return fs::path(line);
 }
 
 std::string resolve() {
@@ -65,8 +68,10 @@ std::string resolve() {
   }
   std::vector<fs::path> searched;
   std::optional<fs::path> own_dir = own_file_dir();
-  if (own_dir) searched.push_back((*own_dir / TL_DEVICE_DIR_FROM_LIBDIR).lexically_normal());
-  if (!own_dir || in_build_tree(*own_dir)) searched.push_back(fs::path(TL_SOURCE_DEVICE_DIR));
+  if (own_dir) {
+    searched.push_back((*own_dir / TL_DEVICE_DIR_FROM_LIBDIR).lexically_normal());
+    if (std::optional<fs::path> source = build_tree_device_dir(*own_dir)) searched.push_back(*source);
+  }
   for (const fs::path& dir : searched)
     if (holds_device_headers(dir)) return dir.string();
   std::string where;

@@ -1,133 +1,362 @@
-"""The installed C++ package, used as an outside project would: `cmake --install` of the
-test build into a prefix, the prefix copied elsewhere and the original deleted, then
-examples/cpp built as a separate CMake project with find_package(tilelang_cpp) and run
-with TILELANG_DEVICE_DIR unset. The GEMM checks itself against a reference loop; the
-device headers must come from the moved prefix, and a missing device directory must be
-a DeviceDirError the program catches, never an abort or a fall back to the source tree.
-The GEMM's exported kernel is loaded and run by load_and_run, which links only the
-runtime library; that library must hold none of the compiler."""
+"""The C++ package, used as an outside project would, from the two places it is
+installed: a `cmake --install` prefix and the package inside an installed wheel
+(`python -m tilelang --cmake-dir`).
 
+The checkout's files are copied to build/cpp-package-test/src (kept between runs, so a
+later run rebuilds only what changed), the wheel is built from that copy
+(scikit-build-core, as `pip install .` builds it) and installed into a private folder,
+and the same build folder, configured once more without scikit-build-core's layout,
+installs the prefix, which is then moved. The copy, with the build folder inside it, is
+then renamed away, and examples/cpp is configured, built and run as a separate CMake
+project against the moved prefix alone and against the wheel's --cmake-dir alone, with
+TILELANG_DEVICE_DIR unset: nothing can reach the tree the package was built from.
+The GEMM checks itself against a reference loop; a missing device directory is a
+DeviceDirError the program catches, never an abort or a fall back to a source tree.
+The GEMM's exported kernel is loaded and run by load_and_run, which links only the
+runtime library; that library holds none of the compiler.
+
+The user's checkout itself is never renamed (tests run from it, and in parallel): the
+copy is the tree the package is built from. Building from the copy compiles the core
+once (about 3 CPU-minutes; the wheel and the prefix share the build), then only what
+changed."""
+
+import contextlib
+import fcntl
+import glob
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Where the copy lives between runs (build/ is ignored by git); its build folder is
+# inside it, in the place build/dev has in the checkout.
+WORK = os.path.join(ROOT, "build", "cpp-package-test")
+SRC = os.path.join(WORK, "src")
+SRC_AWAY = os.path.join(WORK, "src.away")
+BUILD = os.path.join(SRC, "build", "package")
+
+# Build outputs and tool folders left out of the copy of a checkout that is not a git
+# work tree (an unpacked source archive).
+_NOT_SOURCE = {"build", ".git", "__pycache__", ".ci-venv", ".pytest_cache", ".whl"}
 
 
-def _build_dir():
-    build = os.environ.get("TILELANG_DEV_BUILD_DIR")
-    if not build:
-        pytest.fail(
-            "the C++ package test installs from the CMake build tree: run it through `make test` "
-            "(or set TILELANG_DEV_BUILD_DIR to a build configured with -DTL_INSTALL_CXX_PACKAGE=ON)"
-        )
-    assert os.path.isfile(os.path.join(build, "cmake_install.cmake")), build
-    libs = [n for n in os.listdir(build) if n.startswith("libtilelang_cpp.so")]
-    assert libs, f"{build} has no libtilelang_cpp: configure it with -DTL_INSTALL_CXX_PACKAGE=ON"
-    return build
-
-
-def _cache_value(build, name):
-    with open(os.path.join(build, "CMakeCache.txt")) as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return line.split("=", 1)[1].strip()
-    return ""
-
-
-def _run(cmd, returncode=0, **kw):
+def _run(cmd, returncode=0, timeout=300, **kw):
     """Runs `cmd`; its exit status must be `returncode` (None: any)."""
-    r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=300, **kw)
+    r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, **kw)
     assert returncode is None or r.returncode == returncode, (
         f"{cmd} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
     )
     return r
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    """(prefix, gemm executable): the package installed, moved, and the example built."""
-    build = _build_dir()
-    tmp = tmp_path_factory.mktemp("cpp_package")
-    first = tmp / "first_prefix"
-    _run(["cmake", "--install", build, "--prefix", str(first)])
-    prefix = tmp / "moved_prefix"
-    shutil.copytree(first, prefix, symlinks=True)
-    shutil.rmtree(first)
-
-    # The examples are copied out of the checkout, so nothing in their project can
-    # reach the source tree; the compile commands and binaries are checked for it below.
-    example_src = tmp / "example_src"
-    shutil.copytree(os.path.join(ROOT, "examples", "cpp"), example_src)
-    example_build = tmp / "example_build"
-    configure = ["cmake", "-S", str(example_src), "-B", str(example_build)]
-    configure += [f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release"]
-    configure.append("-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")
-    if shutil.which("ninja"):
-        configure += ["-G", "Ninja"]
-    cxx = _cache_value(build, "CMAKE_CXX_COMPILER")
-    if cxx:
-        configure.append(f"-DCMAKE_CXX_COMPILER={cxx}")
-    _run(configure)
-    _run(["cmake", "--build", str(example_build)])
-    return prefix, str(example_build / "gemm"), str(first), str(example_build / "load_and_run")
+def _source_files():
+    """The checkout's files as its working tree has them (tracked and new, not ignored),
+    relative to ROOT."""
+    r = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=False,
+        capture_output=True,
+    )
+    if r.returncode == 0:
+        names = r.stdout.decode().split("\0")
+        return sorted(n for n in names if n and os.path.isfile(os.path.join(ROOT, n)))
+    files = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if d not in _NOT_SOURCE and not d.endswith(".egg-info")]
+        rel = os.path.relpath(dirpath, ROOT)
+        files += [os.path.normpath(os.path.join(rel, f)) for f in filenames]
+    return sorted(files)
 
 
-def _checkout_paths():
-    """The paths a hidden dependency on the checkout or its build would show."""
-    build = os.path.realpath(_build_dir())
-    return {
-        ROOT,
-        os.path.realpath(ROOT),
-        build,
-        os.path.join(ROOT, "include"),
-        os.path.join(ROOT, "src"),
-    }
+def _same_file(a, b):
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
 
 
-def test_examples_build_without_the_source_tree(installed):
-    prefix, gemm, first, load_and_run = installed
-    example_build = os.path.dirname(gemm)
-    with open(os.path.join(example_build, "compile_commands.json")) as f:
-        commands = json.load(f)
-    assert {os.path.basename(c["file"]) for c in commands} >= {"gemm.cpp", "load_and_run.cpp"}
-    for c in commands:
-        command = c.get("command") or " ".join(c["arguments"])
-        assert f"{prefix}/include" in command, command
-        for path in (*_checkout_paths(), first):
-            assert path not in command, (path, command)
-    cuda_launch = os.path.join(example_build, "cuda_launch")
-    for binary in (gemm, load_and_run, cuda_launch):
-        dynamic = _run(["readelf", "-d", binary]).stdout
-        paths = re.findall(r"\((?:RPATH|RUNPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
-        assert paths and all(p.startswith(str(prefix)) for p in ":".join(paths).split(":")), paths
-        strings = _run(["strings", "-a", binary]).stdout
-        for path in _checkout_paths():
-            assert path not in strings, (binary, path)
+def _sync_copy():
+    """Makes SRC hold the checkout's files: a changed file is written anew (a new
+    modification time, so the build sees it), an unchanged one is left alone, one the
+    checkout no longer has is removed. SRC's own build folder stays."""
+    files = _source_files()
+    wanted = set(files)
+    for dirpath, dirnames, filenames in os.walk(SRC):
+        rel = os.path.relpath(dirpath, SRC)
+        if rel == ".":
+            dirnames[:] = [d for d in dirnames if d != "build"]
+        for f in filenames:
+            name = os.path.normpath(os.path.join(rel, f))
+            if name not in wanted:
+                os.unlink(os.path.join(dirpath, f))
+    for name in files:
+        src, dst = os.path.join(ROOT, name), os.path.join(SRC, name)
+        if os.path.isfile(dst) and _same_file(src, dst):
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.lexists(dst):
+            os.unlink(dst)
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
 
 
-def _env(tmp_path, **extra):
-    env = {k: v for k, v in os.environ.items() if k != "TILELANG_DEVICE_DIR"}
-    env["TILELANG_CACHE_DIR"] = str(tmp_path / "cache")
+def _restore_copy():
+    """Puts back a copy a run that was stopped left renamed away."""
+    if os.path.isdir(SRC_AWAY):
+        if os.path.isdir(SRC):
+            shutil.rmtree(SRC_AWAY)
+        else:
+            os.rename(SRC_AWAY, SRC)
+
+
+@contextlib.contextmanager
+def _locked():
+    """One run at a time uses the copy (two test sessions of one checkout)."""
+    os.makedirs(WORK, exist_ok=True)
+    with open(os.path.join(WORK, "lock"), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _outside_env(**extra):
+    """The environment of an outside program: no development build, no Python path, no
+    device directory override."""
+    drop = ("TILELANG_DEV_BUILD_DIR", "TILELANG_DEVICE_DIR", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
 
 
-def test_installed_layout_is_relocatable(installed):
-    prefix, _, first, _ = installed
+def _build_wheel(tmp):
+    """The wheel, built from SRC into BUILD; returns its install folder (pip --target)."""
+    wheel_dir = tmp / "wheel"
+    cmd = [sys.executable, "-m", "pip", "wheel", SRC, "--no-deps", "--no-build-isolation", "-q"]
+    cmd += ["-w", str(wheel_dir), f"--config-settings=build-dir={BUILD}"]
+    if shutil.which("ccache"):
+        cmd.append("--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    _run(cmd, timeout=1800, cwd=tmp, env=_outside_env())
+    wheels = list(wheel_dir.glob("tilelang_cpp-*.whl"))
+    assert len(wheels) == 1, wheels
+    site = tmp / "site"
+    pip_install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target"]
+    _run([*pip_install, str(site), str(wheels[0])], env=_outside_env())
+    return site
+
+
+def _install_prefix(tmp):
+    """BUILD configured again as a plain CMake build (no scikit-build-core layout),
+    its C++ package built and installed, and the prefix moved: returns (prefix, the
+    folder it was installed to)."""
+    _run(["cmake", "-S", SRC, "-B", BUILD, "-USKBUILD*"], env=_outside_env())
+    targets = ["tilelang_cpp", "tilelang_cpp_static"]
+    targets += ["tilelang_cpp_runtime", "tilelang_cpp_runtime_static"]
+    _run(["cmake", "--build", BUILD, "--target", *targets], timeout=1800)
+    first = tmp / "first_prefix"
+    _run(["cmake", "--install", BUILD, "--component", "cxx", "--prefix", str(first)])
+    prefix = tmp / "moved_prefix"
+    shutil.copytree(first, prefix, symlinks=True)
+    shutil.rmtree(first)
+    return prefix, str(first)
+
+
+def _cmake_dir(site):
+    r = _run(
+        [sys.executable, "-m", "tilelang", "--cmake-dir"], env=_outside_env(PYTHONPATH=str(site))
+    )
+    return r.stdout.strip()
+
+
+def _build_examples(examples, build, package_args):
+    configure = ["cmake", "-S", str(examples), "-B", str(build), *package_args]
+    configure += ["-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"]
+    if shutil.which("ninja"):
+        configure += ["-G", "Ninja"]
+    _run(configure, env=_outside_env())
+    _run(["cmake", "--build", str(build)], env=_outside_env())
+    return {name: str(build / name) for name in ("gemm", "load_and_run", "cuda_launch")}
+
+
+class Package:
+    """What the module fixture built: `prefix` (the moved `cmake --install` prefix),
+    `first` (where it was installed before the move), `site` (the installed wheel),
+    `cmake_dir` (what --cmake-dir printed there), and the examples built against each:
+    `bins` (against the prefix) and `wheel_bins`, name -> executable."""
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpp_package")
+    with _locked():
+        _restore_copy()
+        os.makedirs(SRC, exist_ok=True)
+        _sync_copy()
+        p = Package()
+        p.site = _build_wheel(tmp)
+        p.prefix, p.first = _install_prefix(tmp)
+        # The examples are a project of their own, outside any tree.
+        examples = tmp / "examples"
+        shutil.copytree(os.path.join(SRC, "examples", "cpp"), examples)
+        os.rename(SRC, SRC_AWAY)
+        try:
+            assert not os.path.exists(SRC)
+            p.bins = _build_examples(
+                examples, tmp / "example_build", [f"-DCMAKE_PREFIX_PATH={p.prefix}"]
+            )
+            p.cmake_dir = _cmake_dir(p.site)
+            p.wheel_bins = _build_examples(
+                examples, tmp / "wheel_example_build", [f"-Dtilelang_cpp_DIR={p.cmake_dir}"]
+            )
+            yield p
+        finally:
+            os.rename(SRC_AWAY, SRC)
+
+
+def _forbidden_paths():
+    """Paths a hidden dependency on the build machine would show: the checkout (the
+    copy the package was built from, and its build folder, are inside it) and any
+    development build."""
+    paths = {ROOT, os.path.realpath(ROOT), SRC, BUILD}
+    dev = os.environ.get("TILELANG_DEV_BUILD_DIR")
+    if dev:
+        paths |= {dev, os.path.realpath(dev)}
+    return paths
+
+
+def _env(tmp_path, **extra):
+    return _outside_env(TILELANG_CACHE_DIR=str(tmp_path / "cache"), **extra)
+
+
+def test_the_source_tree_is_gone_during_the_run(package):
+    assert not os.path.exists(SRC) and os.path.isdir(SRC_AWAY)
+    assert os.path.isfile(os.path.join(SRC_AWAY, "build", "package", "CMakeCache.txt"))
+
+
+def test_examples_build_without_the_source_tree(package):
+    for bins, include, lib_dir in (
+        (package.bins, f"{package.prefix}/include", f"{package.prefix}/lib"),
+        (
+            package.wheel_bins,
+            f"{package.site}/tilelang/include",
+            f"{package.site}/tilelang/lib",
+        ),
+    ):
+        example_build = os.path.dirname(bins["gemm"])
+        with open(os.path.join(example_build, "compile_commands.json")) as f:
+            commands = json.load(f)
+        assert {os.path.basename(c["file"]) for c in commands} >= {
+            "gemm.cpp",
+            "load_and_run.cpp",
+            "cuda_launch.cpp",
+        }
+        for c in commands:
+            command = c.get("command") or " ".join(c["arguments"])
+            assert include in command, command
+            for path in (*_forbidden_paths(), package.first):
+                assert path not in command, (path, command)
+        for binary in bins.values():
+            dynamic = _run(["readelf", "-d", binary]).stdout
+            paths = re.findall(r"\((?:RPATH|RUNPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
+            assert paths and ":".join(paths).split(":") == [lib_dir], (paths, lib_dir)
+            strings = _run(["strings", "-a", binary]).stdout
+            for path in _forbidden_paths():
+                assert path not in strings, (binary, path)
+
+
+def test_installed_files_name_no_build_machine_path(package):
+    """Nothing installed (libraries, archives, the extension, CMake and pkg-config
+    files) names the checkout, the tree it was built from or the install folder."""
+    files = [p for p in package.prefix.rglob("*") if p.is_file() and not p.is_symlink()]
+    files += [p for p in (package.site / "tilelang").rglob("*") if p.is_file()]
+    binaries = [p for p in files if re.search(r"\.(so(\.[\d.]+)?|a)$", p.name)]
+    assert {p.name for p in binaries} >= {
+        "libtilelang_cpp.so.0.1.0",
+        "libtilelang_cpp.a",
+        "libtilelang_cpp_runtime.so.0.1.0",
+        "libtilelang_cpp_runtime.a",
+        "libtilelang_cpp.so.0.1",
+        "libtilelang_cpp_runtime.so.0.1",
+    }
+    assert any(p.name.startswith("_C.") for p in binaries), binaries
+    for f in binaries:
+        strings = _run(["strings", "-a", str(f)]).stdout
+        for path in (*_forbidden_paths(), package.first):
+            assert path not in strings, (f, path)
+    for f in files:
+        if f.suffix in (".cmake", ".pc"):
+            text = f.read_text()
+            for path in (*_forbidden_paths(), package.first):
+                assert path not in text, (f, path)
+
+
+def _quoted_includes(path):
+    with open(path) as f:
+        return re.findall(r'^\s*#\s*include\s*"([^"]+)"', f.read(), re.MULTILINE)
+
+
+def _public_header_closure(root):
+    """The headers of root/src that include/tl/*.h include, directly or through one
+    another (every include in src/ names its file from src/)."""
+    pending = sorted(glob.glob(os.path.join(root, "include", "tl", "*.h")))
+    found = set()
+    while pending:
+        for header in _quoted_includes(pending.pop()):
+            if header not in found and os.path.isfile(os.path.join(root, "src", header)):
+                found.add(header)
+                pending.append(os.path.join(root, "src", header))
+    return found
+
+
+def test_public_headers_and_examples_include_nothing_by_a_source_path():
+    public = sorted(glob.glob(os.path.join(ROOT, "include", "tl", "*.h")))
+    examples = sorted(glob.glob(os.path.join(ROOT, "examples", "cpp", "*.cpp")))
+    assert len(public) >= 5 and len(examples) == 3, (public, examples)
+    for f in public + examples:
+        for header in _quoted_includes(f):
+            assert not header.startswith(("/", "./", "../", "src/", "device/")), (f, header)
+            assert "/../" not in header, (f, header)
+            if f in examples:  # a program includes the library as <tl/...> only
+                assert header.startswith("tl/") and "/detail/" not in header, (f, header)
+            else:  # a public header, or one the package installs in tl/detail
+                assert header.startswith("tl/") or header in _public_header_closure(ROOT), (
+                    f,
+                    header,
+                )
+
+
+def test_only_the_headers_the_public_ones_include_are_installed(package):
+    closure = _public_header_closure(ROOT)
+    every = {
+        os.path.relpath(p, os.path.join(ROOT, "src"))
+        for p in glob.glob(os.path.join(ROOT, "src", "**", "*"), recursive=True)
+        if p.endswith((".h", ".def"))
+    }
+    assert {"builder/builder.h", "ir/ir.h", "runtime/kernel.h"} <= closure < every
+    assert not any(h.startswith(("transform/", "codegen/", "cache/")) for h in closure)
+    for include in (package.prefix / "include", package.site / "tilelang" / "include"):
+        detail = include / "tl" / "detail"
+        installed = {
+            os.path.relpath(p, detail)
+            for p in glob.glob(os.path.join(detail, "**", "*"), recursive=True)
+            if os.path.isfile(p) and not os.path.relpath(p, detail).startswith("device/")
+        }
+        assert installed == closure, (include, installed ^ closure)
+
+
+def test_installed_layout_is_relocatable(package):
+    prefix = package.prefix
     assert (prefix / "include" / "tl" / "tl.h").is_file()
     assert (prefix / "include" / "tl" / "types.h").is_file()
     assert (prefix / "share" / "tilelang_cpp" / "device" / "cpu" / "tl_cpu.h").is_file()
     cmake_dir = prefix / "lib" / "cmake" / "tilelang_cpp"
     assert (cmake_dir / "tilelang_cppConfigVersion.cmake").is_file()
-    # Nothing the consumer reads names the prefix it was installed to or the source tree.
-    for f in [*cmake_dir.iterdir(), prefix / "lib" / "pkgconfig" / "tilelang_cpp.pc"]:
-        text = f.read_text()
-        assert first not in text and ROOT not in text, f
     pc = (prefix / "lib" / "pkgconfig" / "tilelang_cpp.pc").read_text()
     pcvars = dict(re.findall(r"^(\w+)=(.*)$", pc, re.MULTILINE))
     pcvars["pcfiledir"] = str(prefix / "lib" / "pkgconfig")
@@ -140,40 +369,44 @@ def test_installed_layout_is_relocatable(installed):
     assert os.path.isfile(os.path.join(expand(pcvars["devicedir"]), "cpu", "tl_cpu.h"))
 
 
-def test_example_runs_against_moved_prefix(installed, tmp_path):
-    prefix, gemm, _, _ = installed
-    r = _run([gemm], env=_env(tmp_path), cwd=tmp_path)
-    device = prefix / "share" / "tilelang_cpp" / "device"
+def _check_gemm_output(r, device):
     assert f"device headers: {device}\n" in r.stdout
     err = re.search(r"gemm 300x200x100 on cpu: max abs error (\S+)", r.stdout)
     assert err and float(err.group(1)) <= 1e-3, r.stdout
     assert r.stdout.rstrip().endswith("OK")
 
 
-def test_bad_device_dir_env_is_a_caught_error(installed, tmp_path):
-    _, gemm, _, _ = installed
+def test_example_runs_against_moved_prefix(package, tmp_path):
+    r = _run([package.bins["gemm"]], env=_env(tmp_path), cwd=tmp_path)
+    _check_gemm_output(r, package.prefix / "share" / "tilelang_cpp" / "device")
+
+
+def test_bad_device_dir_env_is_a_caught_error(package, tmp_path):
     missing = tmp_path / "no_device_headers"
-    r = _run([gemm], returncode=1, env=_env(tmp_path, TILELANG_DEVICE_DIR=str(missing)))
-    assert (
-        f"gemm: TILELANG_DEVICE_DIR={missing} does not hold the tilelang device headers "
-        "(no cpu/tl_cpu.h there)" in r.stderr
-    )
+    for gemm in (package.bins["gemm"], package.wheel_bins["gemm"]):
+        r = _run([gemm], returncode=1, env=_env(tmp_path, TILELANG_DEVICE_DIR=str(missing)))
+        assert (
+            f"gemm: TILELANG_DEVICE_DIR={missing} does not hold the tilelang device headers "
+            "(no cpu/tl_cpu.h there)" in r.stderr
+        )
 
 
-def test_missing_installed_device_dir_is_a_caught_error(installed, tmp_path):
-    prefix, gemm, _, _ = installed
-    device = prefix / "share" / "tilelang_cpp" / "device"
-    aside = prefix / "share" / "tilelang_cpp" / "device_aside"
-    device.rename(aside)
-    try:
-        r = _run([gemm], returncode=1, env=_env(tmp_path))
-    finally:
-        aside.rename(device)
-    # An installed library never falls back to the source tree it was built from.
-    assert (
-        f"gemm: tilelang device headers not found (looked for cpu/tl_cpu.h in {device}); "
-        "set TILELANG_DEVICE_DIR" in r.stderr
-    )
+def test_missing_installed_device_dir_is_a_caught_error(package, tmp_path):
+    for gemm, device in (
+        (package.bins["gemm"], package.prefix / "share" / "tilelang_cpp" / "device"),
+        (package.wheel_bins["gemm"], package.site / "tilelang" / "device"),
+    ):
+        aside = device.parent / "device_aside"
+        device.rename(aside)
+        try:
+            r = _run([gemm], returncode=1, env=_env(tmp_path))
+        finally:
+            aside.rename(device)
+        # An installed library never falls back to the source tree it was built from.
+        assert (
+            f"gemm: tilelang device headers not found (looked for cpu/tl_cpu.h in {device}); "
+            "set TILELANG_DEVICE_DIR" in r.stderr
+        ), r.stderr
 
 
 def _needed(binary):
@@ -186,22 +419,37 @@ def _defined_symbols(library):
     return {line.split(" ", 2)[2] for line in r.stdout.splitlines() if line.count(" ") >= 2}
 
 
-def test_libraries_have_versioned_sonames(installed):
-    prefix = installed[0]
-    lib = prefix / "lib"
+def _strong_symbols(library):
+    """The non-weak functions and data the library defines."""
+    r = _run(["nm", "-D", "-C", "--defined-only", library])
+    lines = [line.split(" ", 2) for line in r.stdout.splitlines() if line.count(" ") >= 2]
+    return {name for _, kind, name in lines if kind in ("T", "D", "B", "R")}
+
+
+def test_libraries_have_versioned_sonames(package):
+    lib = package.prefix / "lib"
     for name in ("libtilelang_cpp", "libtilelang_cpp_runtime"):
         assert (lib / f"{name}.a").is_file(), name
         assert (lib / f"{name}.so.0.1.0").is_file(), name
+        assert os.readlink(lib / f"{name}.so") == f"{name}.so.0.1"
+        assert os.readlink(lib / f"{name}.so.0.1") == f"{name}.so.0.1.0"
         r = _run(["readelf", "-d", str(lib / f"{name}.so")])
         assert f"Library soname: [{name}.so.0.1]" in r.stdout, r.stdout
+        # The static archive holds the same objects as the shared library.
+        members = _run(["ar", "t", str(lib / f"{name}.a")]).stdout.split()
+        assert members and all(m.endswith(".o") for m in members), members
     # The compiler library brings the runtime library rather than a copy of it.
     assert "libtilelang_cpp_runtime.so.0.1" in _needed(str(lib / "libtilelang_cpp.so"))
+    # No function of the runtime is compiled into the compiler library a second time
+    # (inline functions and templates, weak in both, aside).
+    runtime = _strong_symbols(str(lib / "libtilelang_cpp_runtime.so"))
+    assert any(s.startswith("tl::load_kernel(") for s in runtime)
+    assert not runtime & _strong_symbols(str(lib / "libtilelang_cpp.so"))
 
 
-def test_runtime_library_holds_no_compiler(installed):
-    prefix = installed[0]
-    runtime = _defined_symbols(str(prefix / "lib" / "libtilelang_cpp_runtime.so"))
-    compiler = _defined_symbols(str(prefix / "lib" / "libtilelang_cpp.so"))
+def test_runtime_library_holds_no_compiler(package):
+    runtime = _defined_symbols(str(package.prefix / "lib" / "libtilelang_cpp_runtime.so"))
+    compiler = _defined_symbols(str(package.prefix / "lib" / "libtilelang_cpp.so"))
     assert any(s.startswith("tl::load_kernel(") for s in runtime)
     assert any(s.startswith("tl::Kernel::call(") for s in runtime)
     # What compiles: the entry point, the pass pipeline, codegen, NVRTC and the host
@@ -220,8 +468,9 @@ def test_runtime_library_holds_no_compiler(installed):
         assert not any(s.startswith(prefix_) for s in runtime), prefix_
 
 
-def test_exported_kernel_runs_from_runtime_only_program(installed, tmp_path):
-    prefix, gemm, _, load_and_run = installed
+def _export_and_load(gemm, load_and_run, device, tmp_path):
+    """`gemm --export`, then load_and_run on the export with no compiler, no device
+    headers and an empty kernel cache: loading compiles nothing."""
     # Linked against the runtime library alone (the link would fail on any compiler
     # symbol the program needed).
     needed = _needed(load_and_run)
@@ -235,11 +484,9 @@ def test_exported_kernel_runs_from_runtime_only_program(installed, tmp_path):
         .read_text()
         .startswith("format tilelang-cpp-kernel\nversion 2\ntarget cpu\n")
     )
-    # Loading compiles nothing: no host compiler and no device headers are needed.
     env = _env(tmp_path, TILELANG_CXX=str(tmp_path / "no_such_compiler"))
     env["TILELANG_CACHE_DIR"] = str(tmp_path / "empty_cache")
-    device = prefix / "share" / "tilelang_cpp" / "device"
-    aside = prefix / "share" / "tilelang_cpp" / "device_aside"
+    aside = device.parent / "device_aside"
     device.rename(aside)
     try:
         r = _run([load_and_run, str(exported)], env=env, cwd=tmp_path)
@@ -252,8 +499,13 @@ def test_exported_kernel_runs_from_runtime_only_program(installed, tmp_path):
     assert not (tmp_path / "empty_cache").exists()
 
 
-def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
-    _, gemm, _, load_and_run = installed
+def test_exported_kernel_runs_from_runtime_only_program(package, tmp_path):
+    device = package.prefix / "share" / "tilelang_cpp" / "device"
+    _export_and_load(package.bins["gemm"], package.bins["load_and_run"], device, tmp_path)
+
+
+def test_loading_a_broken_export_is_a_caught_error(package, tmp_path):
+    gemm, load_and_run = package.bins["gemm"], package.bins["load_and_run"]
     r = _run([load_and_run, str(tmp_path)], returncode=1, env=_env(tmp_path))
     assert (
         f"load_and_run: {tmp_path} is not an exported tilelang kernel: it has no export.txt; "
@@ -294,6 +546,178 @@ def test_loading_a_broken_export_is_a_caught_error(installed, tmp_path):
     )
 
 
+# Each documented exception type, thrown inside the installed shared library and caught
+# by type in the program (docs/cpp_api.md, "Errors").
+_ERRORS_CPP = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "tl/tl.h"
+
+template <typename E, typename F>
+int expect(const char* what, F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    std::printf("%s: %s\n", what, e.what());
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("%s: caught as another type: %s\n", what, e.what());
+    return 1;
+  }
+  std::printf("%s: nothing thrown\n", what);
+  return 1;
+}
+
+int main() {
+  int failed = 0;
+  failed += expect<tl::UserError>("UserError", [] { tl::Target::parse("no_such_target"); });
+  failed += expect<tl::UserError>("UserError with span", [] {
+    tl::FunctionBuilder fb("bad");
+    fb.set_span({tl::intern_file("my_kernels.cpp"), 42});
+    fb.tensor_param("A", {tl::int_imm(4)}, tl::dtype::Float32);
+    try {
+      fb.tensor_param("A", {tl::int_imm(4)}, tl::dtype::Float32);
+    } catch (const tl::UserError& e) {
+      std::printf("span: %s line %d\n", e.span().file, e.span().line);
+      throw;
+    }
+  });
+  failed += expect<tl::UserError>("UserError from the environment", [] {
+    setenv("TILELANG_CXX", "/no/such/compiler", 1);
+    tl::FunctionBuilder fb("copy");
+    tl::Buffer a = fb.tensor_param("a", {tl::int_imm(8)}, tl::dtype::Float32);
+    tl::Buffer b = fb.tensor_param("b", {tl::int_imm(8)}, tl::dtype::Float32);
+    fb.kernel({tl::int_imm(1)}, {8}, [&](tl::KernelVars) {
+      fb.copy({a, {tl::int_imm(0)}, {tl::int_imm(8)}}, {b, {tl::int_imm(0)}, {tl::int_imm(8)}});
+    });
+    tl::CompileOptions opt;
+    opt.target = tl::Target::parse("cpu");
+    tl::compile(fb.finish(), opt);
+  });
+  failed += expect<tl::DeviceDirError>("DeviceDirError", [] { tl::set_device_include_dir("/no/such/dir"); });
+  failed += expect<tl::InternalError>("InternalError", [] {
+    tl::throw_internal_error("src/check.cpp", 7, "raised inside the library");
+  });
+  failed += expect<tl::UserError>("UserError from the runtime", [] { tl::load_kernel("/no/such/export"); });
+  std::printf(failed ? "FAILED\n" : "OK\n");
+  return failed;
+}
+"""
+
+
+def _pkg_config(prefix, *args, returncode=0):
+    assert shutil.which("pkg-config"), "pkg-config is needed: apt-get install pkg-config"
+    env = _outside_env(PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    env.pop("PKG_CONFIG_LIBDIR", None)
+    r = _run(["pkg-config", *args], returncode=returncode, env=env)
+    # ${pcfiledir}/../.. as pkg-config writes it, normalized for comparison.
+    return [
+        f[:2] + os.path.normpath(f[2:]) if f.startswith(("-I", "-L")) else f
+        for f in r.stdout.split()
+    ]
+
+
+def test_pkg_config_builds_against_the_prefix(package, tmp_path):
+    """The pkg-config files as docs/cpp_api.md uses them: load_and_run built with
+    tilelang_cpp_runtime's flags alone runs gemm's export; a program built with
+    tilelang_cpp's flags links the compiler library (and through it the runtime's),
+    and catches every documented exception type thrown inside the shared libraries."""
+    prefix = package.prefix
+    assert _pkg_config(prefix, "--modversion", "tilelang_cpp") == ["0.1.0"]
+    _pkg_config(prefix, "--exists", "tilelang_cpp >= 0.1", "tilelang_cpp_runtime = 0.1.0")
+    _pkg_config(prefix, "--exists", "tilelang_cpp >= 0.2", returncode=1)
+    compiler_flags = _pkg_config(prefix, "--cflags", "--libs", "tilelang_cpp")
+    runtime_flags = _pkg_config(prefix, "--cflags", "--libs", "tilelang_cpp_runtime")
+    lib = str(prefix / "lib")
+    include = str(prefix / "include")
+    for flags in (compiler_flags, runtime_flags):
+        assert {f"-I{include}", f"-I{include}/tl/detail", f"-L{lib}"} <= set(flags), flags
+        assert "-ltilelang_cpp_runtime" in flags, flags
+    assert "-ltilelang_cpp" in compiler_flags and "-ltilelang_cpp" not in runtime_flags
+
+    cxx = os.environ.get("CXX", "c++")
+    examples = os.path.join(SRC_AWAY, "examples", "cpp")
+    load_and_run = str(tmp_path / "load_and_run")
+    source = os.path.join(examples, "load_and_run.cpp")
+    _run([cxx, source, *runtime_flags, f"-Wl,-rpath,{lib}", "-o", load_and_run])
+    assert not any(n.startswith("libtilelang_cpp.so") for n in _needed(load_and_run))
+    exported = tmp_path / "gemm_kernel"
+    _run([package.bins["gemm"], "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    r = _run([load_and_run, str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    assert r.stdout.rstrip().endswith("OK"), r.stdout
+
+    (tmp_path / "errors.cpp").write_text(_ERRORS_CPP)
+    errors = str(tmp_path / "errors")
+    source = str(tmp_path / "errors.cpp")
+    _run([cxx, source, *compiler_flags, f"-Wl,-rpath,{lib}", "-o", errors])
+    assert {"libtilelang_cpp.so.0.1", "libtilelang_cpp_runtime.so.0.1"} <= set(_needed(errors))
+    r = _run([errors], env=_env(tmp_path), cwd=tmp_path)
+    assert (
+        "UserError: unknown target 'no_such_target'" in r.stdout
+        and "span: my_kernels.cpp line 42\n" in r.stdout
+        and "UserError with span: my_kernels.cpp:42: duplicate parameter name 'A'\n" in r.stdout
+        and "UserError from the environment: cannot run the host C++ compiler '/no/such/compiler'"
+        in r.stdout
+        and "DeviceDirError: set_device_include_dir: /no/such/dir does not hold the tilelang "
+        "device headers (no cpu/tl_cpu.h there)\n"
+        in r.stdout
+        and "InternalError: internal compiler error (a bug in tilelang, please report it): "
+        "raised inside the library [src/check.cpp:7]\n"
+        in r.stdout
+        and "UserError from the runtime: /no/such/export is not an exported tilelang kernel"
+        in r.stdout
+    ), r.stdout
+    assert r.stdout.endswith("OK\n"), r.stdout
+
+
+_VERSION_CHECK = """cmake_minimum_required(VERSION 3.22)
+project(version_check LANGUAGES CXX)
+foreach(wanted {wanted})
+  find_package(tilelang_cpp ${{wanted}} CONFIG {mode})
+  message(STATUS "tilelang_cpp ${{wanted}}: found=${{tilelang_cpp_FOUND}}")
+endforeach()
+"""
+
+
+def test_find_package_checks_the_version(package, tmp_path):
+    """tilelang_cppConfigVersion.cmake: the same major version, no older than asked
+    (a 0.x package answers 0.0 and 0.1, not 0.2 or 1.0); a REQUIRED request it does not
+    meet stops the configure naming the version found."""
+    for package_args, name in (
+        ([f"-DCMAKE_PREFIX_PATH={package.prefix}"], "prefix"),
+        ([f"-Dtilelang_cpp_DIR={package.cmake_dir}"], "wheel"),
+    ):
+        for mode, wanted, returncode in (
+            ("QUIET", "0.0 0.1 0.1.0 0.1.1 0.2 1.0", 0),
+            ("REQUIRED", "1", 1),
+        ):
+            project = tmp_path / name / mode
+            project.mkdir(parents=True)
+            text = _VERSION_CHECK.format(wanted=wanted, mode=mode)
+            (project / "CMakeLists.txt").write_text(text)
+            r = _run(
+                ["cmake", "-S", str(project), "-B", str(project / "build"), *package_args],
+                returncode=returncode,
+                env=_outside_env(),
+            )
+            if mode == "QUIET":
+                found = dict(re.findall(r"-- tilelang_cpp (\S+): found=(\S*)", r.stdout))
+                assert found == {
+                    "0.0": "1",
+                    "0.1": "1",
+                    "0.1.0": "1",
+                    "0.1.1": "0",
+                    "0.2": "0",
+                    "1.0": "0",
+                }, r.stdout
+            else:
+                assert 'compatible with requested version "1"' in r.stderr, r.stderr
+                assert "version: 0.1.0" in r.stderr, r.stderr
+
+
 def _python_gemm():
     """The GEMM of examples/cpp/gemm.cpp written in the Python DSL: same name and
     signature, so load_and_run can run its export."""
@@ -324,25 +748,23 @@ def _python_gemm():
     return tilelang.compile(gemm, target="cpu")
 
 
-def test_python_export_runs_in_the_runtime_only_program(installed, tmp_path):
-    _, _, _, load_and_run = installed
+def test_python_export_runs_in_the_runtime_only_program(package, tmp_path):
     exported = tmp_path / "python_gemm"
     _python_gemm().export_library(str(exported))
     env = _env(tmp_path, TILELANG_CXX=str(tmp_path / "no_such_compiler"))
-    r = _run([load_and_run, str(exported)], env=env, cwd=tmp_path)
+    r = _run([package.bins["load_and_run"], str(exported)], env=env, cwd=tmp_path)
     assert "loaded kernel 'gemm' for cpu with 3 parameters" in r.stdout
     err = re.search(r"loaded gemm 300x200x100: max abs error (\S+)", r.stdout)
     assert err and float(err.group(1)) <= 1e-3, r.stdout
     assert r.stdout.rstrip().endswith("OK")
 
 
-def test_cpp_export_runs_in_python(installed, tmp_path):
+def test_cpp_export_runs_in_python(package, tmp_path):
     import numpy as np
     import tilelang
 
-    _, gemm, _, _ = installed
     exported = tmp_path / "cpp_gemm"
-    _run([gemm, "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
+    _run([package.bins["gemm"], "--export", str(exported)], env=_env(tmp_path), cwd=tmp_path)
     before = tilelang._C.compile_count()
     kernel = tilelang.jit.load_kernel(str(exported))
     assert tilelang._C.compile_count() == before
@@ -355,14 +777,14 @@ def test_cpp_export_runs_in_python(installed, tmp_path):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), atol=1e-3)
 
 
-def test_cuda_launch_example(installed, tmp_path):
-    """examples/cpp/cuda_launch.cpp, built against the prefix: it compiles its kernel with
-    NVRTC anywhere, and launches it on device memory and a stream of its own where a GPU
-    answers; elsewhere it says so and exits with 77 (CTest's skip code)."""
+def _check_cuda_launch(cuda_launch, tmp_path):
+    """examples/cpp/cuda_launch.cpp: it compiles its kernel with NVRTC anywhere, and
+    launches it on device memory and a stream of its own where a GPU answers;
+    elsewhere it says so and exits with 77 (CTest's skip code)."""
     from tilelang import _native
 
     core = _native.load()
-    cuda_launch = os.path.join(os.path.dirname(installed[1]), "cuda_launch")
+    tmp_path.mkdir()
     r = _run([cuda_launch], returncode=None, env=_env(tmp_path), cwd=tmp_path)
     if not core.nvrtc_version():
         assert r.returncode == 1, r
@@ -385,3 +807,103 @@ def test_cuda_launch_example(installed, tmp_path):
     err = re.search(r"axpy of 1000003 elements on the GPU: max abs error (\S+)", r.stdout)
     assert err and float(err.group(1)) <= 1e-5, r.stdout
     assert r.stdout.rstrip().endswith("OK")
+
+
+def test_cuda_launch_example(package, tmp_path):
+    _check_cuda_launch(package.bins["cuda_launch"], tmp_path / "prefix")
+    _check_cuda_launch(package.wheel_bins["cuda_launch"], tmp_path / "wheel")
+
+
+# The package inside the installed wheel.
+
+
+def _cli(site, *args, returncode=0):
+    return _run(
+        [sys.executable, "-m", "tilelang", *args],
+        returncode=returncode,
+        env=_outside_env(PYTHONPATH=str(site)),
+    )
+
+
+def test_cmake_and_lib_dirs_point_into_the_installed_wheel(package):
+    site = package.site
+    tl_dir = site / "tilelang"
+    assert package.cmake_dir == str(tl_dir / "lib" / "cmake" / "tilelang_cpp")
+    lib_dir = _cli(site, "--lib-dir").stdout.strip()
+    assert lib_dir == str(tl_dir / "lib")
+    # One file per library, named by its SONAME (a wheel holds no symlinks), and no
+    # static archives.
+    assert sorted(os.listdir(lib_dir)) == [
+        "cmake",
+        "libtilelang_cpp.so.0.1",
+        "libtilelang_cpp_runtime.so.0.1",
+    ]
+    for name in ("libtilelang_cpp", "libtilelang_cpp_runtime"):
+        r = _run(["readelf", "-d", os.path.join(lib_dir, f"{name}.so.0.1")])
+        assert f"Library soname: [{name}.so.0.1]" in r.stdout, r.stdout
+    assert (tl_dir / "include" / "tl" / "tl.h").is_file()
+    assert (tl_dir / "include" / "tl" / "runtime.h").is_file()
+    assert _cli(site, "--device-dir").stdout.strip() == str(tl_dir / "device")
+
+
+def test_wheel_ships_py_typed_and_its_annotations_reach_a_type_checker(package, tmp_path):
+    """The wheel holds tilelang/py.typed (PEP 561), so mypy reads the installed package's
+    annotations: a user's script sees tilelang.compile return a JITKernel and a wrong
+    argument type is reported, where without the marker the package would be Any."""
+    site = package.site
+    assert (site / "tilelang" / "py.typed").is_file()
+    script = tmp_path / "user.py"
+    script.write_text(
+        "import tilelang\n"
+        "from tilelang.cache import parse_size\n"
+        "def build(f: object) -> None:\n"
+        "    reveal_type(tilelang.compile)\n"
+        "    reveal_type(tilelang.cdiv(7, 2))\n"
+        "    parse_size(1.5)\n"
+    )
+    # torch (imported by some modules) is not analysed, as in pyproject.toml's check.
+    config = tmp_path / "mypy.ini"
+    config.write_text(
+        "[mypy]\npython_version = 3.9\nignore_missing_imports = True\n"
+        "follow_imports = silent\nincremental = False\n"
+        "[mypy-torch.*,_pytest.*,pytest.*]\nfollow_imports = skip\n"
+    )
+    r = _run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), str(script)],
+        returncode=1,
+        env=_outside_env(PYTHONPATH=str(site), MYPYPATH=""),
+        cwd=tmp_path,
+    )
+    out = r.stdout
+    assert 'Revealed type is "def (func: tilelang.language.prim_func.PrimFunc' in out, out
+    assert "-> tilelang.jit.kernel.JITKernel" in out, out
+    assert 'Revealed type is "builtins.int"' in out, out
+    assert 'Argument 1 to "parse_size" has incompatible type "float"' in out, out
+    assert "py.typed" not in out and "missing library stubs" not in out, out
+
+
+def test_examples_run_against_the_wheel(package, tmp_path):
+    r = _run([package.wheel_bins["gemm"]], env=_env(tmp_path), cwd=tmp_path)
+    _check_gemm_output(r, package.site / "tilelang" / "device")
+    device = package.site / "tilelang" / "device"
+    _export_and_load(
+        package.wheel_bins["gemm"], package.wheel_bins["load_and_run"], device, tmp_path
+    )
+
+
+def test_cmake_dir_without_a_cxx_package_is_a_clear_error():
+    """A development checkout's tilelang (python/tilelang) carries no C++ package."""
+    r = _run(
+        [sys.executable, "-m", "tilelang", "--cmake-dir"],
+        returncode=1,
+        env={
+            **_outside_env(PYTHONPATH=os.path.join(ROOT, "python")),
+            "TILELANG_DEV_BUILD_DIR": os.environ.get("TILELANG_DEV_BUILD_DIR", ""),
+        },
+    )
+    assert r.stdout == ""
+    assert r.stderr == (
+        f"python -m tilelang: this tilelang ({os.path.join(ROOT, 'python', 'tilelang')}) carries no "
+        "C++ package: a wheel built by `pip install` carries one; from a source checkout, "
+        "`cmake --install <build dir> --prefix <dir>` installs it (docs/cpp_api.md)\n"
+    )

@@ -36,7 +36,6 @@ KINDS = {
     "test_copy": "lowering",
     "test_copy_mismatched_regions": "lowering",
     "test_cpp_package": "runtime",
-    "test_cpp_wheel": "runtime",
     "test_cpu_kernels": "lowering",
     "test_cuda_codegen": "cuda_source",
     "test_cuda_mma": "emulator cuda_source",
