@@ -10,8 +10,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _newest_build_dir():
-    found = glob.glob(os.path.join(ROOT, "build", "**", "_C.*.so"), recursive=True)
+def _newest_build_dir(root=ROOT):
+    found = glob.glob(os.path.join(root, "build", "**", "_C.*.so"), recursive=True)
+    # Not the build of the checkout's copy that test_cpp_package.py makes (and renames
+    # away while it runs).
+    copy = os.path.join(root, "build", "cpp-package-test") + os.sep
+    found = [f for f in found if not f.startswith(copy)]
     if not found:
         return None
     return os.path.dirname(max(found, key=os.path.getmtime))

@@ -234,6 +234,20 @@ def _env(tmp_path, **extra):
     return _outside_env(TILELANG_CACHE_DIR=str(tmp_path / "cache"), **extra)
 
 
+def test_a_checkout_run_never_uses_the_copys_build(tmp_path):
+    """conftest.py picks the newest extension under build/ when TILELANG_DEV_BUILD_DIR
+    is unset: never the one this module builds in its copy of the checkout."""
+    import conftest
+
+    dev = tmp_path / "build" / "dev"
+    copy = tmp_path / "build" / "cpp-package-test" / "src" / "build" / "package"
+    for folder, mtime in ((dev, 1_000_000), (copy, 2_000_000)):
+        folder.mkdir(parents=True)
+        (folder / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+        os.utime(folder / "_C.cpython-311-x86_64-linux-gnu.so", (mtime, mtime))
+    assert conftest._newest_build_dir(str(tmp_path)) == str(dev)
+
+
 def test_the_source_tree_is_gone_during_the_run(package):
     assert not os.path.exists(SRC) and os.path.isdir(SRC_AWAY)
     assert os.path.isfile(os.path.join(SRC_AWAY, "build", "package", "CMakeCache.txt"))
