@@ -858,6 +858,11 @@ def test_cmake_and_lib_dirs_point_into_the_installed_wheel(package):
     assert (tl_dir / "include" / "tl" / "tl.h").is_file()
     assert (tl_dir / "include" / "tl" / "runtime.h").is_file()
     assert _cli(site, "--device-dir").stdout.strip() == str(tl_dir / "device")
+    # --include-dir keeps its meaning: the -I folder of generated CUDA source, which
+    # names it in its second line (docs/cpp_api.md); the C++ headers come with the
+    # CMake targets.
+    assert _cli(site, "--include-dir").stdout.strip() == str(tl_dir / "device" / "cuda")
+    assert (tl_dir / "device" / "cuda" / "tl_cuda.cuh").is_file()
 
 
 def test_wheel_ships_py_typed_and_its_annotations_reach_a_type_checker(package, tmp_path):
