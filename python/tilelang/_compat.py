@@ -2,12 +2,22 @@
 (`tilelang.cuda.intrinsics` is tilelang.intrinsics) and answers a name it does not
 provide with an error that says whether it is out of scope or simply unknown."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from tilelang.tvm._scope import OutOfScopeError, out_of_scope
 
 __all__ = ["OutOfScopeError", "forwarding_getattr", "out_of_scope"]
 
 
-def forwarding_getattr(module_name, sources=(), internal=(), instead="", internal_all=False):
+def forwarding_getattr(
+    module_name: str,
+    sources: Any = (),
+    internal: Any = (),
+    instead: str = "",
+    internal_all: Any = False,
+) -> Any:
     """A module `__getattr__`: a name of one of `sources` (modules, searched in order) is
     theirs; a name in `internal` (or any name, with internal_all) raises the out-of-scope
     error naming `module_name.name` and `instead`; anything else is an AttributeError."""
@@ -61,7 +71,7 @@ class _InternalModule:
         )  # fmt: skip
 
 
-def install_internal_module_finder():
+def install_internal_module_finder() -> None:
     import sys
 
     if _InternalModule not in sys.meta_path:

@@ -3,6 +3,8 @@ the `tilelang` log handler shares with them, so a log line never breaks a bar. A
 shown only while stderr is a terminal (a script whose output goes to a file or a pipe
 stays quiet); it is tqdm's when tqdm is installed, else one plain line redrawn in place."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import sys
@@ -66,7 +68,7 @@ class Progress:
     config so far, failures), describe(desc) renames the phase. Shown only when stderr
     is a terminal; a no-op otherwise. Use it as a context manager (close() ends the line)."""
 
-    def __init__(self, desc, total, unit="config"):
+    def __init__(self, desc: str, total: int, unit: str = "config") -> None:
         self.desc, self.total, self.unit = desc, total, unit
         self.done = 0
         self.text = ""
@@ -97,7 +99,7 @@ class Progress:
     def __exit__(self, *exc):
         self.close()
 
-    def advance(self, steps=1):
+    def advance(self, steps: int = 1) -> None:
         self.done += steps
         self._dirty = True
         if self._tqdm is not None:
@@ -105,7 +107,7 @@ class Progress:
         elif self._plain:
             self._draw(force=self.done >= self.total)
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         self._dirty = self._dirty or text != self.text
         self.text = text
         if self._tqdm is not None:
@@ -113,7 +115,7 @@ class Progress:
         elif self._plain:
             self._draw()
 
-    def describe(self, desc):
+    def describe(self, desc: str) -> None:
         self._dirty = self._dirty or desc != self.desc
         self.desc = desc
         if self._tqdm is not None:
@@ -121,7 +123,7 @@ class Progress:
         elif self._plain:
             self._draw()
 
-    def close(self):
+    def close(self) -> None:
         global _tqdm_bars
         with _lock:
             if self._tqdm is not None:
@@ -138,7 +140,7 @@ class Progress:
                 if _plain_bars:
                     _plain_bars[-1]._draw(force=True)
 
-    def line(self):
+    def line(self) -> str:
         """The plain bar's text: 'autotune matmul: compiling 3/8 configs [2s] 1 failed'."""
         seconds = time.monotonic() - self._start
         text = f"{self.desc} {self.done}/{self.total} {self.unit}s [{seconds:.0f}s]"

@@ -24,8 +24,10 @@ PUBLIC_MODULES = [
 
 
 def _public(module):
-    names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
-    return [(n, getattr(module, n, None)) for n in names]
+    """Every name a user reaches as module.name: `__all__` and the other public names
+    (`T.*` holds more than `tilelang.language.__all__` lists)."""
+    names = set(getattr(module, "__all__", ())) | {n for n in dir(module) if not n.startswith("_")}
+    return [(n, getattr(module, n, None)) for n in sorted(names)]
 
 
 def _unannotated(fn):

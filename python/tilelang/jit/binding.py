@@ -9,8 +9,11 @@ kind cannot key a kernel and is refused, naming the argument.
 `JITFunc` is TileLang's `jit_fn.func`: the decorated factory, callable as itself, with
 `parse_args(*args, **kwargs)` (the key of a call), `_parse_phase1_key` and `set_mode`."""
 
+from __future__ import annotations
+
 import functools
 import inspect
+from typing import Any, Callable
 
 import numpy as np
 
@@ -61,7 +64,7 @@ def key_part(value, where="a value"):
 _CALL_FORM_TYPES = frozenset([bool, int, float, str, type(None)])
 
 
-def call_form(args, kwargs):
+def call_form(args: Any, kwargs: Any) -> Any:
     """A key of the call exactly as written, for the cache that skips binding on repeated
     calls; None when an argument is of another type (that call is bound every time)."""
     for v in args:
@@ -82,13 +85,13 @@ class JITFunc:
     """The function under `@tilelang.jit` (TileLang's `.func`): calling it calls the
     function; its attributes (`__name__`, `__code__`, ...) are the function's."""
 
-    def __init__(self, fn, mode="lazy"):
+    def __init__(self, fn: Callable[..., Any], mode: str = "lazy") -> None:
         functools.update_wrapper(self, fn)
         self.orig_func = fn
         self.signature = inspect.signature(fn)
         self.mode = mode
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.orig_func(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -100,7 +103,7 @@ class JITFunc:
     def __repr__(self):
         return f"<JITFunc {self.orig_func.__qualname__}{self.signature}>"
 
-    def set_mode(self, mode):
+    def set_mode(self, mode: str) -> None:
         """TileLang's switch between its lazy (a factory returning a T.prim_func) and
         eager kinds; here the decorator tells them apart, so only the value is kept."""
         if mode not in ("lazy", "eager"):
@@ -148,7 +151,7 @@ class JITFunc:
         named, flat, tensors = self._split(args, kwargs)
         return self._key(named, flat), tensors, dict(named + flat)
 
-    def parse_args(self, *args, **kwargs):
+    def parse_args(self, *args: Any, **kwargs: Any) -> Any:
         """((key, tensor key), {name: tensor}) of a call: the key of the kernel it
         builds (see the module); the tensor key (None for a factory) is each tensor's
         dtype and shape."""

@@ -2,8 +2,11 @@
 dtype)`), sizes (`T.const`), outputs (`T.empty`) and returns them. A call binds the
 consts from the argument shapes, traces and compiles once per specialization, and runs."""
 
+from __future__ import annotations
+
 import contextlib
 import inspect
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,7 +71,7 @@ class EagerFunction:
 
     __test__ = False  # never collected by pytest, as LazyJIT
 
-    def __init__(self, func, options):
+    def __init__(self, func: Callable[..., Any], options: Any) -> None:
         from .binding import JITFunc
 
         self.fn = func
@@ -78,12 +81,12 @@ class EagerFunction:
         self.__name__ = func.__name__
         self.__doc__ = func.__doc__
         self._signature_types = _signature_types(func, self.signature)
-        self._const_maps = {}
+        self._const_maps: dict = {}
         self._kernels = Specializations()
         self._last_spec = None
 
     @property
-    def func(self):
+    def func(self) -> Any:
         """The decorated function as TileLang's `.func` (a binding.JITFunc): calling it
         calls the function; `_parse_phase1_key(*args)` splits a call into its key,
         its tensors and its compile-time values."""
@@ -225,7 +228,7 @@ class EagerFunction:
         self._last_spec = values
 
     # ---- public API
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound, spec = self._spec_for_call(args, kwargs)
         return spec.call(bound.arguments)
 
@@ -239,7 +242,7 @@ class EagerFunction:
         const_values = self._bind_consts(where, bound.arguments)
         return bound, self._specialize(bound, declared, const_values)
 
-    def get_kernel_source(self, *args, **kwargs):
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
         """The generated source of the kernel these arguments select: the call's
         arguments (tensors and config values; nothing runs), or with keywords only,
         config values and T.const values as compile() takes them."""
@@ -262,7 +265,7 @@ class EagerFunction:
             out[name] = const_from_tensor(value, place)
         return out
 
-    def compile(self, **kwargs):
+    def compile(self, **kwargs: Any) -> Any:
         """Compiles for given T.const values (and config arguments); returns the JITKernel."""
         bound, declared, consts = self._compile_plan(kwargs)
         return self._specialize(bound, declared, consts).kernel
@@ -281,7 +284,7 @@ class EagerFunction:
             )
         return bound, declared, consts
 
-    def get_tir(self, *args, **kwargs):
+    def get_tir(self, *args: Any, **kwargs: Any) -> Any:
         """The traced T.prim_func (nothing compiled) for a call's arguments, where a
         `T.Tensor(shape, dtype)` may stand for a tensor, or with keywords only, for
         config values and T.const values as compile() takes them."""

@@ -4,17 +4,20 @@ dropped first: a function called with ever new arguments does not keep every ker
 its loaded library, alive. A dropped specialization compiles again at its next use (a
 disk-cache hit)."""
 
+from __future__ import annotations
+
 from collections import OrderedDict
+from typing import Any
 
 from tilelang import _native
 
 
 class Specializations:
-    def __init__(self):
-        self._items = OrderedDict()
+    def __init__(self) -> None:
+        self._items: OrderedDict = OrderedDict()
         self.made = 0  # how many were ever added, for the log's numbering
 
-    def get(self, key):
+    def get(self, key: Any) -> Any:
         value = self._items.get(key)
         if value is not None:
             self._items.move_to_end(key)

@@ -7,7 +7,11 @@ tile op, which matches extents the way T.copy does. Blocks run concurrently on e
 target (on the CPU, on parallel OS threads), so these are real atomics everywhere.
 """
 
+from __future__ import annotations
+
 import math
+
+from tilelang.types import BufferLike, Expr, ExprLike
 
 from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, const_int, to_value
@@ -163,7 +167,13 @@ def _rmw(kind, dst, value, memory_order, return_prev):
     return None
 
 
-def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
+def atomic_add(
+    dst: BufferLike,
+    value: ExprLike,
+    memory_order: str | None = None,
+    return_prev: bool = False,
+    use_tma: bool = False,
+) -> Expr:
     """dst += value atomically. On one element with return_prev=True, returns the value
     dst held before. On sm_90, adding a whole shared tile of float32/int32/uint32 into
     a tensor region (relaxed order) becomes a TMA reduce-add whether or not `use_tma`
@@ -174,27 +184,37 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False):
 _BITWISE = ("and", "or", "xor")
 
 
-def atomic_and(dst, value, memory_order=None, return_prev=False):
+def atomic_and(
+    dst: BufferLike, value: ExprLike, memory_order: str | None = None, return_prev: bool = False
+) -> Expr:
     """dst &= value atomically, on one integer element."""
     return _rmw("and", dst, value, memory_order, return_prev)
 
 
-def atomic_or(dst, value, memory_order=None, return_prev=False):
+def atomic_or(
+    dst: BufferLike, value: ExprLike, memory_order: str | None = None, return_prev: bool = False
+) -> Expr:
     """dst |= value atomically, on one integer element."""
     return _rmw("or", dst, value, memory_order, return_prev)
 
 
-def atomic_xor(dst, value, memory_order=None, return_prev=False):
+def atomic_xor(
+    dst: BufferLike, value: ExprLike, memory_order: str | None = None, return_prev: bool = False
+) -> Expr:
     """dst ^= value atomically, on one integer element."""
     return _rmw("xor", dst, value, memory_order, return_prev)
 
 
-def atomic_max(dst, value, memory_order=None, return_prev=False):
+def atomic_max(
+    dst: BufferLike, value: ExprLike, memory_order: str | None = None, return_prev: bool = False
+) -> Expr:
     """dst = max(dst, value) atomically."""
     return _rmw("max", dst, value, memory_order, return_prev)
 
 
-def atomic_min(dst, value, memory_order=None, return_prev=False):
+def atomic_min(
+    dst: BufferLike, value: ExprLike, memory_order: str | None = None, return_prev: bool = False
+) -> Expr:
     """dst = min(dst, value) atomically."""
     return _rmw("min", dst, value, memory_order, return_prev)
 
@@ -293,7 +313,7 @@ def _add_elements(ctx, dst_region, value_region):
         _emit(ctx, *_element_call(dst, d_idx, "atomic_add", order, [v]))
 
 
-def atomic_addx2(dst, value, return_prev=False):
+def atomic_addx2(dst: BufferLike, value: ExprLike, return_prev: bool = False) -> Expr:
     """Adds the 2 elements starting at `value` into the 2 starting at `dst` (TileLang's
     paired atomic add: `T.atomic_addx2(dQ[i, j], acc[k])`), each one atomically. Either
     side may also be a slice or `A[T.Ramp(j, 1, 2)]`; with return_prev=True it returns
@@ -301,7 +321,7 @@ def atomic_addx2(dst, value, return_prev=False):
     return _atomic_add_run(dst, value, 2, return_prev)
 
 
-def atomic_addx4(dst, value, return_prev=False):
+def atomic_addx4(dst: BufferLike, value: ExprLike, return_prev: bool = False) -> Expr:
     """The same for 4 consecutive elements (TileLang's float4 atomic add)."""
     return _atomic_add_run(dst, value, 4, return_prev)
 
@@ -316,7 +336,7 @@ def _single(ctx, x, what):
     return element
 
 
-def atomic_load(src, memory_order="seq_cst"):
+def atomic_load(src: BufferLike, memory_order: str = "seq_cst") -> Expr:
     """The value of one element, read atomically (an expression, read where it is used)."""
     what = "T.atomic_load"
     ctx = builder_ctx.current(what)
@@ -326,7 +346,7 @@ def atomic_load(src, memory_order="seq_cst"):
     return call if cond is None else _C.select(cond, call, _C.const(0, buffer.dtype))
 
 
-def atomic_store(dst, src, memory_order="seq_cst"):
+def atomic_store(dst: BufferLike, src: BufferLike, memory_order: str = "seq_cst") -> None:
     """Stores `src` into one element atomically."""
     what = "T.atomic_store"
     ctx = builder_ctx.current(what)

@@ -3,8 +3,12 @@
 each line prefixed with the block and thread index, and a failed assertion surfaces in
 Python as a TileLangError naming the kernel, the message, the source line and the block."""
 
+from __future__ import annotations
+
 import os
 import sys
+
+from tilelang.types import ExprLike
 
 from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, to_value
@@ -51,7 +55,9 @@ def _expr_text(e):
     return text[1:-1]
 
 
-def print(obj=None, msg="", warp_group_id=0, warp_id=0):
+def print(
+    obj: ExprLike | None = None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0
+) -> None:
     """Prints from the kernel, each line prefixed with `[block (x, y, z), thread (x, y, z)]`.
 
     - a buffer (or a slice of one): the whole tile, row by row, printed by one executor;
@@ -95,7 +101,7 @@ def print(obj=None, msg="", warp_group_id=0, warp_id=0):
     ctx.builder.tile_op("print", [], [*where, value], {"msg": msg or _expr_text(value)})
 
 
-def device_assert(condition, msg=""):
+def device_assert(condition: ExprLike, msg: str = "") -> None:
     """Checks `condition` while the kernel runs; a failure is raised after the launch as a
     TileLangError: "device assertion failed in kernel 'k': <msg> (at file:line) (block (...))".
     A condition that is True while tracing costs nothing."""

@@ -413,7 +413,7 @@ def wait_wgmma(n: ExprLike = 0) -> None:
     _emit(ctx, _marker("wait_wgmma", [_C.const(n, "int32")]))
 
 
-def set_max_nreg(reg_count, is_inc):
+def set_max_nreg(reg_count: int, is_inc: bool) -> None:
     """Register reallocation between warpgroups (setmaxnreg, sm_90a): the calling
     warpgroup's per-thread register limit goes up (is_inc=1) or down (is_inc=0) to
     `reg_count`. In a hand-written warp-specialized kernel the producer warpgroup, which

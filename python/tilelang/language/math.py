@@ -5,7 +5,9 @@ ints), so Python-level decisions on them keep working."""
 
 from __future__ import annotations
 
-from tilelang.types import Expr, ExprLike
+from typing import Any
+
+from tilelang.types import BufferLike, DTypeLike, Expr, ExprLike, ShapeLike
 
 from . import builder_ctx
 from .buffer import Buffer, Region, to_value
@@ -45,7 +47,7 @@ ceil = _unary("ceil")
 _ROUND_TIES = {"ties-away-from-zero": "round", "ties-to-even": "nearbyint"}
 
 
-def round(x, rounding_mode=None, span=None):
+def round(x: ExprLike, rounding_mode: str | None = None, span: Any = None) -> Expr:
     """T.round(x): x rounded to an integer value, halves to even (T.nearbyint, numpy's
     np.rint), TileLang's default. TileLang's rounding_mode picks the rule: "ties-to-even"
     (the same) or "ties-away-from-zero" (CUDA's roundf). Integers are returned as they
@@ -90,11 +92,11 @@ def pow(x: ExprLike, y: ExprLike) -> Expr:
     return _C.call("pow", [to_value(x), to_value(y)])
 
 
-def fmod(x, y):
+def fmod(x: ExprLike, y: ExprLike) -> Expr:
     return _C.call("fmod", [to_value(x), to_value(y)])
 
 
-def atan2(y, x):
+def atan2(y: ExprLike, x: ExprLike) -> Expr:
     """The angle of the point (x, y) in radians, in [-pi, pi] (C's atan2(y, x))."""
     return _C.call("atan2", [to_value(y), to_value(x)])
 
@@ -153,7 +155,7 @@ __cos = _fast("__cos", "cosine", "__cosf")
 __sin = _fast("__sin", "sine", "__sinf")
 
 
-def fast_rcp(x):
+def fast_rcp(x: ExprLike) -> Expr:
     """T.fast_rcp(x): 1 / x, approximately (rcp.approx.ftz.f32 for float32 on the GPU,
     TileLang's tl::fast_rcp; exact division on the cpu target and for float64)."""
     return _C.call("fast_rcp", [_as_float(x)])
@@ -192,37 +194,37 @@ def _ieee(fn, args, rounding_mode, nearest):
     return _C.call_extern(make_dtype(dt), f"tl::ieee_{op}_{rounding_mode}", args)
 
 
-def ieee_add(x, y, rounding_mode="rn"):
+def ieee_add(x: ExprLike, y: ExprLike, rounding_mode: str = "rn") -> Expr:
     """x + y rounded with `rounding_mode`: "rn" (nearest even), "rz", "ru" or "rd"."""
     return _ieee("ieee_add", [x, y], rounding_mode, lambda a, b: _C.binary("Add", a, b))
 
 
-def ieee_sub(x, y, rounding_mode="rn"):
+def ieee_sub(x: ExprLike, y: ExprLike, rounding_mode: str = "rn") -> Expr:
     """x - y rounded with `rounding_mode`."""
     return _ieee("ieee_sub", [x, y], rounding_mode, lambda a, b: _C.binary("Sub", a, b))
 
 
-def ieee_mul(x, y, rounding_mode="rn"):
+def ieee_mul(x: ExprLike, y: ExprLike, rounding_mode: str = "rn") -> Expr:
     """x * y rounded with `rounding_mode`."""
     return _ieee("ieee_mul", [x, y], rounding_mode, lambda a, b: _C.binary("Mul", a, b))
 
 
-def ieee_fmaf(x, y, z, rounding_mode="rn"):
+def ieee_fmaf(x: ExprLike, y: ExprLike, z: ExprLike, rounding_mode: str = "rn") -> Expr:
     """x * y + z with a single rounding (a fused multiply-add), with `rounding_mode`."""
     return _ieee("ieee_fmaf", [x, y, z], rounding_mode, lambda a, b, c: _C.call("fma", [a, b, c]))
 
 
-def ieee_frcp(x, rounding_mode="rn"):
+def ieee_frcp(x: ExprLike, rounding_mode: str = "rn") -> Expr:
     """1 / x rounded with `rounding_mode`."""
     return _ieee("ieee_frcp", [x], rounding_mode, lambda a: _C.binary("Div", 1.0, a))
 
 
-def ieee_fsqrt(x, rounding_mode="rn"):
+def ieee_fsqrt(x: ExprLike, rounding_mode: str = "rn") -> Expr:
     """sqrt(x) rounded with `rounding_mode`."""
     return _ieee("ieee_fsqrt", [x], rounding_mode, lambda a: _C.call("sqrt", [a]))
 
 
-def ieee_frsqrt(x, rounding_mode="rn"):
+def ieee_frsqrt(x: ExprLike, rounding_mode: str = "rn") -> Expr:
     """1 / sqrt(x) (round to nearest only, as in TileLang)."""
     if rounding_mode != "rn":
         raise ValueError(
@@ -231,7 +233,7 @@ def ieee_frsqrt(x, rounding_mode="rn"):
     return _C.call("rsqrt", [_as_float(x)])
 
 
-def ieee_fdiv(x, y, rounding_mode="rn"):
+def ieee_fdiv(x: ExprLike, y: ExprLike, rounding_mode: str = "rn") -> Expr:
     """x / y rounded with `rounding_mode`."""
     return _ieee("ieee_fdiv", [x, y], rounding_mode, lambda a, b: _C.binary("Div", a, b))
 
@@ -244,28 +246,28 @@ def _bitwise(op, a, b, py):
     return _C.binary(op, a, b)
 
 
-def bitwise_and(a, b):
+def bitwise_and(a: ExprLike, b: ExprLike) -> Expr:
     return _bitwise("BitAnd", a, b, lambda x, y: x & y)
 
 
-def bitwise_or(a, b):
+def bitwise_or(a: ExprLike, b: ExprLike) -> Expr:
     return _bitwise("BitOr", a, b, lambda x, y: x | y)
 
 
-def bitwise_xor(a, b):
+def bitwise_xor(a: ExprLike, b: ExprLike) -> Expr:
     return _bitwise("BitXor", a, b, lambda x, y: x ^ y)
 
 
-def shift_left(a, b):
+def shift_left(a: ExprLike, b: ExprLike) -> Expr:
     return _bitwise("Shl", a, b, lambda x, y: x << y)
 
 
-def shift_right(a, b):
+def shift_right(a: ExprLike, b: ExprLike) -> Expr:
     """Arithmetic shift for signed types, logical for unsigned (as C does)."""
     return _bitwise("Shr", a, b, lambda x, y: x >> y)
 
 
-def bitwise_not(a):
+def bitwise_not(a: ExprLike) -> Expr:
     a = to_value(a)
     if isinstance(a, _C.Expr) and a.dtype.name == "bool":
         raise frontend_error(
@@ -274,7 +276,7 @@ def bitwise_not(a):
     return ~a
 
 
-def max3(a, b, c):
+def max3(a: ExprLike, b: ExprLike, c: ExprLike) -> Expr:
     """The largest of three values (TileLang's three-input max)."""
     return max(a, b, c)
 
@@ -297,7 +299,15 @@ def min(*values: ExprLike) -> Expr:
     return _fold("Min", values)
 
 
-def clamp(dst=None, lo=None, hi=None, *, min_val=None, max_val=None, x=None):
+def clamp(
+    dst: BufferLike | None = None,
+    lo: ExprLike | None = None,
+    hi: ExprLike | None = None,
+    *,
+    min_val: ExprLike | None = None,
+    max_val: ExprLike | None = None,
+    x: ExprLike | None = None,
+) -> Expr:
     """`T.clamp(x, lo, hi)` (also `T.clamp(x, min_val=lo, max_val=hi)`): x limited to
     [lo, hi], as max(min(x, hi), lo)."""
     value = dst if dst is not None else x
@@ -309,7 +319,7 @@ def clamp(dst=None, lo=None, hi=None, *, min_val=None, max_val=None, x=None):
     return max(min(value, hi), lo)
 
 
-def dp4a(A, B, C):
+def dp4a(A: BufferLike, B: BufferLike, C: BufferLike) -> Expr:
     """`T.dp4a(A, B, C)`: C += A[0] * B[0] + ... + A[3] * B[3], four 8-bit integer
     products summed into the 32-bit integer C. A, B and C are buffers (from their first
     element) or elements (`A_local[k * 4]`); the four run along the last dimension."""
@@ -345,14 +355,14 @@ def dp4a(A, B, C):
     c[ci] = total
 
 
-def if_then_else(cond, then_value, else_value):
+def if_then_else(cond: ExprLike, then_value: ExprLike, else_value: ExprLike) -> Expr:
     cond = to_value(cond)
     if isinstance(cond, bool):
         return then_value if cond else else_value
     return _C.select(cond, to_value(then_value), to_value(else_value))
 
 
-def Select(condition, true_value, false_value):
+def Select(condition: ExprLike, true_value: ExprLike, false_value: ExprLike) -> Expr:
     """TVM's `T.Select(cond, a, b)`: a where cond holds, else b. Both values are
     computed (no branch), so neither may read out of bounds; T.if_then_else reads
     only the chosen one."""
@@ -420,7 +430,14 @@ def _exact_constant(value, dst):
     return bool(held == v)
 
 
-def cast(value, dtype, round="", sat=True, rbits=None, span=None):
+def cast(
+    value: ExprLike,
+    dtype: DTypeLike,
+    round: str = "",
+    sat: bool = True,
+    rbits: ExprLike | None = None,
+    span: Any = None,
+) -> Expr:
     """Converts `value` to `dtype` (also accepted in the order cast(dtype, value)).
 
     TileLang's options: `round` a PTX rounding modifier ("" the conversion's own,
@@ -471,7 +488,7 @@ def cast(value, dtype, round="", sat=True, rbits=None, span=None):
 Cast = cast
 
 
-def address_of(element):
+def address_of(element: ExprLike) -> Expr:
     """The address of one buffer element, `T.address_of(A[i, j])`, for T.call_extern."""
     value = to_value(element)
     if getattr(value, "kind", None) != "BufferLoad":
@@ -484,7 +501,9 @@ def address_of(element):
 _ACCESS = {"r": 1, "w": 2, "rw": 3, "wr": 3}
 
 
-def access_ptr(target, access_type="r", extent=None, offset=0):
+def access_ptr(
+    target: BufferLike, access_type: str = "r", extent: ExprLike | None = None, offset: ExprLike = 0
+) -> Expr:
     """The address of a buffer's data for T.call_extern, as TileLang writes it:
     `T.access_ptr(B_local, "r")` (the buffer's first element),
     `T.access_ptr(A_shared[i, 0], "w", extent=16)` (one element), or a slice (its first
@@ -533,7 +552,7 @@ def _traced_element(load):
     return entry[0], list(entry[1])
 
 
-def reinterpret(value, dtype):
+def reinterpret(value: ExprLike, dtype: DTypeLike) -> Expr:
     """Reads the bits of `value` as `dtype` (also accepted as reinterpret(dtype, value))."""
     if is_dtype_like(value) and not is_dtype_like(dtype):
         value, dtype = dtype, value
@@ -558,14 +577,14 @@ def _python_int_divisor(name, a, b):
     return True
 
 
-def ceildiv(a, b):
+def ceildiv(a: ExprLike, b: ExprLike) -> Expr:
     a, b = to_value(a), to_value(b)
     if _python_int_divisor("ceildiv", a, b):
         return -(-a // b)
     return _C.ceildiv(a, b)
 
 
-def assume(condition):
+def assume(condition: ExprLike) -> None:
     """TVM's `T.assume(cond)`: a promise that `cond` holds from where it is written to
     the end of the enclosing block (or until a variable it reads is assigned). The
     compiler relies on it to drop the bounds checks it implies; a promise over the
@@ -604,7 +623,7 @@ class Var(metaclass=_VarType):
     """TVM's `T.Var(name, dtype)`: a symbolic scalar, as T.dynamic(name, dtype) makes."""
 
 
-def let(var, value, body=None):
+def let(var: ExprLike, value: ExprLike, body: ExprLike | None = None) -> Expr:
     """`T.let(v, value)`: binds `value` to the variable `v` (made by `T.int32()` or
     `T.Var(name, dtype)`) for the rest of the enclosing block."""
     ctx = builder_ctx.current("T.let")
@@ -617,26 +636,26 @@ def let(var, value, body=None):
     return ctx.builder.let_var(var, to_value(value))
 
 
-def align_up(x, y):
+def align_up(x: ExprLike, y: ExprLike) -> Expr:
     """x rounded up to a multiple of y: T.ceildiv(x, y) * y (ints stay ints)."""
     return ceildiv(x, y) * y
 
 
-def floordiv(a, b):
+def floordiv(a: ExprLike, b: ExprLike) -> Expr:
     a, b = to_value(a), to_value(b)
     if _python_int_divisor("floordiv", a, b):
         return a // b
     return _C.binary("FloorDiv", a, b)
 
 
-def floormod(a, b):
+def floormod(a: ExprLike, b: ExprLike) -> Expr:
     a, b = to_value(a), to_value(b)
     if _python_int_divisor("floormod", a, b):
         return a % b
     return _C.binary("FloorMod", a, b)
 
 
-def index_to_coordinates(index, shape):
+def index_to_coordinates(index: ExprLike, shape: ShapeLike) -> Expr:
     """The row-major coordinates of flat `index` in `shape` (the last dimension varies
     fastest), as a tuple: `i, j = T.index_to_coordinates(k, (M, N))` is (k // N, k % N)."""
     shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
@@ -651,23 +670,23 @@ def index_to_coordinates(index, shape):
     return tuple(reversed(coords))
 
 
-def truncdiv(a, b):
+def truncdiv(a: ExprLike, b: ExprLike) -> Expr:
     return _C.binary("Div", to_value(a), to_value(b))
 
 
-def truncmod(a, b):
+def truncmod(a: ExprLike, b: ExprLike) -> Expr:
     return _C.binary("Mod", to_value(a), to_value(b))
 
 
-def infinity(dtype):
+def infinity(dtype: DTypeLike) -> Expr:
     return _C.infinity(make_dtype(dtype))
 
 
-def max_value(dtype):
+def max_value(dtype: DTypeLike) -> Expr:
     return _C.max_value(make_dtype(dtype))
 
 
-def min_value(dtype):
+def min_value(dtype: DTypeLike) -> Expr:
     return _C.min_value(make_dtype(dtype))
 
 
@@ -725,17 +744,17 @@ def _logical_reduce(name, op, conds):
     return values[0]
 
 
-def all_of(*conds):
+def all_of(*conds: Any) -> Expr:
     """True when every condition holds, or every element of a buffer or slice is nonzero."""
     return _logical_reduce("all_of", _C.logical_and, conds)
 
 
-def any_of(*conds):
+def any_of(*conds: Any) -> Expr:
     """True when some condition holds, or some element of a buffer or slice is nonzero."""
     return _logical_reduce("any_of", _C.logical_or, conds)
 
 
-def call_extern(*args, dtype=None):
+def call_extern(*args: Any, dtype: DTypeLike | None = None) -> Expr:
     """A call of an external device function: `T.call_extern(dtype, name, *args)`, or
     with the result type as a keyword, `T.call_extern(name, *args, dtype=...)`."""
     if dtype is None:
@@ -743,12 +762,12 @@ def call_extern(*args, dtype=None):
             raise frontend_error(
                 f"T.call_extern(dtype, name, *args): expected a result dtype and a function name, got {args!r}"
             )
-        dtype, *args = args
+        dtype, *args = args  # type: ignore[assignment]
     if not args or not isinstance(args[0], str):
         raise frontend_error(
             f"T.call_extern: the function name must be a string, got {args[0] if args else None!r}"
         )
-    name, *args = args
+    name, *args = args  # type: ignore[assignment]
     return _C.call_extern(make_dtype(dtype), name, [to_value(a) for a in args])
 
 

@@ -2,6 +2,12 @@
 reducers (`T.alloc_reducer`, `T.reducer_init`, `T.reducer_update`, `T.finalize_reducer`). Each call hands its buffers to one
 C++ tile op, which checks shapes and dims and reports mistakes at the user's line."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.types import BufferLike, DTypeLike, ExprLike, ShapeLike
+
 from . import builder_ctx, views
 from .buffer import Buffer, Region, const_int, to_value
 from .builder_ctx import frontend_error
@@ -101,7 +107,15 @@ def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None, nan_propag
     ctx.builder.tile_op("reduce", regions, [], attrs)
 
 
-def reduce_max(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+def reduce_max(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+    nan_propagate: bool = False,
+) -> None:
     """out = max of `buffer` over `dim`; with clear=False, max(out, that). A NaN is
     ignored, as by the GPU's max and TileLang's CUDA code (numpy's fmax): a line of NaNs
     only gives -inf, where the fold starts. nan_propagate=True makes any NaN in a line
@@ -110,38 +124,67 @@ def reduce_max(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_p
     _reduce("max", buffer, out, dim, clear, batch, annotations, nan)
 
 
-def reduce_min(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+def reduce_min(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+    nan_propagate: bool = False,
+) -> None:
     """out = min of `buffer` over `dim`; with clear=False, min(out, that). NaN is
     ignored unless nan_propagate=True, as in T.reduce_max."""
     nan = _nan_flag("T.reduce_min", nan_propagate, annotations)
     _reduce("min", buffer, out, dim, clear, batch, annotations, nan)
 
 
-def reduce_sum(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+def reduce_sum(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """out = sum of `buffer` over `dim`; with clear=False, out + that."""
     _reduce("sum", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_abssum(buffer, out, dim=-1, batch=1, annotations=None):
+def reduce_abssum(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """out = sum of |buffer| over `dim` (always starts from zero, as in TileLang)."""
     _reduce("abssum", buffer, out, dim, True, batch, annotations)
 
 
-def reduce_absmax(buffer, out, dim=-1, clear=True, batch=1, annotations=None, nan_propagate=False):
+def reduce_absmax(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+    nan_propagate: bool = False,
+) -> None:
     """out = max of |buffer| over `dim`; with clear=False, max(out, that). NaN is
     ignored unless nan_propagate=True, as in T.reduce_max."""
     nan = _nan_flag("T.reduce_absmax", nan_propagate, annotations)
     _reduce("absmax", buffer, out, dim, clear, batch, annotations, nan)
 
 
-def reduce_argmax(buffer, out, dim=-1):
+def reduce_argmax(buffer: BufferLike, out: BufferLike, dim: ExprLike = -1) -> None:
     """out = the index along `dim` of the largest element of `buffer` (the first one
     on ties, as torch.argmax; NaNs are never chosen). `out` is an integer buffer of
     `buffer`'s shape without `dim` (or with it kept as 1)."""
     _arg_reduce("max", buffer, out, dim)
 
 
-def reduce_argmin(buffer, out, dim=-1):
+def reduce_argmin(buffer: BufferLike, out: BufferLike, dim: ExprLike = -1) -> None:
     """out = the index along `dim` of the smallest element of `buffer` (the first on
     ties); see T.reduce_argmax."""
     _arg_reduce("min", buffer, out, dim)
@@ -194,15 +237,36 @@ def _arg_reduce(kind, buffer, out, dim):
     _reduce("min", index, dst, axis, True)
 
 
-def reduce_bitand(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+def reduce_bitand(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     _reduce("bitand", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_bitor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+def reduce_bitor(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     _reduce("bitor", buffer, out, dim, clear, batch, annotations)
 
 
-def reduce_bitxor(buffer, out, dim=-1, clear=True, batch=1, annotations=None):
+def reduce_bitxor(
+    buffer: BufferLike,
+    out: BufferLike,
+    dim: ExprLike = -1,
+    clear: bool = True,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     _reduce("bitxor", buffer, out, dim, clear, batch, annotations)
 
 
@@ -219,14 +283,26 @@ def _scan(kind, src, dst, dim, reverse, annotations=None):
     ctx.builder.tile_op("cumsum", [src_region.to_core(), dst_region.to_core()], [], attrs)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
+def cumsum(
+    src: BufferLike,
+    dst: BufferLike | None = None,
+    dim: ExprLike = 0,
+    reverse: bool = False,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """Inclusive prefix sum of `src` along `dim` into `dst` (in place when dst is None);
     reverse=True sums from the end. `annotations` (TileLang's lowering hints) are
     checked to be a dict and change nothing."""
     _scan("sum", src, dst, dim, reverse, annotations)
 
 
-def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
+def cummax(
+    src: BufferLike,
+    dst: BufferLike | None = None,
+    dim: ExprLike = 0,
+    reverse: bool = False,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """Inclusive running maximum of `src` along `dim`, like `cumsum`."""
     _scan("max", src, dst, dim, reverse, annotations)
 
@@ -239,6 +315,10 @@ class ReducerBuffer(Buffer):
     `epoch_loops` names the IR loops around the T.reducer_init that opened it."""
 
     __slots__ = ("epoch", "epoch_loops", "partials", "reducer_op")
+    epoch: str | None
+    epoch_loops: list
+    partials: Any
+    reducer_op: str
 
     def _check_access(self, what):
         if self.epoch is not None:
@@ -302,7 +382,9 @@ def _identity(op, dt):
     return _C.min_value(dt) if op == "max" else _C.max_value(dt)
 
 
-def alloc_reducer(shape, dtype, op="sum", replication=None):
+def alloc_reducer(
+    shape: ShapeLike, dtype: DTypeLike, op: str = "sum", replication: str | None = None
+) -> Any:
     """A block-wide reducer for `op` ("sum", "max", "min", or for integers "bitand",
     "bitor", "bitxor").
 
@@ -344,7 +426,7 @@ def _reducer(x, what):
     return x
 
 
-def reducer_init(reducer, init=None):
+def reducer_init(reducer: BufferLike, init: ExprLike | None = None) -> None:
     """Opens an epoch of `reducer`: its outputs start at `init` (a value of the
     reducer's dtype; Python numbers are converted), else at the op's identity. `init`
     is read here, once; it is combined once into every output."""
@@ -380,7 +462,7 @@ def reducer_init(reducer, init=None):
     ctx.builder.sync_threads()
 
 
-def reducer_update(target, value):
+def reducer_update(target: str, value: ExprLike) -> None:
     """Combines `value` into one output of a reducer, `T.reducer_update(acc[i], v)`,
     inside a T.Parallel loop: once per logical iteration of the loop."""
     from .atomic import _rmw
@@ -412,7 +494,12 @@ def reducer_update(target, value):
     _rmw(_REDUCER_ATOMICS[acc.reducer_op], acc.partials[tuple(indices)], v, None, False)
 
 
-def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+def finalize_reducer(
+    reducer: BufferLike,
+    dst: BufferLike | None = None,
+    batch: int = 1,
+    annotations: dict[str, Any] | None = None,
+) -> None:
     """Closes a reducer: with `dst` (a fragment or shared buffer of the reducer's shape
     and dtype), writes the combined outputs of the epoch opened by T.reducer_init there;
     without it (a reducer used as a fragment), makes its values visible to the block.

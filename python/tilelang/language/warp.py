@@ -11,6 +11,10 @@ lanes on every target; lanes are numbered by the linear thread index
 `tx + ex * (ty + ey * tz)`, as CUDA numbers them.
 """
 
+from __future__ import annotations
+
+from tilelang.types import Expr, ExprLike
+
 from . import builder_ctx
 from .buffer import const_int, to_value
 from .builder_ctx import TileLangError, frontend_error
@@ -177,28 +181,28 @@ def _linear_thread_index(ctx):
     return index
 
 
-def get_lane_idx(warp_size=None):
+def get_lane_idx(warp_size: int | None = None) -> Expr:
     """The calling thread's lane in its warp: linear thread index % warp_size (int32)."""
     what = "T.get_lane_idx"
     ctx = _kernel(what)
     return _linear_thread_index(ctx) % _warp_size(what, warp_size)
 
 
-def get_warp_idx(warp_size=None):
+def get_warp_idx(warp_size: int | None = None) -> Expr:
     """The calling thread's warp in its block: linear thread index // warp_size (int32)."""
     what = "T.get_warp_idx"
     ctx = _kernel(what)
     return _linear_thread_index(ctx) // _warp_size(what, warp_size)
 
 
-def get_warp_idx_sync(warp_size=None):
+def get_warp_idx_sync(warp_size: int | None = None) -> Expr:
     """As T.get_warp_idx (TileLang's variant for converged warps; the value is the same)."""
     what = "T.get_warp_idx_sync"
     ctx = _kernel(what)
     return _linear_thread_index(ctx) // _warp_size(what, warp_size)
 
 
-def get_warp_group_idx(warp_size=None, warps_per_group=None):
+def get_warp_group_idx(warp_size: int | None = None, warps_per_group: int | None = None) -> Expr:
     """The calling thread's warp group: linear thread index // (warp_size * warps_per_group),
     4 warps per group unless given (warps_per_group needs warp_size, as in TileLang)."""
     what = "T.get_warp_group_idx"
@@ -216,7 +220,7 @@ def get_warp_group_idx(warp_size=None, warps_per_group=None):
     return _linear_thread_index(ctx) // (size * group)
 
 
-def shuffle_elect(thread_extent):
+def shuffle_elect(thread_extent: ExprLike) -> Expr:
     """True in one thread of each group of `thread_extent` consecutive threads of the
     block (the group's first: TileLang elects lane 0 of the group's first warp), false
     in the others; `thread_extent=0` elects thread 0 of the whole block (bool)."""
@@ -248,13 +252,17 @@ def _any_int(what, name, x):
     return _int_arg(what, name, x, "an integer lane index")
 
 
-def shfl_xor(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+def shfl_xor(
+    value: ExprLike, delta: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
+) -> Expr:
     """`value` of lane (lane ^ delta): the butterfly step of a warp reduction. Within
     groups of `width` lanes, a lane whose partner lies in a later group keeps its value."""
     return _shuffle("T.shfl_xor", "shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset)
 
 
-def shfl_down(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+def shfl_down(
+    value: ExprLike, delta: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
+) -> Expr:
     """`value` of lane (lane + delta) of the same group of `width` lanes; the last
     `delta` lanes of each group keep their own."""
     return _shuffle(
@@ -262,13 +270,17 @@ def shfl_down(value, delta, width=WARP_SIZE, mask=FULL_MASK):
     )
 
 
-def shfl_up(value, delta, width=WARP_SIZE, mask=FULL_MASK):
+def shfl_up(
+    value: ExprLike, delta: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
+) -> Expr:
     """`value` of lane (lane - delta) of the same group of `width` lanes; the first
     `delta` lanes of each group keep their own."""
     return _shuffle("T.shfl_up", "shfl_up_sync", value, delta, "delta", width, mask, _lane_offset)
 
 
-def shfl_sync(value, srcLane, width=WARP_SIZE, mask=FULL_MASK):
+def shfl_sync(
+    value: ExprLike, srcLane: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
+) -> Expr:
     """`value` of lane srcLane (modulo `width`) of the caller's group of `width` lanes."""
     return _shuffle("T.shfl_sync", "shfl_sync", value, srcLane, "srcLane", width, mask, _any_int)
 
@@ -292,7 +304,7 @@ def _present_lanes(ctx, ballot):
     return ballot & _C.select(last, partial, _C.const(FULL_MASK, "uint64"))
 
 
-def ballot_sync(predicate, mask=FULL_MASK):
+def ballot_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """A uint64 with bit l set when lane l is in `mask` and its predicate holds."""
     what = "T.ballot_sync"
     pred = _predicate(what, predicate)
@@ -301,7 +313,7 @@ def ballot_sync(predicate, mask=FULL_MASK):
     return _present_lanes(ctx, _C.call_extern("uint64", "tl::ballot_sync", args))
 
 
-def ballot(predicate):
+def ballot(predicate: ExprLike) -> Expr:
     """T.ballot_sync over the whole warp: bit l set when lane l's predicate holds (uint64)."""
     what = "T.ballot"
     pred = _predicate(what, predicate)
@@ -310,7 +322,7 @@ def ballot(predicate):
     return _present_lanes(ctx, call)
 
 
-def any_sync(predicate, mask=FULL_MASK):
+def any_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """1 when the predicate holds on some lane of `mask`, else 0 (int32)."""
     what = "T.any_sync"
     pred = _predicate(what, predicate)
@@ -319,7 +331,7 @@ def any_sync(predicate, mask=FULL_MASK):
     return _C.call_extern("int32", "tl::any_sync", args)
 
 
-def all_sync(predicate, mask=FULL_MASK):
+def all_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """1 when the predicate holds on every lane of `mask`, else 0 (int32)."""
     what = "T.all_sync"
     pred = _predicate(what, predicate)
@@ -328,7 +340,7 @@ def all_sync(predicate, mask=FULL_MASK):
     return _C.call_extern("int32", "tl::all_sync", args)
 
 
-def activemask():
+def activemask() -> Expr:
     """The lanes of the caller's warp that take part (uint64). Every thread of the block
     must reach warp-level calls together here, so: the lanes that exist."""
     ctx = _collective("T.activemask")
@@ -384,19 +396,19 @@ def _match(what, fn, value, mask):
     return _C.call_extern("uint32", f"tl::{fn}", [_mask(what, mask), v])
 
 
-def match_any_sync(value, mask=FULL_MASK):
+def match_any_sync(value: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """The lanes of `mask` whose `value` equals the caller's (uint32; CUDA's
     __match_any_sync)."""
     return _match("T.match_any_sync", "match_any_sync", value, mask)
 
 
-def match_all_sync(value, mask=FULL_MASK):
+def match_all_sync(value: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """`mask` when every lane of it holds the caller's `value`, else 0 (uint32; CUDA's
     __match_all_sync)."""
     return _match("T.match_all_sync", "match_all_sync", value, mask)
 
 
-def sync_warp(mask=None):
+def sync_warp(mask: ExprLike | None = None) -> None:
     """A barrier for the lanes of a warp (`__syncwarp`): shared-memory writes made
     before it by a lane are visible after it to the lanes in `mask`."""
     what = "T.sync_warp"
@@ -424,31 +436,31 @@ def _block_vote(what, fn, predicate):
     return ctx.builder.let("vote", _C.call_extern("int32", f"tl::{fn}", args))
 
 
-def syncthreads_count(predicate):
+def syncthreads_count(predicate: ExprLike) -> Expr:
     """A block barrier that returns, to every thread, how many threads of the block
     passed a true `predicate` (CUDA's __syncthreads_count), as int32."""
     return _block_vote("T.syncthreads_count", "syncthreads_count", predicate)
 
 
-def syncthreads_and(predicate):
+def syncthreads_and(predicate: ExprLike) -> Expr:
     """A block barrier that returns 1 when `predicate` holds on every thread of the
     block, else 0 (CUDA's __syncthreads_and)."""
     return _block_vote("T.syncthreads_and", "syncthreads_and", predicate)
 
 
-def syncthreads_or(predicate):
+def syncthreads_or(predicate: ExprLike) -> Expr:
     """A block barrier that returns 1 when `predicate` holds on some thread of the
     block, else 0 (CUDA's __syncthreads_or)."""
     return _block_vote("T.syncthreads_or", "syncthreads_or", predicate)
 
 
-def pdl_trigger():
+def pdl_trigger() -> None:
     """Programmatic dependent launch: lets the next grid start (sm_90+). Grids launched
     here run one after another, so this only marks the point (a no-op elsewhere)."""
     _kernel("T.pdl_trigger").builder.evaluate(_C.call_extern("void", "tl::pdl_trigger", []))
 
 
-def pdl_sync():
+def pdl_sync() -> None:
     """Programmatic dependent launch: waits until the previous grid's memory is
     visible (sm_90+); grids launched here already run one after another."""
     _kernel("T.pdl_sync").builder.evaluate(_C.call_extern("void", "tl::pdl_sync", []))
@@ -477,27 +489,27 @@ def _warp_reduce(what, value, combine, integer_only=False):
     return v
 
 
-def warp_reduce_sum(value):
+def warp_reduce_sum(value: ExprLike) -> Expr:
     """The sum of `value` over the lanes of the warp, returned to every lane."""
     return _warp_reduce("T.warp_reduce_sum", value, lambda a, b: a + b)
 
 
-def warp_reduce_max(value):
+def warp_reduce_max(value: ExprLike) -> Expr:
     """The largest `value` of the lanes of the warp, returned to every lane."""
     return _warp_reduce("T.warp_reduce_max", value, lambda a, b: _C.binary("Max", a, b))
 
 
-def warp_reduce_min(value):
+def warp_reduce_min(value: ExprLike) -> Expr:
     """The smallest `value` of the lanes of the warp, returned to every lane."""
     return _warp_reduce("T.warp_reduce_min", value, lambda a, b: _C.binary("Min", a, b))
 
 
-def warp_reduce_bitand(value):
+def warp_reduce_bitand(value: ExprLike) -> Expr:
     """The bitwise and of the integer `value` of the lanes of the warp, to every lane."""
     return _warp_reduce("T.warp_reduce_bitand", value, lambda a, b: a & b, integer_only=True)
 
 
-def warp_reduce_bitor(value):
+def warp_reduce_bitor(value: ExprLike) -> Expr:
     """The bitwise or of the integer `value` of the lanes of the warp, to every lane."""
     return _warp_reduce("T.warp_reduce_bitor", value, lambda a, b: a | b, integer_only=True)
 

@@ -6,11 +6,14 @@ Also TileLang's `simplify_prim_func` decorator and `apply_simplify`: the arithme
 simplifier run on a traced kernel (the compile runs it anyway; these give a cleaner
 `func.script()`)."""
 
+from __future__ import annotations
+
 import difflib
 import functools
 import numbers
 import os
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +146,7 @@ def check_pass_config_value(key, value):
         )
 
 
-def normalize_pass_configs(pass_configs):
+def normalize_pass_configs(pass_configs: dict[Any, Any] | None) -> dict[str, Any]:
     """Returns a dict keyed by plain strings, checking the key types and names."""
     if pass_configs is not None and not isinstance(pass_configs, dict):
         raise TypeError(
@@ -199,7 +202,7 @@ def simplify_prim_func(factory):
     return wrapper
 
 
-def with_scoped_pass_configs(pass_configs):
+def with_scoped_pass_configs(pass_configs: dict[Any, Any] | None) -> dict[str, Any]:
     """`pass_configs` (checked) over the configs of the enclosing PassContexts."""
     return {**scoped_pass_configs(), **normalize_pass_configs(pass_configs)}
 

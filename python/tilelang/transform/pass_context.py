@@ -3,7 +3,10 @@ pass configs for every compile inside a `with` block. tilelang.compile, @tilelan
 kernels and tilelang.lower merge the configs of the enclosing contexts under their own
 `pass_configs` (the compile's own keys win)."""
 
+from __future__ import annotations
+
 import threading
+from typing import Any
 
 _scope = threading.local()
 
@@ -64,7 +67,7 @@ class PassContext:
         return f"PassContext(opt_level={self.opt_level}, config={self.config!r})"
 
 
-def scoped_pass_configs():
+def scoped_pass_configs() -> dict[str, Any]:
     """The configs of the enclosing `with PassContext(...)` blocks, inner ones winning."""
     merged = {}
     for context in _stack():

@@ -128,7 +128,7 @@ def _canonical(target):
     return text
 
 
-def scoped_target():
+def scoped_target() -> str | None:
     """The target of the innermost `with tvm.target.Target(...)` of this thread, as a
     string, or None."""
     from tilelang.tvm.target import current_target
