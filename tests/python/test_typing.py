@@ -73,7 +73,7 @@ def test_the_public_api_is_annotated():
 
 def test_the_package_ships_its_py_typed_marker():
     """PEP 561: without py.typed a type checker ignores the package's annotations (the
-    wheel's copy is checked by test_cpp_wheel.py)."""
+    wheel's copy is checked by test_cpp_package.py)."""
     import os
 
     assert os.path.isfile(os.path.join(os.path.dirname(tilelang.__file__), "py.typed"))
