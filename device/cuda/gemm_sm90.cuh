@@ -489,8 +489,14 @@ TL_DEVICE void check_wgmma_shape() {
 // previous call's instead): the next call, or tl::wgmma_wait<0>(), completes them.
 // Until then neither the accumulator nor this call's tiles may be touched; the
 // pipeline keeps the tiles' stage one step longer for it.
-template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, class TA, class TB,
-          class TC>
+// Fence = true issues fence.proxy.async before the wgmmas: the tiles were written
+// by ordinary stores (st.shared, cp.async) that the caller's barrier ordered before
+// this call, and the tensor cores read through the async proxy, which needs this
+// fence between the two. Fence = false (the compiler's choice when only TMA writes
+// the tiles: async proxy on both sides, made visible by the mbarrier wait) leaves
+// it out, a MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S per call in the SASS.
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, bool Fence = true, class TA,
+          class TB, class TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
   constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN>(), NJ = TN / NI;
@@ -507,10 +513,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   const int wg = sm80::thread_rank() / 128 % (WgM * WgN), m0 = wg / WgN * TM, n0 = wg % WgN * TN;
   const TileA a(A);
   const TileB b(B);
-  // The tiles were written by ordinary stores (cp.async, st.shared) that the
-  // caller's barrier ordered before this call; the tensor cores read through the
-  // async proxy, which needs this fence between the two.
-  sm90::fence_proxy_async();
+  if constexpr (Fence) sm90::fence_proxy_async();
   sm90::fence_operands<MI * TN / 2>(acc);
   sm90::wgmma_fence();
   TL_SM90_UNROLL for (int s = 0; s < K / KS; ++s) {
@@ -533,10 +536,10 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
 // the 64 x 16 kept values of its k-step as the dense m64nNk16 reads A, and per warp
 // the metadata register of mma.sp m16n8k32 (lane (g, q): rows 16 w + g and + 8, K
 // 16 (q % 2) .. + 15 of the step; the ISA's metadata layout for m64nNk32 f16 is
-// mma.sp's per warp of the warpgroup). Float accumulators only; Pending as for
-// wgmma_gemm_ss.
-template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, bool TransE, int Pending = 0, class TA,
-          class TE, class TB, class TC>
+// mma.sp's per warp of the warpgroup). Float accumulators only; Pending and Fence
+// as for wgmma_gemm_ss (E is read by the threads, not the tensor cores).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, bool TransE, int Pending = 0,
+          bool Fence = true, class TA, class TE, class TB, class TC>
 TL_DEVICE void wgmma_gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) {
   static_assert(tl::is_same<TA, TB>::value && (tl::is_same<TA, half_t>::value || tl::is_same<TA, bfloat16_t>::value),
                 "tl::wgmma_gemm_sp_ss: A and B must both be half_t or both bfloat16_t");
@@ -566,7 +569,7 @@ TL_DEVICE void wgmma_gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) 
                                         (sm80::sp_codes16<M, K / 4, TransE>(E, row + 8, grp) << 16));
     }
   }
-  sm90::fence_proxy_async();
+  if constexpr (Fence) sm90::fence_proxy_async();
   sm90::fence_operands<kSteps * MI>(&e[0][0]);
   sm90::fence_operands<MI * TN / 2>(acc);
   sm90::wgmma_fence();
@@ -596,8 +599,10 @@ TL_DEVICE void wgmma_wait() {
 // tiles 2s and 2s + 1 (a0 = tile 2s elements 0, 1; a1 = its 2, 3; a2, a3 the same
 // of tile 2s + 1), as for the sm_80 gemm_rs. B is in shared memory as for gemm_ss.
 // Pending = 1 as for wgmma_gemm_ss (neither the accumulator nor a_regs may be
-// touched until a later wait completes the group).
-template <int M, int N, int K, int WgM, int WgN, bool TransB, int Pending = 0, class TA, class TB, class TC>
+// touched until a later wait completes the group); Fence as for wgmma_gemm_ss, for
+// the B tile (A's registers are ordered by wgmma.fence).
+template <int M, int N, int K, int WgM, int WgN, bool TransB, int Pending = 0, bool Fence = true, class TA, class TB,
+          class TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
   static_assert(sm90::WgmmaOf<TA>::kTransposable && tl::is_same<TA, TB>::value,
@@ -617,7 +622,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
       TL_SM90_UNROLL for (int j = 0; j < 4; ++j) a[s][mi][j] = load_pair(t0 + 2 * j);
     }
   }
-  sm90::fence_proxy_async();
+  if constexpr (Fence) sm90::fence_proxy_async();
   sm90::fence_operands<K / 16 * MI * 4>(&a[0][0][0]);
   sm90::fence_operands<MI * N / 2>(acc);
   sm90::wgmma_fence();

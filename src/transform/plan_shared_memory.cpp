@@ -17,6 +17,7 @@
 #include "layout/layout.h"
 #include "support/logging.h"
 #include "transform/lower_explicit_hopper.h"
+#include "transform/shared_writes.h"
 
 namespace tl {
 
@@ -200,14 +201,21 @@ class Liveness {
 };
 
 // Inserts a block barrier before each of the given statements (none where one
-// already stands right before it).
+// already stands right before it), and before those of `fenced` a generic -> async
+// proxy fence ahead of the barrier: the bytes the statement's buffer takes were
+// written by thread stores under another buffer's name and are now written by TMA,
+// whose writes must land after them (and which a wgmma may read without a fence of
+// its own, shared_writes.h).
 class BarrierBefore : public IRMutator {
  public:
-  explicit BarrierBefore(std::set<const StmtNode*> at) : at_(std::move(at)) {}
+  BarrierBefore(std::set<const StmtNode*> at, std::set<const StmtNode*> fenced)
+      : at_(std::move(at)), fenced_(std::move(fenced)) {}
   using IRMutator::mutate;
   Stmt mutate(const Stmt& s) override {
     Stmt out = IRMutator::mutate(s);
-    return s.defined() && at_.count(s.get()) ? seq({barrier(BarrierKind::Threads), out}) : out;
+    if (!s.defined() || !at_.count(s.get())) return out;
+    if (fenced_.count(s.get())) return seq({fence(), barrier(BarrierKind::Threads), out});
+    return seq({barrier(BarrierKind::Threads), out});
   }
 
  protected:
@@ -216,16 +224,21 @@ class BarrierBefore : public IRMutator {
     std::vector<Stmt> out;
     for (const Stmt& c : op->seq) {
       auto* prev = out.empty() ? nullptr : out.back().as<BarrierNode>();
-      if (prev && prev->barrier == BarrierKind::Threads && at_.count(c.get()))
-        out.push_back(IRMutator::mutate(c));  // the barrier before it is already there
-      else
+      if (prev && prev->barrier == BarrierKind::Threads && at_.count(c.get())) {
+        // The barrier before it is already there: the fence goes before that one.
+        if (fenced_.count(c.get())) out.insert(out.end() - 1, fence());
+        out.push_back(IRMutator::mutate(c));
+      } else {
         out.push_back(mutate(c));
+      }
     }
     return seq(out);
   }
 
  private:
-  std::set<const StmtNode*> at_;
+  static Stmt fence() { return evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {})); }
+
+  std::set<const StmtNode*> at_, fenced_;
 };
 
 // The block-scope buffers some statement reads or writes. One that none does (a tile
@@ -279,12 +292,13 @@ class Planner : public IRMutator {
     }
     std::vector<Buffer> bufs = allocations(body);
     std::map<BufKey, int64_t> align = tma_tile_alignment(body);
+    const SharedWrites writes = shared_writes(body);
     struct Placed {
       BufKey b;
       int64_t at, end;
     };
     std::vector<Placed> placed;
-    std::set<const StmtNode*> barriers;
+    std::set<const StmtNode*> barriers, fenced;
     // Whether `later` may take bytes of `earlier` (earlier's uses all before it).
     auto separable = [&](BufKey earlier, BufKey later) {
       auto e = live.find(earlier), l = live.find(later);
@@ -334,8 +348,9 @@ class Planner : public IRMutator {
       TL_ICHECK(at >= 0, "no place for shared buffer ", b->name);
       for (const Placed& p : placed) {
         if (!(at < p.end && p.at < at + bytes)) continue;  // shares no bytes
-        BufKey later = separable(p.b, b.get()) ? b.get() : p.b;
+        BufKey later = separable(p.b, b.get()) ? b.get() : p.b, earlier = later == p.b ? b.get() : p.b;
         barriers.insert(live.at(later).first_top);
+        if (writes.tma.count(later) && writes.generic.count(earlier)) fenced.insert(live.at(later).first_top);
         log(LogLevel::Debug, str_cat("shared memory: ", b->name, " reuses bytes ", at, "..", at + bytes, " of ",
                                      p.b->name, " (a barrier before the later one's first use)"));
       }
@@ -344,7 +359,7 @@ class Planner : public IRMutator {
       total = std::max(total, at + bytes);
     }
     check_fits(op, sized, total);
-    if (!barriers.empty()) body = BarrierBefore(barriers).mutate(body);
+    if (!barriers.empty()) body = BarrierBefore(barriers, fenced).mutate(body);
     if (auto_ws) body = attr_stmt(kAutoWarpSpecializedAttr, mark->value, body);
     offsets.push_back(total);
     return with_body(op, attr_stmt(kSharedOffsetsAttr, offsets, body));

@@ -19,6 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples"))
 torch = pytest.importorskip("torch")
 
 import tilelang
+from test_wgmma_gemm import tma_fed
 from test_wgmma_gpu import nvrtc_cubin, sass
 from test_wgmma_types import CASES, check, flags, operands, typed_gemm
 
@@ -65,7 +66,9 @@ def test_typed_wgmma_gemm_matches_numpy(name, tmp_path):
     (M, N, K, bM, bN, bK, a_dt, b_dt, _, _), (wgm, wgn) = CASES[name]
     kernel = tilelang.compile(typed_gemm(*CASES[name][0]), target=TARGET)
     source = kernel.get_kernel_source()
-    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(False, True)}, 1>" in source
+    # In flight (Pending = 1); with both tiles through TMA, no proxy fence (Fence = false).
+    tail = f"{flags(False, True)}, 1, false>" if tma_fed(source) else f"{flags(False, True)}, 1>"
+    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {tail}" in source
     a, b, c0, ref, scale = operands(M, N, K, a_dt, b_dt)
     check(run_on_gpu(kernel, a, b, c0), ref, scale, rel=GPU_REL.get(a_dt, 0.0))
     assert_gmma_only(source, tmp_path)

@@ -54,7 +54,8 @@ def test_warp_specialized_gemm_matches_numpy(M, N, K, bM, bN, bK, stages, wgmma)
     assert "if ((tl_warp_rank < 128)) {" in src and "if ((tl_warp_rank >= 128)) {" in src, src
     assert "tl::wgmma_gemm_ss<64, 64, " in src, src
     if wgmma:
-        assert "tl::wgmma_wait<0>()" in src and ", 1>(" in src, src  # left in flight, then waited
+        # Left in flight (Pending = 1; TMA writes both tiles: no proxy fence), then waited.
+        assert "tl::wgmma_wait<0>()" in src and ", 1, false>(" in src, src
     a, b = f16(M, K), f16(K, N)
     c = kernel(a, b)
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -68,7 +69,7 @@ def test_warp_specialized_gemm_compiles_with_nvrtc_for_sm90a():
     ws = load_example()
     kernel = tilelang.compile(ws.gemm_ws(256, 256, 512), out_idx=[2], target="cuda -arch=sm_90a")
     src = kernel.get_kernel_source()
-    assert "tl::wgmma_gemm_ss<128, 128, 64, 1, 1, false, false, 1>" in src, src
+    assert "tl::wgmma_gemm_ss<128, 128, 64, 1, 1, false, false, 1, false>" in src, src
     ok, log = nvrtc_compile("sm_90a", src)
     assert ok, log
 

@@ -166,7 +166,7 @@ ROUNDING_CASES = {
     "wgmma": (
         SM90A,
         (128, 128, 64, 64, 64, 32),
-        "tl::wgmma_gemm_ss<64, 64, 32, 1, 1, false, false, 1>",
+        "tl::wgmma_gemm_ss<64, 64, 32, 1, 1, false, false, 1, false>",
     ),
     "shared_accumulator": (
         SM80,
@@ -305,7 +305,7 @@ def test_generated_source_uses_the_f16_accumulator_instructions(arch):
 def test_register_a_and_f16_accumulators_compile_for_sm90a():
     func = matmul(512, 1024, 768, 128, 128, 32, False, False, "float16", 2, a_regs=True)
     source = tilelang.compile(func, out_idx=[2], target="cuda -arch=sm_90a").get_kernel_source()
-    assert "tl::wgmma_gemm_rs<128, 128, 32, 1, 1, false, 1>" in source
+    assert "tl::wgmma_gemm_rs<128, 128, 32, 1, 1, false, 1, false>" in source
     ok, log, ptx = nvrtc_compile("compute_90a", source, want_ptx=True)
     assert ok, log
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16" in ptx

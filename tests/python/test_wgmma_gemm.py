@@ -80,6 +80,12 @@ def flags(*values):
     return ", ".join("true" if v else "false" for v in values)
 
 
+def tma_fed(source):
+    """Every tile comes through TMA (no cp.async left): the wgmma gemms then go without
+    their proxy fence (Fence = false, test_wgmma_proxy_fence.py)."""
+    return "tl::tma_load<" in source and "tl::cp_async<" not in source
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_emulated_wgmma_gemm_matches_numpy(name):
     (M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy), (wgm, wgn) = CASES[name]
@@ -87,8 +93,10 @@ def test_emulated_wgmma_gemm_matches_numpy(name):
         wgmma_gemm(M, N, K, bM, bN, bK, dtype, ta, tb, threads, policy), target=EMU
     )
     source = kernel.get_kernel_source()
-    # Pipelined and alone with its accumulator in the loop: kept in flight (Pending = 1).
-    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(ta, tb)}, 1>" in source
+    # Pipelined and alone with its accumulator in the loop: kept in flight (Pending =
+    # 1); with both tiles through TMA (16-byte row strides) without the proxy fence.
+    tail = ", 1, false>" if tma_fed(source) else ", 1>"
+    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(ta, tb)}{tail}" in source
     a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
     c = np.zeros_like(c0)
     kernel(a, b, c0, c)
@@ -239,7 +247,9 @@ def test_wgmma_kernels_compile_with_nvrtc_for_sm90a(dtype):
         wgmma_gemm(256, 256, 256, 128, 128, 64, dtype, False, True, 256, 0, stages=3),
         target="cuda -arch=sm_90a",
     )
-    assert "tl::wgmma_gemm_ss<128, 128, 64, 2, 1, false, true, 1>" in kernel.get_kernel_source()
+    assert (
+        "tl::wgmma_gemm_ss<128, 128, 64, 2, 1, false, true, 1, false>" in kernel.get_kernel_source()
+    )
     rs = tilelang.compile(attention_like(128, 64, 64, dtype, 256), target="cuda -arch=sm_90a")
     assert "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false>" in rs.get_kernel_source()
 
@@ -284,7 +294,9 @@ def test_an_accumulator_read_in_the_loop_waits_for_the_gemm_first():
     # Issued without a wait, then waited for right before the loop reads C_f.
     lines = src.splitlines()
     issue = next(
-        i for i, x in enumerate(lines) if "wgmma_gemm_ss<64, 64, 32, 1, 1, false, false, 1>" in x
+        i
+        for i, x in enumerate(lines)
+        if "wgmma_gemm_ss<64, 64, 32, 1, 1, false, false, 1, false>" in x
     )
     read = next(i for i in range(issue + 1, len(lines)) if "C_f[" in lines[i] and "=" in lines[i])
     assert any("tl::wgmma_wait<0>();" in x for x in lines[issue:read]), src

@@ -54,7 +54,9 @@ def test_p_v_stays_in_flight_until_the_next_cast():
     # to the producer), the softmax, then one wait<0> before P is rewritten.
     text = "\n".join(
         lines_between(
-            src, "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, 1>", "tl::cast_pair((&acc_s_cast["
+            src,
+            "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, 1, false>",
+            "tl::cast_pair((&acc_s_cast[",
         )
     )
     assert text.index("K_shared_empty") < text.index("tl::exp2"), text

@@ -16,6 +16,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from test_device_sm80 import needs_nvrtc, nvrtc_compile
+from test_wgmma_gemm import tma_fed
 
 EMU = "cuda -arch=sm_90a -emulate"
 rng = np.random.default_rng(908)
@@ -150,8 +151,10 @@ def test_emulated_typed_wgmma_gemm_matches_numpy(name):
     (M, N, K, bM, bN, bK, a_dt, b_dt, _, _), (wgm, wgn) = CASES[name]
     kernel = compile_case(name)
     src = kernel.get_kernel_source()
-    # Pipelined and alone with its accumulator in the loop: kept in flight (Pending = 1).
-    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {flags(False, True)}, 1>" in src, src
+    # Pipelined and alone with its accumulator in the loop: kept in flight (Pending =
+    # 1); with both tiles through TMA, without the proxy fence (Fence = false).
+    tail = f"{flags(False, True)}, 1, false>" if tma_fed(src) else f"{flags(False, True)}, 1>"
+    assert f"tl::wgmma_gemm_ss<{bM}, {bN}, {bK}, {wgm}, {wgn}, {tail}" in src, src
     assert "tl::gemm_ss<" not in src
     # The operand tiles have the operand types (the template reads its types off them).
     assert f"{C_TYPE[a_dt]}*" in src and f"{C_TYPE[b_dt]}*" in src
@@ -245,7 +248,9 @@ def test_fp8_example_takes_wgmma_on_sm90a():
     M, N, K = 120, 72, 160
     func = example.fp8_scaled_mm.get_tir(M, N, K, out_dtype="float32")
     kernel = tilelang.compile(func, out_idx=[-1], target=EMU)
-    assert "tl::wgmma_gemm_ss<64, 64, 64, 1, 1, false, true, 1>" in kernel.get_kernel_source()
+    assert (
+        "tl::wgmma_gemm_ss<64, 64, 64, 1, 1, false, true, 1, false>" in kernel.get_kernel_source()
+    )
     a, scale_a = example.quantize_per_tensor(rng.standard_normal((M, K)).astype(np.float32))
     b, scale_b = example.quantize_per_tensor(rng.standard_normal((N, K)).astype(np.float32))
     ref, abs_ref = example.reference(a, b, scale_a, scale_b)

@@ -9,6 +9,7 @@
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments/plan.h"
 #include "transform/lower_tile_ops.h"
+#include "transform/shared_writes.h"
 
 namespace tl::fragments {
 namespace {
@@ -24,10 +25,20 @@ std::set<BufKey> tma_destinations(const Stmt& s) {
   return out;
 }
 
+// The buffers of `s` that only TMA writes.
+std::set<BufKey> tma_only_buffers(const Stmt& s) {
+  SharedWrites w = shared_writes(s);
+  std::set<BufKey> out;
+  for (BufKey b : w.tma)
+    if (w.tma_only(b)) out.insert(b);
+  return out;
+}
+
 class Lowerer : public IRMutator {
  public:
-  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles, bool cuda)
-      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads), cuda_(cuda) {
+  Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles,
+          std::set<BufKey> tma_only, bool cuda)
+      : a_(a), s_(s), t_(std::move(thread)), threads_(a.threads), cuda_(cuda), tma_only_(std::move(tma_only)) {
     for (auto& [k, l] : s_.layouts) {
       const Buffer& b = a_.candidates.at(k);
       regs_[k] = Buffer::make(b->name, b->dtype, {int_imm(l->local_size())}, Scope::Local, {}, b->span);
@@ -458,7 +469,8 @@ class Lowerer : public IRMutator {
                         cuda_,
                         regs_,
                         [this](const Buffer& b) { return mutate_buffer(b); },
-                        [this](const BufferRegion& r) { return mutate_region(r); }};
+                        [this](const BufferRegion& r) { return mutate_region(r); },
+                        tma_only_};
   }
 
   const Analysis& a_;
@@ -469,12 +481,13 @@ class Lowerer : public IRMutator {
   bool cuda_;                             // 16-bit fragments cast in pairs (tl::cast_pair)
   std::map<BufKey, Buffer> regs_;
   std::map<BufKey, Buffer> swizzled_;
+  std::set<BufKey> tma_only_;
 };
 
 }  // namespace
 
 Stmt lower_kernel_body(const Stmt& body, const Analysis& a, const Solution& s, Expr thread, bool cuda) {
-  return Lowerer(a, s, std::move(thread), tma_destinations(body), cuda).mutate(body);
+  return Lowerer(a, s, std::move(thread), tma_destinations(body), tma_only_buffers(body), cuda).mutate(body);
 }
 
 }  // namespace tl::fragments

@@ -387,6 +387,16 @@ Stmt lower_copy(const TileOpNode* op, const LowerContext& ctx) {
   return for_loop(r, int_imm(0), int_imm(l->local_size() / w), ForKind::Unrolled, body, {}, op->span);
 }
 
+// The template arguments that close a gemm call after the transposes: Pending
+// (wgmma left in flight), then, for a wgmma whose shared operands only TMA writes,
+// Fence = false: no generic -> async proxy fence before the tensor cores read
+// tiles that no thread store wrote (device/cuda/gemm_sm90.cuh). The defaults
+// (Pending = 0, Fence = true) are left out.
+static std::string wgmma_tail(const FragmentLayoutPtr& lc, bool pending, bool tma_fed) {
+  if (lc->kind() == FragmentLayout::Kind::WgmmaAccum && tma_fed) return pending ? ", 1, false>" : ", 0, false>";
+  return pending ? ", 1>" : ">";
+}
+
 Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   const FragmentLayoutPtr& lc = ctx.layout(c.buffer);
@@ -424,11 +434,12 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
     out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(e), ptr(b), regs(c.buffer)}), op->span));
   } else if (ctx.s.layouts.count(a.buffer.get())) {
     std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
-                               flag(tb), pending ? ", 1>" : ">");
+                               flag(tb), wgmma_tail(lc, pending, ctx.tma_only.count(b.buffer.get())));
     out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));
   } else {
+    bool tma_fed = ctx.tma_only.count(a.buffer.get()) && ctx.tma_only.count(b.buffer.get());
     std::string name = str_cat(prefix, "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
-                               flag(ta), ", ", flag(tb), pending ? ", 1>" : ">");
+                               flag(ta), ", ", flag(tb), wgmma_tail(lc, pending, tma_fed));
     out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(b), regs(c.buffer)}), op->span));
   }
   return seq(out);

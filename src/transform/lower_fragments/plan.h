@@ -191,6 +191,9 @@ struct LowerContext {
   // replicated fragments per-thread), its index expressions lowered too.
   std::function<Buffer(const Buffer&)> buffer;
   std::function<BufferRegion(const BufferRegion&)> region;
+  // The shared buffers of the kernel that only TMA writes (shared_writes.h): a wgmma
+  // reading only those needs no proxy fence.
+  const std::set<BufKey>& tma_only;
 
   const FragmentLayoutPtr& layout(const Buffer& b) const { return s.layouts.at(b.get()); }
   const Buffer& reg(const Buffer& b) const { return regs.at(b.get()); }
