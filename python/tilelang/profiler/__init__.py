@@ -170,16 +170,17 @@ def _bench_cuda_cupti(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
         if flush_buffer is not None:
             flush_buffer.zero_()
 
-    def device_us(body, calls):
+    def kernels(body, calls):
+        """(name, device µs) of each GPU activity `calls` calls of `body` launch."""
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
                 body()
             torch.cuda.synchronize()
-        return sum(
-            e.device_time_total
+        return [
+            (e.name, e.device_time_total)
             for e in prof.events()
             if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
-        )
+        ]
 
     fn()  # compile / module load outside the measurement
     torch.cuda.synchronize()
@@ -198,9 +199,15 @@ def _bench_cuda_cupti(fn, warmup, rep, n_warmup, n_repeat, fast_flush):
         flush()
         fn()
 
-    total = device_us(step, n_repeat)
-    if flush_buffer is not None:
-        total -= device_us(flush, n_repeat)
+    # The flush's own kernels are left out by name. Subtracting a separate measurement of
+    # the flush instead left the noise of two flushes, far longer than a small kernel, and
+    # could give 0. Only where `fn` launches a kernel of the same name is it subtracted.
+    flush_names = {name for name, _ in kernels(flush, 2)} if flush_buffer is not None else set()
+    timed = kernels(step, n_repeat)
+    if flush_names and flush_names & {name for name, _ in kernels(fn, 1)}:
+        total = sum(us for _, us in timed) - sum(us for _, us in kernels(flush, n_repeat))
+    else:
+        total = sum(us for name, us in timed if name not in flush_names)
     return [max(total, 0.0) / n_repeat / 1e3]
 
 
