@@ -556,7 +556,15 @@ TEST(SimplifyPerfTest, GemmIndexExpressionsAreCheap) {
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kIters;
   EXPECT_TRUE(an.can_prove(pred));
   RecordProperty("microseconds_per_index", std::to_string(us));
-  EXPECT_LT(us, 500.0) << "simplify + can_prove of one GEMM index took " << us << " us";
+  // Under the sanitizers (make sanitize) the analysis is many times slower: 19 us per
+  // index in the release build, 526 us in the instrumented one beside other builds on
+  // two cores. The 500 us bound is for the build users run.
+#if defined(__SANITIZE_ADDRESS__)
+  const double bound = 2000.0;
+#else
+  const double bound = 500.0;
+#endif
+  EXPECT_LT(us, bound) << "simplify + can_prove of one GEMM index took " << us << " us";
 }
 
 }  // namespace
