@@ -46,6 +46,13 @@ TEST(MemoryCacheUnload, TwentyThousandKernelsKeepABoundedNumberOfLibrariesMapped
   std::string made = (tmp / "tl-unload-test-XXXXXX").string();
   ASSERT_NE(mkdtemp(made.data()), nullptr);
   const fs::path base = made;
+  struct RemovedAtExit {  // also when an assertion or a failed load ends the test early
+    fs::path dir;
+    ~RemovedAtExit() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } removed{base};
   // One kernel library (a cpu kernel's entry, doing nothing), copied into a directory
   // of its own for each kernel: distinct files are distinct libraries to the loader.
   KernelSignature sig;
@@ -83,7 +90,6 @@ TEST(MemoryCacheUnload, TwentyThousandKernelsKeepABoundedNumberOfLibrariesMapped
   EXPECT_EQ(held.use_count(), 1);
   held.reset();
   EXPECT_EQ(libraries_mapped_from(copies), size_t(kBound));
-  fs::remove_all(base);
 }
 
 }  // namespace
