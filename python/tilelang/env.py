@@ -174,6 +174,15 @@ def _default_cache_dir() -> str:
     return _native.load().default_cache_dir()
 
 
+def _no_setting(name: str) -> AttributeError:
+    """The error for a name `tilelang.env` has no setting of (read or assigned): it lists
+    the settings there are."""
+    return AttributeError(
+        f"tilelang.env has no setting {name!r}; it has "
+        + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
+    )
+
+
 class Environment:
     """`tilelang.env` (and `tilelang.env.env`), as in TileLang: the TILELANG_* settings as
     attributes (EnvVar above: a value set here, else the environment variable, else the
@@ -207,17 +216,11 @@ class Environment:
         module = globals()
         if name in module and not name.startswith("__"):
             return module[name]
-        raise AttributeError(
-            f"tilelang.env has no setting {name!r}; it has "
-            + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
-        )
+        raise _no_setting(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if not isinstance(vars(Environment).get(name), EnvVar):
-            raise AttributeError(  # noqa: TRY004 - an unknown attribute, as __getattr__
-                f"tilelang.env has no setting {name!r}; it has "
-                + ", ".join(n for n in vars(Environment) if n.startswith("TILELANG_"))
-            )
+            raise _no_setting(name)
         object.__setattr__(self, name, value)
 
     def is_cache_enabled(self) -> bool:

@@ -41,6 +41,21 @@ def test_env_is_the_settings_object_and_the_module_still_imports(fresh, monkeypa
         tilelang.env.TILELANG_CACHEDIR = "x"
 
 
+def test_an_unknown_setting_read_or_assigned_lists_the_settings(fresh):
+    """Reading and assigning a name the object has no setting of give one message, which
+    names the setting asked for and every setting there is."""
+    with pytest.raises(AttributeError) as read:
+        _ = tilelang.env.TILELANG_CACHEDIR
+    with pytest.raises(AttributeError) as assigned:
+        tilelang.env.TILELANG_CACHEDIR = "x"
+    assert str(read.value) == str(assigned.value)
+    message = str(read.value)
+    assert message.startswith("tilelang.env has no setting 'TILELANG_CACHEDIR'; it has ")
+    listed = message.split("; it has ", 1)[1].split(", ")
+    assert {"TILELANG_CACHE_DIR", "TILELANG_PASS_PROFILE", "TILELANG_TIME_PASSES"} <= set(listed)
+    assert all(name.startswith("TILELANG_") for name in listed)
+
+
 def test_defaults_and_switches(fresh, monkeypatch):
     for name in (
         "TILELANG_PRINT_ON_COMPILATION",
