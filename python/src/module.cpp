@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "support/env_switch.h"
 #include "support/error.h"
+#include "support/logging.h"
 
 namespace nb = nanobind;
 
@@ -20,9 +22,15 @@ NB_MODULE(_C, m) {
   m.doc() = "tilelang-cpp compiler core";
   // Kernels held by module-level caches (tilelang.jit, a script's globals) can outlive
   // nanobind's shutdown check, which then prints "leaked N instances" at every exit of
-  // such a script. The check is for binding bugs: TILELANG_NB_LEAK_WARNINGS=1 keeps it.
-  const char* leaks = std::getenv("TILELANG_NB_LEAK_WARNINGS");
-  nb::set_leak_warnings(leaks && std::string(leaks) == "1");
+  // such a script. The check is for binding bugs: TILELANG_NB_LEAK_WARNINGS=1 keeps it. A
+  // value that is neither on nor off is a warning (an import does not fail over it).
+  bool leak_warnings = false;
+  try {
+    leak_warnings = tl::env_switch("TILELANG_NB_LEAK_WARNINGS") == tl::EnvSwitch::On;
+  } catch (const tl::UserError& e) {
+    tl::log(tl::LogLevel::Warning, std::string(e.what()) + "; the leak warnings stay off");
+  }
+  nb::set_leak_warnings(leak_warnings);
   static nb::object user_error_type =
       nb::borrow(PyErr_NewException("tilelang._C.TileLangError", PyExc_ValueError, nullptr));
   static nb::object internal_error_type =

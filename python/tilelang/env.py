@@ -13,20 +13,27 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
 
-def env_flag(name: str, default: bool = False) -> bool:
-    """A boolean TILELANG_* variable; a value that is neither true nor false is refused
-    (a typo must not silently leave a switch off)."""
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    word = value.strip().lower()
+def parse_switch(name: str, value: Any) -> bool:
+    """The value of the on/off variable `name`: 1, true, yes, on (any case, blanks around
+    ignored) are on; 0, false, no, off and empty are off; anything else is a ValueError
+    naming the variable and the value (a typo must not silently turn a switch on or off).
+    The compiler core reads its switches by the same rule (src/support/env_switch.h)."""
+    word = str(value).strip().lower()
     if word in _TRUE:
         return True
     if word in _FALSE:
         return False
     raise ValueError(
-        f"{name} must be 1, true, yes or on (or 0, false, no, off, empty), got {value!r}"
+        f"{name} must be 1, true, yes or on (or 0, false, no, off, empty), got {str(value)!r}"
     )
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    """A boolean TILELANG_* variable (parse_switch's rule); `default` when it is unset."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return parse_switch(name, value)
 
 
 _LOG_LEVELS = {
@@ -142,10 +149,6 @@ class EnvVar:
             os.environ[self.key] = str(value)
 
 
-def _is_on(value: Any) -> bool:
-    return str(value).strip().lower() in _TRUE - {""}
-
-
 def parse_pass_profile_threshold_ms(value: Any, name: str = "pass profile threshold") -> float:
     """A pass-timing threshold in milliseconds: a finite number >= 0, else ValueError
     naming `name`."""
@@ -223,6 +226,12 @@ class Environment:
             raise _no_setting(name)
         object.__setattr__(self, name, value)
 
+    def _switch(self, setting: str) -> bool:
+        """The on/off setting `setting` (its value here, else its variable, else its
+        default) by parse_switch's rule; a value neither on nor off is a ValueError."""
+        var = vars(Environment)[setting]
+        return parse_switch(var.key, var.get())
+
     def is_cache_enabled(self) -> bool:
         return is_cache_enabled()
 
@@ -233,24 +242,24 @@ class Environment:
         disable_cache()
 
     def is_cache_globally_disabled(self) -> bool:
-        return _is_on(self.TILELANG_DISABLE_CACHE)
+        return self._switch("TILELANG_DISABLE_CACHE")
 
     def is_autotune_cache_disabled(self) -> bool:
-        return _is_on(self.TILELANG_AUTO_TUNING_DISABLE_CACHE)
+        return self._switch("TILELANG_AUTO_TUNING_DISABLE_CACHE")
 
     def is_print_on_compilation_enabled(self) -> bool:
         """On unless TILELANG_PRINT_ON_COMPILATION is 0 (as in TileLang): each compile is
         announced at INFO level on the `tilelang` logger; set to 1 explicitly, it is also
         printed on stdout."""
-        return _is_on(self.TILELANG_PRINT_ON_COMPILATION)
+        return self._switch("TILELANG_PRINT_ON_COMPILATION")
 
     def is_jit_diagnostics_enabled(self) -> bool:
         """TILELANG_JIT_DIAGNOSTICS: log the phases of each compile (tilelang.jit.diagnostics)."""
-        return _is_on(self.TILELANG_JIT_DIAGNOSTICS)
+        return self._switch("TILELANG_JIT_DIAGNOSTICS")
 
     def is_pass_profile_enabled(self) -> bool:
         """TILELANG_PASS_PROFILE: print each pass's time to stderr as kernels compile."""
-        return _is_on(self.TILELANG_PASS_PROFILE)
+        return self._switch("TILELANG_PASS_PROFILE")
 
     def get_pass_profile_threshold_ms(self) -> float:
         """TILELANG_PASS_PROFILE_THRESHOLD_MS: only passes taking at least this long are
@@ -303,7 +312,7 @@ class Environment:
         return self.TILELANG_DEFAULT_EXECUTION_BACKEND
 
     def get_default_verbose(self) -> bool:
-        return _is_on(self.TILELANG_DEFAULT_VERBOSE)
+        return self._switch("TILELANG_DEFAULT_VERBOSE")
 
 
 env = Environment()

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -34,6 +33,7 @@
 #include "runtime/device_dir.h"
 #include "runtime/metal/metal_kernel.h"
 #include "runtime/metal_emu_source.h"
+#include "support/env_switch.h"
 #include "support/logging.h"
 #include "support/sha256.h"
 #include "transform/pass_config.h"
@@ -86,13 +86,12 @@ std::atomic<int64_t> builds{0};
 void note_build(const PrimFunc& f, const Target& target) {
   ++builds;
   // TILELANG_PRINT_ON_COMPILATION (TileLang's): unset or on, each compile is announced at
-  // INFO level; 0 (false, no, off) keeps it to DEBUG; set on explicitly, it is also printed.
-  const char* print = std::getenv("TILELANG_PRINT_ON_COMPILATION");
-  std::string word = print ? print : "";
-  for (char& c : word) c = char(std::tolower(static_cast<unsigned char>(c)));
-  bool off = print && (word == "0" || word == "false" || word == "no" || word == "off");
-  log(off ? LogLevel::Debug : LogLevel::Info, "compiling kernel '" + f->name + "' for " + target.str());
-  if (print && !off && !word.empty()) {
+  // INFO level; off (0, false, no, off, empty) keeps it to DEBUG; set on explicitly, it is
+  // also printed.
+  EnvSwitch print = env_switch("TILELANG_PRINT_ON_COMPILATION");
+  log(print == EnvSwitch::Off ? LogLevel::Debug : LogLevel::Info,
+      "compiling kernel '" + f->name + "' for " + target.str());
+  if (print == EnvSwitch::On) {
     std::fprintf(stdout, "tilelang: compiling %s for %s...\n", f->name.c_str(), target.str().c_str());
     std::fflush(stdout);
   }

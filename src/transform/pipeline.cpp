@@ -3,7 +3,6 @@
 #include "transform/pipeline.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -17,6 +16,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ir/visitor.h"
+#include "support/env_switch.h"
 #include "transform/check_bounds.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
@@ -41,6 +41,8 @@
 namespace tl {
 namespace {
 
+// A variable that holds a value (TILELANG_DUMP_IR: 1 or a directory); unset, empty and 0
+// are off.
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::string(v) != "0" ? v : nullptr;
@@ -53,21 +55,12 @@ thread_local const PassObserver* observer = nullptr;
 // `threshold_ms` are printed; < 0: off.
 thread_local double profile_threshold_ms = -1;
 
-// A switch variable of TileLang's: unset, empty, 0, false, no or off is off.
-bool env_switch(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  std::string s(v);
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
-
 // Where pass times are printed from: tl.pass_profile or TILELANG_PASS_PROFILE (each pass
 // taking at least tl.pass_profile_threshold_ms, else TILELANG_PASS_PROFILE_THRESHOLD_MS,
 // else 0 ms), or TILELANG_TIME_PASSES (every pass); -1 when none is on.
 double pass_profile_threshold(const PassConfig& configs) {
-  if (env("TILELANG_TIME_PASSES")) return 0;
-  if (!configs.pass_profile && !env_switch("TILELANG_PASS_PROFILE")) return -1;
+  if (env_switch("TILELANG_TIME_PASSES") == EnvSwitch::On) return 0;
+  if (!configs.pass_profile && env_switch("TILELANG_PASS_PROFILE") != EnvSwitch::On) return -1;
   if (configs.pass_profile_threshold_ms >= 0) return configs.pass_profile_threshold_ms;
   const char* v = std::getenv("TILELANG_PASS_PROFILE_THRESHOLD_MS");
   std::string text = v ? v : "";
@@ -442,7 +435,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
       f = lower_for_metal(f, target, configs, layouts);
       break;
   }
-  if (env("TILELANG_TIME_PASSES"))
+  if (env_switch("TILELANG_TIME_PASSES") == EnvSwitch::On)
     std::fprintf(stderr, "[tilelang] layout inference of %s: %lld kernel(s) inferred\n", f->name.c_str(),
                  static_cast<long long>(layouts.inferences()));
   // Last, on the expressions codegen prints: int64 index arithmetic where int32 may overflow.

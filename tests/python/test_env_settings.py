@@ -5,6 +5,8 @@ TILELANG_PASS_PROFILE turn on."""
 import importlib
 import logging
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -181,3 +183,105 @@ def test_each_compile_is_announced_at_info_unless_turned_off(no_cache, monkeypat
     with caplog.at_level(logging.INFO, logger="tilelang"):
         _compile(65)
     assert "compiling kernel 'scale' for cpu" not in [r.getMessage() for r in caplog.records]
+
+
+_ON = ("1", "true", "YES", " on ")
+_OFF = ("0", "false", "No", "off", "")
+
+
+def _switch_error(name, value):
+    return f"{name} must be 1, true, yes or on (or 0, false, no, off, empty), got '{value}'"
+
+
+def test_pass_profile_and_time_passes_read_one_rule_in_python_and_the_core(monkeypatch, capfd):
+    """TILELANG_PASS_PROFILE and TILELANG_TIME_PASSES take the words tilelang.env takes; a
+    value neither on nor off is refused with the same message by Python and by the core
+    (before, the core took any value but 0 as TILELANG_TIME_PASSES on, and a misspelt
+    TILELANG_PASS_PROFILE as off)."""
+    for name in ("TILELANG_PASS_PROFILE_THRESHOLD_MS", "TILELANG_TIME_PASSES"):
+        monkeypatch.delenv(name, raising=False)
+    for word in _ON + _OFF:
+        monkeypatch.setenv("TILELANG_PASS_PROFILE", word)
+        tilelang.lower(_scale(97), target="cpu")
+        printed = bool(_pass_lines(capfd.readouterr().err))
+        assert tilelang.env.is_pass_profile_enabled() == printed == (word in _ON), repr(word)
+    monkeypatch.setenv("TILELANG_PASS_PROFILE", "yess")
+    with pytest.raises(ValueError) as python_error:
+        tilelang.env.is_pass_profile_enabled()
+    assert str(python_error.value) == _switch_error("TILELANG_PASS_PROFILE", "yess")
+    with pytest.raises(tilelang.TileLangError) as core_error:
+        tilelang.lower(_scale(97), target="cpu")
+    assert str(core_error.value) == _switch_error("TILELANG_PASS_PROFILE", "yess")
+
+    monkeypatch.delenv("TILELANG_PASS_PROFILE")
+    for word in _ON + _OFF:
+        monkeypatch.setenv("TILELANG_TIME_PASSES", word)
+        tilelang.lower(_scale(97), target="cpu")
+        assert bool(_pass_lines(capfd.readouterr().err)) == (word in _ON), repr(word)
+    monkeypatch.setenv("TILELANG_TIME_PASSES", "2")
+    with pytest.raises(tilelang.TileLangError) as core_error:
+        tilelang.lower(_scale(97), target="cpu")
+    assert str(core_error.value) == _switch_error("TILELANG_TIME_PASSES", "2")
+    assert _pass_lines(capfd.readouterr().err) == []
+
+
+def test_print_on_compilation_reads_one_rule_in_python_and_the_core(
+    no_cache, monkeypatch, caplog, capfd
+):
+    """Unset or on: each compile is logged at INFO (and printed when set on); off, empty
+    included, as in TileLang: DEBUG only; anything else is refused by both sides."""
+    for word, python_says, logged, printed in (
+        (None, True, True, False),
+        ("on", True, True, True),
+        ("", False, False, False),
+        ("No", False, False, False),
+    ):
+        if word is None:
+            monkeypatch.delenv("TILELANG_PRINT_ON_COMPILATION", raising=False)
+        else:
+            monkeypatch.setenv("TILELANG_PRINT_ON_COMPILATION", word)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="tilelang"):
+            _compile(65)
+        messages = [r.getMessage() for r in caplog.records]
+        assert ("compiling kernel 'scale' for cpu" in messages) == logged, (word, messages)
+        assert ("tilelang: compiling scale for cpu" in capfd.readouterr().out) == printed, word
+        assert tilelang.env.is_print_on_compilation_enabled() == python_says, word
+    monkeypatch.setenv("TILELANG_PRINT_ON_COMPILATION", "verbose")
+    message = _switch_error("TILELANG_PRINT_ON_COMPILATION", "verbose")
+    with pytest.raises(ValueError) as python_error:
+        tilelang.env.is_print_on_compilation_enabled()
+    assert str(python_error.value) == message
+    with pytest.raises(tilelang.TileLangError) as core_error:
+        _compile(65)
+    assert str(core_error.value) == message
+
+
+def test_a_misspelt_leak_warning_switch_warns_at_import(tmp_path):
+    """TILELANG_NB_LEAK_WARNINGS, read as the extension loads: a value neither on nor off
+    is a warning naming it (the import goes on, the leak check stays off); before, any
+    value but 1 was off without a word."""
+    env = dict(os.environ, TILELANG_NB_LEAK_WARNINGS="maybe", TILELANG_CACHE_DIR=str(tmp_path))
+    r = subprocess.run(
+        [sys.executable, "-c", "import tilelang; print(tilelang._C.compile_count())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0 and r.stdout == "0\n", r
+    assert r.stderr == (
+        "[tilelang] " + _switch_error("TILELANG_NB_LEAK_WARNINGS", "maybe") + "; the leak "
+        "warnings stay off\n"
+    )
+    env["TILELANG_NB_LEAK_WARNINGS"] = "off"
+    r = subprocess.run(
+        [sys.executable, "-c", "import tilelang"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0 and r.stderr == "", r
