@@ -332,3 +332,14 @@ def test_reduce_of_a_one_row_view_runs_once(target):
     y = np.zeros(1, np.float32)
     tilelang.compile(total, target=target)(x, y)
     np.testing.assert_allclose(y, [x.astype(np.float64).sum()], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["count", "view_count", "view_bytes"])
+def test_count_mismatch_is_also_an_assertion_error(case):
+    # TileLang refuses a reshape or view whose element or byte count differs with an
+    # AssertionError; the same program here raises an error that is both classes.
+    body, match = ERRORS[case]
+    with pytest.raises(AssertionError, match=match) as info:
+        build(body)
+    assert isinstance(info.value, tilelang.TileLangError)
+    assert "test_reshape_view.py:" in str(info.value)

@@ -47,8 +47,14 @@ REWRITTEN_FILES: set = set()
 _cache: dict = {}
 
 
-def located_error(message, file, line):
-    err = TileLangError(f"{file}:{line}: {message}")
+def located_error(message, file, line, like=None):
+    """The error `message` at file:line, of the class of the error `like` when that is a
+    TileLangError (a subclass that is also AssertionError, TypeError ... stays one)."""
+    cls = type(like) if isinstance(like, TileLangError) else TileLangError
+    try:
+        err = cls(f"{file}:{line}: {message}")
+    except TypeError:
+        err = TileLangError(f"{file}:{line}: {message}")
     err.file = file
     err.line = line
     err.bare_message = message

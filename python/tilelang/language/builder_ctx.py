@@ -10,9 +10,26 @@ _C = _native.load()
 TileLangError = _C.TileLangError
 
 
-def frontend_error(message):
-    """A user error raised by the Python frontend; the trace entry adds file:line."""
-    err = TileLangError(message)
+_ALSO_CLASSES: dict = {}
+
+
+def error_class(also=None):
+    """TileLangError, or a subclass of it that is also the builtin exception class `also`
+    (AssertionError, TypeError ...): where TileLang refuses a program with that class, an
+    `except` clause or `pytest.raises` written for it catches this package's error too."""
+    if also is None or issubclass(TileLangError, also):
+        return TileLangError
+    cls = _ALSO_CLASSES.get(also)
+    if cls is None:
+        cls = type(f"TileLang{also.__name__}", (TileLangError, also), {"__module__": __name__})
+        _ALSO_CLASSES[also] = cls
+    return cls
+
+
+def frontend_error(message, also=None):
+    """A user error raised by the Python frontend; the trace entry adds file:line. `also`
+    names a builtin exception class the error also is (error_class)."""
+    err = error_class(also)(message)
     err.file = None
     err.line = 0
     err.bare_message = message

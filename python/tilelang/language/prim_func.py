@@ -74,7 +74,7 @@ def _located(err):
     if where is None:
         return err
     message = getattr(err, "bare_message", None) or str(err)
-    return located_error(message, *where)
+    return located_error(message, *where, like=err)
 
 
 def run_traced(ctx, func, args, kwargs, prologue=None):
@@ -179,7 +179,7 @@ def trace_prim_func(func):
             params.append(value)
     except TileLangError as err:
         message = getattr(err, "bare_message", None) or str(err)
-        raise located_error(message, file, line) from None
+        raise located_error(message, file, line, like=err) from None
     run_traced(ctx, func, params, {})
     try:
         for name in names:
@@ -192,7 +192,7 @@ def trace_prim_func(func):
                 f"({', '.join(repr(n) for n in ctx.outputs)}) but does not return them"
             )
     except TileLangError as err:
-        raise located_error(err.bare_message, file, line) from None
+        raise located_error(err.bare_message, file, line, like=err) from None
     ctx.builder.order_params(names)
     return finish(ctx), func_attrs(ctx)
 

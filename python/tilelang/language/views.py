@@ -363,7 +363,8 @@ def _reshaped(src, shape, dt, what):
         want, have = _product(shape), _product(src.shape)
         raise frontend_error(
             f"{what} shape: expected {have} elements, as '{src.name}' of shape "
-            f"{_fmt_shape(src.shape)} holds, got shape {_fmt_shape(shape)} with {want}"
+            f"{_fmt_shape(src.shape)} holds, got shape {_fmt_shape(shape)} with {want}",
+            also=AssertionError,
         )
     base = src.base if isinstance(src, BufferView) else src
     name = getattr(ctx, "pending_name", None) or f"{base.name}_view"
@@ -405,7 +406,8 @@ def _check_width_change(src, shape, dt, what):
         raise frontend_error(
             f"{what} shape: expected {want} bytes, as '{src.name}' of shape "
             f"{_fmt_shape(src.shape)} and dtype {src.dtype} holds, got shape {_fmt_shape(shape)} "
-            f"of {dt} with {given} bytes; a view of {dt} needs {fits} elements"
+            f"of {dt} with {given} bytes; a view of {dt} needs {fits} elements",
+            also=AssertionError,
         )
 
 
