@@ -225,27 +225,52 @@ struct is_same<A, A> {
   static constexpr bool value = true;
 };
 
-// Register fragments of 16-bit values in pairs: T.copy of a float32 fragment into a
-// float16 / bfloat16 one writes two values with one cvt (dst[0] = a, dst[1] = b), and
-// the register gemms read A two values at a time, so that each 32-bit register holds a
-// pair. As 16-bit scalars, ptxas gives every value a register of its own: a 64 x 128
-// tile of P per warpgroup then takes 64 registers per thread instead of 32. Fragments
-// are 4-byte aligned (the code generator declares them so).
+// Two float values converted with one cvt. Register fragments of 16-bit values in
+// pairs: T.copy of a float32 fragment into a float16 / bfloat16 one writes two values
+// with one cvt (dst[0] = a, dst[1] = b), and the register gemms read A two values at a
+// time, so that each 32-bit register holds a pair. As 16-bit scalars, ptxas gives
+// every value a register of its own: a 64 x 128 tile of P per warpgroup then takes 64
+// registers per thread instead of 32. Fragments are 4-byte aligned (the code generator
+// declares them so). The vector moves of vec.cuh convert their float runs the same way
+// into float16 / bfloat16 / float8_e4m3fn / float8_e5m2 (cvt.rn.satfinite.e4m3x2 /
+// e5m2x2 on sm_89 and later): one cvt per pair instead of one per value plus a byte
+// permute, the same bits. dst is aligned to the pair's size.
+template <class T>
+struct has_cast_pair {
+  static constexpr bool value = is_same<T, half_t>::value || is_same<T, bfloat16_t>::value ||
+                                is_same<T, float8_e4m3fn_t>::value || is_same<T, float8_e5m2_t>::value;
+};
+
 template <class T>
 TL_DEVICE void cast_pair(T* dst, float a, float b) {
-  static_assert(is_same<T, half_t>::value || is_same<T, bfloat16_t>::value,
-                "tl::cast_pair: the destination is half_t or bfloat16_t");
+  static_assert(has_cast_pair<T>::value,
+                "tl::cast_pair: the destination is half_t, bfloat16_t, float8_e4m3fn_t or float8_e5m2_t");
 #if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
   dst[0] = T(a);
   dst[1] = T(b);
 #else
-  uint32_t w;
-  if constexpr (is_same<T, half_t>::value) {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));  // a in the low half
+  if constexpr (sizeof(T) == 2) {
+    uint32_t w;
+    if constexpr (is_same<T, half_t>::value) {
+      asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));  // a in the low half
+    } else {
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));
+    }
+    *reinterpret_cast<uint32_t*>(dst) = w;
   } else {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));
+#if __CUDA_ARCH__ >= 890
+    uint16_t w;
+    if constexpr (is_same<T, float8_e4m3fn_t>::value) {
+      asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(w) : "f"(b), "f"(a));  // a in the low byte
+    } else {
+      asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(w) : "f"(b), "f"(a));
+    }
+    *reinterpret_cast<uint16_t*>(dst) = w;
+#else
+    dst[0] = T(a);
+    dst[1] = T(b);
+#endif
   }
-  *reinterpret_cast<uint32_t*>(dst) = w;
 #endif
 }
 

@@ -2,8 +2,9 @@
 // src/transform/lower_fragments.cpp generates. The memory side is moved in the
 // widest aligned units (up to 16 bytes) that the run's size allows; the compiler
 // only asks for a width when the address is a multiple of it. Registers are
-// converted one element at a time, so a fragment may differ in dtype from the
-// tensor it is copied to or from.
+// converted element by element, so a fragment may differ in dtype from the tensor it
+// is copied to or from; float runs into float16 / bfloat16 / float8_e4m3fn /
+// float8_e5m2 convert two elements per cvt (tl::cast_pair).
 #pragma once
 
 namespace tl {
@@ -42,6 +43,18 @@ TL_DEVICE D convert(const S& x) {
     return x;
   } else {
     return D(x);
+  }
+}
+
+// out[i] = D(in[i]) for i < N, in pairs where one cvt converts two values.
+template <int N, class D, class S>
+TL_DEVICE void convert_run(D* out, const S* in) {
+  if constexpr (N % 2 == 0 && is_same<S, float>::value && has_cast_pair<D>::value) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2) cast_pair(out + i, in[i], in[i + 1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = convert<D>(in[i]);
   }
 }
 
@@ -86,16 +99,22 @@ template <int N, class D, class S>
 TL_DEVICE void load_vec(D* regs, const S* mem) {
   vec::Pack<N, S> p;
   p.load(mem);
+  if constexpr (is_same<D, S>::value) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) regs[i] = vec::convert<D>(p.e[i]);
+    for (int i = 0; i < N; ++i) regs[i] = p.e[i];
+  } else {
+    vec::Pack<N, D> q;  // aligned for the pairs; the fragment may not be
+    vec::convert_run<N>(q.e, p.e);
+#pragma unroll
+    for (int i = 0; i < N; ++i) regs[i] = q.e[i];
+  }
 }
 
 // memory <- registers: N elements, one vector write.
 template <int N, class D, class S>
 TL_DEVICE void store_vec(D* mem, const S* regs) {
   vec::Pack<N, D> p;
-#pragma unroll
-  for (int i = 0; i < N; ++i) p.e[i] = vec::convert<D>(regs[i]);
+  vec::convert_run<N>(p.e, regs);
   p.store(mem);
 }
 
@@ -112,8 +131,7 @@ TL_DEVICE void copy_vec(D* dst, const S* src) {
     in.store(dst);
   } else {
     vec::Pack<N, D> out;
-#pragma unroll
-    for (int i = 0; i < N; ++i) out.e[i] = vec::convert<D>(in.e[i]);
+    vec::convert_run<N>(out.e, in.e);
     out.store(dst);
   }
 }

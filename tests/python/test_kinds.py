@@ -99,6 +99,7 @@ KINDS = {
     "test_mla_decode": "examples emulator",
     "test_multi_kernel": "runtime lowering",
     "test_negative_indices": "lowering",
+    "test_paired_cvt": "cuda_source emulator",
     "test_persistent": "frontend lowering",
     "test_pipeline_schedule": "lowering",
     "test_pointer_params": "frontend runtime",
