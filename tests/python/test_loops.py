@@ -173,13 +173,72 @@ def test_zero_step_names_the_loop_and_the_fix():
     )
 
 
-def test_symbolic_step_is_rejected():
-    with pytest.raises(tilelang.TileLangError, match=r"T.unroll\(0, 8, s\): the step must be a"):
+@T.prim_func
+def run_time_steps(
+    A: T.Tensor((N,), "float32"),
+    B: T.Tensor((3, N), "float32"),
+    start: T.int32,
+    stop: T.int32,
+    step: T.int32,
+):
+    with T.Kernel(1, threads=1):
+        for i in T.serial(start, stop, step):
+            B[0, i] = A[i] * 2.0
+        for i in T.unroll(start, stop, step):
+            B[1, i] = A[i] + 1.0
+        for i in T.Serial(start, stop, step):
+            B[2, i] = A[i] - 3.0
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate"])
+def test_steps_known_at_run_time_count_up_down_or_not_at_all(target):
+    # TileLang takes a T.serial / T.unroll step that is an expression; its sign decides
+    # the direction at run time, and a step of 0 runs no iteration.
+    kernel = tilelang.compile(run_time_steps, target=target)
+    for start, stop, step in [(1, N, 3), (N - 1, -1, -2), (27, 2, -5), (0, N, -3), (3, 20, 0)]:
+        a = rng.standard_normal(N).astype(np.float32)
+        b = np.full((3, N), -7.0, np.float32)
+        kernel(a, b, start, stop, step)
+        ref = np.full((3, N), -7.0, np.float32)
+        idx = list(range(start, stop, step)) if step else []
+        ref[0, idx] = a[idx] * 2
+        ref[1, idx] = a[idx] + 1
+        ref[2, idx] = a[idx] - 3
+        np.testing.assert_allclose(b, ref, rtol=1e-6, err_msg=f"range({start}, {stop}, {step})")
+
+
+def test_stepped_loops_are_not_tvm_frames():
+    # As in TileLang: a loop of step 1 is a TVM IRBuilderFrame, one of another step a
+    # SerialForWithStep / UnrollForWithStep.
+    from tilelang.tvm.script.ir_builder.base import IRBuilderFrame
+
+    assert isinstance(T.serial(1, 10, 1), IRBuilderFrame)
+    assert isinstance(T.serial(1, 10), IRBuilderFrame)
+    assert not isinstance(T.serial(10, -1, -1), IRBuilderFrame)
+    assert type(T.serial(0, 10, 2)).__name__ == "SerialForWithStep"
+    assert type(T.unroll(0, 10, 2)).__name__ == "UnrollForWithStep"
+    assert isinstance(T.unroll(0, 10, 2), T.unroll)
+
+
+def test_step_that_is_not_an_integer_or_of_a_vectorized_loop_is_rejected():
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.serial\(0, 8, s\): the step must be an integer"
+    ):
 
         @T.prim_func
-        def main(A: T.Tensor((8,), "float32"), s: T.int32):
+        def main(A: T.Tensor((8,), "float32"), s: T.float32):
             with T.Kernel(1, threads=1):
-                for i in T.unroll(0, 8, s):
+                for i in T.serial(0, 8, s):
+                    A[i] = 1.0
+
+    with pytest.raises(
+        tilelang.TileLangError, match=r"T.vectorized\(0, 8, s\): the step must be a constant"
+    ):
+
+        @T.prim_func
+        def main2(A: T.Tensor((8,), "float32"), s: T.int32):
+            with T.Kernel(1, threads=1):
+                for i in T.vectorized(0, 8, s):
                     A[i] = 1.0
 
 
@@ -223,10 +282,3 @@ def test_capitalized_loop_aliases_match_numpy():
     ref[1, :4] = a[:4] + 1
     ref[2, 4:] = a[4:] - 3
     np.testing.assert_allclose(b, ref, rtol=1e-6)
-    with pytest.raises(tilelang.TileLangError, match=r"T.Serial\(0, 8, s\): the step must be a"):
-
-        @T.prim_func
-        def symbolic_step(A: T.Tensor((8,), "float32"), s: T.int32):
-            with T.Kernel(1, threads=1):
-                for i in T.Serial(0, 8, s):
-                    A[i] = 0.0

@@ -22,9 +22,9 @@ def _show(*args):
     return ", ".join(repr(a) if isinstance(a, str) else str(a) for a in args)
 
 
-def _bounds(what, start, stop, step):
+def _bounds(what, start, stop, step, symbolic_step=False):
     """(min, extent, step) of a Python-style range with possibly symbolic ends; step is a
-    non-zero Python int."""
+    non-zero Python int, or an integer expression whose sign is known only at run time."""
     start, stop, step = to_value(start), to_value(stop), to_value(step)
     if step is None:
         step = 1
@@ -32,11 +32,20 @@ def _bounds(what, start, stop, step):
     if stop is None:
         start, stop = 0, start
     st = const_int(step)
-    if st is None:
+    if st is None and not symbolic_step:
         raise frontend_error(
             f"{what}({written}): the step must be a constant integer, got {step}; "
             "compute the index from a unit-step loop instead (i = start + k * step)"
         )
+    if st is None:
+        dt = getattr(step, "dtype", None)
+        if (
+            not isinstance(step, _C.Expr)
+            or dt.lanes != 1
+            or not dt.name.startswith(("int", "uint"))
+        ):
+            raise frontend_error(f"{what}({written}): the step must be an integer, got {step!r}")
+        return start, _symbolic_step_extent(start, stop, step), step
     if st == 0:
         raise frontend_error(
             f"{what}({written}): the step must not be zero; use a positive step to count up "
@@ -51,24 +60,40 @@ def _bounds(what, start, stop, step):
     return start, _C.binary("Max", _C.ceildiv(span, abs(st)), 0), st
 
 
+def _symbolic_step_extent(start, stop, step):
+    """The trip count of range(start, stop, step) for a step known at run time: counting
+    up for a positive step, down for a negative one, none for a step of 0."""
+    zero = _C.const(0, step.dtype)
+    up = _C.ceildiv(stop - start, step)
+    down = _C.ceildiv(start - stop, zero - step)
+    count = _C.select(step > zero, up, _C.select(step < zero, down, zero))
+    return _C.binary("Max", count, zero)
+
+
 class Loop:
     """One IR loop with a Python-range style signature: `(stop)` or `(start, stop, step)`."""
 
     kind = "serial"
+    # The name in messages (None: T.<class name>), and whether the step may be an
+    # expression known only at run time (loops of one thread's code: serial, unroll).
+    display: str | None = None
+    symbolic_step = False
 
     def __init__(self, start, stop=None, step=None, annotations=None):
-        self.min, self.extent, self.step = _bounds(f"T.{type(self).__name__}", start, stop, step)
+        what = self.display or f"T.{type(self).__name__}"
+        self.min, self.extent, self.step = _bounds(what, start, stop, step, self.symbolic_step)
         self.annotations = dict(annotations or {})
 
     def open(self, builder, names):
+        unit = const_int(self.step) == 1
         var = builder.begin_for(
             names[0] if names else "i",
-            self.min if self.step == 1 else 0,
+            self.min if unit else 0,
             self.extent,
             self.kind,
             self.annotations,
         )
-        if self.step == 1:
+        if unit:
             return var
         return self.min + var * self.step
 
@@ -81,12 +106,40 @@ class Loop:
         def __iter__(self) -> Iterator[Any]: ...
 
 
+def _unit_step(step):
+    return step is None or const_int(to_value(step)) == 1
+
+
 class serial(Loop):
+    """`T.serial(stop)`, `T.serial(start, stop, step=1)`. With another step (a constant
+    of either sign, or an integer expression) it is a SerialForWithStep, as in TileLang."""
+
     kind = "serial"
+    symbolic_step = True
+
+    def __new__(cls, start=None, stop=None, step=None, annotations=None, **kwargs):
+        if cls is serial and not _unit_step(step):
+            return SerialForWithStep(start, stop, step, annotations)
+        return super().__new__(cls)
+
+
+class SerialForWithStep(Loop):
+    """A serial loop of a step other than 1: TileLang gives it its own class (not a TVM
+    frame); its loop variable is start + k * step."""
+
+    kind = "serial"
+    display = "T.serial"
+    symbolic_step = True
 
 
 class unroll(Loop):
     kind = "unroll"
+    symbolic_step = True
+
+    def __new__(cls, start=None, stop=None, step=None, *args, **kwargs):
+        stepped = cls is unroll and not _unit_step(step)
+        # UnrollForWithStep is a subclass: Python then runs __init__ on it
+        return super().__new__(UnrollForWithStep if stepped else cls)
 
     def __init__(
         self,
@@ -100,6 +153,12 @@ class unroll(Loop):
         super().__init__(start, stop, step, annotations)
         if unroll_factor is not None:
             self.annotations["unroll_factor"] = int(unroll_factor)
+
+
+class UnrollForWithStep(unroll):
+    """T.unroll with a step other than 1 (TileLang's class of that name)."""
+
+    display = "T.unroll"
 
 
 class vectorized(Loop):

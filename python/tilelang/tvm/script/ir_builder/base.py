@@ -11,7 +11,9 @@ class _FrameCheck(type):
 
         scopes = (loops.Loop, loops.Parallel, loops.grid, frames.If, frames._Branch, frames.attr)
         scopes += (kernel.Kernel,)
-        return isinstance(obj, scopes)
+        # TileLang's loops of a step other than 1 are not TVM frames
+        stepped = (loops.SerialForWithStep, loops.UnrollForWithStep)
+        return isinstance(obj, scopes) and not isinstance(obj, stepped)
 
 
 class IRBuilderFrame(metaclass=_FrameCheck):
