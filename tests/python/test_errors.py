@@ -371,3 +371,19 @@ def test_gemm_accumulator_that_cannot_hold_the_products_is_refused(operands, acc
         f"{HERE}:{line_of('MARK-gemm-acc')}: T.gemm accumulator C 'C_f' is {accumulator}, which "
         f"cannot hold the products of {operands} A 'A_s' and {operands} B 'B_s'; accumulate {advice}"
     )
+
+
+def test_slice_with_a_step_is_also_a_runtime_error():
+    # TileLang refuses a buffer slice with a step with a RuntimeError; the error here is
+    # that class too, and still names the buffer, the step and the user's line.
+    with pytest.raises(RuntimeError) as info:
+
+        @T.prim_func
+        def main(A: T.Tensor((10,), "int32"), B: T.Tensor((5,), "int32")):
+            with T.Kernel(1):
+                B[0:5] = A[0:10:2]  # MARK-slice-step
+
+    assert isinstance(info.value, tilelang.TileLangError)
+    assert str(info.value) == (
+        f"{HERE}:{line_of('MARK-slice-step')}: slices of buffer 'A' must have step 1, got 2"
+    )

@@ -159,7 +159,10 @@ class Buffer:
 
     def _slice_range(self, s, dim):
         if s.step not in (None, 1):
-            raise frontend_error(f"slices of buffer '{self.name}' must have step 1, got {s.step}")
+            raise frontend_error(
+                f"slices of buffer '{self.name}' must have step 1, got {s.step}",
+                also=RuntimeError,
+            )
         lo = 0 if s.start is None else self._normalize_index(s.start, dim)
         hi = self.shape[dim] if s.stop is None else self._normalize_index(s.stop, dim)
         lo_c, hi_c = const_int(lo), const_int(hi)
