@@ -80,6 +80,32 @@ def test_macros_inline_with_parameters_returns_and_nesting():
     assert "// prelude from the test" in kernel.prim_func.script()
 
 
+def test_a_returned_variable_and_expressions_are_prim_exprs():
+    # TileLang's check of macro results: numbers, expressions, and a T.alloc_var a macro
+    # returns (it reads as its value) are instances of T.PrimExpr; buffers are not.
+    seen = {}
+
+    @T.macro
+    def make_var(x):
+        return T.alloc_var(T.float32, init=x)
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1):
+            v = make_var(A[1])
+            seen["var"] = isinstance(v, T.PrimExpr)
+            seen["expr"] = isinstance(A[0] + 1.0, T.PrimExpr)
+            seen["buffer"] = isinstance(A, T.PrimExpr)
+            A[0] = v * 2.0
+
+    assert seen == {"var": True, "expr": True, "buffer": False}
+    a = rng.standard_normal(4).astype(np.float32)
+    ref = a.copy()
+    ref[0] = a[1] * 2
+    tilelang.compile(main, target="cpu")(a)
+    np.testing.assert_allclose(a, ref, rtol=1e-6)
+
+
 def test_macro_script_shows_inlined_code():
     script = macro_kernel(N).prim_func.script()
     assert "T.max(T.min(" in script  # clamp_to inlined

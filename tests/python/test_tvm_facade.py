@@ -385,7 +385,8 @@ def test_tirx_node_classes_build_and_check_kinds():
     from tvm import tirx
     from tvm.tirx.expr import IntImm, Not, Or, Var
 
-    assert tvm.tir is tirx and tirx.PrimExpr is tilelang._C.Expr
+    assert tvm.tir is tirx and tirx.PrimExpr is T.PrimExpr
+    assert issubclass(tilelang._C.Expr, tirx.PrimExpr) and not isinstance(3, tirx.PrimExpr)
     x, y = Var("x", "int32"), Var("y", "int32")
     assert isinstance(x, tirx.Var) and not isinstance(x, tirx.IntImm)
     assert isinstance(IntImm("int32", 3), tirx.IntImm) and IntImm("int8", 3).dtype.name == "int8"

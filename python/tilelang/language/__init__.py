@@ -17,7 +17,7 @@ from .annotations import (
 from .async_copy import async_copy, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .atomic import *
 from .buffer import Buffer as BufferHandle
-from .buffer import Region, VarBuffer
+from .buffer import PrimExpr, Region, VarBuffer
 from .debug import *
 from .dtypes import dtype
 from .frames import Else, If, Then, attr, reads, sblock, writes
@@ -123,6 +123,7 @@ __all__ = [
     "Parallel",
     "Persistent",
     "Pipelined",
+    "PrimExpr",
     "PrimFunc",
     "Ref",
     "Region",

@@ -247,6 +247,20 @@ def _forward_unary(op):
     return method
 
 
+class _PrimExprCheck(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, (_C.Expr, VarBuffer))
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and issubclass(sub, (_C.Expr, VarBuffer))
+
+
+class PrimExpr(metaclass=_PrimExprCheck):
+    """`T.PrimExpr` / `tvm.tirx.PrimExpr` as an isinstance check: an expression, or a
+    `T.alloc_var` scalar (which reads as its value, as TileLang's variable does where a
+    macro returns one)."""
+
+
 class VarBuffer(Buffer):
     """A `T.alloc_var` scalar: reads as its value; assigning its Python name stores into it."""
 

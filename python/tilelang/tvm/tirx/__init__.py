@@ -19,7 +19,7 @@ from tilelang.language.shapes import Tensor as Buffer
 
 from .._scope import out_of_scope
 
-PrimExpr = _C.Expr
+PrimExpr = _T.PrimExpr
 Stmt = _C.Stmt
 
 # Expressions: the same functions as T's.
