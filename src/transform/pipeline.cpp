@@ -35,6 +35,7 @@
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
 #include "transform/split_parallel_at_barriers.h"
+#include "transform/vectorize_loops.h"
 #include "transform/warp_specialize.h"
 #include "transform/widen_indices.h"
 
@@ -371,6 +372,9 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, 
     f = run_pass("lower_tma_stores", f, [&](const PrimFunc& g) { return lower_tma_stores(g, layouts); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, layouts); });
   f = lower_common(f, t, configs);
+  // T.vectorized copies between shared memory and registers: 16-byte accesses where
+  // the offsets (swizzles included) are proven contiguous and aligned.
+  f = run_pass("vectorize_loops", f, [&](const PrimFunc& g) { return vectorize_loops(g); });
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   f = run_pass("plan_shared_memory", f,

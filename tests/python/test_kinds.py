@@ -141,6 +141,7 @@ KINDS = {
     "test_upstream_modules": "frontend runtime",
     "test_upstream_results": "lowering",
     "test_upstream_runner": "runtime",
+    "test_vectorize_loops": "lowering emulator cuda_source",
     "test_view_width": "lowering",
     "test_views_layouts": "lowering frontend",
     "test_warp": "lowering emulator",

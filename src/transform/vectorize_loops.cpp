@@ -1,0 +1,325 @@
+// See vectorize_loops.h. The proof is a small abstract interpretation of the offset
+// expression: each subexpression is summarized as G + c * e (G free of the lane e,
+// known to be a multiple of m); division, remainder, shifts and bit operations keep
+// that form only where the lane part provably stays below the granularity of G, so
+// no carry or borrow can cross it.
+#include "transform/vectorize_loops.h"
+
+#include <map>
+#include <optional>
+
+#include "arith/bounds.h"
+#include "arith/int_math.h"
+#include "arith/simplify.h"
+#include "ir/attrs.h"
+#include "ir/visitor.h"
+#include "layout/layout.h"
+#include "ops/extent_util.h"
+#include "support/error.h"
+
+namespace tl {
+namespace {
+
+using arith_detail::gcd_abs;
+
+// expr == G + coef * e, with G free of e and a multiple of `mod` (mod 0: G == 0).
+struct LaneForm {
+  int64_t coef = 0;
+  int64_t mod = 1;
+};
+
+// 2^k for the trailing zero bits of m (m == 0: G is 0, which has all of them).
+int trailing_zeros(int64_t m) {
+  return m == 0 ? 62 : __builtin_ctzll(static_cast<uint64_t>(m));
+}
+int64_t pow2_or_zero(int k) {
+  return k >= 62 ? 0 : int64_t(1) << k;
+}
+
+class LaneAnalysis {
+ public:
+  LaneAnalysis(const VarNode* lane, int64_t width, const BoundAnalyzer& bounds)
+      : lane_(lane), width_(width), bounds_(bounds) {}
+
+  std::optional<LaneForm> of(const Expr& x) const {
+    if (auto k = as_const_int(x)) {
+      if (*k == INT64_MIN) return std::nullopt;
+      return LaneForm{0, *k < 0 ? -*k : *k};
+    }
+    if (auto* v = x.as<VarNode>()) return v == lane_ ? LaneForm{1, 0} : LaneForm{0, 1};
+    if (auto* c = x.as<CastNode>()) {
+      bool widening = c->dtype.is_integer() && c->value.dtype().is_integer() && !c->value.dtype().is_bool() &&
+                      c->dtype.bits() >= c->value.dtype().bits();
+      return widening ? of(c->value) : free(x);
+    }
+    if (auto* u = x.as<UnaryNode>()) {
+      if (u->op != UnaryOp::Neg) return free(x);
+      auto a = of(u->a);
+      if (!a) return std::nullopt;
+      return LaneForm{-a->coef, a->mod};
+    }
+    auto* b = x.as<BinaryNode>();
+    if (!b || !x.dtype().is_integer()) return free(x);
+    switch (b->op) {
+      case BinaryOp::Add:
+      case BinaryOp::Sub: {
+        auto l = of(b->a), r = of(b->b);
+        if (!l || !r) return std::nullopt;
+        return LaneForm{b->op == BinaryOp::Add ? l->coef + r->coef : l->coef - r->coef, gcd_abs(l->mod, r->mod)};
+      }
+      case BinaryOp::Mul: {
+        if (auto k = as_const_int(b->a)) return scaled(of(b->b), *k);
+        if (auto k = as_const_int(b->b)) return scaled(of(b->a), *k);
+        auto l = of(b->a), r = of(b->b);
+        if (!l || !r || l->coef || r->coef) return std::nullopt;
+        int64_t m;
+        if (__builtin_mul_overflow(l->mod, r->mod, &m)) m = 1;
+        return LaneForm{0, m < 0 ? 1 : m};
+      }
+      case BinaryOp::Shl: {
+        auto k = as_const_int(b->b);
+        if (!k || *k < 0 || *k > 30) return free(x);
+        return scaled(of(b->a), int64_t(1) << *k);
+      }
+      case BinaryOp::FloorDiv:
+      case BinaryOp::Div:
+      case BinaryOp::Shr: {
+        auto d = divisor(b);
+        if (!d) return free(x);
+        auto l = of(b->a);
+        if (!l) return std::nullopt;
+        if (l->coef && !(lane_stays_below(*l, *d) && (b->op != BinaryOp::Div || non_negative(b->a))))
+          return std::nullopt;
+        // floor(G / d) (G + c*e has the same quotient): exact when d divides m.
+        return LaneForm{0, l->mod == 0 ? 0 : (l->mod % *d == 0 ? l->mod / *d : 1)};
+      }
+      case BinaryOp::FloorMod:
+      case BinaryOp::Mod: {
+        auto d = as_const_int(b->b);
+        if (!d || *d <= 0) return free(x);
+        auto l = of(b->a);
+        if (!l) return std::nullopt;
+        if (l->coef && !(lane_stays_below(*l, *d) && (b->op != BinaryOp::Mod || non_negative(b->a))))
+          return std::nullopt;
+        // (G mod d) + c*e; G mod d is a multiple of gcd(m, d).
+        return LaneForm{l->coef, l->mod == 0 ? 0 : gcd_abs(l->mod, *d)};
+      }
+      case BinaryOp::BitXor:
+      case BinaryOp::BitOr:
+      case BinaryOp::BitAnd:
+        return bitwise(b);
+      default:
+        return free(x);
+    }
+  }
+
+ private:
+  // An expression free of the lane, with nothing known of its value; nullopt when
+  // it reads the lane in a way the analysis does not follow.
+  std::optional<LaneForm> free(const Expr& x) const {
+    if (reads_var(x, lane_)) return std::nullopt;
+    return LaneForm{0, 1};
+  }
+
+  static std::optional<LaneForm> scaled(std::optional<LaneForm> f, int64_t k) {
+    if (!f) return std::nullopt;
+    int64_t c, m;
+    if (__builtin_mul_overflow(f->coef, k, &c) || __builtin_mul_overflow(f->mod, k < 0 ? -k : k, &m))
+      return std::nullopt;
+    return LaneForm{c, m};
+  }
+
+  // The positive constant a division or right shift divides by.
+  static std::optional<int64_t> divisor(const BinaryNode* b) {
+    auto k = as_const_int(b->b);
+    if (!k) return std::nullopt;
+    if (b->op == BinaryOp::Shr) {
+      if (*k < 0 || *k > 30) return std::nullopt;
+      return int64_t(1) << *k;
+    }
+    if (*k <= 0) return std::nullopt;
+    return *k;
+  }
+
+  // c * e (e < width) stays below the granularity gcd(m, d) of G modulo d, so adding
+  // it never changes G's quotient by d and adds exactly c * e to its remainder.
+  bool lane_stays_below(const LaneForm& f, int64_t d) const {
+    if (f.coef < 0 || f.coef > (int64_t(1) << 20)) return false;
+    int64_t g = f.mod == 0 ? d : gcd_abs(f.mod, d);
+    return f.coef * (width_ - 1) < g;
+  }
+
+  // Truncating division and remainder agree with the floor ones on a non-negative
+  // dividend only.
+  bool non_negative(const Expr& x) const { return bounds_.bounds(x).is_non_negative(); }
+
+  // Bit operations: G's low bits are zero up to its power-of-two granularity, so a
+  // lane part below that granularity passes through untouched (xor and or) or where a
+  // constant mask keeps those bits (and).
+  std::optional<LaneForm> bitwise(const BinaryNode* b) const {
+    auto l = of(b->a), r = of(b->b);
+    if (!l || !r) return std::nullopt;
+    int tl = trailing_zeros(l->mod), tr = trailing_zeros(r->mod);
+    if (!l->coef && !r->coef) {
+      int k = b->op == BinaryOp::BitAnd ? std::max(tl, tr) : std::min(tl, tr);
+      return LaneForm{0, pow2_or_zero(k)};
+    }
+    if (l->coef && r->coef) return std::nullopt;
+    const LaneForm& lane = l->coef ? *l : *r;
+    const LaneForm& other = l->coef ? *r : *l;
+    if (lane.coef < 0 || lane.coef > (int64_t(1) << 20)) return std::nullopt;
+    int64_t span = lane.coef * (width_ - 1);  // the lane part's largest value
+    int t = 0;
+    while ((int64_t(1) << t) <= span) ++t;
+    if (trailing_zeros(lane.mod) < t) return std::nullopt;
+    if (b->op == BinaryOp::BitAnd) {
+      auto mask = as_const_int(l->coef ? b->b : b->a);
+      int64_t low = (int64_t(1) << t) - 1;
+      if (!mask || (*mask & low) != low) return std::nullopt;
+      return LaneForm{lane.coef, pow2_or_zero(t)};
+    }
+    if (trailing_zeros(other.mod) < t) return std::nullopt;
+    return LaneForm{lane.coef, pow2_or_zero(std::min(trailing_zeros(lane.mod), trailing_zeros(other.mod)))};
+  }
+
+  const VarNode* lane_;
+  int64_t width_;
+  const BoundAnalyzer& bounds_;
+};
+
+// The element offset of `indices` in `b` as code generation computes it.
+Expr flat_offset(const Buffer& b, const std::vector<Expr>& indices) {
+  if (b->layout) return b->layout->offset(b, indices);
+  std::vector<Expr> strides = b.effective_strides();
+  Expr off = int_imm(0, indices.empty() ? dtype::Int32 : indices[0].dtype());
+  for (size_t i = 0; i < indices.size(); ++i) off = add(off, mul(indices[i], strides[i]));
+  return off;
+}
+
+bool vectorizable_dtype(DataType t) {
+  return t.lanes() == 1 && !t.is_bool() && !t.is_sub_byte() && t.bits() % 8 == 0 && t.bits() <= 64;
+}
+
+bool pure_index(const Expr& e) {
+  bool pure = true;
+  for_each_expr(e, [&](const Expr& x) { pure = pure && !x.is<BufferLoadNode>() && !x.is<CallNode>(); });
+  return pure;
+}
+
+class Vectorize : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    BindingScope scope(bounds_);
+    for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
+      scope.bind_range(op->block_vars[i], int_imm(0, op->grid[i].dtype()), op->grid[i]);
+    for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
+      scope.bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const LetStmtNode* op, const Stmt& self) override {
+    BindingScope scope(bounds_);
+    if (op->var.dtype().is_integer()) scope.bind(op->var, bounds_.bounds(op->value));
+    return IRMutator::visit(op, self);
+  }
+
+  // Block ops are spread over the threads by the code generator: left as they are.
+  Stmt visit(const AttrNode* op, const Stmt& self) override {
+    if (op->key == kBlockOpAttr) return self;
+    return IRMutator::visit(op, self);
+  }
+
+  Stmt visit(const ForNode* op, const Stmt& self) override {
+    if (op->for_kind == ForKind::Vectorized)
+      if (auto s = vectorized(op)) return *s;
+    BindingScope scope(bounds_);
+    scope.bind_range(op->var, op->min, op->extent);
+    return IRMutator::visit(op, self);
+  }
+
+ private:
+  std::optional<Stmt> vectorized(const ForNode* op) {
+    auto n = as_const_int(op->extent);
+    if (!n || *n < 2) return std::nullopt;
+    // The body: lets of pure index arithmetic, then one store of a load.
+    std::map<const VarNode*, Expr> lets;
+    Stmt body = op->body;
+    while (auto* l = body.as<LetStmtNode>()) {
+      if (!pure_index(l->value)) return std::nullopt;
+      lets[l->var.node()] = substitute(l->value, lets);
+      body = l->body;
+    }
+    auto* store = body.as<BufferStoreNode>();
+    auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
+    if (!load) return std::nullopt;
+    const Buffer &dst = store->buffer, &src = load->buffer;
+    if (dst.same_as(src) || dst->dtype != src->dtype || !vectorizable_dtype(dst->dtype)) return std::nullopt;
+    bool dst_shared = is_shared(dst), src_shared = is_shared(src);
+    if (!(dst_shared || dst->scope == Scope::Local) || !(src_shared || src->scope == Scope::Local)) return std::nullopt;
+    if (!dst_shared && !src_shared) return std::nullopt;  // registers to registers: nothing to widen
+    std::vector<Expr> dst_idx, src_idx;
+    for (const Expr& e : store->indices) dst_idx.push_back(substitute(e, lets));
+    for (const Expr& e : load->indices) src_idx.push_back(substitute(e, lets));
+    for (const Expr& e : src_idx)
+      if (!pure_index(e)) return std::nullopt;
+    for (const Expr& e : dst_idx)
+      if (!pure_index(e)) return std::nullopt;
+
+    const int64_t elem_bytes = dst->dtype.bits() / 8;
+    for (int64_t w = 16 / elem_bytes; w >= 2; w /= 2) {
+      if (*n % w != 0) continue;
+      Var q("vq", op->var.dtype()), e("ve", op->var.dtype());
+      BindingScope scope(bounds_);
+      scope.bind(q, Interval::range(0, *n / w - 1));
+      scope.bind(e, Interval::range(0, w - 1));
+      std::map<const VarNode*, Expr> at_lane{
+          {op->var.node(), add(op->min, add(mul(q, make_const(q.dtype(), double(w))), e))}};
+      LaneAnalysis lanes(e.node(), w, bounds_);
+      auto contiguous = [&](const Buffer& b, const std::vector<Expr>& idx, bool shared) {
+        std::vector<Expr> at;
+        for (const Expr& i : idx) at.push_back(substitute(i, at_lane));
+        auto f = lanes.of(flat_offset(b, at));
+        return f && f->coef == 1 && (!shared || f->mod % w == 0);
+      };
+      if (!contiguous(dst, dst_idx, dst_shared) || !contiguous(src, src_idx, src_shared)) continue;
+      return runs(op, store->span, q, w, dst, dst_idx, src, src_idx, dst_shared, src_shared);
+    }
+    return std::nullopt;
+  }
+
+  // One vector access per run of w elements; the run starts at v = min + q * w.
+  Stmt runs(const ForNode* op, const SourceSpan& span, const Var& q, int64_t w, const Buffer& dst,
+            const std::vector<Expr>& dst_idx, const Buffer& src, const std::vector<Expr>& src_idx, bool dst_shared,
+            bool src_shared) {
+    int64_t count = *as_const_int(op->extent) / w;
+    Expr start = add(op->min, mul(q, make_const(q.dtype(), double(w))));
+    if (count == 1) start = op->min;
+    std::map<const VarNode*, Expr> at_start{{op->var.node(), start}};
+    auto at = [&](const Buffer& b, const std::vector<Expr>& idx, AddressAccess access) {
+      std::vector<Expr> out;
+      for (const Expr& i : idx) out.push_back(simplify(substitute(i, at_start), &bounds_));
+      return address_of(buffer_load(b, out), access);
+    };
+    const char* helper = dst_shared && src_shared ? "tl::copy_vec<" : src_shared ? "tl::load_vec<" : "tl::store_vec<";
+    Stmt copy = evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"),
+                                     {at(dst, dst_idx, AddressAccess::Write), at(src, src_idx, AddressAccess::Read)}),
+                         span);
+    if (count == 1) return copy;
+    return for_loop(q, int_imm(0, q.dtype()), int_imm(count, q.dtype()), ForKind::Unrolled, copy, {}, op->span);
+  }
+
+  BoundAnalyzer bounds_;
+};
+
+}  // namespace
+
+PrimFunc vectorize_loops(const PrimFunc& f) {
+  return f.with_body(Vectorize().mutate(f->body));
+}
+
+}  // namespace tl

@@ -1,0 +1,124 @@
+"""T.vectorized copies between shared memory and registers on the cuda target
+(src/transform/vectorize_loops.cpp): where the shared offsets, swizzle included, are
+proven contiguous and aligned, each run of up to 16 bytes is one vector access
+(tl::load_vec / tl::store_vec / tl::copy_vec; LDS.128 / STS.128 in the SASS), as in
+the dequantizing loop of TileLang's fp4 GEMM example; elsewhere the loop stays element
+by element. Run through the CUDA emulator and checked against numpy."""
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from test_examples_cuda_source import nvcc, nvcc_compile  # noqa: F401  (the fixture)
+from test_gemm_sp_mma import cuobjdump
+from tilelang.layout import make_swizzled_layout
+
+EMU = "cuda -arch=sm_90a -emulate"
+
+
+def round_trip(M, N, dtype, local, threads=128, shift=0, swizzle=True):
+    """B = A * 2 + 1 through two (swizzled) shared tiles: each thread reads `local`
+    consecutive elements of the first into registers (T.vectorized), updates them and
+    writes them to the second (T.vectorized), as the fp4 example's dequantizing loop
+    does. `shift` moves each thread's run off its alignment."""
+    steps = M * N // threads // local
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            S = T.alloc_shared((M, N), dtype)
+            D = T.alloc_shared((M, N), dtype)
+            if swizzle:
+                T.annotate_layout({S: make_swizzled_layout(S), D: make_swizzled_layout(D)})
+            T.copy(A, S)
+            tx = T.get_thread_binding()
+            r = T.alloc_local((local,), dtype)
+            for i in T.serial(steps):
+                for v in T.vectorized(local):
+                    index = (i * threads * local + tx * local + v + shift) % (M * N)
+                    r[v] = S[index // N, index % N]
+                for v in T.serial(local):
+                    r[v] = r[v] * T.cast(2, dtype) + T.cast(1, dtype)
+                for v in T.vectorized(local):
+                    index = (i * threads * local + tx * local + v + shift) % (M * N)
+                    D[index // N, index % N] = r[v]
+            T.copy(D, B)
+
+    return main
+
+
+def check(kernel, M, N, dtype):
+    rng = np.random.default_rng(41)
+    if dtype == "uint8":
+        a = rng.integers(0, 100, (M, N)).astype(np.uint8)
+        ref = (a.astype(np.int64) * 2 + 1).astype(np.uint8)
+        np.testing.assert_array_equal(kernel(a), ref)
+        return
+    a = rng.standard_normal((M, N)).astype(dtype)
+    ref = a.astype(np.float64) * 2 + 1
+    np.testing.assert_allclose(kernel(a).astype(np.float64), ref, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "dtype, local, vector",
+    [
+        ("float16", 8, "<8>"),  # one 16-byte run per thread and step
+        ("float16", 16, "<8>"),  # two runs
+        ("float32", 4, "<4>"),
+        ("uint8", 4, "<4>"),  # the fp4 example's packed bytes: one 4-byte access
+    ],
+)
+def test_swizzled_runs_move_as_vectors(dtype, local, vector):
+    M, N = 32, 64
+    kernel = tilelang.compile(round_trip(M, N, dtype, local), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert f"tl::load_vec{vector}((&r[" in src, src
+    assert f"tl::store_vec{vector}((&D[" in src, src
+    assert "r[v] = TL_SMEM" not in src, src
+    check(kernel, M, N, dtype)
+
+
+def test_unaligned_runs_stay_element_by_element():
+    M, N = 32, 64
+    kernel = tilelang.compile(round_trip(M, N, "float16", 8, shift=1), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::load_vec" not in src and "tl::store_vec" not in src, src
+    check(kernel, M, N, "float16")
+
+
+def test_half_aligned_runs_use_the_widest_proven_width():
+    # A run of 8 halves starting 4 elements into its chunk: two 8-byte accesses.
+    M, N = 32, 64
+    kernel = tilelang.compile(round_trip(M, N, "float16", 8, shift=4), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::load_vec<4>((&r[" in src and "tl::store_vec<4>((&D[" in src, src
+    check(kernel, M, N, "float16")
+
+
+def test_plain_shared_tiles_vectorize_too():
+    M, N = 32, 64
+    kernel = tilelang.compile(
+        round_trip(M, N, "float16", 8, swizzle=False), out_idx=[-1], target=EMU
+    )
+    assert "tl::store_vec<8>((&D[" in kernel.get_kernel_source()
+    check(kernel, M, N, "float16")
+
+
+def test_sass_has_16_byte_shared_accesses(nvcc, tmp_path):  # noqa: F811
+    tool = cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    kernel = tilelang.compile(
+        round_trip(64, 64, "float16", 8), out_idx=[-1], target="cuda -arch=sm_90a"
+    )
+    cubin, log = nvcc_compile(nvcc, kernel.get_kernel_source(), "sm_90a", tmp_path)
+    assert cubin is not None, log
+    sass = subprocess.run(
+        [tool, "-sass", str(tmp_path / "kernel.cubin")], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r"\bLDS\.128\b", sass) and re.search(r"\bSTS\.128\b", sass), sass[:4000]
+    # The element-wise loop read and wrote 2-byte halves.
+    assert not re.search(r"\b(LDS|STS)\.U16\b", sass), sass[:4000]
