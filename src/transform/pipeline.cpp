@@ -374,7 +374,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, 
   f = lower_common(f, t, configs);
   // T.vectorized copies between shared memory and registers: 16-byte accesses where
   // the offsets (swizzles included) are proven contiguous and aligned.
-  f = run_pass("vectorize_loops", f, [&](const PrimFunc& g) { return vectorize_loops(g); });
+  f = run_pass("vectorize_loops", f, [&](const PrimFunc& g) { return vectorize_loops(g, t); });
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   f = run_pass("plan_shared_memory", f,

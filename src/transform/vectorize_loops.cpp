@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
 #include "arith/bounds.h"
 #include "arith/int_math.h"
@@ -206,8 +207,23 @@ bool pure_index(const Expr& e) {
   return pure;
 }
 
+// One copy of the loop body: dst[dst_idx] = src[src_idx], lets substituted.
+struct Copy {
+  Stmt stmt;
+  const BufferStoreNode* store;
+  Buffer dst, src;
+  std::vector<Expr> dst_idx, src_idx;
+};
+
 class Vectorize : public IRMutator {
  public:
+  Vectorize(const PrimFunc& f, const Target& target) : base_align_(target.tensor_base_alignment()) {
+    // Tensor parameters start aligned (the runtime refuses others); pointers passed as
+    // integers and workspaces are not checked, so they stay element-wise.
+    for (const Param& p : f->params)
+      if (p.is_tensor() && !p.address && !p.workspace) aligned_params_.insert(p.buffer.get());
+  }
+
   using IRMutator::mutate;
 
  protected:
@@ -243,83 +259,131 @@ class Vectorize : public IRMutator {
   }
 
  private:
+  // How a buffer's side of a copy may be widened: Shared and Aligned need the run's
+  // offset to be a multiple of w (their bases are aligned), Register only contiguity.
+  enum class Side { None, Register, Shared, Aligned };
+
+  Side side_of(const Buffer& b) const {
+    if (is_shared(b)) return Side::Shared;
+    if (b->scope == Scope::Local) return Side::Register;
+    if (b->scope == Scope::Global && base_align_ > 0 && aligned_params_.count(b.get())) return Side::Aligned;
+    return Side::None;
+  }
+
   std::optional<Stmt> vectorized(const ForNode* op) {
     auto n = as_const_int(op->extent);
     if (!n || *n < 2) return std::nullopt;
-    // The body: lets of pure index arithmetic, then one store of a load.
+    // The body: lets of pure index arithmetic, then stores of loads. Iterations of a
+    // T.vectorized loop are independent, so copies between distinct buffers, none
+    // writing what another reads, may run as one loop each.
+    std::vector<std::pair<Var, Expr>> let_chain;
     std::map<const VarNode*, Expr> lets;
     Stmt body = op->body;
     while (auto* l = body.as<LetStmtNode>()) {
       if (!pure_index(l->value)) return std::nullopt;
+      let_chain.emplace_back(l->var, l->value);
       lets[l->var.node()] = substitute(l->value, lets);
       body = l->body;
     }
-    auto* store = body.as<BufferStoreNode>();
-    auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
-    if (!load) return std::nullopt;
-    const Buffer &dst = store->buffer, &src = load->buffer;
-    if (dst.same_as(src) || dst->dtype != src->dtype || !vectorizable_dtype(dst->dtype)) return std::nullopt;
-    bool dst_shared = is_shared(dst), src_shared = is_shared(src);
-    if (!(dst_shared || dst->scope == Scope::Local) || !(src_shared || src->scope == Scope::Local)) return std::nullopt;
-    if (!dst_shared && !src_shared) return std::nullopt;  // registers to registers: nothing to widen
-    std::vector<Expr> dst_idx, src_idx;
-    for (const Expr& e : store->indices) dst_idx.push_back(substitute(e, lets));
-    for (const Expr& e : load->indices) src_idx.push_back(substitute(e, lets));
-    for (const Expr& e : src_idx)
-      if (!pure_index(e)) return std::nullopt;
-    for (const Expr& e : dst_idx)
-      if (!pure_index(e)) return std::nullopt;
+    std::vector<Stmt> stmts;
+    if (auto* seq = body.as<SeqNode>())
+      stmts = seq->seq;
+    else
+      stmts = {body};
+    std::vector<Copy> copies;
+    for (const Stmt& st : stmts) {
+      auto* store = st.as<BufferStoreNode>();
+      auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
+      if (!load) return std::nullopt;
+      Copy c{st, store, store->buffer, load->buffer, {}, {}};
+      for (const Expr& e : store->indices) c.dst_idx.push_back(substitute(e, lets));
+      for (const Expr& e : load->indices) c.src_idx.push_back(substitute(e, lets));
+      for (const auto* idx : {&c.dst_idx, &c.src_idx})
+        for (const Expr& e : *idx)
+          if (!pure_index(e)) return std::nullopt;
+      copies.push_back(std::move(c));
+    }
+    for (size_t i = 0; i < copies.size(); ++i)
+      for (size_t j = 0; j < copies.size(); ++j)
+        if (copies[i].dst.same_as(copies[j].src) || (i != j && copies[i].dst.same_as(copies[j].dst)))
+          return std::nullopt;
+    std::vector<Stmt> out;
+    bool widened = false;
+    for (const Copy& c : copies) {
+      if (auto v = widen(op, c)) {
+        out.push_back(*v);
+        widened = true;
+        continue;
+      }
+      Stmt one = c.stmt;
+      for (auto it = let_chain.rbegin(); it != let_chain.rend(); ++it) one = let_stmt(it->first, it->second, one);
+      out.push_back(for_loop(op->var, op->min, op->extent, ForKind::Vectorized, one, op->annotations, op->span));
+    }
+    if (!widened) return std::nullopt;
+    return seq(out);
+  }
 
-    const int64_t elem_bytes = dst->dtype.bits() / 8;
+  // One copy as vector accesses of the widest width the proof accepts, if any.
+  std::optional<Stmt> widen(const ForNode* op, const Copy& c) {
+    const int64_t n = *as_const_int(op->extent);
+    if (c.dst->dtype != c.src->dtype || !vectorizable_dtype(c.dst->dtype)) return std::nullopt;
+    Side dst = side_of(c.dst), src = side_of(c.src);
+    if (dst == Side::None || src == Side::None) return std::nullopt;
+    if (dst == Side::Register && src == Side::Register) return std::nullopt;  // nothing to widen
+    const int64_t elem_bytes = c.dst->dtype.bits() / 8;
     for (int64_t w = 16 / elem_bytes; w >= 2; w /= 2) {
-      if (*n % w != 0) continue;
+      if (n % w != 0) continue;
+      if ((dst == Side::Aligned || src == Side::Aligned) && w * elem_bytes > base_align_) continue;
       Var q("vq", op->var.dtype()), e("ve", op->var.dtype());
       BindingScope scope(bounds_);
-      scope.bind(q, Interval::range(0, *n / w - 1));
+      scope.bind(q, Interval::range(0, n / w - 1));
       scope.bind(e, Interval::range(0, w - 1));
       std::map<const VarNode*, Expr> at_lane{
           {op->var.node(), add(op->min, add(mul(q, make_const(q.dtype(), double(w))), e))}};
       LaneAnalysis lanes(e.node(), w, bounds_);
-      auto contiguous = [&](const Buffer& b, const std::vector<Expr>& idx, bool shared) {
+      auto contiguous = [&](const Buffer& b, const std::vector<Expr>& idx, Side side) {
         std::vector<Expr> at;
         for (const Expr& i : idx) at.push_back(substitute(i, at_lane));
         auto f = lanes.of(flat_offset(b, at));
-        return f && f->coef == 1 && (!shared || f->mod % w == 0);
+        return f && f->coef == 1 && (side == Side::Register || f->mod % w == 0);
       };
-      if (!contiguous(dst, dst_idx, dst_shared) || !contiguous(src, src_idx, src_shared)) continue;
-      return runs(op, store->span, q, w, dst, dst_idx, src, src_idx, dst_shared, src_shared);
+      if (!contiguous(c.dst, c.dst_idx, dst) || !contiguous(c.src, c.src_idx, src)) continue;
+      // Registers are read or written element by element, memory in one access.
+      const char* helper = dst == Side::Register   ? "tl::load_vec<"
+                           : src == Side::Register ? "tl::store_vec<"
+                                                   : "tl::copy_vec<";
+      return runs(op, c, q, w, helper);
     }
     return std::nullopt;
   }
 
   // One vector access per run of w elements; the run starts at v = min + q * w.
-  Stmt runs(const ForNode* op, const SourceSpan& span, const Var& q, int64_t w, const Buffer& dst,
-            const std::vector<Expr>& dst_idx, const Buffer& src, const std::vector<Expr>& src_idx, bool dst_shared,
-            bool src_shared) {
+  Stmt runs(const ForNode* op, const Copy& c, const Var& q, int64_t w, const char* helper) {
     int64_t count = *as_const_int(op->extent) / w;
-    Expr start = add(op->min, mul(q, make_const(q.dtype(), double(w))));
-    if (count == 1) start = op->min;
+    Expr start = count == 1 ? op->min : add(op->min, mul(q, make_const(q.dtype(), double(w))));
     std::map<const VarNode*, Expr> at_start{{op->var.node(), start}};
     auto at = [&](const Buffer& b, const std::vector<Expr>& idx, AddressAccess access) {
       std::vector<Expr> out;
       for (const Expr& i : idx) out.push_back(simplify(substitute(i, at_start), &bounds_));
       return address_of(buffer_load(b, out), access);
     };
-    const char* helper = dst_shared && src_shared ? "tl::copy_vec<" : src_shared ? "tl::load_vec<" : "tl::store_vec<";
-    Stmt copy = evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"),
-                                     {at(dst, dst_idx, AddressAccess::Write), at(src, src_idx, AddressAccess::Read)}),
-                         span);
+    Stmt copy =
+        evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"),
+                             {at(c.dst, c.dst_idx, AddressAccess::Write), at(c.src, c.src_idx, AddressAccess::Read)}),
+                 c.store->span);
     if (count == 1) return copy;
     return for_loop(q, int_imm(0, q.dtype()), int_imm(count, q.dtype()), ForKind::Unrolled, copy, {}, op->span);
   }
 
   BoundAnalyzer bounds_;
+  int64_t base_align_;
+  std::set<const BufferNode*> aligned_params_;
 };
 
 }  // namespace
 
-PrimFunc vectorize_loops(const PrimFunc& f) {
-  return f.with_body(Vectorize().mutate(f->body));
+PrimFunc vectorize_loops(const PrimFunc& f, const Target& target) {
+  return f.with_body(Vectorize(f, target).mutate(f->body));
 }
 
 }  // namespace tl

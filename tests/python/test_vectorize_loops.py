@@ -122,3 +122,92 @@ def test_sass_has_16_byte_shared_accesses(nvcc, tmp_path):  # noqa: F811
     assert re.search(r"\bLDS\.128\b", sass) and re.search(r"\bSTS\.128\b", sass), sass[:4000]
     # The element-wise loop read and wrote 2-byte halves.
     assert not re.search(r"\b(LDS|STS)\.U16\b", sass), sass[:4000]
+
+
+def gemv(N, K, tile_k, threads_k, dtype="float16"):
+    """C = B @ A one row per thread group, as TileLang's gemv example: each thread loads
+    `tile_k` consecutive elements of A and of its row of B from global memory with one
+    T.vectorized loop of two copies."""
+    block_k = tile_k * threads_k
+
+    @T.prim_func
+    def main(A: T.Tensor((K,), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((N,), "float32")):
+        with T.Kernel(N, threads=threads_k) as bn:
+            tk = T.get_thread_binding()
+            a = T.alloc_local((tile_k,), dtype)
+            b = T.alloc_local((tile_k,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            part = T.alloc_shared((threads_k,), "float32")
+            acc[0] = 0
+            for bk in T.serial(K // block_k):
+                for k in T.vectorized(tile_k):
+                    a[k] = A[bk * block_k + tk * tile_k + k]
+                    b[k] = B[bn, bk * block_k + tk * tile_k + k]
+                for k in T.serial(tile_k):
+                    acc[0] += T.cast(a[k], "float32") * T.cast(b[k], "float32")
+            part[tk] = acc[0]
+            T.sync_threads()
+            if tk == 0:
+                total = T.alloc_local((1,), "float32")
+                total[0] = 0
+                for t in T.serial(threads_k):
+                    total[0] += part[t]
+                C[bn] = total[0]
+
+    return main
+
+
+def test_global_runs_of_tensor_parameters_move_as_vectors():
+    N, K = 16, 256
+    kernel = tilelang.compile(gemv(N, K, 8, 16), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::load_vec<8>((&a[0]), (&A[" in src and "tl::load_vec<8>((&b[0]), (&B[" in src, src
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(K).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    ref = b.astype(np.float64) @ a.astype(np.float64)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_copies_that_feed_each_other_stay_element_by_element():
+    # The second copy reads what the first writes: the loop is left whole.
+    @T.prim_func
+    def main(A: T.Tensor((128, 8), "float16"), B: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 8), "float16")
+            D = T.alloc_shared((128, 8), "float16")
+            T.copy(A, S)
+            tx = T.get_thread_binding()
+            r = T.alloc_local((8,), "float16")
+            for v in T.vectorized(8):
+                r[v] = S[tx, v]
+                D[tx, v] = r[v]
+            T.copy(D, B)
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "r[v] = TL_SMEM(S" in src, src
+    a = np.random.default_rng(8).standard_normal((128, 8)).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a), a)
+
+
+def test_unaligned_global_runs_stay_element_by_element():
+    # Each thread's run of B starts one element past a multiple of 8: not provably
+    # aligned, so B is read element by element while the aligned store to S is widened.
+    @T.prim_func
+    def main(B: T.Tensor((1032,), "float16"), C: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 8), "float16")
+            tx = T.get_thread_binding()
+            r = T.alloc_local((8,), "float16")
+            for v in T.vectorized(8):
+                r[v] = B[tx * 8 + v + 1]
+            for v in T.vectorized(8):
+                S[tx, v] = r[v]
+            T.copy(S, C)
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "(&B[" not in src and "tl::store_vec<8>((&S[" in src, src
+    b = np.random.default_rng(9).standard_normal(1032).astype(np.float16)
+    np.testing.assert_array_equal(kernel(b), b[1:1025].reshape(128, 8))
