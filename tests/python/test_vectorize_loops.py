@@ -89,6 +89,15 @@ def test_unaligned_runs_stay_element_by_element():
     check(kernel, M, N, "float16")
 
 
+def test_runs_that_wrap_around_the_tile_move_as_vectors():
+    # index = (... - 8) % (M * N): thread 0's first run wraps to the tile's end, whole.
+    M, N = 32, 64
+    kernel = tilelang.compile(round_trip(M, N, "float16", 8, shift=-8), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::load_vec<8>((&r[" in src and "tl::store_vec<8>((&D[" in src, src
+    check(kernel, M, N, "float16")
+
+
 def test_half_aligned_runs_use_the_widest_proven_width():
     # A run of 8 halves starting 4 elements into its chunk: two 8-byte accesses.
     M, N = 32, 64
