@@ -48,6 +48,39 @@ FragmentLayoutPtr FragmentLayout::blocked(std::vector<int64_t> shape, int64_t th
   return l;
 }
 
+FragmentLayoutPtr FragmentLayout::blocked_columns(const std::vector<int64_t>& shape, int64_t threads,
+                                                  int64_t elem_bytes) {
+  if (shape.size() != 2 || shape[1] % threads != 0) return nullptr;
+  int64_t cols = shape[1];
+  int64_t vec = std::max<int64_t>(1, 16 / std::max<int64_t>(1, elem_bytes));
+  while (vec > 1 && cols % (vec * threads) != 0) vec /= 2;
+  auto l = std::make_shared<FragmentLayout>();
+  l->kind_ = Kind::Blocked;
+  l->shape_ = shape;
+  l->threads_ = threads;
+  l->vec_ = vec;
+  l->tc_ = threads;
+  l->tr_ = 1;
+  l->rows_per_thread_ = shape[0];
+  l->runs_per_row_ = cols / (vec * threads);
+  l->local_size_ = l->rows_per_thread_ * l->runs_per_row_ * vec;
+  return l;
+}
+
+FragmentLayoutPtr FragmentLayout::cols(const FragmentLayoutPtr& parent) {
+  if (parent->shape_.size() != 2 || parent->kind_ == Kind::Rows || parent->kind_ == Kind::Cols) return nullptr;
+  auto l = std::make_shared<FragmentLayout>();
+  l->kind_ = Kind::Cols;
+  l->parent_ = parent;
+  l->threads_ = parent->threads_;
+  l->shape_ = {parent->shape_[1]};
+  if (parent->is_accum())  // (n8 tiles of the group's columns) x (two columns per lane)
+    l->local_size_ = parent->shape_[1] / parent->warps_n_ / 8 * 2;
+  else
+    l->local_size_ = parent->runs_per_row_ * parent->vec_;
+  return l;
+}
+
 FragmentLayoutPtr FragmentLayout::accum(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n) {
   auto l = std::make_shared<FragmentLayout>();
   l->kind_ = Kind::Accum;
@@ -91,6 +124,8 @@ int64_t FragmentLayout::run() const {
       return 2;
     case Kind::Rows:
       return 1;
+    case Kind::Cols:
+      return parent_->run();
   }
   return 1;
 }
@@ -141,11 +176,19 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
       idx.pop_back();
       return idx;
     }
+    case Kind::Cols: {
+      // Register k of a column vector is the column of parent register pk(k), in the
+      // parent's first row of registers (for an accumulator: k = n * 2 + e <-> parent
+      // register n * 4 + e).
+      Expr pk = parent_->is_accum() ? add(mul(floordiv(k, int_imm(2)), int_imm(4)), floormod(k, int_imm(2))) : k;
+      return {parent_->logical(t, pk).back()};
+    }
   }
   return {};
 }
 
 Expr FragmentLayout::valid(const Expr& t, const Expr& k) const {
+  // (Every column of a parent is held whole by some threads: a Cols layout is valid.)
   const FragmentLayout& base = kind_ == Kind::Rows ? *parent_ : *this;
   if (base.kind_ != Kind::Blocked) return bool_imm(true);
   int64_t rows = product(base.shape_, 0, base.shape_.size() - 1);
@@ -163,6 +206,32 @@ Expr FragmentLayout::row_local(const Expr& parent_k) const {
                floordiv(floormod(parent_k, int_imm(4)), int_imm(2)));
   }
   return floordiv(parent_k, int_imm(parent_->runs_per_row_ * parent_->vec_));
+}
+
+Expr FragmentLayout::col_local(const Expr& parent_k) const {
+  TL_ICHECK(kind_ == Kind::Cols, "col_local of a non-column layout");
+  if (parent_->is_accum()) {
+    int64_t nt = parent_->shape_[1] / parent_->warps_n_ / 8;
+    // parent register (mt * nt + n) * 4 + e holds column (n, e % 2)
+    return add(mul(floormod(floordiv(parent_k, int_imm(4)), int_imm(nt)), int_imm(2)), floormod(parent_k, int_imm(2)));
+  }
+  return floormod(parent_k, int_imm(parent_->runs_per_row_ * parent_->vec_));
+}
+
+Expr FragmentLayout::col_leader(const Expr& t) const {
+  TL_ICHECK(kind_ == Kind::Cols, "col_leader of a non-column layout");
+  const FragmentLayout& p = *parent_;
+  if (!p.is_accum()) return p.tr_ == 1 ? bool_imm(true) : lt(t, int_imm(p.tc_));  // thread row 0
+  // Lane group 0 of warp 0 of the groups along M.
+  Expr warp = floordiv(t, int_imm(32)), lane = floormod(t, int_imm(32));
+  Expr group = floordiv(warp, int_imm(p.group_warps_));
+  Expr first = logical_and(lt(lane, int_imm(4)), eq(floormod(warp, int_imm(p.group_warps_)), int_imm(0)));
+  return logical_and(first, lt(group, int_imm(p.warps_n_)));
+}
+
+Expr FragmentLayout::parent_register(const Expr& row, const Expr& k) const {
+  TL_ICHECK(kind_ == Kind::Cols && parent_->holds_whole_columns(), "parent_register needs whole columns");
+  return add(mul(row, int_imm(parent_->runs_per_row_ * parent_->vec_)), k);
 }
 
 int64_t FragmentLayout::row_lanes() const {
@@ -190,6 +259,7 @@ bool FragmentLayout::equals(const FragmentLayout& o) const {
     case Kind::WgmmaAccum:
       return warps_m_ == o.warps_m_ && warps_n_ == o.warps_n_;
     case Kind::Rows:
+    case Kind::Cols:
       return parent_->equals(*o.parent_);
   }
   return false;
@@ -206,6 +276,7 @@ bool FragmentLayout::same_rows(const FragmentLayout& o) const {
     case Kind::WgmmaAccum:  // the row of a register depends on the group split, not on N
       return p.warps_m_ == q.warps_m_ && p.warps_n_ == q.warps_n_;
     case Kind::Rows:
+    case Kind::Cols:
       return false;
   }
   return false;
@@ -224,6 +295,8 @@ std::string FragmentLayout::str() const {
       return str_cat("wgmma accumulator", s, " warpgroups ", warps_m_, "x", warps_n_);
     case Kind::Rows:
       return "rows" + s + " of " + parent_->str();
+    case Kind::Cols:
+      return "cols" + s + " of " + parent_->str();
   }
   return s;
 }

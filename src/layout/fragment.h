@@ -20,6 +20,12 @@
 //            by every thread that holds part of that row (replicated): the
 //            result of a reduction over the parent's last dim, and the shape that
 //            per-row values (row max, row sum, scale) take in T.Parallel loops.
+//   Cols:    a vector [C] holding one value per column of a 2-d parent layout
+//            (Blocked or an accumulator), kept by every thread that holds part of
+//            that column: per-column values in T.Parallel loops (a mask over the
+//            columns of a score tile), and the result of a reduction over dim 0 of
+//            a parent whose columns lie whole in one thread (Blocked with one
+//            thread row, blocked_columns): that reduction is a per-thread loop.
 #pragma once
 
 #include <memory>
@@ -35,13 +41,19 @@ using FragmentLayoutPtr = std::shared_ptr<const FragmentLayout>;
 
 class FragmentLayout {
  public:
-  enum class Kind { Blocked, Accum, WgmmaAccum, Rows };
+  enum class Kind { Blocked, Accum, WgmmaAccum, Rows, Cols };
 
   // `elem_bytes` sizes the runs: 16 bytes of the narrowest element copied.
   static FragmentLayoutPtr blocked(std::vector<int64_t> shape, int64_t threads, int64_t elem_bytes);
   static FragmentLayoutPtr accum(int64_t m, int64_t n, int64_t warps_m, int64_t warps_n);
   static FragmentLayoutPtr wgmma_accum(int64_t m, int64_t n, int64_t warpgroups_m, int64_t warpgroups_n);
   static FragmentLayoutPtr rows(const FragmentLayoutPtr& parent);
+  // A 2-d Blocked layout whose threads each hold whole columns (one thread row:
+  // thread t holds every row of its columns), or null when the columns do not
+  // divide over the threads.
+  static FragmentLayoutPtr blocked_columns(const std::vector<int64_t>& shape, int64_t threads, int64_t elem_bytes);
+  // The columns of a 2-d Blocked or accumulator layout (null for another parent).
+  static FragmentLayoutPtr cols(const FragmentLayoutPtr& parent);
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -61,6 +73,15 @@ class FragmentLayout {
   Expr valid(const Expr& t, const Expr& k) const;
   // For a Rows layout: the register of the row that register `k` of the parent holds.
   Expr row_local(const Expr& parent_k) const;
+  // For a Cols layout: the register of the column that register `k` of the parent
+  // holds; whether thread t is the first of the threads holding its columns; and,
+  // where the parent holds whole columns, the parent register of row `row` of the
+  // column in register `k`.
+  Expr col_local(const Expr& parent_k) const;
+  Expr col_leader(const Expr& t) const;
+  Expr parent_register(const Expr& row, const Expr& k) const;
+  // A 2-d Blocked layout of one thread row: every thread holds whole columns.
+  bool holds_whole_columns() const { return kind_ == Kind::Blocked && shape_.size() == 2 && tr_ == 1; }
   // For a 2-d layout, the threads that share a row: groups of `lanes` consecutive
   // lanes of a warp (a power of two <= 32), times `warps` consecutive warps; and
   // the position of thread t's warp among those warps.
@@ -82,7 +103,7 @@ class FragmentLayout {
   int64_t tr_ = 1, tc_ = 1, vec_ = 1, rows_per_thread_ = 1, runs_per_row_ = 1;  // Blocked
   int64_t warps_m_ = 1, warps_n_ = 1;                                           // Accum, WgmmaAccum
   int64_t group_warps_ = 1;   // warps per group: 1 (Accum) or 4 (WgmmaAccum)
-  FragmentLayoutPtr parent_;  // Rows
+  FragmentLayoutPtr parent_;  // Rows, Cols
 };
 
 }  // namespace tl

@@ -30,6 +30,7 @@ KINDS = {
     "test_carver": "runtime",
     "test_cast_options": "frontend lowering",
     "test_clusters": "lowering cuda_source emulator",
+    "test_column_vectors": "lowering emulator",
     "test_compile_flags": "runtime cuda_source",
     "test_contrib_nvcc": "runtime",
     "test_control_flow": "frontend lowering",

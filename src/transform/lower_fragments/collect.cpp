@@ -4,8 +4,10 @@
 // indexed by the leading variables to the rows of it; a fragment indexed through
 // T.reshape, at the row-major position of the variables in a nest of as many
 // elements, is covered whole too, and the nest then runs over its registers);
-// T.reduce over the last dim makes the destination the rows of the source; a
-// fragment-to-fragment T.copy ties both; T.gemm fixes its accumulator to the mma (or
+// T.reduce over the last dim makes the destination the rows of the source, over dim
+// 0 the columns (and the source a layout whose threads hold whole columns); per-column
+// vectors (indexed by the last variable of a 2-d nest) are the columns of the nest's
+// tile; a fragment-to-fragment T.copy ties both; T.gemm fixes its accumulator to the mma (or
 // wgmma) layout. A use of any other shape (an index that is not the loop variable, an
 // op without a register lowering) keeps that fragment block-wide in shared memory
 // ("demoted").
@@ -124,12 +126,14 @@ class Collector : public IRVisitor {
   // the running thread's own partial.
   bool partial_update(const Buffer& b, const std::vector<Expr>& idx) const {
     if (!loop_ || !a_.reducers.count(b.get())) return false;
-    return a_.replicated_reducers.count(b.get()) || extents_.empty() || loop_access(b, idx) == Access::Other;
+    if (a_.replicated_reducers.count(b.get()) || extents_.empty()) return true;
+    Access access = loop_access(b, idx);  // (a reducer's layout follows only whole loops or their rows)
+    return access != Access::Full && access != Access::Row;
   }
 
   // How a T.Parallel nest with constant extents indexes a fragment: by all its
   // variables (or through T.reshape), by all but the last (a per-row vector), or else.
-  enum class Access { Full, Row, Other };
+  enum class Access { Full, Row, Col, ColParent, Other };
   Access loop_access(const Buffer& b, const std::vector<Expr>& idx) const {
     auto shape = *const_shape(b);
     auto is_var = [&](size_t i) {
@@ -143,6 +147,15 @@ class Collector : public IRVisitor {
                shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
     for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
     if (row) return Access::Row;
+    // A per-column vector: [j] in a nest over (i, j).
+    if (vars_.size() == 2 && idx.size() == 1 && shape == std::vector<int64_t>{extents_[1]} &&
+        idx[0].as<VarNode>() == vars_[1])
+      return Access::Col;
+    // A 2-d fragment read [e, j] in a nest over j alone, e free of j: the nest's
+    // vectors are its columns.
+    if (vars_.size() == 1 && idx.size() == 2 && shape.size() == 2 && shape[1] == extents_[0] &&
+        idx[1].as<VarNode>() == vars_[0] && !reads_var(idx[0], vars_[0]))
+      return Access::ColParent;
     return reshaped(shape, idx) ? Access::Full : Access::Other;
   }
 
@@ -173,11 +186,19 @@ class Collector : public IRVisitor {
     loop_ = nullptr;
     vars_.clear();
     loop_vars_.clear();
-    if (loop.full.empty())
+    if (loop.full.empty()) {
       for (BufKey r : loop.rows)
         a_.demoted.emplace(r, at(op->span,
                                  "indexed by the leading variables of a T.Parallel loop that no register "
                                  "fragment covers"));
+      for (BufKey c : loop.cols)
+        a_.demoted.emplace(c, at(op->span,
+                                 "indexed by the last variable of a T.Parallel loop that no register fragment "
+                                 "covers"));
+      for (BufKey c : loop.col_parents)
+        a_.demoted.emplace(c,
+                           at(op->span, "indexed [e, j] in a T.Parallel loop over j that no register vector covers"));
+    }
     a_.loops.push_back(std::move(loop));
   }
 
@@ -276,8 +297,13 @@ class Collector : public IRVisitor {
             d.buffer->shape[0].same_as(d.buffer->shape[0]) &&
             *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[0])) {
           a_.row_of.push_back({d.buffer.get(), s.buffer.get()});
+        } else if (frag(s) && frag(d) && shuffled && covers_whole(s) && covers_whole(d) && s.buffer.ndim() == 2 &&
+                   d.buffer.ndim() == 1 && attr_int(op->attrs, "dim", -1) == 0 &&
+                   *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[1])) {
+          // Over dim 0: each thread holds whole columns of the source and folds them.
+          a_.col_of.push_back({d.buffer.get(), s.buffer.get()});
         } else {
-          demote_all("T.reduce_" + kind + " other than over dim 1 of a whole 2-d fragment into a 1-d one");
+          demote_all("T.reduce_" + kind + " other than over dim 1 or dim 0 of a whole 2-d fragment into a 1-d one");
         }
         break;
       }
@@ -476,12 +502,16 @@ class Collector : public IRVisitor {
         return loop_->full.push_back(b.get());
       case Access::Row:
         return loop_->rows.push_back(b.get());
+      case Access::Col:
+        return loop_->cols.push_back(b.get());
+      case Access::ColParent:
+        return loop_->col_parents.push_back(b.get());
       case Access::Other:
         break;
     }
     a_.demote(b, at(loop_span_,
-                    "indexed by something other than the T.Parallel loop's variables (all of them, or all "
-                    "but the last for a per-row vector)"));
+                    "indexed by something other than the T.Parallel loop's variables (all of them, all "
+                    "but the last for a per-row vector, or the last of two for a per-column vector)"));
   }
 
   // A fragment seen through T.reshape: its indices give the element at the row-major

@@ -169,6 +169,9 @@ class Lowerer : public IRMutator {
     // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l).
     if (driver->kind() == FragmentLayout::Kind::Rows)
       body = LeaderWrites(row_leader(*driver->parent(), t_), partials_).mutate(body);
+    // The same for a column vector held by several threads.
+    if (driver->kind() == FragmentLayout::Kind::Cols && !is_const_true(driver->col_leader(t_)))
+      body = LeaderWrites(driver->col_leader(t_), partials_).mutate(body);
     Expr valid = driver->valid(t_, k);
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
@@ -220,18 +223,22 @@ class Lowerer : public IRMutator {
    public:
     RegisterAccess(Lowerer& up, FragmentLayoutPtr driver, Var k)
         : up_(up), driver_(std::move(driver)), k_(std::move(k)) {
-      if (driver_->shape().size() == 2) driver_rows_ = FragmentLayout::rows(driver_);
+      if (driver_->shape().size() == 2) {
+        driver_rows_ = FragmentLayout::rows(driver_);
+        driver_cols_ = FragmentLayout::cols(driver_);
+      }
     }
     using IRMutator::mutate;
 
    protected:
     using IRMutator::visit;
     Expr visit(const BufferLoadNode* op, const Expr& self) override {
-      if (auto reg = local_index(op->buffer)) return buffer_load(up_.regs_.at(op->buffer.get()), {*reg}, op->span);
+      if (auto reg = local_index(op->buffer, op->indices))
+        return buffer_load(up_.regs_.at(op->buffer.get()), {*reg}, op->span);
       return IRMutator::visit(op, self);
     }
     Stmt visit(const BufferStoreNode* op, const Stmt& self) override {
-      if (auto reg = local_index(op->buffer))
+      if (auto reg = local_index(op->buffer, op->indices))
         return buffer_store(up_.regs_.at(op->buffer.get()), mutate(op->value), {*reg}, op->span);
       return IRMutator::visit(op, self);
     }
@@ -243,11 +250,22 @@ class Lowerer : public IRMutator {
     }
 
    private:
-    std::optional<Expr> local_index(const Buffer& b) {
+    std::optional<Expr> local_index(const Buffer& b, const std::vector<Expr>& idx) {
       auto it = up_.s_.layouts.find(b.get());
       if (it == up_.s_.layouts.end()) return std::nullopt;
       const FragmentLayoutPtr& l = it->second;
       if (l->equals(*driver_)) return Expr(k_);
+      // A column vector of this driver's tile: the register of the driver's column.
+      if (l->kind() == FragmentLayout::Kind::Cols) {
+        TL_ICHECK(driver_cols_ && l->equals(*driver_cols_), "fragment '", b->name, "' has layout ", l->str(),
+                  " in a loop driven by ", driver_->str());
+        return driver_cols_->col_local(k_);
+      }
+      // A tile read [e, j] in a loop over its columns j (driven by a column vector of
+      // it): row e of the column in register k, in the thread's own registers.
+      if (driver_->kind() == FragmentLayout::Kind::Cols && l->holds_whole_columns() && driver_->parent()->equals(*l) &&
+          idx.size() == 2)
+        return driver_->parent_register(mutate(idx[0]), k_);
       // A row vector: the rows of this driver, or of a tile whose rows the threads
       // hold alike (then the driver's rows say which register holds the row).
       TL_ICHECK(l->kind() == FragmentLayout::Kind::Rows && driver_rows_ && l->same_rows(*driver_rows_), "fragment '",
@@ -255,7 +273,7 @@ class Lowerer : public IRMutator {
       return driver_rows_->row_local(k_);
     }
     Lowerer& up_;
-    FragmentLayoutPtr driver_, driver_rows_;
+    FragmentLayoutPtr driver_, driver_rows_, driver_cols_;
     Var k_;
   };
 

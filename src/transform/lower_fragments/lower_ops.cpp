@@ -210,6 +210,9 @@ Stmt lower_atomic(const TileOpNode* op, const LowerContext& ctx) {
   std::vector<Expr> di = paired_index(v, d, l->logical(ctx.t, k0));
   Expr ok =
       logical_and(l->valid(ctx.t, k0), d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true));
+  // A column vector held by several threads: its first holder updates.
+  if (l->kind() == FragmentLayout::Kind::Cols && !is_const_true(l->col_leader(ctx.t)))
+    ok = logical_and(ok, l->col_leader(ctx.t));
   Expr dst = call(Intrinsic::AddressOf, {buffer_load(d.buffer, di, op->span)});
   Stmt st;
   if (w > 1) {
@@ -361,6 +364,8 @@ Stmt lower_copy(const TileOpNode* op, const LowerContext& ctx) {
   Expr ok = l->valid(ctx.t, k0);
   if (global) ok = logical_and(ok, in_bounds(mem.buffer, mi));
   if (fs && l->kind() == FragmentLayout::Kind::Rows) ok = logical_and(ok, row_leader(*l->parent(), ctx.t));
+  if (fs && l->kind() == FragmentLayout::Kind::Cols && !is_const_true(l->col_leader(ctx.t)))
+    ok = logical_and(ok, l->col_leader(ctx.t));
   Expr inside = whole ? Expr() : in_region(frag, fi);
   if (inside.defined() && fs) ok = logical_and(inside, ok);
   Expr mem_ptr = call(Intrinsic::AddressOf, {buffer_load(mem.buffer, mi)});
@@ -538,6 +543,23 @@ Stmt lower_reduce(const TileOpNode* op, const LowerContext& ctx) {
   body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(red, identity, {i})));
   Expr x = cast(t, buffer_load(ctx.reg(src), {k}));
   if (kind == "abssum" || kind == "absmax") x = call(Intrinsic::Abs, {x});
+  if (ld->kind() == FragmentLayout::Kind::Cols) {
+    // Over dim 0 of a tile whose threads hold whole columns: each thread folds the
+    // rows of its own columns, no shuffles and no shared memory.
+    TL_ICHECK(ls->holds_whole_columns() && ld->parent()->equals(*ls), "reduction into '", dst->name, "' (", ld->str(),
+              ") from ", ls->str());
+    Var r("r", dtype::Int32);
+    Expr xr = cast(t, buffer_load(ctx.reg(src), {ld->parent_register(r, i)}));
+    if (kind == "abssum" || kind == "absmax") xr = call(Intrinsic::Abs, {xr});
+    body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
+                            for_loop(r, int_imm(0), int_imm(ls->shape()[0]), ForKind::Unrolled,
+                                     buffer_store(red, combine(buffer_load(red, {i}), xr), {i}))));
+    Expr result = buffer_load(red, {i});
+    if (!clear) result = combine(buffer_load(ctx.reg(dst), {i}), result);
+    body.push_back(
+        for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled, buffer_store(ctx.reg(dst), result, {i}, op->span)));
+    return allocate(red, seq(body));
+  }
   TL_ICHECK(ld->kind() == FragmentLayout::Kind::Rows && ld->same_rows(*FragmentLayout::rows(ls)), "reduction into '",
             dst->name, "' (", ld->str(), ") from ", ls->str());
   auto slot_of = [&](const Expr& at) { return FragmentLayout::rows(ls)->row_local(at); };

@@ -85,11 +85,16 @@ struct Analysis {
   // A first collection finds partial_updates; the second takes every loop access
   // of those reducers (`out[j] = best[j]` too) as one of the thread's own copy.
   std::set<BufKey> reducers, partial_updates, replicated_reducers;
+  // The fragments a T.Parallel nest indexes by all its variables (full), by all but
+  // the last (rows: per-row vectors), by the last of two (cols: per-column vectors),
+  // and, in a nest of one variable j, 2-d fragments indexed [e, j] with e free of j
+  // (col_parents: the nest's vectors are their columns, held whole by each thread).
   struct Loop {
-    std::vector<BufKey> full, rows;
+    std::vector<BufKey> full, rows, cols, col_parents;
   };
   std::vector<Loop> loops;
   std::vector<std::pair<BufKey, BufKey>> same, row_of;  // (a, b): a ~ b; (rows, parent)
+  std::vector<std::pair<BufKey, BufKey>> col_of;        // (cols, parent): T.reduce over dim 0
   std::map<BufKey, FragmentLayoutPtr> seeds;
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it

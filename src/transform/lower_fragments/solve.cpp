@@ -56,6 +56,46 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
     }
     if (alive(row)) row_links.push_back({row, src});
   }
+  // Columns: (column member, parent member) links as for rows; `whole` are the
+  // parents whose columns one thread must hold whole (reduced over dim 0, or read
+  // [e, j] in a loop over j).
+  std::vector<std::pair<BufKey, BufKey>> col_links;
+  std::set<BufKey> whole;
+  for (const Analysis::Loop& l : a.loops) {
+    BufKey driver = nullptr;
+    for (BufKey f : l.full)
+      if (alive(f)) driver = f;
+    for (BufKey c : l.cols) {
+      if (!alive(c)) continue;
+      if (!driver) {
+        changed |= demote(c, "indexed by the last variable of a T.Parallel loop whose other fragments are demoted");
+        continue;
+      }
+      col_links.push_back({c, driver});
+    }
+    for (BufKey p : l.col_parents) {
+      if (!alive(p)) continue;
+      if (!driver) {
+        changed |= demote(p, "indexed [e, j] in a T.Parallel loop over j whose other fragments are demoted");
+        continue;
+      }
+      col_links.push_back({driver, p});
+      whole.insert(p);
+    }
+  }
+  for (auto& [col, src] : a.col_of) {
+    if (alive(col) != alive(src)) {
+      BufKey dead = alive(col) ? src : col;
+      std::string why =
+          str_cat("a register T.reduce between it and '", dead->name, "', which is demoted (", a.demoted.at(dead), ")");
+      changed |= demote(col, why) | demote(src, why);
+      continue;
+    }
+    if (alive(col)) {
+      col_links.push_back({col, src});
+      whole.insert(src);
+    }
+  }
   if (changed) return false;
   // Classes, with their members.
   std::map<BufKey, std::vector<BufKey>> members;
@@ -66,6 +106,13 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
     auto& ps = root_parents[uf.find(r)];
     if (std::find(ps.begin(), ps.end(), uf.find(p)) == ps.end()) ps.push_back(uf.find(p));
   }
+  std::map<BufKey, std::vector<BufKey>> col_parents;  // column class -> its parent classes
+  for (auto& [c, p] : col_links) {
+    auto& ps = col_parents[uf.find(c)];
+    if (std::find(ps.begin(), ps.end(), uf.find(p)) == ps.end()) ps.push_back(uf.find(p));
+  }
+  std::set<BufKey> whole_roots;
+  for (BufKey p : whole) whole_roots.insert(uf.find(p));
   std::map<BufKey, FragmentLayoutPtr> class_layout;
   std::map<BufKey, std::string> class_why;  // why a class has no layout
   std::function<FragmentLayoutPtr(BufKey, int)> layout_of = [&](BufKey root, int depth) -> FragmentLayoutPtr {
@@ -104,7 +151,34 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
       bytes = std::min(bytes, nb);
     }
     FragmentLayoutPtr l;
-    if (auto it = root_parents.find(root); it != root_parents.end()) {
+    auto cols_it = col_parents.find(root);
+    if (cols_it != col_parents.end()) {
+      if (seed) return fail("a T.gemm fixes its layout, but it is also a per-column vector");
+      if (root_parents.count(root)) return fail("it is used both as per-row and as per-column values");
+      if (whole_roots.count(root)) return fail("it is both a per-column vector and the tile of one");
+      for (BufKey parent : cols_it->second) {
+        FragmentLayoutPtr p = layout_of(parent, depth + 1);
+        if (!p) return fail(str_cat("it holds the columns of '", parent->name, "', which is demoted"));
+        FragmentLayoutPtr c = FragmentLayout::cols(p);
+        if (!c || shape != c->shape())
+          return fail(
+              str_cat("it is used as the columns of '", parent->name, "' (", p->str(), "), which do not match"));
+        if (l && !l->equals(*c))
+          return fail(str_cat("it holds the columns of both ", l->parent()->str(), " and ", p->str(),
+                              ", whose columns are split differently over the threads"));
+        l = c;
+      }
+    } else if (whole_roots.count(root)) {
+      // Reduced over dim 0, or read [e, j] by a loop over its columns: every thread
+      // holds whole columns (one thread row), so both stay in the thread's registers.
+      if (seed) return fail("a T.gemm fixes its layout, but its columns are reduced or read whole by one thread");
+      if (root_parents.count(root)) return fail("it is a per-row vector, but its columns are read whole");
+      int64_t threads = a.threads_of(ms[0]);
+      l = FragmentLayout::blocked_columns(shape, threads, bytes);
+      if (!l)
+        return fail(str_cat("its columns are reduced or read whole by one thread, but its ", shape.back(),
+                            " columns do not divide over the ", threads, " threads"));
+    } else if (auto it = root_parents.find(root); it != root_parents.end()) {
       if (seed) return fail(str_cat("a T.gemm fixes its layout, but it is also a per-row vector"));
       for (BufKey parent : it->second) {
         FragmentLayoutPtr p = layout_of(parent, depth + 1);
