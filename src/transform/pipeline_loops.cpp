@@ -6,7 +6,9 @@
 // them): schedule, staging, the warp-specialization choice, emission.
 #include "transform/pipeline_loops.h"
 
+#include "ir/attrs.h"
 #include "ir/visitor.h"
+#include "support/logging.h"
 #include "transform/lower_fragments.h"
 #include "transform/pipeline_loops/plan.h"
 
@@ -227,17 +229,112 @@ class Pipeliner : public IRMutator {
   std::map<const VarNode*, Expr> outer_lets_;
 };
 
+// Bytes of shared memory the allocations in `s` ask for, before plan_shared_memory
+// lets buffers whose lives do not overlap share bytes (so at least what it places).
+int64_t shared_bytes(const Stmt& s) {
+  struct Sum : IRVisitor {
+    int64_t bytes = 0;
+    using IRVisitor::visit;
+    void visit(const AllocateNode* a) override {
+      const Buffer& b = a->buffer;
+      if (b->scope == Scope::Shared || b->scope == Scope::SharedDyn)
+        if (auto n = as_const_int(b.num_elements())) bytes += (*n * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+      IRVisitor::visit(a);
+    }
+  } sum;
+  sum.visit(s);
+  return sum.bytes;
+}
+
+// Whether `s` contains a warp-specialized pipeline.
+bool warp_specialized(const Stmt& s) {
+  struct Find : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const AttrNode* a) override {
+      found = found || a->key == kWsPipelineAttr;
+      IRVisitor::visit(a);
+    }
+  } f;
+  f.visit(s);
+  return f.found;
+}
+
+// T.Pipelined(..., num_stages=1) where a producer warpgroup may take the copies over
+// (docs/design/hopper.md, "One stage asked"): taken literally, the loop loads each
+// tile with the block's own threads and computes only once it has landed. It runs as
+// a two-stage warp-specialized pipeline instead when (1) its kernel's shared memory
+// already allows a single block per SM, so the producer warpgroup and the tiles'
+// second versions cost no occupancy, (2) with the second versions the kernel still
+// fits a block's shared memory, and (3) the pipeline it becomes is warp-specialized
+// (every copy a TMA copy the producer can issue alone). Loops with order= / stage=
+// and num_stages=0 stay as written, and so does every loop when warp specialization
+// is off (tl.disable_warp_specialized).
+class PromoteSingleStage : public IRMutator {
+ public:
+  PromoteSingleStage(std::function<Stmt(const Stmt&)> lower, const Target& target)
+      : lower_(std::move(lower)), target_(target) {}
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
+    auto [loop, outer] = pipeliner::ws_candidate(op);
+    if (!loop || loop->annotations.count("order") || loop->annotations.count("stage")) return self;
+    auto it = loop->annotations.find("num_stages");
+    auto* stages = it == loop->annotations.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    if (!stages || *stages != 1) return self;
+    Attrs ann = loop->annotations;
+    ann["num_stages"] = int64_t(2);
+    struct Replace : IRMutator {
+      const ForNode* loop;
+      Attrs ann;
+      using IRMutator::visit;
+      Stmt visit(const ForNode* f, const Stmt& s) override {
+        if (f != loop) return IRMutator::visit(f, s);
+        return for_loop(f->var, f->min, f->extent, f->for_kind, f->body, ann, s.span());
+      }
+    } replace;
+    replace.loop = loop;
+    replace.ann = std::move(ann);
+    Stmt promoted = replace.mutate(self);
+    const int64_t per_sm = target_.max_shared_memory_per_sm(), per_block = target_.max_shared_memory_per_block();
+    auto blocks = [&](int64_t bytes) { return per_sm / (bytes + kSharedReservedPerBlock); };
+    Stmt literal = lower_(self), trial = lower_(promoted);
+    int64_t before = shared_bytes(literal), after = shared_bytes(trial);
+    if (!warp_specialized(trial) || blocks(before) != 1 || after > per_block) return self;
+    log(LogLevel::Debug, str_cat(loop->span.defined() ? loop->span.str() + ": " : "",
+                                 "T.Pipelined num_stages=1 runs as a two-stage warp-specialized pipeline (", before,
+                                 " -> ", after, " bytes of shared memory, one block per SM either way)"));
+    return promoted;
+  }
+
+ private:
+  // What the CUDA runtime keeps of each resident block's shared memory.
+  static constexpr int64_t kSharedReservedPerBlock = 1024;
+  std::function<Stmt(const Stmt&)> lower_;
+  const Target& target_;
+};
+
 }  // namespace
 
 PrimFunc pipeline_loops(const PrimFunc& f, LayoutFacts& facts, const PassConfig& configs) {
   const Target& target = facts.target();
   const bool allow_tma = configs.tma_lower;
-  Pipeliner p(target.sm_version() >= 80, facts.wgmma_accumulators(f), outside_pipelined(f->body));
-  if (allow_tma && target.has_tma()) p.enable_tma(f->params, facts.shared_tile_layouts(f));
-  if (allow_tma && configs.warp_specialized && target.has_tma() && target.has_wgmma())
-    p.enable_warp_specialization(configs.tma_multicast);
-  HoistRegisterAllocations hoist;
-  return f.with_body(p.mutate(hoist.mutate(f->body)));
+  const bool ws = allow_tma && configs.warp_specialized && target.has_tma() && target.has_wgmma();
+  const std::set<BufKey> wgmma_acc = facts.wgmma_accumulators(f), outside = outside_pipelined(f->body);
+  std::map<BufKey, SharedTileLayout> layouts;
+  if (allow_tma && target.has_tma()) layouts = facts.shared_tile_layouts(f);
+  auto lower = [&](const Stmt& body) {
+    Pipeliner p(target.sm_version() >= 80, wgmma_acc, outside);
+    if (allow_tma && target.has_tma()) p.enable_tma(f->params, layouts);
+    if (ws) p.enable_warp_specialization(configs.tma_multicast);
+    HoistRegisterAllocations hoist;
+    return p.mutate(hoist.mutate(body));
+  };
+  Stmt body = ws ? PromoteSingleStage(lower, target).mutate(f->body) : f->body;
+  return f.with_body(lower(body));
 }
 
 }  // namespace tl

@@ -263,3 +263,76 @@ def test_copies_indexed_by_a_variable_set_before_the_pipeline_stay_with_the_cons
     for g, (start, size) in enumerate(zip(offsets, sizes)):
         ref = a[start : start + size].astype(np.float64) @ b[g].astype(np.float64)
         np.testing.assert_allclose(c[start : start + size], ref, rtol=1e-4, atol=1e-2)
+
+
+def staged_epilogue_gemm(M, N, K, bM, bN, bK, stages):
+    """C = A @ B through a float32 shared tile for the epilogue (shared memory that
+    is not staged), pipelined with `stages`."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_s = T.alloc_shared((bM, bN), "float32")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * bM, bx * bN])
+
+    return main
+
+
+def gemm_operands(M, N, K):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_one_stage_asked_runs_two_stages_with_a_producer_when_one_block_fits_per_sm():
+    """num_stages=1 (TileLang's examples' default for FlashAttention on Hopper): 64 KB
+    of staged tiles and a 64 KB epilogue tile leave room for one block per SM, so
+    the producer warpgroup and the tiles' second versions (192 KB) cost no occupancy:
+    the loop runs as a two-stage warp-specialized pipeline, the same kernel as
+    num_stages=2 gives (docs/design/hopper.md, "One stage asked")."""
+    M, N, K = 128, 128, 384
+    one = tilelang.compile(staged_epilogue_gemm(M, N, K, 128, 128, 128, 1), target=SM90A)
+    two = tilelang.compile(staged_epilogue_gemm(M, N, K, 128, 128, 128, 2), target=SM90A)
+    src = one.get_kernel_source()
+    assert launch_threads(one) == [256] and "tl::setmaxnreg_dec<24>();" in src
+    assert "A_s_full[" in src and "A_s_empty[" in src
+    assert src == two.get_kernel_source()
+    a, b, ref = gemm_operands(M, N, K)
+    c = np.zeros((M, N), np.float32)
+    one(a, b, c)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "bK, stages, configs",
+    [(32, 1, None), (128, 0, None), (128, 1, OFF)],
+    ids=["two_blocks_fit_per_sm", "num_stages_0", "warp_specialization_off"],
+)
+def test_one_stage_stays_as_written(bK, stages, configs):
+    """The loop stays as written when two blocks fit an SM's shared memory (16 KB of
+    staged tiles, 80 KB in all: the producer would halve the blocks per SM), with
+    num_stages=0, and with tl.disable_warp_specialized."""
+    M, N, K = 128, 128, 256
+    kernel = tilelang.compile(
+        staged_epilogue_gemm(M, N, K, 128, 128, bK, stages), target=SM90A, pass_configs=configs
+    )
+    src = kernel.get_kernel_source()
+    assert launch_threads(kernel) == [128] and "setmaxnreg" not in src and "_full[" not in src
+    a, b, ref = gemm_operands(M, N, K)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3)
