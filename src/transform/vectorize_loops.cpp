@@ -39,15 +39,24 @@ int64_t pow2_or_zero(int k) {
 
 class LaneAnalysis {
  public:
-  LaneAnalysis(const VarNode* lane, int64_t width, const BoundAnalyzer& bounds)
-      : lane_(lane), width_(width), bounds_(bounds) {}
+  // `lets`: the values of the integer lets around the loop (free of the lane), whose
+  // alignment a run's offset may rest on (`base = tx * 4` before the loop).
+  LaneAnalysis(const VarNode* lane, int64_t width, const BoundAnalyzer& bounds,
+               const std::map<const VarNode*, Expr>& lets)
+      : lane_(lane), width_(width), bounds_(bounds), lets_(lets) {}
 
   std::optional<LaneForm> of(const Expr& x) const {
     if (auto k = as_const_int(x)) {
       if (*k == INT64_MIN) return std::nullopt;
       return LaneForm{0, *k < 0 ? -*k : *k};
     }
-    if (auto* v = x.as<VarNode>()) return v == lane_ ? LaneForm{1, 0} : LaneForm{0, 1};
+    if (auto* v = x.as<VarNode>()) {
+      if (v == lane_) return LaneForm{1, 0};
+      auto it = lets_.find(v);
+      if (it == lets_.end()) return LaneForm{0, 1};
+      auto f = of(it->second);
+      return f && f->coef == 0 ? *f : LaneForm{0, 1};
+    }
     if (auto* c = x.as<CastNode>()) {
       bool widening = c->dtype.is_integer() && c->value.dtype().is_integer() && !c->value.dtype().is_bool() &&
                       c->dtype.bits() >= c->value.dtype().bits();
@@ -186,6 +195,7 @@ class LaneAnalysis {
   const VarNode* lane_;
   int64_t width_;
   const BoundAnalyzer& bounds_;
+  const std::map<const VarNode*, Expr>& lets_;
 };
 
 // The element offset of `indices` in `b` as code generation computes it.
@@ -240,8 +250,13 @@ class Vectorize : public IRMutator {
 
   Stmt visit(const LetStmtNode* op, const Stmt& self) override {
     BindingScope scope(bounds_);
-    if (op->var.dtype().is_integer()) scope.bind(op->var, bounds_.bounds(op->value));
-    return IRMutator::visit(op, self);
+    if (!op->var.dtype().is_integer()) return IRMutator::visit(op, self);
+    scope.bind(op->var, bounds_.bounds(op->value));
+    if (!pure_index(op->value)) return IRMutator::visit(op, self);
+    lets_[op->var.node()] = op->value;
+    Stmt out = IRMutator::visit(op, self);
+    lets_.erase(op->var.node());
+    return out;
   }
 
   // Block ops are spread over the threads by the code generator: left as they are.
@@ -340,7 +355,7 @@ class Vectorize : public IRMutator {
       scope.bind(e, Interval::range(0, w - 1));
       std::map<const VarNode*, Expr> at_lane{
           {op->var.node(), add(op->min, add(mul(q, make_const(q.dtype(), double(w))), e))}};
-      LaneAnalysis lanes(e.node(), w, bounds_);
+      LaneAnalysis lanes(e.node(), w, bounds_, lets_);
       auto contiguous = [&](const Buffer& b, const std::vector<Expr>& idx, Side side) {
         std::vector<Expr> at;
         for (const Expr& i : idx) at.push_back(substitute(i, at_lane));
@@ -376,6 +391,7 @@ class Vectorize : public IRMutator {
   }
 
   BoundAnalyzer bounds_;
+  std::map<const VarNode*, Expr> lets_;  // integer lets of index arithmetic around the walk
   int64_t base_align_;
   std::set<const BufferNode*> aligned_params_;
 };

@@ -19,11 +19,12 @@ from tilelang.layout import make_swizzled_layout
 EMU = "cuda -arch=sm_90a -emulate"
 
 
-def round_trip(M, N, dtype, local, threads=128, shift=0, swizzle=True):
+def round_trip(M, N, dtype, local, threads=128, shift=0, swizzle=True, hoist=False):
     """B = A * 2 + 1 through two (swizzled) shared tiles: each thread reads `local`
     consecutive elements of the first into registers (T.vectorized), updates them and
     writes them to the second (T.vectorized), as the fp4 example's dequantizing loop
-    does. `shift` moves each thread's run off its alignment."""
+    does. `shift` moves each thread's run off its alignment; `hoist` computes the run's
+    start in a let before the loops, as the mxfp4 example does."""
     steps = M * N // threads // local
 
     @T.prim_func
@@ -37,8 +38,13 @@ def round_trip(M, N, dtype, local, threads=128, shift=0, swizzle=True):
             tx = T.get_thread_binding()
             r = T.alloc_local((local,), dtype)
             for i in T.serial(steps):
+                if hoist:
+                    base = i * threads * local + tx * local
                 for v in T.vectorized(local):
-                    index = (i * threads * local + tx * local + v + shift) % (M * N)
+                    if hoist:
+                        index = (base + v + shift) % (M * N)
+                    else:
+                        index = (i * threads * local + tx * local + v + shift) % (M * N)
                     r[v] = S[index // N, index % N]
                 for v in T.serial(local):
                     r[v] = r[v] * T.cast(2, dtype) + T.cast(1, dtype)
@@ -78,6 +84,18 @@ def test_swizzled_runs_move_as_vectors(dtype, local, vector):
     assert f"tl::load_vec{vector}((&r[" in src, src
     assert f"tl::store_vec{vector}((&D[" in src, src
     assert "r[v] = TL_SMEM" not in src, src
+    check(kernel, M, N, dtype)
+
+
+@pytest.mark.parametrize("dtype, local", [("uint8", 4), ("float16", 8)])
+def test_alignment_from_a_let_before_the_loop(dtype, local):
+    # The run's start is a let outside the loop: its alignment (a multiple of `local`)
+    # still carries the proof, through the uint8 tile's swizzle of 16-byte chunks too.
+    M, N = 32, 64
+    kernel = tilelang.compile(round_trip(M, N, dtype, local, hoist=True), out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "const int32_t base = " in src, src
+    assert f"tl::load_vec<{local}>((&r[" in src, src
     check(kernel, M, N, dtype)
 
 
