@@ -25,6 +25,28 @@
 
 namespace tl::emu {
 
+// The arguments of a kernel given as CUDA source (T.CUDASourceCodeKernel), as a GPU
+// launch hands them over: a tensor is an untyped address (any pointer parameter takes
+// it), a float scalar travels as a double in 8 bytes. A GPU reads only 4 of those bytes
+// for a `float` parameter, so only a `double` one may take it, here as there.
+struct SourcePointer {
+  void* p;
+  template <class T>
+  operator T*() const {
+    return static_cast<T*>(p);
+  }
+};
+struct SourceDouble {
+  double v;
+  template <class T>
+  operator T() const {
+    static_assert(sizeof(T) == sizeof(double) && T(0.5) == 0.5,
+                  "T.CUDASourceCodeKernel: a float scalar parameter reaches the kernel as a double; declare "
+                  "that parameter of the CUDA source `double`");
+    return v;
+  }
+};
+
 // The block barrier and the count of returned threads it needs (device/emu/tma_emu.h).
 TL_EMU_FN void block_barrier(int line);  // line: see tma_emu.h
 TL_EMU_FN void thread_exited();

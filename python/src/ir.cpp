@@ -364,6 +364,7 @@ void bind_ir(nb::module_& m) {
         return call(*op, to_exprs(args), span.value_or(SourceSpan{}));
       },
       nb::arg("name"), nb::arg("args"), nb::arg("span") = nb::none());
+  m.def("string_imm", [](const std::string& value) { return string_imm(value); });
   m.def("call_extern", [](nb::handle dt, const std::string& name, const nb::sequence& args) {
     return call_extern(to_dtype(dt), name, to_exprs(args));
   });

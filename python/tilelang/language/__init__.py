@@ -24,6 +24,7 @@ from .frames import Else, If, Then, attr, reads, sblock, writes
 from .hopper import *
 from .kernel import (
     ClusterKernel,
+    CUDASourceCodeKernel,
     Kernel,
     get_block_binding,
     get_block_bindings,
@@ -111,6 +112,7 @@ def __getattr__(name):
 __all__ = [
     "Buffer",
     "BufferHandle",
+    "CUDASourceCodeKernel",
     "ClusterKernel",
     "Else",
     "FragmentBuffer",

@@ -250,3 +250,122 @@ def get_block_extent(dim: ExprLike = 0) -> Expr:
 
 def get_block_extents() -> list[Expr]:
     return list(_kernel_vars("T.get_block_extents").kernel_extents[0])
+
+
+# ---- T.CUDASourceCodeKernel: a kernel whose device code is CUDA source
+
+SOURCE_KERNEL_CALL = "tl::source_kernel"
+_SOURCE_MARKERS = ("\n", "__global__", 'extern "C"', "#include")
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".cuda", ".cpp", ".cc", ".c")
+
+
+def _load_cuda_source(source_code_or_path):
+    """The CUDA text of `source_code_or_path`: the file's contents when it names an
+    existing file, else the text itself when it looks like source (a newline,
+    `__global__`, `extern "C"` or `#include`); a path that names no file is an error."""
+    import os
+
+    try:
+        text = os.fspath(source_code_or_path)
+    except TypeError:
+        text = None
+    if not isinstance(text, str) or not text.strip():
+        raise frontend_error(
+            "T.CUDASourceCodeKernel source_code_or_path must be a non-empty CUDA source string "
+            f"or the path of a CUDA source file, got {source_code_or_path!r}"
+        )
+    path = os.path.expanduser(text)
+    if "\n" not in text and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    if any(m in text for m in _SOURCE_MARKERS):
+        return text
+    if os.path.sep in text or text.endswith(_SOURCE_SUFFIXES):
+        raise frontend_error(
+            f"T.CUDASourceCodeKernel source_code_or_path: the CUDA source file {text!r} does not exist"
+        )
+    return text
+
+
+def _global_functions(source):
+    """The names of the `__global__` functions `source` declares, in order: the name
+    is the identifier before the first `(` after `__global__`, past its return type and
+    launch attributes (`__launch_bounds__(...)`, `__cluster_dims__(...)`)."""
+    import re
+
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
+    names: list[str] = []
+    for m in re.finditer(r"\b__global__\b", text):
+        rest = text[m.end() :]
+        while True:
+            rest = re.sub(
+                r"^\s*(__launch_bounds__|__cluster_dims__|__maxnreg__)\s*\([^)]*\)", "", rest
+            )
+            word = re.match(r"\s*([A-Za-z_]\w*)\s*(\(?)", rest)
+            if word is None:
+                break
+            if word.group(2):
+                if word.group(1) not in names:
+                    names.append(word.group(1))
+                break
+            rest = rest[word.end() :]
+            if rest.lstrip().startswith(("*", "&")):
+                rest = rest.lstrip()[1:]
+    return names
+
+
+def CUDASourceCodeKernel(
+    *blocks: ExprLike,
+    threads: ExprLike | Sequence[ExprLike] | None = None,
+    source_code_or_path: Any = None,
+    entry_name: str = "main_kernel",
+    cluster_dims: ShapeLike | None = None,
+    prelude: str | None = None,
+) -> None:
+    """`T.CUDASourceCodeKernel(*grid, threads=, source_code_or_path=, entry_name=)`: a
+    kernel launch whose device code is the given CUDA source (inline, or a file), its
+    `__global__` function `entry_name` launched on `grid` x `threads`. The function
+    takes the kernel's parameters in order (tensors as pointers to their elements,
+    scalars by value), then the dynamic dimensions (T.dynamic) in order of first use.
+    The cuda target only (and its emulator)."""
+    what = "T.CUDASourceCodeKernel"
+    ctx = builder_ctx.current(what)
+    if ctx.kernel_vars is not None:
+        raise frontend_error(
+            f"{what} is a kernel launch of its own: call it outside `with T.Kernel(...)`"
+        )
+    if source_code_or_path is None:
+        raise frontend_error(
+            f"{what} needs source_code_or_path= (CUDA source, or the path of a file)"
+        )
+    source = _load_cuda_source(source_code_or_path)
+    if prelude is not None:
+        if not isinstance(prelude, str):
+            raise frontend_error(f"{what} prelude must be a string of CUDA code, got {prelude!r}")
+        source = prelude + "\n" + source
+    if not isinstance(entry_name, str) or not entry_name.strip():
+        raise frontend_error(f"{what} entry_name must be a non-empty string, got {entry_name!r}")
+    entries = _global_functions(source)
+    if not entries:
+        raise frontend_error(
+            f"{what}: the CUDA source declares no __global__ function to launch; declare the "
+            f'kernel as `extern "C" __global__ void {entry_name.strip()}(...)`'
+        )
+    if entry_name.strip() not in entries:
+        raise frontend_error(
+            f"{what} entry_name: expected the name of a __global__ function of the CUDA source, "
+            f"got {entry_name.strip()!r}. Available entries: {', '.join(entries)}"
+        )
+    kernel = Kernel(
+        *blocks, threads=threads if threads is not None else 128, cluster_dims=cluster_dims
+    )
+    kernel.__enter__()
+    # The tensors travel to the source's function; naming each one here marks it used.
+    args: list = [_C.string_imm(source), _C.string_imm(entry_name.strip())]
+    for _, value in ctx.params:
+        handle = getattr(value, "handle", None)
+        if handle is not None and getattr(value, "scope", "global") == "global":
+            load = _C.buffer_load(handle, [0] * len(value.shape))
+            args.append(_C.call("address_of", [load]))
+    ctx.builder.evaluate(_C.call_extern("int32", SOURCE_KERNEL_CALL, [to_value(a) for a in args]))
+    kernel.__exit__(None, None, None)

@@ -457,6 +457,11 @@ std::string CodeGenC::print_call(const CallNode* op) {
       // target's header defines __ldg (a plain load off the GPU).
       if (op->args[0].as<StringImmNode>()->value == "__ldg" && op->args.size() == 2 && op->args[1].is<BufferLoadNode>())
         return "__ldg(&(" + print_expr(op->args[1]) + "))";
+      if (op->args[0].as<StringImmNode>()->value == kSourceKernelCall)
+        throw_user_error(statement_span_,
+                         "T.CUDASourceCodeKernel: a kernel given as CUDA source runs on the cuda target (and its "
+                         "emulator) only; compile this prim_func for a cuda target, or write the kernel with "
+                         "T.Kernel for this one");
       std::string s = op->args[0].as<StringImmNode>()->value + "(";
       for (size_t i = 1; i < op->args.size(); ++i) s += (i > 1 ? ", " : "") + print_expr(op->args[i]);
       return s + ")";

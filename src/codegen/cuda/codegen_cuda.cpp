@@ -17,6 +17,7 @@
 #include "ir/attrs.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
+#include "runtime/program_source.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/tma_copy.h"
 
@@ -32,6 +33,7 @@ class CodeGenCUDA : public CodeGenC {
     src.entry_name = "tl_kernel_" + c_ident(f->name);
     alias_params(f->params, sig.params);
     find_launch(f->body);
+    if (const CallNode* given = source_kernel(f->body)) return generate_source_kernel(given, sig, src);
     if (launch_ && !launch_->prelude.empty() && preludes.insert(launch_->prelude).second)
       out_ << launch_->prelude << "\n\n";
     int64_t threads = 1;
@@ -282,8 +284,44 @@ class CodeGenCUDA : public CodeGenC {
     index[1] = column ? b : a;
   }
 
+  // T.CUDASourceCodeKernel: the launch's body is one tl::source_kernel(source, entry,
+  // ...) call; the kernel is that CUDA source, launched by its entry's name with the
+  // signature's arguments (the emulation entry keeps the part's name, as the runtime
+  // looks it up by that). The emulator gives each thread its own copy of a __shared__
+  // array, so it refuses source that declares one.
+  static const CallNode* source_kernel(const Stmt& body) {
+    const CallNode* found = nullptr;
+    for_each_expr(body, [&](const Expr& e) {
+      auto* c = e.as<CallNode>();
+      if (c && c->op == Intrinsic::Extern && c->args.size() >= 3 &&
+          c->args[0].as<StringImmNode>()->value == kSourceKernelCall)
+        found = c;
+    });
+    return found;
+  }
+
+  CudaLaunchInfo generate_source_kernel(const CallNode* given, const KernelSignature& sig, CudaLaunchInfo src) {
+    auto* source = given->args[1].as<StringImmNode>();
+    auto* entry = given->args[2].as<StringImmNode>();
+    TL_ICHECK(source && entry, "malformed ", kSourceKernelCall, " call");
+    if (launch_ && !launch_->prelude.empty()) out_ << launch_->prelude << "\n\n";
+    out_ << kProgramSourceMarker << "\n" << source->value << "\n";
+    if (source->value.find("__shared__") != std::string::npos)
+      out_ << "\n#ifdef TL_EMULATE\n#error \"T.CUDASourceCodeKernel: the CUDA emulator cannot run source that "
+              "declares __shared__ arrays (each emulated thread would get its own copy); run it on a GPU\"\n"
+              "#endif\n";
+    std::string wrapper = src.entry_name;
+    src.entry_name = entry->value;
+    emit_emulation_entry(sig, wrapper, entry->value);
+    src.shared_bytes = 0;
+    if (launch_) src.threads = launch_->threads;
+    return src;
+  }
+
   // Invisible to NVRTC: the CPU emulation (device/emu) calls this once per block.
-  void emit_emulation_entry(const KernelSignature& sig, const std::string& entry) {
+  // `callee`: the __global__ function it runs (by default `entry`, its own kernel).
+  void emit_emulation_entry(const KernelSignature& sig, const std::string& entry, std::string callee = {}) {
+    if (callee.empty()) callee = entry;
     int64_t dims[3] = {1, 1, 1};
     if (launch_)
       for (size_t i = 0; i < launch_->threads.size(); ++i) dims[i] = launch_->threads[i];
@@ -298,12 +336,17 @@ class CodeGenCUDA : public CodeGenC {
     } else {
       out_ << "  ::tl::emu::run_block(bx, by, bz, ";
     }
-    out_ << str_cat(dims[0], ", ", dims[1], ", ", dims[2], ", ", shared_bytes_, ", [&] { ", entry, "(");
+    out_ << str_cat(dims[0], ", ", dims[1], ", ", dims[2], ", ", shared_bytes_, ", [&] { ", callee, "(");
+    const bool program_source = callee != entry;
     int slot = 0;
     for (const Param& p : sig.params) {
       if (slot) out_ << ", ";
-      if (p.is_tensor())
+      if (p.is_tensor() && program_source)
+        out_ << "::tl::emu::SourcePointer{args[" << slot << "].ptr}";
+      else if (p.is_tensor())
         out_ << "static_cast<" << storage_type(p.buffer->dtype) << "*>(args[" << slot << "].ptr)";
+      else if (p.var.dtype().is_float() && program_source)
+        out_ << "::tl::emu::SourceDouble{args[" << slot << "].f}";
       else
         out_ << "args[" << slot << "]" << (p.var.dtype().is_float() ? ".f" : ".i");
       ++slot;

@@ -578,6 +578,11 @@ class CodeGenMetal : public CodeGenC {
                        "a tensor made of an address read in the kernel (T.make_tensor of an element of a "
                        "T.Tensor(..., T.ptr) table) is not supported on Metal: its kernels take no raw "
                        "device addresses");
+    if (name == kSourceKernelCall)
+      throw_user_error(statement_span_,
+                       "T.CUDASourceCodeKernel: a kernel given as CUDA source runs on the cuda target (and its "
+                       "emulator) only; compile this prim_func for a cuda target, or write the kernel with "
+                       "T.Kernel for this one");
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
     if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (name == "tl::min_blocks_per_sm") return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");

@@ -18,6 +18,7 @@
 
 #include "cache/kernel_cache.h"
 #include "runtime/device_dir.h"
+#include "runtime/program_source.h"
 #include "support/error.h"
 
 extern char** environ;
@@ -161,6 +162,13 @@ void run_host_compiler(const std::string& source_path, const std::string& output
                                  "compiler's scratch files) at a writable directory. The compiler said:\n",
                                  output));
   }
+  std::ifstream source(source_path);
+  std::stringstream code;
+  code << source.rdbuf();
+  if (is_program_source(code.str()))
+    throw_user_error({}, str_cat("the CUDA source of T.CUDASourceCodeKernel failed to compile (the kernel takes "
+                                 "the prim_func's parameters in order, then its dynamic dimensions):\n",
+                                 output));
   throw_internal_error(__FILE__, __LINE__, str_cat("generated code failed to compile:\n", output));
 }
 

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/program_source.h"
 #include "support/error.h"
 #include "support/logging.h"
 
@@ -98,6 +99,11 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
     if (log.find("--gpu-architecture") != std::string::npos)
       throw_user_error({}, str_cat("the CUDA toolkit's NVRTC cannot compile for ", arch, " (it answered: ",
                                    log.substr(0, log.find('\n')), "); pick an arch it supports or a newer toolkit"));
+    if (is_program_source(source))
+      throw_user_error({}, str_cat("the CUDA source of T.CUDASourceCodeKernel failed to compile for ", arch,
+                                   " (the kernel takes the prim_func's parameters in order, then its dynamic "
+                                   "dimensions):\n",
+                                   log));
     throw_internal_error(__FILE__, __LINE__, str_cat("generated CUDA code failed to compile for ", arch, ":\n", log));
   }
   // NVRTC's warnings, and what ptxas reports when asked (-Xptxas=-v: registers,
