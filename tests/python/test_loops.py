@@ -282,3 +282,25 @@ def test_capitalized_loop_aliases_match_numpy():
     ref[1, :4] = a[:4] + 1
     ref[2, 4:] = a[4:] - 3
     np.testing.assert_allclose(b, ref, rtol=1e-6)
+
+
+@T.prim_func
+def unrolled_by_factor(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=1):
+        for i in T.unroll(0, 16, unroll_factor=4):
+            B[i] = A[i] * 2.0 + 1.0
+
+
+@pytest.mark.parametrize(
+    "target, pragma",
+    [("cpu", "#pragma GCC unroll 4"), ("cuda -arch=sm_80 -emulate", "#pragma unroll 4")],
+)
+def test_unroll_factor_is_the_pragma_count(target, pragma):
+    # TileLang's T.unroll(..., unroll_factor=n) unrolls n times (`#pragma unroll n`);
+    # without it the loop is unrolled as the target's default pragma says.
+    kernel = tilelang.compile(unrolled_by_factor, target=target)
+    assert pragma + "\n" in kernel.get_kernel_source()
+    a = rng.standard_normal(16).astype(np.float32)
+    b = np.zeros(16, np.float32)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2 + 1, rtol=1e-6)

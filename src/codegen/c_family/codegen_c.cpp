@@ -581,7 +581,12 @@ std::string CodeGenC::print_expr(const Expr& e) {
 void CodeGenC::print_for(const ForNode* op) {
   std::string v = name_of(op->var.node());
   std::string t = type_name(op->var.dtype());
-  if (op->for_kind == ForKind::Unrolled) line(unroll_pragma());
+  if (op->for_kind == ForKind::Unrolled) {
+    // T.unroll(..., unroll_factor=n): unrolled n times, as TileLang's `#pragma unroll n`.
+    auto factor = op->annotations.find("unroll_factor");
+    const int64_t* n = factor == op->annotations.end() ? nullptr : std::get_if<int64_t>(&factor->second);
+    line(n && *n > 0 ? unroll_pragma(*n) : unroll_pragma());
+  }
   std::string lo = print_expr(op->min);
   std::string hi = print_expr(add(op->min, op->extent));
   line("for (" + t + " " + v + " = " + lo + "; " + v + " < " + hi + "; ++" + v + ") {");

@@ -27,6 +27,8 @@ class CodeGenC {
   virtual std::string math_prefix() { return "tl::"; }
   // Emitted before T.unroll loops and the register loops of GPU lowerings.
   virtual std::string unroll_pragma() { return "#pragma GCC unroll 8"; }
+  // The pragma that unrolls a loop `factor` times (T.unroll's unroll_factor).
+  virtual std::string unroll_pragma(int64_t factor) { return "#pragma GCC unroll " + std::to_string(factor); }
   // Whether the target's 16- and 8-bit float types take float64 and integers whole
   // and round them once (the cpu and cuda headers); otherwise they go through float.
   virtual bool rounds_wide_once() { return true; }

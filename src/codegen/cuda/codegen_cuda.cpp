@@ -133,6 +133,7 @@ class CodeGenCUDA : public CodeGenC {
 
   // Register arrays are indexed by unrolled loop counters: unroll them fully.
   std::string unroll_pragma() override { return "#pragma unroll"; }
+  std::string unroll_pragma(int64_t factor) override { return "#pragma unroll " + std::to_string(factor); }
 
   void emit_barrier(const BarrierNode* op) override {
     // In a T.ws region the block barrier is the region's named barrier: the other
