@@ -273,3 +273,43 @@ def test_a_tile_atomic_from_a_pipelined_shared_tile_keeps_the_pipeline():
     kernel(a, out)
     ref = sum(a[(bx + k * 2) % 8].astype(np.float64) for bx in range(8) for k in range(4))
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+
+
+def row_sums_added(M, N, kind):
+    """O[i] op= the sum of row i of A, the sums a T.reduce_sum result: a vector every
+    thread that holds part of row i keeps a copy of."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), O: T.Tensor((M,), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            A_f = T.alloc_fragment((M, N), "float32")
+            r = T.alloc_fragment((M,), "float32")
+            T.copy(A, A_f)
+            T.reduce_sum(A_f, r, dim=1)
+            for i in T.Parallel(M):
+                if kind == "add":
+                    T.atomic_add(O[i], r[i])
+                else:
+                    T.atomic_max(O[i], r[i])
+
+    return main
+
+
+@pytest.mark.parametrize("kind", ["add", "max"])
+@pytest.mark.parametrize(
+    "target", ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate"]
+)
+def test_element_atomic_of_a_row_vector_runs_once_per_row(kind, target):
+    """Each of the 16 threads holding a row's sum ran the T.Parallel iteration of the
+    row, and every one of them added it: O came out 16 times the sum per block (a
+    silent wrong result on the CUDA and Metal targets). Only the row's first thread
+    updates memory now, as for plain stores."""
+    M, N = 64, 64
+    kernel = tilelang.compile(row_sums_added(M, N, kind), target=target)
+    a = rng.standard_normal((M, N)).astype(np.float32)
+    o0 = rng.standard_normal(M).astype(np.float32)
+    o = o0.copy()
+    kernel(a, o)
+    sums = a.astype(np.float64).sum(axis=1)
+    ref = o0 + 2 * sums if kind == "add" else np.maximum(o0, sums)
+    np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-4)

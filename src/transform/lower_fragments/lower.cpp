@@ -166,7 +166,8 @@ class Lowerer : public IRMutator {
     body = mutate(body);
     // A row vector drives the loop: every thread holding a row runs its iteration.
     // Only the row's first thread writes memory (shared, global, atomics); the others
-    // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l).
+    // would repeat its read-modify-write (`l[i] = l[i] * 2 + s[i]` on a demoted l,
+    // `T.atomic_add(O[i], row_sum[i])`).
     if (driver->kind() == FragmentLayout::Kind::Rows)
       body = LeaderWrites(row_leader(*driver->parent(), t_), partials_).mutate(body);
     // The same for a column vector held by several threads.
@@ -277,7 +278,8 @@ class Lowerer : public IRMutator {
     Var k_;
   };
 
-  // Wraps each store to memory that is not a thread's registers, and each atomic, in
+  // Wraps each store to memory that is not a thread's registers, and each atomic
+  // (a tile op, or the call lower_tile_ops made of an element-wise one), in
   // `if (leader)`.
   class LeaderWrites : public IRMutator {
    public:
@@ -295,6 +297,10 @@ class Lowerer : public IRMutator {
     }
     Stmt visit(const TileOpNode* op, const Stmt& self) override {
       return op->op == TileOpKind::Atomic ? if_then_else(leader_, self) : IRMutator::visit(op, self);
+    }
+    Stmt visit(const EvaluateNode* op, const Stmt& self) override {
+      const std::string* name = extern_name(op->value);
+      return name && name->rfind("tl::atomic_", 0) == 0 ? if_then_else(leader_, self) : self;
     }
 
    private:
