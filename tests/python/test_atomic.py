@@ -281,7 +281,7 @@ def row_sums_added(M, N, kind):
 
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), O: T.Tensor((M,), "float32")):
-        with T.Kernel(2, threads=128) as bx:
+        with T.Kernel(2, threads=128):
             A_f = T.alloc_fragment((M, N), "float32")
             r = T.alloc_fragment((M,), "float32")
             T.copy(A, A_f)
