@@ -85,6 +85,10 @@ void bind_builder(nb::module_& m) {
             return b.begin_kernel(to_exprs(grid), std::move(threads), prelude, std::move(cluster));
           },
           nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
+      .def("resize_kernel",
+           [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads) {
+             return b.resize_kernel(to_exprs(grid), std::move(threads));
+           })
       .def("end_kernel", &FunctionBuilder::end_kernel)
       .def("order_params", &FunctionBuilder::order_params)
       .def("import_source", &FunctionBuilder::import_source)

@@ -174,9 +174,7 @@ static std::vector<int64_t> check_cluster(std::vector<int64_t> cluster, const st
   return cluster;
 }
 
-KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude,
-                                         std::vector<int64_t> cluster) {
-  if (kernel_depth_ > 0) throw_user_error(span_, "T.Kernel blocks cannot be nested");
+static void check_launch(const std::vector<Expr>& grid, const std::vector<int64_t>& threads, const SourceSpan& span_) {
   if (grid.empty() || grid.size() > 3)
     throw_user_error(span_, str_cat("T.Kernel takes 1 to 3 grid dimensions, got ", grid.size()));
   if (threads.empty() || threads.size() > 3)
@@ -196,17 +194,41 @@ KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int
       throw_user_error(span_, str_cat("T.Kernel grid dimension ", d, " (", "xyz"[d], ") is ", *v,
                                       "; a launch has at least one block along each dimension"));
   }
+}
+
+static const char* const kBlockNames[] = {"bx", "by", "bz"};
+static const char* const kThreadNames[] = {"tx", "ty", "tz"};
+
+KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude,
+                                         std::vector<int64_t> cluster) {
+  if (kernel_depth_ > 0) throw_user_error(span_, "T.Kernel blocks cannot be nested");
+  check_launch(grid, threads, span_);
   cluster = check_cluster(std::move(cluster), grid, span_);
   Frame f{FrameKind::Kernel,  span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude),
           std::move(cluster), {}};
-  const char* bnames[] = {"bx", "by", "bz"};
-  const char* tnames[] = {"tx", "ty", "tz"};
-  for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.push_back(Var(bnames[i], grid[i].dtype(), span_));
-  for (size_t i = 0; i < threads.size(); ++i) f.kernel_vars.threads.push_back(Var(tnames[i], dtype::Int32, span_));
+  for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.push_back(Var(kBlockNames[i], grid[i].dtype(), span_));
+  for (size_t i = 0; i < threads.size(); ++i)
+    f.kernel_vars.threads.push_back(Var(kThreadNames[i], dtype::Int32, span_));
   KernelVars vars = f.kernel_vars;
   push(std::move(f));
   ++kernel_depth_;
   return vars;
+}
+
+KernelVars FunctionBuilder::resize_kernel(std::vector<Expr> grid, std::vector<int64_t> threads) {
+  auto kernel =
+      std::find_if(frames_.rbegin(), frames_.rend(), [](const Frame& f) { return f.kind == FrameKind::Kernel; });
+  if (kernel == frames_.rend()) throw_user_error(span_, "a kernel launch can only be resized inside its kernel");
+  check_launch(grid, threads, span_);
+  if (!kernel->cluster.empty()) kernel->cluster = check_cluster(kernel->cluster, grid, span_);
+  KernelVars& v = kernel->kernel_vars;
+  for (size_t i = v.blocks.size(); i < grid.size(); ++i)
+    v.blocks.push_back(Var(kBlockNames[i], grid[i].dtype(), span_));
+  for (size_t i = v.threads.size(); i < threads.size(); ++i)
+    v.threads.push_back(Var(kThreadNames[i], dtype::Int32, span_));
+  kernel->grid = std::move(grid);
+  kernel->threads = std::move(threads);
+  return v;
 }
 
 void FunctionBuilder::import_source(const std::string& source) {

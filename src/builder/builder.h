@@ -48,6 +48,10 @@ class FunctionBuilder {
   // ones for none.
   KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {},
                           std::vector<int64_t> cluster = {});
+  // The launch of the innermost open kernel set anew (TVM's `for bx in
+  // T.thread_binding(...)` loops give it one axis at a time): the same checks as
+  // begin_kernel; index variables of axes it did not have yet are added.
+  KernelVars resize_kernel(std::vector<Expr> grid, std::vector<int64_t> threads);
   // T.import_source: appends `source` (once) to the enclosing kernel's prelude.
   void import_source(const std::string& source);
   // An attribute of the function (the last value set for a key wins), e.g. the

@@ -137,6 +137,7 @@ KINDS = {
     "test_typing": "runtime",
     "test_torch_ops": "runtime examples",
     "test_transpose_im2col": "lowering",
+    "test_thread_binding_loops": "frontend lowering emulator",
     "test_tvm_facade": "frontend",
     "test_unused_tensor_none": "runtime",
     "test_upstream_idioms": "frontend lowering",

@@ -156,6 +156,7 @@ class TraceContext:
         self.frames = []
         self.kernel_vars = None
         self.kernel_extents = None
+        self.binding_kernel = None  # the kernel TVM-style T.thread_binding loops opened
         self.pending_name = None
         self.line = line  # the user's line being traced
         self.macro_frames = []  # len(frames) when each active @T.macro was entered

@@ -10,7 +10,7 @@ from . import builder_ctx
 from .buffer import Buffer, Region, VarBuffer, to_value, wrap_buffer
 from .builder_ctx import IR_IF, IR_LOOP, PY_LOOP, frontend_error
 from .dtypes import dtype as DType
-from .kernel import Kernel
+from .kernel import Kernel, ThreadBindingLoop
 from .loops import Loop, Parallel, from_range, grid, python_range
 from .ops import alloc_var
 from .pointers import PointerParam, PointerType
@@ -227,6 +227,8 @@ def return_(value):
 # ---- loops
 def for_(iterable, names):
     ctx = _current()
+    if isinstance(iterable, ThreadBindingLoop):
+        return _binding_loop(ctx, iterable)
     if isinstance(iterable, (Loop, Parallel, grid)):
         return _ir_loop(ctx, iterable, names)
     if isinstance(iterable, range) and ctx.builder.in_kernel:
@@ -244,6 +246,12 @@ def _ir_loop(ctx, loop, names):
     ctx.close_loop()
     ctx.frames.pop()
     loop.close(ctx.builder)
+
+
+def _binding_loop(ctx, loop):
+    var = loop.open(ctx)
+    yield var
+    loop.close(ctx)
 
 
 def _python_loop(ctx, iterable):

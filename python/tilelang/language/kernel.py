@@ -157,6 +157,10 @@ def thread_binding(
     """TVM's `T.thread_binding(0, n, thread="threadIdx.y")` used as a value: the kernel's
     thread index along that axis, whose launched extent must be n."""
     what = "T.thread_binding"
+    ctx = builder_ctx.current(what)
+    if ctx.kernel_vars is None or getattr(ctx, "binding_kernel", None) is not None:
+        # Outside T.Kernel, TVM's form: a loop over the axis that launches it.
+        return ThreadBindingLoop(start, stop, thread)
     ctx = _kernel_vars(what)
     if stop is None:
         start, stop = 0, start
@@ -177,6 +181,81 @@ def thread_binding(
 
 
 _BLOCK_AXES = {"blockIdx.x": 0, "blockIdx.y": 1, "blockIdx.z": 2}
+
+
+class ThreadBindingLoop:
+    """TVM's kernel written without T.Kernel: `for bx in T.thread_binding(n,
+    thread="blockIdx.x"):` around `for tx in T.thread_binding(m, thread="threadIdx.x"):`.
+    The outermost such loop opens a kernel; each one sets its axis' extent (blocks
+    along blockIdx.*, threads along threadIdx.*) and is that axis' index. An axis
+    neither loop names is launched with extent 1."""
+
+    kind = "thread_binding"
+
+    def __init__(self, start, stop, thread):
+        what = "T.thread_binding"
+        axes = {**_THREAD_AXES, **_BLOCK_AXES}
+        if thread not in axes:
+            raise frontend_error(f"{what}: thread must be one of {', '.join(axes)}, got {thread!r}")
+        if stop is None:
+            start, stop = 0, start
+        if const_int(to_value(start)) != 0:
+            raise frontend_error(
+                f"{what}({start}, {stop}, thread={thread!r}): a launch axis counts from 0, got start {start}"
+            )
+        self.thread = thread
+        self.is_block = thread in _BLOCK_AXES
+        self.dim = axes[thread]
+        self.extent = to_value(stop)
+        if not self.is_block:
+            count = const_int(self.extent)
+            if count is None or count < 1:
+                raise frontend_error(
+                    f"{what}({start}, {stop}, thread={thread!r}): a thread extent must be a positive "
+                    f"constant, got {stop}"
+                )
+            self.extent = count
+
+    def open(self, ctx):
+        """Sets this axis of the kernel the outermost binding loop opened (opening it
+        first); returns the axis' index variable."""
+        state = getattr(ctx, "binding_kernel", None)
+        if state is None:
+            if ctx.kernel_vars is not None:
+                raise frontend_error(
+                    f"T.thread_binding(..., thread={self.thread!r}) as a loop inside `with T.Kernel(...)`: "
+                    "the kernel's axes are set by T.Kernel; use T.get_thread_binding() / the block "
+                    "indices it gives"
+                )
+            state = {"grid": [1], "threads": [1], "axes": set(), "owner": self}
+            ctx.kernel_vars = ctx.builder.begin_kernel([1], [1], "", [])
+            ctx.frames.append(KERNEL)
+            for cond in ctx.function_assumes:
+                ctx.builder.evaluate(_C.call("assume", [cond]))
+            ctx.binding_kernel = state
+        if self.thread in state["axes"]:
+            raise frontend_error(f"T.thread_binding: {self.thread} is bound twice in one kernel")
+        state["axes"].add(self.thread)
+        sizes = state["grid" if self.is_block else "threads"]
+        while len(sizes) <= self.dim:
+            sizes.append(1)
+        sizes[self.dim] = self.extent
+        ctx.kernel_vars = ctx.builder.resize_kernel(state["grid"], state["threads"])
+        ctx.kernel_extents = (list(state["grid"]), list(state["threads"]))
+        values = ctx.kernel_vars.blocks if self.is_block else ctx.kernel_vars.threads
+        return values[self.dim]
+
+    def close(self, ctx):
+        state = ctx.binding_kernel
+        if state["owner"] is not self:
+            return
+        from .reduce import check_reducers_closed
+
+        check_reducers_closed(ctx)
+        ctx.builder.end_kernel()
+        ctx.frames.pop()
+        ctx.kernel_vars = None
+        ctx.binding_kernel = None
 
 
 def launch_thread(thread: str, extent: ExprLike) -> Expr:
