@@ -4,16 +4,18 @@
 // failed compile of the kernel source.
 #pragma once
 
-#include <stdexcept>
 #include <string>
+
+#include "support/error.h"
 
 namespace tl {
 
 // The device headers were not found, or a directory named for them does not hold
-// them. The message names what was searched and TILELANG_DEVICE_DIR.
-class DeviceDirError : public std::runtime_error {
+// them. The message names what was searched and TILELANG_DEVICE_DIR. One kind of
+// EnvironmentError (support/error.h): what the machine lacks.
+class DeviceDirError : public EnvironmentError {
  public:
-  using std::runtime_error::runtime_error;
+  using EnvironmentError::EnvironmentError;
 };
 
 // The device header directory, searched once in this order:

@@ -10,6 +10,7 @@
 #include "support/env_switch.h"
 #include "support/error.h"
 #include "support/logging.h"
+#include "tl/device_dir.h"
 
 namespace nb = nanobind;
 
@@ -43,6 +44,10 @@ NB_MODULE(_C, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const tl::DeviceDirError& e) {
+      // A RuntimeError in Python, as before it became an EnvironmentError (a UserError)
+      // in C++: tilelang.doctor and users' code catch it as one.
+      PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const tl::UserError& e) {
       const nb::object& type = dynamic_cast<const tl::AssumptionError*>(&e) ? assumption_error_type : user_error_type;
       nb::object exc = type(nb::str(e.what()));

@@ -164,14 +164,14 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
   std::error_code tmp_error;
   fs::path tmp_root = fs::temp_directory_path(tmp_error);
   if (tmp_error)
-    throw_user_error({}, str_cat("no temporary directory to build the kernel in: ", tmp_error.message(),
-                                 " (TMPDIR=", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "",
-                                 "); point TMPDIR at a writable directory"));
+    throw_environment_error(str_cat("no temporary directory to build the kernel in: ", tmp_error.message(),
+                                    " (TMPDIR=", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "",
+                                    "); point TMPDIR at a writable directory"));
   std::optional<std::string> made =
       make_temp_dir(tmp_root.string(), "tilelang-build-" + hash.value_or("").substr(0, 16) + "-", &error);
   if (!made)
-    throw_user_error({}, str_cat("cannot make a directory to build the kernel in under ", tmp_root.string(), ": ",
-                                 error, "; point TMPDIR at a writable directory with free space"));
+    throw_environment_error(str_cat("cannot make a directory to build the kernel in under ", tmp_root.string(), ": ",
+                                    error, "; point TMPDIR at a writable directory with free space"));
   const std::string tmp = *made;
   try {
     build_into(tmp);

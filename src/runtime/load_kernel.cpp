@@ -253,13 +253,13 @@ std::shared_ptr<Kernel> load_kernel(const std::string& dir) {
   std::error_code tmp_error;
   fs::path tmp_root = fs::temp_directory_path(tmp_error);
   if (tmp_error)
-    throw_user_error({}, str_cat("no temporary directory to load the exported kernel in ", dir,
-                                 " into: ", tmp_error.message(), "; point TMPDIR at a writable directory"));
+    throw_environment_error(str_cat("no temporary directory to load the exported kernel in ", dir,
+                                    " into: ", tmp_error.message(), "; point TMPDIR at a writable directory"));
   std::optional<std::string> made = make_temp_dir(tmp_root.string(), "tilelang-load-", &error);
   if (!made)
-    throw_user_error({},
-                     str_cat("cannot make a private directory to load the exported kernel in ", dir, " from, under ",
-                             tmp_root.string(), ": ", error, "; point TMPDIR at a writable directory with free space"));
+    throw_environment_error(str_cat("cannot make a private directory to load the exported kernel in ", dir,
+                                    " from, under ", tmp_root.string(), ": ", error,
+                                    "; point TMPDIR at a writable directory with free space"));
   const std::string tmp = *made;
   try {
     for (const auto& [name, digest] : d.files) {

@@ -33,6 +33,10 @@ void throw_user_error(SourceSpan span, const std::string& message) {
   throw UserError(span, message);
 }
 
+void throw_environment_error(const std::string& message) {
+  throw EnvironmentError(message);
+}
+
 // The source file as the repository names it ("src/ir/op.cpp"), whatever path the
 // build machine compiled it from: a bug report needs the file, not the build tree.
 static std::string repository_path(const char* file) {

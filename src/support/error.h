@@ -1,6 +1,7 @@
 // Two kinds of failure, kept apart on purpose: a UserError is the kernel author's
-// mistake and names their source line and the fix; an internal check failing is a
-// bug in tilelang and says so.
+// mistake and names their source line and the fix (an EnvironmentError, one kind of
+// it, is what the machine lacks); an internal check failing is a bug in tilelang and
+// says so.
 #pragma once
 
 #include <sstream>
@@ -40,12 +41,24 @@ class AssumptionError : public UserError {
   using UserError::UserError;
 };
 
+// What the machine lacks for a compile or a launch, as opposed to a mistake in the kernel
+// or the call: no host C++ compiler for the cpu target, no NVRTC (or one too old for the
+// arch) for cuda, no CUDA driver, no device headers (DeviceDirError, tl/device_dir.h), no
+// writable temporary directory. The message names what is missing and how to provide it.
+// It is a UserError with no source line, so code that catches UserError catches it as
+// before; a handler of EnvironmentError placed first tells the two apart.
+class EnvironmentError : public UserError {
+ public:
+  explicit EnvironmentError(const std::string& message) : UserError({}, message) {}
+};
+
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& message);
 };
 
 [[noreturn]] void throw_user_error(SourceSpan span, const std::string& message);
+[[noreturn]] void throw_environment_error(const std::string& message);
 [[noreturn]] void throw_internal_error(const char* file, int line, const std::string& message);
 
 // Concatenates anything streamable: str_cat("expected ", n, " got ", m).

@@ -599,7 +599,7 @@ int main() {
       throw;
     }
   });
-  failed += expect<tl::UserError>("UserError from the environment", [] {
+  auto compile_without_a_host_compiler = [] {
     setenv("TILELANG_CXX", "/no/such/compiler", 1);
     tl::FunctionBuilder fb("copy");
     tl::Buffer a = fb.tensor_param("a", {tl::int_imm(8)}, tl::dtype::Float32);
@@ -610,8 +610,12 @@ int main() {
     tl::CompileOptions opt;
     opt.target = tl::Target::parse("cpu");
     tl::compile(fb.finish(), opt);
-  });
+  };
+  failed += expect<tl::EnvironmentError>("EnvironmentError", compile_without_a_host_compiler);
+  failed += expect<tl::UserError>("EnvironmentError caught as a UserError", compile_without_a_host_compiler);
   failed += expect<tl::DeviceDirError>("DeviceDirError", [] { tl::set_device_include_dir("/no/such/dir"); });
+  failed += expect<tl::EnvironmentError>("DeviceDirError caught as an EnvironmentError",
+                                         [] { tl::set_device_include_dir("/no/such/dir"); });
   failed += expect<tl::InternalError>("InternalError", [] {
     tl::throw_internal_error("src/check.cpp", 7, "raised inside the library");
   });
@@ -673,10 +677,15 @@ def test_pkg_config_builds_against_the_prefix(package, tmp_path):
         "UserError: unknown target 'no_such_target'" in r.stdout
         and "span: my_kernels.cpp line 42\n" in r.stdout
         and "UserError with span: my_kernels.cpp:42: duplicate parameter name 'A'\n" in r.stdout
-        and "UserError from the environment: cannot run the host C++ compiler '/no/such/compiler'"
+        and "EnvironmentError: cannot run the host C++ compiler '/no/such/compiler'" in r.stdout
+        and "EnvironmentError caught as a UserError: cannot run the host C++ compiler "
+        "'/no/such/compiler'"
         in r.stdout
         and "DeviceDirError: set_device_include_dir: /no/such/dir does not hold the tilelang "
         "device headers (no cpu/tl_cpu.h there)\n"
+        in r.stdout
+        and "DeviceDirError caught as an EnvironmentError: set_device_include_dir: /no/such/dir "
+        "does not hold"
         in r.stdout
         and "InternalError: internal compiler error (a bug in tilelang, please report it): "
         "raised inside the library [src/check.cpp:7]\n"

@@ -70,8 +70,8 @@ int run(const std::vector<std::string>& argv, std::string& output, int timeout_s
   if (rc != 0) {
     close(fd);
     unlink(tmpl);
-    throw_user_error({}, str_cat("cannot run the host C++ compiler '", argv[0],
-                                 "' (needed by the cpu target); install g++ or clang++, or set TILELANG_CXX"));
+    throw_environment_error(str_cat("cannot run the host C++ compiler '", argv[0],
+                                    "' (needed by the cpu target); install g++ or clang++, or set TILELANG_CXX"));
   }
   int status = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

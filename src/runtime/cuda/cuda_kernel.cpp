@@ -74,8 +74,8 @@ void CudaKernel::load_functions(int device_id) const {
   if (slots[0].load(std::memory_order_acquire)) return;
   const CudaDriver* d = cuda_driver();
   if (!d)
-    throw_user_error({}, str_cat("kernel '", signature().name,
-                                 "' targets cuda, but the CUDA driver (libcuda.so.1) could not be loaded"));
+    throw_environment_error(str_cat("kernel '", signature().name,
+                                    "' targets cuda, but the CUDA driver (libcuda.so.1) could not be loaded"));
   CUdevice dev;
   check_cuda(d->cuDeviceGet(&dev, device_id), str_cat("cuDeviceGet(", device_id, ")"));
   CUcontext ctx;

@@ -86,19 +86,19 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
                                 const std::string& include_dir, const std::vector<std::string>& extra_flags) {
   const Nvrtc* n = nvrtc();
   if (!n)
-    throw_user_error({},
-                     "the cuda target needs NVRTC (libnvrtc.so), which was not found; install the CUDA toolkit "
-                     "or put its lib directory on the loader path");
+    throw_environment_error(
+        "the cuda target needs NVRTC (libnvrtc.so), which was not found; install the CUDA toolkit "
+        "or put its lib directory on the loader path");
   nvrtcProgram prog = nullptr;
   std::string log;
   nvrtcResult r = run_nvrtc(*n, source, name, arch, include_dir, extra_flags, prog, log);
   if (r != 0) {
     n->nvrtcDestroyProgram(&prog);
-    // A valid-looking arch this NVRTC is too old (or too new) to know is the user's
-    // choice of target, not a code generation bug.
+    // A valid-looking arch this NVRTC is too old (or too new) to know: the machine's
+    // toolkit lacks it (an EnvironmentError), not a code generation bug.
     if (log.find("--gpu-architecture") != std::string::npos)
-      throw_user_error({}, str_cat("the CUDA toolkit's NVRTC cannot compile for ", arch, " (it answered: ",
-                                   log.substr(0, log.find('\n')), "); pick an arch it supports or a newer toolkit"));
+      throw_environment_error(str_cat("the CUDA toolkit's NVRTC cannot compile for ", arch, " (it answered: ",
+                                      log.substr(0, log.find('\n')), "); pick an arch it supports or a newer toolkit"));
     if (is_program_source(source))
       throw_user_error({}, str_cat("the CUDA source of T.CUDASourceCodeKernel failed to compile for ", arch,
                                    " (the kernel takes the prim_func's parameters in order, then its dynamic "

@@ -1,8 +1,14 @@
 // Internal errors name the compiler's source file as the repository does, never the
-// build machine's path to it (a relative build tree or an absolute checkout).
+// build machine's path to it (a relative build tree or an absolute checkout); what the
+// machine lacks is an EnvironmentError, which a handler of UserError also catches.
 #include "support/error.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tl/device_dir.h"
 
 namespace tl {
 namespace {
@@ -22,6 +28,38 @@ TEST(InternalError, NamesTheRepositoryPathOfTheSource) {
   EXPECT_NE(internal_message("/home/builder/work/tilelang/src/ir/op.cpp").find("check failed [src/ir/op.cpp:42]"),
             std::string::npos);
   EXPECT_EQ(internal_message("/home/builder/work/tilelang/src/ir/op.cpp").find("/home/builder"), std::string::npos);
+}
+
+// What the machine lacks is an EnvironmentError: a UserError with no source line, so a
+// handler of UserError still catches it, and DeviceDirError is one kind of it.
+TEST(EnvironmentError, IsAUserErrorWithoutASpan) {
+  try {
+    throw_environment_error("the cuda target needs NVRTC (libnvrtc.so), which was not found");
+  } catch (const UserError& e) {
+    EXPECT_NE(dynamic_cast<const EnvironmentError*>(&e), nullptr);
+    EXPECT_FALSE(e.span().defined());
+    EXPECT_STREQ(e.what(), "the cuda target needs NVRTC (libnvrtc.so), which was not found");
+    EXPECT_EQ(e.bare_message(), e.what());
+    return;
+  }
+  ADD_FAILURE() << "nothing caught";
+}
+
+TEST(EnvironmentError, DeviceDirErrorIsOne) {
+  // TILELANG_DEVICE_DIR, when set, wins over set_device_include_dir (which then checks nothing).
+  const char* set = std::getenv("TILELANG_DEVICE_DIR");
+  std::string saved = set ? set : "";
+  unsetenv("TILELANG_DEVICE_DIR");
+  try {
+    set_device_include_dir("/no/such/dir");
+  } catch (const EnvironmentError& e) {
+    if (set) setenv("TILELANG_DEVICE_DIR", saved.c_str(), 1);
+    EXPECT_NE(dynamic_cast<const DeviceDirError*>(&e), nullptr);
+    EXPECT_NE(std::string(e.what()).find("/no/such/dir does not hold the tilelang device headers"), std::string::npos);
+    return;
+  }
+  if (set) setenv("TILELANG_DEVICE_DIR", saved.c_str(), 1);
+  ADD_FAILURE() << "nothing caught";
 }
 
 }  // namespace
