@@ -36,9 +36,7 @@ function(tl_package_library name export objects)
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
       $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
-      # The library's own headers that the public ones still include ("ir/ir.h" ...).
-      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/tl/detail>)
+      $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   endforeach()
   target_link_libraries(${name} PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
   # Every symbol resolved at link time: for the runtime library this is the check
@@ -65,10 +63,11 @@ install(TARGETS ${tl_package_libraries} EXPORT tilelang_cppTargets COMPONENT cxx
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ${tl_namelink}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/tl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT cxx)
-# Of src/, only the headers the public ones include (cmake/install_detail_headers.cmake).
+# The public headers and, of src/, only the headers they include, which the installed
+# copies name as tl/detail/... (cmake/install_detail_headers.cmake).
 install(CODE "set(TL_SOURCE_DIR [[${PROJECT_SOURCE_DIR}]])
-set(TL_DETAIL_DIR [[${CMAKE_INSTALL_INCLUDEDIR}/tl/detail]])" COMPONENT cxx)
+set(TL_STAGE_DIR [[${PROJECT_BINARY_DIR}/package/include]])
+set(TL_INCLUDE_DIR [[${CMAKE_INSTALL_INCLUDEDIR}]])" COMPONENT cxx)
 install(SCRIPT cmake/install_detail_headers.cmake COMPONENT cxx)
 foreach(header ${TL_HOST_TYPE_HEADERS})
   get_filename_component(folder ${header} DIRECTORY)

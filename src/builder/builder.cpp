@@ -7,6 +7,7 @@
 
 #include "ir/printer.h"
 #include "ir/visitor.h"
+#include "ops/tile_op.h"
 
 namespace tl {
 

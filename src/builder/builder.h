@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "ir/ir.h"
-#include "ops/tile_op.h"
 
 namespace tl {
 

@@ -79,4 +79,13 @@ struct BufferRegion {
   std::vector<Expr> extents() const;
 };
 
+// One side of T.copy (FunctionBuilder::copy, make_copy in ops/tile_op.h): a buffer
+// with per-dimension starts and extents. An empty `extents` means "start point": the
+// extent is taken from the other side.
+struct CopyOperand {
+  Buffer buffer;
+  std::vector<Expr> mins;
+  std::vector<Expr> extents;
+};
+
 }  // namespace tl

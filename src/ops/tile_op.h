@@ -37,14 +37,6 @@ const OpInfo& op_info(const std::string& name, SourceSpan span = {});
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 
-// One side of T.copy: a buffer with per-dimension starts and extents. An empty
-// `extents` means "start point": the extent is taken from the other side.
-struct CopyOperand {
-  Buffer buffer;
-  std::vector<Expr> mins;
-  std::vector<Expr> extents;
-};
-
 // Builders, validated (errors name the user's span). See the op files for semantics.
 Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, SourceSpan span);
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);

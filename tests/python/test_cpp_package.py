@@ -272,7 +272,7 @@ def test_examples_build_without_the_source_tree(package):
         }
         for c in commands:
             command = c.get("command") or " ".join(c["arguments"])
-            assert include in command, command
+            assert include in command and "tl/detail" not in command, command
             for path in (*_forbidden_paths(), package.first):
                 assert path not in command, (path, command)
         for binary in bins.values():
@@ -345,23 +345,75 @@ def test_public_headers_and_examples_include_nothing_by_a_source_path():
                 )
 
 
+# The library's own headers the public ones include, directly or through one another:
+# the IR (nodes, expressions, statements, buffers, dtypes, the op table and their .def
+# lists), the builder, the printer, the kernel and its signature, the target and the
+# error types (docs/cpp_api.md, "What is internal"). A change to this list is a change
+# to what the package exposes.
+_DETAIL_HEADERS = {
+    "builder/builder.h",
+    "ir/binary_ops.def",
+    "ir/buffer.h",
+    "ir/dtype.h",
+    "ir/dtypes.def",
+    "ir/expr.h",
+    "ir/expr_ops.h",
+    "ir/intrinsics.def",
+    "ir/ir.h",
+    "ir/node.h",
+    "ir/node_kinds.def",
+    "ir/op.h",
+    "ir/printer.h",
+    "ir/scopes.def",
+    "ir/stmt.h",
+    "ops/tile_ops.def",
+    "runtime/kernel.h",
+    "runtime/signature.h",
+    "support/error.h",
+    "target/target.h",
+}
+
+
 def test_only_the_headers_the_public_ones_include_are_installed(package):
+    """The installed header set: the public headers in tl/, in tl/detail exactly the
+    src/ headers they include (_DETAIL_HEADERS) and the cpu element types of
+    <tl/types.h>; every quoted include of an installed header names a file under tl/,
+    so the include folder is the one -I a program needs."""
     closure = _public_header_closure(ROOT)
-    every = {
-        os.path.relpath(p, os.path.join(ROOT, "src"))
-        for p in glob.glob(os.path.join(ROOT, "src", "**", "*"), recursive=True)
-        if p.endswith((".h", ".def"))
-    }
-    assert {"builder/builder.h", "ir/ir.h", "runtime/kernel.h"} <= closure < every
-    assert not any(h.startswith(("transform/", "codegen/", "cache/")) for h in closure)
+    assert closure == _DETAIL_HEADERS, closure ^ _DETAIL_HEADERS
+    public = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "include", "tl", "*.h"))}
     for include in (package.prefix / "include", package.site / "tilelang" / "include"):
-        detail = include / "tl" / "detail"
         installed = {
-            os.path.relpath(p, detail)
-            for p in glob.glob(os.path.join(detail, "**", "*"), recursive=True)
-            if os.path.isfile(p) and not os.path.relpath(p, detail).startswith("device/")
+            os.path.relpath(p, include)
+            for p in glob.glob(os.path.join(include, "**", "*"), recursive=True)
+            if os.path.isfile(p)
         }
-        assert installed == closure, (include, installed ^ closure)
+        assert {n for n in installed if n.count("/") == 1} == {f"tl/{n}" for n in public}
+        detail = {
+            n[len("tl/detail/") :]
+            for n in installed
+            if n.startswith("tl/detail/") and not n.startswith("tl/detail/device/")
+        }
+        assert detail == _DETAIL_HEADERS, (include, detail ^ _DETAIL_HEADERS)
+        device = {n for n in installed if n.startswith("tl/detail/device/")}
+        assert device == {
+            "tl/detail/device/cpu/types.h",
+            "tl/detail/device/cpu/float_bits.h",
+            "tl/detail/device/common/minifloat.h",
+            "tl/detail/device/common/sub_byte.h",
+        }, device
+        for name in installed:
+            for header in _quoted_includes(include / name):
+                folder = os.path.dirname(include / name)
+                assert header.startswith("tl/") or os.path.isfile(os.path.join(folder, header)), (
+                    name,
+                    header,
+                )
+        # The installed copy differs from its source in its include lines alone.
+        with open(os.path.join(ROOT, "src", "builder", "builder.h")) as f:
+            source = f.read()
+        copy = (include / "tl" / "detail" / "builder" / "builder.h").read_text()
+        assert copy == source.replace('#include "ir/ir.h"', '#include "tl/detail/ir/ir.h"')
 
 
 def test_installed_layout_is_relocatable(package):
@@ -652,7 +704,9 @@ def test_pkg_config_builds_against_the_prefix(package, tmp_path):
     lib = str(prefix / "lib")
     include = str(prefix / "include")
     for flags in (compiler_flags, runtime_flags):
-        assert {f"-I{include}", f"-I{include}/tl/detail", f"-L{lib}"} <= set(flags), flags
+        # One include folder: the installed headers name the library's own as tl/detail/...
+        assert {f"-I{include}", f"-L{lib}"} <= set(flags), flags
+        assert [f for f in flags if f.startswith("-I")] == [f"-I{include}"], flags
         assert "-ltilelang_cpp_runtime" in flags, flags
     assert "-ltilelang_cpp" in compiler_flags and "-ltilelang_cpp" not in runtime_flags
 
