@@ -2,9 +2,10 @@
 `python -m tilelang cache stats|clear|prune [--max-size 1G] [--dir DIR]`: inspect and
 clean the disk kernel cache; `python -m tilelang --include-dir` (`--device-dir`): the
 folder generated CUDA source includes from (the device header folder);
-`python -m tilelang --cmake-dir` (`--lib-dir`): where the installed package carries the
-C++ package (its CMake config package; its libraries), for a C++ project that builds
-against a pip install (docs/cpp_api.md)."""
+`python -m tilelang --cmake-dir` (`--cpp-include-dir`, `--lib-dir`): where the installed
+package carries the C++ package (its CMake config package; the folder of its C++ headers,
+the one -I a program needs; its libraries), for a C++ project that builds against a pip
+install (docs/cpp_api.md)."""
 
 import argparse
 import os
@@ -20,6 +21,7 @@ def _device_dir():
 # The C++ package inside an installed wheel (CMakeLists.txt's SKBUILD layout), relative
 # to this folder.
 _CMAKE_DIR = os.path.join("lib", "cmake", "tilelang_cpp")
+_CPP_INCLUDE_DIR = "include"
 _LIB_DIR = "lib"
 
 
@@ -41,7 +43,8 @@ def main(argv=None):
     parser.add_argument(
         "--include-dir",
         action="store_true",
-        help="print the folder to pass with -I when compiling generated CUDA source",
+        help="print the folder to pass with -I when compiling generated CUDA source (for the "
+        "C++ API's headers: --cpp-include-dir)",
     )
     parser.add_argument(
         "--device-dir", action="store_true", help="print the installed device header folder"
@@ -51,6 +54,12 @@ def main(argv=None):
         action="store_true",
         help="print the C++ package's CMake directory (for find_package(tilelang_cpp): "
         "-Dtilelang_cpp_DIR=... or CMAKE_PREFIX_PATH)",
+    )
+    parser.add_argument(
+        "--cpp-include-dir",
+        action="store_true",
+        help="print the folder of the C++ package's headers (<tl/tl.h> ...), the one -I a C++ "
+        "program needs",
     )
     parser.add_argument(
         "--lib-dir", action="store_true", help="print the folder of the C++ package's libraries"
@@ -65,11 +74,15 @@ def main(argv=None):
     cache_cmd.add_argument("--max-size", default=None, help="for prune: size to shrink to, e.g. 1G")
     args = parser.parse_args(argv)
 
-    if args.cmake_dir or args.lib_dir:
+    if args.cmake_dir or args.cpp_include_dir or args.lib_dir:
         if args.command or args.include_dir or args.device_dir:
-            parser.error("--cmake-dir and --lib-dir take no command and no other option")
+            parser.error(
+                "--cmake-dir, --cpp-include-dir and --lib-dir take no command and no other option"
+            )
         if args.cmake_dir:
             print(_cxx_package_dir(_CMAKE_DIR))
+        if args.cpp_include_dir:
+            print(_cxx_package_dir(_CPP_INCLUDE_DIR))
         if args.lib_dir:
             print(_cxx_package_dir(_LIB_DIR))
         return 0
@@ -86,7 +99,10 @@ def main(argv=None):
 
         return doctor.main()
     if args.command != "cache":
-        parser.error("give a command (doctor, cache) or --include-dir, --cmake-dir, --lib-dir")
+        parser.error(
+            "give a command (doctor, cache) or --include-dir, --cmake-dir, --cpp-include-dir, "
+            "--lib-dir"
+        )
     return _cache(parser, args)
 
 

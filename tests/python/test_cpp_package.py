@@ -926,6 +926,33 @@ def test_cmake_and_lib_dirs_point_into_the_installed_wheel(package):
     # CMake targets.
     assert _cli(site, "--include-dir").stdout.strip() == str(tl_dir / "device" / "cuda")
     assert (tl_dir / "device" / "cuda" / "tl_cuda.cuh").is_file()
+    # --cpp-include-dir: the C++ headers' folder.
+    assert _cli(site, "--cpp-include-dir").stdout.strip() == str(tl_dir / "include")
+
+
+def test_cpp_include_dir_and_lib_dir_build_programs_without_cmake(package, tmp_path):
+    """The wheel's C++ package without CMake or pkg-config: the one -I that
+    --cpp-include-dir prints and the libraries in --lib-dir (named by their SONAME files:
+    a wheel holds no unversioned links) build the GEMM and, with the runtime library
+    alone, load_and_run, which runs the GEMM's export."""
+    site = package.site
+    include = _cli(site, "--cpp-include-dir").stdout.strip()
+    lib = _cli(site, "--lib-dir").stdout.strip()
+    cxx = os.environ.get("CXX", "c++")
+    examples = os.path.join(SRC_AWAY, "examples", "cpp")
+    bins = {}
+    for name, libraries in (
+        ("gemm", ["tilelang_cpp", "tilelang_cpp_runtime"]),
+        ("load_and_run", ["tilelang_cpp_runtime"]),
+    ):
+        bins[name] = str(tmp_path / name)
+        cmd = [cxx, "-std=c++20", f"-I{include}", os.path.join(examples, f"{name}.cpp")]
+        cmd += [f"-L{lib}", *(f"-l:lib{n}.so.0.1" for n in libraries), f"-Wl,-rpath,{lib}"]
+        _run([*cmd, "-o", bins[name]], env=_outside_env())
+    device = site / "tilelang" / "device"
+    r = _run([bins["gemm"]], env=_env(tmp_path), cwd=tmp_path)
+    _check_gemm_output(r, device)
+    _export_and_load(bins["gemm"], bins["load_and_run"], device, tmp_path)
 
 
 def test_wheel_ships_py_typed_and_its_annotations_reach_a_type_checker(package, tmp_path):
@@ -973,10 +1000,11 @@ def test_examples_run_against_the_wheel(package, tmp_path):
     )
 
 
-def test_cmake_dir_without_a_cxx_package_is_a_clear_error():
+@pytest.mark.parametrize("flag", ["--cmake-dir", "--cpp-include-dir", "--lib-dir"])
+def test_cmake_dir_without_a_cxx_package_is_a_clear_error(flag):
     """A development checkout's tilelang (python/tilelang) carries no C++ package."""
     r = _run(
-        [sys.executable, "-m", "tilelang", "--cmake-dir"],
+        [sys.executable, "-m", "tilelang", flag],
         returncode=1,
         env={
             **_outside_env(PYTHONPATH=os.path.join(ROOT, "python")),
