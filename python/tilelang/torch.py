@@ -318,6 +318,53 @@ def _bind_dim(expr, size, bound, where):
             bound[key] = size
 
 
+_LINEAR = {"Add", "Sub"}
+
+
+def _affine_in(expr, key):
+    """Whether `expr` is affine in the Var of hash `key` (a * v + c, the other Vars in a
+    and c), as the runtime solves a size that only such a dimension gives."""
+    if key not in _free_vars(expr, {}):
+        return True
+    if expr.kind == "Var":
+        return True
+    if expr.kind == "Cast":
+        return _affine_in(expr.operands[0], key)
+    op = expr.binary_op
+    a, b = expr.operands
+    if op in _LINEAR:
+        return _affine_in(a, key) and _affine_in(b, key)
+    if op == "Mul":
+        return (key not in _free_vars(a, {}) and _affine_in(b, key)) or (
+            key not in _free_vars(b, {}) and _affine_in(a, key)
+        )
+    return False
+
+
+def _solvable(expr, bound):
+    """The one unbound integer Var of a dimension affine in it, or None."""
+    free = [v for k, v in _free_vars(expr, {}).items() if k not in bound]
+    if len(free) != 1 or not DType(str(free[0].dtype)).is_int():
+        return None
+    return free[0] if _affine_in(expr, hash(free[0])) else None
+
+
+def _solve_dim(expr, var, size, bound, where):
+    """Binds `var` from a dimension `expr` = a * var + c of the input's `size`, as the
+    runtime does: var = (size - c) / a, which a must divide."""
+    key = hash(var)
+    c = _evaluate(expr, {**bound, key: 0})
+    a = _evaluate(expr, {**bound, key: 1}) - c
+    if isinstance(a, int) and a == 0:
+        return False
+    torch._check(
+        (size - c) % a == 0,
+        lambda: f"{where} is {size}, which is {expr} for no integer {var}",
+    )
+    bound[key] = (size - c) // a
+    return True
+
+
 class _KernelOp(_OpSchema):
     """The operator of one compiled kernel."""
 
@@ -371,12 +418,38 @@ class _KernelOp(_OpSchema):
                     f"has {value.dim()} dimensions, expected {len(p.shape)}"
                 )
             for d, (expr, size) in enumerate(zip(p.shape, value.shape)):
-                where = (
-                    f"dimension {d} of argument '{p.name}' of operator {self.name} (kernel "
-                    f"'{self.kernel_name}')"
+                _bind_dim(expr, size, bound, self._where(p, d))
+        # A size that appears only inside dimensions (`X: (m * 2,)`) is solved from one
+        # affine in it; then every such dimension is checked, as the runtime does.
+        pending = [
+            (p, d, expr, size)
+            for p, value in zip(self.inputs, args)
+            if p.is_tensor
+            for d, (expr, size) in enumerate(zip(p.shape, value.shape))
+            if expr.kind not in ("IntImm", "Var")
+        ]
+        progress = True
+        while progress:
+            progress = False
+            for p, d, expr, size in pending:
+                var = _solvable(expr, bound)
+                if var is not None and _solve_dim(expr, var, size, bound, self._where(p, d)):
+                    progress = True
+        for p, d, expr, size in pending:
+            if all(k in bound for k in _free_vars(expr, {})):
+                expected = _evaluate(expr, bound)
+                where = self._where(p, d)
+                torch._check(
+                    size == expected,
+                    lambda w=where, s=size, e=expr, x=expected: f"{w} is {s}, expected {e} = {x}",
                 )
-                _bind_dim(expr, size, bound, where)
         return bound
+
+    def _where(self, p, d):
+        return (
+            f"dimension {d} of argument '{p.name}' of operator {self.name} (kernel "
+            f"'{self.kernel_name}')"
+        )
 
     def fake_outputs(self, args):
         bound = self._bindings(args)
@@ -393,6 +466,17 @@ class _KernelOp(_OpSchema):
                 known.add(hash(p.var))
                 continue
             known.update(hash(e) for e in p.shape if e.kind == "Var")
+        # Sizes solved from a dimension affine in them (`X: (m * 2,)`), as the runtime
+        # and _bindings do.
+        dims = [e for p in self.inputs if p.is_tensor for e in p.shape]
+        progress = True
+        while progress:
+            progress = False
+            for e in dims:
+                var = _solvable(e, known)
+                if var is not None:
+                    known.add(hash(var))
+                    progress = True
         for p in self.outputs:
             for d, e in enumerate(p.shape):
                 missing = [v for k, v in _free_vars(e, {}).items() if k not in known]

@@ -467,8 +467,10 @@ bool Kernel::fast_bind(const ArgValue* args, bool allow_missing, FastBindings& b
     const std::vector<Expr>& shape = sig_.params[i].buffer->shape;
     for (int d = 0; d < t.ndim; ++d) {
       if (shape[d].is<VarNode>() || shape[d].is<IntImmNode>()) continue;
+      // A size that appears only inside such expressions (`X: (m * 2,)`) is solved for
+      // by the slow path's bind_affine_dims: an unbound one is not this path's.
       auto v = eval_int_with(shape[d], b.lookup());
-      if (v && *v != t.shape[d]) return false;
+      if (!v || *v != t.shape[d]) return false;
     }
   }
   return true;

@@ -13,6 +13,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 import torch
+from tilelang import TileLangError
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
@@ -391,6 +392,170 @@ def test_registration_errors():
         f"tilelang.torch.op '{NS}::spread': dimension 1 of output 'B' of kernel 'spread' is "
         "`n`, and no input has n as a dimension or scalar; the kernel cannot allocate it "
         "(give the output as an input the kernel writes)"
+    )
+
+
+# ---- outputs sized by expressions of the inputs' sizes
+
+
+def halves_kernel():
+    """From X of (n, m): Y (n // 2, m), the sums of row pairs, and Z (2 * n, m), X
+    stacked on 3 * X."""
+    n, m = T.dynamic("n m")
+
+    @T.prim_func
+    def halves(
+        X: T.Tensor((n, m), "float32"),
+        Y: T.Tensor((n // 2, m), "float32"),
+        Z: T.Tensor((2 * n, m), "float32"),
+    ):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(n // 2, m):
+                Y[i, j] = X[2 * i, j] + X[2 * i + 1, j]
+            for i, j in T.grid(n, m):
+                Z[i, j] = X[i, j]
+                Z[n + i, j] = X[i, j] * 3
+
+    return tilelang.compile(halves, out_idx=[1, 2], target="cpu")
+
+
+def unpair_kernel():
+    """From X of (2 * k + 1,): S (k,), the sums of X's pairs after its first element;
+    k appears only through X's expression."""
+    k = T.dynamic("k")
+
+    @T.prim_func
+    def unpair(X: T.Tensor((k * 2 + 1,), "float32"), S: T.Tensor((k,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(k):
+                S[i] = X[2 * i + 1] + X[2 * i + 2]
+
+    return tilelang.compile(unpair, out_idx=[1], target="cpu")
+
+
+def halves_ref(x):
+    x = x.double().numpy()
+    return x[: x.shape[0] // 2 * 2].reshape(-1, 2, x.shape[1]).sum(1), np.concatenate([x, 3 * x])
+
+
+def unpair_ref(x):
+    return x.double().numpy()[1:].reshape(-1, 2).sum(1)
+
+
+@pytest.fixture(scope="module")
+def expr_ops():
+    return (
+        tilelang.torch.op(halves_kernel(), f"{NS}::halves"),
+        tilelang.torch.op(unpair_kernel(), f"{NS}::unpair"),
+    )
+
+
+def test_outputs_sized_by_expressions(expr_ops):
+    halves, unpair = expr_ops
+    for rows in (7, 10):
+        x = rand(rows, 3, seed=rows)
+        y, z = halves(x)
+        y_ref, z_ref = halves_ref(x)
+        assert y.shape == (rows // 2, 3) and z.shape == (2 * rows, 3)
+        np.testing.assert_allclose(y.double(), y_ref, rtol=1e-6)
+        np.testing.assert_allclose(z.double(), z_ref, rtol=1e-6)
+        torch.library.opcheck(halves, (x,))
+    for k in (4, 9):
+        x = rand(2 * k + 1, seed=k)
+        s = unpair(x)
+        assert s.shape == (k,)
+        np.testing.assert_allclose(s.double(), unpair_ref(x), rtol=1e-6)
+        torch.library.opcheck(unpair, (x,))
+
+
+def test_size_only_an_expression_gives_is_solved_by_the_kernel_call():
+    """The runtime solves k from X's size 2 * k + 1 to allocate S, as the operator does."""
+    x = rand(13, seed=30)
+    np.testing.assert_allclose(unpair_kernel()(x).double(), unpair_ref(x), rtol=1e-6)
+
+
+def test_expression_sizes_under_torch_compile(expr_ops):
+    halves, unpair = expr_ops
+
+    @torch.compile(fullgraph=True, dynamic=True)
+    def f(x, u):
+        y, z = halves(x)
+        return y * 2, z, unpair(u)
+
+    for rows, k in ((9, 5), (16, 11)):
+        x, u = rand(rows, 4, seed=rows), rand(2 * k + 1, seed=k + 50)
+        y, z, s = f(x, u)
+        y_ref, z_ref = halves_ref(x)
+        assert y.shape == (rows // 2, 4) and z.shape == (2 * rows, 4) and s.shape == (k,)
+        np.testing.assert_allclose(y.double(), 2 * y_ref, rtol=1e-6)
+        np.testing.assert_allclose(z.double(), z_ref, rtol=1e-6)
+        np.testing.assert_allclose(s.double(), unpair_ref(u), rtol=1e-6)
+
+
+class _Exprs(torch.nn.Module):
+    def __init__(self, halves, unpair):
+        super().__init__()
+        self.halves, self.unpair = halves, unpair
+
+    def forward(self, x, u):
+        y, z = self.halves(x)
+        return y, z, self.unpair(u)
+
+
+def test_expression_sizes_under_export(expr_ops):
+    n, k = torch.export.Dim("n", min=4, max=512), torch.export.Dim("k", min=2, max=512)
+    ep = torch.export.export(
+        _Exprs(*expr_ops),
+        (rand(12, 3, seed=40), rand(9, seed=41)),
+        dynamic_shapes={"x": {0: n, 1: torch.export.Dim.STATIC}, "u": {0: 2 * k + 1}},
+    )
+    (out_node,) = [nd for nd in ep.graph.nodes if nd.op == "output"]
+    y, z, s = (nd.meta["val"] for nd in out_node.args[0])
+    assert all(isinstance(v.shape[0], torch.SymInt) for v in (y, z, s))
+    x, u = rand(21, 3, seed=42), rand(15, seed=43)
+    y, z, s = ep.module()(x, u)
+    y_ref, z_ref = halves_ref(x)
+    np.testing.assert_allclose(y.double(), y_ref, rtol=1e-6)
+    np.testing.assert_allclose(z.double(), z_ref, rtol=1e-6)
+    np.testing.assert_allclose(s.double(), unpair_ref(u), rtol=1e-6)
+
+
+def test_expression_dimension_of_an_input_is_checked_under_fake_tensors():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def widen(
+        X: T.Tensor((n,), "float32"), W: T.Tensor((2 * n,), "float32"), Y: T.Tensor((n,), "float32")
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                Y[i] = X[i] * W[2 * i]
+
+    op = tilelang.torch.op(tilelang.compile(widen, out_idx=[2], target="cpu"), f"{NS}::widen")
+    x, w = rand(6, seed=45), rand(12, seed=46)
+    np.testing.assert_allclose(op(x, w).double(), x.double() * w.double()[::2], rtol=1e-6)
+    with FakeTensorMode(), pytest.raises(RuntimeError) as err:
+        op(torch.empty(6), torch.empty(11))
+    assert (
+        f"dimension 0 of argument 'W' of operator {NS}::widen (kernel 'widen') is 11, "
+        "expected (2 * n) = 12" in str(err.value)
+    )
+
+
+def test_size_no_integer_solves_is_an_error(expr_ops):
+    _, unpair = expr_ops
+    expected = (
+        f"dimension 0 of argument 'X' of operator {NS}::unpair (kernel 'unpair') is 12, which "
+        "is ((k * 2) + 1) for no integer k"
+    )
+    with FakeTensorMode(), pytest.raises(RuntimeError) as err:
+        unpair(torch.empty(12))
+    assert expected in str(err.value)
+    with pytest.raises(TileLangError) as err:
+        unpair(rand(12, seed=44))
+    assert (
+        "argument 'X' of kernel 'unpair' has shape (12,): dimension 0 is 12, which is "
+        "k * 2 + 1 for no integer k of its dtype" in str(err.value)
     )
 
 
