@@ -121,6 +121,7 @@ KINDS = {
     "test_simplify_prim_func": "frontend",
     "test_site_hygiene": "runtime",
     "test_skinny_gemm": "examples",
+    "test_slice_store": "frontend",
     "test_source_kernel": "frontend emulator cuda_source",
     "test_sparse_cutlass_metadata": "frontend emulator",
     "test_split_parallel_at_barriers": "lowering",

@@ -213,8 +213,16 @@ class Buffer:
         return load
 
     def __setitem__(self, key, value):
-        from .vector import LaneVector, store_indexed, store_lanes  # vector imports this module
+        from .vector import (  # vector imports this module
+            LaneVector,
+            store_indexed,
+            store_lanes,
+            store_region,
+        )
 
+        if isinstance(value, Region):
+            store_region(self, key, value)
+            return
         if store_indexed(self, key, value):
             return
         indices, region = self._split_key(key)

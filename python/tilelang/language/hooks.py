@@ -578,10 +578,10 @@ def setitem(obj, key, value):
 
     if isinstance(obj, Buffer) and not (
         _is_scalar(value)
-        or isinstance(value, (VarBuffer, LaneVector))
+        or isinstance(value, (VarBuffer, LaneVector, Region))
         or hasattr(value, "__tl_expr__")
     ):
-        if isinstance(value, (Buffer, Region)):
+        if isinstance(value, Buffer):
             fix = f"copy tiles with T.copy(src, {obj.name}[...])"
         else:
             fix = "store a number or an expression"

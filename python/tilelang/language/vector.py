@@ -491,6 +491,55 @@ def load_indexed(buf, key):
     return LaneVector(lanes, buf.dtype.with_lanes(len(lanes)))
 
 
+def _region_count(region):
+    """The constant element count of `region`, else None."""
+    count = 1
+    for e in region.extents:
+        c = _const_extent(e)
+        if c is None:
+            return None
+        count *= c
+    return count
+
+
+def _region_elements(region):
+    """The indices of each element of `region` (constant extents), row-major."""
+    extents = [_const_extent(e) for e in region.extents]
+    count = 1
+    for c in extents:
+        count *= c
+    for i in range(count):
+        idx, rest = [], i
+        for d in reversed(range(len(extents))):
+            idx.append(region.mins[d] + rest % extents[d])
+            rest //= extents[d]
+        yield tuple(reversed(idx))
+
+
+def store_region(buf, key, src):
+    """`A[0, 4:8] = A[0, 0:4]`: the i-th element of the source slice (row-major) to the
+    i-th element of the target, every source element read before any is stored (TileLang
+    stores the source's vector load)."""
+    indices, dst = buf._split_key(key)
+    if dst is None:
+        dst = Region(buf, indices, [1] * len(indices))
+    n_src, n_dst = _region_count(src), _region_count(dst)
+    if n_src is None or n_dst is None:
+        raise frontend_error(
+            f"storing the slice {src!r} of '{src.buffer.name}' into the slice {dst!r} of "
+            f"'{buf.name}' needs slices of constant size; copy tiles with T.copy(src, dst)"
+        )
+    if n_src != n_dst:
+        raise frontend_error(
+            f"storing the slice {src!r} of '{src.buffer.name}' ({n_src} element(s)) into the "
+            f"slice {dst!r} of '{buf.name}' ({n_dst} element(s)): the element counts differ"
+        )
+    ctx = builder_ctx.current(f"storing into buffer '{buf.name}'")
+    values = [ctx.builder.let("elem", src.buffer[idx]) for idx in _region_elements(src)]
+    for idx, value in zip(_region_elements(dst), values):
+        ctx.builder.store(buf.handle, list(idx), value)
+
+
 def store_indexed(buf, key, value):
     """`A[T.Ramp(i, 1, 4)] = v`: lane i of v (or the scalar v) to element i; False when no
     index is a vector."""
