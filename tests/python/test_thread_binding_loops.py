@@ -81,3 +81,52 @@ def test_misused_binding_loops_are_refused():
         def too_many(A: T.Tensor((32,), "float32")):
             for _tx in T.thread_binding(2048, thread="threadIdx.x"):
                 A[0] = 1.0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_shared_allocation_at_the_top_opens_the_kernel(target):
+    # TVM's root-block allocation: the shared buffer belongs to the binding loops' kernel.
+    @T.prim_func
+    def reverse_rows(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        S = T.alloc_buffer((64,), "float32", scope="shared")
+        for bx in T.thread_binding(4, thread="blockIdx.x"):
+            for tx in T.thread_binding(64, thread="threadIdx.x"):
+                S[tx] = A[bx, tx] * 2.0
+                T.sync_threads()
+                B[bx, tx] = S[63 - tx]
+
+    kernel = tilelang.compile(reverse_rows, target=target)
+    a = rng.standard_normal((4, 64)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b.astype(np.float64), 2.0 * a.astype(np.float64)[:, ::-1])
+
+
+def test_allocations_alone_at_the_top_make_a_one_thread_kernel():
+    # TileLang's frontend_v2 test_dtype_str_repr: allocations of each dtype spelling.
+    @T.prim_func
+    def allocs():
+        T.alloc_buffer((1,), dtype=T.bool, scope="shared")
+        T.alloc_buffer((1,), dtype=T.long, scope="shared")
+        T.alloc_buffer((1,), dtype=T.float8_e8m0fnu, scope="local")
+
+    text = str(allocs)
+    assert "with T.Kernel(1, threads=1)" in text
+    assert 'T.alloc_shared((1,), "int64", scope="shared")' in text
+    assert 'T.alloc_local((1,), "float8_e8m0fnu", scope="local")' in text
+
+
+def test_a_kernel_block_after_a_top_allocation_is_refused():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def mixed(A: T.Tensor((4,), "float32")):
+            S = T.alloc_buffer((4,), "float32", scope="shared")  # noqa: F841
+            with T.Kernel(1, threads=4):
+                A[0] = 1.0
+
+    assert (
+        "T.Kernel after T.alloc_buffer(..., scope='shared') at the top of the function body: "
+        "that TVM-style allocation opened the body's kernel (launched by T.thread_binding "
+        "loops); allocate inside `with T.Kernel(...)` instead" in str(info.value)
+    )

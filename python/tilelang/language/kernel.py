@@ -85,6 +85,14 @@ class Kernel:
         ctx = builder_ctx.current("T.Kernel")
         if ctx.mode == "discover":
             raise DiscoveryDone()
+        state = getattr(ctx, "binding_kernel", None)
+        if state is not None and isinstance(state["owner"], _FunctionKernel):
+            raise frontend_error(
+                f"T.Kernel after {state['owner'].what} at the top of the function body: "
+                "that TVM-style allocation opened the body's kernel (launched by "
+                "T.thread_binding loops); allocate inside `with T.Kernel(...)` instead "
+                "(T.alloc_shared / T.alloc_fragment / T.alloc_local)"
+            )
         kernel_vars = ctx.builder.begin_kernel(self.grid, self.threads, self.prelude, self.cluster)
         ctx.kernel_vars = kernel_vars
         ctx.kernel_extents = (self.grid, self.threads)
@@ -227,12 +235,7 @@ class ThreadBindingLoop:
                     "the kernel's axes are set by T.Kernel; use T.get_thread_binding() / the block "
                     "indices it gives"
                 )
-            state = {"grid": [1], "threads": [1], "axes": set(), "owner": self}
-            ctx.kernel_vars = ctx.builder.begin_kernel([1], [1], "", [])
-            ctx.frames.append(KERNEL)
-            for cond in ctx.function_assumes:
-                ctx.builder.evaluate(_C.call("assume", [cond]))
-            ctx.binding_kernel = state
+            state = _open_binding_kernel(ctx, self)
         if self.thread in state["axes"]:
             raise frontend_error(f"T.thread_binding: {self.thread} is bound twice in one kernel")
         state["axes"].add(self.thread)
@@ -256,6 +259,45 @@ class ThreadBindingLoop:
         ctx.frames.pop()
         ctx.kernel_vars = None
         ctx.binding_kernel = None
+
+
+def _open_binding_kernel(ctx, owner):
+    """Opens the kernel of TVM's form without T.Kernel, one block of one thread until
+    its T.thread_binding loops set the axes; `owner` closes it."""
+    state = {"grid": [1], "threads": [1], "axes": set(), "owner": owner}
+    ctx.kernel_vars = ctx.builder.begin_kernel([1], [1], "", [])
+    ctx.kernel_extents = ([1], [1])
+    ctx.frames.append(KERNEL)
+    for cond in ctx.function_assumes:
+        ctx.builder.evaluate(_C.call("assume", [cond]))
+    ctx.binding_kernel = state
+    return state
+
+
+class _FunctionKernel:
+    """The owner of a kernel that a TVM-style allocation at the top of the function body
+    opened (`S = T.alloc_buffer(..., scope="shared")` before the T.thread_binding
+    loops): it spans the rest of the body."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def close(self, ctx):
+        ThreadBindingLoop.close(self, ctx)
+
+
+def open_function_kernel(ctx, what):
+    """Opens the kernel of the rest of the function body for TVM's allocation at its
+    top (TVM's root block); T.thread_binding loops after it set its axes."""
+    if getattr(ctx, "binding_kernel", None) is None:
+        _open_binding_kernel(ctx, _FunctionKernel(what))
+
+
+def close_function_kernel(ctx):
+    """At the end of the body: closes the kernel open_function_kernel opened."""
+    state = getattr(ctx, "binding_kernel", None)
+    if state is not None and isinstance(state["owner"], _FunctionKernel):
+        state["owner"].close(ctx)
 
 
 def launch_thread(thread: str, extent: ExprLike) -> Expr:

@@ -73,10 +73,17 @@ def alloc_buffer(shape: ShapeLike, dtype: DTypeLike = "float32", scope: str = "g
     """TVM's allocation, as TileLang kernels also write it: `scope` picks
     T.alloc_shared ("shared", "shared.dyn"), T.alloc_fragment ("local.fragment") or
     T.alloc_local ("local"); "global" outside every T.Kernel block is T.alloc_global.
-    A global tensor inside a kernel is a parameter or a workspace instead."""
-    if scope == "global" and not builder_ctx.current("T.alloc_buffer").builder.in_kernel:
+    A global tensor inside a kernel is a parameter or a workspace instead. Another
+    scope at the top of a body without T.Kernel is TVM's root-block allocation: it opens
+    the body's kernel (one block of one thread until T.thread_binding loops set its axes)."""
+    ctx = builder_ctx.current("T.alloc_buffer")
+    if scope == "global" and not ctx.builder.in_kernel:
         return alloc_global(shape, dtype, scope)
     make = _ALLOC_BY_SCOPE.get(scope)
+    if make is not None and not ctx.builder.in_kernel and not ctx.frames:
+        from .kernel import open_function_kernel  # kernel imports this module's imports
+
+        open_function_kernel(ctx, f"T.alloc_buffer(..., scope={scope!r})")
     if make is None:
         raise frontend_error(
             f"T.alloc_buffer: scope {scope!r} is not one a kernel allocates; use one of "

@@ -17,6 +17,7 @@ from .buffer import wrap_buffer
 from .builder_ctx import TileLangError, TraceContext, frontend_error
 from .dtypes import dtype as DType
 from .hooks import namespace
+from .kernel import close_function_kernel
 from .pointers import PointerParam, PointerType, check_all_made
 from .shapes import TensorAnnotation
 
@@ -85,7 +86,9 @@ def run_traced(ctx, func, args, kwargs, prologue=None):
     try:
         if prologue is not None:
             args, kwargs = prologue()
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        close_function_kernel(ctx)
+        return result
     except TileLangError as err:
         clean = _located(err)
         raise clean.with_traceback(_short_traceback(err.__traceback__)) from None
