@@ -107,6 +107,12 @@ class _Param:
     def torch_dtype(self):
         return DType(self.dtype).as_torch()
 
+    @property
+    def per_byte(self):
+        """Elements a byte holds of a packed sub-byte tensor (int4, float4_e2m1fn): 2;
+        else 0."""
+        return _per_byte(self.dtype)
+
     def schema_type(self):
         if self.is_tensor:
             return "Tensor"
@@ -116,6 +122,60 @@ class _Param:
         if d.is_float():
             return "float"
         return "int" if self.config else "SymInt"
+
+
+def _per_byte(dtype):
+    d = DType(str(dtype))
+    bits = d.bits * d.lanes
+    return 8 // bits if bits < 8 and d != "bool" else 0
+
+
+def _accepts(dtype, torch_dtype):
+    """Whether a tensor of `torch_dtype` is what the kernel call takes for a parameter of
+    `dtype`: the dtype itself, or for a packed sub-byte one its bytes (int8, uint8, and
+    torch.float4_e2m1fn_x2 for float4_e2m1fn), as the runtime reads them."""
+    expected = DType(str(dtype)).as_torch()
+    if torch_dtype == expected:
+        return True
+    return bool(_per_byte(dtype)) and torch_dtype in (torch.int8, torch.uint8)
+
+
+def _expected_dtype(dtype):
+    expected = DType(str(dtype)).as_torch()
+    if not _per_byte(dtype):
+        return str(expected)
+    names = dict.fromkeys([str(expected), "torch.int8", "torch.uint8"])
+    return (
+        f"{dtype}: a tensor of bytes holding two elements each along its last dimension "
+        f"({' or '.join(names)})"
+    )
+
+
+def _logical_sizes(p, sizes):
+    """The element sizes of a tensor argument of `p`: a packed sub-byte tensor's last
+    dimension holds `per_byte` elements a byte, a constant odd size rounding up to
+    whole bytes (as the runtime reads it)."""
+    sizes = list(sizes)
+    per_byte = p.per_byte
+    if not per_byte or not sizes:
+        return sizes
+    declared = p.shape[-1] if p.shape else None
+    last = sizes[-1]
+    if declared is not None and declared.kind == "IntImm":
+        c = declared.const_value()
+        if c > 0 and isinstance(last, int) and (c + per_byte - 1) // per_byte == last:
+            sizes[-1] = c
+            return sizes
+    sizes[-1] = last * per_byte
+    return sizes
+
+
+def _storage_shape(dtype, shape):
+    """The shape of the bytes a packed sub-byte output is allocated as (the runtime's)."""
+    per_byte = _per_byte(dtype)
+    if not per_byte or not shape:
+        return shape
+    return [*shape[:-1], (shape[-1] + per_byte - 1) // per_byte]
 
 
 def default_device():
@@ -146,13 +206,6 @@ class _OpSchema:
         self.device_type = _target_device(target)
         self.mutated = [p.name for p in inputs if p.is_tensor and p.written]
         self._tensor_positions = [i for i, p in enumerate(inputs) if p.is_tensor]
-        for p in inputs + outputs:
-            if p.is_tensor and DType(p.dtype).bits * DType(p.dtype).lanes < 8 and p.dtype != "bool":
-                raise TypeError(
-                    f"tilelang.torch.op '{name}': parameter '{p.name}' of kernel "
-                    f"'{kernel_name}' is {p.dtype}, packed two a byte; operators of packed "
-                    "sub-byte tensors are not supported yet"
-                )
 
     def schema(self):
         args, alias = [], 0
@@ -407,17 +460,17 @@ class _KernelOp(_OpSchema):
                     f"argument '{p.name}' of operator {self.name} is {type(value).__name__}, "
                     f"expected a tensor of dtype {p.dtype}"
                 )
-            if value.dtype != p.torch_dtype:
+            if not _accepts(p.dtype, value.dtype):
                 raise TypeError(
                     f"argument '{p.name}' of operator {self.name} (kernel '{self.kernel_name}') "
-                    f"has dtype {value.dtype}, expected {p.torch_dtype}"
+                    f"has dtype {value.dtype}, expected {_expected_dtype(p.dtype)}"
                 )
             if value.dim() != len(p.shape):
                 raise ValueError(
                     f"argument '{p.name}' of operator {self.name} (kernel '{self.kernel_name}') "
                     f"has {value.dim()} dimensions, expected {len(p.shape)}"
                 )
-            for d, (expr, size) in enumerate(zip(p.shape, value.shape)):
+            for d, (expr, size) in enumerate(zip(p.shape, _logical_sizes(p, value.shape))):
                 _bind_dim(expr, size, bound, self._where(p, d))
         # A size that appears only inside dimensions (`X: (m * 2,)`) is solved from one
         # affine in it; then every such dimension is checked, as the runtime does.
@@ -425,7 +478,7 @@ class _KernelOp(_OpSchema):
             (p, d, expr, size)
             for p, value in zip(self.inputs, args)
             if p.is_tensor
-            for d, (expr, size) in enumerate(zip(p.shape, value.shape))
+            for d, (expr, size) in enumerate(zip(p.shape, _logical_sizes(p, value.shape)))
             if expr.kind not in ("IntImm", "Var")
         ]
         progress = True
@@ -453,7 +506,9 @@ class _KernelOp(_OpSchema):
 
     def fake_outputs(self, args):
         bound = self._bindings(args)
-        shapes = [[_evaluate(e, bound) for e in p.shape] for p in self.outputs]
+        shapes = [
+            _storage_shape(p.dtype, [_evaluate(e, bound) for e in p.shape]) for p in self.outputs
+        ]
         return shapes, [p.torch_dtype for p in self.outputs]
 
     def _check_outputs_computable(self):
@@ -567,15 +622,18 @@ class _EagerOp(_OpSchema):
             if p.is_tensor:
                 tensor = bound.arguments[p.name]
                 buf = declared[p.name]
-                if tensor.dtype != DType(buf.dtype).as_torch():
+                if not _accepts(buf.dtype, tensor.dtype):
                     raise TypeError(
                         f"argument '{p.name}' of operator {self.name} (function "
-                        f"'{self.kernel_name}') has dtype {tensor.dtype}, expected {buf.dtype}"
+                        f"'{self.kernel_name}') has dtype {tensor.dtype}, expected "
+                        f"{_expected_dtype(buf.dtype)}"
                     )
         shapes, dtypes = [], []
         for p in self.outputs:
             buf = declared[p.name]
-            shapes.append([_evaluate(e, values) for e in buf.handle.shape])
+            shapes.append(
+                _storage_shape(buf.dtype, [_evaluate(e, values) for e in buf.handle.shape])
+            )
             dtypes.append(DType(buf.dtype).as_torch())
         return shapes, dtypes
 

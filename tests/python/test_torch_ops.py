@@ -559,6 +559,179 @@ def test_size_no_integer_solves_is_an_error(expr_ops):
     )
 
 
+# ---- packed sub-byte parameters (int4, float4_e2m1fn: two elements a byte)
+
+
+def packed_kernels():
+    """dequant: int4 A (n, k) * s -> float32; negate: float4_e2m1fn (n, k) -> its negation;
+    quant: float32 (n, 6) -> int4 (n, 6) (rows of 3 bytes), rounded and clamped."""
+    n, k = T.dynamic("n k")
+
+    @T.prim_func
+    def dequant(A: T.Tensor((n, k), "int4"), s: T.float32, B: T.Tensor((n, k), "float32")):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(n, k):
+                B[i, j] = T.cast(A[i, j], "float32") * s
+
+    @T.prim_func
+    def negate(A: T.Tensor((n, k), "float4_e2m1fn"), B: T.Tensor((n, k), "float4_e2m1fn")):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(n, k):
+                B[i, j] = -A[i, j]
+
+    @T.prim_func
+    def quant(X: T.Tensor((n, 6), "float32"), Q: T.Tensor((n, 6), "int4")):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(n, 6):
+                Q[i, j] = T.cast(T.max(T.min(T.round(X[i, j]), 7.0), -8.0), "int4")
+
+    return [
+        tilelang.compile(f, out_idx=[out], target="cpu")
+        for f, out in ((dequant, 2), (negate, 1), (quant, 1))
+    ]
+
+
+def int4_ref(packed):
+    """The int4 elements of bytes (element 2k in the low nibble of byte k), as int64."""
+    b = packed.view(torch.uint8).numpy().astype(np.int64)
+    lo, hi = b & 15, b >> 4
+    return (np.stack([lo, hi], -1).reshape(*b.shape[:-1], -1) ^ 8) - 8
+
+
+@pytest.fixture(scope="module")
+def packed_ops():
+    dequant, negate, quant = packed_kernels()
+    return {
+        "kernels": (dequant, negate, quant),
+        "dequant": tilelang.torch.op(dequant, f"{NS}::dequant"),
+        "negate": tilelang.torch.op(negate, f"{NS}::negate"),
+        "quant": tilelang.torch.op(quant, f"{NS}::quant"),
+    }
+
+
+def rand_bytes(*shape, seed=0, dtype=torch.uint8):
+    b = np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)
+    return torch.from_numpy(b).view(dtype)
+
+
+def test_packed_parameters_take_what_the_kernel_call_takes(packed_ops):
+    dequant_k, negate_k, quant_k = packed_ops["kernels"]
+    dequant, negate, quant = (packed_ops[n] for n in ("dequant", "negate", "quant"))
+    for dtype in (torch.int8, torch.uint8):
+        a = rand_bytes(3, 4, seed=60, dtype=dtype)
+        out = dequant(a, 0.5)
+        assert out.shape == (3, 8)
+        np.testing.assert_array_equal(out.double(), int4_ref(a) * 0.5)
+        torch.testing.assert_close(out, dequant_k(a, 0.5))
+        torch.library.opcheck(dequant, (a, 0.5))
+    f = rand_bytes(4, 3, seed=61)
+    for arg in (f, f.view(torch.float4_e2m1fn_x2)):
+        out = negate(arg)
+        # Outputs are allocated as the kernel call allocates them: bytes of fp4 pairs.
+        assert out.dtype == torch.float4_e2m1fn_x2 and out.shape == (4, 3)
+        assert negate_k(arg).dtype == out.dtype
+        # Negation flips the sign bit (bit 3) of both elements of each byte.
+        np.testing.assert_array_equal(out.view(torch.uint8).numpy(), f.numpy() ^ 0x88)
+    torch.library.opcheck(negate, (f,))
+    # torch's schema check copies the inputs, which torch cannot do for
+    # float4_e2m1fn_x2 ("copy_" not implemented); the other checks run on them.
+    torch.library.opcheck(
+        negate,
+        (f.view(torch.float4_e2m1fn_x2),),
+        test_utils=("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"),
+    )
+    x = torch.from_numpy(np.random.default_rng(62).uniform(-10, 10, (7, 6)).astype(np.float32))
+    q = quant(x)
+    assert q.dtype == torch.int8 and q.shape == (7, 3)  # 6 elements in 3 bytes
+    expected = np.clip(np.round(x.double().numpy()), -8, 7)
+    np.testing.assert_array_equal(int4_ref(q), expected)
+    np.testing.assert_array_equal(q.numpy(), quant_k(x).numpy())
+    torch.library.opcheck(quant, (x,))
+
+
+def test_packed_parameters_under_torch_compile_and_export(packed_ops):
+    dequant, negate = packed_ops["dequant"], packed_ops["negate"]
+
+    @torch.compile(fullgraph=True, dynamic=True)
+    def f(a, b):
+        return dequant(a, 2.0), negate(b)
+
+    for rows, cols in ((3, 5), (7, 2)):
+        a, b = rand_bytes(rows, cols, seed=rows, dtype=torch.int8), rand_bytes(rows, 4, seed=cols)
+        x, y = f(a, b)
+        assert x.shape == (rows, 2 * cols) and y.shape == (rows, 4)
+        np.testing.assert_array_equal(x.double(), int4_ref(a) * 2.0)
+        np.testing.assert_array_equal(y.view(torch.uint8).numpy(), b.numpy() ^ 0x88)
+
+    class Dequant(torch.nn.Module):
+        def forward(self, a):
+            return dequant(a, 1.5)
+
+    ep = torch.export.export(
+        Dequant(),
+        (rand_bytes(4, 6, seed=63, dtype=torch.int8),),
+        dynamic_shapes={"a": {0: torch.export.Dim("n", min=2), 1: torch.export.Dim("kb", min=2)}},
+    )
+    (out_node,) = [nd for nd in ep.graph.nodes if nd.op == "output"]
+    (a_node,) = [nd.meta["val"] for nd in ep.graph.nodes if nd.op == "placeholder"]
+    out = out_node.args[0][0].meta["val"]
+    assert str(out.shape[1]) == f"2*{a_node.shape[1]}"
+    a = rand_bytes(5, 9, seed=64, dtype=torch.int8)
+    np.testing.assert_array_equal(ep.module()(a).double(), int4_ref(a) * 1.5)
+
+
+@tilelang.jit(target="cpu")
+def dequant_eager(A, s: float = 1.0):
+    """Eager: the int4 A (M, K) as float32 times s, and A copied to a new int4 tensor."""
+    M, K = T.const("M K")
+    A: T.Tensor((M, K), "int4")
+    B = T.empty((M, K), "float32")
+    Q = T.empty((M, K), "int4")
+    with T.Kernel(1, threads=1):
+        for i, j in T.grid(M, K):
+            B[i, j] = T.cast(A[i, j], "float32") * s
+            Q[i, j] = A[i, j]
+    return B, Q
+
+
+def test_packed_parameters_of_an_eager_function():
+    op = tilelang.torch.op(f"{NS}::dequant_eager")(dequant_eager)
+    a = rand_bytes(3, 4, seed=66, dtype=torch.int8)
+    b, q = op(a, 0.5)
+    assert b.shape == (3, 8) and q.shape == (3, 4) and q.dtype == torch.int8
+    np.testing.assert_array_equal(b.double(), int4_ref(a) * 0.5)
+    np.testing.assert_array_equal(q.numpy(), a.numpy())
+    torch.library.opcheck(op, (a, 0.5))
+    compiled = torch.compile(op, fullgraph=True, dynamic=True)
+    for rows in (3, 5):
+        a = rand_bytes(rows, 6, seed=rows + 70, dtype=torch.int8)
+        b, q = compiled(a, 2.0)
+        np.testing.assert_array_equal(b.double(), int4_ref(a) * 2.0)
+        np.testing.assert_array_equal(q.numpy(), a.numpy())
+
+
+def test_packed_parameter_of_a_wrong_dtype_names_it(packed_ops):
+    with pytest.raises(TileLangError) as err:  # the kernel's own check
+        packed_ops["dequant"](rand(3, 4, seed=65).half(), 1.0)
+    assert (
+        "argument 'A' (parameter 0 of kernel 'dequant') has dtype float16, expected int4: a "
+        "tensor of bytes holding two elements each along its last dimension (int8 or uint8)"
+    ) in str(err.value)
+    with FakeTensorMode(), pytest.raises(TypeError) as err:
+        packed_ops["dequant"](torch.empty(3, 4, dtype=torch.float16), 1.0)
+    assert str(err.value) == (
+        f"argument 'A' of operator {NS}::dequant (kernel 'dequant') has dtype torch.float16, "
+        "expected int4: a tensor of bytes holding two elements each along its last dimension "
+        "(torch.int8 or torch.uint8)"
+    )
+    with FakeTensorMode(), pytest.raises(TypeError) as err:
+        packed_ops["negate"](torch.empty(3, 4, dtype=torch.int16))
+    assert (
+        "has dtype torch.int16, expected float4_e2m1fn: a tensor of bytes holding two elements "
+        "each along its last dimension (torch.float4_e2m1fn_x2 or torch.int8 or torch.uint8)"
+    ) in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def attention():
     """examples/torch_attention.py's differentiable FlashAttention operator (and its two
