@@ -85,9 +85,9 @@ def two_ops(ops):
 def test_operator_launches_on_the_current_stream(ops):
     add, _ = ops
     a, b = inputs()
+    new_a, _ = inputs(seed=1)
     add(a, b, 2.0)  # loads the module first: loading synchronizes the device
     torch.cuda.synchronize()
-    new_a, _ = inputs(seed=1)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         torch.cuda._sleep(2_000_000_000)
@@ -102,7 +102,7 @@ def test_operator_launches_on_the_current_stream(ops):
 def test_cuda_graph_capture_of_two_operator_calls(ops):
     f = two_ops(ops)
     a, b = inputs()
-    # Warm up on a side stream (compiles nothing, loads the modules), as torch asks.
+    # Warm up on a side stream (loads the kernels' modules outside the capture), as torch asks.
     warm = torch.cuda.Stream()
     warm.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(warm):
