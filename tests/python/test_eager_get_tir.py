@@ -117,3 +117,69 @@ def test_buffer_map_gives_shapes_and_strides_in_elements():
     assert buffer.shape == (256, 512) and buffer.strides == (1024, 1)
     compact = with_consts.get_tir(np.zeros((3, 5), np.float32), np.zeros((3, 5), np.float32))
     assert compact.buffer_map["A"].shape == (3, 5) and compact.buffer_map["A"].strides == ()
+
+
+def test_par_compile_of_an_eager_function_compiles_each_config_and_calls_reuse_them():
+    @tilelang.jit(target="cpu")
+    def scaled(A, B, scale: float = 2.0):
+        M, N = T.const("M, N")
+        A: T.Tensor[[M, N], T.float32]
+        B: T.Tensor[[M, N], T.float32]
+        scaled_copy(A, B, scale)
+
+    configs = [
+        (T.Tensor((32, 8)), T.Tensor((32, 8))),
+        {"A": T.Tensor((48, 4)), "B": T.Tensor((48, 4)), "scale": -3.0},
+        {"M": 16, "N": 8, "scale": 0.25},  # config values and T.const values, as compile() takes
+    ]
+    kernels = scaled.par_compile(configs, num_workers=1)
+    assert all(isinstance(k, JITKernel) for k in kernels)
+    for kernel, (shape, scale) in zip(kernels, [((32, 8), 2.0), ((48, 4), -3.0), ((16, 8), 0.25)]):
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = np.zeros_like(a)
+        kernel(a, b)
+        np.testing.assert_allclose(b, a.astype(np.float64) * scale, rtol=1e-6)
+        # A call selecting that kernel reuses it (its traced function is the one compiled).
+        assert scaled.get_tir(T.Tensor(shape), T.Tensor(shape), scale=scale) is kernel.prim_func
+        b2 = np.zeros_like(a)
+        scaled(a, b2, scale=scale)
+        np.testing.assert_array_equal(b2, b)
+    # A config already compiled gives the same kernel.
+    assert scaled.par_compile([configs[0]])[0] is kernels[0]
+
+
+def test_par_compile_of_an_eager_function_with_pointers_and_outputs():
+    @tilelang.jit(target="cpu")
+    def add_one(A: T.ptr, B: T.ptr, M: int, dtype: T.dtype):
+        A = T.make_tensor(A, (M,), dtype)
+        B = T.make_tensor(B, (M,), dtype)
+        with T.Kernel(1, threads=M):
+            for i in T.Parallel(M):
+                B[i] = A[i] + 1
+
+    kernels = add_one.par_compile(
+        [{"A": T.ptr(), "B": T.ptr(), "M": 32, "dtype": d} for d in (T.float16, T.float32)]
+    )
+    for kernel, np_dtype in zip(kernels, (np.float16, np.float32)):
+        a = rng.standard_normal(32).astype(np_dtype)
+        b = np.zeros_like(a)
+        kernel(a, b)
+        np.testing.assert_allclose(b, (a.astype(np.float64) + 1).astype(np_dtype), rtol=1e-3)
+        b2 = np.zeros_like(a)
+        add_one(a, b2, 32, np_dtype)  # the call's own key: a numpy dtype, not T.<dtype>
+        np.testing.assert_array_equal(b2, b)
+
+    (kernel,) = returns_empty.par_compile([(T.Tensor((24, 4)),)])
+    a = rng.standard_normal((24, 4)).astype(np.float32)
+    np.testing.assert_allclose(returns_empty(a), a.astype(np.float64) * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(kernel(a), a.astype(np.float64) * 0.5, rtol=1e-6)
+
+
+def test_par_compile_of_an_eager_function_reports_a_failing_config():
+    bad = {"A": T.Tensor((T.dynamic("k"), 8)), "B": T.Tensor((48, 8))}
+    with pytest.raises(tilelang.TileLangError, match="T.const 'M' of 'with_consts' takes shape 0"):
+        with_consts.par_compile([(T.Tensor((16, 8)), T.Tensor((16, 8))), bad])
+    kernels = with_consts.par_compile(
+        [(T.Tensor((16, 8)), T.Tensor((16, 8))), bad], ignore_error=True
+    )
+    assert isinstance(kernels[0], JITKernel) and kernels[1] is None

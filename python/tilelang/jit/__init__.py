@@ -206,10 +206,12 @@ def _compile_in_threads(
     num_workers: int | None,
     ignore_error: bool,
     label: str,
+    out_idxs: list[list[int] | None] | None = None,
 ) -> list[JITKernel | None]:
     """par_compile's work, with a progress bar (shown when stderr is a terminal) named
     `label` and a summary line at INFO. A failure raises once all compiles ended: the
-    first failed function's error, in the order of `funcs`."""
+    first failed function's error, in the order of `funcs`. `out_idxs`, where given,
+    is each function's out_idx (an eager function's T.empty outputs)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     # Resolve the thread's scopes here: the worker threads do not see them.
@@ -223,7 +225,9 @@ def _compile_in_threads(
     bar = Progress(f"{label}: compiling", len(funcs), "kernel")
     with bar, ThreadPoolExecutor(workers) as pool:
         futures = {
-            pool.submit(compile, f, **options): i for i, f in enumerate(funcs) if f is not None
+            pool.submit(compile, f, **_options_of(options, out_idxs, i)): i
+            for i, f in enumerate(funcs)
+            if f is not None
         }
         bar.advance(len(funcs) - len(futures))  # the None entries
         for future in as_completed(futures):
@@ -248,6 +252,14 @@ def _compile_in_threads(
     if errors and not ignore_error:
         raise errors[min(errors)]
     return results
+
+
+def _options_of(
+    options: dict[str, Any], out_idxs: list[list[int] | None] | None, index: int
+) -> dict[str, Any]:
+    if out_idxs is None:
+        return options
+    return {**options, "out_idx": out_idxs[index]}
 
 
 def _tensor_type_annotation(node: ast.expr) -> bool:

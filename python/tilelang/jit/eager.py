@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+from collections.abc import Iterable
 from typing import Any, Callable
 
 import numpy as np
@@ -173,10 +174,16 @@ class EagerFunction:
 
     def _trace(self, bound, const_values):
         prim_func, ctx = self._trace_prim_func(bound, const_values)
+        kernel = JITKernel(prim_func, out_idx=self._out_idx(ctx), **self.options)
+        return self._specialization(kernel, ctx)
+
+    @staticmethod
+    def _out_idx(ctx):
         names = [name for name, _ in ctx.params]
-        out_idx = [names.index(n) for n in ctx.outputs]
-        kernel = JITKernel(prim_func, out_idx=out_idx, **self.options)
-        inputs = [n for n in names if n not in ctx.outputs]
+        return [names.index(n) for n in ctx.outputs]
+
+    def _specialization(self, kernel, ctx):
+        inputs = [name for name, _ in ctx.params if name not in ctx.outputs]
         return Specialization(kernel, inputs, self._returned(ctx))
 
     def _returned(self, ctx):
@@ -198,10 +205,14 @@ class EagerFunction:
             return tuple(index(v) for v in value)
         return index(value)
 
+    @staticmethod
+    def _spec_key(bound, declared, const_values):
+        config = tuple((n, freeze(v)) for n, v in bound.arguments.items() if n not in declared)
+        return (config, tuple(sorted(const_values.items())))
+
     def _specialize(self, bound, declared, const_values):
         """The compiled variant for these config arguments and const values."""
-        config = tuple((n, freeze(v)) for n, v in bound.arguments.items() if n not in declared)
-        key = (config, tuple(sorted(const_values.items())))
+        key = self._spec_key(bound, declared, const_values)
         spec = self._kernels.get(key)
         if spec is None:
             self._log_specialization(bound, declared, const_values)
@@ -288,17 +299,67 @@ class EagerFunction:
         """The traced T.prim_func (nothing compiled) for a call's arguments, where a
         `T.Tensor(shape, dtype)` may stand for a tensor, or with keywords only, for
         config values and T.const values as compile() takes them."""
-        if args or any(tensor_like(v) for v in kwargs.values()):
-            bound = self._bind(args, kwargs)
-            where, declared = self._discover(bound)
-            consts = self._bind_consts(where, bound.arguments)
-        else:
-            bound, declared, consts = self._compile_plan(kwargs)
-        config = tuple((n, freeze(v)) for n, v in bound.arguments.items() if n not in declared)
-        spec = self._kernels.get((config, tuple(sorted(consts.items()))))
+        bound, declared, consts = self._plan(args, kwargs)
+        spec = self._kernels.get(self._spec_key(bound, declared, consts))
         if spec is not None:
             return spec.kernel.prim_func
         return self._trace_prim_func(bound, consts)[0]
+
+    def _plan(self, args, kwargs):
+        """(bound arguments, declared names, T.const values) of get_tir's arguments."""
+        if args or any(tensor_like(v) for v in kwargs.values()):
+            bound = self._bind(args, kwargs)
+            where, declared = self._discover(bound)
+            return bound, declared, self._bind_consts(where, bound.arguments)
+        return self._compile_plan(kwargs)
+
+    def par_compile(
+        self,
+        configs: Iterable[tuple | dict],
+        num_workers: int | None = None,
+        ignore_error: bool = False,
+    ) -> list[Any]:
+        """Compiles the kernels of `configs` on `num_workers` threads, each config a tuple
+        of positional arguments or a dict of keywords as get_tir takes them (tensors or
+        `T.Tensor(shape, dtype)` standing for them, config values, T.const values);
+        returns the JITKernels in order, and later calls that select those kernels reuse
+        them. With ignore_error a config that fails gives None (and a warning)."""
+        from . import _as_call, _compile_in_threads
+
+        keys, funcs, out_idxs, traces = [], [], [], []
+        for cfg in configs:
+            args, kwargs = _as_call(cfg)
+            try:  # tracing runs on this thread
+                bound, declared, consts = self._plan(args, kwargs)
+                key = self._spec_key(bound, declared, consts)
+                spec = self._kernels.get(key)
+                if spec is None:
+                    prim_func, ctx = self._trace_prim_func(bound, consts)
+                    out_idx = self._out_idx(ctx)
+                else:
+                    prim_func, ctx, out_idx = None, None, None
+            except Exception as err:
+                if not ignore_error:
+                    raise
+                log.logger.warning("par_compile: config %r failed: %s", cfg, err)
+                key, spec, prim_func, ctx, out_idx = None, None, None, None, None
+            keys.append(key)
+            funcs.append(prim_func)
+            out_idxs.append(out_idx)
+            traces.append(ctx if spec is None else spec)
+        label = f"par_compile {self.__name__}"
+        kernels = _compile_in_threads(
+            funcs, self.options, num_workers, ignore_error, label, out_idxs
+        )
+        out = []
+        for key, kernel, trace in zip(keys, kernels, traces):
+            if isinstance(trace, Specialization):
+                out.append(trace.kernel)
+                continue
+            if kernel is not None:
+                self._kernels[key] = self._specialization(kernel, trace)
+            out.append(kernel)
+        return out
 
 
 def _signature_types(func, signature):
