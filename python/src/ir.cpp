@@ -382,6 +382,12 @@ void bind_ir(nb::module_& m) {
   m.def("is_const", [](const Expr& e) { return e.is<IntImmNode>() || e.is<FloatImmNode>(); });
   // The arithmetic simplifier on one expression (tvm.arith.Analyzer().simplify).
   m.def("simplify_expr", [](const Expr& e) { return simplify(e); });
+  // `e` with `var` replaced by `value` (tvm.tir.stmt_functor.substitute of one variable):
+  // the frontend compares an address at two values of a loop variable.
+  m.def("substitute_var", [](const Expr& e, const Var& var, const Expr& value) -> Expr {
+    std::map<const VarNode*, Expr> vmap{{var.node(), value}};
+    return substitute(e, vmap);
+  });
   // The operator of a Binary node by its name in binary_ops.def ("Add", "Min", ...),
   // None for other nodes: isinstance(e, tvm.tirx.Min) asks it.
   m.def("binary_op_name", [](const Expr& e) -> nb::object {

@@ -129,3 +129,63 @@ def test_metal_refuses_with_the_target_named():
         "(tl::cp_async_gs<16>) are available on the cpu and cuda targets, not on the target 'metal"
         in str(info.value)
     )
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("dtype", "lanes", "nbytes"), [("float16", 4, 8), ("float32", 4, 16)])
+def test_one_element_cp_async_in_a_vectorized_loop_is_one_wide_copy(target, dtype, lanes, nbytes):
+    """TileLang's vectorizer makes the loop's one-element copies one cp.async of the run."""
+    n = 32 * lanes
+
+    @T.prim_func
+    def cp(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=32):
+            t = T.get_thread_binding()
+            S = T.alloc_shared((n,), dtype)
+            for i in T.vectorized(lanes):
+                T.ptx_cp_async(
+                    T.access_ptr(S[t * lanes + i], "w", 1),
+                    T.access_ptr(A[t * lanes + i], "r", 1),
+                    1,
+                )
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for j in T.serial(lanes):
+                B[t * lanes + j] = S[n - 1 - t * lanes - j]
+
+    kernel = tilelang.compile(cp, target=target)
+    a = np.random.default_rng(5).standard_normal(n).astype(dtype)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b.astype(np.float64), a.astype(np.float64)[::-1])
+    if target.startswith("cuda"):
+        src = kernel.get_kernel_source()
+        assert f"tl::cp_async_gs<{nbytes}>" in src
+        assert f"tl::cp_async_gs<{nbytes // lanes}>" not in src
+
+
+def test_a_vectorized_run_of_another_size_is_refused():
+    with pytest.raises(tilelang.TileLangError) as info:
+
+        @T.prim_func
+        def bad(A: T.Tensor((16,), "float16")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((16,), "float16")
+                for i in T.vectorized(3):
+                    T.ptx_cp_async(T.access_ptr(S[i], "w", 1), T.access_ptr(A[i], "r", 1), 1)
+
+    assert (
+        "T.ptx_cp_async in a T.vectorized loop of 3 iterations: 3 x 1 element(s) of float16 are "
+        "6 bytes; cp.async copies 4, 8 or 16 bytes" in str(info.value)
+    )
+    assert "test_async_copy.py" in str(info.value)
+    # Elements that are no contiguous run stay one copy each (2 bytes: refused as such).
+    with pytest.raises(tilelang.TileLangError, match="1 element.s. of float16 are 2 bytes"):
+
+        @T.prim_func
+        def strided(A: T.Tensor((16,), "float16")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((16,), "float16")
+                for i in T.vectorized(4):
+                    T.ptx_cp_async(T.access_ptr(S[i * 2], "w", 1), T.access_ptr(A[i], "r", 1), 1)

@@ -20,7 +20,7 @@ from tilelang.types import BufferLike, Expr, ExprLike
 
 from . import builder_ctx
 from .buffer import Buffer, Region, const_int, to_value
-from .builder_ctx import frontend_error
+from .builder_ctx import IR_LOOP, frontend_error
 from .dtypes import dtype as make_dtype
 
 _C = builder_ctx._C
@@ -66,6 +66,23 @@ def ptx_cp_async(
         raise frontend_error(
             f"{what}: the destination holds {dt} and the source {st}; copy between equal widths"
         )
+    lanes = _vectorized_lanes(ctx, n, (dst, src)) if predicate is None else None
+    if lanes is not None:
+        # TileLang's vectorizer widens the copy of a T.vectorized loop's iterations into one
+        # cp.async of all their elements: issued by the first iteration, at its addresses.
+        var, lo, extent = lanes
+        wide = n * extent * dt.bits
+        if wide not in (32, 64, 128):
+            raise frontend_error(
+                f"{what} in a T.vectorized loop of {extent} iterations: {extent} x {n} element(s) of "
+                f"{dt} are {wide // 8 if wide % 8 == 0 else wide / 8} bytes; cp.async copies 4, 8 "
+                "or 16 bytes (make the loop's elements fill one of those)"
+            )
+        ctx.builder.begin_if(var == lo)
+        name = f"tl::cp_async_gs<{wide // 8}>"
+        ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, [dst, src]))
+        ctx.builder.end_if()
+        return
     bits = n * dt.bits
     if bits not in (32, 64, 128):
         raise frontend_error(
@@ -82,6 +99,33 @@ def ptx_cp_async(
         args.append(pred)
         name = f"tl::cp_async_gs_conditional<{bits // 8}>"
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
+
+
+def _vectorized_lanes(ctx, n, ptrs):
+    """(variable, min, constant extent) of the T.vectorized loop directly around a
+    T.ptx_cp_async whose addresses each advance `n` elements per iteration (the loop's
+    copies form one contiguous run); None otherwise."""
+    kind, crossed_if = ctx.innermost_loop()
+    if kind != IR_LOOP or crossed_if or not ctx.loop_kinds or ctx.loop_kinds[-1] != "vectorized":
+        return None
+    loop = ctx.loop_ranges[-1]
+    if loop is None:
+        return None
+    var, lo, extent = loop
+    extent = to_value(extent)
+    extent = const_int(_C.simplify_expr(extent) if isinstance(extent, _C.Expr) else extent)
+    if extent is None or extent < 2:
+        return None
+    for ptr in ptrs:
+        found = ctx.element_of(ptr.call_args[0])
+        if found is None:
+            return None
+        buf, indices = found
+        offset = to_value(buf.elem_offset_of(list(indices)))
+        step = _C.simplify_expr(_C.substitute_var(offset, var, var + 1) - offset)
+        if const_int(step) != n:
+            return None
+    return var, lo, extent
 
 
 def ptx_commit_group() -> None:

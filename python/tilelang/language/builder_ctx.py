@@ -171,6 +171,7 @@ class TraceContext:
         self.loop_kinds = []  # kinds of the open IR loops ("serial", "parallel", "while" ...)
         self.loop_ids = []  # one number per open IR loop, never reused within the trace
         self.loops_opened = 0
+        self.loop_ranges = []  # per open IR loop: (variable, min, extent), or None
         self.loads = {}
         self.names = {}
         self.params = []  # eager: (python name, Buffer or scalar Var) in declaration order
@@ -227,13 +228,15 @@ class TraceContext:
                 break
         return None, crossed_if
 
-    def open_loop(self, kind):
+    def open_loop(self, kind, loop_range=None):
         self.loop_kinds.append(kind)
+        self.loop_ranges.append(loop_range)
         self.loops_opened += 1
         self.loop_ids.append(self.loops_opened)
 
     def close_loop(self):
         self.loop_kinds.pop()
+        self.loop_ranges.pop()
         self.loop_ids.pop()
 
     def in_ir_frame(self):
