@@ -189,3 +189,35 @@ def test_a_vectorized_run_of_another_size_is_refused():
                 S = T.alloc_shared((16,), "float16")
                 for i in T.vectorized(4):
                     T.ptx_cp_async(T.access_ptr(S[i * 2], "w", 1), T.access_ptr(A[i], "r", 1), 1)
+
+
+def test_a_run_not_proven_aligned_stays_one_copy_per_iteration():
+    """A run of 4 float32 (16 bytes) starting at an offset not known to be a multiple
+    of 4 elements would be a misaligned 16-byte cp.async (a fault on the GPU): each
+    iteration keeps its own 4-byte copy, and the result is the same."""
+    n = 64
+
+    @T.prim_func
+    def cp(A: T.Tensor((n + 4,), "float32"), B: T.Tensor((n,), "float32"), off: T.int32):
+        with T.Kernel(1, threads=16):
+            t = T.get_thread_binding()
+            S = T.alloc_shared((n,), "float32")
+            for i in T.vectorized(4):
+                T.ptx_cp_async(
+                    T.access_ptr(S[t * 4 + i], "w", 1),
+                    T.access_ptr(A[off + t * 4 + i], "r", 1),
+                    1,
+                )
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for j in T.serial(4):
+                B[t * 4 + j] = S[t * 4 + j]
+
+    kernel = tilelang.compile(cp, target="cuda -arch=sm_80 -emulate")
+    src = kernel.get_kernel_source()
+    assert "tl::cp_async_gs<4>" in src and "tl::cp_async_gs<16>" not in src
+    a = np.random.default_rng(6).standard_normal(n + 4).astype(np.float32)
+    b = np.zeros(n, np.float32)
+    kernel(a, b, 3)
+    np.testing.assert_array_equal(b, a[3 : 3 + n])

@@ -66,7 +66,7 @@ def ptx_cp_async(
         raise frontend_error(
             f"{what}: the destination holds {dt} and the source {st}; copy between equal widths"
         )
-    lanes = _vectorized_lanes(ctx, n, (dst, src)) if predicate is None else None
+    lanes = _vectorized_lanes(ctx, n, dt.bits, (dst, src)) if predicate is None else None
     if lanes is not None:
         # TileLang's vectorizer widens the copy of a T.vectorized loop's iterations into one
         # cp.async of all their elements: issued by the first iteration, at its addresses.
@@ -101,10 +101,13 @@ def ptx_cp_async(
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
 
 
-def _vectorized_lanes(ctx, n, ptrs):
+def _vectorized_lanes(ctx, n, bits, ptrs):
     """(variable, min, constant extent) of the T.vectorized loop directly around a
     T.ptx_cp_async whose addresses each advance `n` elements per iteration (the loop's
-    copies form one contiguous run); None otherwise."""
+    copies form one contiguous run) and whose run starts, at the loop's first
+    iteration, provably at a multiple of the run's size (tensors and shared tiles start
+    16-byte aligned: a cp.async of 4, 8 or 16 bytes at a misaligned address faults on
+    the GPU); None otherwise (each iteration then issues its own copy)."""
     kind, crossed_if = ctx.innermost_loop()
     if kind != IR_LOOP or crossed_if or not ctx.loop_kinds or ctx.loop_kinds[-1] != "vectorized":
         return None
@@ -124,6 +127,14 @@ def _vectorized_lanes(ctx, n, ptrs):
         offset = to_value(buf.elem_offset_of(list(indices)))
         step = _C.simplify_expr(_C.substitute_var(offset, var, var + 1) - offset)
         if const_int(step) != n:
+            return None
+        run = n * extent
+        if run * bits not in (32, 64, 128):
+            continue  # refused by the caller with the run's size
+        first = to_value(lo)
+        first = first if isinstance(first, _C.Expr) else _C.const(int(first), var.dtype)
+        start = _C.substitute_var(offset, var, first)
+        if const_int(_C.simplify_expr(start % run)) != 0:
             return None
     return var, lo, extent
 
