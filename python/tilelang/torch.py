@@ -615,8 +615,11 @@ class _EagerOp(_OpSchema):
         for const, place in ctx.where.items():
             if place is None:
                 continue
+            # Symbolic: the output shapes are arithmetic on the sizes, so torch.compile
+            # and torch.export keep them symbolic (int() would specialize each size; the
+            # real call selects the kernel's specialization from real sizes).
             values[hash(ctx.const_vars[const])] = const_from_tensor(
-                bound.arguments[place[0]], place
+                bound.arguments[place[0]], place, symbolic=True
             )
         for p in self.inputs:
             if p.is_tensor:

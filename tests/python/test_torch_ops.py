@@ -797,3 +797,91 @@ def test_attention_opcheck(attention):
     delta = delta_op(out, d_out)
     dq = torch.zeros(1, 40, 2, 16)
     torch.library.opcheck(bwd_op, (q, k, v, d_out, lse, delta, dq))
+
+
+# ---- eager functions keep T.const sizes symbolic under torch.compile and torch.export
+
+
+@tilelang.jit(target="cpu")
+def pair_rows(X, scale: float = 1.0):
+    """Eager: Y (M // 2, 2 * N), row pair i of X side by side, times scale."""
+    M, N = T.const("M N")
+    X: T.Tensor((M, N), "float32")
+    Y = T.empty((M // 2, 2 * N), "float32")
+    with T.Kernel(1, threads=1):
+        for i, j in T.grid(M // 2, N):
+            Y[i, j] = X[2 * i, j] * scale
+            Y[i, N + j] = X[2 * i + 1, j] * scale
+    return Y
+
+
+def pair_rows_ref(x, scale):
+    x = x.double().numpy()
+    rows = x.shape[0] // 2
+    return x[: 2 * rows].reshape(rows, 2 * x.shape[1]) * scale
+
+
+def test_eager_op_compiles_once_for_dynamic_sizes(ops):
+    """The fake implementation evaluates the T.empty shapes on torch's symbolic sizes
+    (no int(), which would specialize each size), so torch.compile(dynamic=True) traces
+    once for every size; the kernel call selects its specialization from the real ones."""
+    from torch._dynamo.testing import CompileCounter
+
+    pairs = tilelang.torch.op(f"{NS}::pair_rows")(pair_rows)
+    counter = CompileCounter()
+
+    @torch.compile(backend=counter, fullgraph=True, dynamic=True)
+    def f(x, w, p):
+        return ops["rms_norm"](x, w, 1e-6) * 2, pairs(p, 0.5)
+
+    w = rand(24, seed=80)
+    for rows, prows, cols in ((5, 6, 3), (9, 11, 7), (14, 8, 5)):
+        x, p = rand(rows, 24, seed=rows + 81), rand(prows, cols, seed=rows + 82)
+        y, q = f(x, w, p)
+        np.testing.assert_allclose(y.double(), 2 * rms_norm_ref(x, w), rtol=1e-5, atol=1e-6)
+        assert q.shape == (prows // 2, 2 * cols)
+        np.testing.assert_allclose(q.double(), pair_rows_ref(p, 0.5), rtol=1e-6)
+    assert counter.frame_count == 1
+
+    packed = tilelang.torch.op(f"{NS}::dequant_eager_dyn")(dequant_eager)
+    counter = CompileCounter()
+    g = torch.compile(packed, backend=counter, fullgraph=True, dynamic=True)
+    for rows, cols in ((3, 4), (6, 5)):
+        a = rand_bytes(rows, cols, seed=rows + 90, dtype=torch.int8)
+        b, q = g(a, 1.5)
+        assert b.shape == (rows, 2 * cols) and q.shape == (rows, cols)
+        np.testing.assert_array_equal(b.double(), int4_ref(a) * 1.5)
+        np.testing.assert_array_equal(q.numpy(), a.numpy())
+    assert counter.frame_count == 1
+
+
+class _EagerPair(torch.nn.Module):
+    def __init__(self, rms, pairs):
+        super().__init__()
+        self.rms, self.pairs = rms, pairs
+
+    def forward(self, x, w, p):
+        return self.rms(x, w, 1e-6), self.pairs(p, 3.0)
+
+
+def test_eager_op_exports_with_dynamic_dims(ops):
+    pairs = tilelang.torch.op(f"{NS}::pair_rows_export")(pair_rows)
+    m, r, c = (torch.export.Dim(n, min=4, max=512) for n in ("m", "r", "c"))
+    ep = torch.export.export(
+        _EagerPair(ops["rms_norm"], pairs),
+        (rand(6, 24, seed=83), rand(24, seed=84), rand(10, 6, seed=85)),
+        dynamic_shapes={"x": {0: m}, "w": None, "p": {0: r, 1: c}},
+    )
+    code = str(ep.graph_module.code)
+    assert f"torch.ops.{NS}.rms_norm.default" in code
+    assert f"torch.ops.{NS}.pair_rows_export.default" in code
+    (out_node,) = [nd for nd in ep.graph.nodes if nd.op == "output"]
+    y, q = (nd.meta["val"] for nd in out_node.args[0])
+    x_in, _, p_in = (nd.meta["val"] for nd in ep.graph.nodes if nd.op == "placeholder")
+    assert str(y.shape[0]) == str(x_in.shape[0])
+    assert str(q.shape[0]) == f"({p_in.shape[0]}//2)"
+    assert str(q.shape[1]) == f"2*{p_in.shape[1]}"
+    x, w, p = rand(13, 24, seed=86), rand(24, seed=87), rand(9, 5, seed=88)
+    y, q = ep.module()(x, w, p)
+    np.testing.assert_allclose(y.double(), rms_norm_ref(x, w), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(q.double(), pair_rows_ref(p, 3.0), rtol=1e-6)

@@ -412,25 +412,28 @@ def _per_byte(buf):
     return 8 // bits if bits < 8 and buf.dtype != "bool" else 1
 
 
-def const_from_tensor(tensor, place):
+def const_from_tensor(tensor, place, symbolic=False):
     """A T.const's value from the tensor argument at `place` (`_find_dim`). A packed
     sub-byte parameter's tensor holds bytes: its last dimension holds `per_byte` elements
     a byte and its other strides count `per_byte` elements a byte (the kernel's runtime
     reads it so), so a (256, 256) uint8 tensor binds `T.Tensor((M, K), float4_e2m1fn)` as
-    M = 256, K = 512."""
+    M = 256, K = 512. With `symbolic`, a torch SymInt size or stride (FakeTensor tracing
+    under torch.compile or torch.export) stays symbolic instead of being specialized to
+    its traced value by int()."""
     _, dim, kind, per_byte = place
+    exact = (lambda v: v) if symbolic else int
     if kind == "shape":
-        value = int(tensor.shape[dim])
+        value = exact(tensor.shape[dim])
         return value * per_byte if dim == len(tensor.shape) - 1 else value
-    value = _element_stride(tensor, dim)
+    value = _element_stride(tensor, dim, exact)
     return value * per_byte if dim != len(tensor.shape) - 1 else value
 
 
-def _element_stride(tensor, dim):
+def _element_stride(tensor, dim, exact=int):
     """Stride of `dim` in elements (numpy counts bytes, torch counts elements)."""
     stride = (
         tensor.stride(dim) if callable(getattr(tensor, "stride", None)) else tensor.strides[dim]
     )
     if hasattr(tensor, "itemsize") and not callable(getattr(tensor, "stride", None)):
         stride //= tensor.itemsize
-    return int(stride)
+    return exact(stride)
