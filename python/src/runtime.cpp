@@ -104,6 +104,13 @@ void bind_runtime(nb::module_& m) {
              const Param& p = k.signature().params.at(i);
              return p.is_tensor() ? p.buffer->shape : std::vector<Expr>{};
            })
+      // Whether a tensor parameter declares its strides (T.StridedTensor), so that its
+      // rows need not lie back to back.
+      .def("param_declares_strides",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             return p.is_tensor() && !p.buffer->strides.empty();
+           })
       .def("param_var",
            [](const Kernel& k, size_t i) -> std::optional<Var> {
              const Param& p = k.signature().params.at(i);

@@ -93,10 +93,23 @@ class _Param:
     """One parameter of the operator: a tensor (its dtype, shape expressions and whether
     the kernel writes it) or a scalar (its dtype and Var)."""
 
-    __slots__ = ("config", "default", "dtype", "is_tensor", "name", "shape", "var", "written")
+    __slots__ = (
+        "config",
+        "default",
+        "dtype",
+        "is_tensor",
+        "name",
+        "shape",
+        "strided",
+        "var",
+        "written",
+    )
 
-    def __init__(self, name, dtype, is_tensor, shape=(), var=None, written=False, config=False):
+    def __init__(
+        self, name, dtype, is_tensor, shape=(), var=None, written=False, config=False, strided=False
+    ):
         self.name, self.dtype, self.is_tensor = name, str(dtype), is_tensor
+        self.strided = strided  # declares its strides (T.StridedTensor)
         self.shape, self.var, self.written = list(shape), var, written
         # A config value of an eager function selects a specialization: torch.compile
         # must see it as a constant ("int"), not as a size it may make symbolic. Its
@@ -168,6 +181,30 @@ def _logical_sizes(p, sizes):
             return sizes
     sizes[-1] = last * per_byte
     return sizes
+
+
+def _check_packed_rows(p, sizes, what, verb):
+    """A packed sub-byte tensor of more than one row of an odd number of elements is
+    refused, as the kernel call refuses it: its bytes pack each row to whole bytes, but
+    the kernel reads its rows back to back. Checked where the sizes are known (not on
+    symbolic ones, which the kernel call checks)."""
+    per_byte = p.per_byte
+    if not per_byte or p.strided or len(sizes) < 2:
+        return
+    if not all(isinstance(s, int) for s in sizes):
+        return
+    last, rows = sizes[-1], 1
+    for s in sizes[:-1]:
+        rows *= s
+    if last % per_byte == 0 or rows <= 1:
+        return
+    nbytes = (last + per_byte - 1) // per_byte
+    raise ValueError(
+        f"{what} {verb} {p.dtype} rows of {last} elements, shape {tuple(sizes)}: a tensor of "
+        f"bytes packs each row to whole bytes ({nbytes} bytes, room for {nbytes * per_byte} "
+        f"elements), but the kernel reads its rows {last} elements apart; a packed {p.dtype} "
+        f"tensor of more than one row needs a last dimension that is a multiple of {per_byte}"
+    )
 
 
 def _storage_shape(dtype, shape):
@@ -436,6 +473,7 @@ class _KernelOp(_OpSchema):
                     shape=native.param_shape_exprs(i) if is_tensor else (),
                     var=None if is_tensor else native.param_var(i),
                     written=bool(native.param_is_written(i)),
+                    strided=bool(native.param_declares_strides(i)),
                 )
             )
         if kernel.execution_backend == "torch":
@@ -450,7 +488,7 @@ class _KernelOp(_OpSchema):
         self._check_outputs_computable()
 
     def _bindings(self, args):
-        bound = {}
+        bound, deferred = {}, []
         for p, value in zip(self.inputs, args):
             if not p.is_tensor:
                 bound[hash(p.var)] = value
@@ -470,8 +508,29 @@ class _KernelOp(_OpSchema):
                     f"argument '{p.name}' of operator {self.name} (kernel '{self.kernel_name}') "
                     f"has {value.dim()} dimensions, expected {len(p.shape)}"
                 )
-            for d, (expr, size) in enumerate(zip(p.shape, _logical_sizes(p, value.shape))):
-                _bind_dim(expr, size, bound, self._where(p, d))
+            sizes = _logical_sizes(p, value.shape)
+            _check_packed_rows(p, sizes, f"argument '{p.name}' of operator {self.name}", "holds")
+            for d, (expr, size) in enumerate(zip(p.shape, sizes)):
+                if p.per_byte and d == len(sizes) - 1 and expr.kind == "Var":
+                    deferred.append((p, d, expr, value.shape[d]))
+                else:
+                    _bind_dim(expr, size, bound, self._where(p, d))
+        # A packed last dimension of a T.dynamic size another argument gives holds it in
+        # whole bytes (an odd n in (n + 1) // 2, as outputs are allocated), as the
+        # runtime reads it; otherwise it binds the size to all the elements its bytes hold.
+        for p, d, expr, nbytes in deferred:
+            per_byte, key = p.per_byte, hash(expr)
+            if key not in bound:
+                bound[key] = nbytes * per_byte
+                continue
+            given, where = bound[key], self._where(p, d)
+            torch._check(
+                (given + per_byte - 1) // per_byte == nbytes,
+                lambda w=where, b=nbytes, e=expr, g=given, t=p.dtype, k=per_byte: (
+                    f"{w} holds {b} bytes, but {e} is {g} elsewhere, which {t} packs in "
+                    f"{(g + k - 1) // k} bytes"
+                ),
+            )
         # A size that appears only inside dimensions (`X: (m * 2,)`) is solved from one
         # affine in it; then every such dimension is checked, as the runtime does.
         pending = [
@@ -506,9 +565,12 @@ class _KernelOp(_OpSchema):
 
     def fake_outputs(self, args):
         bound = self._bindings(args)
-        shapes = [
-            _storage_shape(p.dtype, [_evaluate(e, bound) for e in p.shape]) for p in self.outputs
-        ]
+        shapes = []
+        for p in self.outputs:
+            sizes = [_evaluate(e, bound) for e in p.shape]
+            what = f"output '{p.name}' of operator {self.name}"
+            _check_packed_rows(p, sizes, what, "would hold")
+            shapes.append(_storage_shape(p.dtype, sizes))
         return shapes, [p.torch_dtype for p in self.outputs]
 
     def _check_outputs_computable(self):
@@ -634,9 +696,9 @@ class _EagerOp(_OpSchema):
         shapes, dtypes = [], []
         for p in self.outputs:
             buf = declared[p.name]
-            shapes.append(
-                _storage_shape(buf.dtype, [_evaluate(e, values) for e in buf.handle.shape])
-            )
+            sizes = [_evaluate(e, values) for e in buf.handle.shape]
+            _check_packed_rows(p, sizes, f"output '{p.name}' of operator {self.name}", "would hold")
+            shapes.append(_storage_shape(buf.dtype, sizes))
             dtypes.append(DType(buf.dtype).as_torch())
         return shapes, dtypes
 

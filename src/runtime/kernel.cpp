@@ -665,6 +665,7 @@ std::vector<std::optional<std::vector<int64_t>>> shapes_of_missing(const KernelS
       shape.push_back(*v);
     }
     // A packed sub-byte output is allocated as the bytes that hold it.
+    if (p.buffer->dtype.is_sub_byte()) check_packed_rows(sig, i, shape.data(), int(shape.size()), /*output=*/true);
     out[i] = p.buffer->dtype.is_sub_byte() ? packed_storage_shape(p.buffer->dtype, std::move(shape)) : std::move(shape);
   }
   return out;

@@ -388,8 +388,14 @@ def test_odd_last_dim_takes_rounded_up_bytes():
                 B[i, j] = T.cast(A[i, j], T.float32)
 
     kernel = tilelang.compile(main, target="cpu")
-    with pytest.raises(tilelang.TileLangError, match=r"has stride 6 in dimension 0, expected 5"):
+    with pytest.raises(tilelang.TileLangError) as err:
         kernel(np.zeros((2, 3), np.uint8), np.zeros((2, 5), np.float32))
+    assert str(err.value) == (
+        "argument 'A' (parameter 0 of kernel 'main') holds float4_e2m1fn rows of 5 elements, shape (2, 5): a "
+        "tensor of bytes packs each row to whole bytes (3 bytes, room for 6 elements), but the kernel reads its "
+        "rows 5 elements apart; a packed float4_e2m1fn tensor of more than one row needs a last dimension that "
+        "is a multiple of 2"
+    )
     with pytest.raises(tilelang.TileLangError, match=r"has shape \(2, 4\), expected \(2, 5\)"):
         kernel(np.zeros((2, 2), np.uint8), np.zeros((2, 5), np.float32))
 
@@ -559,3 +565,72 @@ def test_unpacked_fp4_is_a_dtype_kernels_refuse():
                 A_shared = T.alloc_shared((32, 64), T.float4_e2m1_unpacked)
                 mbar = T.alloc_barrier(128)
                 T.tma_copy(A[0:32, 0:64], A_shared, barrier=mbar)
+
+
+def int4_codes(x):
+    """int8 values wrapped to int4, as their nibbles."""
+    return ((np.asarray(x, np.int64) + 8) % 16 - 8) & 15
+
+
+@pytest.fixture(scope="module")
+def odd_int4():
+    """quant: float32 X (n,) -> int4 Q (n,), allocated by the call; dequant: int4 A (n,)
+    and float32 S (n,) -> A * S; rows: float32 X (m, 5) -> int4 Q (m, 5)."""
+    n, m = T.dynamic("n m")
+
+    @T.prim_func
+    def quant(X: T.Tensor((n,), T.float32), Q: T.Tensor((n,), T.int4)):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                Q[i] = T.cast(T.cast(X[i], T.int32), T.int4)
+
+    @T.prim_func
+    def dequant(
+        S: T.Tensor((n,), T.float32), A: T.Tensor((n,), T.int4), B: T.Tensor((n,), T.float32)
+    ):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                B[i] = T.cast(A[i], T.float32) * S[i]
+
+    @T.prim_func
+    def rows(X: T.Tensor((m, 5), T.float32), Q: T.Tensor((m, 5), T.int4)):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(m, 5):
+                Q[i, j] = T.cast(T.cast(X[i, j], T.int32), T.int4)
+
+    return [tilelang.compile(f, out_idx=[-1], target="cpu") for f in (quant, dequant, rows)]
+
+
+@pytest.mark.parametrize("n", [5, 7, 8])
+def test_dynamic_odd_last_dim_takes_the_bytes_it_was_allocated(odd_int4, n):
+    # An odd T.dynamic size n that another argument gives is held in (n + 1) // 2 bytes,
+    # as the call allocates its outputs; such a tensor is also taken as an input.
+    quant, dequant, _ = odd_int4
+    x = rng.integers(-8, 8, n).astype(np.float32)
+    q = quant(torch.from_numpy(x))
+    assert q.dtype == torch.int8 and tuple(q.shape) == ((n + 1) // 2,)
+    np.testing.assert_array_equal(unpack(q.numpy().view(np.uint8), n), int4_codes(x))
+    s = rng.standard_normal(n).astype(np.float32)
+    b = dequant(torch.from_numpy(s), q)
+    np.testing.assert_allclose(b.numpy(), x.astype(np.float64) * s.astype(np.float64), rtol=1e-6)
+    # Bytes that hold fewer elements than the other argument gives are refused.
+    with pytest.raises(
+        tilelang.TileLangError, match=r"argument 'A' \(parameter 1 of kernel 'dequant'\) has shape"
+    ):
+        dequant(torch.from_numpy(s), q[: (n - 1) // 2])
+
+
+def test_constant_odd_last_dim_of_several_rows_is_refused_before_allocating(odd_int4):
+    _, _, rows = odd_int4
+    one = rng.integers(-8, 8, (1, 5)).astype(np.float32)
+    q = rows(torch.from_numpy(one))  # one row: 3 bytes hold its 5 elements
+    assert tuple(q.shape) == (1, 3)
+    np.testing.assert_array_equal(unpack(q.numpy().view(np.uint8), 5), int4_codes(one[0]))
+    x = rng.integers(-8, 8, (3, 5)).astype(np.float32)
+    with pytest.raises(tilelang.TileLangError) as err:
+        rows(torch.from_numpy(x))
+    assert str(err.value) == (
+        "output 'Q' (parameter 1 of kernel 'rows') would hold int4 rows of 5 elements, shape (3, 5): a tensor "
+        "of bytes packs each row to whole bytes (3 bytes, room for 6 elements), but the kernel reads its rows 5 "
+        "elements apart; a packed int4 tensor of more than one row needs a last dimension that is a multiple of 2"
+    )
