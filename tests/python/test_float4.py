@@ -634,3 +634,23 @@ def test_constant_odd_last_dim_of_several_rows_is_refused_before_allocating(odd_
         "of bytes packs each row to whole bytes (3 bytes, room for 6 elements), but the kernel reads its rows 5 "
         "elements apart; a packed int4 tensor of more than one row needs a last dimension that is a multiple of 2"
     )
+
+
+def test_odd_rows_with_a_declared_row_stride_take_whole_byte_rows():
+    # T.StridedTensor((m, 5), (6, 1)): rows 6 elements (3 bytes) apart, as torch packs
+    # them, so a (3, 3) byte tensor holds its 3 rows of 5 elements.
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def rows(X: T.Tensor((m, 5), T.float32), Q: T.StridedTensor((m, 5), (6, 1), T.int4)):
+        with T.Kernel(1, threads=1):
+            for i, j in T.grid(m, 5):
+                Q[i, j] = T.cast(T.cast(X[i, j], T.int32), T.int4)
+
+    x = rng.integers(-8, 8, (3, 5)).astype(np.float32)
+    spare = rng.integers(0, 256, (3, 3)).astype(np.uint8)
+    q = torch.from_numpy(spare.copy())
+    tilelang.compile(rows, target="cpu")(torch.from_numpy(x), q)
+    got = np.stack([unpack(row, 6) for row in q.numpy()])
+    np.testing.assert_array_equal(got[:, :5], int4_codes(x))
+    np.testing.assert_array_equal(got[:, 5], spare[:, 2] >> 4)  # each row's spare nibble kept
