@@ -1,7 +1,9 @@
 """`python -m tilelang doctor`: what this installation can do here;
 `python -m tilelang cache stats|clear|prune [--max-size 1G] [--dir DIR]`: inspect and
-clean the disk kernel cache; `python -m tilelang --include-dir` (`--device-dir`): the
-folder generated CUDA source includes from (the device header folder);
+clean the disk kernel cache; `python -m tilelang autotune export|import FILE [--dir DIR]`:
+write the autotuner's results to one file, or add a file's results to the result cache;
+`python -m tilelang --include-dir` (`--device-dir`): the folder generated CUDA source
+includes from (the device header folder);
 `python -m tilelang --cmake-dir` (`--cpp-include-dir`, `--lib-dir`): where the installed
 package carries the C++ package (its CMake config package; the folder of its C++ headers,
 the one -I a program needs; its libraries), for a C++ project that builds against a pip
@@ -72,6 +74,17 @@ def main(argv=None):
         "--dir", default=None, help="cache directory (default: TILELANG_CACHE_DIR)"
     )
     cache_cmd.add_argument("--max-size", default=None, help="for prune: size to shrink to, e.g. 1G")
+    tune_cmd = commands.add_parser(
+        "autotune", help="export the autotuner's results to a file, or import such a file"
+    )
+    tune_cmd.add_argument("action", choices=("export", "import"))
+    tune_cmd.add_argument("file", help="the results file to write (export) or read (import)")
+    tune_cmd.add_argument(
+        "--dir",
+        default=None,
+        help="result directory (default: the local result cache, $TILELANG_CACHE_DIR/autotuner; "
+        "a shared result directory may be named)",
+    )
     args = parser.parse_args(argv)
 
     if args.cmake_dir or args.cpp_include_dir or args.lib_dir:
@@ -98,12 +111,35 @@ def main(argv=None):
         from tilelang import doctor
 
         return doctor.main()
+    if args.command == "autotune":
+        return _autotune(args)
     if args.command != "cache":
         parser.error(
-            "give a command (doctor, cache) or --include-dir, --cmake-dir, --cpp-include-dir, "
+            "give a command (doctor, cache, autotune) or --include-dir, --cmake-dir, --cpp-include-dir, "
             "--lib-dir"
         )
     return _cache(parser, args)
+
+
+def _autotune(args):
+    from tilelang.autotuner import result_store
+
+    directory = args.dir or result_store.default_dir()
+    if args.action == "export":
+        count = result_store.export_results(args.file, directory)
+        print(f"exported {count} tuning result(s) from {directory} to {args.file}")
+        return 0
+    try:
+        added, replaced, kept = result_store.import_results(args.file, directory)
+    except (OSError, ValueError) as e:
+        sys.stderr.write(f"python -m tilelang autotune import: {e}\n")
+        return 1
+    print(
+        f"imported {added + replaced} tuning result(s) into {directory}: {added} new, "
+        f"{replaced} replacing older ones; kept {kept} local result(s) tuned at the same "
+        "time or later"
+    )
+    return 0
 
 
 def _cache(parser, args):

@@ -26,6 +26,7 @@ KINDS = {
     "test_autotune_explicit": "runtime",
     "test_autotune_compat": "runtime",
     "test_autotuner": "runtime",
+    "test_autotune_store": "runtime",
     "test_cache": "runtime",
     "test_carver": "runtime",
     "test_cast_options": "frontend lowering",

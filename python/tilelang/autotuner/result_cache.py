@@ -1,35 +1,109 @@
 """The autotuner's result cache: one JSON file per tuning problem under
 `<cache dir>/autotuner/<sha256>.json`. The key covers the kernel function's source, its
-non-config arguments, the configs, the target, the compile options and the compiler
-build. The first process to finish a tuning run publishes its result (a hard link of a
-complete temporary file, so readers never see half a file) and later finishers adopt it,
-so concurrent processes tuning the same kernel all end with the same config."""
+non-config arguments, the configs, the target, the compile options, the compiler (the
+tilelang version and the native core's content) and the driver (the CUDA driver, NVRTC
+and GPU name; on the CPU target and the emulators, the host C++ compiler and the CPU
+model), none of them paths, so equal installations on other machines compute equal keys
+and can share results (result_store). The first process to finish a tuning run
+publishes its result (a hard link of a complete temporary file, so readers never see
+half a file) and later finishers adopt it, so concurrent processes tuning the same
+kernel all end with the same config."""
 
 import contextlib
+import functools
 import hashlib
 import inspect
 import json
+import logging
 import os
+import platform
+import sys
 import tempfile
 
 from tilelang import _native
-from tilelang.env import cache_dir, env_flag
+from tilelang.env import cache_dir, env_flag, is_emulation_enabled
 
 FORMAT = 1
+logger = logging.getLogger("tilelang")
 
 
 def enabled():
     return not env_flag("TILELANG_AUTO_TUNING_DISABLE_CACHE")
 
 
-def _compiler_build():
+@functools.cache
+def _core_digest(path, size, mtime_ns):
+    del size, mtime_ns  # part of the memo's key only
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def compiler_identity():
+    """The tilelang version, the core's version and the SHA-256 of the native core: equal
+    on every machine with the same build, whatever its install path."""
+    import tilelang
+
     C = _native.load()
     path = getattr(C, "__file__", "") or ""
     try:
         st = os.stat(path)
-        return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+        digest = _core_digest(path, st.st_size, st.st_mtime_ns)
     except OSError:
-        return path
+        digest = "unreadable core"
+    return f"tilelang {tilelang.__version__}, core {C.core_version()}, {digest}"
+
+
+@functools.cache
+def _host_identity():
+    """The host C++ compiler (version, flags, its hash; not its path) and the CPU model."""
+    try:
+        parts = _native.load().host_compiler_id().split(" | ")
+        compiler = " | ".join(parts[1:]) or parts[0]
+    except (RuntimeError, ValueError) as exc:
+        compiler = f"none ({first_line_of(exc)})"
+    model = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"host compiler {compiler}; cpu {model}"
+
+
+def first_line_of(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@functools.cache
+def _cuda_identity():
+    C = _native.load()
+    gpu = None
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            if torch.cuda.is_available():
+                gpu = torch.cuda.get_device_name(torch.cuda.current_device())
+    if gpu is None:
+        gpu = C.present_gpu_arch() or "none"
+    return f"CUDA driver {C.cuda_driver_version()}, NVRTC {C.nvrtc_version()}, GPU {gpu}"
+
+
+def driver_identity(target):
+    """What runs the kernels of `target` here: the CUDA driver, NVRTC and GPU name for a
+    CUDA GPU; the host compiler and CPU model for the CPU target and the emulators."""
+    text = str(target)
+    emulated = "-emulate" in text or (text.startswith("cuda") and is_emulation_enabled())
+    if text.startswith("cuda") and not emulated:
+        return _cuda_identity()
+    if text.startswith("metal") and not emulated:
+        return f"metal {platform.mac_ver()[0]} {platform.machine()}"
+    if text.startswith(("hip", "rocm")):
+        return f"hip {platform.machine()}"
+    return _host_identity()
 
 
 def describe(value):
@@ -70,45 +144,101 @@ def make_key(fn, kind, arguments, configs, target, options, profile=None):
         "target": target,
         "options": {k: describe(v) for k, v in sorted(options.items()) if k != "verbose"},
         "tilelang": tilelang.__version__,
-        "compiler": _compiler_build(),
+        "compiler": compiler_identity(),
+        "driver": driver_identity(target),
     }
     text = json.dumps(material, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def results_dir():
+    return os.path.join(cache_dir(), "autotuner")
+
+
 def path_for(key):
-    return os.path.join(cache_dir(), "autotuner", f"{key}.json")
+    return os.path.join(results_dir(), f"{key}.json")
+
+
+def valid_entry(entry):
+    """True for a complete result entry (what a run publishes), whatever its configs."""
+    latency = entry.get("latency") if isinstance(entry, dict) else None
+    return (
+        isinstance(entry, dict)
+        and entry.get("format") == FORMAT
+        and isinstance(entry.get("index"), int)
+        and isinstance(entry.get("config"), str)
+        and isinstance(latency, (int, float))
+        and not isinstance(latency, bool)
+    )
+
+
+def read_json(path, what="result"):
+    """The JSON of `path`, None when it is missing; a file that is not whole JSON (a
+    half-copied or damaged entry) is ignored with a warning."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        logger.warning("autotune: ignoring the damaged %s file %s (%s)", what, path, exc)
+        return None
 
 
 def load(path, configs):
-    """The cached entry if it is complete and names one of `configs`, else None."""
-    try:
-        with open(path) as f:
-            entry = json.load(f)
-    except (OSError, ValueError):
+    """The cached entry if it is complete and names one of `configs`, else None (a
+    damaged one with a warning)."""
+    entry = read_json(path)
+    if entry is None:
         return None
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
+    if not valid_entry(entry):
+        logger.warning("autotune: ignoring the incomplete result file %s", path)
         return None
-    index = entry.get("index")
-    if not isinstance(index, int) or not 0 <= index < len(configs):
-        return None
-    if entry.get("config") != describe(configs[index]):
-        return None
-    if not isinstance(entry.get("latency"), (int, float)):
+    index = entry["index"]
+    if not 0 <= index < len(configs) or entry["config"] != describe(configs[index]):
+        logger.warning(
+            "autotune: ignoring the result file %s: its config %s is not among this run's",
+            path,
+            entry["config"],
+        )
         return None
     return entry
 
 
-def store(path, entry, configs):
+def write_atomic(path, data, shared=False):
+    """Writes `data` as JSON to a temporary file beside `path` and renames it over
+    `path`: a reader sees the old file or the whole new one, never a torn one (also on
+    a network file system). `shared`: readable by others (0644), else private."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o777 if shared else 0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        if shared:
+            os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def store(path, entry, configs, shared=False):
     """Publishes `entry` unless another process already did; returns the entry in force
-    (ours or the earlier one). Failures to write only cost the caching."""
+    (ours or the earlier one). Failures to write only cost the caching. `shared`: the
+    directory is a shared result directory (files readable by others)."""
     directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)  # private whatever the umask
+        os.makedirs(directory, mode=0o777 if shared else 0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     except OSError:
         return entry
     try:
+        if shared:
+            os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w") as f:
             json.dump(entry, f, indent=1, sort_keys=True)
             f.flush()

@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import socket
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -27,7 +28,7 @@ from tilelang.jit.kernel import prepare_host_compiler
 from tilelang.progress import Progress
 from tilelang.utils.target import determine_target
 
-from . import _worker, compile_pool, result_cache
+from . import _worker, compile_pool, result_cache, result_store
 from ._worker import TensorStandIn, first_line
 from .capture import get_autotune_inputs
 
@@ -202,8 +203,16 @@ class AutoTuner:
     `configs` (a list of dicts of keyword arguments, or a callable taking the non-config
     arguments and returning that list); `run` takes the non-config arguments."""
 
-    def __init__(self, fn: Callable[..., Any], configs: Any, do_not_specialize: Any = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        configs: Any,
+        do_not_specialize: Any = None,
+        result_dir: Any = None,
+    ) -> None:
         self.fn, self.kind, self._jit_options = unwrap_function(fn)
+        # A shared result directory (result_store); None: TILELANG_AUTOTUNE_RESULT_DIR.
+        self.result_dir = result_dir
         self.name = self.fn.__name__
         self.signature = inspect.signature(self.fn)
         if configs is None:
@@ -509,8 +518,9 @@ class AutoTuner:
             return None
         return recipe
 
-    def _compile_configs(self, args, rest, configs, options, timeout, on_done):
-        """Compiles all configs in worker processes (or here when that is impossible)."""
+    def _compile_configs(self, args, rest, configs, options, timeout, on_done, indices=None):
+        """Compiles the configs (those at `indices`, default all) in worker processes (or
+        here when that is impossible)."""
         # The host compiler's prelude entry is built once, here, before the compiles
         # are timed: its first build (1.6 s for the cpu target's precompiled header,
         # 7 s for the emulators' runtime) would count against a config's limit.
@@ -527,7 +537,9 @@ class AutoTuner:
             wrest = {k: _stand_in(v) for k, v in rest.items()}
         else:
             wargs, wrest = list(args), dict(rest)
-        tasks = [(i, wargs, wrest, c) for i, c in enumerate(configs)]
+        tasks = [
+            (i, wargs, wrest, c) for i, c in enumerate(configs) if indices is None or i in indices
+        ]
         done = set()
 
         def record(index, outcome):
@@ -678,8 +690,16 @@ class AutoTuner:
             backend=prof["backend"],
         )
 
-    def _tune(self, jit, args, rest, configs, prof, options):
-        name, n = self.name, len(configs)
+    def _tune(
+        self, jit, args, rest, configs, prof, options, indices=None, best_known=None, partial=False
+    ):
+        """Compiles, checks and times the configs (those at `indices`, default all), a
+        config far slower than the best so far (or `best_known` ms, measured elsewhere)
+        stopped early. Returns (best or None, ref_latency, failures, timings, outcomes):
+        best (latency, index, kernel, runner); outcomes {index: ("ok" | "early", ms) or
+        ("failed", reason)}. Raises AutoTuneError when none ran, unless `partial`."""
+        name = self.name
+        n = len(configs) if indices is None else len(indices)
         failures = {}
         compiled = []
         errors = []  # configs whose compile raised (not timed out, not crashed)
@@ -706,7 +726,7 @@ class AutoTuner:
                 bar.step("failed")
 
         try:
-            self._compile_configs(args, rest, configs, options, prof["timeout"], on_done)
+            self._compile_configs(args, rest, configs, options, prof["timeout"], on_done, indices)
         finally:
             bar.close()
         counts = bar.counts
@@ -719,10 +739,10 @@ class AutoTuner:
             counts.get("timed out", 0),
             time.monotonic() - start,
         )
-        if n == 1 and errors == [0]:
+        if n == 1 and errors and not partial:
             # Nothing to choose from: the config's own error, raised here at the kernel's
             # line with its traceback, says more than the summary below.
-            self._build(jit, args, rest, configs[0])
+            self._build(jit, args, rest, configs[errors[0]])
 
         start = time.monotonic()
         # One step per timing round of each config; a config out of the race (wrong,
@@ -736,7 +756,8 @@ class AutoTuner:
         ref_latency = None
 
         def fastest():
-            return min((e.latency for e in timed), default=None)
+            known = [e.latency for e in timed] + ([best_known] if best_known is not None else [])
+            return min(known, default=None)
 
         def show_best():
             best = min(timed, key=lambda e: e.latency, default=None)
@@ -820,10 +841,91 @@ class AutoTuner:
             counts.get("stopped early", 0),
             time.monotonic() - start,
         )
-        if best is None:
+        if best is None and not partial:
             lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
             raise AutoTuneError(f"autotune of '{name}': all {n} config(s) failed:\n{lines}")
-        return (best.latency, best.index, best.kernel, best.runner), ref_latency, failures, timings
+        outcomes = {}
+        for index in range(len(configs)) if indices is None else indices:
+            text = result_cache.describe(configs[index])
+            if text in failures:
+                outcomes[index] = ("failed", failures[text])
+            elif any(e.index == index for e in timed):
+                outcomes[index] = ("ok", timings[text])
+            elif text in timings:
+                outcomes[index] = ("early", timings[text])
+        chosen = None if best is None else (best.latency, best.index, best.kernel, best.runner)
+        return chosen, ref_latency, failures, timings, outcomes
+
+    def _tune_shared(self, jit, args, rest, configs, prof, options, run):
+        """_tune with the configs' measurements shared through a result directory
+        (result_store.SharedRun `run`): this tuner claims and measures configs no one has
+        measured or is measuring, a batch at a time, waits for those others measure and
+        reuses their outcomes; the pick is over all outcomes, so every tuner of the
+        directory picks the same config."""
+        name = self.name
+        mine = None  # (latency, index, kernel, runner) of the best config measured here
+        ref_latency = None
+        announced = False
+        try:
+            while True:
+                outcomes = run.outcomes()
+                missing = [i for i in range(len(configs)) if i not in outcomes]
+                if not missing:
+                    break
+                batch = run.claim(missing, compile_pool.worker_count(len(missing)))
+                if not batch:
+                    if not announced:
+                        logger.info(
+                            "autotune '%s': waiting for %d config(s) measured by other tuners "
+                            "of %s",
+                            name,
+                            len(missing),
+                            run.directory,
+                        )
+                        announced = True
+                    run.wait()
+                    continue
+                known = [r["latency"] for r in outcomes.values() if r["status"] == "ok"]
+                try:
+                    best, ref_ms, _, _, measured = self._tune(
+                        jit,
+                        args,
+                        rest,
+                        configs,
+                        prof,
+                        options,
+                        indices=batch,
+                        best_known=min(known, default=None),
+                        partial=True,
+                    )
+                    for index in batch:
+                        status, value = measured.get(index, ("failed", "not measured"))
+                        run.publish_outcome(index, status, value)
+                finally:
+                    run.release(batch)
+                ref_latency = ref_latency if ref_ms is None else ref_ms
+                if best is not None and (mine is None or best[0] < mine[0]):
+                    mine = best
+        finally:
+            run.close()
+        failures, timings = {}, {}
+        for index, record in sorted(outcomes.items()):
+            text = result_cache.describe(configs[index])
+            if record["status"] == "failed":
+                failures[text] = record.get("reason", "failed")
+            else:
+                timings[text] = record["latency"]
+        ok = [(r["latency"], i) for i, r in outcomes.items() if r["status"] == "ok"]
+        if not ok:
+            lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
+            raise AutoTuneError(
+                f"autotune of '{name}': all {len(configs)} config(s) failed:\n{lines}"
+            )
+        latency, index = min(ok)
+        kernel = runner = None
+        if mine is not None and mine[1] == index:
+            kernel, runner = mine[2], mine[3]
+        return (latency, index, kernel, runner), ref_latency, failures, timings
 
     # ---- the entry point
     def run(
@@ -875,6 +977,8 @@ class AutoTuner:
         key = self._result_key(arguments, configs, target, options, profile_key)
         use_cache = result_cache.enabled() and key is not None
         path = result_cache.path_for(key) if use_cache else None
+        shared = result_store.shared_dir(self.result_dir) if use_cache else None
+        shared_run = result_store.SharedRun(shared, key, configs) if shared else None
 
         kernel = runner = None
         decision = self._decisions.get(key) if key is not None else None
@@ -890,10 +994,28 @@ class AutoTuner:
                     decision["latency"],
                     path,
                 )
+        if decision is None and shared_run is not None:
+            decision = result_cache.load(shared_run.final_path, configs)
+            from_cache = decision is not None
+            if decision is not None:
+                logger.info(
+                    "autotune '%s': config %s (%.4g ms) from the shared result directory %s; "
+                    "no benchmarking",
+                    self.name,
+                    decision["config"],
+                    decision["latency"],
+                    shared_run.final_path,
+                )
+                result_cache.store(path, decision, configs)
         if decision is None:
-            (latency, index, kernel, runner), ref_latency, failures, timings = self._tune(
-                jit, args, rest, configs, prof, options
-            )
+            if shared_run is not None:
+                (latency, index, kernel, runner), ref_latency, failures, timings = (
+                    self._tune_shared(jit, args, rest, configs, prof, options, shared_run)
+                )
+            else:
+                (latency, index, kernel, runner), ref_latency, failures, timings, _ = self._tune(
+                    jit, args, rest, configs, prof, options
+                )
             decision = {
                 "format": result_cache.FORMAT,
                 "function": self.name,
@@ -905,6 +1027,8 @@ class AutoTuner:
                 "configs": len(configs),
                 "failures": failures,
                 "timings": timings,
+                "tuned_at": time.time(),
+                "host": socket.gethostname(),
             }
             logger.info(
                 "autotune '%s': best config %s: %.4g ms%s",
@@ -913,6 +1037,8 @@ class AutoTuner:
                 latency,
                 "" if ref_latency is None else f" (ref_prog {ref_latency:.4g} ms)",
             )
+            if shared_run is not None:
+                decision = result_cache.store(shared_run.final_path, decision, configs, shared=True)
             if use_cache:
                 published = result_cache.store(path, decision, configs)
                 if published["index"] != index:
@@ -1204,9 +1330,13 @@ def autotune(
     do_not_specialize: Any = None,
     early_stop: Any = None,
     early_stop_factor: Any = 2.0,
+    result_dir: Any = None,
 ) -> Any:
     """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner).
-    early_stop / early_stop_factor as in AutoTuner.run (None: the default ratio)."""
+    early_stop / early_stop_factor as in AutoTuner.run (None: the default ratio).
+    result_dir: a tuning result directory shared with other tuners, other machines too
+    (default: TILELANG_AUTOTUNE_RESULT_DIR, if set): each config is measured by one of
+    them and all pick the same config (result_store)."""
     profile = {
         "warmup": warmup,
         "rep": rep,
@@ -1225,7 +1355,7 @@ def autotune(
         profile["early_stop_ratio"] = _early_stop_ratio(early_stop, early_stop_factor)
 
     def decorate(fn):
-        tuner = AutoTuner(fn, configs, do_not_specialize=do_not_specialize)
+        tuner = AutoTuner(fn, configs, do_not_specialize=do_not_specialize, result_dir=result_dir)
         tuner.set_profile_args(**profile)
         return AutoTuneFunction(fn, tuner)
 
