@@ -286,3 +286,27 @@ def test_export_import_round_trip_keeps_a_newer_local_result(
     assert cli.main(["autotune", "import", str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"{bad} is not an exported tuning result file" in err
+
+
+def test_a_claim_taken_over_meanwhile_by_another_tuner_is_left_to_it(tmp_path, monkeypatch):
+    from tilelang.autotuner import result_store
+
+    run = result_store.SharedRun(str(tmp_path), "k", CONFIGS)
+    os.makedirs(run.sub)
+    claim = os.path.join(run.sub, "0.claim")
+    with open(claim, "w") as f:
+        json.dump({"host": "gone-host", "pid": 7, "time": 0}, f)
+    old = time.time() - 10 * run.timeout
+    os.utime(claim, (old, old))
+    seen = run._stale(claim)
+    assert seen[0] and "gone-host pid 7" in seen[1]
+    # between this tuner's look and its rename, another tuner took the claim over
+    live = json.dumps({"host": "other-taker", "pid": 8, "time": time.time()})
+    with open(claim, "w") as f:
+        f.write(live)
+    monkeypatch.setattr(run, "_stale", lambda path: seen)
+    assert run.claim([0], limit=1) == []
+    with open(claim) as f:
+        assert f.read() == live  # the live claim is back in place
+    assert sorted(os.listdir(run.sub)) == ["0.claim"]
+    run.close()

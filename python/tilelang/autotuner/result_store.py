@@ -160,36 +160,51 @@ class SharedRun:
         return True
 
     def _stale(self, path):
-        """(stale, why) of an existing claim file."""
+        """(stale, why, the claim file's bytes) of an existing claim file."""
         try:
             age = time.time() - os.stat(path).st_mtime
+            with open(path, "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
-            return False, None
+            return False, None, None
         claim = None
-        with contextlib.suppress(OSError, ValueError), open(path) as f:
-            claim = json.load(f)
+        with contextlib.suppress(ValueError):
+            claim = json.loads(raw)
         if isinstance(claim, dict) and claim.get("host") == self.host:
             pid = claim.get("pid")
             if isinstance(pid, int) and pid != self.pid and not _pid_alive(pid):
-                return True, f"its claimant, process {pid} of this host, has exited"
+                return True, f"its claimant, process {pid} of this host, has exited", raw
         if age > self.timeout:
             who = (
                 f"{claim.get('host')} pid {claim.get('pid')}"
                 if isinstance(claim, dict)
                 else "an unreadable claim"
             )
-            return True, f"its claim ({who}) was not refreshed for {age:.0f} s"
-        return False, None
+            return True, f"its claim ({who}) was not refreshed for {age:.0f} s", raw
+        return False, None, raw
 
     def _take_over(self, index):
         path = self._claim_path(index)
-        stale, why = self._stale(path)
+        stale, why, raw = self._stale(path)
         if not stale:
             return False
         aside = f"{path}.stale-{self.host}-{self.pid}"
         try:
             os.rename(path, aside)  # one taker wins the rename
         except OSError:
+            return False
+        try:
+            with open(aside, "rb") as f:
+                moved = f.read()
+        except OSError:
+            moved = raw
+        if moved != raw:
+            # Another taker replaced the stale claim with its own between our look and
+            # the rename: put that live claim back and leave the config to it.
+            with contextlib.suppress(OSError):
+                os.link(aside, path)
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
             return False
         with contextlib.suppress(OSError):
             os.unlink(aside)
