@@ -310,3 +310,31 @@ def test_a_claim_taken_over_meanwhile_by_another_tuner_is_left_to_it(tmp_path, m
         assert f.read() == live  # the live claim is back in place
     assert sorted(os.listdir(run.sub)) == ["0.claim"]
     run.close()
+
+
+def test_the_result_key_names_the_compiler_and_driver_not_paths(monkeypatch):
+    import hashlib
+
+    from tilelang import _native
+
+    C = _native.load()
+    with open(C.__file__, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    compiler = result_cache.compiler_identity()
+    assert digest in compiler and tilelang.__version__ in compiler
+    assert os.path.dirname(C.__file__) not in compiler  # equal installs share keys
+    host = result_cache.driver_identity("cpu")
+    version = C.host_compiler_id().split(" | ")[1]
+    assert host.startswith("host compiler ") and version in host and "; cpu " in host
+    monkeypatch.setattr(result_cache, "is_emulation_enabled", lambda: True)
+    assert result_cache.driver_identity("cuda -arch=sm_80") == host  # the emulator: the host
+    monkeypatch.setattr(result_cache, "is_emulation_enabled", lambda: False)
+    assert result_cache.driver_identity("cuda -arch=sm_80").startswith("CUDA driver ")
+
+    tuner = _tuner(None)
+    key = tuner.generate_cache_key(tuner.signature.parameters, {"n": N})
+    monkeypatch.setattr(result_cache, "driver_identity", lambda target: "CUDA driver 12.8, GPU X")
+    other_gpu = tuner.generate_cache_key(tuner.signature.parameters, {"n": N})
+    monkeypatch.setattr(result_cache, "compiler_identity", lambda: "tilelang 9.9, core 9.9, 0")
+    other_build = tuner.generate_cache_key(tuner.signature.parameters, {"n": N})
+    assert len({key, other_gpu, other_build}) == 3
