@@ -18,12 +18,15 @@ CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/s
 test: build lint docs cpp-test py-test upstream
 
 # Formatting is mechanical: unformatted code fails the test command (and CI). The type
-# check covers the package (pyproject.toml [tool.mypy]).
+# check covers the package (pyproject.toml [tool.mypy]). clang-tidy (.clang-tidy) checks
+# the core and the bindings against the build's compile_commands.json, once there is a
+# build; results are cached per file under $(BUILD)/clang-tidy-cache.
 lint:
 	clang-format --dry-run --Werror $(CXX_SOURCES)
 	$(PYTHON) -m ruff check python tests examples bench
 	$(PYTHON) -m ruff format --check python tests examples bench
 	$(PYTHON) -m mypy
+	$(PYTHON) tests/tools/clang_tidy.py $(BUILD) --jobs $(JOBS)
 
 # The user guide, design notes and API reference (mkdocs.yml) into build/docs, warnings
 # as errors (a broken link or anchor, a page left out, a docstring the generator cannot

@@ -82,7 +82,7 @@ void bind_builder(nb::module_& m) {
           "begin_kernel",
           [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads, const std::string& prelude,
              std::vector<int64_t> cluster) {
-            return b.begin_kernel(to_exprs(grid), std::move(threads), prelude, std::move(cluster));
+            return b.begin_kernel(to_exprs(grid), threads, prelude, std::move(cluster));
           },
           nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
       .def("resize_kernel",

@@ -84,7 +84,8 @@ std::optional<Expr> fold_float(BinaryOp op, const Expr& a, const Expr& b) {
       case BinaryOp::Min:  // the GPU's min: a NaN operand gives the other, -0 below +0
       case BinaryOp::Max: {
         bool is_min = op == BinaryOp::Min;
-        if (u != u || v != v) return u != u && v != v ? std::nullopt : std::optional<Expr>(u != u ? b : a);
+        if (std::isnan(u) || std::isnan(v))
+          return std::isnan(u) && std::isnan(v) ? std::nullopt : std::optional<Expr>(std::isnan(u) ? b : a);
         if (u == v) return std::signbit(u) == is_min ? a : b;
         return (u < v) == is_min ? a : b;
       }

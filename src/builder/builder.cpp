@@ -200,16 +200,15 @@ static void check_launch(const std::vector<Expr>& grid, const std::vector<int64_
 static const char* const kBlockNames[] = {"bx", "by", "bz"};
 static const char* const kThreadNames[] = {"tx", "ty", "tz"};
 
-KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude,
-                                         std::vector<int64_t> cluster) {
+KernelVars FunctionBuilder::begin_kernel(std::vector<Expr> grid, const std::vector<int64_t>& threads,
+                                         std::string prelude, std::vector<int64_t> cluster) {
   if (kernel_depth_ > 0) throw_user_error(span_, "T.Kernel blocks cannot be nested");
   check_launch(grid, threads, span_);
   cluster = check_cluster(std::move(cluster), grid, span_);
   Frame f{FrameKind::Kernel,  span_, {}, {}, {}, {}, {}, ForKind::Serial, {}, {}, grid, threads, std::move(prelude),
           std::move(cluster), {}};
-  for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.push_back(Var(kBlockNames[i], grid[i].dtype(), span_));
-  for (size_t i = 0; i < threads.size(); ++i)
-    f.kernel_vars.threads.push_back(Var(kThreadNames[i], dtype::Int32, span_));
+  for (size_t i = 0; i < grid.size(); ++i) f.kernel_vars.blocks.emplace_back(kBlockNames[i], grid[i].dtype(), span_);
+  for (size_t i = 0; i < threads.size(); ++i) f.kernel_vars.threads.emplace_back(kThreadNames[i], dtype::Int32, span_);
   KernelVars vars = f.kernel_vars;
   push(std::move(f));
   ++kernel_depth_;
@@ -223,10 +222,9 @@ KernelVars FunctionBuilder::resize_kernel(std::vector<Expr> grid, std::vector<in
   check_launch(grid, threads, span_);
   if (!kernel->cluster.empty()) kernel->cluster = check_cluster(kernel->cluster, grid, span_);
   KernelVars& v = kernel->kernel_vars;
-  for (size_t i = v.blocks.size(); i < grid.size(); ++i)
-    v.blocks.push_back(Var(kBlockNames[i], grid[i].dtype(), span_));
+  for (size_t i = v.blocks.size(); i < grid.size(); ++i) v.blocks.emplace_back(kBlockNames[i], grid[i].dtype(), span_);
   for (size_t i = v.threads.size(); i < threads.size(); ++i)
-    v.threads.push_back(Var(kThreadNames[i], dtype::Int32, span_));
+    v.threads.emplace_back(kThreadNames[i], dtype::Int32, span_);
   kernel->grid = std::move(grid);
   kernel->threads = std::move(threads);
   return v;
@@ -253,7 +251,8 @@ void FunctionBuilder::end_kernel() {
   emit(Stmt(std::move(n)));
 }
 
-Var FunctionBuilder::begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations) {
+Var FunctionBuilder::begin_for(const std::string& name, const Expr& min, const Expr& extent, ForKind kind,
+                               Attrs annotations) {
   if (!min.dtype().is_integer() || !extent.dtype().is_integer())
     throw_user_error(span_,
                      str_cat("loop bounds must be integers, got ", min.dtype().name(), " and ", extent.dtype().name()));
@@ -468,12 +467,12 @@ PrimFunc FunctionBuilder::finish() {
 
 void FunctionBuilder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,
                              const std::function<void(KernelVars)>& body) {
-  KernelVars v = begin_kernel(std::move(grid), std::move(threads));
+  KernelVars v = begin_kernel(std::move(grid), threads);
   body(v);
   end_kernel();
 }
 
-void FunctionBuilder::serial(Expr extent, const std::function<void(Var)>& body) {
+void FunctionBuilder::serial(const Expr& extent, const std::function<void(Var)>& body) {
   Var v = begin_for("i", make_const(extent.dtype(), 0), extent, ForKind::Serial);
   body(v);
   end_for();
@@ -488,7 +487,7 @@ void FunctionBuilder::parallel(std::vector<Expr> extents, const std::function<vo
   for (size_t d = 0; d < extents.size(); ++d) end_for();
 }
 
-void FunctionBuilder::pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body) {
+void FunctionBuilder::pipelined(const Expr& extent, int num_stages, const std::function<void(Var)>& body) {
   Var v = begin_for("k", make_const(extent.dtype(), 0), extent, ForKind::Serial,
                     Attrs{{"num_stages", int64_t(num_stages)}});
   body(v);

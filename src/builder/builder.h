@@ -45,7 +45,7 @@ class FunctionBuilder {
   // ---- frames
   // `cluster`: blocks per thread block cluster along x, y, z (sm_90+); empty or all
   // ones for none.
-  KernelVars begin_kernel(std::vector<Expr> grid, std::vector<int64_t> threads, std::string prelude = {},
+  KernelVars begin_kernel(std::vector<Expr> grid, const std::vector<int64_t>& threads, std::string prelude = {},
                           std::vector<int64_t> cluster = {});
   // The launch of the innermost open kernel set anew (TVM's `for bx in
   // T.thread_binding(...)` loops give it one axis at a time): the same checks as
@@ -57,7 +57,7 @@ class FunctionBuilder {
   // `safe_value.<tensor>` of T.annotate_safe_value.
   void set_attr(const std::string& key, AttrValue value) { attrs_[key] = std::move(value); }
   void end_kernel();
-  Var begin_for(const std::string& name, Expr min, Expr extent, ForKind kind, Attrs annotations = {});
+  Var begin_for(const std::string& name, const Expr& min, const Expr& extent, ForKind kind, Attrs annotations = {});
   void end_for();
   void begin_if(Expr cond);
   void begin_else();
@@ -97,9 +97,9 @@ class FunctionBuilder {
 
   // C++ convenience: run `body` inside a frame.
   void kernel(std::vector<Expr> grid, std::vector<int64_t> threads, const std::function<void(KernelVars)>& body);
-  void serial(Expr extent, const std::function<void(Var)>& body);
+  void serial(const Expr& extent, const std::function<void(Var)>& body);
   void parallel(std::vector<Expr> extents, const std::function<void(std::vector<Var>)>& body);
-  void pipelined(Expr extent, int num_stages, const std::function<void(Var)>& body);
+  void pipelined(const Expr& extent, int num_stages, const std::function<void(Var)>& body);
 
  private:
   enum class FrameKind { Root, Kernel, For, Then, Else, While };

@@ -114,7 +114,7 @@ const char* scope_name(Scope s) {
 
 Scope parse_scope(const std::string& name, SourceSpan span) {
 #define TL_SCOPE(Ident, n) \
-  if (name == n) return Scope::Ident;
+  if (name == (n)) return Scope::Ident;
 #include "ir/scopes.def"
 #undef TL_SCOPE
   throw_user_error(span, str_cat("unknown memory scope '", name,

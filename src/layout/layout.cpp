@@ -57,7 +57,7 @@ Expr Layout::offset(const Buffer& b, const std::vector<Expr>& indices) const {
   Expr outer = int_imm(0);
   for (size_t d = 0; d + 2 < n; ++d) outer = add(mul(outer, b->shape[d]), indices[d]);
   Expr rows = b->shape[n - 2];
-  Expr row = indices[n - 2], col = indices[n - 1];
+  const Expr &row = indices[n - 2], &col = indices[n - 1];
   Expr c = int_imm(chunk_, col.dtype());
   // Column blocks (wgmma): block col / B holds rows x B elements, row-major.
   bool blocked = block_cols_ != cols_;

@@ -46,7 +46,7 @@ Stmt lower_atomic_serial(const TileOpNode* op) {
   for (const Range& r : dst.ranges) {
     if (is_const_one(r.extent)) continue;
     // str_cat, not "i" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
-    vars.push_back(Var(str_cat("i", vars.size()), r.extent.dtype()));
+    vars.emplace_back(str_cat("i", vars.size()), r.extent.dtype());
     extents.push_back(r.extent);
   }
   auto indices = [&](const BufferRegion& region) {

@@ -199,7 +199,8 @@ int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, con
   double best_gap = 0;
   for (int64_t u = 1; u <= units; ++u) {
     if (!fits(u)) continue;
-    double gap = std::abs(double(m) / double(u) - double(n) / double(units / u));
+    int64_t along_n = units / u;
+    double gap = std::abs(double(m) / double(u) - double(n) / double(along_n));
     if (!best || gap < best_gap || (ties_to_more_m && gap == best_gap)) best = u, best_gap = gap;
   }
   return best;

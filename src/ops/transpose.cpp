@@ -81,7 +81,7 @@ Stmt lower_transpose_serial(const TileOpNode* op) {
   for (size_t b = 0; b < ts.batch_dims.size(); ++b) {
     const Expr& e = s.ranges[ts.batch_dims[b]].extent;
     // str_cat, not "b" + std::to_string(): GCC 12 gives a false -Wrestrict warning on that (GCC bug 105651)
-    vars.push_back(Var(str_cat("b", b), e.dtype()));
+    vars.emplace_back(str_cat("b", b), e.dtype());
     extents.push_back(e);
   }
   Expr m = s.ranges[ts.row_dim].extent, n = s.ranges[ts.col_dim].extent;

@@ -104,7 +104,7 @@ PackedArgs::PackedArgs(const KernelSignature& sig, const ArgValue* args, size_t 
     const Param& p = sig.params[i];
     ArgValue& a = args_[i];
     if (!p.is_tensor() || !p.buffer->dtype.is_sub_byte() || a.kind != ArgValue::Kind::Tensor) continue;
-    dims_.push_back(std::make_unique<int64_t[]>(size_t(2 * a.tensor.ndim + 1)));
+    dims_.push_back(std::make_unique<int64_t[]>(2 * size_t(a.tensor.ndim) + 1));
     int64_t* dims = dims_.back().get();
     // A T.dynamic last dimension that another argument gives (an odd n takes
     // (n + 1) / 2 bytes, as outputs are allocated) is read as that many elements;

@@ -12,7 +12,7 @@ inline constexpr std::string_view kProgramSourceMarker =
     "// T.CUDASourceCodeKernel: the program's own CUDA source follows";
 
 inline bool is_program_source(std::string_view code) {
-  return code.find(kProgramSourceMarker) != code.npos;
+  return code.find(kProgramSourceMarker) != std::string_view::npos;
 }
 
 }  // namespace tl

@@ -237,7 +237,7 @@ class SignatureReader {
         DataType t = dtype();
         std::string name = word();
         if (id != int(vars_.size())) fail(line_, "variable ids must be consecutive");
-        vars_.push_back(Var(name, t));
+        vars_.emplace_back(name, t);
       } else if (kind == "tensor") {
         std::string name = word(), buffer = word();
         DataType t = dtype();

@@ -200,7 +200,7 @@ Target Target::parse(const std::string& text) {
   }
   bool keys_given = false;
   while (is >> word) {
-    if (word.rfind("-", 0) == 0 && !is_known_option(word.substr(1, word.find('=') - 1)))
+    if (word.rfind('-', 0) == 0 && !is_known_option(word.substr(1, word.find('=') - 1)))
       throw_user_error({}, str_cat("unknown target option '", word, "' in '", s,
                                    "'; tilelang knows -arch=, -keys=, -emulate and TVM's target options "
                                    "(-mcpu=, -max_num_threads=, -thread_warp_size= ...)"));
@@ -218,7 +218,7 @@ Target Target::parse(const std::string& text) {
       }
     } else if (word == "-emulate") {
       t.emulated = true;
-    } else if (word.rfind("-", 0) == 0) {
+    } else if (word.rfind('-', 0) == 0) {
       // Other TVM-style options (-mcpu=..., -thread_warp_size=...) do not change our code.
     } else {
       throw_user_error({}, str_cat("cannot read target option '", word, "' in '", s, "'"));

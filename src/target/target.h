@@ -66,22 +66,22 @@ struct Target {
   int64_t max_shared_memory_per_block() const {
     int v = sm_version();
     if (v == 0) return 0;
-    if (v == 90 || v == 100 || v == 103) return 227 * 1024;
-    if (v == 80 || v == 87) return 163 * 1024;
-    if (v == 86 || v == 89 || v >= 110) return 99 * 1024;
-    if (v == 75) return 64 * 1024;
-    return 96 * 1024;  // sm_70, sm_72
+    if (v == 90 || v == 100 || v == 103) return int64_t{227} * 1024;
+    if (v == 80 || v == 87) return int64_t{163} * 1024;
+    if (v == 86 || v == 89 || v >= 110) return int64_t{99} * 1024;
+    if (v == 75) return int64_t{64} * 1024;
+    return int64_t{96} * 1024;  // sm_70, sm_72
   }
   // Shared memory of one SM (bytes), which its resident blocks share; 0 when not a
   // CUDA arch.
   int64_t max_shared_memory_per_sm() const {
     int v = sm_version();
     if (v == 0) return 0;
-    if (v == 90 || v == 100 || v == 103) return 228 * 1024;
-    if (v == 80 || v == 87) return 164 * 1024;
-    if (v == 86 || v == 89 || v >= 110) return 100 * 1024;
-    if (v == 75) return 64 * 1024;
-    return 96 * 1024;
+    if (v == 90 || v == 100 || v == 103) return int64_t{228} * 1024;
+    if (v == 80 || v == 87) return int64_t{164} * 1024;
+    if (v == 86 || v == 89 || v >= 110) return int64_t{100} * 1024;
+    if (v == 75) return int64_t{64} * 1024;
+    return int64_t{96} * 1024;
   }
   // The most blocks a launch may have along grid dimension `d` (0 = x), and the most
   // threads a block may have along `d`; 0 means no limit of the target's own (the

@@ -634,7 +634,7 @@ class Remap : public IRMutator {
     std::vector<Expr> extents;
     for (const Range& r : dst.ranges) {
       if (is_const_one(r.extent)) continue;
-      vars.push_back(Var(str_cat("i", vars.size()), r.extent.dtype()));
+      vars.emplace_back(str_cat("i", vars.size()), r.extent.dtype());
       extents.push_back(r.extent);
     }
     std::vector<BufferRegion> regions;
@@ -685,7 +685,7 @@ PrimFunc apply_global_layouts(const PrimFunc& f) {
     void visit(const EvaluateNode* op) override {
       auto* c = op->value.as<CallNode>();
       const std::string* n = extern_name(op->value);
-      if (c && n && *n == kGlobalLayoutMarker) markers.push_back({c, op->span});
+      if (c && n && *n == kGlobalLayoutMarker) markers.emplace_back(c, op->span);
     }
     void visit(const KernelLaunchNode* op) override {
       ++launches;

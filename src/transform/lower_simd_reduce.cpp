@@ -59,7 +59,7 @@ class Reducer : public IRMutator {
     if (kind == "bitxor") simd = "simd_xor";
     if (!simd) return Stmt();
     bool is_max = kind == "max" || kind == "absmax", is_min = kind == "min";
-    auto combine = [&](Expr a, Expr b) -> Expr {
+    auto combine = [&](const Expr& a, const Expr& b) -> Expr {
       if (is_max) return max(a, b);
       if (is_min) return min(a, b);
       if (kind == "bitand") return binary(BinaryOp::BitAnd, a, b);

@@ -31,7 +31,8 @@ int64_t simdgroup_split(int64_t m, int64_t n, int64_t simdgroups, int64_t policy
   double best_gap = 0;
   for (int64_t wm = 1; wm <= simdgroups; ++wm) {
     if (!fits(wm)) continue;
-    double gap = std::abs(double(m) / double(wm) - double(n) / double(simdgroups / wm));
+    int64_t wn = simdgroups / wm;
+    double gap = std::abs(double(m) / double(wm) - double(n) / double(wn));
     if (!best || gap < best_gap) best = wm, best_gap = gap;
   }
   return best;

@@ -527,7 +527,7 @@ class Planner {
   }
 
   // A barrier here: of the block outside regions, of the region's threads inside one.
-  void clear(State& st) {
+  void clear(State& st) const {
     if (region_ < 0)
       st.clear();
     else

@@ -116,7 +116,7 @@ class CodeGenCPU : public CodeGenC {
   }
 
   void emit_print(const CallNode* op) override {
-    std::string msg = op->args.size() > 0 ? expr(op->args[0]) : "\"\"";
+    std::string msg = !op->args.empty() ? expr(op->args[0]) : "\"\"";
     std::string value = op->args.size() > 1 ? "(double)" + expr(op->args[1]) : "0.0";
     line("tl::print_value(" + msg + ", block_x, block_y, block_z, " + value + ");");
   }

@@ -152,7 +152,7 @@ class CodeGenCUDA : public CodeGenC {
   }
 
   void emit_print(const CallNode* op) override {
-    std::string msg = op->args.size() > 0 ? expr(op->args[0]) : "\"\"";
+    std::string msg = !op->args.empty() ? expr(op->args[0]) : "\"\"";
     if (op->args.size() > 1)
       line("printf(\"%sblock (%d, %d, %d), thread (%d, %d, %d): %g\\n\", " + msg +
            ", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, (double)" + expr(op->args[1]) +

@@ -84,8 +84,8 @@ class CodeGenMetal : public CodeGenC {
     // Scalars and dynamic dims, in signature order, as fields of one constant struct.
     std::vector<std::pair<std::string, DataType>> fields;
     for (const Param& p : sig.params)
-      if (!p.is_tensor()) fields.push_back({name_of(p.var.node()), p.var.dtype()});
-    for (const Var& v : sig.dynamic_vars) fields.push_back({name_of(v.node()), v.dtype()});
+      if (!p.is_tensor()) fields.emplace_back(name_of(p.var.node()), p.var.dtype());
+    for (const Var& v : sig.dynamic_vars) fields.emplace_back(name_of(v.node()), v.dtype());
     std::string args_t = base + "_args_t";
 
     // The kernel body first (it decides which helpers are needed).

@@ -90,7 +90,7 @@ void CudaKernel::load_functions(int device_id) const {
   for (const CudaEntry& e : entries_) {
     CUfunction fn;
     check_cuda(d->cuModuleGetFunction(&fn, mod, e.name.c_str()), "cuModuleGetFunction(" + e.name + ")");
-    if (e.shared_bytes > 48 * 1024)  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if (e.shared_bytes > int64_t{48} * 1024)  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
       check_cuda(d->cuFuncSetAttribute(fn, 8, int(e.shared_bytes)),
                  str_cat("kernel '", signature().name, "' (", e.name, ") asking for ", e.shared_bytes,
                          " bytes of shared memory"));

@@ -255,7 +255,7 @@ class Collector : public IRVisitor {
         }
         if (frag(s) && frag(d)) {
           if (*const_shape(s.buffer) == *const_shape(d.buffer))
-            a_.same.push_back({s.buffer.get(), d.buffer.get()});
+            a_.same.emplace_back(s.buffer.get(), d.buffer.get());
           else
             demote_all("T.copy between fragments of different shapes");
         }
@@ -296,12 +296,12 @@ class Collector : public IRVisitor {
             d.buffer.ndim() == 1 && attr_int(op->attrs, "dim", -1) == 1 &&
             d.buffer->shape[0].same_as(d.buffer->shape[0]) &&
             *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[0])) {
-          a_.row_of.push_back({d.buffer.get(), s.buffer.get()});
+          a_.row_of.emplace_back(d.buffer.get(), s.buffer.get());
         } else if (frag(s) && frag(d) && shuffled && covers_whole(s) && covers_whole(d) && s.buffer.ndim() == 2 &&
                    d.buffer.ndim() == 1 && attr_int(op->attrs, "dim", -1) == 0 &&
                    *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[1])) {
           // Over dim 0: each thread holds whole columns of the source and folds them.
-          a_.col_of.push_back({d.buffer.get(), s.buffer.get()});
+          a_.col_of.emplace_back(d.buffer.get(), s.buffer.get());
         } else {
           demote_all("T.reduce_" + kind + " other than over dim 1 or dim 0 of a whole 2-d fragment into a 1-d one");
         }
@@ -365,8 +365,8 @@ class Collector : public IRVisitor {
                                 " accumulator (it emits float16/bfloat16/float32 into float32, float16 into float16, "
                                 "int8/uint8 into int32 and fp8 into float32 from sm_89; none accumulates in bfloat16)");
       if (operands_fit)
-        a_.off_tensor_cores.push_back(
-            {op, str_cat(why, "; use a ", acc.name(), " accumulator", in == dtype::Float16 ? " (or float16)" : "")});
+        a_.off_tensor_cores.emplace_back(
+            op, str_cat(why, "; use a ", acc.name(), " accumulator", in == dtype::Float16 ? " (or float16)" : ""));
       return fail(why);
     }
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");

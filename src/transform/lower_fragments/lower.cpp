@@ -391,10 +391,10 @@ class Lowerer : public IRMutator {
     std::vector<std::pair<Var, Expr>> binds;  // outer nest vars and the run start
     Expr rest = floordiv(r, int_imm(runs_per_row));
     for (int d = int(ext.size()) - 2; d >= 0; --d) {
-      binds.push_back({nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, int_imm(ext[d])))});
+      binds.emplace_back(nest[d]->var, cast(nest[d]->var.dtype(), d == 0 ? rest : floormod(rest, int_imm(ext[d]))));
       if (d > 0) rest = floordiv(rest, int_imm(ext[d]));
     }
-    binds.push_back({j0, cast(j.dtype(), mul(floormod(r, int_imm(runs_per_row)), int_imm(v)))});
+    binds.emplace_back(j0, cast(j.dtype(), mul(floormod(r, int_imm(runs_per_row)), int_imm(v))));
     std::map<const VarNode*, Expr> at_start{{j.node(), Expr(j0)}};
     std::map<const VarNode*, Expr> at_end{{j.node(), add(j0, make_const(j.dtype(), v - 1))}};
     // The fast run: one vector per access.

@@ -43,7 +43,7 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
         changed |= demote(r, "indexed by the leading variables of a T.Parallel loop whose other fragments are demoted");
         continue;
       }
-      row_links.push_back({r, driver});
+      row_links.emplace_back(r, driver);
     }
   }
   for (auto& [row, src] : a.row_of) {
@@ -54,7 +54,7 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
       changed |= demote(row, why) | demote(src, why);
       continue;
     }
-    if (alive(row)) row_links.push_back({row, src});
+    if (alive(row)) row_links.emplace_back(row, src);
   }
   // Columns: (column member, parent member) links as for rows; `whole` are the
   // parents whose columns one thread must hold whole (reduced over dim 0, or read
@@ -71,7 +71,7 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
         changed |= demote(c, "indexed by the last variable of a T.Parallel loop whose other fragments are demoted");
         continue;
       }
-      col_links.push_back({c, driver});
+      col_links.emplace_back(c, driver);
     }
     for (BufKey p : l.col_parents) {
       if (!alive(p)) continue;
@@ -79,7 +79,7 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
         changed |= demote(p, "indexed [e, j] in a T.Parallel loop over j whose other fragments are demoted");
         continue;
       }
-      col_links.push_back({driver, p});
+      col_links.emplace_back(driver, p);
       whole.insert(p);
     }
   }
@@ -92,7 +92,7 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
       continue;
     }
     if (alive(col)) {
-      col_links.push_back({col, src});
+      col_links.emplace_back(col, src);
       whole.insert(src);
     }
   }
