@@ -388,6 +388,13 @@ void BindingScope::bind_range(const Var& v, const Expr& min, const Expr& extent)
   analyzer_.bind_range(v, min, extent);
 }
 
+void BindingScope::bind_launch(const KernelLaunchNode* op) {
+  for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
+    bind_range(op->block_vars[i], int_imm(0, op->grid[i].dtype()), op->grid[i]);
+  for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
+    bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
+}
+
 void BindingScope::save(const Var& v) {
   saved_.emplace_back(v, analyzer_.range_of(v.node()));
 }

@@ -98,6 +98,8 @@ class BindingScope {
 
   void bind(const Var& v, const Interval& r);
   void bind_range(const Var& v, const Expr& min, const Expr& extent);
+  // A kernel's block indices to [0, grid) and thread indices to [0, threads).
+  void bind_launch(const KernelLaunchNode* op);
 
  private:
   void save(const Var& v);

@@ -29,10 +29,7 @@ class NegativeIndices : public IRMutator {
   }
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     BindingScope scope(bounds_);
-    for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
-      scope.bind_range(op->block_vars[i], int_imm(0, op->grid[i].dtype()), op->grid[i]);
-    for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
-      scope.bind(op->thread_vars[i], Interval::range(0, std::max<int64_t>(op->threads[i], 1) - 1));
+    scope.bind_launch(op);
     return IRMutator::visit(op, self);
   }
   Stmt visit(const LetStmtNode* op, const Stmt& self) override {

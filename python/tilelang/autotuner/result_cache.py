@@ -205,11 +205,10 @@ def load(path, configs):
     return entry
 
 
-def write_atomic(path, data, shared=False):
-    """Writes `data` as JSON to a temporary file beside `path` and renames it over
-    `path`: a reader sees the old file or the whole new one, never a torn one (also on
-    a network file system). `shared`: readable by others (0644), else private."""
-    directory = os.path.dirname(path)
+def _write_temp(directory, data, shared):
+    """Writes `data` as JSON to a new temporary file in `directory` (made if missing),
+    flushed to disk, and returns its path; removes it if the write fails. `shared`:
+    readable by others (0644), else private."""
     os.makedirs(directory, mode=0o777 if shared else 0o700, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     try:
@@ -219,6 +218,19 @@ def write_atomic(path, data, shared=False):
             json.dump(data, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_atomic(path, data, shared=False):
+    """Writes `data` as JSON to a temporary file beside `path` and renames it over
+    `path`: a reader sees the old file or the whole new one, never a torn one (also on
+    a network file system). `shared`: readable by others (0644), else private."""
+    tmp = _write_temp(os.path.dirname(path), data, shared)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -230,19 +242,11 @@ def store(path, entry, configs, shared=False):
     """Publishes `entry` unless another process already did; returns the entry in force
     (ours or the earlier one). Failures to write only cost the caching. `shared`: the
     directory is a shared result directory (files readable by others)."""
-    directory = os.path.dirname(path)
     try:
-        os.makedirs(directory, mode=0o777 if shared else 0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+        tmp = _write_temp(os.path.dirname(path), entry, shared)
     except OSError:
         return entry
     try:
-        if shared:
-            os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
         try:
             os.link(tmp, path)  # fails when the file exists: the first finisher wins
             return entry
