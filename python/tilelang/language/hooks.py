@@ -241,8 +241,11 @@ def _ir_loop(ctx, loop, names):
     # What the loop's names hold (a variable, or start + i * step) ends with the loop.
     ctx.builder.add_scoped(*(loop_vars if isinstance(loop_vars, (tuple, list)) else [loop_vars]))
     ctx.frames.append(IR_LOOP)
-    one_var = isinstance(loop_vars, _C.Var) and isinstance(loop, Loop)
-    ctx.open_loop(loop.kind, (loop_vars, loop.min, loop.extent) if one_var else None)
+    # (The range of a T.vectorized loop of one variable: T.ptx_cp_async widens its copies.)
+    vectorized = (
+        isinstance(loop_vars, _C.Var) and isinstance(loop, Loop) and loop.kind == "vectorized"
+    )
+    ctx.open_loop(loop.kind, (loop_vars, loop.min, loop.extent) if vectorized else None)
     yield loop_vars
     ctx.close_loop()
     ctx.frames.pop()
