@@ -9,7 +9,13 @@ process repeats the same call, which must return the same config from the result
 without benchmarking. The torch column times torch's own float16 kernels (torch.matmul,
 scaled_dot_product_attention) on the same inputs. Appends the table to bench/RESULTS.md.
 
+With --devices all (or --devices 0,1,...) each search instead runs cold twice, on one
+device and then on those devices (@tilelang.autotune(devices=...): one benchmark
+worker process per GPU, the fastest configs timed again on the first), and the table
+gives both search times. On the cpu target a device is a CPU core.
+
 Run on a GPU machine: python bench/autotune_cuda.py   (under a minute on the H200)
+                      python bench/autotune_cuda.py --devices all
 Smoke test on the CPU: python bench/autotune_cuda.py --target cpu   (tiny shapes, numpy
 references, nothing appended; --target emulate runs the sm_90 CUDA code of every config
 in the CUDA emulator instead, a few minutes on two cores).
@@ -122,8 +128,8 @@ def flash_attention_module():
 # ---- one search
 
 
-def tuned(jit_fn, configs, target, ref_prog, rtol, atol):
-    """`jit_fn` under @tilelang.autotune, compiled for `target`."""
+def tuned(jit_fn, configs, target, ref_prog, rtol, atol, devices=None):
+    """`jit_fn` under @tilelang.autotune, compiled for `target`, benchmarked on `devices`."""
     fn = tilelang.autotune(
         configs=configs,
         warmup=WARMUP_MS,
@@ -133,14 +139,16 @@ def tuned(jit_fn, configs, target, ref_prog, rtol, atol):
         rtol=rtol,
         atol=atol,
         cache_input_tensors=True,
+        devices=devices,
     )(jit_fn)
     fn.tuner.set_compile_args(target=target)
     return fn
 
 
-def searches(mode):
+def searches(mode, devices=None):
     """[(name, problem text, tuned function, its arguments, FLOPs of one call,
-    None or a maker of torch's float16 version to time)] for --target `mode`."""
+    None or a maker of torch's float16 version to time)] for --target `mode`, the
+    searches benchmarking on `devices` (None: this process's device)."""
     on_gpu = mode == "cuda"
     size = "cuda" if on_gpu else "small"
     target = TARGETS[mode]
@@ -152,6 +160,7 @@ def searches(mode):
         gemm_ref_torch if on_gpu else gemm_ref_numpy,
         rtol=2e-2,
         atol=5e-2,
+        devices=devices,
     )
     fa = flash_attention_module().flash_attention
     b, h, s, d = ATTENTION_SHAPE[size]
@@ -162,6 +171,7 @@ def searches(mode):
         attention_ref_torch if on_gpu else attention_ref_numpy,
         rtol=1e-2,
         atol=2e-3,  # outputs are means of many values in [-1, 1): ~0.01 at seq 2048
+        devices=devices,
     )
     return [
         (
@@ -368,9 +378,76 @@ def report(mode, rows, cached, child_wall):
     )
 
 
+def parse_devices(text):
+    if text == "all":
+        return "all"
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'--devices: expected "all" or device indices like 0,1,2, given {text!r}'
+        ) from None
+
+
+def compare_devices(mode, devices):
+    """Each search cold on one device, then cold on `devices`: the table of both."""
+    from tilelang.autotuner import devices as device_info
+
+    rows = []
+    for label, setting in (("1", None), (str(devices), devices)):
+        for name, problem, fn, fn_args, _, _ in searches(mode, setting):
+            cache_dir = tempfile.mkdtemp(prefix="tl-autotune-bench-")
+            os.environ["TILELANG_CACHE_DIR"] = cache_dir  # cold, each run
+            n = len(fn.tuner.configs)
+            print(f"== {name} {problem}: cold search over {n} configs, devices {label}", flush=True)
+            start = time.perf_counter()
+            try:
+                result = fn.get_tuner_result(*fn_args)
+                wall = time.perf_counter() - start
+                rows.append((name, problem, label, n, wall, result, None))
+                print(
+                    f"{name}: best {describe(result.config)}: {result.latency:.4f} ms; {wall:.1f} s"
+                )
+            except Exception as exc:  # noqa: BLE001 - reported in the table
+                rows.append((name, problem, label, n, time.perf_counter() - start, None, exc))
+            finally:
+                shutil.rmtree(cache_dir, ignore_errors=True)
+    target = TARGETS[mode]
+    count = len(device_info.resolve(devices, target, "bench"))
+    lines = [
+        (
+            f"### autotune_cuda --devices {devices} — {datetime.date.today()} — commit "
+            f"{commit()} — {device_name(mode)}, {count} device(s)"
+        ),
+        "",
+        (
+            "Each search cold (empty TILELANG_CACHE_DIR) on one device, then on "
+            f"{count} (devices={devices!r}: one benchmark worker process per device, the 3 "
+            "fastest configs timed again on the first); compiles in worker processes in both."
+        ),
+        "",
+        "| kernel | problem | configs | devices | search (s) | best config | best (ms) | failed |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, problem, label, n, wall, result, exc in rows:
+        if result is None:
+            lines.append(f"| {name} | {problem} | {n} | {label} | {wall:.1f} | failed: {exc} | | |")
+            continue
+        lines.append(
+            f"| {name} | {problem} | {n} | {label} | {wall:.1f} | {describe(result.config)} | "
+            f"{result.latency:.4f} | {len(result.failures)} |"
+        )
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=sorted(TARGETS), default="cuda")
+    parser.add_argument(
+        "--devices",
+        type=parse_devices,
+        help='"all" or 0,1,...: compare each search on one device and on these',
+    )
     parser.add_argument(
         "--no-append", action="store_true", help="print the table only (cuda target)"
     )
@@ -385,6 +462,14 @@ def main():
         import torch
 
         torch.cuda.init()  # outside the timed searches
+
+    if args.devices is not None:
+        table = compare_devices(args.target, args.devices)
+        print(table)
+        if args.target == "cuda" and not args.no_append:
+            with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
+                f.write(table + "\n\n")
+        return
 
     cache_dir = tempfile.mkdtemp(prefix="tl-autotune-bench-")
     os.environ["TILELANG_CACHE_DIR"] = cache_dir  # cold: no kernels, no tuning results

@@ -6,8 +6,10 @@ on the sparse tensor cores), same run, A/B interleaved medians.
 T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32) on sm_80 and later, sm_90a
 included: on an H100 that path beat decoding each A tile and running the dense wgmma
 about 2x at every config (bench/RESULTS.md "gemm_sp_cuda — 2026-12-05", when the
-decoding was sm_90a's default), so it is the only path measured here; the rows still
-name it. Bytes: A/2 + E (A/8) + B + C. TFLOP/s
+decoding was sm_90a's default). Each config also runs with the pass config
+tl.gemm_sp_wgmma (wgmma.mma_async.sp on sm_90a, warp-specialized where E's tile rows
+are 16 bytes, i.e. block_K = 128; elsewhere the same mma.sp kernel again), the rows
+naming the path, so a GPU run decides that config's default. Bytes: A/2 + E (A/8) + B + C. TFLOP/s
 below count the dense 2*M*N*K, so ratios are times. Appends the table to
 bench/RESULTS.md.
 
@@ -44,8 +46,8 @@ CONFIGS = [
     (128, 128, 128, 3, 256),
 ]
 ROUNDS, CALLS = 11, 10
-# The path T.gemm_sp takes for float16 on sm_80+ (select_gemm_sp.h) and its pass configs.
-PATHS = {"mma.sp": {}}
+# The paths T.gemm_sp takes for float16 on sm_80+ (select_gemm_sp.h) and their pass configs.
+PATHS = {"mma.sp": {}, "wgmma.sp": {"tl.gemm_sp_wgmma": True}}
 
 
 def torch_sparse(a):
@@ -81,21 +83,28 @@ def bench_shape(M, N, K):
         print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s (dense-equivalent)")
         tried.append((secs, cfg, lambda k=kernel: k(a_sparse, e, b)))
     if not tried:
-        return None
+        return []
     refs = [lambda: torch.matmul(a, b)]
     sparse_a = torch_sparse(a)
     if sparse_a is not None:
         torch.testing.assert_close(torch.matmul(sparse_a, b).float(), ref, rtol=1e-2, atol=1e-1)
         refs.append(lambda: torch.matmul(sparse_a, b))
-    secs, cfg, theirs = best_interleaved(tried, refs, ROUNDS, CALLS)
-    flop = 2 * M * N * K
-    dense = theirs[0]
-    row = f"| {M}x{N}x{K} | {cfg} | {flop / secs / 1e12:.1f} | {flop / dense / 1e12:.1f} | {dense / secs:.3f} |"
-    if len(theirs) > 1:
-        row += f" {flop / theirs[1] / 1e12:.1f} | {theirs[1] / secs:.3f} |"
-    else:
-        row += " - | - |"
-    return row
+    # One row per path (its best config), each timed against the same references.
+    rows = []
+    for path in PATHS:
+        mine = [t for t in tried if t[1][-1] == path]
+        if not mine:
+            continue
+        secs, cfg, theirs = best_interleaved(mine, refs, ROUNDS, CALLS)
+        flop = 2 * M * N * K
+        dense = theirs[0]
+        row = f"| {M}x{N}x{K} | {cfg} | {flop / secs / 1e12:.1f} | {flop / dense / 1e12:.1f} | {dense / secs:.3f} |"
+        if len(theirs) > 1:
+            row += f" {flop / theirs[1] / 1e12:.1f} | {theirs[1] / secs:.3f} |"
+        else:
+            row += " - | - |"
+        rows.append(row)
+    return rows
 
 
 def main():
@@ -103,13 +112,13 @@ def main():
     add_shapes_argument(parser, SHAPES)
     args = parser.parse_args()
     shapes = parse_shapes(args.shapes)
-    rows = [row for row in (bench_shape(*shape) for shape in shapes) if row]
+    rows = [row for shape in shapes for row in bench_shape(*shape)]
     report(
         "gemm_sp_cuda",
         torch_device(),
         (
             "examples/gemm_sp.py (float16, 2:4 sparse A, int16 metadata, float32 accumulation, float16 out as torch's; the "
-            "faster of the two best configs by burst) vs torch.matmul on the dense A and "
+            "faster of the two best configs by burst, per path) vs torch.matmul on the dense A and "
             f"torch's semi-structured sparse matmul; {rounds_text(ROUNDS, CALLS)}; TFLOP/s "
             "count the dense 2*M*N*K"
         ),

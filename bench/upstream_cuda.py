@@ -28,7 +28,10 @@ with its output allocation where the example's profiler allocates), the same tim
 
 Run on a GPU machine:
   python bench/upstream_cuda.py --examples DIR [--upstream-site DIR] [--ours-site DIR]
-      [--kernels gemm,mha_fwd_bshd,...] [--all] [--rounds 11] [--segment 0.5]
+      [--kernels gemm,mha_fwd_bshd,...] [--all] [--tuned [--tune-limit 48]]
+      [--rounds 11] [--segment 0.5]
+--tuned adds the rows at the config each side's own autotuner picks (TUNED_KERNELS:
+the tuning call runs for real, then the tuned kernel is captured and timed as above).
 DIR is upstream's examples folder (a checkout's examples/); --upstream-site a folder
 where upstream's wheel and its dependencies are installed (pip install --target);
 --ours-site where this package is installed (default: the driver's own sys.path).
@@ -44,6 +47,7 @@ import functools
 import json
 import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -68,6 +72,23 @@ DEFAULT_KERNELS = [
     ("elementwise_add", "elementwise/example_elementwise_add.py", None),
     ("gemm_fp8", "gemm_fp8/example_tilelang_gemm_fp8.py", None),
     ("gqa_decode", "flash_decoding/example_gqa_decode.py", None),
+]
+
+# The same kernels at the config each side's own autotuner picks (--tuned, or these
+# names in --kernels): (name, example file, the call that tunes, evaluated in the
+# example module's namespace). The call returns the tuned kernel (or an AutotuneResult
+# holding it). Both sides search the example's own config space with the example's own
+# warmup / rep; `--tune-limit N` keeps N configs, drawn by a fixed seed, of a
+# `get_configs()` that the call reads at run time (the same subset on both sides).
+# The time of that call is the tuning time.
+TUNED_KERNELS = [
+    ("gemm@tuned", "gemm/example_gemm_autotune.py", "get_best_config(4096, 4096, 4096)"),
+    ("gqa_decode@tuned", "flash_decoding/example_gqa_decode.py", "flashattn(1, 32, 8, 8192, 128)"),
+    (
+        "dequant_gemm_bf16_fp4@tuned",
+        "dequantize_gemm/example_dequant_gemm_bf16_fp4_hopper.py",
+        "matmul(4096, 4096, 4096, 'bfloat16', 'bfloat16', 'float32', num_bits=4, fast_dequant=True)",
+    ),
 ]
 
 
@@ -209,6 +230,23 @@ def fingerprint(t):
     return [float(x.sum()), float((x * w).sum())]
 
 
+def limit_configs(module, limit):
+    """Keep `limit` configs of the example's `get_configs()`, drawn by a fixed seed (the
+    same subset on both sides, in the example's order): for tuners that call it at run
+    time."""
+    original = getattr(module, "get_configs", None)
+    if not limit or original is None:
+        return
+
+    def limited(*a, **kw):
+        configs = list(original(*a, **kw))
+        if len(configs) <= limit:
+            return configs
+        return [configs[i] for i in sorted(random.Random(0).sample(range(len(configs)), limit))]
+
+    module.get_configs = limited
+
+
 def worker(args):
     import torch
 
@@ -236,10 +274,11 @@ def worker(args):
         quantiles = kw.get("quantiles")
         return [1.0] * len(quantiles) if quantiles else 1.0
 
-    tl_profiler.do_bench = capture_fn
-    if hasattr(tl_profiler, "bench"):
-        tl_profiler.bench.do_bench = capture_fn
-    tl_profiler.Profiler.do_bench = capture_profiler
+    def install_capture():
+        tl_profiler.do_bench = capture_fn
+        if hasattr(tl_profiler, "bench"):
+            tl_profiler.bench.do_bench = capture_fn
+        tl_profiler.Profiler.do_bench = capture_profiler
 
     example = os.path.join(args.examples, args.file)
     sys.path.insert(0, os.path.dirname(example))
@@ -254,9 +293,24 @@ def worker(args):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         t0 = time.perf_counter()
-        module.run_regression_perf(**json.loads(args.kwargs))
-        torch.cuda.synchronize()
-        reply["compile_s"] = time.perf_counter() - t0
+        if args.tune:
+            # The tuner times for real (no capture yet); then the tuned kernel is
+            # captured as the profiler would time it.
+            limit_configs(module, args.tune_limit)
+            result = eval(args.tune, vars(module))  # the harness's own TUNED_KERNELS text
+            torch.cuda.synchronize()
+            tuned = type(result).__name__ == "AutotuneResult"
+            kernel = result.kernel if tuned else result
+            config = result.config if tuned else getattr(kernel, "config", None)
+            reply["config"] = {str(k): str(v) for k, v in dict(config or {}).items()}
+            reply["compile_s"] = time.perf_counter() - t0
+            install_capture()
+            kernel.get_profiler(tensor_supply_type=tilelang.TensorSupplyType.Auto).do_bench()
+        else:
+            install_capture()
+            module.run_regression_perf(**json.loads(args.kwargs))
+            torch.cuda.synchronize()
+            reply["compile_s"] = time.perf_counter() - t0
         reply["captured"] = len(captured)
         if args.save:
             reply["inputs"], reply["outputs"] = [], []
@@ -304,8 +358,10 @@ def worker(args):
 
 
 class Worker:
-    def __init__(self, side, site, examples, entry, cache, save=None, serve=False):
+    def __init__(self, side, site, examples, entry, cache, save=None, serve=False, tune_limit=0):
         _name, rel, kwargs = entry
+        tune = kwargs if isinstance(kwargs, str) else None  # a TUNED_KERNELS entry
+        kwargs = None if tune else kwargs
         env = dict(os.environ)
         if site:  # this side's package alone (the other side's must not be importable)
             env["PYTHONPATH"] = site
@@ -322,6 +378,8 @@ class Worker:
             "--kwargs",
             json.dumps(kwargs or {}),
         ]
+        if tune:
+            cmd += ["--tune", tune, "--tune-limit", str(tune_limit)]
         if save:
             cmd += ["--save", save]
         if serve:
@@ -419,6 +477,7 @@ def main():
     p.add_argument("--kwargs", default="{}", help=argparse.SUPPRESS)
     p.add_argument("--save", help=argparse.SUPPRESS)
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tune", default=None, help=argparse.SUPPRESS)
     p.add_argument("--examples", required=True, help="upstream's examples folder")
     p.add_argument("--upstream-site", default=None, help="where upstream's wheel is installed")
     p.add_argument("--ours-site", default=None, help="where this package is installed")
@@ -432,6 +491,17 @@ def main():
     )
     p.add_argument("--no-record", action="store_true", help="print the table only")
     p.add_argument(
+        "--tuned",
+        action="store_true",
+        help="also each TUNED_KERNELS entry: the config each side's autotuner picks",
+    )
+    p.add_argument(
+        "--tune-limit",
+        type=int,
+        default=48,
+        help="at most this many configs of an example's get_configs() (0: all)",
+    )
+    p.add_argument(
         "--budget", type=float, default=0, help="seconds after which no further kernel starts"
     )
     args = p.parse_args()
@@ -441,16 +511,20 @@ def main():
     import torch
 
     entries = regression_entries(args.examples) if args.all else list(DEFAULT_KERNELS)
+    if args.tuned:
+        entries += TUNED_KERNELS
     if args.kernels:
         want = args.kernels.split(",")
-        pool = {e[0]: e for e in regression_entries(args.examples) + DEFAULT_KERNELS}
+        pool = {
+            e[0]: e for e in regression_entries(args.examples) + DEFAULT_KERNELS + TUNED_KERNELS
+        }
         entries = [pool[n] for n in want if n in pool]
         missing = [n for n in want if n not in pool]
         if missing:
             print(f"unknown kernels: {', '.join(missing)}")
     sides = [("ours", args.ours_site), ("upstream", args.upstream_site)]
     work = tempfile.mkdtemp(prefix="tl-upstream-")
-    rows, ratios = [], []
+    rows, ratios, tuned_ratios = [], [], []
     started, upstream_version = time.time(), "?"
     for entry in entries:
         name, rel, kwargs = entry
@@ -468,12 +542,21 @@ def main():
                 entry,
                 caches[side],
                 save=os.path.join(work, f"{side}-{name}"),
+                tune_limit=args.tune_limit,
             )
             cold[side] = w.ready(args.timeout)
             w.close()
         warm, ready = {}, {}
         for side, site in sides:
-            warm[side] = Worker(side, site, args.examples, entry, caches[side], serve=True)
+            warm[side] = Worker(
+                side,
+                site,
+                args.examples,
+                entry,
+                caches[side],
+                serve=True,
+                tune_limit=args.tune_limit,
+            )
             ready[side] = warm[side].ready(args.timeout)
         errors = {}  # side: its (last) worker's error
         for side, _ in sides:
@@ -497,9 +580,15 @@ def main():
             )
             label = name if cold["ours"]["captured"] == 1 else f"{name} [{index}]"
             ratio = u / o
+            tuned = isinstance(kwargs, str)
             if ok:
-                ratios.append(ratio)
+                (tuned_ratios if tuned else ratios).append(ratio)
             clocks = clocks_text(clk)
+            if tuned:  # the configs timed (the warm workers')
+                check += "; configs ours {} / upstream {}".format(
+                    json.dumps(ready["ours"].get("config")),
+                    json.dumps(ready["upstream"].get("config")),
+                )
             row = (
                 f"| {label} | {rel} | {o * 1e6:.1f} | {u * 1e6:.1f} | {ratio:.3f} "
                 f"| {cold['ours']['compile_s']:.1f} / {cold['upstream']['compile_s']:.1f} "
@@ -511,7 +600,19 @@ def main():
         for w in warm.values():
             w.close()
     shutil.rmtree(work, ignore_errors=True)
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
+
+    def geomean(values):
+        return math.exp(sum(math.log(r) for r in values) / len(values)) if values else float("nan")
+
+    geo = geomean(ratios)
+    tuned_text = (
+        f"; of the @tuned rows (each side at the config its own autotuner picked from the "
+        f"example's config space, at most {args.tune_limit or 'all'} of a get_configs() read "
+        f"at run time, the same subset on both sides; cold compile = the whole tuning): "
+        f"{geomean(tuned_ratios):.3f} over {len(tuned_ratios)}"
+        if tuned_ratios
+        else ""
+    )
     versions = f"upstream tilelang {upstream_version}"
     table = "\n".join(
         [
@@ -528,8 +629,8 @@ def main():
                 "round; ratio = upstream time / our time (above 1: we are faster); compile: cold "
                 "(empty cache) and warm (a fresh process, cache populated), seconds, ours / "
                 "upstream; check: our outputs against upstream's, largest error over the largest "
-                f"magnitude (ok at most {args.tol:g}). Geometric mean of the checked ratios: "
-                f"{geo:.3f} over {len(ratios)}"
+                f"magnitude (ok at most {args.tol:g}). Geometric mean of the checked ratios at "
+                f"upstream's configs: {geo:.3f} over {len(ratios)}{tuned_text}"
             ),
             "",
             (

@@ -7,8 +7,10 @@ positions of its two kept values). The kernel copies the three tiles of each ste
 (E, A_sparse, B) through a T.Pipelined loop and calls T.gemm_sp, which runs on the
 sparse tensor cores on sm_80 and later, sm_90a included (mma.sp m16n8k32 on the kept
 values and the metadata), and elsewhere decodes the A tile and multiplies it with
-T.gemm's path (simdgroup matrices on Metal, loops on the CPU). E and E_shared carry
-TileLang's metadata layout annotation, which keeps the row-major format here.
+T.gemm's path (simdgroup matrices on Metal, loops on the CPU). E is row-major, as
+compress writes it by default, so it carries no layout annotation (metadata in CUTLASS's
+order, torch's semi-structured `.meta` for example, would be annotated with
+tilelang.layout.make_cutlass_metadata_layout; docs/guide/language.md, "Sparse GEMM").
 
 The accumulator is float32; C is float32 unless out_dtype names another type (float16
 for the bench against torch.matmul, whose output is float16).
@@ -19,7 +21,6 @@ The tiles do not divide M and N: the tails' copies read zeros, which contribute 
 import numpy as np
 import tilelang
 import tilelang.language as T
-from tilelang.layout import make_metadata_layout
 from tilelang.utils.sparse import compress
 
 
@@ -50,14 +51,6 @@ def gemm_sp(
             E_shared = T.alloc_shared((block_M, block_K // e_factor), e_dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), "float32")
-            T.annotate_layout(
-                {
-                    E: make_metadata_layout(E, mma_dtype=dtype, backend="cutlass", block_k=block_K),
-                    E_shared: make_metadata_layout(
-                        E_shared, mma_dtype=dtype, backend="cutlass", block_k=block_K
-                    ),
-                }
-            )
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A_sparse[by * block_M, k * block_K // 2], A_shared)

@@ -65,75 +65,337 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 #define TL_WGMMA_UNAVAILABLE 1
 #endif
 
-// Inline-asm operand lists for wgmma: "%0" .. "%127" in groups of eight, and the
-// "+f"(d[i]) outputs that they name.
-#define TL_WG_R0 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define TL_WG_R1 "%8, %9, %10, %11, %12, %13, %14, %15"
-#define TL_WG_R2 "%16, %17, %18, %19, %20, %21, %22, %23"
-#define TL_WG_R3 "%24, %25, %26, %27, %28, %29, %30, %31"
-#define TL_WG_R4 "%32, %33, %34, %35, %36, %37, %38, %39"
-#define TL_WG_R5 "%40, %41, %42, %43, %44, %45, %46, %47"
-#define TL_WG_R6 "%48, %49, %50, %51, %52, %53, %54, %55"
-#define TL_WG_R7 "%56, %57, %58, %59, %60, %61, %62, %63"
-#define TL_WG_R8 "%64, %65, %66, %67, %68, %69, %70, %71"
-#define TL_WG_R9 "%72, %73, %74, %75, %76, %77, %78, %79"
-#define TL_WG_R10 "%80, %81, %82, %83, %84, %85, %86, %87"
-#define TL_WG_R11 "%88, %89, %90, %91, %92, %93, %94, %95"
-#define TL_WG_R12 "%96, %97, %98, %99, %100, %101, %102, %103"
-#define TL_WG_R13 "%104, %105, %106, %107, %108, %109, %110, %111"
-#define TL_WG_R14 "%112, %113, %114, %115, %116, %117, %118, %119"
-#define TL_WG_R15 "%120, %121, %122, %123, %124, %125, %126, %127"
+// Inline-asm operand lists for wgmma (R accumulator registers: "%0" .. "%R-1", then
+// the inputs), one set per R: N / 2 for 32-bit accumulators, N / 4 for f16x2 ones,
+// N any multiple of 16 up to 256. After the R accumulators: gemm_ss's a-desc, b-desc,
+// scale-d, then trans-a, trans-b (SS: 16-bit types), nothing more (SF: tf32 and fp8,
+// which take no transpose) or without the imm-scale-a/b operands too (SI: integers);
+// gemm_rs's a0..a3, b-desc, scale-d, trans-b (RS); wgmma.sp's a-desc, b-desc,
+// metadata, sparsity selector, scale-d, trans-a, trans-b (SP). OUT: the outputs, C
+// "+f" (float) or "+r" (int32, f16x2). Generated: one line per R.
 #define TL_WG_D4 "{%0, %1, %2, %3}"
-#define TL_WG_D8 "{" TL_WG_R0 "}"
-#define TL_WG_D16 "{" TL_WG_R0 ", " TL_WG_R1 "}"
-#define TL_WG_D32 "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 "}"
-#define TL_WG_D64 \
-  "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 ", " TL_WG_R4 ", " TL_WG_R5 ", " TL_WG_R6 ", " TL_WG_R7 "}"
-#define TL_WG_D128                                                                                               \
-  "{" TL_WG_R0 ", " TL_WG_R1 ", " TL_WG_R2 ", " TL_WG_R3 ", " TL_WG_R4 ", " TL_WG_R5 ", " TL_WG_R6 ", " TL_WG_R7 \
-  ", " TL_WG_R8 ", " TL_WG_R9 ", " TL_WG_R10 ", " TL_WG_R11 ", " TL_WG_R12 ", " TL_WG_R13 ", " TL_WG_R14         \
-  ", " TL_WG_R15 "}"
-// After R accumulators: gemm_ss's a-desc, b-desc, scale-d, then trans-a, trans-b
-// (SS: 16-bit types), nothing more (SF: tf32 and fp8, which take no transpose) or
-// without the imm-scale-a/b operands too (SI: integers); gemm_rs's a0..a3, b-desc,
-// scale-d, trans-b.
+#define TL_WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define TL_WG_D12 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}"
+#define TL_WG_D16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define TL_WG_D20 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19}"
+#define TL_WG_D24 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}"
+#define TL_WG_D28                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27}"
+#define TL_WG_D32                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define TL_WG_D36                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}"
+#define TL_WG_D40                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
+#define TL_WG_D44                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43}"
+#define TL_WG_D48                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47}"
+#define TL_WG_D52                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51}"
+#define TL_WG_D56                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55}"
+#define TL_WG_D60                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59}"
+#define TL_WG_D64                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define TL_WG_D72                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71}"
+#define TL_WG_D80                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
+#define TL_WG_D88                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
+#define TL_WG_D96                                                                                                   \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "  \
+  "%90, %91, %92, %93, %94, %95}"
+#define TL_WG_D104                                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "  \
+  "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}"
+#define TL_WG_D112                                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "  \
+  "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "  \
+  "%110, %111}"
+#define TL_WG_D120                                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "  \
+  "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "  \
+  "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119}"
+#define TL_WG_D128                                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "  \
+  "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "  \
+  "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 #define TL_WG_SS4 "%4, %5, p, 1, 1, %7, %8", "%6"
-#define TL_WG_SS8 "%8, %9, p, 1, 1, %11, %12", "%10"
-#define TL_WG_SS16 "%16, %17, p, 1, 1, %19, %20", "%18"
-#define TL_WG_SS32 "%32, %33, p, 1, 1, %35, %36", "%34"
-#define TL_WG_SS64 "%64, %65, p, 1, 1, %67, %68", "%66"
-#define TL_WG_SS128 "%128, %129, p, 1, 1, %131, %132", "%130"
-#define TL_WG_SF8 "%8, %9, p, 1, 1", "%10"
-#define TL_WG_SF16 "%16, %17, p, 1, 1", "%18"
-#define TL_WG_SF32 "%32, %33, p, 1, 1", "%34"
-#define TL_WG_SF64 "%64, %65, p, 1, 1", "%66"
-#define TL_WG_SF128 "%128, %129, p, 1, 1", "%130"
-#define TL_WG_SI8 "%8, %9, p", "%10"
-#define TL_WG_SI16 "%16, %17, p", "%18"
-#define TL_WG_SI32 "%32, %33, p", "%34"
-#define TL_WG_SI64 "%64, %65, p", "%66"
-#define TL_WG_SI128 "%128, %129, p", "%130"
+#define TL_WG_SF4 "%4, %5, p, 1, 1", "%6"
+#define TL_WG_SI4 "%4, %5, p", "%6"
 #define TL_WG_RS4 "{%4, %5, %6, %7}, %8, p, 1, 1, %10", "%9"
+#define TL_WG_SP4 "%4, %5, %6, %7, p, 1, 1, %9, %10", "%8"
+#define TL_WG_SS8 "%8, %9, p, 1, 1, %11, %12", "%10"
+#define TL_WG_SF8 "%8, %9, p, 1, 1", "%10"
+#define TL_WG_SI8 "%8, %9, p", "%10"
 #define TL_WG_RS8 "{%8, %9, %10, %11}, %12, p, 1, 1, %14", "%13"
-#define TL_WG_RS16 "{%16, %17, %18, %19}, %20, p, 1, 1, %22", "%21"
-#define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
-#define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
-#define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
-// wgmma.sp's (2:4 sparse A, gemm_sp_ss): a-desc, b-desc, metadata, sparsity
-// selector, scale-d, trans-a, trans-b.
 #define TL_WG_SP8 "%8, %9, %10, %11, p, 1, 1, %13, %14", "%12"
+#define TL_WG_SS12 "%12, %13, p, 1, 1, %15, %16", "%14"
+#define TL_WG_SF12 "%12, %13, p, 1, 1", "%14"
+#define TL_WG_SI12 "%12, %13, p", "%14"
+#define TL_WG_RS12 "{%12, %13, %14, %15}, %16, p, 1, 1, %18", "%17"
+#define TL_WG_SP12 "%12, %13, %14, %15, p, 1, 1, %17, %18", "%16"
+#define TL_WG_SS16 "%16, %17, p, 1, 1, %19, %20", "%18"
+#define TL_WG_SF16 "%16, %17, p, 1, 1", "%18"
+#define TL_WG_SI16 "%16, %17, p", "%18"
+#define TL_WG_RS16 "{%16, %17, %18, %19}, %20, p, 1, 1, %22", "%21"
 #define TL_WG_SP16 "%16, %17, %18, %19, p, 1, 1, %21, %22", "%20"
+#define TL_WG_SS20 "%20, %21, p, 1, 1, %23, %24", "%22"
+#define TL_WG_SF20 "%20, %21, p, 1, 1", "%22"
+#define TL_WG_SI20 "%20, %21, p", "%22"
+#define TL_WG_RS20 "{%20, %21, %22, %23}, %24, p, 1, 1, %26", "%25"
+#define TL_WG_SP20 "%20, %21, %22, %23, p, 1, 1, %25, %26", "%24"
+#define TL_WG_SS24 "%24, %25, p, 1, 1, %27, %28", "%26"
+#define TL_WG_SF24 "%24, %25, p, 1, 1", "%26"
+#define TL_WG_SI24 "%24, %25, p", "%26"
+#define TL_WG_RS24 "{%24, %25, %26, %27}, %28, p, 1, 1, %30", "%29"
+#define TL_WG_SP24 "%24, %25, %26, %27, p, 1, 1, %29, %30", "%28"
+#define TL_WG_SS28 "%28, %29, p, 1, 1, %31, %32", "%30"
+#define TL_WG_SF28 "%28, %29, p, 1, 1", "%30"
+#define TL_WG_SI28 "%28, %29, p", "%30"
+#define TL_WG_RS28 "{%28, %29, %30, %31}, %32, p, 1, 1, %34", "%33"
+#define TL_WG_SP28 "%28, %29, %30, %31, p, 1, 1, %33, %34", "%32"
+#define TL_WG_SS32 "%32, %33, p, 1, 1, %35, %36", "%34"
+#define TL_WG_SF32 "%32, %33, p, 1, 1", "%34"
+#define TL_WG_SI32 "%32, %33, p", "%34"
+#define TL_WG_RS32 "{%32, %33, %34, %35}, %36, p, 1, 1, %38", "%37"
 #define TL_WG_SP32 "%32, %33, %34, %35, p, 1, 1, %37, %38", "%36"
+#define TL_WG_SS36 "%36, %37, p, 1, 1, %39, %40", "%38"
+#define TL_WG_SF36 "%36, %37, p, 1, 1", "%38"
+#define TL_WG_SI36 "%36, %37, p", "%38"
+#define TL_WG_RS36 "{%36, %37, %38, %39}, %40, p, 1, 1, %42", "%41"
+#define TL_WG_SP36 "%36, %37, %38, %39, p, 1, 1, %41, %42", "%40"
+#define TL_WG_SS40 "%40, %41, p, 1, 1, %43, %44", "%42"
+#define TL_WG_SF40 "%40, %41, p, 1, 1", "%42"
+#define TL_WG_SI40 "%40, %41, p", "%42"
+#define TL_WG_RS40 "{%40, %41, %42, %43}, %44, p, 1, 1, %46", "%45"
+#define TL_WG_SP40 "%40, %41, %42, %43, p, 1, 1, %45, %46", "%44"
+#define TL_WG_SS44 "%44, %45, p, 1, 1, %47, %48", "%46"
+#define TL_WG_SF44 "%44, %45, p, 1, 1", "%46"
+#define TL_WG_SI44 "%44, %45, p", "%46"
+#define TL_WG_RS44 "{%44, %45, %46, %47}, %48, p, 1, 1, %50", "%49"
+#define TL_WG_SP44 "%44, %45, %46, %47, p, 1, 1, %49, %50", "%48"
+#define TL_WG_SS48 "%48, %49, p, 1, 1, %51, %52", "%50"
+#define TL_WG_SF48 "%48, %49, p, 1, 1", "%50"
+#define TL_WG_SI48 "%48, %49, p", "%50"
+#define TL_WG_RS48 "{%48, %49, %50, %51}, %52, p, 1, 1, %54", "%53"
+#define TL_WG_SP48 "%48, %49, %50, %51, p, 1, 1, %53, %54", "%52"
+#define TL_WG_SS52 "%52, %53, p, 1, 1, %55, %56", "%54"
+#define TL_WG_SF52 "%52, %53, p, 1, 1", "%54"
+#define TL_WG_SI52 "%52, %53, p", "%54"
+#define TL_WG_RS52 "{%52, %53, %54, %55}, %56, p, 1, 1, %58", "%57"
+#define TL_WG_SP52 "%52, %53, %54, %55, p, 1, 1, %57, %58", "%56"
+#define TL_WG_SS56 "%56, %57, p, 1, 1, %59, %60", "%58"
+#define TL_WG_SF56 "%56, %57, p, 1, 1", "%58"
+#define TL_WG_SI56 "%56, %57, p", "%58"
+#define TL_WG_RS56 "{%56, %57, %58, %59}, %60, p, 1, 1, %62", "%61"
+#define TL_WG_SP56 "%56, %57, %58, %59, p, 1, 1, %61, %62", "%60"
+#define TL_WG_SS60 "%60, %61, p, 1, 1, %63, %64", "%62"
+#define TL_WG_SF60 "%60, %61, p, 1, 1", "%62"
+#define TL_WG_SI60 "%60, %61, p", "%62"
+#define TL_WG_RS60 "{%60, %61, %62, %63}, %64, p, 1, 1, %66", "%65"
+#define TL_WG_SP60 "%60, %61, %62, %63, p, 1, 1, %65, %66", "%64"
+#define TL_WG_SS64 "%64, %65, p, 1, 1, %67, %68", "%66"
+#define TL_WG_SF64 "%64, %65, p, 1, 1", "%66"
+#define TL_WG_SI64 "%64, %65, p", "%66"
+#define TL_WG_RS64 "{%64, %65, %66, %67}, %68, p, 1, 1, %70", "%69"
 #define TL_WG_SP64 "%64, %65, %66, %67, p, 1, 1, %69, %70", "%68"
+#define TL_WG_SS72 "%72, %73, p, 1, 1, %75, %76", "%74"
+#define TL_WG_SF72 "%72, %73, p, 1, 1", "%74"
+#define TL_WG_SI72 "%72, %73, p", "%74"
+#define TL_WG_RS72 "{%72, %73, %74, %75}, %76, p, 1, 1, %78", "%77"
+#define TL_WG_SP72 "%72, %73, %74, %75, p, 1, 1, %77, %78", "%76"
+#define TL_WG_SS80 "%80, %81, p, 1, 1, %83, %84", "%82"
+#define TL_WG_SF80 "%80, %81, p, 1, 1", "%82"
+#define TL_WG_SI80 "%80, %81, p", "%82"
+#define TL_WG_RS80 "{%80, %81, %82, %83}, %84, p, 1, 1, %86", "%85"
+#define TL_WG_SP80 "%80, %81, %82, %83, p, 1, 1, %85, %86", "%84"
+#define TL_WG_SS88 "%88, %89, p, 1, 1, %91, %92", "%90"
+#define TL_WG_SF88 "%88, %89, p, 1, 1", "%90"
+#define TL_WG_SI88 "%88, %89, p", "%90"
+#define TL_WG_RS88 "{%88, %89, %90, %91}, %92, p, 1, 1, %94", "%93"
+#define TL_WG_SP88 "%88, %89, %90, %91, p, 1, 1, %93, %94", "%92"
+#define TL_WG_SS96 "%96, %97, p, 1, 1, %99, %100", "%98"
+#define TL_WG_SF96 "%96, %97, p, 1, 1", "%98"
+#define TL_WG_SI96 "%96, %97, p", "%98"
+#define TL_WG_RS96 "{%96, %97, %98, %99}, %100, p, 1, 1, %102", "%101"
+#define TL_WG_SP96 "%96, %97, %98, %99, p, 1, 1, %101, %102", "%100"
+#define TL_WG_SS104 "%104, %105, p, 1, 1, %107, %108", "%106"
+#define TL_WG_SF104 "%104, %105, p, 1, 1", "%106"
+#define TL_WG_SI104 "%104, %105, p", "%106"
+#define TL_WG_RS104 "{%104, %105, %106, %107}, %108, p, 1, 1, %110", "%109"
+#define TL_WG_SP104 "%104, %105, %106, %107, p, 1, 1, %109, %110", "%108"
+#define TL_WG_SS112 "%112, %113, p, 1, 1, %115, %116", "%114"
+#define TL_WG_SF112 "%112, %113, p, 1, 1", "%114"
+#define TL_WG_SI112 "%112, %113, p", "%114"
+#define TL_WG_RS112 "{%112, %113, %114, %115}, %116, p, 1, 1, %118", "%117"
+#define TL_WG_SP112 "%112, %113, %114, %115, p, 1, 1, %117, %118", "%116"
+#define TL_WG_SS120 "%120, %121, p, 1, 1, %123, %124", "%122"
+#define TL_WG_SF120 "%120, %121, p, 1, 1", "%122"
+#define TL_WG_SI120 "%120, %121, p", "%122"
+#define TL_WG_RS120 "{%120, %121, %122, %123}, %124, p, 1, 1, %126", "%125"
+#define TL_WG_SP120 "%120, %121, %122, %123, p, 1, 1, %125, %126", "%124"
+#define TL_WG_SS128 "%128, %129, p, 1, 1, %131, %132", "%130"
+#define TL_WG_SF128 "%128, %129, p, 1, 1", "%130"
+#define TL_WG_SI128 "%128, %129, p", "%130"
+#define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
 #define TL_WG_SP128 "%128, %129, %130, %131, p, 1, 1, %133, %134", "%132"
-// The accumulator outputs, C "+f" (float) or "+r" (int32, f16x2).
 #define TL_WG_OUT4(C, d, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3])
-#define TL_WG_OUT8(C, d, o) \
-  C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3]), C(d[o + 4]), C(d[o + 5]), C(d[o + 6]), C(d[o + 7])
-#define TL_WG_OUT16(C, d, o) TL_WG_OUT8(C, d, o), TL_WG_OUT8(C, d, o + 8)
-#define TL_WG_OUT32(C, d, o) TL_WG_OUT16(C, d, o), TL_WG_OUT16(C, d, o + 16)
-#define TL_WG_OUT64(C, d, o) TL_WG_OUT32(C, d, o), TL_WG_OUT32(C, d, o + 32)
-#define TL_WG_OUT128(C, d, o) TL_WG_OUT64(C, d, o), TL_WG_OUT64(C, d, o + 64)
+#define TL_WG_OUT8(C, d, o) TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4)
+#define TL_WG_OUT12(C, d, o) TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8)
+#define TL_WG_OUT16(C, d, o) \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12)
+#define TL_WG_OUT20(C, d, o)                                                                       \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12), \
+      TL_WG_OUT4(C, d, o + 16)
+#define TL_WG_OUT24(C, d, o)                                                                       \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12), \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20)
+#define TL_WG_OUT28(C, d, o)                                                                       \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12), \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24)
+#define TL_WG_OUT32(C, d, o)                                                                       \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12), \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28)
+#define TL_WG_OUT36(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32)
+#define TL_WG_OUT40(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36)
+#define TL_WG_OUT44(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40)
+#define TL_WG_OUT48(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44)
+#define TL_WG_OUT52(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48)
+#define TL_WG_OUT56(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52)
+#define TL_WG_OUT60(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56)
+#define TL_WG_OUT64(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60)
+#define TL_WG_OUT72(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68)
+#define TL_WG_OUT80(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76)
+#define TL_WG_OUT88(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76), \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84)
+#define TL_WG_OUT96(C, d, o)                                                                                  \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76), \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84), TL_WG_OUT4(C, d, o + 88), TL_WG_OUT4(C, d, o + 92)
+#define TL_WG_OUT104(C, d, o)                                                                                 \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76), \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84), TL_WG_OUT4(C, d, o + 88), TL_WG_OUT4(C, d, o + 92), \
+      TL_WG_OUT4(C, d, o + 96), TL_WG_OUT4(C, d, o + 100)
+#define TL_WG_OUT112(C, d, o)                                                                                 \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),            \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28), \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44), \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60), \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76), \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84), TL_WG_OUT4(C, d, o + 88), TL_WG_OUT4(C, d, o + 92), \
+      TL_WG_OUT4(C, d, o + 96), TL_WG_OUT4(C, d, o + 100), TL_WG_OUT4(C, d, o + 104), TL_WG_OUT4(C, d, o + 108)
+#define TL_WG_OUT120(C, d, o)                                                                                    \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),               \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28),    \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44),    \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60),    \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76),    \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84), TL_WG_OUT4(C, d, o + 88), TL_WG_OUT4(C, d, o + 92),    \
+      TL_WG_OUT4(C, d, o + 96), TL_WG_OUT4(C, d, o + 100), TL_WG_OUT4(C, d, o + 104), TL_WG_OUT4(C, d, o + 108), \
+      TL_WG_OUT4(C, d, o + 112), TL_WG_OUT4(C, d, o + 116)
+#define TL_WG_OUT128(C, d, o)                                                                                    \
+  TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8), TL_WG_OUT4(C, d, o + 12),               \
+      TL_WG_OUT4(C, d, o + 16), TL_WG_OUT4(C, d, o + 20), TL_WG_OUT4(C, d, o + 24), TL_WG_OUT4(C, d, o + 28),    \
+      TL_WG_OUT4(C, d, o + 32), TL_WG_OUT4(C, d, o + 36), TL_WG_OUT4(C, d, o + 40), TL_WG_OUT4(C, d, o + 44),    \
+      TL_WG_OUT4(C, d, o + 48), TL_WG_OUT4(C, d, o + 52), TL_WG_OUT4(C, d, o + 56), TL_WG_OUT4(C, d, o + 60),    \
+      TL_WG_OUT4(C, d, o + 64), TL_WG_OUT4(C, d, o + 68), TL_WG_OUT4(C, d, o + 72), TL_WG_OUT4(C, d, o + 76),    \
+      TL_WG_OUT4(C, d, o + 80), TL_WG_OUT4(C, d, o + 84), TL_WG_OUT4(C, d, o + 88), TL_WG_OUT4(C, d, o + 92),    \
+      TL_WG_OUT4(C, d, o + 96), TL_WG_OUT4(C, d, o + 100), TL_WG_OUT4(C, d, o + 104), TL_WG_OUT4(C, d, o + 108), \
+      TL_WG_OUT4(C, d, o + 112), TL_WG_OUT4(C, d, o + 116), TL_WG_OUT4(C, d, o + 120), TL_WG_OUT4(C, d, o + 124)
 // The instruction string: operands (a pair of strings: the list, then scale-d).
 #define TL_WG_ASM2(shape_types, d_list, ops, scale)                                                               \
   "{\n.reg .pred p;\nsetp.ne.b32 p, " scale ", 0;\nwgmma.mma_async.sync.aligned." shape_types " " d_list ", " ops \
@@ -148,16 +410,39 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 // "dtype.atype.btype", the rest the input operands.
 #define TL_WG_CALL(R, NS, KS, TYPES, C, OPS, ...) \
   asm volatile(TL_WG_ASM("m64n" NS "k" KS "." TYPES, TL_WG_D##R, OPS##R) : TL_WG_OUT##R(C, d, 0) : __VA_ARGS__)
-#define TL_WG_BY_N(KS, TYPES, C, OPS, ...)                 \
-  if constexpr (N == 16)                                   \
-    TL_WG_CALL(8, "16", KS, TYPES, C, OPS, __VA_ARGS__);   \
-  else if constexpr (N == 32)                              \
-    TL_WG_CALL(16, "32", KS, TYPES, C, OPS, __VA_ARGS__);  \
-  else if constexpr (N == 64)                              \
-    TL_WG_CALL(32, "64", KS, TYPES, C, OPS, __VA_ARGS__);  \
-  else if constexpr (N == 128)                             \
-    TL_WG_CALL(64, "128", KS, TYPES, C, OPS, __VA_ARGS__); \
-  else                                                     \
+// The same for each instruction N (a multiple of 16 up to 256; N, d in scope).
+#define TL_WG_BY_N(KS, TYPES, C, OPS, ...)                  \
+  if constexpr (N == 16)                                    \
+    TL_WG_CALL(8, "16", KS, TYPES, C, OPS, __VA_ARGS__);    \
+  else if constexpr (N == 32)                               \
+    TL_WG_CALL(16, "32", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 48)                               \
+    TL_WG_CALL(24, "48", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 64)                               \
+    TL_WG_CALL(32, "64", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 80)                               \
+    TL_WG_CALL(40, "80", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 96)                               \
+    TL_WG_CALL(48, "96", KS, TYPES, C, OPS, __VA_ARGS__);   \
+  else if constexpr (N == 112)                              \
+    TL_WG_CALL(56, "112", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 128)                              \
+    TL_WG_CALL(64, "128", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 144)                              \
+    TL_WG_CALL(72, "144", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 160)                              \
+    TL_WG_CALL(80, "160", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 176)                              \
+    TL_WG_CALL(88, "176", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 192)                              \
+    TL_WG_CALL(96, "192", KS, TYPES, C, OPS, __VA_ARGS__);  \
+  else if constexpr (N == 208)                              \
+    TL_WG_CALL(104, "208", KS, TYPES, C, OPS, __VA_ARGS__); \
+  else if constexpr (N == 224)                              \
+    TL_WG_CALL(112, "224", KS, TYPES, C, OPS, __VA_ARGS__); \
+  else if constexpr (N == 240)                              \
+    TL_WG_CALL(120, "240", KS, TYPES, C, OPS, __VA_ARGS__); \
+  else                                                      \
     TL_WG_CALL(128, "256", KS, TYPES, C, OPS, __VA_ARGS__)
 // The same for f16 accumulators: N / 4 registers of f16x2.
 #define TL_WG_BY_N_F16ACC(KS, TYPES, OPS, ...)                \
@@ -165,10 +450,32 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
     TL_WG_CALL(4, "16", KS, TYPES, "+r", OPS, __VA_ARGS__);   \
   else if constexpr (N == 32)                                 \
     TL_WG_CALL(8, "32", KS, TYPES, "+r", OPS, __VA_ARGS__);   \
+  else if constexpr (N == 48)                                 \
+    TL_WG_CALL(12, "48", KS, TYPES, "+r", OPS, __VA_ARGS__);  \
   else if constexpr (N == 64)                                 \
     TL_WG_CALL(16, "64", KS, TYPES, "+r", OPS, __VA_ARGS__);  \
+  else if constexpr (N == 80)                                 \
+    TL_WG_CALL(20, "80", KS, TYPES, "+r", OPS, __VA_ARGS__);  \
+  else if constexpr (N == 96)                                 \
+    TL_WG_CALL(24, "96", KS, TYPES, "+r", OPS, __VA_ARGS__);  \
+  else if constexpr (N == 112)                                \
+    TL_WG_CALL(28, "112", KS, TYPES, "+r", OPS, __VA_ARGS__); \
   else if constexpr (N == 128)                                \
     TL_WG_CALL(32, "128", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 144)                                \
+    TL_WG_CALL(36, "144", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 160)                                \
+    TL_WG_CALL(40, "160", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 176)                                \
+    TL_WG_CALL(44, "176", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 192)                                \
+    TL_WG_CALL(48, "192", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 208)                                \
+    TL_WG_CALL(52, "208", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 224)                                \
+    TL_WG_CALL(56, "224", KS, TYPES, "+r", OPS, __VA_ARGS__); \
+  else if constexpr (N == 240)                                \
+    TL_WG_CALL(60, "240", KS, TYPES, "+r", OPS, __VA_ARGS__); \
   else                                                        \
     TL_WG_CALL(64, "256", KS, TYPES, "+r", OPS, __VA_ARGS__)
 
@@ -327,10 +634,15 @@ constexpr bool kAccumulates = tl::is_same<Acc, typename WgmmaOf<TA>::Acc>::value
 template <class T>
 constexpr int kInstK = 32 / int(sizeof(T));
 
-// The instruction N for a warpgroup tile TN wide: the largest power of two up to
-// 256 dividing it (whole swizzle blocks of an MN-major B, see wgmma_gemm_ss).
-template <int TN>
+// The instruction N for a warpgroup tile TN wide: with a K-major B, the widest
+// multiple of 16 up to 256 dividing it (one m64n96k16 for 96 columns, not three n32,
+// as TileLang's select_wgmma_inst_n); with an N-major B, the largest power of two up to
+// 256 dividing it (whole swizzle blocks, see wgmma_gemm_ss).
+template <int TN, bool KMajorB = false>
 TL_DEVICE constexpr int inst_n() {
+  if (KMajorB)
+    for (int n = 256; n >= 16; n -= 16)
+      if (TN % n == 0) return n;
   int n = 256;
   while (n > 16 && TN % n != 0) n /= 2;
   return n;
@@ -358,7 +670,7 @@ TL_DEVICE void wgmma_rs_f16acc(uint32_t* d, const uint32_t (&a)[4], uint64_t des
 // M- / N-major.
 template <int N, class TA, class TB, bool MnMajorA, bool MnMajorB, class Acc>
 TL_DEVICE void wgmma_ss(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_ss: N is 16, 32, 64, 128 or 256");
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tl::wgmma_ss: N is a multiple of 16 up to 256");
 #if defined(TL_EMULATE)
   emu::wgmma_ss(d, N, desc_a, desc_b, scale_d != 0, WgmmaOf<TA>::kKind, WgmmaOf<TB>::kKind, MnMajorA, MnMajorB);
 #elif defined(TL_WGMMA_UNAVAILABLE)
@@ -402,7 +714,7 @@ TL_DEVICE void wgmma_ss(Acc* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
 // 16 w + g + 8 (j % 2), k 2q + 8 (j / 2) + {0, 1}, lower k in the low half).
 template <int N, bool Bf16, bool MnMajorB, class Acc>
 TL_DEVICE void wgmma_rs(Acc* d, const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_rs: N is 16, 32, 64, 128 or 256");
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tl::wgmma_rs: N is a multiple of 16 up to 256");
 #if defined(TL_EMULATE)
   emu::wgmma_rs(d, N, a, desc_b, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorB);
 #elif defined(TL_WGMMA_UNAVAILABLE)
@@ -429,7 +741,7 @@ TL_DEVICE void wgmma_rs(Acc* d, const uint32_t (&a)[4], uint64_t desc_b, int sca
 // (gemm_sp_sm80.cuh; sparsity selector 0), accumulators into float.
 template <int N, bool Bf16, bool MnMajorA, bool MnMajorB>
 TL_DEVICE void wgmma_sp_ss(float* d, uint64_t desc_a, uint64_t desc_b, uint32_t e, int scale_d) {
-  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "tl::wgmma_sp_ss: N is 16, 32, 64, 128 or 256");
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tl::wgmma_sp_ss: N is a multiple of 16 up to 256");
 #if defined(TL_EMULATE)
   emu::wgmma_sp_ss(d, N, desc_a, desc_b, e, 0, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorA,
                    MnMajorB);
@@ -440,16 +752,38 @@ TL_DEVICE void wgmma_sp_ss(float* d, uint64_t desc_a, uint64_t desc_b, uint32_t 
   asm volatile(TL_WG_SP_ASM("m64n" NS "k32.f32." T "." T, TL_WG_D##R, TL_WG_SP##R) \
                : TL_WG_OUT##R("+f", d, 0)                                          \
                : "l"(desc_a), "l"(desc_b), "r"(e), "n"(0), "r"(scale_d), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
-#define TL_WG_SP_BY_N(T)         \
-  if constexpr (N == 16)         \
-    TL_WG_SP_CALL(8, "16", T);   \
-  else if constexpr (N == 32)    \
-    TL_WG_SP_CALL(16, "32", T);  \
-  else if constexpr (N == 64)    \
-    TL_WG_SP_CALL(32, "64", T);  \
-  else if constexpr (N == 128)   \
-    TL_WG_SP_CALL(64, "128", T); \
-  else                           \
+#define TL_WG_SP_BY_N(T)          \
+  if constexpr (N == 16)          \
+    TL_WG_SP_CALL(8, "16", T);    \
+  else if constexpr (N == 32)     \
+    TL_WG_SP_CALL(16, "32", T);   \
+  else if constexpr (N == 48)     \
+    TL_WG_SP_CALL(24, "48", T);   \
+  else if constexpr (N == 64)     \
+    TL_WG_SP_CALL(32, "64", T);   \
+  else if constexpr (N == 80)     \
+    TL_WG_SP_CALL(40, "80", T);   \
+  else if constexpr (N == 96)     \
+    TL_WG_SP_CALL(48, "96", T);   \
+  else if constexpr (N == 112)    \
+    TL_WG_SP_CALL(56, "112", T);  \
+  else if constexpr (N == 128)    \
+    TL_WG_SP_CALL(64, "128", T);  \
+  else if constexpr (N == 144)    \
+    TL_WG_SP_CALL(72, "144", T);  \
+  else if constexpr (N == 160)    \
+    TL_WG_SP_CALL(80, "160", T);  \
+  else if constexpr (N == 176)    \
+    TL_WG_SP_CALL(88, "176", T);  \
+  else if constexpr (N == 192)    \
+    TL_WG_SP_CALL(96, "192", T);  \
+  else if constexpr (N == 208)    \
+    TL_WG_SP_CALL(104, "208", T); \
+  else if constexpr (N == 224)    \
+    TL_WG_SP_CALL(112, "224", T); \
+  else if constexpr (N == 240)    \
+    TL_WG_SP_CALL(120, "240", T); \
+  else                            \
     TL_WG_SP_CALL(128, "256", T)
   if constexpr (Bf16) {
     TL_WG_SP_BY_N("bf16");
@@ -499,7 +833,7 @@ template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int P
           class TB, class TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
-  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN>(), NJ = TN / NI;
+  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN, TransB>(), NJ = TN / NI;
   static_assert(sm90::WgmmaOf<TA>::kTransposable || (!TransA && TransB),
                 "tl::wgmma_gemm_ss: wgmma reads tf32, fp8 and 8-bit integer operands only K-major: A [M][K] and "
                 "B [N][K] (TransA = false, TransB = true)");
@@ -608,7 +942,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
   static_assert(sm90::WgmmaOf<TA>::kTransposable && tl::is_same<TA, TB>::value,
                 "tl::wgmma_gemm_rs: A in registers must be half_t or bfloat16_t (B the same)");
   static_assert(WgN == 1, "tl::wgmma_gemm_rs: A in registers needs WgN == 1 (each warpgroup owns whole rows of A)");
-  constexpr int TM = M / WgM, MI = TM / 64, KT = K / 8, NI = sm90::inst_n<N>(), NJ = N / NI;
+  constexpr int TM = M / WgM, MI = TM / 64, KT = K / 8, NI = sm90::inst_n<N, TransB>(), NJ = N / NI;
   using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
   static_assert(TransB || (N % TileB::kW == 0 || TileB::kW % N == 0),
                 "tl::wgmma_gemm_rs: an N-major B needs N to be a multiple or a divisor of its swizzle width");

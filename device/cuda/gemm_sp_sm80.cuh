@@ -5,7 +5,7 @@
 // [1:0] the position of the group's first kept value, [3:2] the second's).
 //
 // Each warp runs mma.sp.sync.aligned.m16n8k32.row.col.f32.{f16,bf16} (sparsity
-// selector 0) on its tile of C, the accumulator layout of tl::gemm_ss
+// selector 0; for 8-bit operands m16n8k64, below) on its tile of C, the accumulator layout of tl::gemm_ss
 // (gemm_sm80.cuh). Per m16n8k32 step and lane (g = lane / 4, q = lane % 4):
 //   A: the 16 x 16 block of kept values (16 rows of M x 32 elements of K) is the
 //      A fragment of the dense m16n8k16, loaded from the swizzled A_sparse tile by
@@ -53,6 +53,54 @@ TL_DEVICE void mma_sp_m16n8k32(float* d, const uint32_t (&a)[4], const uint32_t 
 #endif
 }
 
+// D += A * B for one 16 x 64 x 64 tile with 2:4 sparse 8-bit A (sparsity selector 0,
+// the only one this shape takes): a[4] the 16 x 32 kept values as the dense m16n8k32's
+// A, b[4] the two dense m16n8k32 B fragments of K 0-31 and 32-63, e the metadata of
+// row g + 8 * (q % 2), K 32 * (q / 2) .. + 31 (8 codes). s8 x s8 or u8 x u8 into s32.
+template <bool Unsigned>
+TL_DEVICE void mma_sp_m16n8k64_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e) {
+#ifdef TL_EMULATE
+  emu::mma_sp_m16n8k64_s32(d, a, b, e, Unsigned);
+#else
+#define TL_MMA_SP_S8(type)                                                                                  \
+  asm volatile("mma.sp.sync.aligned.m16n8k64.row.col.s32." type "." type                                    \
+               ".s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n" \
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e))
+  if constexpr (Unsigned)
+    TL_MMA_SP_S8("u8");
+  else
+    TL_MMA_SP_S8("s8");
+#undef TL_MMA_SP_S8
+#endif
+}
+
+// The same for fp8 operands (e4m3 or e5m2, each operand its own) into f32: sm_89 and later.
+template <bool AE5m2, bool BE5m2>
+TL_DEVICE void mma_sp_m16n8k64_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e) {
+#if defined(TL_EMULATE)
+  emu::mma_sp_m16n8k64_f8(d, a, b, e, AE5m2, BE5m2);
+#elif __CUDA_ARCH__ >= 890
+#define TL_MMA_SP_F8(atype, btype)                                                                          \
+  asm volatile("mma.sp.sync.aligned.m16n8k64.row.col.f32." atype "." btype                                  \
+               ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n" \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e))
+  if constexpr (!AE5m2 && !BE5m2)
+    TL_MMA_SP_F8("e4m3", "e4m3");
+  else if constexpr (!AE5m2)
+    TL_MMA_SP_F8("e4m3", "e5m2");
+  else if constexpr (!BE5m2)
+    TL_MMA_SP_F8("e5m2", "e4m3");
+  else
+    TL_MMA_SP_F8("e5m2", "e5m2");
+#undef TL_MMA_SP_F8
+#elif defined(__CUDA_ARCH__)
+  static_assert(AE5m2 && !AE5m2,
+                "tl::gemm_sp_ss: fp8 operands need mma.sp m16n8k64 e4m3/e5m2, which sm_89 and later have");
+#endif
+}
+
 // Zero codes (4-bit groups) of a metadata word read as 0b0100: positions 0 and 1.
 TL_DEVICE uint32_t sp_fix_zero_codes(uint32_t e) {
   const uint32_t any = e | (e >> 1) | (e >> 2) | (e >> 3);
@@ -79,28 +127,58 @@ TL_DEVICE uint32_t sp_codes16(const TE* E, int row, int grp) {
 
 }  // namespace sm80
 
+namespace sm80 {
+
+// The sparse instruction of an operand pair: 16-bit types take m16n8k32 (16 kept
+// values a row), 8-bit ones m16n8k64 (32 kept values a row).
+template <class TA, class TB, class Acc>
+TL_DEVICE void mma_sp_tile(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e) {
+  constexpr MmaKind ka = MmaOf<TA>::kKind, kb = MmaOf<TB>::kKind;
+  if constexpr (ka == MmaKind::F16 || ka == MmaKind::Bf16)
+    mma::mma_sp_m16n8k32<ka == MmaKind::Bf16>(d, a, b, e);
+  else if constexpr (ka == MmaKind::S8 || ka == MmaKind::U8)
+    mma::mma_sp_m16n8k64_s32<ka == MmaKind::U8>(d, a, b, e);
+  else
+    mma::mma_sp_m16n8k64_f8<ka == MmaKind::E5m2, kb == MmaKind::E5m2>(d, a, b, e);
+}
+
+}  // namespace sm80
+
 // acc += op(A) * op(B) for the block's M x N x K tile (K the dense extent), A 2:4
 // sparse: A_sparse is [M][K / 2] ([K / 2][M] when TransA) and B [K][N] ([N][K]
 // when TransB), both swizzled in shared memory as tl::gemm_ss's operands; E is the
 // plain (unswizzled) metadata tile [M][K / per] ([K / per][M] when TransE), per the
 // 4-element groups one element of E describes. Called by all WarpsM * WarpsN * 32
 // threads of the block with the same arguments; acc as for tl::gemm_ss.
+// Operands: half_t or bfloat16_t (both the same) into float, on mma.sp m16n8k32;
+// int8_t or uint8_t (both the same) into int32_t, and float8_e4m3fn_t /
+// float8_e5m2_t (any mix, sm_89+) into float, on mma.sp m16n8k64, whose metadata
+// register holds 8 codes of one row (row g + 8 * (q % 2), K 32 * (q / 2) .. + 31 of
+// the step): every lane loads its own.
 template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, bool TransE, class TA, class TE,
           class TB, class TC>
 TL_DEVICE void gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) {
-  static_assert(
-      sm80::SameType<TA, TB>::value && (sm80::SameType<TA, half_t>::value || sm80::SameType<TA, bfloat16_t>::value),
-      "tl::gemm_sp_ss: A and B must both be half_t or both bfloat16_t");
-  static_assert(sm80::SameType<TC, float>::value, "tl::gemm_sp_ss: the accumulator must be float");
+  constexpr bool k16bit = sizeof(TA) == 2;
+  static_assert((k16bit && sm80::SameType<TA, TB>::value &&
+                 (sm80::SameType<TA, half_t>::value || sm80::SameType<TA, bfloat16_t>::value)) ||
+                    (sm80::SameType<TA, TB>::value &&
+                     (sm80::SameType<TA, int8_t>::value || sm80::SameType<TA, uint8_t>::value)) ||
+                    (sm80::MmaOf<TA>::kFp8 && sm80::MmaOf<TB>::kFp8),
+                "tl::gemm_sp_ss: A and B must both be half_t, both bfloat16_t, both int8_t, both uint8_t, or fp8 "
+                "(float8_e4m3fn_t / float8_e5m2_t)");
+  static_assert(sm80::SameType<TC, typename sm80::MmaOf<TA>::Acc>::value,
+                "tl::gemm_sp_ss: the accumulator must be float (int32_t for int8_t / uint8_t operands)");
   static_assert(sizeof(TE) == 1 || sizeof(TE) == 2 || sizeof(TE) == 4, "tl::gemm_sp_ss: E must be 8, 16 or 32 bit");
+  // Kept values of a row per instruction (32 bytes), and the dense K it covers.
+  constexpr int kKept = 32 / int(sizeof(TA)), kDense = 2 * kKept;
   static_assert(M % (16 * WarpsM) == 0, "tl::gemm_sp_ss: M must be a multiple of 16 * WarpsM");
   static_assert(N % (8 * WarpsN) == 0, "tl::gemm_sp_ss: N must be a multiple of 8 * WarpsN");
-  static_assert(K % 32 == 0 && K % (8 * int(sizeof(TE))) == 0,
-                "tl::gemm_sp_ss: K must be a multiple of 32 and of the elements one E element describes");
-  constexpr bool kBf16 = sm80::SameType<TA, bfloat16_t>::value;
-  constexpr int kSteps = K / 32, MT = M / WarpsM / 16, NT = N / WarpsN / 8, kGroups = K / 4;
+  static_assert(K % kDense == 0 && K % (8 * int(sizeof(TE))) == 0,
+                "tl::gemm_sp_ss: K must be a multiple of 32 (64 for 8-bit operands) and of the elements one E "
+                "element describes");
+  constexpr int kSteps = K / kDense, MT = M / WarpsM / 16, NT = N / WarpsN / 8, kGroups = K / 4;
   const int rank = sm80::thread_rank(), warp = rank / 32 % (WarpsM * WarpsN), lane = rank % 32;
-  const int g = lane / 4, half = lane % 2;
+  const int g = lane / 4, q = lane % 4;
   const int m0 = warp / WarpsN * (M / WarpsM), n0 = warp % WarpsN * (N / WarpsN);
   const sm80::SmemOperand<TransA ? M : K / 2, TA, !TransA, true> a_op(A, lane);
   const sm80::SmemOperand<TransB ? K : N, TB, TransB, false> b_op(B, lane);
@@ -108,14 +186,22 @@ TL_DEVICE void gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) {
   uint32_t a[2][MT][4], b[2][NT][4], e[2][MT];
   auto load = [&](int buf, int s) {
     TL_SP_UNROLL for (int mt = 0; mt < MT; ++mt) {
-      a_op.template load<4>(a[buf][mt], m0 + 16 * mt, 16 * s);
-      const int row = m0 + 16 * mt + g, grp = 8 * s + 4 * half;
-      e[buf][mt] = mma::sp_fix_zero_codes(sm80::sp_codes16<M, kGroups, TransE>(E, row, grp) |
-                                          (sm80::sp_codes16<M, kGroups, TransE>(E, row + 8, grp) << 16));
+      a_op.template load<4>(a[buf][mt], m0 + 16 * mt, kKept * s);
+      uint32_t codes;
+      if constexpr (k16bit) {  // rows g and g + 8, K 16 (q % 2) .. + 15
+        const int row = m0 + 16 * mt + g, grp = 8 * s + 4 * (q % 2);
+        codes = sm80::sp_codes16<M, kGroups, TransE>(E, row, grp) |
+                (sm80::sp_codes16<M, kGroups, TransE>(E, row + 8, grp) << 16);
+      } else {  // row g + 8 (q % 2), K 32 (q / 2) .. + 31
+        const int row = m0 + 16 * mt + g + 8 * (q % 2), grp = 16 * s + 8 * (q / 2);
+        codes = sm80::sp_codes16<M, kGroups, TransE>(E, row, grp) |
+                (sm80::sp_codes16<M, kGroups, TransE>(E, row, grp + 4) << 16);
+      }
+      e[buf][mt] = mma::sp_fix_zero_codes(codes);
     }
     uint32_t lo[NT][2], hi[NT][2];
-    sm80::load_b(lo, b_op, n0, 32 * s);
-    sm80::load_b(hi, b_op, n0, 32 * s + 16);
+    sm80::load_b(lo, b_op, n0, kDense * s);
+    sm80::load_b(hi, b_op, n0, kDense * s + kKept);
     TL_SP_UNROLL for (int nt = 0; nt < NT; ++nt) {
       b[buf][nt][0] = lo[nt][0];
       b[buf][nt][1] = lo[nt][1];
@@ -128,7 +214,7 @@ TL_DEVICE void gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) {
     if (s + 1 < kSteps) load((s + 1) % 2, s + 1);
     TL_SP_UNROLL for (int mt = 0; mt < MT; ++mt) {
       TL_SP_UNROLL for (int nt = 0; nt < NT; ++nt)
-          mma::mma_sp_m16n8k32<kBf16>(acc + (mt * NT + nt) * 4, a[s % 2][mt], b[s % 2][nt], e[s % 2][mt]);
+          sm80::mma_sp_tile<TA, TB>(acc + (mt * NT + nt) * 4, a[s % 2][mt], b[s % 2][nt], e[s % 2][mt]);
     }
   }
 }

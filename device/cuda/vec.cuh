@@ -118,6 +118,15 @@ TL_DEVICE void store_vec(D* mem, const S* regs) {
   p.store(mem);
 }
 
+// memory <- one value: N copies of v, one vector write (a T.vectorized fill).
+template <int N, class D, class V>
+TL_DEVICE void fill_vec(D* mem, const V& v) {
+  vec::Pack<N, D> p;
+#pragma unroll
+  for (int i = 0; i < N; ++i) p.e[i] = static_cast<D>(v);
+  p.store(mem);
+}
+
 }  // namespace tl
 
 namespace tl {

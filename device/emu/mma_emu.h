@@ -3,8 +3,9 @@
 // m16n8k16 f16/bf16 -> f32 and f16 -> f16, m16n8k8 tf32 -> f32, m16n8k32 s8/u8 -> s32 and
 // m16n8k32 e4m3/e5m2 -> f32 (A and B formats chosen independently), with the
 // fp8 -> f16x2 conversion sm_90 runs that one through, and the 2:4 sparse
-// mma.sp m16n8k32 f16/bf16 -> f32 (gemm_sp_sm80.cuh; its layout is described at
-// mma_sp_m16n8k32_f32 below). The
+// mma.sp m16n8k32 f16/bf16 -> f32 and m16n8k64 s8/u8 -> s32, e4m3/e5m2 -> f32
+// (gemm_sp_sm80.cuh; their layouts are described at mma_sp_m16n8k32_f32 and
+// mma_sp_m16n8k64 below). The
 // lanes of a warp are fibers of one block: each publishes its fragment registers
 // (exchange_in_warp in cuda_emu.h), and each lane computes its own four D elements
 // by locating every A and B element it needs through the PTX ISA fragment layout,
@@ -34,6 +35,10 @@ TL_EMU_FN void mma_m16n8k32_s32(int32_t* d, const uint32_t (&a)[4], const uint32
 TL_EMU_FN void mma_m16n8k32_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2], bool a_e5m2, bool b_e5m2);
 TL_EMU_FN void mma_sp_m16n8k32_f32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e,
                                    int selector, bool bf16);
+TL_EMU_FN void mma_sp_m16n8k64_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e,
+                                   bool is_unsigned);
+TL_EMU_FN void mma_sp_m16n8k64_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e, bool a_e5m2,
+                                  bool b_e5m2);
 
 // One e4m3fn or e5m2 value, exactly (minifloat.h, bit for bit as ml_dtypes).
 inline float fp8_value(uint8_t bits, bool e5m2) {
@@ -54,6 +59,13 @@ inline uint32_t float_to_tf32_bits(float x) {
 }
 
 #if TL_EMU_DEFINITIONS
+// A code naming one position twice, for which the ISA leaves mma.sp undefined.
+inline void report_sp_code(int row, int chunk, int pos, int code) {
+  record_failure("mma.sp: the metadata of row " + std::to_string(row) + ", K elements " + std::to_string(4 * chunk) +
+                 "-" + std::to_string(4 * chunk + 3) + " names position " + std::to_string(pos) + " twice (code " +
+                 std::to_string(code) + "), for which the PTX ISA leaves the result undefined");
+}
+
 // D += A * B for the calling lane; `value_a(reg, part)` decodes one element of A,
 // `value_b` one of B.
 template <int PerReg, class Acc, class ValueA, class ValueB>
@@ -160,9 +172,7 @@ TL_EMU_FN void mma_sp_m16n8k32_f32(float (&d)[4], const uint32_t (&a)[4], const 
       const int code = int(meta >> (16 * h + 4 * (c % 4))) & 15;
       const int pos[2] = {code & 3, code >> 2};
       if (pos[0] == pos[1]) {
-        record_failure("mma.sp: the metadata of row " + std::to_string(row) + ", K elements " + std::to_string(4 * c) +
-                       "-" + std::to_string(4 * c + 3) + " names position " + std::to_string(pos[0]) + " twice (code " +
-                       std::to_string(code) + "), for which the PTX ISA leaves the result undefined");
+        report_sp_code(row, c, pos[0], code);
         continue;
       }
       for (int s = 0; s < 2; ++s) {
@@ -173,6 +183,69 @@ TL_EMU_FN void mma_sp_m16n8k32_f32(float (&d)[4], const uint32_t (&a)[4], const 
     }
     d[i] = sum;
   }
+}
+
+// mma.sp.sync.aligned.m16n8k64.row.col.{s32.s8.s8.s32, s32.u8.u8.s32, f32.e4m3/e5m2
+// x e4m3/e5m2.f32} d, a, b, c, e, 0 (PTX ISA, "Matrix fragments for multiply-accumulate
+// operation with sparse matrix A", m16n8k64 with 8-bit types). A is 16 x 64, 2 of
+// every 4 consecutive elements of a row kept; a[4] holds the 16 x 32 kept values laid
+// out as the A of the dense 8-bit m16n8k32 (reg j: row g + 8 * (j % 2), kept columns
+// 4q + 16 * (j / 2) + {0 .. 3}, the lowest byte first), kept column 2c + s being the
+// s-th kept value of chunk c (K elements 4c .. 4c + 3). B (64 x 8) is b[4]: reg j
+// holds rows 16j + 4q + {0 .. 3} of column g, the two dense m16n8k32 B fragments of
+// K 0-31 and 32-63. The metadata: the sparsity selector is 0 and every lane supplies
+// 32 bits: lane (g, q) the 8 codes of row g + 8 * (q % 2), chunks 8 * (q / 2) .. + 7,
+// chunk 8 * (q / 2) + i in bits [4i + 3 : 4i], a code as for m16n8k32. 32 products
+// per element, in K order: exact in int32 (wrapping as the instruction without
+// .satfinite does); for fp8 each product is exact in float and the sums are float
+// additions in K order (the GPU adds with its own internal precision).
+template <class Acc, class ValueA, class ValueB>
+inline void mma_sp_m16n8k64(Acc* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e, ValueA value_a,
+                            ValueB value_b) {
+  const uint32_t mine[9] = {a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], e};
+  const uint32_t* warp = exchange_in_warp<uint32_t, 9, 3>(mine);
+  const int lane = thread_rank() % 32, g = lane / 4, q = lane % 4;
+  auto a_at = [&](int row, int kept) {
+    return value_a(warp[((row % 8) * 4 + (kept % 16) / 4) * 9 + row / 8 + 2 * (kept / 16)], kept % 4);
+  };
+  auto b_at = [&](int k, int n) { return value_b(warp[(n * 4 + (k % 16) / 4) * 9 + 4 + k / 16], k % 4); };
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * q + i % 2;
+    Acc sum = d[i];
+    for (int c = 0; c < 16; ++c) {
+      const uint32_t meta = warp[(g * 4 + row / 8 + 2 * (c / 8)) * 9 + 8];
+      const int code = int(meta >> (4 * (c % 8))) & 15;
+      const int pos[2] = {code & 3, code >> 2};
+      if (pos[0] == pos[1]) {
+        report_sp_code(row, c, pos[0], code);
+        continue;
+      }
+      for (int s = 0; s < 2; ++s) sum += a_at(row, 2 * c + s) * b_at(4 * c + pos[s], col);
+    }
+    d[i] = sum;
+  }
+}
+
+TL_EMU_FN void mma_sp_m16n8k64_s32(int32_t* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e,
+                                   bool is_unsigned) {
+  auto value = [is_unsigned](uint32_t reg, int byte) {
+    uint32_t bits = (reg >> (8 * byte)) & 0xffu;
+    return is_unsigned ? int32_t(bits) : int32_t(int8_t(uint8_t(bits)));
+  };
+  // Sums wrap modulo 2^32 as the instruction's do (no .satfinite), without C++'s
+  // signed-overflow undefined behaviour.
+  uint32_t acc[4] = {uint32_t(d[0]), uint32_t(d[1]), uint32_t(d[2]), uint32_t(d[3])};
+  auto wide = [value](uint32_t reg, int byte) { return uint32_t(value(reg, byte)); };
+  mma_sp_m16n8k64(acc, a, b, e, wide, wide);
+  for (int i = 0; i < 4; ++i) d[i] = int32_t(acc[i]);
+}
+
+TL_EMU_FN void mma_sp_m16n8k64_f8(float* d, const uint32_t (&a)[4], const uint32_t (&b)[4], uint32_t e, bool a_e5m2,
+                                  bool b_e5m2) {
+  auto decoder = [](bool e5m2) {
+    return [e5m2](uint32_t reg, int byte) { return fp8_value(uint8_t(reg >> (8 * byte)), e5m2); };
+  };
+  mma_sp_m16n8k64(d, a, b, e, decoder(a_e5m2), decoder(b_e5m2));
 }
 
 #endif  // TL_EMU_DEFINITIONS

@@ -44,7 +44,7 @@ Attrs to_attrs(const nb::dict& d) {
   return a;
 }
 
-CopyOperand to_operand(const Buffer& b, const nb::sequence& mins, std::optional<nb::sequence> extents) {
+CopyOperand to_operand(const Buffer& b, const nb::sequence& mins, const std::optional<nb::sequence>& extents) {
   CopyOperand o{b, to_exprs(mins), {}};
   if (extents) o.extents = to_exprs(*extents);
   return o;
@@ -80,8 +80,8 @@ void bind_builder(nb::module_& m) {
            [](FunctionBuilder& b, const std::string& name, nb::handle dt) { return b.dynamic_var(name, to_dtype(dt)); })
       .def(
           "begin_kernel",
-          [](FunctionBuilder& b, const nb::sequence& grid, std::vector<int64_t> threads, const std::string& prelude,
-             std::vector<int64_t> cluster) {
+          [](FunctionBuilder& b, const nb::sequence& grid, const std::vector<int64_t>& threads,
+             const std::string& prelude, std::vector<int64_t> cluster) {
             return b.begin_kernel(to_exprs(grid), threads, prelude, std::move(cluster));
           },
           nb::arg("grid"), nb::arg("threads"), nb::arg("prelude") = "", nb::arg("cluster") = std::vector<int64_t>{})
@@ -127,8 +127,9 @@ void bind_builder(nb::module_& m) {
       .def("sync_grid", &FunctionBuilder::sync_grid)
       .def(
           "copy",
-          [](FunctionBuilder& b, const Buffer& sb, const nb::sequence& smin, std::optional<nb::sequence> sext,
-             const Buffer& db, const nb::sequence& dmin, std::optional<nb::sequence> dext, const nb::dict& attrs) {
+          [](FunctionBuilder& b, const Buffer& sb, const nb::sequence& smin, const std::optional<nb::sequence>& sext,
+             const Buffer& db, const nb::sequence& dmin, const std::optional<nb::sequence>& dext,
+             const nb::dict& attrs) {
             b.copy(to_operand(sb, smin, sext), to_operand(db, dmin, dext), to_attrs(attrs));
           },
           nb::arg("src"), nb::arg("src_mins"), nb::arg("src_extents").none(), nb::arg("dst"), nb::arg("dst_mins"),

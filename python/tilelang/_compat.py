@@ -1,14 +1,15 @@
 """Module-level helpers for TileLang's module layout: a module that re-exports another
 (`tilelang.cuda.intrinsics` is tilelang.intrinsics) and answers a name it does not
-provide with an error that says whether it is out of scope or simply unknown."""
+provide with a stand-in whose use says it is out of scope, or with an AttributeError
+for a name TileLang does not have either."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tilelang.tvm._scope import OutOfScopeError, out_of_scope
+from tilelang.tvm._scope import OutOfScopeError, out_of_scope, refused_name
 
-__all__ = ["OutOfScopeError", "forwarding_getattr", "out_of_scope"]
+__all__ = ["OutOfScopeError", "forwarding_getattr", "out_of_scope", "refused_name"]
 
 
 def forwarding_getattr(
@@ -19,8 +20,9 @@ def forwarding_getattr(
     internal_all: Any = False,
 ) -> Any:
     """A module `__getattr__`: a name of one of `sources` (modules, searched in order) is
-    theirs; a name in `internal` (or any name, with internal_all) raises the out-of-scope
-    error naming `module_name.name` and `instead`; anything else is an AttributeError."""
+    theirs; a name in `internal` (or any name, with internal_all) is the OutOfScopeName of
+    `module_name.name`, whose use raises the out-of-scope error with `instead`; anything
+    else is an AttributeError."""
 
     def __getattr__(name):
         if name.startswith("__"):
@@ -29,7 +31,7 @@ def forwarding_getattr(
             if hasattr(source, name):
                 return getattr(source, name)
         if internal_all or name in internal:
-            out_of_scope(f"{module_name}.{name}", instead, kind="a TileLang internal")
+            return refused_name(f"{module_name}.{name}", instead, kind="a TileLang internal")
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__
@@ -38,11 +40,12 @@ def forwarding_getattr(
 # Packages of TileLang whose submodules are its TVM-side internals. A submodule of one
 # that tilelang has no file for (`tilelang.cuda.pipeline`, `tilelang.rocm.target`,
 # `tilelang.jit.adapter.nvrtc.include_paths`, ...) imports as an empty module whose
-# names raise the out-of-scope error, so `from X import name` names what is missing.
+# names import as OutOfScopeNames: `from X import name` works, and using the name
+# raises the out-of-scope error naming it.
 INTERNAL_PACKAGES = (
     "tilelang.cuda", "tilelang.rocm", "tilelang.metal", "tilelang.jit.adapter",
     "tilelang.tools", "tilelang.backend", "tilelang.carver", "tilelang.language.eager",
-    "tilelang.language.tir",
+    "tilelang.language.tir", "tilelang.tileop",
 )  # fmt: skip
 
 

@@ -93,7 +93,7 @@ std::vector<InferredLayout> inferred_layouts(const PrimFunc& f, const Target& ta
   if (!before.defined()) return out;
   bool wgmma = configs.wgmma && target.kind == TargetKind::CUDA;
   std::map<const BufferNode*, Buffer> buffers = buffers_of(before);
-  LayoutFacts facts(target, wgmma);
+  LayoutFacts facts(target, wgmma, configs.gemm_sp_wgmma);
   for (const auto& [node, layout] : facts.fragment_layouts(before)) out.push_back(fragment_table(node, *layout));
   for (const auto& [node, tile] : facts.shared_tile_layouts(before))
     if (auto it = buffers.find(node); it != buffers.end() && tile.layout)

@@ -465,7 +465,7 @@ PrimFunc FunctionBuilder::finish() {
   return PrimFunc::make(name_, std::move(params), body, attrs_, func_span_);
 }
 
-void FunctionBuilder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,
+void FunctionBuilder::kernel(std::vector<Expr> grid, const std::vector<int64_t>& threads,
                              const std::function<void(KernelVars)>& body) {
   KernelVars v = begin_kernel(std::move(grid), threads);
   body(v);

@@ -96,7 +96,7 @@ class FunctionBuilder {
   PrimFunc finish();
 
   // C++ convenience: run `body` inside a frame.
-  void kernel(std::vector<Expr> grid, std::vector<int64_t> threads, const std::function<void(KernelVars)>& body);
+  void kernel(std::vector<Expr> grid, const std::vector<int64_t>& threads, const std::function<void(KernelVars)>& body);
   void serial(const Expr& extent, const std::function<void(Var)>& body);
   void parallel(std::vector<Expr> extents, const std::function<void(std::vector<Var>)>& body);
   void pipelined(const Expr& extent, int num_stages, const std::function<void(Var)>& body);

@@ -244,7 +244,7 @@ MemoryCacheBounds memory_cache_bounds() {
   return b;
 }
 
-DiskCache::DiskCache(std::string root) {
+DiskCache::DiskCache(const std::string& root) {
   ResolvedRoot r = resolve_root(root);
   root_ = std::move(r.root);
   secret_ = std::move(r.secret);

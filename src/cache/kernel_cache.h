@@ -28,7 +28,7 @@ class DiskCache {
   // that is a link, belongs to another user, is writable by group or others, or
   // holds a key file that is not private is not used: a warning names it and why,
   // and this process's private directory (private_fallback_dir) is used instead.
-  explicit DiskCache(std::string root);
+  explicit DiskCache(const std::string& root);
 
   // Path of the entry directory when it exists, its manifest names `key` and every
   // file matches its HMAC; nullopt otherwise (a damaged or foreign entry is moved

@@ -248,7 +248,7 @@ Expr floordiv(Expr a, Expr b) {
 Expr floormod(Expr a, Expr b) {
   return binary(BinaryOp::FloorMod, std::move(a), std::move(b));
 }
-Expr ceildiv(Expr a, Expr b) {
+Expr ceildiv(const Expr& a, const Expr& b) {
   if (divides_by_constant_zero(BinaryOp::FloorDiv, a, b))
     throw_user_error({}, str_cat("integer division by zero: the divisor of `T.ceildiv(", to_string(a), ", ",
                                  to_string(b), ")` is the constant 0; guard the division or use a non-zero divisor"));
@@ -306,12 +306,12 @@ Expr logical_not(Expr a) {
   if (auto x = as_const_int(a)) return bool_imm(!*x);
   return make_node<Expr, UnaryNode>(a.dtype(), UnaryOp::Not, a);
 }
-Expr neg(Expr a) {
+Expr neg(const Expr& a) {
   if (auto x = as_const_int(a); x && a.dtype().is_integer()) return int_imm(-*x, a.dtype());
   if (auto* f = a.as<FloatImmNode>()) return float_imm(-f->value, a.dtype());
   return make_node<Expr, UnaryNode>(a.dtype(), UnaryOp::Neg, a);
 }
-Expr bit_not(Expr a) {
+Expr bit_not(const Expr& a) {
   if (!a.dtype().is_integer())
     throw_user_error(a.span(), str_cat("'~' needs an integer operand, got ", a.dtype().name()));
   return make_node<Expr, UnaryNode>(a.dtype(), UnaryOp::BitNot, a);
@@ -353,8 +353,8 @@ Expr address_of(Expr element, AddressAccess access) {
   return call(Intrinsic::AddressOf, {std::move(element), int_imm(int64_t(access))});
 }
 
-AddressAccess address_access(const CallNode* c) {
-  auto mask = c->args.size() == 2 ? as_const_int(c->args[1]) : std::nullopt;
+AddressAccess address_access(const CallNode* address) {
+  auto mask = address->args.size() == 2 ? as_const_int(address->args[1]) : std::nullopt;
   return mask ? AddressAccess(*mask) : AddressAccess::ReadWrite;
 }
 
@@ -528,10 +528,10 @@ static Stmt spanned(SourceSpan span, Args&&... args) {
 Stmt for_loop(Var v, Expr min, Expr extent, ForKind kind, Stmt body, Attrs ann, SourceSpan span) {
   return spanned<ForNode>(span, std::move(v), std::move(min), std::move(extent), kind, std::move(body), std::move(ann));
 }
-Stmt while_loop(Expr cond, Stmt body, SourceSpan span) {
+Stmt while_loop(const Expr& cond, Stmt body, SourceSpan span) {
   return spanned<WhileNode>(span, as_bool(cond), std::move(body));
 }
-Stmt if_then_else(Expr cond, Stmt then_case, Stmt else_case, SourceSpan span) {
+Stmt if_then_else(const Expr& cond, Stmt then_case, Stmt else_case, SourceSpan span) {
   return spanned<IfThenElseNode>(span, as_bool(cond), std::move(then_case), std::move(else_case));
 }
 Stmt buffer_store(const Buffer& b, Expr value, std::vector<Expr> indices, SourceSpan span) {

@@ -28,7 +28,7 @@ Expr mul(Expr a, Expr b);
 Expr div(Expr a, Expr b);  // true division for floats, truncating for ints
 Expr floordiv(Expr a, Expr b);
 Expr floormod(Expr a, Expr b);
-Expr ceildiv(Expr a, Expr b);
+Expr ceildiv(const Expr& a, const Expr& b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 // The reductions' combination: with propagate_nan (T.reduce_max(..., nan_propagate=True))
@@ -45,8 +45,8 @@ Expr ge(Expr a, Expr b);
 Expr logical_and(Expr a, Expr b);
 Expr logical_or(Expr a, Expr b);
 Expr logical_not(Expr a);
-Expr neg(Expr a);
-Expr bit_not(Expr a);
+Expr neg(const Expr& a);
+Expr bit_not(const Expr& a);
 Expr cast(DataType t, Expr v, SourceSpan span = {});
 Expr reinterpret(DataType t, Expr v, SourceSpan span = {});
 Expr select(Expr cond, Expr t, Expr f, SourceSpan span = {});
@@ -61,7 +61,7 @@ Expr call_extern(DataType t, const std::string& name, std::vector<Expr> args);
 enum class AddressAccess : int { Read = 1, Write = 2, ReadWrite = 3, ReadInFlight = 5 };
 Expr address_of(Expr element, AddressAccess access);
 // The mask of an address_of call; ReadWrite when it has none.
-AddressAccess address_access(const CallNode* address_of);
+AddressAccess address_access(const CallNode* address);
 // T.sync_grid(): the extern call of the grid-wide barrier. A T.Kernel that makes it
 // needs a cooperative launch (LaunchSpec::cooperative), every block resident at once.
 inline constexpr const char* kSyncGridCall = "tl::sync_grid";
@@ -77,8 +77,8 @@ Expr infinity(DataType t, bool negative = false);
 
 Stmt seq(std::vector<Stmt> stmts);  // flattens nested sequences; one stmt returns itself
 Stmt for_loop(Var v, Expr min, Expr extent, ForKind kind, Stmt body, Attrs ann = {}, SourceSpan span = {});
-Stmt while_loop(Expr cond, Stmt body, SourceSpan span = {});
-Stmt if_then_else(Expr cond, Stmt then_case, Stmt else_case = {}, SourceSpan span = {});
+Stmt while_loop(const Expr& cond, Stmt body, SourceSpan span = {});
+Stmt if_then_else(const Expr& cond, Stmt then_case, Stmt else_case = {}, SourceSpan span = {});
 Stmt buffer_store(const Buffer& b, Expr value, std::vector<Expr> indices, SourceSpan span = {});
 Stmt evaluate(Expr v, SourceSpan span = {});
 Stmt let_stmt(Var v, Expr value, Stmt body, SourceSpan span = {});

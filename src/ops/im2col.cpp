@@ -76,7 +76,7 @@ Stmt lower_im2col_serial(const TileOpNode* op) {
   int64_t dilation = *as_const_int(op->args[4]), pad = *as_const_int(op->args[5]);
   Expr n_img = dim(0), h_img = dim(1), w_img = dim(2), ch = dim(3);
   auto out_extent = [&](Expr e) {
-    return add(floordiv(sub(add(e, c(2 * pad)), c(dilation * (kernel - 1) + 1)), c(stride)), c(1));
+    return add(floordiv(sub(add(std::move(e), c(2 * pad)), c(dilation * (kernel - 1) + 1)), c(stride)), c(1));
   };
   Expr oh_n = out_extent(h_img), ow_n = out_extent(w_img);
   Expr bm = cast(t, col.ranges[0].extent), bk = cast(t, col.ranges[1].extent);

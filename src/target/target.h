@@ -38,7 +38,7 @@ struct Target {
   // Parses "cpu", "c", "llvm", "cuda", "cuda -arch=sm_90a", "metal", "metal -keys=metal4",
   // or the dict form as JSON ({"kind": "metal", "keys": ["metal4"]}). Throws a
   // UserError on others.
-  static Target parse(const std::string& s);
+  static Target parse(const std::string& text);
   std::string str() const;  // canonical form, part of the cache key
 
   int warp_size() const { return kind == TargetKind::Metal ? 32 : kind == TargetKind::CUDA ? 32 : 1; }

@@ -29,6 +29,6 @@ Buffer tma_call_tile(const CallNode* c, bool* loads = nullptr);
 // and refuses them elsewhere. The shared layouts and wgmma gemms it lowers by are
 // those of `facts` (its target is the one compiled for); `allow_wgmma` false: the
 // pass config tl.disable_wgmma.
-PrimFunc lower_explicit_hopper(const PrimFunc& f, LayoutFacts& facts, bool allow_wgmma = true);
+PrimFunc lower_explicit_hopper(const PrimFunc& input, LayoutFacts& facts, bool allow_wgmma = true);
 
 }  // namespace tl

@@ -84,8 +84,8 @@ class PerKernel : public IRMutator {
 
 }  // namespace
 
-LayoutFacts::LayoutFacts(const Target& target, bool allow_wgmma)
-    : target_(target), wgmma_(allow_wgmma && target.has_wgmma()) {}
+LayoutFacts::LayoutFacts(const Target& target, bool allow_wgmma, bool gemm_sp_wgmma)
+    : target_(target), wgmma_(allow_wgmma && target.has_wgmma()), gemm_sp_wgmma_(gemm_sp_wgmma) {}
 
 LayoutFacts::~LayoutFacts() = default;
 
@@ -95,7 +95,7 @@ const fragments::KernelPlan& LayoutFacts::plan(const PrimFunc& f, const KernelLa
   if (seen_.empty() || !seen_.back().same_as(f->body)) seen_.push_back(f->body);
   ++inferences_;
   auto plan = std::make_unique<fragments::KernelPlan>();
-  plan->analysis = fragments::analyze_launch(op, target_, wgmma_);
+  plan->analysis = fragments::analyze_launch(op, target_, wgmma_, gemm_sp_wgmma_);
   plan->solution = fragments::solve(plan->analysis);
   return *plans_.emplace(op, std::move(plan)).first->second;
 }

@@ -35,8 +35,9 @@ struct KernelPlan;
 // address names one kernel for the object's lifetime.
 class LayoutFacts {
  public:
-  // For `target`; `allow_wgmma` false: the pass config tl.disable_wgmma.
-  LayoutFacts(const Target& target, bool allow_wgmma = true);
+  // For `target`; `allow_wgmma` false: the pass config tl.disable_wgmma;
+  // `gemm_sp_wgmma`: the pass config tl.gemm_sp_wgmma (T.gemm_sp on wgmma.sp).
+  LayoutFacts(const Target& target, bool allow_wgmma = true, bool gemm_sp_wgmma = false);
   ~LayoutFacts();
   LayoutFacts(const LayoutFacts&) = delete;
   LayoutFacts& operator=(const LayoutFacts&) = delete;
@@ -61,6 +62,7 @@ class LayoutFacts {
  private:
   const Target& target_;
   bool wgmma_;
+  bool gemm_sp_wgmma_;
   std::vector<Stmt> seen_;  // the bodies asked about: they keep the kernels of plans_ alive
   std::map<const KernelLaunchNode*, std::unique_ptr<fragments::KernelPlan>> plans_;
   int64_t inferences_ = 0;

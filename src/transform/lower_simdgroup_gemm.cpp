@@ -372,7 +372,7 @@ class Rewriter {
   Expr sg_col(const Acc& a) const { return mul(floormod(sg_, int_imm(a.wn)), int_imm(a.n / a.wn)); }
 
   // for i, j over the simdgroup's tiles: body(i, j, tile index)
-  Stmt per_tile(const Acc& a, const std::function<Stmt(Expr, Expr, Expr)>& body) {
+  Stmt per_tile(const Acc& a, const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& body) {
     Var i("tl_i", dtype::Int32), j("tl_j", dtype::Int32);
     Expr t = add(mul(i, int_imm(a.tiles_n())), j);
     Stmt inner = for_loop(j, int_imm(0), int_imm(a.tiles_n()), ForKind::Unrolled, body(i, j, t));
@@ -383,7 +383,7 @@ class Rewriter {
   Stmt spill(Acc& a) {
     a.tg_used = true;
     a.tg_valid = true;
-    return thread_op(per_tile(a, [&](Expr i, Expr j, Expr t) {
+    return thread_op(per_tile(a, [&](const Expr& i, const Expr& j, const Expr& t) {
       Expr r = add(sg_row(a), mul(i, int_imm(8))), c = add(sg_col(a), mul(j, int_imm(8)));
       return evaluate(call_extern(dtype::Void, "simdgroup_store",
                                   {buffer_load(a.sg, {t}), address_of(a.tg, {r, c}), int_imm(a.n)}));
@@ -394,7 +394,7 @@ class Rewriter {
   Stmt reload(Acc& a) {
     a.tg_used = true;
     a.sg_valid = true;
-    return thread_op(per_tile(a, [&](Expr i, Expr j, Expr t) {
+    return thread_op(per_tile(a, [&](const Expr& i, const Expr& j, const Expr& t) {
       Expr r = add(sg_row(a), mul(i, int_imm(8))), c = add(sg_col(a), mul(j, int_imm(8)));
       return evaluate(
           call_extern(dtype::Void, "simdgroup_load", {buffer_load(a.sg, {t}), address_of(a.tg, {r, c}), int_imm(a.n)}));
@@ -544,8 +544,9 @@ class Rewriter {
     Expr v = cast(a.frag->dtype, op->args[0]);
     a.sg_valid = true;
     a.tg_valid = false;
-    return thread_op(per_tile(
-        a, [&](Expr, Expr, Expr t) { return buffer_store(a.sg, call_extern(a.frag->dtype, fn, {v}), {t}, op->span); }));
+    return thread_op(per_tile(a, [&](const Expr&, const Expr&, const Expr& t) {
+      return buffer_store(a.sg, call_extern(a.frag->dtype, fn, {v}), {t}, op->span);
+    }));
   }
 
   // T.copy(accumulator, memory): simdgroup_store straight to the destination when
@@ -573,7 +574,7 @@ class Rewriter {
       }
       return idx;
     };
-    Stmt body = per_tile(a, [&](Expr i, Expr j, Expr t) {
+    Stmt body = per_tile(a, [&](const Expr& i, const Expr& j, const Expr& t) {
       Expr r = add(sg_row(a), mul(i, int_imm(8))), c = add(sg_col(a), mul(j, int_imm(8)));
       std::vector<Expr> at = index(r, c);
       Stmt direct = evaluate(call_extern(dtype::Void, "simdgroup_store",
@@ -640,17 +641,18 @@ class Rewriter {
     }
     Acc& a = acc ? *acc : local;
     auto c_tile = [&](Expr i, Expr j) {
-      return tile_index(rc, add(sg_row(a), mul(i, int_imm(8))), add(sg_col(a), mul(j, int_imm(8))));
+      return tile_index(rc, add(sg_row(a), mul(std::move(i), int_imm(8))),
+                        add(sg_col(a), mul(std::move(j), int_imm(8))));
     };
     std::vector<Stmt> body;
     if (!acc && !p.clear)
-      body.push_back(per_tile(a, [&](Expr i, Expr j, Expr t) {
+      body.push_back(per_tile(a, [&](const Expr& i, const Expr& j, const Expr& t) {
         return evaluate(call_extern(dtype::Void, "simdgroup_load",
                                     {buffer_load(a.sg, {t}), address_of(rc.buffer, c_tile(i, j)), row_stride(rc)}));
       }));
     if (p.clear) {
       std::string fn = str_cat("make_filled_simdgroup_matrix<", msl_scalar(a.frag->dtype), ", 8, 8>");
-      body.push_back(per_tile(a, [&](Expr, Expr, Expr t) {
+      body.push_back(per_tile(a, [&](const Expr&, const Expr&, const Expr& t) {
         return buffer_store(a.sg, call_extern(a.frag->dtype, fn, {make_const(a.frag->dtype, 0)}), {t});
       }));
     }
@@ -682,7 +684,7 @@ class Rewriter {
         allocate(ma, allocate(mb, for_loop(kk, int_imm(0), int_imm(steps),
                                            steps <= 4 ? ForKind::Unrolled : ForKind::Serial, step, {}, op->span))));
     if (!acc)
-      body.push_back(per_tile(a, [&](Expr i, Expr j, Expr t) {
+      body.push_back(per_tile(a, [&](const Expr& i, const Expr& j, const Expr& t) {
         return evaluate(call_extern(dtype::Void, "simdgroup_store",
                                     {buffer_load(a.sg, {t}), address_of(rc.buffer, c_tile(i, j)), row_stride(rc)}));
       }));

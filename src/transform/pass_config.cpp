@@ -80,6 +80,7 @@ const std::vector<PassConfigKey>& pass_config_keys() {
   static const std::vector<PassConfigKey> keys = {
       // Read by this compiler.
       {"tl.disable_wgmma", V::Switch, true},
+      {"tl.gemm_sp_wgmma", V::Switch, true},
       {"tl.disable_tma_lower", V::Switch, true},
       {"tl.disable_warp_specialized", V::Switch, true},
       {"tl.disable_tma_multicast", V::Switch, true},
@@ -192,6 +193,7 @@ PassConfig PassConfig::parse(const Attrs& configs) {
   check_pass_configs(configs);
   PassConfig c;
   c.wgmma = !switch_on(configs, "tl.disable_wgmma", false);
+  c.gemm_sp_wgmma = switch_on(configs, "tl.gemm_sp_wgmma", false);
   c.tma_lower = !switch_on(configs, "tl.disable_tma_lower", false);
   c.warp_specialized = !switch_on(configs, "tl.disable_warp_specialized", false);
   c.tma_multicast = !switch_on(configs, "tl.disable_tma_multicast", false);

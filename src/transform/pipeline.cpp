@@ -410,7 +410,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   dump("input", input);
   // Layout inference, once per kernel: the passes before lower_fragments read the
   // choices it lowers by (transform/lower_fragments.h).
-  LayoutFacts layouts(target, configs.wgmma);
+  LayoutFacts layouts(target, configs.wgmma, configs.gemm_sp_wgmma);
   // A[-i - 1]: an index the loops prove negative counts from the end, as in Python.
   PrimFunc f =
       run_pass("legalize_negative_indices", input, [&](const PrimFunc& g) { return legalize_negative_indices(g); });

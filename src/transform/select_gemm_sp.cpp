@@ -18,12 +18,26 @@ using BufKey = const BufferNode*;
 std::string refusal(const TileOpNode* op, const Target& target, int64_t threads) {
   const BufferRegion &b = op->regions[1], &c = op->regions[2], &a = op->regions[3], &e = op->regions[4];
   if (target.kind != TargetKind::CUDA || !target.has_mma_sync()) return "the target has no mma.sp (sm_80 and later)";
-  DataType in = a.buffer->dtype;
-  if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in))
-    return str_cat("mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not ", in.name(), " x ",
-                   b.buffer->dtype.name());
-  if (!(c.buffer->dtype == dtype::Float32))
-    return str_cat("the accumulator is ", c.buffer->dtype.name(), ", not float32");
+  DataType in = a.buffer->dtype, in_b = b.buffer->dtype;
+  auto fp8 = [](DataType t) { return t == dtype::Float8E4M3FN || t == dtype::Float8E5M2; };
+  bool half = (in == dtype::Float16 || in == dtype::BFloat16) && in_b == in;
+  bool byte = (in == dtype::Int8 || in == dtype::UInt8) && in_b == in;
+  bool f8 = fp8(in) && fp8(in_b);
+  if (!half && !byte && !f8)
+    return str_cat(
+        "mma.sp is emitted for float16 or bfloat16 (m16n8k32), int8 or uint8 and fp8 (m16n8k64) A and B, "
+        "not ",
+        in.name(), " x ", in_b.name());
+  // sm_89 runs the fp8 mma.sp on its tensor cores (QMMA.SP). sm_90 has none: ptxas
+  // rewrites it as f16 HMMA.SP with conversions and spills thousands of bytes at a
+  // 128 x 128 x 128 tile, while the decoded tile takes the fp8 wgmma.
+  if (f8 && target.sm_version() != 89)
+    return str_cat(
+        "mma.sp of fp8 operands is emitted for sm_89 only (sm_80 has no fp8 tensor cores, sm_90 runs the "
+        "fp8 mma.sp as f16 instructions), not sm_",
+        target.sm_version());
+  DataType acc = byte ? DataType(dtype::Int32) : DataType(dtype::Float32);
+  if (!(c.buffer->dtype == acc)) return str_cat("the accumulator is ", c.buffer->dtype.name(), ", not ", acc.name());
   if (c.buffer->scope != Scope::Fragment || !covers_whole(c) || c.buffer.ndim() != 2)
     return "the accumulator is not a whole 2-d register fragment";
   for (const BufferRegion* r : {&a, &b, &e})
@@ -34,7 +48,8 @@ std::string refusal(const TileOpNode* op, const Target& target, int64_t threads)
   auto m = as_const_int(c.ranges[0].extent), n = as_const_int(c.ranges[1].extent);
   auto k2 = as_const_int(ta ? a.ranges[0].extent : a.ranges[1].extent);
   if (!m || !n || !k2) return "a tile extent is not a constant";
-  if ((2 * *k2) % 32 != 0) return str_cat("K = ", 2 * *k2, " is not a multiple of 32");
+  int64_t inst_k = half ? 32 : 64;  // the dense K of one instruction: 32 bytes of kept values a row
+  if ((2 * *k2) % inst_k != 0) return str_cat("K = ", 2 * *k2, " is not a multiple of ", inst_k);
   int64_t warps = threads / 32, wm = gemm_warp_split(*m, *n, warps, attr_int(op->attrs, "policy", 0));
   if (!wm || (*n / (warps / wm)) % 16 != 0)
     return str_cat("the ", *m, " x ", *n, " tile does not split into m16 x n16 warp tiles over ", warps, " warps");
@@ -68,7 +83,9 @@ class Select : public IRMutator {
     std::string where = op->span.defined() ? op->span.str() + ": " : "";
     Attrs attrs = op->attrs;
     if (why.empty()) {
-      log(LogLevel::Debug, where + "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)");
+      bool half = op->regions[3].buffer->dtype.bytes() == 2;  // A_sparse
+      log(LogLevel::Debug,
+          where + str_cat("T.gemm_sp runs on the sparse tensor cores (mma.sp ", half ? "m16n8k32" : "m16n8k64", ")"));
       attrs[kGemmSpAttr] = int64_t(kGemmSpCompressed);
       dropped.insert(op->regions[0].buffer.get());
       return tile_op(TileOpKind::Gemm, {op->regions[3], op->regions[1], op->regions[2], op->regions[4]}, {},

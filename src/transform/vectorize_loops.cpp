@@ -217,13 +217,29 @@ bool pure_index(const Expr& e) {
   return pure;
 }
 
-// One copy of the loop body: dst[dst_idx] = src[src_idx], lets substituted.
+// One copy of the loop body: dst[dst_idx] = src[src_idx], lets substituted; or a
+// fill, dst[dst_idx] = value with a value the same in every iteration (src undefined).
 struct Copy {
   Stmt stmt;
   const BufferStoreNode* store;
   Buffer dst, src;
   std::vector<Expr> dst_idx, src_idx;
+  Expr fill;
+  std::vector<const BufferNode*> fill_reads;  // the buffers the fill's value loads
 };
+
+// Whether `value` is the same in every iteration of the loop over `lane`: free of the
+// lane and of calls (a call may have effects or differ per evaluation); the buffers it
+// loads are collected, so that a store of the loop writing one refuses the fill.
+bool lane_invariant(const Expr& value, const VarNode* lane, std::vector<const BufferNode*>* reads) {
+  bool invariant = true;
+  for_each_expr(value, [&](const Expr& x) {
+    if (auto* v = x.as<VarNode>(); v && v == lane) invariant = false;
+    if (x.is<CallNode>()) invariant = false;
+    if (auto* l = x.as<BufferLoadNode>()) reads->push_back(l->buffer.get());
+  });
+  return invariant;
+}
 
 class Vectorize : public IRMutator {
  public:
@@ -285,9 +301,10 @@ class Vectorize : public IRMutator {
   std::optional<Stmt> vectorized(const ForNode* op) {
     auto n = as_const_int(op->extent);
     if (!n || *n < 2) return std::nullopt;
-    // The body: lets of pure index arithmetic, then stores of loads. Iterations of a
-    // T.vectorized loop are independent, so copies between distinct buffers, none
-    // writing what another reads, may run as one loop each.
+    // The body: lets of pure index arithmetic, then stores of loads or of values the
+    // same in every iteration (fills). Iterations of a T.vectorized loop are
+    // independent, so copies and fills of distinct buffers, none writing what another
+    // reads, may run as one loop each.
     std::vector<std::pair<Var, Expr>> let_chain;
     std::map<const VarNode*, Expr> lets;
     Stmt body = op->body;
@@ -305,20 +322,34 @@ class Vectorize : public IRMutator {
     std::vector<Copy> copies;
     for (const Stmt& st : stmts) {
       auto* store = st.as<BufferStoreNode>();
-      auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
-      if (!load) return std::nullopt;
-      Copy c{st, store, store->buffer, load->buffer, {}, {}};
+      if (!store) return std::nullopt;
+      auto* load = store->value.as<BufferLoadNode>();
+      Copy c{st, store, store->buffer, Buffer(), {}, {}, Expr(), {}};
       for (const Expr& e : store->indices) c.dst_idx.push_back(substitute(e, lets));
-      for (const Expr& e : load->indices) c.src_idx.push_back(substitute(e, lets));
+      Expr value = substitute(store->value, lets);
+      std::vector<const BufferNode*> reads;
+      if (lane_invariant(value, op->var.node(), &reads)) {
+        // A fill (`A[i] = 0`, `A[i] = B[0]`): every iteration stores the same value.
+        c.fill = value;
+        c.fill_reads = std::move(reads);
+      } else if (load) {
+        c.src = load->buffer;
+        for (const Expr& e : load->indices) c.src_idx.push_back(substitute(e, lets));
+      } else {
+        return std::nullopt;
+      }
       for (const auto* idx : {&c.dst_idx, &c.src_idx})
         for (const Expr& e : *idx)
           if (!pure_index(e)) return std::nullopt;
       copies.push_back(std::move(c));
     }
     for (size_t i = 0; i < copies.size(); ++i)
-      for (size_t j = 0; j < copies.size(); ++j)
+      for (size_t j = 0; j < copies.size(); ++j) {
         if (copies[i].dst.same_as(copies[j].src) || (i != j && copies[i].dst.same_as(copies[j].dst)))
           return std::nullopt;
+        for (const BufferNode* r : copies[j].fill_reads)
+          if (copies[i].dst.get() == r) return std::nullopt;
+      }
     std::vector<Stmt> out;
     bool widened = false;
     for (const Copy& c : copies) {
@@ -338,8 +369,11 @@ class Vectorize : public IRMutator {
   // One copy as vector accesses of the widest width the proof accepts, if any.
   std::optional<Stmt> widen(const ForNode* op, const Copy& c) {
     const int64_t n = *as_const_int(op->extent);
-    if (c.dst->dtype != c.src->dtype || !vectorizable_dtype(c.dst->dtype)) return std::nullopt;
-    Side dst = side_of(c.dst), src = side_of(c.src);
+    const bool fill = c.fill.defined();
+    if (!vectorizable_dtype(c.dst->dtype)) return std::nullopt;
+    if (fill ? c.fill.dtype() != c.dst->dtype : c.dst->dtype != c.src->dtype) return std::nullopt;
+    // A fill has no source: its value is held in registers (Register never widens alone).
+    Side dst = side_of(c.dst), src = fill ? Side::Register : side_of(c.src);
     if (dst == Side::None || src == Side::None) return std::nullopt;
     if (dst == Side::Register && src == Side::Register) return std::nullopt;  // nothing to widen
     const int64_t elem_bytes = c.dst->dtype.bits() / 8;
@@ -359,9 +393,11 @@ class Vectorize : public IRMutator {
         auto f = lanes.of(flat_offset(b, at));
         return f && f->coef == 1 && (side == Side::Register || f->mod % w == 0);
       };
-      if (!contiguous(c.dst, c.dst_idx, dst) || !contiguous(c.src, c.src_idx, src)) continue;
-      // Registers are read or written element by element, memory in one access.
-      const char* helper = dst == Side::Register   ? "tl::load_vec<"
+      if (!contiguous(c.dst, c.dst_idx, dst) || (!fill && !contiguous(c.src, c.src_idx, src))) continue;
+      // Registers are read or written element by element, memory in one access; a
+      // fill writes w copies of its value in one access.
+      const char* helper = fill                    ? "tl::fill_vec<"
+                           : dst == Side::Register ? "tl::load_vec<"
                            : src == Side::Register ? "tl::store_vec<"
                                                    : "tl::copy_vec<";
       return runs(op, c, q, w, helper);
@@ -379,9 +415,9 @@ class Vectorize : public IRMutator {
       for (const Expr& i : idx) out.push_back(simplify(substitute(i, at_start), &bounds_));
       return address_of(buffer_load(b, out), access);
     };
+    Expr from = c.fill.defined() ? c.fill : at(c.src, c.src_idx, AddressAccess::Read);
     Stmt copy =
-        evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"),
-                             {at(c.dst, c.dst_idx, AddressAccess::Write), at(c.src, c.src_idx, AddressAccess::Read)}),
+        evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"), {at(c.dst, c.dst_idx, AddressAccess::Write), from}),
                  c.store->span);
     if (count == 1) return copy;
     return for_loop(q, int_imm(0, q.dtype()), int_imm(count, q.dtype()), ForKind::Unrolled, copy, {}, op->span);

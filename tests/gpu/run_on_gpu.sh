@@ -49,7 +49,8 @@ fi
 # upstream.log. Upstream's wheel and its dependencies come installed in
 # .whl/upsite.tar.xz, or as .whl/*.whl, and its examples in .upstream/examples (both
 # made by tests/gpu/tools/stage_upstream.sh, carried with `carry: [".whl", ".upstream"]`);
-# UPSTREAM_ARGS passes options (e.g. "--kernels gemm,mla_decode" or "--all").
+# UPSTREAM_ARGS passes options (e.g. "--kernels gemm,mla_decode", "--all", or "--tuned" for
+# the rows at the config each side's autotuner picks).
 if [ "${UPSTREAM:-0}" = 1 ]; then
   {
     rm -rf /tmp/upsite && mkdir -p /tmp/upsite

@@ -101,9 +101,10 @@ def test_reduce_over_dim_0_of_too_few_columns_still_matches_numpy(target):
     np.testing.assert_allclose(out, np.log2(np.exp2(xd - m).sum(0)) + m, rtol=1e-5, atol=1e-5)
 
 
-def masked_scores(M, N, K, use_gemm):
+def masked_scores(M, N, K, use_gemm, via_shared=True):
     """S = A @ B^T (or A itself) with the columns whose mask byte is 0 set to -inf,
-    then each column's mask copied out (Mo) from the per-column vector."""
+    then each column's mask copied out (Mo) from the per-column vector; the mask is
+    copied into the vector from a shared copy (via_shared) or from global memory."""
 
     @T.prim_func
     def main(
@@ -118,7 +119,12 @@ def masked_scores(M, N, K, use_gemm):
             b_s = T.alloc_shared((N, K), "float16")
             s = T.alloc_fragment((M, N), "float32")
             mask = T.alloc_fragment((N,), "uint8")
-            T.copy(Mask, mask)
+            if via_shared:
+                mask_s = T.alloc_shared((N,), "uint8")
+                T.copy(Mask, mask_s)
+                T.copy(mask_s, mask)
+            else:
+                T.copy(Mask, mask)
             if use_gemm:
                 T.copy(A, a_s)
                 T.copy(B, b_s)
@@ -137,14 +143,25 @@ def masked_scores(M, N, K, use_gemm):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("use_gemm", [True, False], ids=["gemm_tile", "blocked_tile"])
-def test_per_column_mask_is_read_from_registers_and_matches_numpy(target, use_gemm):
+@pytest.mark.parametrize("via_shared", [True, False], ids=["from_shared", "from_global"])
+def test_per_column_mask_is_read_from_registers_and_matches_numpy(target, use_gemm, via_shared):
     M, N, K = 64, 64, 64
-    kernel = tilelang.compile(masked_scores(M, N, K, use_gemm), out_idx=[3, 4], target=target)
+    kernel = tilelang.compile(
+        masked_scores(M, N, K, use_gemm, via_shared), out_idx=[3, 4], target=target
+    )
     src = kernel.get_kernel_source()
     if target.startswith("cuda"):
-        # The mask is a per-thread register array, never staged in shared memory.
-        assert "uint8_t mask[" in src, src
-        assert "TL_SMEM(mask," not in src, src
+        if via_shared or not use_gemm:
+            # The mask is a per-thread register array, each thread's columns (from
+            # global memory: one 4-byte load per thread on the blocked tile).
+            assert "uint8_t mask[" in src, src
+            assert "TL_SMEM(mask," not in src, src
+        else:
+            # Loaded from global memory over an accumulator's columns (16 bytes per
+            # thread, 2 at a time, each column held by 32 threads): one shared copy,
+            # each element loaded once.
+            assert "uint8_t mask[" not in src, src
+            assert "TL_SMEM(mask," in src, src
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.standard_normal((N, K)).astype(np.float16)
     mask = (rng.random(N) < 0.6).astype(np.uint8)

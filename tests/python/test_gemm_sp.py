@@ -1,7 +1,8 @@
 """T.gemm_sp (python/tilelang/language/sparse.py) and tilelang.utils.sparse: 2:4 sparse A
 (1:2 for float32) as kept values + 4-bit codes, compressed on the host, decoded in the
-kernel and multiplied, on every target against numpy; TileLang's kernel shape (E and
-E_shared annotated with the CUTLASS metadata layout, T.Pipelined); the errors."""
+kernel and multiplied, on every target against numpy; TileLang's kernel shape
+(T.Pipelined; E in CUTLASS's order under make_cutlass_metadata_layout is
+test_sparse_cutlass_metadata.py's); the errors."""
 
 import ml_dtypes
 import numpy as np
@@ -18,7 +19,9 @@ NP = {
     "bfloat16": ml_dtypes.bfloat16,
     "float32": np.float32,
     "int8": np.int8,
+    "uint8": np.uint8,
     "float8_e4m3": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
 }
 
 
@@ -29,6 +32,8 @@ def semi_sparse(rows, K, dtype, seed=0, kept=None):
     kept = kept if kept is not None else group // 2
     if dtype == "int8":
         a = rng.integers(-4, 5, size=(rows, K // group, group))
+    elif dtype == "uint8":
+        a = rng.integers(1, 9, size=(rows, K // group, group))
     else:
         a = rng.integers(-8, 9, size=(rows, K // group, group)) / 4  # exact in every float type
     a = np.where(a == 0, 1, a)
@@ -51,7 +56,12 @@ def sparse_gemm(
     stages=2,
     accum="float32",
     trans_E=False,
+    threads=128,
+    layout_arch=None,
 ):
+    """TileLang's sparse gemm kernel; with layout_arch ("8.0", "9.0") E and E_shared are
+    annotated with make_cutlass_metadata_layout for that arch, as TileLang's examples
+    write it, so E is passed in CUTLASS's order."""
     ef = e_factor(dtype, meta)
     e_shape = (K // ef, M) if trans_E else (M, K // ef)
     es_shape = (bK // ef, bM) if trans_E else (bM, bK // ef)
@@ -69,17 +79,19 @@ def sparse_gemm(
         B: T.Tensor(b_shape, dtype),
         C: T.Tensor((M, N), accum),
     ):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
             A_shared = T.alloc_shared(as_shape, dtype)
             E_shared = T.alloc_shared(es_shape, meta)
             B_shared = T.alloc_shared(bs_shape, dtype)
             C_frag = T.alloc_fragment((bM, bN), accum)
-            if not trans_E:
+            if layout_arch is not None:
                 T.annotate_layout(
                     {
-                        E: make_cutlass_metadata_layout(E, mma_dtype=dtype, arch="8.0"),
+                        E: make_cutlass_metadata_layout(
+                            E, mma_dtype=dtype, arch=layout_arch, block_k=bK
+                        ),
                         E_shared: make_cutlass_metadata_layout(
-                            E_shared, mma_dtype=dtype, arch="8.0"
+                            E_shared, mma_dtype=dtype, arch=layout_arch, block_k=bK
                         ),
                     }
                 )
@@ -110,8 +122,8 @@ def operands(M, N, K, dtype, meta="int16", trans_A=False, trans_B=False, trans_E
     in float64."""
     a = semi_sparse(M, K, dtype, seed=seed)
     rng = np.random.default_rng(seed + 1)
-    if dtype == "int8":
-        b = rng.integers(-4, 5, size=(K, N)).astype(np.int8)
+    if dtype in ("int8", "uint8"):
+        b = rng.integers(0 if dtype == "uint8" else -4, 5, size=(K, N)).astype(NP[dtype])
     else:
         b = (rng.integers(-8, 9, size=(K, N)) / 4).astype(NP[dtype])
     a_in = np.ascontiguousarray(a.T) if trans_A else a
@@ -295,21 +307,24 @@ def test_gemm_sp_errors_name_the_operand():
         errors_kernel(2, annotations={"swizzle": True})
 
 
-def test_metadata_layouts_are_identities():
+def test_metadata_layout_backends():
     made = []
 
     @T.prim_func
     def main(E: T.Tensor((32, 4), "int16")):
         with T.Kernel(1, threads=32):
-            made.append(
-                make_metadata_layout(
-                    E, mma_dtype="float16", backend="cutlass", arch="9.0", block_k=64
-                )
-            )
+            made.append(make_metadata_layout(E, mma_dtype="float16", backend="naive"))
+            made.append(make_metadata_layout(E, mma_dtype="bfloat16", arch="8.0"))
             made.append(make_cutlass_metadata_layout(E, mma_dtype="bfloat16", arch="8.0"))
 
     assert main is not None
-    assert [m.map_forward_index([3, 2]) for m in made] == [[3, 2], [3, 2]]
+    naive, cutlass, direct = made
+    assert naive.map_forward_index([3, 2]) == [3, 2]
+    # CUTLASS's sm_80 order: row 3 of 32 is woven to 12; (12, 2) stays in its 2 x 2
+    # block, at flat offset (2 // 2) * 64 + 12 * 2 = 88 = (22, 0) in the (32, 4) buffer;
+    # (12, 1) swaps to (13, 0), at 13 * 2 = 26 = (6, 2).
+    assert cutlass.map_forward_index([3, 2]) == direct.map_forward_index([3, 2]) == [22, 0]
+    assert cutlass.map_forward_index([3, 1]) == [6, 2]
     with pytest.raises(
         tilelang.TileLangError, match="backend must be 'cutlass' or 'naive', got 'other'"
     ):

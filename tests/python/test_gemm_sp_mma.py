@@ -1,8 +1,10 @@
-"""T.gemm_sp on the sparse tensor cores (mma.sp m16n8k32, sm_80+): the emulator's twin
-of the instruction (device/emu/mma_emu.h) and tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh)
-against numpy for float16 and bfloat16, every transpose, ragged M / N / K; the rule that
-keeps the decoded path (logged at debug level); NVRTC and nvcc accept the source, ptxas
-spills nothing for the example's default config and the SASS runs HMMA.SP."""
+"""T.gemm_sp on the sparse tensor cores (mma.sp m16n8k32 for 16-bit operands, m16n8k64
+for int8 / uint8 on sm_80+ and fp8 on sm_89): the emulator's twins of the instructions
+(device/emu/mma_emu.h) and tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh) against numpy for
+float16, bfloat16, int8 and uint8 (exact), e4m3 and e5m2, every transpose, ragged M / N /
+K; the rule that keeps the decoded path (logged at debug level); NVRTC and nvcc accept the
+sources, ptxas spills nothing for the example's default config (and the 8-bit kernels) and
+the SASS runs HMMA.SP (IMMA.SP, QMMA.SP)."""
 
 import glob
 import importlib.util
@@ -82,6 +84,72 @@ def test_mma_sp_metadata_widths_and_transposed_metadata(dtype, meta, trans_E):
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
+SM89 = "cuda -arch=sm_89 -emulate"
+# (target, dtype, metadata, transpose_A, transpose_B, transpose_E): the 8-bit forms,
+# mma.sp m16n8k64 (s8 / u8 into s32 on sm_80+, e4m3 / e5m2 into f32 on sm_89).
+EIGHT_BIT = [
+    (SM80, "int8", "int32", False, False, False),
+    (SM80, "int8", "int32", True, False, False),
+    (SM80, "int8", "int16", False, True, False),
+    (SM90A, "int8", "uint8", True, True, False),
+    (SM80, "int8", "int16", False, False, True),
+    (SM80, "uint8", "int32", False, True, False),
+    (SM89, "float8_e4m3", "int16", False, True, False),
+    (SM89, "float8_e4m3", "int32", True, False, False),
+    (SM89, "float8_e5m2", "uint8", False, False, False),
+]
+
+
+@pytest.mark.parametrize(
+    "target,dtype,meta,trans_A,trans_B,trans_E",
+    EIGHT_BIT,
+    ids=[f"{t[13:18]}-{d}-{m}-{'nt'[a]}{'nt'[b]}{'nt'[e]}" for t, d, m, a, b, e in EIGHT_BIT],
+)
+def test_mma_sp_8bit_matches_numpy(
+    caplog, fresh_compiles, target, dtype, meta, trans_A, trans_B, trans_E
+):
+    # M, N, K the tiles do not divide (K a whole number of metadata elements): the
+    # tails read zeros and zero codes.
+    M, N, K = 72, 40, 320
+    accum = "int32" if dtype.endswith("int8") else "float32"
+    func = sparse_gemm(
+        M, N, K, 64, 32, 64, dtype, meta, trans_A, trans_B, accum=accum, trans_E=trans_E
+    )
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(func, out_idx=[3], target=target)
+    assert "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k64)" in caplog.text
+    source = kernel.get_kernel_source()
+    assert (
+        f"{SP_CALL}64, 32, 64, 2, 2, {str(trans_A).lower()}, {str(trans_B).lower()}, {str(trans_E).lower()}>"
+        in source
+    )
+    assert "sp_code" not in source
+    a_sparse, e, b, ref = operands(
+        M, N, K, dtype, meta, trans_A, trans_B, trans_E, seed=len(meta) + trans_A
+    )
+    got = np.asarray(kernel(a_sparse, e, b))
+    if accum == "int32":
+        np.testing.assert_array_equal(got, ref.astype(np.int64))
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_mma_sp_8bit_reports_invalid_metadata():
+    """A code naming one position twice fails the launch in emulation for m16n8k64 too."""
+    M, N, K = 32, 32, 128
+    kernel = tilelang.compile(
+        sparse_gemm(M, N, K, 32, 32, 128, "int8", "int32", accum="int32"), out_idx=[3], target=SM80
+    )
+    a_sparse, e, b, _ = operands(M, N, K, "int8", "int32")
+    e = e.copy()
+    e[9, 1] = np.int32(0x44444A44)  # row 9, K elements 32 + 4 * 2 .. + 3: code 0b1010
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"mma.sp: the metadata of row 9, K elements 40-43 names position 2 twice \(code 10\)",
+    ):
+        kernel(a_sparse, e, b)
+
+
 def dense_gemm(M, N, K, dtype):
     """A dense T.gemm of a whole M x K by K x N tile: mma.sync m16n8k16 on sm_80."""
 
@@ -139,21 +207,23 @@ def test_invalid_metadata_is_reported_by_the_emulator():
         kernel(a_sparse, e, b)
 
 
+FP8_SM = "mma.sp of fp8 operands is emitted for sm_89 only (sm_80 has no fp8 tensor cores, sm_90 runs the fp8 mma.sp as f16 instructions), not sm_"
+
+
 @pytest.mark.parametrize(
     "target,dtype,meta,why",
     [
         (
             SM80,
-            "int8",
-            "int32",
-            "mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not int8 x int8",
+            "float32",
+            "int16",
+            (
+                "mma.sp is emitted for float16 or bfloat16 (m16n8k32), int8 or uint8 and fp8 "
+                "(m16n8k64) A and B, not float32 x float32"
+            ),
         ),
-        (
-            SM90A,
-            "int8",
-            "int32",
-            "mma.sp m16n8k32 is emitted for float16 or bfloat16 A and B, not int8 x int8",
-        ),
+        (SM80, "float8_e4m3", "int16", FP8_SM + "80"),
+        (SM90A, "float8_e4m3", "int16", FP8_SM + "90"),
         ("cpu", "float16", "int16", "the target has no mma.sp (sm_80 and later)"),
     ],
 )
@@ -380,3 +450,53 @@ def test_sm90a_runs_mma_sp_beside_a_dense_wgmma(caplog, fresh_compiles):
     )
     if "cuda" in available_targets():  # NVRTC accepts the mixed source
         tilelang.compile(main, out_idx=[4], target="cuda -arch=sm_90a")
+
+
+# (arch, dtype, metadata, the SASS instruction): the 8-bit forms at a 128 x 128 x 128
+# tile of 4 warps, B stored [N][K].
+EIGHT_BIT_SASS = [
+    ("sm_80", "int8", "int32", "IMMA.SP.16864.S8.S8"),
+    ("sm_90a", "uint8", "int32", "IMMA.SP.16864.U8.U8"),
+    ("sm_89", "float8_e4m3", "int16", "QMMA.SP.16864.F32.E4M3.E4M3"),
+]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize(
+    "arch,dtype,meta,sass_op", EIGHT_BIT_SASS, ids=[c[0] + "-" + c[1] for c in EIGHT_BIT_SASS]
+)
+def test_8bit_mma_sp_compiles_without_spills_and_runs_the_sparse_mma(
+    nvcc,  # noqa: F811
+    tmp_path,
+    arch,
+    dtype,
+    meta,
+    sass_op,
+):
+    accum = "int32" if dtype.endswith("int8") else "float32"
+    func = sparse_gemm(
+        4096, 4096, 4096, 128, 128, 128, dtype, meta, False, True, stages=3, accum=accum
+    )
+    source = tilelang.compile(
+        func, out_idx=[3], target=f"cuda -arch={arch}"
+    ).get_kernel_source()  # NVRTC
+    assert f"{SP_CALL}128, 128, 128, 2, 2, false, true, false>" in source
+    cu, cubin = tmp_path / "kernel.cu", tmp_path / "kernel.cubin"
+    cu.write_text(source)
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [nvcc, f"-arch={arch}", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
+    cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
+    assert spills and max(spills) == 0, done.stderr
+    tool = cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    sass = subprocess.run(
+        [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True
+    ).stdout
+    mmas = set(re.findall(r"\b[A-Z]MMA\.[\w.]+", sass))
+    assert mmas == {sass_op}, sorted(mmas)
+    # 2 x 2 warps over 128 x 128: 4 x 8 m16n8k64 per k-step and warp, two k-steps per K tile.
+    assert sass.count(sass_op) >= 64

@@ -141,6 +141,21 @@ def test_errors_of_body_declarations():
             T.annotate_pass_configs(["tl.x"])
 
 
+def test_an_expression_as_a_parameter_annotation_is_named():
+    # A T.Var (an expression) in the signature: the parameter and what it was, not a
+    # TypeError from comparing the expression with int / float / bool.
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"parameter 'x' of T.prim_func 'k' must be annotated with T.Tensor\(shape, "
+        r"dtype\), a dtype or T.ptr, got n \(a Var\)",
+    ):
+
+        @T.prim_func
+        def k(A: T.Tensor((8,), T.float32), x: T.Var("n", "int32")):
+            with T.Kernel(1, threads=32):
+                A[0] = x
+
+
 def test_eager_function_returns_a_list_and_takes_annotations():
     @tilelang.jit(target="cpu")
     def two(A):

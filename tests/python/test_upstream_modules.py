@@ -35,8 +35,8 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
     [
         (
             "tilelang.cuda.intrinsics.macro.wgmma_macro_generator",
-            "select_wgmma_inst_n",
-            r"select_wgmma_inst_n is a TileLang internal and out of scope.*write the GEMM",
+            "WGMMATensorCoreIntrinEmitter",
+            r"WGMMATensorCoreIntrinEmitter is a TileLang internal and out of scope.*write the GEMM",
         ),
         ("tilelang.cuda", "backend", r"tilelang.cuda.backend is a TileLang internal"),
         ("tilelang.jit.adapter.wrapper", "TLCPUSourceWrapper", "TLCPUSourceWrapper"),
@@ -55,9 +55,12 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
     ],
 )
 def test_internal_names_say_they_are_out_of_scope(module, name, message):
+    """The name imports (a file that imports it loads); calling it raises, naming it."""
     module = importlib.import_module(module)
+    obj = getattr(module, name)
+    assert isinstance(obj, tilelang.tvm.OutOfScopeName) and getattr(module, name) is obj
     with pytest.raises(tilelang.tvm.OutOfScopeError, match=message):
-        getattr(module, name)
+        obj()
 
 
 def test_sparse_layout_facts_match_gemm_sp():
@@ -286,3 +289,129 @@ def test_lower_and_simplify_module_names():
 
     assert check_metal4_availability() in (True, False)
     assert not check_metal4_availability() or tilelang.utils.target.has_mps_device()
+
+
+# Names that TileLang's test files import at their top; each file stopped at its import.
+IMPORTED_INTERNALS = [
+    ("tilelang.language.eager.ast", "BaseBuilder"),
+    ("tilelang.utils.language", "to_buffer_region"),
+    ("tilelang.transform", "LowerAccessPtr"),
+    ("tilelang.transform", "MergeIfStmt"),
+    ("tilelang.jit.adapter.tvm_ffi", "TVMFFIKernelAdapter"),
+    ("tilelang.jit.adapter.nvrtc.adapter", "NVRTCKernelAdapter"),
+    ("tilelang.cache.cuda_binary_cache", "CUDABinaryCache"),
+    ("tilelang.backend", "create_backend_context"),
+    ("tilelang.autotuner.param", "BEST_CONFIG_PATH"),
+    ("tilelang.autotuner.param", "KERNEL_PY_PATH"),
+    ("tilelang.tileop.gemm.registry", "resolve_gemm_impl"),
+    ("tilelang.cuda.op.gemm.gemm_mma_sm75", "GemmMMASm75"),
+    ("tilelang.cuda.intrinsics.layout.mma_sm100_layout", "TCGEN05TmemAllocMode"),
+    ("tilelang.metal.intrinsics.metal_macro_generator", "MPSIntrinEmitter"),
+    ("tilelang.profiler.bench", "_bench_with_cupti"),
+    ("tilelang.ir", "get_buffer_span"),
+]
+
+
+@pytest.mark.parametrize("module, name", IMPORTED_INTERNALS)
+def test_internal_names_import_and_refuse_their_use(module, name):
+    obj = getattr(importlib.import_module(module), name)
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=rf"{name} is a TileLang internal"):
+        obj()
+
+
+def test_out_of_scope_names_refuse_every_use():
+    import pickle
+
+    from tilelang.cuda.intrinsics.layout.mma_sm100_layout import TCGEN05TmemAllocMode
+    from tilelang.jit.adapter.tvm_ffi import TVMFFIKernelAdapter
+
+    what = "tilelang.jit.adapter.tvm_ffi.TVMFFIKernelAdapter"
+    message = rf"{what} is a TileLang internal and out of scope.*'Out of scope'"
+    uses = [
+        lambda: TVMFFIKernelAdapter(1),
+        lambda: bool(TVMFFIKernelAdapter),
+        lambda: TVMFFIKernelAdapter == 1,
+        lambda: TVMFFIKernelAdapter + 1,
+        lambda: str(TVMFFIKernelAdapter),
+        lambda: list(TVMFFIKernelAdapter),
+        lambda: TVMFFIKernelAdapter[0],
+        lambda: isinstance(1, TVMFFIKernelAdapter),
+        lambda: TVMFFIKernelAdapter.__new__(TVMFFIKernelAdapter),
+        lambda: "/tmp" / __import__("pathlib").Path(TVMFFIKernelAdapter),
+    ]
+    for use in uses:
+        with pytest.raises(tilelang.tvm.OutOfScopeError, match=message):
+            use()
+    # An attribute's use or an assignment names the attribute.
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=rf"{what}._process is a TileLang"):
+        TVMFFIKernelAdapter._process()
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=rf"{what}.x is a TileLang"):
+        TVMFFIKernelAdapter.x = 1
+    # A public attribute (an enum member in a test's parameter list) is one too, refused
+    # when used; dunder probes are AttributeErrors, as for an object without them.
+    member = TCGEN05TmemAllocMode.INTERLEAVED
+    assert member is TCGEN05TmemAllocMode.INTERLEAVED
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=r"TCGEN05TmemAllocMode.INTERLEAVED is"):
+        _ = member == 1
+    assert not hasattr(TVMFFIKernelAdapter, "__wrapped__")
+    assert TVMFFIKernelAdapter.__name__ == "TVMFFIKernelAdapter"
+    assert TVMFFIKernelAdapter.__module__ == "tilelang.jit.adapter.tvm_ffi"
+    assert "out of scope" in repr(TVMFFIKernelAdapter)
+    assert pickle.loads(pickle.dumps(TVMFFIKernelAdapter)) is TVMFFIKernelAdapter
+
+
+def test_a_class_derived_from_an_out_of_scope_name_refuses_instances():
+    """`class _TestBuilder(BaseBuilder):` at a test file's top runs; making one raises."""
+    from tilelang.language.eager.ast import BaseBuilder
+
+    class Builder(BaseBuilder):
+        def own(self):
+            return 1
+
+    assert Builder.own is Builder.__dict__["own"]
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=r"eager.ast.BaseBuilder is a TileLang"):
+        Builder()
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=r"BaseBuilder.override is a TileLang"):
+        _ = Builder.override
+
+
+def test_nvrtc_adapter_is_not_available():
+    """TileLang's NVRTC adapter (cuda-python) is absent: False, as in TileLang without
+    cuda-python, and its check raises an ImportError (tilelang's core compiles with NVRTC)."""
+    from tilelang.jit.adapter.nvrtc import check_nvrtc_available, is_nvrtc_available
+
+    assert is_nvrtc_available is False
+    with pytest.raises(ImportError, match=r"TileLang's NVRTC adapter.*out of scope"):
+        check_nvrtc_available()
+
+
+def test_swizzle_mode():
+    from tilelang.layout import SwizzleMode
+
+    facts = {  # byte size, atom size, WGMMA layout_type, tcgen05 field, smem alignment
+        SwizzleMode.NONE: (1, 1, 0, 0, 128),
+        SwizzleMode.SWIZZLE_32B: (32, 2, 3, 6, 256),
+        SwizzleMode.SWIZZLE_64B: (64, 4, 2, 4, 512),
+        SwizzleMode.SWIZZLE_128B: (128, 8, 1, 2, 1024),
+    }
+    for ordinal, (mode, expected) in enumerate(facts.items()):
+        got = (mode.swizzle_byte_size(), mode.swizzle_atom_size(), mode.wgmma_layout_type(),
+               mode.tcgen05_layout_type(), mode.smem_alignment())  # fmt: skip
+        assert got == expected, mode
+        assert SwizzleMode.from_ordinal(ordinal) is mode
+        assert SwizzleMode.from_ordinal(np.int64(ordinal)) is mode
+        checks = [mode.is_none(), mode.is_swizzle_32b(), mode.is_swizzle_64b(),
+                  mode.is_swizzle_128b()]  # fmt: skip
+        assert checks == [i == ordinal for i in range(4)]
+    with pytest.raises(ValueError, match=r"ordinal must be an int in 0..3 .*got 4"):
+        SwizzleMode.from_ordinal(4)
+
+
+def test_tileop_gemm_warp_policy_is_t_gemm_warp_policy():
+    from tilelang.tileop import GemmWarpPolicy
+
+    assert GemmWarpPolicy is T.GemmWarpPolicy
+    with pytest.raises(tilelang.tvm.OutOfScopeError, match=r"tilelang.tileop.Gemm is a TileLang"):
+        from tilelang.tileop import Gemm
+
+        Gemm()

@@ -238,3 +238,102 @@ def test_unaligned_global_runs_stay_element_by_element():
     assert "(&B[" not in src and "tl::store_vec<8>((&S[" in src, src
     b = np.random.default_rng(9).standard_normal(1032).astype(np.float16)
     np.testing.assert_array_equal(kernel(b), b[1:1025].reshape(128, 8))
+
+
+def fill_rows(dtype, from_buffer):
+    """Each of 128 threads fills its row of 8 elements of B (a tensor parameter) and of a
+    shared tile with one value the same in every iteration of a T.vectorized loop: a
+    scalar parameter, or an element of V read in the loop (`from_buffer`)."""
+
+    @T.prim_func
+    def main(
+        V: T.Tensor((128,), dtype),
+        x: getattr(T, dtype),
+        B: T.Tensor((128, 8), dtype),
+        C: T.Tensor((128, 8), dtype),
+    ):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 8), dtype)
+            tx = T.get_thread_binding()
+            for v in T.vectorized(8):
+                if from_buffer:
+                    B[tx, v] = V[tx]
+                    S[tx, v] = V[127 - tx]
+                else:
+                    B[tx, v] = x
+                    S[tx, v] = x + x
+            T.copy(S, C)
+
+    return main
+
+
+@pytest.mark.parametrize("dtype, width", [("float16", 8), ("float32", 4), ("int8", 8)])
+@pytest.mark.parametrize("from_buffer", [False, True])
+def test_fills_move_as_vectors(dtype, width, from_buffer):
+    # `A[i] = value` in a T.vectorized loop (TileLang's fill of a broadcast value): one
+    # vector store per run of up to 16 bytes, the value written `width` times.
+    kernel = tilelang.compile(fill_rows(dtype, from_buffer), target=EMU)
+    src = kernel.get_kernel_source()
+    assert f"tl::fill_vec<{width}>((&B[" in src and f"tl::fill_vec<{width}>((&S[" in src, src
+    rng = np.random.default_rng(12)
+    if dtype == "int8":
+        v = rng.integers(-60, 60, 128).astype(np.int8)
+        x = int(rng.integers(-60, 60))
+    else:
+        v = rng.standard_normal(128).astype(dtype)
+        x = float(np.asarray(rng.standard_normal(), dtype=dtype))
+    b = np.zeros((128, 8), dtype)
+    c = np.zeros((128, 8), dtype)
+    kernel(v, x, b, c)
+    if from_buffer:
+        ref_b = np.repeat(v[:, None], 8, axis=1)
+        ref_c = np.repeat(v[::-1, None], 8, axis=1)
+    else:
+        ref_b = np.full((128, 8), x, np.float64)
+        ref_c = np.full((128, 8), np.asarray(x, dtype).astype(np.float64) * 2, np.float64)
+    np.testing.assert_array_equal(b.astype(np.float64), np.asarray(ref_b, np.float64).astype(dtype))
+    np.testing.assert_array_equal(c.astype(np.float64), np.asarray(ref_c, np.float64).astype(dtype))
+
+
+def test_fill_of_a_value_the_loop_writes_stays_element_by_element():
+    # D's value is S[tx, 0], which the loop's first store writes: iteration 0 stores it
+    # before D reads it, so the loop is left whole (element order).
+    @T.prim_func
+    def main(A: T.Tensor((128, 8), "float16"), B: T.Tensor((128, 8), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128, 8), "float16")
+            D = T.alloc_shared((128, 8), "float16")
+            tx = T.get_thread_binding()
+            for v in T.vectorized(8):
+                S[tx, v] = A[tx, v]
+                D[tx, v] = S[tx, 0]
+            T.copy(D, B)
+
+    kernel = tilelang.compile(main, out_idx=[-1], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::fill_vec" not in src and "tl::copy_vec" not in src, src
+    a = np.random.default_rng(13).standard_normal((128, 8)).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a), np.repeat(a[:, :1], 8, axis=1))
+
+
+def test_sass_of_an_fp8_fill_is_one_8_byte_store(nvcc, tmp_path):  # noqa: F811
+    # TileLang's issue 1601 kernel: `A[i] = 0` over T.vectorized(8) of float8_e4m3fn.
+    tool = cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), T.float8_e4m3fn)):
+        with T.Kernel(1, threads=32):
+            for i in T.vectorized(8):
+                A[i] = 0
+
+    kernel = tilelang.compile(main, target="cuda -arch=sm_80")
+    assert "tl::fill_vec<8>((&A[" in kernel.get_kernel_source()
+    cubin, log = nvcc_compile(nvcc, kernel.get_kernel_source(), "sm_80", tmp_path)
+    assert cubin is not None, log
+    sass = subprocess.run(
+        [tool, "-sass", str(tmp_path / "kernel.cubin")], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(r"\bSTG\.E\.64\b", sass), sass[:4000]
+    assert not re.search(r"\bSTG\.E\.U8\b", sass), sass[:4000]

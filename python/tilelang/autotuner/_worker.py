@@ -162,15 +162,31 @@ def subprocess_main(fd_in, fd_out):
                 f"'{recipe['qualname']}' in {recipe['file']} is not the function being tuned "
                 "(was the file edited?)"
             )
+        setup = recipe.get("bench")
+        if setup is not None:
+            from . import bench_pool
+
+            setup = bench_pool.resolve_setup(setup, module)
     except BaseException as exc:  # noqa: BLE001  (reported; the parent falls back)
         conn_out.send(("init_error", None, (first_line(exc), traceback.format_exc())))
+        return
+    if setup is not None:
+        from . import bench_pool
+
+        bench_pool.serve(conn_in, conn_out, recipe["kind"], fn, recipe["options"], setup)
         return
     _serve(conn_in, conn_out, recipe["kind"], fn, recipe["options"])
 
 
-def fork_main(conn, kind, fn, options):
-    """Entry of a forked worker: the function is already in memory."""
+def fork_main(conn, kind, fn, options, setup=None):
+    """Entry of a forked worker: the function is already in memory (`setup`: a
+    benchmark worker's, see bench_pool)."""
     try:
-        _serve(conn, conn, kind, fn, options)
+        if setup is not None:
+            from . import bench_pool
+
+            bench_pool.serve(conn, conn, kind, fn, options, setup)
+        else:
+            _serve(conn, conn, kind, fn, options)
     finally:
         os._exit(0)  # skip the parent's atexit handlers and finalizers

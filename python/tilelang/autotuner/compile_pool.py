@@ -73,8 +73,12 @@ _BOOT = (
 
 
 class _Worker:
+    """A worker process: a compile worker, or a benchmark worker when its recipe (or, for
+    a fork, its `live` tuple) carries a benchmark setup (bench_pool)."""
+
     def __init__(self, mode, recipe, live):
         self.task = None
+        self.info = None  # what a benchmark worker's "ready" message says of its device
         self.started = 0.0
         self.ready = False
         self.launched = time.monotonic()
@@ -90,10 +94,14 @@ class _Worker:
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = None
+        if recipe.get("env"):  # a benchmark worker's device pinning (CUDA_VISIBLE_DEVICES)
+            env = {**os.environ, **recipe["env"]}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _BOOT.format(root=root), str(to_r), str(from_w)],
             pass_fds=(to_r, from_w),
             stdin=subprocess.DEVNULL,
+            env=env,
             stdout=self.log,
             stderr=self.log,
         )
@@ -170,20 +178,7 @@ def compile_all(mode, recipe, live, tasks, timeout, n_workers, on_done):
     workers = [_Worker(mode, recipe, live) for _ in range(min(n_workers, len(pending)))]
     try:
         while pending or any(w.task is not None for w in workers):
-            for w in workers:
-                if w.ready and w.task is None and pending:
-                    w.task = pending.popleft()
-                    w.started = time.monotonic()
-                    w.send_conn.send(w.task)
-            now = time.monotonic()
-            deadlines = [
-                (w.started + timeout) if w.ready else (w.launched + _STARTUP_TIMEOUT_S)
-                for w in workers
-                if w.task is not None or not w.ready
-            ]
-            wait_s = max(0.0, min(deadlines) - now) if deadlines else None
-            watched = {id(o): o for w in workers for o in (w.recv_conn, w.sentinel)}
-            mpc.wait(list(watched.values()), wait_s)
+            dispatch_and_wait(workers, pending, timeout, lambda task: task)
             now = time.monotonic()
             for i, w in enumerate(workers):
                 replace = False
@@ -235,6 +230,25 @@ def compile_all(mode, recipe, live, tasks, timeout, n_workers, on_done):
     finally:
         for w in workers:
             w.stop(kill=w.task is not None or not w.ready)
+
+
+def dispatch_and_wait(workers, pending, timeout, message):
+    """One step of a worker pool's loop: hands the next pending task to each started,
+    idle worker (sending `message(task)`), then waits until a worker replies or exits,
+    or the first deadline passes (a task's `timeout`, a start's _STARTUP_TIMEOUT_S)."""
+    for w in workers:
+        if w.ready and w.task is None and pending:
+            w.task = pending.popleft()
+            w.started = time.monotonic()
+            w.send_conn.send(message(w.task))
+    deadlines = [
+        (w.started + timeout) if w.ready else (w.launched + _STARTUP_TIMEOUT_S)
+        for w in workers
+        if w.task is not None or not w.ready
+    ]
+    wait_s = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+    watched = {id(o): o for w in workers for o in (w.recv_conn, w.sentinel)}
+    mpc.wait(list(watched.values()), wait_s)
 
 
 def _poll(w):

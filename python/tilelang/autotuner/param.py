@@ -64,3 +64,23 @@ class ProfileArgs:
 
     def __hash__(self):
         return hash(tuple(repr(v) for v in dataclasses.astuple(self)))
+
+
+# The file names of TileLang's on-disk tuning result (best_config.json, kernel_lib.so,
+# kernel.cubin, ...): here a result is a JSON decision under <cache dir>/autotuner/ and
+# its kernel stays in the kernel cache, so these import and raise when used.
+_TILELANG_RESULT_FILES = (
+    "BEST_CONFIG_PATH", "FUNCTION_PATH", "OUT_IDX_PATH", "LATENCY_PATH", "DEVICE_KERNEL_PATH",
+    "HOST_KERNEL_PATH", "EXECUTABLE_PATH", "KERNEL_LIB_PATH", "KERNEL_CUBIN_PATH",
+    "KERNEL_PY_PATH", "PARAMS_PATH",
+)  # fmt: skip
+
+
+def __getattr__(name):
+    from tilelang._compat import forwarding_getattr
+
+    return forwarding_getattr(
+        __name__, internal=_TILELANG_RESULT_FILES,
+        instead="a tuning result is a JSON decision under <cache dir>/autotuner/ (user guide, "
+        "'Result cache'); AutotuneResult.kernel is the tuned kernel",
+    )(name)  # fmt: skip

@@ -128,7 +128,9 @@ class SharedRun:
                 found[index] = record
         return found
 
-    def publish_outcome(self, index, status, value):
+    def publish_outcome(self, index, status, value, measurement=None):
+        """Writes config `index`'s outcome; `measurement`: the device it was timed on and
+        the spread of its rounds (what the result's `measurements` holds)."""
         record = {
             "index": index,
             "config": result_cache.describe(self.configs[index]),
@@ -141,6 +143,8 @@ class SharedRun:
             record["reason"] = value
         else:
             record["latency"] = value
+        if measurement is not None:
+            record["measurement"] = measurement
         try:
             result_cache.write_atomic(self._record_path(index), record, shared=True)
         except OSError as exc:

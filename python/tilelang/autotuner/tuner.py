@@ -28,7 +28,8 @@ from tilelang.jit.kernel import prepare_host_compiler
 from tilelang.progress import Progress
 from tilelang.utils.target import determine_target
 
-from . import _worker, compile_pool, result_cache, result_store
+from . import _worker, bench_pool, compile_pool, devices, ray_executor, result_cache, result_store
+from . import devices as _devices_module  # where a parameter is named devices
 from ._worker import TensorStandIn, first_line
 from .capture import get_autotune_inputs
 
@@ -94,11 +95,15 @@ class AutotuneResult:
     ref_prog, or None), `kernel` (the JITKernel of the best config), `func` (its
     prim_func), `from_cache` (True when taken from the result cache), `failures`
     ({config text: one-line reason}), `timings` ({config text: ms, its fastest timing
-    round}; a config stopped early has the time of one call) and `cache_path`.
+    round}; a config stopped early has the time of one call), `measurements` ({config
+    text: the device it was timed on and the min / median / max ms of its rounds}),
+    `device` (name and clock of the device the pick was timed on) and `cache_path`.
     `tuned` is False when the call gave tuned parameters and nothing was tuned: `config`
     then holds the values the kernel was built with, `latency` is None."""
 
     timings: dict[str, float]  # set by the run that made the result
+    measurements: dict[str, Any]  # set by the run that made the result too
+    device: Any
 
     def __init__(
         self,
@@ -113,6 +118,7 @@ class AutotuneResult:
         self.config, self.latency, self.ref_latency = config, latency, ref_latency
         self.kernel, self.from_cache, self.failures = kernel, from_cache, failures
         self.cache_path = cache_path
+        self.measurements, self.device = {}, None
         self.tuned = True
         self._call = None
 
@@ -209,8 +215,18 @@ class AutoTuner:
         configs: Any,
         do_not_specialize: Any = None,
         result_dir: Any = None,
+        devices: Any = None,
+        executor: Any = None,
+        ray_options: Any = None,
     ) -> None:
         self.fn, self.kind, self._jit_options = unwrap_function(fn)
+        # The devices to benchmark on, one worker process each: "all", a list of indices,
+        # or None (this process's device); checked against the target when a run starts.
+        self.devices = _devices_module.check_form(devices, self.fn.__name__)
+        # Where configs compile and are timed: None / "local" (this machine) or "ray".
+        self.executor: str | None = None
+        self.ray_options: dict | None = None
+        self.set_executor(executor, ray_options)
         # A shared result directory (result_store); None: TILELANG_AUTOTUNE_RESULT_DIR.
         self.result_dir = result_dir
         self.name = self.fn.__name__
@@ -237,6 +253,47 @@ class AutoTuner:
     @classmethod
     def from_kernel(cls, kernel: Any, configs: Any, **kwargs: Any) -> AutoTuner:
         return cls(kernel, configs, **kwargs)
+
+    def set_executor(self, executor: Any, ray_options: Any = None) -> AutoTuner:
+        """Where configs compile and are timed: None or "local" (this machine: compile
+        worker processes, then this process or the `devices` workers), or "ray" (Ray
+        tasks: compiles on CPU workers, benchmarks on GPU workers; `ray_options`:
+        {"compile": {...}, "bench": {...}} Ray task options, default {"num_cpus": 1} and
+        {"num_gpus": 1}, {"num_cpus": 1} for a target without a GPU)."""
+        where = f"autotune of '{self.fn.__name__}': "
+        if executor not in (None, "local", "ray"):
+            raise ValueError(
+                f'{where}executor={executor!r}: expected "local" or "ray", given {executor!r}'
+            )
+        if ray_options is not None and (executor != "ray" or not isinstance(ray_options, dict)):
+            raise TypeError(
+                f"{where}ray_options={ray_options!r}: expected a dict of Ray task options "
+                f'for executor="ray", given {type(ray_options).__name__} with executor='
+                f"{executor!r}"
+            )
+        if executor == "ray" and self.devices is not None:
+            raise ValueError(
+                f'{where}devices={self.devices!r} with executor="ray": expected one of them, '
+                "given both (Ray assigns each benchmark task its GPU; devices= is for this "
+                "machine's)"
+            )
+        self.executor = None if executor == "local" else executor
+        self.ray_options = ray_options
+        return self
+
+    def set_devices(self, devices: Any) -> AutoTuner:
+        """Benchmarks on `devices` ("all", or a list of device indices: CUDA GPUs, CPU
+        cores for the cpu target) in parallel, one worker process pinned to each; None
+        benchmarks in this process, as by default."""
+        devices = _devices_module.check_form(devices, self.name)
+        if devices is not None and self.executor == "ray":
+            raise ValueError(
+                f"autotune of '{self.name}': devices={devices!r} with executor=\"ray\": "
+                "expected one of them, given both (Ray assigns each benchmark task its GPU; "
+                "devices= is for this machine's)"
+            )
+        self.devices = devices
+        return self
 
     @property
     def compile_args(self) -> Any:
@@ -613,57 +670,8 @@ class AutoTuner:
         return kernel, functools.partial(spec.call, bound.arguments)
 
     def _check(self, kernel, prof, shared, best):
-        """Checks one kernel against ref_prog and, when it is far slower than `best`
-        (ms), stops it early: ("ok", tensors to time it on, ref_latency),
-        ("early", ms of one call, None) or ("wrong", message, None)."""
-        from tilelang.profiler import TensorSupplyType
-
-        profiler = kernel.get_profiler(prof["supply_type"] or TensorSupplyType.Auto)
-        inputs = (
-            shared.inputs if prof["cache_input_tensors"] and _fits(kernel, shared.inputs) else None
-        )
-        if inputs is None:
-            if prof["supply_prog"] is not None:
-                inputs = list(prof["supply_prog"]([kernel.params[i] for i in kernel._inputs]))
-            else:
-                inputs = profiler._get_inputs()
-            if prof["cache_input_tensors"]:
-                shared.inputs, shared.ref_out = inputs, None
-        ref_prog = prof["ref_prog"]
-        if ref_prog is not None and not prof["skip_check"]:
-            reference = ref_prog
-            if prof["cache_input_tensors"]:
-                if shared.ref_out is None:
-                    shared.ref_out = ref_prog(*inputs)
-                reference = lambda *_: shared.ref_out
-            try:
-                if prof["manual_check_prog"] is not None:
-                    profiler.manual_assert_close(
-                        reference, input_tensors=inputs, manual_check_prog=prof["manual_check_prog"]
-                    )
-                else:
-                    profiler.assert_allclose(
-                        reference,
-                        input_tensors=inputs,
-                        atol=prof["atol"],
-                        rtol=prof["rtol"],
-                        max_mismatched_ratio=prof["max_mismatched_ratio"],
-                    )
-            except AssertionError as exc:
-                return "wrong", first_line(exc).replace("AssertionError: ", ""), None
-        full = kernel.run(list(inputs))
-        ratio = prof["early_stop_ratio"]
-        if best is not None and ratio:
-            once = _time_once(lambda: kernel.run(full))
-            if once > ratio * best:
-                return "early", once, None
-        ref_latency = None
-        if ref_prog is not None and shared.ref_latency is None:
-            shared.ref_latency = profiler.do_bench(
-                ref_prog, warmup=prof["warmup"], rep=prof["rep"], input_tensors=inputs
-            )
-            ref_latency = shared.ref_latency
-        return "ok", full, ref_latency
+        """check_config (a method for the callers that know the tuner)."""
+        return check_config(kernel, prof, shared, best)
 
     def _require_tensor_inputs(self, jit, args, rest, config):
         """Raises, as TileLang does before tuning, when the kernel takes a scalar input:
@@ -680,24 +688,17 @@ class AutoTuner:
 
     @staticmethod
     def _time_round(entry, prof, first):
-        """One timing round of a config: the median ms of its calls within rep /
-        _TIMING_ROUNDS ms (the first round warms up too)."""
-        return entry.kernel.get_profiler().do_bench(
-            warmup=prof["warmup"] if first else 0,
-            rep=prof["rep"] / _TIMING_ROUNDS,
-            input_tensors=entry.tensors,
-            return_mode="median",
-            backend=prof["backend"],
-        )
+        return time_round(entry, prof, first)
 
     def _tune(
         self, jit, args, rest, configs, prof, options, indices=None, best_known=None, partial=False
     ):
         """Compiles, checks and times the configs (those at `indices`, default all), a
         config far slower than the best so far (or `best_known` ms, measured elsewhere)
-        stopped early. Returns (best or None, ref_latency, failures, timings, outcomes):
-        best (latency, index, kernel, runner); outcomes {index: ("ok" | "early", ms) or
-        ("failed", reason)}. Raises AutoTuneError when none ran, unless `partial`."""
+        stopped early. Returns (best or None, ref_latency, failures, timings, outcomes,
+        measurements): best (latency, index, kernel, runner); outcomes {index: ("ok" |
+        "early", ms) or ("failed", reason)}. Raises AutoTuneError when none ran, unless
+        `partial`."""
         name = self.name
         n = len(configs) if indices is None else len(indices)
         failures = {}
@@ -708,6 +709,38 @@ class AutoTuner:
             text = result_cache.describe(configs[index])
             failures[text] = reason
             logger.warning("autotune '%s': config %s skipped: %s", name, text, reason)
+
+        if self.executor == "ray":
+            target = determine_target(options.get("target", "auto"))
+            start = time.monotonic()
+            bar = _Phase(f"autotune {name}: on Ray", n * _TIMING_ROUNDS, "round")
+            race = _Race(configs, best_known, bar)
+            try:
+                wanted = list(range(len(configs))) if indices is None else list(indices)
+                ray_executor.run(
+                    self.ray_options,
+                    self,
+                    args,
+                    rest,
+                    configs,
+                    wanted,
+                    prof,
+                    options,
+                    target,
+                    race,
+                    fail,
+                )
+            finally:
+                bar.close()
+            logger.info(
+                "autotune '%s': compiled, checked and timed %d config(s) on Ray (%d failed) "
+                "in %.1f s",
+                name,
+                n,
+                len(failures),
+                time.monotonic() - start,
+            )
+            return self._settle(configs, indices, race, failures, partial, n)
 
         start = time.monotonic()
         bar = _Phase(f"autotune {name}: compiling", n)
@@ -745,79 +778,31 @@ class AutoTuner:
             self._build(jit, args, rest, configs[errors[0]])
 
         start = time.monotonic()
+        target = determine_target(options.get("target", "auto"))
+        here = devices.describe(target, devices.current(target))
         # One step per timing round of each config; a config out of the race (wrong,
         # failed, stopped early) takes its remaining rounds' steps at once.
         desc = f"autotune {name}: timing round 1/{_TIMING_ROUNDS}"
         bar = _Phase(desc, len(compiled) * _TIMING_ROUNDS, "round")
-        shared = _Inputs()
-        timed = []  # _Timed, in config order
-        tensors = {}  # kernel signature -> the tensors its configs are timed on
-        timings = {}
-        ref_latency = None
-
-        def fastest():
-            known = [e.latency for e in timed] + ([best_known] if best_known is not None else [])
-            return min(known, default=None)
-
-        def show_best():
-            best = min(timed, key=lambda e: e.latency, default=None)
-            text = ""
-            if best is not None:
-                text = f"best {best.latency:.4g} ms {result_cache.describe(configs[best.index])}"
-            bar.set_best(text)
+        race = _Race(configs, best_known, bar)
 
         if prof["supply_prog"] is None and compiled:
             self._require_tensor_inputs(jit, args, rest, configs[min(compiled)])
+        device_list = self._devices_for(target)
         try:
-            # Round 1: check each config, stop the far slower ones early, time the rest.
-            for index in sorted(compiled):
-                try:
-                    kernel, runner = self._build(jit, args, rest, configs[index])
-                    status, value, ref_ms = self._check(kernel, prof, shared, fastest())
-                    if status == "ok":
-                        timing_tensors = tensors.setdefault(_signature(kernel), value)
-                        entry = _Timed(index, kernel, runner, timing_tensors)
-                        entry.add(self._time_round(entry, prof, first=True))
-                except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
-                    fail(index, f"benchmark failed: {first_line(exc)}")
-                    bar.step("failed", _TIMING_ROUNDS)
-                    continue
-                if status == "wrong":
-                    fail(index, f"wrong result: {value}")
-                    bar.step("wrong", _TIMING_ROUNDS)
-                    continue
-                if status == "early":
-                    text = result_cache.describe(configs[index])
-                    timings[text] = value
-                    logger.debug(
-                        "autotune '%s': config %s: %.4g ms (stopped early)", name, text, value
-                    )
-                    bar.step("stopped early", _TIMING_ROUNDS)
-                    continue
-                ref_latency = ref_latency if ref_ms is None else ref_ms
-                timed.append(entry)
-                bar.step(None)
-                show_best()
-            # Later rounds time every contender again, in alternating order, and a
-            # config's time is its fastest round: a burst of load (other processes
-            # compiling, a descheduled thread) that lands on one config's timing
-            # then does not decide the pick. None is skipped for being slow so far:
-            # its one round may be the one the burst hit.
-            for rnd in range(1, _TIMING_ROUNDS):
-                bar.describe(f"autotune {name}: timing round {rnd + 1}/{_TIMING_ROUNDS}")
-                for entry in list(reversed(timed) if rnd % 2 else timed):
-                    try:
-                        entry.add(self._time_round(entry, prof, first=False))
-                    except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
-                        fail(entry.index, f"benchmark failed: {first_line(exc)}")
-                        timed.remove(entry)
-                        bar.step("failed", _TIMING_ROUNDS - rnd)
-                    else:
-                        bar.step(None)
-                    show_best()
-            for entry in timed:
+            left = sorted(compiled)
+            if device_list is not None and left:
+                done = self._time_on_devices(
+                    args, rest, configs, prof, options, left, device_list, target, race, fail
+                )
+                left = [i for i in left if i not in done]
+            if left:
+                self._time_here(jit, args, rest, configs, prof, left, here, race, fail)
+            if device_list is not None and race.timed:
+                self._retime_best(jit, args, rest, configs, prof, here, race, fail)
+            for entry in race.timed:
                 text = result_cache.describe(configs[entry.index])
-                timings[text] = entry.latency
+                race.timings[text] = entry.latency
                 bar.count("timed")
                 logger.debug(
                     "autotune '%s': config %s: %.4g ms (rounds: %s)",
@@ -828,11 +813,10 @@ class AutoTuner:
                 )
         finally:
             bar.close()
-        best = min(timed, key=lambda e: e.latency, default=None)
         counts = bar.counts
         verb = "timed" if prof["ref_prog"] is None or prof["skip_check"] else "checked and timed"
         logger.info(
-            "autotune '%s': %s %d config(s) (%d wrong, %d failed, %d stopped early) in %.1f s",
+            "autotune '%s': %s %d config(s) (%d wrong, %d failed, %d stopped early) in %.1f s%s",
             name,
             verb,
             counts.get("timed", 0) + counts.get("stopped early", 0),
@@ -840,11 +824,22 @@ class AutoTuner:
             counts.get("failed", 0),
             counts.get("stopped early", 0),
             time.monotonic() - start,
+            "" if device_list is None else f" on {len(device_list)} device(s)",
         )
+        return self._settle(configs, indices, race, failures, partial, n)
+
+    def _settle(self, configs, indices, race, failures, partial, n):
+        """_tune's result from the timing phase's `race`."""
+        name = self.name
+        timed, timings, ref_latency = race.timed, race.timings, race.ref_latency
+        for entry in timed:
+            timings[result_cache.describe(configs[entry.index])] = entry.latency
+        best = min(race.pick_from or timed, key=lambda e: e.latency, default=None)
         if best is None and not partial:
             lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
             raise AutoTuneError(f"autotune of '{name}': all {n} config(s) failed:\n{lines}")
         outcomes = {}
+        measured = {}
         for index in range(len(configs)) if indices is None else indices:
             text = result_cache.describe(configs[index])
             if text in failures:
@@ -853,8 +848,237 @@ class AutoTuner:
                 outcomes[index] = ("ok", timings[text])
             elif text in timings:
                 outcomes[index] = ("early", timings[text])
+        for entry in timed:
+            measured[result_cache.describe(configs[entry.index])] = entry.record()
         chosen = None if best is None else (best.latency, best.index, best.kernel, best.runner)
-        return chosen, ref_latency, failures, timings, outcomes
+        return chosen, ref_latency, failures, timings, outcomes, measured
+
+    def _devices_for(self, target):
+        """The devices to benchmark on in worker processes, or None to benchmark in this
+        process (devices=None, or one device that is this process's own)."""
+        device_list = devices.resolve(self.devices, target, self.name)
+        if device_list is None or len(device_list) != 1:
+            return device_list
+        mine = devices.current(target)
+        return None if mine is None or device_list[0] == mine else device_list
+
+    def _time_here(self, jit, args, rest, configs, prof, indices, here, race, fail):
+        """Checks and times the configs at `indices` in this process: round 1 checks each,
+        stops the far slower ones early and times the rest once; later rounds time every
+        contender again in alternating order; a config whose rounds spread beyond the
+        limit is measured once more. Every check and round holds the device lock."""
+        name, bar = self.name, race.bar
+        shared = _Inputs()
+        tensors = {}  # kernel signature -> the tensors its configs are timed on
+        lock = here["lock"]
+        timed = []
+        for index in indices:
+            try:
+                kernel, runner = self._build(jit, args, rest, configs[index])
+                with devices.DeviceLock(lock):
+                    status, value, ref_ms = self._check(kernel, prof, shared, race.fastest())
+                    if status == "ok":
+                        timing_tensors = tensors.setdefault(_signature(kernel), value)
+                        entry = _Timed(index, kernel, runner, timing_tensors)
+                        entry.add(self._time_round(entry, prof, first=True))
+            except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
+                fail(index, f"benchmark failed: {first_line(exc)}")
+                bar.step("failed", _TIMING_ROUNDS)
+                continue
+            if race.settle(index, status, value, ref_ms, fail):
+                entry.device = here
+                timed.append(entry)
+                race.add(entry)
+        # Later rounds time every contender again, in alternating order, and a config's
+        # time is its fastest round: a burst of load (other processes compiling, a
+        # descheduled thread) that lands on one config's timing then does not decide
+        # the pick. None is skipped for being slow so far: its one round may be the one
+        # the burst hit.
+        for rnd in range(1, _TIMING_ROUNDS):
+            bar.describe(f"autotune {name}: timing round {rnd + 1}/{_TIMING_ROUNDS}")
+            for entry in list(reversed(timed) if rnd % 2 else timed):
+                try:
+                    with devices.DeviceLock(lock):
+                        entry.add(self._time_round(entry, prof, first=False))
+                except Exception as exc:  # noqa: BLE001  (a config's failure is reported)
+                    fail(entry.index, f"benchmark failed: {first_line(exc)}")
+                    timed.remove(entry)
+                    race.drop(entry)
+                    bar.step("failed", _TIMING_ROUNDS - rnd)
+                else:
+                    bar.step(None)
+                race.show_best()
+        for entry in list(timed):
+            if not devices.disturbed(entry.times):
+                continue
+            entry.first = devices.spread(entry.times)
+            try:
+                with devices.DeviceLock(lock):
+                    again = [self._time_round(entry, prof, first=False) for _ in entry.times]
+            except Exception as exc:  # noqa: BLE001
+                fail(entry.index, f"benchmark failed: {first_line(exc)}")
+                timed.remove(entry)
+                race.drop(entry)
+                continue
+            entry.times, entry.latency = again, min(again)
+            _log_disturbed(name, configs[entry.index], entry.first, again)
+        race.show_best()
+
+    def _time_on_devices(
+        self, args, rest, configs, prof, options, indices, device_list, target, race, fail
+    ):
+        """Checks and times the configs at `indices` in one worker process per device of
+        `device_list` (bench_pool). Returns the indices it settled (all, unless no worker
+        could start: the rest are timed in this process)."""
+        name, bar = self.name, race.bar
+        if self.kind == "eager":
+            wargs = [_stand_in(a) for a in args]
+            wrest = {k: _stand_in(v) for k, v in rest.items()}
+        else:
+            wargs, wrest = list(args), dict(rest)
+        tasks = [(i, wargs, wrest, configs[i]) for i in indices]
+        done = set()
+        modes = []
+        portable, why = bench_pool.portable_profile(prof)
+        try:
+            pickle.dumps(tasks)
+        except Exception:  # noqa: BLE001  (pickling can raise anything)
+            why = "the kernel's arguments cannot be sent to a worker process"
+        else:
+            recipe = self._recipe(options) if portable is not None else None
+            if recipe is not None:
+                modes.append(("subprocess", recipe))
+            elif portable is not None:
+                why = f"'{name}' cannot be found by name in a fresh interpreter"
+            if bench_pool.fork_allowed(target):
+                modes.append(("fork", None))
+        if not modes:
+            logger.warning(
+                "autotune '%s': benchmarking in this process instead of on devices %s: %s "
+                "(a CUDA GPU's workers are fresh interpreters, which find the kernel and its "
+                "callbacks by module and name)",
+                name,
+                device_list,
+                why,
+            )
+            return done
+
+        def on_done(index, status, payload, info):
+            done.add(index)
+            if status == "ok":
+                entry = _Timed(index, None, None, None)
+                entry.times = list(payload["times"] or ())
+                entry.latency = min(entry.times) if entry.times else None
+                entry.device, entry.first = info, payload.get("disturbed")
+                if race.settle(index, payload["status"], payload["value"], payload["ref"], fail):
+                    race.add(entry)
+                    bar.step(None, _TIMING_ROUNDS - 1)
+                    if entry.first is not None:
+                        _log_disturbed(name, configs[index], entry.first, entry.times)
+            elif status == "error":
+                fail(index, f"benchmark failed: {payload[0]}")
+                bar.step("failed", _TIMING_ROUNDS)
+            else:
+                fail(index, payload)
+                bar.step("failed" if status == "crash" else "timed out", _TIMING_ROUNDS)
+            race.show_best()
+
+        setup = {"target": target, "prof": None, "user_module": None}
+        for mode, recipe in modes:
+            left = [t for t in tasks if t[0] not in done]
+            if mode == "subprocess":
+                setup = dict(setup, prof=portable, user_module=recipe["module"])
+            else:
+                setup = dict(setup, prof=prof)
+            logger.info(
+                "autotune '%s': benchmarking %d config(s) on %d device(s) %s, one %s worker each",
+                name,
+                len(left),
+                len(device_list),
+                device_list,
+                mode,
+            )
+            try:
+                bench_pool.bench_all(
+                    mode,
+                    recipe,
+                    (self.kind, self.fn, options),
+                    device_list,
+                    setup,
+                    left,
+                    prof["timeout"],
+                    race.fastest,
+                    on_done,
+                )
+                return done
+            except compile_pool.WorkerStartError as exc:
+                logger.info(
+                    "autotune '%s': %s benchmark workers could not start (%s)",
+                    name,
+                    mode,
+                    first_line(exc),
+                )
+        logger.warning(
+            "autotune '%s': benchmarking in this process instead: no benchmark worker started",
+            name,
+        )
+        return done
+
+    def _retime_best(self, jit, args, rest, configs, prof, here, race, fail):
+        """Times the fastest configs measured by the device workers (up to _RETIMED) again
+        here, on the device the kernel will run on, in interleaved rounds; the pick is the
+        fastest of them by these times."""
+        name = self.name
+        shared = _Inputs()
+        tensors = {}
+        contenders = sorted((e for e in race.timed if e.kernel is None), key=lambda e: e.latency)[
+            :_RETIMED
+        ]
+        if not contenders:
+            return
+        retimed = []
+        for entry in contenders:
+            try:
+                kernel, runner = self._build(jit, args, rest, configs[entry.index])
+                with devices.DeviceLock(here["lock"]):
+                    status, value, _ = self._check(kernel, prof, shared, None)
+            except Exception as exc:  # noqa: BLE001
+                status, value = "failed", first_line(exc)
+            if status != "ok":
+                why = (
+                    f"wrong result here: {value}" if status == "wrong" else f"failed here: {value}"
+                )
+                fail(entry.index, f"benchmark {why}")
+                race.drop(entry)
+                continue
+            entry.kernel, entry.runner = kernel, runner
+            entry.tensors = tensors.setdefault(_signature(kernel), value)
+            entry.remote = (entry.device, entry.times, entry.first)
+            entry.times, entry.first, entry.device = [], None, here
+            retimed.append(entry)
+        for rnd in range(_TIMING_ROUNDS):
+            for entry in list(reversed(retimed) if rnd % 2 else retimed):
+                try:
+                    with devices.DeviceLock(here["lock"]):
+                        entry.add(self._time_round(entry, prof, first=rnd == 0))
+                except Exception as exc:  # noqa: BLE001
+                    fail(entry.index, f"benchmark failed here: {first_line(exc)}")
+                    retimed.remove(entry)
+                    race.drop(entry)
+        if retimed:
+            best = min(retimed, key=lambda e: e.latency)
+            logger.info(
+                "autotune '%s': the %d fastest config(s) timed again on %s; best %s: %.4g ms",
+                name,
+                len(retimed),
+                here["device"],
+                result_cache.describe(configs[best.index]),
+                best.latency,
+            )
+        # The pick is among the configs timed here: the others' times came from other
+        # devices and stay in the timings only.
+        race.pick_from = retimed or None
+        race.show_best()
 
     def _tune_shared(self, jit, args, rest, configs, prof, options, run):
         """_tune with the configs' measurements shared through a result directory
@@ -887,7 +1111,7 @@ class AutoTuner:
                     continue
                 known = [r["latency"] for r in outcomes.values() if r["status"] == "ok"]
                 try:
-                    best, ref_ms, _, _, measured = self._tune(
+                    best, ref_ms, _, _, measured, details = self._tune(
                         jit,
                         args,
                         rest,
@@ -900,7 +1124,8 @@ class AutoTuner:
                     )
                     for index in batch:
                         status, value = measured.get(index, ("failed", "not measured"))
-                        run.publish_outcome(index, status, value)
+                        detail = details.get(result_cache.describe(configs[index]))
+                        run.publish_outcome(index, status, value, detail)
                 finally:
                     run.release(batch)
                 ref_latency = ref_latency if ref_ms is None else ref_ms
@@ -908,13 +1133,15 @@ class AutoTuner:
                     mine = best
         finally:
             run.close()
-        failures, timings = {}, {}
+        failures, timings, details = {}, {}, {}
         for index, record in sorted(outcomes.items()):
             text = result_cache.describe(configs[index])
             if record["status"] == "failed":
                 failures[text] = record.get("reason", "failed")
             else:
                 timings[text] = record["latency"]
+            if isinstance(record.get("measurement"), dict):
+                details[text] = dict(record["measurement"], host=record.get("host"))
         ok = [(r["latency"], i) for i, r in outcomes.items() if r["status"] == "ok"]
         if not ok:
             lines = "\n".join(f"  {c}: {r}" for c, r in failures.items())
@@ -925,7 +1152,7 @@ class AutoTuner:
         kernel = runner = None
         if mine is not None and mine[1] == index:
             kernel, runner = mine[2], mine[3]
-        return (latency, index, kernel, runner), ref_latency, failures, timings
+        return (latency, index, kernel, runner), ref_latency, failures, timings, details
 
     # ---- the entry point
     def run(
@@ -939,6 +1166,8 @@ class AutoTuner:
         group_compile_size: int | None = None,
         early_stop: Any = None,
         early_stop_factor: Any = 2.0,
+        benchmark_devices: Any = None,
+        benchmark_multi_gpu: bool = False,
         **kwargs: Any,
     ) -> Any:
         """Tunes for the given non-config arguments; returns an AutotuneResult. A call that
@@ -946,11 +1175,30 @@ class AutoTuner:
         TileLang's use_pipeline / enable_grouped_compile / group_compile_size schedule its
         compiles; here configs always compile in parallel worker processes while earlier
         ones are timed, so they change nothing. early_stop (TileLang's switch, off there
-        by default) and early_stop_factor set early_stop_ratio for this run; left None,
+        by default) and early_stop_factor set early_stop_ratio for this run; TileLang's
+        benchmark_multi_gpu=True benchmarks this run on `benchmark_devices` (default
+        "all"), as devices= does; left None,
         the profile argument stands."""
         del use_pipeline, enable_grouped_compile, group_compile_size
         if _worker.LOADING:  # a worker importing the user's module: stop before tuning
             raise _worker.StopLoading()
+        if benchmark_multi_gpu:
+            saved = self.devices
+            self.devices = _devices_module.check_form(
+                "all" if benchmark_devices is None else benchmark_devices, self.name
+            )
+            try:
+                return self.run(
+                    *args,
+                    warmup=warmup,
+                    rep=rep,
+                    timeout=timeout,
+                    early_stop=early_stop,
+                    early_stop_factor=early_stop_factor,
+                    **kwargs,
+                )
+            finally:
+                self.devices = saved
         prof = dict(self._profile)
         for k, v in (("warmup", warmup), ("rep", rep), ("timeout", timeout)):
             if v is not None:
@@ -960,7 +1208,7 @@ class AutoTuner:
         captured = get_autotune_inputs()
         profile_key = _profile_key(prof, captured)
         if captured is not None and prof["supply_prog"] is None:
-            prof["supply_prog"] = lambda params: list(captured)
+            prof["supply_prog"] = bench_pool.Captured(captured)
         consts = self._const_keywords(args, kwargs)
         params = {k: v for k, v in kwargs.items() if k not in consts}
         configs = self._resolve_configs(args, params)
@@ -974,6 +1222,8 @@ class AutoTuner:
         rest = kwargs
         arguments = self._untuned_arguments(args, params, configs, consts)
         target = determine_target(options.get("target", "auto"))
+        devices.resolve(self.devices, target, self.name)  # a bad index fails before any work
+        devices.spread_limit()  # so does a malformed TILELANG_AUTOTUNE_SPREAD_LIMIT
         key = self._result_key(arguments, configs, target, options, profile_key)
         use_cache = result_cache.enabled() and key is not None
         path = result_cache.path_for(key) if use_cache else None
@@ -1009,13 +1259,14 @@ class AutoTuner:
                 result_cache.store(path, decision, configs)
         if decision is None:
             if shared_run is not None:
-                (latency, index, kernel, runner), ref_latency, failures, timings = (
+                (latency, index, kernel, runner), ref_latency, failures, timings, details = (
                     self._tune_shared(jit, args, rest, configs, prof, options, shared_run)
                 )
             else:
-                (latency, index, kernel, runner), ref_latency, failures, timings, _ = self._tune(
-                    jit, args, rest, configs, prof, options
+                (latency, index, kernel, runner), ref_latency, failures, timings, _, details = (
+                    self._tune(jit, args, rest, configs, prof, options)
                 )
+            here = devices.describe(target, devices.current(target))
             decision = {
                 "format": result_cache.FORMAT,
                 "function": self.name,
@@ -1027,6 +1278,8 @@ class AutoTuner:
                 "configs": len(configs),
                 "failures": failures,
                 "timings": timings,
+                "measurements": details,
+                "device": {k: v for k, v in here.items() if k != "lock"},
                 "tuned_at": time.time(),
                 "host": socket.gethostname(),
             }
@@ -1064,6 +1317,8 @@ class AutoTuner:
             path,
         )
         result.timings = dict(decision.get("timings") or {})
+        result.measurements = dict(decision.get("measurements") or {})
+        result.device = decision.get("device")
         result._call = runner
         return result
 
@@ -1115,6 +1370,10 @@ class AutoTuner:
         return result
 
 
+# The fastest configs of a search on several devices timed again on this process's
+# device before the pick.
+_RETIMED = 3
+
 # Each config is timed in this many rounds (round 1 of all configs, then round 2, ...),
 # each the median of its calls within rep / _TIMING_ROUNDS ms; its time is the fastest
 # round. One window per config let a moment of load on a shared machine (a single
@@ -1129,16 +1388,198 @@ class _Timed:
     """A config that passed the check: its kernel, the tensors it is timed on and the
     times (ms) of its rounds so far."""
 
-    __slots__ = ("index", "kernel", "latency", "runner", "tensors", "times")
+    __slots__ = (
+        "device",
+        "first",
+        "index",
+        "kernel",
+        "latency",
+        "remote",
+        "runner",
+        "tensors",
+        "times",
+    )
 
     def __init__(self, index, kernel, runner, tensors):
         self.index, self.kernel, self.runner, self.tensors = index, kernel, runner, tensors
         self.times = []
         self.latency = None
+        self.device = None  # devices.describe of where it was timed
+        self.first = None  # the spread of rounds that were measured again
+        self.remote = None  # (device, times, first) of a device worker, when timed again here
 
     def add(self, ms):
         self.times.append(ms)
         self.latency = min(self.times)
+
+    def record(self):
+        """What the result records of its measurement: the device, the spread of its
+        rounds (ms), the spread that made it measured again, the device worker's."""
+        rec = {"device": _device_text(self.device), **devices.spread(self.times)}
+        if self.first is not None:
+            rec["disturbed"] = self.first
+        if self.remote is not None:
+            device, times, first = self.remote
+            rec["worker"] = {"device": _device_text(device), **devices.spread(times)}
+            if first is not None:
+                rec["worker"]["disturbed"] = first
+        return rec
+
+
+def time_round(entry, prof, first):
+    """One timing round of a config (a _Timed): the median ms of its calls within rep /
+    _TIMING_ROUNDS ms (the first round warms up too)."""
+    return entry.kernel.get_profiler().do_bench(
+        warmup=prof["warmup"] if first else 0,
+        rep=prof["rep"] / _TIMING_ROUNDS,
+        input_tensors=entry.tensors,
+        return_mode="median",
+        backend=prof["backend"],
+    )
+
+
+def measure_config(kernel, prof, shared, best, lock):
+    """A benchmark worker's measurement of one config, holding the device lock `lock`:
+    check_config, then _TIMING_ROUNDS rounds, all again once when their spread is beyond
+    the limit. {"status": "ok" | "early" | "wrong", "value" (early: ms; wrong: why),
+    "ref" (ms of ref_prog, when timed), "times" (the rounds' ms), "disturbed" (the
+    spread of the first rounds, when they were measured again)}."""
+    with devices.DeviceLock(lock):
+        status, value, ref_ms = check_config(kernel, prof, shared, best)
+        if status != "ok":
+            return {"status": status, "value": value, "ref": None, "times": None, "disturbed": None}
+        entry = _Timed(None, kernel, None, value)
+        for rnd in range(_TIMING_ROUNDS):
+            entry.add(time_round(entry, prof, first=rnd == 0))
+        first = None
+        if devices.disturbed(entry.times):
+            first = devices.spread(entry.times)
+            entry.times = [time_round(entry, prof, first=False) for _ in range(_TIMING_ROUNDS)]
+    return {"status": "ok", "value": None, "ref": ref_ms, "times": entry.times, "disturbed": first}
+
+
+def _device_text(info):
+    if not info:
+        return "unknown"
+    clock = f", {info['clock_mhz']:g} MHz" if info.get("clock_mhz") else ""
+    return f"{info['device']} ({info['name']}{clock})"
+
+
+def _log_disturbed(name, config, first, again):
+    logger.info(
+        "autotune '%s': config %s: its rounds spread %.4g..%.4g ms, beyond the %g%% limit "
+        "(%s): measured again: %.4g..%.4g ms",
+        name,
+        result_cache.describe(config),
+        first["min"],
+        first["max"],
+        devices.spread_limit() * 100,
+        devices.ENV_SPREAD,
+        min(again),
+        max(again),
+    )
+
+
+class _Race:
+    """The configs of a run's timing phase so far, whichever way they are timed: those
+    timed (_Timed), the times of those stopped early, ref_prog's time."""
+
+    def __init__(self, configs, best_known, bar):
+        self.configs, self.best_known, self.bar = configs, best_known, bar
+        self.timed = []
+        self.timings = {}
+        self.ref_latency = None
+        self.pick_from = None  # the configs the pick is among (None: all timed)
+
+    def fastest(self):
+        known = [e.latency for e in self.timed]
+        if self.best_known is not None:
+            known.append(self.best_known)
+        return min(known, default=None)
+
+    def show_best(self):
+        best = min(self.timed, key=lambda e: e.latency, default=None)
+        text = ""
+        if best is not None:
+            text = f"best {best.latency:.4g} ms {result_cache.describe(self.configs[best.index])}"
+        self.bar.set_best(text)
+
+    def add(self, entry):
+        self.timed.append(entry)
+        self.show_best()
+
+    def drop(self, entry):
+        if entry in self.timed:
+            self.timed.remove(entry)
+
+    def settle(self, index, status, value, ref_ms, fail):
+        """Takes a config's check outcome; True when the config is timed ("ok")."""
+        if status == "wrong":
+            fail(index, f"wrong result: {value}")
+            self.bar.step("wrong", _TIMING_ROUNDS)
+            return False
+        if status == "early":
+            text = result_cache.describe(self.configs[index])
+            self.timings[text] = value
+            logger.debug("autotune: config %s: %.4g ms (stopped early)", text, value)
+            self.bar.step("stopped early", _TIMING_ROUNDS)
+            return False
+        if ref_ms is not None:
+            self.ref_latency = ref_ms
+        self.bar.step(None)
+        return True
+
+
+def check_config(kernel, prof, shared, best):
+    """Checks one kernel against ref_prog and, when it is far slower than `best`
+    (ms), stops it early: ("ok", tensors to time it on, ref_latency),
+    ("early", ms of one call, None) or ("wrong", message, None)."""
+    from tilelang.profiler import TensorSupplyType
+
+    profiler = kernel.get_profiler(prof["supply_type"] or TensorSupplyType.Auto)
+    inputs = shared.inputs if prof["cache_input_tensors"] and _fits(kernel, shared.inputs) else None
+    if inputs is None:
+        if prof["supply_prog"] is not None:
+            inputs = list(prof["supply_prog"]([kernel.params[i] for i in kernel._inputs]))
+        else:
+            inputs = profiler._get_inputs()
+        if prof["cache_input_tensors"]:
+            shared.inputs, shared.ref_out = inputs, None
+    ref_prog = prof["ref_prog"]
+    if ref_prog is not None and not prof["skip_check"]:
+        reference = ref_prog
+        if prof["cache_input_tensors"]:
+            if shared.ref_out is None:
+                shared.ref_out = ref_prog(*inputs)
+            reference = lambda *_: shared.ref_out
+        try:
+            if prof["manual_check_prog"] is not None:
+                profiler.manual_assert_close(
+                    reference, input_tensors=inputs, manual_check_prog=prof["manual_check_prog"]
+                )
+            else:
+                profiler.assert_allclose(
+                    reference,
+                    input_tensors=inputs,
+                    atol=prof["atol"],
+                    rtol=prof["rtol"],
+                    max_mismatched_ratio=prof["max_mismatched_ratio"],
+                )
+        except AssertionError as exc:
+            return "wrong", first_line(exc).replace("AssertionError: ", ""), None
+    full = kernel.run(list(inputs))
+    ratio = prof["early_stop_ratio"]
+    if best is not None and ratio:
+        once = _time_once(lambda: kernel.run(full))
+        if once > ratio * best:
+            return "early", once, None
+    ref_latency = None
+    if ref_prog is not None and shared.ref_latency is None:
+        shared.ref_latency = profiler.do_bench(
+            ref_prog, warmup=prof["warmup"], rep=prof["rep"], input_tensors=inputs
+        )
+        ref_latency = shared.ref_latency
+    return "ok", full, ref_latency
 
 
 def _signature(kernel):
@@ -1331,12 +1772,20 @@ def autotune(
     early_stop: Any = None,
     early_stop_factor: Any = 2.0,
     result_dir: Any = None,
+    devices: Any = None,
+    executor: Any = None,
+    ray_options: Any = None,
 ) -> Any:
     """`@tilelang.autotune(configs=[...], ...)` above `@tilelang.jit` (see AutoTuner).
     early_stop / early_stop_factor as in AutoTuner.run (None: the default ratio).
     result_dir: a tuning result directory shared with other tuners, other machines too
     (default: TILELANG_AUTOTUNE_RESULT_DIR, if set): each config is measured by one of
-    them and all pick the same config (result_store)."""
+    them and all pick the same config (result_store).
+    devices: "all" or a list of device indices (CUDA GPUs; CPU cores for the cpu target)
+    to benchmark on in parallel, one worker process pinned to each, the fastest configs
+    timed again on this process's device before the pick (None: benchmark here).
+    executor: "ray" compiles and benchmarks as tasks of a Ray cluster (ray_options: the
+    tasks' Ray options, see AutoTuner.set_executor)."""
     profile = {
         "warmup": warmup,
         "rep": rep,
@@ -1355,7 +1804,15 @@ def autotune(
         profile["early_stop_ratio"] = _early_stop_ratio(early_stop, early_stop_factor)
 
     def decorate(fn):
-        tuner = AutoTuner(fn, configs, do_not_specialize=do_not_specialize, result_dir=result_dir)
+        tuner = AutoTuner(
+            fn,
+            configs,
+            do_not_specialize=do_not_specialize,
+            result_dir=result_dir,
+            devices=devices,
+            executor=executor,
+            ray_options=ray_options,
+        )
         tuner.set_profile_args(**profile)
         return AutoTuneFunction(fn, tuner)
 

@@ -150,11 +150,13 @@ def _declare_param(builder, func, name, annotation):
         return wrap_buffer(annotation.declare(builder, name))
     if isinstance(annotation, PointerType):
         return PointerParam(name, func.__name__, annotation)
-    if isinstance(annotation, DType) or annotation in (int, float, bool):
+    # By identity: `in` would compare an expression annotation (`x: T.Var(...)`) with ==.
+    if isinstance(annotation, DType) or any(annotation is t for t in (int, float, bool)):
         return builder.scalar_param(name, DType(annotation))
     raise frontend_error(
         f"parameter '{name}' of T.prim_func '{func.__name__}' must be annotated with "
-        f"T.Tensor(shape, dtype), a dtype or T.ptr, got {annotation!r}"
+        f"T.Tensor(shape, dtype), a dtype or T.ptr, got {annotation!r} "
+        f"(a {type(annotation).__name__})"
     )
 
 

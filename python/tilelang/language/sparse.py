@@ -10,6 +10,10 @@ bits 2-3 that of the second; for 1:2 the code is 0b0100 (position 0) or 0b1110
 (position 1), as the tensor cores read them. Equal positions (which compress never
 writes) keep the first value.
 
+E annotated with tilelang.layout.make_cutlass_metadata_layout is stored in CUTLASS's
+reordered order (torch's semi-structured metadata for arch 8.x): the annotation maps
+each logical element above to its place there, and every read of E goes through it.
+
 On CUDA sm_80 and later (not when the kernel's gemms take wgmma) a gemm that fits
 mma.sp m16n8k32 (float16 / bfloat16 into float32, tiles in shared memory; the rule is
 src/transform/select_gemm_sp.h's) runs on the sparse tensor cores from the kept values

@@ -15,10 +15,12 @@ from .swizzle import (
     make_quarter_bank_swizzled_layout,
     make_swizzled_layout,
 )
+from .swizzle_mode import SwizzleMode
 
 __all__ = [
     "Fragment",
     "Layout",
+    "SwizzleMode",
     "make_cutlass_metadata_layout",
     "make_full_bank_swizzled_layout",
     "make_gemm_fragment_8x8",

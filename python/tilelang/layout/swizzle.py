@@ -129,13 +129,13 @@ def make_linear_layout(*args):
 
 
 def make_metadata_layout(buffer, mma_dtype="float16", backend="cutlass", arch=None, **kwargs):
-    """The layout TileLang gives a sparse gemm's metadata (`E` of T.gemm_sp). Here the
-    metadata keeps its logical, row-major layout on every target, the one
-    tilelang.utils.sparse.compress writes, so this is the identity over the buffer; the
-    arguments (mma_dtype, backend, arch, block_k ...) are accepted and checked only for
-    the backend's name."""
-    del mma_dtype, arch, kwargs
-    if backend not in ("cutlass", "naive"):
+    """The layout of a sparse gemm's metadata (`E` of T.gemm_sp) by backend, as TileLang
+    names them: "cutlass" is make_cutlass_metadata_layout (CUTLASS's reordered storage,
+    tilelang.layout.gemm_sp), "naive" the identity (the row-major format
+    tilelang.utils.sparse.compress writes by default)."""
+    if backend == "cutlass":
+        return make_cutlass_metadata_layout(buffer, mma_dtype, arch, **kwargs)
+    if backend != "naive":
         raise frontend_error(
             f"make_metadata_layout: backend must be 'cutlass' or 'naive', got {backend!r}"
         )
@@ -148,5 +148,7 @@ def make_metadata_layout(buffer, mma_dtype="float16", backend="cutlass", arch=No
 
 
 def make_cutlass_metadata_layout(buffer, mma_dtype="float16", arch=None, **kwargs):
-    """make_metadata_layout with the CUTLASS backend: the identity here (see there)."""
-    return make_metadata_layout(buffer, mma_dtype, "cutlass", arch, **kwargs)
+    """Metadata in CUTLASS's reordered storage; see tilelang.layout.gemm_sp."""
+    from .gemm_sp import make_cutlass_metadata_layout as make
+
+    return make(buffer, mma_dtype, arch, **kwargs)

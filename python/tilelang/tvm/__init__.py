@@ -15,7 +15,7 @@ keeps the name.
 from tilelang.language.dtypes import dtype as DataType
 
 from . import arith, error, ir, runtime, script, target, te, testing, tirx, transform
-from ._scope import OutOfScopeError, out_of_scope
+from ._scope import OutOfScopeError, OutOfScopeName, refused_name
 from .error import TVMError
 from .ir import IRModule
 from .target import Target
@@ -23,8 +23,8 @@ from .target import Target
 tir = tirx  # TVM's name for it before TileLang's rename
 
 __all__ = [
-    "DataType", "IRModule", "OutOfScopeError", "TVMError", "Target", "arith", "error", "ir",
-    "runtime", "script", "target", "te", "testing", "tir", "tirx", "transform",
+    "DataType", "IRModule", "OutOfScopeError", "OutOfScopeName", "TVMError", "Target", "arith",
+    "error", "ir", "runtime", "script", "target", "te", "testing", "tir", "tirx", "transform",
 ]  # fmt: skip
 
 _TVM_ONLY = {"compile", "build", "get_global_func", "register_func", "ffi", "nd", "cpu", "cuda",
@@ -33,7 +33,7 @@ _TVM_ONLY = {"compile", "build", "get_global_func", "register_func", "ffi", "nd"
 
 def __getattr__(name):
     if name in _TVM_ONLY:
-        out_of_scope(
+        return refused_name(
             f"tvm.{name}", "compile with tilelang.compile / tilelang.lower and call the JITKernel"
         )
     raise AttributeError(

@@ -6,7 +6,7 @@ from tilelang import _C
 from tilelang.language.prim_func import PrimFunc
 
 from . import transform  # noqa: F401
-from ._scope import out_of_scope
+from ._scope import out_of_scope, refused_name
 from .transform import PassContext
 
 __all__ = ["IRModule", "PassContext", "Range", "assert_structural_equal", "structural_equal"]
@@ -124,7 +124,7 @@ def assert_structural_equal(lhs, rhs, map_free_vars=False):
 
 def __getattr__(name):
     if name in ("Op", "make_node", "load_json", "save_json", "CallingConv", "PrimType"):
-        out_of_scope(f"tvm.ir.{name}", "write the kernel with tilelang.language")
+        return refused_name(f"tvm.ir.{name}", "write the kernel with tilelang.language")
     raise AttributeError(
         f"tvm.ir.{name} is not part of tilelang's TVM facade (tvm.ir offers {', '.join(__all__)})"
     )

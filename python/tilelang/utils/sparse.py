@@ -4,13 +4,13 @@ for float32) into its kept values and metadata, `decompress` undoes it, and
 matrices. numpy arrays and torch tensors both work (torch tensors stay on their device).
 
 The metadata format is the one tilelang.language.sparse documents: one 4-bit code per
-group of K, row-major, little end first. TileLang's CUTLASS-ordered metadata layouts
-(`make_cutlass_metadata_layout`) are accepted by the kernels and leave this format as
-it is, so `compress` here and `T.gemm_sp` agree whatever the annotation says. Metadata
-in CUTLASS's reordered layout (the sm_80 sparse GEMM's ColumnMajorInterleaved<2>, which
-torch's semi-structured tensors use: `to_sparse_semi_structured(...).meta`) holds the
-same codes in other places: `metadata_from_cutlass` / `metadata_to_cutlass` convert,
-and `compress` / `decompress` take `metadata_layout="cutlass"`."""
+group of K, row-major, little end first; T.gemm_sp reads it so. Metadata in CUTLASS's
+reordered storage (the sm_80 sparse GEMM's ColumnMajorInterleaved<2>, which torch's
+semi-structured tensors use: `to_sparse_semi_structured(...).meta`; TileLang's sm_90
+layout for arch 9.0) holds the same codes in other places: a kernel that annotates E
+with `make_cutlass_metadata_layout(E, mma_dtype, arch, block_k=...)` reads that storage.
+`metadata_from_cutlass` / `metadata_to_cutlass` convert, and `compress` / `decompress`
+take `metadata_layout="cutlass"`."""
 
 import numpy as np
 
@@ -74,11 +74,12 @@ def compress(
     consecutive elements along K may be nonzero (1 of 2 for float32); a group with fewer
     keeps zeros. meta_dtype (a dtype name, numpy or torch dtype) picks E's element type:
     int32 for 8-bit A, int16 otherwise, uint8 when `arch` is 9.0 or later (the choices of
-    TileLang's examples). block_k is accepted for TileLang's signature; the format does
-    not depend on it. metadata_layout="cutlass" returns E in CUTLASS's reordered layout
-    (metadata_to_cutlass; int16 or int32 metadata), that of torch's semi-structured
-    tensors; T.gemm_sp reads the row-major one."""
-    del block_k
+    TileLang's examples). metadata_layout="cutlass" returns E in CUTLASS's reordered
+    storage (metadata_to_cutlass), the one a kernel annotated with
+    make_cutlass_metadata_layout(E, mma_dtype=A's dtype, arch, block_k=block_k) reads:
+    torch's semi-structured tensors' for arch None or 8.x (int16 or int32 metadata),
+    TileLang's sm_90 layout for 9.0 and later (uint8 metadata; block_k required). The
+    row-major layout does not depend on block_k."""
     _check_layout(metadata_layout, "compress")
     if getattr(A, "ndim", None) != 2:
         raise ValueError(f"compress: A must be a 2-D numpy array or torch tensor, got {A!r:.80}")
@@ -137,7 +138,7 @@ def compress(
     if transposed:
         values = values.T.contiguous() if torch_in else np.ascontiguousarray(values.T)
     if metadata_layout == "cutlass":
-        E = metadata_to_cutlass(E)
+        E = metadata_to_cutlass(E, arch or "8.0", a_name, block_k)
     return values, E
 
 
@@ -147,12 +148,13 @@ def compress_sm90(A, block_k=None, transposed=False):
     return compress(A, transposed=transposed, block_k=block_k, arch="9.0")
 
 
-def decompress(A_sparse, E, transposed=False, metadata_layout="row_major"):
+def decompress(A_sparse, E, transposed=False, metadata_layout="row_major", arch=None, block_k=None):
     """The dense A of compress's (A_sparse, E): (M, K), or (K, M) with transposed=True;
-    metadata_layout="cutlass" reads E in CUTLASS's reordered layout."""
+    metadata_layout="cutlass" reads E in CUTLASS's reordered storage for `arch` (None:
+    sm_8x, torch's; 9.0 and later: TileLang's sm_90 layout, block_k required)."""
     _check_layout(metadata_layout, "decompress")
     if metadata_layout == "cutlass":
-        E = metadata_from_cutlass(E)
+        E = metadata_from_cutlass(E, arch or "8.0", _name(A_sparse.dtype), block_k)
     a_name = _name(A_sparse.dtype)
     kept, group = sparsity_of(a_name, "decompress: A_sparse")
     factor = e_factor(a_name, _name(E.dtype))
@@ -195,40 +197,47 @@ def _check_layout(layout, who):
         raise ValueError(f"{who}: metadata_layout must be 'row_major' or 'cutlass', got {layout!r}")
 
 
-def _cutlass_offsets(E, who):
+def _cutlass_offsets(E, who, arch="8.0", mma_dtype=None, block_k=None):
     """For each element (r, c) of an (M, C) metadata matrix, row-major, its flat index in
-    CUTLASS's reordered storage of the same shape: the sm_80 sparse GEMM's metadata
-    layout (ColumnMajorInterleaved<2> over rows permuted in groups of 32 for 16-bit
-    metadata, 16 for 32-bit, with 2 x 2 blocks transposed; CUTLASS's reorder_meta)."""
+    CUTLASS's reordered storage of the same shape, as make_cutlass_metadata_layout maps
+    it (tilelang.layout.gemm_sp, one definition for both): for arch 8.x the sm_80 sparse
+    GEMM's (ColumnMajorInterleaved<2> over rows woven in groups of 32 for 16-bit
+    metadata, 16 for 32-bit, 2 x 2 blocks transposed; torch's semi-structured
+    tensors'), for 9.0 and later TileLang's sm_90 layout (uint8, by mma_dtype and
+    block_k)."""
+    from tilelang.layout.gemm_sp import arch_version, cutlass_offset_fn
+
     if getattr(E, "ndim", None) != 2:
         raise ValueError(f"{who}: E must be a 2-D numpy array or torch tensor, got {E!r:.80}")
     bits = E.element_size() * 8 if _is_torch(E) else E.dtype.itemsize * 8
+    if mma_dtype is None:
+        if arch_version(arch, who) >= (9, 0):
+            raise ValueError(
+                f"{who}: mma_dtype (A's element type) is required for arch {arch}: the sm_90 "
+                f"metadata layout depends on it"
+            )
+        mma_dtype = {16: "float16", 32: "int8"}.get(bits)
+        if mma_dtype is None:
+            raise ValueError(
+                f"{who}: CUTLASS's sm_8x metadata layout holds 16-bit (float16 / bfloat16 / "
+                f"float32 A) or 32-bit (8-bit A) elements, got {_name(E.dtype)}"
+            )
+    offset, _ = cutlass_offset_fn(
+        tuple(E.shape), _name(E.dtype), _name(mma_dtype), arch, block_k, who
+    )
     m, cols = E.shape
-    group = {16: 32, 32: 16}.get(bits)
-    if group is None:
-        raise ValueError(
-            f"{who}: CUTLASS's metadata layout holds 16-bit (float16 / bfloat16 / float32 A) or "
-            f"32-bit (8-bit A) elements, got {_name(E.dtype)}"
-        )
-    if m % group or cols % 2:
-        raise ValueError(
-            f"{who}: CUTLASS's metadata layout needs a multiple of {group} rows and an even "
-            f"number of columns for {_name(E.dtype)} metadata, got shape {tuple(E.shape)}"
-        )
-    weave = 4 if bits == 16 else 2
-    r = np.arange(m)[:, None].repeat(cols, 1)
-    c = np.arange(cols)[None, :].repeat(m, 0)
-    r = r // group * group + (r % 8) * weave + (r % group) // 8
-    swap = ((r % 2 == 0) & (c % 2 == 1)).astype(np.int64) - ((r % 2 == 1) & (c % 2 == 0))
-    r, c = r + swap, c - swap
-    return ((c // 2) * m * 2 + r * 2 + c % 2).reshape(-1)
+    flat = offset(np.arange(m)[:, None], np.arange(cols)[None, :])
+    return np.broadcast_to(flat, (m, cols)).reshape(-1).astype(np.int64)
 
 
-def metadata_to_cutlass(E):
-    """E (M, K / e_factor; row-major, compress's layout) in CUTLASS's reordered layout:
-    the same codes at the places torch's semi-structured tensors (and CUTLASS's sm_80
-    sparse GEMM) keep them. numpy or torch in, the same out (torch on its device)."""
-    offsets = _cutlass_offsets(E, "metadata_to_cutlass")
+def metadata_to_cutlass(E, arch="8.0", mma_dtype=None, block_k=None):
+    """E (M, K / e_factor; row-major, compress's layout) in CUTLASS's reordered layout,
+    the storage a kernel annotated with make_cutlass_metadata_layout(E, mma_dtype, arch,
+    block_k=...) reads: for arch 8.x the places torch's semi-structured tensors (and
+    CUTLASS's sm_80 sparse GEMM) keep the codes; for 9.0 and later TileLang's sm_90 layout
+    (uint8 metadata; mma_dtype and block_k required). numpy or torch in, the same out
+    (torch on its device)."""
+    offsets = _cutlass_offsets(E, "metadata_to_cutlass", arch, mma_dtype, block_k)
     if _is_torch(E):
         torch = _torch()
         out = torch.empty_like(E).reshape(-1)
@@ -239,11 +248,11 @@ def metadata_to_cutlass(E):
     return out.reshape(E.shape)
 
 
-def metadata_from_cutlass(E):
+def metadata_from_cutlass(E, arch="8.0", mma_dtype=None, block_k=None):
     """metadata_to_cutlass undone: CUTLASS-ordered metadata (torch's
-    `to_sparse_semi_structured(A).meta`, for example) in the row-major layout T.gemm_sp
-    and compress use."""
-    offsets = _cutlass_offsets(E, "metadata_from_cutlass")
+    `to_sparse_semi_structured(A).meta`, for example) in the row-major layout compress
+    writes by default."""
+    offsets = _cutlass_offsets(E, "metadata_from_cutlass", arch, mma_dtype, block_k)
     if _is_torch(E):
         torch = _torch()
         return E.reshape(-1)[torch.from_numpy(offsets).to(E.device)].reshape(E.shape)

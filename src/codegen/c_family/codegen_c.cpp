@@ -596,13 +596,13 @@ void CodeGenC::print_for(const ForNode* op) {
   line("}");
 }
 
-void CodeGenC::emit_allocate(const AllocateNode* n) {
-  const Buffer& b = n->buffer;
+void CodeGenC::emit_allocate(const AllocateNode* op) {
+  const Buffer& b = op->buffer;
   auto count = as_const_int(b.num_elements());
   TL_ICHECK(count, "allocation of non-constant size reached codegen");
   line(alloc_prefix(b) + storage_type(b->dtype) + " " + name_of(b) + "[" +
        std::to_string(storage_count(b->dtype, *count)) + "];");
-  stmt(n->body);
+  stmt(op->body);
 }
 
 void CodeGenC::stmt(const Stmt& s) {

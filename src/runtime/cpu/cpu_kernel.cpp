@@ -97,7 +97,7 @@ void CpuKernel::run_cooperative(int64_t n, const std::function<void(int64_t)>& b
   if (error) std::rethrow_exception(error);
 }
 
-void CpuKernel::launch(size_t index, const KernelArg* args, size_t, const std::array<int64_t, 3>& grid, int,
+void CpuKernel::launch(size_t index, const KernelArg* slots, size_t, const std::array<int64_t, 3>& grid, int,
                        void*) const {
   BlockFn fn = fns_[index];
   int64_t gx = grid[0], gy = grid[1];
@@ -108,7 +108,7 @@ void CpuKernel::launch(size_t index, const KernelArg* args, size_t, const std::a
     cooperative ? run_cooperative(n, block) : parallel_for(n, block);
   };
   if (!begin_block_ || !take_assert_) {
-    run([=](int64_t i) { fn(args, i % gx, (i / gx) % gy, i / (gx * gy)); });
+    run([=](int64_t i) { fn(slots, i % gx, (i / gx) % gy, i / (gx * gy)); });
     return;
   }
   // A failed T.device_assert is recorded by the kernel; blocks not yet started are
@@ -119,7 +119,7 @@ void CpuKernel::launch(size_t index, const KernelArg* args, size_t, const std::a
   try {
     run([=](int64_t i) {
       int64_t bx = i % gx, by = (i / gx) % gy, bz = i / (gx * gy);
-      if (!begin(bx, by, bz)) fn(args, bx, by, bz);
+      if (!begin(bx, by, bz)) fn(slots, bx, by, bz);
     });
   } catch (...) {
     take_assert_(message, sizeof message, block);  // an exception ends the launch; so does its assertion record

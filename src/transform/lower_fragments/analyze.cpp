@@ -57,11 +57,12 @@ void replicate_scalar_fragments(Analysis& a) {
 // memory; a register A operand (the probabilities of P @ V) needs every warp along
 // M in its gemm and in the gemm that produced it. Such gemms are analyzed again
 // with FullRow, which is kept when it leaves fewer fragments in shared memory.
-Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma) {
+Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma, bool sparse_wgmma) {
   auto analyze = [&](bool w, const std::set<const TileOpNode*>& full_row) {
     Analysis a;
     a.target = &target;
     a.wgmma = w;
+    a.sparse_wgmma = sparse_wgmma;
     a.full_row = full_row;
     a.threads = op->thread_count();
     a.reducers = finalized_reducers(op->body);

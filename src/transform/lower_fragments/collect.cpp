@@ -261,6 +261,7 @@ class Collector : public IRVisitor {
         }
         a_.note_bytes(s.buffer, d.buffer);
         a_.note_bytes(d.buffer, s.buffer);
+        if (frag(d) && s.buffer->scope == Scope::Global) a_.loaded_from_global.insert(d.buffer.get());
         break;
       }
       case TileOpKind::Gemm:
@@ -376,20 +377,37 @@ class Collector : public IRVisitor {
     auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
     int64_t k_step = 32 / elem_bytes(in);  // one mma reads 32 bytes of K
     if (!kk || *kk % k_step != 0) return fail(str_cat("K is not a multiple of ", k_step));
-    // T.gemm_sp on mma.sp (select_gemm_sp chose it): A holds the kept values, half of
-    // K; one m16n8k32 reads 16 of them. Operands from shared memory, no wgmma.
+    // T.gemm_sp on the sparse tensor cores (select_gemm_sp chose it): A holds the kept
+    // values, half of K; one instruction reads 32 bytes of them a row (mma.sp m16n8k32
+    // and wgmma.sp m64nNk32 for 16-bit types, mma.sp m16n8k64 for 8-bit ones).
+    // Operands from shared memory; wgmma.sp only for 16-bit types with
+    // tl.gemm_sp_wgmma, and a gemm it does not fit keeps mma.sp without moving the
+    // kernel's other gemms off wgmma (mma.sp's operands are its own).
     bool sparse = attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed;
     if (sparse) {
-      if (!half || c.buffer->dtype != dtype::Float32 || !is_shared(op->regions[3].buffer))
-        return fail("mma.sp takes float16/bfloat16 operands into float32, metadata in shared memory");
+      bool fits = (half || fp8) ? c.buffer->dtype == dtype::Float32 : byte && c.buffer->dtype == dtype::Int32;
+      if (!fits || !is_shared(op->regions[3].buffer))
+        return fail(
+            "mma.sp takes float16/bfloat16/fp8 operands into float32 and int8/uint8 into int32, metadata in "
+            "shared memory");
       use.a = nullptr;
+    }
+    std::string where = op->span.defined() ? op->span.str() + ": " : "";
+    if (a_.wgmma && sparse && a_.sparse_wgmma && !half)
+      log(LogLevel::Debug, where + "T.gemm_sp runs on mma.sp: wgmma.mma_async.sp is emitted for float16 and bfloat16");
+    if (a_.wgmma && sparse && a_.sparse_wgmma && half) {
+      std::string why = try_wgmma(op, use, m, n, *kk, ta);
+      if (why.empty()) {
+        log(LogLevel::Debug, where + "T.gemm_sp runs on wgmma.mma_async.sp (pass config tl.gemm_sp_wgmma)");
+        return;
+      }
+      log(LogLevel::Debug, where + "T.gemm_sp cannot use wgmma.mma_async.sp, so it runs on mma.sp: " + why);
     }
     if (a_.wgmma && !sparse) {
       std::string why = try_wgmma(op, use, m, n, *kk, ta);
       if (why.empty()) return;
       a_.wgmma_refused = true;
-      log(LogLevel::Debug, str_cat(op->span.defined() ? op->span.str() + ": " : "",
-                                   "T.gemm cannot use wgmma, so the kernel's gemms use mma.sync: ", why));
+      log(LogLevel::Debug, where + "T.gemm cannot use wgmma, so the kernel's gemms use mma.sync: " + why);
     }
     int64_t warps = a_.threads / 32;
     int64_t wm = gemm_warp_split(m, n, warps, a_.policy(op));
@@ -425,7 +443,9 @@ class Collector : public IRVisitor {
 
   // The wgmma form of a register gemm (device/cuda/gemm_sm90.cuh): every dtype
   // pair gemm() accepts (f16/bf16, tf32, fp8 in any mix into float32; int8/uint8
-  // into int32; one instruction reads 32 bytes of K), warpgroups splitting C into
+  // into int32; one instruction reads 32 bytes of K; for a compressed T.gemm_sp, A
+  // the kept values, whose K / 2-wide rows wgmma.sp reads as the dense m64nNk16
+  // reads A, and `kk` their extent), warpgroups splitting C into
   // tiles of whole m64 rows and 16-column multiples, operand rows in whole 32-byte
   // swizzle rows; wgmma transposes only 16-bit operands, so the others must be
   // K-major. Seeds the layouts and returns "" when it fits; else says why, and

@@ -125,19 +125,19 @@ void reducer_op(const std::string& kind, DataType t, const char*& fn, std::funct
                 Expr& identity) {
   if (kind == "sum") {
     fn = "tl::SumOp", identity = make_const(t, 0);
-    combine = [](Expr x, Expr y) { return add(x, y); };
+    combine = [](Expr x, Expr y) { return add(std::move(x), std::move(y)); };
   } else if (kind == "max") {
     fn = "tl::MaxOp", identity = has_infinity(t) ? infinity(t, true) : min_value(t);
-    combine = [](Expr x, Expr y) { return max(x, y); };
+    combine = [](Expr x, Expr y) { return max(std::move(x), std::move(y)); };
   } else if (kind == "min") {
     fn = "tl::MinOp", identity = has_infinity(t) ? infinity(t) : max_value(t);
-    combine = [](Expr x, Expr y) { return min(x, y); };
+    combine = [](Expr x, Expr y) { return min(std::move(x), std::move(y)); };
   } else {
     BinaryOp bop = kind == "bitand" ? BinaryOp::BitAnd : kind == "bitor" ? BinaryOp::BitOr : BinaryOp::BitXor;
     TL_ICHECK(kind == "bitand" || kind == "bitor" || kind == "bitxor", "T.finalize_reducer of reducer op '", kind, "'");
     fn = kind == "bitand" ? "tl::BitAndOp" : kind == "bitor" ? "tl::BitOrOp" : "tl::BitXorOp";
     identity = kind != "bitand" ? make_const(t, 0) : t.is_uint() ? max_value(t) : int_imm(-1, t);
-    combine = [bop](Expr x, Expr y) { return binary(bop, x, y); };
+    combine = [bop](Expr x, Expr y) { return binary(bop, std::move(x), std::move(y)); };
   }
 }
 
@@ -413,13 +413,13 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
   // A wgmma gemm the pipeline marked asynchronous returns with its own group in
   // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the pipeline waits for it.
   bool pending = lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
-  auto ptr = [&](const BufferRegion& r) {
+  auto ptr = [&](const BufferRegion& r, bool in_flight) {
     std::vector<Expr> mins;
     for (const Range& rg : r.ranges) mins.push_back(rg.min);
     // The gemm reads its shared operands, past its return when it is left in flight
     // (the barrier planner's mask).
     return address_of(buffer_load(ctx.buffer(r.buffer), mins),
-                      pending ? AddressAccess::ReadInFlight : AddressAccess::Read);
+                      in_flight ? AddressAccess::ReadInFlight : AddressAccess::Read);
   };
   auto regs = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(ctx.reg(buf), {int_imm(0)})}); };
   auto flag = [](bool v) { return v ? "true" : "false"; };
@@ -431,21 +431,28 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
   }
   // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
   const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
+  bool tma_fed = ctx.tma_only.count(a.buffer.get()) && ctx.tma_only.count(b.buffer.get());
   if (attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed) {
-    // tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh): K is the dense extent.
+    // tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh) or tl::wgmma_gemm_sp_ss
+    // (gemm_sm90.cuh): K is the dense extent. The threads read E into registers
+    // before the call returns, in flight or not.
     const BufferRegion& e = op->regions[3];
-    std::string name = str_cat("tl::gemm_sp_ss<", m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(),
-                               ", ", flag(ta), ", ", flag(tb), ", ", flag(attr_int(op->attrs, "transpose_E", 0)), ">");
-    out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(e), ptr(b), regs(c.buffer)}), op->span));
+    const char* sp = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm_sp_ss<" : "tl::gemm_sp_ss<";
+    std::string name =
+        str_cat(sp, m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(ta), ", ", flag(tb),
+                ", ", flag(attr_int(op->attrs, "transpose_E", 0)), wgmma_tail(lc, pending, tma_fed));
+    out.push_back(evaluate(
+        call_extern(dtype::Void, name, {ptr(a, pending), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
   } else if (ctx.s.layouts.count(a.buffer.get())) {
     std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                                flag(tb), wgmma_tail(lc, pending, ctx.tma_only.count(b.buffer.get())));
-    out.push_back(evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b), regs(c.buffer)}), op->span));
+    out.push_back(
+        evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b, pending), regs(c.buffer)}), op->span));
   } else {
-    bool tma_fed = ctx.tma_only.count(a.buffer.get()) && ctx.tma_only.count(b.buffer.get());
     std::string name = str_cat(prefix, "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                                flag(ta), ", ", flag(tb), wgmma_tail(lc, pending, tma_fed));
-    out.push_back(evaluate(call_extern(dtype::Void, name, {ptr(a), ptr(b), regs(c.buffer)}), op->span));
+    out.push_back(
+        evaluate(call_extern(dtype::Void, name, {ptr(a, pending), ptr(b, pending), regs(c.buffer)}), op->span));
   }
   return seq(out);
 }
@@ -529,7 +536,7 @@ Stmt lower_reduce(const TileOpNode* op, const LowerContext& ctx) {
   const char* fn = is_max   ? (nan ? "tl::MaxOpNan" : "tl::MaxOp")
                    : is_min ? (nan ? "tl::MinOpNan" : "tl::MinOp")
                             : "tl::SumOp";
-  auto combine = [&](Expr x, Expr y) {
+  auto combine = [&](const Expr& x, const Expr& y) {
     return is_max ? reduction_max(x, y, nan) : is_min ? reduction_min(x, y, nan) : add(x, y);
   };
   // absmax starts from 0, as TileLang's (so a row of NaNs only gives 0).

@@ -69,6 +69,7 @@ struct Analysis {
   const Target* target = nullptr;
   bool wgmma = false;          // register gemms try wgmma first (sm_90a, not disabled)
   bool wgmma_refused = false;  // a register gemm fits mma.sync but not wgmma
+  bool sparse_wgmma = false;   // compressed T.gemm_sp tries wgmma.sp first (tl.gemm_sp_wgmma)
   std::map<BufKey, Buffer> candidates;
   std::map<BufKey, std::string> demoted;  // and why (the first reason), for the debug log
   // Fragments that code outside T.Parallel reads or writes (every thread runs it), and
@@ -98,6 +99,7 @@ struct Analysis {
   std::map<BufKey, FragmentLayoutPtr> seeds;
   std::map<BufKey, SourceSpan> seed_spans;  // the T.gemm that fixed each seed
   std::map<BufKey, int64_t> narrowest;      // bytes of the narrowest element copied with it
+  std::set<BufKey> loaded_from_global;      // fragments a T.copy fills from global memory
   std::vector<GemmUse> gemms;
   // Gemms of tensor-core operands into an accumulator dtype no instruction takes
   // (bfloat16, say): they run as loops; the message says so.
@@ -129,8 +131,9 @@ struct Analysis {
 void collect(Analysis& a, const Stmt& body);
 
 // The analysis of one kernel: its fragments' constraints, collected with wgmma for
-// the register gemms where `wgmma` allows it and fits every one of them.
-Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma);
+// the register gemms where `wgmma` allows it and fits every one of them, and for the
+// compressed T.gemm_sp ones too where `sparse_wgmma` asks for it and they fit.
+Analysis analyze_launch(const KernelLaunchNode* op, const Target& target, bool wgmma, bool sparse_wgmma);
 
 // ---------------------------------------------------------------- 2. solve
 

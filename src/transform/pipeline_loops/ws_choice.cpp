@@ -151,9 +151,9 @@ void plan_multicast(std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma
 // tiles, through conditions and bindings only), in a kernel of whole warpgroups
 // along threadIdx.x with room for one more, that places no warpgroups itself
 // (T.ws). Returns the loop and the persistent loop around it, if any.
-std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* op) {
-  if (op->threads.size() != 1 || op->threads[0] % kWarpGroupThreads != 0 ||
-      op->threads[0] + kWarpGroupThreads > kMaxThreadsPerBlock)
+std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* launch) {
+  if (launch->threads.size() != 1 || launch->threads[0] % kWarpGroupThreads != 0 ||
+      launch->threads[0] + kWarpGroupThreads > kMaxThreadsPerBlock)
     return {};
   struct HasWarpGroups : IRVisitor {
     bool found = false;
@@ -163,7 +163,7 @@ std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* o
       IRVisitor::visit(a);
     }
   } wg;
-  wg.visit(op->body);
+  wg.visit(launch->body);
   if (wg.found) return {};
   // The first pipelined loop under `root` through sequences, allocations, bindings
   // and attributes; with `inside` (a persistent loop's body) through conditions too;
@@ -198,7 +198,7 @@ std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* o
     }
     return nullptr;
   };
-  const ForNode* loop = find(op->body, false);
+  const ForNode* loop = find(launch->body, false);
   return {loop, loop ? outer : nullptr};
 }
 

@@ -17,7 +17,7 @@ from tilelang.language.dtypes import dtype as _dtype
 from tilelang.language.prim_func import PrimFunc
 from tilelang.language.shapes import Tensor as Buffer
 
-from .._scope import out_of_scope
+from .._scope import out_of_scope, refused_name
 
 PrimExpr = _T.PrimExpr
 Stmt = _C.Stmt
@@ -254,7 +254,7 @@ def __getattr__(name):
     if value is not None:
         return value
     if name in _TVM_IR:
-        out_of_scope(f"tvm.tirx.{name}", "write the kernel with tilelang.language")
+        return refused_name(f"tvm.tirx.{name}", "write the kernel with tilelang.language")
     raise AttributeError(
         f"tvm.tirx.{name} is not part of tilelang's TVM facade (tvm.tirx offers "
         f"{', '.join(__all__)} and the functions of tilelang.language); write it with "
