@@ -300,6 +300,7 @@ IMPORTED_INTERNALS = [
     ("tilelang.jit.adapter.tvm_ffi", "TVMFFIKernelAdapter"),
     ("tilelang.jit.adapter.nvrtc.adapter", "NVRTCKernelAdapter"),
     ("tilelang.cache.cuda_binary_cache", "CUDABinaryCache"),
+    ("tilelang.cache", "_dispatch_map"),
     ("tilelang.backend", "create_backend_context"),
     ("tilelang.autotuner.param", "BEST_CONFIG_PATH"),
     ("tilelang.autotuner.param", "KERNEL_PY_PATH"),

@@ -267,6 +267,9 @@ def main():
     missing = [f for f in files if not f.exists()]
     if missing:
         p.error(f"not in {source}: {', '.join(str(m.relative_to(source)) for m in missing)}")
+    if not files:
+        p.error(f"no test_*.py under {', '.join(args.dirs)} in {source} "
+                "(directories are relative to it: testing/python/language, examples/gemm ...)")  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {}

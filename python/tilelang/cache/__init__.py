@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from tilelang import _native
+from tilelang._compat import forwarding_getattr
 from tilelang.env import cache_dir, disable_cache, enable_cache, is_cache_enabled
 
 __all__ = [
@@ -64,3 +65,12 @@ def format_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+# TileLang's per-backend cache objects (`_dispatch_map`, its execution backends' caches)
+# belong to its Python cache layer, a TileLang internal: the name imports, and using it
+# raises an error saying so (docs/design/tilelang_compat.md, "Out of scope").
+__getattr__ = forwarding_getattr(
+    __name__, internal=("_dispatch_map",),
+    instead="tilelang.cache (cache_dir, stats, prune, clear_cache) manages the kernel cache",
+)  # fmt: skip
