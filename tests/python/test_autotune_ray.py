@@ -89,6 +89,7 @@ def local_ray(tmp_path_factory):
         if os.environ.get(k):
             env[k] = os.environ[k]
     ray.init(
+        address="local",  # a new instance, never a cluster another test started
         num_cpus=2,
         resources={"bench_gpu": 2},
         include_dashboard=False,
