@@ -95,3 +95,62 @@ def test_accumulator_store_converts_pairs_and_matches_numpy(out_dtype, nvcc, tmp
         rtol=2.0 ** -(np.finfo(NP[out_dtype]).nmant),
         atol=1e-3,
     )
+
+
+def parallel_cast(shape, out_dtype):
+    """A T.Parallel loop whose body is one cast between register fragments."""
+
+    @T.prim_func
+    def main(A: T.Tensor(shape, "float32"), C: T.Tensor(shape, out_dtype)):
+        with T.Kernel(1, threads=128):
+            A_f = T.alloc_fragment(shape, "float32")
+            C_f = T.alloc_fragment(shape, out_dtype)
+            T.copy(A, A_f)
+            if len(shape) == 1:
+                for i in T.Parallel(shape[0]):
+                    C_f[i] = A_f[i]
+            else:
+                for i, j in T.Parallel(*shape):
+                    C_f[i, j] = A_f[i, j]
+            T.copy(C_f, C)
+
+    return main
+
+
+@pytest.mark.parametrize("shape", [(256,), (64, 64)])
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16"])
+def test_parallel_cast_converts_pairs_and_matches_numpy(shape, out_dtype, nvcc, tmp_path):  # noqa: F811
+    # The T.Parallel form of T.copy(A_f, C_f): pairs too (TileLang's vectorized cast,
+    # language/test_tilelang_language_vectorized_cast.py).
+    src = tilelang.compile(parallel_cast(shape, out_dtype), target=SM90A).get_kernel_source()
+    assert "tl::cast_pair(" in src, src
+    ptx = ptx_of(nvcc, src, tmp_path)
+    assert re.findall(CVT[out_dtype], ptx), ptx
+    assert not re.findall(SINGLE[out_dtype], ptx), ptx
+    for target in (SM90A + " -emulate", "cuda -arch=sm_80 -emulate", "cpu"):
+        kernel = tilelang.compile(parallel_cast(shape, out_dtype), target=target)
+        a = rng.standard_normal(shape).astype(np.float32) * 1000
+        c = np.zeros(shape, NP[out_dtype])
+        kernel(a, c)
+        np.testing.assert_array_equal(c.view(np.uint16), a.astype(NP[out_dtype]).view(np.uint16))
+
+
+def test_parallel_cast_that_does_more_stays_per_element():
+    # Any other body (an operation besides the cast, another dtype) is not paired.
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), C: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            A_f = T.alloc_fragment((64, 64), "float32")
+            C_f = T.alloc_fragment((64, 64), "float16")
+            T.copy(A, A_f)
+            for i, j in T.Parallel(64, 64):
+                C_f[i, j] = A_f[i, j] * 2.0
+            T.copy(C_f, C)
+
+    src = tilelang.compile(main, target=SM90A).get_kernel_source()
+    assert "tl::cast_pair(" not in src, src
+    kernel = tilelang.compile(main, target=SM90A + " -emulate")
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    c = np.zeros((64, 64), np.float16)
+    kernel(a, c)
+    np.testing.assert_array_equal(c, (a * 2).astype(np.float16))

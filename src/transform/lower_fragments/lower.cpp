@@ -3,6 +3,8 @@
 // the registers a thread holds; nests over memory alone are dealt to the threads in
 // vector runs. Tile ops on register fragments go to lower_ops.cpp.
 #include "arith/simplify.h"
+#include "arith/bounds.h"
+#include "ir/structural.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -174,10 +176,54 @@ class Lowerer : public IRMutator {
     if (driver->kind() == FragmentLayout::Kind::Cols && !is_const_true(driver->col_leader(t_)))
       body = LeaderWrites(driver->col_leader(t_), partials_).mutate(body);
     Expr valid = driver->valid(t_, k);
+    if (Stmt pairs = paired_cast(body, k, driver->local_size(), valid, op->span); pairs.defined())
+      return thread_op(pairs);
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
       body = let_stmt(nest[d]->var, cast(nest[d]->var.dtype(), logical[d]), body);
     return thread_op(for_loop(k, int_imm(0), int_imm(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
+  }
+
+  // A T.Parallel loop whose whole body is `dst[...] = D(src[...])` between two register
+  // fragments of one layout, float32 into float16 / bfloat16, on CUDA: one
+  // tl::cast_pair per two registers (two values per cvt into one 32-bit register), as
+  // lower_copy casts a T.copy between fragments; per element it is a cvt and a byte
+  // permute each. Only where the body names no loop variable but through the register
+  // index and the element's validity does not depend on the register.
+  Stmt paired_cast(const Stmt& body, const Var& k, int64_t n, Expr valid, const SourceSpan& span) {
+    if (!cuda_ || n % 2 != 0) return Stmt();
+    auto is_reg = [&](const Buffer& b) {
+      for (const auto& [key, r] : regs_)
+        if (r.same_as(b)) return true;
+      return false;
+    };
+    auto at_k = [&](const std::vector<Expr>& idx) { return idx.size() == 1 && idx[0].same_as(k); };
+    auto* st = body.as<BufferStoreNode>();
+    if (!st || !at_k(st->indices) || !is_reg(st->buffer)) return Stmt();
+    const DataType to = st->buffer->dtype;
+    if (!(to == dtype::Float16 || to == dtype::BFloat16)) return Stmt();
+    auto* c = st->value.as<CastNode>();
+    auto* ld = c ? c->value.as<BufferLoadNode>() : nullptr;
+    if (!ld || ld->buffer->dtype != dtype::Float32 || !at_k(ld->indices) || !is_reg(ld->buffer)) return Stmt();
+    Var k2("k", dtype::Int32);
+    Expr even = mul(k2, int_imm(2));
+    // Both registers of a pair valid together (`floordiv(k, 8) * 4 + tx / 32 < 1`: the
+    // same for 2 k2 and 2 k2 + 1), else no pairs.
+    if (reads_var(valid, k.node())) {
+      BoundAnalyzer bounds;
+      bounds.bind(k2, 0, n / 2 - 1);
+      Expr v0 = simplify(substitute(valid, {{k.node(), even}}), &bounds);
+      Expr v1 = simplify(substitute(valid, {{k.node(), add(even, int_imm(1))}}), &bounds);
+      if (!structural_equal(v0, v1)) return Stmt();
+      valid = v0;
+    }
+    Stmt pair =
+        evaluate(call_extern(dtype::Void, "tl::cast_pair",
+                             {call(Intrinsic::AddressOf, {buffer_load(st->buffer, {even})}),
+                              buffer_load(ld->buffer, {even}), buffer_load(ld->buffer, {add(even, int_imm(1))})}));
+    if (!is_const_true(valid)) pair = if_then_else(valid, pair);
+    // The store names no loop variable (its only index is k): their lets are not needed.
+    return for_loop(k2, int_imm(0), int_imm(n / 2), ForKind::Unrolled, pair, {}, span);
   }
 
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
