@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "arith/expr_order.h"
@@ -675,10 +676,22 @@ class StmtSimplifier : public IRMutator {
   void add_range_fact(const Var& v, const Expr& min, const Expr& extent);
 
   BoundAnalyzer analyzer_;
+  // The values of the enclosing lets of index type that read no memory and call
+  // nothing: a T.assume over such a let (`i_src = T.min(j + 233, tid + 2)`,
+  // `T.assume(i_src < M)`) also promises the fact over its value (`tid + 2 < M`).
+  std::map<const VarNode*, Expr> let_values_;
 };
 
 Stmt empty_stmt() {
   return seq({});
+}
+
+bool reads_any_var(const Expr& e, const std::map<const VarNode*, Expr>& vars) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& x) {
+    if (auto* v = x.as<VarNode>()) found = found || vars.count(v);
+  });
+  return found;
 }
 
 void StmtSimplifier::add_range_fact(const Var& v, const Expr& min, const Expr& extent) {
@@ -757,6 +770,10 @@ void StmtSimplifier::promise(const Expr& cond, BindingScope* scope, std::set<con
       if (auto* load = e.as<BufferLoadNode>()) reads->insert(load->buffer.get());
     });
   }
+  if (let_values_.empty() || !reads_any_var(cond, let_values_)) return;
+  Expr a = ExprSimplifier(analyzer_).run(substitute(b->a, let_values_));
+  Expr c = ExprSimplifier(analyzer_).run(substitute(b->b, let_values_));
+  if (auto f = ExprSimplifier(analyzer_).fact_of(b->op, a, c)) analyzer_.add_fact(std::move(*f));
 }
 
 // A T.assume holds from its statement to the end of the sequence, or until a store
@@ -816,7 +833,11 @@ Stmt StmtSimplifier::visit(const LetStmtNode* op, const Stmt& self) {
   Expr v = mutate(op->value);
   BindingScope scope(analyzer_);
   if (is_index_type(v.dtype())) scope.bind(op->var, analyzer_.bounds(v));
+  bool pure = is_index_type(v.dtype());
+  for_each_expr(v, [&](const Expr& e) { pure = pure && !e.as<BufferLoadNode>() && !e.as<CallNode>(); });
+  if (pure) let_values_[op->var.node()] = substitute(v, let_values_);
   Stmt body = mutate(op->body);
+  if (pure) let_values_.erase(op->var.node());
   if (v.same_as(op->value) && body.same_as(op->body)) return self;
   return let_stmt(op->var, v, body, op->span);
 }

@@ -3,6 +3,7 @@
 // library only parses and checks against signatures (signature.cpp).
 #include <set>
 
+#include "analysis/host_assumes.h"
 #include "ir/visitor.h"
 #include "ops/tile_op.h"
 #include "runtime/signature.h"
@@ -73,57 +74,19 @@ std::vector<bool> accessed_params(const PrimFunc& f) {
   return out;
 }
 
-namespace {
-
-// The T.assume conditions on the straight-line path of `body` that read only `host`
-// vars (scalar parameters, symbolic dims) through integer arithmetic the signature
-// can carry; a condition under a branch or loop may not apply to every call.
-std::vector<Expr> host_assumes(const Stmt& body, const std::set<const VarNode*>& host) {
-  struct Find : IRVisitor {
-    const std::set<const VarNode*>& host;
-    std::vector<Expr> found;
-    explicit Find(const std::set<const VarNode*>& h) : host(h) {}
-    using IRVisitor::visit;
-    void visit(const ForNode*) override {}
-    void visit(const WhileNode*) override {}
-    void visit(const IfThenElseNode*) override {}
-    void visit(const EvaluateNode* op) override {
-      auto* c = op->value.as<CallNode>();
-      if (!c || c->op != Intrinsic::Assume) return;
-      bool ok = true;
-      for_each_expr(c->args[0], [&](const Expr& e) {
-        if (auto* v = e.as<VarNode>()) ok = ok && host.count(v) && (v->dtype.is_integer() || v->dtype.is_bool());
-        ok = ok &&
-             (e.as<VarNode>() || e.as<IntImmNode>() || e.as<BinaryNode>() || e.as<CastNode>() || e.as<SelectNode>());
-      });
-      if (ok) found.push_back(c->args[0]);
-    }
-  } find(host);
-  find.visit(body);
-  return find.found;
-}
-
-}  // namespace
-
 KernelSignature KernelSignature::from(const PrimFunc& f) {
   KernelSignature sig;
   sig.name = f->name;
   sig.params = f->params;
   sig.written = written_params(f);
   sig.accessed = accessed_params(f);
-  std::set<const VarNode*> seen;
+  std::set<const VarNode*> host;
   for (const Param& p : f->params)
-    if (!p.is_tensor()) seen.insert(p.var.node());
-  auto collect = [&](const Expr& e) {
-    for_each_expr(evaluate(e), [&](const Expr& x) {
-      auto* v = x.as<VarNode>();
-      if (v && seen.insert(v).second) sig.dynamic_vars.push_back(Var::from(x));
-    });
-  };
-  for (const Param& p : f->params) {
-    if (!p.is_tensor()) continue;
-    for (const Expr& e : p.buffer->shape) collect(e);
-    for (const Expr& e : p.buffer->strides) collect(e);
+    if (!p.is_tensor()) host.insert(p.var.node());
+  for (const Var& v : host_vars(f)) {
+    if (host.count(v.node())) continue;  // a scalar parameter
+    host.insert(v.node());
+    sig.dynamic_vars.push_back(v);
   }
   // One launch per T.Kernel block, in program order.
   for (const PrimFunc& part : split_kernels(f)) {
@@ -140,7 +103,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
     sig.launches.back().cooperative = calls_extern(k->body, kSyncGridCall);
   }
-  sig.assumes = host_assumes(f->body, seen);
+  sig.assumes = host_assumes(f->body, host);
   return sig;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/host_assumes.h"
 #include "arith/bounds.h"
 #include "arith/int_math.h"
 #include "arith/simplify.h"
@@ -41,9 +42,11 @@ class LaneAnalysis {
  public:
   // `lets`: the values of the integer lets around the loop (free of the lane), whose
   // alignment a run's offset may rest on (`base = tx * 4` before the loop).
+  // `multiples`: the host vars every launch checks to be multiples of a constant
+  // (`T.assume(N % 4 == 0)`, analysis/host_assumes.h).
   LaneAnalysis(const VarNode* lane, int64_t width, const BoundAnalyzer& bounds,
-               const std::map<const VarNode*, Expr>& lets)
-      : lane_(lane), width_(width), bounds_(bounds), lets_(lets) {}
+               const std::map<const VarNode*, Expr>& lets, const std::map<const VarNode*, int64_t>& multiples)
+      : lane_(lane), width_(width), bounds_(bounds), lets_(lets), multiples_(multiples) {}
 
   std::optional<LaneForm> of(const Expr& x) const {
     if (auto k = as_const_int(x)) {
@@ -53,7 +56,10 @@ class LaneAnalysis {
     if (auto* v = x.as<VarNode>()) {
       if (v == lane_) return LaneForm{1, 0};
       auto it = lets_.find(v);
-      if (it == lets_.end()) return LaneForm{0, 1};
+      if (it == lets_.end()) {
+        auto m = multiples_.find(v);
+        return LaneForm{0, m == multiples_.end() ? 1 : m->second};
+      }
       auto f = of(it->second);
       return f && f->coef == 0 ? *f : LaneForm{0, 1};
     }
@@ -196,6 +202,7 @@ class LaneAnalysis {
   int64_t width_;
   const BoundAnalyzer& bounds_;
   const std::map<const VarNode*, Expr>& lets_;
+  const std::map<const VarNode*, int64_t>& multiples_;
 };
 
 // The element offset of `indices` in `b` as code generation computes it.
@@ -243,7 +250,8 @@ bool lane_invariant(const Expr& value, const VarNode* lane, std::vector<const Bu
 
 class Vectorize : public IRMutator {
  public:
-  Vectorize(const PrimFunc& f, const Target& target) : base_align_(target.tensor_base_alignment()) {
+  Vectorize(const PrimFunc& f, const Target& target)
+      : base_align_(target.tensor_base_alignment()), multiples_(host_multiples(f)) {
     // Tensor parameters start aligned (the runtime refuses others); pointers passed as
     // integers and workspaces are not checked, so they stay element-wise.
     for (const Param& p : f->params)
@@ -321,6 +329,10 @@ class Vectorize : public IRMutator {
       stmts = {body};
     std::vector<Copy> copies;
     for (const Stmt& st : stmts) {
+      // A T.assume in the body (`T.assume(base + i < N)`) is a hint the simplifier has
+      // used already; the vector form drops it.
+      if (auto* ev = st.as<EvaluateNode>())
+        if (auto* c = ev->value.as<CallNode>(); c && c->op == Intrinsic::Assume) continue;
       auto* store = st.as<BufferStoreNode>();
       if (!store) return std::nullopt;
       auto* load = store->value.as<BufferLoadNode>();
@@ -386,7 +398,7 @@ class Vectorize : public IRMutator {
       scope.bind(e, Interval::range(0, w - 1));
       std::map<const VarNode*, Expr> at_lane{
           {op->var.node(), add(op->min, add(mul(q, make_const(q.dtype(), double(w))), e))}};
-      LaneAnalysis lanes(e.node(), w, bounds_, lets_);
+      LaneAnalysis lanes(e.node(), w, bounds_, lets_, multiples_);
       auto contiguous = [&](const Buffer& b, const std::vector<Expr>& idx, Side side) {
         std::vector<Expr> at;
         for (const Expr& i : idx) at.push_back(substitute(i, at_lane));
@@ -426,6 +438,7 @@ class Vectorize : public IRMutator {
   BoundAnalyzer bounds_;
   std::map<const VarNode*, Expr> lets_;  // integer lets of index arithmetic around the walk
   int64_t base_align_;
+  std::map<const VarNode*, int64_t> multiples_;  // host-checked `v % m == 0`
   std::set<const BufferNode*> aligned_params_;
 };
 

@@ -201,3 +201,79 @@ def test_a_promise_before_the_kernel_block_holds_in_it(target):
         match=r"Assume: stride % 2 == 0 does not hold for this call \(stride = 65\)",
     ):
         kernel(odd[:, :64], odd[:, :64])
+
+
+def rows_by_four(M=32):
+    """TileLang's language/test_tilelang_language_assume.py kernel: each thread copies
+    four elements of its row; N % 4 == 0 makes every run 16-byte aligned."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            tid = T.get_thread_binding()
+            base = tid * 4
+            T.assume(N % 4 == 0)
+            for i in T.vectorized(4):
+                T.assume(base + i < N)
+                B[tid, base + i] = A[tid, base + i]
+
+    return main
+
+
+def test_a_promised_multiple_lets_a_vectorized_loop_move_whole_vectors():
+    # The promise is checked at every call (above), so the vector access the compiler
+    # derives from it can never be misaligned.
+    source = tilelang.compile(rows_by_four(), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::copy_vec<4>(" in source and not guards(source), source
+    kernel = tilelang.compile(rows_by_four(), target=SM80)
+    a = rng.standard_normal((32, 128)).astype(np.float32)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    want = np.zeros_like(a)
+    for t in range(32):
+        want[t, 4 * t : 4 * t + 4] = a[t, 4 * t : 4 * t + 4]
+    np.testing.assert_array_equal(b, want)
+    with pytest.raises(
+        tilelang.AssumptionError, match=r"N % 4 == 0 does not hold for this call \(N = 6\)"
+    ):
+        kernel(np.zeros((32, 6), np.float32), np.zeros((32, 6), np.float32))
+
+
+def test_without_a_promised_multiple_the_loop_stays_per_element():
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((32, N), "float32"), B: T.Tensor((32, N), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            tid = T.get_thread_binding()
+            for i in T.vectorized(4):
+                T.assume(tid * 4 + i < N)
+                B[tid, tid * 4 + i] = A[tid, tid * 4 + i]
+
+    source = tilelang.compile(main, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "copy_vec" not in source, source  # row starts tid * N need not be aligned
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_promise_over_a_let_holds_for_its_value(target):
+    # TileLang's test_assume_complex_indexing: `i_src` is a let (tid + 2 once simplified);
+    # the promise i_src < M then also says tid + 2 < M, which drops B's row check.
+    M, N = T.dynamic("M"), T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            tid = T.get_thread_binding()
+            for j in T.serial(N):
+                i_src = T.min(j + 233, tid + 2)
+                T.assume(i_src >= 0 and i_src < M)
+                B[tid, j] = A[i_src, j]
+
+    if target == SM80:
+        assert not guards(tilelang.compile(main, target=target).get_kernel_source())
+    a = rng.standard_normal((40, 8)).astype(np.float32)
+    b = np.zeros((40, 8), np.float32)
+    tilelang.compile(main, target=target)(a, b)
+    np.testing.assert_array_equal(b[:32], a[2:34])
+    np.testing.assert_array_equal(b[32:], 0)
