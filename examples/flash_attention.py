@@ -327,9 +327,10 @@ def flash_attention_hopper(
             K_s = T.alloc_shared((2, block_N, dim), dtype)
             V_s = T.alloc_shared((2, block_N, dim), dtype)
             O_s = T.alloc_shared((block_M, dim), dtype)
-            q_full = T.alloc_barrier(1)
-            k_full = T.alloc_barrier([1, 1])
-            v_full = T.alloc_barrier([1, 1])
+            # *_full: the producer's 128 threads arrive after issuing a tile's copy.
+            q_full = T.alloc_barrier(128)
+            k_full = T.alloc_barrier([128, 128])
+            v_full = T.alloc_barrier([128, 128])
             q_free = T.alloc_barrier(128 * consumers)
             k_free = T.alloc_barrier([128 * consumers, 128 * consumers])
             v_free = T.alloc_barrier([128 * consumers, 128 * consumers])
@@ -352,6 +353,7 @@ def flash_attention_hopper(
                         if r > 0:  # the consumers are done with the last tile's Q
                             T.barrier_wait(q_free, (r - 1) % 2)
                         T.tma_copy(Q[b, q_start : q_start + block_M, h, :], Q_s, barrier=q_full)
+                        T.barrier_arrive(q_full)
                         for k in T.serial(n):
                             s = loaded % 2
                             if loaded >= 2:
@@ -361,6 +363,7 @@ def flash_attention_hopper(
                                 K_s[s, :, :],
                                 barrier=k_full[s],
                             )
+                            T.barrier_arrive(k_full[s])
                             if loaded >= 2:
                                 T.barrier_wait(v_free[s], (loaded // 2 + 1) % 2)
                             T.tma_copy(
@@ -368,6 +371,7 @@ def flash_attention_hopper(
                                 V_s[s, :, :],
                                 barrier=v_full[s],
                             )
+                            T.barrier_arrive(v_full[s])
                             loaded = loaded + 1
 
             with T.ws(*range(consumers)):

@@ -48,9 +48,10 @@ def gemm_ws(
             A_s = T.alloc_shared((num_stages, block_M, block_K), dtype)
             B_s = T.alloc_shared((num_stages, block_K, block_N), dtype)
             C_f = T.alloc_fragment((block_M, block_N), accum_dtype)
-            # full[s]: the stage's two TMA copies arrived (one arrival each);
-            # empty[s]: the consumer's 128 threads are done with the stage.
-            full = T.alloc_barrier([2] * num_stages)
+            # full[s]: the stage's two TMA copies landed (the producer's 128 threads
+            # arrive after issuing them); empty[s]: the consumer's 128 threads are done
+            # with the stage.
+            full = T.alloc_barrier([128] * num_stages)
             empty = T.alloc_barrier([128] * num_stages)
 
             with T.ws(0):  # producer
@@ -59,6 +60,7 @@ def gemm_ws(
                     T.barrier_wait(empty[s], (ko // num_stages + 1) % 2)
                     T.tma_copy(A[by * block_M, ko * block_K], A_s[s, :, :], barrier=full[s])
                     T.tma_copy(B[ko * block_K, bx * block_N], B_s[s, :, :], barrier=full[s])
+                    T.barrier_arrive(full[s])
 
             with T.ws(1):  # consumer
                 T.clear(C_f)

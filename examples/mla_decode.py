@@ -201,11 +201,13 @@ def mla_decode_hopper(batch, heads, seqlen_kv, dv=512, dpe=64, block_N=64, dtype
 
     @T.macro
     def load_tile(KV, K_pe, KV_s, K_pe_s, full, bz, k, s):
-        """Cache tile k of sequence bz into stage s, completing on full[s]."""
+        """Cache tile k of sequence bz into stage s, completing on full[s] (the calling
+        warpgroup's 128 threads arrive after issuing the copies)."""
         T.tma_copy(KV[bz, k * block_N : (k + 1) * block_N, 0, :], KV_s[s, :, :], barrier=full[s])
         T.tma_copy(
             K_pe[bz, k * block_N : (k + 1) * block_N, 0, :], K_pe_s[s, :, :], barrier=full[s]
         )
+        T.barrier_arrive(full[s])
 
     @T.prim_func
     def decode(
@@ -222,7 +224,7 @@ def mla_decode_hopper(batch, heads, seqlen_kv, dv=512, dpe=64, block_N=64, dtype
             P_s = T.alloc_shared((block_H, block_N), dtype)
             scale_s = T.alloc_shared((block_H,), accum_dtype)
             sum_s = T.alloc_shared((block_H,), accum_dtype)
-            full = T.alloc_barrier([2, 2])  # the stage's two copies (KV, K_pe) landed
+            full = T.alloc_barrier([128, 128])  # the stage's two copies (KV, K_pe) landed
             kv_free = T.alloc_barrier([128, 128])  # warpgroup 0 read the stage
             p_ready = T.alloc_barrier(128)
             p_free = T.alloc_barrier(128)

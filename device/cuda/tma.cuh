@@ -9,7 +9,8 @@
 //   tma_store: shared -> global, out-of-bounds elements dropped, tracked in bulk
 //              groups (tma_store_commit, then tma_store_wait<N> for the tiles' reads
 //              or tma_store_complete<N> for the writes).
-//   tma_reduce_add: as tma_store, adding to the global elements (T.atomic_add).
+//   tma_store_add: as tma_store, adding to the global elements (T.atomic_add;
+//              TileLang's name, cp.reduce.async.bulk.tensor .add).
 // The shared side of a box is dense (dimension 0 innermost), its 16-byte chunks
 // permuted by the map's swizzle mode: chunk bits 4.. of the shared-window address
 // XOR address bits 7.. (1, 2 or 3 bits for the 32, 64 and 128-byte modes), the
@@ -233,13 +234,13 @@ TL_DEVICE void tma_load(void* smem_dst, const TensorMap* map, uint64_t* bar, Coo
                  "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4])                                               \
                  : "memory");
 
-// tma_store (Add = false) and tma_reduce_add (Add = true): one thread's copy of the
+// tma_store (Add = false) and tma_store_add (Add = true): one thread's copy of the
 // box at `coords` from smem_src (laid out as tma_load leaves it).
 template <bool Add, int Rank, class... Coords>
 TL_DEVICE void tma_shared_to_global(const TensorMap* map, const void* smem_src, Coords... coords) {
   static_assert(TmaArchCheck<Rank>::ok);
-  static_assert(Rank >= 1 && Rank <= 5, "tma_store / tma_reduce_add: a tensor map has rank 1 to 5");
-  static_assert(sizeof...(Coords) == Rank, "tma_store / tma_reduce_add<Rank>: give one coordinate per dimension");
+  static_assert(Rank >= 1 && Rank <= 5, "tma_store / tma_store_add: a tensor map has rank 1 to 5");
+  static_assert(sizeof...(Coords) == Rank, "tma_store / tma_store_add<Rank>: give one coordinate per dimension");
   const int32_t c[5] = {int32_t(coords)...};
 #ifdef TL_EMULATE
   emu::tma_store(map, smem_src, c, Rank, Add);
@@ -267,7 +268,7 @@ TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... c
 // (atomically, in L2) instead of replacing it; the map's dtype is the element type
 // (float32, int32 or uint32 here). Ordered and waited for as tma_store.
 template <int Rank, class... Coords>
-TL_DEVICE void tma_reduce_add(const TensorMap* map, const void* smem_src, Coords... coords) {
+TL_DEVICE void tma_store_add(const TensorMap* map, const void* smem_src, Coords... coords) {
   tma_shared_to_global<true, Rank>(map, smem_src, coords...);
 }
 #undef TL_TMA_SHARED_TO_GLOBAL

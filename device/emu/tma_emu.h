@@ -777,40 +777,76 @@ inline std::vector<unsigned char> gather_tile(const EmuTensorMap& m, const unsig
   return out;
 }
 
-// CUtensorMapDataType codes of the dtypes tma_reduce_add sums here.
-constexpr uint8_t kMapUint32 = 2, kMapInt32 = 3, kMapFloat32 = 7;
+// CUtensorMapDataType codes of the dtypes tma_store_add sums (those the tensor form
+// of cp.reduce.async.bulk adds).
+constexpr uint8_t kMapUint32 = 2, kMapInt32 = 3, kMapUint64 = 4, kMapFloat16 = 6, kMapFloat32 = 7, kMapBFloat16 = 9;
 
 inline bool addable(const EmuTensorMap& m) {
-  return m.elem_bytes == 4 && (m.dtype == kMapFloat32 || m.dtype == kMapInt32 || m.dtype == kMapUint32);
-}
-
-// *g += *v for an addable map's dtype (integers wrap around).
-inline void add_element(const EmuTensorMap& m, unsigned char* g, const unsigned char* v) {
-  if (m.dtype == kMapFloat32) {
-    float a, b;
-    memcpy(&a, g, 4);
-    memcpy(&b, v, 4);
-    a += b;
-    memcpy(g, &a, 4);
-  } else {
-    uint32_t a, b;
-    memcpy(&a, g, 4);
-    memcpy(&b, v, 4);
-    a += b;
-    memcpy(g, &a, 4);
+  switch (m.dtype) {
+    case kMapFloat32:
+    case kMapInt32:
+    case kMapUint32:
+      return m.elem_bytes == 4;
+    case kMapUint64:
+      return m.elem_bytes == 8;
+    case kMapFloat16:
+    case kMapBFloat16:
+      return m.elem_bytes == 2;
+    default:
+      return false;
   }
 }
 
-// tma_store (add = false) and tma_reduce_add (add = true).
+// *g += *v for an addable map's dtype, atomically (blocks run on several host threads
+// and may add to the same element, as the hardware's reductions in L2 may): integers
+// wrap around; float16 and bfloat16 round the exact sum once to nearest even (the
+// double sum of two float16 values is exact), subnormals kept (.noftz).
+template <class T, class Bits>
+inline void add_as(unsigned char* g, const unsigned char* v) {
+  static_assert(sizeof(T) == sizeof(Bits), "add_as: one word per element");
+  Bits* word = reinterpret_cast<Bits*>(g);  // TMA elements are aligned to their size
+  T b;
+  memcpy(&b, v, sizeof(T));
+  Bits old = __atomic_load_n(word, __ATOMIC_RELAXED);
+  for (;;) {
+    T a;
+    memcpy(&a, &old, sizeof(T));
+    T sum;
+    if constexpr (sizeof(T) == 2) {
+      sum = T(double(float(a)) + double(float(b)));
+    } else {
+      sum = T(a + b);
+    }
+    Bits next;
+    memcpy(&next, &sum, sizeof(T));
+    if (__atomic_compare_exchange_n(word, &old, next, /*weak=*/true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  }
+}
+inline void add_element(const EmuTensorMap& m, unsigned char* g, const unsigned char* v) {
+  switch (m.dtype) {
+    case kMapFloat32:
+      return add_as<float, uint32_t>(g, v);
+    case kMapUint64:
+      return add_as<uint64_t, uint64_t>(g, v);
+    case kMapFloat16:
+      return add_as<::tl::half_t, uint16_t>(g, v);
+    case kMapBFloat16:
+      return add_as<::tl::bfloat16_t, uint16_t>(g, v);
+    default:
+      return add_as<uint32_t, uint32_t>(g, v);
+  }
+}
+
+// tma_store (add = false) and tma_store_add (add = true).
 TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add) {
-  const char* what = add ? "tma_reduce_add" : "tma_store";
+  const char* what = add ? "tma_store_add" : "tma_store";
   IssuedStore st;
   if (!decode_map(map, rank, what, &st.map) || !check_tile(smem_src, st.map, what) ||
       !check_coords(st.map, coords, true, what))
     return;
   if (add && !addable(st.map)) {
     record_failure(std::string(what) + ": the tensor map's dtype (code " + str_of(st.map.dtype) +
-                   ") is not float32, int32 or uint32");
+                   ") is not float32, float16, bfloat16, int32, uint32 or uint64");
     return;
   }
   st.src = static_cast<const unsigned char*>(smem_src);

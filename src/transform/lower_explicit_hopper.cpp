@@ -327,7 +327,7 @@ class LowerCopiesAndGemms : public IRMutator {
       laid_out[dst.buffer.get()] = with_layout(dst.buffer, plan->layout);
     }
     Stmt issue = seq(
-        {evaluate(call_extern(dtype::Void, "tl::mbarrier_arrive_expect_tx", {address_of(bar), int_imm(plan->bytes)})),
+        {evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx", {address_of(bar), int_imm(plan->bytes)})),
          loads});
     Expr elected = eq(thread_rank(launch_), int_imm(region_lo_));
     return unplanned(if_then_else(elected, issue, {}, op->span));
@@ -407,7 +407,7 @@ Buffer tma_call_tile(const CallNode* c, bool* loads) {
   if (!c || c->op != Intrinsic::Extern || c->args.size() < 3) return {};
   const std::string& fn = c->args[0].as<StringImmNode>()->value;
   bool load = fn.rfind("tl::tma_load<", 0) == 0 || fn.rfind("tl::tma_load_multicast<", 0) == 0;
-  if (!load && fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return {};
+  if (!load && fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_store_add<", 0) != 0) return {};
   if (loads) *loads = load;
   auto* addr = c->args[load ? 1 : 2].as<CallNode>();
   auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;

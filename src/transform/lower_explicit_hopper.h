@@ -18,7 +18,7 @@ class LayoutFacts;  // transform/lower_fragments.h
 std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op);
 
 // The shared tile of a TMA call: the one tl::tma_load writes (`*loads` set to true)
-// or the one tl::tma_store / tl::tma_reduce_add reads; undefined for any other call
+// or the one tl::tma_store / tl::tma_store_add reads; undefined for any other call
 // (or nullptr).
 Buffer tma_call_tile(const CallNode* c, bool* loads = nullptr);
 

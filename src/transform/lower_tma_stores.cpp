@@ -27,15 +27,17 @@ bool is_store_candidate(const TileOpNode* op) {
          op->regions[1].buffer->scope == Scope::Global;
 }
 
-// T.atomic_add(C[...], C_shared) of a whole float32/int32/uint32 tile with relaxed
-// order: a TMA reduce-add (cp.reduce.async.bulk.tensor ... .add).
+// T.atomic_add(C[...], C_shared) of a whole tile with relaxed order, of a dtype the
+// tensor form of cp.reduce.async.bulk adds (float32, float16, bfloat16, int32, uint32,
+// uint64; the tensor map carries it): a TMA reduce-add.
 bool is_reduce_candidate(const TileOpNode* op) {
   if (op->op != TileOpKind::Atomic || op->regions.size() != 2 || attr_string(op->attrs, "kind") != "add" ||
       attr_int(op->attrs, "memory_order", 0) != 0)
     return false;
   const Buffer &dst = op->regions[0].buffer, &src = op->regions[1].buffer;
   DataType t = dst->dtype;
-  bool addable = t.bits() == 32 && t.lanes() == 1 && (t.is_float() || t.is_integer());
+  bool addable = t == dtype::Float32 || t == dtype::Float16 || t == dtype::BFloat16 || t == dtype::Int32 ||
+                 t == dtype::UInt32 || t == dtype::UInt64;
   return addable && is_shared(src) && dst->scope == Scope::Global && src->dtype == t;
 }
 

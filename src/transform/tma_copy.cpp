@@ -197,7 +197,7 @@ std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNo
     auto [smem, coords] = tma_box(load, *t, blk);
     std::vector<Expr> args{t->map, smem};
     args.insert(args.end(), coords.begin(), coords.end());
-    const char* fn = add ? "tl::tma_reduce_add<" : "tl::tma_store<";
+    const char* fn = add ? "tl::tma_store_add<" : "tl::tma_store<";
     out.push_back(evaluate(call_extern(dtype::Void, str_cat(fn, coords.size(), ">"), args)));
   }
   return seq(out);

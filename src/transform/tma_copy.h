@@ -77,7 +77,7 @@ bool tma_coordinates_fit(const Buffer& tensor);
 // `copy`, from a whole shared tile to a region of a tensor parameter, with the
 // eligibility, boxes, map and swizzle of the load in the other direction. nullopt
 // when TMA cannot do the copy. `layouts` as from LayoutFacts::shared_tile_layouts. `add`: the
-// boxes are added to the tensor's elements (tl::tma_reduce_add) instead.
+// boxes are added to the tensor's elements (tl::tma_store_add) instead.
 std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNode* launch,
                                     const std::vector<Param>& params,
                                     const std::map<const BufferNode*, SharedTileLayout>& layouts, bool add);

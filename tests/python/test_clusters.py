@@ -261,9 +261,10 @@ def explicit_multicast(n, mask, cluster=4, annotations=False):
     def f(A: T.Tensor((64, 64), "float16"), Out: T.Tensor((n, 64, 64), "float16")):
         with T.Kernel(n, threads=128, cluster_dims=cluster) as bx:
             A_s = T.alloc_shared((64, 64), "float16")
-            bar = T.alloc_barrier(1)
+            bar = T.alloc_barrier(128)
             T.cluster_sync()  # every block's barrier is initialized before a multicast
             T.tma_copy(A[0:64, 0:64], A_s, barrier=bar, **kwargs)
+            T.barrier_arrive(bar)
             T.barrier_wait(bar, 0)
             T.copy(A_s, Out[bx, :, :])
 

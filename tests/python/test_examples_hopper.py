@@ -104,7 +104,7 @@ def test_flash_attention_backward_bench_tiles_on_sm90a(target, is_causal):
     batch, heads, seq_len, dim = 1, 1, 400, 32
     tiles = {"block_M": 128, "block_N": 64, "threads": 256, "num_stages": 2}
     src = fa_bwd.attention_bwd(batch, heads, seq_len, dim, is_causal, **tiles).get_kernel_source()
-    assert "tl::tma_reduce_add<4>(" in src and "tl::setmaxnreg_inc<" in src, src
+    assert "tl::tma_store_add<4>(" in src and "tl::setmaxnreg_inc<" in src, src
     rng = np.random.default_rng(3)
     q, k, v, do = (
         rng.standard_normal((batch, seq_len, heads, dim)).astype(np.float16) for _ in range(4)

@@ -47,7 +47,8 @@ def test_warp_specialized_gemm_matches_numpy(M, N, K, bM, bN, bK, stages, wgmma)
         ws.gemm_ws(M, N, K, bM, bN, bK, stages, use_wgmma=wgmma), out_idx=[2], target=EMU
     )
     src = kernel.get_kernel_source()
-    assert "tl::tma_load<2>(" in src and "tl::mbarrier_arrive_expect_tx(" in src, src
+    assert "tl::tma_load<2>(" in src and "tl::mbarrier_expect_tx(" in src, src
+    assert "tl::mbarrier_arrive_expect_tx(" not in src, src  # the threads arrive themselves
     # The two warpgroups, on lane 0's rank (read once at the start: nvcc then knows
     # each region's branch is warp-uniform).
     assert "const int32_t tl_warp_rank = tl::warp_leader_rank(tx);" in src, src
@@ -122,9 +123,10 @@ def tma_tile_kernel(rows, cols, stages, offset):
     def main(A: T.Tensor((256, 128), "float16"), O: T.Tensor((stages, rows, cols), "float16")):
         with T.Kernel(1, threads=128):
             S = T.alloc_shared((stages, rows, cols), "float16")
-            full = T.alloc_barrier([1] * stages)
+            full = T.alloc_barrier([128] * stages)
             for s in T.serial(stages):
                 T.tma_copy(A[offset + s * rows, s * cols], S[s, :, :], barrier=full[s])
+                T.barrier_arrive(full[s])
             for s in T.serial(stages):
                 T.barrier_wait(full[s], 0)
             T.copy(S, O)
@@ -140,7 +142,7 @@ def test_tma_copy_loads_a_stage_of_a_tile(rows, cols, stages, offset):
     # One thread asks for each map (the load's and T.copy's store) at entry.
     entry = src.index("tl::prefetch_tensormap(&tl_tma_map1);")
     assert src.count("tl::prefetch_tensormap(") == 2 and entry < src.index("tl::mbarrier_init"), src
-    assert f"tl::mbarrier_arrive_expect_tx((&full[s]), {rows * cols * 2});" in src, src
+    assert f"tl::mbarrier_expect_tx((&full[s]), {rows * cols * 2});" in src, src
     a = f16(256, 128)
     out = kernel(a)
     for s in range(stages):

@@ -468,23 +468,41 @@ def tiles_added_by_every_block(M, N, bM, bN, blocks, dtype, memory_order=None):
 
 
 def run_added_tiles(kernel, M, N, blocks, dtype):
-    np_dtype = {"float32": np.float32, "int32": np.int32, "float16": np.float16}[dtype]
+    np_dtype = {
+        "float32": np.float32,
+        "int32": np.int32,
+        "uint64": np.uint64,
+        "float16": np.float16,
+        "bfloat16": ml_dtypes.bfloat16,
+        "int16": np.int16,
+    }[dtype]
+    if dtype == "uint64":  # sums past 2^64 wrap around, as the hardware's do
+        x = rng.integers(0, 1 << 62, (blocks, M, N), dtype=np.uint64) * np.uint64(3)
+        out = rng.integers(0, 1 << 63, (M, N), dtype=np.uint64)
+        want = out.copy()
+        with np.errstate(over="ignore"):
+            for b in range(blocks):
+                want += x[b] * np.uint64(2)
+        kernel(x, out)
+        np.testing.assert_array_equal(out, want)
+        return
     x = (rng.standard_normal((blocks, M, N)) * 8).astype(np_dtype)
     out = (rng.standard_normal((M, N)) * 8).astype(np_dtype)
     ref = out.astype(np.float64) + 2 * x.astype(np.float64).sum(axis=0)
     kernel(x, out)
-    tol = 1e-5 if dtype != "float16" else 2e-2
+    tol = {"float16": 2e-2, "bfloat16": 1e-1}.get(dtype, 1e-5)
     np.testing.assert_allclose(out.astype(np.float64), ref, rtol=tol, atol=tol * 8)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
+# The dtypes the tensor form of cp.reduce.async.bulk adds (its tensor map names them).
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16", "bfloat16", "uint64"])
 def test_atomic_add_of_a_shared_tile_is_a_tma_reduce(dtype):
     M, N, bM, bN, blocks = 100, 72, 64, 32, 3  # tails in both dims, clipped by TMA
     kernel = compile_with_stores(
         tiles_added_by_every_block(M, N, bM, bN, blocks, dtype), target=SM90A
     )
     src = kernel.get_kernel_source()
-    assert "tl::tma_reduce_add<2>(" in src and "tl::atomic_add<" not in src, src
+    assert "tl::tma_store_add<2>(" in src and "tl::atomic_add<" not in src, src
     assert "tl::tma_store_wait<0>()" in src and "tl::fence_proxy_async()" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
 
@@ -492,7 +510,7 @@ def test_atomic_add_of_a_shared_tile_is_a_tma_reduce(dtype):
 @pytest.mark.parametrize(
     "dtype, configs, memory_order",
     [
-        ("float16", {}, None),  # the reduce here adds 32-bit elements only
+        ("int16", {}, None),  # a dtype TMA cannot add
         ("float32", {}, "release"),  # an ordered atomic stays one per element
         ("float32", {"tl.disable_tma_lower": True}, None),
         ("float32", {"tl.enable_tma_store": False}, None),
@@ -506,7 +524,7 @@ def test_atomic_adds_tma_does_not_reduce_stay_element_wise(dtype, configs, memor
         pass_configs=configs,
     )
     src = kernel.get_kernel_source()
-    assert "tma_reduce_add" not in src and "tl::atomic_add<" in src, src
+    assert "tma_store_add" not in src and "tl::atomic_add<" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
 
 

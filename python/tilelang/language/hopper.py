@@ -243,18 +243,21 @@ def tma_copy(
     cluster_mask: Any = None,
 ) -> None:
     """Copies a tile of a tensor parameter into a shared tile through TMA, completing on
-    `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) arrives
-    on the barrier, raising the bytes it waits for by the tile's size, and issues the
-    loads; wait with T.barrier_wait. So each T.tma_copy counts one arrival of the phase.
+    `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) raises
+    the bytes the barrier's phase waits for by the tile's size (mbarrier.expect_tx) and
+    issues the loads. As in TileLang, it does not arrive: the threads arrive themselves
+    with T.barrier_arrive (after their copies, so the expected bytes are counted before
+    the phase can complete), and wait with T.barrier_wait; the barrier's arrive count is
+    the number of those arrivals, not of the copies.
 
     `src` is a region of a kernel tensor parameter (`A[by * 64, k * 32]` or a slice), `dst`
     a shared tile or one stage of it (`A_s[s, :, :]`).
 
     `cluster_mask` (an int, bit r for block rank r of the thread block cluster; also
     accepted as annotations={"cluster_mask": m}): the blocks of the mask share the tile.
-    The lowest of them multicasts it into all of them; the others issue nothing, their
-    arrival expecting the bytes the multicast brings; a block outside the mask loads its
-    own. Every block of the mask must have initialized its barrier first (T.cluster_sync
+    The lowest of them multicasts it into all of them; the others issue nothing but
+    expect the bytes the multicast brings on their own barrier; a block outside the mask
+    loads its own. Every block of the mask must have initialized its barrier first (T.cluster_sync
     after T.alloc_barrier), and must not refill the tile while another block of the
     mask may still read its copy.
     """

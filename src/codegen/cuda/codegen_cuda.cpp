@@ -369,7 +369,7 @@ class CodeGenCUDA : public CodeGenC {
       auto* c = e.as<CallNode>();
       if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
       const std::string& fn = c->args[0].as<StringImmNode>()->value;
-      if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_reduce_add<", 0) != 0) return;
+      if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_store_add<", 0) != 0) return;
       if (std::optional<int64_t> param = tma_map_param(c->args[1].as<CallNode>())) written.insert(*param);
     });
     std::set<int64_t> out;

@@ -204,7 +204,7 @@ class Collector : public IRVisitor {
 
   // A store TMA can take from a shared tile: the tile is stored whole to a global
   // region (T.copy, or added by T.atomic_add), or already by tl::tma_store /
-  // tl::tma_reduce_add (lower_tma_stores ran): every pass sees the same tiles.
+  // tl::tma_store_add (lower_tma_stores ran): every pass sees the same tiles.
   void note_store_tile(const Buffer& b) {
     auto sh = const_shape(b);
     if (!a_.target->has_tma() || !is_shared(b) || b->layout || !sh || sh->size() != 2 || (*sh)[0] % 8 != 0 ||

@@ -2,8 +2,8 @@
 // per-thread register arrays, and the T.Parallel nests over them unrolled loops over
 // the registers a thread holds; nests over memory alone are dealt to the threads in
 // vector runs. Tile ops on register fragments go to lower_ops.cpp.
-#include "arith/simplify.h"
 #include "arith/bounds.h"
+#include "arith/simplify.h"
 #include "ir/structural.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
