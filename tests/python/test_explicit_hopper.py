@@ -413,15 +413,22 @@ def test_misuse_is_reported_with_argument_expected_and_given():
 
     assert "T.alloc_barrier arrive_count must be a positive integer" in trace_error(bad_count)
 
-    def store_through_tma(A, O):
+    def shared_to_shared(A, O):
         S = T.alloc_shared((64, 64), "float16")
+        S2 = T.alloc_shared((64, 64), "float16")
         bar = T.alloc_barrier(1)
-        T.tma_copy(S, A, barrier=bar)
+        T.tma_copy(S, S2, barrier=bar)
 
-    msg = trace_error(store_through_tma)
+    msg = trace_error(shared_to_shared)
     assert (
-        "T.tma_copy copies global -> shared: the source 'shared' is in shared.dyn memory" in msg
+        "T.tma_copy copies global -> shared or shared -> global: the source 'shared' is in "
+        "shared.dyn memory and the destination 'shared_1' in shared.dyn memory" in msg
     ), msg
+
+    def bad_store_wait(A, O):
+        T.tma_store_wait(read=1)
+
+    assert "T.tma_store_wait read must be True or False, got int 1" in trace_error(bad_store_wait)
 
     def no_barrier(A, O):
         S = T.alloc_shared((64, 64), "float16")
@@ -592,3 +599,54 @@ def test_a_block_barrier_only_some_threads_reach_is_named_in_the_deadlock():
     text = str(err.value)
     assert "mbarrier deadlock" in text and "threads 128-255 wait at __syncthreads" in text, text
     assert "a block barrier that only some threads reach" in text, text
+
+
+def tma_copy_store_gemm(M, N, K, stages):
+    """TileLang's language/test_tilelang_language_tma_copy.py store kernel: the loads
+    through T.tma_copy, the result fragment -> shared -> global through T.tma_copy's store
+    form, then T.tma_store_wait(read=False)."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_s = T.alloc_shared((64, 64), "float16")
+            C_f = T.alloc_fragment((64, 64), "float32")
+            mbar_A = T.alloc_barrier(128)
+            mbar_B = T.alloc_barrier(128)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=stages):
+                T.tma_copy(A[by * 64, k * 32], A_s, barrier=mbar_A)
+                T.barrier_arrive(mbar_A)
+                T.tma_copy(B[k * 32, bx * 64], B_s, barrier=mbar_B)
+                T.barrier_arrive(mbar_B)
+                T.mbarrier_wait_parity(mbar_A, k % 2)
+                T.mbarrier_wait_parity(mbar_B, k % 2)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.tma_copy(C_s, C[by * 64, bx * 64])
+            T.tma_store_arrive()
+            T.tma_store_wait(read=False)
+
+    return main
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_tma_copy_store_form_and_many_phases_match_numpy(stages):
+    # 40 k steps: the barriers' phases wrap many times (an extra arrival per copy, as
+    # T.tma_copy made before 2026-12-06, let phases complete before their tiles landed).
+    M, N, K = 64, 128, 1280
+    kernel = tilelang.compile(tma_copy_store_gemm(M, N, K, stages), out_idx=[2], target=EMU)
+    src = kernel.get_kernel_source()
+    assert "tl::mbarrier_expect_tx(" in src and "tl::mbarrier_arrive_expect_tx(" not in src, src
+    assert "tl::tma_store<2>(" in src, src
+    a, b = f16(M, K), f16(K, N)
+    c = kernel(a, b)
+    np.testing.assert_allclose(
+        c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=5e-2
+    )

@@ -253,6 +253,11 @@ def tma_copy(
     `src` is a region of a kernel tensor parameter (`A[by * 64, k * 32]` or a slice), `dst`
     a shared tile or one stage of it (`A_s[s, :, :]`).
 
+    From a shared tile to a tensor (`T.tma_copy(C_s, C[by * 128, bx * 128])`, no barrier)
+    it is TileLang's TMA store: here T.copy's store of the tile (TMA on sm_90 where TMA
+    can write the region), waited for by the compiler; T.tma_store_arrive and
+    T.tma_store_wait after it are accepted and have nothing left to wait for.
+
     `cluster_mask` (an int, bit r for block rank r of the thread block cluster; also
     accepted as annotations={"cluster_mask": m}): the blocks of the mask share the tile.
     The lowest of them multicasts it into all of them; the others issue nothing but
@@ -263,20 +268,38 @@ def tma_copy(
     """
     what = "T.tma_copy"
     ctx = _kernel(what)
-    if barrier is None:
-        raise frontend_error(
-            f"{what} needs barrier=: the mbarrier (from T.alloc_barrier) the copy completes on"
-        )
-    bar = _barrier(what, barrier)
     s_buf, s_min, s_ext, _ = _copy_operand(src, "source")
     d_buf, d_min, d_ext, _ = _copy_operand(dst, "destination")
     for side, b in (("source", s_buf), ("destination", d_buf)):
         if isinstance(b, BufferView):
             raise frontend_error(f"{what} {side} must be a buffer or a region of one, not a view")
+    if s_buf.scope.startswith("shared") and d_buf.scope == "global":
+        # A store (TileLang: tma_store and its commit, waited for by T.tma_store_wait).
+        # Here it is T.copy's store of a shared tile: a TMA store on sm_90 where TMA can
+        # write the region, issued, committed and waited for by the compiler, so the
+        # later T.tma_store_arrive / T.tma_store_wait have nothing left to do.
+        if cluster_mask is not None or (annotations or {}).get("cluster_mask") is not None:
+            raise frontend_error(
+                f"{what} cluster_mask multicasts loads; a store ('{s_buf.name}' -> '{d_buf.name}') takes none"
+            )
+        if s_ext is None and d_ext is None:
+            raise frontend_error(
+                f"{what} copies a tile: give a slice or a whole buffer on one side"
+            )
+        ctx.builder.copy(
+            s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext,
+            _copy_attrs(None, False, eviction_policy, annotations),
+        )  # fmt: skip
+        return
+    if barrier is None:
+        raise frontend_error(
+            f"{what} needs barrier=: the mbarrier (from T.alloc_barrier) the copy completes on"
+        )
+    bar = _barrier(what, barrier)
     if s_buf.scope != "global":
         raise frontend_error(
-            f"{what} copies global -> shared: the source '{s_buf.name}' is in {s_buf.scope} memory "
-            "(a TMA store, shared -> global, is not supported here: use T.copy)"
+            f"{what} copies global -> shared or shared -> global: the source '{s_buf.name}' is in "
+            f"{s_buf.scope} memory and the destination '{d_buf.name}' in {d_buf.scope} memory"
         )
     if not d_buf.scope.startswith("shared"):
         raise frontend_error(
@@ -301,6 +324,29 @@ def tma_copy(
             )
     attrs["tl.tma_barrier"] = bar
     ctx.builder.copy(s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext, attrs)
+
+
+def tma_store_arrive() -> None:
+    """TileLang's commit of the TMA stores issued so far (cp.async.bulk.commit_group).
+    Here every TMA store (T.copy or T.tma_copy from a shared tile to a tensor) is
+    committed and waited for where the compiler issues it, and later reads of the tensor
+    in the kernel are ordered after its writes: nothing is left to commit."""
+    _kernel("T.tma_store_arrive")
+
+
+def tma_store_wait(count: int = 0, read: bool = True) -> None:
+    """TileLang's wait for all but `count` committed TMA store groups (`read`: until
+    their shared tiles are read, else until their writes are done). Here the stores are
+    waited for where they are issued (T.tma_store_arrive), so this only checks its
+    arguments."""
+    what = "T.tma_store_wait"
+    _kernel(what)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise frontend_error(
+            f"{what} count must be a non-negative Python int, got {_describe(count)}"
+        )
+    if not isinstance(read, bool):
+        raise frontend_error(f"{what} read must be True or False, got {_describe(read)}")
 
 
 # ---- warpgroups
@@ -497,6 +543,8 @@ __all__ = [
     "mbarrier_wait_parity",
     "set_max_nreg",
     "tma_copy",
+    "tma_store_arrive",
+    "tma_store_wait",
     "wait_wgmma",
     "wgmma_gemm",
     "ws",
