@@ -327,8 +327,7 @@ class LowerCopiesAndGemms : public IRMutator {
       laid_out[dst.buffer.get()] = with_layout(dst.buffer, plan->layout);
     }
     Stmt issue = seq(
-        {evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx", {address_of(bar), int_imm(plan->bytes)})),
-         loads});
+        {evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx", {address_of(bar), int_imm(plan->bytes)})), loads});
     Expr elected = eq(thread_rank(launch_), int_imm(region_lo_));
     return unplanned(if_then_else(elected, issue, {}, op->span));
   }
