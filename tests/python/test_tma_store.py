@@ -627,3 +627,47 @@ def test_split_k_partners_read_each_others_stored_partials():
     c = kernel(a, b, w).astype(np.float64)
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=5e-2)
+
+
+def store_with_preference(prefer, annotations=False):
+    kwargs = (
+        {"annotations": {"prefer_instruction": prefer}}
+        if annotations
+        else {"prefer_instruction": prefer}
+    )
+
+    @T.prim_func
+    def main(A: T.Tensor((32, 64), "float32"), B: T.Tensor((32, 64), "float32")):
+        with T.Kernel(2, 2, threads=64) as (bx, by):
+            S = T.alloc_shared((16, 32), "float32")
+            for i, j in T.Parallel(16, 32):
+                S[i, j] = A[by * 16 + i, bx * 32 + j]
+            T.copy(S, B[by * 16, bx * 32], **kwargs)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "prefer, annotations, tma",
+    [
+        ("sync", False, False),
+        ("sync", True, False),
+        ("tma", False, True),
+        ("cp_async", False, True),
+    ],
+)
+def test_prefer_instruction_is_a_hint(prefer, annotations, tma):
+    # TileLang's T.copy(prefer_instruction=): "sync" keeps the store off TMA; "tma" and
+    # "cp_async" leave the choice to the compiler, which takes TMA for this tile.
+    k = compile_with_stores(store_with_preference(prefer, annotations), out_idx=[-1], target=SM90A)
+    assert ("tl::tma_store<" in k.get_kernel_source()) == tma
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    np.testing.assert_array_equal(k(a), a)
+
+
+def test_prefer_instruction_must_be_known():
+    with pytest.raises(
+        tilelang.TileLangError,
+        match=r"T.copy prefer_instruction must be one of 'tma', 'cp_async', 'sync' or None, got 'ldg'",
+    ):
+        store_with_preference("ldg")

@@ -139,8 +139,24 @@ def _copy_operand(x, side):
     )
 
 
-def _copy_attrs(coalesced_width, disable_tma, eviction_policy, annotations):
+_PREFERRED_INSTRUCTIONS = ("tma", "cp_async", "sync")
+
+
+def _copy_attrs(
+    coalesced_width, disable_tma, eviction_policy, annotations, prefer_instruction=None
+):
     attrs = dict(annotations or {})
+    prefer = attrs.pop("prefer_instruction", prefer_instruction)
+    if prefer is not None:
+        if prefer not in _PREFERRED_INSTRUCTIONS:
+            raise frontend_error(
+                f"T.copy prefer_instruction must be one of {', '.join(map(repr, _PREFERRED_INSTRUCTIONS))} "
+                f"or None, got {prefer!r}"
+            )
+        # A hint, as in TileLang: "sync" keeps the copy off TMA; "tma" and "cp_async" leave
+        # the choice to the compiler, which takes them where the copy qualifies.
+        if prefer == "sync":
+            disable_tma = True
     if coalesced_width is not None and "coalesced_width" not in attrs:
         width = const_int(to_value(coalesced_width))
         if width is None or width <= 0:
@@ -171,6 +187,7 @@ def copy(
     disable_tma: bool = False,
     eviction_policy: str | None = None,
     *,
+    prefer_instruction: str | None = None,
     annotations: dict[str, Any] | None = None,
     loop_layout: Any = None,
 ) -> None:
@@ -180,13 +197,17 @@ def copy(
     start point (`A[by * 64, k * 32]`, extents taken from the other side). Extents are
     matched right-aligned after dropping unit dimensions; parts outside a tensor are
     predicated: reads give 0 (or the value of T.annotate_safe_value), writes are dropped.
-    `coalesced_width`, `disable_tma`, `eviction_policy`, `annotations` and `loop_layout`
-    are hints for GPU targets; the CPU accepts and ignores them.
+    `coalesced_width`, `disable_tma`, `eviction_policy`, `prefer_instruction` ("tma",
+    "cp_async" or "sync": TileLang's preferred lowering; "sync" keeps the copy off TMA,
+    the others leave the choice to the compiler), `annotations` and `loop_layout` are
+    hints for GPU targets; the CPU accepts and ignores them.
     """
     ctx = builder_ctx.current("T.copy")
     s_buf, s_min, s_ext, s_whole = _copy_operand(src, "source")
     d_buf, d_min, d_ext, d_whole = _copy_operand(dst, "destination")
-    attrs = _copy_attrs(coalesced_width, disable_tma, eviction_policy, annotations)
+    attrs = _copy_attrs(
+        coalesced_width, disable_tma, eviction_policy, annotations, prefer_instruction
+    )
     if s_whole and d_whole and not views.same_shape(s_buf.shape, d_buf.shape):
         raise frontend_error(
             f"T.copy of two whole buffers needs equal shapes, but source '{s_buf.name}' has "
