@@ -2,6 +2,7 @@
 // in shared or fragment memory; products accumulate in C's dtype.
 #include <cmath>
 
+#include "arith/simplify.h"
 #include "ir/attrs.h"
 #include "ir/printer.h"
 #include "ops/tile_op.h"
@@ -45,6 +46,9 @@ void check_accumulator_dtype(const BufferRegion& a, const BufferRegion& b, const
 }  // namespace
 
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span) {
+  // A slice's extent as written (`A_s[:, j * 64 : (j + 1) * 64]`: (j + 1) * 64 - j * 64).
+  for (BufferRegion* r : {&a, &b, &c})
+    for (Range& x : r->ranges) x.extent = simplify(x.extent);
   bool ta = attr_int(attrs, "transpose_A", 0), tb = attr_int(attrs, "transpose_B", 0);
   auto [a0, a1] = matrix_dims(a, "A", span);
   auto [b0, b1] = matrix_dims(b, "B", span);

@@ -122,3 +122,45 @@ def test_eager_const_specializes_per_shape(compile_counter):
     assert len(compile_counter) == 2  # (3, 5) is served from the first specialization
     kernel = scale_rows.compile(M=4, N=6)
     assert "6" in kernel.prim_func.script()
+
+
+def gemm_of_k_slices(M, N, K, parts):
+    """The tiles held whole, multiplied in `parts` K slices at offsets of the loop
+    variable (TileLang's language/test_tilelang_language_wgmma_gemm.py slicing, with
+    T.gemm): a slice's extent (j + 1) * k - j * k is the constant k."""
+    k = K // parts
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((N, K), "float16"),
+        D: T.Tensor((M, N), "float16"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared((N, K), "float16")
+            C = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C)
+            for j in T.serial(parts):
+                T.gemm(
+                    A_s[:, j * k : (j + 1) * k], B_s[:, j * k : (j + 1) * k], C, transpose_B=True
+                )
+            T.copy(C, D)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "target", ["cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"]
+)
+def test_gemm_operands_sliced_at_a_loop_offset(target):
+    kernel = tilelang.compile(gemm_of_k_slices(64, 64, 128, 2), target=target)
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    d = np.zeros((64, 64), np.float16)
+    kernel(a, b, d)
+    np.testing.assert_allclose(
+        d.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-2, atol=5e-2
+    )
