@@ -29,6 +29,7 @@ KINDS = {
     "test_autotune_store": "runtime",
     "test_autotune_devices": "runtime",
     "test_autotune_ray": "runtime",
+    "test_autotune_ray_cluster": "runtime",
     "test_cache": "runtime",
     "test_carver": "runtime",
     "test_cast_options": "frontend lowering",
