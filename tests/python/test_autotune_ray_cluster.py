@@ -50,11 +50,6 @@ def cluster(tmp_path_factory):
     "bench_gpu" slots. Its temp dir is its own (short: Ray's socket paths must fit), so
     no other `ray.init()` on the machine takes it for the current cluster; it is stopped
     by signalling its process group, which leaves any other Ray instance alone."""
-    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    if not os.path.exists(ray_bin):
-        ray_bin = shutil.which("ray")
-    if ray_bin is None:
-        pytest.skip("the `ray` command is not installed beside this Python")
     cache = str(tmp_path_factory.mktemp("raycache"))
     log = str(tmp_path_factory.mktemp("raylog") / "measured.log")
     temp_dir = tempfile.mkdtemp(prefix="rc", dir="/tmp")
@@ -71,7 +66,7 @@ def cluster(tmp_path_factory):
     })  # fmt: skip
     env.pop("RAY_ADDRESS", None)
     head = subprocess.Popen(
-        [ray_bin, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
          '--resources={"bench_gpu": 2}', "--include-dashboard=false", f"--temp-dir={temp_dir}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
@@ -91,7 +86,7 @@ def cluster(tmp_path_factory):
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # --block: the head stops its node's processes
         try:
-            head.wait(timeout=60)
+            head.wait(timeout=10)  # then the whole group goes: nothing else of Ray is in it
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()

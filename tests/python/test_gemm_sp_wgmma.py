@@ -23,7 +23,7 @@ from tilelang.utils.target import available_targets
 sys.path.insert(0, os.path.dirname(__file__))
 from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
 from test_gemm_sp import operands, sparse_gemm
-from test_gemm_sp_mma import cuobjdump
+from test_gemm_sp_mma import require_cuobjdump
 
 ROOT = pathlib.Path(__file__).parents[2]
 SM90A = "cuda -arch=sm_90a -emulate"
@@ -211,9 +211,7 @@ def test_ptxas_spills_nothing_for_the_examples_default_config(example_cubin):
 
 
 def test_the_sass_runs_hgmma_sp_in_the_main_loop(example_cubin):
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
     sass = subprocess.run(
         [tool, "-sass", str(example_cubin[0])], capture_output=True, text=True, check=True
     ).stdout

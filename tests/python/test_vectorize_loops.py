@@ -13,7 +13,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from test_examples_cuda_source import nvcc, nvcc_compile  # noqa: F401  (the fixture)
-from test_gemm_sp_mma import cuobjdump
+from test_gemm_sp_mma import require_cuobjdump
 from tilelang.layout import make_swizzled_layout
 
 EMU = "cuda -arch=sm_90a -emulate"
@@ -135,9 +135,7 @@ def test_plain_shared_tiles_vectorize_too():
 
 
 def test_sass_has_16_byte_shared_accesses(nvcc, tmp_path):  # noqa: F811
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
     kernel = tilelang.compile(
         round_trip(64, 64, "float16", 8), out_idx=[-1], target="cuda -arch=sm_90a"
     )
@@ -318,9 +316,7 @@ def test_fill_of_a_value_the_loop_writes_stays_element_by_element():
 
 def test_sass_of_an_fp8_fill_is_one_8_byte_store(nvcc, tmp_path):  # noqa: F811
     # TileLang's issue 1601 kernel: `A[i] = 0` over T.vectorized(8) of float8_e4m3fn.
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
 
     @T.prim_func
     def main(A: T.Tensor((8,), T.float8_e4m3fn)):

@@ -13,7 +13,7 @@ import pytest
 import tilelang
 import tilelang.language as T
 from test_examples_cuda_source import nvcc, nvcc_compile  # noqa: F401  (the fixture)
-from test_gemm_sp_mma import cuobjdump
+from test_gemm_sp_mma import require_cuobjdump
 from tilelang.cuda.intrinsics.macro.wgmma_macro_generator import select_wgmma_inst_n
 
 
@@ -72,9 +72,7 @@ def test_wide_tiles_run_in_the_emulator(block_N, transpose_B, accum, hgmma):
 
 @pytest.mark.parametrize("block_N, transpose_B, accum, hgmma", CASES)
 def test_sass_has_one_wide_wgmma(block_N, transpose_B, accum, hgmma, nvcc, tmp_path):  # noqa: F811
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
     kernel = tilelang.compile(
         matmul(128, block_N * 2, 128, 64, block_N, 64, transpose_B, accum),
         target="cuda -arch=sm_90a",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
-from test_gemm_sp_mma import cuobjdump
+from test_gemm_sp_mma import require_cuobjdump
 from test_wgmma_gemm import needs_nvrtc, operands, wgmma_gemm
 
 SM90A = "cuda -arch=sm_90a -emulate"
@@ -210,9 +210,7 @@ def test_an_epilogue_tile_on_tma_bytes_needs_no_fence():
 def sass_of(func, tmp_path):
     """The SASS of the cubin NVRTC builds for `func` on sm_90a, as the runtime loads it."""
     kernel = tilelang.compile(func, target="cuda -arch=sm_90a")
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
     kernel.export_library(str(tmp_path))
     done = subprocess.run(
         [tool, "-sass", str(tmp_path / "kernel.cubin")], capture_output=True, text=True, check=True

@@ -21,7 +21,7 @@ from tilelang.utils.sparse import compress
 sys.path.insert(0, os.path.dirname(__file__))
 from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
 from test_gemm_sp import semi_sparse
-from test_gemm_sp_mma import cuobjdump
+from test_gemm_sp_mma import require_cuobjdump
 
 HERE = pathlib.Path(__file__).parent
 KERNELS = HERE / "wgmma_sp_kernels.cu"
@@ -142,9 +142,7 @@ def test_kernels_compile_for_sm90a_without_spills():
 
 
 def test_the_sass_runs_the_sparse_hgmma(nvcc, tmp_path):  # noqa: F811
-    tool = cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not found (CUDA toolkit, nvidia-cuda-cuobjdump or triton wheel)")
+    tool = require_cuobjdump()
     cubin = tmp_path / "kernels.cubin"
     include = os.path.join(_native.load().device_include_dir(), "cuda")
     cmd = [nvcc, "-arch=sm_90a", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
