@@ -1,8 +1,8 @@
 // T.atomic_* for generated CUDA code (and its CPU emulation). Adds use the
 // hardware's own atomic add where the type has one (32/64-bit integers, float,
-// double; half from sm_70, bfloat16 from sm_90), and atomic_add_vec adds 2 or 4
-// neighbours with one vector reduction (float x2/x4 and bfloat16 x2 on sm_90,
-// half x2 from sm_70). Everything else is a compare-and-swap loop on the 32- or
+// double; half from sm_70, bfloat16 from sm_90), and AtomicAddx2 / AtomicAddx4
+// (TileLang's names) add 2 or 4 neighbours with one vector reduction (float x2/x4
+// and bfloat16 x2 on sm_90, half x2 from sm_70). Everything else is a compare-and-swap loop on the 32- or
 // 64-bit word that holds the element, so one template serves int, float, double,
 // half, bfloat16 and fp8 alike. `Order` is TileLang's memory-order number: the
 // atomic itself is relaxed, with fences before and after it as the order needs
@@ -150,46 +150,97 @@ TL_DEVICE T atomic_add(T* addr, V value) {
   return old;
 }
 
+namespace atomic_detail {
+
 // addr[i] += values[i] for i < N, each element atomically (the N adds are not one
-// atomic unit). addr must be global memory aligned to N elements; the lowering
-// only emits this for runs it has proven so.
-template <int N, int Order = 0, class T>
-TL_DEVICE void atomic_add_vec(T* addr, const T* values) {
+// atomic unit), with the fences of memory order `order`. addr must be global memory
+// aligned to N elements.
+template <int N, class T>
+TL_DEVICE void add_vec(T* addr, const T* values, int order) {
 #if !defined(TL_EMULATE) && defined(__CUDA_ARCH__)
   const unsigned long long g = (unsigned long long)__cvta_generic_to_global(addr);
 #if __CUDA_ARCH__ >= 900
   if constexpr (is_same<T, float>::value && N == 2) {
-    atomic_detail::fence_before(Order);
+    fence_before(order);
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(g), "f"(values[0]), "f"(values[1]) : "memory");
-    atomic_detail::fence_after(Order);
+    fence_after(order);
     return;
   } else if constexpr (is_same<T, float>::value && N == 4) {
-    atomic_detail::fence_before(Order);
+    fence_before(order);
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(g), "f"(values[0]), "f"(values[1]),
                  "f"(values[2]), "f"(values[3])
                  : "memory");
-    atomic_detail::fence_after(Order);
+    fence_after(order);
     return;
   } else if constexpr (is_same<T, bfloat16_t>::value && N == 2) {
-    atomic_detail::fence_before(Order);
+    fence_before(order);
     unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
     asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
-    atomic_detail::fence_after(Order);
+    fence_after(order);
     return;
   }
 #endif
 #if __CUDA_ARCH__ >= 700
   if constexpr (is_same<T, half_t>::value && N == 2) {
-    atomic_detail::fence_before(Order);
+    fence_before(order);
     unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16);
     asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(g), "r"(pair) : "memory");
-    atomic_detail::fence_after(Order);
+    fence_after(order);
     return;
   }
 #endif
   (void)g;
 #endif
-  for (int i = 0; i < N; ++i) atomic_add<Order>(addr + i, values[i]);
+  // 16-bit quads as two pairs (the pair is the widest 16-bit reduction).
+  if constexpr ((is_same<T, half_t>::value || is_same<T, bfloat16_t>::value) && N == 4) {
+    add_vec<2>(addr, values, order);
+    add_vec<2>(addr + 2, values + 2, order);
+    return;
+  }
+  for (int i = 0; i < N; ++i) {
+    fence_before(order);
+    add_relaxed(addr + i, values[i]);
+    fence_after(order);
+  }
+}
+
+// The values of a run converted to the destination's dtype (a float16 fragment added
+// into a float32 tensor), then added as above where addr is aligned to the run (the
+// lowering proves it, or it is a run the user named with T.atomic_addx2 / x4, which
+// may start anywhere: each element alone then).
+template <int N, class T, class S>
+TL_DEVICE void add_run(T* addr, const S* values, int order) {
+  T v[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = T(values[i]);
+  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(N * sizeof(T) - 1)) == 0) {
+    add_vec<N>(addr, v, order);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) add_vec<1>(addr + i, v + i, order);
+  }
+}
+
+}  // namespace atomic_detail
+
+// T.atomic_add of runs of 2 or 4 consecutive elements, by TileLang's names: addr[i] +=
+// values[i] for each i, each element atomically, with the fences of TileLang's memory
+// order number `order` (0 relaxed .. 5 seq_cst); one vector reduction where the GPU
+// has one (float x2 / x4 and bfloat16 x2 on sm_90, half x2 from sm_70; 16-bit quads as
+// two pairs). values may be of another dtype (converted) and in any memory.
+template <class T, class S>
+TL_DEVICE void AtomicAddx2(T* addr, const S* values, int order = 0) {
+  atomic_detail::add_run<2>(addr, values, order);
+}
+template <class T, class S>
+TL_DEVICE void AtomicAddx4(T* addr, const S* values, int order = 0) {
+  atomic_detail::add_run<4>(addr, values, order);
+}
+
+// The same with a compile-time order, N elements of the destination's dtype.
+template <int N, int Order = 0, class T>
+TL_DEVICE void atomic_add_vec(T* addr, const T* values) {
+  atomic_detail::add_vec<N>(addr, values, Order);
 }
 
 template <int Order = 0, class T, class V>

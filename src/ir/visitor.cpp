@@ -434,6 +434,10 @@ const std::string* extern_name(const Expr& e) {
   return extern_name(e.as<CallNode>());
 }
 
+bool is_atomic_call(const std::string& name) {
+  return name.rfind("tl::atomic_", 0) == 0 || name.rfind("tl::AtomicAddx", 0) == 0;
+}
+
 bool calls_extern(const Stmt& s, std::string_view prefix) {
   bool found = false;
   for_each_expr(s, [&](const Expr& e) {

@@ -73,6 +73,9 @@ bool calls_extern(const Stmt& s, std::string_view prefix);
 // nullptr when `e` is not one.
 const std::string* extern_name(const Expr& e);
 const std::string* extern_name(const CallNode* c);
+// Whether an extern call's name is one of the device header's atomics
+// (`tl::atomic_<kind><order>`, `tl::AtomicAddx2` / `x4`).
+bool is_atomic_call(const std::string& name);
 // The distinct preludes (T.Kernel prelude=, T.import_source) of the kernels in `s`, in
 // order.
 std::vector<std::string> kernel_preludes(const Stmt& s);

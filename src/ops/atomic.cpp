@@ -38,6 +38,48 @@ Stmt make_atomic_op(TileOpArgs a) {
   return tile_op(TileOpKind::Atomic, std::move(a.regions), {}, std::move(a.attrs), a.span);
 }
 
+Stmt lower_atomic_run(const TileOpNode* op) {
+  if (op->regions.size() != 2 || attr_string(op->attrs, "kind") != "add") return Stmt();
+  const BufferRegion &dst = op->regions[0], &src = op->regions[1];
+  DataType t = dst.buffer->dtype;
+  if (dst.buffer->scope != Scope::Global || (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16))
+    return Stmt();
+  // One non-unit extent, 2 or 4, the last dimension of both sides, each contiguous there.
+  auto run = [](const BufferRegion& r) -> int64_t {
+    for (size_t d = 0; d + 1 < r.ranges.size(); ++d)
+      if (!is_const_one(r.ranges[d].extent)) return 0;
+    auto n = as_const_int(r.ranges.back().extent);
+    return n && (*n == 2 || *n == 4) && is_const_one(r.buffer.effective_strides().back()) ? *n : 0;
+  };
+  const int64_t n = run(dst);
+  if (n == 0 || run(src) != n || src.buffer->dtype.lanes() != 1) return Stmt();
+  // The values, converted, in a register array; then one call.
+  Buffer values = Buffer::make("atomic_values", t, {int_imm(n)}, Scope::Local);
+  std::vector<Stmt> body;
+  auto at = [&](const BufferRegion& r, int64_t k) {
+    std::vector<Expr> idx;
+    for (const Range& g : r.ranges) idx.push_back(g.min);
+    idx.back() = add(idx.back(), make_const(idx.back().dtype(), double(k)));
+    return idx;
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<Expr> si = at(src, k);
+    Expr v = buffer_load(src.buffer, si, op->span);
+    Expr ok = in_bounds(src.buffer, si);
+    if (!as_const_int(ok)) v = select(ok, v, make_const(src.buffer->dtype, 0));
+    body.push_back(buffer_store(values, cast(t, v), {int_imm(k)}));
+  }
+  const int64_t order = attr_int(op->attrs, "memory_order", 0);
+  Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(dst.buffer, at(dst, 0), op->span)});
+  Expr values_ptr = call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})});
+  body.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", n), {dst_ptr, values_ptr, int_imm(order)}),
+                          op->span));
+  Stmt vec = allocate(values, seq(body));
+  Expr inside = logical_and(in_bounds(dst.buffer, at(dst, 0)), in_bounds(dst.buffer, at(dst, n - 1)));
+  if (as_const_int(inside)) return *as_const_int(inside) ? vec : lower_atomic_serial(op);
+  return if_then_else(inside, vec, lower_atomic_serial(op));
+}
+
 Stmt lower_atomic_serial(const TileOpNode* op) {
   const BufferRegion& dst = op->regions[0];
   const BufferRegion* src = op->regions.size() > 1 ? &op->regions[1] : nullptr;

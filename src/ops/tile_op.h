@@ -42,6 +42,13 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
 
+// CUDA: a T.atomic_add of a run of 2 or 4 consecutive elements along the last
+// dimension of both sides (T.atomic_addx2 / x4, or a region of that shape) into a
+// float32 / float16 / bfloat16 tensor as one tl::AtomicAddx2 / x4 of the values
+// gathered into registers (elements alone where the run leaves the tensor);
+// undefined when the op is not such a run.
+Stmt lower_atomic_run(const TileOpNode* op);
+
 // T.gemm as a parallel nest of dot products: a GPU gemm that no register or
 // tensor-core lowering took.
 Stmt lower_gemm_loops(const TileOpNode* op);

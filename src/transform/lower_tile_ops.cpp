@@ -70,7 +70,12 @@ class TileOpLowerer : public IRMutator {
     // elements, `T.atomic_addx4(B[i, 4 * j], S[i, 4 * j])`): the thread that runs the
     // iteration does it whole. As a block op it would run on one thread of the block,
     // and only for the iterations that thread was dealt.
-    if (in_parallel_ && op->op != TileOpKind::Gemm) return op_info(op->op).lower_serial(op);
+    // T.atomic_addx2 / x4 (`per_thread`) are calls each thread makes, as in TileLang.
+    const bool cuda = target_.kind == TargetKind::CUDA;
+    const bool own = in_parallel_ || (op->op == TileOpKind::Atomic && attr_int(op->attrs, "per_thread", 0));
+    if (own && op->op == TileOpKind::Atomic && cuda)
+      if (Stmt run = lower_atomic_run(op); run.defined()) return run;
+    if (own && op->op != TileOpKind::Gemm) return op_info(op->op).lower_serial(op);
     if (op->op == TileOpKind::Gemm && !target_.runs_blocks_serially()) {
       if (Stmt mma = lower_gemm_mma(op, target_, threads_); mma.defined()) return block_op(mma);
       return block_op(lower_gemm_loops(op));
@@ -87,6 +92,14 @@ class TileOpLowerer : public IRMutator {
     // elements spread over the block, instead of the whole op on its first thread.
     if (op->op == TileOpKind::Reduce && !target_.runs_blocks_serially() && !touches_registers(op))
       return block_op(spread_outer_loops(op_info(op->op).lower_serial(op)));
+    // An atomic between memories (`T.atomic_add(C[...], C_shared)`): its elements
+    // spread over the block as a T.Parallel nest would be (and go in vectors where
+    // lower_fragments proves runs), not all on one thread.
+    if (op->op == TileOpKind::Atomic && !target_.runs_blocks_serially() && !touches_registers(op)) {
+      if (cuda)
+        if (Stmt run = lower_atomic_run(op); run.defined()) return block_op(run);
+      return block_op(spread_outer_loops(op_info(op->op).lower_serial(op)));
+    }
     return block_op(op_info(op->op).lower_serial(op));
   }
 
@@ -119,7 +132,8 @@ class TileOpLowerer : public IRMutator {
 
  private:
   // The serial loops around `s` (a reduction's loops over its destination elements,
-  // each iteration a fold of its own) as parallel ones: the block op spreads them.
+  // each iteration a fold of its own; an atomic's over its elements, each an update
+  // of its own) as parallel ones: the block op spreads them.
   static Stmt spread_outer_loops(const Stmt& s) {
     auto* f = s.as<ForNode>();
     if (!f || f->for_kind != ForKind::Serial) return s;

@@ -269,8 +269,8 @@ class Uniformity {
     Variation v;
     for_each_expr(e, [&](const Expr& x) {
       if (const std::string* n = extern_name(x))
-        for (const char* part : {"tl::atomic_", "shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
-          v.call = v.call || n->find(part) != std::string::npos;
+        for (const char* part : {"shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
+          v.call = v.call || is_atomic_call(*n) || n->find(part) != std::string::npos;
       if (auto* l = x.as<BufferLoadNode>()) {
         v.other = v.other || l->buffer->scope == Scope::Fragment;
         if (!v.reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) v.reg = l->buffer.get();

@@ -23,6 +23,7 @@ KINDS = {
     "test_ast_rewrite": "frontend",
     "test_async_copy": "lowering emulator",
     "test_atomic": "lowering",
+    "test_atomic_runs": "lowering cuda_source emulator",
     "test_autotune_explicit": "runtime",
     "test_autotune_compat": "runtime",
     "test_autotuner": "runtime",

@@ -286,7 +286,9 @@ def _atomic_add_run(dst, value, width, return_prev):
     if isinstance(value_region.buffer, BufferView):
         _add_elements(ctx, dst_region, value_region)
         return
-    attrs = {"kind": "add", "memory_order": MEMORY_ORDERS["relaxed"]}
+    # A call each thread makes (TileLang's AtomicAddx2 / x4 is a per-thread device call),
+    # not a block-wide region op whose elements the threads share.
+    attrs = {"kind": "add", "memory_order": MEMORY_ORDERS["relaxed"], "per_thread": 1}
     ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
 
 

@@ -178,11 +178,116 @@ class Lowerer : public IRMutator {
     Expr valid = driver->valid(t_, k);
     if (Stmt pairs = paired_cast(body, k, driver->local_size(), valid, op->span); pairs.defined())
       return thread_op(pairs);
+    if (driver->shape() == extents && is_const_true(valid))
+      if (Stmt runs = atomic_runs(nest, *driver, body, k, logical, op->span); runs.defined()) return thread_op(runs);
     if (!is_const_true(valid)) body = if_then_else(valid, body);
     for (int d = int(nest.size()) - 1; d >= 0; --d)
       body = let_stmt(nest[d]->var, cast(nest[d]->var.dtype(), logical[d]), body);
     return thread_op(for_loop(k, int_imm(0), int_imm(driver->local_size()), ForKind::Unrolled, body, {}, op->span));
   }
+
+  // A T.Parallel loop over a register fragment whose whole body is one atomic add of
+  // a value into a float32 / float16 / bfloat16 tensor at an index whose last dimension
+  // steps with the innermost loop variable (`T.atomic_add(C[i0 + i, j0 + j],
+  // C_local[i, j])`): the registers of each run of the layout (consecutive registers
+  // holding consecutive elements of the last dim) go in one tl::AtomicAddx2 / x4, as
+  // a region atomic of the fragment does (lower_atomic); the device function adds
+  // element by element where the address is not aligned to the run.
+  Stmt atomic_runs(const std::vector<const ForNode*>& nest, const FragmentLayout& driver, const Stmt& body,
+                   const Var& k, const std::vector<Expr>& logical, const SourceSpan& span) {
+    if (!cuda_) return Stmt();
+    std::map<const VarNode*, Expr> lets;
+    Stmt b = body;
+    while (auto* l = b.as<LetStmtNode>()) {
+      lets[l->var.node()] = substitute(l->value, lets);
+      b = l->body;
+    }
+    // lower_atomic_serial's guard of the destination's bounds, if any.
+    Expr guard;
+    if (auto* g = b.as<IfThenElseNode>(); g && !g->else_case.defined()) {
+      guard = substitute(g->cond, lets);
+      b = g->then_case;
+    }
+    auto* ev = b.as<EvaluateNode>();
+    auto* c = ev ? ev->value.as<CallNode>() : nullptr;
+    const std::string* name = extern_name(c);
+    const std::string prefix = "tl::atomic_add<";
+    if (!name || name->rfind(prefix, 0) != 0 || c->args.size() != 3) return Stmt();
+    auto* address = c->args[1].as<CallNode>();
+    auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
+    if (!dst || dst->buffer->scope != Scope::Global || dst->buffer->layout) return Stmt();
+    DataType t = dst->buffer->dtype;
+    if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return Stmt();
+    // The widest w (4 or 2) such that registers r * w .. r * w + w - 1 hold w consecutive
+    // elements of the last dim, checked register by register (the layout's run() is a
+    // lower bound: a block of one thread holds all its elements in order).
+    const int64_t n = driver.local_size();
+    auto consecutive = [&](int64_t w) {
+      if (n % w != 0 || n > 1024) return false;
+      if (driver.run() % w == 0) return true;
+      for (int64_t q = 0; q < n; ++q) {
+        if (q % w == w - 1) continue;
+        std::vector<Expr> a = driver.logical(t_, int_imm(q)), b = driver.logical(t_, int_imm(q + 1));
+        for (size_t d = 0; d < a.size(); ++d) {
+          auto step = as_const_int(simplify(sub(b[d], a[d])));
+          if (!step || *step != (d + 1 == a.size() ? 1 : 0)) return false;
+        }
+      }
+      return true;
+    };
+    int64_t w = 4;
+    while (w > 1 && !consecutive(w)) w /= 2;
+    if (w < 2 || !is_const_one(dst->buffer.effective_strides().back())) return Stmt();
+    // The destination moves one element per step of the innermost variable, along its
+    // last dimension only.
+    const Var& j = nest.back()->var;
+    std::vector<Expr> idx;
+    for (const Expr& e : dst->indices) idx.push_back(substitute(e, lets));
+    std::map<const VarNode*, Expr> next{{j.node(), add_one(j)}};
+    for (size_t d = 0; d < idx.size(); ++d) {
+      auto step = as_const_int(simplify(sub(substitute(idx[d], next), idx[d])));
+      if (!step || *step != (d + 1 == idx.size() ? 1 : 0)) return Stmt();
+    }
+    Expr value = cast(t, substitute(c->args[2], lets));
+    // Register k0 + e of the run, its loop variables as the layout places it.
+    Var r("r", dtype::Int32);
+    Expr k0 = mul(r, int_imm(w));
+    auto at = [&](const Expr& e, int64_t lane) {
+      std::map<const VarNode*, Expr> m{{k.node(), add(k0, int_imm(lane))}};
+      std::map<const VarNode*, Expr> vars;
+      for (size_t d = 0; d < nest.size(); ++d)
+        vars[nest[d]->var.node()] = cast(nest[d]->var.dtype(), substitute(logical[d], m));
+      return substitute(substitute(e, vars), m);
+    };
+    Buffer values = Buffer::make("atomic_values", t, {int_imm(w)}, Scope::Local);
+    std::vector<Stmt> run;
+    for (int64_t e = 0; e < w; ++e) run.push_back(buffer_store(values, at(value, e), {int_imm(e)}));
+    std::vector<Expr> first;
+    for (const Expr& e : idx) first.push_back(at(e, 0));
+    run.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w),
+                                       {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, first)}),
+                                        call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})}),
+                                        int_imm(std::atoll(name->c_str() + prefix.size()))}),
+                           span));
+    Stmt vec = allocate(values, seq(run));
+    if (guard.defined()) {
+      // The whole run inside the tensor: the vector; else each element under its guard.
+      Expr inside = bool_imm(true);
+      std::vector<Stmt> one;
+      for (int64_t e = 0; e < w; ++e) {
+        inside = logical_and(inside, at(guard, e));
+        std::vector<Expr> where;
+        for (const Expr& x : idx) where.push_back(at(x, e));
+        Expr single =
+            call_extern(c->dtype, *name, {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, where)}), at(value, e)});
+        one.push_back(if_then_else(at(guard, e), evaluate(single, span)));
+      }
+      inside = simplify(inside);
+      if (!is_const_true(inside)) vec = if_then_else(inside, vec, seq(one));
+    }
+    return for_loop(r, int_imm(0), int_imm(n / w), ForKind::Unrolled, vec, {}, span);
+  }
+  static Expr add_one(const Var& v) { return add(v, make_const(v.dtype(), 1)); }
 
   // A T.Parallel loop whose whole body is `dst[...] = D(src[...])` between two register
   // fragments of one layout, float32 into float16 / bfloat16, on CUDA: one
@@ -244,6 +349,18 @@ class Lowerer : public IRMutator {
     if (!touches && op->op == TileOpKind::Copy && !touches_registers(op)) {
       Stmt s = lower_mem_copy(op, context());
       if (s.defined()) return thread_op(s);
+    }
+    // An atomic between memories (`T.atomic_add(C[...], C_shared)`): spread over the
+    // threads as a T.Parallel nest, in vector runs where vectorize_nest proves them
+    // (else lower_tile_ops spreads it element by element).
+    if (!touches && op->op == TileOpKind::Atomic && cuda_ && !touches_registers(op) &&
+        !attr_int(op->attrs, "per_thread", 0)) {
+      Stmt nest = spread_loops(simplify(op_info(op->op).lower_serial(op)));
+      std::vector<const ForNode*> loops;
+      for (auto* f = nest.as<ForNode>(); f && f->for_kind == ForKind::Parallel; f = f->body.as<ForNode>())
+        loops.push_back(f);
+      if (!loops.empty())
+        if (Stmt v = vectorize_nest(loops); v.defined()) return thread_op(mutate(v));
     }
     if (!touches) return IRMutator::visit(op, self);
     switch (op->op) {
@@ -346,7 +463,7 @@ class Lowerer : public IRMutator {
     }
     Stmt visit(const EvaluateNode* op, const Stmt& self) override {
       const std::string* name = extern_name(op->value);
-      return name && name->rfind("tl::atomic_", 0) == 0 ? if_then_else(leader_, self) : self;
+      return name && is_atomic_call(*name) ? if_then_else(leader_, self) : self;
     }
 
    private:
@@ -356,12 +473,21 @@ class Lowerer : public IRMutator {
 
   static Stmt thread_op(Stmt s) { return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s)); }
 
-  // A T.Parallel nest over memory (no register fragment), `dst[...] = f(loads)`
-  // under an optional guard, split into runs of v consecutive elements of the
+  // The serial loops around `s` as parallel ones.
+  static Stmt spread_loops(const Stmt& s) {
+    auto* f = s.as<ForNode>();
+    if (!f || f->for_kind != ForKind::Serial) return s;
+    return for_loop(f->var, f->min, f->extent, ForKind::Parallel, spread_loops(f->body), f->annotations, f->span);
+  }
+
+  // A T.Parallel nest over memory (no register fragment), `dst[...] = f(loads)` or,
+  // on CUDA, `T.atomic_add(dst[...], f(loads))` into a float32 / float16 / bfloat16
+  // tensor, under an optional guard, split into runs of v consecutive elements of the
   // innermost variable, dealt to the threads in turn. A run whose accesses are all
   // in bounds and whose guard holds at both ends (the guard is a conjunction of
-  // comparisons of affine expressions, so it holds in between) moves as vectors;
-  // any other run takes the element-by-element body.
+  // comparisons of affine expressions, so it holds in between) moves as vectors
+  // (an atomic add: tl::AtomicAddx2 / x4, at most 4 elements); any other run takes
+  // the element-by-element body.
   Stmt vectorize_nest(const std::vector<const ForNode*>& nest) {
     std::vector<int64_t> ext;
     for (const ForNode* f : nest) {
@@ -377,7 +503,24 @@ class Lowerer : public IRMutator {
       guard = i->cond;
       body = i->then_case;
     }
-    auto* store = body.as<BufferStoreNode>();
+    // The write: a store, or an atomic add of `value` at `&dst[...]` (order >= 0).
+    const BufferStoreNode* store = body.as<BufferStoreNode>();
+    int64_t order = -1;
+    if (!store) {
+      auto* ev = body.as<EvaluateNode>();
+      auto* c = ev ? ev->value.as<CallNode>() : nullptr;
+      const std::string* name = extern_name(c);
+      const std::string add = "tl::atomic_add<";
+      if (!cuda_ || !name || name->rfind(add, 0) != 0 || c->args.size() != 3) return Stmt();
+      auto* address = c->args[1].as<CallNode>();
+      auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
+      if (!dst || dst->buffer->scope != Scope::Global) return Stmt();
+      DataType t = dst->buffer->dtype;
+      if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return Stmt();
+      order = std::atoll(name->c_str() + add.size());
+      body = buffer_store(dst->buffer, cast(t, c->args[2]), dst->indices);
+      store = body.as<BufferStoreNode>();
+    }
     if (!store || store->buffer->dtype.lanes() != 1 || s_.layouts.count(store->buffer.get())) return Stmt();
     const Var& j = nest.back()->var;
     // Every access: last index = (something without j) + j, the others without j.
@@ -410,7 +553,8 @@ class Lowerer : public IRMutator {
       widest = std::max(widest, elem_bytes(l->buffer->dtype));
     }
     if (guard.defined() && !affine_comparisons(guard)) return Stmt();
-    int64_t cols = ext.back(), v = std::min<int64_t>(16 / widest, cols);
+    int64_t cols = ext.back(),
+            v = std::min<int64_t>(order >= 0 ? std::min<int64_t>(16 / widest, 4) : 16 / widest, cols);
     auto aligned = [&](const Buffer& b, const std::vector<Expr>& idx, int64_t w) {
       std::map<const VarNode*, Expr> at0{{j.node(), make_const(j.dtype(), 0)}};
       if (!divisible(simplify(substitute(idx.back(), at0)), w)) return false;
@@ -482,9 +626,12 @@ class Lowerer : public IRMutator {
     Expr value = substitute(use.mutate(store->value), at_lane);
     std::vector<Stmt> vec = pre;
     vec.push_back(for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
-    vec.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"),
-                                       {call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)}),
-                                        call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})})})));
+    Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)});
+    Expr out_ptr = call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})});
+    vec.push_back(
+        order >= 0
+            ? evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", v), {dst_ptr, out_ptr, int_imm(order)}))
+            : evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"), {dst_ptr, out_ptr})));
     Stmt vec_run = allocate(out, seq(vec));
     for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
     // The slow run: the user's body, element by element.

@@ -192,8 +192,9 @@ Expr row_leader(const FragmentLayout& p, const Expr& thread) {
 
 // T.atomic_<kind>(dst region, register fragment): each thread updates the
 // elements it holds. Adds of runs of consecutive registers into global memory of
-// the same dtype go 2 or 4 at a time (tl::atomic_add_vec: one vector reduction
-// where the GPU has one), under the same alignment rules as vector copies.
+// the same dtype go 2 or 4 at a time (tl::AtomicAddx2 / x4, TileLang's names: one
+// vector reduction where the GPU has one), under the same alignment rules as vector
+// copies.
 Stmt lower_atomic(const TileOpNode* op, const LowerContext& ctx) {
   const BufferRegion d = ctx.region(op->regions[0]);
   const BufferRegion& v = op->regions[1];
@@ -202,7 +203,7 @@ Stmt lower_atomic(const TileOpNode* op, const LowerContext& ctx) {
   int64_t order = attr_int(op->attrs, "memory_order", 0);
   int64_t w = 1;
   DataType t = d.buffer->dtype;
-  if (kind == "add" && d.buffer->scope == Scope::Global && v.buffer->dtype == t &&
+  if (ctx.cuda && kind == "add" && d.buffer->scope == Scope::Global && v.buffer->dtype == t &&
       !is_const_one(v.ranges.back().extent) && (t == dtype::Float32 || t == dtype::Float16 || t == dtype::BFloat16))
     w = std::min<int64_t>(vector_width(d, l->run(), elem_bytes(t)), t == dtype::Float32 ? 4 : 2);
   Var r("r", dtype::Int32);
@@ -217,7 +218,7 @@ Stmt lower_atomic(const TileOpNode* op, const LowerContext& ctx) {
   Stmt st;
   if (w > 1) {
     Expr src = call(Intrinsic::AddressOf, {buffer_load(ctx.reg(v.buffer), {k0})});
-    st = evaluate(call_extern(dtype::Void, str_cat("tl::atomic_add_vec<", w, ", ", order, ">"), {dst, src}), op->span);
+    st = evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w), {dst, src, int_imm(order)}), op->span);
   } else {
     Expr value = cast(t, buffer_load(ctx.reg(v.buffer), {k0}));
     st = evaluate(call_extern(dtype::Void, str_cat("tl::atomic_", kind, "<", order, ">"), {dst, value}), op->span);
