@@ -3,13 +3,11 @@ torch.matmul on the dense A (what the sparse kernel replaces) and, where torch h
 torch's semi-structured sparse matmul (to_sparse_semi_structured: CUTLASS / cuSPARSELt
 on the sparse tensor cores), same run, A/B interleaved medians.
 
-T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32) on sm_80 and later, sm_90a
-included: on an H100 that path beat decoding each A tile and running the dense wgmma
-about 2x at every config (bench/RESULTS.md "gemm_sp_cuda — 2026-12-05", when the
-decoding was sm_90a's default). Each config also runs with the pass config
-tl.gemm_sp_wgmma (wgmma.mma_async.sp on sm_90a, warp-specialized where E's tile rows
-are 16 bytes, i.e. block_K = 128; elsewhere the same mma.sp kernel again), the rows
-naming the path, so a GPU run decides that config's default. Bytes: A/2 + E (A/8) + B + C. TFLOP/s
+T.gemm_sp runs on the sparse tensor cores: mma.sp m16n8k32 on sm_80 and later, and on
+sm_90a wgmma.mma_async.sp (warp-specialized where E's tile rows are 16 bytes, i.e.
+block_K = 128), its default since it measured 1.6-1.9x mma.sp at every config here on
+an H100 (bench/RESULTS.md "gemm_sp_cuda — 2026-12-06"). Each config runs on both paths
+(mma.sp under the pass config tl.gemm_sp_wgmma=False), the rows naming the path. Bytes: A/2 + E (A/8) + B + C. TFLOP/s
 below count the dense 2*M*N*K, so ratios are times. Appends the table to
 bench/RESULTS.md.
 
@@ -47,7 +45,7 @@ CONFIGS = [
 ]
 ROUNDS, CALLS = 11, 10
 # The paths T.gemm_sp takes for float16 on sm_80+ (select_gemm_sp.h) and their pass configs.
-PATHS = {"mma.sp": {}, "wgmma.sp": {"tl.gemm_sp_wgmma": True}}
+PATHS = {"mma.sp": {"tl.gemm_sp_wgmma": False}, "wgmma.sp": {}}
 
 
 def torch_sparse(a):

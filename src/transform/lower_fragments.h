@@ -37,7 +37,7 @@ class LayoutFacts {
  public:
   // For `target`; `allow_wgmma` false: the pass config tl.disable_wgmma;
   // `gemm_sp_wgmma`: the pass config tl.gemm_sp_wgmma (T.gemm_sp on wgmma.sp).
-  LayoutFacts(const Target& target, bool allow_wgmma = true, bool gemm_sp_wgmma = false);
+  LayoutFacts(const Target& target, bool allow_wgmma = true, bool gemm_sp_wgmma = true);
   ~LayoutFacts();
   LayoutFacts(const LayoutFacts&) = delete;
   LayoutFacts& operator=(const LayoutFacts&) = delete;

@@ -193,7 +193,7 @@ PassConfig PassConfig::parse(const Attrs& configs) {
   check_pass_configs(configs);
   PassConfig c;
   c.wgmma = !switch_on(configs, "tl.disable_wgmma", false);
-  c.gemm_sp_wgmma = switch_on(configs, "tl.gemm_sp_wgmma", false);
+  c.gemm_sp_wgmma = switch_on(configs, "tl.gemm_sp_wgmma", true);
   c.tma_lower = !switch_on(configs, "tl.disable_tma_lower", false);
   c.warp_specialized = !switch_on(configs, "tl.disable_warp_specialized", false);
   c.tma_multicast = !switch_on(configs, "tl.disable_tma_multicast", false);

@@ -43,7 +43,7 @@ void check_pass_configs(const Attrs& configs);
 // The configs the compiler acts on, checked and read once.
 struct PassConfig {
   bool wgmma = true;                      // !tl.disable_wgmma
-  bool gemm_sp_wgmma = false;             // tl.gemm_sp_wgmma: T.gemm_sp on wgmma.mma_async.sp (sm_90a)
+  bool gemm_sp_wgmma = true;              // tl.gemm_sp_wgmma: T.gemm_sp on wgmma.mma_async.sp (sm_90a)
   bool tma_lower = true;                  // !tl.disable_tma_lower
   bool warp_specialized = true;           // !tl.disable_warp_specialized
   bool tma_multicast = true;              // !tl.disable_tma_multicast

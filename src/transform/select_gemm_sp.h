@@ -16,9 +16,10 @@ namespace tl {
 // tl::gemm_sp_ss), and the decoding statements and the dense tile go. On sm_90a
 // this beats decoding A and running the dense wgmma about 2x on an H100
 // (bench/RESULTS.md "gemm_sp_cuda — 2026-12-05": 361.6 vs 104.0-168.2 TFLOP/s at
-// 4096^3, 382.0 vs 171.6 at 8192^3), so sm_90a takes mma.sp too; under the pass
-// config tl.gemm_sp_wgmma lower_fragments runs it on wgmma.mma_async.sp instead where
-// the dense wgmma's rule fits (docs/design/cuda_lowering.md). Every other
+// 4096^3, 382.0 vs 171.6 at 8192^3), and lower_fragments runs it on
+// wgmma.mma_async.sp where the dense wgmma's rule fits (1.6-1.9x mma.sp on an H100,
+// "gemm_sp_cuda — 2026-12-06"; the pass config tl.gemm_sp_wgmma=False keeps mma.sp;
+// docs/design/cuda_lowering.md). Every other
 // T.gemm_sp keeps the decoding and a plain T.gemm (wgmma where the kernel's gemms
 // take it); the choice and its reason are logged at debug level. The rule: float16
 // or bfloat16 A and B into float32 (mma.sp m16n8k32), or int8 / uint8 (both the

@@ -1,8 +1,8 @@
 """T.gemm_sp on the GPU against torch: TileLang's sparse-gemm kernel shape
 (tests/python/test_gemm_sp.py's sparse_gemm, which the cpu and the emulators run against
 numpy), fed by tilelang.utils.sparse's torch path (compress on the device), for sm_80
-code and sm_90a code (TMA copies, mma.sp as on sm_80; with the pass config
-tl.gemm_sp_wgmma on an sm_90 GPU, wgmma.mma_async.sp; int8 on mma.sp m16n8k64); torch's
+code and sm_90a code (TMA copies; mma.sp as on sm_80 under tl.gemm_sp_wgmma=False, and
+wgmma.mma_async.sp, sm_90a's default, on an sm_90 GPU; int8 on mma.sp m16n8k64); torch's
 own semi-structured tensor's metadata read through make_cutlass_metadata_layout."""
 
 import pathlib
@@ -39,7 +39,9 @@ def test_gemm_sp_matches_torch(arch, case):
     assert a_sparse.is_cuda and e.is_cuda
     assert torch.equal(decompress(a_sparse, e, transposed=trans_A), a)
     func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, stages=3)
-    kernel = tilelang.compile(func, out_idx=[3], target=f"cuda -arch={arch}")
+    kernel = tilelang.compile(
+        func, out_idx=[3], target=f"cuda -arch={arch}", pass_configs={"tl.gemm_sp_wgmma": False}
+    )
     assert "tl::gemm_sp_ss<" in kernel.get_kernel_source()  # mma.sp on both
     got = kernel(a_sparse, e, b)
     ref = (a.T if trans_A else a).float() @ (b.T if trans_B else b).float()
@@ -56,9 +58,7 @@ def test_gemm_sp_wgmma_matches_torch(case):
     b = torch.randn((N, K) if trans_B else (K, N), device="cuda").to(t)
     a_sparse, e = compress(a, transposed=trans_A, meta_dtype=meta)
     func = sparse_gemm(M, N, K, bM, bN, bK, dtype, meta, trans_A, trans_B, stages=3)
-    kernel = tilelang.compile(
-        func, out_idx=[3], target="cuda -arch=sm_90a", pass_configs={"tl.gemm_sp_wgmma": True}
-    )
+    kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a")  # the default
     assert "tl::wgmma_gemm_sp_ss<" in kernel.get_kernel_source()
     got = kernel(a_sparse, e, b)
     ref = (a.T if trans_A else a).float() @ (b.T if trans_B else b).float()
@@ -76,12 +76,12 @@ def test_gemm_sp_int8_matches_torch():
     assert torch.equal(got.cpu(), (a.cpu().long() @ b.cpu().long()).int())
 
 
-@pytest.mark.parametrize("configs", [{}, {"tl.gemm_sp_wgmma": True}])
+@pytest.mark.parametrize("configs", [{"tl.gemm_sp_wgmma": False}, {}])
 def test_torch_semi_structured_tensor_drives_the_annotated_kernel(configs):
     """torch's own semi-structured tensor (CUTLASS backend) on the GPU: its kept values
     and metadata go to a kernel whose E is annotated with make_cutlass_metadata_layout
     for arch 8.0 as they are, and compress(..., metadata_layout="cutlass") equals them."""
-    if configs and torch.cuda.get_device_capability() != (9, 0):
+    if not configs and torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma.mma_async.sp needs an sm_90 GPU")
     M, N, K = 512, 256, 768
     a = randn_semi_sparse(M, K, dtype=torch.float16, device="cuda")
@@ -91,7 +91,7 @@ def test_torch_semi_structured_tensor_drives_the_annotated_kernel(configs):
     ours_values, ours_meta = compress(a, metadata_layout="cutlass")
     assert torch.equal(ours_values, values) and torch.equal(ours_meta, meta)
     func = sparse_gemm(M, N, K, 128, 128, 64, "float16", "int16", stages=3, layout_arch="8.0")
-    target = "cuda -arch=sm_90a" if configs else "cuda"
+    target = "cuda" if configs else "cuda -arch=sm_90a"
     kernel = tilelang.compile(func, out_idx=[3], target=target, pass_configs=configs)
     got = kernel(values, meta, b)
     torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-2, atol=1e-2)

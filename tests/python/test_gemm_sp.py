@@ -199,10 +199,13 @@ def test_gemm_sp_tails_on_cpu():
 def test_gemm_sp_cuda_source_is_pipelined_and_compiles():
     for trans_A in (False, True):
         func = sparse_gemm(256, 256, 256, 128, 128, 64, "float16", "int16", trans_A)
-        source = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a").get_kernel_source()
+        source = tilelang.compile(
+            func, out_idx=[3], target="cuda -arch=sm_90a", pass_configs={"tl.gemm_sp_wgmma": False}
+        ).get_kernel_source()
         # The copies stay async (A's kept values through TMA, or cp.async when
         # transposed; B through cp.async in mma.sync's swizzle), in the prologue and the
-        # loop, and the gemm runs on the sparse tensor cores (select_gemm_sp.h).
+        # loop, and the gemm runs on mma.sp (select_gemm_sp.h; wgmma.sp, sm_90a's
+        # default, is test_gemm_sp_wgmma.py's).
         # Every E copy is a cp.async (its column k * bK // 16 is known to be a multiple of
         # 4 int16s, so the 8-byte rows stay whole), the loop's as well as the prologue's.
         assert source.count("tl::tma_load") + source.count("tl::cp_async<16>") == 4

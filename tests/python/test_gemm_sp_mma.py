@@ -32,6 +32,8 @@ ROOT = pathlib.Path(__file__).parents[2]
 SM80 = "cuda -arch=sm_80 -emulate"
 SM90A = "cuda -arch=sm_90a -emulate"
 SP_CALL = "tl::gemm_sp_ss<"
+# sm_90a runs T.gemm_sp on wgmma.sp by default; this keeps it on mma.sp.
+MMA_SP_ONLY = {"tl.gemm_sp_wgmma": False}
 
 
 @pytest.fixture
@@ -297,7 +299,8 @@ def example_kernel(target):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     func = mod.gemm_sp.get_tir(4096, 4096, 4096)  # the example's default tile config
-    return tilelang.compile(func, out_idx=[-1], target=target)
+    # mma.sp on every arch: on sm_90a wgmma.sp is the default (test_gemm_sp_wgmma.py).
+    return tilelang.compile(func, out_idx=[-1], target=target, pass_configs=MMA_SP_ONLY)
 
 
 needs_nvrtc = pytest.mark.skipif(
@@ -417,8 +420,8 @@ def test_an_accumulator_left_in_shared_memory_reads_the_kept_values():
 
 def test_sm90a_runs_mma_sp_beside_a_dense_wgmma(caplog, fresh_compiles):
     """On sm_90a a kernel's dense T.gemm takes wgmma while its T.gemm_sp takes mma.sp
-    (select_gemm_sp.h): D = (A @ B) @ W, A 2:4 sparse, the first product rounded to
-    float16 in shared memory."""
+    (tl.gemm_sp_wgmma=False; select_gemm_sp.h): D = (A @ B) @ W, A 2:4 sparse, the
+    first product rounded to float16 in shared memory."""
     M, N, K, P = 64, 64, 128, 64
 
     @T.prim_func
@@ -451,7 +454,7 @@ def test_sm90a_runs_mma_sp_beside_a_dense_wgmma(caplog, fresh_compiles):
     a_sparse, e, b, ref = operands(M, N, K, "float16", seed=11)
     w = (np.random.default_rng(12).integers(-4, 5, size=(N, P)) / 4).astype(np.float16)
     with caplog.at_level(logging.DEBUG, logger="tilelang"):
-        kernel = tilelang.compile(main, out_idx=[4], target=SM90A)
+        kernel = tilelang.compile(main, out_idx=[4], target=SM90A, pass_configs=MMA_SP_ONLY)
     assert "T.gemm_sp runs on the sparse tensor cores (mma.sp m16n8k32)" in caplog.text
     source = kernel.get_kernel_source()
     assert SP_CALL in source and "tl::wgmma_gemm_ss<" in source
@@ -460,7 +463,7 @@ def test_sm90a_runs_mma_sp_beside_a_dense_wgmma(caplog, fresh_compiles):
         np.asarray(kernel(a_sparse, e, b, w)), c @ w.astype(np.float64), rtol=1e-6, atol=1e-6
     )
     if "cuda" in available_targets():  # NVRTC accepts the mixed source
-        tilelang.compile(main, out_idx=[4], target="cuda -arch=sm_90a")
+        tilelang.compile(main, out_idx=[4], target="cuda -arch=sm_90a", pass_configs=MMA_SP_ONLY)
 
 
 # (arch, dtype, metadata, the SASS instruction): the 8-bit forms at a 128 x 128 x 128

@@ -109,12 +109,13 @@ def test_torch_metadata_drives_the_sparse_tensor_cores():
 
 SM90A = "cuda -arch=sm_90a -emulate"
 # (target, pass configs): every path a T.gemm_sp takes: the decoded tile (cpu, Metal),
-# mma.sp (sm_80, sm_90a) and wgmma.sp (sm_90a under tl.gemm_sp_wgmma).
+# mma.sp (sm_80, and sm_90a under tl.gemm_sp_wgmma=False) and wgmma.sp (sm_90a's default).
+MMA_SP_ONLY = {"tl.gemm_sp_wgmma": False}
 PATHS = [
     ("cpu", {}),
     ("cuda -arch=sm_80 -emulate", {}),
+    (SM90A, MMA_SP_ONLY),
     (SM90A, {}),
-    (SM90A, {"tl.gemm_sp_wgmma": True}),
     ("metal -emulate", {}),
 ]
 
@@ -170,7 +171,7 @@ def _run_layouts(target, configs, dtype, meta, layout, trans_A=False):
 )
 def test_annotated_metadata_layouts_end_to_end(target, configs, dtype, meta, layout):
     kernel = _run_layouts(target, configs, dtype, meta, layout)
-    if configs:  # the annotated E does not keep the gemm off the sparse warpgroup MMA
+    if target == SM90A and not configs:  # the annotated E keeps the sparse warpgroup MMA
         assert "tl::wgmma_gemm_sp_ss<" in kernel.get_kernel_source()
     elif target != "cpu" and not target.startswith("metal"):
         assert "tl::gemm_sp_ss<" in kernel.get_kernel_source()

@@ -380,9 +380,9 @@ class Collector : public IRVisitor {
     // T.gemm_sp on the sparse tensor cores (select_gemm_sp chose it): A holds the kept
     // values, half of K; one instruction reads 32 bytes of them a row (mma.sp m16n8k32
     // and wgmma.sp m64nNk32 for 16-bit types, mma.sp m16n8k64 for 8-bit ones).
-    // Operands from shared memory; wgmma.sp only for 16-bit types with
-    // tl.gemm_sp_wgmma, and a gemm it does not fit keeps mma.sp without moving the
-    // kernel's other gemms off wgmma (mma.sp's operands are its own).
+    // Operands from shared memory; wgmma.sp only for 16-bit types (unless
+    // tl.gemm_sp_wgmma is off), and a gemm it does not fit keeps mma.sp without moving
+    // the kernel's other gemms off wgmma (mma.sp's operands are its own).
     bool sparse = attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed;
     if (sparse) {
       bool fits = (half || fp8) ? c.buffer->dtype == dtype::Float32 : byte && c.buffer->dtype == dtype::Int32;
@@ -398,7 +398,7 @@ class Collector : public IRVisitor {
     if (a_.wgmma && sparse && a_.sparse_wgmma && half) {
       std::string why = try_wgmma(op, use, m, n, *kk, ta);
       if (why.empty()) {
-        log(LogLevel::Debug, where + "T.gemm_sp runs on wgmma.mma_async.sp (pass config tl.gemm_sp_wgmma)");
+        log(LogLevel::Debug, where + "T.gemm_sp runs on wgmma.mma_async.sp (tl.gemm_sp_wgmma=False keeps mma.sp)");
         return;
       }
       log(LogLevel::Debug, where + "T.gemm_sp cannot use wgmma.mma_async.sp, so it runs on mma.sp: " + why);
