@@ -39,7 +39,8 @@
 //
 // tl::wgmma_gemm_sp_ss is the same for a 2:4 sparse A (wgmma.mma_async.sp, f16 /
 // bf16 into float): its kept values are read as the dense gemm reads A, with the
-// metadata of tl::gemm_sp_ss (gemm_sp_sm80.cuh) in one register per thread.
+// metadata of tl::gemm_sp_ss (gemm_sp_sm80.cuh) in one register per thread;
+// tl::wgmma_gemm_sp_rs takes the kept values from registers as gemm_rs takes A.
 //
 // Under TL_EMULATE the instructions are replaced by their twins in
 // device/emu/wgmma_emu.h, which decode the same descriptors.
@@ -71,7 +72,8 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 // scale-d, then trans-a, trans-b (SS: 16-bit types), nothing more (SF: tf32 and fp8,
 // which take no transpose) or without the imm-scale-a/b operands too (SI: integers);
 // gemm_rs's a0..a3, b-desc, scale-d, trans-b (RS); wgmma.sp's a-desc, b-desc,
-// metadata, sparsity selector, scale-d, trans-a, trans-b (SP). OUT: the outputs, C
+// metadata, sparsity selector, scale-d, trans-a, trans-b (SP); and below, wgmma.sp
+// with A from registers (SPR). OUT: the outputs, C
 // "+f" (float) or "+r" (int32, f16x2). Generated: one line per R.
 #define TL_WG_D4 "{%0, %1, %2, %3}"
 #define TL_WG_D8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
@@ -283,6 +285,24 @@ enum class WgmmaType { F16, Bf16, Tf32, E4m3, E5m2, S8, U8 };
 #define TL_WG_SI128 "%128, %129, p", "%130"
 #define TL_WG_RS128 "{%128, %129, %130, %131}, %132, p, 1, 1, %134", "%133"
 #define TL_WG_SP128 "%128, %129, %130, %131, p, 1, 1, %133, %134", "%132"
+// wgmma.sp with A from registers (SPR): a0..a3, b-desc, metadata, sparsity selector,
+// scale-d, trans-b; one line per R (N / 2 float accumulators).
+#define TL_WG_SPR8 "{%8, %9, %10, %11}, %12, %13, %14, p, 1, 1, %16", "%15"
+#define TL_WG_SPR16 "{%16, %17, %18, %19}, %20, %21, %22, p, 1, 1, %24", "%23"
+#define TL_WG_SPR24 "{%24, %25, %26, %27}, %28, %29, %30, p, 1, 1, %32", "%31"
+#define TL_WG_SPR32 "{%32, %33, %34, %35}, %36, %37, %38, p, 1, 1, %40", "%39"
+#define TL_WG_SPR40 "{%40, %41, %42, %43}, %44, %45, %46, p, 1, 1, %48", "%47"
+#define TL_WG_SPR48 "{%48, %49, %50, %51}, %52, %53, %54, p, 1, 1, %56", "%55"
+#define TL_WG_SPR56 "{%56, %57, %58, %59}, %60, %61, %62, p, 1, 1, %64", "%63"
+#define TL_WG_SPR64 "{%64, %65, %66, %67}, %68, %69, %70, p, 1, 1, %72", "%71"
+#define TL_WG_SPR72 "{%72, %73, %74, %75}, %76, %77, %78, p, 1, 1, %80", "%79"
+#define TL_WG_SPR80 "{%80, %81, %82, %83}, %84, %85, %86, p, 1, 1, %88", "%87"
+#define TL_WG_SPR88 "{%88, %89, %90, %91}, %92, %93, %94, p, 1, 1, %96", "%95"
+#define TL_WG_SPR96 "{%96, %97, %98, %99}, %100, %101, %102, p, 1, 1, %104", "%103"
+#define TL_WG_SPR104 "{%104, %105, %106, %107}, %108, %109, %110, p, 1, 1, %112", "%111"
+#define TL_WG_SPR112 "{%112, %113, %114, %115}, %116, %117, %118, p, 1, 1, %120", "%119"
+#define TL_WG_SPR120 "{%120, %121, %122, %123}, %124, %125, %126, p, 1, 1, %128", "%127"
+#define TL_WG_SPR128 "{%128, %129, %130, %131}, %132, %133, %134, p, 1, 1, %136", "%135"
 #define TL_WG_OUT4(C, d, o) C(d[o]), C(d[o + 1]), C(d[o + 2]), C(d[o + 3])
 #define TL_WG_OUT8(C, d, o) TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4)
 #define TL_WG_OUT12(C, d, o) TL_WG_OUT4(C, d, o), TL_WG_OUT4(C, d, o + 4), TL_WG_OUT4(C, d, o + 8)
@@ -735,6 +755,41 @@ TL_DEVICE void wgmma_rs(Acc* d, const uint32_t (&a)[4], uint64_t desc_b, int sca
 #endif
 }
 
+// One sparse instruction CALL(R, NS, T) for N (a multiple of 16 up to 256; N in scope).
+#define TL_WG_SP_BY_N(CALL, T) \
+  if constexpr (N == 16)       \
+    CALL(8, "16", T);          \
+  else if constexpr (N == 32)  \
+    CALL(16, "32", T);         \
+  else if constexpr (N == 48)  \
+    CALL(24, "48", T);         \
+  else if constexpr (N == 64)  \
+    CALL(32, "64", T);         \
+  else if constexpr (N == 80)  \
+    CALL(40, "80", T);         \
+  else if constexpr (N == 96)  \
+    CALL(48, "96", T);         \
+  else if constexpr (N == 112) \
+    CALL(56, "112", T);        \
+  else if constexpr (N == 128) \
+    CALL(64, "128", T);        \
+  else if constexpr (N == 144) \
+    CALL(72, "144", T);        \
+  else if constexpr (N == 160) \
+    CALL(80, "160", T);        \
+  else if constexpr (N == 176) \
+    CALL(88, "176", T);        \
+  else if constexpr (N == 192) \
+    CALL(96, "192", T);        \
+  else if constexpr (N == 208) \
+    CALL(104, "208", T);       \
+  else if constexpr (N == 224) \
+    CALL(112, "224", T);       \
+  else if constexpr (N == 240) \
+    CALL(120, "240", T);       \
+  else                         \
+    CALL(128, "256", T)
+
 // d += A * B for one m64nNk32 with 2:4 sparse f16 / bf16 A (wgmma.mma_async.sp):
 // desc_a the 64 x 16 kept values (the A block of a dense m64nNk16), desc_b the
 // 32 K of B, e the metadata register of mma.sp m16n8k32 for the warp's 16 rows
@@ -752,48 +807,40 @@ TL_DEVICE void wgmma_sp_ss(float* d, uint64_t desc_a, uint64_t desc_b, uint32_t 
   asm volatile(TL_WG_SP_ASM("m64n" NS "k32.f32." T "." T, TL_WG_D##R, TL_WG_SP##R) \
                : TL_WG_OUT##R("+f", d, 0)                                          \
                : "l"(desc_a), "l"(desc_b), "r"(e), "n"(0), "r"(scale_d), "n"(int(MnMajorA)), "n"(int(MnMajorB)))
-#define TL_WG_SP_BY_N(T)          \
-  if constexpr (N == 16)          \
-    TL_WG_SP_CALL(8, "16", T);    \
-  else if constexpr (N == 32)     \
-    TL_WG_SP_CALL(16, "32", T);   \
-  else if constexpr (N == 48)     \
-    TL_WG_SP_CALL(24, "48", T);   \
-  else if constexpr (N == 64)     \
-    TL_WG_SP_CALL(32, "64", T);   \
-  else if constexpr (N == 80)     \
-    TL_WG_SP_CALL(40, "80", T);   \
-  else if constexpr (N == 96)     \
-    TL_WG_SP_CALL(48, "96", T);   \
-  else if constexpr (N == 112)    \
-    TL_WG_SP_CALL(56, "112", T);  \
-  else if constexpr (N == 128)    \
-    TL_WG_SP_CALL(64, "128", T);  \
-  else if constexpr (N == 144)    \
-    TL_WG_SP_CALL(72, "144", T);  \
-  else if constexpr (N == 160)    \
-    TL_WG_SP_CALL(80, "160", T);  \
-  else if constexpr (N == 176)    \
-    TL_WG_SP_CALL(88, "176", T);  \
-  else if constexpr (N == 192)    \
-    TL_WG_SP_CALL(96, "192", T);  \
-  else if constexpr (N == 208)    \
-    TL_WG_SP_CALL(104, "208", T); \
-  else if constexpr (N == 224)    \
-    TL_WG_SP_CALL(112, "224", T); \
-  else if constexpr (N == 240)    \
-    TL_WG_SP_CALL(120, "240", T); \
-  else                            \
-    TL_WG_SP_CALL(128, "256", T)
   if constexpr (Bf16) {
-    TL_WG_SP_BY_N("bf16");
+    TL_WG_SP_BY_N(TL_WG_SP_CALL, "bf16");
   } else {
-    TL_WG_SP_BY_N("f16");
+    TL_WG_SP_BY_N(TL_WG_SP_CALL, "f16");
   }
-#undef TL_WG_SP_BY_N
 #undef TL_WG_SP_CALL
 #endif
 }
+
+// The same with the 64 x 16 kept values of A from registers: a[4] is the m64k16
+// fragment of wgmma_rs (reg j: kept values of row 16 w + g + 8 (j % 2), kept columns
+// 2q + 8 (j / 2) + {0, 1}).
+template <int N, bool Bf16, bool MnMajorB>
+TL_DEVICE void wgmma_sp_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, uint32_t e, int scale_d) {
+  static_assert(N % 16 == 0 && N >= 16 && N <= 256, "tl::wgmma_sp_rs: N is a multiple of 16 up to 256");
+#if defined(TL_EMULATE)
+  emu::wgmma_sp_rs(d, N, a, desc_b, e, 0, scale_d != 0, Bf16 ? WgmmaType::Bf16 : WgmmaType::F16, MnMajorB);
+#elif defined(TL_WGMMA_UNAVAILABLE)
+  static_assert(N < 0, "tl::wgmma_gemm_sp: wgmma needs sm_90a; compile for arch sm_90a (target \"cuda -arch=sm_90a\")");
+#else
+#define TL_WG_SPR_CALL(R, NS, T)                                                                        \
+  asm volatile(TL_WG_SP_ASM("m64n" NS "k32.f32." T "." T, TL_WG_D##R, TL_WG_SPR##R)                     \
+               : TL_WG_OUT##R("+f", d, 0)                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(e), "n"(0), "r"(scale_d), \
+                 "n"(int(MnMajorB)))
+  if constexpr (Bf16) {
+    TL_WG_SP_BY_N(TL_WG_SPR_CALL, "bf16");
+  } else {
+    TL_WG_SP_BY_N(TL_WG_SPR_CALL, "f16");
+  }
+#undef TL_WG_SPR_CALL
+#endif
+}
+#undef TL_WG_SP_BY_N
 
 template <int M, int N, int K, int WgM, int WgN, class TA, class TB, class TC>
 TL_DEVICE void check_wgmma_shape() {
@@ -919,6 +966,63 @@ TL_DEVICE void wgmma_gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) 
   sm90::wgmma_commit();
   sm90::wgmma_wait<Pending>();
   sm90::fence_operands<MI * TN / 2>(acc);
+}
+
+// acc += A * op(B) with 2:4 sparse A whose kept values are in registers
+// (wgmma.mma_async.sp, A from registers): a_regs is the thread's fragment of the
+// M x K / 2 kept values in the layout of wgmma_gemm_rs's A for warpgroups (WgM, 1),
+// a_regs[(mi * (K / 16) + kt) * 4 + e]; the kept step s (dense K 32 s .. + 31) is n8
+// tiles 2s and 2s + 1 of it. E and B as for wgmma_gemm_sp_ss, Pending and Fence as for
+// wgmma_gemm_rs.
+template <int M, int N, int K, int WgM, int WgN, bool TransB, bool TransE, int Pending = 0, bool Fence = true, class TA,
+          class TE, class TB, class TC>
+TL_DEVICE void wgmma_gemm_sp_rs(const TA* a_regs, const TE* E, const TB* B, TC* acc) {
+  static_assert(tl::is_same<TA, TB>::value && (tl::is_same<TA, half_t>::value || tl::is_same<TA, bfloat16_t>::value),
+                "tl::wgmma_gemm_sp_rs: A and B must both be half_t or both bfloat16_t");
+  static_assert(tl::is_same<TC, float>::value, "tl::wgmma_gemm_sp_rs: the accumulator must be float");
+  static_assert(sizeof(TE) == 1 || sizeof(TE) == 2 || sizeof(TE) == 4,
+                "tl::wgmma_gemm_sp_rs: E must be 8, 16 or 32 bit");
+  static_assert(WgN == 1, "tl::wgmma_gemm_sp_rs: A in registers needs WgN == 1 (each warpgroup owns whole rows of A)");
+  static_assert(M % (64 * WgM) == 0, "tl::wgmma_gemm_sp_rs: M must be a multiple of 64 * WgM");
+  static_assert(N % 16 == 0, "tl::wgmma_gemm_sp_rs: N must be a multiple of 16");
+  static_assert(K % 32 == 0 && K % (8 * int(sizeof(TE))) == 0,
+                "tl::wgmma_gemm_sp_rs: K must be a multiple of 32 and of the elements one E element describes");
+  constexpr int TM = M / WgM, MI = TM / 64, KT = K / 16, NI = sm90::inst_n<N>(), NJ = N / NI, kSteps = K / 32;
+  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  static_assert(TransB || (N % TileB::kW == 0 || TileB::kW % N == 0),
+                "tl::wgmma_gemm_sp_rs: an N-major B needs N to be a multiple or a divisor of its swizzle width");
+  const int rank = sm80::thread_rank(), m0 = rank / 128 % WgM * TM;
+  const int w = rank / 32 % 4, g = rank % 32 / 4, half = rank % 2;
+  const TileB b(B);
+  // The A fragments and metadata registers are written before wgmma.fence, which
+  // orders them before the wgmmas that read them.
+  uint32_t a[kSteps][MI][4];
+  uint32_t e[kSteps][MI];
+  TL_SM90_UNROLL for (int s = 0; s < kSteps; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      const TA* t0 = a_regs + (mi * KT + 2 * s) * 4;  // n8 tile 2s; tile 2s + 1 follows
+      TL_SM90_UNROLL for (int j = 0; j < 4; ++j) a[s][mi][j] = load_pair(t0 + 2 * j);
+      const int row = m0 + 64 * mi + 16 * w + g, grp = 8 * s + 4 * half;
+      e[s][mi] = mma::sp_fix_zero_codes(sm80::sp_codes16<M, K / 4, TransE>(E, row, grp) |
+                                        (sm80::sp_codes16<M, K / 4, TransE>(E, row + 8, grp) << 16));
+    }
+  }
+  if constexpr (Fence) sm90::fence_proxy_async();
+  sm90::fence_operands<kSteps * MI * 4>(&a[0][0][0]);
+  sm90::fence_operands<kSteps * MI>(&e[0][0]);
+  sm90::fence_operands<MI * N / 2>(acc);
+  sm90::wgmma_fence();
+  TL_SM90_UNROLL for (int s = 0; s < kSteps; ++s) {
+    TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
+      TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
+        sm90::wgmma_sp_rs<NI, tl::is_same<TA, bfloat16_t>::value, !TransB>(
+            acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi], b.at(NI * nj, 32 * s), e[s][mi], 1);
+      }
+    }
+  }
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<Pending>();
+  sm90::fence_operands<MI * N / 2>(acc);
 }
 
 // Waits until at most N of this warpgroup's wgmma commit groups are in flight.

@@ -56,6 +56,8 @@ TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_
                         bool trans_b);
 TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, uint32_t e, int selector, bool scale_d,
                            WgmmaType type, bool trans_a, bool trans_b);
+TL_EMU_FN void wgmma_sp_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, uint32_t e, int selector,
+                           bool scale_d, WgmmaType type, bool trans_b);
 TL_EMU_FN void wgmma_commit();
 TL_EMU_FN void wgmma_wait(int n);
 
@@ -405,8 +407,10 @@ TL_EMU_FN void wgmma_rs(half_t* d, int n, const uint32_t (&a)[4], uint64_t desc_
 // the positions of the first and the second kept value. Only the kept values are
 // multiplied, 16 products per element in K order, summed in float. A code naming
 // one position twice, which the ISA leaves undefined, fails the launch.
-TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, uint32_t e, int selector, bool scale_d,
-                           WgmmaType type, bool trans_a, bool trans_b) {
+// The sparse instruction for A read by `read_a` (its 2 rows of 16 kept values, row h
+// at [h * 16 ..], in the queued operation) and B from a descriptor.
+inline void queue_wgmma_sp(float* d, int n, uint32_t e, int selector, bool scale_d, WgmmaType type,
+                           std::function<bool(std::vector<float>&)> read_a, uint64_t desc_b, bool trans_b) {
   if (!check_warpgroups(n)) return;
   if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
     record_failure("wgmma.sp: tilelang emits the sparse wgmma for f16 / bf16 operands only");
@@ -425,9 +429,7 @@ TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, ui
       codes[size_t(h * 8 + c)] = int(warp[l.g * 4 + 2 * selector + c / 4] >> (16 * h + 4 * (c % 4))) & 15;
   wgmma_queue().open.push_back([=] {
     std::vector<float> a(2 * 16), b(size_t(n / 4) * 32);
-    if (!wgmma_read_operand(
-            a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, 16, type, "A"))
-      return;
+    if (!read_a(a)) return;
     if (!wgmma_read_operand(
             b.data(), desc_b, !trans_b, n / 4, [&](int c) { return l.col(c); }, 32, type, "B"))
       return;
@@ -453,6 +455,40 @@ TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, ui
         d[4 * i + el] = sum;
       }
   });
+}
+
+TL_EMU_FN void wgmma_sp_ss(float* d, int n, uint64_t desc_a, uint64_t desc_b, uint32_t e, int selector, bool scale_d,
+                           WgmmaType type, bool trans_a, bool trans_b) {
+  const WgmmaLane l;
+  auto read_a = [=](std::vector<float>& a) {
+    return wgmma_read_operand(
+        a.data(), desc_a, !trans_a, 2, [&](int h) { return l.row(h); }, 16, type, "A");
+  };
+  queue_wgmma_sp(d, n, e, selector, scale_d, type, read_a, desc_b, trans_b);
+}
+
+// The same with the kept values of A from registers: a[4] the m64k16 fragment of
+// wgmma_rs (reg j: row g + 8 (j % 2), kept columns 2q + 8 (j / 2) + {0, 1}).
+TL_EMU_FN void wgmma_sp_rs(float* d, int n, const uint32_t (&a)[4], uint64_t desc_b, uint32_t e, int selector,
+                           bool scale_d, WgmmaType type, bool trans_b) {
+  if (type != WgmmaType::F16 && type != WgmmaType::Bf16) {
+    record_failure("wgmma.sp: tilelang emits the sparse wgmma for f16 / bf16 operands only");
+    return;
+  }
+  const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
+  const WgmmaLane l;
+  std::vector<float> rows(2 * 16);
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 16; ++k) {
+      const uint32_t reg = warp[(l.g * 4 + (k % 8) / 2) * 4 + h + 2 * (k / 8)];
+      const uint16_t bits = uint16_t(reg >> (16 * (k % 2)));
+      rows[size_t(h * 16 + k)] = wgmma_value<float>(reinterpret_cast<const unsigned char*>(&bits), type);
+    }
+  auto read_a = [rows](std::vector<float>& out) {
+    out = rows;
+    return true;
+  };
+  queue_wgmma_sp(d, n, e, selector, scale_d, type, read_a, desc_b, trans_b);
 }
 
 TL_EMU_FN void wgmma_commit() {

@@ -420,7 +420,8 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   // T.annotate_layout on global buffers, on every target: their elements move.
   f = run_pass("apply_global_layouts", f, [&](const PrimFunc& g) { return apply_global_layouts(g); });
   // T.gemm_sp: mma.sp where it fits (CUDA sm_80+), else its decoded dense tile.
-  f = run_pass("select_gemm_sp", f, [&](const PrimFunc& g) { return select_gemm_sp(g, target); });
+  f = run_pass("select_gemm_sp", f,
+               [&](const PrimFunc& g) { return select_gemm_sp(g, target, configs.wgmma && configs.gemm_sp_wgmma); });
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
   f = run_pass("split_parallel_at_barriers", f, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.

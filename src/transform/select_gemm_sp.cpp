@@ -14,8 +14,30 @@ namespace {
 
 using BufKey = const BufferNode*;
 
-// Why mma.sp cannot run this gemm ("" when it can), for a block of `threads`.
-std::string refusal(const TileOpNode* op, const Target& target, int64_t threads) {
+// Why wgmma.mma_async.sp cannot take A_sparse from registers ("" when it can): the
+// rule of lower_fragments' try_wgmma for a register A (16-bit, untransposed, every
+// warpgroup along M).
+std::string register_a_refusal(const TileOpNode* op, int64_t threads) {
+  const BufferRegion &b = op->regions[1], &c = op->regions[2], &a = op->regions[3];
+  if (attr_int(op->attrs, "transpose_A", 0)) return "A_sparse in registers is read untransposed only";
+  if (!covers_whole(a) || a.buffer.ndim() != 2) return "A_sparse in registers is not a whole 2-d fragment";
+  if (threads % kWarpGroupThreads != 0)
+    return str_cat("the block's ", threads, " threads are not whole warpgroups of ", kWarpGroupThreads);
+  auto m = as_const_int(c.ranges[0].extent), n = as_const_int(c.ranges[1].extent);
+  auto k2 = as_const_int(a.ranges[1].extent);
+  int64_t groups = threads / kWarpGroupThreads;
+  if (!m || !n || !k2 || *m % (64 * groups) != 0 || *n % 16 != 0 || *k2 % 16 != 0)
+    return str_cat("A_sparse in registers needs M a multiple of 64 per warpgroup (", groups,
+                   " warpgroups, every one along M), N a multiple of 16 and K a multiple of 32");
+  auto cols = as_const_int(b.buffer->shape.back());
+  if (!cols || !Layout::wgmma_swizzle(*cols, b.buffer->dtype.bytes()))
+    return str_cat("the rows of '", b.buffer->name, "' are not a multiple of 32 bytes");
+  return "";
+}
+
+// Why mma.sp cannot run this gemm ("" when it can), for a block of `threads`; a
+// register A_sparse (wgmma.mma_async.sp only) where `sparse_wgmma`.
+std::string refusal(const TileOpNode* op, const Target& target, int64_t threads, bool sparse_wgmma) {
   const BufferRegion &b = op->regions[1], &c = op->regions[2], &a = op->regions[3], &e = op->regions[4];
   if (target.kind != TargetKind::CUDA || !target.has_mma_sync()) return "the target has no mma.sp (sm_80 and later)";
   DataType in = a.buffer->dtype, in_b = b.buffer->dtype;
@@ -40,9 +62,18 @@ std::string refusal(const TileOpNode* op, const Target& target, int64_t threads)
   if (!(c.buffer->dtype == acc)) return str_cat("the accumulator is ", c.buffer->dtype.name(), ", not ", acc.name());
   if (c.buffer->scope != Scope::Fragment || !covers_whole(c) || c.buffer.ndim() != 2)
     return "the accumulator is not a whole 2-d register fragment";
-  for (const BufferRegion* r : {&a, &b, &e})
+  if (a.buffer->scope == Scope::Fragment) {
+    if (!half || !sparse_wgmma)
+      return str_cat("'", a.buffer->name,
+                     "' is a register fragment, which only wgmma.mma_async.sp takes (float16 / bfloat16, sm_90a)");
+    if (std::string why = register_a_refusal(op, threads); !why.empty()) return why;
+  }
+  for (const BufferRegion* r : {&a, &b, &e}) {
+    if (r == &a && a.buffer->scope == Scope::Fragment) continue;
     if (!is_shared(r->buffer) || !covers_whole(*r) || r->buffer.ndim() != 2)
       return str_cat("'", r->buffer->name, "' is not a whole 2-d shared-memory tile");
+  }
+  if (a.buffer->scope == Scope::Fragment) return "";  // the register rule above is wgmma's
   if (threads % 32 != 0) return "the block is not whole warps";
   bool ta = attr_int(op->attrs, "transpose_A", 0);
   auto m = as_const_int(c.ranges[0].extent), n = as_const_int(c.ranges[1].extent);
@@ -64,7 +95,7 @@ std::string refusal(const TileOpNode* op, const Target& target, int64_t threads)
 // Chooses each T.gemm_sp's form; collects the dense tiles that are no longer used.
 class Select : public IRMutator {
  public:
-  explicit Select(const Target& t) : target_(t) {}
+  Select(const Target& t, bool sparse_wgmma) : target_(t), sparse_wgmma_(sparse_wgmma) {}
   std::set<BufKey> dropped;
   using IRMutator::mutate;
 
@@ -79,13 +110,18 @@ class Select : public IRMutator {
   }
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     if (op->op != TileOpKind::Gemm || attr_int(op->attrs, kGemmSpAttr, 0) != kGemmSpDecoded) return self;
-    std::string why = refusal(op, target_, threads_);
+    std::string why = refusal(op, target_, threads_, sparse_wgmma_);
     std::string where = op->span.defined() ? op->span.str() + ": " : "";
     Attrs attrs = op->attrs;
     if (why.empty()) {
       bool half = op->regions[3].buffer->dtype.bytes() == 2;  // A_sparse
-      log(LogLevel::Debug,
-          where + str_cat("T.gemm_sp runs on the sparse tensor cores (mma.sp ", half ? "m16n8k32" : "m16n8k64", ")"));
+      if (op->regions[3].buffer->scope == Scope::Fragment)
+        log(LogLevel::Debug, where +
+                                 "T.gemm_sp runs on the sparse tensor cores (wgmma.mma_async.sp, A_sparse from "
+                                 "registers)");
+      else
+        log(LogLevel::Debug,
+            where + str_cat("T.gemm_sp runs on the sparse tensor cores (mma.sp ", half ? "m16n8k32" : "m16n8k64", ")"));
       attrs[kGemmSpAttr] = int64_t(kGemmSpCompressed);
       dropped.insert(op->regions[0].buffer.get());
       return tile_op(TileOpKind::Gemm, {op->regions[3], op->regions[1], op->regions[2], op->regions[4]}, {},
@@ -99,6 +135,7 @@ class Select : public IRMutator {
 
  private:
   const Target& target_;
+  bool sparse_wgmma_;
   int64_t threads_ = 1;
 };
 
@@ -143,8 +180,8 @@ class Drop : public IRMutator {
 
 }  // namespace
 
-PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target) {
-  Select select(target);
+PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target, bool sparse_wgmma) {
+  Select select(target, sparse_wgmma && target.has_wgmma());
   Stmt body = select.mutate(f->body);
   if (!select.dropped.empty()) body = Drop(select.dropped).mutate(body);
   return f.with_body(body);

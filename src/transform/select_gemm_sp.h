@@ -28,6 +28,11 @@ namespace tl {
 // 32 (64 for 8-bit operands), the block whole warps that split C into m16 x n16 warp
 // tiles under the gemm's policy, and A_sparse / B rows a whole number of 16-byte
 // chunks.
-PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target);
+//
+// A_sparse in a register fragment runs on wgmma.mma_async.sp with A from registers
+// where `sparse_wgmma` (tl.gemm_sp_wgmma on, wgmma allowed, sm_90a) and the register
+// rule of the dense wgmma holds (16-bit, untransposed, whole, every warpgroup along
+// M); else it keeps the decoding.
+PrimFunc select_gemm_sp(const PrimFunc& f, const Target& target, bool sparse_wgmma);
 
 }  // namespace tl

@@ -95,3 +95,27 @@ def test_torch_semi_structured_tensor_drives_the_annotated_kernel(configs):
     kernel = tilelang.compile(func, out_idx=[3], target=target, pass_configs=configs)
     got = kernel(values, meta, b)
     torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype, trans_B", [("float16", False), ("bfloat16", True)])
+@pytest.mark.parametrize(
+    "M, N, K, tiles, threads",
+    [(512, 256, 512, (128, 128, 64), 256), (200, 120, 320, (64, 64, 64), 128)],
+)
+def test_gemm_sp_register_a_matches_torch(dtype, trans_B, M, N, K, tiles, threads):
+    """A_sparse in a register fragment: wgmma.mma_async.sp with A from registers."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma.mma_async.sp needs an sm_90 GPU")
+    from test_gemm_sp_wgmma import register_a_gemm
+
+    t = getattr(torch, dtype)
+    a = randn_semi_sparse(M, K, dtype=t, device="cuda")
+    b = torch.randn((N, K) if trans_B else (K, N), device="cuda").to(t)
+    a_sparse, e = compress(a, meta_dtype="int16")
+    func = register_a_gemm(M, N, K, *tiles, dtype, trans_B=trans_B, threads=threads)
+    kernel = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a")
+    assert "tl::wgmma_gemm_sp_rs<" in kernel.get_kernel_source()
+    got = kernel(a_sparse, e, b)
+    torch.testing.assert_close(
+        got, a.float() @ (b.T if trans_B else b).float(), rtol=1e-2, atol=1e-2
+    )

@@ -300,3 +300,22 @@ def test_the_runs_are_vector_reductions_in_ptx(dtype, arch, instruction, nvcc, t
     ptx = (tmp_path / "kernel.ptx").read_text()
     assert re.search(instruction, ptx), ptx[-3000:]
     assert "atom.global.cas" not in ptx
+
+
+@pytest.mark.parametrize("target", ["cpu", EMU, "metal -emulate"])
+def test_every_thread_makes_its_own_atomics_on_every_target(target):
+    """Atomics outside T.Parallel and region ops are each thread's: a block of 3 threads
+    adds 3 times (the cpu target runs such a kernel's threads one by one, not its block
+    on one executor), T.atomic_addx4 included."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(2, threads=3):
+            T.atomic_add(B[7], 1.0)
+            T.atomic_addx4(B[0:4], A[0:4])
+
+    kernel = tilelang.compile(main, target=target)
+    a = np.array([1, 2, 3, 4], "float32")
+    b = np.full(8, 10, "float32")
+    kernel(a, b)
+    np.testing.assert_array_equal(b, [16, 22, 28, 34, 10, 10, 10, 16])

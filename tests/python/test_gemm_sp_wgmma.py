@@ -255,3 +255,126 @@ def test_8bit_operands_stay_on_mma_sp(caplog, fresh_compiles):
     assert MMA_SP in source and WGMMA_SP not in source
     a_sparse, e, b, ref = operands(M, N, K, "int8", "int32", seed=6)
     np.testing.assert_array_equal(np.asarray(kernel(a_sparse, e, b)), ref.astype(np.int64))
+
+
+def register_a_gemm(
+    M, N, K, bM, bN, bK, dtype, meta="int16", trans_B=False, threads=128, stages=2, policy=None
+):
+    """T.gemm_sp with A_sparse in a register fragment (TileLang's gemm_sp RS form):
+    the kept values come from global memory into the fragment, E and B through shared
+    memory."""
+    import tilelang.language as T
+    from tilelang.utils.sparse import e_factor
+
+    ef = e_factor(dtype, meta)
+    b_shape, bs_shape = ((N, K), (bN, bK)) if trans_B else ((K, N), (bK, bN))
+    kwargs = {} if policy is None else {"policy": policy}
+
+    @T.prim_func
+    def main(
+        A_sparse: T.Tensor((M, K // 2), dtype),
+        E: T.Tensor((M, K // ef), meta),
+        B: T.Tensor(b_shape, dtype),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_frag = T.alloc_fragment((bM, bK // 2), dtype)
+            E_shared = T.alloc_shared((bM, bK // ef), meta)
+            B_shared = T.alloc_shared(bs_shape, dtype)
+            C_frag = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_frag)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A_sparse[by * bM, k * bK // 2], A_frag)
+                T.copy(E[by * bM, k * bK // ef], E_shared)
+                if trans_B:
+                    T.copy(B[bx * bN, k * bK], B_shared)
+                else:
+                    T.copy(B[k * bK, bx * bN], B_shared)
+                T.gemm_sp(A_frag, E_shared, B_shared, C_frag, transpose_B=trans_B, **kwargs)
+            T.copy(C_frag, C[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_B", [False, True])
+@pytest.mark.parametrize(
+    "M, N, K, bM, bN, bK, threads",
+    [(128, 64, 256, 64, 64, 64, 128), (72, 56, 208, 128, 32, 64, 256)],
+)
+def test_a_sparse_from_registers_runs_on_wgmma_sp(
+    caplog, fresh_compiles, dtype, trans_B, M, N, K, bM, bN, bK, threads
+):
+    """wgmma.mma_async.sp with A from registers (tl::wgmma_gemm_sp_rs), one and two
+    warpgroups along M, ragged M / N / K, against numpy."""
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(
+            register_a_gemm(M, N, K, bM, bN, bK, dtype, trans_B=trans_B, threads=threads),
+            out_idx=[3],
+            target=SM90A,
+        )
+    assert "A_sparse from registers" in caplog.text
+    source = kernel.get_kernel_source()
+    assert (
+        f"tl::wgmma_gemm_sp_rs<{bM}, {bN}, {bK}, {threads // 128}, 1, {flag(trans_B)}, false"
+        in source
+    )
+    assert MMA_SP not in source and WGMMA_SP not in source and "sp_code" not in source
+    check(kernel, M, N, K, dtype, trans_B=trans_B, seed=7 + trans_B)
+
+
+@pytest.mark.parametrize(
+    "configs, threads, why",
+    [
+        ({"tl.gemm_sp_wgmma": False}, 128, "only wgmma.mma_async.sp takes"),
+        ({}, 64, "not whole warpgroups"),
+    ],
+)
+def test_a_sparse_in_registers_elsewhere_is_decoded(caplog, fresh_compiles, configs, threads, why):
+    """Without wgmma.sp (the config off, or a block of 64 threads) a register A_sparse
+    keeps the decoded tile, and the result is the same."""
+    M, N, K = 64, 32, 128
+    with caplog.at_level(logging.DEBUG, logger="tilelang"):
+        kernel = tilelang.compile(
+            register_a_gemm(M, N, K, 64, 32, 64, "float16", threads=threads),
+            out_idx=[3],
+            target=SM90A,
+            pass_configs=configs,
+        )
+    assert "T.gemm_sp decodes A into a dense tile" in caplog.text and why in caplog.text
+    assert "wgmma_gemm_sp" not in kernel.get_kernel_source()
+    check(kernel, M, N, K, "float16", seed=9)
+
+
+@pytest.mark.skipif("cuda" not in available_targets(), reason="needs NVRTC")
+def test_register_a_source_compiles_to_hgmma_sp(nvcc, tmp_path):  # noqa: F811
+    """nvcc accepts the sm_90a source, ptxas spills nothing, and the SASS runs
+    HGMMA.SP with A from registers (no descriptor for A)."""
+    func = register_a_gemm(4096, 4096, 4096, 128, 128, 64, "float16", threads=256)
+    source = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::wgmma_gemm_sp_rs<128, 128, 64, 2, 1" in source
+    cu, cubin = tmp_path / "kernel.cu", tmp_path / "kernel.cubin"
+    cu.write_text(source)
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [
+        nvcc,
+        "-arch=sm_90a",
+        "-cubin",
+        "--std=c++17",
+        "-allow-unsupported-compiler",
+        "-Xptxas",
+        "-v",
+    ]
+    cmd += [f"-I{include}", "-o", str(cubin), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
+    assert spills and max(spills) == 0, done.stderr
+    tool = require_cuobjdump()
+    sass = subprocess.run(
+        [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True
+    ).stdout
+    # A from a register (`R24, R88, gdesc[...]`), not a descriptor (`R24, gdesc[...]`).
+    a_regs = re.findall(r"\bHGMMA\.SP\.64x128x32\.F32 R\d+, R\d+, gdesc\[", sass)
+    assert len(a_regs) >= 4 and not re.search(r"HGMMA\.SP\S* R\d+, gdesc", sass), sass[:3000]
+    assert "HMMA" not in sass.replace("HGMMA", "")

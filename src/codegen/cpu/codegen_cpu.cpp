@@ -123,14 +123,29 @@ class CodeGenCPU : public CodeGenC {
 
  private:
   // Kernels that read a thread index run their threads one by one (fibers);
-  // all others run the block on one executor, which is much faster.
+  // all others run the block on one executor, which is much faster. An atomic that
+  // each thread makes (outside the block's tile ops and T.Parallel loops, which run
+  // once per block) needs the threads too: one executor would add once where the
+  // block's threads add once each.
   static bool uses_thread_vars(const PrimFunc& f) {
     struct Finder : IRVisitor {
       std::set<const VarNode*> threads;
       bool used = false;
+      int block_ops = 0;
       using IRVisitor::visit;
       void visit(const KernelLaunchNode* op) override {
         for (const Var& v : op->thread_vars) threads.insert(v.node());
+        IRVisitor::visit(op);
+      }
+      void visit(const AttrNode* op) override {
+        const bool block = op->key == kBlockOpAttr;
+        block_ops += block;
+        IRVisitor::visit(op);
+        block_ops -= block;
+      }
+      void visit(const CallNode* op) override {
+        const std::string* name = extern_name(op);
+        if (!block_ops && name && is_atomic_call(*name)) used = true;
         IRVisitor::visit(op);
       }
       void visit(const VarNode* op) override {

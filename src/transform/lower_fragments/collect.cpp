@@ -390,8 +390,10 @@ class Collector : public IRVisitor {
         return fail(
             "mma.sp takes float16/bfloat16/fp8 operands into float32 and int8/uint8 into int32, metadata in "
             "shared memory");
-      use.a = nullptr;
+      // A_sparse in registers (select_gemm_sp chose it for wgmma.sp with A from
+      // registers): try_wgmma gives it the register layout of a wgmma A.
     }
+    const bool sparse_regs = sparse && use.a;
     std::string where = op->span.defined() ? op->span.str() + ": " : "";
     if (a_.wgmma && sparse && a_.sparse_wgmma && !half)
       log(LogLevel::Debug, where + "T.gemm_sp runs on mma.sp: wgmma.mma_async.sp is emitted for float16 and bfloat16");
@@ -401,8 +403,12 @@ class Collector : public IRVisitor {
         log(LogLevel::Debug, where + "T.gemm_sp runs on wgmma.mma_async.sp (tl.gemm_sp_wgmma=False keeps mma.sp)");
         return;
       }
+      // A_sparse in registers has no mma.sp form: the gemm takes the shared-memory
+      // path (A_sparse demoted, dot products reading it through the metadata).
+      if (sparse_regs) return fail("A_sparse in registers cannot use wgmma.mma_async.sp: " + why);
       log(LogLevel::Debug, where + "T.gemm_sp cannot use wgmma.mma_async.sp, so it runs on mma.sp: " + why);
     }
+    if (sparse_regs) return fail("A_sparse in registers runs on wgmma.mma_async.sp only, which is off here");
     if (a_.wgmma && !sparse) {
       std::string why = try_wgmma(op, use, m, n, *kk, ta);
       if (why.empty()) return;

@@ -438,10 +438,18 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
     // (gemm_sm90.cuh): K is the dense extent. The threads read E into registers
     // before the call returns, in flight or not.
     const BufferRegion& e = op->regions[3];
+    const std::string te = flag(attr_int(op->attrs, "transpose_E", 0));
+    if (ctx.s.layouts.count(a.buffer.get())) {  // A_sparse in registers: wgmma.sp only (select_gemm_sp)
+      std::string name =
+          str_cat("tl::wgmma_gemm_sp_rs<", m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
+                  flag(tb), ", ", te, wgmma_tail(lc, pending, ctx.tma_only.count(b.buffer.get())));
+      out.push_back(evaluate(
+          call_extern(dtype::Void, name, {regs(a.buffer), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
+      return seq(out);
+    }
     const char* sp = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm_sp_ss<" : "tl::gemm_sp_ss<";
-    std::string name =
-        str_cat(sp, m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(ta), ", ", flag(tb),
-                ", ", flag(attr_int(op->attrs, "transpose_E", 0)), wgmma_tail(lc, pending, tma_fed));
+    std::string name = str_cat(sp, m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(ta),
+                               ", ", flag(tb), ", ", te, wgmma_tail(lc, pending, tma_fed));
     out.push_back(evaluate(
         call_extern(dtype::Void, name, {ptr(a, pending), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
   } else if (ctx.s.layouts.count(a.buffer.get())) {
