@@ -21,6 +21,7 @@
 #include "kernel_caller.h"
 #include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/cuda_kernel.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/cuda/tma.h"
 #include "runtime/device_dir.h"
@@ -321,6 +322,7 @@ void bind_runtime(nb::module_& m) {
       nb::arg("sink").none());
   m.def("compile_count", &compile_count);
   m.def("memory_cache_size", &memory_cache_size);
+  m.def("cuda_modules_loaded", &cuda_modules_loaded);
   m.def("memory_cache_max_kernels", [] { return memory_cache_bounds().max_entries; });
   m.def("load_kernel", nb::overload_cast<const std::string&, const std::string&, const std::string&>(&load_kernel),
         nb::arg("signature"), nb::arg("target"), nb::arg("artifact_dir"));

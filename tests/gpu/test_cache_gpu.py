@@ -16,7 +16,7 @@ from test_cache import resign, worker_env
 torch = pytest.importorskip("torch")
 
 SCRIPT = r"""
-import json, logging, sys
+import gc, json, logging, sys
 logging.basicConfig(level=logging.WARNING)
 import torch
 import tilelang, tilelang.language as T
@@ -32,18 +32,19 @@ def make(scale):
 a = torch.randn(256, device="cuda")
 kept = tilelang.compile(make(0.5), out_idx=-1, target="cuda")
 ok = True
-free_after = []
+loaded_after = []
 for i in range(int(sys.argv[1])):
     scale = 1.0 + i / 8
     k = tilelang.compile(make(scale), out_idx=-1, target="cuda")
     ok = ok and torch.allclose(k(a), a * scale)
     del k
+    gc.collect()  # a dropped kernel's module goes with the kernel object, cycles included
     torch.cuda.synchronize()
-    free_after.append(torch.cuda.mem_get_info()[0])
+    loaded_after.append(tilelang._C.cuda_modules_loaded())
 ok = ok and torch.allclose(kept(a), a * 0.5)  # evicted long ago, still held: still loaded
 again = tilelang.compile(make(1.0), out_idx=-1, target="cuda")  # unloaded, loaded again
 ok = ok and torch.allclose(again(a), a)
-print(json.dumps({"ok": bool(ok), "held": tilelang._C.memory_cache_size(), "free": free_after,
+print(json.dumps({"ok": bool(ok), "held": tilelang._C.memory_cache_size(), "loaded": loaded_after,
                   "key": again.cache_key, "warnings": []}))
 """
 
@@ -66,9 +67,12 @@ def run(tmp_path, count, **env):
 def test_evicted_cuda_kernels_unload_their_modules(tmp_path):
     result, _ = run(tmp_path, 96, TILELANG_MEMORY_CACHE_MAX_KERNELS="4")
     assert result["ok"] and result["held"] == 4
-    # Modules of dropped kernels go: device memory does not fall with every kernel.
-    free = result["free"]
-    assert free[16] - free[-1] < 64 << 20, (free[16], free[-1])
+    # Modules of dropped kernels go: at most the memory cache's 4 kernels (the one kept
+    # aside has not run yet) and the newest hold a CUDA module, not one per kernel made.
+    # (Counted by the runtime, not as device memory, which the other tests sharing the
+    # GPU move.)
+    loaded = result["loaded"]
+    assert max(loaded) <= 5 and loaded[-1] == 4, loaded
 
 
 def test_an_entry_whose_cubin_is_not_one_is_removed_and_rebuilt(tmp_path):

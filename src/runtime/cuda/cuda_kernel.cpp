@@ -12,8 +12,13 @@ namespace tl {
 namespace {
 
 std::atomic<PtxCompiler> ptx_compiler{nullptr};
+std::atomic<int64_t> modules_loaded{0};
 
 }  // namespace
+
+int64_t cuda_modules_loaded() {
+  return modules_loaded.load();
+}
 
 void set_ptx_compiler(PtxCompiler compiler) {
   ptx_compiler.store(compiler);
@@ -53,7 +58,10 @@ CudaKernel::~CudaKernel() {
     d->cuCtxSetCurrent(static_cast<CUcontext>(ctx));  // errors ignored: the driver may be shutting down
     if (last_cooperative_[device] && d->cuEventDestroy)
       d->cuEventDestroy(static_cast<CUevent>(last_cooperative_[device]));
-    if (mod) d->cuModuleUnload(static_cast<CUmodule>(mod));
+    if (mod) {
+      d->cuModuleUnload(static_cast<CUmodule>(mod));
+      modules_loaded.fetch_sub(1);
+    }
   }
   if (switched) d->cuCtxSetCurrent(previous);
 }
@@ -86,6 +94,7 @@ void CudaKernel::load_functions(int device_id) const {
   if (r == kNoBinaryForGpu) r = load_as_ptx(device_id, &mod);
   check_cuda(r, str_cat("loading the cubin of kernel '", signature().name, "' (built for ", target().arch, ")"));
   modules_[device_id] = {mod, ctx};
+  modules_loaded.fetch_add(1);
   std::vector<void*> fns;
   for (const CudaEntry& e : entries_) {
     CUfunction fn;

@@ -28,6 +28,11 @@ using PtxCompiler = std::vector<char> (*)(const std::string& source, const std::
                                           const std::vector<std::string>& flags);
 void set_ptx_compiler(PtxCompiler compiler);
 
+// How many CUDA modules the kernels of this process hold loaded now (one per kernel
+// and device it ran on; a kernel's destructor unloads its own): a test's measure of
+// modules that dropped kernels leave behind.
+int64_t cuda_modules_loaded();
+
 class CudaKernel : public Kernel {
  public:
   // `entries` has one element per launch of `sig`.
