@@ -237,12 +237,6 @@ TL_DEVICE void AtomicAddx4(T* addr, const S* values, int order = 0) {
   atomic_detail::add_run<4>(addr, values, order);
 }
 
-// The same with a compile-time order, N elements of the destination's dtype.
-template <int N, int Order = 0, class T>
-TL_DEVICE void atomic_add_vec(T* addr, const T* values) {
-  atomic_detail::add_vec<N>(addr, values, Order);
-}
-
 template <int Order = 0, class T, class V>
 TL_DEVICE T atomic_max(T* addr, V value) {
   using A = typename atomic_detail::acc<T>::type;

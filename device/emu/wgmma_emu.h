@@ -355,6 +355,22 @@ TL_EMU_FN void wgmma_ss(half_t* d, int n, uint64_t desc_a, uint64_t desc_b, bool
   queue_wgmma_ss(d, n, desc_a, desc_b, scale_d, type_a, type_b, trans_a, trans_b);
 }
 
+// The thread's two rows (row h at [h * 16 ..]) of the 16 K values a warp holds in the
+// m64k16 register fragment of mma.m16n8k16 (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2)
+// + {0, 1}); f16 / bf16.
+inline std::vector<float> wgmma_register_rows(const uint32_t (&a)[4], WgmmaType type) {
+  const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
+  const WgmmaLane l;
+  std::vector<float> rows(2 * 16);
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < 16; ++k) {
+      const uint32_t reg = warp[(l.g * 4 + (k % 8) / 2) * 4 + h + 2 * (k / 8)];
+      const uint16_t bits = uint16_t(reg >> (16 * (k % 2)));
+      rows[size_t(h * 16 + k)] = wgmma_value<float>(reinterpret_cast<const unsigned char*>(&bits), type);
+    }
+  return rows;
+}
+
 // The same with f16 / bf16 A from registers: a[4] holds the m64k16 fragment of
 // mma.m16n8k16 for rows 16w.. of warp w (reg j: row g + 8 (j % 2), k 2q + 8 (j / 2)
 // + {0, 1}).
@@ -367,15 +383,8 @@ inline void queue_wgmma_rs(Acc* d, int n, const uint32_t (&a)[4], uint64_t desc_
     return;
   }
   if (!check_wgmma_types<Acc>(type, type)) return;
-  const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
+  const std::vector<float> rows = wgmma_register_rows(a, type);
   const WgmmaLane l;
-  std::vector<float> rows(2 * 16);
-  for (int h = 0; h < 2; ++h)
-    for (int k = 0; k < 16; ++k) {
-      const uint32_t reg = warp[(l.g * 4 + (k % 8) / 2) * 4 + h + 2 * (k / 8)];
-      const uint16_t bits = uint16_t(reg >> (16 * (k % 2)));
-      rows[size_t(h * 16 + k)] = wgmma_value<float>(reinterpret_cast<const unsigned char*>(&bits), type);
-    }
   wgmma_queue().open.push_back([=] {
     std::vector<float> b(size_t(n / 4) * 16);
     if (!wgmma_read_operand(
@@ -475,15 +484,7 @@ TL_EMU_FN void wgmma_sp_rs(float* d, int n, const uint32_t (&a)[4], uint64_t des
     record_failure("wgmma.sp: tilelang emits the sparse wgmma for f16 / bf16 operands only");
     return;
   }
-  const uint32_t* warp = exchange_in_warp<uint32_t, 4, 3>(a);
-  const WgmmaLane l;
-  std::vector<float> rows(2 * 16);
-  for (int h = 0; h < 2; ++h)
-    for (int k = 0; k < 16; ++k) {
-      const uint32_t reg = warp[(l.g * 4 + (k % 8) / 2) * 4 + h + 2 * (k / 8)];
-      const uint16_t bits = uint16_t(reg >> (16 * (k % 2)));
-      rows[size_t(h * 16 + k)] = wgmma_value<float>(reinterpret_cast<const unsigned char*>(&bits), type);
-    }
+  const std::vector<float> rows = wgmma_register_rows(a, type);
   auto read_a = [rows](std::vector<float>& out) {
     out = rows;
     return true;

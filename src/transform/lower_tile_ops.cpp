@@ -56,6 +56,12 @@ Stmt per_thread_nest(const Stmt& loop) {
   return Serial().mutate(loop);
 }
 
+Stmt parallel_loops(const Stmt& s) {
+  auto* f = s.as<ForNode>();
+  if (!f || f->for_kind != ForKind::Serial) return s;
+  return for_loop(f->var, f->min, f->extent, ForKind::Parallel, parallel_loops(f->body), f->annotations, f->span);
+}
+
 namespace {
 
 class TileOpLowerer : public IRMutator {
@@ -91,14 +97,14 @@ class TileOpLowerer : public IRMutator {
     // demoted to shared memory): each destination element is folded by one thread, the
     // elements spread over the block, instead of the whole op on its first thread.
     if (op->op == TileOpKind::Reduce && !target_.runs_blocks_serially() && !touches_registers(op))
-      return block_op(spread_outer_loops(op_info(op->op).lower_serial(op)));
+      return block_op(parallel_loops(op_info(op->op).lower_serial(op)));
     // An atomic between memories (`T.atomic_add(C[...], C_shared)`): its elements
     // spread over the block as a T.Parallel nest would be (and go in vectors where
     // lower_fragments proves runs), not all on one thread.
     if (op->op == TileOpKind::Atomic && !target_.runs_blocks_serially() && !touches_registers(op)) {
       if (cuda)
         if (Stmt run = lower_atomic_run(op); run.defined()) return block_op(run);
-      return block_op(spread_outer_loops(op_info(op->op).lower_serial(op)));
+      return block_op(parallel_loops(op_info(op->op).lower_serial(op)));
     }
     return block_op(op_info(op->op).lower_serial(op));
   }
@@ -131,15 +137,6 @@ class TileOpLowerer : public IRMutator {
   }
 
  private:
-  // The serial loops around `s` (a reduction's loops over its destination elements,
-  // each iteration a fold of its own; an atomic's over its elements, each an update
-  // of its own) as parallel ones: the block op spreads them.
-  static Stmt spread_outer_loops(const Stmt& s) {
-    auto* f = s.as<ForNode>();
-    if (!f || f->for_kind != ForKind::Serial) return s;
-    return for_loop(f->var, f->min, f->extent, ForKind::Parallel, spread_outer_loops(f->body), f->annotations, f->span);
-  }
-
   // Marks a statement that the block executes once, as a whole: on targets that
   // run threads one by one it runs on one thread between two barriers.
   static Stmt block_op(Stmt s) { return attr_stmt(kBlockOpAttr, int64_t(1), std::move(s)); }

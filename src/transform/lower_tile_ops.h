@@ -21,5 +21,9 @@ bool touches_registers(const TileOpNode* op);
 Stmt per_thread_nest(const Stmt& loop);
 // Whether `body` stores into thread-private buffers only (and into at least one).
 bool writes_only_registers(const Stmt& body);
+// The serial loops around `s` (a reduction's loops over its destination elements,
+// each iteration a fold of its own; an atomic's over its elements, each an update of
+// its own) as parallel ones, down to the first statement that is not a serial loop.
+Stmt parallel_loops(const Stmt& s);
 
 }  // namespace tl

@@ -250,7 +250,7 @@ TL_DEVICE void race(const tl::half_t* src, float* out) {
 }
 
 // Atomic adds from every thread of the block into 16 slots (8 threads per slot):
-// scalar adds of each type, and the 2- and 4-wide vector adds of atomic_add_vec.
+// scalar adds of each type, and the 2- and 4-wide vector adds of AtomicAddx2 / x4.
 TL_DEVICE void atomic_adds(float* f32, double* f64, int* i32, int64_t* i64, tl::half_t* f16, tl::bfloat16_t* bf16,
                            float* f32x2, float* f32x4, tl::half_t* f16x2, tl::bfloat16_t* bf16x2, const float* v) {
   const int r = int(threadIdx.x), slot = r % 16;
@@ -262,12 +262,12 @@ TL_DEVICE void atomic_adds(float* f32, double* f64, int* i32, int64_t* i64, tl::
   tl::atomic_add(f16 + slot, x);
   tl::atomic_add(bf16 + slot, x);
   const float two[2] = {x, -2 * x}, four[4] = {x, 2 * x, -x, 3 * x};
-  tl::atomic_add_vec<2>(f32x2 + 2 * slot, two);
-  tl::atomic_add_vec<4>(f32x4 + 4 * slot, four);
+  tl::AtomicAddx2(f32x2 + 2 * slot, two);
+  tl::AtomicAddx4(f32x4 + 4 * slot, four);
   const tl::half_t h2[2] = {tl::half_t(x), tl::half_t(-2 * x)};
-  tl::atomic_add_vec<2>(f16x2 + 2 * slot, h2);
+  tl::AtomicAddx2(f16x2 + 2 * slot, h2);
   const tl::bfloat16_t b2[2] = {tl::bfloat16_t(x), tl::bfloat16_t(-2 * x)};
-  tl::atomic_add_vec<2>(bf16x2 + 2 * slot, b2);
+  tl::AtomicAddx2(bf16x2 + 2 * slot, b2);
 }
 
 }  // namespace test

@@ -349,14 +349,10 @@ def require_cuobjdump():
     return tool
 
 
-@pytest.fixture(scope="module", params=["sm_80", "sm_90a"])
-def example_cubin(request, nvcc, tmp_path_factory):  # noqa: F811
-    """The example's default config for sm_80 and sm_90a (mma.sp on both), through nvcc
-    -Xptxas -v: (cubin path, ptxas report)."""
-    arch = request.param
-    tmp = tmp_path_factory.mktemp(f"gemm_sp_{arch}")
+def cubin_with_report(nvcc, source, arch, tmp):  # noqa: F811
+    """`source` through nvcc -cubin -Xptxas -v for `arch`: (cubin path, ptxas report)."""
     cu, cubin = tmp / "kernel.cu", tmp / "kernel.cubin"
-    cu.write_text(example_kernel(f"cuda -arch={arch}").get_kernel_source())
+    cu.write_text(source)
     include = os.path.join(_native.load().device_include_dir(), "cuda")
     cmd = [nvcc, f"-arch={arch}", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
     cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
@@ -365,10 +361,24 @@ def example_cubin(request, nvcc, tmp_path_factory):  # noqa: F811
     return cubin, done.stderr
 
 
+def spill_bytes(report):
+    """The spill stores and loads ptxas reports (an empty list: no report)."""
+    return [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90a"])
+def example_cubin(request, nvcc, tmp_path_factory):  # noqa: F811
+    """The example's default config for sm_80 and sm_90a (mma.sp on both), through nvcc
+    -Xptxas -v: (cubin path, ptxas report)."""
+    arch = request.param
+    source = example_kernel(f"cuda -arch={arch}").get_kernel_source()
+    return cubin_with_report(nvcc, source, arch, tmp_path_factory.mktemp(f"gemm_sp_{arch}"))
+
+
 @needs_nvrtc
 def test_ptxas_spills_nothing_for_the_examples_default_config(example_cubin):
     report = example_cubin[1]
-    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+    spills = spill_bytes(report)
     assert spills and max(spills) == 0, report
 
 
@@ -495,15 +505,9 @@ def test_8bit_mma_sp_compiles_without_spills_and_runs_the_sparse_mma(
         func, out_idx=[3], target=f"cuda -arch={arch}"
     ).get_kernel_source()  # NVRTC
     assert f"{SP_CALL}128, 128, 128, 2, 2, false, true, false>" in source
-    cu, cubin = tmp_path / "kernel.cu", tmp_path / "kernel.cubin"
-    cu.write_text(source)
-    include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [nvcc, f"-arch={arch}", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
-    cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
-    assert spills and max(spills) == 0, done.stderr
+    cubin, report = cubin_with_report(nvcc, source, arch, tmp_path)
+    spills = spill_bytes(report)
+    assert spills and max(spills) == 0, report
     tool = require_cuobjdump()
     sass = subprocess.run(
         [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True

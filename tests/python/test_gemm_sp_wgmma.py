@@ -18,13 +18,12 @@ import sys
 import numpy as np
 import pytest
 import tilelang
-from tilelang import _native
 from tilelang.utils.target import available_targets
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
 from test_gemm_sp import operands, sparse_gemm
-from test_gemm_sp_mma import require_cuobjdump
+from test_gemm_sp_mma import cubin_with_report, require_cuobjdump, spill_bytes
 
 ROOT = pathlib.Path(__file__).parents[2]
 SM90A = "cuda -arch=sm_90a -emulate"
@@ -199,20 +198,14 @@ def test_nvrtc_accepts_the_examples_wgmma_sp_source():
 def example_cubin(nvcc, tmp_path_factory):  # noqa: F811
     """The example's default config for sm_90a with tl.gemm_sp_wgmma, through nvcc -Xptxas -v:
     (cubin path, ptxas report)."""
-    tmp = tmp_path_factory.mktemp("gemm_sp_wgmma")
-    cu, cubin = tmp / "kernel.cu", tmp / "kernel.cubin"
-    cu.write_text(example_source())
-    include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [nvcc, "-arch=sm_90a", "-cubin", "--std=c++17", "-allow-unsupported-compiler"]
-    cmd += ["-Xptxas", "-v", f"-I{include}", "-o", str(cubin), str(cu)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    return cubin, done.stderr
+    return cubin_with_report(
+        nvcc, example_source(), "sm_90a", tmp_path_factory.mktemp("gemm_sp_wgmma")
+    )
 
 
 def test_ptxas_spills_nothing_for_the_examples_default_config(example_cubin):
     report = example_cubin[1]
-    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", report)]
+    spills = spill_bytes(report)
     assert spills and max(spills) == 0, report
 
 
@@ -353,23 +346,9 @@ def test_register_a_source_compiles_to_hgmma_sp(nvcc, tmp_path):  # noqa: F811
     func = register_a_gemm(4096, 4096, 4096, 128, 128, 64, "float16", threads=256)
     source = tilelang.compile(func, out_idx=[3], target="cuda -arch=sm_90a").get_kernel_source()
     assert "tl::wgmma_gemm_sp_rs<128, 128, 64, 2, 1" in source
-    cu, cubin = tmp_path / "kernel.cu", tmp_path / "kernel.cubin"
-    cu.write_text(source)
-    include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [
-        nvcc,
-        "-arch=sm_90a",
-        "-cubin",
-        "--std=c++17",
-        "-allow-unsupported-compiler",
-        "-Xptxas",
-        "-v",
-    ]
-    cmd += [f"-I{include}", "-o", str(cubin), str(cu)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    spills = [int(b) for b in re.findall(r"(\d+) bytes spill (?:stores|loads)", done.stderr)]
-    assert spills and max(spills) == 0, done.stderr
+    cubin, report = cubin_with_report(nvcc, source, "sm_90a", tmp_path)
+    spills = spill_bytes(report)
+    assert spills and max(spills) == 0, report
     tool = require_cuobjdump()
     sass = subprocess.run(
         [tool, "-sass", str(cubin)], capture_output=True, text=True, check=True

@@ -36,6 +36,27 @@ std::set<BufKey> tma_only_buffers(const Stmt& s) {
   return out;
 }
 
+// `tl::atomic_add<order>(&dst[...], value)` (an element atomic as lowered) into a
+// float32 / float16 / bfloat16 tensor: the parts a vector run of it needs.
+struct AtomicAddCall {
+  const CallNode* call = nullptr;
+  const BufferLoadNode* dst = nullptr;
+  int64_t order = 0;
+};
+std::optional<AtomicAddCall> vectorizable_atomic_add(const Stmt& s) {
+  auto* ev = s.as<EvaluateNode>();
+  auto* c = ev ? ev->value.as<CallNode>() : nullptr;
+  const std::string* name = extern_name(c);
+  const std::string prefix = "tl::atomic_add<";
+  if (!name || name->rfind(prefix, 0) != 0 || c->args.size() != 3) return std::nullopt;
+  auto* address = c->args[1].as<CallNode>();
+  auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
+  if (!dst || dst->buffer->scope != Scope::Global) return std::nullopt;
+  DataType t = dst->buffer->dtype;
+  if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return std::nullopt;
+  return AtomicAddCall{c, dst, std::atoll(name->c_str() + prefix.size())};
+}
+
 class Lowerer : public IRMutator {
  public:
   Lowerer(const Analysis& a, const Solution& s, Expr thread, const std::set<BufKey>& tma_tiles,
@@ -208,16 +229,11 @@ class Lowerer : public IRMutator {
       guard = substitute(g->cond, lets);
       b = g->then_case;
     }
-    auto* ev = b.as<EvaluateNode>();
-    auto* c = ev ? ev->value.as<CallNode>() : nullptr;
-    const std::string* name = extern_name(c);
-    const std::string prefix = "tl::atomic_add<";
-    if (!name || name->rfind(prefix, 0) != 0 || c->args.size() != 3) return Stmt();
-    auto* address = c->args[1].as<CallNode>();
-    auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
-    if (!dst || dst->buffer->scope != Scope::Global || dst->buffer->layout) return Stmt();
+    std::optional<AtomicAddCall> atomic = vectorizable_atomic_add(b);
+    if (!atomic || atomic->dst->buffer->layout) return Stmt();
+    const CallNode* c = atomic->call;
+    const BufferLoadNode* dst = atomic->dst;
     DataType t = dst->buffer->dtype;
-    if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return Stmt();
     // The widest w (4 or 2) such that registers r * w .. r * w + w - 1 hold w consecutive
     // elements of the last dim, checked register by register (the layout's run() is a
     // lower bound: a block of one thread holds all its elements in order).
@@ -264,11 +280,11 @@ class Lowerer : public IRMutator {
     for (int64_t e = 0; e < w; ++e) run.push_back(buffer_store(values, at(value, e), {int_imm(e)}));
     std::vector<Expr> first;
     for (const Expr& e : idx) first.push_back(at(e, 0));
-    run.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w),
-                                       {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, first)}),
-                                        call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})}),
-                                        int_imm(std::atoll(name->c_str() + prefix.size()))}),
-                           span));
+    run.push_back(
+        evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w),
+                             {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, first)}),
+                              call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})}), int_imm(atomic->order)}),
+                 span));
     Stmt vec = allocate(values, seq(run));
     if (guard.defined()) {
       // The whole run inside the tensor: the vector; else each element under its guard.
@@ -278,8 +294,8 @@ class Lowerer : public IRMutator {
         inside = logical_and(inside, at(guard, e));
         std::vector<Expr> where;
         for (const Expr& x : idx) where.push_back(at(x, e));
-        Expr single =
-            call_extern(c->dtype, *name, {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, where)}), at(value, e)});
+        Expr single = call_extern(c->dtype, *extern_name(c),
+                                  {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, where)}), at(value, e)});
         one.push_back(if_then_else(at(guard, e), evaluate(single, span)));
       }
       inside = simplify(inside);
@@ -355,7 +371,7 @@ class Lowerer : public IRMutator {
     // (else lower_tile_ops spreads it element by element).
     if (!touches && op->op == TileOpKind::Atomic && cuda_ && !touches_registers(op) &&
         !attr_int(op->attrs, "per_thread", 0)) {
-      Stmt nest = spread_loops(simplify(op_info(op->op).lower_serial(op)));
+      Stmt nest = parallel_loops(simplify(op_info(op->op).lower_serial(op)));
       std::vector<const ForNode*> loops;
       for (auto* f = nest.as<ForNode>(); f && f->for_kind == ForKind::Parallel; f = f->body.as<ForNode>())
         loops.push_back(f);
@@ -473,13 +489,6 @@ class Lowerer : public IRMutator {
 
   static Stmt thread_op(Stmt s) { return attr_stmt(kThreadOpAttr, int64_t(1), std::move(s)); }
 
-  // The serial loops around `s` as parallel ones.
-  static Stmt spread_loops(const Stmt& s) {
-    auto* f = s.as<ForNode>();
-    if (!f || f->for_kind != ForKind::Serial) return s;
-    return for_loop(f->var, f->min, f->extent, ForKind::Parallel, spread_loops(f->body), f->annotations, f->span);
-  }
-
   // A T.Parallel nest over memory (no register fragment), `dst[...] = f(loads)` or,
   // on CUDA, `T.atomic_add(dst[...], f(loads))` into a float32 / float16 / bfloat16
   // tensor, under an optional guard, split into runs of v consecutive elements of the
@@ -507,18 +516,11 @@ class Lowerer : public IRMutator {
     const BufferStoreNode* store = body.as<BufferStoreNode>();
     int64_t order = -1;
     if (!store) {
-      auto* ev = body.as<EvaluateNode>();
-      auto* c = ev ? ev->value.as<CallNode>() : nullptr;
-      const std::string* name = extern_name(c);
-      const std::string add = "tl::atomic_add<";
-      if (!cuda_ || !name || name->rfind(add, 0) != 0 || c->args.size() != 3) return Stmt();
-      auto* address = c->args[1].as<CallNode>();
-      auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
-      if (!dst || dst->buffer->scope != Scope::Global) return Stmt();
-      DataType t = dst->buffer->dtype;
-      if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return Stmt();
-      order = std::atoll(name->c_str() + add.size());
-      body = buffer_store(dst->buffer, cast(t, c->args[2]), dst->indices);
+      std::optional<AtomicAddCall> atomic = vectorizable_atomic_add(body);
+      if (!cuda_ || !atomic) return Stmt();
+      order = atomic->order;
+      const BufferLoadNode* dst = atomic->dst;
+      body = buffer_store(dst->buffer, cast(dst->buffer->dtype, atomic->call->args[2]), dst->indices);
       store = body.as<BufferStoreNode>();
     }
     if (!store || store->buffer->dtype.lanes() != 1 || s_.layouts.count(store->buffer.get())) return Stmt();
