@@ -876,17 +876,24 @@ TL_DEVICE void check_wgmma_shape() {
 // fence between the two. Fence = false (the compiler's choice when only TMA writes
 // the tiles: async proxy on both sides, made visible by the mbarrier wait) leaves
 // it out, a MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S per call in the SASS.
-template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, bool Fence = true, class TA,
-          class TB, class TC>
-TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
+// KTileA / KTileB and ka0 / kb0: an operand that is a K slice of a larger tile
+// (T.gemm(A_s[:, k0:k0 + K], ...)): A (B) points at the whole tile, whose extent
+// along K is KTileA (KTileB), and the gemm reads its K columns (rows, MN-major)
+// from ka0 (kb0) on, a multiple of the instruction's K that may vary at run time;
+// the descriptors start inside the tile's swizzle rows, as the hardware allows
+// (the swizzle applies to the absolute address).
+template <int M, int N, int K, int WgM, int WgN, bool TransA, bool TransB, int Pending = 0, bool Fence = true,
+          int KTileA = K, int KTileB = K, class TA, class TB, class TC>
+TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc, int ka0 = 0, int kb0 = 0) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
+  static_assert(KTileA >= K && KTileB >= K, "tl::wgmma_gemm_ss: an operand tile is narrower than K");
   constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN, TransB>(), NJ = TN / NI;
   static_assert(sm90::WgmmaOf<TA>::kTransposable || (!TransA && TransB),
                 "tl::wgmma_gemm_ss: wgmma reads tf32, fp8 and 8-bit integer operands only K-major: A [M][K] and "
                 "B [N][K] (TransA = false, TransB = true)");
   constexpr int KS = sm90::kInstK<TA>;
-  using TileA = sm90::DescTile<TransA ? K : M, TransA ? M : K, TA, !TransA>;
-  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  using TileA = sm90::DescTile<TransA ? KTileA : M, TransA ? M : KTileA, TA, !TransA>;
+  using TileB = sm90::DescTile<TransB ? N : KTileB, TransB ? KTileB : N, TB, TransB>;
   // An N-major B instruction reads whole S-byte column blocks, or stays in one.
   static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),
                 "tl::wgmma_gemm_ss: an N-major B needs N / WgN to be a multiple or a divisor of its swizzle width");
@@ -901,7 +908,8 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, const TB* B, TC* acc) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
         sm90::wgmma_ss<NI, TA, TB, TransA, !TransB>(acc + (mi * (TN / 8) + nj * (NI / 8)) * 4,
-                                                    a.at(m0 + 64 * mi, KS * s), b.at(n0 + NI * nj, KS * s), 1);
+                                                    a.at(m0 + 64 * mi, ka0 + KS * s), b.at(n0 + NI * nj, kb0 + KS * s),
+                                                    1);
       }
     }
   }
@@ -1038,16 +1046,18 @@ TL_DEVICE void wgmma_wait() {
 // of tile 2s + 1), as for the sm_80 gemm_rs. B is in shared memory as for gemm_ss.
 // Pending = 1 as for wgmma_gemm_ss (neither the accumulator nor a_regs may be
 // touched until a later wait completes the group); Fence as for wgmma_gemm_ss, for
-// the B tile (A's registers are ordered by wgmma.fence).
-template <int M, int N, int K, int WgM, int WgN, bool TransB, int Pending = 0, bool Fence = true, class TA, class TB,
-          class TC>
-TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
+// the B tile (A's registers are ordered by wgmma.fence). KTileB and kb0: B a K slice
+// of a larger tile, as for wgmma_gemm_ss.
+template <int M, int N, int K, int WgM, int WgN, bool TransB, int Pending = 0, bool Fence = true, int KTileB = K,
+          class TA, class TB, class TC>
+TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc, int kb0 = 0) {
   sm90::check_wgmma_shape<M, N, K, WgM, WgN, TA, TB, TC>();
+  static_assert(KTileB >= K, "tl::wgmma_gemm_rs: the B tile is narrower than K");
   static_assert(sm90::WgmmaOf<TA>::kTransposable && tl::is_same<TA, TB>::value,
                 "tl::wgmma_gemm_rs: A in registers must be half_t or bfloat16_t (B the same)");
   static_assert(WgN == 1, "tl::wgmma_gemm_rs: A in registers needs WgN == 1 (each warpgroup owns whole rows of A)");
   constexpr int TM = M / WgM, MI = TM / 64, KT = K / 8, NI = sm90::inst_n<N, TransB>(), NJ = N / NI;
-  using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
+  using TileB = sm90::DescTile<TransB ? N : KTileB, TransB ? KTileB : N, TB, TransB>;
   static_assert(TransB || (N % TileB::kW == 0 || TileB::kW % N == 0),
                 "tl::wgmma_gemm_rs: an N-major B needs N to be a multiple or a divisor of its swizzle width");
   const TileB b(B);
@@ -1068,7 +1078,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* a_regs, const TB* B, TC* acc) {
     TL_SM90_UNROLL for (int mi = 0; mi < MI; ++mi) {
       TL_SM90_UNROLL for (int nj = 0; nj < NJ; ++nj) {
         sm90::wgmma_rs<NI, sm90::WgmmaOf<TA>::kKind == WgmmaType::Bf16, !TransB>(
-            acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi], b.at(NI * nj, 16 * s), 1);
+            acc + (mi * (N / 8) + nj * (NI / 8)) * 4, a[s][mi], b.at(NI * nj, kb0 + 16 * s), 1);
       }
     }
   }

@@ -232,7 +232,8 @@ class LowerCopiesAndGemms : public IRMutator {
       throw_user_error(
           op->span,
           str_cat("T.wgmma_gemm: this gemm cannot run on wgmma (accumulator '", acc->name,
-                  "'): it needs float16 or bfloat16 tiles in shared memory (A may be a fragment), a "
+                  "'): it needs float16 or bfloat16 tiles in shared memory (A may be a fragment; a slice of a "
+                  "tile only along K, starting at a multiple of the instruction's K, 32 bytes), a "
                   "T.alloc_fragment float32 accumulator, K a multiple of 16 and M x N splitting into "
                   "m64 x n16 blocks over the warpgroups that run it (and every other register gemm of the "
                   "kernel must fit wgmma too); the `tilelang` logger says why at DEBUG level, or use T.gemm"));

@@ -7,6 +7,8 @@ import importlib.util
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -45,3 +47,16 @@ def pytest_collection_modifyitems(config, items):
         stem = os.path.splitext(os.path.basename(str(item.fspath)))[0]
         for kind in KINDS.get(stem, "").split():
             item.add_marker(getattr(pytest.mark, kind))
+
+
+@pytest.fixture
+def fresh_compiles():
+    """Compiles while the test runs lower the kernel (whose log a test may read): no kernel
+    comes from the cache."""
+    import tilelang
+
+    was = tilelang.env.is_cache_enabled()
+    tilelang.disable_cache()
+    yield
+    if was:
+        tilelang.enable_cache()

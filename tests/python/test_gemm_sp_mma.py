@@ -36,16 +36,6 @@ SP_CALL = "tl::gemm_sp_ss<"
 MMA_SP_ONLY = {"tl.gemm_sp_wgmma": False}
 
 
-@pytest.fixture
-def fresh_compiles():
-    """The choice is logged while lowering: no kernel from the cache."""
-    was = tilelang.env.is_cache_enabled()
-    tilelang.disable_cache()
-    yield
-    if was:
-        tilelang.enable_cache()
-
-
 def compile_sp(
     target, M, N, K, bM, bN, bK, dtype, trans_A=False, trans_B=False, trans_E=False, meta="int16"
 ):

@@ -32,16 +32,6 @@ WGMMA_SP = "tl::wgmma_gemm_sp_ss<"
 MMA_SP = "tl::gemm_sp_ss<"
 
 
-@pytest.fixture
-def fresh_compiles():
-    """The choice is logged while lowering: no kernel from the cache."""
-    was = tilelang.env.is_cache_enabled()
-    tilelang.disable_cache()
-    yield
-    if was:
-        tilelang.enable_cache()
-
-
 def flag(v):
     return str(bool(v)).lower()
 

@@ -204,7 +204,7 @@ def test_int8_accumulates_exactly_past_float_precision():
     ],
 )
 def test_transposed_8_bit_and_tf32_operands_fall_back_to_mma_sync(
-    a_dtype, trans_a, trans_b, caplog
+    a_dtype, trans_a, trans_b, caplog, fresh_compiles
 ):
     """wgmma transposes only 16-bit operands: the gemm stays on mma.sync, says why in the
     debug log, and still computes the same product."""

@@ -39,6 +39,8 @@ bool covers_tile(const BufferRegion& r) {
   return true;
 }
 
+}  // namespace
+
 // A wgmma operand may also be a run of whole column blocks of a tile in the wgmma
 // layout (Layout::wgmma_swizzle): rows whole, the last dim sliced at a block boundary
 // to a width that keeps the tile's swizzle. Those blocks are a tile in that layout
@@ -58,6 +60,26 @@ bool covers_column_blocks(const BufferRegion& r) {
   return whole && part && part->block_cols() == whole->block_cols() && *c0 % whole->block_cols() == 0 &&
          *c0 + *w <= *cols;
 }
+
+std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step) {
+  size_t n = r.ranges.size();
+  if (n < 2 || k_dim + 2 < n || k_dim >= n) return std::nullopt;
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (!is_const_one(r.ranges[d].extent)) return std::nullopt;
+  size_t other = k_dim == n - 1 ? n - 2 : n - 1;
+  auto omin = as_const_int(r.ranges[other].min), oex = as_const_int(r.ranges[other].extent),
+       osh = as_const_int(r.buffer->shape[other]);
+  if (!omin || *omin != 0 || !oex || !osh || *oex != *osh) return std::nullopt;
+  auto ex = as_const_int(r.ranges[k_dim].extent), sh = as_const_int(r.buffer->shape[k_dim]);
+  if (!ex || !sh || *ex <= 0 || *ex % step != 0 || *ex > *sh) return std::nullopt;
+  Expr k0 = simplify(r.ranges[k_dim].min);
+  auto rem = as_const_int(simplify(floormod(k0, int_imm(step))));
+  if (!rem || *rem != 0) return std::nullopt;
+  if (auto c = as_const_int(k0); c && (*c < 0 || *c + *ex > *sh)) return std::nullopt;
+  return KSlice{k0, *sh};
+}
+
+namespace {
 
 class Collector : public IRVisitor {
  public:
@@ -420,8 +442,12 @@ class Collector : public IRVisitor {
     if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
     if (n / (warps / wm) % 16 != 0) return fail("a warp's N is not a multiple of 16");
     for (const BufferRegion* r : {&a, &b}) {
-      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !covers_tile(*r))
-        return fail("an operand is not a whole shared-memory tile");
+      bool tb = attr_int(op->attrs, "transpose_B", 0);
+      size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
+      bool sliced = !sparse && is_shared(r->buffer) && k_slice(*r, k_dim, k_step);
+      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
+        return fail("an operand is not a whole shared-memory tile (or a K slice of one at a multiple of " +
+                    std::to_string(k_step) + ")");
       auto sh = const_shape(r->buffer);
       if (!sh || !Layout::swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
         return fail("an operand's row length has no conflict-free swizzle");
@@ -465,15 +491,17 @@ class Collector : public IRVisitor {
     int64_t inst_k = 32 / elem_bytes(in);
     if (kk % inst_k != 0)
       return str_cat("K = ", kk, " is not a multiple of ", inst_k, " (32 bytes of ", in.name(), ")");
-    bool tb = attr_int(op->attrs, "transpose_B", 0);
+    bool tb = attr_int(op->attrs, "transpose_B", 0), sparse = attr_int(op->attrs, kGemmSpAttr, 0) != 0;
     if (!half && (ta || !tb))
       return str_cat("wgmma reads ", in.name(), " operands only K-major: A [M][K] and B [N][K] (transpose_A=False, ",
                      "transpose_B=True), and this T.gemm has transpose_A=", ta ? "True" : "False",
                      ", transpose_B=", tb ? "True" : "False");
     for (const BufferRegion* r : {&a, &b}) {
-      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) ||
-          !(covers_tile(*r) || (is_shared(r->buffer) && covers_column_blocks(*r))))
-        return "an operand is not a whole shared-memory tile (or whole swizzle column blocks of one)";
+      size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
+      bool sliced = is_shared(r->buffer) && (covers_column_blocks(*r) || (!sparse && k_slice(*r, k_dim, inst_k)));
+      if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
+        return "an operand is not a whole shared-memory tile (or whole swizzle column blocks of one, or a K slice "
+               "of one at a multiple of the instruction's K)";
       auto sh = const_shape(r->buffer);
       if (!sh || !Layout::wgmma_swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
         return "an operand's rows are not a multiple of 32 bytes";

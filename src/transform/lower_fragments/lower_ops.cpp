@@ -403,6 +403,19 @@ static std::string wgmma_tail(const FragmentLayoutPtr& lc, bool pending, bool tm
   return pending ? ", 1>" : ">";
 }
 
+// The K slice a gemm operand reads of its shared tile, when it is one and not the
+// whole tile or (wgmma) whole column blocks, whose own pointer starts the descriptor.
+static std::optional<KSlice> operand_k_slice(const BufferRegion& r, bool k_last, bool wgmma) {
+  if (!is_shared(r.buffer) || r.ranges.size() < 2) return std::nullopt;
+  size_t d = r.ranges.size() - (k_last ? 1 : 2);
+  auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent);
+  auto sh = as_const_int(r.buffer->shape[d]);
+  if (mn && *mn == 0 && ex && sh && *ex == *sh) return std::nullopt;
+  if (wgmma && mn && k_last && covers_column_blocks(r)) return std::nullopt;
+  int64_t step = 32 / elem_bytes(r.buffer->dtype);
+  return k_slice(r, d, step);
+}
+
 Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   const FragmentLayoutPtr& lc = ctx.layout(c.buffer);
@@ -431,7 +444,8 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
                            buffer_store(ctx.reg(c.buffer), make_const(c.buffer->dtype, 0), {k})));
   }
   // The same template arguments for both forms: warps (mma.sync) or warpgroups (wgmma).
-  const char* prefix = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm" : "tl::gemm";
+  const bool wgmma = lc->kind() == FragmentLayout::Kind::WgmmaAccum;
+  const char* prefix = wgmma ? "tl::wgmma_gemm" : "tl::gemm";
   bool tma_fed = ctx.tma_only.count(a.buffer.get()) && ctx.tma_only.count(b.buffer.get());
   if (attr_int(op->attrs, kGemmSpAttr, 0) == kGemmSpCompressed) {
     // tl::gemm_sp_ss (device/cuda/gemm_sp_sm80.cuh) or tl::wgmma_gemm_sp_ss
@@ -452,16 +466,33 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
                                ", ", flag(tb), ", ", te, wgmma_tail(lc, pending, tma_fed));
     out.push_back(evaluate(
         call_extern(dtype::Void, name, {ptr(a, pending), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
-  } else if (ctx.s.layouts.count(a.buffer.get())) {
-    std::string name = str_cat(prefix, "_rs<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
-                               flag(tb), wgmma_tail(lc, pending, ctx.tma_only.count(b.buffer.get())));
-    out.push_back(
-        evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(b, pending), regs(c.buffer)}), op->span));
   } else {
-    std::string name = str_cat(prefix, "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
-                               flag(ta), ", ", flag(tb), wgmma_tail(lc, pending, tma_fed));
-    out.push_back(
-        evaluate(call_extern(dtype::Void, name, {ptr(a, pending), ptr(b, pending), regs(c.buffer)}), op->span));
+    // Operands in shared memory may be K slices of a tile (device/cuda/gemm_sm80.cuh,
+    // gemm_sm90.cuh: KTileA / KTileB after the transposes and, for wgmma, Pending and
+    // Fence spelled out; the slices' offsets ka0 / kb0 after the accumulator).
+    bool a_regs = ctx.s.layouts.count(a.buffer.get());
+    bool fed = a_regs ? ctx.tma_only.count(b.buffer.get()) > 0 : tma_fed;
+    std::optional<KSlice> sa = a_regs ? std::nullopt : operand_k_slice(a, !ta, wgmma);
+    std::optional<KSlice> sb = operand_k_slice(b, tb, wgmma);
+    auto operand = [&](const BufferRegion& r, const std::optional<KSlice>& s, bool k_last) {
+      if (!s) return ptr(r, pending);
+      BufferRegion whole = r;  // the tile's start: the slice's offset is an argument
+      whole.ranges[r.ranges.size() - (k_last ? 1 : 2)].min = int_imm(0);
+      return ptr(whole, pending);
+    };
+    std::string name = str_cat(prefix, a_regs ? "_rs<" : "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ",
+                               lc->warps_n(), ", ", a_regs ? "" : str_cat(flag(ta), ", "), flag(tb));
+    std::vector<Expr> args{a_regs ? regs(a.buffer) : operand(a, sa, !ta), operand(b, sb, tb), regs(c.buffer)};
+    if (sa || sb) {
+      if (wgmma) name += str_cat(", ", pending ? 1 : 0, ", ", flag(!fed));
+      if (!a_regs) name += str_cat(", ", sa ? sa->tile_k : kk);
+      name += str_cat(", ", sb ? sb->tile_k : kk, ">");
+      if (!a_regs) args.push_back(sa ? cast(dtype::Int32, sa->offset) : int_imm(0));
+      args.push_back(sb ? cast(dtype::Int32, sb->offset) : int_imm(0));
+    } else {
+      name += wgmma_tail(lc, pending, fed);
+    }
+    out.push_back(evaluate(call_extern(dtype::Void, name, args), op->span));
   }
   return seq(out);
 }

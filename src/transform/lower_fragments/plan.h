@@ -51,6 +51,19 @@ inline std::string at(const SourceSpan& span, const std::string& why) {
   return span.defined() ? span.str() + ": " + why : why;
 }
 
+// A wgmma operand that is a K slice of a shared tile (T.gemm(A_s[:, k0:k0 + K], ...),
+// k0 possibly a loop variable): the other dims whole (those before the last two one
+// index), the K dim (`k_dim`: the last or the one before) sliced at a multiple of
+// `step` (the instruction's K) to a constant width. The gemm reads the whole tile's
+// layout from `offset` on (device/cuda/gemm_sm90.cuh, KTileA / ka0).
+struct KSlice {
+  Expr offset;        // the slice's first K index
+  int64_t tile_k;     // the tile's extent along K
+};
+std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step);
+// A run of whole column blocks of a tile in the wgmma layout (collect.cpp).
+bool covers_column_blocks(const BufferRegion& r);
+
 // ---------------------------------------------------------------- 1. collect
 
 struct GemmUse {

@@ -1,0 +1,236 @@
+"""Register gemms on K slices of shared tiles: T.gemm / T.wgmma_gemm(A_s[:, j*kt:(j+1)*kt], ...)
+with j a loop variable (or a constant slice inside a swizzle row) keeps the
+accumulator in registers and runs on wgmma.mma_async on sm_90a, mma.sync with
+ldmatrix on sm_80 (before, such a gemm moved its accumulator to shared memory and
+took the block-wide tl::gemm_mma path; T.wgmma_gemm refused it). The device
+functions take the whole tile and the slice's K offset (tl::wgmma_gemm_ss / _rs and
+tl::gemm_ss / _rs with KTileA / KTileB and ka0 / kb0); the emulator decodes the
+wgmma descriptors as the hardware does, so a wrong start address or swizzle gives
+wrong products here as on the GPU. Offsets not provably a multiple of the
+instruction's K (32 bytes) keep the shared-memory path for T.gemm and are an error
+for T.wgmma_gemm."""
+
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+
+SM90A = "cuda -arch=sm_90a -emulate"
+SM80 = "cuda -arch=sm_80 -emulate"
+
+
+def sliced_gemm(
+    M,
+    N,
+    K,
+    kt,
+    dtype="float16",
+    trans_A=False,
+    trans_B=True,
+    threads=128,
+    explicit=False,
+    step=None,
+    pipelined=False,
+    a_regs=False,
+):
+    """C = sum over j of A[:, slice j] @ B[slice j, :], each slice a K slice of whole
+    shared tiles; `step` the slice's start per j (kt by default)."""
+    step = kt if step is None else step
+    nk = (K - kt) // step + 1
+    a_shape = (K, M) if trans_A else (M, K)
+    b_shape = (N, K) if trans_B else (K, N)
+
+    def a_slice(s, j):
+        return s[j * step : j * step + kt, :] if trans_A else s[:, j * step : j * step + kt]
+
+    def b_slice(s, j):
+        return s[:, j * step : j * step + kt] if trans_B else s[j * step : j * step + kt, :]
+
+    @T.prim_func
+    def main(
+        A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")
+    ):
+        with T.Kernel(1, threads=threads):
+            A_s = T.alloc_shared(a_shape, dtype)
+            B_s = T.alloc_shared(b_shape, dtype)
+            C_l = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_l)
+            if a_regs:
+                A_r = T.alloc_fragment((M, kt), dtype)
+                for j in T.serial(nk):
+                    T.copy(A_s[:, j * step : j * step + kt], A_r)
+                    T.gemm(A_r, b_slice(B_s, j), C_l, transpose_B=trans_B)
+            elif explicit:
+                for j in T.serial(nk):
+                    T.wgmma_gemm(
+                        a_slice(A_s, j),
+                        b_slice(B_s, j),
+                        C_l,
+                        transpose_A=trans_A,
+                        transpose_B=trans_B,
+                    )
+                T.wait_wgmma(0)
+            elif pipelined:
+                for j in T.Pipelined(nk, num_stages=2):
+                    T.gemm(
+                        a_slice(A_s, j),
+                        b_slice(B_s, j),
+                        C_l,
+                        transpose_A=trans_A,
+                        transpose_B=trans_B,
+                    )
+            else:
+                for j in T.serial(nk):
+                    T.gemm(
+                        a_slice(A_s, j),
+                        b_slice(B_s, j),
+                        C_l,
+                        transpose_A=trans_A,
+                        transpose_B=trans_B,
+                    )
+            T.copy(C_l, C)
+
+    def reference(a, b):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        am = a64.T if trans_A else a64
+        bm = b64.T if trans_B else b64
+        out = np.zeros((M, N))
+        for j in range(nk):
+            ks = slice(j * step, j * step + kt)
+            out += am[:, ks] @ bm[ks, :]
+        return out
+
+    return main, a_shape, b_shape, reference
+
+
+def operands(a_shape, b_shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, a_shape).astype(np.float32)
+    b = rng.integers(-3, 4, b_shape).astype(np.float32)
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+    return a.astype(dtype), b.astype(dtype)
+
+
+def run(target, *args, **kw):
+    f, a_shape, b_shape, reference = sliced_gemm(*args, **kw)
+    kernel = tilelang.compile(f, target=target)
+    dtype = kw.get("dtype", "float16")
+    a, b = operands(a_shape, b_shape, dtype)
+    c = np.zeros((args[0], args[1]), np.float32)
+    kernel(a, b, c)
+    # small integers: the products and their sums are exact in float32
+    np.testing.assert_array_equal(c, reference(a, b))
+    return kernel.get_kernel_source()
+
+
+WGMMA_K = "tl::wgmma_gemm_ss<"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A", [False, True])
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_loop_k_slices_every_transpose(dtype, trans_A, trans_B):
+    src = run(SM90A, 64, 64, 64, 16, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
+    ta, tb = str(trans_A).lower(), str(trans_B).lower()
+    assert f"{WGMMA_K}64, 64, 16, 1, 1, {ta}, {tb}, 0, true, 64, 64>" in src
+    assert "(j * 16), (j * 16))" in src
+    assert "tl::gemm_ss<" not in src and "gemm_mma" not in src
+
+
+@pytest.mark.parametrize(
+    "M,N,K,kt,threads",
+    [
+        (64, 64, 128, 32, 128),
+        (128, 64, 64, 32, 256),
+        (64, 128, 256, 64, 256),
+        (128, 128, 128, 64, 128),
+    ],
+)
+def test_loop_k_slices_shapes(M, N, K, kt, threads):
+    """TileLang's sliced-operand cases: slices crossing and inside swizzle rows, 1 and 2 warpgroups."""
+    src = run(SM90A, M, N, K, kt, threads=threads)
+    assert f"{WGMMA_K}{M}, {N}, {kt}," in src and f", {K}, {K}>" in src
+
+
+def test_explicit_wgmma_gemm_on_k_slices():
+    """TileLang's language/wgmma_gemm sliced-operand kernel: T.wgmma_gemm in a loop over K slices."""
+    src = run(SM90A, 64, 64, 64, 16, explicit=True)
+    assert f"{WGMMA_K}64, 64, 16, 1, 1, false, true, 1, true, 64, 64>" in src
+    assert "tl::wgmma_wait<0>();" in src
+
+
+def test_constant_slice_inside_a_swizzle_row():
+    """A[:, 16:32] of a 64-wide tile: the descriptor starts 32 bytes into the 128-byte rows."""
+    src = run(SM90A, 64, 64, 48, 16, step=16)
+    assert f"{WGMMA_K}64, 64, 16, 1, 1, false, true, 0, true, 48, 48>" in src
+
+
+def test_slice_offset_not_a_multiple_of_the_instruction_k():
+    """j * 8 halves: k16 steps would start mid-chunk. T.gemm keeps the shared-memory path; T.wgmma_gemm says why."""
+    src = run(SM90A, 64, 64, 64, 16, step=8)
+    assert WGMMA_K not in src and "tl::gemm_mma<" in src
+    assert "tl::gemm_mma<" in run(SM80, 64, 64, 64, 16, step=8)
+    with pytest.raises(
+        tilelang.TileLangError, match="only along K, starting at a multiple of the instruction's K"
+    ):
+        f, *_ = sliced_gemm(64, 64, 64, 16, step=8, explicit=True)
+        tilelang.compile(f, target=SM90A)
+
+
+def test_pipelined_loop_over_k_slices():
+    src = run(SM90A, 64, 64, 128, 32, pipelined=True)
+    assert WGMMA_K in src
+
+
+def test_register_a_with_a_sliced_b():
+    """A copied into registers per slice, B a K slice of its tile: tl::wgmma_gemm_rs with KTileB / kb0."""
+    src = run(SM90A, 64, 64, 64, 16, a_regs=True)
+    assert "tl::wgmma_gemm_rs<64, 64, 16, 1, 1, true, 0, true, 64>" in src
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float8_e4m3fn"])
+def test_k_major_only_types(dtype):
+    """tf32 (k8 steps) and fp8 (k32 steps) read K-major slices too."""
+    kt = 32 if dtype == "float8_e4m3fn" else 8
+    f, a_shape, b_shape, reference = sliced_gemm(64, 64, 4 * kt, kt, dtype=dtype)
+    kernel = tilelang.compile(f, target=SM90A)
+    src = kernel.get_kernel_source()
+    assert f"{WGMMA_K}64, 64, {kt}, 1, 1, false, true, 0, true, {4 * kt}, {4 * kt}>" in src
+    rng = np.random.default_rng(1)
+    if dtype == "float32":
+        a = rng.integers(-3, 4, a_shape).astype(np.float32)
+        b = rng.integers(-3, 4, b_shape).astype(np.float32)
+    else:
+        import ml_dtypes
+
+        a = rng.integers(-3, 4, a_shape).astype(ml_dtypes.float8_e4m3fn)
+        b = rng.integers(-3, 4, b_shape).astype(ml_dtypes.float8_e4m3fn)
+    c = np.zeros((64, 64), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_array_equal(c, reference(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A", [False, True])
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_sm80_loop_k_slices_every_transpose(dtype, trans_A, trans_B):
+    src = run(SM80, 64, 64, 64, 16, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
+    ta, tb = str(trans_A).lower(), str(trans_B).lower()
+    assert f"tl::gemm_ss<64, 64, 16, 2, 2, {ta}, {tb}, 64, 64>" in src
+    assert "(j * 16), (j * 16))" in src and "tl::gemm_mma<" not in src
+
+
+def test_sm80_k_slices_tf32():
+    """float32 operands (tf32 mma, k8 steps): slices at multiples of 8."""
+    src = run(SM80, 64, 64, 32, 8, dtype="float32")
+    assert "tl::gemm_ss<64, 64, 8, 2, 2, false, true, 32, 32>" in src
+
+
+def test_sm80_pipelined_and_register_a():
+    assert "tl::gemm_ss<" in run(SM80, 64, 64, 128, 32, pipelined=True)
+    assert "tl::gemm_rs<64, 64, 16, 4, 1, true, 64>" in run(SM80, 64, 64, 64, 16, a_regs=True)
