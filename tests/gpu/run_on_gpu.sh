@@ -78,6 +78,20 @@ if [ "${UPSTREAM_EXAMPLES:-0}" = 1 ]; then
   done >> "$OUT/examples_small.log"
   rm -rf "$OUT/examples_small_logs"
 fi
+# UPSTREAM_SUITE="testing/python/language ...": TileLang's own test files in those
+# directories of .upstream (a checkout's testing/ and examples/, carried) run unchanged
+# on this GPU by tests/upstream/run.py (mode gpu, SUITE_JOBS files at a time, 300 s
+# each, the whole run stopped after SUITE_SECONDS); its table.md and results.json in
+# $OUT/suite (results.json names every test, its outcome and the first line of why).
+if [ -n "${UPSTREAM_SUITE:-}" ]; then
+  mkdir -p "$OUT/suite"
+  read -ra suite_dirs <<< "$UPSTREAM_SUITE"
+  timeout "${SUITE_SECONDS:-500}" python3 tests/upstream/run.py --source .upstream --mode gpu \
+    --jobs "${SUITE_JOBS:-12}" --timeout 300 --out "$OUT/suite" --dirs "${suite_dirs[@]}" \
+    > "$OUT/suite/run.log" 2>&1
+  echo "suite exit $?" >> "$OUT/suite/run.log"
+  tail -1 "$OUT/suite/run.log"
+fi
 # BENCHES="gemm_cuda.py --paths wgmma;flash_attention_cuda.py" picks benches (and their
 # arguments); unset runs them all (more than one 10-minute device call: pick), and
 # BENCHES="" runs none.
