@@ -69,6 +69,8 @@ inline void store_at(int64_t addr, int64_t i, T value) {
 inline void use_swizzle(int, int) {}
 // T.disable_warp_group_reg_alloc's marker: a hint for sm_90a only.
 inline void no_setmaxnreg() {}
+// T.annotate_producer_reg_dealloc / annotate_consumer_reg_alloc's marker: sm_90a only.
+inline void setmaxnreg_hint(int, int) {}
 // T.annotate_min_blocks_per_sm's marker: an occupancy hint of CUDA kernels.
 inline void min_blocks_per_sm(int) {}
 

@@ -301,6 +301,9 @@ TL_DEVICE void store_at(int64_t addr, int64_t i, T value) {
 TL_DEVICE void use_swizzle(int, int) {}
 // T.disable_warp_group_reg_alloc's marker: warp_specialize leaves out setmaxnreg.
 TL_DEVICE void no_setmaxnreg() {}
+// T.annotate_producer_reg_dealloc / annotate_consumer_reg_alloc's marker (which 0 /
+// 1): warp_specialize takes the count for its setmaxnreg.dec / .inc.
+TL_DEVICE void setmaxnreg_hint(int, int) {}
 // T.annotate_min_blocks_per_sm's marker: the code generator puts it in __launch_bounds__.
 TL_DEVICE void min_blocks_per_sm(int) {}
 

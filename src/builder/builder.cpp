@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "arith/simplify.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "ops/tile_op.h"
@@ -410,25 +411,61 @@ void FunctionBuilder::sync_grid() {
   emit(tl::evaluate(call_extern(dtype::Void, kSyncGridCall, {}), span_));
 }
 
+void FunctionBuilder::fold_extents(std::vector<Expr>& extents) const {
+  std::map<const VarNode*, Expr> lets;  // pure index-typed lets in scope, outermost first
+  bool any = false;
+  for (Expr& e : extents) any = any || !as_const_int(e);
+  if (!any) return;
+  for (const Frame& f : frames_)
+    for (const Item& it : f.items) {
+      DataType t = it.let_value.defined() ? it.let_value.dtype() : DataType();
+      if (!it.let_var.defined() || !(t.is_scalar() && t.is_int() && t.bits() >= 32)) continue;
+      bool pure = true;
+      for_each_expr(it.let_value, [&](const Expr& x) { pure = pure && !x.as<BufferLoadNode>() && !x.as<CallNode>(); });
+      if (pure) lets[it.let_var.node()] = substitute(it.let_value, lets);
+    }
+  if (lets.empty()) return;
+  for (Expr& e : extents) {
+    if (as_const_int(e)) continue;
+    Expr folded = simplify(substitute(e, lets));
+    if (as_const_int(folded)) e = folded;
+  }
+}
+
+void FunctionBuilder::fold_extents_of(std::vector<Range>& ranges) const {
+  std::vector<Expr> extents;
+  for (const Range& r : ranges) extents.push_back(r.extent);
+  fold_extents(extents);
+  for (size_t i = 0; i < ranges.size(); ++i) ranges[i].extent = extents[i];
+}
+
 void FunctionBuilder::copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs) {
   require_kernel("T.copy");
-  emit(make_copy(src, dst, std::move(attrs), span_));
+  CopyOperand s = src, d = dst;
+  fold_extents(s.extents);
+  fold_extents(d.extents);
+  emit(make_copy(s, d, std::move(attrs), span_));
 }
 
 void FunctionBuilder::fill(const BufferRegion& dst, Expr value) {
   require_kernel("T.fill");
-  emit(make_fill(dst, std::move(value), span_));
+  BufferRegion d = dst;
+  fold_extents(d);
+  emit(make_fill(d, std::move(value), span_));
 }
 
 void FunctionBuilder::gemm(const BufferRegion& a, const BufferRegion& b, const BufferRegion& c, Attrs attrs) {
   require_kernel("T.gemm");
-  emit(make_gemm(a, b, c, std::move(attrs), span_));
+  BufferRegion ra = a, rb = b, rc = c;
+  for (BufferRegion* r : {&ra, &rb, &rc}) fold_extents(*r);
+  emit(make_gemm(ra, rb, rc, std::move(attrs), span_));
 }
 
 void FunctionBuilder::tile_op(const std::string& name, std::vector<BufferRegion> regions, std::vector<Expr> args,
                               Attrs attrs) {
   const OpInfo& info = op_info(name, span_);
   require_kernel(info.name);
+  for (BufferRegion& r : regions) fold_extents(r);
   emit(info.make(TileOpArgs{std::move(regions), std::move(args), std::move(attrs), span_}));
 }
 

@@ -111,6 +111,12 @@ class FunctionBuilder {
     Expr let_value;
     SourceSpan span;
   };
+  // Region extents written through let-bound variables (`H1 = H0 + 64`, then
+  // `X[H0:H1]`: extent H1 - H0) folded to the constant the lets' values give, so that
+  // the op sees the tile size its buffers are allocated with.
+  void fold_extents(std::vector<Expr>& extents) const;
+  void fold_extents(BufferRegion& r) const { fold_extents_of(r.ranges); }
+  void fold_extents_of(std::vector<Range>& ranges) const;
   struct Frame {
     FrameKind kind;
     SourceSpan span;

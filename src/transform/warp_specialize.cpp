@@ -48,6 +48,22 @@ int64_t consumer_regs(int64_t consumers) {
   return std::min<int64_t>((total - kProducerRegs * kWarpGroupThreads) / consumers / 8 * 8, 240);
 }
 
+// The counts of T.annotate_producer_reg_dealloc (tl::setmaxnreg_hint(0, n)) and
+// T.annotate_consumer_reg_alloc (tl::setmaxnreg_hint(1, n)) in `body`; the last wins.
+std::pair<std::optional<int64_t>, std::optional<int64_t>> register_hints(const Stmt& body) {
+  std::pair<std::optional<int64_t>, std::optional<int64_t>> out;
+  for_each_expr(body, [&](const Expr& e) {
+    const std::string* name = extern_name(e);
+    if (!name || *name != "tl::setmaxnreg_hint") return;
+    const std::vector<Expr>& args = e.as<CallNode>()->args;  // the name, then which and the count
+    if (args.size() != 3) return;
+    auto which = as_const_int(args[1]), n = as_const_int(args[2]);
+    if (!which || !n) return;
+    (*which == 0 ? out.first : out.second) = *n;
+  });
+  return out;
+}
+
 // Takes the marked pipeline out of the kernel body: the body with the mark
 // replaced by the consumers' loop, and the mark's parts.
 class TakePipeline : public IRMutator {
@@ -130,15 +146,25 @@ class Split : public IRMutator {
     // With whole warps of consumers the warpgroups' branches test the rank of the
     // warp's lane 0: the same outcome, and nvcc then knows the branch is warp-uniform.
     Expr warp_rank = t % 32 == 0 ? call_extern(dtype::Int32, "tl::warp_leader_rank", {rank}) : rank;
-    int64_t regs = launch_regs(t + kWarpGroupThreads), up = consumer_regs(t);
+    int64_t regs = launch_regs(t + kWarpGroupThreads), up = consumer_regs(t), down = kProducerRegs;
     // T.disable_warp_group_reg_alloc: every warpgroup keeps the registers it launched with.
     const bool keep_regs = calls_extern(op->body, "tl::no_setmaxnreg");
+    // T.annotate_producer_reg_dealloc / annotate_consumer_reg_alloc: the counts asked for.
+    auto [hint_down, hint_up] = register_hints(op->body);
+    if (hint_down) down = *hint_down;
+    if (hint_up) up = *hint_up;
+    if ((hint_down || hint_up) && !keep_regs && down * kWarpGroupThreads + up * t > kRegistersPerSm)
+      throw_user_error(op->span, str_cat("the warp-specialized pipeline's register counts (producer ", down,
+                                         " per thread x ", kWarpGroupThreads, " threads, consumers ", up, " x ", t,
+                                         ") exceed the ", kRegistersPerSm,
+                                         " registers of the block's pool, and setmaxnreg.inc would wait forever; "
+                                         "lower T.annotate_consumer_reg_alloc or T.annotate_producer_reg_dealloc"));
     std::vector<Stmt> cons, prod;
-    if (up > regs && !keep_regs)
+    if ((up > regs || hint_up) && !keep_regs)
       cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
     cons.push_back(consumer);
-    if (kProducerRegs < regs && !keep_regs)
-      prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", kProducerRegs, ">"), {})));
+    if ((down < regs || hint_down) && !keep_regs)
+      prod.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_dec<", down, ">"), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
     const bool multicast = calls_extern(take.producer, "tl::tma_load_multicast<");
     Stmt cluster_sync = evaluate(call_extern(dtype::Void, "tl::cluster_sync", {}));

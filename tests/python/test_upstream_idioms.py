@@ -257,6 +257,90 @@ def test_disable_warp_group_reg_alloc_keeps_the_launch_registers():
         )
 
 
+def hinted_pipeline(hints, threads=128):
+    @T.prim_func
+    def main(
+        A: T.Tensor((128, 64), "float16"),
+        B: T.Tensor((64, 128), "float16"),
+        C: T.Tensor((128, 128), "float32"),
+    ):
+        with T.Kernel(2, 2, threads=threads) as (bx, by):
+            hints()
+            a = T.alloc_shared((64, 32), "float16")
+            b = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[by * 64, k * 32], a)
+                T.copy(B[k * 32, bx * 64], b)
+                T.gemm(a, b, acc)
+            T.copy(acc, C[by * 64, bx * 64])
+
+    return main
+
+
+def test_register_hints_set_the_warp_specialized_counts():
+    """T.annotate_producer_reg_dealloc / annotate_consumer_reg_alloc (TileLang's hints
+    for its automatic warp specialization) give the setmaxnreg counts; the pipeline
+    still computes the same on every target."""
+
+    def hints():
+        T.annotate_producer_reg_dealloc(40)
+        T.annotate_consumer_reg_alloc(232)
+
+    src = tilelang.compile(hinted_pipeline(hints), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "tl::setmaxnreg_dec<40>();" in src and "tl::setmaxnreg_inc<232>();" in src, src
+
+    def defaults():
+        T.annotate_producer_reg_dealloc()
+
+    src = tilelang.compile(
+        hinted_pipeline(defaults), target="cuda -arch=sm_90a"
+    ).get_kernel_source()
+    assert "tl::setmaxnreg_dec<24>();" in src
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random((128, 64)).astype(np.float16), rng.random((64, 128)).astype(np.float16)
+    for target in (
+        "cpu",
+        "cuda -arch=sm_90a -emulate",
+        "cuda -arch=sm_80 -emulate",
+        "metal -emulate",
+    ):
+        c = np.zeros((128, 128), np.float32)
+        tilelang.compile(hinted_pipeline(hints), target=target)(a, b, c)
+        np.testing.assert_allclose(
+            c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3
+        )
+
+
+def test_register_hints_that_overflow_the_pool_are_refused():
+    def hints():
+        T.annotate_producer_reg_dealloc(240)
+        T.annotate_consumer_reg_alloc(240)
+
+    with pytest.raises(tilelang.TileLangError, match="exceed the 65536 registers"):
+        tilelang.compile(hinted_pipeline(hints, threads=256), target="cuda -arch=sm_90a")
+    with pytest.raises(tilelang.TileLangError, match="a multiple of 8 from 24 to 240, got int 250"):
+        tilelang.compile(hinted_pipeline(lambda: T.annotate_consumer_reg_alloc(250)))
+
+
+def test_max_nreg_aliases():
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.dec_max_nreg(40)
+            else:
+                T.inc_max_nreg(232)
+            T.no_set_max_nreg()
+            A[tx] = 1.0
+
+    src = tilelang.compile(main, target="cuda -arch=sm_90a").get_kernel_source()
+    assert "setmaxnreg_dec<40>" in src and "setmaxnreg_inc<232>" in src, src
+
+
 def unpack(convert, dtype):
     from tilelang import quantize
 

@@ -306,6 +306,11 @@ def disable_warp_group_reg_alloc() -> None:
     ctx.builder.evaluate(call_extern("void", "tl::no_setmaxnreg"))
 
 
+def no_set_max_nreg() -> None:
+    """TileLang's other name of T.disable_warp_group_reg_alloc."""
+    disable_warp_group_reg_alloc()
+
+
 def annotate_l2_hit_ratio(l2_hit_ratio_map: dict[str, Any]) -> None:
     """`T.annotate_l2_hit_ratio({B: 0.8})`: TileLang's hint that accesses to global
     buffer B should persist in the GPU's L2 cache for that fraction of its bytes (CUDA's

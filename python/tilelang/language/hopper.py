@@ -492,6 +492,55 @@ def set_max_nreg(reg_count: int, is_inc: bool) -> None:
     )
 
 
+def inc_max_nreg(reg_count: int) -> None:
+    """T.set_max_nreg(reg_count, 1): the calling warpgroup's register limit goes up."""
+    set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count: int) -> None:
+    """T.set_max_nreg(reg_count, 0): the calling warpgroup's register limit goes down."""
+    set_max_nreg(reg_count, 0)
+
+
+def _reg_hint(what, which, reg_count):
+    ctx = _kernel(what)
+    reg_count = to_value(reg_count)
+    if (
+        isinstance(reg_count, bool)
+        or not isinstance(reg_count, int)
+        or not 24 <= reg_count <= 240
+        or reg_count % 8
+    ):
+        raise frontend_error(
+            f"{what} reg_count must be a Python int, a multiple of 8 from 24 to 240, got {_describe(reg_count)}"
+        )
+    from .math import call_extern
+
+    ctx.builder.evaluate(
+        call_extern(
+            "void", "tl::setmaxnreg_hint", _C.const(which, "int32"), _C.const(reg_count, "int32")
+        )
+    )
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:
+    """The registers per thread the producer warpgroup of the kernel's warp-specialized
+    pipeline keeps (its setmaxnreg.dec; 24 by default, the least setmaxnreg allows),
+    anywhere in the kernel. A hint for sm_90a's automatic warp specialization
+    (T.Pipelined with TMA copies): a kernel without one, a hand-written T.ws split
+    included, ignores it (use T.set_max_nreg there), as does another target. The counts
+    the two hints give must fit the block's 65536 registers, an error otherwise."""
+    _reg_hint("T.annotate_producer_reg_dealloc", 0, reg_count)
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
+    """The registers per thread the consumer warpgroups of the kernel's warp-specialized
+    pipeline raise their limit to (setmaxnreg.inc); by default the most the block's
+    register pool allows beside the producer's (240 for one producer and two consumer
+    warpgroups). A hint, as T.annotate_producer_reg_dealloc."""
+    _reg_hint("T.annotate_consumer_reg_alloc", 1, reg_count)
+
+
 # ---- thread block clusters (T.Kernel(..., cluster_dims=...))
 
 
@@ -529,6 +578,8 @@ def block_rank_in_cluster() -> Expr:
 __all__ = [
     "WarpSpecialize",
     "alloc_barrier",
+    "annotate_consumer_reg_alloc",
+    "annotate_producer_reg_dealloc",
     "barrier_arrive",
     "barrier_wait",
     "block_rank_in_cluster",
@@ -538,6 +589,8 @@ __all__ = [
     "cluster_wait",
     "cp_async_barrier_noinc",
     "create_list_of_mbarrier",
+    "dec_max_nreg",
+    "inc_max_nreg",
     "mbarrier_arrive",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",

@@ -586,6 +586,7 @@ class CodeGenMetal : public CodeGenC {
                        "T.Kernel for this one");
     if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
     if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
+    if (name == "tl::setmaxnreg_hint") return std::string("(void)0 /* T.annotate_*_reg_* */");
     if (name == "tl::min_blocks_per_sm") return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
     if (starts("tl::mpp_gemm<")) {

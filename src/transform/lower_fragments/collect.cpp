@@ -61,7 +61,8 @@ bool covers_column_blocks(const BufferRegion& r) {
          *c0 + *w <= *cols;
 }
 
-std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step) {
+std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step,
+                              const std::map<const VarNode*, Expr>* lets) {
   size_t n = r.ranges.size();
   if (n < 2 || k_dim + 2 < n || k_dim >= n) return std::nullopt;
   for (size_t d = 0; d + 2 < n; ++d)
@@ -73,7 +74,7 @@ std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step)
   auto ex = as_const_int(r.ranges[k_dim].extent), sh = as_const_int(r.buffer->shape[k_dim]);
   if (!ex || !sh || *ex <= 0 || *ex % step != 0 || *ex > *sh) return std::nullopt;
   Expr k0 = simplify(r.ranges[k_dim].min);
-  auto rem = as_const_int(simplify(floormod(k0, int_imm(step))));
+  auto rem = as_const_int(simplify(floormod(lets ? substitute(k0, *lets) : k0, int_imm(step))));
   if (!rem || *rem != 0) return std::nullopt;
   if (auto c = as_const_int(k0); c && (*c < 0 || *c + *ex > *sh)) return std::nullopt;
   return KSlice{k0, *sh};
@@ -123,6 +124,17 @@ class Collector : public IRVisitor {
     note_use(op->buffer, op->indices, true);
     classify(op->buffer, op->indices);
     IRVisitor::visit(op);
+  }
+
+  // The values of the pure index-typed lets around a use (`k0 = j * 16`): what a
+  // K slice's start is a multiple of.
+  void visit(const LetStmtNode* op) override {
+    DataType t = op->value.dtype();
+    bool pure = t.is_scalar() && t.is_int() && t.bits() >= 32;
+    for_each_expr(op->value, [&](const Expr& x) { pure = pure && !x.as<BufferLoadNode>() && !x.as<CallNode>(); });
+    if (pure) lets_[op->var.node()] = substitute(op->value, lets_);
+    IRVisitor::visit(op);
+    if (pure) lets_.erase(op->var.node());
   }
 
   // Analysis::simt_uses / tile_uses.
@@ -444,7 +456,7 @@ class Collector : public IRVisitor {
     for (const BufferRegion* r : {&a, &b}) {
       bool tb = attr_int(op->attrs, "transpose_B", 0);
       size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
-      bool sliced = !sparse && is_shared(r->buffer) && k_slice(*r, k_dim, k_step);
+      bool sliced = !sparse && is_shared(r->buffer) && k_slice(*r, k_dim, k_step, &lets_);
       if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
         return fail("an operand is not a whole shared-memory tile (or a K slice of one at a multiple of " +
                     std::to_string(k_step) + ")");
@@ -498,7 +510,8 @@ class Collector : public IRVisitor {
                      ", transpose_B=", tb ? "True" : "False");
     for (const BufferRegion* r : {&a, &b}) {
       size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
-      bool sliced = is_shared(r->buffer) && (covers_column_blocks(*r) || (!sparse && k_slice(*r, k_dim, inst_k)));
+      bool sliced =
+          is_shared(r->buffer) && (covers_column_blocks(*r) || (!sparse && k_slice(*r, k_dim, inst_k, &lets_)));
       if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
         return "an operand is not a whole shared-memory tile (or whole swizzle column blocks of one, or a K slice "
                "of one at a multiple of the instruction's K)";
@@ -591,7 +604,8 @@ class Collector : public IRVisitor {
   }
 
   Analysis& a_;
-  int64_t region_lo_ = 0;  // the first thread of the T.ws region being collected
+  int64_t region_lo_ = 0;                // the first thread of the T.ws region being collected
+  std::map<const VarNode*, Expr> lets_;  // visit(LetStmtNode)
   Analysis::Loop* loop_ = nullptr;
   SourceSpan loop_span_;
   std::vector<const VarNode*> vars_;

@@ -57,10 +57,12 @@ inline std::string at(const SourceSpan& span, const std::string& why) {
 // `step` (the instruction's K) to a constant width. The gemm reads the whole tile's
 // layout from `offset` on (device/cuda/gemm_sm90.cuh, KTileA / ka0).
 struct KSlice {
-  Expr offset;        // the slice's first K index
-  int64_t tile_k;     // the tile's extent along K
+  Expr offset;     // the slice's first K index
+  int64_t tile_k;  // the tile's extent along K
 };
-std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step);
+// `lets`: the values of the pure lets around the use, for the multiple check.
+std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step,
+                              const std::map<const VarNode*, Expr>* lets = nullptr);
 // A run of whole column blocks of a tile in the wgmma layout (collect.cpp).
 bool covers_column_blocks(const BufferRegion& r);
 
