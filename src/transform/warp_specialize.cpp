@@ -154,11 +154,11 @@ class Split : public IRMutator {
     if (hint_down) down = *hint_down;
     if (hint_up) up = *hint_up;
     if ((hint_down || hint_up) && !keep_regs && down * kWarpGroupThreads + up * t > kRegistersPerSm)
-      throw_user_error(op->span, str_cat("the warp-specialized pipeline's register counts (producer ", down,
-                                         " per thread x ", kWarpGroupThreads, " threads, consumers ", up, " x ", t,
-                                         ") exceed the ", kRegistersPerSm,
-                                         " registers of the block's pool, and setmaxnreg.inc would wait forever; "
-                                         "lower T.annotate_consumer_reg_alloc or T.annotate_producer_reg_dealloc"));
+      throw_user_error(
+          op->span, str_cat("the warp-specialized pipeline's register counts (producer ", down, " per thread x ",
+                            kWarpGroupThreads, " threads, consumers ", up, " x ", t, ") exceed the ", kRegistersPerSm,
+                            " registers of the block's pool, and setmaxnreg.inc would wait forever; "
+                            "lower T.annotate_consumer_reg_alloc or T.annotate_producer_reg_dealloc"));
     std::vector<Stmt> cons, prod;
     if ((up > regs || hint_up) && !keep_regs)
       cons.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::setmaxnreg_inc<", up, ">"), {})));
