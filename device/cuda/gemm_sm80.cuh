@@ -343,22 +343,23 @@ TL_DEVICE void check_gemm_shape() {
 // acc += op(A) * op(B) for the block's M x N x K tile; A is [M][K] ([K][M] when
 // TransA), B is [K][N] ([N][K] when TransB), both swizzled in shared memory.
 // Called by all WarpsM * WarpsN * 32 threads of the block, with the same arguments.
-// KTileA / KTileB and ka0 / kb0: an operand that is a K slice of a larger tile
-// (T.gemm(A_s[:, k0:k0 + K], ...)): A (B) points at the whole tile, whose extent
-// along K is KTileA (KTileB), and the gemm reads K columns (rows when K runs along
-// them) from ka0 (kb0) on, a multiple of one mma's K (32 bytes) that may vary at
-// run time.
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, int KTileA = K, int KTileB = K,
-          class TA, class TB, class TC>
+// LdA / LdB and ka0 / kb0: an operand that is a slice of a larger tile
+// (T.gemm(A_s[:, k0:k0 + K], ...), B_s[:, 512:576]): LdA (LdB) is the tile's row
+// length, A (B) points at the slice's first M (N) row or column in it, which starts
+// a swizzle pattern (8 rows; 128 bytes of a row), and the gemm reads its K columns
+// (rows when K runs along them) from ka0 (kb0) on, a multiple of one mma's K (32
+// bytes) that may vary at run time.
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransA, bool TransB, int LdA = TransA ? M : K,
+          int LdB = TransB ? K : N, class TA, class TB, class TC>
 TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* acc, int ka0 = 0, int kb0 = 0) {
   sm80::check_gemm_shape<M, N, K, WarpsM, WarpsN, TA, TB, TC>();
-  static_assert(KTileA >= K && KTileB >= K, "tl::gemm_ss: an operand tile is narrower than K");
+  static_assert(LdA >= (TransA ? M : K) && LdB >= (TransB ? K : N), "tl::gemm_ss: an operand tile is too narrow");
   constexpr int kStep = sm80::MmaOf<TA>::kStep, kSteps = K / kStep;
   constexpr int MT = M / WarpsM / 16, NT = N / WarpsN / 8;
   const int rank = sm80::thread_rank(), warp = rank / 32 % (WarpsM * WarpsN), lane = rank % 32;
   const int m0 = warp / WarpsN * (M / WarpsM), n0 = warp % WarpsN * (N / WarpsN);
-  const sm80::SmemOperand<TransA ? M : KTileA, TA, !TransA, true> a_op(A, lane);
-  const sm80::SmemOperand<TransB ? KTileB : N, TB, TransB, false> b_op(B, lane);
+  const sm80::SmemOperand<LdA, TA, !TransA, true> a_op(A, lane);
+  const sm80::SmemOperand<LdB, TB, TransB, false> b_op(B, lane);
   // Two sets of fragments: the loads of k-step s + 1 are issued before the mmas of s.
   uint32_t a[2][MT][4], b[2][NT][2];
   TL_SM80_UNROLL for (int mt = 0; mt < MT; ++mt) a_op.template load<4>(a[0][mt], m0 + 16 * mt, ka0);
@@ -378,16 +379,17 @@ TL_DEVICE void gemm_ss(const TA* A, const TB* B, TC* acc, int ka0 = 0, int kb0 =
 // n8 tiles per m16 tile: a_regs[(mt * (K / 8) + kt) * 4 + e]. A 16-bit fragment of
 // mma k-step s is tiles 2s and 2s + 1: a0 = tile 2s elements 0, 1; a1 = its 2, 3;
 // a2, a3 the same of tile 2s + 1. B is swizzled in shared memory as for gemm_ss
-// (KTileB and kb0: B a K slice of a larger tile, as there).
-template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int KTileB = K, class TA, class TB, class TC>
+// (LdB and kb0: B a slice of a larger tile, as there).
+template <int M, int N, int K, int WarpsM, int WarpsN, bool TransB, int LdB = TransB ? K : N, class TA, class TB,
+          class TC>
 TL_DEVICE void gemm_rs(const TA* a_regs, const TB* B, TC* acc, int kb0 = 0) {
   sm80::check_gemm_shape<M, N, K, WarpsM, WarpsN, TA, TB, TC>();
-  static_assert(KTileB >= K, "tl::gemm_rs: the B tile is narrower than K");
+  static_assert(LdB >= (TransB ? K : N), "tl::gemm_rs: the B tile is too narrow");
   static_assert(WarpsN == 1, "tl::gemm_rs: A in registers needs WarpsN == 1 (each warp owns whole rows of A)");
   static_assert(sizeof(TA) == 2, "tl::gemm_rs: A in registers must be half_t or bfloat16_t");
   constexpr int kSteps = K / 16, KT = K / 8, MT = M / WarpsM / 16, NT = N / 8;
   const int rank = sm80::thread_rank(), lane = rank % 32;
-  const sm80::SmemOperand<TransB ? KTileB : N, TB, TransB, false> b_op(B, lane);
+  const sm80::SmemOperand<LdB, TB, TransB, false> b_op(B, lane);
   uint32_t b[2][NT][2];
   sm80::load_b(b[0], b_op, 0, kb0);
   TL_SM80_UNROLL for (int s = 0; s < kSteps; ++s) {

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
-from test_wgmma_k_slices import operands, sliced_gemm
+from test_wgmma_k_slices import mn_sliced_gemm, operands, sliced_gemm
 
 HOPPER = torch.cuda.get_device_capability() == (9, 0)
 
@@ -78,3 +78,15 @@ def test_k_slice_forms(kw):
         pytest.skip("T.wgmma_gemm needs sm_90a")
     K, kt = kw.pop("K", 64), kw.pop("kt", 16)
     run(64, 64, K, kt, **kw)
+
+
+@pytest.mark.parametrize("m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)])
+def test_m_and_n_slices(m0, n0, k_loop):
+    kernel = tilelang.compile(mn_sliced_gemm(m0, n0, k_loop), target="cuda")
+    g = torch.Generator().manual_seed(6)
+    a = torch.randint(-3, 4, (128, 64), generator=g).half().cuda()
+    b = torch.randint(-3, 4, (64, 128), generator=g).half().cuda()
+    c = torch.zeros(64, 64, device="cuda")
+    kernel(a, b, c)
+    ref = a[m0 : m0 + 64].float() @ b[:, n0 : n0 + 64].float()
+    torch.testing.assert_close(c, ref, rtol=0, atol=0)

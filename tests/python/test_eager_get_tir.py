@@ -183,3 +183,16 @@ def test_par_compile_of_an_eager_function_reports_a_failing_config():
         [(T.Tensor((16, 8)), T.Tensor((16, 8))), bad], ignore_error=True
     )
     assert isinstance(kernels[0], JITKernel) and kernels[1] is None
+
+
+def test_compile_takes_a_calls_arguments():
+    """TileLang's `f.compile(*args)`: the kernel the call would run, compiled, not run
+    (the DeepSeek sparse MLA example's `return_kernel=True`)."""
+    a = rng.standard_normal((32, 8)).astype(np.float32)
+    kernel = with_consts.compile(a, np.zeros_like(a), 4.0)
+    assert isinstance(kernel, JITKernel)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 4.0, rtol=1e-6)
+    stand_in = with_consts.compile(T.Tensor((32, 8)), T.Tensor((32, 8)))
+    assert stand_in.get_kernel_source() == with_consts.compile(M=32, N=8).get_kernel_source()

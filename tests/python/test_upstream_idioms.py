@@ -887,3 +887,37 @@ def test_nanosleep_of_a_kernel_runs_in_the_emulator(target):
     kernel(a, b)
     assert a[0] == -7 and b[0] == -7
     assert "__nanosleep(100);" in kernel.get_kernel_source()
+
+
+def test_parallel_prefer_async_and_annotations_are_hints():
+    """TileLang's `T.Parallel(..., prefer_async=True, annotations={...})` (its
+    vertical-slash sparse attention example): recorded on the loop; the stores are plain
+    stores ordered by the compiler's barriers, so the user's commit / wait around them
+    wait for nothing and the result is the same."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float16")
+            for i, j in T.Parallel(
+                64,
+                64,
+                prefer_async=True,
+                annotations={"parallel_async_without_async_commit_wait": True},
+            ):
+                S[i, j] = A[i, j]
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i, j in T.Parallel(64, 64):
+                B[i, j] = S[63 - i, j]
+
+    assert "parallel_prefer_async" in main.script()
+    a = np.random.default_rng(4).random((64, 64)).astype(np.float16)
+    for target in ("cpu", "cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"):
+        b = np.zeros_like(a)
+        tilelang.compile(main, target=target)(a, b)
+        np.testing.assert_array_equal(b, a[::-1])
+    with pytest.raises(tilelang.TileLangError, match="prefer_async must be True or False"):
+        T.Parallel(4, prefer_async=1)
+    with pytest.raises(tilelang.TileLangError, match="annotations must be a dict with str keys"):
+        T.Parallel(4, annotations={1: True})

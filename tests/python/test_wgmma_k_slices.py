@@ -234,3 +234,58 @@ def test_sm80_k_slices_tf32():
 def test_sm80_pipelined_and_register_a():
     assert "tl::gemm_ss<" in run(SM80, 64, 64, 128, 32, pipelined=True)
     assert "tl::gemm_rs<64, 64, 16, 4, 1, true, 64>" in run(SM80, 64, 64, 64, 16, a_regs=True)
+
+
+def mn_sliced_gemm(m0, n0, k_loop=False):
+    """C = A_s[m0:m0+64, ks] @ B_s[ks, n0:n0+64] from a 128 x 64 A tile and a 64 x 128 B
+    tile (K whole, or in 16-wide slices over a loop)."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((128, 64), "float16"),
+        B: T.Tensor((64, 128), "float16"),
+        C: T.Tensor((64, 64), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(C_l)
+            if k_loop:
+                for j in T.serial(4):
+                    T.gemm(
+                        A_s[m0 : m0 + 64, j * 16 : j * 16 + 16],
+                        B_s[j * 16 : j * 16 + 16, n0 : n0 + 64],
+                        C_l,
+                    )
+            else:
+                T.gemm(A_s[m0 : m0 + 64, :], B_s[:, n0 : n0 + 64], C_l)
+            T.copy(C_l, C)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)]
+)
+def test_sm80_m_and_n_slices(m0, n0, k_loop):
+    """M / N slices that start a swizzle pattern (8 rows; 128 bytes = 64 halves of a row)
+    are read in place by mma.sync with the tile's row length (tl::gemm_ss's LdA / LdB);
+    others (n0 = 8) keep the shared-memory path; every result exact."""
+    kernel = tilelang.compile(mn_sliced_gemm(m0, n0, k_loop), target=SM80)
+    src = kernel.get_kernel_source()
+    if n0 % 64 == 0:
+        kk = 16 if k_loop else 64
+        assert f"tl::gemm_ss<64, 64, {kk}, 2, 2, false, false, 64, 128>" in src, src
+        assert "tl::gemm_mma<" not in src
+    else:
+        assert "tl::gemm_mma<" in src
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (128, 64)).astype(np.float16)
+    b = rng.integers(-3, 4, (64, 128)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    kernel(a, b, c)
+    ref = a[m0 : m0 + 64].astype(np.float32) @ b[:, n0 : n0 + 64].astype(np.float32)
+    np.testing.assert_array_equal(c, ref)

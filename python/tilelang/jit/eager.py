@@ -276,8 +276,13 @@ class EagerFunction:
             out[name] = const_from_tensor(value, place)
         return out
 
-    def compile(self, **kwargs: Any) -> Any:
-        """Compiles for given T.const values (and config arguments); returns the JITKernel."""
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """Compiles without running and returns the JITKernel: for a call's arguments
+        (`f.compile(q, kv, indices, heads)`: tensors, or `T.Tensor(shape, dtype)` in their
+        place, and config values, as TileLang's `compile(*args)` takes them), or with
+        keywords only, for config values and T.const values."""
+        if args:
+            return self._spec_for_call(args, kwargs)[1].kernel
         bound, declared, consts = self._compile_plan(kwargs)
         return self._specialize(bound, declared, consts).kernel
 

@@ -310,12 +310,22 @@ def _check_loop_layout(layout, extents):
 
 class Parallel:
     """An elementwise nest whose iterations the compiler spreads over the block's threads.
-    `loop_layout` fixes that spread on GPU targets; the CPU runs the nest in order."""
+    `loop_layout` fixes that spread on GPU targets; the CPU runs the nest in order.
+    `prefer_async` and `annotations` (TileLang's loop hints, e.g.
+    {"parallel_async_without_async_commit_wait": True}) are recorded on the outermost
+    loop; the stores of such a loop are plain stores here, ordered by the barriers the
+    compiler places (a `T.ptx_commit_group` / `T.ptx_wait_group` around them then waits
+    for nothing), so results are the same."""
 
     kind = "parallel"
 
     def __init__(
-        self, *extents: ExprLike, coalesced_width: int | None = None, loop_layout: Any = None
+        self,
+        *extents: ExprLike,
+        coalesced_width: int | None = None,
+        loop_layout: Any = None,
+        prefer_async: bool | None = None,
+        annotations: dict[str, Any] | None = None,
     ) -> None:
         if not extents:
             raise frontend_error("T.Parallel needs at least one extent, e.g. T.Parallel(M, N)")
@@ -328,6 +338,25 @@ class Parallel:
             if const_int(e) is not None and const_int(e) < 0:
                 raise frontend_error(f"T.Parallel extents must not be negative, got {e}")
         self.annotations = {}
+        if annotations is not None:
+            if not isinstance(annotations, dict) or not all(
+                isinstance(k, str) for k in annotations
+            ):
+                raise frontend_error(
+                    f"T.Parallel annotations must be a dict with str keys, got {annotations!r}"
+                )
+            for key, value in annotations.items():
+                if not isinstance(value, (bool, int, str)):
+                    raise frontend_error(
+                        f"T.Parallel annotation {key!r} must be a bool, int or str, got {value!r}"
+                    )
+                self.annotations[key] = value
+        if prefer_async is not None:
+            if not isinstance(prefer_async, bool):
+                raise frontend_error(
+                    f"T.Parallel prefer_async must be True or False, got {prefer_async!r}"
+                )
+            self.annotations.setdefault("parallel_prefer_async", prefer_async)
         if coalesced_width is not None:
             if const_int(coalesced_width) is None or coalesced_width <= 0:
                 raise frontend_error(

@@ -61,23 +61,52 @@ bool covers_column_blocks(const BufferRegion& r) {
          *c0 + *w <= *cols;
 }
 
+namespace {
+
+// Dim `d` of `r` is a constant-width slice of its buffer's dim starting at a multiple
+// of `align` (proven with the lets' values), inside the buffer where the start is
+// known; whole when `whole` is set.
+bool slice_at_multiple(const BufferRegion& r, size_t d, int64_t align, const std::map<const VarNode*, Expr>* lets,
+                       bool* whole = nullptr) {
+  auto ex = as_const_int(r.ranges[d].extent), sh = as_const_int(r.buffer->shape[d]);
+  if (!ex || !sh || *ex <= 0 || *ex > *sh) return false;
+  Expr start = simplify(r.ranges[d].min);
+  auto c = as_const_int(start);
+  if (whole) *whole = c && *c == 0 && *ex == *sh;
+  if (c && (*c < 0 || *c + *ex > *sh)) return false;
+  auto rem = as_const_int(simplify(floormod(lets ? substitute(start, *lets) : start, int_imm(align))));
+  return rem && *rem == 0;
+}
+
+bool leading_dims_single(const BufferRegion& r) {
+  for (size_t d = 0; d + 2 < r.ranges.size(); ++d)
+    if (!is_const_one(r.ranges[d].extent)) return false;
+  return true;
+}
+
+}  // namespace
+
 std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step,
                               const std::map<const VarNode*, Expr>* lets) {
   size_t n = r.ranges.size();
-  if (n < 2 || k_dim + 2 < n || k_dim >= n) return std::nullopt;
-  for (size_t d = 0; d + 2 < n; ++d)
-    if (!is_const_one(r.ranges[d].extent)) return std::nullopt;
+  if (n < 2 || k_dim + 2 < n || k_dim >= n || !leading_dims_single(r)) return std::nullopt;
   size_t other = k_dim == n - 1 ? n - 2 : n - 1;
   auto omin = as_const_int(r.ranges[other].min), oex = as_const_int(r.ranges[other].extent),
        osh = as_const_int(r.buffer->shape[other]);
   if (!omin || *omin != 0 || !oex || !osh || *oex != *osh) return std::nullopt;
-  auto ex = as_const_int(r.ranges[k_dim].extent), sh = as_const_int(r.buffer->shape[k_dim]);
-  if (!ex || !sh || *ex <= 0 || *ex % step != 0 || *ex > *sh) return std::nullopt;
-  Expr k0 = simplify(r.ranges[k_dim].min);
-  auto rem = as_const_int(simplify(floormod(lets ? substitute(k0, *lets) : k0, int_imm(step))));
-  if (!rem || *rem != 0) return std::nullopt;
-  if (auto c = as_const_int(k0); c && (*c < 0 || *c + *ex > *sh)) return std::nullopt;
-  return KSlice{k0, *sh};
+  if (!slice_at_multiple(r, k_dim, step, lets) || *as_const_int(r.ranges[k_dim].extent) % step != 0)
+    return std::nullopt;
+  return KSlice{simplify(r.ranges[k_dim].min), *as_const_int(r.buffer->shape[k_dim])};
+}
+
+bool mma_slice(const BufferRegion& r, size_t k_dim, int64_t step, const std::map<const VarNode*, Expr>* lets) {
+  size_t n = r.ranges.size();
+  if (n < 2 || k_dim + 2 < n || k_dim >= n || !leading_dims_single(r)) return false;
+  size_t mn_dim = k_dim == n - 1 ? n - 2 : n - 1;
+  // M / N: rows at a multiple of 8 (the swizzle's period), or columns at 128 bytes.
+  int64_t mn_align = mn_dim == n - 1 ? std::max<int64_t>(1, 128 / elem_bytes(r.buffer->dtype)) : 8;
+  return slice_at_multiple(r, k_dim, step, lets) && *as_const_int(r.ranges[k_dim].extent) % step == 0 &&
+         slice_at_multiple(r, mn_dim, mn_align, lets);
 }
 
 namespace {
@@ -456,10 +485,10 @@ class Collector : public IRVisitor {
     for (const BufferRegion* r : {&a, &b}) {
       bool tb = attr_int(op->attrs, "transpose_B", 0);
       size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
-      bool sliced = !sparse && is_shared(r->buffer) && k_slice(*r, k_dim, k_step, &lets_);
+      bool sliced = !sparse && is_shared(r->buffer) && mma_slice(*r, k_dim, k_step, &lets_);
       if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
-        return fail("an operand is not a whole shared-memory tile (or a K slice of one at a multiple of " +
-                    std::to_string(k_step) + ")");
+        return fail("an operand is not a whole shared-memory tile (or a slice of one: K from a multiple of " +
+                    std::to_string(k_step) + ", M / N from a multiple of 8 rows or 128 bytes of a row)");
       auto sh = const_shape(r->buffer);
       if (!sh || !Layout::swizzle(sh->back(), elem_bytes(r->buffer->dtype)))
         return fail("an operand's row length has no conflict-free swizzle");

@@ -403,16 +403,35 @@ static std::string wgmma_tail(const FragmentLayoutPtr& lc, bool pending, bool tm
   return pending ? ", 1>" : ">";
 }
 
-// The K slice a gemm operand reads of its shared tile, when it is one and not the
-// whole tile or (wgmma) whole column blocks, whose own pointer starts the descriptor.
-static std::optional<KSlice> operand_k_slice(const BufferRegion& r, bool k_last, bool wgmma) {
-  if (!is_shared(r.buffer) || r.ranges.size() < 2) return std::nullopt;
-  size_t d = r.ranges.size() - (k_last ? 1 : 2);
-  auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent);
-  auto sh = as_const_int(r.buffer->shape[d]);
-  if (mn && *mn == 0 && ex && sh && *ex == *sh) return std::nullopt;
-  if (wgmma && mn && k_last && covers_column_blocks(r)) return std::nullopt;
-  return k_slice(r, d, 1);  // collect.cpp checked the start's multiple (with the lets around the gemm)
+// How a register gemm reads a shared operand that is a slice of its tile
+// (device/cuda/gemm_sm80.cuh, gemm_sm90.cuh; collect.cpp checked the slice): the
+// pointer starts at the slice with its K start zeroed, `k0` is the K start (an
+// argument), and `tile` the template argument: the tile's extent along K for wgmma
+// (whose M / N slices are whole column blocks with a pointer of their own), its row
+// length for mma.sync (whose M / N slices start a swizzle pattern).
+struct SlicedOperand {
+  Expr k0;
+  int64_t tile;
+};
+
+static std::optional<SlicedOperand> sliced_operand(const BufferRegion& r, bool k_last, bool wgmma) {
+  size_t n = r.ranges.size();
+  if (!is_shared(r.buffer) || n < 2) return std::nullopt;
+  bool whole = true;
+  for (size_t d = n - 2; d < n; ++d) {
+    auto mn = as_const_int(r.ranges[d].min), ex = as_const_int(r.ranges[d].extent);
+    auto sh = as_const_int(r.buffer->shape[d]);
+    whole = whole && mn && *mn == 0 && ex && sh && *ex == *sh;
+  }
+  if (whole) return std::nullopt;
+  size_t d = n - (k_last ? 1 : 2);
+  if (wgmma) {
+    if (covers_column_blocks(r)) return std::nullopt;
+    auto s = k_slice(r, d, 1);  // the start's multiple checked with the lets around the gemm
+    if (!s) return std::nullopt;
+    return SlicedOperand{s->offset, s->tile_k};
+  }
+  return SlicedOperand{simplify(r.ranges[d].min), *as_const_int(r.buffer->shape[n - 1])};
 }
 
 Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
@@ -466,14 +485,14 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
     out.push_back(evaluate(
         call_extern(dtype::Void, name, {ptr(a, pending), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
   } else {
-    // Operands in shared memory may be K slices of a tile (device/cuda/gemm_sm80.cuh,
-    // gemm_sm90.cuh: KTileA / KTileB after the transposes and, for wgmma, Pending and
-    // Fence spelled out; the slices' offsets ka0 / kb0 after the accumulator).
+    // Operands in shared memory may be slices of a tile (sliced_operand: the tile
+    // arguments after the transposes and, for wgmma, Pending and Fence spelled out;
+    // the K offsets ka0 / kb0 after the accumulator).
     bool a_regs = ctx.s.layouts.count(a.buffer.get());
     bool fed = a_regs ? ctx.tma_only.count(b.buffer.get()) > 0 : tma_fed;
-    std::optional<KSlice> sa = a_regs ? std::nullopt : operand_k_slice(a, !ta, wgmma);
-    std::optional<KSlice> sb = operand_k_slice(b, tb, wgmma);
-    auto operand = [&](const BufferRegion& r, const std::optional<KSlice>& s, bool k_last) {
+    std::optional<SlicedOperand> sa = a_regs ? std::nullopt : sliced_operand(a, !ta, wgmma);
+    std::optional<SlicedOperand> sb = sliced_operand(b, tb, wgmma);
+    auto operand = [&](const BufferRegion& r, const std::optional<SlicedOperand>& s, bool k_last) {
       if (!s) return ptr(r, pending);
       BufferRegion whole = r;  // the tile's start: the slice's offset is an argument
       whole.ranges[r.ranges.size() - (k_last ? 1 : 2)].min = int_imm(0);
@@ -484,10 +503,13 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
     std::vector<Expr> args{a_regs ? regs(a.buffer) : operand(a, sa, !ta), operand(b, sb, tb), regs(c.buffer)};
     if (sa || sb) {
       if (wgmma) name += str_cat(", ", pending ? 1 : 0, ", ", flag(!fed));
-      if (!a_regs) name += str_cat(", ", sa ? sa->tile_k : kk);
-      name += str_cat(", ", sb ? sb->tile_k : kk, ">");
-      if (!a_regs) args.push_back(sa ? cast(dtype::Int32, sa->offset) : int_imm(0));
-      args.push_back(sb ? cast(dtype::Int32, sb->offset) : int_imm(0));
+      // The default of an operand that is not a slice: its K extent (wgmma), its row
+      // length (mma.sync).
+      int64_t a_tile = wgmma || !ta ? kk : m, b_tile = wgmma || tb ? kk : n;
+      if (!a_regs) name += str_cat(", ", sa ? sa->tile : a_tile);
+      name += str_cat(", ", sb ? sb->tile : b_tile, ">");
+      if (!a_regs) args.push_back(sa ? cast(dtype::Int32, sa->k0) : int_imm(0));
+      args.push_back(sb ? cast(dtype::Int32, sb->k0) : int_imm(0));
     } else {
       name += wgmma_tail(lc, pending, fed);
     }

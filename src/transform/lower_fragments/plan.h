@@ -63,6 +63,10 @@ struct KSlice {
 // `lets`: the values of the pure lets around the use, for the multiple check.
 std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step,
                               const std::map<const VarNode*, Expr>* lets = nullptr);
+// The mma.sync form (tl::gemm_ss's LdA / ka0): K whole or as for k_slice, and the
+// M / N dim whole or sliced from the start of a swizzle pattern (a multiple of 8
+// rows, or of 128 bytes of a row), which the operand's pointer then starts at.
+bool mma_slice(const BufferRegion& r, size_t k_dim, int64_t step, const std::map<const VarNode*, Expr>* lets = nullptr);
 // A run of whole column blocks of a tile in the wgmma layout (collect.cpp).
 bool covers_column_blocks(const BufferRegion& r);
 
