@@ -26,8 +26,12 @@ def run(*args, **kw):
     f, a_shape, b_shape, reference = sliced_gemm(*args, **kw)
     kernel = tilelang.compile(f, target="cuda")
     a, b = operands(a_shape, b_shape, kw.get("dtype", "float16"))
-    ta = torch.from_numpy(a.view(np.uint8 if a.itemsize == 1 else np.int16 if a.itemsize == 2 else np.int32))
-    tb = torch.from_numpy(b.view(np.uint8 if b.itemsize == 1 else np.int16 if b.itemsize == 2 else np.int32))
+    ta = torch.from_numpy(
+        a.view(np.uint8 if a.itemsize == 1 else np.int16 if a.itemsize == 2 else np.int32)
+    )
+    tb = torch.from_numpy(
+        b.view(np.uint8 if b.itemsize == 1 else np.int16 if b.itemsize == 2 else np.int32)
+    )
     dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}.get(
         kw.get("dtype", "float16"), torch.float8_e4m3fn
     )
@@ -80,7 +84,9 @@ def test_k_slice_forms(kw):
     run(64, 64, K, kt, **kw)
 
 
-@pytest.mark.parametrize("m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)])
+@pytest.mark.parametrize(
+    "m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)]
+)
 def test_m_and_n_slices(m0, n0, k_loop):
     kernel = tilelang.compile(mn_sliced_gemm(m0, n0, k_loop), target="cuda")
     g = torch.Generator().manual_seed(6)

@@ -50,7 +50,9 @@ def test_example_kernels_compile_for_sm90a(path, nvcc, monkeypatch, capsys, tmp_
         return native_compile(func, target, pass_configs, compile_flags)
 
     monkeypatch.setattr(jit_kernel, "native_compile", compile_for_sm90a_too)
-    monkeypatch.syspath_prepend(str(path.parent))  # examples import their neighbours (torch_attention)
+    monkeypatch.syspath_prepend(
+        str(path.parent)
+    )  # examples import their neighbours (torch_attention)
     spec = importlib.util.spec_from_file_location(f"example_sm90a_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
