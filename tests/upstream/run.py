@@ -113,6 +113,10 @@ def parse_junit(path):
 
 def run_file(path, mode, args, source):
     env = dict(os.environ, TILELANG_UPSTREAM_MODE=mode, TILELANG_UPSTREAM_SRC=str(source))
+    # One pytest process per file, as TileLang's files run: options meant for this
+    # package's own tests (PYTEST_ADDOPTS="-n 8" for tests/gpu) would fan each file out
+    # over workers (on a GPU machine, 8 CUDA contexts per file, at --jobs files at once).
+    env.pop("PYTEST_ADDOPTS", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
     plugin = ["-p", "torch_on_cpu"]
     if MODES[mode]:
