@@ -145,3 +145,37 @@ def test_reduce_scope_takes_a_reducer():
         def main(Y: T.Tensor((32,), "float32")):
             with T.Kernel(1, threads=32) as _, T.attr(0, "reduce_scope", NULL):
                 Y[0] = 1.0
+
+
+def product_of_eight(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype), C: T.Tensor((1,), dtype)):
+        with T.Kernel(1, threads=8):
+            tk = T.get_thread_binding(0)
+            v = T.alloc_local((1,), dtype)
+            v[0] = A[tk]
+            out = T.alloc_local((1,), dtype)
+            with T.attr(
+                T.comm_reducer(lambda x, y: x * y, [T.Cast(dtype, 1)]),
+                "reduce_scope",
+                T.reinterpret(T.uint64(0), dtype="handle"),
+            ):
+                T.evaluate(
+                    T.tvm_thread_allreduce(T.uint32(1), v[0], True, out[0], tk, dtype="handle")
+                )
+            C[0] = out[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", ALL)
+def test_a_warp_reduction_rounds_in_the_shuffle_trees_order(target):
+    """TileLang's issue 2628 data: the bfloat16 product of 3, 8, 5, 2, 7, 6, 4, 6 is
+    241664 in the order of TVM's shuffle-down tree ((v0 v4)(v2 v6))((v1 v5)(v3 v7)), as
+    on the GPU, and 242688 folded in sequence (10080 rounds to 10112 there)."""
+    import ml_dtypes
+
+    a = np.array([3, 8, 5, 2, 7, 6, 4, 6], dtype=ml_dtypes.bfloat16)
+    c = np.zeros(1, dtype=ml_dtypes.bfloat16)
+    tilelang.compile(product_of_eight("bfloat16"), target=target)(a, c)
+    assert float(c[0]) == 241664.0

@@ -8,9 +8,11 @@ Every thread gets in `out` the reducer's combination of `acc` over the threads t
 differ from it only along the named thread bindings (`tk`). It is built here from what
 the rest of the language has: each thread stores its value into a shared scratch row
 indexed by its rank, and after the block barrier (which plan_barriers places, as for any
-thread-level shared write and read) each thread combines its group's values in order.
-That is correct on every target; it is not a shuffle tree, so it suits reductions over
-tens of threads, not a hot inner loop."""
+thread-level shared write and read) each thread combines its group's values: for a
+group of 2 to 32 threads along one binding (a power of two) in the order of TVM's
+shuffle-down tree, so that float16 / bfloat16 sums and products round as TileLang's do,
+else in order. That is correct on every target; it suits reductions over tens of
+threads, not a hot inner loop."""
 
 from __future__ import annotations
 
@@ -118,16 +120,34 @@ def tvm_thread_allreduce(size: ExprLike, *args: Any, dtype: DTypeLike = "handle"
     from .hooks import for_  # (hooks imports the language's modules)
 
     acc = alloc_local((1,), dtype_)
-    acc[0] = identity
+    count = 1
+    for d in dims:
+        count *= extents[d]
+    if len(dims) == 1 and 1 < count <= 32 and count & (count - 1) == 0:
+        # A warp's worth: combined in the order of TVM's shuffle-down tree (offsets
+        # count / 2, ..., 1; lane 0's value), so that float16 / bfloat16 results round as
+        # TileLang's do on the GPU.
+        step = strides[dims[0]]
+        vals = alloc_local((count,), dtype_)
+        for k in for_(serial(count), ["red0"]):
+            vals[k] = scratch[base + k * step]
+        offset = count // 2
+        while offset:
+            for k in range(offset):
+                vals[k] = to_value(reducer.combine(vals[k], vals[k + offset]))
+            offset //= 2
+        acc[0] = vals[0]
+    else:
+        acc[0] = identity
 
-    def gather(i, offset):
-        if i == len(dims):
-            acc[0] = to_value(reducer.combine(acc[0], scratch[base + offset]))
-            return
-        for k in for_(serial(extents[dims[i]]), [f"red{i}"]):
-            gather(i + 1, offset + k * strides[dims[i]])
+        def gather(i, offset):
+            if i == len(dims):
+                acc[0] = to_value(reducer.combine(acc[0], scratch[base + offset]))
+                return
+            for k in for_(serial(extents[dims[i]]), [f"red{i}"]):
+                gather(i + 1, offset + k * strides[dims[i]])
 
-    gather(0, 0)
+        gather(0, 0)
     buf, idx = target
     buf[tuple(idx)] = acc[0]
     return DONE
