@@ -116,6 +116,37 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, int cta) {
 #endif
 }
 
+// T.copy_cluster's remote barrier: an arrival on the mbarrier at `bar`'s offset in
+// block `cta` with a cluster-scope release, so that the block that waits on it sees
+// the stores this block made into its shared memory before (tl::store_cluster,
+// ordered by the block barrier before the arrival).
+template <int Dep = 0>
+TL_DEVICE void mbarrier_arrive_cluster_release(uint64_t* bar, int cta) {
+  static_assert(TmaArchCheck<Dep>::ok);
+#ifdef TL_EMULATE
+  emu::mbarrier_arrive_remote(bar, cta);
+#else
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+#endif
+}
+
+// T.copy_cluster's element store: `value` into the shared memory of block `cta` of
+// the cluster, at `dst`'s offset (dst points into the calling block's own shared
+// memory; mapa gives the other block's address).
+template <class T>
+TL_DEVICE void store_cluster(T* dst, int cta, T value) {
+  static_assert(TmaArchCheck<int(sizeof(T))>::ok);
+#ifdef TL_EMULATE
+  emu::store_remote(dst, cta, &value, sizeof(T));
+#else
+  uint64_t remote;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(remote) : "l"(reinterpret_cast<uint64_t>(dst)), "r"(cta));
+  *reinterpret_cast<T*>(remote) = value;
+#endif
+}
+
 // A warp's release of a tile version that blocks 0 .. Ctas - 1 of the cluster
 // multicast into: the lanes meet, then lane c arrives on block c's mbarrier (whose
 // count is in warps of all those blocks).

@@ -56,6 +56,7 @@ TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* c
 TL_EMU_FN void tma_store_commit();
 TL_EMU_FN void tma_store_wait(int n, bool complete);
 TL_EMU_FN void mbarrier_arrive_remote(uint64_t* bar, int cta);
+TL_EMU_FN void store_remote(void* dst, int cta, const void* value, size_t bytes);
 TL_EMU_FN void tma_load_multicast(void* smem_dst, const void* map, uint64_t* bar, uint16_t mask, const int32_t* coords,
                                   int rank);
 TL_EMU_FN void cluster_arrive();
@@ -926,6 +927,11 @@ inline unsigned char* remote_address(const void* p, int cta, const char* what) {
 TL_EMU_FN void mbarrier_arrive_remote(uint64_t* bar, int cta) {
   if (unsigned char* p = remote_address(bar, cta, "mbarrier_arrive_cluster"))
     mbarrier_arrive(reinterpret_cast<uint64_t*>(p), 0);
+}
+
+// tl::store_cluster: `bytes` bytes at `dst`'s offset in block `cta`'s shared memory.
+TL_EMU_FN void store_remote(void* dst, int cta, const void* value, size_t bytes) {
+  if (unsigned char* p = remote_address(dst, cta, "store_cluster")) memcpy(p, value, bytes);
 }
 
 // A tma_load into every block of `mask`: each gets the box at the same offset, and

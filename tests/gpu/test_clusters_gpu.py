@@ -1,8 +1,9 @@
 """Thread block clusters and TMA multicast on the present GPU against torch: the
 cluster rank and barrier, the skinny GEMM with A multicast along N or B along M (the bench's
 M = 128 shape and a tail shape), along both in 2-D clusters, or in a cluster without
-multicast, and a GEMM with B multicast along M. The same
-kernels run in the emulator in tests/python/test_clusters.py. Needs an sm_90 GPU."""
+multicast, and a GEMM with B multicast along M; T.copy_cluster into another block's
+shared memory. The same kernels run in the emulator in tests/python/test_clusters.py
+and test_copy_cluster.py. Needs an sm_90 GPU."""
 
 import os
 import sys
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(here)), "examples"))
 from skinny_gemm import skinny_gemm, skinny_matmul
 from test_clusters import explicit_multicast, gemm_cluster_y, ranks_kernel
+from test_copy_cluster import slice_with_barrier, store_then_cluster_sync, store_with_barrier
 
 pytestmark = pytest.mark.usefixtures("hopper")  # tests/gpu/conftest.py
 
@@ -117,3 +119,22 @@ def test_tma_copy_cluster_mask(mask):
     for _ in range(3):
         kernel(a, out)
         torch.testing.assert_close(out, a.expand_as(out).contiguous(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("make", ["barrier", "cluster_sync", "slice"])
+def test_copy_cluster(make):
+    if make == "slice":
+        kernel = tilelang.compile(slice_with_barrier(8, 64, 32), target="cuda")
+        a = torch.randn(8, 64, device="cuda")
+        b = torch.full_like(a, 7.0)
+        kernel(a, b)
+        expect = torch.zeros_like(a)
+        expect[:, :32] = a[:, :32]
+    else:
+        make_kernel = store_with_barrier if make == "barrier" else store_then_cluster_sync
+        kernel = tilelang.compile(make_kernel(256), target="cuda")
+        a = torch.randn(256, device="cuda")
+        b = torch.zeros_like(a)
+        kernel(a, b)
+        expect = a
+    torch.testing.assert_close(b, expect, rtol=0, atol=0)

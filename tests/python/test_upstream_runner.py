@@ -21,7 +21,9 @@ def test_code_text_failures_are_recognised_by_their_message():
         "AssertionError: Expected tl::add2 in SM100 auto-vectorised CUDA source for float32 add"
     )
     assert run.checks_code_text("AssertionError: Expected fastmath calls but found none")
-    assert run.checks_code_text("AssertionError: Cast float32 to float16 with lanes=2 is not vectorized!")
+    assert run.checks_code_text(
+        "AssertionError: Cast float32 to float16 with lanes=2 is not vectorized!"
+    )
     assert not run.checks_code_text("AssertionError: Tensor-likes are not close!")
     assert not run.checks_code_text("Failed: DID NOT RAISE Exception")
 

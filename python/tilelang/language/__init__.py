@@ -188,7 +188,7 @@ __all__ = [
     "vectorized",
     "view",
 ]
-__all__ += ["WarpSpecialize", "alloc_barrier", "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "cp_async_barrier_noinc", "create_list_of_mbarrier", "dec_max_nreg", "inc_max_nreg", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
+__all__ += ["WarpSpecialize", "alloc_barrier", "alloc_cluster_barrier", "annotate_consumer_reg_alloc", "annotate_producer_reg_dealloc", "barrier_arrive", "barrier_wait", "block_rank_in_cluster", "cluster_arrive", "cluster_arrive_relaxed", "cluster_sync", "cluster_wait", "copy_cluster", "cp_async_barrier_noinc", "create_list_of_mbarrier", "dec_max_nreg", "inc_max_nreg", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait_parity", "tma_copy", "wait_wgmma", "wgmma_gemm", "ws"]  # fmt: skip
 __all__ += ["Fragment", "Layout", "annotate_layout", "annotate_safe_value", "c2d_im2col", "im2col", "transpose", "use_swizzle"]  # fmt: skip
 __all__ += [
     "annotate_compile_flags",

@@ -569,6 +569,135 @@ def cluster_sync() -> None:
     _cluster_op("T.cluster_sync", "cluster_sync")
 
 
+def alloc_cluster_barrier(arrive_count: ExprLike) -> Expr:
+    """TileLang's mbarriers for the blocks of a cluster: T.alloc_barrier, whose
+    initialization is fenced for the whole cluster (fence.mbarrier_init.release.cluster);
+    another block may arrive on them (T.copy_cluster's remote_barrier) once a
+    T.cluster_sync after the allocation has ordered it."""
+    return alloc_barrier(arrive_count)
+
+
+def copy_cluster(
+    src: BufferLike,
+    dst: BufferLike,
+    *,
+    dst_block: ExprLike | None = None,
+    cluster_mask: Any = None,
+    remote_barrier: ExprLike | None = None,
+    eviction_policy: str | None = None,
+    coalesced_width: int | None = None,
+    annotations: dict[str, Any] | None = None,
+    loop_layout: Any = None,
+) -> None:
+    """Copies between the blocks of a thread block cluster (CUDA sm_90).
+
+    With `dst_block`: the calling block's shared tile (or region) `src` into the shared
+    memory of block `dst_block` of the cluster, at `dst`'s place there (distributed
+    shared memory). Every thread of the block calls it; each stores its share of the
+    elements into the other block (`tl::store_cluster`, a mapa address). With
+    `remote_barrier` (an mbarrier from T.alloc_cluster_barrier, the same element in
+    every block) the block then meets, and its first thread arrives on that barrier of
+    block `dst_block` with a cluster-scope release: block `dst_block` waits on its own
+    copy of the barrier (T.mbarrier_wait_parity) and then reads the tile. Without it,
+    order the copy with T.cluster_sync. Both blocks must have run the barrier's
+    initialization first (T.cluster_sync after the allocation).
+
+    With `cluster_mask` instead: T.tma_copy's multicast of a global tile into the shared
+    memory of the blocks of the mask, completing on `remote_barrier` in each.
+    `coalesced_width` and `loop_layout` are accepted as hints."""
+    what = "T.copy_cluster"
+    ctx = _kernel(what)
+    ann = dict(annotations or {})
+    dst_block = ann.pop("dst_block", dst_block)
+    cluster_mask = ann.pop("cluster_mask", cluster_mask)
+    remote_barrier = ann.pop("barrier", remote_barrier)
+    if cluster_mask is not None:
+        if dst_block is not None:
+            raise frontend_error(
+                f"{what} takes dst_block (shared -> another block's shared memory) or cluster_mask "
+                "(a TMA multicast of a global tile), not both"
+            )
+        tma_copy(
+            src, dst, remote_barrier, eviction_policy=eviction_policy, cluster_mask=cluster_mask
+        )
+        return
+    if dst_block is None:
+        raise frontend_error(
+            f"{what} needs dst_block= (the cluster rank of the block whose shared memory receives "
+            "the tile) or cluster_mask= (a TMA multicast)"
+        )
+    cluster = 1
+    for n in getattr(ctx, "kernel_cluster", None) or []:
+        cluster *= n
+    if cluster < 2:
+        raise frontend_error(
+            f"{what} with dst_block copies into another block of the thread block cluster, but this "
+            "kernel has no clusters: launch it with T.Kernel(..., cluster_dims=...) (CUDA sm_90)"
+        )
+    if isinstance(to_value(dst_block), int) and not 0 <= to_value(dst_block) < cluster:
+        raise frontend_error(
+            f"{what} dst_block {to_value(dst_block)} is outside the kernel's clusters of {cluster} blocks"
+        )
+    s_buf, s_min, s_ext, _ = _copy_operand(src, "source")
+    d_buf, d_min, d_ext, _ = _copy_operand(dst, "destination")
+    for side, b in (("source", s_buf), ("destination", d_buf)):
+        if isinstance(b, BufferView) or not str(b.scope).startswith("shared"):
+            raise frontend_error(
+                f"{what} with dst_block copies shared memory into another block's shared memory; the "
+                f"{side} '{b.name}' is {'a view' if isinstance(b, BufferView) else 'in ' + str(b.scope) + ' memory'}"
+            )
+    if s_ext is None and d_ext is None:
+        raise frontend_error(f"{what} copies a tile: give a slice or a whole buffer on one side")
+    s_ext = s_ext if s_ext is not None else d_ext
+    d_ext = d_ext if d_ext is not None else s_ext
+    s_ext, d_ext = [to_value(e) for e in s_ext], [to_value(e) for e in d_ext]
+    s_dims = [(i, e) for i, e in enumerate(s_ext) if const_int(e) != 1]
+    d_dims = [(i, e) for i, e in enumerate(d_ext) if const_int(e) != 1]
+    shape = [const_int(e) for _, e in s_dims]
+    if any(n is None for n in shape) or [const_int(e) for _, e in d_dims] != shape:
+        raise frontend_error(
+            f"{what}: the source {s_ext} and destination {d_ext} regions must have the same constant "
+            "extents (dims of 1 aside)"
+        )
+    block = to_value(dst_block)
+    if isinstance(block, bool) or not (isinstance(block, int) or _is_int_expr(block)):
+        raise frontend_error(
+            f"{what} dst_block must be an int or an int expression, got {_describe(block)}"
+        )
+    if isinstance(block, int) and block < 0:
+        raise frontend_error(f"{what} dst_block must not be negative, got {block}")
+    bar = _barrier(what, remote_barrier, "remote_barrier") if remote_barrier is not None else None
+    from .hooks import for_
+    from .loops import Parallel
+    from .math import address_of, call_extern
+    from .warp import _linear_thread_index
+
+    total = 1
+    for n in shape:
+        total *= n
+    for flat in for_(Parallel(max(total, 1)), ["cluster_i"]):
+        idx, rest = [], flat
+        for n in reversed(shape):
+            idx.append(rest % n)
+            rest = rest // n
+        idx.reverse()
+        s_idx, d_idx = list(s_min), list(d_min)
+        for k, (dim, _) in enumerate(s_dims):
+            s_idx[dim] = s_min[dim] + idx[k]
+        for k, (dim, _) in enumerate(d_dims):
+            d_idx[dim] = d_min[dim] + idx[k]
+        value = _C.cast(_C.buffer_load(s_buf.handle, s_idx), d_buf.handle.dtype)
+        target = address_of(_C.buffer_load(d_buf.handle, d_idx))
+        ctx.builder.evaluate(call_extern("void", "tl::store_cluster", target, block, value))
+    if bar is not None:
+        ctx.builder.sync_threads()
+        ctx.builder.begin_if(_linear_thread_index(ctx) == 0)
+        ctx.builder.evaluate(
+            call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), block)
+        )
+        ctx.builder.end_if()
+
+
 def block_rank_in_cluster() -> Expr:
     """The calling block's rank in its cluster, 0 .. cluster size - 1 (x fastest)."""
     _kernel("T.block_rank_in_cluster")
@@ -578,6 +707,7 @@ def block_rank_in_cluster() -> Expr:
 __all__ = [
     "WarpSpecialize",
     "alloc_barrier",
+    "alloc_cluster_barrier",
     "annotate_consumer_reg_alloc",
     "annotate_producer_reg_dealloc",
     "barrier_arrive",
@@ -587,6 +717,7 @@ __all__ = [
     "cluster_arrive_relaxed",
     "cluster_sync",
     "cluster_wait",
+    "copy_cluster",
     "cp_async_barrier_noinc",
     "create_list_of_mbarrier",
     "dec_max_nreg",

@@ -96,6 +96,7 @@ class Kernel:
         kernel_vars = ctx.builder.begin_kernel(self.grid, self.threads, self.prelude, self.cluster)
         ctx.kernel_vars = kernel_vars
         ctx.kernel_extents = (self.grid, self.threads)
+        ctx.kernel_cluster = list(self.cluster or [])
         ctx.frames.append(KERNEL)
         for cond in ctx.function_assumes:  # T.assume written before this block
             ctx.builder.evaluate(_C.call("assume", [cond]))
