@@ -164,3 +164,35 @@ def test_errors():
         bad(lambda A, s, d: T.copy_cluster(A, d, dst_block=1, cluster_mask=3))
     with pytest.raises(TileLangError, match="needs thread block clusters"):
         tilelang.compile(store_with_barrier(64), target="cpu")
+
+
+def test_arrive_on_another_blocks_barrier():
+    """TileLang's `T.mbarrier_arrive(mbar, cta_id)` (language/cluster's barrier kernel,
+    whose count of 256 makes the 512 arrivals two phases, racing block 0's wait for the
+    first; here one phase of 512): all 4 x 128 threads of the cluster arrive on block
+    0's barrier, which block 0 waits for."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "int32")):
+        with T.ClusterKernel(4, threads=128, cluster_dims=(4, 1, 1)) as bx:
+            mbar = T.alloc_cluster_barrier([512])
+            T.cluster_sync()
+            T.mbarrier_arrive(mbar, 0)
+            if T.block_rank_in_cluster() == 0:
+                T.mbarrier_wait_parity(mbar, 0)
+            T.cluster_sync()
+            if T.get_thread_binding() == 0:
+                A[bx] = bx + 1
+
+    kernel = tilelang.compile(main, target=SM90A)
+    assert "tl::mbarrier_arrive_cluster_release((&mbar[0]), 0);" in kernel.get_kernel_source()
+    a = np.zeros(4, np.int32)
+    kernel(a)
+    np.testing.assert_array_equal(a, [1, 2, 3, 4])
+    with pytest.raises(TileLangError, match="cta_id 4 is outside the kernel's clusters of 4 block"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "int32")):
+            with T.ClusterKernel(4, threads=128, cluster_dims=(4, 1, 1)):
+                mbar = T.alloc_cluster_barrier([128])
+                T.mbarrier_arrive(mbar, 4)

@@ -176,11 +176,30 @@ def cp_async_barrier_noinc(barrier: ExprLike) -> None:
     _emit(builder_ctx.current(what), _marker("arrive", [bar]))
 
 
-def mbarrier_arrive(mbarrier: ExprLike) -> None:
-    """Same as T.barrier_arrive."""
+def mbarrier_arrive(mbarrier: ExprLike, cta_id: ExprLike | None = None) -> None:
+    """Same as T.barrier_arrive; with `cta_id`, the arrival is on that block's copy of
+    the barrier in the thread block cluster (a T.alloc_cluster_barrier; cluster-scope
+    release, as T.copy_cluster's)."""
     what = "T.mbarrier_arrive"
     bar = _barrier(what, mbarrier, "mbarrier")
-    _emit(builder_ctx.current(what), _marker("arrive", [bar]))
+    if cta_id is None:
+        _emit(builder_ctx.current(what), _marker("arrive", [bar]))
+        return
+    ctx = _kernel(what)
+    cta = to_value(cta_id)
+    if isinstance(cta, bool) or not (isinstance(cta, int) or _is_int_expr(cta)):
+        raise frontend_error(f"{what} cta_id must be an int or an int expression, got {_describe(cta)}")
+    cluster = 1
+    for n in getattr(ctx, "kernel_cluster", None) or []:
+        cluster *= n
+    if isinstance(cta, int) and not 0 <= cta < max(cluster, 1):
+        raise frontend_error(
+            f"{what} cta_id {cta} is outside the kernel's clusters of {cluster} block(s) "
+            "(T.Kernel(..., cluster_dims=...))"
+        )
+    from .math import address_of, call_extern
+
+    ctx.builder.evaluate(call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), cta))
 
 
 def _parity(what, parity):
