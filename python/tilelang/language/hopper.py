@@ -188,7 +188,9 @@ def mbarrier_arrive(mbarrier: ExprLike, cta_id: ExprLike | None = None) -> None:
     ctx = _kernel(what)
     cta = to_value(cta_id)
     if isinstance(cta, bool) or not (isinstance(cta, int) or _is_int_expr(cta)):
-        raise frontend_error(f"{what} cta_id must be an int or an int expression, got {_describe(cta)}")
+        raise frontend_error(
+            f"{what} cta_id must be an int or an int expression, got {_describe(cta)}"
+        )
     cluster = 1
     for n in getattr(ctx, "kernel_cluster", None) or []:
         cluster *= n
@@ -199,7 +201,9 @@ def mbarrier_arrive(mbarrier: ExprLike, cta_id: ExprLike | None = None) -> None:
         )
     from .math import address_of, call_extern
 
-    ctx.builder.evaluate(call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), cta))
+    ctx.builder.evaluate(
+        call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), cta)
+    )
 
 
 def _parity(what, parity):
