@@ -125,6 +125,33 @@ TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
 #endif
 }
 
+// T.tma_copy of one contiguous run (a row longer than a TMA box; no tensor map):
+// `bytes` bytes from global `src` into shared `dst`, their arrival completing on
+// `bar`, whose tx-count the caller raised by `bytes` first (mbarrier_expect_tx). One
+// cp.async.bulk when both addresses and the size are 16-byte multiples; otherwise the
+// calling thread copies the bytes itself, fences them for the async proxy (a wgmma
+// may read the tile next) and completes them on the barrier.
+template <int Dep = 0>
+TL_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  static_assert(TmaArchCheck<Dep>::ok);
+#ifdef TL_EMULATE
+  emu::bulk_load(dst, src, bytes, bar);
+#else
+  if (((reinterpret_cast<uintptr_t>(src) | smem_addr(dst) | bytes) & 15) == 0) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+            smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+  } else {
+    for (uint32_t i = 0; i < bytes; ++i) static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+  }
+#endif
+}
+
 // Blocks until the phase of parity `parity` has completed, that is while the
 // barrier's current parity is still `parity`. Waiters alternate parity 0, 1, 0, ...
 // one per phase; a wait for parity 1 on a fresh barrier returns at once.

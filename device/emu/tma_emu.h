@@ -52,6 +52,7 @@ TL_EMU_FN void named_barrier_sync(int id, int count);
 TL_EMU_FN void named_barrier_arrive(int id, int count);
 TL_EMU_FN void sync_grid();  // T.sync_grid (device/cuda/grid_sync.cuh)
 TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const int32_t* coords, int rank);
+TL_EMU_FN void bulk_load(void* smem_dst, const void* src, uint32_t bytes, uint64_t* bar);
 TL_EMU_FN void tma_store(const void* map, const void* smem_src, const int32_t* coords, int rank, bool add);
 TL_EMU_FN void tma_store_commit();
 TL_EMU_FN void tma_store_wait(int n, bool complete);
@@ -760,6 +761,24 @@ TL_EMU_FN void tma_load(void* smem_dst, const void* map, uint64_t* bar, const in
   m.tx -= box_bytes(p.map);  // complete_tx: the bytes count when issued, the data lands with the phase
   if (!tx_in_range(m.tx, bar, "tma_load")) return;
   tma_block().loads[bar].push_back(p);
+  *bar = pack_mbarrier(m);
+  ++tma_block().events;
+  complete_phase_if_done(bar);
+}
+
+// tl::bulk_load: the bytes land at once and complete on the barrier (its tx-count
+// raised by them before).
+TL_EMU_FN void bulk_load(void* smem_dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  const int64_t off = shared_window_offset(smem_dst, bytes);
+  if (off < 0) {
+    record_failure("bulk_load: the destination is not " + str_of(bytes) + " bytes of the block's shared memory");
+    return;
+  }
+  Mbarrier m;
+  if (!read_mbarrier(bar, "bulk_load", &m)) return;
+  memcpy(smem_dst, src, bytes);
+  m.tx -= bytes;
+  if (!tx_in_range(m.tx, bar, "bulk_load")) return;
   *bar = pack_mbarrier(m);
   ++tma_block().events;
   complete_phase_if_done(bar);

@@ -297,6 +297,22 @@ class LowerCopiesAndGemms : public IRMutator {
     Stmt copy = tile_op(TileOpKind::Copy, {src, whole}, op->args, attrs, op->span);
     std::optional<TmaTileLoads> plan =
         tma_tile_loads(copy.as<TileOpNode>(), address_of(bar), launch_, params_, layouts);
+    if (!plan && !layouts_.count(dst.buffer.get())) {
+      if (std::optional<int64_t> bytes = contiguous_run_bytes(src, dst, first)) {
+        // One contiguous run in the tensor and in a plainly laid out tile (a row longer
+        // than a TMA box): one bulk copy, no tensor map (device/cuda/tma.cuh, bulk_load).
+        std::vector<Expr> smins, dmins;
+        for (const Range& r : src.ranges) smins.push_back(r.min);
+        for (const Range& r : dst.ranges) dmins.push_back(r.min);
+        Expr dst_ptr = address_of(buffer_load(dst.buffer, dmins), AddressAccess::Write);
+        Expr src_ptr = address_of(buffer_load(src.buffer, smins));
+        Stmt issue = seq({evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx",
+                                               {address_of(bar), int_imm(*bytes)})),
+                          evaluate(call_extern(dtype::Void, "tl::bulk_load",
+                                               {dst_ptr, src_ptr, int_imm(*bytes), address_of(bar)}))});
+        return unplanned(if_then_else(leader(op), issue, {}, op->span));
+      }
+    }
     if (!plan)
       refuse(op, str_cat("TMA cannot copy into '", dst.buffer->name,
                          "' here. It needs: a source whose innermost stride is 1 and whose other strides and innermost "
@@ -329,8 +345,41 @@ class LowerCopiesAndGemms : public IRMutator {
     }
     Stmt issue = seq(
         {evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx", {address_of(bar), int_imm(plan->bytes)})), loads});
-    Expr elected = eq(thread_rank(launch_), int_imm(region_lo_));
-    return unplanned(if_then_else(elected, issue, {}, op->span));
+    return unplanned(if_then_else(leader(op), issue, {}, op->span));
+  }
+
+  // The thread that issues a T.tma_copy: the first of the enclosing T.ws region (else
+  // thread 0), or with leader_scope_threads = n the first of every n threads.
+  Expr leader(const TileOpNode* op) {
+    auto it = op->attrs.find("leader_scope_threads");
+    if (it == op->attrs.end()) return eq(thread_rank(launch_), int_imm(region_lo_));
+    auto* n = std::get_if<int64_t>(&it->second);
+    if (!n || *n <= 0 || *n % 32 != 0)
+      refuse(op, "leader_scope_threads must be a positive multiple of 32 (whole warps)");
+    return eq(floormod(sub(thread_rank(launch_), int_imm(region_lo_)), int_imm(*n)), int_imm(0));
+  }
+
+  // The bytes of a T.tma_copy whose source region is one contiguous run of a compact
+  // tensor (unit dims, then one partial dim, then whole dims) with as many elements as
+  // the destination's trailing tile (dims `first` on); nullopt otherwise.
+  static std::optional<int64_t> contiguous_run_bytes(const BufferRegion& src, const BufferRegion& dst, size_t first) {
+    if (!src.buffer->strides.empty() || src.buffer->dtype.bits() % 8 != 0) return std::nullopt;
+    size_t n = src.ranges.size(), k = 0;
+    while (k < n && is_const_one(src.ranges[k].extent)) ++k;
+    int64_t count = 1;
+    for (size_t d = k; d < n; ++d) {
+      auto ex = as_const_int(src.ranges[d].extent);
+      if (!ex) return std::nullopt;
+      if (d > k) {
+        auto mn = as_const_int(src.ranges[d].min), sh = as_const_int(src.buffer->shape[d]);
+        if (!mn || *mn != 0 || !sh || *sh != *ex) return std::nullopt;
+      }
+      count *= *ex;
+    }
+    int64_t tile = 1;
+    for (size_t d = first; d < dst.ranges.size(); ++d) tile *= *as_const_int(dst.buffer->shape[d]);
+    if (count != tile || count <= 0) return std::nullopt;
+    return count * src.buffer->dtype.bytes();
   }
 
   // cluster_mask (TileLang's, also as annotations={"cluster_mask": m}): the blocks of

@@ -196,3 +196,30 @@ def test_arrive_on_another_blocks_barrier():
             with T.ClusterKernel(4, threads=128, cluster_dims=(4, 1, 1)):
                 mbar = T.alloc_cluster_barrier([128])
                 T.mbarrier_arrive(mbar, 4)
+
+
+def test_synchronous_multicast_of_a_global_tile():
+    """TileLang's cuda/tma_multicast_demo: mask 0b0011 in clusters of 4, so rank 1
+    receives rank 0's tile and ranks 2 and 3 load their own."""
+    M, N, bM, bN = 256, 256, 128, 64
+
+    @T.prim_func
+    def kernel(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
+        with T.ClusterKernel(
+            T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128, cluster_dims=(4, 1, 1)
+        ) as (
+            bx,
+            by,
+        ):
+            A_shared = T.alloc_shared((bM, bN), "float16")
+            T.copy_cluster(A[by * bM, bx * bN], A_shared, cluster_mask=0b0011)
+            T.copy(A_shared, B[by * bM, bx * bN])
+
+    a = (np.random.default_rng(3).standard_normal((M, N)) * 8).astype(np.float16)
+    b = np.zeros_like(a)
+    tilelang.compile(kernel, target=SM90A)(a, b)
+    expect = a.copy()
+    for by in range(M // bM):
+        rows = slice(by * bM, by * bM + bM)
+        expect[rows, bN : 2 * bN] = a[rows, 0:bN]  # rank 1 of the one cluster per row of blocks
+    np.testing.assert_array_equal(b, expect)

@@ -164,6 +164,7 @@ KINDS = {
     "test_wgmma_k_slices": "lowering emulator",
     "test_let_extents": "frontend lowering emulator",
     "test_copy_cluster": "emulator cuda_source",
+    "test_tma_copy_rows": "emulator cuda_source",
     "test_wgmma_overlap": "lowering cuda_source",
     "test_wgmma_proxy_fence": "lowering emulator cuda_source",
     "test_wgmma_types": "lowering cuda_source",

@@ -264,6 +264,7 @@ def tma_copy(
     eviction_policy: str | None = None,
     annotations: dict[str, Any] | None = None,
     cluster_mask: Any = None,
+    leader_scope_threads: int | None = None,
 ) -> None:
     """Copies a tile of a tensor parameter into a shared tile through TMA, completing on
     `barrier`: one thread (the first of the enclosing T.ws region, else thread 0) raises
@@ -280,6 +281,16 @@ def tma_copy(
     it is TileLang's TMA store: here T.copy's store of the tile (TMA on sm_90 where TMA
     can write the region), waited for by the compiler; T.tma_store_arrive and
     T.tma_store_wait after it are accepted and have nothing left to wait for.
+
+    A tile TMA's tensor maps cannot describe (a row of more than 256 elements, such as
+    `A[row, 0:1024]`) whose elements are one contiguous run in the tensor and in a
+    plainly laid out shared tile goes as one bulk copy (cp.async.bulk, no tensor map).
+
+    `leader_scope_threads` (a multiple of 32 dividing the block's threads; also in
+    annotations): the copy is issued by the first thread of every group of that many
+    threads instead of once, each group with its own source, destination and barrier
+    (`T.tma_copy(A[row, 0:K], a_s[warp, 0:K], barrier=bars[warp],
+    leader_scope_threads=32)`, `row` and `warp` from the thread index).
 
     `cluster_mask` (an int, bit r for block rank r of the thread block cluster; also
     accepted as annotations={"cluster_mask": m}): the blocks of the mask share the tile.
@@ -344,6 +355,18 @@ def tma_copy(
             raise frontend_error(
                 f"{what} cluster_mask must be a Python int in [1, 0xffff] (bit r: block rank r of the "
                 f"cluster), got {_describe(m)}"
+            )
+    if leader_scope_threads is not None:
+        attrs["leader_scope_threads"] = leader_scope_threads
+    if "leader_scope_threads" in attrs:
+        n = attrs["leader_scope_threads"]
+        threads = 1
+        for e in ctx.kernel_extents[1]:
+            threads *= const_int(e) or 1
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % 32 or threads % n:
+            raise frontend_error(
+                f"{what} leader_scope_threads must be a multiple of 32 that divides the block's {threads} "
+                f"threads, got {_describe(n)}"
             )
     attrs["tl.tma_barrier"] = bar
     ctx.builder.copy(s_buf.handle, s_min, s_ext, d_buf.handle, d_min, d_ext, attrs)
@@ -626,7 +649,10 @@ def copy_cluster(
     initialization first (T.cluster_sync after the allocation).
 
     With `cluster_mask` instead: T.tma_copy's multicast of a global tile into the shared
-    memory of the blocks of the mask, completing on `remote_barrier` in each.
+    memory of the blocks of the mask (the tile of the lowest of them), completing on
+    `remote_barrier` in each; without `remote_barrier` the copy is done when it returns
+    (a barrier of its own, initialized in every block first: call it at the top level
+    of the kernel body, where every thread of the cluster reaches it).
     `coalesced_width` and `loop_layout` are accepted as hints."""
     what = "T.copy_cluster"
     ctx = _kernel(what)
@@ -640,9 +666,22 @@ def copy_cluster(
                 f"{what} takes dst_block (shared -> another block's shared memory) or cluster_mask "
                 "(a TMA multicast of a global tile), not both"
             )
-        tma_copy(
-            src, dst, remote_barrier, eviction_policy=eviction_policy, cluster_mask=cluster_mask
-        )
+        if remote_barrier is not None:
+            tma_copy(
+                src, dst, remote_barrier, eviction_policy=eviction_policy, cluster_mask=cluster_mask
+            )
+            return
+        # Without a barrier the copy is synchronous (TileLang's multicast demo): a barrier
+        # of the block's threads, initialized in every block of the cluster before the
+        # multicast may land, then the copy, every thread arriving and waiting.
+        threads = 1
+        for e in ctx.kernel_extents[1]:
+            threads *= const_int(e) or 1
+        bar = alloc_barrier(threads)
+        cluster_sync()
+        tma_copy(src, dst, bar, eviction_policy=eviction_policy, cluster_mask=cluster_mask)
+        barrier_arrive(bar)
+        barrier_wait(bar, 0)
         return
     if dst_block is None:
         raise frontend_error(
