@@ -138,11 +138,10 @@ TL_DEVICE void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* b
   emu::bulk_load(dst, src, bytes, bar);
 #else
   if (((reinterpret_cast<uintptr_t>(src) | smem_addr(dst) | bytes) & 15) == 0) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-            smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(smem_addr(bar))
-        : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
   } else {
     for (uint32_t i = 0; i < bytes; ++i) static_cast<char*>(dst)[i] = static_cast<const char*>(src)[i];
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

@@ -306,10 +306,10 @@ class LowerCopiesAndGemms : public IRMutator {
         for (const Range& r : dst.ranges) dmins.push_back(r.min);
         Expr dst_ptr = address_of(buffer_load(dst.buffer, dmins), AddressAccess::Write);
         Expr src_ptr = address_of(buffer_load(src.buffer, smins));
-        Stmt issue = seq({evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx",
-                                               {address_of(bar), int_imm(*bytes)})),
-                          evaluate(call_extern(dtype::Void, "tl::bulk_load",
-                                               {dst_ptr, src_ptr, int_imm(*bytes), address_of(bar)}))});
+        Stmt issue =
+            seq({evaluate(call_extern(dtype::Void, "tl::mbarrier_expect_tx", {address_of(bar), int_imm(*bytes)})),
+                 evaluate(
+                     call_extern(dtype::Void, "tl::bulk_load", {dst_ptr, src_ptr, int_imm(*bytes), address_of(bar)}))});
         return unplanned(if_then_else(leader(op), issue, {}, op->span));
       }
     }

@@ -540,12 +540,12 @@ def set_max_nreg(reg_count: int, is_inc: bool) -> None:
 
 def inc_max_nreg(reg_count: int) -> None:
     """T.set_max_nreg(reg_count, 1): the calling warpgroup's register limit goes up."""
-    set_max_nreg(reg_count, 1)
+    set_max_nreg(reg_count, True)
 
 
 def dec_max_nreg(reg_count: int) -> None:
     """T.set_max_nreg(reg_count, 0): the calling warpgroup's register limit goes down."""
-    set_max_nreg(reg_count, 0)
+    set_max_nreg(reg_count, False)
 
 
 def _reg_hint(what, which, reg_count):
