@@ -138,3 +138,30 @@ def test_copy_cluster(make):
         kernel(a, b)
         expect = a
     torch.testing.assert_close(b, expect, rtol=0, atol=0)
+
+
+def test_copy_cluster_ring_exchange():
+    import tilelang.language as T
+
+    N = 64
+
+    @T.prim_func
+    def kernel(A: T.Tensor((4, N), "float32"), B: T.Tensor((4, N), "float32")):
+        with T.ClusterKernel(4, threads=64, cluster_dims=(4, 1, 1)) as bx:
+            s_src = T.alloc_shared((N,), "float32")
+            s_dst = T.alloc_shared((N,), "float32")
+            bar = T.alloc_cluster_barrier([1])
+            T.cluster_sync()
+            rank = T.block_rank_in_cluster()
+            for i in T.Parallel(N):
+                s_src[i] = A[bx, i]
+            T.copy_cluster(s_src, s_dst, dst_block=(rank + 1) % 4, remote_barrier=bar[0])
+            T.mbarrier_wait_parity(bar[0], 0)
+            for i in T.Parallel(N):
+                B[bx, i] = s_dst[i]
+            T.cluster_sync()
+
+    a = torch.randn(4, N, device="cuda")
+    b = torch.zeros_like(a)
+    tilelang.compile(kernel, target="cuda")(a, b)
+    torch.testing.assert_close(b, torch.roll(a, 1, dims=0), rtol=0, atol=0)

@@ -223,3 +223,30 @@ def test_synchronous_multicast_of_a_global_tile():
         rows = slice(by * bM, by * bM + bM)
         expect[rows, bN : 2 * bN] = a[rows, 0:bN]  # rank 1 of the one cluster per row of blocks
     np.testing.assert_array_equal(b, expect)
+
+
+def test_ring_exchange_with_a_run_time_destination():
+    """Every block of a cluster of 4 sends its tile to rank + 1 (dst_block computed in
+    the kernel) and waits on its own barrier for its neighbour's."""
+    N = 64
+
+    @T.prim_func
+    def kernel(A: T.Tensor((4, N), "float32"), B: T.Tensor((4, N), "float32")):
+        with T.ClusterKernel(4, threads=64, cluster_dims=(4, 1, 1)) as bx:
+            s_src = T.alloc_shared((N,), "float32")
+            s_dst = T.alloc_shared((N,), "float32")
+            bar = T.alloc_cluster_barrier([1])
+            T.cluster_sync()
+            rank = T.block_rank_in_cluster()
+            for i in T.Parallel(N):
+                s_src[i] = A[bx, i]
+            T.copy_cluster(s_src, s_dst, dst_block=(rank + 1) % 4, remote_barrier=bar[0])
+            T.mbarrier_wait_parity(bar[0], 0)
+            for i in T.Parallel(N):
+                B[bx, i] = s_dst[i]
+            T.cluster_sync()
+
+    a = np.random.default_rng(8).standard_normal((4, N)).astype(np.float32)
+    b = np.zeros_like(a)
+    tilelang.compile(kernel, target=SM90A)(a, b)
+    np.testing.assert_array_equal(b, np.roll(a, 1, axis=0))
