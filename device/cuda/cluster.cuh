@@ -98,6 +98,25 @@ TL_DEVICE int cluster_share_mask() {
   return mask;
 }
 
+namespace cluster_detail {
+// An arrival on the mbarrier at `bar`'s offset in block `cta` of the cluster (mapa);
+// ClusterRelease: with a cluster-scope release, else the default (CTA-scope) one.
+template <bool ClusterRelease>
+TL_DEVICE void arrive_remote(uint64_t* bar, int cta) {
+#ifdef TL_EMULATE
+  emu::mbarrier_arrive_remote(bar, cta);
+#else
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
+  if constexpr (ClusterRelease) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  } else {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  }
+#endif
+}
+}  // namespace cluster_detail
+
 // An arrival on the mbarrier at `bar`'s offset in the shared memory of block `cta`
 // of the cluster. The arrival has the default (CTA-scope) release: it orders the
 // caller's own block's accesses, which is what a tile release needs (the caller
@@ -107,13 +126,7 @@ TL_DEVICE int cluster_share_mask() {
 template <int Dep = 0>
 TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, int cta) {
   static_assert(TmaArchCheck<Dep>::ok);
-#ifdef TL_EMULATE
-  emu::mbarrier_arrive_remote(bar, cta);
-#else
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#endif
+  cluster_detail::arrive_remote<false>(bar, cta);
 }
 
 // T.copy_cluster's remote barrier: an arrival on the mbarrier at `bar`'s offset in
@@ -123,13 +136,7 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, int cta) {
 template <int Dep = 0>
 TL_DEVICE void mbarrier_arrive_cluster_release(uint64_t* bar, int cta) {
   static_assert(TmaArchCheck<Dep>::ok);
-#ifdef TL_EMULATE
-  emu::mbarrier_arrive_remote(bar, cta);
-#else
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#endif
+  cluster_detail::arrive_remote<true>(bar, cta);
 }
 
 // T.copy_cluster's element store: `value` into the shared memory of block `cta` of

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
-from test_wgmma_k_slices import mn_sliced_gemm, operands, sliced_gemm
+from test_wgmma_k_slices import MN_SLICES, SHAPES, mn_sliced_gemm, operands, sliced_gemm
 
 HOPPER = torch.cuda.get_device_capability() == (9, 0)
 
@@ -51,15 +51,7 @@ def test_loop_k_slices_every_transpose(dtype, trans_A, trans_B):
     run(64, 64, 64, 16, dtype=dtype, trans_A=trans_A, trans_B=trans_B)
 
 
-@pytest.mark.parametrize(
-    "M,N,K,kt,threads",
-    [
-        (64, 64, 128, 32, 128),
-        (128, 64, 64, 32, 256),
-        (64, 128, 256, 64, 256),
-        (128, 128, 128, 64, 128),
-    ],
-)
+@pytest.mark.parametrize("M,N,K,kt,threads", SHAPES)
 def test_loop_k_slices_shapes(M, N, K, kt, threads):
     run(M, N, K, kt, threads=threads)
 
@@ -84,9 +76,7 @@ def test_k_slice_forms(kw):
     run(64, 64, K, kt, **kw)
 
 
-@pytest.mark.parametrize(
-    "m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)]
-)
+@pytest.mark.parametrize("m0,n0,k_loop", MN_SLICES)
 def test_m_and_n_slices(m0, n0, k_loop):
     kernel = tilelang.compile(mn_sliced_gemm(m0, n0, k_loop), target="cuda")
     g = torch.Generator().manual_seed(6)

@@ -225,10 +225,9 @@ def test_synchronous_multicast_of_a_global_tile():
     np.testing.assert_array_equal(b, expect)
 
 
-def test_ring_exchange_with_a_run_time_destination():
-    """Every block of a cluster of 4 sends its tile to rank + 1 (dst_block computed in
-    the kernel) and waits on its own barrier for its neighbour's."""
-    N = 64
+def ring_exchange(N=64):
+    """Every block of a cluster of 4 sends its row to rank + 1 (dst_block computed in the
+    kernel) and waits on its own barrier for its neighbour's."""
 
     @T.prim_func
     def kernel(A: T.Tensor((4, N), "float32"), B: T.Tensor((4, N), "float32")):
@@ -246,7 +245,11 @@ def test_ring_exchange_with_a_run_time_destination():
                 B[bx, i] = s_dst[i]
             T.cluster_sync()
 
-    a = np.random.default_rng(8).standard_normal((4, N)).astype(np.float32)
+    return kernel
+
+
+def test_ring_exchange_with_a_run_time_destination():
+    a = np.random.default_rng(8).standard_normal((4, 64)).astype(np.float32)
     b = np.zeros_like(a)
-    tilelang.compile(kernel, target=SM90A)(a, b)
+    tilelang.compile(ring_exchange(), target=SM90A)(a, b)
     np.testing.assert_array_equal(b, np.roll(a, 1, axis=0))

@@ -227,24 +227,7 @@ def test_disable_warp_group_reg_alloc_keeps_the_launch_registers():
     src = tilelang.compile(plain, target="cuda -arch=sm_90a").get_kernel_source()
     assert "tl::setmaxnreg_dec<24>();" in src  # warp specialized, registers moved
 
-    @T.prim_func
-    def kept(
-        A: T.Tensor((128, 64), "float16"),
-        B: T.Tensor((64, 128), "float16"),
-        C: T.Tensor((128, 128), "float32"),
-    ):
-        with T.Kernel(2, 2, threads=128) as (bx, by):
-            T.disable_warp_group_reg_alloc()
-            a = T.alloc_shared((64, 32), "float16")
-            b = T.alloc_shared((32, 64), "float16")
-            acc = T.alloc_fragment((64, 64), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(2, num_stages=2):
-                T.copy(A[by * 64, k * 32], a)
-                T.copy(B[k * 32, bx * 64], b)
-                T.gemm(a, b, acc)
-            T.copy(acc, C[by * 64, bx * 64])
-
+    kept = hinted_pipeline(T.disable_warp_group_reg_alloc)
     src = tilelang.compile(kept, target="cuda -arch=sm_90a").get_kernel_source()
     assert "tl::warp_leader_rank" in src and "setmaxnreg_" not in src, src
     rng = np.random.default_rng(2)

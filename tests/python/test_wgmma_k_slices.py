@@ -62,34 +62,19 @@ def sliced_gemm(
                 for j in T.serial(nk):
                     T.copy(A_s[:, j * step : j * step + kt], A_r)
                     T.gemm(A_r, b_slice(B_s, j), C_l, transpose_B=trans_B)
-            elif explicit:
-                for j in T.serial(nk):
-                    T.wgmma_gemm(
-                        a_slice(A_s, j),
-                        b_slice(B_s, j),
-                        C_l,
-                        transpose_A=trans_A,
-                        transpose_B=trans_B,
-                    )
-                T.wait_wgmma(0)
-            elif pipelined:
-                for j in T.Pipelined(nk, num_stages=2):
-                    T.gemm(
-                        a_slice(A_s, j),
-                        b_slice(B_s, j),
-                        C_l,
-                        transpose_A=trans_A,
-                        transpose_B=trans_B,
-                    )
             else:
-                for j in T.serial(nk):
-                    T.gemm(
+                gemm = T.wgmma_gemm if explicit else T.gemm
+                loop = T.Pipelined(nk, num_stages=2) if pipelined else T.serial(nk)
+                for j in loop:
+                    gemm(
                         a_slice(A_s, j),
                         b_slice(B_s, j),
                         C_l,
                         transpose_A=trans_A,
                         transpose_B=trans_B,
                     )
+                if explicit:
+                    T.wait_wgmma(0)
             T.copy(C_l, C)
 
     def reference(a, b):
@@ -142,15 +127,15 @@ def test_loop_k_slices_every_transpose(dtype, trans_A, trans_B):
     assert "tl::gemm_ss<" not in src and "gemm_mma" not in src
 
 
-@pytest.mark.parametrize(
-    "M,N,K,kt,threads",
-    [
-        (64, 64, 128, 32, 128),
-        (128, 64, 64, 32, 256),
-        (64, 128, 256, 64, 256),
-        (128, 128, 128, 64, 128),
-    ],
-)
+SHAPES = [
+    (64, 64, 128, 32, 128),
+    (128, 64, 64, 32, 256),
+    (64, 128, 256, 64, 256),
+    (128, 128, 128, 64, 128),
+]
+
+
+@pytest.mark.parametrize("M,N,K,kt,threads", SHAPES)
 def test_loop_k_slices_shapes(M, N, K, kt, threads):
     """TileLang's sliced-operand cases: slices crossing and inside swizzle rows, 1 and 2 warpgroups."""
     src = run(SM90A, M, N, K, kt, threads=threads)
@@ -267,9 +252,10 @@ def mn_sliced_gemm(m0, n0, k_loop=False):
     return main
 
 
-@pytest.mark.parametrize(
-    "m0,n0,k_loop", [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)]
-)
+MN_SLICES = [(64, 64, False), (16, 0, False), (8, 64, True), (0, 8, False)]
+
+
+@pytest.mark.parametrize("m0,n0,k_loop", MN_SLICES)
 def test_sm80_m_and_n_slices(m0, n0, k_loop):
     """M / N slices that start a swizzle pattern (8 rows; 128 bytes = 64 halves of a row)
     are read in place by mma.sync with the tile's row length (tl::gemm_ss's LdA / LdB);
