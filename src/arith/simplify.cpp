@@ -833,9 +833,8 @@ Stmt StmtSimplifier::visit(const LetStmtNode* op, const Stmt& self) {
   Expr v = mutate(op->value);
   BindingScope scope(analyzer_);
   if (is_index_type(v.dtype())) scope.bind(op->var, analyzer_.bounds(v));
-  bool pure = is_index_type(v.dtype());
-  for_each_expr(v, [&](const Expr& e) { pure = pure && !e.as<BufferLoadNode>() && !e.as<CallNode>(); });
-  if (pure) let_values_[op->var.node()] = substitute(v, let_values_);
+  std::optional<Expr> pure = pure_index_value(v, let_values_);
+  if (pure) let_values_[op->var.node()] = *pure;
   Stmt body = mutate(op->body);
   if (pure) let_values_.erase(op->var.node());
   if (v.same_as(op->value) && body.same_as(op->body)) return self;
@@ -863,6 +862,13 @@ Stmt StmtSimplifier::visit(const KernelLaunchNode* op, const Stmt& self) {
 }
 
 }  // namespace
+
+std::optional<Expr> pure_index_value(const Expr& value, const std::map<const VarNode*, Expr>& outer) {
+  bool pure = value.defined() && is_index_type(value.dtype());
+  if (pure) for_each_expr(value, [&](const Expr& e) { pure = pure && !e.as<BufferLoadNode>() && !e.as<CallNode>(); });
+  if (!pure) return std::nullopt;
+  return substitute(value, outer);
+}
 
 Expr simplify(const Expr& e, const BoundAnalyzer* bounds) {
   if (!e.defined()) return e;

@@ -3,6 +3,9 @@
 // that equal indices print equally, bounds can be proven and predicates dropped.
 #pragma once
 
+#include <map>
+#include <optional>
+
 #include "arith/bounds.h"
 
 namespace tl {
@@ -18,5 +21,10 @@ Expr simplify(const Expr& e, const BoundAnalyzer* bounds = nullptr);
 // given); drops `if` branches whose condition is proven, removes loops of extent
 // 0 and inlines loops of extent 1.
 Stmt simplify(const Stmt& s, const BoundAnalyzer* bounds = nullptr);
+
+// The value of a let that later expressions may be rewritten in terms of: an
+// index-typed value (signed, 32 bits or more) that reads no memory and calls
+// nothing, with the enclosing such lets (`outer`) substituted; nullopt otherwise.
+std::optional<Expr> pure_index_value(const Expr& value, const std::map<const VarNode*, Expr>& outer);
 
 }  // namespace tl

@@ -417,13 +417,9 @@ void FunctionBuilder::fold_extents(std::vector<Expr>& extents) const {
   for (Expr& e : extents) any = any || !as_const_int(e);
   if (!any) return;
   for (const Frame& f : frames_)
-    for (const Item& it : f.items) {
-      DataType t = it.let_value.defined() ? it.let_value.dtype() : DataType();
-      if (!it.let_var.defined() || !(t.is_scalar() && t.is_int() && t.bits() >= 32)) continue;
-      bool pure = true;
-      for_each_expr(it.let_value, [&](const Expr& x) { pure = pure && !x.as<BufferLoadNode>() && !x.as<CallNode>(); });
-      if (pure) lets[it.let_var.node()] = substitute(it.let_value, lets);
-    }
+    for (const Item& it : f.items)
+      if (std::optional<Expr> v = it.let_var.defined() ? pure_index_value(it.let_value, lets) : std::nullopt)
+        lets[it.let_var.node()] = *v;
   if (lets.empty()) return;
   for (Expr& e : extents) {
     if (as_const_int(e)) continue;

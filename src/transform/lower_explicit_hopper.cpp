@@ -355,7 +355,8 @@ class LowerCopiesAndGemms : public IRMutator {
     if (it == op->attrs.end()) return eq(thread_rank(launch_), int_imm(region_lo_));
     auto* n = std::get_if<int64_t>(&it->second);
     if (!n || *n <= 0 || *n % 32 != 0)
-      refuse(op, "leader_scope_threads must be a positive multiple of 32 (whole warps)");
+      refuse(op, str_cat("leader_scope_threads must be a positive multiple of 32 (whole warps), got ",
+                         n ? std::to_string(*n) : std::string("a value that is not an int")));
     return eq(floormod(sub(thread_rank(launch_), int_imm(region_lo_)), int_imm(*n)), int_imm(0));
   }
 

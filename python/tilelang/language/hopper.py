@@ -117,6 +117,42 @@ def create_list_of_mbarrier(*arrive_counts: Any) -> Expr:
     return ctx.mbarrier_list
 
 
+def _block_threads(ctx):
+    """The threads of the kernel's block (T.Kernel's constant thread extents)."""
+    threads = 1
+    for e in ctx.kernel_extents[1]:
+        threads *= const_int(e) or 1
+    return threads
+
+
+def _cluster_rank(what, ctx, value, name):
+    """`value` checked as the rank of a block of the kernel's thread block cluster (an int
+    below the cluster's size, or an int expression); returns it and the cluster's size."""
+    cluster = 1
+    for n in getattr(ctx, "kernel_cluster", None) or []:
+        cluster *= n
+    rank = to_value(value)
+    if isinstance(rank, bool) or not (isinstance(rank, int) or _is_int_expr(rank)):
+        raise frontend_error(
+            f"{what} {name} must be an int or an int expression, got {_describe(rank)}"
+        )
+    if isinstance(rank, int) and not 0 <= rank < cluster:
+        raise frontend_error(
+            f"{what} {name} {rank} is outside the kernel's clusters of {cluster} blocks "
+            "(T.Kernel(..., cluster_dims=...))"
+        )
+    return rank, cluster
+
+
+def _arrive_remote(ctx, bar, rank):
+    """An arrival on block `rank`'s copy of mbarrier `bar`, with a cluster-scope release."""
+    from .math import address_of, call_extern
+
+    ctx.builder.evaluate(
+        call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), rank)
+    )
+
+
 def _barrier(what, bar, name="barrier"):
     """The mbarrier element `bar` names (a T.alloc_barrier buffer of one, or bar[i]; or an
     index into the kernel's T.create_list_of_mbarrier)."""
@@ -186,24 +222,8 @@ def mbarrier_arrive(mbarrier: ExprLike, cta_id: ExprLike | None = None) -> None:
         _emit(builder_ctx.current(what), _marker("arrive", [bar]))
         return
     ctx = _kernel(what)
-    cta = to_value(cta_id)
-    if isinstance(cta, bool) or not (isinstance(cta, int) or _is_int_expr(cta)):
-        raise frontend_error(
-            f"{what} cta_id must be an int or an int expression, got {_describe(cta)}"
-        )
-    cluster = 1
-    for n in getattr(ctx, "kernel_cluster", None) or []:
-        cluster *= n
-    if isinstance(cta, int) and not 0 <= cta < max(cluster, 1):
-        raise frontend_error(
-            f"{what} cta_id {cta} is outside the kernel's clusters of {cluster} block(s) "
-            "(T.Kernel(..., cluster_dims=...))"
-        )
-    from .math import address_of, call_extern
-
-    ctx.builder.evaluate(
-        call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), cta)
-    )
+    cta, _ = _cluster_rank(what, ctx, cta_id, "cta_id")
+    _arrive_remote(ctx, bar, cta)
 
 
 def _parity(what, parity):
@@ -360,9 +380,7 @@ def tma_copy(
         attrs["leader_scope_threads"] = leader_scope_threads
     if "leader_scope_threads" in attrs:
         n = attrs["leader_scope_threads"]
-        threads = 1
-        for e in ctx.kernel_extents[1]:
-            threads *= const_int(e) or 1
+        threads = _block_threads(ctx)
         if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % 32 or threads % n:
             raise frontend_error(
                 f"{what} leader_scope_threads must be a multiple of 32 that divides the block's {threads} "
@@ -422,9 +440,7 @@ class ws:
                     f"{what} warpgroup indices must be non-negative Python ints, got {_describe(g)}"
                 )
         ids = sorted(set(ids))
-        threads = 1
-        for t in ctx.kernel_extents[1]:
-            threads *= t
+        threads = _block_threads(ctx)
         if ids != list(range(ids[0], ids[0] + len(ids))):
             raise frontend_error(f"{what} warpgroups must be consecutive, got {ids}")
         if ids[0] % len(ids) != 0:
@@ -674,10 +690,7 @@ def copy_cluster(
         # Without a barrier the copy is synchronous (TileLang's multicast demo): a barrier
         # of the block's threads, initialized in every block of the cluster before the
         # multicast may land, then the copy, every thread arriving and waiting.
-        threads = 1
-        for e in ctx.kernel_extents[1]:
-            threads *= const_int(e) or 1
-        bar = alloc_barrier(threads)
+        bar = alloc_barrier(_block_threads(ctx))
         cluster_sync()
         tma_copy(src, dst, bar, eviction_policy=eviction_policy, cluster_mask=cluster_mask)
         barrier_arrive(bar)
@@ -688,18 +701,12 @@ def copy_cluster(
             f"{what} needs dst_block= (the cluster rank of the block whose shared memory receives "
             "the tile) or cluster_mask= (a TMA multicast)"
         )
-    cluster = 1
-    for n in getattr(ctx, "kernel_cluster", None) or []:
-        cluster *= n
-    if cluster < 2:
+    if not any(n > 1 for n in getattr(ctx, "kernel_cluster", None) or []):
         raise frontend_error(
             f"{what} with dst_block copies into another block of the thread block cluster, but this "
             "kernel has no clusters: launch it with T.Kernel(..., cluster_dims=...) (CUDA sm_90)"
         )
-    if isinstance(to_value(dst_block), int) and not 0 <= to_value(dst_block) < cluster:
-        raise frontend_error(
-            f"{what} dst_block {to_value(dst_block)} is outside the kernel's clusters of {cluster} blocks"
-        )
+    block, _ = _cluster_rank(what, ctx, dst_block, "dst_block")
     s_buf, s_min, s_ext, _ = _copy_operand(src, "source")
     d_buf, d_min, d_ext, _ = _copy_operand(dst, "destination")
     for side, b in (("source", s_buf), ("destination", d_buf)):
@@ -721,13 +728,6 @@ def copy_cluster(
             f"{what}: the source {s_ext} and destination {d_ext} regions must have the same constant "
             "extents (dims of 1 aside)"
         )
-    block = to_value(dst_block)
-    if isinstance(block, bool) or not (isinstance(block, int) or _is_int_expr(block)):
-        raise frontend_error(
-            f"{what} dst_block must be an int or an int expression, got {_describe(block)}"
-        )
-    if isinstance(block, int) and block < 0:
-        raise frontend_error(f"{what} dst_block must not be negative, got {block}")
     bar = _barrier(what, remote_barrier, "remote_barrier") if remote_barrier is not None else None
     from .hooks import for_
     from .loops import Parallel
@@ -737,7 +737,7 @@ def copy_cluster(
     total = 1
     for n in shape:
         total *= n
-    for flat in for_(Parallel(max(total, 1)), ["cluster_i"]):
+    for flat in for_(Parallel(total), ["cluster_i"]):
         idx, rest = [], flat
         for n in reversed(shape):
             idx.append(rest % n)
@@ -754,9 +754,7 @@ def copy_cluster(
     if bar is not None:
         ctx.builder.sync_threads()
         ctx.builder.begin_if(_linear_thread_index(ctx) == 0)
-        ctx.builder.evaluate(
-            call_extern("void", "tl::mbarrier_arrive_cluster_release", address_of(bar), block)
-        )
+        _arrive_remote(ctx, bar, block)
         ctx.builder.end_if()
 
 

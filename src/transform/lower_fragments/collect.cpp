@@ -65,14 +65,12 @@ namespace {
 
 // Dim `d` of `r` is a constant-width slice of its buffer's dim starting at a multiple
 // of `align` (proven with the lets' values), inside the buffer where the start is
-// known; whole when `whole` is set.
-bool slice_at_multiple(const BufferRegion& r, size_t d, int64_t align, const std::map<const VarNode*, Expr>* lets,
-                       bool* whole = nullptr) {
+// known.
+bool slice_at_multiple(const BufferRegion& r, size_t d, int64_t align, const std::map<const VarNode*, Expr>* lets) {
   auto ex = as_const_int(r.ranges[d].extent), sh = as_const_int(r.buffer->shape[d]);
   if (!ex || !sh || *ex <= 0 || *ex > *sh) return false;
   Expr start = simplify(r.ranges[d].min);
   auto c = as_const_int(start);
-  if (whole) *whole = c && *c == 0 && *ex == *sh;
   if (c && (*c < 0 || *c + *ex > *sh)) return false;
   auto rem = as_const_int(simplify(floormod(lets ? substitute(start, *lets) : start, int_imm(align))));
   return rem && *rem == 0;
@@ -158,10 +156,8 @@ class Collector : public IRVisitor {
   // The values of the pure index-typed lets around a use (`k0 = j * 16`): what a
   // K slice's start is a multiple of.
   void visit(const LetStmtNode* op) override {
-    DataType t = op->value.dtype();
-    bool pure = t.is_scalar() && t.is_int() && t.bits() >= 32;
-    for_each_expr(op->value, [&](const Expr& x) { pure = pure && !x.as<BufferLoadNode>() && !x.as<CallNode>(); });
-    if (pure) lets_[op->var.node()] = substitute(op->value, lets_);
+    std::optional<Expr> pure = pure_index_value(op->value, lets_);
+    if (pure) lets_[op->var.node()] = *pure;
     IRVisitor::visit(op);
     if (pure) lets_.erase(op->var.node());
   }
@@ -434,7 +430,7 @@ class Collector : public IRVisitor {
       return fail(why);
     }
     if (!covers_whole(c) || c.buffer.ndim() != 2) return fail("the accumulator region is not a whole 2-d fragment");
-    bool ta = attr_int(op->attrs, "transpose_A", 0);
+    bool ta = attr_int(op->attrs, "transpose_A", 0), tb = attr_int(op->attrs, "transpose_B", 0);
     int64_t m = *as_const_int(c.ranges[0].extent), n = *as_const_int(c.ranges[1].extent);
     size_t na = a.ranges.size();
     auto kk = as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
@@ -483,7 +479,6 @@ class Collector : public IRVisitor {
     if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
     if (n / (warps / wm) % 16 != 0) return fail("a warp's N is not a multiple of 16");
     for (const BufferRegion* r : {&a, &b}) {
-      bool tb = attr_int(op->attrs, "transpose_B", 0);
       size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
       bool sliced = !sparse && is_shared(r->buffer) && mma_slice(*r, k_dim, k_step, &lets_);
       if (!(is_shared(r->buffer) || a_.candidate(r->buffer)) || !(covers_tile(*r) || sliced))
