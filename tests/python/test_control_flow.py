@@ -351,6 +351,46 @@ def test_with_t_while_tests_before_each_iteration(target):
 
 
 @pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
+def test_a_var_without_an_initial_value_starts_at_zero(target):
+    """TileLang's frontend_v2 while loop: `s = T.alloc_var(T.int32)` then `s += i`. A
+    register var starts at zero as in TileLang (it was left unset: 1073741824 on an H100);
+    the scope may follow the dtype or the initial value positionally."""
+
+    @T.prim_func
+    def main(A: T.Tensor((5,), "int32"), H: T.Tensor((2,), "float16")):
+        with T.Kernel(1):
+            i = T.alloc_var(T.int32, 0)
+            s = T.alloc_var(T.int32)
+            while i < 10:
+                s += i
+                i += 1
+            A[0] = s
+            f = T.alloc_var("float32")
+            A[1] = T.cast(f, "int32") + 7
+            w = T.alloc_var(T.int32, "local.var")
+            A[2] = w
+            x = T.alloc_var(T.int32, 5, "local.var")
+            A[3] = x
+            v = T.alloc_var(T.float16x2)
+            H[0] = v[0]
+            H[1] = v[1]
+            A[4] = T.alloc_var(T.int32, init=9)
+
+    kernel = tilelang.compile(main, target=target)
+    out = np.full(5, -1, np.int32)
+    h = np.ones(2, np.float16)
+    kernel(out, h)
+    assert out.tolist() == [45, 7, 0, 5, 9]
+    assert h.tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="scope must be a string"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((1,), "int32")):
+            with T.Kernel(1):
+                A[0] = T.alloc_var(T.int32, 1, 2)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda -arch=sm_80 -emulate", "metal -emulate"])
 def test_a_body_without_a_kernel_block_runs_as_one_block(target):
     """TileLang's cpu programs of plain loops, with no T.Kernel: one block of one thread."""
     n = 256

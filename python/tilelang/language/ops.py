@@ -96,11 +96,30 @@ def alloc_buffer(shape: ShapeLike, dtype: DTypeLike = "float32", scope: str = "g
 def alloc_var(
     dtype: DTypeLike, *args: Any, init: ExprLike | None = None, scope: str = "local.var"
 ) -> Any:
-    """A scalar register; `x = value` on its Python name stores into it."""
-    if args:
-        if len(args) > 1 or init is not None:
+    """A scalar register; `x = value` on its Python name stores into it.
+
+    As in TileLang: `T.alloc_var(dtype, init)`, `(dtype, init, scope)`, `(dtype, scope)`
+    with the scope a string, or `init=` / `scope=` by keyword. A register var
+    (scope "local.var") without an initial value starts at zero."""
+    if len(args) > 2:
+        raise TypeError(
+            f"T.alloc_var takes at most an initial value and a scope after the dtype, "
+            f"got {len(args)} positional arguments"
+        )
+    if len(args) == 1 and isinstance(args[0], str) and init is None and scope == "local.var":
+        scope = args[0]
+    elif args:
+        if init is not None:
             raise TypeError("T.alloc_var takes one initial value (positionally or as init=)")
         init = args[0]
+        if len(args) == 2:
+            if not isinstance(args[1], str):
+                raise TypeError(
+                    f"T.alloc_var(dtype, init, scope): scope must be a string, got {args[1]!r}"
+                )
+            scope = args[1]
+    if init is None and scope == "local.var":
+        init = 0
     if make_dtype(dtype).lanes > 1 and scope == "local.var":
         from .vector import alloc_vector_var  # vector imports this module's imports
 
