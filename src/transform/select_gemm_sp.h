@@ -26,7 +26,8 @@ namespace tl {
 // same) into int32 and fp8 on sm_89 into float32 (mma.sp m16n8k64), C a register
 // fragment of whole 2-d shape, A_sparse, B and E in shared memory, K a multiple of
 // 32 (64 for 8-bit operands), the block whole warps that split C into m16 x n16 warp
-// tiles under the gemm's policy, and A_sparse / B rows a whole number of 16-byte
+// tiles under the gemm's policy (or, where wgmma.sp may take it, whole warpgroups and
+// C of 64-row by 16-column multiples), and A_sparse / B rows a whole number of 16-byte
 // chunks.
 //
 // A_sparse in a register fragment runs on wgmma.mma_async.sp with A from registers

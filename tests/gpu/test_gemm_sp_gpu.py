@@ -26,6 +26,12 @@ CASES = [
     (256, 256, 512, (64, 128, 64), "float16", "int16", True, False),
     (300, 200, 256, (128, 64, 64), "bfloat16", "int16", False, True),  # tails
 ]
+# wgmma.sp only: a K-major B of a wgmma width, one m64n96k32 / m64n160k32 a k-step
+# (the 64 x 160 tile has no mma.sp split over 4 warps)
+WIDE = [
+    (256, 384, 512, (64, 96, 64), "float16", "int16", False, True),
+    (192, 480, 256, (64, 160, 64), "bfloat16", "int16", False, True),
+]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -48,11 +54,11 @@ def test_gemm_sp_matches_torch(arch, case):
     torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("case", range(len(CASES + WIDE)))
 def test_gemm_sp_wgmma_matches_torch(case):
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma.mma_async.sp needs an sm_90 GPU")
-    M, N, K, (bM, bN, bK), dtype, meta, trans_A, trans_B = CASES[case]
+    M, N, K, (bM, bN, bK), dtype, meta, trans_A, trans_B = (CASES + WIDE)[case]
     t = getattr(torch, dtype)
     a = randn_semi_sparse(M, K, dtype=t, device="cuda", transposed=trans_A)
     b = torch.randn((N, K) if trans_B else (K, N), device="cuda").to(t)

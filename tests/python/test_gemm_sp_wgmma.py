@@ -347,3 +347,22 @@ def test_register_a_source_compiles_to_hgmma_sp(nvcc, tmp_path):  # noqa: F811
     a_regs = re.findall(r"\bHGMMA\.SP\.64x128x32\.F32 R\d+, R\d+, gdesc\[", sass)
     assert len(a_regs) >= 4 and not re.search(r"HGMMA\.SP\S* R\d+, gdesc", sass), sass[:3000]
     assert "HMMA" not in sass.replace("HGMMA", "")
+
+
+@pytest.mark.parametrize("bN", [96, 160])
+def test_a_k_major_b_of_a_wide_tile_is_one_wgmma_sp_per_k_step(bN):
+    """TileLang's issue 2928 for T.gemm_sp: a block_N that is itself a wgmma width (96,
+    112, 160, ...) with B K-major runs as one m64nNk32 per k-step, not as n32 pieces
+    (an N-major B keeps power-of-two instructions: whole swizzle blocks)."""
+    M, N, K = 128, 2 * bN, 128
+    func = sparse_gemm(M, N, K, 64, bN, 64, "float16", "int16", trans_B=True)
+    kernel = tilelang.compile(func, out_idx=[3], target=SM90A, pass_configs=ON)
+    check(kernel, M, N, K, "float16", trans_B=True, seed=bN)
+    if "cuda" not in available_targets():
+        return
+    from test_device_sm80 import nvrtc_compile
+
+    ok, log, ptx = nvrtc_compile("sm_90a", kernel.get_kernel_source(), want_ptx=True)
+    assert ok, log
+    shapes = set(re.findall(r"wgmma\.mma_async\.sp\.sync\.aligned\.(m\d+n\d+k\d+)", ptx))
+    assert shapes == {f"m64n{bN}k32"}, shapes
