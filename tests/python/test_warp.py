@@ -421,6 +421,36 @@ def test_a_float_predicate_is_a_type_error_even_outside_a_kernel(vote):
         vote(0.5)
 
 
+@pytest.mark.parametrize("predicate", [1, True])
+@pytest.mark.parametrize(
+    "vote",
+    [
+        T.any_sync,
+        T.all_sync,
+        T.ballot_sync,
+        T.ballot,
+        T.syncthreads_count,
+        T.syncthreads_and,
+        T.syncthreads_or,
+    ],
+)
+def test_a_vote_outside_any_kernel_is_its_call_expression(vote, predicate):
+    """TileLang's warp_vote test: called where no kernel is traced, a vote returns its
+    call (a tvm.tirx.Call) to inspect; in a prim_func outside T.Kernel it stays an error."""
+    from tilelang import tvm
+
+    call = vote(predicate)
+    assert isinstance(call, tvm.tirx.Call)
+    assert vote.__name__ in str(call)
+    with pytest.raises(tilelang.TileLangError, match=r"must be called inside a `with T.Kernel"):
+
+        @T.prim_func
+        def main(A: T.Tensor((64,), "int32")):
+            v = vote(A[0] > 0)
+            with T.Kernel(1, threads=64):
+                A[0] = v
+
+
 def test_offset_that_is_not_an_int_is_rejected():
     msg = _error_of(lambda A, B, tx: A.__setitem__(tx, T.shfl_xor(A[tx], 1.5)))  # MARK-off
     assert f"{__file__}:{line_of('MARK-off')}:" in msg

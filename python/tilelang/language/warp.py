@@ -59,6 +59,12 @@ def _collective(what):
     return ctx
 
 
+def _outside_a_trace():
+    """Whether no kernel is being traced: a vote called there returns its call expression
+    (TileLang's `tvm.tirx.Call`), to inspect, as TileLang's votes do outside a kernel."""
+    return builder_ctx.maybe_current() is None
+
+
 def _is_int_dtype(dt):
     return dt.lanes == 1 and dt.name.startswith(("int", "uint")) and dt.bits >= 8
 
@@ -308,25 +314,24 @@ def ballot_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """A uint64 with bit l set when lane l is in `mask` and its predicate holds."""
     what = "T.ballot_sync"
     pred = _predicate(what, predicate)
-    ctx = _collective(what)
-    args = [_mask(what, mask), pred]
-    return _present_lanes(ctx, _C.call_extern("uint64", "tl::ballot_sync", args))
+    call = _C.call_extern("uint64", "tl::ballot_sync", [_mask(what, mask), pred])
+    return call if _outside_a_trace() else _present_lanes(_collective(what), call)
 
 
 def ballot(predicate: ExprLike) -> Expr:
     """T.ballot_sync over the whole warp: bit l set when lane l's predicate holds (uint64)."""
     what = "T.ballot"
     pred = _predicate(what, predicate)
-    ctx = _collective(what)
     call = _C.call_extern("uint64", "tl::ballot", [pred])
-    return _present_lanes(ctx, call)
+    return call if _outside_a_trace() else _present_lanes(_collective(what), call)
 
 
 def any_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """1 when the predicate holds on some lane of `mask`, else 0 (int32)."""
     what = "T.any_sync"
     pred = _predicate(what, predicate)
-    _collective(what)
+    if not _outside_a_trace():
+        _collective(what)
     args = [_mask(what, mask), pred]
     return _C.call_extern("int32", "tl::any_sync", args)
 
@@ -335,7 +340,8 @@ def all_sync(predicate: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """1 when the predicate holds on every lane of `mask`, else 0 (int32)."""
     what = "T.all_sync"
     pred = _predicate(what, predicate)
-    _collective(what)
+    if not _outside_a_trace():
+        _collective(what)
     args = [_mask(what, mask), pred]
     return _C.call_extern("int32", "tl::all_sync", args)
 
@@ -422,6 +428,8 @@ def sync_warp(mask: ExprLike | None = None) -> None:
 
 def _block_vote(what, fn, predicate):
     pred = _predicate(what, predicate)
+    if _outside_a_trace():  # the block's thread count comes with its kernel
+        return _C.call_extern("int32", f"tl::{fn}", [pred])
     ctx = _kernel(what)
     loops = [_SPREAD_LOOPS[k] for k in ctx.loop_kinds if k in _SPREAD_LOOPS]
     if loops:
