@@ -228,6 +228,50 @@ def test_autotune_param_values():
     assert ProfileArgs().warmup == 25 and hash(ProfileArgs(rep=3)) != hash(ProfileArgs())
 
 
+def test_autotune_result_is_made_as_tileangs_and_its_disk_format_is_refused():
+    """TileLang's AutotuneResult(latency, config, ref_latency, libcode, func, kernel), every
+    field optional; its on-disk result (save_to_disk, _save_kernel_to_disk ...) is
+    TileLang's Python cache layer, refused by name as out of scope."""
+    from tilelang.autotuner.param import AutotuneResult
+    from tilelang.tvm import OutOfScopeError
+
+    def f():
+        return None
+
+    r = AutotuneResult(latency=1.0, config={"threads": 128}, ref_latency=2.0, libcode="// c", func=f)
+    assert (r.latency, r.config, r.ref_latency, r.libcode, r.func, r.kernel) == (
+        1.0, {"threads": 128}, 2.0, "// c", f, None,
+    )  # fmt: skip
+    assert AutotuneResult().config is None and AutotuneResult(3.0).latency == 3.0
+    for use in (
+        lambda: r.save_to_disk("somewhere"),
+        lambda: AutotuneResult.load_from_disk("somewhere", None),
+        lambda: AutotuneResult._save_kernel_to_disk,
+        lambda: r._safe_write_file,
+    ):
+        with pytest.raises(OutOfScopeError, match="AutotuneResult.* is a TileLang internal"):
+            use()
+    with pytest.raises(AttributeError):
+        _ = r._repr_html_  # other names stay plain attribute errors (IPython probes these)
+
+
+def test_kernel_cache_internals_of_tilelangs_python_cache_are_refused():
+    from tilelang.cache.kernel_cache import KernelCache
+    from tilelang.tvm import OutOfScopeError
+
+    cache = KernelCache()
+    for use in (
+        lambda: cache._get_cache_path("key"),
+        lambda: cache.device_kernel_path,
+        lambda: KernelCache._safe_write_executable,
+    ):
+        with pytest.raises(OutOfScopeError, match="KernelCache.* is a TileLang internal"):
+            use()
+    with pytest.raises(AttributeError):
+        _ = cache._repr_html_
+    assert not hasattr(KernelCache, "no_such_name")
+
+
 def test_fp8_and_torch_dtype_helpers():
     torch = pytest.importorskip("torch")
     from tilelang.language.dtypes import _TORCH_DTYPE_TO_STR, resolve_torch_storage_dtype

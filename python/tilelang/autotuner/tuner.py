@@ -90,16 +90,52 @@ class AutoTuneError(_tilelang_error()):  # type: ignore[misc]
     """No config of a tuning run compiled, passed the check and ran."""
 
 
-class AutotuneResult:
+# TileLang's private helpers of its on-disk tuning result (tilelang/autotuner/param.py
+# of 0.1.15 and of a35008a): refused by name, on the class and its instances.
+_TILELANG_RESULT_HELPERS = frozenset(
+    (
+        "_get_complete_result_files", "_get_kernel_lib_file", "_get_missing_complete_result_files",
+        "_get_required_kernel_files", "_is_complete_result_dir", "_is_rename_collision",
+        "_load_binary", "_load_kernel_from_disk", "_remove_incomplete_result_dir",
+        "_safe_write_executable", "_safe_write_file", "_save_kernel_to_disk",
+    )
+)  # fmt: skip
+
+
+class _ResultClass(type):
+    """AutotuneResult's class: TileLang's private helpers of its on-disk result
+    (`AutotuneResult._save_kernel_to_disk`, `_safe_write_file` ...) are refused by name."""
+
+    def __getattr__(cls, name):
+        if name in _TILELANG_RESULT_HELPERS:
+            _refuse_result_internal(name)
+        raise AttributeError(f"type object 'AutotuneResult' has no attribute '{name}'")
+
+
+def _refuse_result_internal(name):
+    from tilelang._compat import out_of_scope
+
+    out_of_scope(
+        f"tilelang.autotuner.param.AutotuneResult.{name}",
+        "a tuning result is a JSON decision under <cache dir>/autotuner/ whose kernel stays in "
+        "the kernel cache, written atomically by the tuner (user guide, 'Result cache')",
+        kind="a TileLang internal",
+    )
+
+
+class AutotuneResult(metaclass=_ResultClass):
     """The outcome of a tuning run: `config` (dict), `latency` (ms), `ref_latency` (ms of
     ref_prog, or None), `kernel` (the JITKernel of the best config), `func` (its
-    prim_func), `from_cache` (True when taken from the result cache), `failures`
-    ({config text: one-line reason}), `timings` ({config text: ms, its fastest timing
-    round}; a config stopped early has the time of one call), `measurements` ({config
-    text: the device it was timed on and the min / median / max ms of its rounds}),
-    `device` (name and clock of the device the pick was timed on) and `cache_path`.
-    `tuned` is False when the call gave tuned parameters and nothing was tuned: `config`
-    then holds the values the kernel was built with, `latency` is None."""
+    prim_func), `libcode` (its source), `from_cache` (True when taken from the result
+    cache), `failures` ({config text: one-line reason}), `timings` ({config text: ms, its
+    fastest timing round}; a config stopped early has the time of one call),
+    `measurements` ({config text: the device it was timed on and the min / median / max
+    ms of its rounds}), `device` (name and clock of the device the pick was timed on) and
+    `cache_path`. `tuned` is False when the call gave tuned parameters and nothing was
+    tuned: `config` then holds the values the kernel was built with, `latency` is None.
+    Made as TileLang's is, `AutotuneResult(latency, config, ref_latency, libcode, func,
+    kernel)`, every field optional; TileLang's `save_to_disk` / `load_from_disk` (its
+    on-disk result format) are not here."""
 
     timings: dict[str, float]  # set by the run that made the result
     measurements: dict[str, Any]  # set by the run that made the result too
@@ -107,28 +143,49 @@ class AutotuneResult:
 
     def __init__(
         self,
-        config: dict[str, Any] | None,
-        latency: float | None,
-        ref_latency: float | None,
-        kernel: JITKernel | None,
-        from_cache: bool,
-        failures: Any,
-        cache_path: str | None,
+        latency: float | None = None,
+        config: dict[str, Any] | None = None,
+        ref_latency: float | None = None,
+        libcode: str | None = None,
+        func: Any = None,
+        kernel: JITKernel | None = None,
+        *,
+        from_cache: bool = False,
+        failures: Any = None,
+        cache_path: str | None = None,
     ) -> None:
         self.config, self.latency, self.ref_latency = config, latency, ref_latency
-        self.kernel, self.from_cache, self.failures = kernel, from_cache, failures
+        self.kernel, self.from_cache = kernel, from_cache
+        self.failures = {} if failures is None else failures
         self.cache_path = cache_path
-        self.measurements, self.device = {}, None
+        self._func, self._libcode = func, libcode
+        self.timings, self.measurements, self.device = {}, {}, None
         self.tuned = True
         self._call = None
 
+    def __getattr__(self, name):
+        if name in _TILELANG_RESULT_HELPERS:
+            _refuse_result_internal(name)
+        raise AttributeError(f"'AutotuneResult' object has no attribute '{name}'")
+
     @property
     def func(self) -> Any:
+        if self._func is not None:
+            return self._func
         return self.kernel.prim_func if self.kernel is not None else None
 
     @property
     def libcode(self) -> str | None:
+        if self._libcode is not None:
+            return self._libcode
         return self.kernel.get_kernel_source() if self.kernel is not None else None
+
+    def save_to_disk(self, path: Any, verbose: bool = False) -> None:
+        _refuse_result_internal("save_to_disk")
+
+    @classmethod
+    def load_from_disk(cls, path: Any, compile_args: Any) -> AutotuneResult:
+        _refuse_result_internal("load_from_disk")
 
     def __repr__(self):
         if not self.tuned:
@@ -1308,13 +1365,13 @@ class AutoTuner:
         config = dict(configs[decision["index"]])
         kernel.config, kernel.latency = config, decision["latency"]
         result = AutotuneResult(
-            config,
             decision["latency"],
+            config,
             decision.get("ref_latency"),
-            kernel,
-            from_cache,
-            dict(decision.get("failures") or {}),
-            path,
+            kernel=kernel,
+            from_cache=from_cache,
+            failures=dict(decision.get("failures") or {}),
+            cache_path=path,
         )
         result.timings = dict(decision.get("timings") or {})
         result.measurements = dict(decision.get("measurements") or {})
@@ -1335,7 +1392,7 @@ class AutoTuner:
         kernel, runner = self._build(self._jit(options), args, kwargs, build)
         latency = getattr(tuned_kernel, "latency", None)
         kernel.config, kernel.latency = dict(config), latency
-        result = AutotuneResult(dict(config), latency, None, kernel, True, {}, None)
+        result = AutotuneResult(latency, dict(config), kernel=kernel, from_cache=True)
         result.timings = {}
         result.tuned = latency is not None
         result._call = runner
@@ -1363,7 +1420,7 @@ class AutoTuner:
         )
         kernel, runner = self._build(jit, args, kwargs, {})
         kernel.config = dict(config)
-        result = AutotuneResult(dict(config), None, None, kernel, False, {}, None)
+        result = AutotuneResult(None, dict(config), kernel=kernel)
         result.timings = {}
         result.tuned = False
         result._call = runner

@@ -19,8 +19,54 @@ __all__ = ["KernelCache"]
 logger = logging.getLogger(__name__)
 
 
-class KernelCache:
+# TileLang's Python cache layer (tilelang/cache/kernel_cache.py of 0.1.15 and of
+# a35008a): its entry's file names and its private helpers. The cache here is the C++
+# core's (src/cache), with its own entry format and atomic writes, so these are refused
+# by name, on the class and its instance.
+_TILELANG_CACHE_INTERNALS = frozenset(
+    (
+        "device_kernel_path", "host_kernel_path", "kernel_lib_path", "params_path",
+        "resource_usage_path", "_build_kernel", "_cleanup_stale_staging_dirs",
+        "_clear_disk_cache", "_create_dirs", "_format_version_namespace", "_generate_key",
+        "_get_base_key", "_get_cache_namespace", "_get_cache_path", "_get_complete_cache_files",
+        "_get_export_link_args", "_get_missing_complete_cache_files", "_get_namespace_root",
+        "_get_required_files", "_get_source_compile_args", "_get_staging_root",
+        "_get_tilelang_lib_stamp", "_is_complete_cache_dir", "_is_rename_collision",
+        "_load_binary", "_load_kernel_from_disk", "_load_kernel_source",
+        "_remove_incomplete_cache_dir", "_safe_write_executable", "_safe_write_file",
+        "_sanitize_path_component", "_save_kernel_source_code_to_disk", "_save_kernel_to_disk",
+        "_save_so_cubin_to_disk", "_save_wrapper_kernel_code_to_disk", "_set_adapter_cache_path",
+        "_tag_kernel_cache_entry",
+    )
+)  # fmt: skip
+
+
+def _refuse_cache_internal(name: str) -> None:
+    from tilelang._compat import out_of_scope
+
+    out_of_scope(
+        f"tilelang.cache.kernel_cache.KernelCache.{name}",
+        "tilelang's kernel cache is its C++ core's (src/cache: its own entry format, written "
+        "atomically); KernelCache answers where it is, its size, clears it and compiles "
+        "through it (user guide, jit_and_cache.md, 'Cache')",
+        kind="a TileLang internal",
+    )
+
+
+class _KernelCacheClass(type):
+    def __getattr__(cls, name: str) -> Any:
+        if name in _TILELANG_CACHE_INTERNALS:
+            _refuse_cache_internal(name)
+        raise AttributeError(f"type object 'KernelCache' has no attribute '{name}'")
+
+
+class KernelCache(metaclass=_KernelCacheClass):
     """The process's kernel cache (memory + disk), one instance."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _TILELANG_CACHE_INTERNALS:
+            _refuse_cache_internal(name)
+        raise AttributeError(f"'KernelCache' object has no attribute '{name}'")
 
     _instance: KernelCache | None = None
 
