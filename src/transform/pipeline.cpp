@@ -34,6 +34,7 @@
 #include "transform/select_gemm_sp.h"
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
+#include "transform/align_shifted_fragment_reads.h"
 #include "transform/split_parallel_at_barriers.h"
 #include "transform/vectorize_loops.h"
 #include "transform/warp_specialize.h"
@@ -424,6 +425,11 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
                [&](const PrimFunc& g) { return select_gemm_sp(g, target, configs.wgmma && configs.gemm_sp_wgmma); });
   // A barrier in a T.Parallel body: the loop becomes one loop per part, the barrier between.
   f = run_pass("split_parallel_at_barriers", f, [&](const PrimFunc& g) { return split_parallel_at_barriers(g); });
+  // A T.Parallel loop that reads a register fragment only at a shifted position runs
+  // each iteration where the element is held (before the layouts are inferred).
+  if (target.kind != TargetKind::CPU)
+    f = run_pass("align_shifted_fragment_reads", f,
+                 [&](const PrimFunc& g) { return align_shifted_fragment_reads(g); });
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
   f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.

@@ -124,6 +124,7 @@ KINDS = {
     "test_shapes": "frontend runtime",
     "test_shared_layouts": "lowering",
     "test_shared_memory_plan": "lowering",
+    "test_shifted_fragment_reads": "lowering emulator",
     "test_simplify_prim_func": "frontend",
     "test_site_hygiene": "runtime",
     "test_skinny_gemm": "examples",
