@@ -255,6 +255,18 @@ def test_autotune_result_is_made_as_tileangs_and_its_disk_format_is_refused():
         _ = r._repr_html_  # other names stay plain attribute errors (IPython probes these)
 
 
+def test_a_kernels_adapter_is_an_out_of_scope_stand_in():
+    """TileLang's JITKernel.adapter (its TVM-runtime execution backend): a stand-in whose
+    use names it, where an AttributeError said nothing."""
+    from tilelang.tvm import OutOfScopeError
+
+    kernel = tilelang.compile(add_constant.func(8, 0.5), target="cpu")
+    with pytest.raises(OutOfScopeError, match=r"JITKernel.adapter.get_exportable_executable is a TileLang internal"):
+        kernel.adapter.get_exportable_executable().jit()
+    with pytest.raises(OutOfScopeError, match="get_kernel_source"):
+        bool(kernel.adapter.prim_func)
+
+
 def test_kernel_cache_internals_of_tilelangs_python_cache_are_refused():
     from tilelang.cache.kernel_cache import KernelCache
     from tilelang.tvm import OutOfScopeError

@@ -435,6 +435,21 @@ class JITKernel:
     def name(self) -> str:
         return self.kernel.name
 
+    @property
+    def adapter(self) -> Any:
+        """TileLang's execution-backend adapter (tvm_ffi, cython, nvrtc ...), which wraps a
+        TVM runtime module: not here (the C++ runtime runs every kernel). A stand-in whose
+        every use raises OutOfScopeError naming it; `get_kernel_source()`,
+        `get_host_source()` and `export_library()` are the kernel's own."""
+        from tilelang.tvm._scope import refused_name
+
+        return refused_name(
+            "tilelang.jit.JITKernel.adapter",
+            "the C++ runtime runs every kernel; the kernel's source, host code and export are "
+            "JITKernel.get_kernel_source(), get_host_source() and export_library()",
+            kind="a TileLang internal",
+        )
+
     def _read_params(self) -> list[KernelParam]:
         """The parameters the caller passes: T.alloc_global workspaces (the last ones)
         are allocated by each call and are left out."""
