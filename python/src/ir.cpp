@@ -295,6 +295,11 @@ void bind_ir(nb::module_& m) {
       .def_prop_ro("name", [](const PrimFunc& f) { return f->name; })
       .def("script", [](const PrimFunc& f) { return to_string(f); })
       .def("simplified", [](const PrimFunc& f) { return simplify_func(f); })
+      // The same kernel under another name (T.prim_func's with_attr("global_symbol", ...)).
+      .def("renamed",
+           [](const PrimFunc& f, const std::string& name) {
+             return PrimFunc::make(name, f->params, f->body, f->attrs, f->span);
+           })
       .def("without_unused_tensor_params", &drop_unused_tensor_params)
       .def("__repr__", [](const PrimFunc& f) { return to_string(f); })
       // The caller's parameters: T.alloc_global workspaces (the last ones) are left out.

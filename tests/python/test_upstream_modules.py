@@ -255,6 +255,26 @@ def test_autotune_result_is_made_as_tileangs_and_its_disk_format_is_refused():
         _ = r._repr_html_  # other names stay plain attribute errors (IPython probes these)
 
 
+def test_prim_func_with_attr_renames_and_records():
+    from tilelang.tvm import OutOfScopeError
+
+    f = add_constant.func(8, 0.5)
+    g = f.with_attr("global_symbol", "renamed_kernel")
+    assert (g.name, g.attrs["global_symbol"], f.name) == ("renamed_kernel", "renamed_kernel", f.name)
+    kernel = tilelang.compile(g, target="cpu")
+    assert "renamed_kernel" in kernel.get_kernel_source()
+    a, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    kernel(a, out)
+    np.testing.assert_allclose(out, a + 0.5)
+    h = f.with_attr({"tilelang_out_idx": [1], "note": "kept"})
+    assert h.attrs["note"] == "kept"
+    np.testing.assert_allclose(tilelang.compile(h, target="cpu")(a), a + 0.5)
+    with pytest.raises(ValueError, match="global_symbol names the kernel and must be a C identifier, got 'a b'"):
+        f.with_attr("global_symbol", "a b")
+    with pytest.raises(OutOfScopeError, match="PrimFunc.body"):
+        bool(f.body)
+
+
 def test_a_kernels_adapter_is_an_out_of_scope_stand_in():
     """TileLang's JITKernel.adapter (its TVM-runtime execution backend): a stand-in whose
     use names it, where an AttributeError said nothing."""

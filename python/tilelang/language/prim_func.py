@@ -254,6 +254,38 @@ class PrimFunc:
                 out[name] = wrap_buffer(core)
         return out
 
+    def with_attr(self, key: str | dict[str, Any], value: Any = None) -> PrimFunc:
+        """A copy with the attribute `key` set to `value` (or every item of a dict), as
+        TVM's PrimFunc.with_attr: "global_symbol" renames the kernel (a C identifier);
+        "tilelang_out_idx", "tilelang_pass_configs" and "tilelang_compile_flags" are what
+        tilelang.compile merges with its arguments; other keys are kept as given."""
+        items = dict(key) if isinstance(key, dict) else {key: value}
+        core, attrs = self.core, dict(self._attrs)
+        for k, v in items.items():
+            if not isinstance(k, str):
+                raise TypeError(f"PrimFunc.with_attr: an attribute name is a string, got {k!r}")
+            if k == "global_symbol":
+                if not isinstance(v, str) or not v.isidentifier():
+                    raise ValueError(
+                        f"PrimFunc.with_attr: global_symbol names the kernel and must be a C "
+                        f"identifier, got {v!r}"
+                    )
+                core = core.renamed(v)
+            attrs[k] = v
+        return PrimFunc(core, self.func, attrs)
+
+    @property
+    def body(self) -> Any:
+        """TVM's statement tree of the function: not here (tilelang's IR is C++). A stand-in
+        whose every use raises OutOfScopeError; `script()` prints the IR."""
+        from tilelang.tvm._scope import refused_name
+
+        return refused_name(
+            "tilelang PrimFunc.body (a TVM statement tree)",
+            "tilelang's IR is C++: func.script() prints it, kernel.get_kernel_source() shows "
+            "the generated code",
+        )
+
     def script(self) -> str:
         return self.core.script()
 
