@@ -355,6 +355,12 @@ def test_lower_and_simplify_module_names():
     assert tilelang.lower is not None and lower is tilelang.engine.lower
     func = add_constant.func(8, 1.0)
     assert apply_simplify(func).script() == func.core.simplified().script()
+    artifact = tilelang.lower(func, target="cpu")
+    assert "tl_block_main" in artifact.kernel_source
+    from tilelang.tvm import OutOfScopeError
+
+    with pytest.raises(OutOfScopeError, match="CompiledArtifact.device_mod"):
+        artifact.device_mod.functions.items()
     from tilelang.language.tir import op
 
     assert op.exp2 is T.exp2 and op.const(3, "int8").dtype.name == "int8"

@@ -20,7 +20,9 @@ __all__ = ["CompiledArtifact", "extract_params", "lower"]
 
 @dataclass
 class CompiledArtifact:
-    """What lower() returns: the lowered kernel's source, parameters and target."""
+    """What lower() returns: the lowered kernel's source, parameters and target.
+    `host_mod` / `device_mod` (TileLang's TVM IRModules) are out-of-scope stand-ins whose
+    use raises OutOfScopeError."""
 
     host_mod: object
     device_mod: object
@@ -81,9 +83,18 @@ def lower(
 
         rt_mod = JITKernel(func, target=target, pass_configs=pass_configs)
     del runtime_only
+    from tilelang.tvm._scope import refused_name
+
+    def tvm_module(which):
+        return refused_name(
+            f"CompiledArtifact.{which} (a TVM IRModule of the lowered kernel)",
+            "tilelang's lowered IR is C++: the artifact's kernel_source is the generated code, "
+            "func.script() prints the IR before lowering",
+        )
+
     return CompiledArtifact(
-        host_mod=None,
-        device_mod=None,
+        host_mod=tvm_module("host_mod"),
+        device_mod=tvm_module("device_mod"),
         params=extract_params(func),
         kernel_source=source,
         rt_mod=rt_mod,
