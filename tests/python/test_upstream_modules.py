@@ -498,3 +498,20 @@ def test_tileop_gemm_warp_policy_is_t_gemm_warp_policy():
         from tilelang.tileop import Gemm
 
         Gemm()
+
+
+def test_enrich_error_appends_the_marked_source_line(tmp_path):
+    from tilelang.errors import _MARKER_RE, enrich_error
+
+    src = tmp_path / "dir with spaces" / "kernel.py"
+    src.parent.mkdir()
+    src.write_text("line one\nline two\nline three\n")
+    exc = ValueError(f"boom\n  --> {src}:2:3")
+    assert enrich_error(exc) is exc
+    assert str(exc).endswith("2 | line two\n  |   ^")
+    m = _MARKER_RE.search("\n  --> C:\\work\\kernel.py:21:1")
+    assert (m.group("file"), m.group("line"), m.group("col")) == ("C:\\work\\kernel.py", "21", "1")
+    plain = ValueError("no marker")
+    assert enrich_error(plain) is plain and str(plain) == "no marker"
+    missing = ValueError("x\n  --> /no/such/file.py:1:1")
+    assert str(enrich_error(missing)) == "x\n  --> /no/such/file.py:1:1"
