@@ -83,12 +83,21 @@ fi
 # on this GPU by tests/upstream/run.py (mode gpu, SUITE_JOBS files at a time, 300 s
 # each, the whole run stopped after SUITE_SECONDS); its table.md and results.json in
 # $OUT/suite (results.json names every test, its outcome and the first line of why).
+# The packages TileLang's test environment has and the image lacks (apache-tvm-ffi,
+# fla-core, einops: the wheels tests/gpu/tools/stage_upstream.sh --suite puts in
+# .whl/suite, carried with .upstream) go to /tmp/suite-site, for the suite only.
 if [ -n "${UPSTREAM_SUITE:-}" ]; then
   mkdir -p "$OUT/suite"
   read -ra suite_dirs <<< "$UPSTREAM_SUITE"
-  timeout "${SUITE_SECONDS:-500}" python3 tests/upstream/run.py --source .upstream --mode gpu \
+  suite_path=$PYTHONPATH
+  if compgen -G ".whl/suite/*.whl" > /dev/null; then
+    rm -rf /tmp/suite-site
+    python3 -m pip install -q --no-index --no-deps --target /tmp/suite-site .whl/suite/*.whl >> "$OUT/suite/run.log" 2>&1
+    suite_path=$PYTHONPATH:/tmp/suite-site
+  fi
+  PYTHONPATH=$suite_path timeout "${SUITE_SECONDS:-500}" python3 tests/upstream/run.py --source .upstream --mode gpu \
     --jobs "${SUITE_JOBS:-12}" --timeout 300 --out "$OUT/suite" --dirs "${suite_dirs[@]}" \
-    > "$OUT/suite/run.log" 2>&1
+    >> "$OUT/suite/run.log" 2>&1
   echo "suite exit $?" >> "$OUT/suite/run.log"
   tail -1 "$OUT/suite/run.log"
 fi

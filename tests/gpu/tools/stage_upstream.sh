@@ -5,7 +5,13 @@
 #                         x86-64 Linux and packed with xz (about 41 MB for 0.1.15:
 #                         under the 64 MiB that one device call carries);
 #   .upstream/examples    upstream's example folders the default kernel list uses.
+#   .whl/suite            with --suite, instead: the wheels TileLang's test suite
+#                         imports that the GPU image lacks (apache-tvm-ffi, fla-core,
+#                         einops; the versions of the conformance environment), which
+#                         UPSTREAM_SUITE runs of run_on_gpu.sh install (carry .whl and
+#                         .upstream).
 # Usage: tests/gpu/tools/stage_upstream.sh [VERSION] [EXAMPLES_DIR]
+#        tests/gpu/tools/stage_upstream.sh --suite
 #   VERSION       upstream's release on PyPI (default 0.1.15)
 #   EXAMPLES_DIR  a checkout's examples/ folder (default: a clone of
 #                 https://github.com/tile-ai/tilelang in a temporary folder)
@@ -17,6 +23,14 @@ cd "$(dirname "$0")/../../.."
 VERSION=${1:-0.1.15}
 EXAMPLES=${2:-}
 PY=${PYTHON:-python3}
+if [ "${1:-}" = --suite ]; then
+  rm -rf .whl/suite && mkdir -p .whl/suite
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl/suite \
+    "apache-tvm-ffi==0.1.12" "fla-core==0.3.2" einops
+  ls .whl/suite
+  exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
