@@ -210,8 +210,8 @@ int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, con
   return best;
 }
 
-int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy) {
-  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (8 * (warps / wm)) == 0; };
+int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy, int64_t n_step) {
+  auto fits = [&](int64_t wm) { return warps % wm == 0 && m % (16 * wm) == 0 && n % (n_step * (warps / wm)) == 0; };
   return split_by_policy(m, n, warps, policy, fits, false);
 }
 

@@ -62,8 +62,11 @@ int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, con
                         bool ties_to_more_m);
 
 // Warps along M for a gemm of M x N over `warps` warps under `policy`; 0 when no
-// split fits m16n8 tiles.
-int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy);
+// split gives every warp a multiple of 16 rows and of `n_step` columns (8: m16n8
+// tiles; 16 for the register gemms, whose warps read B 16 columns at a time). The
+// policy is a preference among the splits that fit, as in TileLang: FullCol's 8 warps
+// on a 64 x 32 tile take 4 x 2 (16 x 16 a warp).
+int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy, int64_t n_step = 8);
 
 // The value an out-of-bounds read of T.copy gives: its safe_value attribute, else 0.
 Expr safe_value(const Attrs& attrs, DataType t);

@@ -81,13 +81,13 @@ std::string refusal(const TileOpNode* op, const Target& target, int64_t threads,
   if (!m || !n || !k2) return "a tile extent is not a constant";
   int64_t inst_k = half ? 32 : 64;  // the dense K of one instruction: 32 bytes of kept values a row
   if ((2 * *k2) % inst_k != 0) return str_cat("K = ", 2 * *k2, " is not a multiple of ", inst_k);
-  int64_t warps = threads / 32, wm = gemm_warp_split(*m, *n, warps, attr_int(op->attrs, "policy", 0));
+  int64_t warps = threads / 32, wm = gemm_warp_split(*m, *n, warps, attr_int(op->attrs, "policy", 0), 16);
   // wgmma.mma_async.sp splits C by warpgroups, not warps: a tile that its m64nNk32
   // takes (64 x 160 over 4 warps, whose Square split gives each warp 40 columns) is
   // kept for it; should lower_fragments find wgmma.sp does not fit after all, the
   // compressed gemm takes the shared-memory path, which decodes A.
   bool wgmma_shape = half && sparse_wgmma && threads % 128 == 0 && *m % 64 == 0 && *n % 16 == 0;
-  if ((!wm || (*n / (warps / wm)) % 16 != 0) && !wgmma_shape)
+  if (!wm && !wgmma_shape)
     return str_cat("the ", *m, " x ", *n, " tile does not split into m16 x n16 warp tiles over ", warps, " warps");
   for (const BufferRegion* r : {&a, &b}) {
     auto cols = as_const_int(r->buffer->shape.back());

@@ -121,6 +121,10 @@ CASES = {
     "bf16_tt": (64, 48, 64, 64, 16, 32, "bfloat16", True, True, 128, 0),
     "f16_fullrow_8warps": (128, 40, 32, 128, 8, 32, "float16", False, False, 256, 1),
     "bf16_fullcol": (48, 64, 32, 16, 64, 32, "bfloat16", False, False, 128, 2),
+    # FullCol's 8 warps on a 64 x 32 tile: all 8 along N would give each 4 columns,
+    # so the policy takes the split nearest it whose warps hold 16 (DeepSeek v3.2's
+    # sparse_mla_bwd: its P and dP accumulators went to shared memory)
+    "f16_fullcol_8warps": (64, 32, 64, 64, 32, 32, "float16", False, True, 256, 2),
 }
 # The warp split each case's policy gives (WarpsM, WarpsN), as written in the source.
 SPLITS = {
@@ -130,6 +134,7 @@ SPLITS = {
     "bf16_tt": (4, 1),
     "f16_fullrow_8warps": (8, 1),
     "bf16_fullcol": (1, 4),
+    "f16_fullcol_8warps": (4, 2),
 }
 
 

@@ -475,9 +475,10 @@ class Collector : public IRVisitor {
       log(LogLevel::Debug, where + "T.gemm cannot use wgmma, so the kernel's gemms use mma.sync: " + why);
     }
     int64_t warps = a_.threads / 32;
-    int64_t wm = gemm_warp_split(m, n, warps, a_.policy(op));
-    if (!wm) return fail("the tile does not split into 16 x 8 mma tiles over the warps");
-    if (n / (warps / wm) % 16 != 0) return fail("a warp's N is not a multiple of 16");
+    int64_t wm = gemm_warp_split(m, n, warps, a_.policy(op), 16);
+    if (!wm)
+      return fail(str_cat("the ", m, " x ", n, " tile does not split over ", warps,
+                          " warps into warp tiles of 16-row and 16-column multiples"));
     for (const BufferRegion* r : {&a, &b}) {
       size_t nd = r->ranges.size(), k_dim = (r == &a ? !ta : tb) ? nd - 1 : nd - 2;
       bool sliced = !sparse && is_shared(r->buffer) && mma_slice(*r, k_dim, k_step, &lets_);
