@@ -323,6 +323,38 @@ def test_threads_storing_the_same_value_are_no_race(target):
     assert f"test_emulator.py:{line}" in message, message
 
 
+def group_flags(read_own):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((4,), "float32")
+            # One warp of two (a producer): no block barrier can go in its branch.
+            if tx < 32:
+                S[tx // 8] = A[tx // 8]  # 8 threads store each flag, all the same value
+                if read_own:
+                    B[tx] = S[tx // 8]  # each reads back the flag it stored
+                else:
+                    B[tx] = S[(tx // 8 + 1) % 4]  # OTHER-GROUP
+
+    return main
+
+
+@pytest.mark.parametrize("target", [TARGET, "metal -emulate"])
+def test_a_thread_reading_back_a_value_its_group_stored_is_no_race(target):
+    """DeepSeek v3.2's sparse_mla_fwd_pipelined producer: 8 threads store one flag and
+    each branches on it. A thread that stored the element reads what it stored (every
+    store of the epoch wrote the same value, or the same-value check reports it); one
+    that did not store it still races with the stores."""
+    a = rng.standard_normal(4).astype(np.float32)
+    b = tilelang.compile(group_flags(True), out_idx=[-1], target=target)(a)
+    np.testing.assert_array_equal(b, np.repeat(a, 8))
+    with pytest.raises(tilelang.TileLangError, match="shared-memory race on buffer 'S'"):
+        tilelang.compile(group_flags(False), out_idx=[-1], target=target)(a)
+
+
 def divergent_barrier_kernel(diverge):
     @T.prim_func
     def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
