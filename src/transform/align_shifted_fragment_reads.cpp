@@ -39,10 +39,13 @@ struct Accesses : IRVisitor {
   }
 };
 
-bool reads_any(const Expr& e, const std::set<const VarNode*>& vars) {
+// Whether a shift may differ between the loop's iterations: it reads one of `vars`, or
+// memory or a call (which the body may change).
+bool varies(const Expr& e, const std::set<const VarNode*>& vars) {
   bool found = false;
   for_each_expr(e, [&](const Expr& x) {
     if (auto* v = x.as<VarNode>()) found = found || vars.count(v);
+    found = found || x.as<BufferLoadNode>() || x.as<CallNode>();
   });
   return found;
 }
@@ -86,7 +89,7 @@ class Align : public IRMutator {
       std::vector<Expr> s;
       for (size_t d = 0; d < nest.size(); ++d) {
         Expr off = simplify(sub(l->indices[d], nest[d]->var));
-        if (reads_any(off, local)) return self;
+        if (varies(off, local)) return self;
         s.push_back(off);
       }
       if (shift.empty()) {

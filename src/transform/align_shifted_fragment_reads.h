@@ -13,7 +13,8 @@
 //
 // Taken only where every fragment access of the nest is such a read with the same
 // shift (no store, no access by the plain variables, no tile op on a fragment), the
-// fragment's shape is the loop's, and the shift reads nothing the loop body binds.
+// fragment's shape is the loop's, and the shift is made of variables defined outside
+// the loop and constants.
 // CUDA and Metal targets (the cpu target keeps block-wide arrays).
 #pragma once
 
