@@ -939,7 +939,8 @@ TL_DEVICE void wgmma_gemm_sp_ss(const TA* A, const TE* E, const TB* B, TC* acc) 
   static_assert(N % WgN == 0 && (N / WgN) % 16 == 0, "tl::wgmma_gemm_sp_ss: N / WgN must be a multiple of 16");
   static_assert(K % 32 == 0 && K % (8 * int(sizeof(TE))) == 0,
                 "tl::wgmma_gemm_sp_ss: K must be a multiple of 32 and of the elements one E element describes");
-  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN, TransB>(), NJ = TN / NI, kSteps = K / 32;
+  constexpr int TM = M / WgM, TN = N / WgN, MI = TM / 64, NI = sm90::inst_n<TN, TransB>(), NJ = TN / NI,
+                kSteps = K / 32;
   using TileA = sm90::DescTile<TransA ? K / 2 : M, TransA ? M : K / 2, TA, !TransA>;
   using TileB = sm90::DescTile<TransB ? N : K, TransB ? K : N, TB, TransB>;
   static_assert(TransB || (TN % TileB::kW == 0 || TileB::kW % TN == 0),

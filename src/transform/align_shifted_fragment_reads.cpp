@@ -132,8 +132,8 @@ class Align : public IRMutator {
                      nest[d]->span);
     }
     for (size_t d = nest.size(); d-- > 0;)
-      out = for_loop(vars[d], nest[d]->min, nest[d]->extent, nest[d]->for_kind, out, nest[d]->annotations,
-                     nest[d]->span);
+      out =
+          for_loop(vars[d], nest[d]->min, nest[d]->extent, nest[d]->for_kind, out, nest[d]->annotations, nest[d]->span);
     return out;
   }
 };

@@ -17,6 +17,7 @@
 #include "ir/verifier.h"
 #include "ir/visitor.h"
 #include "support/env_switch.h"
+#include "transform/align_shifted_fragment_reads.h"
 #include "transform/check_bounds.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
@@ -34,7 +35,6 @@
 #include "transform/select_gemm_sp.h"
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
-#include "transform/align_shifted_fragment_reads.h"
 #include "transform/split_parallel_at_barriers.h"
 #include "transform/vectorize_loops.h"
 #include "transform/warp_specialize.h"
@@ -428,8 +428,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   // A T.Parallel loop that reads a register fragment only at a shifted position runs
   // each iteration where the element is held (before the layouts are inferred).
   if (target.kind != TargetKind::CPU)
-    f = run_pass("align_shifted_fragment_reads", f,
-                 [&](const PrimFunc& g) { return align_shifted_fragment_reads(g); });
+    f = run_pass("align_shifted_fragment_reads", f, [&](const PrimFunc& g) { return align_shifted_fragment_reads(g); });
   // T.annotate_layout's swizzles of shared tiles: applied on CUDA, dropped elsewhere.
   f = run_pass("apply_shared_layouts", f, [&](const PrimFunc& g) { return apply_shared_layouts(g, target); });
   // Hopper control written by hand (T.ws, T.alloc_barrier, T.tma_copy ...): refused off sm_90.

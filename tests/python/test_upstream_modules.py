@@ -238,7 +238,9 @@ def test_autotune_result_is_made_as_tileangs_and_its_disk_format_is_refused():
     def f():
         return None
 
-    r = AutotuneResult(latency=1.0, config={"threads": 128}, ref_latency=2.0, libcode="// c", func=f)
+    r = AutotuneResult(
+        latency=1.0, config={"threads": 128}, ref_latency=2.0, libcode="// c", func=f
+    )
     assert (r.latency, r.config, r.ref_latency, r.libcode, r.func, r.kernel) == (
         1.0, {"threads": 128}, 2.0, "// c", f, None,
     )  # fmt: skip
@@ -260,7 +262,11 @@ def test_prim_func_with_attr_renames_and_records():
 
     f = add_constant.func(8, 0.5)
     g = f.with_attr("global_symbol", "renamed_kernel")
-    assert (g.name, g.attrs["global_symbol"], f.name) == ("renamed_kernel", "renamed_kernel", f.name)
+    assert (g.name, g.attrs["global_symbol"], f.name) == (
+        "renamed_kernel",
+        "renamed_kernel",
+        f.name,
+    )
     kernel = tilelang.compile(g, target="cpu")
     assert "renamed_kernel" in kernel.get_kernel_source()
     a, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
@@ -269,7 +275,9 @@ def test_prim_func_with_attr_renames_and_records():
     h = f.with_attr({"tilelang_out_idx": [1], "note": "kept"})
     assert h.attrs["note"] == "kept"
     np.testing.assert_allclose(tilelang.compile(h, target="cpu")(a), a + 0.5)
-    with pytest.raises(ValueError, match="global_symbol names the kernel and must be a C identifier, got 'a b'"):
+    with pytest.raises(
+        ValueError, match="global_symbol names the kernel and must be a C identifier, got 'a b'"
+    ):
         f.with_attr("global_symbol", "a b")
     with pytest.raises(OutOfScopeError, match="PrimFunc.body"):
         bool(f.body)
@@ -281,7 +289,9 @@ def test_a_kernels_adapter_is_an_out_of_scope_stand_in():
     from tilelang.tvm import OutOfScopeError
 
     kernel = tilelang.compile(add_constant.func(8, 0.5), target="cpu")
-    with pytest.raises(OutOfScopeError, match=r"JITKernel.adapter.get_exportable_executable is a TileLang internal"):
+    with pytest.raises(
+        OutOfScopeError, match=r"JITKernel.adapter.get_exportable_executable is a TileLang internal"
+    ):
         kernel.adapter.get_exportable_executable().jit()
     with pytest.raises(OutOfScopeError, match="get_kernel_source"):
         bool(kernel.adapter.prim_func)

@@ -19,7 +19,7 @@ import pickle
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from tilelang.env import is_cache_enabled
 from tilelang.jit import LazyJIT, is_eager
@@ -112,7 +112,7 @@ class _ResultClass(type):
         raise AttributeError(f"type object 'AutotuneResult' has no attribute '{name}'")
 
 
-def _refuse_result_internal(name):
+def _refuse_result_internal(name: str) -> NoReturn:
     from tilelang._compat import out_of_scope
 
     out_of_scope(

@@ -2,6 +2,8 @@
 object such a name imports as, and the module `__getattr__` that tells such a name from
 one TVM does not have either."""
 
+from typing import NoReturn
+
 from tilelang import _C
 
 
@@ -11,7 +13,7 @@ class OutOfScopeError(_C.TileLangError, NotImplementedError, ImportError):  # ty
     code probes for an optional backend) takes its fallback."""
 
 
-def out_of_scope(what, instead, kind="TVM-internal"):
+def out_of_scope(what: str, instead: str, kind: str = "TVM-internal") -> NoReturn:
     raise OutOfScopeError(
         f"{what} is {kind} and out of scope for tilelang (a TVM-free TileLang: its IR, "
         f"passes and runtime are its own); {instead}. See docs/design/tilelang_compat.md, "
