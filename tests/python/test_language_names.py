@@ -220,3 +220,29 @@ def test_assume_and_var(target):
         def bad(A: T.Tensor((4,), "int32")):
             with T.Kernel(1, threads=4):
                 T.assume(A[0] + 1)
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "metal -emulate"])
+def test_tvm_storage_sync_is_the_barrier_of_its_scope(target):
+    @T.prim_func
+    def rev(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((64,), "float32")
+            S[tx] = A[tx]
+            T.tvm_storage_sync("shared")
+            B[tx] = S[63 - tx]
+
+    a = rng.standard_normal(64).astype(np.float32)
+    b = np.zeros(64, np.float32)
+    tilelang.compile(rev, target=target)(a, b)
+    np.testing.assert_array_equal(b, a[::-1])
+    with pytest.raises(
+        tilelang.TileLangError,
+        match='takes "shared", "shared.dyn", "warp" or "global", got \'local\'',
+    ):
+
+        @T.prim_func
+        def bad(A: T.Tensor((1,), "float32")):
+            with T.Kernel(1):
+                T.tvm_storage_sync("local")

@@ -74,6 +74,7 @@ from .ops import (
     named_barrier_arrive,
     sync_grid,
     sync_threads,
+    tvm_storage_sync,
 )
 from .pointers import handle, make_tensor, match_buffer, ptr
 from .prim_func import Macro, PrimFunc, Ref, macro, prim_func
@@ -183,6 +184,7 @@ __all__ = [
     "symbolic",
     "sync_grid",
     "sync_threads",
+    "tvm_storage_sync",
     "tvm_thread_allreduce",
     "unroll",
     "vectorized",

@@ -383,6 +383,24 @@ def sync_grid() -> None:
     builder_ctx.current("T.sync_grid").builder.sync_grid()
 
 
+def tvm_storage_sync(scope: str) -> None:
+    """TVM's storage sync, as TileLang kernels write it: "shared" / "shared.dyn" is a
+    barrier of the whole block (T.sync_threads()), "warp" one of the warp
+    (T.sync_warp()), "global" one of the whole grid (T.sync_grid())."""
+    if scope in ("shared", "shared.dyn"):
+        sync_threads()
+    elif scope == "warp":
+        from .warp import sync_warp
+
+        sync_warp()
+    elif scope == "global":
+        sync_grid()
+    else:
+        raise frontend_error(
+            f'T.tvm_storage_sync takes "shared", "shared.dyn", "warp" or "global", got {scope!r}'
+        )
+
+
 def evaluate(expr: ExprLike) -> None:
     from .allreduce import DONE
 
