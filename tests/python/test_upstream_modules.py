@@ -525,3 +525,22 @@ def test_enrich_error_appends_the_marked_source_line(tmp_path):
     assert enrich_error(plain) is plain and str(plain) == "no marker"
     missing = ValueError("x\n  --> /no/such/file.py:1:1")
     assert str(enrich_error(missing)) == "x\n  --> /no/such/file.py:1:1"
+
+
+def test_tilelangs_nvcc_driver_is_refused_by_name():
+    """TileLang's nvcc subprocess driver (compile_cuda, its timeout and gencode helpers):
+    kernels compile with NVRTC here, so the names import and refuse their use."""
+    from tilelang.contrib import nvcc
+    from tilelang.contrib.nvcc import compile_cuda, get_target_code_list
+    from tilelang.tvm import OutOfScopeError
+
+    for use in (
+        lambda: compile_cuda("__global__ void k() {}", target_format="ptx"),
+        lambda: get_target_code_list(["sm_100a"]),
+        lambda: setattr(nvcc.env, "TILELANG_CLEANUP_TEMP_FILES", "0"),
+    ):
+        with pytest.raises(OutOfScopeError, match="tilelang.contrib.nvcc.* is a TileLang internal"):
+            use()
+    assert nvcc.get_target_compute_version("cuda -arch=sm_90a") == "9.0"
+    with pytest.raises(AttributeError):
+        _ = nvcc.no_such_name

@@ -104,3 +104,25 @@ def have_fp8(compute_version):
 def have_tma(compute_version):
     """Whether they have the tensor memory accelerator (9.0 and later)."""
     return parse_compute_version(compute_version) >= (9, 0)
+
+
+# TileLang's nvcc driver (tilelang/contrib/nvcc.py of 0.1.15 and a35008a): it runs nvcc
+# as a subprocess, with a compile timeout and gencode lists. Kernels here compile with
+# NVRTC inside the process, so these import and raise when used.
+_NVCC_DRIVER = (
+    "env", "subprocess", "compile_cuda", "get_nvcc_compiler", "get_nvcc_subprocess_env",
+    "_get_compile_timeout_seconds", "_resolve_artifact_paths", "get_target_arch_and_code",
+    "get_target_code_list", "format_target_code_for_gencode", "default_compile_options",
+    "get_ptx_from_source", "get_sass_from_source", "find_cuda_path", "get_cuda_library_dirs",
+    "get_cuda_version",
+)  # fmt: skip
+
+
+def __getattr__(name):
+    from tilelang._compat import forwarding_getattr
+
+    return forwarding_getattr(
+        __name__, internal=_NVCC_DRIVER,
+        instead="kernels compile with NVRTC in the process (no nvcc subprocess); the "
+        "generated source is kernel.get_kernel_source() and tilelang.lower(...).kernel_source",
+    )(name)  # fmt: skip
