@@ -425,6 +425,15 @@ bool reads_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
+std::vector<const ForNode*> parallel_nest(const ForNode* op) {
+  std::vector<const ForNode*> nest{op};
+  while (auto* inner = nest.back()->body.as<ForNode>()) {
+    if (inner->for_kind != ForKind::Parallel) break;
+    nest.push_back(inner);
+  }
+  return nest;
+}
+
 const std::string* extern_name(const CallNode* c) {
   auto* name = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
   return name ? &name->value : nullptr;

@@ -66,6 +66,9 @@ void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
 void for_each_expr(const Expr& e, const std::function<void(const Expr&)>& fn);
 // Whether `e` reads the variable `v`.
 bool reads_var(const Expr& e, const VarNode* v);
+// The T.Parallel(M, N, ...) nest that starts at `op`: it and the parallel loops
+// perfectly nested in it, outermost first.
+std::vector<const ForNode*> parallel_nest(const ForNode* op);
 // Whether `s` calls an extern function whose name starts with `prefix`
 // ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
 bool calls_extern(const Stmt& s, std::string_view prefix);

@@ -59,11 +59,7 @@ class Align : public IRMutator {
 
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
-    std::vector<const ForNode*> nest{op};
-    while (auto* inner = nest.back()->body.as<ForNode>()) {
-      if (inner->for_kind != ForKind::Parallel) break;
-      nest.push_back(inner);
-    }
+    std::vector<const ForNode*> nest = parallel_nest(op);
     std::vector<int64_t> extents;
     std::set<const VarNode*> nest_vars;
     for (const ForNode* f : nest) {

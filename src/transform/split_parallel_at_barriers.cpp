@@ -48,11 +48,7 @@ class SplitAtBarriers : public IRMutator {
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
     // The T.Parallel(M, N, ...) nest: perfectly nested parallel loops.
-    std::vector<const ForNode*> nest{op};
-    while (auto* inner = nest.back()->body.as<ForNode>()) {
-      if (inner->for_kind != ForKind::Parallel) break;
-      nest.push_back(inner);
-    }
+    std::vector<const ForNode*> nest = parallel_nest(op);
     const Stmt& body = nest.back()->body;
     if (!find_barrier(body)) return self;
     std::vector<Stmt> stmts;

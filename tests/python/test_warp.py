@@ -401,18 +401,19 @@ def test_float_predicate_is_rejected():
     assert "float32 expression" in msg
 
 
-@pytest.mark.parametrize(
-    "vote",
-    [
-        T.any_sync,
-        T.all_sync,
-        T.ballot_sync,
-        T.ballot,
-        T.syncthreads_count,
-        T.syncthreads_and,
-        T.syncthreads_or,
-    ],
-)
+# Every vote, warp and block: their predicates are checked alike.
+VOTES = [
+    T.any_sync,
+    T.all_sync,
+    T.ballot_sync,
+    T.ballot,
+    T.syncthreads_count,
+    T.syncthreads_and,
+    T.syncthreads_or,
+]
+
+
+@pytest.mark.parametrize("vote", VOTES)
 def test_a_float_predicate_is_a_type_error_even_outside_a_kernel(vote):
     """TileLang checks a vote's predicate first and raises a TypeError."""
     with pytest.raises(TypeError, match="requires an integer or boolean predicate"):
@@ -422,18 +423,7 @@ def test_a_float_predicate_is_a_type_error_even_outside_a_kernel(vote):
 
 
 @pytest.mark.parametrize("predicate", [1, True])
-@pytest.mark.parametrize(
-    "vote",
-    [
-        T.any_sync,
-        T.all_sync,
-        T.ballot_sync,
-        T.ballot,
-        T.syncthreads_count,
-        T.syncthreads_and,
-        T.syncthreads_or,
-    ],
-)
+@pytest.mark.parametrize("vote", VOTES)
 def test_a_vote_outside_any_kernel_is_its_call_expression(vote, predicate):
     """TileLang's warp_vote test: called where no kernel is traced, a vote returns its
     call (a tvm.tirx.Call) to inspect; in a prim_func outside T.Kernel it stays an error."""

@@ -7,6 +7,7 @@ a compiler."""
 
 import re
 
+from tilelang._compat import forwarding_getattr
 from tilelang.utils.target import cuda_device_attribute, determine_target
 
 _ARCH = re.compile(r"(?:-arch=)?sm_(\d+)([a-z]?)\b")
@@ -118,11 +119,8 @@ _NVCC_DRIVER = (
 )  # fmt: skip
 
 
-def __getattr__(name):
-    from tilelang._compat import forwarding_getattr
-
-    return forwarding_getattr(
-        __name__, internal=_NVCC_DRIVER,
-        instead="kernels compile with NVRTC in the process (no nvcc subprocess); the "
-        "generated source is kernel.get_kernel_source() and tilelang.lower(...).kernel_source",
-    )(name)  # fmt: skip
+__getattr__ = forwarding_getattr(
+    __name__, internal=_NVCC_DRIVER,
+    instead="kernels compile with NVRTC in the process (no nvcc subprocess); the generated "
+    "source is kernel.get_kernel_source() and tilelang.lower(...).kernel_source",
+)  # fmt: skip

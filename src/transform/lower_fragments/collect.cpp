@@ -223,11 +223,7 @@ class Collector : public IRVisitor {
     // A nest that writes only registers runs whole on every thread (per_thread_nest):
     // thread-level code, whose fragment reads are per-thread uses.
     if (writes_only_registers(op->body)) return IRVisitor::visit(op);
-    std::vector<const ForNode*> nest{op};
-    while (auto* inner = nest.back()->body.as<ForNode>()) {
-      if (inner->for_kind != ForKind::Parallel) break;
-      nest.push_back(inner);
-    }
+    std::vector<const ForNode*> nest = parallel_nest(op);
     bool ok = true;
     std::vector<int64_t> extents;
     for (const ForNode* f : nest) {

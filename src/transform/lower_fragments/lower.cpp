@@ -113,11 +113,7 @@ class Lowerer : public IRMutator {
   Stmt visit(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::Parallel) return IRMutator::visit(op, self);
     if (Stmt serial = per_thread_nest(self); serial.defined()) return mutate(serial);
-    std::vector<const ForNode*> nest{op};
-    while (auto* inner = nest.back()->body.as<ForNode>()) {
-      if (inner->for_kind != ForKind::Parallel) break;
-      nest.push_back(inner);
-    }
+    std::vector<const ForNode*> nest = parallel_nest(op);
     // The driver: a register fragment indexed by all loop variables.
     FragmentLayoutPtr driver;
     std::set<BufKey> touched;
