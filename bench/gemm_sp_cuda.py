@@ -11,7 +11,13 @@ an H100 (bench/RESULTS.md "gemm_sp_cuda — 2026-12-06"). Each config runs on bo
 below count the dense 2*M*N*K, so ratios are times. Appends the table to
 bench/RESULTS.md.
 
+--b-kmajor takes B as [N, K] (a linear layer's weight; the references multiply by its
+transpose), and --configs bMxbNxbKxSTAGESxTHREADS,... replaces the sweep with the configs
+named, each config its own row (sm_90a's wgmma.sp reads a K-major B at any width that
+is a multiple of 16, e.g. 96 or 160 columns as one m64nNk32 a k-step).
+
 Run on a GPU machine: python bench/gemm_sp_cuda.py [--shapes 4096x4096x4096,...]
+    [--b-kmajor] [--configs 128x160x128x3x256,...]
 """
 
 import argparse
@@ -59,44 +65,58 @@ def torch_sparse(a):
         return None
 
 
-def bench_shape(M, N, K):
+def bench_shape(M, N, K, configs, b_kmajor, per_config):
     a = randn_semi_sparse(M, K, dtype=torch.float16, device="cuda")
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    stored = torch.randn((N, K) if b_kmajor else (K, N), device="cuda", dtype=torch.float16)
+    # The references multiply by the same operand: the transposed view of a K-major B.
+    b = stored.t() if b_kmajor else stored
     a_sparse, e = compress(a)
     ref = a.float() @ b.float()
     tried = []
-    for cfg in [(*c, path) for c in CONFIGS for path in PATHS]:
+    for cfg in [(*c, path) for c in configs for path in PATHS]:
         bM, bN, bK, stages, threads, path = cfg
         try:
-            func = gemm_sp.get_tir(M, N, K, bM, bN, bK, stages, threads, out_dtype="float16")
+            func = gemm_sp.get_tir(
+                M, N, K, bM, bN, bK, stages, threads, out_dtype="float16", trans_B=b_kmajor
+            )
             kernel = tilelang.compile(func, out_idx=[-1], pass_configs=PATHS[path])
-            got = kernel(a_sparse, e, b)
+            got = kernel(a_sparse, e, stored)
         except Exception as err:  # noqa: BLE001 - a config that does not build is reported
             print(f"{M}x{N}x{K} {cfg}: failed: {str(err).splitlines()[0]}")
             continue
         torch.testing.assert_close(got.float(), ref, rtol=1e-2, atol=1e-1)
         secs = statistics.median(
-            cuda_seconds(lambda k=kernel: k(a_sparse, e, b), CALLS) for _ in range(3)
+            cuda_seconds(lambda k=kernel: k(a_sparse, e, stored), CALLS) for _ in range(3)
         )
         print(f"{M}x{N}x{K} {cfg}: {2 * M * N * K / secs / 1e12:.1f} TFLOP/s (dense-equivalent)")
-        tried.append((secs, cfg, lambda k=kernel: k(a_sparse, e, b)))
+        tried.append((secs, cfg, lambda k=kernel: k(a_sparse, e, stored)))
     if not tried:
         return []
     refs = [lambda: torch.matmul(a, b)]
     sparse_a = torch_sparse(a)
     if sparse_a is not None:
-        torch.testing.assert_close(torch.matmul(sparse_a, b).float(), ref, rtol=1e-2, atol=1e-1)
-        refs.append(lambda: torch.matmul(sparse_a, b))
-    # One row per path (its best config), each timed against the same references.
+        # torch's sparse matmul is given B row-major, made before timing (its fast layout).
+        b_rows = b.contiguous()
+        torch.testing.assert_close(
+            torch.matmul(sparse_a, b_rows).float(), ref, rtol=1e-2, atol=1e-1
+        )
+        refs.append(lambda: torch.matmul(sparse_a, b_rows))
+    # One row per path (its best config), or per config, each timed against the same
+    # references.
+    groups = (
+        [[t] for t in tried]
+        if per_config
+        else [[t for t in tried if t[1][-1] == path] for path in PATHS]
+    )
     rows = []
-    for path in PATHS:
-        mine = [t for t in tried if t[1][-1] == path]
+    for mine in groups:
         if not mine:
             continue
         secs, cfg, theirs = best_interleaved(mine, refs, ROUNDS, CALLS)
         flop = 2 * M * N * K
         dense = theirs[0]
-        row = f"| {M}x{N}x{K} | {cfg} | {flop / secs / 1e12:.1f} | {flop / dense / 1e12:.1f} | {dense / secs:.3f} |"
+        layout = "B [N, K]" if b_kmajor else "B [K, N]"
+        row = f"| {M}x{N}x{K} | {cfg} | {layout} | {flop / secs / 1e12:.1f} | {flop / dense / 1e12:.1f} | {dense / secs:.3f} |"
         if len(theirs) > 1:
             row += f" {flop / theirs[1] / 1e12:.1f} | {theirs[1] / secs:.3f} |"
         else:
@@ -108,21 +128,40 @@ def bench_shape(M, N, K):
 def main():
     parser = argparse.ArgumentParser()
     add_shapes_argument(parser, SHAPES)
+    parser.add_argument("--b-kmajor", action="store_true", help="B stored as [N, K]")
+    parser.add_argument(
+        "--configs", help="bMxbNxbKxSTAGESxTHREADS,... timed one row each instead of the sweep"
+    )
     args = parser.parse_args()
     shapes = parse_shapes(args.shapes)
-    rows = [row for shape in shapes for row in bench_shape(*shape)]
+    configs = CONFIGS
+    if args.configs:
+        configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
+        if any(len(c) != 5 for c in configs):
+            parser.error(f"--configs wants bMxbNxbKxSTAGESxTHREADS items, got {args.configs!r}")
+    rows = [
+        row
+        for shape in shapes
+        for row in bench_shape(*shape, configs, args.b_kmajor, bool(args.configs))
+    ]
     report(
         "gemm_sp_cuda",
         torch_device(),
         (
-            "examples/gemm_sp.py (float16, 2:4 sparse A, int16 metadata, float32 accumulation, float16 out as torch's; the "
-            "faster of the two best configs by burst, per path) vs torch.matmul on the dense A and "
+            "examples/gemm_sp.py (float16, 2:4 sparse A, int16 metadata, float32 accumulation, float16 out as torch's; "
+            + (
+                "each config named"
+                if args.configs
+                else "faster of the two best configs by burst, per path"
+            )
+            + ") vs torch.matmul on the dense A and "
             f"torch's semi-structured sparse matmul; {rounds_text(ROUNDS, CALLS)}; TFLOP/s "
             "count the dense 2*M*N*K"
         ),
         [
             "shape (MxNxK)",
             "config (bM, bN, bK, stages, threads, path)",
+            "B",
             "tilelang sparse (TFLOP/s)",
             "torch dense (TFLOP/s)",
             "ratio dense/tilelang",

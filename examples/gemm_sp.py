@@ -13,7 +13,9 @@ order, torch's semi-structured `.meta` for example, would be annotated with
 tilelang.layout.make_cutlass_metadata_layout; docs/guide/language.md, "Sparse GEMM").
 
 The accumulator is float32; C is float32 unless out_dtype names another type (float16
-for the bench against torch.matmul, whose output is float16).
+for the bench against torch.matmul, whose output is float16). trans_B=True takes B as
+[N, K] (K-major, a linear layer's weight), which sm_90a's wgmma.sp reads at widths
+that are no multiple of 64 as well (96, 160 columns: one m64nNk32 a k-step).
 
 The tiles do not divide M and N: the tails' copies read zeros, which contribute zeros.
 """
@@ -36,6 +38,7 @@ def gemm_sp(
     threads=128,
     dtype="float16",
     out_dtype="float32",
+    trans_B=False,
 ):
     e_factor, e_dtype = 16, "int16"  # 16 elements of K per int16 of metadata
 
@@ -43,20 +46,23 @@ def gemm_sp(
     def main(
         A_sparse: T.Tensor((M, K // 2), dtype),
         E: T.Tensor((M, K // e_factor), e_dtype),
-        B: T.Tensor((K, N), dtype),
+        B: T.Tensor((N, K) if trans_B else (K, N), dtype),
         C: T.Tensor((M, N), out_dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K // 2), dtype)
             E_shared = T.alloc_shared((block_M, block_K // e_factor), e_dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            B_shared = T.alloc_shared((block_N, block_K) if trans_B else (block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), "float32")
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A_sparse[by * block_M, k * block_K // 2], A_shared)
                 T.copy(E[by * block_M, k * block_K // e_factor], E_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm_sp(A_shared, E_shared, B_shared, C_local, False, False)
+                if trans_B:
+                    T.copy(B[bx * block_N, k * block_K], B_shared)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm_sp(A_shared, E_shared, B_shared, C_local, transpose_B=trans_B)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main
