@@ -562,55 +562,61 @@ TL_DEVICE bool isfinite(double x) {
 }
 
 // T.ieee_add / sub / mul / fdiv / frcp / fsqrt / fmaf with rounding_mode "rz", "ru" or
-// "rd": tl::ieee_<op>_<mode> for float and double (fma: float only).
+// "rd": tl::ieee_<op>_<mode> for float and double; T.ieee_frsqrt: tl::ieee_frsqrt_rn.
 #ifdef TL_EMULATE
 TL_IEEE_SOFTWARE(TL_DEVICE)
 #else
 // CUDA's intrinsics of each mode: __fadd_rz, __dadd_rz, ...
-#define TL_IEEE_CUDA_MODE(mode)                                 \
-  TL_DEVICE float ieee_add_##mode(float x, float y) {           \
-    return __fadd_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE double ieee_add_##mode(double x, double y) {        \
-    return __dadd_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE float ieee_sub_##mode(float x, float y) {           \
-    return __fsub_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE double ieee_sub_##mode(double x, double y) {        \
-    return __dsub_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE float ieee_mul_##mode(float x, float y) {           \
-    return __fmul_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE double ieee_mul_##mode(double x, double y) {        \
-    return __dmul_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE float ieee_fdiv_##mode(float x, float y) {          \
-    return __fdiv_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE double ieee_fdiv_##mode(double x, double y) {       \
-    return __ddiv_##mode(x, y);                                 \
-  }                                                             \
-  TL_DEVICE float ieee_frcp_##mode(float x) {                   \
-    return __frcp_##mode(x);                                    \
-  }                                                             \
-  TL_DEVICE double ieee_frcp_##mode(double x) {                 \
-    return __drcp_##mode(x);                                    \
-  }                                                             \
-  TL_DEVICE float ieee_fsqrt_##mode(float x) {                  \
-    return __fsqrt_##mode(x);                                   \
-  }                                                             \
-  TL_DEVICE double ieee_fsqrt_##mode(double x) {                \
-    return __dsqrt_##mode(x);                                   \
-  }                                                             \
-  TL_DEVICE float ieee_fmaf_##mode(float x, float y, float z) { \
-    return __fmaf_##mode(x, y, z);                              \
+#define TL_IEEE_CUDA_MODE(mode)                                     \
+  TL_DEVICE float ieee_add_##mode(float x, float y) {               \
+    return __fadd_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE double ieee_add_##mode(double x, double y) {            \
+    return __dadd_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE float ieee_sub_##mode(float x, float y) {               \
+    return __fsub_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE double ieee_sub_##mode(double x, double y) {            \
+    return __dsub_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE float ieee_mul_##mode(float x, float y) {               \
+    return __fmul_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE double ieee_mul_##mode(double x, double y) {            \
+    return __dmul_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE float ieee_fdiv_##mode(float x, float y) {              \
+    return __fdiv_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE double ieee_fdiv_##mode(double x, double y) {           \
+    return __ddiv_##mode(x, y);                                     \
+  }                                                                 \
+  TL_DEVICE float ieee_frcp_##mode(float x) {                       \
+    return __frcp_##mode(x);                                        \
+  }                                                                 \
+  TL_DEVICE double ieee_frcp_##mode(double x) {                     \
+    return __drcp_##mode(x);                                        \
+  }                                                                 \
+  TL_DEVICE float ieee_fsqrt_##mode(float x) {                      \
+    return __fsqrt_##mode(x);                                       \
+  }                                                                 \
+  TL_DEVICE double ieee_fsqrt_##mode(double x) {                    \
+    return __dsqrt_##mode(x);                                       \
+  }                                                                 \
+  TL_DEVICE float ieee_fmaf_##mode(float x, float y, float z) {     \
+    return __fmaf_##mode(x, y, z);                                  \
+  }                                                                 \
+  TL_DEVICE double ieee_fmaf_##mode(double x, double y, double z) { \
+    return __fma_##mode(x, y, z);                                   \
   }
 TL_IEEE_CUDA_MODE(rz)
 TL_IEEE_CUDA_MODE(ru)
 TL_IEEE_CUDA_MODE(rd)
 #undef TL_IEEE_CUDA_MODE
+TL_DEVICE float ieee_frsqrt_rn(float x) {  // T.ieee_frsqrt: correctly rounded
+  return __frsqrt_rn(x);
+}
 #endif
 
 #ifndef TL_EMULATE  // the emulation's barrier is the fibers' (device/cpu/threads.h)

@@ -47,6 +47,9 @@ INTERNAL_PACKAGES = (
     "tilelang.tools", "tilelang.backend", "tilelang.carver", "tilelang.language.eager",
     "tilelang.language.tir", "tilelang.tileop",
 )  # fmt: skip
+# Single modules of the same kind: `tilelang.layout.cute` (CuTe's layout algebra for
+# sm_100's tcgen05 operand layouts).
+INTERNAL_MODULES = ("tilelang.layout.cute",)
 
 
 class _InternalModule:
@@ -57,7 +60,9 @@ class _InternalModule:
     def find_spec(cls, name, path=None, target=None):
         import importlib.util
 
-        if not any(name.startswith(p + ".") for p in INTERNAL_PACKAGES):
+        if name not in INTERNAL_MODULES and not any(
+            name.startswith(p + ".") for p in INTERNAL_PACKAGES
+        ):
             return None
         return importlib.util.spec_from_loader(name, cls, is_package=True)
 

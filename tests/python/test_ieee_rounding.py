@@ -1,8 +1,9 @@
 """T.ieee_add / sub / mul / fdiv / frcp / fsqrt / fmaf with rounding_mode "rz", "ru" and
-"rd" (CUDA's __fadd_rz family) on the cpu target and in the CUDA emulator (sm_80):
-bit for bit against an exact reference (Python fractions rounded per mode), on random
-values, random bit patterns (subnormals, huge values that overflow) and special values
-(zeros of both signs, infinities, exact ties); and the frontend's errors."""
+"rd" (CUDA's __fadd_rz family; fmaf of float64 too, CUDA's __fma_rz) on the cpu target
+and in the CUDA emulator (sm_80): bit for bit against an exact reference (Python
+fractions rounded per mode), on random values, random bit patterns (subnormals, huge
+values that overflow) and special values (zeros of both signs, infinities, exact ties);
+T.ieee_frsqrt correctly rounded (CUDA's __frsqrt_rn); and the frontend's errors."""
 
 import math
 from fractions import Fraction
@@ -138,8 +139,7 @@ def kernel_of(dtype, ops):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_directed_rounding_bit_exact(target, dtype):
-    ops = [op for op in OPS if not (op == "fmaf" and dtype == "float64")]
-    func, rows = kernel_of(dtype, ops)
+    func, rows = kernel_of(dtype, list(OPS))
     kernel = tilelang.compile(func, out_idx=[1], target=target)
     v = inputs(dtype, np.random.default_rng(2 if dtype == "float32" else 3))
     out = kernel(v)
@@ -183,14 +183,15 @@ def test_rounding_mode_errors():
             with T.Kernel(1, threads=4):
                 A[0] = T.ieee_add(A[1], A[2], rounding_mode="rz")
 
-    with pytest.raises(
-        ValueError, match="T.ieee_fmaf: rounding_mode='ru' is supported for float32, got float64"
-    ):
+    with pytest.raises(ValueError, match="frsqrt is not supported for float64"):
 
         @T.prim_func
-        def fma64(A: T.Tensor((4,), "float64")):
+        def rsqrt64(A: T.Tensor((4,), "float64")):
             with T.Kernel(1, threads=4):
-                A[0] = T.ieee_fmaf(A[1], A[2], A[3], rounding_mode="ru")
+                A[0] = T.ieee_frsqrt(A[1])
+
+    with pytest.raises(ValueError, match="T.ieee_frsqrt rounds to nearest only"):
+        T.ieee_frsqrt(2.0, "rz")
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -217,18 +218,72 @@ def test_fused_multiply_add_to_nearest(target, dtype):
         assert got[i] == expected, (i, got[i], expected)
 
 
+def rsqrt_reference(x):
+    """1 / sqrt(x) of a float32 rounded to nearest, decided exactly: among the estimate and
+    its neighbours, the float whose rounding interval holds the value (y > m exactly when
+    m^2 x < 1, for y = 1 / sqrt(x) and a midpoint m)."""
+    if not (np.isfinite(x) and x > 0):
+        with np.errstate(all="ignore"):
+            return np.float32(1) / np.sqrt(np.float32(x))
+    c = np.float32(1 / np.sqrt(np.float64(x)))
+    for cand in (np.nextafter(c, np.float32(0)), c, np.nextafter(c, np.float32(np.inf))):
+        lo = (Fraction(float(cand)) + Fraction(float(np.nextafter(cand, np.float32(0))))) / 2
+        hi = (Fraction(float(cand)) + Fraction(float(np.nextafter(cand, np.float32(np.inf))))) / 2
+        if lo * lo * Fraction(float(x)) < 1 < hi * hi * Fraction(float(x)):
+            return cand
+    raise AssertionError(f"no float rounds 1 / sqrt({x!r})")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reciprocal_sqrt_correctly_rounded(target):
+    """T.ieee_frsqrt is CUDA's __frsqrt_rn, correctly rounded (T.rsqrt is the fast
+    approximation): bit for bit against the exact choice, on random values, random bit
+    patterns (subnormals, huge values) and zeros, infinities and negatives; float16 goes
+    through float32."""
+    n = 512
+
+    @T.prim_func
+    def main(V: T.Tensor((n,), "float32"), O: T.Tensor((n,), "float32")):
+        with T.Kernel(n // 128, threads=128) as bx:
+            i = bx * 128 + T.get_thread_binding()
+            O[i] = T.ieee_frsqrt(V[i])
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    rng = np.random.default_rng(11)
+    v = np.concatenate(
+        [
+            np.abs(rng.standard_normal(n // 2)).astype(np.float32),
+            rng.integers(0, 2**31 - 1, n // 2, dtype=np.uint32).view(np.float32),
+        ]
+    )
+    v[:8] = [0.0, -0.0, np.inf, -1.0, np.float32(1.4e-45), 4.0, 2.0, np.finfo(np.float32).max]
+    got = kernel(v)
+    ref = np.array([rsqrt_reference(x) for x in v], dtype=np.float32)
+    same = (got.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(got) & np.isnan(ref))
+    assert same.all(), [(v[i], got[i], ref[i]) for i in np.flatnonzero(~same)[:4]]
+
+    @T.prim_func
+    def half(V: T.Tensor((128,), "float16"), O: T.Tensor((128,), "float16")):
+        with T.Kernel(1, threads=128):
+            O[T.get_thread_binding()] = T.ieee_frsqrt(V[T.get_thread_binding()])
+
+    h = (np.abs(rng.standard_normal(128)) + 0.01).astype(np.float16)
+    out = tilelang.compile(half, out_idx=[1], target=target)(h)
+    expected = np.array([rsqrt_reference(np.float32(x)) for x in h]).astype(np.float16)
+    np.testing.assert_array_equal(out, expected)
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_directed_rounding_compiles_to_cuda_intrinsics(dtype):
     """On a GPU every op and mode is CUDA's own intrinsic (__fadd_rz, __dsqrt_ru, ...):
     the kernel compiles with NVRTC for sm_90a and its PTX holds each directed form."""
-    ops = [op for op in OPS if not (op == "fmaf" and dtype == "float64")]
-    func, _ = kernel_of(dtype, ops)
+    func, _ = kernel_of(dtype, list(OPS))
     source = tilelang.compile(func, out_idx=[1], target="cuda -arch=sm_90a").get_kernel_source()
     ok, log, ptx = nvrtc_compile("sm_90a", source, want_ptx=True)
     assert ok, log
     suffix = "f32" if dtype == "float32" else "f64"
     ptx_mode = {"rz": "rz", "ru": "rp", "rd": "rm"}  # PTX: toward zero, +inf, -inf
     for mode in MODES:
-        for inst in ("add", "mul", "div", "sqrt"):
+        for inst in ("add", "mul", "div", "sqrt", "fma"):
             assert f"{inst}.{ptx_mode[mode]}.{suffix}" in ptx, (inst, mode)

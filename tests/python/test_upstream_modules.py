@@ -48,6 +48,7 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
         # Submodules with no file of their own: placeholders whose names say so.
         ("tilelang.cuda.pipeline", "CUDAPassPipelineBodyPrologue", r"tilelang.cuda.pipeline.CUDA"),
         ("tilelang.jit.adapter.nvrtc.include_paths", "discover", r"nvrtc.include_paths.discover"),
+        ("tilelang.layout.cute", "Layout", r"tilelang.layout.cute.Layout is a TileLang internal"),
         ("tilelang.cuda.language.intrinsics", "WGMMATensorCoreIntrinEmitter", r"T.gemm covers"),
         # carver's templates beyond Matmul, GEMV, reduction and attention
         ("tilelang.carver.template", "ConvTemplate", r"tilelang.carver.template.ConvTemplate"),

@@ -65,3 +65,23 @@ def test_out_of_scope_failures_are_recognised_by_their_message():
     )
     assert not run.out_of_scope("AssertionError: Tensor-likes are not close!")
     assert not run.out_of_scope("Failed: DID NOT RAISE Exception")
+
+
+def test_a_regex_mismatch_names_what_was_raised():
+    """pytest.raises(match=) that caught the wrong message: the reason carries the message
+    raised, so a refusal at an out-of-scope stand-in is counted as one."""
+    import xml.etree.ElementTree as ET
+
+    failure = ET.fromstring(
+        '<failure message="AssertionError: Regex pattern did not match.&#10;  Expected regex: '
+        "'mxf4nvf4 expects'&#10;  Actual message: &quot;tilelang.cuda.X is a TileLang "
+        'internal and out of scope for tilelang (...)&quot;">text</failure>'
+    )
+    reason = run.reason_of(failure)
+    assert reason.startswith("AssertionError: Regex pattern did not match. Actual message:")
+    assert run.out_of_scope(reason)
+    plain = ET.fromstring(
+        '<failure message="AssertionError: Regex pattern did not match.">t</failure>'
+    )
+    assert run.reason_of(plain) == "AssertionError: Regex pattern did not match."
+    assert not run.out_of_scope(run.reason_of(plain))

@@ -89,7 +89,16 @@ def reason_of(element):
     if not message or message == "collection failure":
         errors = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
         message = errors[-1] if errors else (text.strip().splitlines() or [message])[-1]
-    first = message.splitlines()[0] if message else ""
+    lines = message.splitlines()
+    first = lines[0] if lines else ""
+    if first.endswith("Regex pattern did not match."):  # pytest.raises(match=): what was raised
+        raised = [  # pytest 8's "Actual message:", older pytest's "Input:"
+            ln.strip()
+            for ln in lines
+            if ln.strip().startswith(("Actual message:", "Input:"))
+        ]
+        first += f" {raised[0]}" if raised else ""
+        return re.sub(r"0x[0-9a-f]+", "0x…", first)[:320]
     return re.sub(r"0x[0-9a-f]+", "0x…", first)[:200]
 
 

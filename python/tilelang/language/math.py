@@ -184,10 +184,10 @@ def _ieee(fn, args, rounding_mode, nearest):
             f"T.{fn}: Only rounding mode 'rn' is available for half precision ({dt}), got "
             f"rounding_mode={rounding_mode!r}"
         )
-    if dt not in ("float32", "float64") or (fn == "ieee_fmaf" and dt == "float64"):
-        supported = "float32" if fn == "ieee_fmaf" else "float32 and float64"
+    if dt not in ("float32", "float64"):
         raise ValueError(
-            f"T.{fn}: rounding_mode={rounding_mode!r} is supported for {supported}, got {dt}"
+            f"T.{fn}: rounding_mode={rounding_mode!r} is supported for float32 and float64, "
+            f"got {dt}"
         )
     args = [_C.cast(a, dt) if isinstance(a, _C.Expr) else _C.const(a, dt) for a in args]
     op = fn.removeprefix("ieee_")
@@ -225,12 +225,23 @@ def ieee_fsqrt(x: ExprLike, rounding_mode: str = "rn") -> Expr:
 
 
 def ieee_frsqrt(x: ExprLike, rounding_mode: str = "rn") -> Expr:
-    """1 / sqrt(x) (round to nearest only, as in TileLang)."""
+    """1 / sqrt(x) correctly rounded to nearest (CUDA's __frsqrt_rn; round to nearest
+    only, as in TileLang). float32, and float16 / bfloat16 through float32; float64 has
+    no such intrinsic and is refused (1 / T.sqrt(x) rounds twice, T.rsqrt is approximate)."""
     if rounding_mode != "rn":
         raise ValueError(
             f"T.ieee_frsqrt rounds to nearest only; got rounding_mode={rounding_mode!r}"
         )
-    return _C.call("rsqrt", [_as_float(x)])
+    x = _as_float(x)
+    dt = x.dtype.name if isinstance(x, _C.Expr) else "float32"
+    if dt == "float64":
+        raise ValueError(
+            "T.ieee_frsqrt: frsqrt is not supported for float64 (there is no correctly "
+            "rounded double reciprocal square root; use 1 / T.sqrt(x) or T.rsqrt(x)), got float64"
+        )
+    arg = _C.cast(x, "float32") if isinstance(x, _C.Expr) else _C.const(x, "float32")
+    r = _C.call_extern(make_dtype("float32"), "tl::ieee_frsqrt_rn", [arg])
+    return r if dt == "float32" else _C.cast(r, dt)
 
 
 def ieee_fdiv(x: ExprLike, y: ExprLike, rounding_mode: str = "rn") -> Expr:
