@@ -1,6 +1,7 @@
 """Names of tests/python/test_ieee_rounding.py and test_language_names.py on a real
-GPU: the directed IEEE roundings (CUDA's __fadd_rz family) bit for bit against the
-same exact reference, and the block votes (__syncthreads_count ...) with the PDL
+GPU: the directed IEEE roundings (CUDA's __fadd_rz family, float64 fma too) and the
+correctly rounded reciprocal square root (__frsqrt_rn) bit for bit against the same
+exact references, and the block votes (__syncthreads_count ...) with the PDL
 markers (griddepcontrol on sm_90) against numpy."""
 
 import pathlib
@@ -21,8 +22,7 @@ import test_ieee_rounding as ieee
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_directed_rounding_bit_exact_on_the_gpu(dtype):
-    ops = [op for op in ieee.OPS if not (op == "fmaf" and dtype == "float64")]
-    func, rows = ieee.kernel_of(dtype, ops)
+    func, rows = ieee.kernel_of(dtype, list(ieee.OPS))
     kernel = tilelang.compile(func, out_idx=[1], target="cuda")
     assert "tl::ieee_add_rz(" in kernel.get_kernel_source()  # __fadd_rz in tl_cuda.cuh
     v = ieee.inputs(dtype, np.random.default_rng(7))
@@ -37,6 +37,32 @@ def test_directed_rounding_bit_exact_on_the_gpu(dtype):
         assert bad.size == 0, (
             f"{op} {mode}: inputs {v[:, bad[0]].tolist()}, got {out[r][bad[0]]!r}, expected {ref[bad[0]]!r}"
         )
+
+
+def test_reciprocal_sqrt_correctly_rounded_on_the_gpu():
+    """T.ieee_frsqrt is __frsqrt_rn: bit for bit the exact choice, as the software of the
+    cpu target and the emulator."""
+    n = 1024
+
+    @T.prim_func
+    def main(V: T.Tensor((n,), "float32"), O: T.Tensor((n,), "float32")):
+        with T.Kernel(n // 128, threads=128) as bx:
+            i = bx * 128 + T.get_thread_binding()
+            O[i] = T.ieee_frsqrt(V[i])
+
+    rng = np.random.default_rng(5)
+    v = np.concatenate(
+        [
+            np.abs(rng.standard_normal(n // 2)).astype(np.float32),
+            rng.integers(0, 2**31 - 1, n // 2, dtype=np.uint32).view(np.float32),
+        ]
+    )
+    v[:6] = [0.0, -0.0, np.inf, -1.0, np.float32(1.4e-45), np.finfo(np.float32).max]
+    out = tilelang.compile(main, out_idx=[1], target="cuda")(torch.from_numpy(v).cuda())
+    got = out.cpu().numpy()
+    ref = np.array([ieee.rsqrt_reference(x) for x in v], dtype=np.float32)
+    same = (got.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(got) & np.isnan(ref))
+    assert same.all(), [(v[i], got[i], ref[i]) for i in np.flatnonzero(~same)[:4]]
 
 
 @pytest.mark.parametrize("threads", [32, 96])
