@@ -1,7 +1,6 @@
 // See align_shifted_fragment_reads.h.
 #include "transform/align_shifted_fragment_reads.h"
 
-#include <map>
 #include <set>
 
 #include "arith/simplify.h"

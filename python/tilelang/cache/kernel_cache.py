@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tilelang.jit.diagnostics import jit_phase
 from tilelang.jit.kernel import JITKernel
@@ -41,7 +41,7 @@ _TILELANG_CACHE_INTERNALS = frozenset(
 )  # fmt: skip
 
 
-def _refuse_cache_internal(name: str) -> None:
+def _refuse_cache_internal(name: str) -> NoReturn:
     from tilelang._compat import out_of_scope
 
     out_of_scope(
