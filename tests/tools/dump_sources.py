@@ -119,10 +119,34 @@ def _autotune_cases():
         yield f"gemm_{'_'.join(map(str, cfg))}", at.gemm(m, n, k, *cfg), {}
 
 
+def _sliced_gemm_cases():
+    sg = __import__("sliced_gemm_cuda")
+    seen = set()
+    for cfg in sg.CONFIGS:
+        for slices in (cfg[3], 1):  # the sliced kernel and its whole-tile twin
+            key = (*cfg[:3], slices, *cfg[4:])
+            if key not in seen:
+                seen.add(key)
+                func = sg.gemm.get_tir(4096, 4096, 4096, *key)
+                yield f"gemm_{'x'.join(map(str, key))}", func, {}
+
+
+def _gemm_sp_kmajor_cases():
+    from gemm_sp import gemm_sp  # the example's kernel, B as [N, K] (bench --b-kmajor)
+
+    for bm, bn, bk, stages, threads in ((128, 96, 128, 3, 256), (64, 160, 64, 3, 128)):
+        func = gemm_sp.get_tir(
+            4096, 4096, 4096, bm, bn, bk, stages, threads, out_dtype="float16", trans_B=True
+        )
+        yield f"kmajor_{bm}x{bn}x{bk}", func, {}
+
+
 BENCH = {
     "gemm_cuda": _gemm_cases,
     "memory_bound_cuda": _memory_bound_cases,
     "autotune_cuda": _autotune_cases,
+    "sliced_gemm_cuda": _sliced_gemm_cases,
+    "gemm_sp_cuda": _gemm_sp_kmajor_cases,
 }
 
 
