@@ -28,7 +28,7 @@
 // parts that do not depend on the kernel (barriers, mbarriers, TMA, cp.async,
 // wgmma and mma twins, the race detector's bookkeeping) once per host compiler,
 // flag set and header version into an object that it links into each kernel
-// (src/runtime/cpu/prelude_entry.cpp): both are built with
+// (src/driver/cpu/prelude_entry.cpp): both are built with
 // -DTL_EMU_RUNTIME_SPLIT, the object alone with -DTL_EMU_RUNTIME_IMPL too. A
 // kernel's translation unit then sees only the declarations of those functions
 // (TL_EMU_FN), and the runtime precompiles the rest with g++: an emulated kernel

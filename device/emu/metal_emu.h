@@ -1,7 +1,7 @@
 // Host-side shims that let the exact Metal Shading Language source of a kernel
 // compile as C++20 and run on the CPU (the Metal emulator; the contract with the
 // code generator is docs/design/metal.md). Force-included before the source that
-// msl_to_emulated_cpp (src/runtime/metal_emu_source.h) produced: MSL's address
+// msl_to_emulated_cpp (src/driver/metal_emu_source.h) produced: MSL's address
 // spaces and `kernel` become nothing, [[...]] attributes are ignored, the threads of
 // a threadgroup are fibers (device/cpu/threads.h), threadgroup_barrier waits for all
 // live threads of the threadgroup and simdgroup_barrier and the simd_* collectives

@@ -31,7 +31,7 @@ std::shared_ptr<Kernel> compile(const PrimFunc& f, const CompileOptions& options
 
 // Builds the disk-cache entry that kernels of `options` (target, compile flags, cache)
 // compile against, if it is missing: the cpu target's precompiled header or the
-// emulators' runtime (src/runtime/cpu/prelude_entry.h); nothing for other targets or
+// emulators' runtime (src/driver/cpu/prelude_entry.h); nothing for other targets or
 // with the cache off. The autotuner calls it before timing its compiles.
 void prepare_host_compiler(const CompileOptions& options);
 

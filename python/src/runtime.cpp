@@ -17,15 +17,15 @@
 #include "cache/memory_cache.h"
 #include "call_args.h"
 #include "convert.h"
+#include "driver/cpu/host_compiler.h"
+#include "driver/cuda/nvrtc.h"
+#include "driver/device_dir.h"
+#include "driver/metal_emu_source.h"
 #include "ir/printer.h"
 #include "kernel_caller.h"
-#include "runtime/cpu/host_compiler.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
-#include "runtime/cuda/nvrtc.h"
 #include "runtime/cuda/tma.h"
-#include "runtime/device_dir.h"
-#include "runtime/metal_emu_source.h"
 #include "support/logging.h"
 #include "tl/compile.h"
 #include "transform/pass_config.h"
@@ -261,7 +261,7 @@ void bind_runtime(nb::module_& m) {
   m.def("present_gpu_arch", &present_gpu_arch);
   m.def("cuda_device_count", &cuda_device_count);
   m.def("cuda_device_attribute", &cuda_device_attribute, nb::arg("attribute"), nb::arg("device") = 0);
-  m.def("host_compiler_is_gcc", &host_compiler_is_gcc);  // g++ gets precompiled headers (runtime/cpu/prelude_entry.h)
+  m.def("host_compiler_is_gcc", &host_compiler_is_gcc);  // g++ gets precompiled headers (driver/cpu/prelude_entry.h)
   // What `python -m tilelang doctor` reports, from the functions compiling uses.
   m.def("core_version", [] { return std::string(TL_VERSION); });
   m.def("host_compiler_id", &host_compiler_id);

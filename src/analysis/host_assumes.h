@@ -1,5 +1,5 @@
 // The T.assume conditions a launch checks on the host (KernelSignature::assumes,
-// src/runtime/signature_from.cpp: a call whose arguments break one is refused before
+// src/driver/signature_from.cpp: a call whose arguments break one is refused before
 // the kernel runs), and what the compiler may rely on because of that check.
 #pragma once
 

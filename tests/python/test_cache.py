@@ -111,7 +111,7 @@ def entries(cache_dir):
 
 def prelude_entries(cache_dir):
     """The host compiler's prelude entries: a precompiled header, and for the
-    emulators their runtime object (runtime/cpu/prelude_entry.h)."""
+    emulators their runtime object (driver/cpu/prelude_entry.h)."""
     kernels = os.path.join(cache_dir, "kernels")
     if not os.path.isdir(kernels):
         return []

@@ -14,10 +14,10 @@
 #include <sstream>
 
 #include "codegen/c_family/codegen_c.h"
+#include "driver/program_source.h"
 #include "ir/attrs.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
-#include "runtime/program_source.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/tma_copy.h"
 

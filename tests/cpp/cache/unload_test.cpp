@@ -14,9 +14,9 @@
 #include <string>
 
 #include "cache/memory_cache.h"
+#include "driver/cpu/host_compiler.h"
 #include "runtime/artifact.h"
 #include "runtime/cpu/cpu_kernel.h"
-#include "runtime/cpu/host_compiler.h"
 
 namespace fs = std::filesystem;
 

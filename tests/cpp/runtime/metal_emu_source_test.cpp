@@ -1,7 +1,7 @@
 // msl_to_emulated_cpp: which lines it rewrites and which it keeps, and a kernel
 // in the generated style built the way the runtime builds emulated Metal (host
 // compiler, -include device/emu/metal_emu.h) and run against a reference.
-#include "runtime/metal_emu_source.h"
+#include "driver/metal_emu_source.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu/host_compiler.h"
-#include "runtime/device_dir.h"
+#include "driver/cpu/host_compiler.h"
+#include "driver/device_dir.h"
 
 namespace tl {
 namespace {

@@ -23,7 +23,7 @@ std::string internal_message(const char* file) {
 }
 
 TEST(InternalError, NamesTheRepositoryPathOfTheSource) {
-  EXPECT_NE(internal_message("../../src/runtime/compile.cpp").find("check failed [src/runtime/compile.cpp:42]"),
+  EXPECT_NE(internal_message("../../src/driver/compile.cpp").find("check failed [src/driver/compile.cpp:42]"),
             std::string::npos);
   EXPECT_NE(internal_message("/home/builder/work/tilelang/src/ir/op.cpp").find("check failed [src/ir/op.cpp:42]"),
             std::string::npos);

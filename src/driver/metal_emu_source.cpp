@@ -1,5 +1,5 @@
 // The line-anchored rewrite of MSL for the emulator (see metal_emu_source.h).
-#include "runtime/metal_emu_source.h"
+#include "driver/metal_emu_source.h"
 
 #include <cctype>
 #include <string_view>

@@ -20,19 +20,19 @@
 #include "codegen/cpu/codegen_cpu.h"
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/metal/codegen_metal.h"
+#include "driver/compile_flags.h"
+#include "driver/cpu/host_compiler.h"
+#include "driver/cpu/prelude_entry.h"
+#include "driver/cuda/nvrtc.h"
+#include "driver/device_dir.h"
+#include "driver/metal_emu_source.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "runtime/artifact.h"
-#include "runtime/compile_flags.h"
 #include "runtime/cpu/cpu_kernel.h"
-#include "runtime/cpu/host_compiler.h"
-#include "runtime/cpu/prelude_entry.h"
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
-#include "runtime/cuda/nvrtc.h"
-#include "runtime/device_dir.h"
 #include "runtime/metal/metal_kernel.h"
-#include "runtime/metal_emu_source.h"
 #include "support/env_switch.h"
 #include "support/logging.h"
 #include "support/sha256.h"
@@ -185,7 +185,7 @@ std::shared_ptr<Kernel> build_cached(const CompileOptions& opt, const std::strin
   }
 }
 
-// What names a prelude entry's build besides its flags (runtime/cpu/prelude_entry.h).
+// What names a prelude entry's build besides its flags (driver/cpu/prelude_entry.h).
 std::string prelude_identity() {
   return str_cat("tilelang-cpp ", TL_VERSION, " build ", compiler_build_id(),
                  "\ndevice headers sha256: ", device_headers_sha256(), "\n");
@@ -279,7 +279,7 @@ std::shared_ptr<Kernel> build_metal(const PrimFunc& f, const CompileOptions& opt
   return k;
 }
 
-// NVRTC's options: the user's compile flags in NVRTC's terms (runtime/compile_flags.h),
+// NVRTC's options: the user's compile flags in NVRTC's terms (driver/compile_flags.h),
 // and --use_fast_math under the pass config tl.enable_fast_math (TileLang's: expf,
 // exp2f, logf, sinf ... become the approximate hardware instructions, denormals
 // flush to zero, divisions and square roots are approximate). tl.disable_fast_math
@@ -332,7 +332,7 @@ std::string cache_key_material(const PrimFunc& f, const CompileOptions& opt) {
   }
   for (const auto& [k, v] : opt.pass_configs) os << "pass_config " << k << "=" << to_string(v) << "\n";
   // The flags as given: what each compiler gets of them is a function of these, the
-  // target and the compiler (runtime/compile_flags.h), all in this key, and of this
+  // target and the compiler (driver/compile_flags.h), all in this key, and of this
   // build of tilelang (its translation table), which is in it too.
   for (const std::string& flag : opt.compile_flags) os << "flag " << flag << "\n";
   os << "device headers sha256: " << device_headers_sha256() << "\n";

@@ -1,10 +1,10 @@
 // dlopen / dlsym of libnvrtc and NVRTC compilation (nvrtc.h).
-#include "runtime/cuda/nvrtc.h"
+#include "driver/cuda/nvrtc.h"
 
 #include <dlfcn.h>
 
+#include "driver/program_source.h"
 #include "runtime/cuda/cuda_api.h"
-#include "runtime/program_source.h"
 #include "support/error.h"
 #include "support/logging.h"
 

@@ -2,7 +2,7 @@
 // installed library finds the headers relative to its own file, so a prefix can be
 // copied or moved as a whole; only code running from its build tree falls back to
 // the source tree.
-#include "runtime/device_dir.h"
+#include "driver/device_dir.h"
 
 #include <dlfcn.h>
 

@@ -1,15 +1,15 @@
 // The translation of nvcc's options for NVRTC, the host compiler and Metal
 // (docs/design/compile_flags.md), and the check of those we hand on unread.
-#include "runtime/compile_flags.h"
+#include "driver/compile_flags.h"
 
 #include <map>
 #include <mutex>
 #include <optional>
 
-#include "runtime/cpu/host_compiler.h"
+#include "driver/cpu/host_compiler.h"
+#include "driver/cuda/nvrtc.h"
+#include "driver/device_dir.h"
 #include "runtime/cuda/cuda_api.h"
-#include "runtime/cuda/nvrtc.h"
-#include "runtime/device_dir.h"
 #include "support/error.h"
 #include "support/logging.h"
 

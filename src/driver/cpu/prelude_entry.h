@@ -21,7 +21,7 @@ struct EmulatorBuild {
 
 // Compiles the emulated kernel dir/`source` into dir/kernel.so with the emulator's
 // flags and the user's (opt.compile_flags, translated for the host compiler by
-// runtime/compile_flags.h), against its shims: through the prelude
+// driver/compile_flags.h), against its shims: through the prelude
 // entry when the disk cache is on, else (or when that fails: an entry damaged since
 // this process checked it, with a warning) against the headers alone. `identity`
 // names everything else the entry's build depends on (the compiler's build, the

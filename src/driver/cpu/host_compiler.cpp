@@ -1,6 +1,6 @@
 // Runs the host compiler as a child process (posix_spawn) and waits for it with a
 // timeout (TILELANG_COMPILE_TIMEOUT_SECONDS, default 300).
-#include "runtime/cpu/host_compiler.h"
+#include "driver/cpu/host_compiler.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "cache/kernel_cache.h"
-#include "runtime/device_dir.h"
-#include "runtime/program_source.h"
+#include "driver/device_dir.h"
+#include "driver/program_source.h"
 #include "support/error.h"
 
 extern char** environ;

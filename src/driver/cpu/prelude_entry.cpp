@@ -1,7 +1,7 @@
 // The prelude entries of the disk cache: built on a miss (the precompiled header and
 // the emulators' object side by side), hard-linked into a kernel's build directory
 // for its compile, checked once per process.
-#include "runtime/cpu/prelude_entry.h"
+#include "driver/cpu/prelude_entry.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,9 +12,9 @@
 #include <unordered_map>
 
 #include "cache/kernel_cache.h"
+#include "driver/compile_flags.h"
+#include "driver/cpu/host_compiler.h"
 #include "runtime/artifact.h"
-#include "runtime/compile_flags.h"
-#include "runtime/cpu/host_compiler.h"
 #include "support/error.h"
 #include "support/logging.h"
 #include "support/sha256.h"
@@ -169,7 +169,7 @@ void fallback_compile(const std::string& entry, const std::string& failure, cons
     it = it->second == entry ? checked_entries.erase(it) : std::next(it);
 }
 
-// The user's compile_flags in the host compiler's terms (runtime/compile_flags.h),
+// The user's compile_flags in the host compiler's terms (driver/compile_flags.h),
 // checked with the compiler; what was dropped goes to the debug log.
 std::vector<std::string> host_flags(const CompileOptions& opt) {
   TranslatedFlags t = translate_compile_flags(opt.compile_flags, FlagCompiler::Host, opt.target);
