@@ -28,6 +28,7 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
     assert get_mma_micro_size("float16") == intrinsics.get_mma_micro_size("float16")
     assert cuda_T.__tilelang_dialect__ == "cuda" and cuda_T.gemm is T.gemm
     assert set(cuda_T.__all__) == set(T.__all__)
+    assert T.__tilelang_dialect__ == "cuda"  # the default T is TileLang's CUDA facade
 
 
 @pytest.mark.parametrize(

@@ -103,6 +103,10 @@ from .warp import *
 
 globals().update(_dtypes.DTYPES)
 
+# TileLang's dialect name of the default T: its CUDA facade (tilelang.cuda.language is
+# this module's names; here one T serves every target).
+__tilelang_dialect__ = "cuda"
+
 
 def __getattr__(name):
     found = _dtypes.lookup(name)
