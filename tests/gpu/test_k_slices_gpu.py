@@ -86,3 +86,27 @@ def test_m_and_n_slices(m0, n0, k_loop):
     kernel(a, b, c)
     ref = a[m0 : m0 + 64].float() @ b[:, n0 : n0 + 64].float()
     torch.testing.assert_close(c, ref, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("slices", [2, 4])
+@pytest.mark.parametrize("ws", [True, False])
+@pytest.mark.parametrize(
+    "M,N,K,bM,threads", [(256, 256, 2048, 128, 256), (192, 320, 1152, 64, 128)]
+)
+def test_k_slices_of_a_pipelined_tile_in_flight(slices, ws, M, N, K, bM, threads):
+    """bench/sliced_gemm_cuda.py's form: each pipelined tile's K slices issued back to back
+    and left in flight into the next step (Pending = slices on sm_90a), the stages
+    released after the next step's slices; exact against numpy on small integers."""
+    from test_wgmma_k_slices import tile_sliced_gemm
+
+    f = tile_sliced_gemm(M, N, K, bM, 128, 128, slices, threads=threads)
+    configs = {} if ws else {"tl.disable_warp_specialized": True}
+    kernel = tilelang.compile(f, target="cuda", pass_configs=configs)
+    if HOPPER:
+        assert f", false, false, {slices}, " in kernel.get_kernel_source()
+    rng = np.random.default_rng(3)
+    a = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    b = rng.integers(-3, 4, (K, N)).astype(np.float16)
+    c = torch.zeros(M, N, device="cuda", dtype=torch.float32)
+    kernel(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), c)
+    np.testing.assert_array_equal(c.cpu().numpy(), a.astype(np.float32) @ b.astype(np.float32))

@@ -172,6 +172,72 @@ def test_pipelined_loop_over_k_slices():
     assert WGMMA_K in src
 
 
+def tile_sliced_gemm(M, N, K, bM, bN, bK, slices, stages=3, threads=256, ws=True):
+    """C = A @ B through a T.Pipelined loop over bK-wide tiles, each tile's product as
+    `slices` register gemms on K slices at an unrolled loop offset (MLA's way of walking
+    a resident tile); bench/sliced_gemm_cuda.py's kernel."""
+    width = bK // slices
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, k * bK], A_s)
+                T.copy(B[k * bK, bx * bN], B_s)
+                for j in T.unroll(slices):
+                    T.gemm(
+                        A_s[:, j * width : (j + 1) * width],
+                        B_s[j * width : (j + 1) * width, :],
+                        C_l,
+                    )
+            T.copy(C_l, C[by * bM, bx * bN])
+
+    return main
+
+
+@pytest.mark.parametrize("slices", [2, 4])
+@pytest.mark.parametrize("ws", [True, False])
+def test_k_slices_of_a_pipelined_tile_stay_in_flight(slices, ws):
+    """The slices of each pipelined tile are issued back to back and left in flight into
+    the next step, as one gemm on the whole tile is (tl::wgmma_gemm_ss<..., Pending =
+    slices, ...>: the last one's wgmma_wait<slices> completes the previous step's), the
+    previous step's stage released after them; no wgmma_wait inside the steady-state
+    loop. The emulator runs each committed group at its wait, so a stage released or
+    overwritten too early reads wrong values."""
+    M, N, K = 128, 128, 512
+    configs = {} if ws else {"tl.disable_warp_specialized": True}
+    kernel = tilelang.compile(
+        tile_sliced_gemm(M, N, K, 64, 128, 128, slices, threads=128),
+        target=SM90A,
+        pass_configs=configs,
+    )
+    src = kernel.get_kernel_source()
+    width = 128 // slices
+    assert f"tl::wgmma_gemm_ss<64, 128, {width}, 1, 1, false, false, {slices}," in src
+    start = src.index("{", src.index("for (int32_t k_1"))
+    depth, end = 0, start
+    for end in range(start, len(src)):  # the steady-state loop's body, braces matched
+        depth += {"{": 1, "}": -1}.get(src[end], 0)
+        if depth == 0:
+            break
+    steady = src[start:end]
+    assert "wgmma_wait" not in steady and steady.count("tl::wgmma_gemm_ss<") == slices, steady
+    rng = np.random.default_rng(1)
+    a = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    b = rng.integers(-3, 4, (K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+
+
 def test_register_a_with_a_sliced_b():
     """A copied into registers per slice, B a K slice of its tile: tl::wgmma_gemm_rs with KTileB / kb0."""
     src = run(SM90A, 64, 64, 64, 16, a_regs=True)

@@ -398,9 +398,9 @@ Stmt lower_copy(const TileOpNode* op, const LowerContext& ctx) {
 // Fence = false: no generic -> async proxy fence before the tensor cores read
 // tiles that no thread store wrote (device/cuda/gemm_sm90.cuh). The defaults
 // (Pending = 0, Fence = true) are left out.
-static std::string wgmma_tail(const FragmentLayoutPtr& lc, bool pending, bool tma_fed) {
-  if (lc->kind() == FragmentLayout::Kind::WgmmaAccum && tma_fed) return pending ? ", 1, false>" : ", 0, false>";
-  return pending ? ", 1>" : ">";
+static std::string wgmma_tail(const FragmentLayoutPtr& lc, int64_t pending, bool tma_fed) {
+  if (lc->kind() == FragmentLayout::Kind::WgmmaAccum && tma_fed) return str_cat(", ", pending, ", false>");
+  return pending > 0 ? str_cat(", ", pending, ">") : std::string(">");
 }
 
 // How a register gemm reads a shared operand that is a slice of its tile
@@ -443,8 +443,10 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
   size_t na = a.ranges.size();
   int64_t kk = *as_const_int(ta ? a.ranges[na - 2].extent : a.ranges[na - 1].extent);
   // A wgmma gemm the pipeline marked asynchronous returns with its own group in
-  // flight (device/cuda/gemm_sm90.cuh, Pending = 1); the pipeline waits for it.
-  bool pending = lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear && attr_int(op->attrs, kWgmmaAsyncAttr, 0);
+  // flight (device/cuda/gemm_sm90.cuh, Pending = 1), or with the groups of the K slices
+  // issued with it (Pending = n, pipeline_loops/emit.cpp); the pipeline waits for them.
+  int64_t pending =
+      lc->kind() == FragmentLayout::Kind::WgmmaAccum && !clear ? attr_int(op->attrs, kWgmmaAsyncAttr, 0) : 0;
   auto ptr = [&](const BufferRegion& r, bool in_flight) {
     std::vector<Expr> mins;
     for (const Range& rg : r.ranges) mins.push_back(rg.min);
@@ -475,15 +477,17 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
       std::string name =
           str_cat("tl::wgmma_gemm_sp_rs<", m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ",
                   flag(tb), ", ", te, wgmma_tail(lc, pending, ctx.tma_only.count(b.buffer.get())));
-      out.push_back(evaluate(
-          call_extern(dtype::Void, name, {regs(a.buffer), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
+      out.push_back(
+          evaluate(call_extern(dtype::Void, name, {regs(a.buffer), ptr(e, false), ptr(b, pending > 0), regs(c.buffer)}),
+                   op->span));
       return seq(out);
     }
     const char* sp = lc->kind() == FragmentLayout::Kind::WgmmaAccum ? "tl::wgmma_gemm_sp_ss<" : "tl::gemm_sp_ss<";
     std::string name = str_cat(sp, m, ", ", n, ", ", 2 * kk, ", ", lc->warps_m(), ", ", lc->warps_n(), ", ", flag(ta),
                                ", ", flag(tb), ", ", te, wgmma_tail(lc, pending, tma_fed));
     out.push_back(evaluate(
-        call_extern(dtype::Void, name, {ptr(a, pending), ptr(e, false), ptr(b, pending), regs(c.buffer)}), op->span));
+        call_extern(dtype::Void, name, {ptr(a, pending > 0), ptr(e, false), ptr(b, pending > 0), regs(c.buffer)}),
+        op->span));
   } else {
     // Operands in shared memory may be slices of a tile (sliced_operand: the tile
     // arguments after the transposes and, for wgmma, Pending and Fence spelled out;
@@ -493,16 +497,16 @@ Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx) {
     std::optional<SlicedOperand> sa = a_regs ? std::nullopt : sliced_operand(a, !ta, wgmma);
     std::optional<SlicedOperand> sb = sliced_operand(b, tb, wgmma);
     auto operand = [&](const BufferRegion& r, const std::optional<SlicedOperand>& s, bool k_last) {
-      if (!s) return ptr(r, pending);
+      if (!s) return ptr(r, pending > 0);
       BufferRegion whole = r;  // the tile's start: the slice's offset is an argument
       whole.ranges[r.ranges.size() - (k_last ? 1 : 2)].min = int_imm(0);
-      return ptr(whole, pending);
+      return ptr(whole, pending > 0);
     };
     std::string name = str_cat(prefix, a_regs ? "_rs<" : "_ss<", m, ", ", n, ", ", kk, ", ", lc->warps_m(), ", ",
                                lc->warps_n(), ", ", a_regs ? "" : str_cat(flag(ta), ", "), flag(tb));
     std::vector<Expr> args{a_regs ? regs(a.buffer) : operand(a, sa, !ta), operand(b, sb, tb), regs(c.buffer)};
     if (sa || sb) {
-      if (wgmma) name += str_cat(", ", pending ? 1 : 0, ", ", flag(!fed));
+      if (wgmma) name += str_cat(", ", pending, ", ", flag(!fed));
       // The default of an operand that is not a slice: its K extent (wgmma), its row
       // length (mma.sync).
       int64_t a_tile = wgmma || !ta ? kk : m, b_tile = wgmma || tb ? kk : n;

@@ -34,6 +34,35 @@ bool in_step_async(const Stmt& s, const Unit& u, const std::set<BufKey>& wgmma_a
   return wgmma_acc.count(c.get()) && is_shared(b) && (is_shared(a) || wgmma_acc.count(a.get()));
 }
 
+// A unit's statements with every T.unroll loop of constant extent (at most 8) whose
+// body is one gemm that may be issued in flight (the unit's gemm left in flight into
+// the next step, mark_async in schedule.cpp, or in_step_async: K slices of staged
+// tiles, `T.gemm(A_s[:, j * w:(j + 1) * w], B_s[j * w:(j + 1) * w, :], C)`) replaced by
+// its iterations, each with the count of the loop's gemms: they are issued back to
+// back, each leaving that many groups running (wgmma_wait<n>), as one gemm on the
+// whole tile leaves its own, instead of each slice waiting for itself. Other
+// statements keep the count 1.
+std::vector<std::pair<Stmt, int64_t>> expand_sliced_gemms(const Unit& u, const std::set<BufKey>& wgmma_acc) {
+  std::vector<std::pair<Stmt, int64_t>> out;
+  for (const Stmt& s : u.stmts) {
+    auto* f = s.as<ForNode>();
+    std::optional<int64_t> lo = f ? as_const_int(f->min) : std::nullopt;
+    std::optional<int64_t> ext = f ? as_const_int(f->extent) : std::nullopt;
+    auto* g = f ? f->body.as<TileOpNode>() : nullptr;
+    const bool gemm = g && g->op == TileOpKind::Gemm;
+    if (f && f->for_kind == ForKind::Unrolled && lo && ext && *ext >= 1 && *ext <= 8 && gemm &&
+        (u.async || in_step_async(f->body, u, wgmma_acc))) {
+      for (int64_t j = 0; j < *ext; ++j) {
+        std::map<const VarNode*, Expr> at{{f->var.node(), make_const(f->var.dtype(), *lo + j)}};
+        out.emplace_back(substitute(f->body, at), *ext);
+      }
+      continue;
+    }
+    out.emplace_back(s, 1);
+  }
+  return out;
+}
+
 // The pipelined loop `s` with its mbarriers: allocated, initialized by one thread
 // (arrival count 1: the elected thread's arrive_expect_tx) and published with a
 // fence and a barrier before it, invalidated after it once every thread is past
@@ -141,9 +170,11 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
     std::set<size_t> armed;                       // groups whose mbarrier this step has armed
     std::set<std::pair<size_t, int64_t>> waited;  // (group, stage) a reader of this step waited for
     // wgmma gemms of this step issued without a wait (in_step_async), oldest first:
-    // each call waits for all but its own group (wgmma_wait<1>), so an unguarded
-    // issue completes everything before it; wgmma_wait<0> completes them all. The
-    // releases of their tiles to the producer go out once they are complete.
+    // each call waits for all but its own group (wgmma_wait<1>), or all but its n - 1
+    // predecessors' and its own for the n K slices of an unrolled loop
+    // (expand_sliced_gemms: wgmma_wait<n>), so an unguarded issue completes the rest
+    // before it; wgmma_wait<0> completes them all. The releases of their tiles to the
+    // producer go out once they are complete.
     struct InFlight {
       std::set<BufKey> regs;    // accumulator, and A when in registers: not to be touched
       std::set<BufKey> shared;  // operands in unstaged shared tiles: not to be written
@@ -152,6 +183,7 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
     std::vector<InFlight> in_flight;
     auto complete = [&](std::vector<Stmt>& to, bool wait_all, size_t keep) {
       if (wait_all) to.push_back(evaluate(call_extern(dtype::Void, "tl::wgmma_wait<0>", {})));
+      keep = std::min(keep, in_flight.size());
       for (size_t f = 0; f + keep < in_flight.size(); ++f)
         for (const Stmt& r : in_flight[f].releases) to.push_back(r);
       in_flight.erase(in_flight.begin(), in_flight.end() - std::ptrdiff_t(keep));
@@ -197,7 +229,7 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
       std::vector<Stmt> issue;  // this unit's TMA copies, by the elected thread
       const bool always = as_const_int(guard) == std::optional<int64_t>(1);
       std::vector<size_t> issued_here;  // in_flight entries this unit issued
-      for (const Stmt& s : u.stmts) {
+      for (const auto& [s, pending] : expand_sliced_gemms(u, *ctx.wgmma_acc)) {
         // Under a guard (prologue and tail steps) the gemm waits for itself: ptxas
         // serializes every wgmma of the kernel (C7515) when a group may or may not
         // have been issued before a wait.
@@ -226,16 +258,22 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
         if (u.async || async_issue) {
           auto* g = s.as<TileOpNode>();
           Attrs attrs = g->attrs;
-          attrs[kWgmmaAsyncAttr] = int64_t(1);
+          attrs[kWgmmaAsyncAttr] = pending;
           t = tile_op(g->op, g->regions, g->args, attrs, g->span);
         }
         t = at_version(substitute(t, at), staged, overall(iter));
         body.push_back(u.producer ? t : lower_consumer(t));
         if (async_issue) {
-          // Its wgmma_wait<1> completed every older group, when it ran for sure.
+          // Its wgmma_wait<pending> completed every group but the newest pending - 1
+          // before it, when it ran for sure.
           if (always) {
-            complete(body, false, 0);
-            issued_here.clear();
+            size_t before = in_flight.size();
+            complete(body, false, size_t(pending - 1));
+            size_t done = before - in_flight.size();
+            std::vector<size_t> left;
+            for (size_t x : issued_here)
+              if (x >= done) left.push_back(x - done);
+            issued_here = left;
           }
           auto* g = s.as<TileOpNode>();
           InFlight f;

@@ -153,11 +153,24 @@ const std::vector<int64_t>* int_list(const Attrs& a, const char* key) {
 
 // A gemm on shared tiles whose accumulator becomes a wgmma accumulator, that does
 // not clear it and whose accumulator no other statement of the loop touches: its
-// wgmma may run on while the next step waits for its copies (kWgmmaAsyncAttr).
+// wgmma may run on while the next step waits for its copies (kWgmmaAsyncAttr). The
+// K slices of an unrolled loop likewise, all of them in flight.
+// The gemm of a unit that is one gemm, or one T.unroll loop of constant extent (at
+// most 8) around one gemm: its K slices, issued back to back (emit.cpp,
+// expand_sliced_gemms).
+const TileOpNode* unit_gemm(const Unit& u) {
+  if (u.stmts.size() != 1) return nullptr;
+  if (auto* g = u.stmts[0].as<TileOpNode>()) return g;
+  auto* f = u.stmts[0].as<ForNode>();
+  std::optional<int64_t> ext = f ? as_const_int(f->extent) : std::nullopt;
+  if (!f || f->for_kind != ForKind::Unrolled || !as_const_int(f->min) || !ext || *ext < 1 || *ext > 8) return nullptr;
+  return f->body.as<TileOpNode>();
+}
+
 bool mark_async(std::vector<Unit>& units, const std::set<BufKey>& wgmma_acc) {
   bool any = false;
   for (Unit& u : units) {
-    auto* g = u.stmts.size() == 1 ? u.stmts[0].as<TileOpNode>() : nullptr;
+    const TileOpNode* g = unit_gemm(u);
     if (u.producer || !g || g->op != TileOpKind::Gemm || attr_int(g->attrs, "clear_accum", 0)) continue;
     BufKey acc = g->regions[2].buffer.get();
     if (!wgmma_acc.count(acc) || !is_shared(g->regions[0].buffer) || !is_shared(g->regions[1].buffer)) continue;
