@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "ir/device_calls.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
@@ -146,7 +147,7 @@ class LowerMarkers : public IRMutator {
     if (m == "arrive") return device_call("tl::mbarrier_arrive", {address_of(c->args[1])}, at);
     if (m == "wait") return device_call("tl::mbarrier_wait", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
-    if (m == "wait_wgmma") return device_call(str_cat("tl::wgmma_wait<", const_arg(c, 1), ">"), {}, at);
+    if (m == "wait_wgmma") return device_call(device_call_name(kWgmmaWaitCall, str_cat(const_arg(c, 1))), {}, at);
     if (m == "set_max_nreg")
       return device_call(str_cat(const_arg(c, 2) ? "tl::setmaxnreg_inc<" : "tl::setmaxnreg_dec<", const_arg(c, 1), ">"),
                          {}, at);
@@ -407,12 +408,12 @@ class LowerCopiesAndGemms : public IRMutator {
       using IRMutator::mutate;
       using IRMutator::visit;
       Expr visit(const CallNode* c, const Expr& self) override {
-        const std::string prefix = "tl::tma_load<";
         auto* name = c->op == Intrinsic::Extern ? c->args[0].as<StringImmNode>() : nullptr;
-        if (!name || name->value.rfind(prefix, 0) != 0) return IRMutator::visit(c, self);
+        if (!name || !is_device_call(name->value, kTmaLoadCall)) return IRMutator::visit(c, self);
         std::vector<Expr> args(c->args.begin() + 1, c->args.end());  // smem, map, bar, coords...
         args.insert(args.begin() + 3, int_imm(mask));
-        return call_extern(c->dtype, "tl::tma_load_multicast<" + name->value.substr(prefix.size()), args);
+        return call_extern(c->dtype, kTmaLoadMulticastCall + name->value.substr(std::string(kTmaLoadCall).size()),
+                           args);
       }
     } to_multicast;
     to_multicast.mask = mask;
@@ -456,8 +457,8 @@ std::pair<int64_t, int64_t> warp_group_range(const AttrNode* op) {
 Buffer tma_call_tile(const CallNode* c, bool* loads) {
   if (!c || c->op != Intrinsic::Extern || c->args.size() < 3) return {};
   const std::string& fn = c->args[0].as<StringImmNode>()->value;
-  bool load = fn.rfind("tl::tma_load<", 0) == 0 || fn.rfind("tl::tma_load_multicast<", 0) == 0;
-  if (!load && fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_store_add<", 0) != 0) return {};
+  bool load = is_device_call(fn, kTmaLoadCall) || is_device_call(fn, kTmaLoadMulticastCall);
+  if (!load && !is_device_call(fn, kTmaStoreCall) && !is_device_call(fn, kTmaStoreAddCall)) return {};
   if (loads) *loads = load;
   auto* addr = c->args[load ? 1 : 2].as<CallNode>();
   auto* l = addr && addr->op == Intrinsic::AddressOf ? addr->args[0].as<BufferLoadNode>() : nullptr;

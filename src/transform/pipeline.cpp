@@ -13,6 +13,7 @@
 #include <functional>
 #include <set>
 
+#include "ir/device_calls.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ir/visitor.h"
@@ -143,8 +144,8 @@ const EvaluateNode* find_extern_call(const Stmt& body, const std::string& name) 
 // T.sync_threads(id, count): a named barrier of part of the block, which the CUDA
 // targets have and the cpu target runs with its fibers (device/cpu/warp.h).
 void refuse_named_barriers(const PrimFunc& f, const Target& t) {
-  const EvaluateNode* call = find_extern_call(f->body, "tl::named_barrier_sync");
-  if (!call) call = find_extern_call(f->body, "tl::named_barrier_arrive");
+  const EvaluateNode* call = find_extern_call(f->body, kNamedBarrierSyncCall);
+  if (!call) call = find_extern_call(f->body, kNamedBarrierArriveCall);
   if (call)
     throw_user_error(call->span,
                      "T.sync_threads(barrier_id, arrive_count) and T.named_barrier_arrive are a named barrier of "

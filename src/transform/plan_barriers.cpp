@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "transform/lower_explicit_hopper.h"
@@ -66,7 +67,7 @@ struct State : Access {
   }
 };
 
-bool is_call_to(const Stmt& s, const char* name) {
+bool is_call_to(const Stmt& s, const std::string& name) {
   auto* e = s.as<EvaluateNode>();
   auto* c = e ? e->value.as<CallNode>() : nullptr;
   auto* n = c && c->op == Intrinsic::Extern && !c->args.empty() ? c->args[0].as<StringImmNode>() : nullptr;
@@ -341,7 +342,7 @@ class Planner {
         clear(st);
         return seq({barrier(BarrierKind::Threads), s});
       }
-    if (is_call_to(s, "tl::wgmma_wait<0>")) {
+    if (is_call_to(s, device_call_name(kWgmmaWaitCall, "0"))) {
       st.wgmma_waited();
       return s;
     }

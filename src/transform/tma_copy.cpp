@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -146,7 +147,8 @@ Stmt tma_loads(const TileOpNode* c, const TmaCopy& tc, const Expr& bar) {
     if (tc.ctas) args.push_back(tc.mask);
     args.insert(args.end(), coords.begin(), coords.end());
     out.push_back(evaluate(call_extern(
-        dtype::Void, str_cat(tc.ctas ? "tl::tma_load_multicast<" : "tl::tma_load<", coords.size(), ">"), args)));
+        dtype::Void, device_call_name(tc.ctas ? kTmaLoadMulticastCall : kTmaLoadCall, std::to_string(coords.size())),
+        args)));
   }
   return seq(out);
 }
@@ -197,8 +199,8 @@ std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNo
     auto [smem, coords] = tma_box(load, *t, blk);
     std::vector<Expr> args{t->map, smem};
     args.insert(args.end(), coords.begin(), coords.end());
-    const char* fn = add ? "tl::tma_store_add<" : "tl::tma_store<";
-    out.push_back(evaluate(call_extern(dtype::Void, str_cat(fn, coords.size(), ">"), args)));
+    const char* fn = add ? kTmaStoreAddCall : kTmaStoreCall;
+    out.push_back(evaluate(call_extern(dtype::Void, device_call_name(fn, std::to_string(coords.size())), args)));
   }
   return seq(out);
 }

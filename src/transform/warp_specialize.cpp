@@ -25,6 +25,7 @@
 #include "transform/warp_specialize.h"
 
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "support/logging.h"
@@ -54,7 +55,7 @@ std::pair<std::optional<int64_t>, std::optional<int64_t>> register_hints(const S
   std::pair<std::optional<int64_t>, std::optional<int64_t>> out;
   for_each_expr(body, [&](const Expr& e) {
     const std::string* name = extern_name(e);
-    if (!name || *name != "tl::setmaxnreg_hint") return;
+    if (!name || *name != kSetmaxnregHintCall) return;
     const std::vector<Expr>& args = e.as<CallNode>()->args;  // the name, then which and the count
     if (args.size() != 3) return;
     auto which = as_const_int(args[1]), n = as_const_int(args[2]);

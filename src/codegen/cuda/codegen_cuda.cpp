@@ -16,6 +16,7 @@
 #include "codegen/c_family/codegen_c.h"
 #include "driver/program_source.h"
 #include "ir/attrs.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "transform/lower_explicit_hopper.h"
@@ -48,7 +49,7 @@ class CodeGenCUDA : public CodeGenC {
     if (!moves_registers)
       for_each_expr(f->body, [&](const Expr& e) {
         auto* c = e.as<CallNode>();
-        if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == "tl::min_blocks_per_sm")
+        if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kMinBlocksPerSmCall)
           min_blocks = as_const_int(c->args[1]).value_or(0);
       });
     out_ << "extern \"C\" __global__ void ";
@@ -266,7 +267,7 @@ class CodeGenCUDA : public CodeGenC {
     const CallNode* marker = nullptr;
     for_each_expr(op->body, [&](const Expr& e) {
       auto* c = e.as<CallNode>();
-      if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == "tl::use_swizzle") marker = c;
+      if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kUseSwizzleCall) marker = c;
     });
     if (!marker) return;
     int64_t panel = *as_const_int(marker->args[1]);
@@ -369,7 +370,7 @@ class CodeGenCUDA : public CodeGenC {
       auto* c = e.as<CallNode>();
       if (!c || c->op != Intrinsic::Extern || c->args.size() < 2) return;
       const std::string& fn = c->args[0].as<StringImmNode>()->value;
-      if (fn.rfind("tl::tma_store<", 0) != 0 && fn.rfind("tl::tma_store_add<", 0) != 0) return;
+      if (!is_device_call(fn, kTmaStoreCall) && !is_device_call(fn, kTmaStoreAddCall)) return;
       if (std::optional<int64_t> param = tma_map_param(c->args[1].as<CallNode>())) written.insert(*param);
     });
     std::set<int64_t> out;

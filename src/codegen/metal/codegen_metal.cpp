@@ -13,6 +13,7 @@
 
 #include "codegen/c_family/codegen_c.h"
 #include "ir/attrs.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "support/error.h"
 
@@ -584,10 +585,10 @@ class CodeGenMetal : public CodeGenC {
                        "T.CUDASourceCodeKernel: a kernel given as CUDA source runs on the cuda target (and its "
                        "emulator) only; compile this prim_func for a cuda target, or write the kernel with "
                        "T.Kernel for this one");
-    if (name == "tl::use_swizzle") return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
+    if (name == kUseSwizzleCall) return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
     if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
-    if (name == "tl::setmaxnreg_hint") return std::string("(void)0 /* T.annotate_*_reg_* */");
-    if (name == "tl::min_blocks_per_sm") return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
+    if (name == kSetmaxnregHintCall) return std::string("(void)0 /* T.annotate_*_reg_* */");
+    if (name == kMinBlocksPerSmCall) return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
     if (starts("tl::mpp_gemm<")) {
       helpers_.insert(Helper::MppGemm);
