@@ -6,6 +6,7 @@
 #include <set>
 
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "ops/tile_op.h"

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "analysis/host_assumes.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/tile_op.h"
 #include "runtime/signature.h"

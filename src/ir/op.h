@@ -62,9 +62,6 @@ enum class AddressAccess : int { Read = 1, Write = 2, ReadWrite = 3, ReadInFligh
 Expr address_of(Expr element, AddressAccess access);
 // The mask of an address_of call; ReadWrite when it has none.
 AddressAccess address_access(const CallNode* address);
-// T.sync_grid(): the extern call of the grid-wide barrier. A T.Kernel that makes it
-// needs a cooperative launch (LaunchSpec::cooperative), every block resident at once.
-inline constexpr const char* kSyncGridCall = "tl::sync_grid";
 Expr buffer_load(const Buffer& b, std::vector<Expr> indices, SourceSpan span = {});
 Expr ramp(Expr base, Expr stride, int lanes);
 Expr broadcast(Expr value, int lanes);

@@ -4,6 +4,7 @@
 // the barrier's meaning and every thread reaching it.
 #include "transform/split_parallel_at_barriers.h"
 
+#include "ir/device_calls.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "support/error.h"

@@ -586,7 +586,7 @@ class CodeGenMetal : public CodeGenC {
                        "emulator) only; compile this prim_func for a cuda target, or write the kernel with "
                        "T.Kernel for this one");
     if (name == kUseSwizzleCall) return std::string("(void)0 /* T.use_swizzle: not applied on Metal */");
-    if (name == "tl::no_setmaxnreg") return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
+    if (name == kNoSetmaxnregCall) return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (name == kSetmaxnregHintCall) return std::string("(void)0 /* T.annotate_*_reg_* */");
     if (name == kMinBlocksPerSmCall) return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
