@@ -46,16 +46,12 @@ bool in_step_async(const Stmt& s, const Unit& u, const std::set<BufKey>& wgmma_a
 std::vector<std::pair<Stmt, int64_t>> expand_sliced_gemms(const Unit& u, const std::set<BufKey>& wgmma_acc) {
   std::vector<std::pair<Stmt, int64_t>> out;
   for (const Stmt& s : u.stmts) {
-    auto* f = s.as<ForNode>();
-    std::optional<int64_t> lo = f ? as_const_int(f->min) : std::nullopt;
-    std::optional<int64_t> ext = f ? as_const_int(f->extent) : std::nullopt;
-    auto* g = f ? f->body.as<TileOpNode>() : nullptr;
-    const bool gemm = g && g->op == TileOpKind::Gemm;
-    if (f && f->for_kind == ForKind::Unrolled && lo && ext && *ext >= 1 && *ext <= 8 && gemm &&
-        (u.async || in_step_async(f->body, u, wgmma_acc))) {
-      for (int64_t j = 0; j < *ext; ++j) {
-        std::map<const VarNode*, Expr> at{{f->var.node(), make_const(f->var.dtype(), *lo + j)}};
-        out.emplace_back(substitute(f->body, at), *ext);
+    const ForNode* f = sliced_gemm_loop(s);
+    if (f && (u.async || in_step_async(f->body, u, wgmma_acc))) {
+      int64_t lo = *as_const_int(f->min), ext = *as_const_int(f->extent);
+      for (int64_t j = 0; j < ext; ++j) {
+        std::map<const VarNode*, Expr> at{{f->var.node(), make_const(f->var.dtype(), lo + j)}};
+        out.emplace_back(substitute(f->body, at), ext);
       }
       continue;
     }

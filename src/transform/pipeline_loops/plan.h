@@ -82,6 +82,10 @@ std::optional<Schedule> schedule_loop(const ForNode* op, const std::set<BufKey>&
 
 // The buffers a statement writes (stores, and the region each tile op writes by the
 // op table), and every buffer it reads or writes.
+// The loop of `s` when it is a T.unroll loop of constant extent (at most 8) whose body is
+// one gemm, K slices issued back to back (schedule.cpp mark_async, emit.cpp
+// expand_sliced_gemms); else nullptr.
+const ForNode* sliced_gemm_loop(const Stmt& s);
 std::set<BufKey> written(const Stmt& s);
 std::set<BufKey> touched(const Stmt& s);
 

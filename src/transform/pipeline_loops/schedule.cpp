@@ -161,10 +161,8 @@ const std::vector<int64_t>* int_list(const Attrs& a, const char* key) {
 const TileOpNode* unit_gemm(const Unit& u) {
   if (u.stmts.size() != 1) return nullptr;
   if (auto* g = u.stmts[0].as<TileOpNode>()) return g;
-  auto* f = u.stmts[0].as<ForNode>();
-  std::optional<int64_t> ext = f ? as_const_int(f->extent) : std::nullopt;
-  if (!f || f->for_kind != ForKind::Unrolled || !as_const_int(f->min) || !ext || *ext < 1 || *ext > 8) return nullptr;
-  return f->body.as<TileOpNode>();
+  const ForNode* f = sliced_gemm_loop(u.stmts[0]);
+  return f ? f->body.as<TileOpNode>() : nullptr;
 }
 
 bool mark_async(std::vector<Unit>& units, const std::set<BufKey>& wgmma_acc) {
@@ -319,6 +317,14 @@ std::vector<Unit> units_by_hand(const ForNode* op, const std::vector<Stmt>& body
 }
 
 }  // namespace
+
+const ForNode* sliced_gemm_loop(const Stmt& s) {
+  auto* f = s.as<ForNode>();
+  std::optional<int64_t> ext = f ? as_const_int(f->extent) : std::nullopt;
+  if (!f || f->for_kind != ForKind::Unrolled || !as_const_int(f->min) || !ext || *ext < 1 || *ext > 8) return nullptr;
+  auto* g = f->body.as<TileOpNode>();
+  return g && g->op == TileOpKind::Gemm ? f : nullptr;
+}
 
 std::optional<Schedule> schedule_loop(const ForNode* op, const std::set<BufKey>& wgmma_acc) {
   auto it = op->annotations.find("num_stages");
