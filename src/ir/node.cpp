@@ -92,8 +92,8 @@ const char* for_kind_name(ForKind k) {
 
 const char* tile_op_name(TileOpKind k) {
   switch (k) {
-#define TL_TILE_OP(Ident, name, fn, written) \
-  case TileOpKind::Ident:                    \
+#define TL_TILE_OP(Ident, name, fn, written, regs) \
+  case TileOpKind::Ident:                          \
     return name;
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP

@@ -118,7 +118,7 @@ struct KernelLaunchNode : StmtNode {
 Stmt with_body(const KernelLaunchNode* op, Stmt body);
 
 enum class TileOpKind : uint8_t {
-#define TL_TILE_OP(Ident, name, fn, written) Ident,
+#define TL_TILE_OP(Ident, name, fn, written, regs) Ident,
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 };

@@ -5,7 +5,8 @@ namespace tl {
 
 namespace {
 constexpr OpInfo kTable[] = {
-#define TL_TILE_OP(Ident, name, fn, written) {name, make_##fn##_op, lower_##fn##_serial, written},
+#define TL_TILE_OP(Ident, name, fn, written, regs) \
+  {name, make_##fn##_op, lower_##fn##_serial, written, infer_##regs##_fragments, lower_##regs##_registers},
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 };

@@ -2,8 +2,11 @@
 // `make_<op>` checks the user's operands and builds the TileOp statement;
 // `lower_<op>_serial` expands it into loops: on the cpu target one executor runs
 // them for the whole block; on the GPU targets lower_tile_ops wraps them in a block
-// op that the code generator spreads over the threads. The GPU-specific lowerings
-// (registers, tensor cores, TMA) are passes of their own in src/transform.
+// op that the code generator spreads over the threads. An op that runs on register
+// fragments also says what it asks of their layouts and how it runs on the registers
+// each thread holds (ops/registers.h; lower_fragments asks it). The tensor-core and
+// TMA forms of copies and gemms in pipelined loops are passes of their own in
+// src/transform.
 #pragma once
 
 #include <functional>
@@ -20,20 +23,32 @@ struct TileOpArgs {
   SourceSpan span;
 };
 
+namespace fragments {
+class OpUses;
+struct LowerContext;
+}  // namespace fragments
+
 struct OpInfo {
   const char* name;
   Stmt (*make)(TileOpArgs args);
   Stmt (*lower_serial)(const TileOpNode* op);
   int written_region;  // the index of the region the op writes; -1: none
+  // Register fragments (ops/registers.h): the op's constraints on their layouts, and
+  // its per-thread code over them; infer_none_fragments / lower_none_registers for an
+  // op that has none.
+  void (*infer_fragments)(const TileOpNode* op, fragments::OpUses& uses);
+  Stmt (*lower_registers)(const TileOpNode* op, const fragments::LowerContext& ctx);
 };
 
 const OpInfo& op_info(TileOpKind kind);
 // The op called `name` ("copy", "reduce" ...); throws a UserError for unknown names.
 const OpInfo& op_info(const std::string& name, SourceSpan span = {});
 
-#define TL_TILE_OP(Ident, name, fn, written) \
-  Stmt make_##fn##_op(TileOpArgs args);      \
-  Stmt lower_##fn##_serial(const TileOpNode* op);
+#define TL_TILE_OP(Ident, name, fn, written, regs)                              \
+  Stmt make_##fn##_op(TileOpArgs args);                                         \
+  Stmt lower_##fn##_serial(const TileOpNode* op);                               \
+  void infer_##regs##_fragments(const TileOpNode* op, fragments::OpUses& uses); \
+  Stmt lower_##regs##_registers(const TileOpNode* op, const fragments::LowerContext& ctx);
 #include "ops/tile_ops.def"
 #undef TL_TILE_OP
 

@@ -1,7 +1,7 @@
 // Phase 3 of lower_fragments (plan.h): the fragments that keep their registers become
 // per-thread register arrays, and the T.Parallel nests over them unrolled loops over
 // the registers a thread holds; nests over memory alone are dealt to the threads in
-// vector runs. Tile ops on register fragments go to lower_ops.cpp.
+// vector runs. Tile ops on register fragments lower themselves (ops/registers.h).
 #include "arith/bounds.h"
 #include "arith/simplify.h"
 #include "ir/structural.h"
@@ -346,7 +346,7 @@ class Lowerer : public IRMutator {
   Stmt visit(const TileOpNode* op, const Stmt& self) override {
     if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0) &&
         a_.replicated.count(op->regions[0].buffer.get()))
-      return thread_op(lower_replicated_finalize(op, context()));
+      return thread_op(op_info(op->op).lower_registers(op, context()));
     // A replicated reducer copied out to memory: once it is finalized every thread
     // holds the same values, so the copy's elements are spread over the threads as a
     // copy of shared memory is (rather than every thread writing all of them).
@@ -375,22 +375,7 @@ class Lowerer : public IRMutator {
         if (Stmt v = vectorize_nest(loops); v.defined()) return thread_op(mutate(v));
     }
     if (!touches) return IRMutator::visit(op, self);
-    switch (op->op) {
-      case TileOpKind::Fill:
-        return thread_op(lower_fill(op, context()));
-      case TileOpKind::Copy:
-        return thread_op(lower_copy(op, context()));
-      case TileOpKind::Gemm:
-        return thread_op(lower_gemm(op, context()));
-      case TileOpKind::Reduce:
-        return thread_op(attr_int(op->attrs, "finalize", 0) ? lower_finalize(op, context())
-                                                            : lower_reduce(op, context()));
-      case TileOpKind::Atomic:
-        return thread_op(lower_atomic(op, context()));
-      default:
-        TL_ICHECK(false, "tile op with a register fragment has no register lowering");
-    }
-    return self;
+    return thread_op(op_info(op->op).lower_registers(op, context()));
   }
 
  private:

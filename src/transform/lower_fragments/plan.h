@@ -1,12 +1,14 @@
 // The phases of lower_fragments (src/transform/lower_fragments.cpp) and the plans
 // they hand each other. For each T.Kernel, in order:
-//   1. collect.cpp    what each use of a fragment asks of its layout (Analysis);
+//   1. collect.cpp    what each use of a fragment asks of its layout (Analysis); each
+//                     tile op says what it asks (ops/registers.h, infer_<op>_fragments);
 //      analyze.cpp    runs the collection for a kernel: reducers, replicated scalar
 //                     fragments, and the FullRow retry of gemms whose rows conflict;
 //   2. solve.cpp      a layout for each class of tied fragments, demoting those no
 //                     layout fits (Solution), and the layouts of the shared gemm tiles;
 //   3. lower.cpp      fragments become per-thread registers, T.Parallel nests loops
-//                     over them; lower_ops.cpp lowers the tile ops that touch them.
+//                     over them; the tile ops that touch them lower themselves
+//                     (lower_<op>_registers in src/ops/<op>_registers.cpp).
 // Solving demotes fragments in the Analysis it is given (the collection is redone
 // when a policy changes); the lowering only reads both plans. LayoutFacts
 // (lower_fragments.h) runs phases 1 and 2 once per kernel and keeps their result
@@ -50,25 +52,6 @@ inline int64_t elem_bytes(DataType t) {
 inline std::string at(const SourceSpan& span, const std::string& why) {
   return span.defined() ? span.str() + ": " + why : why;
 }
-
-// A wgmma operand that is a K slice of a shared tile (T.gemm(A_s[:, k0:k0 + K], ...),
-// k0 possibly a loop variable): the other dims whole (those before the last two one
-// index), the K dim (`k_dim`: the last or the one before) sliced at a multiple of
-// `step` (the instruction's K) to a constant width. The gemm reads the whole tile's
-// layout from `offset` on (device/cuda/gemm_sm90.cuh, KTileA / ka0).
-struct KSlice {
-  Expr offset;     // the slice's first K index
-  int64_t tile_k;  // the tile's extent along K
-};
-// `lets`: the values of the pure lets around the use, for the multiple check.
-std::optional<KSlice> k_slice(const BufferRegion& r, size_t k_dim, int64_t step,
-                              const std::map<const VarNode*, Expr>* lets = nullptr);
-// The mma.sync form (tl::gemm_ss's LdA / ka0): K whole or as for k_slice, and the
-// M / N dim whole or sliced from the start of a swizzle pattern (a multiple of 8
-// rows, or of 128 bytes of a row), which the operand's pointer then starts at.
-bool mma_slice(const BufferRegion& r, size_t k_dim, int64_t step, const std::map<const VarNode*, Expr>* lets = nullptr);
-// A run of whole column blocks of a tile in the wgmma layout (collect.cpp).
-bool covers_column_blocks(const BufferRegion& r);
 
 // ---------------------------------------------------------------- 1. collect
 
@@ -206,7 +189,7 @@ struct KernelPlan {
 // the plans of `a` and `s`; `cuda` for the CUDA target's paired conversions.
 Stmt lower_kernel_body(const Stmt& body, const Analysis& a, const Solution& s, Expr thread, bool cuda);
 
-// What the lowering of a tile op on register fragments reads (lower_ops.cpp).
+// What the lowering of a tile op on register fragments reads (ops/registers.h).
 struct LowerContext {
   const Analysis& a;
   const Solution& s;
@@ -226,14 +209,10 @@ struct LowerContext {
   const Buffer& reg(const Buffer& b) const { return regs.at(b.get()); }
 };
 
-Stmt lower_fill(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_copy(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_mem_copy(const TileOpNode* op, const LowerContext& ctx);  // undefined when it does not apply
-Stmt lower_gemm(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_reduce(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_finalize(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_replicated_finalize(const TileOpNode* op, const LowerContext& ctx);
-Stmt lower_atomic(const TileOpNode* op, const LowerContext& ctx);
+// The tile ops on register fragments lower themselves (ops/registers.h). A T.copy
+// between memories (no register fragment on either side) is dealt to the threads in
+// runs (src/ops/copy_registers.cpp); undefined when it does not apply.
+Stmt lower_mem_copy(const TileOpNode* op, const LowerContext& ctx);
 
 // Thread `thread` is the first of the threads that hold a row of the 2-d layout `p`
 // (the others hold copies of the same per-row values: one of them writes).
