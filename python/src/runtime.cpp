@@ -26,6 +26,7 @@
 #include "runtime/cuda/cuda_api.h"
 #include "runtime/cuda/cuda_kernel.h"
 #include "runtime/cuda/tma.h"
+#include "runtime/metal/metal_kernel.h"
 #include "support/logging.h"
 #include "tl/compile.h"
 #include "transform/pass_config.h"
@@ -118,6 +119,13 @@ void bind_runtime(nb::module_& m) {
              if (p.is_tensor()) return std::nullopt;
              return p.var;
            })
+      // Whether the kernel names a tensor parameter at all (KernelSignature::accesses):
+      // one it never accesses may be passed as None.
+      .def("param_is_accessed",
+           [](const Kernel& k, size_t i) {
+             const Param& p = k.signature().params.at(i);
+             return p.is_tensor() && k.signature().accesses(i);
+           })
       .def("param_is_written",
            [](const Kernel& k, size_t i) {
              const Param& p = k.signature().params.at(i);
@@ -140,6 +148,59 @@ void bind_runtime(nb::module_& m) {
             k.call(ca.values, reinterpret_cast<void*>(stream));
           },
           nb::arg("args"), nb::arg("stream") = 0);
+
+  // A metal kernel, which the torch.mps launcher runs (python/tilelang/jit/metal_torch.py):
+  // the function it calls, and what a launch with these arguments takes, computed here
+  // (runtime/metal/metal_kernel.h): `args` holds per parameter a tensor's shape (a tuple),
+  // a scalar's value, or None (to allocate, or never accessed).
+  nb::class_<MetalKernel, Kernel>(m, "MetalKernel")
+      .def_prop_ro("kernel_name", &MetalKernel::kernel_name)
+      .def("plan_launch", [](const MetalKernel& k, const nb::sequence& args) {
+        std::vector<MetalArg> in;
+        for (nb::handle a : args) {
+          MetalArg arg;
+          if (a.is_none()) {
+            arg.kind = MetalArg::Kind::None;
+          } else if (PyBool_Check(a.ptr()) || PyLong_Check(a.ptr())) {
+            arg.kind = MetalArg::Kind::Int;
+            arg.i = to_int64(a, "a scalar argument");
+          } else if (PyFloat_Check(a.ptr())) {
+            arg.kind = MetalArg::Kind::Float;
+            arg.f = PyFloat_AsDouble(a.ptr());
+          } else {
+            arg.kind = MetalArg::Kind::Shape;
+            for (nb::handle d : nb::cast<nb::sequence>(a)) arg.shape.push_back(to_int64(d, "a tensor dim"));
+          }
+          in.push_back(std::move(arg));
+        }
+        MetalLaunchPlan plan = k.plan_launch(in);
+        nb::list shapes;
+        for (auto& s : plan.shapes) shapes.append(s ? nb::cast(*s) : nb::none());
+        nb::dict out;
+        out["shapes"] = shapes;
+        out["grid"] = nb::make_tuple(plan.grid[0], plan.grid[1], plan.grid[2]);
+        out["threads"] = nb::make_tuple(plan.threads[0], plan.threads[1], plan.threads[2]);
+        out["args"] = nb::bytes(plan.args.data(), plan.args.size());
+        return out;
+      });
+  // The bytes of a metal kernel's argument struct for [(dtype name, value)] in order.
+  m.def("pack_metal_args", [](const nb::sequence& fields) {
+    std::vector<MetalArgValue> in;
+    for (nb::handle f : fields) {
+      auto pair = nb::cast<nb::sequence>(f);
+      MetalArgValue v;
+      v.dtype = DataType::from_string(nb::cast<std::string>(pair[0]));
+      nb::handle value = pair[1];
+      v.is_float = PyFloat_Check(value.ptr());
+      if (v.is_float)
+        v.f = PyFloat_AsDouble(value.ptr());
+      else
+        v.i = to_int64(value, "a scalar argument");
+      in.push_back(v);
+    }
+    std::string bytes = pack_metal_args(in);
+    return nb::bytes(bytes.data(), bytes.size());
+  });
 
   bind_kernel_caller(m);
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -176,6 +177,21 @@ def merge_func_attrs(
             compile_flags = compile_flags.split()
         compile_flags = list(func_flags) + list(compile_flags or [])
     return out_idx, pass_configs, compile_flags
+
+
+_METAL_KERNEL_HEAD = re.compile(r"\[\[kernel[^\]]*\]\]\s*void\s+\w+\s*\(")
+
+
+def _metal_kernel_function(source: str) -> str:
+    """The `[[kernel ...]]` function of a generated MSL source, from its header line to
+    its closing brace, for display (the helpers, the argument struct and the emulation
+    entry around it left out)."""
+    m = _METAL_KERNEL_HEAD.search(source)
+    if not m:
+        return source
+    start = source.rfind("\n", 0, m.start()) + 1
+    end = source.find("\n}\n", m.end())
+    return source[start : end + 3] if end >= 0 else source[start:]
 
 
 def _to_native(arg: Any) -> Any:
@@ -487,9 +503,7 @@ class JITKernel:
         argument struct, and the emulator's entry, which Metal never sees)."""
         source = self.kernel.source
         if self.target.split()[0] == "metal":
-            from .metal_torch import kernel_only as metal_kernel_only
-
-            return metal_kernel_only(source) if kernel_only else source
+            return _metal_kernel_function(source) if kernel_only else source
         host = self.kernel.host_source
         if kernel_only or not host or host == source:
             return source

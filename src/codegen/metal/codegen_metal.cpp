@@ -15,19 +15,13 @@
 #include "ir/attrs.h"
 #include "ir/device_calls.h"
 #include "ir/visitor.h"
+#include "runtime/metal/metal_kernel.h"
 #include "support/error.h"
 
 namespace tl {
 
 std::string metal_arg_field_type(DataType t) {
-  if (t.is_bool()) return "int";
-  if (t == dtype::Float32) return "float";
-  if (t == dtype::Float16) return "half";
-  if (t == dtype::BFloat16) return "bfloat";
-  if (t.is_int()) return t.bits() == 64 ? "long" : "int";
-  if (t.is_uint()) return t.bits() == 64 ? "ulong" : "uint";
-  throw_user_error({}, str_cat("a scalar argument of dtype ", t.name(),
-                               " cannot be passed to a Metal kernel (Metal has no double); use float32"));
+  return metal_arg_field(t).msl_type;  // the layout pack_metal_args fills (runtime/metal/metal_kernel.h)
 }
 
 namespace {
