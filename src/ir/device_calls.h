@@ -1,11 +1,16 @@
 // The device calls that one part of the compiler writes and another recognizes, from
 // the one list in device_calls.def: each is a `constexpr const char*` here
-// (kTmaLoadCall ...), device_calls() describes them, and is_device_call() tells a
-// call of one (its name, or its name with template arguments) from the rest.
+// (kTmaLoadCall ...) and an entry of the enum DeviceCall, device_calls() describes
+// them, is_device_call() tells a call of one (its name, or its name with template
+// arguments) from the rest, and device_call_of() gives the DeviceCall an extern call
+// names, which a code generator maps to its own spelling.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace tl {
@@ -13,6 +18,12 @@ namespace tl {
 #define TL_DEVICE_CALL(ident, name, producer, consumers, meaning) inline constexpr const char* ident = name;
 #include "ir/device_calls.def"
 #undef TL_DEVICE_CALL
+
+enum class DeviceCall : uint8_t {
+#define TL_DEVICE_CALL(ident, name, producer, consumers, meaning) ident,
+#include "ir/device_calls.def"
+#undef TL_DEVICE_CALL
+};
 
 struct DeviceCallInfo {
   const char* ident;
@@ -36,6 +47,21 @@ inline const std::vector<DeviceCallInfo>& device_calls() {
 inline bool is_device_call(std::string_view callee, const char* fn) {
   std::string_view f(fn);
   return callee.substr(0, f.size()) == f && (callee.size() == f.size() || callee[f.size()] == '<');
+}
+
+// The device call `callee` (an extern call's name, with or without template arguments)
+// names; nullopt for any other function.
+inline std::optional<DeviceCall> device_call_of(std::string_view callee) {
+  static const std::unordered_map<std::string_view, DeviceCall> by_name = [] {
+    std::unordered_map<std::string_view, DeviceCall> m;
+#define TL_DEVICE_CALL(ident, name, producer, consumers, meaning) m.emplace(name, DeviceCall::ident);
+#include "ir/device_calls.def"
+#undef TL_DEVICE_CALL
+    return m;
+  }();
+  auto it = by_name.find(callee.substr(0, callee.find('<')));
+  if (it == by_name.end()) return std::nullopt;
+  return it->second;
 }
 
 // `fn<args>`: the name of a templated device call.

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -592,7 +593,7 @@ class Rewriter {
       std::vector<Expr> el = index(add(r, floordiv(pos, int_imm(8))), add(c, floormod(pos, int_imm(8))));
       Stmt put = buffer_store(d.buffer, cast(d.buffer->dtype, buffer_load(a.stage, {add(base, pos)})), el, op->span);
       if (global) put = if_then_else(in_bounds(d.buffer, el), put);
-      Expr barrier_call = call_extern(dtype::Void, "tl::simdgroup_barrier", {});
+      Expr barrier_call = call_extern(dtype::Void, kSimdgroupBarrierCall, {});
       Stmt staged = seq({evaluate(call_extern(dtype::Void, "simdgroup_store",
                                               {buffer_load(a.sg, {t}), address_of(a.stage, {base}), int_imm(8)})),
                          evaluate(barrier_call), for_loop(e, int_imm(0), int_imm(2), ForKind::Unrolled, put),

@@ -158,10 +158,10 @@ void refuse_named_barriers(const PrimFunc& f, const Target& t) {
 // intrinsics, which the cpu target and the CUDA emulator compute too; Metal's SIMD
 // groups have no match instruction, and the source carries no copy of the others.
 void refuse_cuda_warp_bits(const PrimFunc& f, const Target& t) {
-  static const std::map<std::string, const char*> names = {{"tl::find_first_set", "T.__ffs"},
-                                                           {"tl::find_nth_set", "T.__fns"},
-                                                           {"tl::match_any_sync", "T.match_any_sync"},
-                                                           {"tl::match_all_sync", "T.match_all_sync"}};
+  static const std::map<std::string, const char*> names = {{kFindFirstSetCall, "T.__ffs"},
+                                                           {kFindNthSetCall, "T.__fns"},
+                                                           {kMatchAnySyncCall, "T.match_any_sync"},
+                                                           {kMatchAllSyncCall, "T.match_all_sync"}};
   const char* found = nullptr;
   for_each_expr(f->body, [&](const Expr& e) {
     const std::string* n = extern_name(e);

@@ -12,6 +12,16 @@
 namespace tl {
 namespace {
 
+// A warp-level call whose value differs between lanes with the same arguments: a
+// shuffle, vote or ballot, or the lane mask.
+bool across_lanes(const std::string& callee) {
+  std::optional<DeviceCall> k = device_call_of(callee);
+  using D = DeviceCall;
+  return k && (*k == D::kShflSyncCall || *k == D::kShflXorSyncCall || *k == D::kShflDownSyncCall ||
+               *k == D::kShflUpSyncCall || *k == D::kBallotSyncCall || *k == D::kBallotCall || *k == D::kAnySyncCall ||
+               *k == D::kAllSyncCall || *k == D::kActivemaskCall);
+}
+
 using BufKey = const BufferNode*;
 
 bool block_shared(const Buffer& b) {
@@ -269,9 +279,7 @@ class Uniformity {
   Variation variation(const Expr& e) const {
     Variation v;
     for_each_expr(e, [&](const Expr& x) {
-      if (const std::string* n = extern_name(x))
-        for (const char* part : {"shfl", "tl::ballot", "tl::any_sync", "tl::all_sync", "tl::activemask"})
-          v.call = v.call || is_atomic_call(*n) || n->find(part) != std::string::npos;
+      if (const std::string* n = extern_name(x)) v.call = v.call || is_atomic_call(*n) || across_lanes(*n);
       if (auto* l = x.as<BufferLoadNode>()) {
         v.other = v.other || l->buffer->scope == Scope::Fragment;
         if (!v.reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) v.reg = l->buffer.get();

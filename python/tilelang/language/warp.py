@@ -251,7 +251,7 @@ def _shuffle(what, fn, value, lane_arg, lane_name, width, mask, check_lane):
     v = _shuffled_value(what, value)
     lane = check_lane(what, lane_name, lane_arg)
     args = [_mask(what, mask), v, lane, _width(what, width)]
-    return _C.call_extern(v.dtype, f"tl::{fn}", args)
+    return _C.call_extern(v.dtype, fn, args)
 
 
 def _any_int(what, name, x):
@@ -263,7 +263,7 @@ def shfl_xor(
 ) -> Expr:
     """`value` of lane (lane ^ delta): the butterfly step of a warp reduction. Within
     groups of `width` lanes, a lane whose partner lies in a later group keeps its value."""
-    return _shuffle("T.shfl_xor", "shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset)
+    return _shuffle("T.shfl_xor", "tl::shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset)
 
 
 def shfl_down(
@@ -272,7 +272,7 @@ def shfl_down(
     """`value` of lane (lane + delta) of the same group of `width` lanes; the last
     `delta` lanes of each group keep their own."""
     return _shuffle(
-        "T.shfl_down", "shfl_down_sync", value, delta, "delta", width, mask, _lane_offset
+        "T.shfl_down", "tl::shfl_down_sync", value, delta, "delta", width, mask, _lane_offset
     )
 
 
@@ -281,14 +281,14 @@ def shfl_up(
 ) -> Expr:
     """`value` of lane (lane - delta) of the same group of `width` lanes; the first
     `delta` lanes of each group keep their own."""
-    return _shuffle("T.shfl_up", "shfl_up_sync", value, delta, "delta", width, mask, _lane_offset)
+    return _shuffle("T.shfl_up", "tl::shfl_up_sync", value, delta, "delta", width, mask, _lane_offset)
 
 
 def shfl_sync(
     value: ExprLike, srcLane: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
 ) -> Expr:
     """`value` of lane srcLane (modulo `width`) of the caller's group of `width` lanes."""
-    return _shuffle("T.shfl_sync", "shfl_sync", value, srcLane, "srcLane", width, mask, _any_int)
+    return _shuffle("T.shfl_sync", "tl::shfl_sync", value, srcLane, "srcLane", width, mask, _any_int)
 
 
 # ---- votes
@@ -399,19 +399,19 @@ def _match(what, fn, value, mask):
         raise frontend_error(
             f"{what} compares a 32- or 64-bit integer or float value, got {_describe(v)}"
         )
-    return _C.call_extern("uint32", f"tl::{fn}", [_mask(what, mask), v])
+    return _C.call_extern("uint32", fn, [_mask(what, mask), v])
 
 
 def match_any_sync(value: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """The lanes of `mask` whose `value` equals the caller's (uint32; CUDA's
     __match_any_sync)."""
-    return _match("T.match_any_sync", "match_any_sync", value, mask)
+    return _match("T.match_any_sync", "tl::match_any_sync", value, mask)
 
 
 def match_all_sync(value: ExprLike, mask: ExprLike = FULL_MASK) -> Expr:
     """`mask` when every lane of it holds the caller's `value`, else 0 (uint32; CUDA's
     __match_all_sync)."""
-    return _match("T.match_all_sync", "match_all_sync", value, mask)
+    return _match("T.match_all_sync", "tl::match_all_sync", value, mask)
 
 
 def sync_warp(mask: ExprLike | None = None) -> None:
@@ -429,7 +429,7 @@ def sync_warp(mask: ExprLike | None = None) -> None:
 def _block_vote(what, fn, predicate):
     pred = _predicate(what, predicate)
     if _outside_a_trace():  # the block's thread count comes with its kernel
-        return _C.call_extern("int32", f"tl::{fn}", [pred])
+        return _C.call_extern("int32", fn, [pred])
     ctx = _kernel(what)
     loops = [_SPREAD_LOOPS[k] for k in ctx.loop_kinds if k in _SPREAD_LOOPS]
     if loops:
@@ -441,25 +441,25 @@ def _block_vote(what, fn, predicate):
     for extent in ctx.kernel_extents[1]:
         threads *= extent
     args = [pred, _C.const(threads, "int32")]
-    return ctx.builder.let("vote", _C.call_extern("int32", f"tl::{fn}", args))
+    return ctx.builder.let("vote", _C.call_extern("int32", fn, args))
 
 
 def syncthreads_count(predicate: ExprLike) -> Expr:
     """A block barrier that returns, to every thread, how many threads of the block
     passed a true `predicate` (CUDA's __syncthreads_count), as int32."""
-    return _block_vote("T.syncthreads_count", "syncthreads_count", predicate)
+    return _block_vote("T.syncthreads_count", "tl::syncthreads_count", predicate)
 
 
 def syncthreads_and(predicate: ExprLike) -> Expr:
     """A block barrier that returns 1 when `predicate` holds on every thread of the
     block, else 0 (CUDA's __syncthreads_and)."""
-    return _block_vote("T.syncthreads_and", "syncthreads_and", predicate)
+    return _block_vote("T.syncthreads_and", "tl::syncthreads_and", predicate)
 
 
 def syncthreads_or(predicate: ExprLike) -> Expr:
     """A block barrier that returns 1 when `predicate` holds on some thread of the
     block, else 0 (CUDA's __syncthreads_or)."""
-    return _block_vote("T.syncthreads_or", "syncthreads_or", predicate)
+    return _block_vote("T.syncthreads_or", "tl::syncthreads_or", predicate)
 
 
 def pdl_trigger() -> None:

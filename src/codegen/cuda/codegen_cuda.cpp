@@ -429,13 +429,9 @@ class CodeGenCUDA : public CodeGenC {
   std::optional<std::string> warp_intrinsic(const Expr& e) {
     auto* c = e.as<CallNode>();
     if (!c || c->op != Intrinsic::Extern) return std::nullopt;
-    const std::string& name = c->args[0].as<StringImmNode>()->value;
-    static const std::set<std::string_view> names = {
-        "tl::any_sync",          "tl::all_sync",        "tl::ballot_sync",    "tl::ballot",         "tl::activemask",
-        "tl::find_first_set",    "tl::find_nth_set",    "tl::match_any_sync", "tl::match_all_sync", "tl::sync_warp",
-        "tl::syncthreads_count", "tl::syncthreads_and", "tl::syncthreads_or", "tl::shfl_sync",      "tl::shfl_xor_sync",
-        "tl::shfl_down_sync",    "tl::shfl_up_sync"};
-    if (!names.count(name)) return std::nullopt;
+    std::optional<DeviceCall> k = device_call_of(c->args[0].as<StringImmNode>()->value);
+    if (!k) return std::nullopt;
+    using D = DeviceCall;
     std::vector<std::string> a;
     for (size_t i = 1; i < c->args.size(); ++i) a.push_back(print_expr(c->args[i]));
     auto call = [&](const char* fn, size_t from, size_t to) {
@@ -443,27 +439,33 @@ class CodeGenCUDA : public CodeGenC {
       for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + a[i];
       return s + ")";
     };
-    std::string_view fn = std::string_view(name).substr(4);
-    if ((fn == "any_sync" || fn == "all_sync") && a.size() == 2)
-      return call(fn == "any_sync" ? "__any_sync" : "__all_sync", 0, 2);
-    if (fn == "ballot_sync" && a.size() == 2) return "((uint64_t)" + call("__ballot_sync", 0, 2) + ")";
-    if (fn == "ballot" && a.size() == 1) return "((uint64_t)__ballot_sync(0xffffffffu, " + a[0] + "))";
-    if (fn == "activemask" && a.empty()) return std::string("((uint64_t)__activemask())");
-    if (fn == "find_first_set" && a.size() == 1) return "__ffsll((long long)(" + a[0] + "))";
-    if (fn == "find_nth_set" && a.size() == 3) return "((uint32_t)" + call("__fns", 0, 3) + ")";
-    if (fn == "match_any_sync" && a.size() == 2) return "((uint32_t)" + call("__match_any_sync", 0, 2) + ")";
-    if (fn == "match_all_sync" && a.size() == 2)  // its third operand, a flag, is not T's result
+    if ((*k == D::kAnySyncCall || *k == D::kAllSyncCall) && a.size() == 2)
+      return call(*k == D::kAnySyncCall ? "__any_sync" : "__all_sync", 0, 2);
+    if (*k == D::kBallotSyncCall && a.size() == 2) return "((uint64_t)" + call("__ballot_sync", 0, 2) + ")";
+    if (*k == D::kBallotCall && a.size() == 1) return "((uint64_t)__ballot_sync(0xffffffffu, " + a[0] + "))";
+    if (*k == D::kActivemaskCall && a.empty()) return std::string("((uint64_t)__activemask())");
+    if (*k == D::kFindFirstSetCall && a.size() == 1) return "__ffsll((long long)(" + a[0] + "))";
+    if (*k == D::kFindNthSetCall && a.size() == 3) return "((uint32_t)" + call("__fns", 0, 3) + ")";
+    if (*k == D::kMatchAnySyncCall && a.size() == 2) return "((uint32_t)" + call("__match_any_sync", 0, 2) + ")";
+    if (*k == D::kMatchAllSyncCall && a.size() == 2)  // its third operand, a flag, is not T's result
       return str_cat("([&]() { int tl_match_pred; return (uint32_t)__match_all_sync(", a[0], ", ", a[1],
                      ", &tl_match_pred); }())");
-    if (fn == "sync_warp" && a.size() <= 1) return call("__syncwarp", 0, a.size());
-    if ((fn == "syncthreads_count" || fn == "syncthreads_and" || fn == "syncthreads_or") && a.size() == 2)
-      return str_cat("__", fn, "(", a[0], ")");
-    if ((fn == "shfl_sync" || fn == "shfl_xor_sync" || fn == "shfl_down_sync" || fn == "shfl_up_sync") &&
-        a.size() == 4) {
+    if (*k == D::kSyncWarpCall && a.size() <= 1) return call("__syncwarp", 0, a.size());
+    const char* vote = *k == D::kSyncthreadsCountCall ? "__syncthreads_count"
+                       : *k == D::kSyncthreadsAndCall ? "__syncthreads_and"
+                       : *k == D::kSyncthreadsOrCall  ? "__syncthreads_or"
+                                                      : nullptr;
+    if (vote && a.size() == 2) return str_cat(vote, "(", a[0], ")");
+    const char* shuffle = *k == D::kShflSyncCall       ? "__shfl_sync"
+                          : *k == D::kShflXorSyncCall  ? "__shfl_xor_sync"
+                          : *k == D::kShflDownSyncCall ? "__shfl_down_sync"
+                          : *k == D::kShflUpSyncCall   ? "__shfl_up_sync"
+                                                       : nullptr;
+    if (shuffle && a.size() == 4) {
       DataType t = c->dtype;
       bool native = t.is_scalar() && (t.bits() == 32 || t.bits() == 64) &&
                     (t.is_integer() || t == dtype::Float32 || t == dtype::Float64);
-      if (native) return str_cat("__", fn, "(", a[0], ", ", a[1], ", ", a[2], ", ", a[3], ")");
+      if (native) return str_cat(shuffle, "(", a[0], ", ", a[1], ", ", a[2], ", ", a[3], ")");
     }
     return std::nullopt;
   }

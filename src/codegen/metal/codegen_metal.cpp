@@ -511,10 +511,12 @@ class CodeGenMetal : public CodeGenC {
   // are kept with select(). Every lane of the threadgroup takes part, so masks
   // name all lanes and need no code.
   std::optional<std::string> print_warp_helper(const CallNode* op, const std::string& name) {
+    std::optional<DeviceCall> k = device_call_of(name);
+    if (!k) return std::nullopt;
+    using D = DeviceCall;
     auto arg = [&](size_t i) { return print_expr(op->args[i]); };
     const std::string lane = "(tl_thread_rank % 32)";
-    if (name == "tl::shfl_xor_sync" || name == "tl::shfl_down_sync" || name == "tl::shfl_up_sync" ||
-        name == "tl::shfl_sync") {
+    if (*k == D::kShflXorSyncCall || *k == D::kShflDownSyncCall || *k == D::kShflUpSyncCall || *k == D::kShflSyncCall) {
       DataType t = op->dtype;
       if (t.bits() == 64 || t.bits() == 8)
         throw_user_error(statement_span_, str_cat("T.shfl_* of ", t.name(),
@@ -522,21 +524,27 @@ class CodeGenMetal : public CodeGenC {
                                                   "32-bit values); cast to a 32-bit type first"));
       // args: the function's name, then mask, value, lane or delta, width.
       std::string v = arg(2), d = "(ushort)(" + arg(3) + ")", w = "(" + arg(4) + ")";
-      if (name == "tl::shfl_xor_sync")
+      if (*k == D::kShflXorSyncCall)
         return str_cat("select(", v, ", simd_shuffle_xor(", v, ", ", d, "), ", d, " < ", w, ")");
-      if (name == "tl::shfl_down_sync")
+      if (*k == D::kShflDownSyncCall)
         return str_cat("select(", v, ", simd_shuffle_down(", v, ", ", d, "), ", lane, " % ", w, " + ", d, " < ", w,
                        ")");
-      if (name == "tl::shfl_up_sync")
+      if (*k == D::kShflUpSyncCall)
         return str_cat("select(", v, ", simd_shuffle_up(", v, ", ", d, "), ", lane, " % ", w, " >= ", d, ")");
       return str_cat("simd_shuffle(", v, ", (ushort)((", lane, " & ~(", w, " - 1)) + (", arg(3), " & (", w, " - 1))))");
     }
-    if (name == "tl::ballot_sync" || name == "tl::ballot")
+    if (*k == D::kBallotSyncCall || *k == D::kBallotCall)
       return str_cat("(ulong)(simd_vote::vote_t)simd_ballot((bool)(", arg(op->args.size() - 1), "))");
-    if (name == "tl::any_sync") return str_cat("(int)simd_any((bool)(", arg(2), "))");
-    if (name == "tl::all_sync") return str_cat("(int)simd_all((bool)(", arg(2), "))");
-    if (name == "tl::activemask") return std::string("(ulong)(simd_vote::vote_t)simd_active_threads_mask()");
-    if (name == "tl::sync_warp") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
+    if (*k == D::kAnySyncCall) return str_cat("(int)simd_any((bool)(", arg(2), "))");
+    if (*k == D::kAllSyncCall) return str_cat("(int)simd_all((bool)(", arg(2), "))");
+    if (*k == D::kActivemaskCall) return std::string("(ulong)(simd_vote::vote_t)simd_active_threads_mask()");
+    if (*k == D::kSyncWarpCall || *k == D::kSimdgroupBarrierCall)
+      return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
+    if (*k == D::kLoadAtCall || *k == D::kStoreAtCall)
+      throw_user_error(op->span,
+                       "a tensor made of an address read in the kernel (T.make_tensor of an element of a "
+                       "T.Tensor(..., T.ptr) table) is not supported on Metal: its kernels take no raw "
+                       "device addresses");
     return std::nullopt;
   }
 
@@ -567,13 +575,7 @@ class CodeGenMetal : public CodeGenC {
     }
     if (auto warp = print_warp_helper(op, name)) return warp;
     if (starts("tl::debug_print")) emit_print(op);
-    if (name == "tl::simdgroup_barrier") return std::string("simdgroup_barrier(mem_flags::mem_threadgroup)");
     if (name == "__ldg" && op->args.size() == 2) return print_expr(op->args[1]);  // T.__ldg: a plain load
-    if (name == "tl::load_at" || name == "tl::store_at")
-      throw_user_error(op->span,
-                       "a tensor made of an address read in the kernel (T.make_tensor of an element of a "
-                       "T.Tensor(..., T.ptr) table) is not supported on Metal: its kernels take no raw "
-                       "device addresses");
     if (name == kSourceKernelCall)
       throw_user_error(statement_span_,
                        "T.CUDASourceCodeKernel: a kernel given as CUDA source runs on the cuda target (and its "
