@@ -263,7 +263,9 @@ def shfl_xor(
 ) -> Expr:
     """`value` of lane (lane ^ delta): the butterfly step of a warp reduction. Within
     groups of `width` lanes, a lane whose partner lies in a later group keeps its value."""
-    return _shuffle("T.shfl_xor", "tl::shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset)
+    return _shuffle(
+        "T.shfl_xor", "tl::shfl_xor_sync", value, delta, "delta", width, mask, _lane_offset
+    )
 
 
 def shfl_down(
@@ -281,14 +283,18 @@ def shfl_up(
 ) -> Expr:
     """`value` of lane (lane - delta) of the same group of `width` lanes; the first
     `delta` lanes of each group keep their own."""
-    return _shuffle("T.shfl_up", "tl::shfl_up_sync", value, delta, "delta", width, mask, _lane_offset)
+    return _shuffle(
+        "T.shfl_up", "tl::shfl_up_sync", value, delta, "delta", width, mask, _lane_offset
+    )
 
 
 def shfl_sync(
     value: ExprLike, srcLane: ExprLike, width: ExprLike = WARP_SIZE, mask: ExprLike = FULL_MASK
 ) -> Expr:
     """`value` of lane srcLane (modulo `width`) of the caller's group of `width` lanes."""
-    return _shuffle("T.shfl_sync", "tl::shfl_sync", value, srcLane, "srcLane", width, mask, _any_int)
+    return _shuffle(
+        "T.shfl_sync", "tl::shfl_sync", value, srcLane, "srcLane", width, mask, _any_int
+    )
 
 
 # ---- votes
