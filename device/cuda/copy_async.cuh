@@ -5,7 +5,10 @@
 // the wait, and to the other threads after a barrier that follows it.
 // Under TL_EMULATE the twins in device/emu/copy_async_emu.h keep the same groups
 // and land each copy at the wait that covers it, so a missing wait reads stale
-// data in emulation as it may on the GPU.
+// data in emulation as it may on the GPU. sm_75 has no cp.async: there a copy is a
+// load and a store when it is issued (done before any wait could ask for it), and
+// commit and wait have nothing to do. The compiler's pipelines use no cp.async
+// there; these keep hand-written T.ptx_cp_async programs running.
 #pragma once
 
 #include "smem_addr.cuh"
@@ -24,6 +27,13 @@ TL_DEVICE void cp_async(void* smem_dst, const void* gmem_src, bool pred) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp_async copies 4, 8 or 16 bytes");
 #ifdef TL_EMULATE
   emu::cp_async(smem_dst, gmem_src, Bytes, pred);
+#elif __CUDA_ARCH__ < 800
+  struct alignas(Bytes) Chunk {
+    unsigned char b[Bytes];
+  };
+  Chunk v{};
+  if (pred) v = *static_cast<const Chunk*>(gmem_src);
+  *static_cast<Chunk*>(smem_dst) = v;
 #else
   const SmemAddr dst = smem_addr(smem_dst);
   const int src_bytes = pred ? Bytes : 0;  // a smaller source size zero-fills the rest
@@ -42,7 +52,7 @@ TL_DEVICE void cp_async(void* smem_dst, const void* gmem_src, bool pred) {
 TL_DEVICE void cp_async_commit() {
 #ifdef TL_EMULATE
   emu::cp_async_commit();
-#else
+#elif __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
@@ -54,7 +64,7 @@ TL_DEVICE void cp_async_wait() {
   static_assert(N >= 0, "cp_async_wait<N>: N counts groups left in flight, N >= 0");
 #ifdef TL_EMULATE
   emu::cp_async_wait(N);
-#else
+#elif __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }

@@ -221,9 +221,10 @@ int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy, int
 // mma.sync.m16n8k16 (f16/bf16 -> f32, f16 -> f16) on its tile (device/cuda/gemm_mma.cuh).
 // Returns an undefined Stmt when the gemm does not fit, and the caller keeps
 // lower_gemm_loops: other dtypes, shapes that do not split into 16 x 8 x 16 tiles
-// over the warps, operands outside shared memory, or targets before sm_80.
+// over the warps, operands outside shared memory, or targets before sm_75 (and on
+// sm_75 anything but float16 into float32).
 Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads) {
-  if (!target.has_mma_sync() || threads < 32 || threads % 32 != 0) return Stmt();
+  if (!target.has_mma_sync_f16() || threads < 32 || threads % 32 != 0) return Stmt();
   if (attr_int(op->attrs, kGemmSpAttr, 0)) return Stmt();  // compressed A: lower_gemm_loops decodes it
   const BufferRegion &a = op->regions[0], &b = op->regions[1], &c = op->regions[2];
   DataType in = a.buffer->dtype;
@@ -231,6 +232,8 @@ Stmt lower_gemm_mma(const TileOpNode* op, const Target& target, int64_t threads)
   if (!(in == dtype::Float16 || in == dtype::BFloat16) || !(b.buffer->dtype == in) ||
       !(c.buffer->dtype == dtype::Float32 || f16_acc))
     return Stmt();
+  // sm_75 (Turing): float16 into float32 alone (two mma.sync.m16n8k8 a tile).
+  if (!target.has_mma_sync() && (in != dtype::Float16 || f16_acc)) return Stmt();
   for (const BufferRegion* r : {&a, &b, &c}) {
     Scope sc = r->buffer->scope;
     if (sc != Scope::Shared && sc != Scope::SharedDyn && sc != Scope::Fragment) return Stmt();

@@ -241,8 +241,15 @@ void infer_gemm_fragments(const TileOpNode* op, OpUses& uses) {
   // tfloat32 operands are float32 storage the tensor cores read as tf32, as float32 ones are.
   auto operand = [](DataType t) { return t == dtype::TFloat32 ? DataType(dtype::Float32) : t; };
   DataType in = operand(a.buffer->dtype), in_b = operand(b.buffer->dtype);
-  if (!uses.a.target->has_mma_sync() || uses.a.threads % 32 != 0)
+  if (!uses.a.target->has_mma_sync_f16() || uses.a.threads % 32 != 0)
     return fail("the target has no mma.sync or the block is not whole warps");
+  // sm_75: float16 operands into a float32 accumulator only (two m16n8k8 a tile).
+  if (!uses.a.target->has_mma_sync() && !(in == dtype::Float16 && in_b == dtype::Float16 &&
+                                          c.buffer->dtype == dtype::Float32 && !attr_int(op->attrs, kGemmSpAttr, 0)))
+    return fail(str_cat("the tensor cores of ", uses.a.target->arch,
+                        " take float16 operands into a float32 "
+                        "accumulator only (mma.sync.m16n8k8); ",
+                        in.name(), " x ", in_b.name(), " into ", c.buffer->dtype.name(), " runs as dot products"));
   // mma.sync: f16/bf16 and tf32 (float32 operands) into float32, f16 also into
   // float16, int8/uint8 into int32, and from sm_89 fp8 e4m3fn/e5m2 (A and B may
   // differ) into float32. wgmma takes the same pairs.

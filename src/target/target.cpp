@@ -147,7 +147,7 @@ void check_cuda_arch(const std::string& arch, const std::string& text) {
                              "'; expected sm_ and the compute capability, such as sm_80, sm_89, sm_90a or sm_100a"));
   if (v < kMinSmVersion)
     throw_user_error({}, str_cat("CUDA arch ", arch, " in target '", text, "' is not supported: the oldest is sm_",
-                                 kMinSmVersion, " (tensor-core mma.sync for bfloat16, cp.async)"));
+                                 kMinSmVersion, " (ldmatrix and tensor-core mma.sync for float16)"));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace tl {
 enum class TargetKind { CPU, CUDA, Metal };
 
 // The oldest CUDA compute capability the code generator supports (sm_80).
-constexpr int kMinSmVersion = 80;
+constexpr int kMinSmVersion = 75;
 
 // Hardware constants of the CUDA targets that passes plan with, named once.
 // Hopper's warpgroup: the four warps that issue a wgmma together, and the producer of
@@ -51,8 +51,13 @@ struct Target {
     for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) v = v * 10 + (arch[i] - '0');
     return v;
   }
-  // mma.sync.aligned.m16n8k16 with f16/bf16 operands and f32 accumulators (sm_80+).
+  // mma.sync.aligned.m16n8k16 with f16/bf16 operands and f32 accumulators, tf32, int8
+  // and (sm_89) fp8 (sm_80+).
   bool has_mma_sync() const { return sm_version() >= 80; }
+  // Tensor cores for float16 operands into float32 alone: sm_75 (Turing) has
+  // mma.sync.m16n8k8 for them (two make one m16n8k16) and ldmatrix, but no bfloat16,
+  // tf32 or 16-deep integer mma, and no cp.async.
+  bool has_mma_sync_f16() const { return sm_version() >= 75; }
   // wgmma.mma_async (warpgroup tensor-core gemms from shared-memory descriptors): sm_90a only.
   bool has_wgmma() const { return kind == TargetKind::CUDA && arch == "sm_90a"; }
   bool has_tma() const { return sm_version() >= 90; }  // cp.async.bulk.tensor and mbarrier transactions

@@ -40,11 +40,11 @@ def copy_kernel():
         ("cuda -arch=", "invalid CUDA arch '' in target 'cuda -arch='"),
         (
             "cuda -arch=sm_70",
-            "CUDA arch sm_70 in target 'cuda -arch=sm_70' is not supported: the oldest is sm_80",
+            "CUDA arch sm_70 in target 'cuda -arch=sm_70' is not supported: the oldest is sm_75",
         ),
         (
-            "cuda -arch=sm_75 -emulate",
-            "CUDA arch sm_75 in target 'cuda -arch=sm_75 -emulate' is not supported: the oldest is sm_80",
+            "cuda -arch=sm_72 -emulate",
+            "CUDA arch sm_72 in target 'cuda -arch=sm_72 -emulate' is not supported: the oldest is sm_75",
         ),
         (
             "cuda -arch=sm_80 -emulated",

@@ -128,6 +128,7 @@ KINDS = {
     "test_simplify_prim_func": "frontend",
     "test_site_hygiene": "runtime",
     "test_skinny_gemm": "examples",
+    "test_sm75": "lowering cuda_source emulator",
     "test_slice_store": "frontend",
     "test_source_kernel": "frontend emulator cuda_source",
     "test_sparse_cutlass_metadata": "frontend emulator",
