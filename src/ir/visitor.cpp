@@ -1,6 +1,8 @@
 // The recursive default of IRVisitor and IRMutator, one case per node kind.
 #include "ir/visitor.h"
 
+#include "ir/device_calls.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -452,6 +454,15 @@ bool calls_extern(const Stmt& s, std::string_view prefix) {
   for_each_expr(s, [&](const Expr& e) {
     const std::string* name = extern_name(e);
     found = found || (name && std::string_view(*name).substr(0, prefix.size()) == prefix);
+  });
+  return found;
+}
+
+bool calls_device(const Stmt& s, const char* fn) {
+  bool found = false;
+  for_each_expr(s, [&](const Expr& e) {
+    const std::string* name = extern_name(e);
+    found = found || (name && is_device_call(*name, fn));
   });
   return found;
 }

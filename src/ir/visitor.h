@@ -72,6 +72,9 @@ std::vector<const ForNode*> parallel_nest(const ForNode* op);
 // Whether `s` calls an extern function whose name starts with `prefix`
 // ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
 bool calls_extern(const Stmt& s, std::string_view prefix);
+// Whether `s` calls the device function `fn` (ir/device_calls.h), with or without
+// template arguments (is_device_call).
+bool calls_device(const Stmt& s, const char* fn);
 // The function name of an extern call (`tl::atomic_add<0>`, a T.call_extern's), or
 // nullptr when `e` is not one.
 const std::string* extern_name(const Expr& e);

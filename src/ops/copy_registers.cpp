@@ -4,6 +4,7 @@
 // allows. A copy between memories is dealt to the threads in runs here too
 // (lower_mem_copy; cp.async for the producers of a pipelined loop).
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/structural.h"
 #include "ops/extent_util.h"
 #include "ops/registers.h"
@@ -112,8 +113,8 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
       body = scalar;
     } else {
       // A packed element's address is its byte's (codegen_c.cpp): w elements are w / 2 bytes.
-      Stmt vec =
-          evaluate(call_extern(dtype::Void, str_cat("tl::copy_vec<", packed ? w / 2 : w, ">"), {dst_ptr, src_ptr}));
+      Stmt vec = evaluate(
+          call_extern(dtype::Void, device_call_name(kCopyVecCall, str_cat(packed ? w / 2 : w)), {dst_ptr, src_ptr}));
       Expr ok = logical_and(ok_s, ok_d);
       body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);
     }
@@ -171,12 +172,13 @@ Stmt lower_copy_registers(const TileOpNode* op, const LowerContext& ctx) {
   Expr reg_ptr = call(Intrinsic::AddressOf, {buffer_load(ctx.reg(frag.buffer), {k0})});
   Stmt body;
   if (fs) {
-    Stmt st = w > 1 ? evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", w, ">"), {mem_ptr, reg_ptr}))
-                    : buffer_store(mem.buffer, cast(mem.buffer->dtype, buffer_load(ctx.reg(frag.buffer), {k0})), mi,
-                                   op->span);
+    Stmt st =
+        w > 1
+            ? evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, str_cat(w)), {mem_ptr, reg_ptr}))
+            : buffer_store(mem.buffer, cast(mem.buffer->dtype, buffer_load(ctx.reg(frag.buffer), {k0})), mi, op->span);
     body = is_const_true(ok) ? st : if_then_else(ok, st);
   } else {
-    Stmt st = w > 1 ? evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", w, ">"), {reg_ptr, mem_ptr}))
+    Stmt st = w > 1 ? evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, str_cat(w)), {reg_ptr, mem_ptr}))
                     : buffer_store(ctx.reg(frag.buffer), cast(frag.buffer->dtype, buffer_load(mem.buffer, mi)), {k0},
                                    op->span);
     if (!is_const_true(ok)) {

@@ -5,6 +5,7 @@
 // across warps through a shared scratch row. T.finalize_reducer combines the partials
 // of a reducer's holders (or, of a replicated reducer, of every thread).
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/structural.h"
 #include "ops/extent_util.h"
 #include "ops/registers.h"
@@ -27,7 +28,7 @@ Stmt combine_row_partials(const FragmentLayoutPtr& ls, const FragmentLayoutPtr& 
   Var i("i", dtype::Int32);
   std::vector<Stmt> body;
   // Across the lanes that share a row, then across the warps that do.
-  std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", ls->row_lanes(), ">");
+  std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", ls->row_lanes()));
   if (ls->row_lanes() > 1)
     body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
                             buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
@@ -149,7 +150,7 @@ Stmt lower_replicated_finalize(const TileOpNode* op, const LowerContext& ctx) {
   std::vector<Expr> at = element(e);
   std::vector<Stmt> body;
   if (lanes > 1) {
-    std::string shfl = str_cat("tl::warp_allreduce<", fn, ", ", lanes, ">");
+    std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", lanes));
     body.push_back(for_loop(e, int_imm(0), int_imm(n), ForKind::Unrolled,
                             buffer_store(r, call_extern(t, shfl, {buffer_load(r, at)}), at)));
   }

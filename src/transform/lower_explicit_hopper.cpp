@@ -149,8 +149,9 @@ class LowerMarkers : public IRMutator {
     if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "wait_wgmma") return device_call(device_call_name(kWgmmaWaitCall, str_cat(const_arg(c, 1))), {}, at);
     if (m == "set_max_nreg")
-      return device_call(str_cat(const_arg(c, 2) ? "tl::setmaxnreg_inc<" : "tl::setmaxnreg_dec<", const_arg(c, 1), ">"),
-                         {}, at);
+      return device_call(
+          device_call_name(const_arg(c, 2) ? kSetmaxnregIncCall : kSetmaxnregDecCall, str_cat(const_arg(c, 1))), {},
+          at);
     // Cluster barriers: every thread of the cluster takes part, so plan_barriers may
     // treat them as any other statement (they are not wrapped).
     if (m == "cluster_arrive" || m == "cluster_arrive_relaxed" || m == "cluster_wait" || m == "cluster_sync")

@@ -14,6 +14,7 @@
 #include "arith/int_math.h"
 #include "arith/simplify.h"
 #include "ir/attrs.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "layout/layout.h"
 #include "ops/extent_util.h"
@@ -408,10 +409,10 @@ class Vectorize : public IRMutator {
       if (!contiguous(c.dst, c.dst_idx, dst) || (!fill && !contiguous(c.src, c.src_idx, src))) continue;
       // Registers are read or written element by element, memory in one access; a
       // fill writes w copies of its value in one access.
-      const char* helper = fill                    ? "tl::fill_vec<"
-                           : dst == Side::Register ? "tl::load_vec<"
-                           : src == Side::Register ? "tl::store_vec<"
-                                                   : "tl::copy_vec<";
+      const char* helper = fill                    ? "tl::fill_vec"
+                           : dst == Side::Register ? kLoadVecCall
+                           : src == Side::Register ? kStoreVecCall
+                                                   : kCopyVecCall;
       return runs(op, c, q, w, helper);
     }
     return std::nullopt;
@@ -428,9 +429,9 @@ class Vectorize : public IRMutator {
       return address_of(buffer_load(b, out), access);
     };
     Expr from = c.fill.defined() ? c.fill : at(c.src, c.src_idx, AddressAccess::Read);
-    Stmt copy =
-        evaluate(call_extern(dtype::Void, str_cat(helper, w, ">"), {at(c.dst, c.dst_idx, AddressAccess::Write), from}),
-                 c.store->span);
+    Stmt copy = evaluate(call_extern(dtype::Void, device_call_name(helper, str_cat(w)),
+                                     {at(c.dst, c.dst_idx, AddressAccess::Write), from}),
+                         c.store->span);
     if (count == 1) return copy;
     return for_loop(q, int_imm(0, q.dtype()), int_imm(count, q.dtype()), ForKind::Unrolled, copy, {}, op->span);
   }

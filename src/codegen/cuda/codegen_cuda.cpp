@@ -43,7 +43,7 @@ class CodeGenCUDA : public CodeGenC {
     // A warp-specialized kernel moves registers between its warpgroups (setmaxnreg):
     // ptxas honours that only when it knows the count every thread starts with, which
     // one block per SM in the launch bounds fixes (65536 / threads).
-    bool moves_registers = calls_extern(f->body, "tl::setmaxnreg_");
+    bool moves_registers = calls_device(f->body, kSetmaxnregIncCall) || calls_device(f->body, kSetmaxnregDecCall);
     // T.annotate_min_blocks_per_sm(n): the blocks per SM the registers must allow.
     int64_t min_blocks = moves_registers ? 1 : 0;
     if (!moves_registers)

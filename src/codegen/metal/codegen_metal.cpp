@@ -551,10 +551,12 @@ class CodeGenMetal : public CodeGenC {
   std::optional<std::string> print_extern(const CallNode* op) {
     const std::string& name = op->args[0].as<StringImmNode>()->value;
     auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
-    if (starts("tl::copy_vec<") || starts("tl::load_vec<") || starts("tl::store_vec<"))
+    std::optional<DeviceCall> call = device_call_of(name);
+    using D = DeviceCall;
+    if (call == D::kCopyVecCall || call == D::kLoadVecCall || call == D::kStoreVecCall)
       return print_vector_move(template_int(name), op->args[1], op->args[2]);
     if (starts("tl::atomic_")) return print_atomic(op, name);
-    if (starts("tl::warp_allreduce<")) {
+    if (call == D::kWarpAllreduceCall) {
       // tl::warp_allreduce<tl::SumOp, Width>(v): the lanes of each aligned group of Width.
       auto has = [&](const char* op) { return name.find(op) != std::string::npos; };
       std::string kind = has("BitAndOp")   ? "and"
@@ -586,9 +588,9 @@ class CodeGenMetal : public CodeGenC {
     if (name == kSetmaxnregHintCall) return std::string("(void)0 /* T.annotate_*_reg_* */");
     if (name == kMinBlocksPerSmCall) return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
-    if (starts("tl::mpp_gemm<")) {
+    if (call == D::kMppGemmCall) {
       helpers_.insert(Helper::MppGemm);
-      std::string s = "tl_mpp_gemm" + name.substr(std::string("tl::mpp_gemm").size()) + "(";
+      std::string s = "tl_mpp_gemm" + name.substr(std::string(kMppGemmCall).size()) + "(";
       for (size_t i = 1; i < op->args.size(); ++i) s += (i > 1 ? ", " : "") + print_expr(op->args[i]);
       return s + ")";
     }

@@ -4,6 +4,7 @@
 // vector runs. Tile ops on register fragments lower themselves (ops/registers.h).
 #include "arith/bounds.h"
 #include "arith/simplify.h"
+#include "ir/device_calls.h"
 #include "ir/structural.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
@@ -582,7 +583,7 @@ class Lowerer : public IRMutator {
       std::vector<Expr> idx;
       for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
       if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
-      pre.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::load_vec<", v, ">"),
+      pre.push_back(evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, str_cat(v)),
                                          {call(Intrinsic::AddressOf, {buffer_load(tmp, {int_imm(0)})}),
                                           call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
       temps.push_back(tmp);
@@ -614,7 +615,7 @@ class Lowerer : public IRMutator {
     vec.push_back(
         order >= 0
             ? evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", v), {dst_ptr, out_ptr, int_imm(order)}))
-            : evaluate(call_extern(dtype::Void, str_cat("tl::store_vec<", v, ">"), {dst_ptr, out_ptr})));
+            : evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, str_cat(v)), {dst_ptr, out_ptr})));
     Stmt vec_run = allocate(out, seq(vec));
     for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
     // The slow run: the user's body, element by element.
