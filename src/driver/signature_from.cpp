@@ -102,7 +102,7 @@ KernelSignature KernelSignature::from(const PrimFunc& f) {
     TL_ICHECK(finder.launch, "split_kernels left a part without a T.Kernel block");
     const KernelLaunchNode* k = finder.launch;
     sig.launches.push_back(LaunchSpec{k->grid, k->threads, {}, k->span, k->cluster});
-    sig.launches.back().cooperative = calls_extern(k->body, kSyncGridCall);
+    sig.launches.back().cooperative = calls_device(k->body, kSyncGridCall);
   }
   sig.assumes = host_assumes(f->body, host);
   return sig;

@@ -449,15 +449,6 @@ bool is_atomic_call(const std::string& name) {
   return name.rfind("tl::atomic_", 0) == 0 || name.rfind("tl::AtomicAddx", 0) == 0;
 }
 
-bool calls_extern(const Stmt& s, std::string_view prefix) {
-  bool found = false;
-  for_each_expr(s, [&](const Expr& e) {
-    const std::string* name = extern_name(e);
-    found = found || (name && std::string_view(*name).substr(0, prefix.size()) == prefix);
-  });
-  return found;
-}
-
 bool calls_device(const Stmt& s, const char* fn) {
   bool found = false;
   for_each_expr(s, [&](const Expr& e) {

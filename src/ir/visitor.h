@@ -69,9 +69,6 @@ bool reads_var(const Expr& e, const VarNode* v);
 // The T.Parallel(M, N, ...) nest that starts at `op`: it and the parallel loops
 // perfectly nested in it, outermost first.
 std::vector<const ForNode*> parallel_nest(const ForNode* op);
-// Whether `s` calls an extern function whose name starts with `prefix`
-// ("tl::setmaxnreg_", "tl::tma_load_multicast<" ...).
-bool calls_extern(const Stmt& s, std::string_view prefix);
 // Whether `s` calls the device function `fn` (ir/device_calls.h), with or without
 // template arguments (is_device_call).
 bool calls_device(const Stmt& s, const char* fn);

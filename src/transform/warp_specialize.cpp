@@ -149,7 +149,7 @@ class Split : public IRMutator {
     Expr warp_rank = t % 32 == 0 ? call_extern(dtype::Int32, "tl::warp_leader_rank", {rank}) : rank;
     int64_t regs = launch_regs(t + kWarpGroupThreads), up = consumer_regs(t), down = kProducerRegs;
     // T.disable_warp_group_reg_alloc: every warpgroup keeps the registers it launched with.
-    const bool keep_regs = calls_extern(op->body, kNoSetmaxnregCall);
+    const bool keep_regs = calls_device(op->body, kNoSetmaxnregCall);
     // T.annotate_producer_reg_dealloc / annotate_consumer_reg_alloc: the counts asked for.
     auto [hint_down, hint_up] = register_hints(op->body);
     if (hint_down) down = *hint_down;
@@ -167,7 +167,7 @@ class Split : public IRMutator {
     if ((down < regs || hint_down) && !keep_regs)
       prod.push_back(evaluate(call_extern(dtype::Void, device_call_name(kSetmaxnregDecCall, str_cat(down)), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
-    const bool multicast = calls_extern(take.producer, kTmaLoadMulticastCall);
+    const bool multicast = calls_device(take.producer, kTmaLoadMulticastCall);
     Stmt cluster_sync = evaluate(call_extern(dtype::Void, "tl::cluster_sync", {}));
     if (multicast) cons.push_back(cluster_sync);
     Stmt body = seq({

@@ -98,7 +98,7 @@ void plan_multicast(std::map<const TileOpNode*, std::pair<TmaCopy, size_t>>& tma
                     const LoopContext& ctx) {
   const KernelLaunchNode* launch = ctx.launch;
   const int64_t ctas = launch->cluster_size();
-  if (ctas == 1 || !ctx.multicast || calls_extern(launch->body, kUseSwizzleCall)) return;
+  if (ctas == 1 || !ctx.multicast || calls_device(launch->body, kUseSwizzleCall)) return;
   std::map<const VarNode*, size_t> spanned;  // block index -> its cluster dimension
   for (size_t d = 0; d < launch->cluster.size() && d < launch->block_vars.size(); ++d)
     if (launch->cluster[d] > 1) spanned[launch->block_vars[d].node()] = d;
