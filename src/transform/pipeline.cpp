@@ -20,6 +20,7 @@
 #include "support/env_switch.h"
 #include "transform/align_shifted_fragment_reads.h"
 #include "transform/check_bounds.h"
+#include "transform/check_parallel_stores.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
 #include "transform/legalize_negative_indices.h"
@@ -417,6 +418,7 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   PrimFunc f =
       run_pass("legalize_negative_indices", input, [&](const PrimFunc& g) { return legalize_negative_indices(g); });
   check_onchip_bounds(f);
+  check_parallel_stores(f);
   check_grid_barrier(f, target);
   check_launch_limits(f, target);
   // T.annotate_layout on global buffers, on every target: their elements move.

@@ -107,6 +107,7 @@ KINDS = {
     "test_multi_kernel": "runtime lowering",
     "test_negative_indices": "lowering",
     "test_paired_cvt": "cuda_source emulator",
+    "test_parallel_stores": "lowering emulator",
     "test_persistent": "frontend lowering",
     "test_pipeline_schedule": "lowering",
     "test_pointer_params": "frontend runtime",

@@ -62,6 +62,30 @@ def test_compress_cutlass_layout_matches_torch(dtype):
     assert torch.equal(back, a)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_groups_with_fewer_nonzeros_keep_the_zeros_torch_keeps(dtype):
+    """Every mask of a 4-group with at most 2 nonzeros (a value that rounds to 0 in a
+    random matrix makes one): CUTLASS keeps fixed zero positions, and compress with the
+    cutlass layout keeps the same ones, so values and metadata equal torch's."""
+    masks = [m for m in range(16) if bin(m).count("1") <= 2]
+    rng = np.random.default_rng(7)
+    a = np.zeros((64, 128), np.float32)
+    for r in range(64):
+        for g in range(32):
+            m = masks[(r + g) % len(masks)]
+            for j in range(4):
+                if m >> j & 1:
+                    a[r, 4 * g + j] = rng.integers(1, 5) * (1 if rng.random() < 0.5 else -1)
+    t = torch.from_numpy(a).to(TORCH[dtype])
+    values, meta = conversions.sparse_semi_structured_from_dense_cutlass(t)
+    ours_values, ours_meta = compress(t, metadata_layout="cutlass")
+    assert torch.equal(ours_values, values) and torch.equal(ours_meta, meta)
+    np_values, np_meta = compress(t.numpy(), metadata_layout="cutlass")
+    assert np.array_equal(np_values, values.numpy()) and np.array_equal(np_meta, meta.numpy())
+    assert torch.equal(decompress(ours_values, ours_meta, metadata_layout="cutlass"), t)
+    assert torch.equal(decompress(*compress(t)), t)  # the row-major layout's choice reads back too
+
+
 @pytest.mark.parametrize("meta_dtype", [np.int16, np.int32])
 def test_conversions_are_inverse_permutations(meta_dtype):
     rng = np.random.default_rng(3)

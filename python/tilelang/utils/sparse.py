@@ -66,6 +66,18 @@ def _meta_name(meta_dtype):
     return np.dtype(meta_dtype).name
 
 
+def _cutlass_order(nonzero, where, stack):
+    """The two positions CUTLASS's compressor (torch's semi-structured tensors) keeps of
+    each group of four, from the group's nonzero mask: the nonzeros, and for a group with
+    fewer than two its fixed choice of zeros (none: 2 and 3; only 0 or 1: that one and 2,
+    or 3 where 3 is nonzero), so that compress(..., metadata_layout="cutlass") gives
+    torch's values and metadata bit for bit."""
+    m0, m1, m3 = nonzero[..., 0], nonzero[..., 1], nonzero[..., 3]
+    first = where(m0, 0, where(m1, 1, 2))
+    second = where(m0 & m1, 1, where(m0 | m1, 2 + m3 * 1, 3))
+    return stack([first, second], -1)
+
+
 def compress(
     A, transposed=False, block_k=None, arch=None, meta_dtype=None, metadata_layout="row_major"
 ):
@@ -105,12 +117,16 @@ def compress(
         nonzero = groups.float() != 0
         key = (~nonzero).to(torch.int64) * group + torch.arange(group, device=A.device)
         order = torch.sort(torch.argsort(key, dim=-1, stable=True)[..., :kept], dim=-1).values
+        if metadata_layout == "cutlass" and group == 4:
+            order = _cutlass_order(nonzero, torch.where, torch.stack)
         values = torch.take_along_dim(_raw(groups), order, dim=-1).view(A.dtype)
     else:
         groups = np.ascontiguousarray(dense).reshape(M, K // group, group)
         nonzero = groups.astype(np.float32) != 0
         key = (~nonzero).astype(np.int64) * group + np.arange(group)
         order = np.sort(np.argsort(key, axis=-1, kind="stable")[..., :kept], axis=-1)
+        if metadata_layout == "cutlass" and group == 4:
+            order = _cutlass_order(nonzero, np.where, np.stack)
         values = np.take_along_axis(_raw(groups), order, axis=-1).view(A.dtype)
     counts = nonzero.sum(-1)
     if bool((counts > kept).any()):

@@ -35,6 +35,13 @@ void replicate_scalar_fragments(Analysis& a) {
         a.demote(a.candidates.at(k),
                  "a reducer updated in T.Parallel loops at indices no layout follows, and used by a tile op "
                  "that needs a layout");
+      if (auto it = a.loop_scalars.find(k); it != a.loop_scalars.end())
+        throw_user_error(it->second,
+                         str_cat("fragment '", a.candidates.at(k)->name,
+                                 "' is used at [0] in this T.Parallel "
+                                 "loop, a per-iteration scalar that each thread keeps for itself, and elsewhere "
+                                 "by a layout (a T.Parallel loop variable or a tile op spreads it over the "
+                                 "threads); keep the scalar in a fragment of its own (or T.alloc_var)"));
       continue;
     }
     const Buffer& b = a.candidates.at(k);

@@ -66,7 +66,7 @@ class Collector : public IRVisitor, public OpUses {
   }
   void visit(const BufferStoreNode* op) override {
     note_use(op->buffer, op->indices, true);
-    classify(op->buffer, op->indices);
+    classify(op->buffer, op->indices, true);
     IRVisitor::visit(op);
   }
 
@@ -91,10 +91,30 @@ class Collector : public IRVisitor, public OpUses {
       a_.partial_updates.insert(b.get());
       return;
     }
+    if (store && loop_scalar(b, idx)) {
+      a_.simt_uses.insert(b.get());
+      a_.loop_scalars.emplace(b.get(), loop_span_);
+      return;
+    }
     bool by_loop_var = false;
     for (const Expr& e : idx)
       for (const VarNode* v : vars_) by_loop_var = by_loop_var || reads_var(e, v);
     if (store || by_loop_var) a_.tile_uses.insert(b.get());
+  }
+
+  // `frag[0]` (index 0 of every dim) of a fragment other than a reducer, written in
+  // a T.Parallel loop: a per-iteration scalar, each thread's own copy (the fragment is
+  // replicated), as TileLang's layout inference makes it; reads of it at [0] are then
+  // the thread's own too. (A fragment only read at [0] in loops is a loop-invariant
+  // value, replicated or in shared memory as before.) A store at another constant
+  // index is refused before (check_parallel_stores.h).
+  bool loop_scalar(const Buffer& b, const std::vector<Expr>& idx) const {
+    if (!loop_ || a_.reducers.count(b.get())) return false;
+    for (const Expr& e : idx) {
+      auto c = as_const_int(e);
+      if (!c || *c != 0) return false;
+    }
+    return true;
   }
 
   // An access in a T.Parallel loop to a reducer at indices other than those a layout
@@ -218,11 +238,12 @@ class Collector : public IRVisitor, public OpUses {
   const std::map<const VarNode*, Expr>& lets() const override { return lets_; }
 
  private:
-  void classify(const Buffer& b, const std::vector<Expr>& idx) {
+  void classify(const Buffer& b, const std::vector<Expr>& idx, bool store = false) {
     if (!a_.candidate(b)) return;
     note_region(b, loop_ ? loop_span_ : SourceSpan{});
     if (!loop_) return a_.demote(b, "an element access outside a T.Parallel loop");
-    if (partial_update(b, idx)) return;  // a per-thread partial (replicate_scalar_fragments)
+    if (partial_update(b, idx)) return;        // a per-thread partial (replicate_scalar_fragments)
+    if (store && loop_scalar(b, idx)) return;  // a per-iteration scalar (replicate_scalar_fragments)
     if (extents_.empty())
       return a_.demote(b, at(loop_span_, "accessed in a T.Parallel loop whose extents are not constants from 0"));
     switch (loop_access(b, idx)) {

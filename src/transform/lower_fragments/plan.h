@@ -80,6 +80,9 @@ struct Analysis {
   // by loop-invariant reads in T.Parallel, are replicated: every thread keeps its own
   // copy, as TileLang's replicated layout does (replicate_scalar_fragments).
   std::set<BufKey> simt_uses, tile_uses;
+  // Fragments read or written at index 0 of every dim inside a T.Parallel loop (the
+  // loop's line): per-iteration scalars, replicated like the SIMT-only fragments.
+  std::map<BufKey, SourceSpan> loop_scalars;
   std::map<BufKey, Buffer> replicated;
   // Reducers (the fragments T.finalize_reducer names), and those a T.Parallel loop
   // updates at indices that are not its variables (`total[0] += x[i]`): each thread
