@@ -4,6 +4,8 @@ TileLang (it raced in shared memory before: the emulator's race detector caught 
 GPU would have kept any thread's value); a store of a varying value at another constant
 index is refused on every target at the store's line."""
 
+import pathlib
+
 import numpy as np
 import pytest
 import tilelang
@@ -82,9 +84,8 @@ def test_a_varying_store_to_one_element_is_refused_at_its_line(target):
         "depends on loop variable 'i'" in message
         and "Only fragment[0] access is allowed" in message
     )
-    line = next(
-        n for n, text in enumerate(open(__file__), 1) if text.strip().endswith("# the racing store")
-    )
+    lines = pathlib.Path(__file__).read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if text.strip().endswith("# the racing store"))
     assert f"test_parallel_stores.py:{line}:" in message
 
 
