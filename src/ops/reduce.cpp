@@ -4,6 +4,7 @@
 // with what the destination already holds, as TileLang does. Float max / min ignore a
 // NaN operand (the GPU's max, TileLang's default); the attribute nan_propagate (TileLang's
 // `nan_propagate=True`) makes a NaN in a line give NaN.
+#include "ir/visitor.h"
 #include "ops/extent_util.h"
 
 namespace tl {
@@ -174,6 +175,19 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   for (int i = int(outer.size()) - 1; i >= 0; --i)
     body = for_loop(outer[i], make_const(outer[i].dtype(), 0), outer_extents[i], ForKind::Serial, body);
   return body;
+}
+
+std::set<const BufferNode*> finalized_reducers(const Stmt& body) {
+  struct Finalized : IRVisitor {
+    std::set<const BufferNode*> found;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override {
+      if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0)) found.insert(op->regions[0].buffer.get());
+      IRVisitor::visit(op);
+    }
+  } finalized;
+  finalized.visit(body);
+  return finalized.found;
 }
 
 }  // namespace tl

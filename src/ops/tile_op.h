@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 
 #include "ir/ir.h"
 
@@ -82,6 +83,10 @@ int64_t split_by_policy(int64_t m, int64_t n, int64_t units, int64_t policy, con
 // policy is a preference among the splits that fit, as in TileLang: FullCol's 8 warps
 // on a 64 x 32 tile take 4 x 2 (16 x 16 a warp).
 int64_t gemm_warp_split(int64_t m, int64_t n, int64_t warps, int64_t policy, int64_t n_step = 8);
+
+// The fragments that a T.finalize_reducer in `body` names (reducers: each thread keeps
+// its own partial of every element until then).
+std::set<const BufferNode*> finalized_reducers(const Stmt& body);
 
 // The value an out-of-bounds read of T.copy gives: its safe_value attribute, else 0.
 Expr safe_value(const Attrs& attrs, DataType t);

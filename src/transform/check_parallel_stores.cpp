@@ -103,16 +103,7 @@ class Check : public IRVisitor {
 }  // namespace
 
 void check_parallel_stores(const PrimFunc& f) {
-  struct Reducers : IRVisitor {
-    std::set<const BufferNode*> found;
-    using IRVisitor::visit;
-    void visit(const TileOpNode* op) override {
-      if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0)) found.insert(op->regions[0].buffer.get());
-      IRVisitor::visit(op);
-    }
-  } reducers;
-  reducers.visit(f->body);
-  Check(std::move(reducers.found)).visit(f->body);
+  Check(finalized_reducers(f->body)).visit(f->body);
 }
 
 }  // namespace tl

@@ -184,7 +184,7 @@ _METAL_KERNEL_HEAD = re.compile(r"\[\[kernel[^\]]*\]\]\s*void\s+\w+\s*\(")
 
 def _metal_kernel_function(source: str) -> str:
     """The `[[kernel ...]]` function of a generated MSL source, from its header line to
-    its closing brace, for display (the helpers, the argument struct and the emulation
+    its closing brace, for display (the support functions, the argument struct and the emulation
     entry around it left out)."""
     m = _METAL_KERNEL_HEAD.search(source)
     if not m:

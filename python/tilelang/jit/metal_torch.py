@@ -33,7 +33,12 @@ class MetalTorchLauncher:
         self.name = native_kernel.name
         self.function = native_kernel.kernel_name
         self.out_idx = list(out_idx)
-        n = len(native_kernel.param_names)
+        # The parameter table, read once (a launch only looks it up).
+        self.names = list(native_kernel.param_names)
+        n = len(self.names)
+        self.is_tensor = [native_kernel.param_is_tensor(i) for i in range(n)]
+        self.dtypes = [native_kernel.param_dtype(i) for i in range(n)]
+        self.accessed = [native_kernel.param_is_accessed(i) for i in range(n)]
         self.num_visible = sum(1 for i in range(n) if not native_kernel.param_is_workspace(i))
         self.num_params = n
         self.inputs = [i for i in range(self.num_visible) if i not in self.out_idx]
@@ -73,16 +78,16 @@ class MetalTorchLauncher:
             )
         described, device = [], None
         for i, value in enumerate(full):
-            tensor = k.param_is_tensor(i)
+            tensor = self.is_tensor[i]
             if value is None:
                 if (
                     i < self.num_visible
                     and i not in self.out_idx
-                    and not (tensor and not k.param_is_accessed(i))
+                    and not (tensor and not self.accessed[i])
                 ):
-                    what = "a tensor of dtype " + k.param_dtype(i) if tensor else "a scalar"
+                    what = "a tensor of dtype " + self.dtypes[i] if tensor else "a scalar"
                     raise TypeError(
-                        f"argument '{k.param_names[i]}' (parameter {i} of kernel '{self.name}') "
+                        f"argument '{self.names[i]}' (parameter {i} of kernel '{self.name}') "
                         f"is None; expected {what} (only the outputs named by out_idx may be None "
                         "or left out)"
                     )
@@ -96,15 +101,15 @@ class MetalTorchLauncher:
         plan = k.plan_launch(described)
         placeholders = []
         for i, shape in enumerate(plan["shapes"]):
-            if full[i] is not None or not k.param_is_tensor(i):
+            if full[i] is not None or not self.is_tensor[i]:
                 continue
-            dt = DType(k.param_dtype(i)).as_torch()
+            dt = DType(self.dtypes[i]).as_torch()
             if shape is None:
                 # torch.mps binds a buffer to every tensor parameter: one element, never read.
                 placeholders.append(i)
                 shape = [1]
             full[i] = torch.empty(shape, dtype=dt, device=device or "mps")
-        tensors = [v for i, v in enumerate(full) if k.param_is_tensor(i)]
+        tensors = [v for i, v in enumerate(full) if self.is_tensor[i]]
         if plan["args"]:
             packed = torch.frombuffer(bytearray(plan["args"]), dtype=torch.uint8)
             tensors.append(packed.to(device or "mps"))
@@ -123,7 +128,7 @@ class MetalTorchLauncher:
 
     def _check_tensor(self, i, value):
         torch = self._torch()
-        arg = f"argument '{self.kernel.param_names[i]}' of metal kernel '{self.name}'"
+        arg = f"argument '{self.names[i]}' of metal kernel '{self.name}'"
         if not isinstance(value, torch.Tensor):
             raise TypeError(
                 f"{arg} must be a torch tensor on the mps device, got {type(value).__name__}"
@@ -132,7 +137,7 @@ class MetalTorchLauncher:
             raise ValueError(
                 f"{arg} must be on the mps device, got {value.device}; move it with .to('mps')"
             )
-        want = DType(self.kernel.param_dtype(i)).as_torch()
+        want = DType(self.dtypes[i]).as_torch()
         if value.dtype != want:
             raise TypeError(f"{arg} must be {want}, got {value.dtype}")
         if not value.is_contiguous():

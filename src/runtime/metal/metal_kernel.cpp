@@ -71,6 +71,22 @@ MetalLaunchPlan MetalKernel::plan_launch(const std::vector<MetalArg>& args) cons
         {}, str_cat("kernel '", kernel, "' has ", sig.params.size(),
                     " parameters (its workspaces included); the launch plan was given ", args.size(), " arguments"));
   auto where = [&](size_t i) { return str_cat("argument '", sig.params[i].name, "' of kernel '", kernel, "'"); };
+  auto given = [](const MetalArg& a) {
+    switch (a.kind) {
+      case MetalArg::Kind::None:
+        return std::string("None");
+      case MetalArg::Kind::Shape: {
+        std::string dims;
+        for (int64_t d : a.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        return str_cat("a tensor of shape (", dims, ")");
+      }
+      case MetalArg::Kind::Int:
+        return str_cat("the integer ", a.i);
+      case MetalArg::Kind::Float:
+        return str_cat("the float ", a.f);
+    }
+    return std::string();
+  };
   // Bind the scalars' vars and the dims that are vars, as Kernel::call does.
   Bindings b;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -79,7 +95,7 @@ MetalLaunchPlan MetalKernel::plan_launch(const std::vector<MetalArg>& args) cons
     if (!p.is_tensor()) {
       DataType t = p.var.dtype();
       if (a.kind == MetalArg::Kind::None || a.kind == MetalArg::Kind::Shape)
-        throw_user_error({}, str_cat(where(i), " must be a scalar of dtype ", t.name()));
+        throw_user_error({}, str_cat(where(i), " must be a scalar of dtype ", t.name(), ", got ", given(a)));
       if (a.kind == MetalArg::Kind::Float && !t.is_float())
         throw_user_error({}, str_cat(where(i), " must be an integer (dtype ", t.name(), "), got the float ", a.f));
       if (a.kind == MetalArg::Kind::Int && !t.is_float()) {
@@ -90,7 +106,8 @@ MetalLaunchPlan MetalKernel::plan_launch(const std::vector<MetalArg>& args) cons
       continue;
     }
     if (a.kind == MetalArg::Kind::Int || a.kind == MetalArg::Kind::Float)
-      throw_user_error({}, str_cat(where(i), " must be a tensor of dtype ", p.buffer->dtype.name()));
+      throw_user_error({},
+                       str_cat(where(i), " must be a tensor of dtype ", p.buffer->dtype.name(), ", got ", given(a)));
     if (a.kind != MetalArg::Kind::Shape) continue;
     const std::vector<Expr>& dims = p.buffer->shape;
     if (a.shape.size() != dims.size())

@@ -10,20 +10,6 @@
 namespace tl::fragments {
 namespace {
 
-// The fragments that a T.finalize_reducer names.
-std::set<BufKey> finalized_reducers(const Stmt& body) {
-  struct Finalized : IRVisitor {
-    std::set<BufKey> found;
-    using IRVisitor::visit;
-    void visit(const TileOpNode* op) override {
-      if (op->op == TileOpKind::Reduce && attr_int(op->attrs, "finalize", 0)) found.insert(op->regions[0].buffer.get());
-      IRVisitor::visit(op);
-    }
-  } finalized;
-  finalized.visit(body);
-  return finalized.found;
-}
-
 // Fragments only code outside T.Parallel uses (Analysis::simt_uses) leave the layout
 // problem: each becomes a per-thread array of its own shape.
 void replicate_scalar_fragments(Analysis& a) {
