@@ -357,7 +357,9 @@ struct is_float_number<minifloat_t<Bits>> {
 #include "../common/float_minmax.h"
 namespace tl {
 
-#if !defined(TL_EMULATE)
+// The instructions (max.NaN and the 16-bit forms are sm_80's; sm_75 keeps the software
+// rules of float_minmax.h, the same bits).
+#if !defined(TL_EMULATE) && __CUDA_ARCH__ >= 800
 template <>
 TL_DEVICE float max<float>(float a, float b) {
   return fmaxf(a, b);
@@ -409,8 +411,8 @@ TL_HALF_MINMAX(min_nan, bfloat16_t, "min.NaN.bf16")
 // values of one row: acc[0..1] = op(acc[0..1], x[0..1]) lane by lane (|x| first for
 // absmax), one max.f16x2 / max.NaN.bf16x2 ... on the GPU (sm_80 and later). The
 // emulation folds each lane with tl::max / max_nan: the same bits. Both pointers are
-// 4-byte aligned (a register fragment's even element).
-#if defined(TL_EMULATE)
+// 4-byte aligned (a register fragment's even element). sm_75 folds lane by lane too.
+#if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
 #define TL_PAIR_FOLD(name, scalar, absolute, f16, bf16) \
   template <class T>                                    \
   TL_DEVICE void name(T* acc, const T* x) {             \
@@ -665,6 +667,7 @@ TL_HALF_INTRINSIC(__hmin_nan, min_nan)
 #include "atomic.cuh"
 #include "debug.cuh"
 #include "gemm_mma.cuh"
+#include "packed.cuh"  // tl::add2 ... tl::abs2: two float16 / bfloat16 / float values per instruction
 #include "vec.cuh"
 
 // The sm_80+ fast path: cp.async pipelines, ldmatrix + mma gemms, warp reductions.

@@ -8,6 +8,7 @@
 #include "ir/structural.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
+#include "ops/packed_pairs.h"
 #include "ops/tile_op.h"
 #include "transform/lower_explicit_hopper.h"
 #include "transform/lower_fragments/plan.h"
@@ -609,7 +610,10 @@ class Lowerer : public IRMutator {
     std::map<const VarNode*, Expr> at_lane{{j.node(), add(j0, cast(j.dtype(), e))}};
     Expr value = substitute(use.mutate(store->value), at_lane);
     std::vector<Stmt> vec = pre;
-    vec.push_back(for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
+    Stmt pairs = order < 0 && cuda_ ? packed_pairs(out, value, e, v) : Stmt();
+    vec.push_back(pairs.defined()
+                      ? pairs
+                      : for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
     Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)});
     Expr out_ptr = call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})});
     vec.push_back(
@@ -626,6 +630,29 @@ class Lowerer : public IRMutator {
     if (runs % threads_ != 0) run = if_then_else(lt(r, int_imm(runs)), run);
     return for_loop(it, int_imm(0), int_imm(iters), iters <= 16 ? ForKind::Unrolled : ForKind::Serial, run, {},
                     nest[0]->span);
+  }
+
+  // out[e] = a[e] op b[e] over a run's registers, float16 / bfloat16 add, sub, mul, max
+  // or min of two loaded runs: two lanes per instruction (tl::add2<tl::__half2> ...,
+  // device/cuda/packed.cuh), which rounds each lane as the element loop does.
+  static Stmt packed_pairs(const Buffer& out, const Expr& value, const Var& e, int64_t v) {
+    const DataType t = out->dtype;
+    auto* b = value.as<BinaryNode>();
+    if (v % 2 != 0 || !b || value.dtype() != t || !(t == dtype::Float16 || t == dtype::BFloat16)) return Stmt();
+    const char* fn = packed_op_name(b->op);
+    auto* x = b->a.as<BufferLoadNode>();
+    auto* y = b->b.as<BufferLoadNode>();
+    auto lane_run = [&](const BufferLoadNode* l) {
+      return l && l->buffer->dtype == t && l->buffer->scope == Scope::Local && l->indices.size() == 1 &&
+             l->indices[0].same_as(e);
+    };
+    if (!fn || !lane_run(x) || !lane_run(y)) return Stmt();
+    Var k("k", dtype::Int32);
+    Expr even = mul(k, int_imm(2));
+    auto at = [&](const Buffer& buf) { return call(Intrinsic::AddressOf, {buffer_load(buf, {even})}); };
+    return for_loop(
+        k, int_imm(0), int_imm(v / 2), ForKind::Unrolled,
+        evaluate(call_extern(dtype::Void, packed_pair_call(fn, t), {at(out), at(x->buffer), at(y->buffer)})));
   }
 
   // Both ends of a run starting at `idx` (v elements along the last dim) in bounds.

