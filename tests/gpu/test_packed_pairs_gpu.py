@@ -1,0 +1,44 @@
+"""Packed pairs on a GPU (device/cuda/packed.cuh): the float16 / bfloat16 T.Parallel
+runs that compute two lanes per instruction (add.rn.f16x2, fma.rn.bf16x2 with 1 / -1 /
+-0 on sm_80, add.rn.bf16x2 ... on sm_90, max.f16x2 ...; lane by lane for sm_75) give
+numpy / ml_dtypes' bits, each lane rounded once, over ordinary and special values."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tilelang
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+from test_packed_pairs import OPS, M, elementwise, operands, reference
+
+TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def to_gpu(x, dtype):
+    return torch.from_numpy(np.ascontiguousarray(x).view(np.int16)).cuda().view(TORCH[dtype])
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_pairs_give_numpy_bits(op, dtype, arch):
+    major = torch.cuda.get_device_capability()[0]
+    if arch == "sm_90a" and major != 9:
+        pytest.skip("sm_90a code runs on an sm_90 GPU only")
+    a, b = operands(dtype, (M, 4), 11), operands(dtype, (M, 4), 12)
+    c = torch.zeros((M, 4), dtype=TORCH[dtype], device="cuda")
+    tilelang.compile(elementwise(op, dtype), target=f"cuda -arch={arch}")(
+        to_gpu(a, dtype), to_gpu(b, dtype), c
+    )
+    got = c.cpu().view(torch.int16).numpy().view(np.uint16)
+    want = reference(op, a, b, dtype)
+    # A NaN is the GPU's canonical one (0x7fff), numpy's keeps the host's bits.
+    nan = np.isnan(want.astype(np.float32))
+    assert np.isnan(got.view(want.dtype).astype(np.float32))[nan].all()
+    np.testing.assert_array_equal(got[~nan], want.view(np.uint16)[~nan])
