@@ -12,6 +12,7 @@
 #include "arith/simplify.h"
 #include "convert.h"
 #include "ir/printer.h"
+#include "ir/structural.h"
 #include "ir/visitor.h"
 #include "runtime/signature.h"
 #include "transform/simplify_pass.h"
@@ -144,6 +145,21 @@ void bind_ir(nb::module_& m) {
            [](const Expr& e) {
              bool found = false;
              for_each_expr(e, [&](const Expr& x) { found = found || x.as<BufferLoadNode>() || x.as<CallNode>(); });
+             return found;
+           })
+      // Whether it loads an element of `b` other than the one at `idx`: the frontend
+      // reads a vector's lanes before storing them where a lane reads what another
+      // lane's store writes (`A[T.Ramp(i + 1, 1, 2)] = A[T.Ramp(i, 1, 2)]`).
+      .def("reads_other_element",
+           [](const Expr& e, const Buffer& b, const std::vector<Expr>& idx) {
+             bool found = false;
+             for_each_expr(e, [&](const Expr& x) {
+               auto* l = x.as<BufferLoadNode>();
+               if (!l || !l->buffer.same_as(b)) return;
+               bool same = l->indices.size() == idx.size();
+               for (size_t d = 0; same && d < idx.size(); ++d) same = structural_equal(l->indices[d], idx[d]);
+               found = found || !same;
+             });
              return found;
            })
       // The operands of a call (empty for other kinds) and the buffer a load reads

@@ -31,6 +31,7 @@
 #include "transform/lower_simdgroup_gemm.h"
 #include "transform/lower_tile_ops.h"
 #include "transform/lower_tma_stores.h"
+#include "transform/pair_lane_stores.h"
 #include "transform/pipeline_loops.h"
 #include "transform/plan_barriers.h"
 #include "transform/plan_shared_memory.h"
@@ -378,6 +379,8 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, 
   // T.vectorized copies between shared memory and registers: 16-byte accesses where
   // the offsets (swizzles included) are proven contiguous and aligned.
   f = run_pass("vectorize_loops", f, [&](const PrimFunc& g) { return vectorize_loops(g, t); });
+  // A T.Ramp pair's two stores (T.add2 ...): one packed-pair call.
+  f = run_pass("pair_lane_stores", f, [&](const PrimFunc& g) { return pair_lane_stores(g); });
   f = run_pass("plan_barriers", f, [&](const PrimFunc& g) { return plan_barriers(g); });
   f = run_pass("warp_specialize", f, [&](const PrimFunc& g) { return warp_specialize(g); });
   f = run_pass("plan_shared_memory", f,

@@ -15,30 +15,65 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
-from test_packed_pairs import OPS, M, elementwise, operands, reference
+from test_packed_pairs import (
+    LANE_OPS,
+    OPS,
+    M,
+    elementwise,
+    lane_pairs,
+    lane_reference,
+    operands,
+    reference,
+)
 
-TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+# torch's and numpy's signed integer of the width, and the unsigned one compared
+INT = {
+    "float16": (torch.int16, np.int16, np.uint16),
+    "bfloat16": (torch.int16, np.int16, np.uint16),
+    "float32": (torch.int32, np.int32, np.uint32),
+}
 
 
 def to_gpu(x, dtype):
-    return torch.from_numpy(np.ascontiguousarray(x).view(np.int16)).cuda().view(TORCH[dtype])
+    return torch.from_numpy(np.ascontiguousarray(x).view(INT[dtype][1])).cuda().view(TORCH[dtype])
+
+
+def check_bits(got, want, dtype):
+    t, _, u = INT[dtype]
+    bits = got.cpu().view(t).numpy().view(u)
+    # A NaN is the GPU's canonical one (0x7fff), numpy's keeps the host's bits.
+    nan = np.isnan(want.astype(np.float32))
+    assert np.isnan(bits.view(want.dtype).astype(np.float32))[nan].all()
+    np.testing.assert_array_equal(bits[~nan], want.view(u)[~nan])
+
+
+def skip_unless_runs(arch):
+    if arch == "sm_90a" and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("sm_90a code runs on an sm_90 GPU only")
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("op", list(OPS))
 def test_pairs_give_numpy_bits(op, dtype, arch):
-    major = torch.cuda.get_device_capability()[0]
-    if arch == "sm_90a" and major != 9:
-        pytest.skip("sm_90a code runs on an sm_90 GPU only")
+    skip_unless_runs(arch)
     a, b = operands(dtype, (M, 4), 11), operands(dtype, (M, 4), 12)
     c = torch.zeros((M, 4), dtype=TORCH[dtype], device="cuda")
     tilelang.compile(elementwise(op, dtype), target=f"cuda -arch={arch}")(
         to_gpu(a, dtype), to_gpu(b, dtype), c
     )
-    got = c.cpu().view(torch.int16).numpy().view(np.uint16)
-    want = reference(op, a, b, dtype)
-    # A NaN is the GPU's canonical one (0x7fff), numpy's keeps the host's bits.
-    nan = np.isnan(want.astype(np.float32))
-    assert np.isnan(got.view(want.dtype).astype(np.float32))[nan].all()
-    np.testing.assert_array_equal(got[~nan], want.view(np.uint16)[~nan])
+    check_bits(c, reference(op, a, b, dtype), dtype)
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("op", list(LANE_OPS))
+def test_ramp_pairs_give_numpy_bits(op, dtype, arch):
+    skip_unless_runs(arch)
+    a, b = operands(dtype, (2 * M,), 13), operands(dtype, (2 * M,), 14)
+    c = torch.zeros(2 * M, dtype=TORCH[dtype], device="cuda")
+    tilelang.compile(lane_pairs(op, dtype), target=f"cuda -arch={arch}")(
+        to_gpu(a, dtype), to_gpu(b, dtype), c
+    )
+    check_bits(c, lane_reference(op, a, b, dtype), dtype)

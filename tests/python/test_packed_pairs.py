@@ -116,3 +116,104 @@ def test_pairs_are_single_instructions(arch):
             assert insn not in ptx  # lane by lane before sm_80
         else:
             assert insn in ptx, (arch, dtype, op)
+
+
+LANE_OPS = {
+    "add2": "add",
+    "sub2": "sub",
+    "mul2": "mul",
+    "max2": "max",
+    "min2": "min",
+    "abs2": "abs",
+}
+
+
+def lane_pairs(op, dtype):
+    """TileLang's packed x2 form: C[idx] = T.<op>(A[idx], B[idx]), idx a T.Ramp pair."""
+    fn = getattr(T, op)
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((2 * M,), dtype), B: T.Tensor((2 * M,), dtype), C: T.Tensor((2 * M,), dtype)
+    ):
+        with T.Kernel(1, threads=M):
+            tid = T.get_thread_binding()
+            idx = T.Ramp(tid * 2, 1, 2)
+            C[idx] = fn(A[idx]) if op == "abs2" else fn(A[idx], B[idx])
+
+    return main
+
+
+def lane_reference(op, a, b, dtype):
+    if op == "abs2":
+        return np.abs(a)
+    return reference(LANE_OPS[op], a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("op", list(LANE_OPS))
+def test_ramp_pair_stores_are_one_call(op, dtype):
+    f = lane_pairs(op, dtype)
+    pair = {"float16": "tl::__half2", "bfloat16": "tl::__nv_bfloat162", "float32": "tl::float2"}[
+        dtype
+    ]
+    assert (
+        f"tl::{op}<{pair}>(" in tilelang.compile(f, target="cuda -arch=sm_80").get_kernel_source()
+    )
+    a, b = operands(dtype, (2 * M,), 3), operands(dtype, (2 * M,), 4)
+    bits = np.uint32 if dtype == "float32" else np.uint16
+    for target in ("cuda -arch=sm_80 -emulate", "cpu"):
+        c = np.zeros(2 * M, NP[dtype])
+        tilelang.compile(f, target=target)(a, b, c)
+        np.testing.assert_array_equal(c.view(bits), lane_reference(op, a, b, dtype).view(bits))
+
+
+@T.prim_func
+def in_place(A: T.Tensor((2 * M,), "float16"), B: T.Tensor((2 * M,), "float16")):
+    with T.Kernel(1, threads=M):
+        tid = T.get_thread_binding()
+        idx = T.Ramp(tid * 2, 1, 2)
+        A[idx] = T.add2(A[idx], B[idx])  # each lane reads the element it writes
+
+
+@T.prim_func
+def shifted(A: T.Tensor((2 * M + 1,), "float16"), B: T.Tensor((2 * M,), "float16")):
+    with T.Kernel(1, threads=1):
+        for t in T.serial(M):
+            # lane 1 reads A[2t + 1], which lane 0 writes: both lanes are read first
+            A[T.Ramp(2 * t + 1, 1, 2)] = T.add2(A[T.Ramp(2 * t, 1, 2)], B[T.Ramp(2 * t, 1, 2)])
+
+
+@T.prim_func
+def in_shared(A: T.Tensor((2 * M,), "float16"), B: T.Tensor((2 * M,), "float16")):
+    with T.Kernel(1, threads=M):
+        S = T.alloc_shared((2 * M,), "float16")
+        tid = T.get_thread_binding()
+        idx = T.Ramp(tid * 2, 1, 2)
+        S[idx] = T.add2(A[idx], A[idx])
+        T.sync_threads()
+        B[idx] = S[idx]
+
+
+def test_pairs_keep_the_order_of_the_stores():
+    assert "tl::add2<" in tilelang.compile(in_place, target="cuda -arch=sm_80").get_kernel_source()
+    assert (
+        "tl::add2<" not in tilelang.compile(shifted, target="cuda -arch=sm_80").get_kernel_source()
+    )
+    # Shared memory stays element by element (the emulation's race detector sees it).
+    assert (
+        "tl::add2<"
+        not in tilelang.compile(in_shared, target="cuda -arch=sm_80").get_kernel_source()
+    )
+    a, b = operands("float16", (2 * M + 1,), 5), operands("float16", (2 * M,), 6)
+    want = a.copy()
+    with np.errstate(over="ignore"):
+        for t in range(M):  # each vector read whole, then stored (TileLang's vector load)
+            v0, v1 = (want[2 * t : 2 * t + 2].astype(np.float64) + b[2 * t : 2 * t + 2]).astype(
+                np.float16
+            )
+            want[2 * t + 1], want[2 * t + 2] = v0, v1
+    for target in ("cuda -arch=sm_80 -emulate", "cpu"):
+        x = a.copy()
+        tilelang.compile(shifted, target=target)(x, b)
+        np.testing.assert_array_equal(x.view(np.uint16), want.view(np.uint16))

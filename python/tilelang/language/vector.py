@@ -555,6 +555,17 @@ def store_indexed(buf, key, value):
                 "the lane counts differ"
             )
         lanes = value.lanes
+        # A vector is read whole before it is stored (TileLang loads it as one vector):
+        # where a lane reads an element of this buffer another lane writes, the lanes
+        # are computed first.
+        if any(
+            isinstance(lane, _C.Expr)
+            and lane.reads_other_element(
+                buf.handle, [i if isinstance(i, _C.Expr) else _C.const(i, "int32") for i in idx]
+            )
+            for idx, lane in zip(per_lane, lanes)
+        ):
+            lanes = [ctx.builder.let("lane", lane) for lane in lanes]
     else:
         lanes = [to_value(value)] * len(per_lane)
     for idx, lane in zip(per_lane, lanes):
