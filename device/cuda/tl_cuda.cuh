@@ -241,7 +241,9 @@ struct has_cast_pair {
                                 is_same<T, float8_e4m3fn_t>::value || is_same<T, float8_e5m2_t>::value;
 };
 
-template <class T>
+// The code generator names the pair conversion (`tl::cast_pair<tl::__float22half2_rn>`,
+// device/cuda/vec.cuh); `Cvt` only names it.
+template <class Cvt = void, class T>
 TL_DEVICE void cast_pair(T* dst, float a, float b) {
   static_assert(has_cast_pair<T>::value,
                 "tl::cast_pair: the destination is half_t, bfloat16_t, float8_e4m3fn_t or float8_e5m2_t");

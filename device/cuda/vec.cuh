@@ -46,10 +46,16 @@ TL_DEVICE D convert(const S& x) {
   }
 }
 
-// out[i] = D(in[i]) for i < N, in pairs where one cvt converts two values.
-template <int N, class D, class S>
+// out[i] = D(in[i]) for i < N, in pairs where one cvt converts two values: through the
+// named pair conversion Cvt where the code generator gives one (below), else the pairs
+// tl::cast_pair converts.
+template <int N, class Cvt = void, class D, class S>
 TL_DEVICE void convert_run(D* out, const S* in) {
-  if constexpr (N % 2 == 0 && is_same<S, float>::value && has_cast_pair<D>::value) {
+  if constexpr (!is_same<Cvt, void>::value) {
+    static_assert(N % 2 == 0, "a pair conversion converts runs of an even length");
+#pragma unroll
+    for (int i = 0; i < N; i += 2) Cvt::pair(out + i, in + i);
+  } else if constexpr (N % 2 == 0 && is_same<S, float>::value && has_cast_pair<D>::value) {
 #pragma unroll
     for (int i = 0; i < N; i += 2) cast_pair(out + i, in[i], in[i + 1]);
   } else {
@@ -94,8 +100,56 @@ union Pack {
 
 }  // namespace vec
 
+// Pair conversions: out[0..1] = D(in[0..1]), one cvt for both where the arch has one
+// (tl::cast_pair's: float into float16 / bfloat16 / float8_e4m3fn / float8_e5m2), else
+// element by element; the same bits either way. The code generator names the one a
+// cast uses (`tl::store_vec<8, tl::__float22half2_rn>`, `tl::convert_pair<
+// tl::__half22float2>(&dst[k], &src[k])`) by the name CUDA's headers or TileLang's give
+// the conversion of that pair of types; each is a tag with a `pair` function, not
+// CUDA's intrinsic of a float2 value.
+template <class D, class S>
+TL_DEVICE void convert_two(D* out, const S* in) {
+  if constexpr (is_same<S, float>::value && has_cast_pair<D>::value && sizeof(D) == 2) {
+    cast_pair(out, in[0], in[1]);  // 16-bit registers and vector packs are 4-byte aligned
+  } else if constexpr (is_same<S, float>::value && has_cast_pair<D>::value) {
+    vec::Pack<2, D> p;  // an 8-bit register array may not be 2-byte aligned
+    cast_pair(p.e, in[0], in[1]);
+    out[0] = p.e[0];
+    out[1] = p.e[1];
+  } else {
+    out[0] = vec::convert<D>(in[0]);
+    out[1] = vec::convert<D>(in[1]);
+  }
+}
+#define TL_PAIR_CONVERSION(Name)                      \
+  struct Name {                                       \
+    template <class D, class S>                       \
+    static TL_DEVICE void pair(D* out, const S* in) { \
+      convert_two(out, in);                           \
+    }                                                 \
+  };
+TL_PAIR_CONVERSION(__float22half2_rn)             // float -> float16
+TL_PAIR_CONVERSION(__half22float2)                // float16 -> float
+TL_PAIR_CONVERSION(__float22bfloat162_rn)         // float -> bfloat16
+TL_PAIR_CONVERSION(__bfloat1622float2)            // bfloat16 -> float
+TL_PAIR_CONVERSION(__nv_cvt_float2_to_fp8x2)      // float -> float8_e4m3fn / e5m2
+TL_PAIR_CONVERSION(__tl_cvt_fp8x2_to_float2)      // float8_e4m3fn / e5m2 -> float
+TL_PAIR_CONVERSION(__tl_cvt_fp8x2_to_half2)       // float8_e4m3fn / e5m2 -> float16
+TL_PAIR_CONVERSION(__tl_cvt_half2_to_fp8x2)       // float16 -> float8_e4m3fn / e5m2
+TL_PAIR_CONVERSION(__tl_cvt_e8m0x2_to_bfloat162)  // float8_e8m0fnu -> bfloat16
+TL_PAIR_CONVERSION(__tl_cvt_bfloat162_to_e8m0x2)  // bfloat16 -> float8_e8m0fnu
+TL_PAIR_CONVERSION(__tl_cvt_float2_to_e8m0x2)     // float -> float8_e8m0fnu
+TL_PAIR_CONVERSION(__tl_cvt_double2_to_e8m0x2)    // double -> float8_e8m0fnu
+#undef TL_PAIR_CONVERSION
+
+// T.cast of a fragment's registers two at a time: dst[0..1] = D(src[0..1]).
+template <class Cvt, class D, class S>
+TL_DEVICE void convert_pair(D* dst, const S* src) {
+  Cvt::pair(dst, src);
+}
+
 // registers <- memory: N elements, one vector read.
-template <int N, class D, class S>
+template <int N, class Cvt = void, class D, class S>
 TL_DEVICE void load_vec(D* regs, const S* mem) {
   vec::Pack<N, S> p;
   p.load(mem);
@@ -104,17 +158,17 @@ TL_DEVICE void load_vec(D* regs, const S* mem) {
     for (int i = 0; i < N; ++i) regs[i] = p.e[i];
   } else {
     vec::Pack<N, D> q;  // aligned for the pairs; the fragment may not be
-    vec::convert_run<N>(q.e, p.e);
+    vec::convert_run<N, Cvt>(q.e, p.e);
 #pragma unroll
     for (int i = 0; i < N; ++i) regs[i] = q.e[i];
   }
 }
 
 // memory <- registers: N elements, one vector write.
-template <int N, class D, class S>
+template <int N, class Cvt = void, class D, class S>
 TL_DEVICE void store_vec(D* mem, const S* regs) {
   vec::Pack<N, D> p;
-  vec::convert_run<N>(p.e, regs);
+  vec::convert_run<N, Cvt>(p.e, regs);
   p.store(mem);
 }
 
@@ -132,7 +186,7 @@ TL_DEVICE void fill_vec(D* mem, const V& v) {
 namespace tl {
 
 // memory <- memory: N elements, one vector read and one vector write.
-template <int N, class D, class S>
+template <int N, class Cvt = void, class D, class S>
 TL_DEVICE void copy_vec(D* dst, const S* src) {
   vec::Pack<N, S> in;
   in.load(src);
@@ -140,7 +194,7 @@ TL_DEVICE void copy_vec(D* dst, const S* src) {
     in.store(dst);
   } else {
     vec::Pack<N, D> out;
-    vec::convert_run<N>(out.e, in.e);
+    vec::convert_run<N, Cvt>(out.e, in.e);
     out.store(dst);
   }
 }

@@ -7,6 +7,7 @@
 #include "ir/device_calls.h"
 #include "ir/structural.h"
 #include "ops/extent_util.h"
+#include "ops/packed_pairs.h"
 #include "ops/registers.h"
 
 namespace tl {
@@ -113,8 +114,11 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
       body = scalar;
     } else {
       // A packed element's address is its byte's (codegen_c.cpp): w elements are w / 2 bytes.
-      Stmt vec = evaluate(
-          call_extern(dtype::Void, device_call_name(kCopyVecCall, str_cat(packed ? w / 2 : w)), {dst_ptr, src_ptr}));
+      Stmt vec = evaluate(call_extern(
+          dtype::Void,
+          device_call_name(kCopyVecCall,
+                           packed ? str_cat(w / 2) : vector_move_args(w, s.buffer->dtype, d.buffer->dtype, ctx.cuda)),
+          {dst_ptr, src_ptr}));
       Expr ok = logical_and(ok_s, ok_d);
       body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);
     }
@@ -138,7 +142,7 @@ Stmt lower_copy_registers(const TileOpNode* op, const LowerContext& ctx) {
       Expr k2 = mul(k, int_imm(2));
       Expr dst = call(Intrinsic::AddressOf, {buffer_load(ctx.reg(d.buffer), {k2})});
       Stmt st = evaluate(call_extern(
-          dtype::Void, "tl::cast_pair",
+          dtype::Void, str_cat("tl::cast_pair<", pair_conversion(from, to), ">"),
           {dst, buffer_load(ctx.reg(s.buffer), {k2}), buffer_load(ctx.reg(s.buffer), {add(k2, int_imm(1))})}));
       return for_loop(k, int_imm(0), int_imm(n / 2), ForKind::Unrolled, st, {}, op->span);
     }
@@ -174,13 +178,20 @@ Stmt lower_copy_registers(const TileOpNode* op, const LowerContext& ctx) {
   if (fs) {
     Stmt st =
         w > 1
-            ? evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, str_cat(w)), {mem_ptr, reg_ptr}))
+            ? evaluate(call_extern(
+                  dtype::Void,
+                  device_call_name(kStoreVecCall, vector_move_args(w, frag.buffer->dtype, mem.buffer->dtype, ctx.cuda)),
+                  {mem_ptr, reg_ptr}))
             : buffer_store(mem.buffer, cast(mem.buffer->dtype, buffer_load(ctx.reg(frag.buffer), {k0})), mi, op->span);
     body = is_const_true(ok) ? st : if_then_else(ok, st);
   } else {
-    Stmt st = w > 1 ? evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, str_cat(w)), {reg_ptr, mem_ptr}))
-                    : buffer_store(ctx.reg(frag.buffer), cast(frag.buffer->dtype, buffer_load(mem.buffer, mi)), {k0},
-                                   op->span);
+    Stmt st =
+        w > 1
+            ? evaluate(call_extern(
+                  dtype::Void,
+                  device_call_name(kLoadVecCall, vector_move_args(w, mem.buffer->dtype, frag.buffer->dtype, ctx.cuda)),
+                  {reg_ptr, mem_ptr}))
+            : buffer_store(ctx.reg(frag.buffer), cast(frag.buffer->dtype, buffer_load(mem.buffer, mi)), {k0}, op->span);
     if (!is_const_true(ok)) {
       Var e("e", dtype::Int32);
       Expr safe = cast(frag.buffer->dtype, safe_value(op->attrs, mem.buffer->dtype));

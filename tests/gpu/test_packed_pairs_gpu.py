@@ -1,7 +1,9 @@
 """Packed pairs on a GPU (device/cuda/packed.cuh): the float16 / bfloat16 T.Parallel
-runs that compute two lanes per instruction (add.rn.f16x2, fma.rn.bf16x2 with 1 / -1 /
--0 on sm_80, add.rn.bf16x2 ... on sm_90, max.f16x2 ...; lane by lane for sm_75) give
-numpy / ml_dtypes' bits, each lane rounded once, over ordinary and special values."""
+runs and the T.Ramp pairs (T.add2 ...) that compute two lanes per instruction
+(add.rn.f16x2, fma.rn.bf16x2 with 1 / -1 / -0 for bfloat16 add / sub / mul, max.f16x2
+...; lane by lane for sm_75) give numpy / ml_dtypes' bits, each lane rounded once, over
+ordinary and special values; and the pair conversions of device/cuda/vec.cuh give the
+element conversion's bits."""
 
 import pathlib
 import sys
@@ -25,6 +27,8 @@ from test_packed_pairs import (
     operands,
     reference,
 )
+from test_pair_conversions import PAIRS, copy_cast, element_conversion, fragment_cast
+from test_pair_conversions import values as conversion_values
 
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # torch's and numpy's signed integer of the width, and the unsigned one compared
@@ -77,3 +81,35 @@ def test_ramp_pairs_give_numpy_bits(op, dtype, arch):
         to_gpu(a, dtype), to_gpu(b, dtype), c
     )
     check_bits(c, lane_reference(op, a, b, dtype), dtype)
+
+
+# The signed integer of each width, in numpy and torch: the bits go to the GPU and back.
+SIGNED = {
+    1: (np.int8, torch.int8),
+    2: (np.int16, torch.int16),
+    4: (np.int32, torch.int32),
+    8: (np.int64, torch.int64),
+}
+
+
+def bits_to_gpu(x, dtype):
+    return (
+        torch.from_numpy(np.ascontiguousarray(x).view(SIGNED[x.itemsize][0]))
+        .cuda()
+        .view(getattr(torch, dtype))
+    )
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
+@pytest.mark.parametrize("a, b, name", PAIRS, ids=[f"{a}-{b}" for a, b, _ in PAIRS])
+def test_pair_conversions_give_the_element_bits(a, b, name, arch):
+    skip_unless_runs(arch)
+    x = conversion_values(a, positive=b == "float8_e8m0fnu")
+    want = element_conversion(x, b)
+    n, t = SIGNED[want.itemsize]
+    for build in (copy_cast, fragment_cast):
+        kernel = tilelang.compile(build(a, b), target=f"cuda -arch={arch}")
+        assert f"tl::{name}>" in kernel.get_kernel_source()
+        out = torch.zeros(want.shape, dtype=t, device="cuda")
+        kernel(bits_to_gpu(x, a), out.view(getattr(torch, b)))
+        np.testing.assert_array_equal(out.cpu().numpy(), want.view(n))

@@ -144,7 +144,7 @@ def test_float32_fragments_cast_to_16_bits_in_pairs(dtype, arch):
     np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
     kernel = tilelang.compile(p_times_v(dtype, arch), target=f"cuda -arch={arch} -emulate")
     source = kernel.get_kernel_source()
-    assert "tl::cast_pair((&p[" in source, source
+    assert "tl::cast_pair<tl::__float22" in source and "((&p[" in source, source
     assert "alignas(4) tl::" in source and "gemm_rs<" in source
     if "cuda" in available_targets():  # the device path (cvt.rn.*x2.f32) through NVRTC
         tilelang.compile(p_times_v(dtype, arch), target=f"cuda -arch={arch}")

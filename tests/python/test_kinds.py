@@ -107,6 +107,7 @@ KINDS = {
     "test_multi_kernel": "runtime lowering",
     "test_negative_indices": "lowering",
     "test_packed_pairs": "cuda_source emulator",
+    "test_pair_conversions": "cuda_source emulator",
     "test_paired_cvt": "cuda_source emulator",
     "test_parallel_stores": "lowering emulator",
     "test_persistent": "frontend lowering",

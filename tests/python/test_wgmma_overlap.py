@@ -56,7 +56,7 @@ def test_p_v_stays_in_flight_until_the_next_cast():
         lines_between(
             src,
             "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, 1, false>",
-            "tl::cast_pair((&acc_s_cast[",
+            "tl::cast_pair<tl::__float22half2_rn>((&acc_s_cast[",
         )
     )
     assert text.index("K_shared_empty") < text.index("tl::exp2"), text

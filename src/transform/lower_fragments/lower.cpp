@@ -304,11 +304,14 @@ class Lowerer : public IRMutator {
   static Expr add_one(const Var& v) { return add(v, make_const(v.dtype(), 1)); }
 
   // A T.Parallel loop whose whole body is `dst[...] = D(src[...])` between two register
-  // fragments of one layout, float32 into float16 / bfloat16, on CUDA: one
-  // tl::cast_pair per two registers (two values per cvt into one 32-bit register), as
-  // lower_copy casts a T.copy between fragments; per element it is a cvt and a byte
-  // permute each. Only where the body names no loop variable but through the register
-  // index and the element's validity does not depend on the register.
+  // fragments of one layout, on CUDA, where a pair conversion converts the two dtypes
+  // (ops/packed_pairs.h): two registers at a time. float32 into float16 / bfloat16 is
+  // tl::cast_pair<...> (two values per cvt into one 32-bit register), as lower_copy
+  // casts a T.copy between fragments; per element it is a cvt and a byte permute each.
+  // The others are tl::convert_pair<...>(&dst[2 k], &src[2 k]). Only where the body
+  // names no loop variable but through the register index and the element's validity
+  // does not depend on the register. A cast through float32 from a narrower float
+  // (`half(float(fp8))`, as the frontend writes some) is exact, so it is the direct one.
   Stmt paired_cast(const Stmt& body, const Var& k, int64_t n, Expr valid, const SourceSpan& span) {
     if (!cuda_ || n % 2 != 0) return Stmt();
     auto is_reg = [&](const Buffer& b) {
@@ -320,10 +323,16 @@ class Lowerer : public IRMutator {
     auto* st = body.as<BufferStoreNode>();
     if (!st || !at_k(st->indices) || !is_reg(st->buffer)) return Stmt();
     const DataType to = st->buffer->dtype;
-    if (!(to == dtype::Float16 || to == dtype::BFloat16)) return Stmt();
     auto* c = st->value.as<CastNode>();
-    auto* ld = c ? c->value.as<BufferLoadNode>() : nullptr;
-    if (!ld || ld->buffer->dtype != dtype::Float32 || !at_k(ld->indices) || !is_reg(ld->buffer)) return Stmt();
+    Expr from_value = c ? c->value : Expr();
+    if (auto* inner = from_value.defined() ? from_value.as<CastNode>() : nullptr;
+        inner && inner->dtype == dtype::Float32 && inner->value.dtype().is_float() && inner->value.dtype().bits() <= 32)
+      from_value = inner->value;
+    auto* ld = from_value.defined() ? from_value.as<BufferLoadNode>() : nullptr;
+    if (!ld || !at_k(ld->indices) || !is_reg(ld->buffer)) return Stmt();
+    const DataType from = ld->buffer->dtype;
+    const std::string conversion = pair_conversion(from, to);
+    if (conversion.empty()) return Stmt();
     Var k2("k", dtype::Int32);
     Expr even = mul(k2, int_imm(2));
     // Both registers of a pair valid together (`floordiv(k, 8) * 4 + tx / 32 < 1`: the
@@ -336,10 +345,13 @@ class Lowerer : public IRMutator {
       if (!structural_equal(v0, v1)) return Stmt();
       valid = v0;
     }
-    Stmt pair =
-        evaluate(call_extern(dtype::Void, "tl::cast_pair",
-                             {call(Intrinsic::AddressOf, {buffer_load(st->buffer, {even})}),
-                              buffer_load(ld->buffer, {even}), buffer_load(ld->buffer, {add(even, int_imm(1))})}));
+    Expr dst = call(Intrinsic::AddressOf, {buffer_load(st->buffer, {even})});
+    Stmt pair = from == dtype::Float32 && (to == dtype::Float16 || to == dtype::BFloat16)
+                    ? evaluate(call_extern(
+                          dtype::Void, str_cat("tl::cast_pair<", conversion, ">"),
+                          {dst, buffer_load(ld->buffer, {even}), buffer_load(ld->buffer, {add(even, int_imm(1))})}))
+                    : evaluate(call_extern(dtype::Void, str_cat("tl::convert_pair<", conversion, ">"),
+                                           {dst, call(Intrinsic::AddressOf, {buffer_load(ld->buffer, {even})})}));
     if (!is_const_true(valid)) pair = if_then_else(valid, pair);
     // The store names no loop variable (its only index is k): their lets are not needed.
     return for_loop(k2, int_imm(0), int_imm(n / 2), ForKind::Unrolled, pair, {}, span);
@@ -706,7 +718,7 @@ class Lowerer : public IRMutator {
   Expr t_;
   int64_t threads_;
   std::set<const BufferNode*> partials_;  // the registers of replicated reducers' partials
-  bool cuda_;                             // 16-bit fragments cast in pairs (tl::cast_pair)
+  bool cuda_;                             // fragments cast in pairs (tl::cast_pair, tl::convert_pair)
   std::map<BufKey, Buffer> regs_;
   std::map<BufKey, Buffer> swizzled_;
   std::set<BufKey> tma_only_;
