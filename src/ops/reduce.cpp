@@ -4,6 +4,8 @@
 // with what the destination already holds, as TileLang does. Float max / min ignore a
 // NaN operand (the GPU's max, TileLang's default); the attribute nan_propagate (TileLang's
 // `nan_propagate=True`) makes a NaN in a line give NaN.
+#include <map>
+
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 
@@ -163,18 +165,90 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   for (const Range& rg : dst.ranges)
     dst_idx.push_back(is_const_one(rg.extent) ? rg.min : add(rg.min, cast(rg.min.dtype(), mapped[next++])));
 
+  auto x_at = [&](const std::vector<Expr>& idx) {
+    Expr x = cast(t, buffer_load(src.buffer, idx, op->span));
+    return kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax ? call(Intrinsic::Abs, {x}) : x;
+  };
+  auto result_of = [&](const Expr& acc_val, const std::vector<Expr>& idx) {
+    return clear ? acc_val : combine(kind, buffer_load(dst.buffer, idx), acc_val, nan);
+  };
+  auto nest = [&](Stmt body, size_t count) {
+    for (int i = int(count) - 1; i >= 0; --i)
+      body = for_loop(outer[i], make_const(outer[i].dtype(), 0), outer_extents[i], ForKind::Serial, body);
+    return body;
+  };
+  const Expr zero = make_const(r.dtype(), 0);
+
+  // float16 / bfloat16 folds two at a time, in two accumulators acc[0] and acc[1] whose
+  // adjacent stores pair_lane_stores makes one packed instruction on CUDA (tl::add2,
+  // tl::max2 ...). Every target computes the same folds in the same order per element.
+  const bool pairs = (t == dtype::Float16 || t == dtype::BFloat16) && src.buffer->dtype == t &&
+                     is_const_one(src.buffer.effective_strides().back());
+  const int last = int(src.ranges.size()) - 1;
+  auto even_const = [](const Expr& e) {
+    auto c = as_const_int(e);
+    return c && *c >= 2 && *c % 2 == 0;
+  };
+  // Two neighbouring destination elements at once: the innermost kept dim is the
+  // source's last (contiguous) one and the destination's last, each column folded over
+  // r in the usual order.
+  if (pairs && dim != last && !outer.empty() && !mapped.empty() && mapped.back().same_as(outer.back()) &&
+      !is_const_one(src.ranges[last].extent) && even_const(outer_extents.back()) &&
+      !is_const_one(dst.ranges.back().extent) && is_const_one(dst.buffer.effective_strides().back())) {
+    const Var& v = outer.back();
+    Var p("p", v.dtype());
+    auto at = [&](const std::vector<Expr>& idx, int64_t lane) {
+      std::map<const VarNode*, Expr> m{{v.node(), add(mul(p, make_const(v.dtype(), 2)), make_const(v.dtype(), lane))}};
+      std::vector<Expr> out;
+      for (const Expr& e : idx) out.push_back(substitute(e, m));
+      return out;
+    };
+    Buffer acc = Buffer::make("acc", t, {int_imm(2)}, Scope::Local, {}, op->span);
+    std::vector<Stmt> init, folds, stores;
+    for (int64_t lane = 0; lane < 2; ++lane) {
+      Expr a = buffer_load(acc, {int_imm(lane)});
+      init.push_back(buffer_store(acc, identity(kind, t), {int_imm(lane)}));
+      folds.push_back(buffer_store(acc, combine(kind, a, x_at(at(src_idx, lane)), nan), {int_imm(lane)}));
+      stores.push_back(buffer_store(dst.buffer, result_of(a, at(dst_idx, lane)), at(dst_idx, lane), op->span));
+    }
+    Stmt fold = for_loop(r, zero, src.ranges[dim].extent, ForKind::Serial, seq(folds));
+    Stmt body = allocate(acc, seq({seq(init), fold, seq(stores)}));
+    body = for_loop(p, make_const(p.dtype(), 0), make_const(p.dtype(), *as_const_int(outer_extents.back()) / 2),
+                    ForKind::Serial, body);
+    return nest(body, outer.size() - 1);
+  }
+  // A max / min along the source's last (contiguous) dim: the even and the odd elements
+  // in two accumulators, then the two combined (max and min give the same bits in any
+  // order).
+  if (pairs && dim == last && (kind == ReduceKind::Max || kind == ReduceKind::Min) &&
+      even_const(src.ranges[dim].extent)) {
+    Buffer acc = Buffer::make("acc", t, {int_imm(2)}, Scope::Local, {}, op->span);
+    Var r2("r", r.dtype());
+    std::vector<Stmt> init, folds;
+    for (int64_t lane = 0; lane < 2; ++lane) {
+      std::map<const VarNode*, Expr> m{{r.node(), add(mul(r2, make_const(r.dtype(), 2)), make_const(r.dtype(), lane))}};
+      std::vector<Expr> idx;
+      for (const Expr& e : src_idx) idx.push_back(substitute(e, m));
+      init.push_back(buffer_store(acc, identity(kind, t), {int_imm(lane)}));
+      folds.push_back(
+          buffer_store(acc, combine(kind, buffer_load(acc, {int_imm(lane)}), x_at(idx), nan), {int_imm(lane)}));
+    }
+    Expr acc0 = buffer_load(acc, {int_imm(0)});
+    Stmt fold = for_loop(r2, zero, make_const(r.dtype(), *as_const_int(src.ranges[dim].extent) / 2), ForKind::Serial,
+                         seq(folds));
+    Stmt both = buffer_store(acc, combine(kind, acc0, buffer_load(acc, {int_imm(1)}), nan), {int_imm(0)});
+    Stmt body = allocate(
+        acc, seq({seq(init), fold, both, buffer_store(dst.buffer, result_of(acc0, dst_idx), dst_idx, op->span)}));
+    return nest(body, outer.size());
+  }
+
   Buffer acc = Buffer::make("acc", t, {int_imm(1)}, Scope::Local, {}, op->span);
   Expr acc_val = buffer_load(acc, {int_imm(0)});
-  Expr x = cast(t, buffer_load(src.buffer, src_idx, op->span));
-  if (kind == ReduceKind::AbsSum || kind == ReduceKind::AbsMax) x = call(Intrinsic::Abs, {x});
-  Stmt fold = for_loop(r, make_const(r.dtype(), 0), src.ranges[dim].extent, ForKind::Serial,
-                       buffer_store(acc, combine(kind, acc_val, x, nan), {int_imm(0)}));
-  Expr result = clear ? acc_val : combine(kind, buffer_load(dst.buffer, dst_idx), acc_val, nan);
+  Stmt fold = for_loop(r, zero, src.ranges[dim].extent, ForKind::Serial,
+                       buffer_store(acc, combine(kind, acc_val, x_at(src_idx), nan), {int_imm(0)}));
   Stmt body = allocate(acc, seq({buffer_store(acc, identity(kind, t), {int_imm(0)}), fold,
-                                 buffer_store(dst.buffer, result, dst_idx, op->span)}));
-  for (int i = int(outer.size()) - 1; i >= 0; --i)
-    body = for_loop(outer[i], make_const(outer[i].dtype(), 0), outer_extents[i], ForKind::Serial, body);
-  return body;
+                                 buffer_store(dst.buffer, result_of(acc_val, dst_idx), dst_idx, op->span)}));
+  return nest(body, outer.size());
 }
 
 std::set<const BufferNode*> finalized_reducers(const Stmt& body) {

@@ -49,7 +49,8 @@ def operands(dtype, shape, seed):
     )
     flat = x.reshape(-1)
     with np.errstate(over="ignore"):  # 3e38 is inf in float16
-        flat[: 3 * len(special) : 3] = special.astype(t)
+        slots = flat[: 3 * len(special) : 3]
+        slots[:] = special[: len(slots)].astype(t)
     return x
 
 
@@ -217,3 +218,86 @@ def test_pairs_keep_the_order_of_the_stores():
         x = a.copy()
         tilelang.compile(shifted, target=target)(x, b)
         np.testing.assert_array_equal(x.view(np.uint16), want.view(np.uint16))
+
+
+REDUCE = {
+    "sum": (T.reduce_sum, "add2"),
+    "max": (T.reduce_max, "max2"),
+    "min": (T.reduce_min, "min2"),
+}
+
+
+def column_reduce(op, dtype):
+    """A reduction over dim 0 of a local (8, 4) array: two columns folded at a time."""
+    fn = REDUCE[op][0]
+
+    @T.prim_func
+    def main(A: T.Tensor((8, 4), dtype), B: T.Tensor((4,), dtype)):
+        with T.Kernel(1, threads=1):
+            src = T.alloc_local((8, 4), dtype)
+            dst = T.alloc_local((4,), dtype)
+            for i in T.serial(8):
+                for j in T.serial(4):
+                    src[i, j] = A[i, j]
+            fn(src, dst, dim=0)
+            for j in T.serial(4):
+                B[j] = dst[j]
+
+    return main
+
+
+def row_reduce(op, dtype):
+    """A reduction of a local (8,) array into one element."""
+    fn = REDUCE[op][0]
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype), B: T.Tensor((1,), dtype)):
+        with T.Kernel(1, threads=1):
+            src = T.alloc_local((8,), dtype)
+            dst = T.alloc_local((1,), dtype)
+            for i in T.serial(8):
+                src[i] = A[i]
+            fn(src, dst, dim=0)
+            B[0] = dst[0]
+
+    return main
+
+
+def fold(op, x, dtype):
+    """The fold in order, rounding to `dtype` after each step."""
+    t = NP[dtype]
+    acc = np.full(x.shape[1:], {"sum": 0.0, "max": -np.inf, "min": np.inf}[op]).astype(t)
+    for row in x:
+        with np.errstate(all="ignore"):
+            if op == "sum":
+                acc = (acc.astype(np.float64) + row.astype(np.float64)).astype(t)
+            else:
+                acc = (np.fmax if op == "max" else np.fmin)(acc, row)
+    return acc
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", list(REDUCE))
+def test_local_reductions_fold_pairs(op, dtype):
+    pair = {"float16": "tl::__half2", "bfloat16": "tl::__nv_bfloat162"}[dtype]
+    cols = column_reduce(op, dtype)
+    assert (
+        f"tl::{REDUCE[op][1]}<{pair}>("
+        in tilelang.compile(cols, target="cuda -arch=sm_80").get_kernel_source()
+    )
+    rows = row_reduce(op, dtype)
+    row_source = tilelang.compile(rows, target="cuda -arch=sm_80").get_kernel_source()
+    # A sum along the contiguous dim keeps its order (one accumulator); max and min give
+    # the same bits in any order, so they fold the even and odd elements apart.
+    assert (f"tl::{REDUCE[op][1]}<" in row_source) == (op != "sum")
+    a = operands(dtype, (8, 4), 21)
+    r = operands(dtype, (8,), 22)
+    for target in ("cuda -arch=sm_80 -emulate", "cpu"):
+        b = np.zeros(4, NP[dtype])
+        tilelang.compile(cols, target=target)(a, b)
+        np.testing.assert_array_equal(b.view(np.uint16), fold(op, a, dtype).view(np.uint16))
+        c = np.zeros(1, NP[dtype])
+        tilelang.compile(rows, target=target)(r, c)
+        np.testing.assert_array_equal(
+            c.view(np.uint16), fold(op, r[:, None], dtype).view(np.uint16)
+        )
