@@ -213,7 +213,7 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
     }
     Stmt fold = for_loop(r, zero, src.ranges[dim].extent, ForKind::Serial, seq(folds));
     Stmt body = allocate(acc, seq({seq(init), fold, seq(stores)}));
-    body = for_loop(p, make_const(p.dtype(), 0), make_const(p.dtype(), *as_const_int(outer_extents.back()) / 2),
+    body = for_loop(p, make_const(p.dtype(), 0), int_imm(*as_const_int(outer_extents.back()) / 2, p.dtype()),
                     ForKind::Serial, body);
     return nest(body, outer.size() - 1);
   }
@@ -234,8 +234,8 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
           buffer_store(acc, combine(kind, buffer_load(acc, {int_imm(lane)}), x_at(idx), nan), {int_imm(lane)}));
     }
     Expr acc0 = buffer_load(acc, {int_imm(0)});
-    Stmt fold = for_loop(r2, zero, make_const(r.dtype(), *as_const_int(src.ranges[dim].extent) / 2), ForKind::Serial,
-                         seq(folds));
+    Stmt fold =
+        for_loop(r2, zero, int_imm(*as_const_int(src.ranges[dim].extent) / 2, r.dtype()), ForKind::Serial, seq(folds));
     Stmt both = buffer_store(acc, combine(kind, acc0, buffer_load(acc, {int_imm(1)}), nan), {int_imm(0)});
     Stmt body = allocate(
         acc, seq({seq(init), fold, both, buffer_store(dst.buffer, result_of(acc0, dst_idx), dst_idx, op->span)}));
