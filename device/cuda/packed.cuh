@@ -1,15 +1,17 @@
 // Packed pairs: two values of one float type computed by one instruction (add.rn.f16x2,
-// fma.rn.bf16x2, max.f16x2 ...). The code generator calls them for T.add2 ... T.abs2
-// and for the element loops of T.Parallel that it vectorizes (two lanes of a float16 /
-// bfloat16 add, sub, mul, mul + add, max or min per instruction), as
+// fma.rn.bf16x2, max.f16x2 ...). The code generator calls them for the T.Ramp pairs of
+// T.add2, T.sub2, T.mul2, T.max2, T.min2, T.abs2 (pass pair_lane_stores), for the element
+// loops of T.Parallel that it vectorizes (two lanes of a float16 / bfloat16 add, sub,
+// mul, max or min per instruction) and for serial reductions' paired folds, as
 //   tl::add2<tl::__half2>(&out[0], &a[0], &b[0]);   // out[0..1] = a[0..1] + b[0..1]
 // The template argument names the pair type (CUDA's names: __half2, __nv_bfloat162,
 // float2; declared here because this header includes no toolkit header); the operands
 // are two consecutive elements each, with no alignment asked of them.
 //
 // Every lane is rounded once, as the instructions do: add / sub / mul through float
-// (exact for 16-bit operands: float's 24 bits are at least twice theirs plus two), fma
-// exactly (tl::pair_detail::fma_once), so the emulation gives the GPU's bits.
+// (exact for 16-bit operands: float's 24 bits are at least twice theirs plus two), so
+// the emulation gives the GPU's bits. (T.fma2 stays lane by lane: T.fma rounds a
+// float16 lane through float32, where fma.rn.f16x2 rounds once.)
 #pragma once
 
 namespace tl {
@@ -29,32 +31,6 @@ TL_DEVICE void check_pair() {
   static_assert(is_same<P, pair_of<T>>::value, "the pair type's element is not the operands' element type");
   static_assert(is_same<T, half_t>::value || is_same<T, bfloat16_t>::value || is_same<T, float>::value,
                 "packed pairs are float16, bfloat16 or float32");
-}
-
-#if defined(TL_EMULATE)
-inline double next_toward(double s, double err) {
-  return __builtin_nextafter(s, err > 0 ? __builtin_inf() : -__builtin_inf());
-}
-#else
-TL_DEVICE double next_toward(double s, double err) {
-  return ::nextafter(s,
-                     err > 0 ? __longlong_as_double(0x7ff0000000000000LL) : __longlong_as_double(0xfff0000000000000LL));
-}
-#endif
-
-// a * b + c rounded once to T (float16 / bfloat16). The product is exact in double;
-// the sum s = RN(x) and its error e (TwoSum) give x's round-to-odd double (s, or its
-// neighbour toward x when s's last bit is even and x is not s), from which T's
-// conversion (round-to-odd float, then nearest even) rounds once: round-to-odd keeps
-// the sticky bit that a second rounding needs.
-template <class T>
-TL_DEVICE T fma_once(T a, T b, T c) {
-  double p = double(float(a)) * double(float(b)), q = double(float(c));
-  double s = p + q;
-  if (!(s - s == 0)) return T(float(p) + float(q));  // inf or NaN: as float does
-  double bb = s - p, err = (p - (s - bb)) + (q - bb);
-  if (err != 0 && !(bit_cast<uint64_t>(s) & 1u)) s = next_toward(s, err);
-  return T(s);
 }
 
 template <class T>
@@ -140,33 +116,6 @@ TL_DEVICE void min2(T* out, const T* a, const T* b) {
   TL_PAIR_ASM2(800, "min.f16x2 %0, %1, %2;", "min.bf16x2 %0, %1, %2;", 0u, tl::min(a[i], b[i]))
 }
 #undef TL_PAIR_ASM2
-
-// out = a * b + c, each lane rounded once.
-template <class P, class T>
-TL_DEVICE void fma2(T* out, const T* a, const T* b, const T* c) {
-  pair_detail::check_pair<P, T>();
-#if !defined(TL_EMULATE)
-  if constexpr (is_same<T, half_t>::value || (is_same<T, bfloat16_t>::value && __CUDA_ARCH__ >= 800)) {
-    uint32_t r, x = pair_detail::bits2(a), y = pair_detail::bits2(b), z = pair_detail::bits2(c);
-    if constexpr (is_same<T, half_t>::value) {
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
-    } else {
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
-    }
-    pair_detail::put2(out, r);
-    return;
-  }
-#endif
-  if constexpr (is_same<T, float>::value) {
-#if defined(TL_EMULATE)
-    TL_PAIR_LANES(__builtin_fmaf(a[i], b[i], c[i]))
-#else
-    TL_PAIR_LANES(fmaf(a[i], b[i], c[i]))
-#endif
-  } else {
-    TL_PAIR_LANES(pair_detail::fma_once(a[i], b[i], c[i]))
-  }
-}
 
 template <class P, class T>
 TL_DEVICE void abs2(T* out, const T* a) {

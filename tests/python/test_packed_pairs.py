@@ -1,9 +1,11 @@
 """Packed pairs (device/cuda/packed.cuh): float16 / bfloat16 element loops of T.Parallel
 that the CUDA lowering vectorizes compute two lanes per instruction (tl::add2 ... with
-add.rn.f16x2, fma.rn.bf16x2 ...), and T.add2 ... T.abs2 call the same functions. Each
-lane is rounded once, as the element loop rounds it: checked bit for bit against numpy /
-ml_dtypes in the emulator over ordinary and special values (zeros, infinities, NaN,
-subnormals, values whose sum or product rounds at a tie), and by NVRTC's PTX."""
+add.rn.f16x2, fma.rn.bf16x2 ...), as do the T.Ramp pairs of T.add2 ... T.min2 and T.abs2
+(pass pair_lane_stores) and serial float16 / bfloat16 reductions. Each lane is rounded
+once, as the element loop rounds it: checked bit for bit against numpy / ml_dtypes in the
+emulator and on the cpu target over random values of several magnitudes with zeros,
+infinities, a subnormal and the largest finite values mixed in (a NaN where inf - inf),
+and by NVRTC's PTX."""
 
 import ml_dtypes
 import numpy as np
