@@ -107,7 +107,8 @@ FragmentLayoutPtr FragmentLayout::rows(const FragmentLayoutPtr& parent) {
   l->parent_ = parent;
   l->threads_ = parent->threads_;
   const auto& ps = parent->shape_;
-  l->shape_ = std::vector<int64_t>(ps.begin(), ps.end() - 1);
+  // A 1-d parent [n] is one row [1, n]: its row vector has one element.
+  l->shape_ = ps.size() == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>(ps.begin(), ps.end() - 1);
   if (parent->is_accum())  // (m16 tiles of the warp) x (two rows per lane)
     l->local_size_ = parent->shape_[0] / parent->warps_m_ / parent->group_warps_ / 8;
   else
@@ -172,6 +173,8 @@ std::vector<Expr> FragmentLayout::logical(const Expr& t, const Expr& k) const {
         return idx;
       }
       Expr pk = mul(k, int_imm(parent_->runs_per_row_ * parent_->vec_));
+      // Of a 1-d parent, the row of its [1, n] view (0 where valid()).
+      if (parent_->shape_.size() == 1) return {add(mul(k, int_imm(parent_->tr_)), floordiv(t, int_imm(parent_->tc_)))};
       auto idx = parent_->logical(t, pk);
       idx.pop_back();
       return idx;

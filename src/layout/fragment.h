@@ -20,6 +20,7 @@
 //            by every thread that holds part of that row (replicated): the
 //            result of a reduction over the parent's last dim, and the shape that
 //            per-row values (row max, row sum, scale) take in T.Parallel loops.
+//            A 1-d parent [n] is one row: its Rows vector is [1].
 //   Cols:    a vector [C] holding one value per column of a 2-d parent layout
 //            (Blocked or an accumulator), kept by every thread that holds part of
 //            that column: per-column values in T.Parallel loops (a mask over the

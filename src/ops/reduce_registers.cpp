@@ -1,6 +1,7 @@
 // T.reduce_* and T.finalize_reducer on register fragments (ops/registers.h): a
-// reduction over dim 1 of a whole 2-d fragment into a 1-d one makes the destination
-// the rows of the source (over dim 0, its columns): each thread folds the registers
+// reduction over dim 1 of a whole 2-d fragment into a 1-d one (or of a whole 1-d
+// fragment into a (1,) one, its single row) makes the destination the rows of the
+// source (over dim 0, its columns): each thread folds the registers
 // it holds, then the row's holders combine their partials with warp shuffles and
 // across warps through a shared scratch row. T.finalize_reducer combines the partials
 // of a reducer's holders (or, of a replicated reducer, of every thread).
@@ -274,8 +275,16 @@ void infer_reduce_fragments(const TileOpNode* op, OpUses& uses) {
              *as_const_int(d.buffer->shape[0]) == *as_const_int(s.buffer->shape[1])) {
     // Over dim 0: each thread holds whole columns of the source and folds them.
     uses.a.col_of.emplace_back(d.buffer.get(), s.buffer.get());
+  } else if (uses.frag(s) && uses.frag(d) && shuffled && covers_whole(s) && covers_whole(d) && s.buffer.ndim() == 1 &&
+             d.buffer.ndim() == 1 && *as_const_int(d.buffer->shape[0]) == 1) {
+    // A whole 1-d fragment into one element: the one row of the source, as a 2-d
+    // tile [1, n] reduced over dim 1 (each thread folds its registers, the row's
+    // holders combine theirs).
+    uses.a.row_of.emplace_back(d.buffer.get(), s.buffer.get());
   } else {
-    uses.demote_all(op, "T.reduce_" + kind + " other than over dim 1 or dim 0 of a whole 2-d fragment into a 1-d one");
+    uses.demote_all(op, "T.reduce_" + kind +
+                            " other than over dim 1 or dim 0 of a whole 2-d fragment into a 1-d one, or of a whole "
+                            "1-d fragment into a (1,) one");
   }
 }
 

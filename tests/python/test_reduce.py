@@ -302,3 +302,146 @@ def test_a_reduction_left_to_shared_memory_is_spread_over_the_block(target):
     kernel(a, mx, sm)
     np.testing.assert_allclose(mx, a.max(0), rtol=1e-6)
     np.testing.assert_allclose(sm, 1.0 + a.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def _one_row_kernel(L, threads, dtype):
+    """Every kind of reduction of a whole 1-d fragment into a (1,) one (a sum with
+    clear=False too), each result copied out."""
+
+    @T.prim_func
+    def one_row(A: T.Tensor((L,), dtype), Out: T.Tensor((6,), dtype)):
+        with T.Kernel(1, threads=threads):
+            frag = T.alloc_fragment((L,), dtype)
+            s = T.alloc_fragment((1,), dtype)
+            mx = T.alloc_fragment((1,), dtype)
+            mn = T.alloc_fragment((1,), dtype)
+            asum = T.alloc_fragment((1,), dtype)
+            amax = T.alloc_fragment((1,), dtype)
+            acc = T.alloc_fragment((1,), dtype)
+            T.copy(A, frag)
+            T.fill(acc, 2)
+            T.reduce_sum(frag, s)
+            T.reduce_max(frag, mx)
+            T.reduce_min(frag, mn, dim=0)
+            T.reduce_abssum(frag, asum)
+            T.reduce_absmax(frag, amax, dim=-1)
+            T.reduce_sum(frag, acc, clear=False)
+            T.copy(s, Out[0:1])
+            T.copy(mx, Out[1:2])
+            T.copy(mn, Out[2:3])
+            T.copy(asum, Out[3:4])
+            T.copy(amax, Out[4:5])
+            T.copy(acc, Out[5:6])
+
+    return one_row
+
+
+@pytest.mark.parametrize(
+    "target", ["cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate", "metal -emulate", "cpu"]
+)
+@pytest.mark.parametrize(
+    ("L", "threads", "dtype"), [(256, 64, "float32"), (1000, 128, "float32"), (48, 128, "float16")]
+)
+def test_a_1d_fragment_reduced_into_one_element_stays_in_registers(target, L, threads, dtype):
+    """TileLang's `T.reduce_max(frag, out)` of a 1-d fragment into a (1,) one: each
+    thread folds the registers it holds and the holders combine their partials (warp
+    shuffles, then a shared row across warps), as a 2-d tile's rows; no thread folds
+    the whole fragment out of shared memory. Lengths below, above and not a power of
+    two times the block size."""
+    kernel = tilelang.compile(_one_row_kernel(L, threads, dtype), target=target)
+    src = kernel.get_kernel_source()
+    assert "tl_thread_rank == 0" not in src
+    if target.startswith("cuda"):
+        assert "tl::warp_allreduce<tl::SumOp" in src and "tl::warp_allreduce<tl::MaxOp" in src
+        assert "frag[" in src and "TL_SMEM(frag" not in src  # the fragment stays in registers
+    a = rng.standard_normal(L).astype(dtype)
+    out = np.zeros(6, dtype)
+    kernel(a, out)
+    a64 = a.astype(np.float64)
+    want = [a64.sum(), a64.max(), a64.min(), np.abs(a64).sum(), np.abs(a64).max(), 2 + a64.sum()]
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=tol, atol=tol * 4)
+    # max, min and absmax are exact
+    np.testing.assert_array_equal(
+        out[[1, 2, 4]], np.array([a.max(), a.min(), np.abs(a).max()], dtype)
+    )
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_80 -emulate", "cpu"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_1d_fragment_max_min_with_nan_propagate(target, dtype):
+    """`nan_propagate=True` on the one-row reduction: a NaN anywhere gives NaN; without
+    it NaNs are skipped (TileLang's reduce_maxmin_nan kernel: 64 elements, 32 threads).
+    On CUDA the fold and the shuffle name the NaN-propagating forms."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    L = 64
+
+    def make(fn, nan):
+        @T.prim_func
+        def k(a: T.Tensor((L,), dtype), out: T.Tensor((1,), dtype)):
+            with T.Kernel(1, threads=32):
+                frag = T.alloc_fragment((L,), dtype)
+                o = T.alloc_fragment((1,), dtype)
+                T.copy(a, frag)
+                fn(frag, o, nan_propagate=nan)
+                T.copy(o, out)
+
+        return tilelang.compile(k, target=target)
+
+    a = rng.standard_normal(L).astype(np_dtype)
+    a[37] = np.nan
+    finite = a.astype(np.float32)[~np.isnan(a.astype(np.float32))]
+    for fn, ref in [
+        (T.reduce_max, finite.max()),
+        (T.reduce_min, finite.min()),
+        (T.reduce_absmax, np.abs(finite).max()),
+    ]:
+        out = np.zeros(1, np_dtype)
+        plain, nan = make(fn, False), make(fn, True)
+        plain(a, out)
+        assert float(out[0]) == float(ref), fn.__name__
+        nan(a, out)
+        assert np.isnan(float(out[0])), fn.__name__
+        if target.startswith("cuda"):
+            op = "Min" if fn is T.reduce_min else "Max"
+            assert f"tl::{op}OpNan" in nan.get_kernel_source()
+            assert (
+                f"tl::{op}Op," in plain.get_kernel_source()
+                and "Nan" not in plain.get_kernel_source()
+            )
+            if dtype == "float16":
+                assert f"__h{op.lower()}_nan(" in nan.get_kernel_source()
+                assert f"__h{op.lower()}(" in plain.get_kernel_source()
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_80 -emulate", "cpu"])
+def test_a_1d_softmax_reads_its_row_max_in_registers(target):
+    """A (1,) fragment read `[0]` in a T.Parallel loop over a 1-d fragment (the row max
+    and sum of a 1-d softmax) is that fragment's one row: both stay in registers."""
+    L = 256
+
+    @T.prim_func
+    def softmax(a: T.Tensor((L,), "float32"), out: T.Tensor((L,), "float32")):
+        with T.Kernel(1, threads=128):
+            frag = T.alloc_fragment((L,), "float32")
+            m = T.alloc_fragment((1,), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            T.copy(a, frag)
+            T.reduce_max(frag, m)
+            for i in T.Parallel(L):
+                frag[i] = T.exp(frag[i] - m[0])
+            T.reduce_sum(frag, s)
+            for i in T.Parallel(L):
+                frag[i] = frag[i] / s[0]
+            T.copy(frag, out)
+
+    kernel = tilelang.compile(softmax, target=target)
+    if target.startswith("cuda"):
+        src = kernel.get_kernel_source()
+        assert "float m[1];" in src and "float frag[4];" in src and "TL_SMEM(m," not in src
+    a = rng.standard_normal(L).astype(np.float32)
+    out = np.zeros(L, np.float32)
+    kernel(a, out)
+    e = np.exp(a.astype(np.float64) - a.max())
+    np.testing.assert_allclose(out, e / e.sum(), rtol=1e-5, atol=1e-7)

@@ -128,7 +128,8 @@ class Collector : public IRVisitor, public OpUses {
   }
 
   // How a T.Parallel nest with constant extents indexes a fragment: by all its
-  // variables (or through T.reshape), by all but the last (a per-row vector), or else.
+  // variables (or through T.reshape), by all but the last (a per-row vector; [0] of a
+  // (1,) one in a 1-d nest), or else.
   enum class Access { Full, Row, Col, ColParent, Other };
   Access loop_access(const Buffer& b, const std::vector<Expr>& idx) const {
     auto shape = *const_shape(b);
@@ -142,6 +143,12 @@ class Collector : public IRVisitor, public OpUses {
     bool row = vars_.size() >= 2 && idx.size() == vars_.size() - 1 &&
                shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
     for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
+    // The one row of a 1-d nest: a (1,) fragment read [0] (the result of reducing a
+    // 1-d fragment, `T.exp(x[i] - m[0])`).
+    if (!row && vars_.size() == 1 && idx.size() == 1 && shape == std::vector<int64_t>{1}) {
+      auto zero = as_const_int(idx[0]);
+      row = zero && *zero == 0;
+    }
     if (row) return Access::Row;
     // A per-column vector: [j] in a nest over (i, j).
     if (vars_.size() == 2 && idx.size() == 1 && shape == std::vector<int64_t>{extents_[1]} &&

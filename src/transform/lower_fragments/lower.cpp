@@ -401,6 +401,8 @@ class Lowerer : public IRMutator {
       if (driver_->shape().size() == 2) {
         driver_rows_ = FragmentLayout::rows(driver_);
         driver_cols_ = FragmentLayout::cols(driver_);
+      } else if (driver_->shape().size() == 1 && driver_->kind() == FragmentLayout::Kind::Blocked) {
+        driver_rows_ = FragmentLayout::rows(driver_);  // its one row
       }
     }
     using IRMutator::mutate;

@@ -199,8 +199,11 @@ bool solve_round(Analysis& a, Solution& out, std::optional<LayoutConflict>& conf
       for (BufKey parent : it->second) {
         FragmentLayoutPtr p = layout_of(parent, depth + 1);
         if (!p) return fail(str_cat("it holds the rows of '", parent->name, "', which is demoted"));
-        if (p->kind() == FragmentLayout::Kind::Rows || p->shape().size() != 2 ||
-            shape != std::vector<int64_t>{p->shape()[0]})
+        // The rows of a 2-d parent [R, C] are [R]; a 1-d parent [n] is one row.
+        bool rows_match = p->shape().size() == 2 && shape == std::vector<int64_t>{p->shape()[0]};
+        rows_match |=
+            p->shape().size() == 1 && p->kind() == FragmentLayout::Kind::Blocked && shape == std::vector<int64_t>{1};
+        if (p->kind() == FragmentLayout::Kind::Rows || !rows_match)
           return fail(str_cat("it is used as the rows of '", parent->name, "' (", p->str(), "), which do not match"));
         FragmentLayoutPtr r = FragmentLayout::rows(p);
         if (!l) {
