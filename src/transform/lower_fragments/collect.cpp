@@ -144,8 +144,10 @@ class Collector : public IRVisitor, public OpUses {
                shape == std::vector<int64_t>(extents_.begin(), extents_.end() - 1);
     for (size_t i = 0; row && i < idx.size(); ++i) row = is_var(i);
     // The one row of a 1-d nest: a (1,) fragment read [0] (the result of reducing a
-    // 1-d fragment, `T.exp(x[i] - m[0])`).
-    if (!row && vars_.size() == 1 && idx.size() == 1 && shape == std::vector<int64_t>{1}) {
+    // 1-d fragment, `T.exp(x[i] - m[0])`). A (1,) reducer updated so stays each
+    // thread's own partial (partial_update).
+    if (!row && vars_.size() == 1 && idx.size() == 1 && shape == std::vector<int64_t>{1} &&
+        !a_.reducers.count(b.get())) {
       auto zero = as_const_int(idx[0]);
       row = zero && *zero == 0;
     }
