@@ -219,8 +219,10 @@ Stmt lower_reduce_serial(const TileOpNode* op) {
   }
   // A max / min along the source's last (contiguous) dim: the even and the odd elements
   // in two accumulators, then the two combined (max and min give the same bits in any
-  // order).
-  if (pairs && dim == last && (kind == ReduceKind::Max || kind == ReduceKind::Min) &&
+  // order). A sum (abssum) from zero (clear) too, in TileLang's order: the even
+  // elements' sum plus the odd elements' sum.
+  const bool summed = (kind == ReduceKind::Sum || kind == ReduceKind::AbsSum) && clear;
+  if (pairs && dim == last && (kind == ReduceKind::Max || kind == ReduceKind::Min || summed) &&
       even_const(src.ranges[dim].extent)) {
     Buffer acc = Buffer::make("acc", t, {int_imm(2)}, Scope::Local, {}, op->span);
     Var r2("r", r.dtype());
