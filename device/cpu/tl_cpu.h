@@ -30,6 +30,8 @@ struct is_float_number<T, std::void_t<decltype(T::kIsTlFloat)>> : std::true_type
 }  // namespace tl
 #define TL_MINMAX_FN inline
 #include "../common/float_minmax.h"  // T.max / T.min with the GPU's NaN and signed-zero rules
+#define TL_FMA16_FN inline
+#include "../common/fma16.h"  // float16 / bfloat16 fma rounded once
 #define TL_RNG_FN inline
 #include "../common/mrg32k3a_rng.h"  // T.rng_init: cuRAND's generators (both include philox_rng.h)
 #include "../common/xorwow_rng.h"
@@ -147,6 +149,13 @@ inline float fma(float a, float b, float c) {
 }
 inline double fma(double a, double b, double c) {
   return std::fma(a, b, c);
+}
+// float16 / bfloat16: rounded once, as the GPU's fma.rn.f16 / fma.rn.bf16 (fma16.h); a
+// NaN result is the canonical one.
+template <class T, class = std::enable_if_t<std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>>>
+inline T fma(T a, T b, T c) {
+  const double r = fma16_odd(float(a), float(b), float(c));
+  return r != r ? canonical_nan(T()) : T(r);
 }
 inline float fmod(float a, float b) {
   return std::fmod(a, b);

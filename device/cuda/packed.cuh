@@ -1,6 +1,6 @@
 // Packed pairs: two values of one float type computed by one instruction (add.rn.f16x2,
 // fma.rn.bf16x2, max.f16x2 ...). The code generator calls them for the T.Ramp pairs of
-// T.add2, T.sub2, T.mul2, T.max2, T.min2, T.abs2 (pass pair_lane_stores), for the element
+// T.add2, T.sub2, T.mul2, T.max2, T.min2, T.abs2, T.fma2 (pass pair_lane_stores), for the element
 // loops of T.Parallel that it vectorizes (two lanes of a float16 / bfloat16 add, sub,
 // mul, max or min per instruction) and for serial reductions' paired folds, as
 //   tl::add2<tl::__half2>(&out[0], &a[0], &b[0]);   // out[0..1] = a[0..1] + b[0..1]
@@ -10,8 +10,8 @@
 //
 // Every lane is rounded once, as the instructions do: add / sub / mul through float
 // (exact for 16-bit operands: float's 24 bits are at least twice theirs plus two), so
-// the emulation gives the GPU's bits. (T.fma2 stays lane by lane: T.fma rounds a
-// float16 lane through float32, where fma.rn.f16x2 rounds once.)
+// the emulation gives the GPU's bits; fma2 (T.fma2) rounds each lane's a * b + c once,
+// as tl::fma of the 16-bit types does.
 #pragma once
 
 namespace tl {
@@ -121,6 +121,29 @@ template <class P, class T>
 TL_DEVICE void abs2(T* out, const T* a) {
   pair_detail::check_pair<P, T>();
   TL_PAIR_LANES(pair_detail::abs_bits(a[i]))
+}
+
+// out = a * b + c, each lane rounded once: fma.rn.f16x2 (sm_53), fma.rn.bf16x2 (sm_80),
+// float lane by lane (fmaf); the emulation and older GPUs take tl::fma's software rounding
+// of the 16-bit types (device/common/fma16.h), the same bits.
+template <class P, class T>
+TL_DEVICE void fma2(T* out, const T* a, const T* b, const T* c) {
+  pair_detail::check_pair<P, T>();
+#if defined(TL_EMULATE)
+  TL_PAIR_LANES(tl::fma(a[i], b[i], c[i]))
+#else
+  if constexpr ((is_same<T, half_t>::value && __CUDA_ARCH__ >= 530) ||
+                (is_same<T, bfloat16_t>::value && __CUDA_ARCH__ >= 800)) {
+    uint32_t r, x = pair_detail::bits2(a), y = pair_detail::bits2(b), z = pair_detail::bits2(c);
+    if constexpr (is_same<T, half_t>::value)
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    else
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(z));
+    pair_detail::put2(out, r);
+  } else {
+    TL_PAIR_LANES(tl::fma(a[i], b[i], c[i]))
+  }
+#endif
 }
 #undef TL_PAIR_LANES
 

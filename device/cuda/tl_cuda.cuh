@@ -357,6 +357,8 @@ struct is_float_number<minifloat_t<Bits>> {
 }  // namespace tl
 #define TL_MINMAX_FN TL_DEVICE
 #include "../common/float_minmax.h"
+#define TL_FMA16_FN TL_DEVICE
+#include "../common/fma16.h"  // float16 / bfloat16 fma rounded once, in software
 namespace tl {
 
 // The instructions (max.NaN and the 16-bit forms are sm_80's; sm_75 keeps the software
@@ -538,6 +540,29 @@ TL_DEVICE float fma(float a, float b, float c) {
 }
 TL_DEVICE double fma(double a, double b, double c) {
   return ::fma(a, b, c);
+}
+// float16 / bfloat16 rounded once: fma.rn.f16 (sm_53) and fma.rn.bf16 (sm_80), and the
+// same bits in software for the emulation and older GPUs (fma16.h; a NaN result is the
+// canonical one).
+TL_DEVICE half_t fma(half_t a, half_t b, half_t c) {
+#if defined(TL_EMULATE) || __CUDA_ARCH__ < 530
+  const double r = fma16_odd(float(a), float(b), float(c));
+  return r != r ? canonical_nan(half_t()) : half_t(r);
+#else
+  half_t r;
+  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+#endif
+}
+TL_DEVICE bfloat16_t fma(bfloat16_t a, bfloat16_t b, bfloat16_t c) {
+#if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
+  const double r = fma16_odd(float(a), float(b), float(c));
+  return r != r ? canonical_nan(bfloat16_t()) : bfloat16_t(r);
+#else
+  bfloat16_t r;
+  asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+#endif
 }
 TL_DEVICE float fmod(float a, float b) {
   return fmodf(a, b);

@@ -47,6 +47,10 @@ const char* lane_op(const Expr& v, std::vector<const BufferLoadNode*>& loads) {
     loads = {c->args[0].as<BufferLoadNode>()};
     return "abs2";
   }
+  if (auto* c = v.as<CallNode>(); c && c->op == Intrinsic::Fma && c->args.size() == 3) {
+    loads = {c->args[0].as<BufferLoadNode>(), c->args[1].as<BufferLoadNode>(), c->args[2].as<BufferLoadNode>()};
+    return "fma2";
+  }
   return nullptr;
 }
 

@@ -17,6 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
+import test_fma16
 from test_packed_pairs import (
     LANE_OPS,
     OPS,
@@ -113,3 +114,22 @@ def test_pair_conversions_give_the_element_bits(a, b, name, arch):
         out = torch.zeros(want.shape, dtype=t, device="cuda")
         kernel(bits_to_gpu(x, a), out.view(getattr(torch, b)))
         np.testing.assert_array_equal(out.cpu().numpy(), want.view(n))
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fma_pairs_round_once(dtype, arch):
+    """T.fma2 (fma.rn.f16x2 / fma.rn.bf16x2, software before sm_80 for bfloat16) and
+    T.ieee_fmaf of 16-bit operands give the exact a * b + c rounded once, the ties that a
+    rounding through float32 gets wrong included (tests/python/test_fma16.py's inputs),
+    as the cpu target and the emulator do."""
+    skip_unless_runs(arch)
+    a, b, c = test_fma16.operands(dtype)
+    want = test_fma16.reference(a, b, c, dtype)
+    d = torch.zeros(test_fma16.N, dtype=TORCH[dtype], device="cuda")
+    e = torch.zeros(test_fma16.N, dtype=TORCH[dtype], device="cuda")
+    tilelang.compile(test_fma16.pair_kernel(dtype), target=f"cuda -arch={arch}")(
+        to_gpu(a, dtype), to_gpu(b, dtype), to_gpu(c, dtype), d, e
+    )
+    check_bits(d, want, dtype)
+    check_bits(e, want, dtype)

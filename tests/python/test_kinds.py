@@ -70,6 +70,7 @@ KINDS = {
     "test_fast_math": "cuda_source",
     "test_fast_math_intrinsics": "cuda_source emulator",
     "test_float4": "emulator runtime frontend",
+    "test_fma16": "emulator cuda_source",
     "test_fp8_saturation": "emulator",
     "test_fragment_inference_bugs": "lowering emulator",
     "test_fuzz_seeds": "lowering emulator",

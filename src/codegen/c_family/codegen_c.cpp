@@ -491,6 +491,9 @@ std::string CodeGenC::print_call(const CallNode* op) {
   }
   DataType t = op->dtype;
   bool low = t.is_low_precision_float();
+  // float16 / bfloat16 x * y + z rounded once (tl::fma of the 16-bit types), as the GPU's
+  // fma.rn.f16 / fma.rn.bf16.
+  if (op->op == Intrinsic::Fma && (t == dtype::Float16 || t == dtype::BFloat16) && fma16_rounds_once()) low = false;
   const char* fast = fast_math_function(op->op);
   std::string s = math_prefix() + (fast ? std::string("fast_") + fast : intrinsic_name(op->op)) + "(";
   for (size_t i = 0; i < op->args.size(); ++i) {

@@ -32,6 +32,9 @@ class CodeGenC {
   // Whether the target's 16- and 8-bit float types take float64 and integers whole
   // and round them once (the cpu and cuda headers); otherwise they go through float.
   virtual bool rounds_wide_once() { return true; }
+  // Whether the target's header has tl::fma of float16 / bfloat16 operands rounded once
+  // (the cpu and cuda headers); otherwise it computes in float and rounds back.
+  virtual bool fma16_rounds_once() { return true; }
   // Infinity or NaN as an expression of the dialect (a double-typed value).
   // Infinity or NaN of type `t` as a whole expression of that type, where the dialect
   // must not convert it from a double (empty: the usual conversion).

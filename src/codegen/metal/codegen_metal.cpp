@@ -158,6 +158,8 @@ class CodeGenMetal : public CodeGenC {
   std::string unroll_pragma(int64_t factor) override { return "#pragma unroll " + std::to_string(factor); }
   // Metal has no float64, and its half / bfloat take integers through float.
   bool rounds_wide_once() override { return false; }
+  // MSL's fma of half / bfloat is not promised to round once: computed in float.
+  bool fma16_rounds_once() override { return false; }
   // MSL's math functions, unqualified (`using namespace metal`).
   std::string math_prefix() override { return ""; }
 

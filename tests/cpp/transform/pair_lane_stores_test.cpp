@@ -38,6 +38,24 @@ std::string printed(const PrimFunc& f) {
   return to_string(f);
 }
 
+// D[2 t + k] = fma(A[2 t + k], B[2 t + k], C[2 t + k + c_shift]) for k = 0, 1 (T.fma2).
+PrimFunc fma_lanes(DataType t, int64_t c_shift = 0) {
+  Buffer A = Buffer::make("A", t, {int_imm(256)}, Scope::Global);
+  Buffer B = Buffer::make("B", t, {int_imm(256)}, Scope::Global);
+  Buffer C = Buffer::make("C", t, {int_imm(258)}, Scope::Global);
+  Buffer D = Buffer::make("D", t, {int_imm(256)}, Scope::Global);
+  Var tx("tx", dtype::Int32);
+  std::vector<Stmt> stores;
+  for (int64_t k = 0; k < 2; ++k) {
+    Expr i = add(mul(tx, int_imm(2)), int_imm(k));
+    Expr c = k == 1 && c_shift ? Expr(float_imm(1.0, t)) : buffer_load(C, {add(i, int_imm(c_shift))});
+    stores.push_back(buffer_store(D, call(Intrinsic::Fma, {buffer_load(A, {i}), buffer_load(B, {i}), c}), {i}));
+  }
+  Var bx("bx", dtype::Int32);
+  Stmt launch = make_kernel_launch({bx}, {int_imm(1)}, {tx}, {128}, seq(stores));
+  return PrimFunc::make("main", {{"A", A, Var()}, {"B", B, Var()}, {"C", C, Var()}, {"D", D, Var()}}, launch);
+}
+
 TEST(PairLaneStoresTest, TwoLanesBecomeOneCall) {
   std::string out = printed(pair_lane_stores(lanes(dtype::Float16, BinaryOp::Add)));
   EXPECT_NE(out.find("tl::add2<tl::__half2>"), std::string::npos) << out;
@@ -46,6 +64,16 @@ TEST(PairLaneStoresTest, TwoLanesBecomeOneCall) {
             std::string::npos);
   EXPECT_NE(printed(pair_lane_stores(lanes(dtype::Float32, BinaryOp::Mul))).find("tl::mul2<tl::float2>"),
             std::string::npos);
+}
+
+TEST(PairLaneStoresTest, FmaLanesBecomeOneCall) {
+  std::string out = printed(pair_lane_stores(fma_lanes(dtype::Float16)));
+  EXPECT_NE(out.find("tl::fma2<tl::__half2>"), std::string::npos) << out;
+  EXPECT_NE(printed(pair_lane_stores(fma_lanes(dtype::BFloat16))).find("tl::fma2<tl::__nv_bfloat162>"),
+            std::string::npos);
+  // A lane whose addend is not the next element's load stays as it was.
+  PrimFunc mixed = fma_lanes(dtype::Float16, 1);
+  EXPECT_EQ(printed(pair_lane_stores(mixed)), printed(mixed));
 }
 
 TEST(PairLaneStoresTest, WhatCouldChangeMeaningIsLeftAlone) {
