@@ -290,4 +290,59 @@ TL_DEVICE void atomic_store(T* addr, V value) {
   atomic_detail::fence_after(Order);
 }
 
+// The element atomics by TileLang's names, as the CUDA code generator prints the calls
+// of tl::atomic_<op><order> (T.atomic_add ...): Atomic<Op>(addr, value, order) where the
+// previous value is not used, Atomic<Op>Ret(addr, value, order) returning it,
+// AtomicLoad(addr, order) and AtomicStore(addr, value, order); `order` is TileLang's
+// memory-order number (0 relaxed .. 5 seq_cst), a constant at every call.
+namespace atomic_detail {
+template <int O>
+struct order_c {
+  static constexpr int value = O;
+};
+template <class F>
+TL_DEVICE auto by_order(int order, F f) -> decltype(f(order_c<0>())) {
+  switch (order) {
+    case 1:
+      return f(order_c<1>());
+    case 2:
+      return f(order_c<2>());
+    case 3:
+      return f(order_c<3>());
+    case 4:
+      return f(order_c<4>());
+    case 5:
+      return f(order_c<5>());
+    default:
+      return f(order_c<0>());
+  }
+}
+}  // namespace atomic_detail
+
+#define TL_ATOMIC_NAMED(Name, fn)                                                                       \
+  template <class T, class V>                                                                           \
+  TL_DEVICE T Name##Ret(T* addr, V value, int order = 0) {                                              \
+    return atomic_detail::by_order(order, [&](auto o) { return fn<decltype(o)::value>(addr, value); }); \
+  }                                                                                                     \
+  template <class T, class V>                                                                           \
+  TL_DEVICE void Name(T* addr, V value, int order = 0) {                                                \
+    atomic_detail::by_order(order, [&](auto o) { (void)fn<decltype(o)::value>(addr, value); });         \
+  }
+TL_ATOMIC_NAMED(AtomicAdd, atomic_add)
+TL_ATOMIC_NAMED(AtomicMax, atomic_max)
+TL_ATOMIC_NAMED(AtomicMin, atomic_min)
+TL_ATOMIC_NAMED(AtomicAnd, atomic_and)
+TL_ATOMIC_NAMED(AtomicOr, atomic_or)
+TL_ATOMIC_NAMED(AtomicXor, atomic_xor)
+#undef TL_ATOMIC_NAMED
+
+template <class T>
+TL_DEVICE T AtomicLoad(const T* addr, int order = 5) {
+  return atomic_detail::by_order(order, [&](auto o) { return atomic_load<decltype(o)::value>(addr); });
+}
+template <class T, class V>
+TL_DEVICE void AtomicStore(T* addr, V value, int order = 5) {
+  atomic_detail::by_order(order, [&](auto o) { atomic_store<decltype(o)::value>(addr, value); });
+}
+
 }  // namespace tl

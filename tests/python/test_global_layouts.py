@@ -197,7 +197,7 @@ def test_dq_layout_atomics(target, vectorized):
 def test_dq_atomics_of_a_fragment_tile_are_element_wise_through_the_layout():
     bwd, _ = dq_kernels(vectorized=False)
     src = tilelang.compile(bwd, target=SM80).get_kernel_source()
-    atomics = [line for line in src.splitlines() if "tl::atomic_add" in line]
+    atomics = [line for line in src.splitlines() if "tl::AtomicAdd(" in line]
     assert atomics and all("&dQ[" in line for line in atomics)
     # the offset of the layout's last output index, 4 * (l % 8) + (d % 8) / 2, is computed
     assert any("% 8" in line for line in atomics)
@@ -304,7 +304,7 @@ def test_runs_the_layout_keeps_stay_runs():
     ]:
         src = tilelang.compile(atomic_runs(fn, 0), target=SM80).get_kernel_source()
         runs = [line for line in src.splitlines() if "tl::AtomicAddx4(" in line]
-        singles = [line for line in src.splitlines() if "tl::atomic_add<" in line]
+        singles = [line for line in src.splitlines() if "tl::AtomicAdd(" in line]
         assert (len(runs), len(singles)) == ((1, 0) if whole else (0, 1)), src
 
 

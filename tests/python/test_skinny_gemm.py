@@ -118,7 +118,7 @@ def test_streamk_on_sm90a_is_warp_specialized_with_tma():
     assert (
         "tl::setmaxnreg_dec<" in src and "tl::tma_load<2>(" in src and "tl::wgmma_gemm_ss<" in src
     )
-    assert "tl::atomic_add<" in src and "tl::atomic_load<" in src  # the counters
+    assert "tl::AtomicAddRet(" in src and "tl::AtomicLoad(" in src  # the counters
 
 
 @pytest.mark.parametrize(

@@ -502,7 +502,7 @@ def test_atomic_add_of_a_shared_tile_is_a_tma_reduce(dtype):
         tiles_added_by_every_block(M, N, bM, bN, blocks, dtype), target=SM90A
     )
     src = kernel.get_kernel_source()
-    assert "tl::tma_store_add<2>(" in src and "tl::atomic_add<" not in src, src
+    assert "tl::tma_store_add<2>(" in src and "tl::AtomicAdd(" not in src, src
     assert "tl::tma_store_wait<0>()" in src and "tl::fence_proxy_async()" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
 
@@ -524,7 +524,7 @@ def test_atomic_adds_tma_does_not_reduce_stay_element_wise(dtype, configs, memor
         pass_configs=configs,
     )
     src = kernel.get_kernel_source()
-    assert "tma_store_add" not in src and "tl::atomic_add<" in src, src
+    assert "tma_store_add" not in src and "tl::AtomicAdd(" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
 
 

@@ -668,7 +668,7 @@ void CodeGenC::stmt(const Stmt& s) {
         line("if (!(" + print_expr(c->args[0]) + ")) tl::device_assert_fail(" + print_expr(c->args[1]) + ");");
         return;
       }
-      line(print_expr(n->value) + ";");
+      line(print_evaluated(n->value) + ";");
       return;
     }
     case NodeKind::LetStmt: {

@@ -98,6 +98,8 @@ class CodeGenC {
   // Every expression is printed through here: a dialect overrides the nodes it
   // spells differently and passes the rest on (children come back through it).
   virtual std::string print_expr(const Expr& e);
+  // An expression evaluated as a statement, its value unused (T.evaluate, a device call).
+  virtual std::string print_evaluated(const Expr& e) { return print_expr(e); }
 
  private:
   std::string print_binary(const BinaryNode* op);

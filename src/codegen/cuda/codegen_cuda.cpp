@@ -419,7 +419,37 @@ class CodeGenCUDA : public CodeGenC {
     if (auto name = half_min_max(e)) return *name;
     if (auto name = fast_math(e)) return *name;
     if (auto name = warp_intrinsic(e)) return *name;
+    if (auto name = named_atomic(e, true)) return *name;
     return CodeGenC::print_expr(e);
+  }
+  std::string print_evaluated(const Expr& e) override {
+    if (auto name = named_atomic(e, false)) return *name;
+    return print_expr(e);
+  }
+
+  // An element atomic, tl::atomic_<op><order>(addr, value), by TileLang's name with the
+  // order as its last operand (device/cuda/atomic.cuh): `tl::AtomicAdd(addr, value, 0)`
+  // where the previous value is unused, `tl::AtomicAddRet(...)` where it is used;
+  // tl::AtomicLoad(addr, order), tl::AtomicStore(addr, value, order).
+  std::optional<std::string> named_atomic(const Expr& e, bool used) {
+    auto* c = e.as<CallNode>();
+    if (!c || c->op != Intrinsic::Extern) return std::nullopt;
+    const std::string& name = c->args[0].as<StringImmNode>()->value;
+    static const std::pair<const char*, const char*> kNames[] = {
+        {"tl::atomic_add<", "AtomicAdd"},   {"tl::atomic_max<", "AtomicMax"},    {"tl::atomic_min<", "AtomicMin"},
+        {"tl::atomic_and<", "AtomicAnd"},   {"tl::atomic_or<", "AtomicOr"},      {"tl::atomic_xor<", "AtomicXor"},
+        {"tl::atomic_load<", "AtomicLoad"}, {"tl::atomic_store<", "AtomicStore"}};
+    for (const auto& [prefix, named] : kNames) {
+      const std::string p(prefix);
+      if (name.rfind(p, 0) != 0 || name.back() != '>') continue;
+      std::string order = name.substr(p.size(), name.size() - p.size() - 1);
+      if (order.empty() || order.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+      const bool rmw = p != "tl::atomic_load<" && p != "tl::atomic_store<";
+      std::string s = str_cat("tl::", named, rmw && used ? "Ret" : "", "(");
+      for (size_t i = 1; i < c->args.size(); ++i) s += print_expr(c->args[i]) + ", ";
+      return s + order + ")";
+    }
+    return std::nullopt;
   }
 
   // The warp-level helpers whose operands CUDA's own intrinsics take as they are, printed

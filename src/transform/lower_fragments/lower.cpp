@@ -249,7 +249,7 @@ class Lowerer : public IRMutator {
       }
       return true;
     };
-    int64_t w = 4;
+    int64_t w = t == dtype::Float32 ? 4 : 2;  // a pair is the widest 16-bit reduction
     while (w > 1 && !consecutive(w)) w /= 2;
     if (w < 2 || !is_const_one(dst->buffer.effective_strides().back())) return Stmt();
     // The destination moves one element per step of the innermost variable, along its
@@ -552,8 +552,11 @@ class Lowerer : public IRMutator {
       widest = std::max(widest, elem_bytes(l->buffer->dtype));
     }
     if (guard.defined() && !affine_comparisons(guard)) return Stmt();
+    // An atomic run: at most 4 float32 elements, 2 of float16 / bfloat16 (the pair is the
+    // widest 16-bit reduction, as TileLang's AtomicAddx2).
+    const int64_t atomic_max = store->buffer->dtype == dtype::Float32 ? 4 : 2;
     int64_t cols = ext.back(),
-            v = std::min<int64_t>(order >= 0 ? std::min<int64_t>(16 / widest, 4) : 16 / widest, cols);
+            v = std::min<int64_t>(order >= 0 ? std::min<int64_t>(16 / widest, atomic_max) : 16 / widest, cols);
     auto aligned = [&](const Buffer& b, const std::vector<Expr>& idx, int64_t w) {
       std::map<const VarNode*, Expr> at0{{j.node(), make_const(j.dtype(), 0)}};
       if (!divisible(simplify(substitute(idx.back(), at0)), w)) return false;
