@@ -2,7 +2,8 @@
 // fma.rn.bf16x2, max.f16x2 ...). The code generator calls them for the T.Ramp pairs of
 // T.add2, T.sub2, T.mul2, T.max2, T.min2, T.abs2, T.fma2 (pass pair_lane_stores), for the element
 // loops of T.Parallel that it vectorizes (two lanes of a float16 / bfloat16 add, sub,
-// mul, max or min per instruction) and for serial reductions' paired folds, as
+// mul, max or min per instruction), for serial reductions' paired folds and for the
+// register reductions' max / min folds (max2_nan, abs_max2 ...: acc = op(acc, x)), as
 //   tl::add2<tl::__half2>(&out[0], &a[0], &b[0]);   // out[0..1] = a[0..1] + b[0..1]
 // The template argument names the pair type (CUDA's names: __half2, __nv_bfloat162,
 // float2; declared here because this header includes no toolkit header); the operands
@@ -115,6 +116,18 @@ TL_DEVICE void min2(T* out, const T* a, const T* b) {
   pair_detail::check_pair<P, T>();
   TL_PAIR_ASM2(800, "min.f16x2 %0, %1, %2;", "min.bf16x2 %0, %1, %2;", 0u, tl::min(a[i], b[i]))
 }
+// The NaN-propagating forms (max.NaN / min.NaN: any NaN operand gives the canonical NaN),
+// T.reduce_max / reduce_min's nan_propagate=True.
+template <class P, class T>
+TL_DEVICE void max2_nan(T* out, const T* a, const T* b) {
+  pair_detail::check_pair<P, T>();
+  TL_PAIR_ASM2(800, "max.NaN.f16x2 %0, %1, %2;", "max.NaN.bf16x2 %0, %1, %2;", 0u, tl::max_nan(a[i], b[i]))
+}
+template <class P, class T>
+TL_DEVICE void min2_nan(T* out, const T* a, const T* b) {
+  pair_detail::check_pair<P, T>();
+  TL_PAIR_ASM2(800, "min.NaN.f16x2 %0, %1, %2;", "min.NaN.bf16x2 %0, %1, %2;", 0u, tl::min_nan(a[i], b[i]))
+}
 #undef TL_PAIR_ASM2
 
 template <class P, class T>
@@ -146,5 +159,18 @@ TL_DEVICE void fma2(T* out, const T* a, const T* b, const T* c) {
 #endif
 }
 #undef TL_PAIR_LANES
+
+// out = max(a, |b|) lane by lane (T.reduce_absmax's folds): b's sign bits cleared, then
+// max2 / max2_nan.
+template <class P, class T>
+TL_DEVICE void abs_max2(T* out, const T* a, const T* b) {
+  T m[2] = {pair_detail::abs_bits(b[0]), pair_detail::abs_bits(b[1])};
+  max2<P>(out, a, m);
+}
+template <class P, class T>
+TL_DEVICE void abs_max2_nan(T* out, const T* a, const T* b) {
+  T m[2] = {pair_detail::abs_bits(b[0]), pair_detail::abs_bits(b[1])};
+  max2_nan<P>(out, a, m);
+}
 
 }  // namespace tl

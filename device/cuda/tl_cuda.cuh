@@ -411,44 +411,6 @@ TL_HALF_MINMAX(min_nan, bfloat16_t, "min.NaN.bf16")
 #undef TL_HALF_MINMAX
 #endif
 
-// The 16-bit max / min reductions fold two registers at once where a pair holds two
-// values of one row: acc[0..1] = op(acc[0..1], x[0..1]) lane by lane (|x| first for
-// absmax), one max.f16x2 / max.NaN.bf16x2 ... on the GPU (sm_80 and later). The
-// emulation folds each lane with tl::max / max_nan: the same bits. Both pointers are
-// 4-byte aligned (a register fragment's even element). sm_75 folds lane by lane too.
-#if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
-#define TL_PAIR_FOLD(name, scalar, absolute, f16, bf16) \
-  template <class T>                                    \
-  TL_DEVICE void name(T* acc, const T* x) {             \
-    for (int i = 0; i < 2; ++i) {                       \
-      T v = x[i];                                       \
-      if (absolute) v.bits &= 0x7fff;                   \
-      acc[i] = scalar(acc[i], v);                       \
-    }                                                   \
-  }
-#else
-#define TL_PAIR_FOLD(name, scalar, absolute, f16, bf16)                       \
-  template <class T>                                                          \
-  TL_DEVICE void name(T* acc, const T* x) {                                   \
-    static_assert(is_same<T, half_t>::value || is_same<T, bfloat16_t>::value, \
-                  "tl::" #name " folds float16 or bfloat16 pairs");           \
-    uint32_t b = load_pair(x) & (absolute ? 0x7fff7fffu : 0xffffffffu);       \
-    uint32_t& a = *reinterpret_cast<uint32_t*>(acc);                          \
-    if constexpr (is_same<T, half_t>::value) {                                \
-      asm(f16 " %0, %0, %1;" : "+r"(a) : "r"(b));                             \
-    } else {                                                                  \
-      asm(bf16 " %0, %0, %1;" : "+r"(a) : "r"(b));                            \
-    }                                                                         \
-  }
-#endif
-TL_PAIR_FOLD(max2, max, false, "max.f16x2", "max.bf16x2")
-TL_PAIR_FOLD(min2, min, false, "min.f16x2", "min.bf16x2")
-TL_PAIR_FOLD(max2_nan, max_nan, false, "max.NaN.f16x2", "max.NaN.bf16x2")
-TL_PAIR_FOLD(min2_nan, min_nan, false, "min.NaN.f16x2", "min.NaN.bf16x2")
-TL_PAIR_FOLD(abs_max2, max, true, "max.f16x2", "max.bf16x2")
-TL_PAIR_FOLD(abs_max2_nan, max_nan, true, "max.NaN.f16x2", "max.NaN.bf16x2")
-#undef TL_PAIR_FOLD
-
 // Float math in the argument's precision; the code generator passes float or double.
 #define TL_UNARY_MATH(name, f32, f64) \
   TL_DEVICE float name(float x) {     \

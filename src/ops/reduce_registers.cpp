@@ -9,6 +9,7 @@
 #include "ir/device_calls.h"
 #include "ir/structural.h"
 #include "ops/extent_util.h"
+#include "ops/packed_pairs.h"
 #include "ops/registers.h"
 
 namespace tl {
@@ -230,15 +231,17 @@ Stmt lower_rows(const TileOpNode* op, const LowerContext& ctx) {
       registers_pair_in_rows(slot_of, n))
     held = same_for_every_register(valid, k, n);
   if (held) {
-    // tl::max2 ... (max.f16x2, max.NaN.bf16x2 ...) into two accumulators per row, which
+    // tl::max2<tl::__half2>(&acc, &acc, &x) ... (max.f16x2, max.NaN.bf16x2 ...; packed.cuh)
+    // into two accumulators per row, which
     // start at the identity in place of `red`; then red = the pair's two halves combined.
     // Max and min give the same bits in any order.
     pairs = Buffer::make(dst->name + "_red2", t, {int_imm(2 * rows)}, Scope::Local, {}, op->span);
-    std::string fn2 = str_cat("tl::", kind == "absmax" ? "abs_" : "", is_max ? "max2" : "min2", nan ? "_nan" : "");
+    std::string fn2 =
+        packed_pair_call(str_cat(kind == "absmax" ? "abs_" : "", is_max ? "max2" : "min2", nan ? "_nan" : ""), t);
     Expr k2 = mul(k, int_imm(2));
-    Stmt fold2 = evaluate(call_extern(dtype::Void, fn2,
-                                      {call(Intrinsic::AddressOf, {buffer_load(pairs, {mul(slot_of(k2), int_imm(2))})}),
-                                       call(Intrinsic::AddressOf, {buffer_load(ctx.reg(src), {k2})})}));
+    Expr acc2 = call(Intrinsic::AddressOf, {buffer_load(pairs, {mul(slot_of(k2), int_imm(2))})});
+    Stmt fold2 = evaluate(
+        call_extern(dtype::Void, fn2, {acc2, acc2, call(Intrinsic::AddressOf, {buffer_load(ctx.reg(src), {k2})})}));
     body[0] = for_loop(i, int_imm(0), int_imm(2 * rows), ForKind::Unrolled, buffer_store(pairs, identity, {i}));
     Stmt folds = for_loop(k, int_imm(0), int_imm(n / 2), ForKind::Unrolled, fold2);
     body.push_back(is_const_true(*held) ? folds : if_then_else(*held, folds));

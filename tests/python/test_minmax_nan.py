@@ -209,7 +209,7 @@ def test_cuda_source_names_the_gpu_rules():
     for name in ("__hmax(", "__hmin(", "__hmax_nan(", "__hmin_nan(", "tl::MaxOp,", "tl::MaxOpNan,"):
         assert name in plain, name
     # 16-bit rows fold two registers at once: tl::max2 (max.f16x2), tl::max2_nan ...
-    for name in ("tl::max2(", "tl::min2_nan(", "tl::abs_max2(", "tl::abs_max2_nan("):
+    for name in ("tl::max2<", "tl::min2_nan<", "tl::abs_max2<", "tl::abs_max2_nan<"):
         assert name in plain, name
     f32 = tilelang.compile(minmax_kernel("float32"), target="cuda -arch=sm_80").get_kernel_source()
     for name in ("tl::max<float>(", "tl::max_nan<float>(", "tl::MinOpNan,"):

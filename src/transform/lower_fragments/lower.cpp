@@ -145,14 +145,20 @@ class Lowerer : public IRMutator {
       extents.push_back(ex ? *ex : -1);
       count = ex && count > 0 ? count * *ex : -1;
     }
-    FragmentLayoutPtr reshaped;
+    // A fragment of the loop's shape drives it; else one of its rank (a (1,) row vector
+    // of a 1-d loop read [0] is not one: it only rides along).
+    FragmentLayoutPtr reshaped, same_rank;
     for (BufKey k : touched) {
       auto it = s_.layouts.find(k);
       if (it == s_.layouts.end()) continue;
       const FragmentLayoutPtr& l = it->second;
-      if (l->shape().size() == nest.size()) driver = l;
+      if (l->shape().size() == nest.size()) {
+        same_rank = l;
+        if (l->shape() == extents) driver = l;
+      }
       if (l->shape() != extents && elements(l->shape()) == count && count > 0) reshaped = l;
     }
+    if (!driver) driver = same_rank;
     if (!driver || (reshaped && driver->shape() != extents)) driver = reshaped;
     if (!driver) {
       // A loop that updates reducer partials stays spread over the threads (each
