@@ -96,7 +96,10 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
   Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(d.buffer, di)});
   Stmt body;
   if (async) {
-    body = evaluate(call_extern(dtype::Void, str_cat("tl::cp_async<", w * sb, ">"), {dst_ptr, src_ptr, ok_s}));
+    // Zero-filled where the source's bounds check fails (the CUDA code generator prints
+    // tl::cp_async_gs<bytes>(dst, src) where the check has become true).
+    body = evaluate(
+        call_extern(dtype::Void, device_call_name(kCpAsyncConditionalCall, str_cat(w * sb)), {dst_ptr, src_ptr, ok_s}));
   } else {
     // One element e of the run, predicated and padded like the generic copy.
     Var e("e", dtype::Int32);

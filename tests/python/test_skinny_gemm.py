@@ -82,12 +82,12 @@ def test_on_sm90a_a_16_row_tile_takes_mma_sync_and_the_swapped_tile_wgmma():
     swapped = gemm_source(16, 256, 256, (16, 64, 128, 3, 128, 1, True), "nk", SM90A)
     assert "tl::wgmma_gemm_ss<" in swapped, swapped
     # Both operands come in through TMA (K rows of 512 bytes are 16-byte multiples).
-    assert swapped.count("tl::tma_load<") >= 2 and "tl::cp_async<" not in swapped, swapped
+    assert swapped.count("tl::tma_load<") >= 2 and "tl::cp_async_gs" not in swapped, swapped
 
 
 def test_on_sm80_the_loads_are_a_cp_async_pipeline():
     src = gemm_source(16, 256, 256, (16, 64, 64, 3, 128, 1, False), "nk", SM80)
-    assert "tl::gemm_ss<" in src and "tl::cp_async<" in src and "tma" not in src, src
+    assert "tl::gemm_ss<" in src and "tl::cp_async_gs" in src and "tma" not in src, src
 
 
 # Stream-K: (M, N, K, (block_N, block_K, stages, pairs), slots): 4 tiles of 8 K steps over
@@ -118,7 +118,7 @@ def test_streamk_on_sm90a_is_warp_specialized_with_tma():
     assert (
         "tl::setmaxnreg_dec<" in src and "tl::tma_load<2>(" in src and "tl::wgmma_gemm_ss<" in src
     )
-    assert "tl::AtomicAddRet(" in src and "tl::AtomicLoad(" in src  # the counters
+    assert "tl::AtomicAdd(" in src and "tl::AtomicLoad(" in src  # the counters
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ runs the same kernels on the H200."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,7 @@ rng = np.random.default_rng(908)
 
 def tma_only(src):
     """The source loads its tiles with TMA and has no cp.async left."""
-    return "tl::tma_load<" in src and "tl::mbarrier_wait(" in src and "tl::cp_async<" not in src
+    return "tl::tma_load<" in src and "tl::mbarrier_wait(" in src and "tl::cp_async_gs" not in src
 
 
 # (M, N, K, bM, bN, bK, dtype, trans_a, trans_b, threads, policy, stages): M, N, K do
@@ -289,7 +290,11 @@ def test_disable_tma_lower_gives_cp_async(target):
         pass_configs={"tl.disable_tma_lower": True},
     )
     src = kernel.get_kernel_source()
-    assert "tl::tma_load" not in src and "TensorMap" not in src and "tl::cp_async<16>" in src
+    assert (
+        "tl::tma_load" not in src
+        and "TensorMap" not in src
+        and re.search(r"tl::cp_async_gs(?:_conditional)?<16>", src)
+    )
     assert "prefetch_tensormap" not in src
     assert not [x for x in kernel.kernel.signature_text.splitlines() if x.startswith("tma ")]
     run_mma_gemm(kernel, 96, 128, 200, "float16")
@@ -299,7 +304,7 @@ def test_sm80_keeps_cp_async():
     src = tilelang.compile(
         mma_gemm(96, 128, 200, "float16", 3), target="cuda -arch=sm_80 -emulate"
     ).get_kernel_source()
-    assert "tl::tma_load" not in src and "tl::cp_async<16>" in src
+    assert "tl::tma_load" not in src and re.search(r"tl::cp_async_gs(?:_conditional)?<16>", src)
 
 
 def mixed_gemm(M, N, K, disable_b=False, pad_a=None):
@@ -340,7 +345,7 @@ def test_copies_tma_cannot_do_stay_on_cp_async(why, args, tma_tiles, cp_async_ti
         assert f"tl::tma_load<2>((&{tile}[" in src, why
     for tile in cp_async_tiles:
         assert (
-            "tl::cp_async<" in src
+            "tl::cp_async_gs" in src
             and f"(&{tile}[" in src
             and f"tl::tma_load<2>((&{tile}[" not in src
         ), why
@@ -484,7 +489,7 @@ def test_registers_allocated_in_a_pipelined_body_keep_the_pipeline(target):
     if "sm_90a" in target:
         assert "tl::wgmma_gemm_ss<" in src and tma_only(src), src
     else:
-        assert "tl::cp_async<" in src, src
+        assert "tl::cp_async_gs" in src, src
     a = rng.standard_normal((M, K)).astype(np.float16)
     b = rng.integers(0, 256, (N, K // 2), dtype=np.uint8)
     codes = np.stack([b & 15, b >> 4], axis=-1).reshape(N, K).astype(np.float64) - 8

@@ -227,7 +227,9 @@ def test_tiles_at_an_innermost_start_off_16_bytes_skip_tma(shift, tma):
     kernel = compile_with_stores(column_shifted_tiles(M, N, shift), target=SM90)
     src = kernel.get_kernel_source()
     assert ("tl::tma_load<2>(" in src) == tma and ("tl::tma_store<2>(" in src) == tma, src
-    assert ("tl::cp_async<" in src) == (shift == 4), src  # 8-byte cp.async; 1 is too narrow for any
+    assert ("tl::cp_async_gs" in src) == (shift == 4), (
+        src
+    )  # 8-byte cp.async; 1 is too narrow for any
     a = rng.standard_normal((M, N)).astype(np.float16)
     b = np.zeros_like(a)
     kernel(a, b)

@@ -83,7 +83,7 @@ def flags(*values):
 def tma_fed(source):
     """Every tile comes through TMA (no cp.async left): the wgmma gemms then go without
     their proxy fence (Fence = false, test_wgmma_proxy_fence.py)."""
-    return "tl::tma_load<" in source and "tl::cp_async<" not in source
+    return "tl::tma_load<" in source and "tl::cp_async_gs" not in source
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

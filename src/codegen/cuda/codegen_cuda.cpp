@@ -420,6 +420,14 @@ class CodeGenCUDA : public CodeGenC {
     if (auto name = fast_math(e)) return *name;
     if (auto name = warp_intrinsic(e)) return *name;
     if (auto name = named_atomic(e, true)) return *name;
+    // A cp.async whose bounds check became true: TileLang's unconditional form.
+    if (c && c->op == Intrinsic::Extern && c->args.size() == 4 && as_const_int(c->args[3]) &&
+        *as_const_int(c->args[3]) != 0) {
+      const std::string& callee = c->args[0].as<StringImmNode>()->value;
+      if (is_device_call(callee, kCpAsyncConditionalCall))
+        return str_cat("tl::cp_async_gs", callee.substr(std::string(kCpAsyncConditionalCall).size()), "(",
+                       print_expr(c->args[1]), ", ", print_expr(c->args[2]), ")");
+    }
     return CodeGenC::print_expr(e);
   }
   std::string print_evaluated(const Expr& e) override {
