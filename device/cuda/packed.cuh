@@ -88,46 +88,26 @@ TL_DEVICE void put2(T* out, uint32_t w) {
   }
 #endif
 
-template <class P, class T>
-TL_DEVICE void add2(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(530, "add.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %1, %3, %2;", 0x3f803f80u,
-               T(float(a[i]) + float(b[i])))
-}
-template <class P, class T>
-TL_DEVICE void sub2(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(530, "sub.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %2, %3, %1;", 0xbf80bf80u,
-               T(float(a[i]) - float(b[i])))
-}
-template <class P, class T>
-TL_DEVICE void mul2(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(530, "mul.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %1, %2, %3;", 0x80008000u,
-               T(float(a[i]) * float(b[i])))
-}
-template <class P, class T>
-TL_DEVICE void max2(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(800, "max.f16x2 %0, %1, %2;", "max.bf16x2 %0, %1, %2;", 0u, tl::max(a[i], b[i]))
-}
-template <class P, class T>
-TL_DEVICE void min2(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(800, "min.f16x2 %0, %1, %2;", "min.bf16x2 %0, %1, %2;", 0u, tl::min(a[i], b[i]))
-}
+// name<P>(out, a, b): out = a op b lane by lane, by the instruction pair of TL_PAIR_ASM2.
+#define TL_PAIR_FN(name, f16_arch, f16, bf16, k, lanes) \
+  template <class P, class T>                           \
+  TL_DEVICE void name(T* out, const T* a, const T* b) { \
+    pair_detail::check_pair<P, T>();                    \
+    TL_PAIR_ASM2(f16_arch, f16, bf16, k, lanes)         \
+  }
+TL_PAIR_FN(add2, 530, "add.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %1, %3, %2;", 0x3f803f80u,
+           T(float(a[i]) + float(b[i])))
+TL_PAIR_FN(sub2, 530, "sub.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %2, %3, %1;", 0xbf80bf80u,
+           T(float(a[i]) - float(b[i])))
+TL_PAIR_FN(mul2, 530, "mul.rn.f16x2 %0, %1, %2;", "fma.rn.bf16x2 %0, %1, %2, %3;", 0x80008000u,
+           T(float(a[i]) * float(b[i])))
+TL_PAIR_FN(max2, 800, "max.f16x2 %0, %1, %2;", "max.bf16x2 %0, %1, %2;", 0u, tl::max(a[i], b[i]))
+TL_PAIR_FN(min2, 800, "min.f16x2 %0, %1, %2;", "min.bf16x2 %0, %1, %2;", 0u, tl::min(a[i], b[i]))
 // The NaN-propagating forms (max.NaN / min.NaN: any NaN operand gives the canonical NaN),
 // T.reduce_max / reduce_min's nan_propagate=True.
-template <class P, class T>
-TL_DEVICE void max2_nan(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(800, "max.NaN.f16x2 %0, %1, %2;", "max.NaN.bf16x2 %0, %1, %2;", 0u, tl::max_nan(a[i], b[i]))
-}
-template <class P, class T>
-TL_DEVICE void min2_nan(T* out, const T* a, const T* b) {
-  pair_detail::check_pair<P, T>();
-  TL_PAIR_ASM2(800, "min.NaN.f16x2 %0, %1, %2;", "min.NaN.bf16x2 %0, %1, %2;", 0u, tl::min_nan(a[i], b[i]))
-}
+TL_PAIR_FN(max2_nan, 800, "max.NaN.f16x2 %0, %1, %2;", "max.NaN.bf16x2 %0, %1, %2;", 0u, tl::max_nan(a[i], b[i]))
+TL_PAIR_FN(min2_nan, 800, "min.NaN.f16x2 %0, %1, %2;", "min.NaN.bf16x2 %0, %1, %2;", 0u, tl::min_nan(a[i], b[i]))
+#undef TL_PAIR_FN
 #undef TL_PAIR_ASM2
 
 template <class P, class T>

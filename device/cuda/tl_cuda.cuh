@@ -506,26 +506,31 @@ TL_DEVICE double fma(double a, double b, double c) {
 // float16 / bfloat16 rounded once: fma.rn.f16 (sm_53) and fma.rn.bf16 (sm_80), and the
 // same bits in software for the emulation and older GPUs (fma16.h; a NaN result is the
 // canonical one).
-TL_DEVICE half_t fma(half_t a, half_t b, half_t c) {
-#if defined(TL_EMULATE) || __CUDA_ARCH__ < 530
+template <class T>
+TL_DEVICE T fma16_software(T a, T b, T c) {
   const double r = fma16_odd(float(a), float(b), float(c));
-  return r != r ? canonical_nan(half_t()) : half_t(r);
-#else
-  half_t r;
-  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
-  return r;
-#endif
+  return r != r ? canonical_nan(T()) : T(r);
 }
-TL_DEVICE bfloat16_t fma(bfloat16_t a, bfloat16_t b, bfloat16_t c) {
-#if defined(TL_EMULATE) || __CUDA_ARCH__ < 800
-  const double r = fma16_odd(float(a), float(b), float(c));
-  return r != r ? canonical_nan(bfloat16_t()) : bfloat16_t(r);
+#if defined(TL_EMULATE)
+#define TL_FMA16(T, arch, insn)     \
+  TL_DEVICE T fma(T a, T b, T c) {  \
+    return fma16_software(a, b, c); \
+  }
 #else
-  bfloat16_t r;
-  asm("fma.rn.bf16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
-  return r;
+#define TL_FMA16(T, arch, insn)                                                            \
+  TL_DEVICE T fma(T a, T b, T c) {                                                         \
+    if constexpr (__CUDA_ARCH__ < arch) {                                                  \
+      return fma16_software(a, b, c);                                                      \
+    } else {                                                                               \
+      T r;                                                                                 \
+      asm(insn " %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits)); \
+      return r;                                                                            \
+    }                                                                                      \
+  }
 #endif
-}
+TL_FMA16(half_t, 530, "fma.rn.f16")
+TL_FMA16(bfloat16_t, 800, "fma.rn.bf16")
+#undef TL_FMA16
 TL_DEVICE float fmod(float a, float b) {
   return fmodf(a, b);
 }
