@@ -7,9 +7,9 @@
 // one conversion to float16 or bfloat16 with round-to-nearest-even is the single
 // rounding of the exact x * y + z (53 bits are at least two more than 11).
 //
-// No headers: the includer defines TL_FMA16_FN (the functions' qualifier), uint64_t and
-// tl::bit_cast, and converts the result to its 16-bit type with one rounding from
-// float64 (device/cuda/tl_cuda.cuh, device/cpu/types.h).
+// No headers: the includer defines TL_FMA16_FN (the functions' qualifier), uint64_t,
+// tl::bit_cast and tl::canonical_nan (float_minmax.h), and 16-bit types that take a
+// float64 with one rounding (device/cuda/tl_cuda.cuh, device/cpu/types.h).
 #pragma once
 
 #ifndef TL_FMA16_FN
@@ -29,6 +29,13 @@ TL_FMA16_FN double fma16_odd(double x, double y, double z) {
   // hi to move one unit toward it.
   if (lo != 0 && (u & 1u) == 0) u = (hi > 0) == (lo > 0) ? u + 1 : u - 1;
   return bit_cast<double>(u);
+}
+
+// a * b + c of T (half_t or bfloat16_t) rounded once; a NaN result is the canonical one.
+template <class T>
+TL_FMA16_FN T fma16(T a, T b, T c) {
+  const double r = fma16_odd(float(a), float(b), float(c));
+  return r != r ? canonical_nan(T()) : T(r);
 }
 
 }  // namespace tl

@@ -154,8 +154,7 @@ inline double fma(double a, double b, double c) {
 // NaN result is the canonical one.
 template <class T, class = std::enable_if_t<std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>>>
 inline T fma(T a, T b, T c) {
-  const double r = fma16_odd(float(a), float(b), float(c));
-  return r != r ? canonical_nan(T()) : T(r);
+  return fma16(a, b, c);
 }
 inline float fmod(float a, float b) {
   return std::fmod(a, b);

@@ -506,21 +506,16 @@ TL_DEVICE double fma(double a, double b, double c) {
 // float16 / bfloat16 rounded once: fma.rn.f16 (sm_53) and fma.rn.bf16 (sm_80), and the
 // same bits in software for the emulation and older GPUs (fma16.h; a NaN result is the
 // canonical one).
-template <class T>
-TL_DEVICE T fma16_software(T a, T b, T c) {
-  const double r = fma16_odd(float(a), float(b), float(c));
-  return r != r ? canonical_nan(T()) : T(r);
-}
 #if defined(TL_EMULATE)
-#define TL_FMA16(T, arch, insn)     \
-  TL_DEVICE T fma(T a, T b, T c) {  \
-    return fma16_software(a, b, c); \
+#define TL_FMA16(T, arch, insn)    \
+  TL_DEVICE T fma(T a, T b, T c) { \
+    return fma16(a, b, c);         \
   }
 #else
 #define TL_FMA16(T, arch, insn)                                                            \
   TL_DEVICE T fma(T a, T b, T c) {                                                         \
     if constexpr (__CUDA_ARCH__ < arch) {                                                  \
-      return fma16_software(a, b, c);                                                      \
+      return fma16(a, b, c);                                                               \
     } else {                                                                               \
       T r;                                                                                 \
       asm(insn " %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits)); \
