@@ -64,6 +64,19 @@ inline std::optional<DeviceCall> device_call_of(std::string_view callee) {
   return it->second;
 }
 
+// The one integer template argument of a device call's name (`tl::atomic_add<5>`: 5);
+// nullopt where there is none, or more, or it is not a plain number.
+inline std::optional<int64_t> device_call_int_arg(std::string_view callee) {
+  size_t lt = callee.find('<');
+  if (lt == std::string_view::npos || callee.back() != '>') return std::nullopt;
+  std::string_view arg = callee.substr(lt + 1, callee.size() - lt - 2);
+  if (arg.empty() || arg.size() > 18 || arg.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  int64_t v = 0;
+  for (char ch : arg) v = v * 10 + (ch - '0');
+  return v;
+}
+
 // `fn<args>`: the name of a templated device call.
 inline std::string device_call_name(const char* fn, const std::string& template_args) {
   return std::string(fn) + "<" + template_args + ">";

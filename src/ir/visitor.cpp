@@ -445,8 +445,21 @@ const std::string* extern_name(const Expr& e) {
   return extern_name(e.as<CallNode>());
 }
 
+const char* atomic_kind(const std::string& name) {
+  static const std::pair<DeviceCall, const char*> kKinds[] = {
+      {DeviceCall::kAtomicAddCall, "add"},   {DeviceCall::kAtomicMaxCall, "max"},
+      {DeviceCall::kAtomicMinCall, "min"},   {DeviceCall::kAtomicAndCall, "and"},
+      {DeviceCall::kAtomicOrCall, "or"},     {DeviceCall::kAtomicXorCall, "xor"},
+      {DeviceCall::kAtomicLoadCall, "load"}, {DeviceCall::kAtomicStoreCall, "store"}};
+  std::optional<DeviceCall> k = device_call_of(name);
+  for (const auto& [call, kind] : kKinds)
+    if (k == call) return kind;
+  return nullptr;
+}
+
 bool is_atomic_call(const std::string& name) {
-  return name.rfind("tl::atomic_", 0) == 0 || name.rfind("tl::AtomicAddx", 0) == 0;
+  std::optional<DeviceCall> k = device_call_of(name);
+  return atomic_kind(name) || k == DeviceCall::kAtomicAddx2Call || k == DeviceCall::kAtomicAddx4Call;
 }
 
 bool calls_device(const Stmt& s, const char* fn) {

@@ -77,8 +77,11 @@ bool calls_device(const Stmt& s, const char* fn);
 const std::string* extern_name(const Expr& e);
 const std::string* extern_name(const CallNode* c);
 // Whether an extern call's name is one of the device header's atomics
-// (`tl::atomic_<kind><order>`, `tl::AtomicAddx2` / `x4`).
+// (`tl::atomic_<kind><order>`, `tl::AtomicAddx2` / `x4`: ir/device_calls.def).
 bool is_atomic_call(const std::string& name);
+// The kind of an element atomic's call, `tl::atomic_<kind><order>` ("add", "max", "min",
+// "and", "or", "xor", "load", "store"); nullptr for any other call.
+const char* atomic_kind(const std::string& name);
 // The distinct preludes (T.Kernel prelude=, T.import_source) of the kernels in `s`, in
 // order.
 std::vector<std::string> kernel_preludes(const Stmt& s);

@@ -4,9 +4,24 @@
 // (right-aligned after dropping unit dimensions). Each element becomes a call of
 // tl::atomic_<kind><order> from the device header; parts outside the destination
 // tensor are dropped, parts outside the value tensor read 0.
+#include "ir/device_calls.h"
 #include "ops/extent_util.h"
 
 namespace tl {
+std::string atomic_element_call(const std::string& kind, int64_t order) {
+  const char* fn = kind == "add"   ? kAtomicAddCall
+                   : kind == "max" ? kAtomicMaxCall
+                   : kind == "min" ? kAtomicMinCall
+                                   : nullptr;
+  TL_ICHECK(fn, str_cat("no region atomic of kind '", kind, "'"));
+  return device_call_name(fn, std::to_string(order));
+}
+
+const char* atomic_add_run_call(int64_t width) {
+  TL_ICHECK(width == 2 || width == 4, str_cat("an atomic add run of ", width, " elements"));
+  return width == 2 ? kAtomicAddx2Call : kAtomicAddx4Call;
+}
+
 Stmt make_atomic_op(TileOpArgs a) {
   simplify_extents(a.regions);
   std::string kind = attr_string(a.attrs, "kind");
@@ -72,8 +87,8 @@ Stmt lower_atomic_run(const TileOpNode* op) {
   const int64_t order = attr_int(op->attrs, "memory_order", 0);
   Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(dst.buffer, at(dst, 0), op->span)});
   Expr values_ptr = call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})});
-  body.push_back(evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", n), {dst_ptr, values_ptr, int_imm(order)}),
-                          op->span));
+  body.push_back(
+      evaluate(call_extern(dtype::Void, atomic_add_run_call(n), {dst_ptr, values_ptr, int_imm(order)}), op->span));
   Stmt vec = allocate(values, seq(body));
   Expr inside = logical_and(in_bounds(dst.buffer, at(dst, 0)), in_bounds(dst.buffer, at(dst, n - 1)));
   if (as_const_int(inside)) return *as_const_int(inside) ? vec : lower_atomic_serial(op);
@@ -110,8 +125,7 @@ Stmt lower_atomic_serial(const TileOpNode* op) {
     value = op->args[0];
   }
   std::vector<Expr> di = indices(dst);
-  std::string fn =
-      str_cat("tl::atomic_", attr_string(op->attrs, "kind"), "<", attr_int(op->attrs, "memory_order", 0), ">");
+  std::string fn = atomic_element_call(attr_string(op->attrs, "kind"), attr_int(op->attrs, "memory_order", 0));
   Expr address = call(Intrinsic::AddressOf, {buffer_load(dst.buffer, di, op->span)});
   Stmt body = evaluate(call_extern(t, fn, {address, value}), op->span);
   Expr dst_ok = in_bounds(dst.buffer, di);

@@ -56,10 +56,10 @@ Stmt lower_atomic_registers(const TileOpNode* op, const LowerContext& ctx) {
   Stmt st;
   if (w > 1) {
     Expr src = call(Intrinsic::AddressOf, {buffer_load(ctx.reg(v.buffer), {k0})});
-    st = evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w), {dst, src, int_imm(order)}), op->span);
+    st = evaluate(call_extern(dtype::Void, atomic_add_run_call(w), {dst, src, int_imm(order)}), op->span);
   } else {
     Expr value = cast(t, buffer_load(ctx.reg(v.buffer), {k0}));
-    st = evaluate(call_extern(dtype::Void, str_cat("tl::atomic_", kind, "<", order, ">"), {dst, value}), op->span);
+    st = evaluate(call_extern(dtype::Void, atomic_element_call(kind, order), {dst, value}), op->span);
   }
   if (!is_const_true(ok)) st = if_then_else(ok, st);
   return for_loop(r, int_imm(0), int_imm(l->local_size() / w), ForKind::Unrolled, st, {}, op->span);

@@ -58,6 +58,13 @@ Stmt make_copy(const CopyOperand& src, const CopyOperand& dst, Attrs attrs, Sour
 Stmt make_fill(BufferRegion dst, Expr value, SourceSpan span);
 Stmt make_gemm(BufferRegion a, BufferRegion b, BufferRegion c, Attrs attrs, SourceSpan span);
 
+// The device call of an element atomic of `kind` (add, max, min: a region atomic's
+// kinds) with memory order `order`, `tl::atomic_<kind><order>` (ir/device_calls.def),
+// and the call of an atomic add of a run of `width` (2 or 4) elements,
+// tl::AtomicAddx2 / x4.
+std::string atomic_element_call(const std::string& kind, int64_t order);
+const char* atomic_add_run_call(int64_t width);
+
 // CUDA: a T.atomic_add of a run of 2 or 4 consecutive elements along the last
 // dimension of both sides (T.atomic_addx2 / x4, or a region of that shape) into a
 // float32 / float16 / bfloat16 tensor as one tl::AtomicAddx2 / x4 of the values

@@ -73,11 +73,26 @@ def _in_bounds(buffer, indices):
     return cond
 
 
-def _element_call(buffer, indices, fn, order, args):
-    """`tl::<fn><order>(&buffer[indices], args...)`, 0 where the element lies outside."""
+# The device call of each kind (src/ir/device_calls.def), its template argument the
+# memory order.
+_DEVICE_CALLS = {
+    "add": "tl::atomic_add",
+    "max": "tl::atomic_max",
+    "min": "tl::atomic_min",
+    "and": "tl::atomic_and",
+    "or": "tl::atomic_or",
+    "xor": "tl::atomic_xor",
+    "load": "tl::atomic_load",
+    "store": "tl::atomic_store",
+}
+
+
+def _element_call(buffer, indices, kind, order, args):
+    """`tl::atomic_<kind><order>(&buffer[indices], args...)`, 0 where the element lies
+    outside."""
     load = _C.buffer_load(buffer.handle, indices)
     call = _C.call_extern(
-        buffer.dtype, f"tl::{fn}<{order}>", [_C.call("address_of", [load]), *args]
+        buffer.dtype, f"{_DEVICE_CALLS[kind]}<{order}>", [_C.call("address_of", [load]), *args]
     )
     return call, _in_bounds(buffer, indices)
 
@@ -136,7 +151,7 @@ def _rmw(kind, dst, value, memory_order, return_prev):
         buffer, indices = element
         _check_dtype(buffer, what)
         v = _C.cast(to_value(value), buffer.dtype)
-        call, cond = _element_call(buffer, indices, f"atomic_{kind}", order, [v])
+        call, cond = _element_call(buffer, indices, kind, order, [v])
         if not return_prev:
             _emit(ctx, call, cond)
             return None
@@ -312,7 +327,7 @@ def _add_elements(ctx, dst_region, value_region):
     order = MEMORY_ORDERS["relaxed"]
     for d_idx, v_idx in zip(_region_elements(dst_region), _region_elements(value_region)):
         v = _C.cast(value_region.buffer.load(v_idx), dst.dtype)
-        _emit(ctx, *_element_call(dst, d_idx, "atomic_add", order, [v]))
+        _emit(ctx, *_element_call(dst, d_idx, "add", order, [v]))
 
 
 def atomic_addx2(dst: BufferLike, value: ExprLike, return_prev: bool = False) -> Expr:
@@ -344,7 +359,7 @@ def atomic_load(src: BufferLike, memory_order: str = "seq_cst") -> Expr:
     ctx = builder_ctx.current(what)
     order = _order(memory_order, what, ("relaxed", "consume", "acquire", "seq_cst"))
     buffer, indices = _single(ctx, src, what)
-    call, cond = _element_call(buffer, indices, "atomic_load", order, [])
+    call, cond = _element_call(buffer, indices, "load", order, [])
     return call if cond is None else _C.select(cond, call, _C.const(0, buffer.dtype))
 
 
@@ -355,7 +370,7 @@ def atomic_store(dst: BufferLike, src: BufferLike, memory_order: str = "seq_cst"
     order = _order(memory_order, what, ("relaxed", "release", "seq_cst"))
     buffer, indices = _single(ctx, dst, what)
     v = _C.cast(to_value(src), buffer.dtype)
-    call, cond = _element_call(buffer, indices, "atomic_store", order, [v])
+    call, cond = _element_call(buffer, indices, "store", order, [v])
     _emit(ctx, call, cond)
 
 

@@ -7,6 +7,7 @@
 // maps the kernel takes after its arguments.
 #include "codegen/cuda/codegen_cuda.h"
 
+#include <cctype>
 #include <iomanip>
 #include <map>
 #include <optional>
@@ -443,21 +444,15 @@ class CodeGenCUDA : public CodeGenC {
     auto* c = e.as<CallNode>();
     if (!c || c->op != Intrinsic::Extern) return std::nullopt;
     const std::string& name = c->args[0].as<StringImmNode>()->value;
-    static const std::pair<const char*, const char*> kNames[] = {
-        {"tl::atomic_add<", "AtomicAdd"},   {"tl::atomic_max<", "AtomicMax"},    {"tl::atomic_min<", "AtomicMin"},
-        {"tl::atomic_and<", "AtomicAnd"},   {"tl::atomic_or<", "AtomicOr"},      {"tl::atomic_xor<", "AtomicXor"},
-        {"tl::atomic_load<", "AtomicLoad"}, {"tl::atomic_store<", "AtomicStore"}};
-    for (const auto& [prefix, named] : kNames) {
-      const std::string p(prefix);
-      if (name.rfind(p, 0) != 0 || name.back() != '>') continue;
-      std::string order = name.substr(p.size(), name.size() - p.size() - 1);
-      if (order.empty() || order.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-      const bool rmw = p != "tl::atomic_load<" && p != "tl::atomic_store<";
-      std::string s = str_cat("tl::", named, rmw && used ? "Ret" : "", "(");
-      for (size_t i = 1; i < c->args.size(); ++i) s += print_expr(c->args[i]) + ", ";
-      return s + order + ")";
-    }
-    return std::nullopt;
+    const char* kind = atomic_kind(name);
+    std::optional<int64_t> order = device_call_int_arg(name);
+    if (!kind || !order) return std::nullopt;
+    std::string named(kind);  // "add" -> AtomicAdd
+    named[0] = char(std::toupper(static_cast<unsigned char>(named[0])));
+    const bool rmw = named != "Load" && named != "Store";
+    std::string s = str_cat("tl::Atomic", named, rmw && used ? "Ret" : "", "(");
+    for (size_t i = 1; i < c->args.size(); ++i) s += print_expr(c->args[i]) + ", ";
+    return str_cat(s, *order, ")");
   }
 
   // The warp-level helpers whose operands CUDA's own intrinsics take as they are, printed

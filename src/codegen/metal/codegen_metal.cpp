@@ -483,8 +483,8 @@ class CodeGenMetal : public CodeGenC {
     return std::atoll(name.c_str() + lt + 1);
   }
 
-  std::string print_atomic(const CallNode* op, const std::string& name) {
-    std::string kind = name.substr(std::string("tl::atomic_").size(), name.find('<') - 11);
+  // An element atomic as Metal's atomic_*_explicit function (relaxed order).
+  std::string print_atomic(const CallNode* op, const std::string& kind) {
     const BufferLoadNode* target = address_target(op->args[1]);
     DataType t = target->buffer->dtype;
     if (!(t == dtype::Float32 || t == dtype::Int32 || t == dtype::UInt32))
@@ -557,7 +557,7 @@ class CodeGenMetal : public CodeGenC {
     using D = DeviceCall;
     if (call == D::kCopyVecCall || call == D::kLoadVecCall || call == D::kStoreVecCall)
       return print_vector_move(template_int(name), op->args[1], op->args[2]);
-    if (starts("tl::atomic_")) return print_atomic(op, name);
+    if (const char* kind = atomic_kind(name)) return print_atomic(op, kind);
     if (call == D::kWarpAllreduceCall) {
       // tl::warp_allreduce<tl::SumOp, Width>(v): the lanes of each aligned group of Width.
       auto has = [&](const char* op) { return name.find(op) != std::string::npos; };

@@ -49,14 +49,15 @@ std::optional<AtomicAddCall> vectorizable_atomic_add(const Stmt& s) {
   auto* ev = s.as<EvaluateNode>();
   auto* c = ev ? ev->value.as<CallNode>() : nullptr;
   const std::string* name = extern_name(c);
-  const std::string prefix = "tl::atomic_add<";
-  if (!name || name->rfind(prefix, 0) != 0 || c->args.size() != 3) return std::nullopt;
+  if (!name || device_call_of(*name) != DeviceCall::kAtomicAddCall || c->args.size() != 3) return std::nullopt;
   auto* address = c->args[1].as<CallNode>();
   auto* dst = address && address->op == Intrinsic::AddressOf ? address->args[0].as<BufferLoadNode>() : nullptr;
   if (!dst || dst->buffer->scope != Scope::Global) return std::nullopt;
   DataType t = dst->buffer->dtype;
   if (t != dtype::Float32 && t != dtype::Float16 && t != dtype::BFloat16) return std::nullopt;
-  return AtomicAddCall{c, dst, std::atoll(name->c_str() + prefix.size())};
+  std::optional<int64_t> order = device_call_int_arg(*name);
+  if (!order) return std::nullopt;
+  return AtomicAddCall{c, dst, *order};
 }
 
 class Lowerer : public IRMutator {
@@ -285,7 +286,7 @@ class Lowerer : public IRMutator {
     std::vector<Expr> first;
     for (const Expr& e : idx) first.push_back(at(e, 0));
     run.push_back(
-        evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", w),
+        evaluate(call_extern(dtype::Void, atomic_add_run_call(w),
                              {call(Intrinsic::AddressOf, {buffer_load(dst->buffer, first)}),
                               call(Intrinsic::AddressOf, {buffer_load(values, {int_imm(0)})}), int_imm(atomic->order)}),
                  span));
@@ -641,7 +642,7 @@ class Lowerer : public IRMutator {
     Expr out_ptr = call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})});
     vec.push_back(
         order >= 0
-            ? evaluate(call_extern(dtype::Void, str_cat("tl::AtomicAddx", v), {dst_ptr, out_ptr, int_imm(order)}))
+            ? evaluate(call_extern(dtype::Void, atomic_add_run_call(v), {dst_ptr, out_ptr, int_imm(order)}))
             : evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, str_cat(v)), {dst_ptr, out_ptr})));
     Stmt vec_run = allocate(out, seq(vec));
     for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);

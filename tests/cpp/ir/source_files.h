@@ -19,12 +19,12 @@ inline std::string read(const std::string& path) {
 // "lower_fragments" -> src/transform/lower_fragments.cpp; "pipeline_loops/emit" ->
 // src/transform/pipeline_loops/emit.cpp; "codegen_cuda" ->
 // src/codegen/cuda/codegen_cuda.cpp; "ops/gemm" -> src/ops/gemm.cpp (driver/ and
-// builder/ likewise);
+// builder/ and ir/ likewise);
 // "language/loops.py" -> python/tilelang/language/loops.py.
 inline std::string source_of(const std::string& name) {
   std::string root = TL_SOURCE_DIR;
   if (name.find(".py") != std::string::npos) return read(root + "/python/tilelang/" + name);
-  for (const char* dir : {"ops/", "driver/", "builder/"})
+  for (const char* dir : {"ops/", "driver/", "builder/", "ir/"})
     if (name.rfind(dir, 0) == 0) return read(root + "/src/" + name + ".cpp");
   if (name.rfind("codegen_", 0) == 0) {
     std::string family = name.substr(8);
