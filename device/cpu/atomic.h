@@ -103,6 +103,24 @@ inline T atomic_xor(T* addr, V value) {
   return __atomic_fetch_xor(addr, T(value), Order);
 }
 
+// T.atomic_addx2 / x4 with return_prev=True: addr[i] += values[i] for each i, each
+// element atomically (relaxed for TileLang's order 0, sequentially consistent for any
+// other: never weaker than asked), and prev[i] is addr[i] before its add.
+template <int N, class T>
+inline void atomic_add_run_prev(T* addr, const T* values, T* prev, int order) {
+  for (int i = 0; i < N; ++i)
+    prev[i] = order == 0 ? atomic_add<__ATOMIC_RELAXED>(addr + i, values[i])
+                         : atomic_add<__ATOMIC_SEQ_CST>(addr + i, values[i]);
+}
+template <class T>
+inline void AtomicAddx2Ret(T* addr, const T* values, T* prev, int order = 0) {
+  atomic_add_run_prev<2>(addr, values, prev, order);
+}
+template <class T>
+inline void AtomicAddx4Ret(T* addr, const T* values, T* prev, int order = 0) {
+  atomic_add_run_prev<4>(addr, values, prev, order);
+}
+
 template <int Order = __ATOMIC_SEQ_CST, class T>
 inline T atomic_load(const T* addr) {
   using Bits = typename atomic_detail::UIntOf<sizeof(T)>::type;

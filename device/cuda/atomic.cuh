@@ -204,6 +204,65 @@ TL_DEVICE void add_vec(T* addr, const T* values, int order) {
   }
 }
 
+// As add_vec, and prev[i] is addr[i] before its add: `atom` where add_vec has `red`
+// (float x2 / x4 and bfloat16 x2 on sm_90, half x2 from sm_70), 16-bit quads as two
+// pairs, else each element alone.
+template <int N, class T>
+TL_DEVICE void add_vec_prev(T* addr, const T* values, T* prev, int order) {
+#if !defined(TL_EMULATE) && defined(__CUDA_ARCH__)
+  const unsigned long long g = (unsigned long long)__cvta_generic_to_global(addr);
+#if __CUDA_ARCH__ >= 900
+  if constexpr (is_same<T, float>::value && N == 2) {
+    fence_before(order);
+    asm volatile("atom.global.v2.f32.add {%0, %1}, [%2], {%3, %4};"
+                 : "=f"(prev[0]), "=f"(prev[1])
+                 : "l"(g), "f"(values[0]), "f"(values[1])
+                 : "memory");
+    fence_after(order);
+    return;
+  } else if constexpr (is_same<T, float>::value && N == 4) {
+    fence_before(order);
+    asm volatile("atom.global.v4.f32.add {%0, %1, %2, %3}, [%4], {%5, %6, %7, %8};"
+                 : "=f"(prev[0]), "=f"(prev[1]), "=f"(prev[2]), "=f"(prev[3])
+                 : "l"(g), "f"(values[0]), "f"(values[1]), "f"(values[2]), "f"(values[3])
+                 : "memory");
+    fence_after(order);
+    return;
+  } else if constexpr (is_same<T, bfloat16_t>::value && N == 2) {
+    fence_before(order);
+    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16), old;
+    asm volatile("atom.global.add.noftz.bf16x2 %0, [%1], %2;" : "=r"(old) : "l"(g), "r"(pair) : "memory");
+    fence_after(order);
+    prev[0].bits = (unsigned short)(old & 0xffffu);
+    prev[1].bits = (unsigned short)(old >> 16);
+    return;
+  }
+#endif
+#if __CUDA_ARCH__ >= 700
+  if constexpr (is_same<T, half_t>::value && N == 2) {
+    fence_before(order);
+    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16), old;
+    asm volatile("atom.global.add.noftz.f16x2 %0, [%1], %2;" : "=r"(old) : "l"(g), "r"(pair) : "memory");
+    fence_after(order);
+    prev[0].bits = (unsigned short)(old & 0xffffu);
+    prev[1].bits = (unsigned short)(old >> 16);
+    return;
+  }
+#endif
+  (void)g;
+#endif
+  if constexpr ((is_same<T, half_t>::value || is_same<T, bfloat16_t>::value) && N == 4) {
+    add_vec_prev<2>(addr, values, prev, order);
+    add_vec_prev<2>(addr + 2, values + 2, prev + 2, order);
+    return;
+  }
+  for (int i = 0; i < N; ++i) {
+    fence_before(order);
+    prev[i] = add_relaxed(addr + i, values[i]);
+    fence_after(order);
+  }
+}
+
 // The values of a run converted to the destination's dtype (a float16 fragment added
 // into a float32 tensor), then added as above where addr is aligned to the run (the
 // lowering proves it, or it is a run the user named with T.atomic_addx2 / x4, which
@@ -235,6 +294,24 @@ TL_DEVICE void AtomicAddx2(T* addr, const S* values, int order = 0) {
 template <class T, class S>
 TL_DEVICE void AtomicAddx4(T* addr, const S* values, int order = 0) {
   atomic_detail::add_run<4>(addr, values, order);
+}
+// T.atomic_addx2 / x4 with return_prev=True: the same adds, and prev[i] is addr[i]
+// before its add (one `atom` where the GPU has the vector form, as above for `red`).
+template <class T>
+TL_DEVICE void AtomicAddx2Ret(T* addr, const T* values, T* prev, int order = 0) {
+  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(2 * sizeof(T) - 1)) == 0) {
+    atomic_detail::add_vec_prev<2>(addr, values, prev, order);
+  } else {
+    for (int i = 0; i < 2; ++i) atomic_detail::add_vec_prev<1>(addr + i, values + i, prev + i, order);
+  }
+}
+template <class T>
+TL_DEVICE void AtomicAddx4Ret(T* addr, const T* values, T* prev, int order = 0) {
+  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(4 * sizeof(T) - 1)) == 0) {
+    atomic_detail::add_vec_prev<4>(addr, values, prev, order);
+  } else {
+    for (int i = 0; i < 4; ++i) atomic_detail::add_vec_prev<1>(addr + i, values + i, prev + i, order);
+  }
 }
 
 template <int Order = 0, class T, class V>

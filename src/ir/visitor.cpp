@@ -459,7 +459,8 @@ const char* atomic_kind(const std::string& name) {
 
 bool is_atomic_call(const std::string& name) {
   std::optional<DeviceCall> k = device_call_of(name);
-  return atomic_kind(name) || k == DeviceCall::kAtomicAddx2Call || k == DeviceCall::kAtomicAddx4Call;
+  return atomic_kind(name) || k == DeviceCall::kAtomicAddx2Call || k == DeviceCall::kAtomicAddx4Call ||
+         k == DeviceCall::kAtomicAddx2RetCall || k == DeviceCall::kAtomicAddx4RetCall;
 }
 
 bool calls_device(const Stmt& s, const char* fn) {

@@ -77,7 +77,8 @@ bool calls_device(const Stmt& s, const char* fn);
 const std::string* extern_name(const Expr& e);
 const std::string* extern_name(const CallNode* c);
 // Whether an extern call's name is one of the device header's atomics
-// (`tl::atomic_<kind><order>`, `tl::AtomicAddx2` / `x4`: ir/device_calls.def).
+// (`tl::atomic_<kind><order>`, `tl::AtomicAddx2` / `x4` and their `Ret` forms:
+// ir/device_calls.def).
 bool is_atomic_call(const std::string& name);
 // The kind of an element atomic's call, `tl::atomic_<kind><order>` ("add", "max", "min",
 // "and", "or", "xor", "load", "store"); nullptr for any other call.

@@ -320,3 +320,116 @@ def test_every_thread_makes_its_own_atomics_on_every_target(target):
     b = np.full(8, 10, "float32")
     kernel(a, b)
     np.testing.assert_array_equal(b, [16, 22, 28, 34, 10, 10, 10, 16])
+
+
+def addx_prev(width, dtype, n, start):
+    """Each of 8 threads adds its run of `width` values at `start` and keeps the run's
+    previous values (T.atomic_addx2 / x4 with return_prev=True)."""
+
+    @T.prim_func
+    def main(
+        Dst: T.Tensor((n,), dtype),
+        Val: T.Tensor((8, width), dtype),
+        Prev: T.Tensor((8, width), dtype),
+    ):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding()
+            if width == 2:
+                Prev[t, 0:2] = T.atomic_addx2(Dst[start : start + 2], Val[t, 0:2], return_prev=True)
+            else:
+                Prev[t, 0:4] = T.atomic_addx4(Dst[start : start + 4], Val[t, 0:4], return_prev=True)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "target, dtype",
+    [("cpu", "float32"), ("cpu", "float16"), (EMU, "float32"), (EMU, "float16")]
+    + [("metal -emulate", "float32")],  # Metal: 32-bit atomics only (refused below)
+)
+@pytest.mark.parametrize("width", [2, 4])
+@pytest.mark.parametrize("start", [0, 1, 6])
+def test_addx_return_prev_is_one_call_and_every_previous_value(target, width, dtype, start):
+    """One tl::AtomicAddx2Ret / x4Ret per thread (TileLang's name) where the run lies in
+    the tensor; the 8 threads' previous values of each element are 8 distinct partial
+    sums of one chain (whole numbers: exact in any order), and the tensor ends with the
+    whole sum. A run past the end (start 6 of 8 for 4 elements) updates the elements
+    inside and reads 0 for the rest."""
+    n = 8
+    kernel = tilelang.compile(addx_prev(width, dtype, n, start), target=target)
+    src = kernel.get_kernel_source()
+    if start + width <= n:
+        call = (
+            "atomic_fetch_add_explicit" if target.startswith("metal") else f"AtomicAddx{width}Ret("
+        )
+        assert call in src, src
+    rng = np.random.default_rng(width * 10 + start)
+    dst = rng.integers(-8, 9, n).astype(dtype)
+    val = rng.integers(1, 5, (8, width)).astype(dtype)
+    prev = np.full((8, width), -99, dtype)
+    want = dst.astype(np.float64).copy()
+    before = dst.copy()
+    kernel(dst, val, prev)
+    for k in range(width):
+        e = start + k
+        if e >= n:
+            np.testing.assert_array_equal(prev[:, k], 0)
+            continue
+        want[e] += val[:, k].astype(np.float64).sum()
+        # The previous values: the element before each thread's add, a chain of partial
+        # sums in some order, the first the element's old value.
+        chain = sorted(prev[:, k].astype(np.float64))
+        assert chain[0] == before[e], (k, chain)
+        order = np.argsort(prev[:, k].astype(np.float64), kind="stable")
+        running = float(before[e])
+        for t in order:
+            assert float(prev[t, k]) == running, (k, prev[:, k])
+            running += float(val[t, k])
+    np.testing.assert_array_equal(dst.astype(np.float64), want)
+
+
+def test_addx_return_prev_of_16_bit_elements_is_refused_on_metal():
+    with pytest.raises(
+        Exception, match=r"T\.atomic_addx2 on 'Dst' of dtype float16: Metal has atomics only"
+    ):
+        tilelang.compile(addx_prev(2, "float16", 8, 0), target="metal")
+
+
+@pytest.mark.parametrize(
+    "dtype, arch, instruction",
+    [
+        ("float32", "sm_90a", r"atom\.global\.v2\.f32\.add"),
+        ("float16", "sm_80", r"atom\.global\.add\.noftz\.f16x2"),
+        ("bfloat16", "sm_90a", r"atom\.global\.add\.noftz\.bf16x2"),
+        ("float32", "sm_80", r"atom\.global\.add\.f32"),
+        ("bfloat16", "sm_75", r"atom(\.global)?\.cas\.b32"),
+    ],
+)
+def test_addx_return_prev_is_a_vector_atomic_in_ptx(dtype, arch, instruction, nvcc, tmp_path):  # noqa: F811
+    """nvcc's PTX of T.atomic_addx2(..., return_prev=True): one vector `atom` where the
+    GPU has it (float32 pairs on sm_90, float16 pairs from sm_70, bfloat16 pairs on
+    sm_90), element atomics before (bfloat16 on sm_75: a compare-and-swap loop)."""
+    import os
+    import subprocess
+
+    from tilelang import _native
+
+    src = tilelang.compile(
+        addx_prev(2, dtype, 8, 0), target=f"cuda -arch={arch}"
+    ).get_kernel_source()
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(src)
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [
+        nvcc,
+        f"-arch={arch}",
+        "-ptx",
+        "--std=c++17",
+        "-allow-unsupported-compiler",
+        f"-I{include}",
+    ]
+    cmd += ["-o", str(tmp_path / "kernel.ptx"), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    ptx = (tmp_path / "kernel.ptx").read_text()
+    assert re.search(instruction, ptx), ptx[-3000:]

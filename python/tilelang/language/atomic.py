@@ -289,15 +289,7 @@ def _atomic_add_run(dst, value, width, return_prev):
     value_region = _run_of(ctx, value, width, what, "value")
     _check_dtype(dst_region.buffer, what)
     if return_prev:
-        # The previous values, a vector of `width` lanes (each element updated atomically
-        # on its own, in order, here).
-        from .vector import LaneVector
-
-        lanes = []
-        for d_idx, v_idx in zip(_region_elements(dst_region), _region_elements(value_region)):
-            v = value_region.buffer[tuple(v_idx)]
-            lanes.append(_rmw("add", dst_region.buffer[tuple(d_idx)], v, None, True))
-        return LaneVector(lanes, dst_region.buffer.dtype.with_lanes(width))
+        return _atomic_add_run_prev(ctx, dst_region, value_region, width)
     if isinstance(value_region.buffer, BufferView):
         _add_elements(ctx, dst_region, value_region)
         return
@@ -305,6 +297,61 @@ def _atomic_add_run(dst, value, width, return_prev):
     # not a block-wide region op whose elements the threads share.
     attrs = {"kind": "add", "memory_order": MEMORY_ORDERS["relaxed"], "per_thread": 1}
     ctx.builder.tile_op("atomic", [dst_region.to_core(), value_region.to_core()], [], attrs)
+
+
+# T.atomic_addx2 / x4 with return_prev=True (src/ir/device_calls.def): one call updating
+# the run, each element atomically, and writing the previous values.
+_RUN_PREV_CALLS = {2: "tl::AtomicAddx2Ret", 4: "tl::AtomicAddx4Ret"}
+
+
+def _atomic_add_run_prev(ctx, dst_region, value_region, width):
+    """The previous values of an atomic add of a run, a vector of `width` lanes: one
+    tl::AtomicAddx<width>Ret(&dst, values, prev, order) where the run is consecutive
+    elements of a tensor and lies inside it (TileLang's call; one vector atomic where
+    the GPU has one), else an atomic per element (an element outside reads 0)."""
+    from .ops import alloc_local
+    from .vector import LaneVector
+
+    dst = dst_region.buffer
+    dt = dst.dtype
+    d_elems = _region_elements(dst_region)
+    v_elems = _region_elements(value_region)
+    order = MEMORY_ORDERS["relaxed"]
+    consecutive = (
+        not isinstance(dst, BufferView)
+        and not dst.strides
+        and all(const_int(e) == 1 for e in dst_region.extents[:-1])
+    )
+    prev = alloc_local((width,), dt)
+
+    def each_element():
+        for k, (d_idx, v_idx) in enumerate(zip(d_elems, v_elems)):
+            v = _C.cast(to_value(value_region.buffer[tuple(v_idx)]), dt)
+            call, cond = _element_call(dst, d_idx, "add", order, [v])
+            prev[k] = call if cond is None else _C.select(cond, call, _C.const(0, dt))
+
+    if not consecutive:
+        each_element()
+    else:
+        values = alloc_local((width,), dt)
+        for k, v_idx in enumerate(v_elems):
+            values[k] = _C.cast(to_value(value_region.buffer[tuple(v_idx)]), dt)
+        addr = [
+            _C.call("address_of", [_C.buffer_load(b.handle, idx)])
+            for b, idx in ((dst, d_elems[0]), (values, [0]), (prev, [0]))
+        ]
+        call = _C.call_extern("void", _RUN_PREV_CALLS[width], [*addr, _C.const(order, "int32")])
+        first, last = _in_bounds(dst, d_elems[0]), _in_bounds(dst, d_elems[-1])
+        inside = first if last is None else last if first is None else _C.logical_and(first, last)
+        if inside is None:
+            ctx.builder.evaluate(call)
+        else:
+            ctx.builder.begin_if(inside)
+            ctx.builder.evaluate(call)
+            ctx.builder.begin_else()
+            each_element()
+            ctx.builder.end_if()
+    return LaneVector([prev[k] for k in range(width)], dt.with_lanes(width))
 
 
 def _const_extent(e):

@@ -484,15 +484,21 @@ class CodeGenMetal : public CodeGenC {
   }
 
   // An element atomic as Metal's atomic_*_explicit function (relaxed order).
+  // Metal's atomic type for an atomic `what` on `target`'s tensor (32-bit int, uint and
+  // float only).
+  std::string atomic_type(const BufferLoadNode* target, const std::string& what) {
+    DataType t = target->buffer->dtype;
+    if (!(t == dtype::Float32 || t == dtype::Int32 || t == dtype::UInt32))
+      throw_user_error(statement_span_, str_cat(what, " on '", target->buffer->name, "' of dtype ", t.name(),
+                                                ": Metal has atomics only for 32-bit int, uint and float; "
+                                                "accumulate in a float32 or int32 tensor"));
+    return t == dtype::Float32 ? "atomic_float" : t == dtype::Int32 ? "atomic_int" : "atomic_uint";
+  }
+
   std::string print_atomic(const CallNode* op, const std::string& kind) {
     const BufferLoadNode* target = address_target(op->args[1]);
     DataType t = target->buffer->dtype;
-    if (!(t == dtype::Float32 || t == dtype::Int32 || t == dtype::UInt32))
-      throw_user_error(statement_span_,
-                       str_cat("T.atomic_", kind, " on '", target->buffer->name, "' of dtype ", t.name(),
-                               ": Metal has atomics only for 32-bit int, uint and float; "
-                               "accumulate in a float32 or int32 tensor"));
-    std::string atomic_t = t == dtype::Float32 ? "atomic_float" : t == dtype::Int32 ? "atomic_int" : "atomic_uint";
+    std::string atomic_t = atomic_type(target, "T.atomic_" + kind);
     std::string space = address_space(target->buffer);
     std::string ptr = "(" + space + " " + atomic_t + "*)" + print_expr(op->args[1]);
     if (kind == "load") return "atomic_load_explicit(" + ptr + ", memory_order_relaxed)";
@@ -505,6 +511,16 @@ class CodeGenMetal : public CodeGenC {
     // Metal has no float max/min atomics: a compare-and-swap loop on the bits.
     helpers_.insert(Helper::AtomicFloatMinMax);
     return "tl_atomic_f" + kind + "((" + space + " atomic_uint*)" + print_expr(op->args[1]) + ", " + v + ")";
+  }
+
+  // tl::AtomicAddx2Ret / x4Ret(addr, values, prev, order): an atomic add per element,
+  // its previous value into prev.
+  std::string print_atomic_add_run_prev(const CallNode* op, int width) {
+    const BufferLoadNode* target = address_target(op->args[1]);
+    std::string atomic_t = atomic_type(target, str_cat("T.atomic_addx", width));
+    return str_cat("for (int tl_k = 0; tl_k < ", width, "; ++tl_k) (", print_expr(op->args[3]),
+                   ")[tl_k] = atomic_fetch_add_explicit((", address_space(target->buffer), " ", atomic_t, "*)(",
+                   print_expr(op->args[1]), ") + tl_k, (", print_expr(op->args[2]), ")[tl_k], memory_order_relaxed)");
   }
 
   // TileLang's warp-level helpers (python/tilelang/language/warp.py) on a 32-lane
@@ -558,6 +574,8 @@ class CodeGenMetal : public CodeGenC {
     if (call == D::kCopyVecCall || call == D::kLoadVecCall || call == D::kStoreVecCall)
       return print_vector_move(template_int(name), op->args[1], op->args[2]);
     if (const char* kind = atomic_kind(name)) return print_atomic(op, kind);
+    if (call == D::kAtomicAddx2RetCall || call == D::kAtomicAddx4RetCall)
+      return print_atomic_add_run_prev(op, call == D::kAtomicAddx2RetCall ? 2 : 4);
     if (call == D::kWarpAllreduceCall) {
       // tl::warp_allreduce<tl::SumOp, Width>(v): the lanes of each aligned group of Width.
       auto has = [&](const char* op) { return name.find(op) != std::string::npos; };
