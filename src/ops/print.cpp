@@ -4,6 +4,7 @@
 //   args:  bx, by, bz (block index), nx, ny (thread extents), then the value if any
 //   attrs: msg (the label, or the header line of a tile), name (the tile's buffer),
 //          last (the text of the tile's last-dimension range, ":" when whole)
+#include "ir/device_calls.h"
 #include "ops/tile_op.h"
 
 namespace tl {
@@ -46,8 +47,8 @@ Stmt lower_print_serial(const TileOpNode* op) {
   };
   Expr msg = string_imm(attr_string(op->attrs, "msg"));
   if (op->regions.empty()) {
-    if (op->args.size() == kWhereArgs) return call_stmt("tl::debug_print_msg", with_where(msg, {}), op->span);
-    return call_stmt("tl::debug_print_value", with_where(msg, {op->args.back()}), op->span);
+    if (op->args.size() == kWhereArgs) return call_stmt(kDebugPrintMsgCall, with_where(msg, {}), op->span);
+    return call_stmt(kDebugPrintValueCall, with_where(msg, {op->args.back()}), op->span);
   }
   // A tile: begin (lock, header), per row its index and elements, end (unlock).
   const BufferRegion& r = op->regions[0];
@@ -61,14 +62,14 @@ Stmt lower_print_serial(const TileOpNode* op) {
   }
   std::vector<Expr> row_args{string_imm(attr_string(op->attrs, "name")), string_imm(attr_string(op->attrs, "last"))};
   row_args.insert(row_args.end(), idx.begin(), idx.end() - 1);
-  Stmt elem = call_stmt("tl::debug_print_buffer_elem", {buffer_load(r.buffer, idx, op->span)}, op->span);
+  Stmt elem = call_stmt(kDebugPrintBufferElemCall, {buffer_load(r.buffer, idx, op->span)}, op->span);
   const Range& last = r.ranges[nd - 1];
-  Stmt body = seq({call_stmt("tl::debug_print_buffer_row", row_args, op->span),
+  Stmt body = seq({call_stmt(kDebugPrintBufferRowCall, row_args, op->span),
                    for_loop(vars[nd - 1], make_const(last.extent.dtype(), 0), last.extent, ForKind::Serial, elem)});
   for (int d = nd - 2; d >= 0; --d)
     body = for_loop(vars[d], make_const(r.ranges[d].extent.dtype(), 0), r.ranges[d].extent, ForKind::Serial, body);
-  return seq({call_stmt("tl::debug_print_buffer_begin", with_where(msg, {}), op->span), body,
-              call_stmt("tl::debug_print_buffer_end", {}, op->span)});
+  return seq({call_stmt(kDebugPrintBufferBeginCall, with_where(msg, {}), op->span), body,
+              call_stmt(kDebugPrintBufferEndCall, {}, op->span)});
 }
 
 }  // namespace tl

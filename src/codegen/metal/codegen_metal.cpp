@@ -596,7 +596,10 @@ class CodeGenMetal : public CodeGenC {
       return str_cat("tl_xor_", kind, "(", v, ", ", width, ")");
     }
     if (auto warp = print_warp_helper(op, name)) return warp;
-    if (starts("tl::debug_print")) emit_print(op);
+    if (call == D::kDebugPrintMsgCall || call == D::kDebugPrintValueCall || call == D::kDebugPrintBufferBeginCall ||
+        call == D::kDebugPrintBufferRowCall || call == D::kDebugPrintBufferElemCall ||
+        call == D::kDebugPrintBufferEndCall)
+      emit_print(op);
     if (name == "__ldg" && op->args.size() == 2) return print_expr(op->args[1]);  // T.__ldg: a plain load
     if (name == kSourceKernelCall)
       throw_user_error(statement_span_,
