@@ -116,6 +116,31 @@ TL_DEVICE T warp_allreduce(T v) {
   for (int mask = Width / 2; mask > 0; mask /= 2) v = Op::apply(v, shfl_xor_sync(0xffffffffu, v, mask));
   return v;
 }
+// TileLang's spelling of a lane reduction (T.reduce_*(..., batch=) on the GPU prints
+// tl::AllReduce<Op, Threads, 1, 0, tl::SyncThreadsBarrier, Batch, 0>::run_batch(x)): the
+// lanes of each aligned group of Threads (at most a warp; Scale 1, no offset) combine
+// each of x[0:Batch] as warp_allreduce does, in the same order, the batch's shuffles
+// interleaved. The cross-warp step is the lowering's (a shared row), not this struct's.
+struct SyncThreadsBarrier {};
+template <class Op, int Threads, int Scale = 1, int ThreadOffset = 0, class Barrier = SyncThreadsBarrier, int Batch = 1,
+          int WorkspaceStride = 0>
+struct AllReduce {
+  static_assert(Scale == 1 && ThreadOffset == 0 && Threads >= 1 && Threads <= 32 && (Threads & (Threads - 1)) == 0,
+                "tl::AllReduce here combines aligned lane groups of a power of two up to 32");
+  template <class T>
+  static TL_DEVICE T run(T x) {
+    return warp_allreduce<Op, Threads>(x);
+  }
+  template <class T>
+  static TL_DEVICE void run_batch(T* x) {
+#pragma unroll
+    for (int mask = Threads / 2; mask > 0; mask /= 2) {
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) x[b] = Op::apply(x[b], shfl_xor_sync(0xffffffffu, x[b], mask));
+    }
+  }
+};
+
 template <class T>
 TL_DEVICE T shfl_down_sync(uint32_t mask, T v, int delta, int width = 32) {
   return from_lane_word<T>(__shfl_down_sync(mask, to_lane_word(v), unsigned(delta), width));

@@ -21,19 +21,29 @@ namespace {
 // Combines each row's partials (in `red`, one per register of the Rows layout `ld`)
 // across the threads that hold the row in the 2-d layout `ls`: the lanes of a warp
 // with shuffles, then the warps through a shared scratch row.
-// `name` names the scratch row (<name>_xwarp).
+// `name` names the scratch row (<name>_xwarp). On CUDA, with the op's `batch` (TileLang's
+// batch=) dividing the thread's rows, the lanes combine `batch` rows per call
+// (tl::warp_allreduce_batch, printed as TileLang's tl::AllReduce<...>::run_batch): the
+// same shuffles in the same order, interleaved.
 Stmt combine_row_partials(const FragmentLayoutPtr& ls, const FragmentLayoutPtr& ld, const Buffer& red,
                           const std::string& name, const Expr& identity, const char* fn,
-                          const std::function<Expr(Expr, Expr)>& combine, SourceSpan span, const Expr& thread) {
+                          const std::function<Expr(Expr, Expr)>& combine, SourceSpan span, const Expr& thread,
+                          int64_t batch) {
   DataType t = red->dtype;
   int64_t rows = ld->local_size();
   Var i("i", dtype::Int32);
   std::vector<Stmt> body;
   // Across the lanes that share a row, then across the warps that do.
-  std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", ls->row_lanes()));
-  if (ls->row_lanes() > 1)
+  if (ls->row_lanes() > 1 && batch > 1 && rows % batch == 0) {
+    std::string shfl = device_call_name(kWarpAllreduceBatchCall, str_cat(fn, ", ", ls->row_lanes(), ", ", batch));
+    Expr first = call(Intrinsic::AddressOf, {buffer_load(red, {mul(i, int_imm(batch))})});
+    body.push_back(for_loop(i, int_imm(0), int_imm(rows / batch), ForKind::Unrolled,
+                            evaluate(call_extern(dtype::Void, shfl, {first}))));
+  } else if (ls->row_lanes() > 1) {
+    std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", ls->row_lanes()));
     body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
                             buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
+  }
   int64_t warps = ls->row_warps();
   Stmt cross;
   if (warps > 1) {
@@ -116,7 +126,8 @@ Stmt lower_finalize(const TileOpNode* op, const LowerContext& ctx) {
   std::function<Expr(Expr, Expr)> combine;
   Expr identity;
   reducer_op(attr_string(op->attrs, "kind"), r->dtype, fn, combine, identity);
-  return combine_row_partials(l->parent(), l, ctx.reg(r), r->name, identity, fn, combine, op->span, ctx.t);
+  return combine_row_partials(l->parent(), l, ctx.reg(r), r->name, identity, fn, combine, op->span, ctx.t,
+                              ctx.cuda ? attr_int(op->attrs, "batch", 1) : 1);
 }
 
 // T.finalize_reducer of a replicated reducer (Analysis::partial_updates): every
@@ -252,7 +263,8 @@ Stmt lower_rows(const TileOpNode* op, const LowerContext& ctx) {
   } else {
     body.push_back(for_loop(k, int_imm(0), int_imm(n), ForKind::Unrolled, fold));
   }
-  body.push_back(combine_row_partials(ls, ld, red, dst->name, identity, fn, combine, op->span, ctx.t));
+  body.push_back(combine_row_partials(ls, ld, red, dst->name, identity, fn, combine, op->span, ctx.t,
+                                      ctx.cuda ? attr_int(op->attrs, "batch", 1) : 1));
   Expr result = buffer_load(red, {i});
   if (!clear) result = combine(buffer_load(ctx.reg(dst), {i}), result);
   body.push_back(

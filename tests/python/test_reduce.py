@@ -5,6 +5,7 @@ errors a misuse gets (dim out of range, wrong destination shape ...)."""
 
 import inspect
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tilelang
@@ -445,3 +446,63 @@ def test_a_1d_softmax_reads_its_row_max_in_registers(target):
     kernel(a, out)
     e = np.exp(a.astype(np.float64) - a.max())
     np.testing.assert_allclose(out, e / e.sum(), rtol=1e-5, atol=1e-7)
+
+
+def _batched_rows(M, N, threads, batch, kind, dtype):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((M, N), dtype)
+            dst = T.alloc_fragment((M,), dtype)
+            T.copy(A, src)
+            getattr(T, "reduce_" + kind)(src, dst, dim=1, batch=batch)
+            T.copy(dst, B)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "M, N, threads, batch, kind, dtype, lanes",
+    [
+        (64, 128, 256, 4, "sum", "float32", 32),
+        (128, 128, 256, 8, "max", "float16", 16),
+        (128, 128, 256, 4, "abssum", "float32", 32),
+        (64, 128, 128, 2, "min", "bfloat16", 16),
+    ],
+)
+def test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
+    M, N, threads, batch, kind, dtype, lanes
+):
+    """T.reduce_*(..., batch=b) on CUDA combines b rows per call, printed as TileLang's
+    tl::AllReduce<Op, lanes, 1, 0, tl::SyncThreadsBarrier, b, 0>::run_batch: the same
+    shuffles in the same order as batch=1 (bit-identical results under the emulator);
+    the cpu target, which has no lanes, ignores batch; NVRTC builds it for sm_90a."""
+    emu = "cuda -arch=sm_80 -emulate"
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.random.default_rng(batch).standard_normal((M, N)).astype(np_dtype)
+    outs = {}
+    for b in (1, batch):
+        kernel = tilelang.compile(_batched_rows(M, N, threads, b, kind, dtype), target=emu)
+        src = kernel.get_kernel_source()
+        if b > 1:
+            op = {"sum": "SumOp", "abssum": "SumOp", "max": "MaxOp", "min": "MinOp"}[kind]
+            call = f"tl::AllReduce<tl::{op}, {lanes}, 1, 0, tl::SyncThreadsBarrier, {b}, 0>::run_batch("
+            assert call in src, src
+            assert "tl::warp_allreduce<" not in src, src
+        out = np.zeros(M, np_dtype)
+        kernel(x, out)
+        outs[b] = out
+    np.testing.assert_array_equal(outs[batch], outs[1])
+    x64 = x.astype(np.float64)
+    if kind == "sum":
+        want = x64.sum(1)
+    elif kind == "abssum":
+        want = np.abs(x64).sum(1)
+    else:
+        want = getattr(np, kind)(x64, axis=1)
+    np.testing.assert_allclose(outs[1].astype(np.float64), want, rtol=2e-2, atol=2e-1)
+    cpu = tilelang.compile(_batched_rows(M, N, threads, batch, kind, dtype), target="cpu")
+    assert "run_batch" not in cpu.get_kernel_source()
+    # NVRTC builds the batched form for the GPU.
+    gpu = tilelang.compile(_batched_rows(M, N, threads, batch, kind, dtype), target="cuda -arch=sm_90a")
+    assert "::run_batch(" in gpu.get_kernel_source()

@@ -104,6 +104,8 @@ def _reduce(kind, buffer, out, dim, clear, batch=1, annotations=None, nan_propag
     attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "clear": bool(clear)}
     if nan_propagate:
         attrs["nan_propagate"] = True
+    if batch > 1:
+        attrs["batch"] = batch
     ctx.builder.tile_op("reduce", regions, [], attrs)
 
 
@@ -519,6 +521,8 @@ def finalize_reducer(
         # lowering's cross-thread reduction); one executor per block holds them whole.
         region = acc.full_region().to_core()
         attrs = {"kind": acc.reducer_op, "dim": 0, "finalize": 1}
+        if batch > 1:
+            attrs["batch"] = batch
         ctx.builder.tile_op("reduce", [region, region], [], attrs)
         ctx.builder.sync_threads()
         return

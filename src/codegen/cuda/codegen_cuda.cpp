@@ -421,6 +421,7 @@ class CodeGenCUDA : public CodeGenC {
     if (auto name = fast_math(e)) return *name;
     if (auto name = warp_intrinsic(e)) return *name;
     if (auto name = named_atomic(e, true)) return *name;
+    if (auto name = batched_allreduce(c)) return *name;
     // A cp.async whose bounds check became true: TileLang's unconditional form.
     if (c && c->op == Intrinsic::Extern && c->args.size() == 4 && as_const_int(c->args[3]) &&
         *as_const_int(c->args[3]) != 0) {
@@ -434,6 +435,21 @@ class CodeGenCUDA : public CodeGenC {
   std::string print_evaluated(const Expr& e) override {
     if (auto name = named_atomic(e, false)) return *name;
     return print_expr(e);
+  }
+
+  // tl::warp_allreduce_batch<Op, Width, Batch>(x), the lane reduction of Batch rows, as
+  // TileLang's tl::AllReduce<Op, Width, 1, 0, tl::SyncThreadsBarrier, Batch, 0>::run_batch(x)
+  // (device/cuda/warp.cuh).
+  std::optional<std::string> batched_allreduce(const CallNode* c) {
+    if (!c || c->op != Intrinsic::Extern) return std::nullopt;
+    const std::string& callee = c->args[0].as<StringImmNode>()->value;
+    if (!is_device_call(callee, kWarpAllreduceBatchCall) || callee.back() != '>') return std::nullopt;
+    const size_t open = std::string(kWarpAllreduceBatchCall).size() + 1;
+    std::string args = callee.substr(open, callee.size() - open - 1);  // "Op, Width, Batch"
+    const size_t last = args.rfind(", ");
+    TL_ICHECK(last != std::string::npos, "warp_allreduce_batch without its template arguments: ", callee);
+    return str_cat("tl::AllReduce<", args.substr(0, last), ", 1, 0, tl::SyncThreadsBarrier, ", args.substr(last + 2),
+                   ", 0>::run_batch(", print_expr(c->args[1]), ")");
   }
 
   // An element atomic, tl::atomic_<op><order>(addr, value), by TileLang's name with the
