@@ -204,6 +204,15 @@ TL_DEVICE void add_vec(T* addr, const T* values, int order) {
   }
 }
 
+// A 16-bit pair's `atom` (the instruction `insn`) returning the previous pair into prev.
+#define TL_ATOM_PAIR_PREV(insn)                                                     \
+  fence_before(order);                                                              \
+  unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16), old; \
+  asm volatile(insn " %0, [%1], %2;" : "=r"(old) : "l"(g), "r"(pair) : "memory");   \
+  fence_after(order);                                                               \
+  prev[0].bits = (unsigned short)(old & 0xffffu);                                   \
+  prev[1].bits = (unsigned short)(old >> 16);                                       \
+  return;
 // As add_vec, and prev[i] is addr[i] before its add: `atom` where add_vec has `red`
 // (float x2 / x4 and bfloat16 x2 on sm_90, half x2 from sm_70), 16-bit quads as two
 // pairs, else each element alone.
@@ -229,24 +238,12 @@ TL_DEVICE void add_vec_prev(T* addr, const T* values, T* prev, int order) {
     fence_after(order);
     return;
   } else if constexpr (is_same<T, bfloat16_t>::value && N == 2) {
-    fence_before(order);
-    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16), old;
-    asm volatile("atom.global.add.noftz.bf16x2 %0, [%1], %2;" : "=r"(old) : "l"(g), "r"(pair) : "memory");
-    fence_after(order);
-    prev[0].bits = (unsigned short)(old & 0xffffu);
-    prev[1].bits = (unsigned short)(old >> 16);
-    return;
+    TL_ATOM_PAIR_PREV("atom.global.add.noftz.bf16x2")
   }
 #endif
 #if __CUDA_ARCH__ >= 700
   if constexpr (is_same<T, half_t>::value && N == 2) {
-    fence_before(order);
-    unsigned pair = unsigned(values[0].bits) | (unsigned(values[1].bits) << 16), old;
-    asm volatile("atom.global.add.noftz.f16x2 %0, [%1], %2;" : "=r"(old) : "l"(g), "r"(pair) : "memory");
-    fence_after(order);
-    prev[0].bits = (unsigned short)(old & 0xffffu);
-    prev[1].bits = (unsigned short)(old >> 16);
-    return;
+    TL_ATOM_PAIR_PREV("atom.global.add.noftz.f16x2")
   }
 #endif
   (void)g;
@@ -262,6 +259,7 @@ TL_DEVICE void add_vec_prev(T* addr, const T* values, T* prev, int order) {
     fence_after(order);
   }
 }
+#undef TL_ATOM_PAIR_PREV
 
 // The values of a run converted to the destination's dtype (a float16 fragment added
 // into a float32 tensor), then added as above where addr is aligned to the run (the

@@ -6,13 +6,16 @@ per-element atomics in a T.Parallel loop over memory and T.atomic_addx2 / x4. Ru
 the CUDA emulator against numpy; several blocks add into the same elements, with
 whole numbers so that any order of the adds gives the exact sum."""
 
+import os
 import re
+import subprocess
 
 import numpy as np
 import pytest
 import tilelang
 import tilelang.language as T
 from test_examples_cuda_source import nvcc  # noqa: F401  (the fixture)
+from tilelang import _native
 
 # sm_80: on sm_90 a region atomic of a whole shared tile is a TMA reduce-add instead.
 EMU = "cuda -arch=sm_80 -emulate"
@@ -258,6 +261,26 @@ def test_split_k_partials_are_added_in_pairs(M):
     np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
 
 
+def _ptx(func, arch, nvcc_path, tmp_path):
+    """nvcc's PTX of `func`'s CUDA source for `arch`."""
+    src = tilelang.compile(func, target=f"cuda -arch={arch}").get_kernel_source()
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(src)
+    include = os.path.join(_native.load().device_include_dir(), "cuda")
+    cmd = [
+        nvcc_path,
+        f"-arch={arch}",
+        "-ptx",
+        "--std=c++17",
+        "-allow-unsupported-compiler",
+        f"-I{include}",
+    ]
+    cmd += ["-o", str(tmp_path / "kernel.ptx"), str(cu)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return (tmp_path / "kernel.ptx").read_text()
+
+
 @pytest.mark.parametrize(
     "dtype, arch, instruction",
     [
@@ -270,10 +293,6 @@ def test_the_runs_are_vector_reductions_in_ptx(dtype, arch, instruction, nvcc, t
     """nvcc's PTX of the per-element kernel: the vector reduction, and no
     compare-and-swap loop (the scalar adds beside it are the path of a run whose address
     is not aligned to it, which the device function checks at run time)."""
-    import os
-    import subprocess
-
-    from tilelang import _native
 
     @T.prim_func
     def main(A: T.Tensor((64, 64), dtype), B: T.Tensor((64, 64), dtype)):
@@ -283,22 +302,7 @@ def test_the_runs_are_vector_reductions_in_ptx(dtype, arch, instruction, nvcc, t
             for i, j in T.Parallel(64, 64):
                 T.atomic_add(B[i, j], S[i, j])
 
-    src = tilelang.compile(main, target=f"cuda -arch={arch}").get_kernel_source()
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(src)
-    include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [
-        nvcc,
-        f"-arch={arch}",
-        "-ptx",
-        "--std=c++17",
-        "-allow-unsupported-compiler",
-        f"-I{include}",
-    ]
-    cmd += ["-o", str(tmp_path / "kernel.ptx"), str(cu)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    ptx = (tmp_path / "kernel.ptx").read_text()
+    ptx = _ptx(main, arch, nvcc, tmp_path)
     assert re.search(instruction, ptx), ptx[-3000:]
     assert "atom.global.cas" not in ptx
 
@@ -409,27 +413,5 @@ def test_addx_return_prev_is_a_vector_atomic_in_ptx(dtype, arch, instruction, nv
     """nvcc's PTX of T.atomic_addx2(..., return_prev=True): one vector `atom` where the
     GPU has it (float32 pairs on sm_90, float16 pairs from sm_70, bfloat16 pairs on
     sm_90), element atomics before (bfloat16 on sm_75: a compare-and-swap loop)."""
-    import os
-    import subprocess
-
-    from tilelang import _native
-
-    src = tilelang.compile(
-        addx_prev(2, dtype, 8, 0), target=f"cuda -arch={arch}"
-    ).get_kernel_source()
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(src)
-    include = os.path.join(_native.load().device_include_dir(), "cuda")
-    cmd = [
-        nvcc,
-        f"-arch={arch}",
-        "-ptx",
-        "--std=c++17",
-        "-allow-unsupported-compiler",
-        f"-I{include}",
-    ]
-    cmd += ["-o", str(tmp_path / "kernel.ptx"), str(cu)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr
-    ptx = (tmp_path / "kernel.ptx").read_text()
+    ptx = _ptx(addx_prev(2, dtype, 8, 0), arch, nvcc, tmp_path)
     assert re.search(instruction, ptx), ptx[-3000:]

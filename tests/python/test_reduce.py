@@ -504,5 +504,7 @@ def test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
     cpu = tilelang.compile(_batched_rows(M, N, threads, batch, kind, dtype), target="cpu")
     assert "run_batch" not in cpu.get_kernel_source()
     # NVRTC builds the batched form for the GPU.
-    gpu = tilelang.compile(_batched_rows(M, N, threads, batch, kind, dtype), target="cuda -arch=sm_90a")
+    gpu = tilelang.compile(
+        _batched_rows(M, N, threads, batch, kind, dtype), target="cuda -arch=sm_90a"
+    )
     assert "::run_batch(" in gpu.get_kernel_source()
