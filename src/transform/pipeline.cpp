@@ -39,6 +39,7 @@
 #include "transform/shared_layouts.h"
 #include "transform/simplify_pass.h"
 #include "transform/split_parallel_at_barriers.h"
+#include "transform/stage_reduction_sources.h"
 #include "transform/vectorize_loops.h"
 #include "transform/warp_specialize.h"
 #include "transform/widen_indices.h"
@@ -374,6 +375,7 @@ PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, 
     f = run_pass("stage_fragment_stores", f, [&](const PrimFunc& g) { return stage_fragment_stores(g, t); });
   if (configs.tma_store && configs.tma_lower)
     f = run_pass("lower_tma_stores", f, [&](const PrimFunc& g) { return lower_tma_stores(g, layouts); });
+  f = run_pass("stage_reduction_sources", f, [&](const PrimFunc& g) { return stage_reduction_sources(g, t); });
   f = run_pass("lower_fragments", f, [&](const PrimFunc& g) { return lower_fragments(g, layouts); });
   f = lower_common(f, t, configs);
   // T.vectorized copies between shared memory and registers: 16-byte accesses where

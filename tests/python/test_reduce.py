@@ -508,3 +508,67 @@ def test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
         _batched_rows(M, N, threads, batch, kind, dtype), target="cuda -arch=sm_90a"
     )
     assert "::run_batch(" in gpu.get_kernel_source()
+
+
+def _shared_rows(M, N, threads, kind, dtype, batch=1):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=threads):
+            S = T.alloc_shared((M, N), dtype)
+            d = T.alloc_fragment((M,), dtype)
+            T.copy(A, S)
+            getattr(T, "reduce_" + kind)(S, d, dim=1, batch=batch)
+            T.copy(d, B)
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "M, N, threads, kind, dtype, batch",
+    [
+        (128, 64, 256, "sum", "float32", 2),
+        (64, 128, 128, "min", "float32", 2),
+        (128, 64, 256, "max", "bfloat16", 2),
+        (32, 32, 128, "absmax", "float16", 1),
+        (16, 256, 128, "abssum", "float32", 1),
+    ],
+)
+def test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, batch):
+    """T.reduce_* of a whole shared tile into a fragment on CUDA reads the tile into a
+    register fragment first (stage_reduction_sources), then reduces on the register path:
+    the lanes holding a row combine it (run_batch with batch=), and no thread folds a
+    row out of shared memory (a column walk, one bank for rows of 32 words). The result
+    matches numpy; the cpu target keeps its loop."""
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.random.default_rng(M + N).standard_normal((M, N)).astype(np_dtype)
+    kernel = tilelang.compile(
+        _shared_rows(M, N, threads, kind, dtype, batch), target="cuda -arch=sm_80 -emulate"
+    )
+    src = kernel.get_kernel_source()
+    body = src[src.find("__global__") : src.find("#ifdef TL_EMULATE")]
+    assert "S_regs[" in body, body
+    assert ("::run_batch(" if batch > 1 else "tl::warp_allreduce<") in body, body
+    assert "TL_SMEM(S, ((i0 *" not in body, body
+    out = np.zeros(M, np_dtype)
+    kernel(x, out)
+    x64 = x.astype(np.float64)
+    want = {
+        "sum": lambda: x64.sum(1),
+        "abssum": lambda: np.abs(x64).sum(1),
+        "max": lambda: x64.max(1),
+        "min": lambda: x64.min(1),
+        "absmax": lambda: np.abs(x64).max(1),
+    }[kind]()
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=2e-2, atol=1e-1)
+    cpu = tilelang.compile(_shared_rows(M, N, threads, kind, dtype, batch), target="cpu")
+    cpu_out = np.zeros(M, np_dtype)
+    cpu(x, cpu_out)
+    np.testing.assert_allclose(cpu_out.astype(np.float64), want, rtol=2e-2, atol=1e-1)
+
+
+def test_a_shared_tile_of_odd_rows_keeps_the_shared_fold():
+    """Rows of 3 elements (mla_decode's split weights): no register layout keeps such a
+    fragment in registers, so the reduction stays one thread per row over shared memory
+    (staging would only add a copy)."""
+    kernel = tilelang.compile(_shared_rows(8, 3, 128, "max", "float32"), target="cuda -arch=sm_80")
+    assert "S_regs" not in kernel.get_kernel_source()

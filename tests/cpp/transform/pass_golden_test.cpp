@@ -115,6 +115,25 @@ PrimFunc row_sum_kernel() {
   return fb.finish();
 }
 
+// The same sum reduced straight from the shared tile: on CUDA stage_reduction_sources
+// reads the tile into a register fragment first, then lower_fragments reduces it there.
+PrimFunc shared_row_sum_kernel() {
+  const int64_t M = 256, N = 128, BM = 64;
+  FunctionBuilder fb("shared_row_sum");
+  Buffer X = fb.tensor_param("X", {int_imm(M), int_imm(N)}, dtype::Float32);
+  Buffer S = fb.tensor_param("S", {int_imm(M)}, dtype::Float32);
+  fb.kernel({int_imm(M / BM)}, {128}, [&](KernelVars kv) {
+    Expr bx = kv.blocks[0];
+    Buffer Xs = fb.alloc("X_shared", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::SharedDyn);
+    Buffer Sf = fb.alloc("S_frag", {int_imm(BM)}, dtype::Float32, Scope::Fragment);
+    fb.copy({X, {bx * BM, int_imm(0)}, {}}, {Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}});
+    fb.tile_op("reduce", {BufferRegion::full(Xs), BufferRegion::full(Sf)}, {},
+               Attrs{{"kind", std::string("sum")}, {"dim", int64_t(1)}, {"clear", int64_t(1)}});
+    fb.copy({Sf, {int_imm(0)}, {int_imm(BM)}}, {S, {bx * BM}, {}});
+  });
+  return fb.finish();
+}
+
 // C[i] = A[i] * 2 + B[i] over a dynamic n: a T.Parallel loop of 256 per block with a
 // guard for the last block's tail.
 PrimFunc axpy_kernel() {
@@ -234,6 +253,7 @@ const Case kCases[] = {
     {"row_sum", row_sum_kernel, "cuda -arch=sm_80"},
     {"row_sum", row_sum_kernel, "cuda -arch=sm_90a"},
     {"row_sum", row_sum_kernel, "metal"},
+    {"shared_row_sum", shared_row_sum_kernel, "cuda -arch=sm_80"},
     {"axpy", axpy_kernel, "cpu"},
     {"axpy", axpy_kernel, "cuda -arch=sm_80"},
     {"axpy", axpy_kernel, "cuda -arch=sm_90a"},
