@@ -415,3 +415,41 @@ def test_addx_return_prev_is_a_vector_atomic_in_ptx(dtype, arch, instruction, nv
     sm_90), element atomics before (bfloat16 on sm_75: a compare-and-swap loop)."""
     ptx = _ptx(addx_prev(2, dtype, 8, 0), arch, nvcc, tmp_path)
     assert re.search(instruction, ptx), ptx[-3000:]
+
+
+@pytest.mark.parametrize("target", ["cpu", EMU])
+def test_addx_return_prev_into_shared_memory_is_element_atomics(target):
+    """T.atomic_addx2(..., return_prev=True) into a shared tile: the vector call's
+    atomics address global memory, so a shared destination takes an atomic per element
+    (no tl::AtomicAddx2Ret), with every previous value."""
+
+    @T.prim_func
+    def main(
+        Val: T.Tensor((4, 2), "float32"),
+        Prev: T.Tensor((4, 2), "float32"),
+        Out: T.Tensor((2,), "float32"),
+    ):
+        with T.Kernel(1, threads=4):
+            S = T.alloc_shared((2,), "float32")
+            t = T.get_thread_binding()
+            if t == 0:
+                S[0] = 1.0
+                S[1] = 2.0
+            T.sync_threads()
+            Prev[t, 0:2] = T.atomic_addx2(S[0:2], Val[t, 0:2], return_prev=True)
+            T.sync_threads()
+            if t == 0:
+                Out[0] = S[0]
+                Out[1] = S[1]
+
+    kernel = tilelang.compile(main, target=target)
+    assert "AtomicAddx2Ret" not in kernel.get_kernel_source()
+    val = np.arange(1, 9, dtype="float32").reshape(4, 2)
+    prev = np.zeros((4, 2), "float32")
+    out = np.zeros(2, "float32")
+    kernel(val, prev, out)
+    np.testing.assert_array_equal(out, [1 + val[:, 0].sum(), 2 + val[:, 1].sum()])
+    for k, start in ((0, 1.0), (1, 2.0)):
+        chain = np.sort(prev[:, k])
+        assert chain[0] == start, prev
+        assert set(np.round(np.diff(chain), 3)) <= set(val[:, k]), prev

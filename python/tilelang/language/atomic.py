@@ -317,8 +317,10 @@ def _atomic_add_run_prev(ctx, dst_region, value_region, width):
     d_elems = _region_elements(dst_region)
     v_elems = _region_elements(value_region)
     order = MEMORY_ORDERS["relaxed"]
+    # The device call's vector atomics address global memory (as AtomicAddx2 / x4's).
     consecutive = (
         not isinstance(dst, BufferView)
+        and dst.scope == "global"
         and not dst.strides
         and all(const_int(e) == 1 for e in dst_region.extents[:-1])
     )
