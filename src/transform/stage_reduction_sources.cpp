@@ -1,6 +1,8 @@
 // stage_reduction_sources.h.
 #include "transform/stage_reduction_sources.h"
 
+#include <set>
+
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 
@@ -10,12 +12,64 @@ namespace {
 // The most elements of a staged source a thread holds (its registers).
 constexpr int64_t kMaxStagedPerThread = 64;
 
+// The fragments whose layout another fragment's ties: those a T.Parallel nest or a
+// tile op (other than a copy or a fill) uses together with another fragment. A staged
+// source's layout makes its destination's rows; a destination tied elsewhere (a row
+// vector FlashAttention subtracts from a gemm accumulator) could then leave the
+// staged fragment in shared memory, which only adds a copy and its bytes.
+class TiedFragments : public IRVisitor {
+ public:
+  std::set<const BufferNode*> tied;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const ForNode* op) override {
+    if (op->for_kind != ForKind::Parallel || in_parallel_) return IRVisitor::visit(op);
+    std::set<const BufferNode*> used = fragments_in(op->body);
+    if (used.size() > 1) tied.insert(used.begin(), used.end());
+    Scoped<bool> inside(in_parallel_, true);
+    IRVisitor::visit(op);
+  }
+  void visit(const TileOpNode* op) override {
+    if (op->op != TileOpKind::Copy && op->op != TileOpKind::Fill) {
+      std::set<const BufferNode*> used;
+      for (const BufferRegion& r : op->regions)
+        if (r.buffer->scope == Scope::Fragment) used.insert(r.buffer.get());
+      if (used.size() > 1) tied.insert(used.begin(), used.end());
+    }
+    IRVisitor::visit(op);
+  }
+
+ private:
+  // The fragments `s` loads or stores.
+  static std::set<const BufferNode*> fragments_in(const Stmt& s) {
+    struct Uses : IRVisitor {
+      std::set<const BufferNode*> found;
+      using IRVisitor::visit;
+      void visit(const BufferLoadNode* op) override {
+        if (op->buffer->scope == Scope::Fragment) found.insert(op->buffer.get());
+        IRVisitor::visit(op);
+      }
+      void visit(const BufferStoreNode* op) override {
+        if (op->buffer->scope == Scope::Fragment) found.insert(op->buffer.get());
+        IRVisitor::visit(op);
+      }
+    } uses;
+    uses.visit(s);
+    return uses.found;
+  }
+  bool in_parallel_ = false;
+};
+
 class StageSources : public IRMutator {
  protected:
   using IRMutator::visit;
 
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
     Scoped<int64_t> threads(threads_, op->thread_count());
+    TiedFragments ties;
+    ties.visit(op->body);
+    Scoped<std::set<const BufferNode*>> tied(tied_, std::move(ties.tied));
     return IRMutator::visit(op, self);
   }
 
@@ -54,7 +108,7 @@ class StageSources : public IRMutator {
     if (!src.buffer->strides.empty() || src.buffer->dtype.lanes() != 1) return false;
     auto m = as_const_int(src.buffer->shape[0]), n = as_const_int(src.buffer->shape[1]);
     auto rows = as_const_int(dst.buffer->shape[0]);
-    if (!m || !n || !rows || *rows != *m) return false;
+    if (!m || !n || !rows || *rows != *m || tied_.count(dst.buffer.get())) return false;
     // Rows of a power of two (at least 2) and at least an element per thread: the shapes
     // the register layouts split over the threads without leaving the fragment in shared
     // memory, where staging would only add a copy.
@@ -63,6 +117,7 @@ class StageSources : public IRMutator {
   }
 
   int64_t threads_ = 0;
+  std::set<const BufferNode*> tied_;
 };
 
 }  // namespace

@@ -572,3 +572,45 @@ def test_a_shared_tile_of_odd_rows_keeps_the_shared_fold():
     (staging would only add a copy)."""
     kernel = tilelang.compile(_shared_rows(8, 3, 128, "max", "float32"), target="cuda -arch=sm_80")
     assert "S_regs" not in kernel.get_kernel_source()
+
+
+def test_a_shared_tile_reduced_into_a_tied_row_vector_is_not_staged():
+    """FlashAttention's shape: the row max of a shared copy of a gemm accumulator is
+    subtracted from that accumulator in a T.Parallel loop, which ties the row vector's
+    layout to the accumulator's. Staging the shared tile would leave its register copy
+    in shared memory as well (a copy and its bytes for nothing): it is not staged, and
+    the accumulator stays on the tensor cores."""
+    M = N = K = 64
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((N, K), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((M, K), "float16")
+            Bs = T.alloc_shared((N, K), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            Ss = T.alloc_shared((M, N), "float32")
+            m = T.alloc_fragment((M,), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.clear(acc)
+            T.gemm(As, Bs, acc, transpose_B=True)
+            T.copy(acc, Ss)
+            T.reduce_max(Ss, m, dim=1)
+            for i, j in T.Parallel(M, N):
+                acc[i, j] = acc[i, j] - m[i]
+            T.copy(acc, C)
+
+    kernel = tilelang.compile(main, target="cuda -arch=sm_80 -emulate")
+    src = kernel.get_kernel_source()
+    assert "Ss_regs" not in src and "tl::gemm_ss<" in src, src
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    b = rng.integers(-3, 4, (N, K)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    kernel(a, b, c)
+    s = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_array_equal(c, s - s.max(1, keepdims=True))
