@@ -7,7 +7,8 @@ numpy arrays, or torch CPU tensors when the inputs were torch). What the
 emulator was trusted for (the e8m0 round-up, T.round's halves, named-barrier
 hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions and
 scans of views, T.assume's promises and checks, the fast-math intrinsics' error within
-CUDA's documented bounds) is then what the hardware does."""
+CUDA's documented bounds, T.atomic_addx2 / x4's previous values, the batched and
+the staged lane reductions) is then what the hardware does."""
 
 import pathlib
 import sys
@@ -24,10 +25,12 @@ if not torch.cuda.is_available():
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 import test_assume
 import test_ast_rewrite
+import test_atomic_runs
 import test_e8m0_rounding
 import test_fast_math_intrinsics as fast_math
 import test_float4
 import test_math
+import test_reduce
 import test_reshape_view
 import test_thread_level_semantics as tls
 
@@ -188,3 +191,49 @@ def test_float4_packed_memory_and_gemm(target):
 
 def test_int4_round_trip():
     test_float4.test_int4_round_trip(SM80)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+@pytest.mark.parametrize("width", [2, 4])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("start", [0, 1, 6])
+def test_atomic_addx_return_prev(target, width, dtype, start):
+    # sm_90a: the vector atoms (atom.global.v2 / v4.f32.add); sm_80: .f16x2 and elements.
+    test_atomic_runs.test_addx_return_prev_is_one_call_and_every_previous_value(
+        target, width, dtype, start
+    )
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_atomic_addx_return_prev_into_shared_memory(target):
+    test_atomic_runs.test_addx_return_prev_into_shared_memory_is_element_atomics(target)
+
+
+@pytest.mark.parametrize(
+    "M, N, threads, batch, kind, dtype, lanes",
+    [
+        (64, 128, 256, 4, "sum", "float32", 32),
+        (128, 128, 256, 8, "max", "float16", 16),
+        (128, 128, 256, 4, "abssum", "float32", 32),
+        (64, 128, 128, 2, "min", "bfloat16", 16),
+    ],
+)
+def test_batched_lane_reductions(M, N, threads, batch, kind, dtype, lanes):
+    test_reduce.test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
+        M, N, threads, batch, kind, dtype, lanes
+    )
+
+
+@pytest.mark.parametrize(
+    "M, N, threads, kind, dtype, batch",
+    [
+        (128, 64, 256, "sum", "float32", 2),
+        (64, 128, 128, "min", "float32", 2),
+        (128, 64, 256, "max", "bfloat16", 2),
+        (32, 32, 128, "absmax", "float16", 1),
+        (16, 256, 128, "abssum", "float32", 1),
+    ],
+)
+def test_shared_tiles_reduced_from_registers(M, N, threads, kind, dtype, batch):
+    test_reduce.test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, batch)
+    test_reduce.test_a_shared_tile_reduced_into_a_tied_row_vector_is_not_staged()
