@@ -209,31 +209,14 @@ def test_atomic_addx_return_prev_into_shared_memory(target):
     test_atomic_runs.test_addx_return_prev_into_shared_memory_is_element_atomics(target)
 
 
-@pytest.mark.parametrize(
-    "M, N, threads, batch, kind, dtype, lanes",
-    [
-        (64, 128, 256, 4, "sum", "float32", 32),
-        (128, 128, 256, 8, "max", "float16", 16),
-        (128, 128, 256, 4, "abssum", "float32", 32),
-        (64, 128, 128, 2, "min", "bfloat16", 16),
-    ],
-)
+@pytest.mark.parametrize("M, N, threads, batch, kind, dtype, lanes", test_reduce.BATCH_CASES)
 def test_batched_lane_reductions(M, N, threads, batch, kind, dtype, lanes):
     test_reduce.test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
         M, N, threads, batch, kind, dtype, lanes
     )
 
 
-@pytest.mark.parametrize(
-    "M, N, threads, kind, dtype, batch",
-    [
-        (128, 64, 256, "sum", "float32", 2),
-        (64, 128, 128, "min", "float32", 2),
-        (128, 64, 256, "max", "bfloat16", 2),
-        (32, 32, 128, "absmax", "float16", 1),
-        (16, 256, 128, "abssum", "float32", 1),
-    ],
-)
+@pytest.mark.parametrize("M, N, threads, kind, dtype, batch", test_reduce.SHARED_CASES)
 def test_shared_tiles_reduced_from_registers(M, N, threads, kind, dtype, batch):
     test_reduce.test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, batch)
     test_reduce.test_a_shared_tile_reduced_into_a_tied_row_vector_is_not_staged()

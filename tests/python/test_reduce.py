@@ -448,28 +448,31 @@ def test_a_1d_softmax_reads_its_row_max_in_registers(target):
     np.testing.assert_allclose(out, e / e.sum(), rtol=1e-5, atol=1e-7)
 
 
-def _batched_rows(M, N, threads, batch, kind, dtype):
+def _batched_rows(M, N, threads, batch, kind, dtype, shared=False):
+    """B = reduce_<kind>(A, dim=1) through a fragment (or, `shared`, a shared tile
+    named S) into a fragment."""
+
     @T.prim_func
     def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
         with T.Kernel(1, threads=threads):
-            src = T.alloc_fragment((M, N), dtype)
+            S = T.alloc_shared((M, N), dtype) if shared else T.alloc_fragment((M, N), dtype)
             dst = T.alloc_fragment((M,), dtype)
-            T.copy(A, src)
-            getattr(T, "reduce_" + kind)(src, dst, dim=1, batch=batch)
+            T.copy(A, S)
+            getattr(T, "reduce_" + kind)(S, dst, dim=1, batch=batch)
             T.copy(dst, B)
 
     return main
 
 
-@pytest.mark.parametrize(
-    "M, N, threads, batch, kind, dtype, lanes",
-    [
-        (64, 128, 256, 4, "sum", "float32", 32),
-        (128, 128, 256, 8, "max", "float16", 16),
-        (128, 128, 256, 4, "abssum", "float32", 32),
-        (64, 128, 128, 2, "min", "bfloat16", 16),
-    ],
-)
+BATCH_CASES = [
+    (64, 128, 256, 4, "sum", "float32", 32),
+    (128, 128, 256, 8, "max", "float16", 16),
+    (128, 128, 256, 4, "abssum", "float32", 32),
+    (64, 128, 128, 2, "min", "bfloat16", 16),
+]
+
+
+@pytest.mark.parametrize("M, N, threads, batch, kind, dtype, lanes", BATCH_CASES)
 def test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
     M, N, threads, batch, kind, dtype, lanes
 ):
@@ -510,29 +513,16 @@ def test_a_batch_of_rows_is_one_lane_reduction_with_the_same_bits(
     assert "::run_batch(" in gpu.get_kernel_source()
 
 
-def _shared_rows(M, N, threads, kind, dtype, batch=1):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
-        with T.Kernel(1, threads=threads):
-            S = T.alloc_shared((M, N), dtype)
-            d = T.alloc_fragment((M,), dtype)
-            T.copy(A, S)
-            getattr(T, "reduce_" + kind)(S, d, dim=1, batch=batch)
-            T.copy(d, B)
-
-    return main
+SHARED_CASES = [
+    (128, 64, 256, "sum", "float32", 2),
+    (64, 128, 128, "min", "float32", 2),
+    (128, 64, 256, "max", "bfloat16", 2),
+    (32, 32, 128, "absmax", "float16", 1),
+    (16, 256, 128, "abssum", "float32", 1),
+]
 
 
-@pytest.mark.parametrize(
-    "M, N, threads, kind, dtype, batch",
-    [
-        (128, 64, 256, "sum", "float32", 2),
-        (64, 128, 128, "min", "float32", 2),
-        (128, 64, 256, "max", "bfloat16", 2),
-        (32, 32, 128, "absmax", "float16", 1),
-        (16, 256, 128, "abssum", "float32", 1),
-    ],
-)
+@pytest.mark.parametrize("M, N, threads, kind, dtype, batch", SHARED_CASES)
 def test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, batch):
     """T.reduce_* of a whole shared tile into a fragment on CUDA reads the tile into a
     register fragment first (stage_reduction_sources), then reduces on the register path:
@@ -542,7 +532,8 @@ def test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, bat
     np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
     x = np.random.default_rng(M + N).standard_normal((M, N)).astype(np_dtype)
     kernel = tilelang.compile(
-        _shared_rows(M, N, threads, kind, dtype, batch), target="cuda -arch=sm_80 -emulate"
+        _batched_rows(M, N, threads, batch, kind, dtype, shared=True),
+        target="cuda -arch=sm_80 -emulate",
     )
     src = kernel.get_kernel_source()
     body = src[src.find("__global__") : src.find("#ifdef TL_EMULATE")]
@@ -560,7 +551,9 @@ def test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, bat
         "absmax": lambda: np.abs(x64).max(1),
     }[kind]()
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=2e-2, atol=1e-1)
-    cpu = tilelang.compile(_shared_rows(M, N, threads, kind, dtype, batch), target="cpu")
+    cpu = tilelang.compile(
+        _batched_rows(M, N, threads, batch, kind, dtype, shared=True), target="cpu"
+    )
     cpu_out = np.zeros(M, np_dtype)
     cpu(x, cpu_out)
     np.testing.assert_allclose(cpu_out.astype(np.float64), want, rtol=2e-2, atol=1e-1)
@@ -570,7 +563,9 @@ def test_a_shared_tile_of_odd_rows_keeps_the_shared_fold():
     """Rows of 3 elements (mla_decode's split weights): no register layout keeps such a
     fragment in registers, so the reduction stays one thread per row over shared memory
     (staging would only add a copy)."""
-    kernel = tilelang.compile(_shared_rows(8, 3, 128, "max", "float32"), target="cuda -arch=sm_80")
+    kernel = tilelang.compile(
+        _batched_rows(8, 3, 128, 1, "max", "float32", shared=True), target="cuda -arch=sm_80"
+    )
     assert "S_regs" not in kernel.get_kernel_source()
 
 
