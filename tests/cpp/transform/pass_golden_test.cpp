@@ -95,43 +95,33 @@ PrimFunc gemm_sp_kernel() {
 }
 
 // S[m] = sum over n of X[m, n]: 64 rows per block through shared memory into a
-// fragment, reduced over dim 1 into a fragment of 64.
-PrimFunc row_sum_kernel() {
+// fragment, reduced over dim 1 into a fragment of 64. `from_shared`: the sum reduced
+// straight from the shared tile (on CUDA stage_reduction_sources reads the tile into a
+// register fragment first, then lower_fragments reduces it there).
+PrimFunc row_sum_of(const char* name, bool from_shared) {
   const int64_t M = 256, N = 128, BM = 64;
-  FunctionBuilder fb("row_sum");
+  FunctionBuilder fb(name);
   Buffer X = fb.tensor_param("X", {int_imm(M), int_imm(N)}, dtype::Float32);
   Buffer S = fb.tensor_param("S", {int_imm(M)}, dtype::Float32);
   fb.kernel({int_imm(M / BM)}, {128}, [&](KernelVars kv) {
     Expr bx = kv.blocks[0];
     Buffer Xs = fb.alloc("X_shared", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::SharedDyn);
-    Buffer Xf = fb.alloc("X_frag", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::Fragment);
+    Buffer Xf = from_shared ? Xs : fb.alloc("X_frag", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::Fragment);
     Buffer Sf = fb.alloc("S_frag", {int_imm(BM)}, dtype::Float32, Scope::Fragment);
     fb.copy({X, {bx * BM, int_imm(0)}, {}}, {Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}});
-    fb.copy({Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}}, {Xf, {int_imm(0), int_imm(0)}, {}});
+    if (!from_shared)
+      fb.copy({Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}}, {Xf, {int_imm(0), int_imm(0)}, {}});
     fb.tile_op("reduce", {BufferRegion::full(Xf), BufferRegion::full(Sf)}, {},
                Attrs{{"kind", std::string("sum")}, {"dim", int64_t(1)}, {"clear", int64_t(1)}});
     fb.copy({Sf, {int_imm(0)}, {int_imm(BM)}}, {S, {bx * BM}, {}});
   });
   return fb.finish();
 }
-
-// The same sum reduced straight from the shared tile: on CUDA stage_reduction_sources
-// reads the tile into a register fragment first, then lower_fragments reduces it there.
+PrimFunc row_sum_kernel() {
+  return row_sum_of("row_sum", false);
+}
 PrimFunc shared_row_sum_kernel() {
-  const int64_t M = 256, N = 128, BM = 64;
-  FunctionBuilder fb("shared_row_sum");
-  Buffer X = fb.tensor_param("X", {int_imm(M), int_imm(N)}, dtype::Float32);
-  Buffer S = fb.tensor_param("S", {int_imm(M)}, dtype::Float32);
-  fb.kernel({int_imm(M / BM)}, {128}, [&](KernelVars kv) {
-    Expr bx = kv.blocks[0];
-    Buffer Xs = fb.alloc("X_shared", {int_imm(BM), int_imm(N)}, dtype::Float32, Scope::SharedDyn);
-    Buffer Sf = fb.alloc("S_frag", {int_imm(BM)}, dtype::Float32, Scope::Fragment);
-    fb.copy({X, {bx * BM, int_imm(0)}, {}}, {Xs, {int_imm(0), int_imm(0)}, {int_imm(BM), int_imm(N)}});
-    fb.tile_op("reduce", {BufferRegion::full(Xs), BufferRegion::full(Sf)}, {},
-               Attrs{{"kind", std::string("sum")}, {"dim", int64_t(1)}, {"clear", int64_t(1)}});
-    fb.copy({Sf, {int_imm(0)}, {int_imm(BM)}}, {S, {bx * BM}, {}});
-  });
-  return fb.finish();
+  return row_sum_of("shared_row_sum", true);
 }
 
 // C[i] = A[i] * 2 + B[i] over a dynamic n: a T.Parallel loop of 256 per block with a
