@@ -278,6 +278,17 @@ TL_DEVICE void add_run(T* addr, const S* values, int order) {
   }
 }
 
+// As add_run (the run's own dtype), with the previous values into prev.
+template <int N, class T>
+TL_DEVICE void add_run_prev(T* addr, const T* values, T* prev, int order) {
+  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(N * sizeof(T) - 1)) == 0) {
+    add_vec_prev<N>(addr, values, prev, order);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) add_vec_prev<1>(addr + i, values + i, prev + i, order);
+  }
+}
+
 }  // namespace atomic_detail
 
 // T.atomic_add of runs of 2 or 4 consecutive elements, by TileLang's names: addr[i] +=
@@ -297,19 +308,11 @@ TL_DEVICE void AtomicAddx4(T* addr, const S* values, int order = 0) {
 // before its add (one `atom` where the GPU has the vector form, as above for `red`).
 template <class T>
 TL_DEVICE void AtomicAddx2Ret(T* addr, const T* values, T* prev, int order = 0) {
-  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(2 * sizeof(T) - 1)) == 0) {
-    atomic_detail::add_vec_prev<2>(addr, values, prev, order);
-  } else {
-    for (int i = 0; i < 2; ++i) atomic_detail::add_vec_prev<1>(addr + i, values + i, prev + i, order);
-  }
+  atomic_detail::add_run_prev<2>(addr, values, prev, order);
 }
 template <class T>
 TL_DEVICE void AtomicAddx4Ret(T* addr, const T* values, T* prev, int order = 0) {
-  if ((reinterpret_cast<uintptr_t>(addr) & uintptr_t(4 * sizeof(T) - 1)) == 0) {
-    atomic_detail::add_vec_prev<4>(addr, values, prev, order);
-  } else {
-    for (int i = 0; i < 4; ++i) atomic_detail::add_vec_prev<1>(addr + i, values + i, prev + i, order);
-  }
+  atomic_detail::add_run_prev<4>(addr, values, prev, order);
 }
 
 template <int Order = 0, class T, class V>

@@ -85,15 +85,6 @@ class StageSources : public IRMutator {
   }
 
  private:
-  static bool whole(const BufferRegion& r) {
-    for (size_t d = 0; d < r.ranges.size(); ++d) {
-      auto lo = as_const_int(r.ranges[d].min), n = as_const_int(r.ranges[d].extent);
-      auto full = as_const_int(r.buffer->shape[d]);
-      if (!lo || *lo != 0 || !n || !full || *n != *full) return false;
-    }
-    return true;
-  }
-
   bool eligible(const TileOpNode* op) const {
     if (op->op != TileOpKind::Reduce || op->regions.size() != 2 || attr_int(op->attrs, "finalize", 0) ||
         attr_int(op->attrs, "dim", -1) != 1 || threads_ <= 0)
@@ -104,7 +95,7 @@ class StageSources : public IRMutator {
     const Scope s = src.buffer->scope;
     if ((s != Scope::Shared && s != Scope::SharedDyn && s != Scope::Global) || dst.buffer->scope != Scope::Fragment)
       return false;
-    if (src.buffer.ndim() != 2 || dst.buffer.ndim() != 1 || !whole(src) || !whole(dst)) return false;
+    if (src.buffer.ndim() != 2 || dst.buffer.ndim() != 1 || !covers_whole(src) || !covers_whole(dst)) return false;
     if (!src.buffer->strides.empty() || src.buffer->dtype.lanes() != 1) return false;
     auto m = as_const_int(src.buffer->shape[0]), n = as_const_int(src.buffer->shape[1]);
     auto rows = as_const_int(dst.buffer->shape[0]);
