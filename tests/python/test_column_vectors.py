@@ -75,7 +75,7 @@ def test_reduce_over_dim_0_stays_in_registers_and_matches_numpy(target, kind, cl
         # no shuffle.
         assert "tl::half_t x[16];" in src and "float m[2];" in src, src
         assert "TL_DYNAMIC_SHARED" not in src and "__shared__" not in src, src
-        assert "warp_allreduce" not in src and "__syncthreads" not in src, src
+        assert "AllReduce<" not in src and "__syncthreads" not in src, src
     x = (rng.standard_normal((S, C)) * 4).astype(np.float16)
     out, red = kernel(x)
     xd = x.astype(np.float64)

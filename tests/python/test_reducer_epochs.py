@@ -1,7 +1,9 @@
 """Reducer epochs (T.alloc_reducer + T.reducer_init / T.reducer_update /
-T.finalize_reducer(acc, dst)) and the bitwise atomics they use (T.atomic_and / or /
-xor): results on the cpu target and in the CUDA emulator (sm_80) against numpy on
-random data, and the frontend's errors for misuse of an epoch."""
+T.finalize_reducer(acc, dst)), the older fragment form (`acc[i] += x`, then
+T.finalize_reducer(acc)) and the bitwise atomics (T.atomic_and / or / xor): results on
+the cpu target and in the CUDA emulator (sm_80) against numpy on random data, where an
+epoch keeps its partials (registers, no atomics), and the frontend's errors for misuse
+of an epoch."""
 
 import numpy as np
 import pytest
@@ -354,3 +356,91 @@ def test_half_row_max_across_threads(target, dtype):
     got = kernel(a).astype(np.float32)
     ref = a.astype(np.float32).max(axis=1)
     np.testing.assert_array_equal(got, ref)
+
+
+def _rows_from(m, k, tiles, threads, epoch, pipelined, shared):
+    """out[i] = sum of A[i, :] over `tiles` tiles of k columns, each read into a shared
+    tile (`shared`) or a fragment, by a reducer epoch (`epoch`) or the older fragment
+    form, in a T.Pipelined or a serial loop."""
+
+    @T.prim_func
+    def main(A: T.Tensor((m, tiles * k), "float32"), B: T.Tensor((m,), "float32")):
+        with T.Kernel(1, threads=threads):
+            acc = T.alloc_reducer((m,), "float32", op="sum")
+            if epoch:
+                T.reducer_init(acc)
+            else:
+                T.clear(acc)
+            tile = (
+                T.alloc_shared((m, k), "float32") if shared else T.alloc_fragment((m, k), "float32")
+            )
+            loop = T.Pipelined(tiles, num_stages=2) if pipelined else T.serial(tiles)
+            for t in loop:
+                T.copy(A[0, t * k], tile)
+                for i, j in T.Parallel(m, k):
+                    if epoch:
+                        T.reducer_update(acc[i], tile[i, j])
+                    else:
+                        acc[i] += tile[i, j]
+            if epoch:
+                out = T.alloc_fragment((m,), "float32")
+                T.finalize_reducer(acc, out)
+                T.copy(out, B)
+            else:
+                T.finalize_reducer(acc)
+                T.copy(acc, B)
+
+    return main
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "metal -emulate"])
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_epoch_partials_are_registers(target, shared, pipelined):
+    """An epoch combines each thread's updates in its own registers and the threads'
+    partials by the fragment reduction's lane and cross-warp steps, as the older form
+    `acc[i] += x` does: no atomics, no shared copy of the reducer, and the same bits
+    as that form (the same combination order on every run). Also where the updates
+    read a shared tile that no register fragment lays out (each thread then keeps a
+    partial of every output; a race on a shared reducer before)."""
+    m, k, tiles, threads = 32, 64, 3, 128
+    a = rng.standard_normal((m, tiles * k)).astype(np.float32)
+    got = {}
+    for epoch in (True, False):
+        kernel = tilelang.compile(
+            _rows_from(m, k, tiles, threads, epoch, pipelined, shared), out_idx=[1], target=target
+        )
+        if target.startswith("cuda"):
+            body = kernel.get_kernel_source().split("#ifdef TL_EMULATE")[0]
+            assert "Atomic" not in body and "TL_SMEM(acc," not in body, body
+            assert "float acc[" in body and "tl::AllReduce<tl::SumOp" in body, body
+        got[epoch] = kernel(a)
+    np.testing.assert_allclose(got[True], a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[True], got[False])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_epoch_seed_is_read_at_init(target):
+    """T.reducer_init(acc, x[0]) reads x[0] once, where it stands: a store into x
+    afterwards does not change the epoch's starting value."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            seed = T.alloc_fragment((1,), "float32")
+            seed[0] = 5.0
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc, seed[0])
+            seed[0] = 100.0
+            for i in T.Parallel(8):
+                T.reducer_update(acc[0], src[i])
+            out = T.alloc_fragment((1,), "float32")
+            T.finalize_reducer(acc, out)
+            if T.get_thread_binding() == 0:
+                B[0] = out[0]
+
+    kernel = tilelang.compile(main, out_idx=[1], target=target)
+    a = np.arange(1, 9, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a), [41.0])

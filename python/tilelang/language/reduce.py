@@ -9,7 +9,7 @@ from typing import Any
 from tilelang.types import BufferLike, DTypeLike, ExprLike, ShapeLike
 
 from . import builder_ctx, views
-from .buffer import Buffer, Region, const_int, to_value
+from .buffer import Buffer, Region, const_int, to_value, wrap_buffer
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -313,14 +313,18 @@ class ReducerBuffer(Buffer):
     """A buffer made by T.alloc_reducer; remembers its reduction op and, once
     T.reducer_init opens an epoch on it, the epoch's state (TileLang's reducer API):
     `epoch` is None (never opened, the older API: a fragment updated in place),
-    "open" or "closed"; `partials` is the shared buffer the epoch combines into;
-    `epoch_loops` names the IR loops around the T.reducer_init that opened it."""
+    "open" or "closed"; `seed` is the epoch's starting value (a constant, or the
+    register T.reducer_init stored it in); `epoch_loops` names the IR loops around the
+    T.reducer_init that opened it. An epoch keeps its partials where the older API
+    does: each thread combines the updates it runs into its own registers of the
+    reducer, and T.finalize_reducer combines the threads' partials (the fragment
+    reduction's lane and cross-warp steps), then the seed, once per output."""
 
-    __slots__ = ("epoch", "epoch_loops", "partials", "reducer_op")
+    __slots__ = ("epoch", "epoch_loops", "reducer_op", "seed")
     epoch: str | None
     epoch_loops: list
-    partials: Any
     reducer_op: str
+    seed: Any
 
     def _check_access(self, what):
         if self.epoch is not None:
@@ -366,8 +370,16 @@ class ReducerElement:
 
 _REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
 _BITWISE_REDUCER_OPS = ("bitand", "bitor", "bitxor")
-_REDUCER_ATOMICS = {"sum": "add", "max": "max", "min": "min", "bitand": "and",
-                    "bitor": "or", "bitxor": "xor"}  # fmt: skip
+
+
+def _combine(op, a, b):
+    """`a` op `b` for a reducer op: the same max / min as T.max / T.min and the fragment
+    reduction (a NaN operand gives the other), `+`, `&`, `|`, `^`."""
+    if op == "max":
+        return _C.binary("Max", a, b)
+    if op == "min":
+        return _C.binary("Min", a, b)
+    return {"sum": a.__add__, "bitand": a.__and__, "bitor": a.__or__, "bitxor": a.__xor__}[op](b)
 
 
 def _has_infinity(dt):
@@ -417,7 +429,7 @@ def alloc_reducer(
     buf = ReducerBuffer(handle)
     buf.reducer_op = op
     buf.epoch = None
-    buf.partials = None
+    buf.seed = None
     ctx.builder.fill(buf.full_region().to_core(), _identity(op, dt))
     return buf
 
@@ -432,8 +444,6 @@ def reducer_init(reducer: BufferLike, init: ExprLike | None = None) -> None:
     """Opens an epoch of `reducer`: its outputs start at `init` (a value of the
     reducer's dtype; Python numbers are converted), else at the op's identity. `init`
     is read here, once; it is combined once into every output."""
-    from .ops import alloc_shared
-
     what = "T.reducer_init"
     ctx = builder_ctx.current(what)
     acc = _reducer(reducer, what)
@@ -442,33 +452,35 @@ def reducer_init(reducer: BufferLike, init: ExprLike | None = None) -> None:
             f"double T.reducer_init of reducer '{acc.name}': its epoch is already open; "
             "close it with T.finalize_reducer(acc, dst) first"
         )
-    if init is None:
-        start = _identity(acc.reducer_op, acc.dtype)
-    else:
-        start = to_value(init)
-        if isinstance(start, (bool, int, float)):
-            start = _C.const(start, acc.dtype)
-        elif start.dtype.name != acc.dtype:
+    seed = None
+    if init is not None:
+        seed = to_value(init)
+        if isinstance(seed, (bool, int, float)):
+            seed = _C.const(seed, acc.dtype)
+        elif seed.dtype.name != acc.dtype:
             raise frontend_error(
-                f"T.reducer_init: the starting value's dtype {start.dtype.name} does not match "
+                f"T.reducer_init: the starting value's dtype {seed.dtype.name} does not match "
                 f"reducer '{acc.name}' of dtype {acc.dtype}; cast it (T.cast(value, "
                 f"'{acc.dtype}'))"
             )
-    if acc.partials is None:
-        acc.partials = alloc_shared(list(acc.shape), acc.dtype)
+        elif seed.const_value() is None:
+            # Read here, once: later stores into what the value reads change nothing.
+            handle = ctx.builder.alloc(
+                ctx.take_name(f"{acc.name}_seed"), [1], acc.dtype, "local", in_kernel_frame=True
+            )
+            ctx.builder.store(handle, [0], seed)
+            seed = wrap_buffer(handle)[0]
+    acc.seed = seed
     acc.epoch = "open"
     acc.epoch_loops = tuple(ctx.loop_ids)  # the loops the epoch's init runs in
     ctx.__dict__.setdefault("open_reducers", []).append(acc)
-    ctx.builder.sync_threads()  # readers of an earlier epoch are done
-    ctx.builder.fill(acc.partials.full_region().to_core(), start)
-    ctx.builder.sync_threads()
+    # Every thread's partials start at the identity (the seed joins once, at finalize).
+    ctx.builder.fill(acc.full_region().to_core(), _identity(acc.reducer_op, acc.dtype))
 
 
 def reducer_update(target: str, value: ExprLike) -> None:
     """Combines `value` into one output of a reducer, `T.reducer_update(acc[i], v)`,
     inside a T.Parallel loop: once per logical iteration of the loop."""
-    from .atomic import _rmw
-
     what = "T.reducer_update"
     ctx = builder_ctx.current(what)
     if isinstance(target, ReducerElement):
@@ -493,7 +505,10 @@ def reducer_update(target: str, value: ExprLike) -> None:
         )
     v = to_value(value)
     v = _C.const(v, acc.dtype) if isinstance(v, (bool, int, float)) else _C.cast(v, acc.dtype)
-    _rmw(_REDUCER_ATOMICS[acc.reducer_op], acc.partials[tuple(indices)], v, None, False)
+    # The thread running this iteration combines it into its own partial (the loop's
+    # layout runs each logical iteration once).
+    key = tuple(indices)
+    Buffer.__setitem__(acc, key, _combine(acc.reducer_op, Buffer.__getitem__(acc, key), v))
 
 
 def finalize_reducer(
@@ -556,12 +571,20 @@ def finalize_reducer(
             f"{what} destination '{out.name}' must have the reducer's shape {list(acc.shape)} "
             f"and dtype {acc.dtype}, got {list(out.shape)} {out.dtype}"
         )
-    from .ops import copy
-
-    ctx.builder.sync_threads()  # every update of the epoch is done
-    copy(acc.partials, out)
+    region = acc.full_region().to_core()
+    attrs = {"kind": acc.reducer_op, "dim": 0, "finalize": 1}
+    if batch > 1:
+        attrs["batch"] = batch
+    ctx.builder.tile_op("reduce", [region, region], [], attrs)
     acc.epoch = "closed"
     ctx.open_reducers.remove(acc)
+    ix = tuple(
+        ctx.builder.begin_for(f"i{d}", 0, n, "parallel", {}) for d, n in enumerate(acc.shape)
+    )
+    total = Buffer.__getitem__(acc, ix)
+    out[ix] = total if acc.seed is None else _combine(acc.reducer_op, acc.seed, total)
+    for _ in ix:
+        ctx.builder.end_for()
 
 
 def check_reducers_closed(ctx):

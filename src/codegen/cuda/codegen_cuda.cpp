@@ -421,7 +421,7 @@ class CodeGenCUDA : public CodeGenC {
     if (auto name = fast_math(e)) return *name;
     if (auto name = warp_intrinsic(e)) return *name;
     if (auto name = named_atomic(e, true)) return *name;
-    if (auto name = batched_allreduce(c)) return *name;
+    if (auto name = named_allreduce(c)) return *name;
     // A cp.async whose bounds check became true: TileLang's unconditional form.
     if (c && c->op == Intrinsic::Extern && c->args.size() == 4 && as_const_int(c->args[3]) &&
         *as_const_int(c->args[3]) != 0) {
@@ -437,15 +437,19 @@ class CodeGenCUDA : public CodeGenC {
     return print_expr(e);
   }
 
-  // tl::warp_allreduce_batch<Op, Width, Batch>(x), the lane reduction of Batch rows, as
-  // TileLang's tl::AllReduce<Op, Width, 1, 0, tl::SyncThreadsBarrier, Batch, 0>::run_batch(x)
-  // (device/cuda/warp.cuh).
-  std::optional<std::string> batched_allreduce(const CallNode* c) {
-    if (!c || c->op != Intrinsic::Extern) return std::nullopt;
+  // The lane reductions by TileLang's name (device/cuda/warp.cuh):
+  // tl::warp_allreduce<Op, Width>(v) as tl::AllReduce<Op, Width, 1, 0>::run(v), and
+  // tl::warp_allreduce_batch<Op, Width, Batch>(x), Batch rows at once, as
+  // tl::AllReduce<Op, Width, 1, 0, tl::SyncThreadsBarrier, Batch, 0>::run_batch(x).
+  std::optional<std::string> named_allreduce(const CallNode* c) {
+    if (!c || c->op != Intrinsic::Extern || c->args.size() != 2) return std::nullopt;
     const std::string& callee = c->args[0].as<StringImmNode>()->value;
-    if (!is_device_call(callee, kWarpAllreduceBatchCall) || callee.back() != '>') return std::nullopt;
-    const size_t open = std::string(kWarpAllreduceBatchCall).size() + 1;
-    std::string args = callee.substr(open, callee.size() - open - 1);  // "Op, Width, Batch"
+    const bool batch = is_device_call(callee, kWarpAllreduceBatchCall);
+    const char* fn = batch ? kWarpAllreduceBatchCall : kWarpAllreduceCall;
+    if ((!batch && !is_device_call(callee, kWarpAllreduceCall)) || callee.back() != '>') return std::nullopt;
+    const size_t open = std::string(fn).size() + 1;
+    std::string args = callee.substr(open, callee.size() - open - 1);  // "Op, Width[, Batch]"
+    if (!batch) return str_cat("tl::AllReduce<", args, ", 1, 0>::run(", print_expr(c->args[1]), ")");
     const size_t last = args.rfind(", ");
     TL_ICHECK(last != std::string::npos, "warp_allreduce_batch without its template arguments: ", callee);
     return str_cat("tl::AllReduce<", args.substr(0, last), ", 1, 0, tl::SyncThreadsBarrier, ", args.substr(last + 2),

@@ -188,6 +188,21 @@ class Collector : public IRVisitor, public OpUses {
     vars_.clear();
     loop_vars_.clear();
     if (loop.full.empty()) {
+      // A reducer indexed by some of the variables of a nest that no register fragment
+      // covers (`acc[i] += s[i, k]` over a shared tile) is updated as each thread's own
+      // partial, like one indexed by no layout (partial_update), rather than in shared
+      // memory, where the nest's threads would race on it.
+      auto partials = [&](std::vector<BufKey>& of) {
+        std::erase_if(of, [&](BufKey b) {
+          if (!a_.reducers.count(b)) return false;
+          a_.simt_uses.insert(b);
+          a_.partial_updates.insert(b);
+          return true;
+        });
+      };
+      partials(loop.rows);
+      partials(loop.cols);
+      partials(loop.col_parents);
       for (BufKey r : loop.rows)
         a_.demoted.emplace(r, at(op->span,
                                  "indexed by the leading variables of a T.Parallel loop that no register "
