@@ -374,4 +374,18 @@ TL_DEVICE void named_barrier_arrive(int id, int count) {
 #endif
 }
 
+// TileLang's names, which the CUDA code generator prints: bar.sync of `count` threads
+// (0: the whole block) on barrier `id`, and bar.arrive.
+TL_DEVICE void __sync_thread_partial(int id = 0, int count = 0) {
+  if (count == 0) count = int(blockDim.x * blockDim.y * blockDim.z);
+#ifdef TL_EMULATE
+  emu::named_barrier_sync(id, count);
+#else
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#endif
+}
+TL_DEVICE void __named_barrier_arrive(int id, int count) {
+  named_barrier_arrive(id, count);
+}
+
 }  // namespace tl

@@ -184,7 +184,7 @@ def test_ws_spreads_parallel_loops_over_the_region_and_syncs_it_with_a_named_bar
 
     kernel = tilelang.compile(main, out_idx=[1], target=EMU)
     src = kernel.get_kernel_source()
-    assert "tl::named_barrier_sync(2, 128);" in src, src
+    assert "tl::__sync_thread_partial(2, 128);" in src, src
     assert "__syncthreads" not in src.split("if ((tl_warp_rank >= 128)) {")[1], src
     a = rng.standard_normal(512).astype(np.float32)
     np.testing.assert_allclose(kernel(a), a[::-1] * 2.0 + 1.0, rtol=1e-6)

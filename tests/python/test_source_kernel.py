@@ -144,3 +144,26 @@ def test_it_is_a_launch_of_its_own():
         def main(A: T.Tensor((64,), T.float32)):
             with T.Kernel(1, threads=64):
                 T.CUDASourceCodeKernel(1, source_code_or_path=AXPY, entry_name="axpy")
+
+
+REVERSE = """
+extern "C" __global__ void rev(float* X, float* Y, int m) {
+  X[threadIdx.x] = X[threadIdx.x] + 1.0f;
+  tl::__sync_thread_partial(1);  // TileLang's header: no count is the whole block
+  Y[threadIdx.x] = X[blockDim.x - 1 - threadIdx.x];
+}
+"""
+
+
+def test_tilelang_named_barrier_helpers_in_a_source_kernel():
+    """TileLang's tl::__sync_thread_partial(id[, count]) (bar.sync; without a count,
+    every thread of the block) from the package's CUDA header, in the emulator."""
+
+    @T.prim_func
+    def main(X: T.Tensor((128,), T.float32), Y: T.Tensor((128,), T.float32), m: T.int32):
+        T.CUDASourceCodeKernel(1, threads=128, source_code_or_path=REVERSE, entry_name="rev")
+
+    x = rng.standard_normal(128).astype(np.float32)
+    y = np.zeros_like(x)
+    tilelang.compile(main, target=EMU)(x.copy(), y, 0)
+    np.testing.assert_array_equal(y, (x + 1)[::-1])

@@ -548,10 +548,10 @@ def test_a_branch_on_part_of_the_block_barriers_only_its_threads():
 
     # Warps 1 and 2: a named barrier of their 64 threads (ids from 15 down; whole
     # warpgroups take 1 + their first warpgroup), the copy spread over them.
-    assert "tl::named_barrier_sync(15, 64);" in src(32, 96)
+    assert "tl::__sync_thread_partial(15, 64);" in src(32, 96)
     # One thread: its own order suffices.
     one = src(0, 1)
-    assert "one thread: its own order is the barrier" in one and "named_barrier_sync" not in one
+    assert "one thread: its own order is the barrier" in one and "__sync_thread_partial" not in one
 
 
 def test_a_branch_over_less_than_a_warp_that_needs_a_barrier_is_refused():
@@ -592,7 +592,7 @@ def test_each_branch_over_warps_has_its_own_named_barrier():
     src = tilelang.compile(
         branches_over_warps(4), out_idx=[1], target="cuda -arch=sm_90a"
     ).get_kernel_source()
-    assert all(f"tl::named_barrier_sync({15 - w}, 32);" in src for w in range(4)), src
+    assert all(f"tl::__sync_thread_partial({15 - w}, 32);" in src for w in range(4)), src
     with pytest.raises(
         tilelang.TileLangError, match="need more than the 15 named barriers of a block"
     ):
@@ -1012,9 +1012,10 @@ def test_named_barrier_arrive_source_and_refusals():
     source = tilelang.compile(
         handoff_through_named_barriers(), target="cuda -arch=sm_90a"
     ).get_kernel_source()
+    # TileLang's names (device/cuda/tma.cuh)
     assert (
-        "tl::named_barrier_arrive(10, 64);" in source
-        and "tl::named_barrier_sync(11, 64);" in source
+        "tl::__named_barrier_arrive(10, 64);" in source
+        and "tl::__sync_thread_partial(11, 64);" in source
     )
     with pytest.raises(tilelang.TileLangError, match="named barrier of part of the block"):
         tilelang.compile(handoff_through_named_barriers(), target="metal -emulate")
@@ -1045,4 +1046,4 @@ def test_named_barrier_without_a_count_is_the_whole_block(target):
     kernel(a, b)
     np.testing.assert_array_equal(b, a[::-1])
     if target != "cpu":
-        assert "tl::named_barrier_sync(3, 128);" in kernel.get_kernel_source()
+        assert "tl::__sync_thread_partial(3, 128);" in kernel.get_kernel_source()

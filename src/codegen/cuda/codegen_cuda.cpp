@@ -148,7 +148,7 @@ class CodeGenCUDA : public CodeGenC {
                                  ") of a branch on the thread index need a barrier between their steps, and "
                                  "barriers take whole warps: branch on whole warps (`if tx < 32:`) or on one "
                                  "thread, or move the steps that read what others wrote out of the branch"));
-      return line(str_cat("tl::named_barrier_sync(", region_barrier_id(), ", ", region_threads_, ");"));
+      return line(str_cat("tl::__sync_thread_partial(", region_barrier_id(), ", ", region_threads_, ");"));
     }
     line(op->barrier == BarrierKind::Threads ? "__syncthreads();" : "__syncwarp();");
   }
@@ -504,6 +504,9 @@ class CodeGenCUDA : public CodeGenC {
       return str_cat("([&]() { int tl_match_pred; return (uint32_t)__match_all_sync(", a[0], ", ", a[1],
                      ", &tl_match_pred); }())");
     if (*k == D::kSyncWarpCall && a.size() <= 1) return call("__syncwarp", 0, a.size());
+    // Named barriers by TileLang's names (device/cuda/tma.cuh).
+    if (*k == D::kNamedBarrierSyncCall && a.size() == 2) return call("tl::__sync_thread_partial", 0, 2);
+    if (*k == D::kNamedBarrierArriveCall && a.size() == 2) return call("tl::__named_barrier_arrive", 0, 2);
     const char* vote = *k == D::kSyncthreadsCountCall ? "__syncthreads_count"
                        : *k == D::kSyncthreadsAndCall ? "__syncthreads_and"
                        : *k == D::kSyncthreadsOrCall  ? "__syncthreads_or"
