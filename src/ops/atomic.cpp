@@ -14,7 +14,7 @@ std::string atomic_element_call(const std::string& kind, int64_t order) {
                    : kind == "min" ? kAtomicMinCall
                                    : nullptr;
   TL_ICHECK(fn, str_cat("no region atomic of kind '", kind, "'"));
-  return device_call_name(fn, std::to_string(order));
+  return device_call_name(fn, {order});
 }
 
 const char* atomic_add_run_call(int64_t width) {

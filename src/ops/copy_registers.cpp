@@ -99,7 +99,7 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
     // Zero-filled where the source's bounds check fails (the CUDA code generator prints
     // tl::cp_async_gs<bytes>(dst, src) where the check has become true).
     body = evaluate(
-        call_extern(dtype::Void, device_call_name(kCpAsyncConditionalCall, str_cat(w * sb)), {dst_ptr, src_ptr, ok_s}));
+        call_extern(dtype::Void, device_call_name(kCpAsyncConditionalCall, {w * sb}), {dst_ptr, src_ptr, ok_s}));
   } else {
     // One element e of the run, predicated and padded like the generic copy.
     Var e("e", dtype::Int32);
@@ -119,8 +119,8 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
       // A packed element's address is its byte's (codegen_c.cpp): w elements are w / 2 bytes.
       Stmt vec = evaluate(call_extern(
           dtype::Void,
-          device_call_name(kCopyVecCall,
-                           packed ? str_cat(w / 2) : vector_move_args(w, s.buffer->dtype, d.buffer->dtype, ctx.cuda)),
+          device_call_name(kCopyVecCall, packed ? std::vector<TemplateArg>{w / 2}
+                                                : vector_move_args(w, s.buffer->dtype, d.buffer->dtype, ctx.cuda)),
           {dst_ptr, src_ptr}));
       Expr ok = logical_and(ok_s, ok_d);
       body = is_const_true(ok) ? vec : if_then_else(ok, vec, scalar);

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "ir/device_calls.h"
 #include "ir/dtype.h"
 #include "ir/expr.h"
 
@@ -67,11 +68,12 @@ inline std::string pair_conversion(DataType from, DataType to) {
 }
 
 // The template arguments of a vector move (tl::load_vec / store_vec / copy_vec) of w
-// elements from `from` into `to`: "w", or on CUDA, where the dtypes differ and w is
-// even, "w, <pair conversion>" (`tl::store_vec<8, tl::__float22half2_rn>`).
-inline std::string vector_move_args(int64_t w, DataType from, DataType to, bool cuda) {
+// elements from `from` into `to`: {w}, or on CUDA, where the dtypes differ and w is
+// even, {w, <pair conversion>} (`tl::store_vec<8, tl::__float22half2_rn>`).
+inline std::vector<TemplateArg> vector_move_args(int64_t w, DataType from, DataType to, bool cuda) {
   std::string conversion = cuda && from != to && w % 2 == 0 ? pair_conversion(from, to) : std::string();
-  return std::to_string(w) + (conversion.empty() ? "" : ", " + conversion);
+  if (conversion.empty()) return {w};
+  return {w, conversion};
 }
 
 }  // namespace tl

@@ -35,12 +35,12 @@ Stmt combine_row_partials(const FragmentLayoutPtr& ls, const FragmentLayoutPtr& 
   std::vector<Stmt> body;
   // Across the lanes that share a row, then across the warps that do.
   if (ls->row_lanes() > 1 && batch > 1 && rows % batch == 0) {
-    std::string shfl = device_call_name(kWarpAllreduceBatchCall, str_cat(fn, ", ", ls->row_lanes(), ", ", batch));
+    std::string shfl = device_call_name(kWarpAllreduceBatchCall, {fn, ls->row_lanes(), batch});
     Expr first = call(Intrinsic::AddressOf, {buffer_load(red, {mul(i, int_imm(batch))})});
     body.push_back(for_loop(i, int_imm(0), int_imm(rows / batch), ForKind::Unrolled,
                             evaluate(call_extern(dtype::Void, shfl, {first}))));
   } else if (ls->row_lanes() > 1) {
-    std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", ls->row_lanes()));
+    std::string shfl = device_call_name(kWarpAllreduceCall, {fn, ls->row_lanes()});
     body.push_back(for_loop(i, int_imm(0), int_imm(rows), ForKind::Unrolled,
                             buffer_store(red, call_extern(t, shfl, {buffer_load(red, {i})}), {i})));
   }
@@ -163,7 +163,7 @@ Stmt lower_replicated_finalize(const TileOpNode* op, const LowerContext& ctx) {
   std::vector<Expr> at = element(e);
   std::vector<Stmt> body;
   if (lanes > 1) {
-    std::string shfl = device_call_name(kWarpAllreduceCall, str_cat(fn, ", ", lanes));
+    std::string shfl = device_call_name(kWarpAllreduceCall, {fn, lanes});
     body.push_back(for_loop(e, int_imm(0), int_imm(n), ForKind::Unrolled,
                             buffer_store(r, call_extern(t, shfl, {buffer_load(r, at)}), at)));
   }

@@ -147,11 +147,10 @@ class LowerMarkers : public IRMutator {
     if (m == "arrive") return device_call("tl::mbarrier_arrive", {address_of(c->args[1])}, at);
     if (m == "wait") return device_call("tl::mbarrier_wait", {address_of(c->args[1]), c->args[2]}, at);
     if (m == "expect_tx") return device_call("tl::mbarrier_expect_tx", {address_of(c->args[1]), c->args[2]}, at);
-    if (m == "wait_wgmma") return device_call(device_call_name(kWgmmaWaitCall, str_cat(const_arg(c, 1))), {}, at);
+    if (m == "wait_wgmma") return device_call(device_call_name(kWgmmaWaitCall, {const_arg(c, 1)}), {}, at);
     if (m == "set_max_nreg")
-      return device_call(
-          device_call_name(const_arg(c, 2) ? kSetmaxnregIncCall : kSetmaxnregDecCall, str_cat(const_arg(c, 1))), {},
-          at);
+      return device_call(device_call_name(const_arg(c, 2) ? kSetmaxnregIncCall : kSetmaxnregDecCall, {const_arg(c, 1)}),
+                         {}, at);
     // Cluster barriers: every thread of the cluster takes part, so plan_barriers may
     // treat them as any other statement (they are not wrapped).
     if (m == "cluster_arrive" || m == "cluster_arrive_relaxed" || m == "cluster_wait" || m == "cluster_sync")
@@ -413,7 +412,7 @@ class LowerCopiesAndGemms : public IRMutator {
         if (!name || !is_device_call(name->value, kTmaLoadCall)) return IRMutator::visit(c, self);
         std::vector<Expr> args(c->args.begin() + 1, c->args.end());  // smem, map, bar, coords...
         args.insert(args.begin() + 3, int_imm(mask));
-        return call_extern(c->dtype, kTmaLoadMulticastCall + name->value.substr(std::string(kTmaLoadCall).size()),
+        return call_extern(c->dtype, device_call_name(kTmaLoadMulticastCall, {*device_call_int_arg(name->value)}),
                            args);
       }
     } to_multicast;

@@ -615,9 +615,9 @@ class Rewriter {
       auto tile_ptr = [](const BufferRegion& r) { return address_of(r.buffer, tile_index(r, int_imm(0), int_imm(0))); };
       auto ld = [](const BufferRegion& r) { return cast(dtype::Int32, row_stride(r)); };
       auto flag = [](bool v) { return v ? "true" : "false"; };
-      std::string name = device_call_name(
-          kMppGemmCall, str_cat(p.m / p.wm, ", ", p.n / p.wn, ", ", p.k, ", ", flag(p.ta), ", ", flag(p.tb), ", ",
-                                flag(p.clear), ", ", msl_scalar(ra.buffer->dtype), ", ", msl_scalar(rc.buffer->dtype)));
+      std::string name =
+          device_call_name(kMppGemmCall, {p.m / p.wm, p.n / p.wn, p.k, flag(p.ta), flag(p.tb), flag(p.clear),
+                                          msl_scalar(ra.buffer->dtype), msl_scalar(rc.buffer->dtype)});
       Expr row0 = mul(floordiv(sg_, int_imm(p.wn)), int_imm(p.m / p.wm));
       Expr col0 = mul(floormod(sg_, int_imm(p.wn)), int_imm(p.n / p.wn));
       out.push_back(thread_op(

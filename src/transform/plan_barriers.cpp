@@ -350,7 +350,7 @@ class Planner {
         clear(st);
         return seq({barrier(BarrierKind::Threads), s});
       }
-    static const std::string wait_all = device_call_name(kWgmmaWaitCall, "0");
+    static const std::string wait_all = device_call_name(kWgmmaWaitCall, {0});
     if (is_call_to(s, wait_all)) {
       st.wgmma_waited();
       return s;

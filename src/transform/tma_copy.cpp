@@ -147,8 +147,7 @@ Stmt tma_loads(const TileOpNode* c, const TmaCopy& tc, const Expr& bar) {
     if (tc.ctas) args.push_back(tc.mask);
     args.insert(args.end(), coords.begin(), coords.end());
     out.push_back(evaluate(call_extern(
-        dtype::Void, device_call_name(tc.ctas ? kTmaLoadMulticastCall : kTmaLoadCall, std::to_string(coords.size())),
-        args)));
+        dtype::Void, device_call_name(tc.ctas ? kTmaLoadMulticastCall : kTmaLoadCall, {coords.size()}), args)));
   }
   return seq(out);
 }
@@ -200,7 +199,7 @@ std::optional<Stmt> tma_tile_stores(const TileOpNode* copy, const KernelLaunchNo
     std::vector<Expr> args{t->map, smem};
     args.insert(args.end(), coords.begin(), coords.end());
     const char* fn = add ? kTmaStoreAddCall : kTmaStoreCall;
-    out.push_back(evaluate(call_extern(dtype::Void, device_call_name(fn, std::to_string(coords.size())), args)));
+    out.push_back(evaluate(call_extern(dtype::Void, device_call_name(fn, {coords.size()}), args)));
   }
   return seq(out);
 }

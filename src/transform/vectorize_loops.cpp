@@ -429,9 +429,9 @@ class Vectorize : public IRMutator {
       return address_of(buffer_load(b, out), access);
     };
     Expr from = c.fill.defined() ? c.fill : at(c.src, c.src_idx, AddressAccess::Read);
-    Stmt copy = evaluate(call_extern(dtype::Void, device_call_name(helper, str_cat(w)),
-                                     {at(c.dst, c.dst_idx, AddressAccess::Write), from}),
-                         c.store->span);
+    Stmt copy = evaluate(
+        call_extern(dtype::Void, device_call_name(helper, {w}), {at(c.dst, c.dst_idx, AddressAccess::Write), from}),
+        c.store->span);
     if (count == 1) return copy;
     return for_loop(q, int_imm(0, q.dtype()), int_imm(count, q.dtype()), ForKind::Unrolled, copy, {}, op->span);
   }

@@ -162,10 +162,10 @@ class Split : public IRMutator {
                             "lower T.annotate_consumer_reg_alloc or T.annotate_producer_reg_dealloc"));
     std::vector<Stmt> cons, prod;
     if ((up > regs || hint_up) && !keep_regs)
-      cons.push_back(evaluate(call_extern(dtype::Void, device_call_name(kSetmaxnregIncCall, str_cat(up)), {})));
+      cons.push_back(evaluate(call_extern(dtype::Void, device_call_name(kSetmaxnregIncCall, {up}), {})));
     cons.push_back(consumer);
     if ((down < regs || hint_down) && !keep_regs)
-      prod.push_back(evaluate(call_extern(dtype::Void, device_call_name(kSetmaxnregDecCall, str_cat(down)), {})));
+      prod.push_back(evaluate(call_extern(dtype::Void, device_call_name(kSetmaxnregDecCall, {down}), {})));
     prod.push_back(if_then_else(eq(rank, int_imm(t)), take.producer));
     const bool multicast = calls_device(take.producer, kTmaLoadMulticastCall);
     Stmt cluster_sync = evaluate(call_extern(dtype::Void, "tl::cluster_sync", {}));

@@ -427,8 +427,8 @@ class CodeGenCUDA : public CodeGenC {
         *as_const_int(c->args[3]) != 0) {
       const std::string& callee = c->args[0].as<StringImmNode>()->value;
       if (is_device_call(callee, kCpAsyncConditionalCall))
-        return str_cat("tl::cp_async_gs", callee.substr(std::string(kCpAsyncConditionalCall).size()), "(",
-                       print_expr(c->args[1]), ", ", print_expr(c->args[2]), ")");
+        return str_cat("tl::cp_async_gs<", *device_call_int_arg(callee), ">(", print_expr(c->args[1]), ", ",
+                       print_expr(c->args[2]), ")");
     }
     return CodeGenC::print_expr(e);
   }
@@ -445,15 +445,12 @@ class CodeGenCUDA : public CodeGenC {
     if (!c || c->op != Intrinsic::Extern || c->args.size() != 2) return std::nullopt;
     const std::string& callee = c->args[0].as<StringImmNode>()->value;
     const bool batch = is_device_call(callee, kWarpAllreduceBatchCall);
-    const char* fn = batch ? kWarpAllreduceBatchCall : kWarpAllreduceCall;
-    if ((!batch && !is_device_call(callee, kWarpAllreduceCall)) || callee.back() != '>') return std::nullopt;
-    const size_t open = std::string(fn).size() + 1;
-    std::string args = callee.substr(open, callee.size() - open - 1);  // "Op, Width[, Batch]"
-    if (!batch) return str_cat("tl::AllReduce<", args, ", 1, 0>::run(", print_expr(c->args[1]), ")");
-    const size_t last = args.rfind(", ");
-    TL_ICHECK(last != std::string::npos, "warp_allreduce_batch without its template arguments: ", callee);
-    return str_cat("tl::AllReduce<", args.substr(0, last), ", 1, 0, tl::SyncThreadsBarrier, ", args.substr(last + 2),
-                   ", 0>::run_batch(", print_expr(c->args[1]), ")");
+    if (!batch && !is_device_call(callee, kWarpAllreduceCall)) return std::nullopt;
+    std::vector<std::string> t = device_call_template_args(callee);  // Op, Width[, Batch]
+    TL_ICHECK(t.size() == (batch ? 3u : 2u), "a lane reduction without its template arguments: ", callee);
+    if (!batch) return str_cat("tl::AllReduce<", t[0], ", ", t[1], ", 1, 0>::run(", print_expr(c->args[1]), ")");
+    return str_cat("tl::AllReduce<", t[0], ", ", t[1], ", 1, 0, tl::SyncThreadsBarrier, ", t[2], ", 0>::run_batch(",
+                   print_expr(c->args[1]), ")");
   }
 
   // An element atomic, tl::atomic_<op><order>(addr, value), by TileLang's name with the

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "codegen/c_family/codegen_c.h"
@@ -478,9 +479,12 @@ class CodeGenMetal : public CodeGenC {
            address_space(s->buffer) + " " + unit + "*)" + sp + ")";
   }
 
-  static int64_t template_int(const std::string& name) {
-    size_t lt = name.find('<');
-    return std::atoll(name.c_str() + lt + 1);
+  // A template argument of a device call that must be a number (the width of a vector
+  // move, of a lane reduction).
+  static int64_t template_int(const std::string& name, size_t index) {
+    std::optional<int64_t> v = device_call_int_arg(name, index);
+    TL_ICHECK(v, "device call without a number at template argument ", index, ": ", name);
+    return *v;
   }
 
   // An element atomic as Metal's atomic_*_explicit function (relaxed order).
@@ -572,22 +576,20 @@ class CodeGenMetal : public CodeGenC {
     std::optional<DeviceCall> call = device_call_of(name);
     using D = DeviceCall;
     if (call == D::kCopyVecCall || call == D::kLoadVecCall || call == D::kStoreVecCall)
-      return print_vector_move(template_int(name), op->args[1], op->args[2]);
+      return print_vector_move(template_int(name, 0), op->args[1], op->args[2]);
     if (const char* kind = atomic_kind(name)) return print_atomic(op, kind);
     if (call == D::kAtomicAddx2RetCall || call == D::kAtomicAddx4RetCall)
       return print_atomic_add_run_prev(op, call == D::kAtomicAddx2RetCall ? 2 : 4);
     if (call == D::kWarpAllreduceCall) {
       // tl::warp_allreduce<tl::SumOp, Width>(v): the lanes of each aligned group of Width.
-      auto has = [&](const char* op) { return name.find(op) != std::string::npos; };
-      std::string kind = has("BitAndOp")   ? "and"
-                         : has("BitOrOp")  ? "or"
-                         : has("BitXorOp") ? "xor"
-                         : has("MaxOpNan") ? "max_nan"
-                         : has("MinOpNan") ? "min_nan"
-                         : has("MaxOp")    ? "max"
-                         : has("MinOp")    ? "min"
-                                           : "sum";
-      int64_t width = std::atoll(name.c_str() + name.rfind(',') + 1);
+      static const std::map<std::string, std::string> kinds = {
+          {"tl::SumOp", "sum"},        {"tl::MaxOp", "max"},    {"tl::MinOp", "min"},  {"tl::MaxOpNan", "max_nan"},
+          {"tl::MinOpNan", "min_nan"}, {"tl::BitAndOp", "and"}, {"tl::BitOrOp", "or"}, {"tl::BitXorOp", "xor"}};
+      std::vector<std::string> t = device_call_template_args(name);
+      auto found = t.empty() ? kinds.end() : kinds.find(t[0]);
+      TL_ICHECK(found != kinds.end(), "a lane reduction of an unknown functor: ", name);
+      const std::string& kind = found->second;
+      int64_t width = template_int(name, 1);
       std::string v = print_expr(op->args[1]);
       bool nan = kind.find("_nan") != std::string::npos;  // no simd_ built-in propagates NaN
       if (width == 32 && !nan) return "simd_" + kind + "(" + v + ")";
@@ -613,7 +615,10 @@ class CodeGenMetal : public CodeGenC {
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
     if (call == D::kMppGemmCall) {
       helpers_.insert(Helper::MppGemm);
-      std::string s = "tl_mpp_gemm" + name.substr(std::string(kMppGemmCall).size()) + "(";
+      std::string s = "tl_mpp_gemm<";
+      std::vector<std::string> t = device_call_template_args(name);
+      for (size_t i = 0; i < t.size(); ++i) s += (i ? ", " : "") + t[i];
+      s += ">(";
       for (size_t i = 1; i < op->args.size(); ++i) s += (i > 1 ? ", " : "") + print_expr(op->args[i]);
       return s + ")";
     }

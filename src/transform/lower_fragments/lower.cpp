@@ -608,7 +608,7 @@ class Lowerer : public IRMutator {
       std::vector<Expr> idx;
       for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
       if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
-      pre.push_back(evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, str_cat(v)),
+      pre.push_back(evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, {v}),
                                          {call(Intrinsic::AddressOf, {buffer_load(tmp, {int_imm(0)})}),
                                           call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
       temps.push_back(tmp);
@@ -640,10 +640,9 @@ class Lowerer : public IRMutator {
                       : for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
     Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)});
     Expr out_ptr = call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})});
-    vec.push_back(
-        order >= 0
-            ? evaluate(call_extern(dtype::Void, atomic_add_run_call(v), {dst_ptr, out_ptr, int_imm(order)}))
-            : evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, str_cat(v)), {dst_ptr, out_ptr})));
+    vec.push_back(order >= 0
+                      ? evaluate(call_extern(dtype::Void, atomic_add_run_call(v), {dst_ptr, out_ptr, int_imm(order)}))
+                      : evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, {v}), {dst_ptr, out_ptr})));
     Stmt vec_run = allocate(out, seq(vec));
     for (const Buffer& tmp : temps) vec_run = allocate(tmp, vec_run);
     // The slow run: the user's body, element by element.

@@ -179,7 +179,7 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
     };
     std::vector<InFlight> in_flight;
     auto complete = [&](std::vector<Stmt>& to, bool wait_all, size_t keep) {
-      if (wait_all) to.push_back(evaluate(call_extern(dtype::Void, device_call_name(kWgmmaWaitCall, "0"), {})));
+      if (wait_all) to.push_back(evaluate(call_extern(dtype::Void, device_call_name(kWgmmaWaitCall, {0}), {})));
       keep = std::min(keep, in_flight.size());
       for (size_t f = 0; f + keep < in_flight.size(); ++f)
         for (const Stmt& r : in_flight[f].releases) to.push_back(r);
@@ -353,7 +353,7 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
   out.push_back(for_loop(it2, steady, sub(n, steady), ForKind::Serial, tail, ann, op->span));
   // Drain: no copy and no wgmma may be in flight when the tiles are reused or freed
   // or the accumulators read.
-  if (any_async) out.push_back(evaluate(call_extern(dtype::Void, device_call_name(kWgmmaWaitCall, "0"), {})));
+  if (any_async) out.push_back(evaluate(call_extern(dtype::Void, device_call_name(kWgmmaWaitCall, {0}), {})));
   if (ctx.cp_async && any_cp_async) out.push_back(wait(0));
   EmittedLoop done;
   if (rounds) {

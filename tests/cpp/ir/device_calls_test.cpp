@@ -42,7 +42,24 @@ TEST(DeviceCalls, TemplateArgumentsButNotLongerNames) {
   EXPECT_TRUE(is_device_call("tl::tma_load_multicast<2>", kTmaLoadMulticastCall));
   EXPECT_FALSE(is_device_call("tl::tma", kTmaLoadCall));
   EXPECT_TRUE(is_device_call("tl::wgmma_wait<0>", kWgmmaWaitCall));
-  EXPECT_EQ(device_call_name(kTmaStoreAddCall, "3"), "tl::tma_store_add<3>");
+  EXPECT_EQ(device_call_name(kTmaStoreAddCall, {3}), "tl::tma_store_add<3>");
+}
+
+TEST(DeviceCalls, TemplateArgumentsAreWrittenAndReadBackByPosition) {
+  std::string name = device_call_name(kWarpAllreduceBatchCall, {"tl::MaxOpNan", 16, int64_t(4)});
+  EXPECT_EQ(name, "tl::warp_allreduce_batch<tl::MaxOpNan, 16, 4>");
+  EXPECT_EQ(device_call_template_args(name), (std::vector<std::string>{"tl::MaxOpNan", "16", "4"}));
+  EXPECT_EQ(device_call_int_arg(name, 1), 16);
+  EXPECT_EQ(device_call_int_arg(name, 2), 4);
+  EXPECT_EQ(device_call_int_arg(name, 0), std::nullopt);  // a name, not a number
+  EXPECT_EQ(device_call_int_arg(name, 3), std::nullopt);  // absent
+  EXPECT_EQ(device_call_int_arg(name), std::nullopt);     // not the one argument
+  EXPECT_EQ(device_call_int_arg("tl::atomic_add<5>"), 5);
+  // A nested argument list stays whole; a name without arguments has none.
+  EXPECT_EQ(device_call_template_args("tl::f<tl::g<1, 2>, 3>"), (std::vector<std::string>{"tl::g<1, 2>", "3"}));
+  EXPECT_TRUE(device_call_template_args(kTmaLoadCall).empty());
+  EXPECT_TRUE(device_call_template_args("tl::f<>").empty());
+  EXPECT_EQ(device_call_name(kStoreVecCall, {8, "tl::__float22half2_rn"}), "tl::store_vec<8, tl::__float22half2_rn>");
 }
 
 }  // namespace
