@@ -8,7 +8,8 @@ emulator was trusted for (the e8m0 round-up, T.round's halves, named-barrier
 hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions and
 scans of views, T.assume's promises and checks, the fast-math intrinsics' error within
 CUDA's documented bounds, T.atomic_addx2 / x4's previous values, the batched and
-the staged lane reductions) is then what the hardware does."""
+the staged lane reductions, reducer epochs' register partials, TileLang's named-barrier
+helpers in a source kernel) is then what the hardware does."""
 
 import pathlib
 import sys
@@ -31,7 +32,9 @@ import test_fast_math_intrinsics as fast_math
 import test_float4
 import test_math
 import test_reduce
+import test_reducer_epochs
 import test_reshape_view
+import test_source_kernel
 import test_thread_level_semantics as tls
 
 SM80 = "cuda -arch=sm_80 -emulate"
@@ -220,3 +223,27 @@ def test_batched_lane_reductions(M, N, threads, batch, kind, dtype, lanes):
 def test_shared_tiles_reduced_from_registers(M, N, threads, kind, dtype, batch):
     test_reduce.test_a_shared_tile_is_reduced_from_registers(M, N, threads, kind, dtype, batch)
     test_reduce.test_a_shared_tile_reduced_into_a_tied_row_vector_is_not_staged()
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_reducer_epoch_partials_in_registers(target, shared, pipelined):
+    # No atomics: the same bits as the older fragment form on the hardware too.
+    test_reducer_epochs.test_epoch_partials_are_registers(target, shared, pipelined)
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_reducer_epoch_seed_and_rows(target):
+    test_reducer_epochs.test_epoch_seed_is_read_at_init(target)
+    test_reducer_epochs.test_scalar_sum_counts_each_iteration_once(target)
+    for op, dtype, seed in [
+        ("sum", "float32", None),
+        ("max", "float32", None),
+        ("bitxor", "int32", 5),
+    ]:
+        test_reducer_epochs.test_row_reduce(target, op, dtype, seed)
+
+
+def test_tilelang_named_barrier_helpers_in_a_source_kernel():
+    test_source_kernel.test_tilelang_named_barrier_helpers_in_a_source_kernel()
