@@ -444,3 +444,31 @@ def test_epoch_seed_is_read_at_init(target):
     kernel = tilelang.compile(main, out_idx=[1], target=target)
     a = np.arange(1, 9, dtype=np.float32)
     np.testing.assert_array_equal(kernel(a), [41.0])
+
+
+@pytest.mark.parametrize("target", [*TARGETS, "metal -emulate"])
+def test_epoch_over_a_row_vector_held_by_several_lanes(target):
+    """The rows of a T.reduce_max result are held by every lane of their row; an epoch
+    updated in a loop over them counts each row once (one holder runs the iteration),
+    not once per lane."""
+    m, n = 16, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((m, n), "float32")
+            T.copy(A, src)
+            rowmax = T.alloc_fragment((m,), "float32")
+            T.reduce_max(src, rowmax, dim=1)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(acc)
+            for i in T.Parallel(m):
+                T.reducer_update(acc[0], rowmax[i])
+            out = T.alloc_fragment((1,), "float32")
+            T.finalize_reducer(acc, out)
+            if T.get_thread_binding() == 0:
+                B[0] = out[0]
+
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    got = tilelang.compile(main, out_idx=[1], target=target)(a)
+    np.testing.assert_allclose(got, [a.max(axis=1).astype(np.float64).sum()], rtol=1e-5)
