@@ -21,6 +21,7 @@
 #include "transform/align_shifted_fragment_reads.h"
 #include "transform/check_bounds.h"
 #include "transform/check_parallel_stores.h"
+#include "transform/drop_idle_async_waits.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
 #include "transform/legalize_negative_indices.h"
@@ -366,6 +367,9 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const PassConfig& configs) {
 // that the code generator spreads over the threads. Barriers come last, from an
 // analysis of the shared memory each step touches.
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, LayoutFacts& layouts) {
+  // T.ptx_commit_group / T.ptx_wait_group where the kernel issues no cp.async itself:
+  // they would only wait for the compiler's own (T.Pipelined's prefetches).
+  f = run_pass("drop_idle_async_waits", f, [&](const PrimFunc& g) { return drop_idle_async_waits(g); });
   f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, layouts, configs); });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).

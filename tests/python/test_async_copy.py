@@ -11,10 +11,7 @@ TARGETS = ["cpu", "cuda -arch=sm_80 -emulate"]
 N = 1024
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("nbytes", [4, 8, 16])
-@pytest.mark.parametrize("with_pred", [False, True])
-def test_cp_async_copies_groups_and_waits(target, nbytes, with_pred):
+def _grouped_copies(nbytes, with_pred):
     """Each of 32 threads copies its run of float16 in two groups (even and odd runs);
     after the waits and a barrier, the block reads the shared tile back."""
     per = nbytes // 2  # float16 elements per copy
@@ -47,7 +44,16 @@ def test_cp_async_copies_groups_and_waits(target, nbytes, with_pred):
             for i in T.serial(N // 32):
                 B[i * 32 + t] = S[i * 32 + t]
 
-    kernel = tilelang.compile(cp, target=target)
+    return cp
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+@pytest.mark.parametrize("with_pred", [False, True])
+def test_cp_async_copies_groups_and_waits(target, nbytes, with_pred):
+    per = nbytes // 2
+    live = N // per - 3
+    kernel = tilelang.compile(_grouped_copies(nbytes, with_pred), target=target)
     a = np.random.default_rng(nbytes).standard_normal(N).astype(np.float16)
     b = np.full(N, 9, np.float16)
     kernel(a, b)
@@ -221,3 +227,64 @@ def test_a_run_not_proven_aligned_stays_one_copy_per_iteration():
     b = np.zeros(n, np.float32)
     kernel(a, b, 3)
     np.testing.assert_array_equal(b, a[3 : 3 + n])
+
+
+def _pipelined_gemm(explicit):
+    """C = relu(A @ B) over a two-stage T.Pipelined loop whose copies are T.async_copy
+    each followed by T.ptx_wait_group(0) (`explicit`), or plain T.copy."""
+    M = N_ = 128
+    K, bm, bn, bk = 128, 64, 64, 32
+
+    @T.prim_func
+    def gemm(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((K, N_), "float16"),
+        C: T.Tensor((M, N_), "float16"),
+    ):
+        with T.Kernel(N_ // bn, M // bm, threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(K // bk, num_stages=2):
+                if explicit:
+                    T.async_copy(A[by * bm, ko * bk], A_s)
+                    T.ptx_wait_group(0)
+                    T.async_copy(B[ko * bk, bx * bn], B_s)
+                    T.ptx_commit_group()
+                    T.ptx_wait_group(0)
+                else:
+                    T.copy(A[by * bm, ko * bk], A_s)
+                    T.copy(B[ko * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, acc)
+            for i, j in T.Parallel(bm, bn):
+                acc[i, j] = T.max(acc[i, j], 0)
+            T.copy(acc, C[by * bm, bx * bn])
+
+    return gemm
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_80 -emulate", "cuda -arch=sm_90a -emulate"])
+def test_waits_after_async_copies_in_a_pipeline_wait_for_nothing(target):
+    """In a kernel that issues no cp.async itself, T.ptx_commit_group / ptx_wait_group
+    wait for nothing of its own: T.async_copy completes as T.copy does. In a T.Pipelined
+    loop they would otherwise wait for the pipeline's prefetches of the next stages
+    too; the kernel is the one T.copy gives (TileLang's language/async_copy_gemm_sm80)."""
+    explicit = tilelang.compile(_pipelined_gemm(True), out_idx=[2], target=target)
+    plain = tilelang.compile(_pipelined_gemm(False), out_idx=[2], target=target)
+    assert explicit.get_kernel_source() == plain.get_kernel_source()
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    ref = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    np.testing.assert_allclose(explicit(a, b).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_a_kernel_that_issues_cp_async_keeps_its_waits():
+    """With a T.ptx_cp_async of its own the kernel's commits and waits are its own
+    (T.ptx_wait_group(1) leaves the odd runs in flight)."""
+    source = tilelang.compile(
+        _grouped_copies(16, False), target="cuda -arch=sm_80"
+    ).get_kernel_source()
+    assert source.count("tl::cp_async_commit();") == 1, source
+    assert "tl::cp_async_wait<1>();" in source and "tl::cp_async_wait<0>();" in source, source

@@ -26,6 +26,11 @@ from .dtypes import dtype as make_dtype
 _C = builder_ctx._C
 
 _SHARED = ("shared", "shared.dyn")
+# The device calls (src/ir/device_calls.def); a name with template arguments is
+# f"{name}<{args}>".
+_CP_ASYNC = "tl::cp_async_gs"
+_CP_ASYNC_CONDITIONAL = "tl::cp_async_gs_conditional"
+_CP_ASYNC_WAIT = "tl::cp_async_wait"
 
 
 def _address(what, name, ptr, scopes, memory):
@@ -79,7 +84,7 @@ def ptx_cp_async(
                 "or 16 bytes (make the loop's elements fill one of those)"
             )
         ctx.builder.begin_if(var == lo)
-        name = f"tl::cp_async_gs<{wide // 8}>"
+        name = f"{_CP_ASYNC}<{wide // 8}>"
         ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, [dst, src]))
         ctx.builder.end_if()
         return
@@ -91,13 +96,13 @@ def ptx_cp_async(
             "element of a T.vectorized loop)"
         )
     args = [dst, src]
-    name = f"tl::cp_async_gs<{bits // 8}>"
+    name = f"{_CP_ASYNC}<{bits // 8}>"
     if predicate is not None:
         pred = to_value(predicate)
         if not isinstance(pred, (bool, _C.Expr)):
             raise frontend_error(f"{what}: predicate must be a condition, got {pred!r}")
         args.append(pred)
-        name = f"tl::cp_async_gs_conditional<{bits // 8}>"
+        name = f"{_CP_ASYNC_CONDITIONAL}<{bits // 8}>"
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, args))
 
 
@@ -155,7 +160,7 @@ def ptx_wait_group(num: ExprLike = 0) -> None:
         raise frontend_error(
             f"{what}: the number of groups left in flight must be a constant >= 0, got {num!r}"
         )
-    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), f"tl::cp_async_wait<{n}>", []))
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), f"{_CP_ASYNC_WAIT}<{n}>", []))
 
 
 def _buffer_of(x):

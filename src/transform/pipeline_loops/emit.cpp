@@ -125,9 +125,9 @@ EmittedLoop emit_pipeline(const ForNode* op, const Schedule& schedule, const Sta
   Expr n = op->extent, lo = op->min;
   std::vector<size_t> emit_order(units.size());
   for (size_t i = 0; i < units.size(); ++i) emit_order[pos[i]] = i;
-  Stmt commit = ctx.cp_async ? evaluate(call_extern(dtype::Void, "tl::cp_async_commit", {})) : Stmt(seq({}));
+  Stmt commit = ctx.cp_async ? evaluate(call_extern(dtype::Void, kCpAsyncCommitCall, {})) : Stmt(seq({}));
   auto wait = [&](int64_t count) {
-    return ctx.cp_async ? evaluate(call_extern(dtype::Void, str_cat("tl::cp_async_wait<", count, ">"), {}))
+    return ctx.cp_async ? evaluate(call_extern(dtype::Void, device_call_name(kCpAsyncWaitCall, {count}), {}))
                         : Stmt(seq({}));
   };
   // The mbarrier of iteration `iter` in group g: one per version, its phase
