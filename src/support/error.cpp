@@ -1,6 +1,7 @@
 // Error types and the file-name interning behind SourceSpan.
 #include "support/error.h"
 
+#include <fstream>
 #include <mutex>
 #include <unordered_set>
 
@@ -18,9 +19,37 @@ std::string SourceSpan::str() const {
   return str_cat(file, ":", line);
 }
 
+std::string source_snippet(const SourceSpan& span) {
+  if (!span.defined() || span.line < 1) return "";
+  std::ifstream in(span.file);
+  std::string text;
+  int read = 0;
+  while (read < span.line && std::getline(in, text)) ++read;
+  if (read != span.line) return "";
+  while (!text.empty() && (text.back() == '\r' || text.back() == '\n')) text.pop_back();
+  size_t col = text.find_first_not_of(" \t");
+  if (col == std::string::npos) return "";
+  std::string number = std::to_string(span.line);
+  std::string pad(number.size(), ' ');
+  return str_cat(pad, "--> ", span.file, ":", span.line, ":", col + 1, "\n", pad, " |\n", number, " | ", text, "\n",
+                 pad, " |");
+}
+
+std::string note_at(const SourceSpan& span, const std::string& text) {
+  std::string snippet = source_snippet(span);
+  if (!snippet.empty()) return str_cat("\nnote: ", text, "\n", snippet);
+  return span.defined() ? str_cat("\nnote: ", text, " (", span.str(), ")") : std::string();
+}
+
+// "path:line: <first line of message>", the line's snippet, then the message's other
+// lines (its notes).
 static std::string with_span(const SourceSpan& span, const std::string& message) {
   if (!span.defined()) return message;
-  return span.str() + ": " + message;
+  std::string snippet = source_snippet(span);
+  if (snippet.empty()) return span.str() + ": " + message;
+  size_t end = message.find('\n');
+  if (end == std::string::npos) return str_cat(span.str(), ": ", message, "\n", snippet);
+  return str_cat(span.str(), ": ", message.substr(0, end), "\n", snippet, message.substr(end));
 }
 
 UserError::UserError(SourceSpan span, const std::string& message)

@@ -23,6 +23,20 @@ struct SourceSpan {
 // Returns a stable pointer for `path`; equal paths give equal pointers.
 const char* intern_file(const std::string& path);
 
+// The source line `span` names, shown under its location as compilers show it:
+//     --> path/kernel.py:12:9
+//      |
+//   12 |         T.copy(A, B)
+//      |
+// (the column is the line's first character that is not a space); empty when the span
+// is undefined or its file cannot be read or has no such line. A UserError shows it
+// under the message's first line.
+std::string source_snippet(const SourceSpan& span);
+
+// A note to append to an error's message about another place in the source (where a
+// buffer was allocated ...): "\nnote: <text>" and that place's snippet.
+std::string note_at(const SourceSpan& span, const std::string& text);
+
 class UserError : public std::runtime_error {
  public:
   UserError(SourceSpan span, const std::string& message);

@@ -78,7 +78,8 @@ class Check : public IRVisitor {
                 "; the iterations run on different threads, which race for the element. Only fragment[0] access "
                 "is allowed at an index no loop variable picks (a per-iteration scalar, each thread's own); index "
                 "the store by the loop variable, or combine the values with T.reduce_* or a reducer "
-                "(T.alloc_reducer and T.finalize_reducer)"));
+                "(T.alloc_reducer and T.finalize_reducer)",
+                note_at(op->buffer->span, str_cat("fragment '", op->buffer->name, "' is allocated here"))));
   }
 
  private:

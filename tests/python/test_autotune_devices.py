@@ -217,10 +217,10 @@ def test_a_worker_dying_mid_measurement_fails_only_its_config(cache_dir):
 def test_a_bad_devices_argument_is_refused(devices, error, text):
     with pytest.raises(error) as info:
         _tuned(devices)
-    assert str(info.value) == f"autotune of 'dev_scale': {text}"
+    assert str(info.value).split("\n")[0] == f"autotune of 'dev_scale': {text}"
     with pytest.raises(error) as info:
         AutoTuner.from_kernel(scale_factory, CONFIGS).set_devices(devices)
-    assert str(info.value) == f"autotune of 'scale_factory': {text}"
+    assert str(info.value).split("\n")[0] == f"autotune of 'scale_factory': {text}"
 
 
 def test_a_device_index_out_of_range_is_refused_before_any_work(cache_dir):
@@ -228,7 +228,7 @@ def test_a_device_index_out_of_range_is_refused_before_any_work(cache_dir):
     tuned = _tuned([0, cores + 5])
     with pytest.raises(ValueError) as info:
         tuned(N)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"autotune of 'dev_scale': devices=[0, {cores + 5}]: device {cores + 5} is out of "
         f"range: expected an index of the {cores} CPU core (the cpu target's device)(s) of "
         f"target cpu (0..{cores - 1}), given {cores + 5}"
@@ -372,7 +372,7 @@ def test_a_malformed_spread_limit_is_refused_before_any_work(cache_dir, monkeypa
     monkeypatch.setenv("TILELANG_AUTOTUNE_SPREAD_LIMIT", "a lot")
     with pytest.raises(ValueError) as info:
         _tuned([0, 1])(N)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "TILELANG_AUTOTUNE_SPREAD_LIMIT must be a number >= 0 (a fraction), got 'a lot'"
     )
     assert _log() == []
@@ -385,13 +385,13 @@ def test_devices_on_a_machine_without_gpus_are_refused(monkeypatch):
     monkeypatch.setattr(devices, "available", lambda target: 0)
     with pytest.raises(ValueError) as info:
         devices.resolve([1], "cuda", "matmul")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "autotune of 'matmul': devices=[1]: expected indices of the CUDA GPUs of target "
         "cuda, found none"
     )
     with pytest.raises(ValueError) as info:
         devices.resolve("all", "cuda", "matmul")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "autotune of 'matmul': devices=\"all\": expected at least one CUDA GPU for target "
         "cuda, found none"
     )

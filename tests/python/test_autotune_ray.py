@@ -160,7 +160,7 @@ def test_a_ray_worker_dying_loses_no_config(local_ray, monkeypatch):
 def test_a_bad_executor_is_refused(monkeypatch):
     with pytest.raises(ValueError) as info:
         AutoTuner.from_kernel(scale, CONFIGS, executor="dask")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "autotune of 'scale': executor='dask': expected \"local\" or \"ray\", given 'dask'"
     )
     with pytest.raises(ValueError) as info:

@@ -103,7 +103,7 @@ def test_device_assert_failure_is_a_python_error(assert_kernel):
     b = np.zeros(4, np.float32)
     with pytest.raises(tilelang.TileLangError) as info:
         assert_kernel(a, b)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "device assertion failed in kernel 'main': A must be non-negative "
         f"(at {HERE}:{line_of('MARK-assert')}) (block (2, 0, 0))"
     )

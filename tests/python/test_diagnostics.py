@@ -97,7 +97,7 @@ def test_tvm_target_options_are_still_accepted():
 def test_pass_config_values_are_type_checked(key, value, expected):
     with pytest.raises(TypeError) as info:
         tilelang.compile(copy_kernel(), target="cpu", pass_configs={key: value})
-    assert str(info.value) == f"pass config {key!r} must be {expected}"
+    assert str(info.value).split("\n")[0] == f"pass config {key!r} must be {expected}"
 
 
 def test_pass_config_values_of_the_right_type_pass():
@@ -204,7 +204,7 @@ def test_malformed_autotuning_cpu_counts(monkeypatch, value):
     monkeypatch.setenv("TILELANG_AUTO_TUNING_CPU_COUNTS", value)
     with pytest.raises(ValueError) as info:
         worker_count(8)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"TILELANG_AUTO_TUNING_CPU_COUNTS must be a positive integer, got {value!r}"
     )
 

@@ -390,7 +390,7 @@ def test_odd_last_dim_takes_rounded_up_bytes():
     kernel = tilelang.compile(main, target="cpu")
     with pytest.raises(tilelang.TileLangError) as err:
         kernel(np.zeros((2, 3), np.uint8), np.zeros((2, 5), np.float32))
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         "argument 'A' (parameter 0 of kernel 'main') holds float4_e2m1fn rows of 5 elements, shape (2, 5): a "
         "tensor of bytes packs each row to whole bytes (3 bytes, room for 6 elements), but the kernel reads its "
         "rows 5 elements apart; a packed float4_e2m1fn tensor of more than one row needs a last dimension that "
@@ -629,7 +629,7 @@ def test_constant_odd_last_dim_of_several_rows_is_refused_before_allocating(odd_
     x = rng.integers(-8, 8, (3, 5)).astype(np.float32)
     with pytest.raises(tilelang.TileLangError) as err:
         rows(torch.from_numpy(x))
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         "output 'Q' (parameter 1 of kernel 'rows') would hold int4 rows of 5 elements, shape (3, 5): a tensor "
         "of bytes packs each row to whole bytes (3 bytes, room for 6 elements), but the kernel reads its rows 5 "
         "elements apart; a packed int4 tensor of more than one row needs a last dimension that is a multiple of 2"

@@ -71,7 +71,7 @@ def _kernel_dividing_by(op):
 def test_constant_zero_divisor_is_a_user_error_at_the_line(op, marker, text):
     with pytest.raises(tilelang.TileLangError) as info:
         _kernel_dividing_by(op)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-' + marker)}: integer division by zero: the divisor of {text} is "
         + (
             "0"

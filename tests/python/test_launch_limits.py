@@ -35,7 +35,7 @@ def test_constant_empty_or_negative_grid_is_refused_at_the_line(extent):
             with T.Kernel(extent, threads=1):  # MARK-zero
                 A[0] = 1.0
 
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-zero')}: T.Kernel grid dimension 0 (x) is {extent}; a launch has at "
         "least one block along each dimension"
     )
@@ -158,7 +158,7 @@ def test_dynamic_grid_is_checked_at_launch(target):
     b[:] = 7.0
     with pytest.raises(tilelang.TileLangError) as info:
         kernel(a, b, -3)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-dynamic')}: kernel 'main' cannot be launched: its grid has -3 "
         "blocks along y; a grid extent cannot be negative"
     )
@@ -175,10 +175,14 @@ def test_dynamic_grid_past_cuda_limits_is_checked_at_launch():
     b = np.full(8, 3.0, np.float32)
     with pytest.raises(tilelang.TileLangError) as info:
         kernel(a, b, 70000)
-    assert str(info.value).endswith(
-        "kernel 'main' cannot be launched: its grid has 70000 blocks along y; the target "
-        "'cuda -arch=sm_80 -emulate' launches at most 65535 (gridDim.y); use fewer, larger blocks or "
-        "another grid dimension"
+    assert (
+        str(info.value)
+        .split("\n")[0]
+        .endswith(
+            "kernel 'main' cannot be launched: its grid has 70000 blocks along y; the target "
+            "'cuda -arch=sm_80 -emulate' launches at most 65535 (gridDim.y); use fewer, larger blocks or "
+            "another grid dimension"
+        )
     )
     np.testing.assert_array_equal(b, np.full(8, 3.0, np.float32))
 
@@ -236,7 +240,7 @@ def test_a_block_array_past_the_stack_is_refused_not_a_crash(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
     )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
-    assert proc.stdout.strip() == (
+    assert proc.stdout.strip().split("\n")[0] == (
         f"refused: {script}:5: kernel 'main': the on-chip buffers of a block take 16777216 bytes "
         "('L' 16777216 (4194304 float32)), more than the 4194304 (4 MiB) the target 'cpu' allows: "
         "it keeps them on the stack of the thread that runs the block. Use smaller tiles, or keep "
@@ -256,7 +260,7 @@ def test_a_block_array_past_the_stack_is_refused_not_a_crash(tmp_path):
 def test_thread_arrays_past_512_kib_are_refused(target, scope, n, read_thread):
     with pytest.raises(tilelang.TileLangError) as info:
         tilelang.compile(stack_kernel(scope, n, threads=2, read_thread=read_thread), target=target)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-stack')}: kernel 'main': the arrays each thread keeps take 1048576 "
         f"bytes ('buf' 1048576 (262144 float32)), more than the 524288 (512 KiB) a thread may have "
         f"on the target '{target}' (CUDA's local memory a thread; the emulators and the cpu target "
@@ -269,7 +273,7 @@ def test_thread_arrays_past_512_kib_are_refused(target, scope, n, read_thread):
 def test_cpu_block_buffers_past_4_mib_are_refused(scope):
     with pytest.raises(tilelang.TileLangError) as info:
         tilelang.compile(stack_kernel(scope, 3 << 20), target="cpu")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-stack')}: kernel 'main': the on-chip buffers of a block take 12582912 "
         "bytes ('buf' 12582912 (3145728 float32)), more than the 4194304 (4 MiB) the target 'cpu' "
         "allows: it keeps them on the stack of the thread that runs the block. Use smaller tiles, or "

@@ -120,7 +120,7 @@ def test_pipelined_order_length_must_match_the_body():
                     T.copy(A[k, 0], S)
                     T.copy(S, A[k, 0])
 
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-order')}: T.Pipelined order=[0, 1, 2] has 3 entries but the "
         "loop body has 2 statement(s); give one entry per statement, in program order"
     )
@@ -167,7 +167,7 @@ def test_zero_step_names_the_loop_and_the_fix():
                 for i in T.serial(0, 8, 0):  # MARK-zero
                     A[i] = 1.0
 
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-zero')}: T.serial(0, 8, 0): the step must not be zero; use a "
         "positive step to count up or a negative one to count down"
     )

@@ -82,7 +82,7 @@ def test_source_from_a_file_and_a_prelude(tmp_path):
 def test_entry_name_must_name_a_global_function():
     with pytest.raises(tilelang.TileLangError) as info:
         axpy_kernel(AXPY, entry="main_kernel")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-launch')}: T.CUDASourceCodeKernel entry_name: expected the name of a "
         "__global__ function of the CUDA source, got 'main_kernel'. Available entries: other, axpy"
     )
@@ -100,7 +100,7 @@ def test_entry_name_must_name_a_global_function():
 def test_other_targets_refuse_it(target):
     with pytest.raises(tilelang.TileLangError) as info:
         tilelang.compile(axpy_kernel(AXPY), target=target)
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         f"{HERE}:{line_of('MARK-launch')}: T.CUDASourceCodeKernel: a kernel given as CUDA source runs on "
         "the cuda target (and its emulator) only; compile this prim_func for a cuda target, or write the "
         "kernel with T.Kernel for this one"

@@ -170,7 +170,7 @@ def test_analyzer_needs_peaks_for_a_device_not_in_the_table():
     func = scale_kernel(256, 64)
     with pytest.raises(ValueError) as info:
         Analyzer.analysis(func, "cpu")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "Analyzer has no peaks for 'cpu'; the table (tilelang.tools.analyzer.ARCH_PEAKS) has "
         "sm_80, sm_89, sm_90, sm_100, metal, gfx942. Pass peak_tflops= and bandwidth_gbps= for this device"
     )
@@ -269,14 +269,16 @@ def test_plot_layout_refuses_bad_arguments_by_name(tmp_path, kwargs, error, mess
     layout = T.Layout((4, 4), lambda i, j: [j, i])
     with pytest.raises(error) as info:
         plot_layout(layout, str(tmp_path), **kwargs)
-    assert str(info.value) == message
+    assert str(info.value).split("\n")[0] == message
     assert not os.listdir(tmp_path)
 
 
 def test_plot_layout_refuses_what_is_not_a_layout(tmp_path):
     with pytest.raises(TypeError) as info:
         plot_layout([[0, 1]], str(tmp_path))
-    assert str(info.value) == "plot_layout takes a T.Layout or a T.Fragment, got list"
+    assert (
+        str(info.value).split("\n")[0] == "plot_layout takes a T.Layout or a T.Fragment, got list"
+    )
 
 
 def test_without_matplotlib_plot_layout_names_the_extra(tmp_path, monkeypatch):
@@ -285,7 +287,7 @@ def test_without_matplotlib_plot_layout_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     with pytest.raises(ImportError) as info:
         plot_layout(make_gemm_fragment_8x8(), str(tmp_path), formats="png")
-    assert str(info.value) == (
+    assert str(info.value).split("\n")[0] == (
         "tilelang.tools.plot_layout draws with matplotlib, which is not installed: pip "
         "install matplotlib (or install tilelang with its 'plot' extra: pip install "
         "'tilelang-cpp[plot]')"

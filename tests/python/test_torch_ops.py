@@ -298,7 +298,7 @@ def test_export_module(ops):
 def test_device_mismatch_names_the_argument(ops):
     with FakeTensorMode(), pytest.raises(ValueError) as err:
         ops["add"](torch.empty(8, 4, device="cuda"), torch.empty(8, 4, device="cuda"), 1.0)
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         f"argument 'A' of operator {NS}::add is a cuda tensor (cuda:0), but kernel 'add' "
         "was compiled for target 'cpu', which takes cpu tensors; move it with .to('cpu') or "
         "compile the kernel for a target that runs there"
@@ -356,7 +356,7 @@ def test_registration_errors():
 
     with pytest.raises(TypeError) as err:
         tilelang.torch.op(tilelang.compile(twice, out_idx=[1], target="metal"), f"{NS}::metal")
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         f"tilelang.torch.op '{NS}::metal': kernel 'twice' runs through torch.mps "
         "(execution_backend='torch'); operators of Metal kernels are not supported yet"
     )
@@ -372,7 +372,7 @@ def test_registration_errors():
 
     with pytest.raises(TypeError) as err:
         tilelang.torch.op(f"{NS}::double_in_place")(double_in_place)
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         f"tilelang.torch.op '{NS}::double_in_place': 'double_in_place' returns its parameter "
         "'A', not a T.empty output; an operator's outputs are new tensors (write an input in "
         "place and return nothing, or return a T.empty tensor)"
@@ -388,7 +388,7 @@ def test_registration_errors():
 
     with pytest.raises(ValueError) as err:
         tilelang.torch.op(tilelang.compile(spread, out_idx=[1], target="cpu"), f"{NS}::spread")
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         f"tilelang.torch.op '{NS}::spread': dimension 1 of output 'B' of kernel 'spread' is "
         "`n`, and no input has n as a dimension or scalar; the kernel cannot allocate it "
         "(give the output as an input the kernel writes)"
@@ -719,7 +719,7 @@ def test_packed_parameter_of_a_wrong_dtype_names_it(packed_ops):
     ) in str(err.value)
     with FakeTensorMode(), pytest.raises(TypeError) as err:
         packed_ops["dequant"](torch.empty(3, 4, dtype=torch.float16), 1.0)
-    assert str(err.value) == (
+    assert str(err.value).split("\n")[0] == (
         f"argument 'A' of operator {NS}::dequant (kernel 'dequant') has dtype torch.float16, "
         "expected int4: a tensor of bytes holding two elements each along its last dimension "
         "(torch.int8 or torch.uint8)"
@@ -968,7 +968,7 @@ def test_packed_odd_sizes_as_the_kernel_call_takes_them():
     )
     with FakeTensorMode(), pytest.raises(ValueError) as err:
         rows(torch.empty(3, 5))
-    assert str(err.value) == f"output 'Q' of operator {NS}::rows_odd {expected}"
+    assert str(err.value).split("\n")[0] == f"output 'Q' of operator {NS}::rows_odd {expected}"
     with pytest.raises(TileLangError) as err:
         rows(rand(3, 5, seed=4))
-    assert str(err.value) == f"output 'Q' (parameter 1 of kernel 'rows') {expected}"
+    assert str(err.value).split("\n")[0] == f"output 'Q' (parameter 1 of kernel 'rows') {expected}"

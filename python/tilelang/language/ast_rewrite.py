@@ -8,6 +8,7 @@ line numbers, so tracebacks and IR spans point at the user's source."""
 
 import ast
 import inspect
+import linecache
 import textwrap
 
 from .builder_ctx import TileLangError
@@ -47,14 +48,31 @@ REWRITTEN_FILES: set = set()
 _cache: dict = {}
 
 
+def source_snippet(file, line):
+    """The source line at file:line under its location, as the core's errors show it
+    (support/error.h, source_snippet); "" where the file or the line cannot be read."""
+    text = linecache.getline(file, line) if file and line > 0 else ""
+    text = text.rstrip("\r\n")
+    if not text.strip():
+        return ""
+    number = str(line)
+    pad = " " * len(number)
+    col = len(text) - len(text.lstrip(" \t")) + 1
+    return f"{pad}--> {file}:{line}:{col}\n{pad} |\n{number} | {text}\n{pad} |"
+
+
 def located_error(message, file, line, like=None):
-    """The error `message` at file:line, of the class of the error `like` when that is a
-    TileLangError (a subclass that is also AssertionError, TypeError ... stays one)."""
+    """The error `message` at file:line (followed by that source line), of the class of
+    the error `like` when that is a TileLangError (a subclass that is also
+    AssertionError, TypeError ... stays one)."""
     cls = type(like) if isinstance(like, TileLangError) else TileLangError
+    snippet = source_snippet(file, line)
+    first, sep, notes = message.partition("\n")  # the snippet goes under the first line
+    text = f"{file}:{line}: {first}" + (f"\n{snippet}" if snippet else "") + sep + notes
     try:
-        err = cls(f"{file}:{line}: {message}")
+        err = cls(text)
     except TypeError:
-        err = TileLangError(f"{file}:{line}: {message}")
+        err = TileLangError(text)
     err.file = file
     err.line = line
     err.bare_message = message

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "tl/device_dir.h"
@@ -60,6 +62,28 @@ TEST(EnvironmentError, DeviceDirErrorIsOne) {
   }
   if (set) setenv("TILELANG_DEVICE_DIR", saved.c_str(), 1);
   ADD_FAILURE() << "nothing caught";
+}
+
+TEST(UserError, ShowsTheSourceLineUnderTheFirstLineAndNotesAfterIt) {
+  std::string path = testing::TempDir() + "tl_error_snippet.py";
+  {
+    std::ofstream f(path);
+    f << "import x\n\n    buf = alloc(4)\n        use(buf)\n";
+  }
+  SourceSpan use{intern_file(path), 4}, alloc{intern_file(path), 3};
+  EXPECT_EQ(source_snippet(use), " --> " + path + ":4:9\n  |\n4 |         use(buf)\n  |");
+  EXPECT_EQ(source_snippet(SourceSpan{intern_file(path), 2}), "");  // a blank line
+  EXPECT_EQ(source_snippet(SourceSpan{intern_file(path), 9}), "");  // past the end
+  EXPECT_EQ(source_snippet(SourceSpan{intern_file(path + ".missing"), 1}), "");
+  UserError e(use, "bad use" + note_at(alloc, "'buf' is allocated here"));
+  EXPECT_EQ(std::string(e.what()),
+            path + ":4: bad use\n" + source_snippet(use) + "\nnote: 'buf' is allocated here\n" + source_snippet(alloc));
+  EXPECT_EQ(e.bare_message(), "bad use" + note_at(alloc, "'buf' is allocated here"));
+  // Without a readable file the location stays on the message's line, the note names it.
+  SourceSpan gone{intern_file(path + ".missing"), 7};
+  EXPECT_EQ(std::string(UserError(gone, "bad" + note_at(gone, "here")).what()),
+            path + ".missing:7: bad\nnote: here (" + path + ".missing:7)");
+  std::remove(path.c_str());
 }
 
 }  // namespace
