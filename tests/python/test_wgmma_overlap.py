@@ -131,4 +131,4 @@ def test_p_tile_rewritten_only_after_every_warpgroup_is_done_with_it():
         i for i in range(loop, len(lines)) if "(&S_shared[" in lines[i] and "store" in lines[i]
     )
     wait = max(i for i in range(loop, store) if "tl::wgmma_wait<0>();" in lines[i])
-    assert any("barrier_sync" in x or "__syncthreads" in x for x in lines[wait:store]), src
+    assert any("__sync_thread_partial" in x or "__syncthreads" in x for x in lines[wait:store]), src
