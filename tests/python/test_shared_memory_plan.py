@@ -55,7 +55,9 @@ def test_epilogue_tile_reuses_the_pipeline_stages(target, stages):
     first_write = next(i for i, x in enumerate(lines) if "(&C_s[" in x or re.search(r"\bC_s\[", x))
     last_gemm = max(i for i, x in enumerate(lines[:first_write]) if "gemm" in x)
     between = lines[last_gemm:first_write]
-    assert any("__sync_thread_partial" in x or "__syncthreads" in x for x in between), "\n".join(between)
+    assert any("__sync_thread_partial" in x or "__syncthreads" in x for x in between), "\n".join(
+        between
+    )
     check_gemm(kernel, M, N, K)
 
 
