@@ -58,6 +58,16 @@ def test_the_table_gives_both_pass_rates(tmp_path):
             "reason": "tilelang._C.TileLangError: CUDA arch sm_75 in target 'cuda -arch=sm_75' is "
             "not supported: the oldest is sm_80",
         },
+        {
+            "name": "j",
+            "outcome": "failed",
+            "reason": "ModuleNotFoundError: No module named 'flash_attn'",
+        },
+        {
+            "name": "k",
+            "outcome": "failed",
+            "reason": "AssertionError: Expected tl::add2 in SM100 auto-vectorised CUDA source",
+        },
     ]
     results = {
         "sm80": {
@@ -66,13 +76,34 @@ def test_the_table_gives_both_pass_rates(tmp_path):
     }
     run.write_table(results, tmp_path)
     table = (tmp_path / "table.md").read_text()
-    # 8 ran, 3 passed; in scope 6 (out of scope and sm_100 out), 5 without code text. sm_75
+    # 10 ran, 3 passed; in scope 6 (out of scope, sm_100 (a refusal and a code-text
+    # assertion on sm_100 code) and the missing package out), 5 without code text. sm_75
     # (older than the machine) stays in scope.
     row = (
-        "| testing/python/language | 1 | 0 | 0 | 3 | 5 | 1 | 1 | 1 | 1 | 37.5 % | 42.9 % | "
+        "| testing/python/language | 1 | 0 | 0 | 3 | 7 | 1 | 1 | 2 | 1 | 1 | 30.0 % | 33.3 % | "
         "50.0 % | 60.0 % |"
     )
     assert row in table, table
+
+
+def test_each_failure_is_counted_in_one_bucket():
+    assert (
+        run.classify("AssertionError: Expected tl::max2 in SM100 float32 max reduction") == "sm100"
+    )
+    assert run.classify("AssertionError: Expected run_batch in generated source.") == "code_text"
+    assert run.classify("ModuleNotFoundError: No module named 'flash_attn'") == "package"
+    # The package under test missing a module is a failure like any other.
+    assert run.classify("ModuleNotFoundError: No module named 'tilelang.webgpu'") is None
+    assert run.classify("ModuleNotFoundError: No module named 'tvm.tirx.script'") is None
+    assert (
+        run.classify(
+            "FileNotFoundError: [Errno 2] No such file or directory: "
+            "'/src/tilelang/src/tl_templates/cuda/common.h'"
+        )
+        == "out_of_scope"
+    )
+    assert run.classify("FileNotFoundError: [Errno 2] No such file: '/tmp/x.h'") is None
+    assert run.classify("Failed: DID NOT RAISE Exception") is None
 
 
 def test_out_of_scope_failures_are_recognised_by_their_message():
