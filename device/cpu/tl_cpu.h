@@ -102,7 +102,8 @@ TL_UNARY_MATH(sqrt, std::sqrt(x))
 TL_UNARY_MATH(rsqrt, decltype(x)(1) / std::sqrt(x))
 TL_UNARY_MATH(floor, std::floor(x))
 TL_UNARY_MATH(ceil, std::ceil(x))
-TL_UNARY_MATH(round, std::round(x))  // halves away from zero, as CUDA's roundf
+TL_UNARY_MATH(RoundTiesAwayFromZero, std::round(x))  // T.round(x, "ties-away-from-zero"), as CUDA's roundf
+TL_UNARY_MATH(fabs, std::fabs(x))                    // T.abs of float and double
 TL_UNARY_MATH(trunc, std::trunc(x))
 TL_UNARY_MATH(nearbyint, std::nearbyint(x))
 TL_UNARY_MATH(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
@@ -171,6 +172,15 @@ inline float abs(float x) {
 }
 inline double abs(double x) {
   return std::fabs(x);
+}
+inline bool isnan(float x) {
+  return std::isnan(x);
+}
+inline bool isinf(float x) {
+  return std::isinf(x);
+}
+inline bool isfinite(float x) {
+  return std::isfinite(x);
 }
 inline bool isnan(double x) {
   return std::isnan(x);

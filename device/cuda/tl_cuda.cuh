@@ -430,7 +430,8 @@ TL_UNARY_MATH(sqrt, sqrtf(x), ::sqrt(x))
 TL_UNARY_MATH(rsqrt, rsqrtf(x), ::rsqrt(x))
 TL_UNARY_MATH(floor, floorf(x), ::floor(x))
 TL_UNARY_MATH(ceil, ceilf(x), ::ceil(x))
-TL_UNARY_MATH(round, roundf(x), ::round(x))  // halves away from zero, as the cpu target
+TL_UNARY_MATH(RoundTiesAwayFromZero, roundf(x), ::round(x))  // T.round(x, "ties-away-from-zero")
+TL_UNARY_MATH(fabs, fabsf(x), ::fabs(x))                     // T.abs of float and double
 TL_UNARY_MATH(trunc, truncf(x), ::trunc(x))
 TL_UNARY_MATH(nearbyint, nearbyintf(x), ::nearbyint(x))
 TL_UNARY_MATH(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)))
@@ -541,6 +542,17 @@ TL_DEVICE float abs(float x) {
 }
 TL_DEVICE double abs(double x) {
   return fabs(x);
+}
+// T.isnan / isinf / isfinite in the operand's precision: float's test stays in float
+// (a conversion to double would cost a float64 instruction on the GPU).
+TL_DEVICE bool isnan(float x) {
+  return x != x;
+}
+TL_DEVICE bool isinf(float x) {
+  return x == infinity_f32() || x == -infinity_f32();
+}
+TL_DEVICE bool isfinite(float x) {
+  return !isnan(x) && !isinf(x);
 }
 TL_DEVICE bool isnan(double x) {
   return x != x;

@@ -7,8 +7,8 @@
 //              bytes counted on an mbarrier (complete_tx); threads wait for the
 //              barrier's phase with mbarrier_wait(bar, parity).
 //   tma_store: shared -> global, out-of-bounds elements dropped, tracked in bulk
-//              groups (tma_store_commit, then tma_store_wait<N> for the tiles' reads
-//              or tma_store_complete<N> for the writes).
+//              groups (tma_store_arrive, then tma_store_wait<N> for the tiles' reads
+//              or tma_store_wait<N, false> for the writes; TileLang's names).
 //   tma_store_add: as tma_store, adding to the global elements (T.atomic_add;
 //              TileLang's name, cp.reduce.async.bulk.tensor .add).
 // The shared side of a box is dense (dimension 0 innermost), its 16-byte chunks
@@ -283,7 +283,7 @@ TL_DEVICE void tma_shared_to_global(const TensorMap* map, const void* smem_src, 
 
 // Stores the box; the elements outside the tensor are not written. The writing
 // threads run fence_proxy_async() and a barrier first; the issuing thread closes its
-// stores into a group with tma_store_commit() and, before the tile is written again,
+// stores into a group with tma_store_arrive() and, before the tile is written again,
 // waits with tma_store_wait<N>().
 template <int Rank, class... Coords>
 TL_DEVICE void tma_store(const TensorMap* map, const void* smem_src, Coords... coords) {
@@ -299,9 +299,10 @@ TL_DEVICE void tma_store_add(const TensorMap* map, const void* smem_src, Coords.
 }
 #undef TL_TMA_SHARED_TO_GLOBAL
 
-// Closes the stores this thread issued since the last commit into one bulk group.
+// Closes the stores this thread issued since the last one into one bulk group
+// (cp.async.bulk.commit_group).
 template <int Dep = 0>
-TL_DEVICE void tma_store_commit() {
+TL_DEVICE void tma_store_arrive() {
   static_assert(TmaArchCheck<Dep>::ok);
 #ifdef TL_EMULATE
   emu::tma_store_commit();
@@ -310,31 +311,22 @@ TL_DEVICE void tma_store_commit() {
 #endif
 }
 
-// Waits until at most the N newest bulk groups of this thread still read their
-// shared tiles: the tiles of the older ones may be written again.
-template <int N>
+// Waits until at most the N newest bulk groups of this thread are in flight.
+// Read (cp.async.bulk.wait_group.read): the older groups have read their shared
+// tiles, which may be written again. !Read (cp.async.bulk.wait_group): their writes
+// to global memory are done and visible to this thread too, for a tensor the kernel
+// reads back after storing it; a barrier then publishes the writes to others.
+template <int N, bool Read = true>
 TL_DEVICE void tma_store_wait() {
   static_assert(TmaArchCheck<N>::ok);
   static_assert(N >= 0, "tma_store_wait<N>: N counts groups left in flight, N >= 0");
 #ifdef TL_EMULATE
-  emu::tma_store_wait(N, false);
+  emu::tma_store_wait(N, !Read);
 #else
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
-// Waits until at most the N newest bulk groups of this thread are still running: the
-// older ones have read their tiles and their writes to global memory are done and
-// visible to this thread (cp.async.bulk.wait_group without .read). For a tensor the
-// kernel reads back after storing it; a barrier then publishes the writes to others.
-template <int N>
-TL_DEVICE void tma_store_complete() {
-  static_assert(TmaArchCheck<N>::ok);
-  static_assert(N >= 0, "tma_store_complete<N>: N counts groups left in flight, N >= 0");
-#ifdef TL_EMULATE
-  emu::tma_store_wait(N, true);
-#else
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+  if constexpr (Read)
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+  else
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 

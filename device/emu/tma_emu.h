@@ -21,7 +21,7 @@
 // block's threads are abandoned instead of spinning forever.
 //
 // A store reads its tile at issue (the earliest moment) and writes global memory as
-// late as the GPU may (at a tma_store_complete that covers it, or when the thread
+// late as the GPU may (at a tma_store_wait<N, false> that covers it, or when the thread
 // returns); the wait that covers it checks that nobody wrote the tile in between
 // (on the GPU the store could have read the new values). The race detector sees a
 // store's reads of the tile; landed loads and mbarrier waits are invisible to it.
@@ -105,7 +105,7 @@ struct IssuedStore {
   bool add = false;                 // a reduce-add
 };
 // A thread's stores write global memory as late as the GPU may: when a
-// tma_store_complete covers them, or when the thread returns. A tensor read back
+// tma_store_wait<N, false> covers them, or when the thread returns. A tensor read back
 // after only a tma_store_wait (which waits for the tile's read) then shows the old
 // values in the emulator, as it may on the GPU.
 struct StoreGroups {
@@ -903,8 +903,8 @@ TL_EMU_FN void tma_store_commit() {
   q.open.clear();
 }
 
-// tma_store_wait (complete = false: the tiles are read) and tma_store_complete (the
-// writes are done: the retired groups, and every earlier group, land now).
+// tma_store_wait<N> (complete = false: the tiles are read) and tma_store_wait<N, false>
+// (complete: the writes are done: the retired groups, and every earlier group, land now).
 TL_EMU_FN void tma_store_wait(int n, bool complete) {
   StoreGroups& q = tma_block().stores[size_t(fiber_index())];
   while (q.committed.size() > size_t(n)) {

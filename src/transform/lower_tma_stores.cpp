@@ -9,6 +9,7 @@
 #include <set>
 
 #include "arith/bounds.h"
+#include "ir/device_calls.h"
 #include "ir/visitor.h"
 #include "ops/extent_util.h"
 #include "ops/tile_op.h"
@@ -178,11 +179,11 @@ class StoreLowerer : public IRMutator {
     if (!launch_ || divergent_) return self;
     std::optional<Stmt> stores = issue(op);
     if (!stores) return self;
-    std::vector<Stmt> by_issuer{*stores, evaluate(call_extern(dtype::Void, "tl::tma_store_commit", {}))};
+    std::vector<Stmt> by_issuer{*stores, evaluate(call_extern(dtype::Void, kTmaStoreArriveCall, {}))};
     if (read_back(op))
-      by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_complete<0>", {})));
+      by_issuer.push_back(evaluate(call_extern(dtype::Void, device_call_name(kTmaStoreWaitCall, {0, "false"}), {})));
     else if (!deferred_.count(op))
-      by_issuer.push_back(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {})));
+      by_issuer.push_back(evaluate(call_extern(dtype::Void, device_call_name(kTmaStoreWaitCall, {0, "true"}), {})));
     return seq({thread_op(evaluate(call_extern(dtype::Void, "tl::fence_proxy_async", {}), op->span)),
                 barrier(BarrierKind::Threads, op->span), by_issuer_only(seq(by_issuer), op->span)});
   }
@@ -231,7 +232,8 @@ class StoreLowerer : public IRMutator {
   }
 
   Stmt wait_for_stores(const SourceSpan& span) const {
-    return by_issuer_only(evaluate(call_extern(dtype::Void, "tl::tma_store_wait<0>", {}), span), span);
+    return by_issuer_only(
+        evaluate(call_extern(dtype::Void, device_call_name(kTmaStoreWaitCall, {0, "true"}), {}), span), span);
   }
 
   static bool references(const Stmt& s, const Buffer& b) {

@@ -149,7 +149,7 @@ def test_a_tensor_read_back_after_its_store():
     kernel = tilelang.compile(
         stored_then_read_back(M, N, bM), out_idx=[-1], target="cuda", pass_configs=STORES
     )
-    assert "tl::tma_store_complete<0>()" in kernel.get_kernel_source()
+    assert "tl::tma_store_wait<0, false>()" in kernel.get_kernel_source()
     a = torch.randn(M, N, device="cuda")
     w = torch.zeros(M, N, device="cuda")
     for _ in range(20):  # a race would show in some of the runs
@@ -167,7 +167,7 @@ def test_split_k_partners_read_each_others_partials():
     kernel = tilelang.compile(
         split_k_in_a_cluster(M, N, K, bN, bK, 4, 256), out_idx=[-1], target="cuda"
     )
-    assert "tl::tma_store_complete<0>()" in kernel.get_kernel_source()
+    assert "tl::tma_store_wait<0, false>()" in kernel.get_kernel_source()
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     w = torch.empty(N // bN, 2, M, bN, device="cuda")

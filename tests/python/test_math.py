@@ -459,3 +459,36 @@ def test_round_refuses_other_modes():
         "got 'up'",
     ):
         _trace(lambda A, I: A.__setitem__(0, T.round(A[1], "up")))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_cuda_spells_abs_round_and_class_tests_in_the_operand_precision(dtype):
+    """On cuda (and cpu) float abs is tl::fabs and the half-away round
+    tl::RoundTiesAwayFromZero, TileLang's names; T.isnan / isinf / isfinite test a float
+    in float (a conversion to double costs a float64 instruction on the GPU), a 16-bit
+    float through float and an integer through double. Values: test_math's tables and
+    the rounding tests above, on the emulator too."""
+
+    @T.prim_func
+    def main(X: T.Tensor((32,), dtype), Y: T.Tensor((32,), dtype), F: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                Y[i] = T.abs(X[i]) + T.round(X[i], "ties-away-from-zero")
+                F[i] = T.if_then_else(T.isfinite(X[i]) and not T.isnan(X[i]), 1, 0)
+
+    src = tilelang.compile(main, target="cuda -arch=sm_80 -emulate").get_kernel_source()
+    cast = {"float32": "", "float64": "", "float16": "(float)", "int32": "(double)"}[dtype]
+    assert f"tl::isfinite({cast}X" in src and f"tl::isnan({cast}X" in src, src
+    if dtype != "int32":
+        assert "tl::fabs(" in src and "tl::RoundTiesAwayFromZero(" in src, src
+    x = np.array([np.nan, np.inf, -np.inf, -2.5] + list(range(28)), dtype=np.float64)
+    if dtype == "int32":
+        x = np.arange(-16, 16)
+    x = x.astype(np.float16 if dtype == "float16" else dtype)
+    y, f = np.zeros(32, x.dtype), np.zeros(32, np.int32)
+    tilelang.compile(main, target="cuda -arch=sm_80 -emulate")(x, y, f)
+    np.testing.assert_array_equal(f, np.isfinite(x.astype(np.float64)).astype(np.int32))
+    finite = np.isfinite(x.astype(np.float64))
+    xf = x.astype(np.float64)[finite]
+    ref = np.abs(xf) + (xf if dtype == "int32" else _round_half_away(xf))
+    np.testing.assert_array_equal(y[finite].astype(np.float64), ref)

@@ -4,7 +4,7 @@ tl::tma_store per box issued by one thread, which commits and waits for them bef
 anyone touches the tile again; the parts of the box outside the tensor are clipped,
 as TileLang's predicated stores drop them. Copies TMA cannot do, and every copy under
 the pass config tl.disable_tma_lower, stay element-wise. A tensor the kernel reads back
-after storing it waits for the writes themselves (tl::tma_store_complete) and loses
+after storing it waits for the writes themselves (tl::tma_store_wait<0, false>) and loses
 __restrict__. The CUDA source runs in the emulator (device/emu/tma_emu.h) against numpy,
 which lands a store's writes as late as the GPU may."""
 
@@ -40,8 +40,8 @@ def tma_stored(src):
     return (
         "tl::tma_store<2>(" in src
         and "tl::fence_proxy_async()" in src
-        and "tl::tma_store_commit()" in src
-        and "tl::tma_store_wait<0>()" in src
+        and "tl::tma_store_arrive()" in src
+        and "tl::tma_store_wait<0, true>()" in src
     )
 
 
@@ -258,8 +258,8 @@ def test_tile_reused_in_a_loop_waits_for_the_store():
     assert tma_stored(src)
     # The issuing thread waits right before the next refill (and once after the loop),
     # not right after its store.
-    assert src.count("tl::tma_store_wait<0>()") == 2, src
-    assert src.index("tl::tma_store_wait<0>()") < src.index("tl::tma_store<2>("), src
+    assert src.count("tl::tma_store_wait<0, true>()") == 2, src
+    assert src.index("tl::tma_store_wait<0, true>()") < src.index("tl::tma_store<2>("), src
     a = rng.standard_normal((M, N)).astype(np.float16)
     np.testing.assert_array_equal(kernel(a), a - np.float16(1))
 
@@ -505,7 +505,7 @@ def test_atomic_add_of_a_shared_tile_is_a_tma_reduce(dtype):
     )
     src = kernel.get_kernel_source()
     assert "tl::tma_store_add<2>(" in src and "tl::AtomicAdd(" not in src, src
-    assert "tl::tma_store_wait<0>()" in src and "tl::fence_proxy_async()" in src, src
+    assert "tl::tma_store_wait<0, true>()" in src and "tl::fence_proxy_async()" in src, src
     run_added_tiles(kernel, M, N, blocks, dtype)
 
 
@@ -553,13 +553,13 @@ def stored_then_read_back(M, N, bM):
 
 def test_a_tensor_read_back_after_its_store_waits_for_the_writes():
     # cp.async.bulk.wait_group.read only says that the tile was read. The emulator lands
-    # a store's writes no earlier than the GPU has to (at tma_store_complete, or when the
+    # a store's writes no earlier than the GPU has to (at a tma_store_wait<N, false>, or when the
     # issuing thread returns): with the plain wait, W would read back as zeros here.
     M, N, bM = 64, 64, 16
     kernel = compile_with_stores(stored_then_read_back(M, N, bM), out_idx=[-1], target=SM90)
     src = kernel.get_kernel_source()
-    assert "tl::tma_store<2>(" in src and "tl::tma_store_complete<0>()" in src, src
-    assert "tl::tma_store_wait<" not in src, src
+    assert "tl::tma_store<2>(" in src and "tl::tma_store_wait<0, false>()" in src, src
+    assert "tl::tma_store_wait<0, true>" not in src, src
     # nvcc does not see the writes made through the tensor map: W must not be
     # __restrict__, or its loads take the non-coherent path (ld.global.nc), which on the
     # H200 returned stale values after the store. A, only read, keeps it.
@@ -622,7 +622,7 @@ def test_split_k_partners_read_each_others_stored_partials():
         split_k_in_a_cluster(M, N, K, bN, bK, 2, 128), out_idx=[-1], target=SM90A
     )
     src = kernel.get_kernel_source()
-    assert "tl::tma_store<" in src and "tl::tma_store_complete<0>()" in src, src
+    assert "tl::tma_store<" in src and "tl::tma_store_wait<0, false>()" in src, src
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((N, K)).astype(ml_dtypes.bfloat16)
     w = np.zeros((N // bN, 2, M, bN), np.float32)

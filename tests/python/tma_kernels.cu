@@ -112,8 +112,8 @@ TL_DEVICE void store_box(const tl::TensorMap* map, const int* args, unsigned cha
   __syncthreads();
   if (threadIdx.x == 0) {
     store(rank, map, tile, args + 2);
-    tl::tma_store_commit();
-    tl::tma_store_wait<0>();
+    tl::tma_store_arrive();
+    tl::tma_store_wait<0, true>();
   }
 }
 
@@ -199,9 +199,9 @@ TL_DEVICE void store_then_overwrite(const tl::TensorMap* map, const int* args, u
   __syncthreads();
   if (threadIdx.x == 0) {
     store(rank, map, tile, args + 2);
-    tl::tma_store_commit();
+    tl::tma_store_arrive();
     tile[0] ^= 0xff;
-    tl::tma_store_wait<0>();
+    tl::tma_store_wait<0, true>();
   }
 }
 

@@ -476,8 +476,13 @@ std::string CodeGenC::print_call(const CallNode* op) {
     }
     case Intrinsic::IsNan:
     case Intrinsic::IsInf:
-    case Intrinsic::IsFinite:
-      return "tl::" + std::string(intrinsic_name(op->op)) + "((double)" + print_expr(op->args[0]) + ")";
+    case Intrinsic::IsFinite: {
+      // In the operand's own precision (float or double); the 16- and 8-bit floats
+      // through float, integers (always finite) through double.
+      DataType a = op->args[0].dtype();
+      std::string cast = a == dtype::Float32 || a == dtype::Float64 ? "" : a.is_float() ? "(float)" : "(double)";
+      return "tl::" + std::string(intrinsic_name(op->op)) + "(" + cast + print_expr(op->args[0]) + ")";
+    }
     case Intrinsic::MaxNan:
     case Intrinsic::MinNan:  // as Max / Min, in the operands' own type
       return "tl::" + std::string(intrinsic_name(op->op)) + "<" + type_name(op->dtype) + ">(" +
@@ -495,13 +500,19 @@ std::string CodeGenC::print_call(const CallNode* op) {
   // fma.rn.f16 / fma.rn.bf16.
   if (op->op == Intrinsic::Fma && (t == dtype::Float16 || t == dtype::BFloat16) && fma16_rounds_once()) low = false;
   const char* fast = fast_math_function(op->op);
-  std::string s = math_prefix() + (fast ? std::string("fast_") + fast : intrinsic_name(op->op)) + "(";
+  std::string s = math_prefix() + (fast ? std::string("fast_") + fast : math_name(op->op, t)) + "(";
   for (size_t i = 0; i < op->args.size(); ++i) {
     std::string a = print_expr(op->args[i]);
     s += (i ? ", " : "") + (low ? "(float)" + a : a);
   }
   s += ")";
   return low ? type_name(t) + "(" + s + ")" : s;
+}
+
+std::string CodeGenC::math_name(Intrinsic op, DataType t) {
+  if (op == Intrinsic::Abs && t.is_float()) return "fabs";
+  if (op == Intrinsic::Round) return "RoundTiesAwayFromZero";
+  return intrinsic_name(op);
 }
 
 std::string CodeGenC::print_expr(const Expr& e) {

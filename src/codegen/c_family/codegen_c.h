@@ -25,6 +25,10 @@ class CodeGenC {
   virtual std::string type_name(DataType t);
   virtual std::string alloc_prefix(const Buffer& b) { return "alignas(64) "; }
   virtual std::string math_prefix() { return "tl::"; }
+  // The name, after math_prefix(), of a math intrinsic on operands of type `t`: the
+  // cpu and cuda headers spell float abs `fabs` and round-half-away
+  // `RoundTiesAwayFromZero`, as TileLang's CUDA code does.
+  virtual std::string math_name(Intrinsic op, DataType t);
   // Emitted before T.unroll loops and the register loops of GPU lowerings.
   virtual std::string unroll_pragma() { return "#pragma GCC unroll 8"; }
   // The pragma that unrolls a loop `factor` times (T.unroll's unroll_factor).

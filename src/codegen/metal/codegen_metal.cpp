@@ -163,6 +163,7 @@ class CodeGenMetal : public CodeGenC {
   bool fma16_rounds_once() override { return false; }
   // MSL's math functions, unqualified (`using namespace metal`).
   std::string math_prefix() override { return ""; }
+  std::string math_name(Intrinsic op, DataType) override { return intrinsic_name(op); }  // MSL's own names
 
   void emit_barrier(const BarrierNode* op) override {
     line(op->barrier == BarrierKind::Threads ? "threadgroup_barrier(mem_flags::mem_threadgroup);"
