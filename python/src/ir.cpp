@@ -139,6 +139,15 @@ void bind_ir(nb::module_& m) {
       .def("__hash__", [](const Expr& e) { return (size_t)e.get(); })
       .def("__bool__", &expr_bool)
       .def("same_as", [](const Expr& a, const Expr& b) { return a.same_as(b); })
+      // A constant's Python value (TVM's IntImm.value / FloatImm.value); None otherwise.
+      .def_prop_ro("value",
+                   [](const Expr& e) -> nb::object {
+                     if (auto* i = e.as<IntImmNode>())
+                       return e.dtype() == dtype::Bool ? nb::object(nb::bool_(i->value != 0))
+                                                       : nb::object(nb::int_(i->value));
+                     if (auto* f = e.as<FloatImmNode>()) return nb::float_(f->value);
+                     return nb::none();
+                   })
       // Whether evaluating it may read memory or call a function (a load or a call
       // anywhere in it): what a later store could change.
       .def("reads_memory",

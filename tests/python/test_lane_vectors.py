@@ -260,3 +260,56 @@ def test_vector_variable_misuse_is_named(body, expected, tmp_path):
         spec.loader.exec_module(module)
     assert "vector_var_kernel.py:7:" in str(info.value)
     assert expected in str(info.value), str(info.value)
+
+
+def test_extract_lane_of_a_tvm_vector_expression_is_a_shuffle():
+    """TileLang's T.extract_lane over an expression of TVM's IR (tvm.tirx.Var of a
+    vector dtype) builds tirx.Shuffle: T.Shuffle, with TVM's vectors / indices / dtype;
+    each misuse is the builtin exception TileLang raises, and a tilelang error."""
+    from tilelang import tvm
+    from tilelang.language.tir import ir as tir_ir
+
+    tirx = tvm.tirx
+    assert tirx.Shuffle is T.Shuffle is tir_ir.Shuffle and "Shuffle" in tir_ir.__all__
+    v = tirx.Var("v", "int8x4")
+    s = T.extract_lane(v, tirx.IntImm("int32", 2))
+    assert isinstance(s, tirx.Shuffle) and str(s.dtype) == "int8"
+    assert s.vectors[0].same_as(v) and s.indices[0].value == 2
+    assert tirx.IntImm("int32", 7).value == 7 and tirx.Var("n").value is None
+    for call, cls, message in [
+        (lambda: T.extract_lane(1, 0), TypeError, "expects a PrimExpr"),
+        (lambda: T.extract_lane(tirx.Var("x", "float16"), 0), ValueError, "vector expression"),
+        (lambda: T.extract_lane(v, tirx.Var("i")), TypeError, "compile-time integer lane"),
+        (lambda: T.extract_lane(v, 4), IndexError, "lane 4 is out of bounds for int8x4"),
+        (lambda: T.extract_lane(v, -1), IndexError, "out of bounds"),
+        (lambda: T.Shuffle([v], [9]), IndexError, "lane 9 is out of bounds for 4 lanes"),
+    ]:
+        with pytest.raises(cls, match=message) as info:
+            call()
+        assert isinstance(info.value, tilelang.TileLangError)
+
+
+def test_shuffle_in_a_kernel_picks_lanes():
+    """T.Shuffle over vectors a kernel computes is the picked lanes: one index a scalar,
+    several a vector; a vector of TVM's IR used in a kernel is an error saying why."""
+
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1):
+            v = A[T.Ramp(0, 1, 4)]
+            B[T.Ramp(0, 1, 2)] = T.Shuffle([v], [3, 1])
+            B[2] = T.Shuffle([v, v], [4])
+            B[3] = T.extract_lane(v, 2)
+
+    a, b = np.array([1, 2, 3, 4], np.float32), np.zeros(4, np.float32)
+    tilelang.compile(main, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, [4, 2, 1, 3])
+
+    from tilelang import tvm
+
+    with pytest.raises(tilelang.TileLangError, match="a variable of TVM's IR has no value"):
+
+        @T.prim_func
+        def bad(B: T.Tensor((1,), "float16")):
+            with T.Kernel(1, threads=1):
+                B[0] = T.extract_lane(tvm.tirx.Var("w", "float16x2"), 0)

@@ -215,6 +215,7 @@ __all__ += ["PersistentTileScheduler", "rng_init", "rng_rand", "rng_rand_float"]
 __all__ += [
     "Broadcast",
     "Ramp",
+    "Shuffle",
     "abs2",
     "add2",
     "extract_lane",

@@ -15,9 +15,19 @@ from .dtypes import dtype as make_dtype
 _C = builder_ctx._C
 
 
+class ExprStandIn:
+    """An object a kernel reads as the expression its __tl_expr__ gives (T.Shuffle of
+    TVM's IR, which says there why it has none)."""
+
+    __slots__ = ()
+
+    def __tl_expr__(self):
+        raise NotImplementedError
+
+
 def to_value(x):
     """Unwraps objects that stand for an expression (alloc_var scalars) into the Expr."""
-    return x.__tl_expr__() if isinstance(x, VarBuffer) else x
+    return x.__tl_expr__() if isinstance(x, (VarBuffer, ExprStandIn)) else x
 
 
 # A Python float literal is a float32 constant (as in TileLang) unless stored into a

@@ -22,7 +22,7 @@ from __future__ import annotations
 from tilelang.types import BufferLike, Expr, ExprLike
 
 from . import builder_ctx
-from .buffer import Buffer, Region, VarBuffer, const_int, to_value
+from .buffer import Buffer, ExprStandIn, Region, VarBuffer, const_int, to_value
 from .builder_ctx import frontend_error
 from .dtypes import dtype as make_dtype
 
@@ -349,23 +349,132 @@ def Broadcast(value: ExprLike, lanes: ExprLike) -> Expr:
     return LaneVector([value] * n, make_dtype(value.dtype.name).with_lanes(n))
 
 
-def extract_lane(vector: BufferLike, lane: ExprLike) -> Expr:
-    """Lane `lane` (a constant) of a vector value."""
-    what = "T.extract_lane"
+def _vector_lanes(value):
+    """The lane count of a vector value (a LaneVector, a vector variable, or an expression
+    of a vector dtype such as tvm.tirx.Var("v", "float16x2")), else None."""
+    if isinstance(value, VectorVar):
+        return value.vector_dtype.lanes
+    if isinstance(value, LaneVector):
+        return len(value.lanes)
+    if isinstance(value, _C.Expr) and value.dtype.lanes > 1:
+        return value.dtype.lanes
+    return None
+
+
+class Shuffle(ExprStandIn):
+    """`T.Shuffle(vectors, indices)` (TVM's tirx.Shuffle): the lanes `indices` (constant
+    integers) of the vectors laid end to end; one index gives a scalar. Over values a
+    kernel computes (a vector variable, a wide load, T.Ramp ...) it is the picked lane
+    expressions themselves. Over an expression of TVM's IR of a vector dtype
+    (tvm.tirx.Var("v", "float16x2")) it is a Shuffle node with TVM's `vectors`, `indices`
+    and `dtype` (`T.extract_lane(v, i)` builds `T.Shuffle([v], [i])` so), which has no
+    value in a kernel."""
+
+    __slots__ = ("dtype", "indices", "vectors")
+
+    def __new__(cls, vectors, indices):
+        node = super().__new__(cls)
+        node._build(vectors, indices)
+        if all(isinstance(v, (VectorVar, LaneVector)) for v in node.vectors):
+            return node.value()
+        return node
+
+    def _build(self, vectors, indices):
+        what = "T.Shuffle"
+        vectors = list(vectors) if isinstance(vectors, (list, tuple)) else [vectors]
+        counts = [_vector_lanes(v) for v in vectors]
+        if not vectors or None in counts:
+            raise frontend_error(
+                f"{what} takes a list of vector values (a vector variable, a wide load, T.Ramp, "
+                f"a tvm.tirx.Var of a vector dtype ...), got {vectors!r}",
+                also=TypeError,
+            )
+        elements = {str(_element_dtype(v)) for v in vectors}
+        if len(elements) > 1:
+            raise frontend_error(f"{what}: the vectors' element types differ ({sorted(elements)})")
+        indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
+        total = sum(counts)
+        picked = []
+        for index in indices:
+            i = const_int(to_value(index))
+            if i is None or isinstance(index, bool):
+                raise frontend_error(
+                    f"{what} needs compile-time integer lanes, got {index!r}", also=TypeError
+                )
+            if not 0 <= i < total:
+                raise frontend_error(
+                    f"{what}: lane {i} is out of bounds for {total} lanes", also=IndexError
+                )
+            picked.append(i)
+        if not picked:
+            raise frontend_error(f"{what} needs at least one lane index")
+        self.vectors = vectors
+        self.indices = [_C.const(i, make_dtype("int32")) for i in picked]
+        self.dtype = _element_dtype(vectors[0]).with_lanes(len(picked))
+
+    def value(self):
+        """The picked lanes: one scalar expression, or a LaneVector of several."""
+        lanes = []
+        for v in self.vectors:
+            if isinstance(v, VectorVar):
+                v = v.value()
+            if not isinstance(v, LaneVector):
+                raise frontend_error(
+                    f"T.Shuffle of {v!r}: a variable of TVM's IR has no value in a tilelang "
+                    "kernel; hold the vector in T.alloc_var(dtype) or read it from a buffer"
+                )
+            lanes += v.lanes
+        picked = [lanes[int(i)] for i in self.indices]
+        return picked[0] if len(picked) == 1 else LaneVector(picked, self.dtype)
+
+    def __tl_expr__(self):
+        return self.value()
+
+    def __repr__(self):
+        return f"T.Shuffle({self.vectors!r}, {[int(i) for i in self.indices]})"
+
+
+def _element_dtype(vector):
     if isinstance(vector, VectorVar):
-        vector = vector.value()
-    if not isinstance(vector, LaneVector):
+        return vector.vector_dtype.with_lanes(1)
+    if isinstance(vector, LaneVector):
+        return vector.element
+    return make_dtype(vector.dtype.name).with_lanes(1)
+
+
+def extract_lane(vector: BufferLike, lane: ExprLike) -> Expr:
+    """Lane `lane` (a constant) of a vector value. In a kernel (a vector variable, a wide
+    load, T.Ramp ...) it is that lane's expression; of an expression of TVM's IR of a
+    vector dtype (tvm.tirx.Var("v", "float16x2")) it is `T.Shuffle([vector], [lane])`, as
+    in TileLang."""
+    what = "T.extract_lane"
+    if not isinstance(vector, (VectorVar, LaneVector, _C.Expr)):
         raise frontend_error(
-            f"{what} expects a vector value (a wide load, T.Ramp, T.Broadcast ...), got {vector!r}"
+            f"{what} expects a PrimExpr of a vector dtype, got {type(vector).__name__} {vector!r}",
+            also=TypeError,
+        )
+    n = _vector_lanes(vector)
+    if n is None:
+        raise frontend_error(
+            f"{what} expects a vector expression (a wide load, T.Ramp, T.Broadcast, a vector "
+            f"variable ...), got the scalar {vector!r} of {vector.dtype}",
+            also=ValueError,
         )
     i = const_int(to_value(lane))
-    if i is None:
-        raise frontend_error(f"{what} needs a compile-time integer lane, got {lane!r}")
-    if not 0 <= i < len(vector.lanes):
+    if i is None or isinstance(lane, bool):
         raise frontend_error(
-            f"{what}: lane {i} is out of bounds for {vector.dtype} with {len(vector.lanes)} lanes"
+            f"{what} needs a compile-time integer lane, got {lane!r}", also=TypeError
         )
-    return vector.lanes[i]
+    if not 0 <= i < n:
+        raise frontend_error(
+            f"{what}: lane {i} is out of bounds for {_element_dtype(vector)}x{n} ({n} lanes)",
+            also=IndexError,
+        )
+    if isinstance(vector, VectorVar):
+        vector = vector.value()
+    if isinstance(vector, LaneVector):
+        return vector.lanes[i]
+    return Shuffle([vector], [i])
 
 
 # ---- packed x2 arithmetic (TileLang's tl::add2 ...), lane by lane
@@ -750,6 +859,7 @@ def __ldg(load_or_buf: BufferLike, index: ExprLike | None = None) -> Expr:
 __all__ = [
     "Broadcast",
     "Ramp",
+    "Shuffle",
     "__ldg",
     "abs2",
     "add2",

@@ -243,7 +243,7 @@ __all__ = [
 _TVM_IR = {
     "Evaluate", "For", "ForKind", "SeqStmt", "BufferStore", "AttrStmt", "IfThenElse",
     "AllocBuffer", "DeclBuffer", "AssertStmt", "LetStmt", "Bind", "SBlock", "Block",
-    "BlockRealize", "BufferRegion", "IndexMap", "decl_buffer", "Shuffle",
+    "BlockRealize", "BufferRegion", "IndexMap", "decl_buffer",
     "call_packed", "call_intrin", "tvm_access_ptr", "vscale", "analysis", "schedule",
 }  # fmt: skip
 
