@@ -76,7 +76,7 @@ def test_hopper_schedule_source(mla):
     halves = [g for g in gemms if g[0] == "64, 256, 64, 1, 1, false, false"]
     # (the right half starts 4 column blocks of 64 x 64 later: 16384 elements)
     assert len(halves) == 2 and sum("+ 16384)" in g[2] for g in halves) == 1, gemms
-    assert "__launch_bounds__(256)" in source
+    assert "__launch_bounds__(256, 1)" in source
     loops = source.split("for (int32_t t")[2:]
     assert loops and all("__syncthreads" not in body.split("}\n  }")[0] for body in loops), source
 

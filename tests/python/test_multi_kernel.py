@@ -130,8 +130,8 @@ def test_sources_and_host_list_every_kernel():
     assert "launch(mirror_k1, args, grid, threads)  # kernel 2 of 2" in host
     emu = tilelang.compile(producer_consumer(), out_idx=[2], target="cuda -arch=sm_80 -emulate")
     src = emu.get_kernel_source()
-    assert "__launch_bounds__(64) tl_kernel_mirror(" in src
-    assert "__launch_bounds__(32) tl_kernel_mirror_k1(" in src
+    assert "__launch_bounds__(64, 1) tl_kernel_mirror(" in src
+    assert "__launch_bounds__(32, 1) tl_kernel_mirror_k1(" in src
     # The signature records both launches: grid, then that launch's threads.
     lines = emu.kernel.signature_text.splitlines()
     grids = [i for i, line in enumerate(lines) if line.startswith("grid ")]

@@ -127,7 +127,7 @@ def test_pass_config_turns_it_off():
     )
     src = kernel.get_kernel_source()
     assert "setmaxnreg" not in src and "_empty[" not in src and "tl::tma_load<" in src
-    assert f"__launch_bounds__({threads})" in src and launch_threads(kernel) == [threads]
+    assert f"__launch_bounds__({threads}, 1)" in src and launch_threads(kernel) == [threads]
     a, b, c0, ref = operands(M, N, K, dtype, ta, tb)
     c = np.zeros_like(c0)
     kernel(a, b, c0, c)

@@ -41,26 +41,25 @@ class CodeGenCUDA : public CodeGenC {
     int64_t threads = 1;
     if (launch_)
       for (int64_t t : launch_->threads) threads *= t;
-    // A warp-specialized kernel moves registers between its warpgroups (setmaxnreg):
-    // ptxas honours that only when it knows the count every thread starts with, which
-    // one block per SM in the launch bounds fixes (65536 / threads).
+    // T.annotate_min_blocks_per_sm(n): the blocks per SM the registers must allow; one
+    // otherwise, as TileLang prints it (`__launch_bounds__(threads, 1)`). A warp-specialized
+    // kernel moves registers between its warpgroups (setmaxnreg): ptxas honours that only
+    // when it knows the count every thread starts with, which one block per SM fixes
+    // (65536 / threads), so there the annotation is not taken.
     bool moves_registers = calls_device(f->body, kSetmaxnregIncCall) || calls_device(f->body, kSetmaxnregDecCall);
-    // T.annotate_min_blocks_per_sm(n): the blocks per SM the registers must allow.
-    int64_t min_blocks = moves_registers ? 1 : 0;
+    int64_t min_blocks = 1;
     if (!moves_registers)
       for_each_expr(f->body, [&](const Expr& e) {
         auto* c = e.as<CallNode>();
         if (c && c->op == Intrinsic::Extern && c->args[0].as<StringImmNode>()->value == kMinBlocksPerSmCall)
-          min_blocks = as_const_int(c->args[1]).value_or(0);
+          min_blocks = std::max<int64_t>(1, as_const_int(c->args[1]).value_or(1));
       });
     out_ << "extern \"C\" __global__ void ";
     // Clusters are fixed at compile time: a plain launch then forms them.
     if (launch_ && !launch_->cluster.empty())
       out_ << "__cluster_dims__(" << launch_->cluster[0] << ", " << launch_->cluster[1] << ", " << launch_->cluster[2]
            << ") ";
-    out_ << "__launch_bounds__(" << threads;
-    if (min_blocks > 0) out_ << ", " << min_blocks;
-    out_ << ") " << src.entry_name << "(";
+    out_ << "__launch_bounds__(" << threads << ", " << min_blocks << ") " << src.entry_name << "(";
     bool first = true;
     auto sep = [&] {
       if (!first) out_ << ", ";
