@@ -7,6 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "ir/visitor.h"
 
@@ -461,7 +462,12 @@ class Printer {
   }
   void print(const TileOpNode* op) {
     line();
-    out_ << "T." << tile_op_name(op->op) << "(";
+    // A scan prints as the function that wrote it: T.cumsum, T.cummax, T.cummin.
+    std::string name = tile_op_name(op->op), skip;
+    if (name == "cumsum")
+      if (auto it = op->attrs.find("kind"); it != op->attrs.end())
+        if (auto* kind = std::get_if<std::string>(&it->second)) name = "cum" + *kind, skip = "kind";
+    out_ << "T." << name << "(";
     bool first = true;
     for (const BufferRegion& r : op->regions) {
       if (!first) out_ << ", ";
@@ -474,6 +480,7 @@ class Printer {
       print_expr(out_, a);
     }
     for (const auto& [k, v] : op->attrs) {
+      if (k == skip) continue;
       if (!first) out_ << ", ";
       first = false;
       out_ << k << "=" << to_string(v);

@@ -157,6 +157,48 @@ def test_cumsum_and_cummax_forward_and_reverse():
     np.testing.assert_allclose(out[4], np.cumsum(a, 1), rtol=1e-5, atol=1e-5)
 
 
+def test_scan_annotations_show_in_the_script_and_change_nothing():
+    """TileLang's annotations of T.cumsum / T.cummax stay on the op: func.script() prints
+    them (and the scan under the name that wrote it); the result is the plain scan's. A
+    key naming one of the scan's own arguments is refused."""
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float32"), B: T.Tensor((2, 32), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_fragment((32,), "float32")
+            m = T.alloc_fragment((32,), "float32")
+            T.copy(A, s)
+            T.copy(A, m)
+            T.cumsum(s, annotations={"test.scan": "cumsum", "unroll": 4})
+            T.cummax(m, annotations={"test.scan": "cummax"})
+            T.copy(s, B[0, :])
+            T.copy(m, B[1, :])
+
+    lines = main.script().splitlines()
+    assert any(
+        "T.cumsum(" in ln and 'test.scan="cumsum"' in ln and "unroll=4" in ln for ln in lines
+    )
+    assert any(
+        "T.cummax(" in ln and 'test.scan="cummax"' in ln and "kind" not in ln for ln in lines
+    )
+    a = rng.standard_normal(32).astype(np.float32)
+    b = np.zeros((2, 32), np.float32)
+    tilelang.compile(main, target="cpu")(a, b)
+    np.testing.assert_allclose(b[0], np.cumsum(a), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(b[1], np.maximum.accumulate(a))
+
+    with pytest.raises(
+        tilelang.TileLangError, match="the annotation 'dim' is an argument of T.cumsum"
+    ):
+
+        @T.prim_func
+        def bad(A: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_fragment((32,), "float32")
+                T.copy(A, s)
+                T.cumsum(s, annotations={"dim": 0})
+
+
 def test_alloc_reducer_sum_and_max():
     R, C = 9, 10
 

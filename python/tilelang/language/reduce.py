@@ -272,16 +272,32 @@ def reduce_bitxor(
     _reduce("bitxor", buffer, out, dim, clear, batch, annotations)
 
 
+def _hint_attrs(name, annotations, reserved):
+    """TileLang's annotations of a tile op, kept on it as attributes: they change
+    nothing, and func.script() shows them (`test.scan="cumsum"`). A key naming one of the
+    op's own arguments is refused; a value other than a number or a string is kept as
+    its text."""
+    attrs = {}
+    for key, value in (annotations or {}).items():
+        if key in reserved:
+            raise frontend_error(
+                f"{name}: the annotation {key!r} is an argument of {name}; pass it as {key}="
+            )
+        attrs[str(key)] = value if isinstance(value, (bool, int, float, str)) else str(value)
+    return attrs
+
+
 def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
     _tuning(name, 1, annotations)
+    hints = _hint_attrs(name, annotations, ("kind", "dim", "reverse"))
     ctx = builder_ctx.current(name)
     if _on_view(src) or (dst is not None and _on_view(dst)):
         views.scan_loops(ctx, name, kind, src, dst, _int_arg(dim, f"{name} dim"), bool(reverse))
         return
     src_region = _region(src, f"{name} source")
     dst_region = src_region if dst is None else _region(dst, f"{name} destination")
-    attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "reverse": bool(reverse)}
+    attrs = {"kind": kind, "dim": _int_arg(dim, f"{name} dim"), "reverse": bool(reverse), **hints}
     ctx.builder.tile_op("cumsum", [src_region.to_core(), dst_region.to_core()], [], attrs)
 
 
@@ -293,8 +309,8 @@ def cumsum(
     annotations: dict[str, Any] | None = None,
 ) -> None:
     """Inclusive prefix sum of `src` along `dim` into `dst` (in place when dst is None);
-    reverse=True sums from the end. `annotations` (TileLang's lowering hints) are
-    checked to be a dict and change nothing."""
+    reverse=True sums from the end. `annotations` (TileLang's lowering hints) change
+    nothing; func.script() shows them on the op."""
     _scan("sum", src, dst, dim, reverse, annotations)
 
 
