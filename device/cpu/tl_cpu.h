@@ -52,6 +52,10 @@ inline void cp_async_gs_conditional(void* dst, const void* src, bool pred) {
     __builtin_memset(dst, 0, Bytes);
 }
 inline void cp_async_commit() {}
+// T.tma_store_arrive / T.tma_store_wait: the cpu target's stores are done when issued.
+inline void tma_store_arrive() {}
+template <int N, bool Read = true>
+inline void tma_store_wait() {}
 template <int N>
 inline void cp_async_wait() {}
 

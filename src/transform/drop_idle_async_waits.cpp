@@ -48,10 +48,26 @@ class PerKernel : public IRMutator {
   }
 };
 
+// T.tma_store_arrive / T.tma_store_wait where TMA does not exist: no store is a bulk
+// group, so there is nothing to close or wait for.
+class DropTmaStoreGroupCalls : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
+    if (const std::string* name = extern_name(op->value))
+      if (is_device_call(*name, kTmaStoreArriveCall) || is_device_call(*name, kTmaStoreWaitCall)) return seq({});
+    return self;
+  }
+};
+
 }  // namespace
 
-PrimFunc drop_idle_async_waits(const PrimFunc& f) {
+PrimFunc drop_idle_async_waits(const PrimFunc& f, const Target& t) {
   Stmt body = PerKernel().mutate(f->body);
+  if (!t.has_tma()) body = DropTmaStoreGroupCalls().mutate(body);
   return f.with_body(body);
 }
 

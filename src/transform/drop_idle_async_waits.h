@@ -9,13 +9,16 @@
 #pragma once
 
 #include "ir/ir.h"
+#include "target/target.h"
 
 namespace tl {
 
 // In each T.Kernel whose body has no tl::cp_async_gs / tl::cp_async_gs_conditional
 // call (T.ptx_cp_async), removes the tl::cp_async_commit and tl::cp_async_wait<n>
 // calls (T.ptx_commit_group, T.ptx_wait_group). Runs before pipeline_loops, which
-// issues the compiler's own cp.async copies, commits and waits.
-PrimFunc drop_idle_async_waits(const PrimFunc& f);
+// issues the compiler's own cp.async copies, commits and waits. On an arch without TMA
+// (before sm_90) it also removes T.tma_store_arrive / T.tma_store_wait: no store there
+// is a bulk group.
+PrimFunc drop_idle_async_waits(const PrimFunc& f, const Target& t);
 
 }  // namespace tl

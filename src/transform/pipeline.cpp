@@ -369,7 +369,7 @@ PrimFunc lower_for_cpu(PrimFunc f, const Target& t, const PassConfig& configs) {
 PrimFunc lower_for_cuda(PrimFunc f, const Target& t, const PassConfig& configs, LayoutFacts& layouts) {
   // T.ptx_commit_group / T.ptx_wait_group where the kernel issues no cp.async itself:
   // they would only wait for the compiler's own (T.Pipelined's prefetches).
-  f = run_pass("drop_idle_async_waits", f, [&](const PrimFunc& g) { return drop_idle_async_waits(g); });
+  f = run_pass("drop_idle_async_waits", f, [&](const PrimFunc& g) { return drop_idle_async_waits(g, t); });
   f = run_pass("pipeline_loops", f, [&](const PrimFunc& g) { return pipeline_loops(g, layouts, configs); });
   // Shared-tile epilogues go out through TMA stores (tl.enable_tma_store: False, or
   // tl.disable_tma_lower, keeps them element-wise).

@@ -673,3 +673,45 @@ def test_prefer_instruction_must_be_known():
         match=r"T.copy prefer_instruction must be one of 'tma', 'cp_async', 'sync' or None, got 'ldg'",
     ):
         store_with_preference("ldg")
+
+
+def test_tilelang_store_group_calls_are_emitted_on_sm90_and_nothing_elsewhere():
+    """T.tma_store_arrive / T.tma_store_wait(count, read): TileLang's group calls, as
+    written on sm_90 (the compiler's own stores are committed and waited for where it
+    issues them, so these find nothing in flight); before sm_90, on the cpu target and
+    on Metal nothing. The copy's result is the same everywhere."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((64,), "float32")
+            T.copy(A, S)
+            T.copy(S, B)
+            T.tma_store_arrive()
+            T.tma_store_wait(read=False)
+            T.tma_store_wait(1)
+
+    calls = {}
+    for target in (
+        "cuda -arch=sm_90a -emulate",
+        "cuda -arch=sm_80 -emulate",
+        "cpu",
+        "metal -emulate",
+    ):
+        kernel = tilelang.compile(main, target=target)
+        a, b = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+        kernel(a, b)
+        np.testing.assert_array_equal(b, a)
+        src = kernel.get_kernel_source()
+        calls[target] = [ln.strip() for ln in src.splitlines() if "tl::tma_store" in ln]
+    sm90 = calls["cuda -arch=sm_90a -emulate"]
+    # the compiler's store, committed and waited for, then the three calls as written
+    assert sm90[0].startswith("tl::tma_store<1>(") and sm90[1:] == [
+        "tl::tma_store_arrive();",
+        "tl::tma_store_wait<0, true>();",
+        "tl::tma_store_arrive();",
+        "tl::tma_store_wait<0, false>();",
+        "tl::tma_store_wait<1, true>();",
+    ], sm90
+    assert calls["cuda -arch=sm_80 -emulate"] == [], calls
+    assert calls["metal -emulate"] == [], calls  # (void)0 there

@@ -17,10 +17,12 @@ from tilelang.types import BufferLike, Expr, ExprLike
 from . import builder_ctx
 from .buffer import Buffer, const_int, to_value, wrap_buffer
 from .builder_ctx import KERNEL, PY_LOOP, frontend_error
+from .dtypes import dtype as make_dtype
 from .ops import GemmWarpPolicy, _copy_attrs, _copy_operand, _region
 from .views import BufferView
 
 _C = builder_ctx._C
+_TMA_STORE_WAIT = "tl::tma_store_wait"  # device_calls.def's kTmaStoreWaitCall, <count, read>
 
 WARPGROUP = 128  # threads of a warpgroup
 MAX_ARRIVALS = (1 << 20) - 1  # an mbarrier counts at most 2^20 - 1 arrivals per phase
@@ -394,23 +396,29 @@ def tma_store_arrive() -> None:
     """TileLang's commit of the TMA stores issued so far (cp.async.bulk.commit_group).
     Here every TMA store (T.copy or T.tma_copy from a shared tile to a tensor) is
     committed and waited for where the compiler issues it, and later reads of the tensor
-    in the kernel are ordered after its writes: nothing is left to commit."""
-    _kernel("T.tma_store_arrive")
+    in the kernel are ordered after its writes: nothing is left to commit. It is still
+    emitted (`tl::tma_store_arrive()`, an empty group) on sm_90; before sm_90 and on the
+    other targets it does nothing."""
+    ctx = _kernel("T.tma_store_arrive")
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), "tl::tma_store_arrive", []))
 
 
 def tma_store_wait(count: int = 0, read: bool = True) -> None:
     """TileLang's wait for all but `count` committed TMA store groups (`read`: until
     their shared tiles are read, else until their writes are done). Here the stores are
-    waited for where they are issued (T.tma_store_arrive), so this only checks its
-    arguments."""
+    waited for where they are issued (T.tma_store_arrive), so on sm_90 it is
+    `tl::tma_store_wait<count, read>()` with nothing left to wait for; before sm_90 and
+    on the other targets it does nothing."""
     what = "T.tma_store_wait"
-    _kernel(what)
+    ctx = _kernel(what)
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise frontend_error(
             f"{what} count must be a non-negative Python int, got {_describe(count)}"
         )
     if not isinstance(read, bool):
         raise frontend_error(f"{what} read must be True or False, got {_describe(read)}")
+    name = f"{_TMA_STORE_WAIT}<{count}, {'true' if read else 'false'}>"
+    ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, []))
 
 
 # ---- warpgroups

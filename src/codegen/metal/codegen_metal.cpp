@@ -613,6 +613,8 @@ class CodeGenMetal : public CodeGenC {
     if (name == kNoSetmaxnregCall) return std::string("(void)0 /* T.disable_warp_group_reg_alloc */");
     if (name == kSetmaxnregHintCall) return std::string("(void)0 /* T.annotate_*_reg_* */");
     if (name == kMinBlocksPerSmCall) return std::string("(void)0 /* T.annotate_min_blocks_per_sm */");
+    if (call == D::kTmaStoreArriveCall || call == D::kTmaStoreWaitCall)
+      return std::string("(void)0 /* T.tma_store_arrive / T.tma_store_wait: no TMA stores on Metal */");
     if (starts("simdgroup_") || starts("make_filled_simdgroup_matrix")) uses_simdgroup_matrix_ = true;
     if (call == D::kMppGemmCall) {
       helpers_.insert(Helper::MppGemm);
