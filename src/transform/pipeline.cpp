@@ -24,6 +24,7 @@
 #include "transform/drop_idle_async_waits.h"
 #include "transform/fragment_updates_once.h"
 #include "transform/global_layouts.h"
+#include "transform/hoist_invariant_ifs.h"
 #include "transform/legalize_negative_indices.h"
 #include "transform/legalize_safe_memory.h"
 #include "transform/lower_explicit_hopper.h"
@@ -126,6 +127,8 @@ PrimFunc lower_common(PrimFunc f, const Target& t, const PassConfig& configs) {
   if (configs.safe_memory_legalize)
     f = run_pass("legalize_safe_memory", f, [&](const PrimFunc& g) { return legalize_safe_memory(g); });
   f = run_pass("simplify", f, [&](const PrimFunc& g) { return simplify_func(g); });
+  // `for k: if c: ...` with c the same in every iteration: `if c: for k: ...`.
+  f = run_pass("hoist_invariant_ifs", f, [&](const PrimFunc& g) { return hoist_invariant_ifs(g); });
   return f;
 }
 
