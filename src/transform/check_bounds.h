@@ -9,4 +9,14 @@ namespace tl {
 
 void check_onchip_bounds(const PrimFunc& f);
 
+// A fragment that T.Parallel loops write past its shape, each write of every iteration
+// at a proven index (`sinks = T.alloc_fragment([heads])` written as `sinks[i]` for i in
+// T.Parallel(block_M) with heads < block_M, as TileLang's attention-sink backward
+// examples do): TileLang lays a fragment out over the loops that write it, so those
+// writes land in registers of its own and the later reads at the same indices get
+// them. Here the fragment is grown to the extent the writes cover, with a warning
+// naming the write; reads past what is written, and writes below 0, stay errors
+// (check_onchip_bounds). Shared memory and registers are never grown.
+PrimFunc grow_overindexed_fragments(const PrimFunc& f);
+
 }  // namespace tl

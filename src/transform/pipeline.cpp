@@ -429,6 +429,8 @@ PrimFunc lower(const PrimFunc& input, const Target& target, const PassConfig& co
   // A[-i - 1]: an index the loops prove negative counts from the end, as in Python.
   PrimFunc f =
       run_pass("legalize_negative_indices", input, [&](const PrimFunc& g) { return legalize_negative_indices(g); });
+  // A fragment its T.Parallel loops write past its shape: grown to what they write.
+  f = run_pass("grow_overindexed_fragments", f, [&](const PrimFunc& g) { return grow_overindexed_fragments(g); });
   check_onchip_bounds(f);
   check_parallel_stores(f);
   check_grid_barrier(f, target);

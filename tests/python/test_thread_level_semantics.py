@@ -599,26 +599,74 @@ def test_each_branch_over_warps_has_its_own_named_barrier():
         tilelang.compile(branches_over_warps(32), out_idx=[1], target="cuda -arch=sm_90a")
 
 
-def test_an_on_chip_index_the_loops_take_out_of_bounds_is_refused():
+def test_a_fragment_its_loops_write_past_its_shape_is_grown_with_a_warning(caplog, uncached):
+    """TileLang's attention-sink backward examples allocate `sinks` with `heads` elements
+    and write `sinks[i]` over T.Parallel(block_M): TileLang lays a fragment out over the
+    loops that write it, so each write has a register and the reads at the same indices
+    get it. Here the fragment holds what its writes cover, with a warning at the write."""
+
     @T.prim_func
-    def too_small(S: T.Tensor((1,), "float16"), O: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=128) as _:
+    def sinks_kernel(S: T.Tensor((2,), "float16"), O: T.Tensor((2, 64), "float32")):
+        with T.Kernel(2, threads=128) as bx:
             sinks = T.alloc_fragment((1,), "float16")
             for i in T.Parallel(64):
+                sinks[i] = S[bx]
+            for i in T.Parallel(64):
+                O[bx, i] = sinks[i] * 2.0 + i
+
+    s = np.array([1.5, -3.0], np.float16)
+    for target in (SM80, "cpu", "metal -emulate"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tilelang"):
+            o = tilelang.compile(sinks_kernel, out_idx=[1], target=target)(s)
+        np.testing.assert_array_equal(o, s.astype(np.float32)[:, None] * 2 + np.arange(64))
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "test_thread_level_semantics.py" in warnings[0], warnings
+        assert (
+            "loops write fragment 'sinks' (shape [1]) to index 63 in dimension 0, past its "
+            "shape; it holds [64] in this kernel" in warnings[0]
+        ), warnings
+
+
+def test_an_on_chip_index_the_loops_take_out_of_bounds_is_refused():
+    """Reads past what a fragment's writes cover, and shared memory indexed past its
+    shape, are refused at the line (the grown fragment holds only what was written)."""
+
+    @T.prim_func
+    def reads_past(S: T.Tensor((1,), "float16"), O: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            sinks = T.alloc_fragment((1,), "float16")
+            for i in T.Parallel(32):
                 sinks[i] = S[0]
             for i in T.Parallel(64):
-                O[i] = sinks[0] * 2.0
+                O[i] = sinks[i] * 2.0
 
-    for target in (SM80, "cpu"):
-        with pytest.raises(tilelang.TileLangError) as err:
-            tilelang.compile(too_small, target=target)
-        text = str(err.value)
-        assert "test_thread_level_semantics.py" in text, text
-        assert (
-            "sinks[...] with index i in dimension 0, which the loops around it take over [0, 63]"
-            in text
-        )
-        assert "'sinks' has 1 elements there (shape [1])" in text, text
+    @T.prim_func
+    def shared_past(S: T.Tensor((1,), "float16"), O: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            small = T.alloc_shared((1,), "float16")
+            for i in T.Parallel(64):
+                small[i] = S[0]
+            T.copy(small, O[0:1])
+
+    for kernel, message in [
+        (
+            reads_past,
+            "reads sinks[...] with index i in dimension 0, which the loops around it "
+            "take over [0, 63], but 'sinks' has 32 elements there (shape [32])",
+        ),
+        (
+            shared_past,
+            "writes small[...] with index i in dimension 0, which the loops around it "
+            "take over [0, 63], but 'small' has 1 elements there (shape [1])",
+        ),
+    ]:
+        for target in (SM80, "cpu"):
+            with pytest.raises(tilelang.TileLangError) as err:
+                tilelang.compile(kernel, target=target)
+            text = str(err.value)
+            assert "test_thread_level_semantics.py" in text, text
+            assert message in text, text
 
 
 def test_guarded_on_chip_accesses_are_left_to_run():
