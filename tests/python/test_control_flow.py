@@ -121,6 +121,19 @@ def test_while_break_continue_and_boolean_operators(case):
     np.testing.assert_array_equal(kernel(a), loops_ref(a))
 
 
+def test_the_same_loops_on_the_emulated_gpu_keep_vars_as_plain_variables():
+    """On CUDA a T.alloc_var is a plain variable (`int32_t k;`, `k = (k + 1);`, `&k`),
+    as in TileLang's CUDA code; the emulator runs the same source to the same result."""
+    kernel = tilelang.compile(
+        loops_with_jumps.get_tir(N), out_idx=[-1], target="cuda -arch=sm_80 -emulate"
+    )
+    src = kernel.get_kernel_source()
+    for name in ("k", "j", "count"):
+        assert f"  int32_t {name};" in src and f"{name}[0]" not in src, src
+    a = rng.integers(0, 100, N).astype(np.int32)
+    np.testing.assert_array_equal(kernel(a), loops_ref(a))
+
+
 def test_symbolic_if_script_hoists_names():
     @T.prim_func
     def main(A: T.Tensor((8,), "float32")):

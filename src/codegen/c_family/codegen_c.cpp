@@ -472,6 +472,7 @@ std::string CodeGenC::print_call(const CallNode* op) {
       // A packed element's address is that of the byte that holds it, as in TileLang.
       if (load->buffer->dtype.is_sub_byte())
         return "(" + name_of(load->buffer) + " + ((" + flat_offset(load->buffer, load->indices) + ") >> 1))";
+      if (scalar_var(load->buffer)) return "(&" + name_of(load->buffer) + ")";
       return "(&" + name_of(load->buffer) + "[" + flat_offset(load->buffer, load->indices) + "])";
     }
     case Intrinsic::IsNan:
@@ -614,8 +615,11 @@ void CodeGenC::emit_allocate(const AllocateNode* op) {
   const Buffer& b = op->buffer;
   auto count = as_const_int(b.num_elements());
   TL_ICHECK(count, "allocation of non-constant size reached codegen");
-  line(alloc_prefix(b) + storage_type(b->dtype) + " " + name_of(b) + "[" +
-       std::to_string(storage_count(b->dtype, *count)) + "];");
+  if (scalar_var(b))
+    line(alloc_prefix(b) + storage_type(b->dtype) + " " + name_of(b) + ";");
+  else
+    line(alloc_prefix(b) + storage_type(b->dtype) + " " + name_of(b) + "[" +
+         std::to_string(storage_count(b->dtype, *count)) + "];");
   stmt(op->body);
 }
 

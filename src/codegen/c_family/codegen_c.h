@@ -55,8 +55,11 @@ class CodeGenC {
   // One element of a buffer as an lvalue; `write` and the user's span let a dialect
   // instrument the access (the CUDA emulation's race detector does).
   virtual std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) {
-    return name_of(b) + "[" + offset + "]";
+    return scalar_var(b) ? name_of(b) : name_of(b) + "[" + offset + "]";
   }
+  // Whether `b` (a T.alloc_var of one element) is printed as a plain variable, `x`
+  // rather than `x[0]`, as TileLang's CUDA code does.
+  virtual bool scalar_var(const Buffer&) { return false; }
 
   // ---- helpers for backends
   // The element type of a buffer's memory and the number of them that hold

@@ -215,6 +215,11 @@ class CodeGenCUDA : public CodeGenC {
     return b->scope == Scope::Local && b->dtype.bits() == 16 ? "alignas(4) " : "";
   }
 
+  bool scalar_var(const Buffer& b) override {
+    return b->scope == Scope::LocalVar && !b->dtype.is_sub_byte() && b->dtype.lanes() == 1 &&
+           as_const_int(b.num_elements()) == int64_t(1);
+  }
+
   // Shared-memory elements go through TL_SMEM, which is plain indexing on the GPU
   // and a recorded access under the emulator's race detector.
   std::string element(const Buffer& b, const std::string& offset, bool write, const SourceSpan& span) override {
