@@ -1,5 +1,7 @@
-// drop_idle_async_waits.h.
+// See drop_idle_async_waits.h.
 #include "transform/drop_idle_async_waits.h"
+
+#include <vector>
 
 #include "ir/device_calls.h"
 #include "ir/visitor.h"
@@ -7,34 +9,26 @@
 namespace tl {
 namespace {
 
-// Whether `body` issues a cp.async of its own (T.ptx_cp_async).
-bool issues_cp_async(const Stmt& body) {
-  struct Find : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const CallNode* op) override {
-      if (const std::string* name = extern_name(op))
-        found = found || is_device_call(*name, kCpAsyncCall) || is_device_call(*name, kCpAsyncConditionalCall);
-      IRVisitor::visit(op);
-    }
-  } find;
-  find.visit(body);
-  return find.found;
-}
-
-class DropGroupCalls : public IRMutator {
+// Removes the statements that call one of `calls_` (with or without template arguments).
+class DropCalls : public IRMutator {
  public:
+  explicit DropCalls(std::vector<const char*> calls) : calls_(std::move(calls)) {}
   using IRMutator::mutate;
 
  protected:
   using IRMutator::visit;
   Stmt visit(const EvaluateNode* op, const Stmt& self) override {
     if (const std::string* name = extern_name(op->value))
-      if (is_device_call(*name, kCpAsyncCommitCall) || is_device_call(*name, kCpAsyncWaitCall)) return seq({});
+      for (const char* fn : calls_)
+        if (is_device_call(*name, fn)) return seq({});
     return self;
   }
+
+ private:
+  std::vector<const char*> calls_;
 };
 
+// In each kernel that issues no cp.async of its own (T.ptx_cp_async), the group calls.
 class PerKernel : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -42,24 +36,9 @@ class PerKernel : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    if (issues_cp_async(op->body)) return self;
-    Stmt body = DropGroupCalls().mutate(op->body);
+    if (calls_device(op->body, kCpAsyncCall) || calls_device(op->body, kCpAsyncConditionalCall)) return self;
+    Stmt body = DropCalls({kCpAsyncCommitCall, kCpAsyncWaitCall}).mutate(op->body);
     return body.same_as(op->body) ? self : with_body(op, body);
-  }
-};
-
-// T.tma_store_arrive / T.tma_store_wait where TMA does not exist: no store is a bulk
-// group, so there is nothing to close or wait for.
-class DropTmaStoreGroupCalls : public IRMutator {
- public:
-  using IRMutator::mutate;
-
- protected:
-  using IRMutator::visit;
-  Stmt visit(const EvaluateNode* op, const Stmt& self) override {
-    if (const std::string* name = extern_name(op->value))
-      if (is_device_call(*name, kTmaStoreArriveCall) || is_device_call(*name, kTmaStoreWaitCall)) return seq({});
-    return self;
   }
 };
 
@@ -67,7 +46,9 @@ class DropTmaStoreGroupCalls : public IRMutator {
 
 PrimFunc drop_idle_async_waits(const PrimFunc& f, const Target& t) {
   Stmt body = PerKernel().mutate(f->body);
-  if (!t.has_tma()) body = DropTmaStoreGroupCalls().mutate(body);
+  // T.tma_store_arrive / T.tma_store_wait where TMA does not exist: no store is a bulk
+  // group, so there is nothing to close or wait for.
+  if (!t.has_tma()) body = DropCalls({kTmaStoreArriveCall, kTmaStoreWaitCall}).mutate(body);
   return f.with_body(body);
 }
 
