@@ -394,18 +394,7 @@ class Shuffle(ExprStandIn):
             raise frontend_error(f"{what}: the vectors' element types differ ({sorted(elements)})")
         indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
         total = sum(counts)
-        picked = []
-        for index in indices:
-            i = const_int(to_value(index))
-            if i is None or isinstance(index, bool):
-                raise frontend_error(
-                    f"{what} needs compile-time integer lanes, got {index!r}", also=TypeError
-                )
-            if not 0 <= i < total:
-                raise frontend_error(
-                    f"{what}: lane {i} is out of bounds for {total} lanes", also=IndexError
-                )
-            picked.append(i)
+        picked = [_lane_index(what, index, total, f"{total} lanes") for index in indices]
         if not picked:
             raise frontend_error(f"{what} needs at least one lane index")
         self.vectors = vectors
@@ -434,6 +423,18 @@ class Shuffle(ExprStandIn):
         return f"T.Shuffle({self.vectors!r}, {[int(i) for i in self.indices]})"
 
 
+def _lane_index(what, index, n, of):
+    """The constant lane `index` of a value of `n` lanes (`of` names it in the error)."""
+    i = const_int(to_value(index))
+    if i is None or isinstance(index, bool):
+        raise frontend_error(
+            f"{what} needs a compile-time integer lane, got {index!r}", also=TypeError
+        )
+    if not 0 <= i < n:
+        raise frontend_error(f"{what}: lane {i} is out of bounds for {of}", also=IndexError)
+    return i
+
+
 def _element_dtype(vector):
     if isinstance(vector, VectorVar):
         return vector.vector_dtype.with_lanes(1)
@@ -460,16 +461,7 @@ def extract_lane(vector: BufferLike, lane: ExprLike) -> Expr:
             f"variable ...), got the scalar {vector!r} of {vector.dtype}",
             also=ValueError,
         )
-    i = const_int(to_value(lane))
-    if i is None or isinstance(lane, bool):
-        raise frontend_error(
-            f"{what} needs a compile-time integer lane, got {lane!r}", also=TypeError
-        )
-    if not 0 <= i < n:
-        raise frontend_error(
-            f"{what}: lane {i} is out of bounds for {_element_dtype(vector)}x{n} ({n} lanes)",
-            also=IndexError,
-        )
+    i = _lane_index(what, lane, n, f"{_element_dtype(vector)}x{n} ({n} lanes)")
     if isinstance(vector, VectorVar):
         vector = vector.value()
     if isinstance(vector, LaneVector):
