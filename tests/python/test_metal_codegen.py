@@ -177,10 +177,10 @@ def test_literals_and_builtins():
 
 def test_vectorized_copies_and_barriers():
     source = msl(gemm(256, 256, 64))
-    assert "*((threadgroup uint4*)(&A_s[" in source and "= *((device uint4*)(&A[" in source
+    assert "*(threadgroup uint4*)(&A_s[" in source and "= *(device uint4*)(&A[" in source
     assert source.count("threadgroup_barrier(mem_flags::mem_threadgroup);") >= 2
     source = msl(row_reduce(40, 200, "max"))
-    assert "*((thread float4*)(&x[" in source and "*((device float4*)(&X[" in source
+    assert "*(thread float4*)(&x[" in source and "*(device float4*)(&X[" in source
 
 
 def test_reductions_use_simd_collectives():

@@ -476,8 +476,10 @@ class CodeGenMetal : public CodeGenC {
           return str_cat("for (int tl_e = 0; tl_e < ", n, "; ++tl_e) ", dp, "[tl_e] = ", sp, "[tl_e]");
       }
     }
-    return "*((" + std::string(address_space(d->buffer)) + " " + unit + "*)" + dp + ") = *((" +
-           address_space(s->buffer) + " " + unit + "*)" + sp + ")";
+    // (dp and sp are address_of's parenthesized `(&x[i])`: `*(threadgroup uint4*)(&x[i])`,
+    // TileLang's spelling)
+    return "*(" + std::string(address_space(d->buffer)) + " " + unit + "*)" + dp + " = *(" +
+           address_space(s->buffer) + " " + unit + "*)" + sp;
   }
 
   // A template argument of a device call that must be a number (the width of a vector
