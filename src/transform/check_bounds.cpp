@@ -147,11 +147,12 @@ void check_onchip_bounds(const PrimFunc& f) {
   Scanner scan([](const Access& a) {
     int64_t n = *as_const_int(a.buffer->shape[a.dim]);
     if (*a.range.min >= 0 && *a.range.max < n) return;
-    throw_user_error(a.span, str_cat("this ", a.write ? "writes" : "reads", " ", a.buffer->name, "[...] with index ",
-                                     to_string(a.index), " in dimension ", a.dim, ", which the loops around it take over [",
-                                     *a.range.min, ", ", *a.range.max, "], but '", a.buffer->name, "' has ", n,
-                                     " elements there (shape ", shape_text(a.buffer),
-                                     "); allocate it with the loop's extent, or guard the access"));
+    throw_user_error(
+        a.span,
+        str_cat("this ", a.write ? "writes" : "reads", " ", a.buffer->name, "[...] with index ", to_string(a.index),
+                " in dimension ", a.dim, ", which the loops around it take over [", *a.range.min, ", ", *a.range.max,
+                "], but '", a.buffer->name, "' has ", n, " elements there (shape ", shape_text(a.buffer),
+                "); allocate it with the loop's extent, or guard the access"));
   });
   scan.visit(f->body);
 }

@@ -652,13 +652,17 @@ def test_an_on_chip_index_the_loops_take_out_of_bounds_is_refused():
     for kernel, message in [
         (
             reads_past,
-            "reads sinks[...] with index i in dimension 0, which the loops around it "
-            "take over [0, 63], but 'sinks' has 32 elements there (shape [32])",
+            (
+                "reads sinks[...] with index i in dimension 0, which the loops around it "
+                "take over [0, 63], but 'sinks' has 32 elements there (shape [32])"
+            ),
         ),
         (
             shared_past,
-            "writes small[...] with index i in dimension 0, which the loops around it "
-            "take over [0, 63], but 'small' has 1 elements there (shape [1])",
+            (
+                "writes small[...] with index i in dimension 0, which the loops around it "
+                "take over [0, 63], but 'small' has 1 elements there (shape [1])"
+            ),
         ),
     ]:
         for target in (SM80, "cpu"):

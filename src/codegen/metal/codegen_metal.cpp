@@ -478,8 +478,8 @@ class CodeGenMetal : public CodeGenC {
     }
     // (dp and sp are address_of's parenthesized `(&x[i])`: `*(threadgroup uint4*)(&x[i])`,
     // TileLang's spelling)
-    return "*(" + std::string(address_space(d->buffer)) + " " + unit + "*)" + dp + " = *(" +
-           address_space(s->buffer) + " " + unit + "*)" + sp;
+    return "*(" + std::string(address_space(d->buffer)) + " " + unit + "*)" + dp + " = *(" + address_space(s->buffer) +
+           " " + unit + "*)" + sp;
   }
 
   // A template argument of a device call that must be a number (the width of a vector
