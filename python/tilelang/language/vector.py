@@ -401,7 +401,7 @@ class Shuffle(ExprStandIn):
         self.indices = [_C.const(i, make_dtype("int32")) for i in picked]
         self.dtype = _element_dtype(vectors[0]).with_lanes(len(picked))
 
-    def value(self):
+    def value(self) -> Expr | LaneVector:
         """The picked lanes: one scalar expression, or a LaneVector of several."""
         lanes = []
         for v in self.vectors:
