@@ -3,6 +3,7 @@ for tile ops, `A.shape` / `A.dtype`. Scalars made by `T.alloc_var` also act as v
 
 from __future__ import annotations
 
+import abc
 import operator
 from typing import Any
 
@@ -15,14 +16,15 @@ from .dtypes import dtype as make_dtype
 _C = builder_ctx._C
 
 
-class ExprStandIn:
+class ExprStandIn(abc.ABC):
     """An object a kernel reads as the expression its __tl_expr__ gives (T.Shuffle of
     TVM's IR, which says there why it has none)."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def __tl_expr__(self):
-        raise NotImplementedError
+        """The expression the object stands for in a kernel."""
 
 
 def to_value(x):
