@@ -81,7 +81,8 @@ fi
 # UPSTREAM_SUITE="testing/python/language ...": TileLang's own test files in those
 # directories of .upstream (a checkout's testing/ and examples/, carried) run unchanged
 # on this GPU by tests/upstream/run.py (mode gpu, SUITE_JOBS files at a time, 300 s
-# each, the whole run stopped after SUITE_SECONDS); its table.md and results.json in
+# each or SUITE_FILE_SECONDS, the whole run stopped after SUITE_SECONDS); SUITE_MODE=sm80 or sm90a runs them
+# in the CUDA emulator instead, on this machine's cores; its table.md and results.json in
 # $OUT/suite (results.json names every test, its outcome and the first line of why).
 # The packages TileLang's test environment has and the image lacks (apache-tvm-ffi,
 # fla-core, einops: the wheels tests/gpu/tools/stage_upstream.sh --suite puts in
@@ -95,8 +96,8 @@ if [ -n "${UPSTREAM_SUITE:-}" ]; then
     python3 -m pip install -q --no-index --no-deps --target /tmp/suite-site .whl/suite/*.whl >> "$OUT/suite/run.log" 2>&1
     suite_path=$PYTHONPATH:/tmp/suite-site
   fi
-  PYTHONPATH=$suite_path timeout "${SUITE_SECONDS:-500}" python3 tests/upstream/run.py --source .upstream --mode gpu \
-    --jobs "${SUITE_JOBS:-12}" --timeout 300 --out "$OUT/suite" --dirs "${suite_dirs[@]}" \
+  PYTHONPATH=$suite_path timeout "${SUITE_SECONDS:-500}" python3 tests/upstream/run.py --source .upstream --mode "${SUITE_MODE:-gpu}" \
+    --jobs "${SUITE_JOBS:-12}" --timeout "${SUITE_FILE_SECONDS:-300}" --out "$OUT/suite" --dirs "${suite_dirs[@]}" \
     >> "$OUT/suite/run.log" 2>&1
   echo "suite exit $?" >> "$OUT/suite/run.log"
   tail -1 "$OUT/suite/run.log"
