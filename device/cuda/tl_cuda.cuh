@@ -681,3 +681,6 @@ TL_HALF_INTRINSIC(__hmin_nan, min_nan)
 #include "tma.cuh"           // sm_90: TMA copies and mbarriers
 #include "warp.cuh"
 #include "warp_specialize.cuh"  // sm_90a: setmaxnreg
+#if defined(TL_EMULATE)
+#include "../emu/ptx_emu.h"  // inline PTX statements, translated into C++ by the driver
+#endif

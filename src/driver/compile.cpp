@@ -23,6 +23,7 @@
 #include "driver/compile_flags.h"
 #include "driver/cpu/host_compiler.h"
 #include "driver/cpu/prelude_entry.h"
+#include "driver/cuda/inline_ptx.h"
 #include "driver/cuda/nvrtc.h"
 #include "driver/device_dir.h"
 #include "driver/metal_emu_source.h"
@@ -230,7 +231,12 @@ std::shared_ptr<Kernel> build_cuda_emulated(const PrimFunc& f, const CompileOpti
     note_build(f, opt.target);
     CudaSource src = rewritten ? *rewritten : cuda_source(f, opt, configs, sig);
     write_build_file(fs::path(dir) / "kernel.cu", src.code);
-    compile_emulated(opt, prelude_identity(), dir, "kernel.cu", cuda_emulator_build());
+    // Inline PTX statements become C++ (driver/cuda/inline_ptx.h) in a twin that the
+    // host compiler builds; kernel.cu stays the CUDA source a GPU build would compile.
+    std::string emulated = emulate_inline_ptx(src.code);
+    const char* built = emulated == src.code ? "kernel.cu" : "kernel_emu.cu";
+    if (emulated != src.code) write_build_file(fs::path(dir) / built, emulated);
+    compile_emulated(opt, prelude_identity(), dir, built, cuda_emulator_build());
     write_meta(dir, src);
   };
   auto load = [&](const std::string& dir) -> std::shared_ptr<Kernel> {

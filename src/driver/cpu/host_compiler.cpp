@@ -162,6 +162,18 @@ void run_host_compiler(const std::string& source_path, const std::string& output
                                  "compiler's scratch files) at a writable directory. The compiler said:\n",
                                  output));
   }
+  // A statement of inline PTX the CUDA emulator does not run (driver/cuda/inline_ptx.h
+  // turns it into a `#pragma GCC error` that names it).
+  if (output.find("error: inline PTX at line ") != std::string::npos) {
+    std::string why;
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);)
+      if (size_t at = line.find("error: inline PTX at line "); at != std::string::npos) {
+        why += '\n';
+        why.append(line, at + 7, std::string::npos);
+      }
+    throw_user_error({}, str_cat("the kernel's inline PTX does not run in the CUDA emulator:", why));
+  }
   std::ifstream source(source_path);
   std::stringstream code;
   code << source.rdbuf();
