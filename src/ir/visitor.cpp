@@ -427,6 +427,23 @@ bool reads_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
+std::set<const VarNode*> bound_vars(const Stmt& s) {
+  struct Bound : IRVisitor {
+    std::set<const VarNode*> vars;
+    using IRVisitor::visit;
+    void visit(const LetStmtNode* op) override {
+      vars.insert(op->var.node());
+      IRVisitor::visit(op);
+    }
+    void visit(const ForNode* op) override {
+      vars.insert(op->var.node());
+      IRVisitor::visit(op);
+    }
+  } b;
+  b.visit(s);
+  return b.vars;
+}
+
 std::vector<const ForNode*> parallel_nest(const ForNode* op) {
   std::vector<const ForNode*> nest{op};
   while (auto* inner = nest.back()->body.as<ForNode>()) {

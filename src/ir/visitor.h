@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,8 @@ void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
 void for_each_expr(const Expr& e, const std::function<void(const Expr&)>& fn);
 // Whether `e` reads the variable `v`.
 bool reads_var(const Expr& e, const VarNode* v);
+// The variables `s` binds: its LetStmts' and its loops' (nested ones included).
+std::set<const VarNode*> bound_vars(const Stmt& s);
 // The T.Parallel(M, N, ...) nest that starts at `op`: it and the parallel loops
 // perfectly nested in it, outermost first.
 std::vector<const ForNode*> parallel_nest(const ForNode* op);

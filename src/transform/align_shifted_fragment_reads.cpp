@@ -10,11 +10,10 @@
 namespace tl {
 namespace {
 
-// The fragment accesses of a nest body, and what it binds.
+// The fragment accesses of a nest body.
 struct Accesses : IRVisitor {
   std::vector<const BufferLoadNode*> loads;
   bool other = false;  // a fragment store, or a tile op on a fragment
-  std::set<const VarNode*> bound;
   using IRVisitor::visit;
   void visit(const BufferLoadNode* op) override {
     if (op->buffer->scope == Scope::Fragment) loads.push_back(op);
@@ -26,14 +25,6 @@ struct Accesses : IRVisitor {
   }
   void visit(const TileOpNode* op) override {
     for (const BufferRegion& r : op->regions) other = other || r.buffer->scope == Scope::Fragment;
-    IRVisitor::visit(op);
-  }
-  void visit(const LetStmtNode* op) override {
-    bound.insert(op->var.node());
-    IRVisitor::visit(op);
-  }
-  void visit(const ForNode* op) override {
-    bound.insert(op->var.node());
     IRVisitor::visit(op);
   }
 };
@@ -71,7 +62,7 @@ class Align : public IRMutator {
     Accesses acc;
     acc.visit(body);
     if (acc.other || acc.loads.empty()) return self;
-    std::set<const VarNode*> local = acc.bound;
+    std::set<const VarNode*> local = bound_vars(body);
     local.insert(nest_vars.begin(), nest_vars.end());
     // The shift of each dimension, the same for every read.
     std::vector<Expr> shift;

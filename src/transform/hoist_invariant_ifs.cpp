@@ -10,21 +10,12 @@
 namespace tl {
 namespace {
 
-// What a loop body binds and writes: the variables it defines, the buffers it stores,
-// and whether it calls a device function or has a barrier (either may write memory).
+// What a loop body writes: the buffers it stores, and whether it calls a device
+// function or has a barrier (either may write memory).
 struct BodyEffects : IRVisitor {
-  std::set<const VarNode*> bound;
   std::set<const BufferNode*> stored;
   bool calls_or_syncs = false;
   using IRVisitor::visit;
-  void visit(const LetStmtNode* op) override {
-    bound.insert(op->var.node());
-    IRVisitor::visit(op);
-  }
-  void visit(const ForNode* op) override {
-    bound.insert(op->var.node());
-    IRVisitor::visit(op);
-  }
   void visit(const BufferStoreNode* op) override {
     stored.insert(op->buffer.get());
     IRVisitor::visit(op);
@@ -70,10 +61,11 @@ class Hoist : public IRMutator {
     if (!branch || branch->else_case.defined()) return inner;
     BodyEffects effects;
     effects.visit(loop->body);
-    effects.bound.insert(loop->var.node());
+    std::set<const VarNode*> bound = bound_vars(loop->body);
+    bound.insert(loop->var.node());
     bool invariant = true, reads_memory = false;
     for_each_expr(branch->cond, [&](const Expr& e) {
-      if (auto* v = e.as<VarNode>(); v && effects.bound.count(v)) invariant = false;
+      if (auto* v = e.as<VarNode>(); v && bound.count(v)) invariant = false;
       if (auto* load = e.as<BufferLoadNode>()) {
         reads_memory = true;
         if (effects.stored.count(load->buffer.get()) || effects.calls_or_syncs) invariant = false;
