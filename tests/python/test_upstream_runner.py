@@ -4,6 +4,9 @@ without them), never hidden."""
 
 import importlib.util
 import pathlib
+import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location(
@@ -133,3 +136,35 @@ def test_a_regex_mismatch_names_what_was_raised():
     )
     assert run.reason_of(plain) == "AssertionError: Regex pattern did not match."
     assert not run.out_of_scope(run.reason_of(plain))
+
+
+def test_cpu_flash_attn_varlen_matches_attention_per_sequence():
+    """The CPU stand-in for flash_attn_varlen_func (the varlen examples' reference)."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "tests" / "upstream" / "cpu_packages"))
+    try:
+        from flash_attn import flash_attn_varlen_func
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop("flash_attn", None)
+    gen = torch.Generator().manual_seed(0)
+    lens_q, lens_k, heads, kv_heads, dim = [5, 9], [7, 9], 4, 2, 16
+    cu_q = torch.tensor([0, 5, 14], dtype=torch.int32)
+    cu_k = torch.tensor([0, 7, 16], dtype=torch.int32)
+    q = torch.randn(14, heads, dim, generator=gen)
+    k = torch.randn(16, kv_heads, dim, generator=gen)
+    v = torch.randn(16, kv_heads, dim, generator=gen)
+    for causal in (False, True):
+        out = flash_attn_varlen_func(q, k, v, cu_q, cu_k, 9, 9, 0.0, causal=causal)
+        for b in range(2):
+            qs = q[cu_q[b] : cu_q[b + 1]].transpose(0, 1)
+            ks = k[cu_k[b] : cu_k[b + 1]].repeat_interleave(2, dim=1).transpose(0, 1)
+            vs = v[cu_k[b] : cu_k[b + 1]].repeat_interleave(2, dim=1).transpose(0, 1)
+            # flash-attn 2's causal mask sits in the bottom-right corner: query i of a
+            # sequence of lq queries and lk keys sees keys 0 .. i + lk - lq.
+            lq, lk = lens_q[b], lens_k[b]
+            mask = torch.arange(lk)[None, :] <= torch.arange(lq)[:, None] + (lk - lq)
+            want = torch.nn.functional.scaled_dot_product_attention(
+                qs, ks, vs, attn_mask=mask if causal else None
+            ).transpose(0, 1)
+            torch.testing.assert_close(out[cu_q[b] : cu_q[b + 1]], want, rtol=1e-5, atol=1e-5)

@@ -174,3 +174,14 @@ def emulate_cuda_on_cpu(arch):
     except ImportError:
         return
     _patch_torch(torch, arch)
+    _provide_cpu_packages()
+
+
+def _provide_cpu_packages():
+    """The GPU-only packages TileLang's tests and examples take their references from,
+    computed with torch on the CPU (tests/upstream/cpu_packages), where the real
+    package cannot be imported: flash_attn's flash_attn_varlen_func."""
+    import importlib.util
+
+    if importlib.util.find_spec("flash_attn") is None:
+        sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu_packages"))
