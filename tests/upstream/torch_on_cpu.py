@@ -146,6 +146,8 @@ def _patch_torch(torch, arch):
     cuda.current_stream = lambda device=None: _Stream()
     cuda.default_stream = lambda device=None: _Stream()
     cuda.device = lambda device=None: _Stream()
+    if not hasattr(torch.cpu, "device"):  # fla enters `torch.<device>.device(index)`
+        torch.cpu.device = lambda index=None: _Stream()
 
 
 def pytest_configure(config):
@@ -166,6 +168,9 @@ def emulate_cuda_on_cpu(arch):
     torch's CUDA device is the CPU, answering queries as one GPU of that arch."""
     os.environ["TILELANG_EMULATE"] = "1"
     os.environ["TILELANG_EMULATE_ARCH"] = arch
+    # The Triton kernels that tests and examples compare with or benchmark (their own, or
+    # fla's) run in Triton's interpreter on the CPU tensors.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
     from tilelang.env import set_emulation
 
     set_emulation(True)
@@ -175,6 +180,24 @@ def emulate_cuda_on_cpu(arch):
         return
     _patch_torch(torch, arch)
     _provide_cpu_packages()
+    _interpret_triton()
+
+
+def _interpret_triton():
+    """Triton's autotuner times its configs with the GPU driver's benchmarker even when
+    its kernels are interpreted: on the CPU it calls each once and reports that time."""
+    try:
+        from triton.runtime import autotuner
+    except ImportError:
+        return
+
+    def cpu_bench(fn, quantiles=None, **_):
+        start = time.perf_counter()
+        fn()
+        ms = (time.perf_counter() - start) * 1e3
+        return [ms] * len(quantiles) if quantiles else ms
+
+    autotuner.Autotuner.do_bench = property(lambda self: self._do_bench or cpu_bench)
 
 
 def _provide_cpu_packages():
