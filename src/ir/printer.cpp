@@ -4,11 +4,13 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 #include <variant>
 
+#include "ir/attrs.h"
 #include "ir/visitor.h"
 
 namespace tl {
@@ -463,10 +465,14 @@ class Printer {
   void print(const TileOpNode* op) {
     line();
     // A scan prints as the function that wrote it: T.cumsum, T.cummax, T.cummin.
-    std::string name = tile_op_name(op->op), skip;
+    // A copy T.async_copy made prints as T.async_copy, without the attrs it implies.
+    std::string name = tile_op_name(op->op);
+    std::set<std::string> skip;
     if (name == "cumsum")
       if (auto it = op->attrs.find("kind"); it != op->attrs.end())
-        if (auto* kind = std::get_if<std::string>(&it->second)) name = "cum" + *kind, skip = "kind";
+        if (auto* kind = std::get_if<std::string>(&it->second)) name = "cum" + *kind, skip = {"kind"};
+    if (name == "copy" && op->attrs.count(kAsyncIssueAttr))
+      name = "async_copy", skip = {kAsyncIssueAttr, "disable_tma"};
     out_ << "T." << name << "(";
     bool first = true;
     for (const BufferRegion& r : op->regions) {
@@ -480,7 +486,7 @@ class Printer {
       print_expr(out_, a);
     }
     for (const auto& [k, v] : op->attrs) {
-      if (k == skip) continue;
+      if (skip.count(k)) continue;
       if (!first) out_ << ", ";
       first = false;
       out_ << k << "=" << to_string(v);

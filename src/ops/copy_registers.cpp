@@ -62,7 +62,12 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
   int64_t w = std::min(vector_width(s, cols, sb, packed), vector_width(d, cols, db, packed));
   while (w > 1 && (w * std::max(sb, db) > 16 || cols % w != 0)) w /= 2;
   if (packed && w % 2 != 0) w = 1;  // an odd run ends inside a byte
-  bool async = !packed && attr_int(op->attrs, kAsyncCopyAttr, 0) && s.buffer->scope == Scope::Global &&
+  // A pipelined loop's producer copy (kAsyncCopyAttr, the loop waits), or T.async_copy's
+  // (kAsyncIssueAttr: CUDA, and sm_80+ where drop_idle_async_waits keeps it; the kernel
+  // waits).
+  const bool in_pipeline = attr_int(op->attrs, kAsyncCopyAttr, 0) != 0;
+  const bool issue = ctx.cuda && attr_int(op->attrs, kAsyncIssueAttr, 0) != 0;
+  bool async = !packed && (in_pipeline || issue) && s.buffer->scope == Scope::Global &&
                d.buffer->scope != Scope::Global && s.buffer->dtype == d.buffer->dtype &&
                (w * sb == 4 || w * sb == 8 || w * sb == 16);
   // cp.async pads with zero bytes: only right when the padding value is 0.
@@ -129,6 +134,7 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
   if (chunks % ctx.threads != 0) body = if_then_else(lt(c, int_imm(chunks)), body);
   Stmt loop =
       for_loop(it, int_imm(0), int_imm(iters), iters <= 32 ? ForKind::Unrolled : ForKind::Serial, body, {}, op->span);
+  if (async && !in_pipeline) return seq({loop, evaluate(call_extern(dtype::Void, kCpAsyncCommitCall, {}))});
   return async ? attr_stmt(kAsyncCopyAttr, int64_t(1), loop) : loop;
 }
 

@@ -3,7 +3,9 @@
 
 #include <vector>
 
+#include "ir/attrs.h"
 #include "ir/device_calls.h"
+#include "ir/op.h"
 #include "ir/visitor.h"
 
 namespace tl {
@@ -28,7 +30,35 @@ class DropCalls : public IRMutator {
   std::vector<const char*> calls_;
 };
 
-// In each kernel that issues no cp.async of its own (T.ptx_cp_async), the group calls.
+// T.async_copy's copies (kAsyncIssueAttr) where the target has no cp.async: plain copies.
+class DropAsyncIssue : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const TileOpNode* op, const Stmt& self) override {
+    if (!op->attrs.count(kAsyncIssueAttr)) return self;
+    Attrs attrs = op->attrs;
+    attrs.erase(kAsyncIssueAttr);
+    return tile_op(op->op, op->regions, op->args, attrs, op->span);
+  }
+};
+
+bool issues_async_copy(const Stmt& s) {
+  bool found = false;
+  struct Find : IRVisitor {
+    bool* found;
+    using IRVisitor::visit;
+    void visit(const TileOpNode* op) override { *found = *found || op->attrs.count(kAsyncIssueAttr); }
+  } find;
+  find.found = &found;
+  find.visit(s);
+  return found;
+}
+
+// In each kernel that issues no cp.async of its own (T.ptx_cp_async, T.async_copy), the
+// group calls.
 class PerKernel : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -36,7 +66,9 @@ class PerKernel : public IRMutator {
  protected:
   using IRMutator::visit;
   Stmt visit(const KernelLaunchNode* op, const Stmt& self) override {
-    if (calls_device(op->body, kCpAsyncCall) || calls_device(op->body, kCpAsyncConditionalCall)) return self;
+    if (calls_device(op->body, kCpAsyncCall) || calls_device(op->body, kCpAsyncConditionalCall) ||
+        issues_async_copy(op->body))
+      return self;
     Stmt body = DropCalls({kCpAsyncCommitCall, kCpAsyncWaitCall}).mutate(op->body);
     return body.same_as(op->body) ? self : with_body(op, body);
   }
@@ -45,7 +77,9 @@ class PerKernel : public IRMutator {
 }  // namespace
 
 PrimFunc drop_idle_async_waits(const PrimFunc& f, const Target& t) {
-  Stmt body = PerKernel().mutate(f->body);
+  Stmt body = f->body;
+  if (t.sm_version() < 80) body = DropAsyncIssue().mutate(body);
+  body = PerKernel().mutate(body);
   // T.tma_store_arrive / T.tma_store_wait where TMA does not exist: no store is a bulk
   // group, so there is nothing to close or wait for.
   if (!t.has_tma()) body = DropCalls({kTmaStoreArriveCall, kTmaStoreWaitCall}).mutate(body);

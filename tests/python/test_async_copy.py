@@ -1,6 +1,7 @@
 """T.ptx_cp_async / T.ptx_commit_group / T.ptx_wait_group and T.async_copy
 (python/tilelang/language/async_copy.py): hand-written global -> shared copies of 4, 8
-or 16 bytes, grouped and waited for, and a tile copy restricted to global -> shared."""
+or 16 bytes, grouped and waited for, and a tile copy restricted to global -> shared that
+issues its cp.async and commits without waiting (sm_80+; the kernel waits)."""
 
 import numpy as np
 import pytest
@@ -288,3 +289,65 @@ def test_a_kernel_that_issues_cp_async_keeps_its_waits():
     ).get_kernel_source()
     assert source.count("tl::cp_async_commit();") == 1, source
     assert "tl::cp_async_wait<1>();" in source and "tl::cp_async_wait<0>();" in source, source
+
+
+def _async_tile(wait, rows=32):
+    """Two blocks each copy their rows of A into a shared tile with T.async_copy (rows past
+    A's 48 read as 0), optionally wait, then write the tile + 1 to B."""
+
+    @T.prim_func
+    def tile(A: T.Tensor((48, 32), "float32"), B: T.Tensor((64, 32), "float32")):
+        with T.Kernel(2, threads=64) as b:
+            S = T.alloc_shared((rows, 32), "float32")
+            T.async_copy(A[b * rows : (b + 1) * rows, 0:32], S)
+            if wait:
+                T.ptx_wait_group(0)
+            for i, j in T.Parallel(rows, 32):
+                B[b * rows + i, j] = S[i, j] + 1.0
+
+    return tile
+
+
+def test_async_copy_issues_and_commits_without_a_wait():
+    src = tilelang.compile(_async_tile(False), target="cuda -arch=sm_80").get_kernel_source()
+    # A predicated cp.async of 16 bytes per run (rows past A zero-filled), one commit.
+    assert "tl::cp_async_gs_conditional<16>" in src and src.count("tl::cp_async_commit()") == 1
+    assert "tl::cp_async_wait" not in src
+    # The kernel's own wait stays, and the copy lands by it.
+    kernel = tilelang.compile(_async_tile(True), target="cuda -arch=sm_80 -emulate")
+    assert "tl::cp_async_wait<0>()" in kernel.get_kernel_source()
+    a = np.random.default_rng(8).standard_normal((48, 32)).astype(np.float32)
+    b = np.zeros((64, 32), np.float32)
+    kernel(a, b)
+    want = np.vstack([a, np.zeros((16, 32), np.float32)]) + np.float32(1)
+    np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_75", "cpu", "metal -emulate"])
+def test_async_copy_without_cp_async_completes_as_copy(target):
+    # (Metal refuses T.ptx_wait_group: the kernel there has no wait.)
+    kernel = tilelang.compile(_async_tile("metal" not in target), target=target)
+    src = kernel.get_kernel_source()
+    assert "cp_async_gs" not in src and "cp_async_commit" not in src
+    if target != "cuda -arch=sm_75":
+        a = np.random.default_rng(9).standard_normal((48, 32)).astype(np.float32)
+        b = np.zeros((64, 32), np.float32)
+        kernel(a, b)
+        want = np.vstack([a, np.zeros((16, 32), np.float32)]) + np.float32(1)
+        np.testing.assert_array_equal(b, want)
+
+
+def test_async_copy_prints_as_written():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((4,), "float32")
+            T.copy(A[0], B[0], annotations={"note": "sync"})
+            T.async_copy(A[0:4], S, annotations={"note": "async"})
+            T.async_copy(A[0], S[0])
+
+    lines = main.script().splitlines()
+    # An element copy with annotations stays a copy of one element; without, a store.
+    assert any(ln.strip() == 'T.copy(A[0:1], B[0:1], note="sync")' for ln in lines), lines
+    assert any(ln.strip() == 'T.async_copy(A[0:4], S[0:4], note="async")' for ln in lines), lines
+    assert any(ln.strip() == "S[0] = A[0]" for ln in lines), lines

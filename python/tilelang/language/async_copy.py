@@ -7,9 +7,10 @@ shared memory, `T.ptx_commit_group()` closes this thread's issued copies into a 
 On the cuda targets the first three are the cp.async instructions
 (device/cuda/copy_async.cuh; the emulator lands each copy at the wait that covers it,
 so a missing wait reads stale data there too). On the cpu target a copy happens when it
-is issued and commit / wait do nothing. `T.async_copy` is `T.copy` restricted to
-global -> shared: it completes before the statements after it (a wait after it finds
-nothing in flight), which is what a wait would guarantee.
+is issued and commit / wait do nothing. `T.async_copy` copies a global tile into shared memory as T.copy does, on
+sm_80+ with a cp.async per run and a commit and without a wait (the kernel waits with
+T.ptx_wait_group, as in TileLang; elsewhere, and in a T.Pipelined loop, whose pipeline
+waits, it completes as T.copy does).
 """
 
 from __future__ import annotations
@@ -184,18 +185,26 @@ def async_copy(
     annotations: dict[str, Any] | None = None,
     loop_layout: Any = None,
 ) -> Expr:
-    """Copies a global tile (`src`) into shared memory (`dst`), as T.copy takes them."""
+    """Copies a global tile (`src`) into shared memory (`dst`), as T.copy takes them, for
+    a later T.ptx_wait_group (cuda sm_80+: a cp.async of each run, then a commit, no
+    wait). In a T.Pipelined loop it is the loop's copy, which the pipeline makes
+    asynchronous and waits for."""
     from .ops import copy
 
+    ctx = builder_ctx.current("T.async_copy")
     sb, db = _buffer_of(src), _buffer_of(dst)
     if sb is not None and db is not None and not (sb.scope == "global" and db.scope in _SHARED):
         raise frontend_error(
             f"T.async_copy only supports global->shared/shared.dyn copies, got '{sb.name}' "
             f"({sb.scope}) -> '{db.name}' ({db.scope}); use T.copy"
         )
-    return copy(
-        src, dst, coalesced_width=coalesced_width, annotations=annotations, loop_layout=loop_layout
-    )
+    ann = dict(annotations or {})
+    elements = isinstance(to_value(src), _C.Expr) and isinstance(to_value(dst), _C.Expr)
+    if not ctx.pipelined_loops and not (elements and not ann):
+        # src/ir/attr_keys.def: kAsyncIssueAttr; never TMA (a cp.async copy).
+        ann["tl.async_issue"] = 1
+        ann.setdefault("disable_tma", True)
+    return copy(src, dst, coalesced_width=coalesced_width, annotations=ann, loop_layout=loop_layout)
 
 
 __all__ = ["async_copy", "ptx_commit_group", "ptx_cp_async", "ptx_wait_group"]

@@ -169,6 +169,8 @@ class TraceContext:
         )  # buffers allocated so far (tells a fresh T.alloc_var from a read)
         self.if_stack = []  # states of the open symbolic ifs (hooks.SymbolicIf)
         self.loop_kinds = []  # kinds of the open IR loops ("serial", "parallel", "while" ...)
+        self.pipelined_loops = 0  # open T.Pipelined loops of one or more stages
+        self.loop_pipelined = []  # per open IR loop: whether it is one of them
         self.loop_ids = []  # one number per open IR loop, never reused within the trace
         self.loops_opened = 0
         self.loop_ranges = []  # per open IR loop: (variable, min, extent), or None
@@ -228,14 +230,17 @@ class TraceContext:
                 break
         return None, crossed_if
 
-    def open_loop(self, kind, loop_range=None):
+    def open_loop(self, kind, loop_range=None, pipelined=False):
         self.loop_kinds.append(kind)
+        self.loop_pipelined.append(pipelined)
+        self.pipelined_loops += pipelined
         self.loop_ranges.append(loop_range)
         self.loops_opened += 1
         self.loop_ids.append(self.loops_opened)
 
     def close_loop(self):
         self.loop_kinds.pop()
+        self.pipelined_loops -= self.loop_pipelined.pop()
         self.loop_ranges.pop()
         self.loop_ids.pop()
 

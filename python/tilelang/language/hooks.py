@@ -245,7 +245,10 @@ def _ir_loop(ctx, loop, names):
     vectorized = (
         isinstance(loop_vars, _C.Var) and isinstance(loop, Loop) and loop.kind == "vectorized"
     )
-    ctx.open_loop(loop.kind, (loop_vars, loop.min, loop.extent) if vectorized else None)
+    from .loops import Pipelined
+
+    pipelined = isinstance(loop, Pipelined) and loop.num_stages > 0
+    ctx.open_loop(loop.kind, (loop_vars, loop.min, loop.extent) if vectorized else None, pipelined)
     yield loop_vars
     ctx.close_loop()
     ctx.frames.pop()

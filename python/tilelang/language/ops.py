@@ -235,10 +235,17 @@ def copy(
             f"(e.g. {d_buf.name}[0:{s_buf.shape[0]}, ...]) to copy a part"
         )
     if s_ext is None and d_ext is None:
-        # Two elements: a plain store, converted to the destination's dtype.
-        value = _C.cast(_element(s_buf, s_min), d_buf.dtype)
-        views.store(ctx, d_buf, d_min, value)
-        return
+        if (
+            not attrs
+            or isinstance(s_buf, (BufferView, AddressTensor))
+            or isinstance(d_buf, (BufferView, AddressTensor))
+        ):
+            # Two elements: a plain store, converted to the destination's dtype.
+            value = _C.cast(_element(s_buf, s_min), d_buf.dtype)
+            views.store(ctx, d_buf, d_min, value)
+            return
+        # With annotations, a copy of one element (TileLang keeps it a tile op).
+        s_ext, d_ext = [1] * len(s_min), [1] * len(d_min)
     safe = views.safe_value_of(ctx, s_buf)
     if isinstance(s_buf, (BufferView, AddressTensor)) or isinstance(
         d_buf, (BufferView, AddressTensor)
