@@ -172,8 +172,9 @@ bool compound(const Stmt& s) {
 // thread-level code is planned statement by statement only under conditions and loop
 // bounds that every thread evaluates alike.
 // Whether an expression has the same value in every thread of the block: it reads no
-// thread index, no fragment, and no register (T.alloc_var, T.alloc_local) or variable
-// that may differ between threads. A register is uniform when every store into it
+// thread index and no register (T.alloc_var, T.alloc_local) or variable that may
+// differ between threads (shared tiles and the block-wide fragments left after
+// lower_fragments read alike at the same index). A register is uniform when every store into it
 // writes a uniform value at uniform indices, under uniform conditions and loop bounds,
 // outside block ops, per-thread lowerings and T.ws regions (`v = T.alloc_var(...); v =
 // Flag[bx]` then `if v < 0:` is a branch every thread takes alike). Extern calls' values
@@ -269,7 +270,7 @@ class Uniformity {
     }
   };
   // What makes `e` differ between threads: a varying register it reads (`reg`), a
-  // thread index, a variable computed from one or a fragment (`other`), or a device
+  // thread index or a variable computed from one (`other`), or a device
   // call whose value differs between threads with the same arguments (`call`: an
   // atomic's previous value, a shuffle or vote across lanes, the lane mask).
   struct Variation {
@@ -280,10 +281,11 @@ class Uniformity {
     Variation v;
     for_each_expr(e, [&](const Expr& x) {
       if (const std::string* n = extern_name(x)) v.call = v.call || is_atomic_call(*n) || across_lanes(*n);
-      if (auto* l = x.as<BufferLoadNode>()) {
-        v.other = v.other || l->buffer->scope == Scope::Fragment;
+      // A fragment left here is block-wide (shared memory, or the cpu target's one array
+      // for the block): read at the same index it gives every thread the same value, as
+      // a shared tile does; its index tells whether the index is the same.
+      if (auto* l = x.as<BufferLoadNode>())
         if (!v.reg && thread_private(l->buffer) && varying_regs_.count(l->buffer.get())) v.reg = l->buffer.get();
-      }
       v.other = v.other || varying_.count(x.as<VarNode>());
     });
     return v;

@@ -1099,3 +1099,61 @@ def test_named_barrier_without_a_count_is_the_whole_block(target):
     np.testing.assert_array_equal(b, a[::-1])
     if target != "cpu":
         assert "tl::__sync_thread_partial(3, 128);" in kernel.get_kernel_source()
+
+
+def _masked_blocks():
+    """Per 64-row block of the output, the sum of Q K_k^T over the key blocks k its mask
+    row keeps: the mask is a block-wide fragment (one copy for the block, in shared
+    memory) that an `if` in a pipelined loop reads around a copy and a gemm, as TileLang's
+    block-sparse attention examples do."""
+
+    @T.prim_func
+    def masked(
+        Q: T.Tensor((128, 64), "float16"),
+        K: T.Tensor((256, 64), "float16"),
+        Mask: T.Tensor((2, 4), "int8"),
+        O: T.Tensor((128, 64), "float32"),
+    ):
+        with T.Kernel(2, threads=128) as bx:
+            Q_s = T.alloc_shared((64, 64), "float16")
+            K_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            out = T.alloc_fragment((64, 64), "float32")
+            mask = T.alloc_fragment((4,), "int8")
+            T.copy(Q[bx * 64 : (bx + 1) * 64, :], Q_s)
+            T.copy(Mask[bx, :], mask)
+            T.clear(out)
+            for k in T.Pipelined(4, num_stages=1):
+                if mask[k] != 0:
+                    T.copy(K[k * 64 : (k + 1) * 64, :], K_s)
+                    T.clear(acc)
+                    T.gemm(Q_s, K_s, acc, transpose_B=True)
+                    for i, j in T.Parallel(64, 64):
+                        out[i, j] += acc[i, j]
+            T.copy(out, O[bx * 64 : (bx + 1) * 64, :])
+
+    return masked
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_branch_on_a_block_wide_fragment_gets_barriers_inside(arch):
+    # Every thread reads the same element of a block-wide fragment, so the branch is
+    # taken alike and the copy's writes get a barrier before the gemm reads them (a
+    # fragment read in a condition counted as differing between threads, which left the
+    # branch without barriers: the gemm read a partly written tile).
+    kernel = tilelang.compile(_masked_blocks(), target=f"cuda -arch={arch} -emulate")
+    body = kernel.get_kernel_source().split("!= ((int8_t)0)")[1]
+    gemm = "wgmma_gemm_ss<" if arch == "sm_90a" else "gemm_ss<"
+    assert "__syncthreads();" in body[: body.index(gemm)]
+    rng = np.random.default_rng(12)
+    q = rng.standard_normal((128, 64)).astype(np.float16)
+    k = rng.standard_normal((256, 64)).astype(np.float16)
+    mask = np.array([[1, 0, 1, 1], [0, 1, 1, 0]], np.int8)
+    o = np.zeros((128, 64), np.float32)
+    kernel(q, k, mask, o)
+    qf, kf = q.astype(np.float32), k.astype(np.float32)
+    for b in range(2):
+        want = sum(
+            qf[b * 64 : (b + 1) * 64] @ kf[j * 64 : (j + 1) * 64].T for j in range(4) if mask[b, j]
+        )
+        np.testing.assert_allclose(o[b * 64 : (b + 1) * 64], want, rtol=1e-3, atol=1e-3)

@@ -143,7 +143,7 @@ def test_cpu_flash_attn_varlen_matches_attention_per_sequence():
     torch = pytest.importorskip("torch")
     sys.path.insert(0, str(ROOT / "tests" / "upstream" / "cpu_packages"))
     try:
-        from flash_attn import flash_attn_varlen_func
+        from flash_attn import flash_attn_varlen_func, flash_attn_with_kvcache
     finally:
         sys.path.pop(0)
         sys.modules.pop("flash_attn", None)
@@ -168,3 +168,20 @@ def test_cpu_flash_attn_varlen_matches_attention_per_sequence():
                 qs, ks, vs, attn_mask=mask if causal else None
             ).transpose(0, 1)
             torch.testing.assert_close(out[cu_q[b] : cu_q[b + 1]], want, rtol=1e-5, atol=1e-5)
+    # The decoding form: one query per batch row over its first cache_seqlens keys.
+    q1 = torch.randn(2, 1, heads, dim, generator=gen)
+    kc = torch.randn(2, 12, kv_heads, dim, generator=gen)
+    vc = torch.randn(2, 12, kv_heads, dim, generator=gen)
+    lens = torch.tensor([5, 12], dtype=torch.int32)
+    out = flash_attn_with_kvcache(q1, kc, vc, cache_seqlens=lens)
+    for b in range(2):
+        n = int(lens[b])
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q1[b].transpose(0, 1),
+            kc[b, :n].repeat_interleave(2, dim=1).transpose(0, 1),
+            vc[b, :n].repeat_interleave(2, dim=1).transpose(0, 1),
+        ).transpose(0, 1)
+        torch.testing.assert_close(out[b], want, rtol=1e-5, atol=1e-5)
+    # A name the stand-in does not provide counts as the missing package.
+    why = "ImportError: cannot import name 'flash_attn_func' from 'flash_attn' (/x/tests/upstream/cpu_packages/flash_attn/__init__.py)"
+    assert run.classify(why) == "package"

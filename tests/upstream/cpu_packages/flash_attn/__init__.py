@@ -1,5 +1,6 @@
-"""flash_attn's `flash_attn_varlen_func` computed with torch on the CPU, for TileLang's
-varlen FlashAttention examples, which check their kernels against it: the flash-attn
+"""flash_attn's `flash_attn_varlen_func` and `flash_attn_with_kvcache` computed with
+torch on the CPU, for TileLang's varlen FlashAttention and sparse decoding examples,
+which check their kernels against them: the flash-attn
 package is a CUDA extension that does not install or run without a GPU.
 tests/upstream/torch_on_cpu.py puts this directory on the path in the emulated modes,
 only when the real package cannot be imported.
@@ -16,7 +17,25 @@ import math
 import torch
 
 __version__ = "2.0.0+cpu"
-__all__ = ["flash_attn_varlen_func"]
+__all__ = ["flash_attn_varlen_func", "flash_attn_with_kvcache"]
+
+
+def _attend(qs, ks, vs, scale, causal):
+    """softmax(qs ks^T * scale) vs for one sequence, (lq, heads, dim) each in float32, key
+    / value heads repeated for the query heads; the causal mask in the bottom-right."""
+    heads, kv_heads = qs.shape[1], ks.shape[1]
+    if heads % kv_heads:
+        raise ValueError(f"{heads} query heads do not share {kv_heads} key / value heads evenly")
+    ks = ks.repeat_interleave(heads // kv_heads, dim=1)
+    vs = vs.repeat_interleave(heads // kv_heads, dim=1)
+    lq, lk = qs.shape[0], ks.shape[0]
+    scores = torch.einsum("qhd,khd->hqk", qs, ks) * scale
+    if causal:
+        i = torch.arange(lq).unsqueeze(1)
+        j = torch.arange(lk).unsqueeze(0)
+        scores = scores.masked_fill(j > i + (lk - lq), float("-inf"))
+    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a row with no key: zeros
+    return torch.einsum("hqk,khd->qhd", probs, vs)
 
 
 def flash_attn_varlen_func(
@@ -45,25 +64,63 @@ def flash_attn_varlen_func(
     if any(unsupported.values()):
         names = ", ".join(n for n, on in unsupported.items() if on)
         raise NotImplementedError(f"the CPU flash_attn_varlen_func does not take {names}")
-    heads, kv_heads, dim = q.shape[1], k.shape[1], q.shape[2]
-    if heads % kv_heads:
-        raise ValueError(f"{heads} query heads do not share {kv_heads} key / value heads evenly")
+    heads, dim = q.shape[1], q.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
     out = torch.zeros(q.shape[0], heads, v.shape[2], dtype=q.dtype, device=q.device)
     cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
     for b in range(len(cq) - 1):
-        qs, ks = q[cq[b] : cq[b + 1]].float(), k[ck[b] : ck[b + 1]].float()
-        vs = v[ck[b] : ck[b + 1]].float()
-        lq, lk = qs.shape[0], ks.shape[0]
-        if lq == 0:
+        if cq[b + 1] == cq[b]:
             continue
-        ks = ks.repeat_interleave(heads // kv_heads, dim=1)
-        vs = vs.repeat_interleave(heads // kv_heads, dim=1)
-        scores = torch.einsum("qhd,khd->hqk", qs, ks) * scale
-        if causal:
-            i = torch.arange(lq).unsqueeze(1)
-            j = torch.arange(lk).unsqueeze(0)
-            scores = scores.masked_fill(j > i + (lk - lq), float("-inf"))
-        probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a row with no key: zeros
-        out[cq[b] : cq[b + 1]] = torch.einsum("hqk,khd->qhd", probs, vs).to(q.dtype)
+        qs, ks, vs = (
+            t.float() for t in (q[cq[b] : cq[b + 1]], k[ck[b] : ck[b + 1]], v[ck[b] : ck[b + 1]])
+        )
+        out[cq[b] : cq[b + 1]] = _attend(qs, ks, vs, scale, causal).to(q.dtype)
+    return out
+
+
+def flash_attn_with_kvcache(
+    q,
+    k_cache,
+    v_cache,
+    k=None,
+    v=None,
+    rotary_cos=None,
+    rotary_sin=None,
+    cache_seqlens=None,
+    cache_batch_idx=None,
+    cache_leftpad=None,
+    block_table=None,
+    softmax_scale=None,
+    causal=False,
+    window_size=(-1, -1),
+    softcap=0.0,
+    rotary_interleaved=True,
+    alibi_slopes=None,
+    num_splits=0,
+    return_softmax_lse=False,
+):
+    """Attention of q (batch, seqlen_q, heads, dim) over the first cache_seqlens[b] keys
+    and values of each batch row of the caches (batch, seqlen_k, kv_heads, dim); the
+    cache is read, never appended to."""
+    unsupported = {"k / v": k is not None or v is not None, "rotary": rotary_cos is not None,
+                   "cache_batch_idx": cache_batch_idx is not None, "cache_leftpad": cache_leftpad is not None,
+                   "block_table": block_table is not None, "window_size": tuple(window_size) != (-1, -1),
+                   "softcap": softcap != 0.0, "alibi_slopes": alibi_slopes is not None,
+                   "return_softmax_lse": bool(return_softmax_lse)}  # fmt: skip
+    if any(unsupported.values()):
+        names = ", ".join(n for n, on in unsupported.items() if on)
+        raise NotImplementedError(f"the CPU flash_attn_with_kvcache does not take {names}")
+    batch, seqlen_k, dim = q.shape[0], k_cache.shape[1], q.shape[3]
+    scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
+    if cache_seqlens is None:
+        lengths = [seqlen_k] * batch
+    elif isinstance(cache_seqlens, int):
+        lengths = [cache_seqlens] * batch
+    else:
+        lengths = [int(n) for n in cache_seqlens.tolist()]
+    out = torch.zeros(*q.shape[:3], v_cache.shape[3], dtype=q.dtype, device=q.device)
+    for b in range(batch):
+        n = lengths[b]
+        qs, ks, vs = q[b].float(), k_cache[b, :n].float(), v_cache[b, :n].float()
+        out[b] = _attend(qs, ks, vs, scale, causal).to(q.dtype)
     return out
