@@ -61,10 +61,12 @@ def intrinsics_gemm(
     stage=2,
     store="shared4",
     layout="mma",
+    atoms=False,
 ):
     """C = op(A) @ op(B) through the emitter. store: "shared4" (stmatrix into a
     (tiles_m, tiles_n, 16, n) shared tile), "shared2" (a 2-D shared tile) or "global"
-    (stmatrix straight into C with pid_m / pid_n)."""
+    (stmatrix straight into C with pid_m / pid_n). atoms: mma_atom over
+    T.grid(mma_num_inst_m, mma_num_inst_n) with k_inner = ki instead of mma()."""
     emitter = TensorCoreIntrinEmitter(
         a_dtype=in_dtype,
         b_dtype=in_dtype,
@@ -132,7 +134,11 @@ def intrinsics_gemm(
                 for ki in T.serial(0, bK // kk):
                     emitter.ldmatrix_a(A_local, A_shared, ki)
                     emitter.ldmatrix_b(B_local, B_shared, ki)
-                    emitter.mma(A_local, B_local, C_local)
+                    if atoms:
+                        for i, j in T.grid(emitter.mma_num_inst_m, emitter.mma_num_inst_n):
+                            emitter.mma_atom(A_local, B_local, C_local, i, j, ki)
+                    else:
+                        emitter.mma(A_local, B_local, C_local)
             if store == "global":
                 emitter.stmatrix(C_local, C, pid_m=by, pid_n=bx)
             else:
@@ -217,6 +223,8 @@ CASES = {
 }
 CASES["f16_tn_rotated"] = (*CASES["f16_tn"][:-1], {"layout": "rotated"})
 CASES["int8_rotated"] = (*CASES["int8"][:-1], {"chunk": 64, "layout": "rotated"})
+# TileLang's atom-level interface (language/atom_mma's test): one mma_atom per (i, j).
+CASES["bf16_tt_atoms"] = (*CASES["bf16_tt"][:-1], {"atoms": True})
 # Every case on sm_80's emulator; a spread of them on sm_90a's.
 RUNS = [(EMULATORS[0], name) for name in CASES] + [
     (EMULATORS[1], name) for name in ("f16_nt", "bf16_tt", "f16acc_nn", "int8")
@@ -437,8 +445,8 @@ def misuse(kind):
                 emitter.ldmatrix_a(A_local, A, 0)
             elif kind == "fragment":
                 emitter.mma(A_local, B_local, frag)
-            elif kind == "k_inner":
-                emitter.mma(A_local, B_local, C_local, k_inner=1)
+            elif kind == "atom_index":
+                emitter.mma_atom(A_local, B_local, C_local, 0, 1)
             elif kind == "pid":
                 emitter.stmatrix(C_local, C, pid_m=0)
             elif kind == "c_dims":
@@ -454,7 +462,7 @@ def misuse(kind):
         ("dtype", "ldmatrix_b: B_local_buf '.*' must have dtype float16, got bfloat16"),
         ("global_tile", "ldmatrix_a: A_shared_buf 'A' must be in 'shared' or 'shared.dyn' memory"),
         ("fragment", "mma: C_local_buf must be a T.alloc_local .* of scope 'local.fragment'"),
-        ("k_inner", "mma: k_inner must be 0 for T.alloc_local operands .* got 1"),
+        ("atom_index", "mma_atom: inst_n_idx must be in \\[0, 1\\), got 1"),
         ("pid", "stmatrix: pid_m and pid_n go together .* got pid_m=0, pid_n=None"),
         ("c_dims", "stmatrix: C_buf must have 2 or 4 dimensions, got shape \\[4\\]"),
     ],

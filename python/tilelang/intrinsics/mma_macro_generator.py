@@ -474,14 +474,44 @@ class TensorCoreIntrinEmitter:
 
     def mma(self, A_local_buf, B_local_buf, C_local_buf, k_inner=0):
         """C_local += A_local * B_local for the warp's tile: warp_rows x warp_cols
-        fragments, one mma.sync per 16 x 8 piece. `k_inner` is accepted for
-        TileLang's signature; local operand buffers hold one k step, so it must be 0."""
-        method = "mma"
-        if const_int(k_inner) != 0:
-            raise _arg_error(
-                method,
-                f"k_inner must be 0 for T.alloc_local operands (they hold one k step), got {k_inner!r}",
-            )
+        fragments, one mma.sync per 16 x 8 piece. `k_inner` is TileLang's offset into
+        fragment operands; the T.alloc_local operands here hold one k step, which is read
+        whatever it is (as TileLang reads local operands)."""
+        self._check_mma("mma", A_local_buf, B_local_buf, C_local_buf, k_inner)
+        for i in range(self.warp_rows):
+            for j in range(self.warp_cols):
+                self._atom(A_local_buf, B_local_buf, C_local_buf, i, j)
+
+    @property
+    def mma_num_inst_m(self) -> int:
+        """The mma atoms of the warp's tile along M (its warp_rows)."""
+        return self.warp_rows
+
+    @property
+    def mma_num_inst_n(self) -> int:
+        """The mma atoms of the warp's tile along N (its warp_cols)."""
+        return self.warp_cols
+
+    def mma_atom(
+        self, A_local_buf, B_local_buf, C_local_buf, inst_m_idx, inst_n_idx, k_inner=0
+    ) -> None:
+        """One atom of mma(): C_local's (inst_m_idx, inst_n_idx) fragment += A's row
+        fragment inst_m_idx times B's column fragment inst_n_idx; the indices may be loop
+        variables (`for i, j in T.grid(mma_num_inst_m, mma_num_inst_n)` gives what mma()
+        does). `k_inner` as in mma()."""
+        method = "mma_atom"
+        self._check_mma(method, A_local_buf, B_local_buf, C_local_buf, k_inner)
+        for what, idx, count in (("inst_m_idx", inst_m_idx, self.warp_rows),
+                                 ("inst_n_idx", inst_n_idx, self.warp_cols)):  # fmt: skip
+            c = const_int(idx)
+            if c is not None and not 0 <= c < count:
+                raise _arg_error(method, f"{what} must be in [0, {count}), got {c}")
+        self._atom(A_local_buf, B_local_buf, C_local_buf, inst_m_idx, inst_n_idx)
+
+    def _check_mma(self, method, A_local_buf, B_local_buf, C_local_buf, k_inner):
+        # k_inner offsets fragment operands in TileLang; T.alloc_local operands hold one k
+        # step, which TileLang reads whatever k_inner is, as here.
+        del k_inner
         self._local(
             method, "A_local_buf", A_local_buf, self.a_dtype, self.warp_rows * self.local_size_a
         )
@@ -491,23 +521,23 @@ class TensorCoreIntrinEmitter:
         out = self.warp_rows * self.warp_cols * self.local_size_out
         self._local(method, "C_local_buf", C_local_buf, self.accum_dtype, out)
         self._import_guard()
+
+    def _atom(self, A_local_buf, B_local_buf, C_local_buf, i, j):
         pieces = self.n_dim // 8
         half_b, half_c = self.local_size_b // pieces, self.local_size_out // pieces
-        for i in range(self.warp_rows):
-            for j in range(self.warp_cols):
-                for h in range(pieces):
-                    c = (i * self.warp_cols + j) * self.local_size_out + h * half_c
-                    a = i * self.local_size_a
-                    b = j * self.local_size_b + h * half_b
-                    T.evaluate(
-                        T.call_extern(
-                            "handle",
-                            "tl::mma_sync_frag",
-                            T.address_of(C_local_buf[self._flat(C_local_buf, c)]),
-                            T.address_of(A_local_buf[self._flat(A_local_buf, a)]),
-                            T.address_of(B_local_buf[self._flat(B_local_buf, b)]),
-                        )
-                    )
+        for h in range(pieces):
+            c = (i * self.warp_cols + j) * self.local_size_out + h * half_c
+            a = i * self.local_size_a
+            b = j * self.local_size_b + h * half_b
+            T.evaluate(
+                T.call_extern(
+                    "handle",
+                    "tl::mma_sync_frag",
+                    T.address_of(C_local_buf[self._flat(C_local_buf, c)]),
+                    T.address_of(A_local_buf[self._flat(A_local_buf, a)]),
+                    T.address_of(B_local_buf[self._flat(B_local_buf, b)]),
+                )
+            )
 
     def stmatrix(self, C_local_buf, C_buf, pid_m=None, pid_n=None, thread_binding=None):
         """Writes the lane's accumulators to C_buf: a shared tile of the block indexed
