@@ -423,79 +423,45 @@ inline u64 fma(u64 a, u64 b, u64 c) {
 
 // setp.cmp.t p, a, b; selp.t d, a, b, p.
 enum class Cmp { eq, ne, lt, le, gt, ge, equ, neu, ltu, leu, gtu, geu, num, nan };
+// eq ... ge of two values of one type; the unordered forms (equ ... geu) compare alike.
+template <class X>
+inline bool compare(Cmp c, X x, X y) {
+  switch (c) {
+    case Cmp::eq:
+    case Cmp::equ:
+      return x == y;
+    case Cmp::ne:
+    case Cmp::neu:
+      return x != y;
+    case Cmp::lt:
+    case Cmp::ltu:
+      return x < y;
+    case Cmp::le:
+    case Cmp::leu:
+      return x <= y;
+    case Cmp::gt:
+    case Cmp::gtu:
+      return x > y;
+    case Cmp::ge:
+    case Cmp::geu:
+      return x >= y;
+    default:
+      return false;
+  }
+}
+// A NaN operand makes the ordered forms false and the unordered ones (equ ... geu) true.
 template <Ty t>
 inline u64 setp(Cmp c, u64 a, u64 b) {
   if constexpr (is_float<t>()) {
     static_assert(lanes<t>() == 1, "setp of one float lane");
     const double x = to_double<t>(a), y = to_double<t>(b);
     const bool un = x != x || y != y;
-    switch (c) {
-      case Cmp::eq:
-        return !un && x == y;
-      case Cmp::ne:
-        return !un && x != y;
-      case Cmp::lt:
-        return !un && x < y;
-      case Cmp::le:
-        return !un && x <= y;
-      case Cmp::gt:
-        return !un && x > y;
-      case Cmp::ge:
-        return !un && x >= y;
-      case Cmp::equ:
-        return un || x == y;
-      case Cmp::neu:
-        return un || x != y;
-      case Cmp::ltu:
-        return un || x < y;
-      case Cmp::leu:
-        return un || x <= y;
-      case Cmp::gtu:
-        return un || x > y;
-      case Cmp::geu:
-        return un || x >= y;
-      case Cmp::num:
-        return !un;
-      case Cmp::nan:
-        return un;
-    }
-    return 0;
+    if (c == Cmp::num || c == Cmp::nan) return un == (c == Cmp::nan);
+    return un ? (c >= Cmp::equ && c <= Cmp::geu) : compare(c, x, y);
   } else if constexpr (is_signed<t>()) {
-    const long long x = sval<t>(a), y = sval<t>(b);
-    switch (c) {
-      case Cmp::eq:
-        return x == y;
-      case Cmp::ne:
-        return x != y;
-      case Cmp::lt:
-        return x < y;
-      case Cmp::le:
-        return x <= y;
-      case Cmp::gt:
-        return x > y;
-      case Cmp::ge:
-        return x >= y;
-      default:
-        return 0;
-    }
+    return compare(c, sval<t>(a), sval<t>(b));
   } else {
-    const u64 x = uval<t>(a), y = uval<t>(b);
-    switch (c) {
-      case Cmp::eq:
-        return x == y;
-      case Cmp::ne:
-        return x != y;
-      case Cmp::lt:
-        return x < y;
-      case Cmp::le:
-        return x <= y;
-      case Cmp::gt:
-        return x > y;
-      case Cmp::ge:
-        return x >= y;
-      default:
-        return 0;
-    }
+    return compare(c, uval<t>(a), uval<t>(b));
   }
 }
 template <Ty t>

@@ -121,6 +121,14 @@ TLX_FN tlx_fmax(unsigned a, unsigned b, unsigned c) {
   asm("max.ftz.f32 %0, %1, %2;" : "=f"(d) : "f"(x), "f"(y));
   return __float_as_uint(d);
 }
+TLX_FN tlx_fsetp(unsigned a, unsigned b, unsigned c) {
+  // ltu: less, or unordered (a NaN operand); every seventh operand is NaN
+  float x = a % 7u ? (float)(int)(a % 64u) : __uint_as_float(0x7fc00000u);
+  float y = b % 7u ? (float)(int)(b % 64u) : __uint_as_float(0x7fc00000u);
+  unsigned d;
+  asm("{ .reg .pred p; setp.ltu.f32 p, %1, %2; selp.u32 %0, 1, 0, p; }" : "=r"(d) : "f"(x), "f"(y));
+  return d;
+}
 TLX_FN tlx_half_to_int(unsigned a, unsigned b, unsigned c) {
   int d;
   unsigned short h = (unsigned short)(a & 0xffffu);
@@ -132,7 +140,7 @@ TLX_FN tlx_half_to_int(unsigned a, unsigned b, unsigned c) {
 CASES = [
     "and_or", "xor3", "prmt", "add_h2", "sub_h2", "mul_h2", "fma_h2", "mul_bf2", "shift_xor",
     "guarded", "selp_signed", "swap_halves", "cvt_pair", "lane", "bfe", "mul_hi", "scratch_input",
-    "read_write", "fmax", "half_to_int",
+    "read_write", "fmax", "fsetp", "half_to_int",
 ]  # fmt: skip
 
 
@@ -234,6 +242,9 @@ def expected(name, a, b, c, ha, hb, hc, ba, bb):
         x = (a % 1000).astype(np.float32) - np.float32(499.5)
         y = (b % 1000).astype(np.float32) - np.float32(499.5)
         return np.maximum(x, y).view(np.uint32)
+    if name == "fsetp":
+        nan = (a % 7 == 0) | (b % 7 == 0)
+        return np.where(nan | ((a % 64) < (b % 64)), 1, 0).astype(np.uint32)
     if name == "half_to_int":
         h = (a & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float64)
         return np.trunc(h).astype(np.int64).astype(np.uint32)
