@@ -81,6 +81,7 @@ KINDS = {
     "test_global_layouts": "lowering",
     "test_ieee_rounding": "emulator",
     "test_integer_division": "frontend lowering",
+    "test_inline_ptx": "emulator cuda_source",
     "test_intrinsics_mma": "frontend emulator",
     "test_jit": "runtime",
     "test_jit_binding": "runtime",
