@@ -143,45 +143,20 @@ inline u64 saturate(u64 b) {
 enum class Op { add, sub, mul, min, max, min_nan, max_nan };
 template <Ty l>
 inline u64 float_binary(Op op, u64 a, u64 b) {
-  if constexpr (l == Ty::f64) {
-    const double x = tl::bit_cast<double>(a), y = tl::bit_cast<double>(b);
-    switch (op) {
-      case Op::add:
-        return from_double<l>(x + y);
-      case Op::sub:
-        return from_double<l>(x - y);
-      case Op::mul:
-        return from_double<l>(x * y);
-      default:
-        break;
-    }
-    const bool nan = x != x || y != y;
-    if ((op == Op::min_nan || op == Op::max_nan) && nan) return 0x7fffffffffffffffull;
-    if (x != x) return b;
-    if (y != y) return a;
-    const bool lt = x < y || (x == y && (a >> 63) > (b >> 63));
-    return (op == Op::min || op == Op::min_nan) == lt ? a : b;
-  } else {
-    const float x = float(to_double<l>(a)), y = float(to_double<l>(b));
-    switch (op) {
-      case Op::add:
-        return from_float<l>(x + y);
-      case Op::sub:
-        return from_float<l>(x - y);
-      case Op::mul:
-        return from_float<l>(x * y);
-      default:
-        break;
-    }
-    const bool nan = x != x || y != y;
-    if ((op == Op::min_nan || op == Op::max_nan) && nan) return from_float<l>(x + y);
-    if (x != x && y != y) return from_float<l>(x);
-    if (x != x) return b;
-    if (y != y) return a;
-    const int s = width<l>() - 1;
-    const bool lt = x < y || (x == y && ((a >> s) & 1) > ((b >> s) & 1));
-    return (op == Op::min || op == Op::min_nan) == lt ? a : b;
+  const double x = to_double<l>(a), y = to_double<l>(b);
+  if (op == Op::add || op == Op::sub || op == Op::mul) {
+    if constexpr (l == Ty::f64) return from_double<l>(op == Op::add ? x + y : op == Op::sub ? x - y : x * y);
+    const float fx = float(x), fy = float(y);
+    return from_float<l>(op == Op::add ? fx + fy : op == Op::sub ? fx - fy : fx * fy);
   }
+  // min / max: a NaN operand gives the other (.NaN: the canonical NaN); -0 is below +0.
+  const bool either = x != x || y != y;
+  if (either && (op == Op::min_nan || op == Op::max_nan || (x != x && y != y))) return from_double<l>(x + y);
+  if (x != x) return b;
+  if (y != y) return a;
+  const int s = width<l>() - 1;
+  const bool lt = x < y || (x == y && ((a >> s) & 1) > ((b >> s) & 1));
+  return (op == Op::min || op == Op::min_nan) == lt ? a : b;
 }
 
 // ---- the instructions: name<type>(operands...), operands and result as bits.

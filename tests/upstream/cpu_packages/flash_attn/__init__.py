@@ -20,6 +20,18 @@ __version__ = "2.0.0+cpu"
 __all__ = ["flash_attn_varlen_func", "flash_attn_with_kvcache"]
 
 
+def _refuse(fn, **given):
+    """The stand-in computes the defaults of these arguments only: each given as
+    (value, default); any other value is refused by name, expected and given."""
+    off = [f"{name}={'a tensor' if torch.is_tensor(value) else repr(value)} (expected {default!r})"
+           for name, (value, default) in given.items()
+           if ((value is not None) if default is None else value != default)]  # fmt: skip
+    if off:
+        raise NotImplementedError(
+            f"the CPU {fn} computes the default of these arguments only: {', '.join(off)}"
+        )
+
+
 def _attend(qs, ks, vs, scale, causal):
     """softmax(qs ks^T * scale) vs for one sequence, (lq, heads, dim) each in float32, key
     / value heads repeated for the query heads; the causal mask in the bottom-right."""
@@ -57,13 +69,12 @@ def flash_attn_varlen_func(
     block_table=None,
 ):
     if dropout_p != 0.0:
-        raise NotImplementedError("the CPU flash_attn_varlen_func computes dropout_p=0.0 only")
-    unsupported = {"window_size": tuple(window_size) != (-1, -1), "softcap": softcap != 0.0,
-                   "alibi_slopes": alibi_slopes is not None, "block_table": block_table is not None,
-                   "return_attn_probs": bool(return_attn_probs)}  # fmt: skip
-    if any(unsupported.values()):
-        names = ", ".join(n for n, on in unsupported.items() if on)
-        raise NotImplementedError(f"the CPU flash_attn_varlen_func does not take {names}")
+        raise NotImplementedError(
+            f"the CPU flash_attn_varlen_func computes dropout_p=0.0 only, got dropout_p={dropout_p!r}"
+        )
+    _refuse("flash_attn_varlen_func", window_size=(tuple(window_size), (-1, -1)), softcap=(softcap, 0.0),
+            alibi_slopes=(alibi_slopes, None), block_table=(block_table, None),
+            return_attn_probs=(bool(return_attn_probs), False))  # fmt: skip
     heads, dim = q.shape[1], q.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
     out = torch.zeros(q.shape[0], heads, v.shape[2], dtype=q.dtype, device=q.device)
@@ -102,14 +113,12 @@ def flash_attn_with_kvcache(
     """Attention of q (batch, seqlen_q, heads, dim) over the first cache_seqlens[b] keys
     and values of each batch row of the caches (batch, seqlen_k, kv_heads, dim); the
     cache is read, never appended to."""
-    unsupported = {"k / v": k is not None or v is not None, "rotary": rotary_cos is not None,
-                   "cache_batch_idx": cache_batch_idx is not None, "cache_leftpad": cache_leftpad is not None,
-                   "block_table": block_table is not None, "window_size": tuple(window_size) != (-1, -1),
-                   "softcap": softcap != 0.0, "alibi_slopes": alibi_slopes is not None,
-                   "return_softmax_lse": bool(return_softmax_lse)}  # fmt: skip
-    if any(unsupported.values()):
-        names = ", ".join(n for n, on in unsupported.items() if on)
-        raise NotImplementedError(f"the CPU flash_attn_with_kvcache does not take {names}")
+    _refuse("flash_attn_with_kvcache", k=(k, None), v=(v, None), rotary_cos=(rotary_cos, None),
+            rotary_sin=(rotary_sin, None), cache_batch_idx=(cache_batch_idx, None),
+            cache_leftpad=(cache_leftpad, None), block_table=(block_table, None),
+            window_size=(tuple(window_size), (-1, -1)), softcap=(softcap, 0.0),
+            alibi_slopes=(alibi_slopes, None),
+            return_softmax_lse=(bool(return_softmax_lse), False))  # fmt: skip
     batch, seqlen_k, dim = q.shape[0], k_cache.shape[1], q.shape[3]
     scale = softmax_scale if softmax_scale is not None else 1.0 / math.sqrt(dim)
     if cache_seqlens is None:
