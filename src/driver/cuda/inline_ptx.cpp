@@ -232,13 +232,12 @@ AsmStatement read_statement(const std::string& s, size_t& i, int line) {
 
 // ---- the PTX side
 
-const std::map<std::string, std::string>& type_names() {
-  static const std::map<std::string, std::string> m = {
-      {"b8", "b8"},         {"b16", "b16"}, {"b32", "b32"}, {"b64", "b64"},     {"u8", "u8"},
-      {"u16", "u16"},       {"u32", "u32"}, {"u64", "u64"}, {"s8", "s8"},       {"s16", "s16"},
-      {"s32", "s32"},       {"s64", "s64"}, {"f16", "f16"}, {"f16x2", "f16x2"}, {"bf16", "bf16"},
-      {"bf16x2", "bf16x2"}, {"f32", "f32"}, {"f64", "f64"}, {"pred", "pred"}};
-  return m;
+// The PTX types an instruction names (ptx_emu.h's Ty).
+bool is_type(const std::string& t) {
+  static const std::set<std::string> types = {"b8",   "b16",    "b32", "b64", "u8",  "u16", "u32",
+                                              "u64",  "s8",     "s16", "s32", "s64", "f16", "f16x2",
+                                              "bf16", "bf16x2", "f32", "f64", "pred"};
+  return types.count(t) > 0;
 }
 bool is_float_type(const std::string& t) {
   return t == "f16" || t == "f16x2" || t == "bf16" || t == "bf16x2" || t == "f32" || t == "f64";
@@ -395,7 +394,7 @@ struct Translator {
     size_t sp = r.find_first_of(" \t\n");
     if (r.empty() || r[0] != '.' || sp == std::string::npos) bad("a .reg declaration without a type");
     const std::string type = r.substr(1, sp - 1);
-    if (!type_names().count(type)) bad("a .reg of type ." + type);
+    if (!is_type(type)) bad("a .reg of type ." + type);
     for (const std::string& raw : split_operands(r.substr(sp))) {
       std::string name = raw;
       int count = -1;
@@ -424,7 +423,7 @@ struct Translator {
     }
     const std::string op = parts[0];
     std::vector<std::string> types, mods;
-    for (size_t k = 1; k < parts.size(); ++k) (type_names().count(parts[k]) ? types : mods).push_back(parts[k]);
+    for (size_t k = 1; k < parts.size(); ++k) (is_type(parts[k]) ? types : mods).push_back(parts[k]);
     auto has = [&](const char* m) {
       for (const auto& x : mods)
         if (x == m) return true;
