@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -363,10 +363,11 @@ def main():
     results = {}
     for mode in args.mode or ["sm80"]:
         with ThreadPoolExecutor(args.jobs) as pool:
-            futures = {f: pool.submit(run_file, f, mode, args, source) for f in files}
+            futures = {pool.submit(run_file, f, mode, args, source): f for f in files}
             results[mode] = {}
-            for f, fut in futures.items():
-                rel = str(f.relative_to(source))
+            # Taken as they finish, so a run stopped early keeps every file it finished.
+            for fut in as_completed(futures):
+                rel = str(futures[fut].relative_to(source))
                 r = results[mode][rel] = fut.result()
                 counts = collections.Counter(t["outcome"] for t in r["tests"])
                 print(f"[{mode}] {rel}: {r['status']} {dict(counts)} {r['seconds']}s", flush=True)
