@@ -163,6 +163,17 @@ struct TmaBlock {
   // By mbarrier: the race detector's epochs of its current phase's arrivals. A wait
   // that sees the phase complete lifts the waiter above them.
   std::unordered_map<const void*, EpochMerge> mbar_epochs;
+  // By mbarrier: the phases completed since its init. A wait that finds its phase
+  // incomplete is released once that phase completes, even if arrivals complete the
+  // next phase too before the waiter runs again (a polling thread on the GPU sees the
+  // flip in between; the round-robin scheduler may not).
+  std::unordered_map<const void*, uint64_t> mbar_completed;
+  // By mbarrier and rank: the phase (its count of completions then) of the thread's
+  // last arrival, kNotWaiting for none. A thread that waits for the parity of the phase
+  // it arrived in waits for that phase: released once it completed, however many
+  // phases other blocks' arrivals completed before the thread first polls (on the GPU
+  // it polls right after its arrival; here the threads of other blocks may run first).
+  std::unordered_map<const void*, std::vector<uint64_t>> mbar_arrived;
 };
 
 inline TmaBlock& tma_block() {
@@ -182,6 +193,8 @@ inline TmaBlock& tma_block() {
     b.grid_generation = 0;
     b.grid_epochs = {};
     b.mbar_epochs.clear();
+    b.mbar_completed.clear();
+    b.mbar_arrived.clear();
     b.waiting_since.assign(n, kNotWaiting);
     b.waiting_on.assign(n, nullptr);
     b.waiting_parity.assign(n, 0);
@@ -388,6 +401,7 @@ inline void complete_phase_if_done(uint64_t* bar) {
   m.pending = m.expected;
   *bar = pack_mbarrier(m);
   ++b.events;
+  ++b.mbar_completed[bar];
   if (auto e = b.mbar_epochs.find(bar); e != b.mbar_epochs.end()) e->second.release();
 }
 
@@ -404,6 +418,8 @@ TL_EMU_FN void mbarrier_init(uint64_t* bar, uint32_t count) {
   TmaBlock& b = tma_block();
   b.loads.erase(bar);
   b.mbar_epochs.erase(bar);
+  b.mbar_completed.erase(bar);
+  b.mbar_arrived.erase(bar);
   Mbarrier m;
   m.expected = m.pending = count;
   m.initialized = true;
@@ -451,6 +467,11 @@ TL_EMU_FN void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
   *bar = pack_mbarrier(m);
   TmaBlock& b = tma_block();
   ++b.events;
+  if (current_scheduler()) {
+    std::vector<uint64_t>& arrived = b.mbar_arrived[bar];
+    if (arrived.empty()) arrived.assign(b.waiting_since.size(), kNotWaiting);
+    arrived[size_t(fiber_index())] = b.mbar_completed[bar];
+  }
   if (FiberScheduler* s = current_scheduler()) b.mbar_epochs[bar].arrive(s->barriers[size_t(fiber_index())]);
   complete_phase_if_done(bar);
 }
@@ -574,15 +595,25 @@ inline bool wait_one_round(TmaBlock& b, size_t f, const uint64_t* on, uint32_t w
 TL_EMU_FN void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   TmaBlock& b = tma_block();
   const size_t rank = size_t(fiber_index());
+  uint64_t released_at = 0;  // the completion count that ends this wait; 0 until it first waits
   for (;;) {
     Mbarrier m;
     if (!read_mbarrier(bar, "mbarrier_wait", &m)) return;
-    if (m.parity != (parity & 1)) {
+    auto c = b.mbar_completed.find(bar);
+    const uint64_t completed = c == b.mbar_completed.end() ? 0 : c->second;
+    if (m.parity != (parity & 1) || (released_at && completed >= released_at)) {
       b.waiting_since[rank] = kNotWaiting;
       FiberScheduler* s = current_scheduler();
       auto e = b.mbar_epochs.find(bar);
       if (s && e != b.mbar_epochs.end() && e->second.out > s->barriers[rank]) s->barriers[rank] = e->second.out;
       return;
+    }
+    if (!released_at) {
+      released_at = completed + 1;
+      auto a = b.mbar_arrived.find(bar);
+      const uint64_t phase = a == b.mbar_arrived.end() ? kNotWaiting : a->second[rank];
+      if (phase != kNotWaiting && phase < completed && (phase & 1) == (parity & 1)) released_at = phase + 1;
+      continue;
     }
     if (!wait_one_round(b, rank, bar, parity & 1)) return;
   }
