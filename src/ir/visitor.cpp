@@ -427,6 +427,24 @@ bool reads_var(const Expr& e, const VarNode* v) {
   return found;
 }
 
+const StmtNode* find_stmt(const Stmt& s, const std::function<bool(const Stmt&)>& pred) {
+  struct Find : IRVisitor {
+    const std::function<bool(const Stmt&)>& pred;
+    const StmtNode* found = nullptr;
+    explicit Find(const std::function<bool(const Stmt&)>& p) : pred(p) {}
+    using IRVisitor::visit;
+    void visit(const Stmt& st) override {
+      if (found || !st.defined()) return;
+      if (pred(st))
+        found = st.get();
+      else
+        IRVisitor::visit(st);
+    }
+  } find(pred);
+  find.visit(s);
+  return find.found;
+}
+
 std::set<const VarNode*> bound_vars(const Stmt& s) {
   struct Bound : IRVisitor {
     std::set<const VarNode*> vars;

@@ -67,6 +67,12 @@ void for_each_expr(const Stmt& s, const std::function<void(const Expr&)>& fn);
 void for_each_expr(const Expr& e, const std::function<void(const Expr&)>& fn);
 // Whether `e` reads the variable `v`.
 bool reads_var(const Expr& e, const VarNode* v);
+// The first statement of `s` (`s` itself included, parents before children) for which
+// `pred` holds, or nullptr; any_stmt: whether there is one.
+const StmtNode* find_stmt(const Stmt& s, const std::function<bool(const Stmt&)>& pred);
+inline bool any_stmt(const Stmt& s, const std::function<bool(const Stmt&)>& pred) {
+  return find_stmt(s, pred) != nullptr;
+}
 // The variables `s` binds: its LetStmts' and its loops' (nested ones included).
 std::set<const VarNode*> bound_vars(const Stmt& s);
 // The T.Parallel(M, N, ...) nest that starts at `op`: it and the parallel loops

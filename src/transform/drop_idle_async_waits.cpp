@@ -46,15 +46,10 @@ class DropAsyncIssue : public IRMutator {
 };
 
 bool issues_async_copy(const Stmt& s) {
-  bool found = false;
-  struct Find : IRVisitor {
-    bool* found;
-    using IRVisitor::visit;
-    void visit(const TileOpNode* op) override { *found = *found || op->attrs.count(kAsyncIssueAttr); }
-  } find;
-  find.found = &found;
-  find.visit(s);
-  return found;
+  return any_stmt(s, [](const Stmt& st) {
+    auto* op = st.as<TileOpNode>();
+    return op && op->attrs.count(kAsyncIssueAttr);
+  });
 }
 
 // In each kernel that issues no cp.async of its own (T.ptx_cp_async, T.async_copy), the

@@ -43,13 +43,10 @@ bool is_reduce_candidate(const TileOpNode* op) {
 }
 
 bool has_store_candidate(const Stmt& s) {
-  struct Find : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const TileOpNode* op) override { found = found || is_store_candidate(op) || is_reduce_candidate(op); }
-  } f;
-  f.visit(s);
-  return f.found;
+  return any_stmt(s, [](const Stmt& st) {
+    auto* op = st.as<TileOpNode>();
+    return op && (is_store_candidate(op) || is_reduce_candidate(op));
+  });
 }
 
 Stmt thread_op(Stmt s) {

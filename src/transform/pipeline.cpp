@@ -134,18 +134,11 @@ PrimFunc lower_common(PrimFunc f, const Target& t, const PassConfig& configs) {
 
 // The first statement that calls the extern function `name`, if any.
 const EvaluateNode* find_extern_call(const Stmt& body, const std::string& name) {
-  struct Find : IRVisitor {
-    const std::string& name;
-    const EvaluateNode* found = nullptr;
-    explicit Find(const std::string& n) : name(n) {}
-    using IRVisitor::visit;
-    void visit(const EvaluateNode* op) override {
-      const std::string* n = extern_name(op->value);
-      if (!found && n && *n == name) found = op;
-    }
-  } find(name);
-  find.visit(body);
-  return find.found;
+  return static_cast<const EvaluateNode*>(find_stmt(body, [&](const Stmt& st) {
+    auto* e = st.as<EvaluateNode>();
+    const std::string* n = e ? extern_name(e->value) : nullptr;
+    return n && *n == name;
+  }));
 }
 
 // T.sync_threads(id, count): a named barrier of part of the block, which the CUDA

@@ -248,16 +248,10 @@ int64_t shared_bytes(const Stmt& s) {
 
 // Whether `s` contains a warp-specialized pipeline.
 bool warp_specialized(const Stmt& s) {
-  struct Find : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const AttrNode* a) override {
-      found = found || a->key == kWsPipelineAttr;
-      IRVisitor::visit(a);
-    }
-  } f;
-  f.visit(s);
-  return f.found;
+  return any_stmt(s, [](const Stmt& st) {
+    auto* a = st.as<AttrNode>();
+    return a && a->key == kWsPipelineAttr;
+  });
 }
 
 // T.Pipelined(..., num_stages=1) where a producer warpgroup may take the copies over

@@ -149,23 +149,12 @@ Access accesses(const Stmt& s, bool skip_async = false) {
 // planned through rather than treated as one step).
 bool compound(const Stmt& s) {
   if (auto* a = s.as<AttrNode>(); a && a->key == kBlockOpAttr) return false;
-  bool found = false;
-  struct Find : IRVisitor {
-    bool* found;
-    using IRVisitor::visit;
-    void visit(const BarrierNode*) override { *found = true; }
-    void visit(const AttrNode* op) override {
-      if (op->key == kBlockOpAttr || op->key == kThreadOpAttr) *found = true;
-      IRVisitor::visit(op);
-    }
-  } f;
-  f.found = &found;
-  if (auto* a = s.as<AttrNode>(); a && a->key == kThreadOpAttr) {
-    f.visit(a->body);
-    return found;
-  }
-  f.visit(s);
-  return found;
+  auto inside = [](const Stmt& st) {
+    auto* a = st.as<AttrNode>();
+    return st.as<BarrierNode>() || (a && (a->key == kBlockOpAttr || a->key == kThreadOpAttr));
+  };
+  if (auto* a = s.as<AttrNode>(); a && a->key == kThreadOpAttr) return any_stmt(a->body, inside);
+  return any_stmt(s, inside);
 }
 
 // A barrier may only sit where every thread of the block (or region) gets to it, so

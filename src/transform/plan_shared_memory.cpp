@@ -256,18 +256,10 @@ std::set<BufKey> referenced(const Stmt& body) {
 }
 
 bool has_regions(const Stmt& s) {
-  bool found = false;
-  struct Find : IRVisitor {
-    bool* found;
-    using IRVisitor::visit;
-    void visit(const AttrNode* op) override {
-      if (warp_group_range(op).second) *found = true;
-      IRVisitor::visit(op);
-    }
-  } f;
-  f.found = &found;
-  f.visit(s);
-  return found;
+  return any_stmt(s, [](const Stmt& st) {
+    auto* a = st.as<AttrNode>();
+    return a && warp_group_range(a).second;
+  });
 }
 
 class Planner : public IRMutator {

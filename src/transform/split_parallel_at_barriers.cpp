@@ -24,19 +24,7 @@ bool is_block_barrier(const Stmt& s) {
 
 // The first block barrier anywhere in `s` (is_block_barrier's kinds), or nullptr.
 const StmtNode* find_barrier(const Stmt& s) {
-  struct Find : IRVisitor {
-    const StmtNode* found = nullptr;
-    using IRVisitor::visit;
-    void visit(const Stmt& st) override {
-      if (found) return;
-      if (is_block_barrier(st))
-        found = st.get();
-      else
-        IRVisitor::visit(st);
-    }
-  } find;
-  find.visit(s);
-  return find.found;
+  return find_stmt(s, is_block_barrier);
 }
 
 class SplitAtBarriers : public IRMutator {

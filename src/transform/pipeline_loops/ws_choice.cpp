@@ -156,16 +156,11 @@ std::pair<const ForNode*, const ForNode*> ws_candidate(const KernelLaunchNode* l
   if (launch->threads.size() != 1 || launch->threads[0] % kWarpGroupThreads != 0 ||
       launch->threads[0] + kWarpGroupThreads > kMaxThreadsPerBlock)
     return {};
-  struct HasWarpGroups : IRVisitor {
-    bool found = false;
-    using IRVisitor::visit;
-    void visit(const AttrNode* a) override {
-      found = found || a->key == kWarpGroupAttr;
-      IRVisitor::visit(a);
-    }
-  } wg;
-  wg.visit(launch->body);
-  if (wg.found) return {};
+  if (any_stmt(launch->body, [](const Stmt& st) {
+        auto* a = st.as<AttrNode>();
+        return a && a->key == kWarpGroupAttr;
+      }))
+    return {};
   // The first pipelined loop under `root` through sequences, allocations, bindings
   // and attributes; with `inside` (a persistent loop's body) through conditions too;
   // with `outer` set, also in the body of the first persistent loop met.
