@@ -26,4 +26,20 @@ TEST(Visitor, SeesExpressionsInsideAnnotations) {
   EXPECT_TRUE(seen);
 }
 
+// find_stmt: the first statement in pre-order (a parent before its children, children
+// in order) that the predicate holds for; any_stmt whether there is one.
+TEST(Visitor, FindStmtGivesTheFirstMatchInPreOrder) {
+  Var i("i", dtype::Int32);
+  Stmt first = evaluate(int_imm(1)), second = evaluate(int_imm(2));
+  Stmt inner = attr_stmt("mark", int64_t(1), first);
+  Stmt loop = for_loop(i, int_imm(0), int_imm(4), ForKind::Serial, seq({inner, second}));
+  auto is_evaluate = [](const Stmt& s) { return s.as<EvaluateNode>() != nullptr; };
+  EXPECT_EQ(find_stmt(loop, is_evaluate), first.get());
+  EXPECT_EQ(find_stmt(loop, [](const Stmt& s) { return s.as<AttrNode>() != nullptr; }), inner.get());
+  EXPECT_EQ(find_stmt(loop, [](const Stmt& s) { return s.as<ForNode>() != nullptr; }), loop.get());
+  EXPECT_TRUE(any_stmt(loop, is_evaluate));
+  EXPECT_FALSE(any_stmt(loop, [](const Stmt& s) { return s.as<BarrierNode>() != nullptr; }));
+  EXPECT_EQ(find_stmt(Stmt(), is_evaluate), nullptr);
+}
+
 }  // namespace tl
