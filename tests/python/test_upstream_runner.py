@@ -185,3 +185,29 @@ def test_cpu_flash_attn_varlen_matches_attention_per_sequence():
     # A name the stand-in does not provide counts as the missing package.
     why = "ImportError: cannot import name 'flash_attn_func' from 'flash_attn' (/x/tests/upstream/cpu_packages/flash_attn/__init__.py)"
     assert run.classify(why) == "package"
+
+
+def test_half_products_are_rounded_once_as_on_the_gpu():
+    """The plugin's torch.prod of float16 / bfloat16 multiplies in float32 and rounds
+    once, as torch's CUDA reduction does (its CPU kernel rounds each product); other
+    dtypes, an explicit dtype and out= are left to torch."""
+    pytest.importorskip("torch")
+    code = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch, torch_on_cpu
+a = torch.tensor([3.0, 8.0, 5.0, 2.0, 7.0, 6.0, 4.0, 6.0])
+b = a.to(torch.bfloat16)
+assert torch.prod(b).item() == 242688.0  # torch's CPU kernel: rounded at every product
+torch_on_cpu._accumulate_half_products_in_float(torch)
+assert torch.prod(b).item() == 241664.0 and b.prod().item() == 241664.0  # 241920 rounded once
+assert torch.prod(b).dtype == torch.bfloat16
+assert torch.prod(b.view(2, 4), 1).tolist() == [240.0, 1008.0]
+assert torch.prod(b, dtype=torch.float32).item() == 241920.0
+assert torch.prod(a).item() == 241920.0
+"""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "tests" / "upstream")], check=True, timeout=120
+    )

@@ -116,6 +116,7 @@ def _patch_torch(torch, arch):
 
     torch.Generator = Generator
     torch.Tensor.cuda = lambda self, *a, **k: self
+    _accumulate_half_products_in_float(torch)
     for name in ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"):
         setattr(torch.Tensor, name, _move_device_kwarg(getattr(torch.Tensor, name)))
 
@@ -148,6 +149,26 @@ def _patch_torch(torch, arch):
     cuda.device = lambda device=None: _Stream()
     if not hasattr(torch.cpu, "device"):  # fla enters `torch.<device>.device(index)`
         torch.cpu.device = lambda index=None: _Stream()
+
+
+def _accumulate_half_products_in_float(torch):
+    """torch.prod / Tensor.prod of float16 and bfloat16 as on the GPU: torch's CUDA
+    reduction multiplies in float32 and rounds once, its CPU kernel rounds every product
+    to the element type (8 bfloat16 values from 2 to 8: 241664 on the GPU, 242688 on the
+    CPU), so a reference a test computes "on cuda" has the GPU's value."""
+    halves = (torch.float16, torch.bfloat16)
+
+    def wrap(prod):
+        @functools.wraps(prod)
+        def wrapper(input, *args, **kwargs):
+            if input.dtype in halves and "dtype" not in kwargs and "out" not in kwargs:
+                return prod(input.float(), *args, **kwargs).to(input.dtype)
+            return prod(input, *args, **kwargs)
+
+        return wrapper
+
+    torch.prod = wrap(torch.prod)
+    torch.Tensor.prod = wrap(torch.Tensor.prod)
 
 
 def pytest_configure(config):
