@@ -9,7 +9,9 @@ hand-offs, fragments updated outside T.Parallel, tuple assignments, reductions a
 scans of views, T.assume's promises and checks, the fast-math intrinsics' error within
 CUDA's documented bounds, T.atomic_addx2 / x4's previous values, the batched and
 the staged lane reductions, reducer epochs' register partials, TileLang's named-barrier
-helpers in a source kernel) is then what the hardware does."""
+helpers in a source kernel, cp.async from T.ptx_cp_async and T.async_copy, barriers in
+a branch on a block-wide fragment, arrivals on another block's mbarrier, the inline-PTX
+statements the emulator translates) is then what the hardware does."""
 
 import pathlib
 import sys
@@ -26,10 +28,13 @@ if not torch.cuda.is_available():
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "python"))
 import test_assume
 import test_ast_rewrite
+import test_async_copy
 import test_atomic_runs
+import test_copy_cluster
 import test_e8m0_rounding
 import test_fast_math_intrinsics as fast_math
 import test_float4
+import test_inline_ptx
 import test_math
 import test_reduce
 import test_reducer_epochs
@@ -247,3 +252,42 @@ def test_reducer_epoch_seed_and_rows(target):
 
 def test_tilelang_named_barrier_helpers_in_a_source_kernel():
     test_source_kernel.test_tilelang_named_barrier_helpers_in_a_source_kernel()
+
+
+@pytest.mark.parametrize("nbytes", [4, 8, 16])
+@pytest.mark.parametrize("with_pred", [False, True])
+def test_cp_async_groups_and_waits(nbytes, with_pred):
+    test_async_copy.test_cp_async_copies_groups_and_waits(SM80, nbytes, with_pred)
+
+
+@pytest.mark.parametrize(("dtype", "lanes", "nbytes"), [("float16", 4, 8), ("float32", 4, 16)])
+def test_cp_async_in_a_vectorized_loop(dtype, lanes, nbytes):
+    test_async_copy.test_one_element_cp_async_in_a_vectorized_loop_is_one_wide_copy(
+        SM80, dtype, lanes, nbytes
+    )
+
+
+def test_async_copy_issues_and_commits():
+    test_async_copy.test_async_copy_of_a_tile(SM80)
+    test_async_copy.test_async_copy_issues_and_commits_without_a_wait()
+
+
+@pytest.mark.parametrize("target", [SM80, SM90A])
+def test_async_copy_in_a_pipeline(target):
+    test_async_copy.test_waits_after_async_copies_in_a_pipeline_wait_for_nothing(target)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_branch_on_a_block_wide_fragment(arch):
+    tls.test_a_branch_on_a_block_wide_fragment_gets_barriers_inside(arch)
+
+
+def test_arrivals_on_another_blocks_barrier():
+    # One phase of 512 arrivals (the count of 256, two phases raced by block 0's wait,
+    # is the emulator's scheduling case: on the GPU it depends on timing).
+    test_copy_cluster.test_arrive_on_another_blocks_barrier(512)
+
+
+def test_inline_ptx_statements():
+    # sm_90a: mul.bf16x2 is among the statements.
+    test_inline_ptx.test_inline_ptx_runs_bit_exact_in_the_emulator(SM90A)
