@@ -212,12 +212,19 @@ std::string describe_host(const KernelSignature& sig, const Target& target) {
     os << "    threads = (";
     for (size_t i = 0; i < launch.threads.size(); ++i) os << (i ? ", " : "") << launch.threads[i];
     os << (launch.threads.size() == 1 ? ",)" : ")") << "\n";
+    if (!launch.cluster.empty()) {
+      std::vector<int64_t> c = launch.cluster;
+      c.resize(3, 1);
+      os << "    cluster = (" << c[0] << ", " << c[1] << ", " << c[2] << ")  # clusterDim = {" << c[0] << ", " << c[1]
+         << ", " << c[2] << "}: the kernel's __cluster_dims__, each cluster's blocks run at once\n";
+    }
     os << "    check_launch_limits(grid, threads)  # no negative extent, none past the target's limits\n";
     os << "    if all(g > 0 for g in grid):  # an empty grid launches nothing\n";
-    os << "        launch(" << kernel_part_name(sig.name, l) << (launch.tma_maps.empty() ? ", args" : ", args + maps")
-       << ", grid, threads)";
-    os << (several ? str_cat("  # kernel ", l + 1, " of ", sig.launches.size(), ", same stream\n")
-                   : "  # one call of the block function per block\n");
+    os << "        " << (launch.cooperative ? "launch_cooperative(" : "launch(") << kernel_part_name(sig.name, l)
+       << (launch.tma_maps.empty() ? ", args" : ", args + maps") << ", grid, threads)";
+    os << (several ? str_cat("  # kernel ", l + 1, " of ", sig.launches.size(), ", same stream")
+                   : std::string("  # one call of the block function per block"));
+    os << (launch.cooperative ? "; T.sync_grid: every block resident at once, or the launch is refused\n" : "\n");
   }
   return os.str();
 }

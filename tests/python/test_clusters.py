@@ -55,6 +55,10 @@ def test_block_rank_and_cluster_barrier(n_x, n_y, cluster, sync):
     src = kernel.get_kernel_source()
     c = list(cluster) + [1] * (3 - len(cluster)) if isinstance(cluster, tuple) else [cluster, 1, 1]
     assert f"__cluster_dims__({c[0]}, {c[1]}, {c[2]})" in src
+    # The host side names the clusters too (TileLang's host code sets clusterDim).
+    assert f"cluster = ({c[0]}, {c[1]}, {c[2]})  # clusterDim = {{{c[0]}, {c[1]}, {c[2]}}}" in (
+        kernel.get_host_source()
+    )
     out = np.zeros((n_y, n_x, 64), np.int32)
     kernel(out)
     bx = np.arange(n_x)[None, :]

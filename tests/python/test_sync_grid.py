@@ -237,3 +237,9 @@ def test_clusters_with_sync_grid_are_refused():
         tilelang.TileLangError, match=r"T.sync_grid\(\) in a kernel with cluster_dims is not"
     ):
         tilelang.compile(clustered, target=SM90A)
+
+
+def test_the_host_source_names_the_cooperative_launch():
+    host = tilelang.compile(rotate(5, 3), target="cuda -arch=sm_80 -emulate").get_host_source()
+    assert "launch_cooperative(rotate_rows, args, grid, threads)" in host
+    assert "every block resident at once" in host
