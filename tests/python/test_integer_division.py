@@ -3,7 +3,7 @@ error at the kernel's line; one that is 0 only at run time (a scalar argument, a
 element) gives TileLang's defined result, x // 0 == 0 and x % 0 == x, and INT_MIN // -1
 wraps to INT_MIN, on the cpu target and under the CUDA and Metal emulators alike. C
 leaves both undefined and x86 traps on them (SIGFPE), so each run-time case runs in a
-subprocess first: a crash there fails the test instead of the test session."""
+subprocess first: a crash there fails the test instead of the pytest process."""
 
 import inspect
 import subprocess
