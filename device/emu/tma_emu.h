@@ -467,12 +467,12 @@ TL_EMU_FN void mbarrier_arrive(uint64_t* bar, uint32_t tx_bytes) {
   *bar = pack_mbarrier(m);
   TmaBlock& b = tma_block();
   ++b.events;
-  if (current_scheduler()) {
+  if (FiberScheduler* s = current_scheduler()) {
     std::vector<uint64_t>& arrived = b.mbar_arrived[bar];
     if (arrived.empty()) arrived.assign(b.waiting_since.size(), kNotWaiting);
     arrived[size_t(fiber_index())] = b.mbar_completed[bar];
+    b.mbar_epochs[bar].arrive(s->barriers[size_t(fiber_index())]);
   }
-  if (FiberScheduler* s = current_scheduler()) b.mbar_epochs[bar].arrive(s->barriers[size_t(fiber_index())]);
   complete_phase_if_done(bar);
 }
 

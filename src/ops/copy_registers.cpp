@@ -97,8 +97,8 @@ Stmt fragments::lower_mem_copy(const TileOpNode* op, const LowerContext& ctx) {
   std::vector<Expr> si = index(s), di = index(d);
   Expr ok_s = s.buffer->scope == Scope::Global ? in_bounds(s.buffer, si) : bool_imm(true);
   Expr ok_d = d.buffer->scope == Scope::Global ? in_bounds(d.buffer, di) : bool_imm(true);
-  Expr src_ptr = call(Intrinsic::AddressOf, {buffer_load(s.buffer, si)});
-  Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(d.buffer, di)});
+  Expr src_ptr = address_of(buffer_load(s.buffer, si), AddressAccess::Read);
+  Expr dst_ptr = address_of(buffer_load(d.buffer, di), AddressAccess::Write);
   Stmt body;
   if (async) {
     // Zero-filled where the source's bounds check fails (the CUDA code generator prints
@@ -181,7 +181,7 @@ Stmt lower_copy_registers(const TileOpNode* op, const LowerContext& ctx) {
     ok = logical_and(ok, l->col_leader(ctx.t));
   Expr inside = whole ? Expr() : in_region(frag, fi);
   if (inside.defined() && fs) ok = logical_and(inside, ok);
-  Expr mem_ptr = call(Intrinsic::AddressOf, {buffer_load(mem.buffer, mi)});
+  Expr mem_ptr = address_of(buffer_load(mem.buffer, mi), fs ? AddressAccess::Write : AddressAccess::Read);
   Expr reg_ptr = call(Intrinsic::AddressOf, {buffer_load(ctx.reg(frag.buffer), {k0})});
   Stmt body;
   if (fs) {

@@ -123,7 +123,7 @@ Access accesses(const Stmt& s, bool skip_async = false) {
     void visit(const CallNode* op) override {
       // An address handed to a device call: the callee reads, writes or does both at
       // it, as its mask says (T.access_ptr's, and the lowerings' for the gemm and
-      // ldmatrix operands they pass); without a mask, a write.
+      // ldmatrix operands and the vector moves' they pass); without a mask, both.
       if (op->op == Intrinsic::AddressOf) {
         auto* l = op->args[0].as<BufferLoadNode>();
         if (!l || !block_shared(l->buffer)) return IRVisitor::visit(op);

@@ -609,8 +609,8 @@ class Lowerer : public IRMutator {
       for (const Expr& e : l->indices) idx.push_back(substitute(e, at_start));
       if (l->buffer->scope == Scope::Global) fast = logical_and(fast, run_in_bounds(l->buffer, idx, v));
       pre.push_back(evaluate(call_extern(dtype::Void, device_call_name(kLoadVecCall, {v}),
-                                         {call(Intrinsic::AddressOf, {buffer_load(tmp, {int_imm(0)})}),
-                                          call(Intrinsic::AddressOf, {buffer_load(l->buffer, idx)})})));
+                                         {address_of(buffer_load(tmp, {int_imm(0)}), AddressAccess::Write),
+                                          address_of(buffer_load(l->buffer, idx), AddressAccess::Read)})));
       temps.push_back(tmp);
       temp_of[l] = tmp;
     }
@@ -638,8 +638,8 @@ class Lowerer : public IRMutator {
     vec.push_back(pairs.defined()
                       ? pairs
                       : for_loop(e, int_imm(0), int_imm(v), ForKind::Unrolled, buffer_store(out, value, {e})));
-    Expr dst_ptr = call(Intrinsic::AddressOf, {buffer_load(store->buffer, sidx)});
-    Expr out_ptr = call(Intrinsic::AddressOf, {buffer_load(out, {int_imm(0)})});
+    Expr dst_ptr = address_of(buffer_load(store->buffer, sidx), AddressAccess::Write);
+    Expr out_ptr = address_of(buffer_load(out, {int_imm(0)}), AddressAccess::Read);
     vec.push_back(order >= 0
                       ? evaluate(call_extern(dtype::Void, atomic_add_run_call(v), {dst_ptr, out_ptr, int_imm(order)}))
                       : evaluate(call_extern(dtype::Void, device_call_name(kStoreVecCall, {v}), {dst_ptr, out_ptr})));
