@@ -6,7 +6,9 @@ modes (`sm80`, `sm90a`) it also moves torch onto the CPU: tensors the tests crea
 and `.to("cuda")` keep them there, and `torch.cuda`'s queries answer as one GPU of the
 emulated compute capability, so `tilelang.testing.requires_cuda*` gates open exactly as
 on that GPU. Kernels compiled for "cuda" (or "auto") run in the emulator of the arch
-named by TILELANG_EMULATE_ARCH. Nothing here changes a test's kernels or references.
+named by TILELANG_EMULATE_ARCH. Nothing here changes a test's kernels or references;
+where torch's CPU kernel computes a reference differently from its CUDA kernel
+(torch.prod of float16 / bfloat16), it computes as on the GPU.
 tests/upstream/examples_small.py calls emulate_cuda_on_cpu() directly in each process
 that runs an example's main().
 """
