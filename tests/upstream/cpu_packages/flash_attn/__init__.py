@@ -68,11 +68,7 @@ def flash_attn_varlen_func(
     return_attn_probs=False,
     block_table=None,
 ):
-    if dropout_p != 0.0:
-        raise NotImplementedError(
-            f"the CPU flash_attn_varlen_func computes dropout_p=0.0 only, got dropout_p={dropout_p!r}"
-        )
-    _refuse("flash_attn_varlen_func", window_size=(tuple(window_size), (-1, -1)), softcap=(softcap, 0.0),
+    _refuse("flash_attn_varlen_func", dropout_p=(dropout_p, 0.0), window_size=(tuple(window_size), (-1, -1)), softcap=(softcap, 0.0),
             alibi_slopes=(alibi_slopes, None), block_table=(block_table, None),
             return_attn_probs=(bool(return_attn_probs), False))  # fmt: skip
     heads, dim = q.shape[1], q.shape[2]
