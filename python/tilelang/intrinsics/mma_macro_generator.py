@@ -477,7 +477,7 @@ class TensorCoreIntrinEmitter:
         fragments, one mma.sync per 16 x 8 piece. `k_inner` is TileLang's offset into
         fragment operands; the T.alloc_local operands here hold one k step, which is read
         whatever it is (as TileLang reads local operands)."""
-        self._check_mma("mma", A_local_buf, B_local_buf, C_local_buf, k_inner)
+        self._check_mma("mma", A_local_buf, B_local_buf, C_local_buf)
         for i in range(self.warp_rows):
             for j in range(self.warp_cols):
                 self._atom(A_local_buf, B_local_buf, C_local_buf, i, j)
@@ -500,7 +500,7 @@ class TensorCoreIntrinEmitter:
         variables (`for i, j in T.grid(mma_num_inst_m, mma_num_inst_n)` gives what mma()
         does). `k_inner` as in mma()."""
         method = "mma_atom"
-        self._check_mma(method, A_local_buf, B_local_buf, C_local_buf, k_inner)
+        self._check_mma(method, A_local_buf, B_local_buf, C_local_buf)
         for what, idx, count in (("inst_m_idx", inst_m_idx, self.warp_rows),
                                  ("inst_n_idx", inst_n_idx, self.warp_cols)):  # fmt: skip
             c = const_int(idx)
@@ -508,10 +508,7 @@ class TensorCoreIntrinEmitter:
                 raise _arg_error(method, f"{what} must be in [0, {count}), got {c}")
         self._atom(A_local_buf, B_local_buf, C_local_buf, inst_m_idx, inst_n_idx)
 
-    def _check_mma(self, method, A_local_buf, B_local_buf, C_local_buf, k_inner):
-        # k_inner offsets fragment operands in TileLang; T.alloc_local operands hold one k
-        # step, which TileLang reads whatever k_inner is, as here.
-        del k_inner
+    def _check_mma(self, method, A_local_buf, B_local_buf, C_local_buf):
         self._local(
             method, "A_local_buf", A_local_buf, self.a_dtype, self.warp_rows * self.local_size_a
         )
