@@ -16,12 +16,14 @@ CXX_SOURCES = $(shell git ls-files 'src/*.h' 'src/*.cpp' 'include/*.h' 'python/s
                 'tests/cpp/*.cpp' 'tests/cpp/*.h' 'examples/cpp/*.cpp' 'device/*.h' 'device/*.cuh')
 
 test: build lint docs cpp-test py-test upstream
+	@echo "== make test done: $$(date -u +%T)"
 
 # Formatting is mechanical: unformatted code fails the test command (and CI). The type
 # check covers the package (pyproject.toml [tool.mypy]). clang-tidy (.clang-tidy) checks
 # the core and the bindings against the build's compile_commands.json, once there is a
 # build; results are cached per file under $(BUILD)/clang-tidy-cache.
 lint:
+	@echo "== make lint: $$(date -u +%T)"
 	clang-format --dry-run --Werror $(CXX_SOURCES)
 	$(PYTHON) -m ruff check python tests examples bench
 	$(PYTHON) -m ruff format --check python tests examples bench
@@ -32,19 +34,23 @@ lint:
 # as errors (a broken link or anchor, a page left out, a docstring the generator cannot
 # read). The reference is read from the sources: nothing is built or imported.
 docs:
+	@echo "== make docs: $$(date -u +%T)"
 	$(PYTHON) -m pip install -q -r docs/requirements.txt
 	$(PYTHON) -m mkdocs build --strict --quiet
 
 build:
+	@echo "== make build: $$(date -u +%T)"
 	$(PYTHON) -m pip install -q -r tests/requirements.txt
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTL_BUILD_TESTS=ON -DTL_BUILD_EXAMPLES=ON \
 	  -DPython_EXECUTABLE=$$($(PYTHON) -c 'import sys; print(sys.executable)')
 	cmake --build $(BUILD) -j $(JOBS)
 
 cpp-test:
+	@echo "== make cpp-test: $$(date -u +%T)"
 	TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 py-test:
+	@echo "== make py-test: $$(date -u +%T)"
 	TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/python \
 	  TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) -m pytest tests/python -q -rs -n $(JOBS) --dist loadfile --durations=15
 
@@ -56,6 +62,7 @@ UPSTREAM_RUN = TILELANG_DEV_BUILD_DIR=$(CURDIR)/$(BUILD) PYTHONPATH=$(CURDIR)/py
   TILELANG_CACHE_DIR=$(CURDIR)/$(BUILD)/test-cache $(PYTHON) tests/upstream/run.py \
   --release $(UPSTREAM_RELEASE) --jobs $(JOBS) --timeout 600 --min-pass-rate 100
 upstream:
+	@echo "== make upstream: $$(date -u +%T)"
 	$(PYTHON) -m pip install -q -r tests/requirements-upstream.txt
 	$(UPSTREAM_RUN) --files tests/upstream/ci_files_cpu.txt --mode cpu --out $(BUILD)/upstream-cpu
 	$(UPSTREAM_RUN) --files tests/upstream/ci_files_sm80.txt --mode sm80 --out $(BUILD)/upstream-sm80

@@ -43,7 +43,8 @@ def forwarding_getattr(
 # names import as OutOfScopeNames: `from X import name` works, and using the name
 # raises the out-of-scope error naming it.
 INTERNAL_PACKAGES = (
-    "tilelang.cuda", "tilelang.rocm", "tilelang.metal", "tilelang.jit.adapter",
+    "tilelang.cuda", "tilelang.rocm", "tilelang.metal", "tilelang.cpu", "tilelang.webgpu",
+    "tilelang.jit.adapter",
     "tilelang.tools", "tilelang.backend", "tilelang.carver", "tilelang.language.eager",
     "tilelang.language.tir", "tilelang.tileop",
 )  # fmt: skip

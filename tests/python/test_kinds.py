@@ -41,6 +41,7 @@ KINDS = {
     "test_control_flow": "frontend lowering",
     "test_copy": "lowering",
     "test_copy_mismatched_regions": "lowering",
+    "test_dialects": "frontend emulator",
     "test_cpp_package": "runtime",
     "test_cpu_kernels": "lowering",
     "test_cuda_codegen": "cuda_source",

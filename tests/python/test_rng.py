@@ -1,4 +1,4 @@
-"""T.rng_init / T.rng_rand / T.rng_rand_float (python/tilelang/language/random.py,
+"""T.rng_init / T.rng_rand / T.rng_rand_float (python/tilelang/cuda/language/random.py,
 device/common/philox_rng.h): cuRAND's Philox4x32-10 generator, so a kernel draws the
 numbers curand_init(seed, subsequence, offset) + curand / curand_uniform /
 curand_normal (and the _double forms) give. The reference below is an independent

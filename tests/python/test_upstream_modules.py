@@ -45,7 +45,19 @@ def test_cuda_intrinsics_are_tilelang_intrinsics():
         ("tilelang.profiler.bench", "_bench_with_cupti", r"do_bench"),
         ("tilelang._ffi_api", "get_tcgen5_instr_desc", "tilelang._C"),
         ("tilelang.language.eager.ast", "mutate", r"eager.ast.mutate"),
-        ("tilelang.rocm", "language", r"tilelang.rocm.language .*no ROCm \(HIP\) backend"),
+        (
+            "tilelang.rocm.language",
+            "mfma",
+            r"tilelang.rocm.language.tir.tvm_mfma .*no ROCm \(HIP\)",
+        ),
+        # TVM's raw vendor builtins and sm_100's GEMMs, in T as in TileLang's CUDA dialect
+        ("tilelang.language", "ptx_wgmma_ss", r"cuda.language.tir.ptx_wgmma_ss .*T.wgmma_gemm"),
+        ("tilelang.language", "tcgen05_mma", r"tcgen05_gemm is an sm_100 instruction"),
+        (
+            "tilelang.metal.language",
+            "simdgroup_load",
+            r"metal.language.tir.simdgroup_load .*T.gemm",
+        ),
         # Submodules with no file of their own: placeholders whose names say so.
         ("tilelang.cuda.pipeline", "CUDAPassPipelineBodyPrologue", r"tilelang.cuda.pipeline.CUDA"),
         ("tilelang.jit.adapter.nvrtc.include_paths", "discover", r"nvrtc.include_paths.discover"),

@@ -78,7 +78,6 @@ from .ops import (
 )
 from .pointers import handle, make_tensor, match_buffer, ptr
 from .prim_func import Macro, PrimFunc, Ref, macro, prim_func
-from .random import rng_init, rng_rand, rng_rand_float
 from .reduce import *
 from .shapes import (
     Buffer,
@@ -100,6 +99,19 @@ from .vector import *
 from .vector import __ldg
 from .views import reshape, view
 from .warp import *
+
+# isort: split
+# TileLang's CUDA-only parts, which live under tilelang.cuda.language as in TileLang
+# (they import the modules above).
+from tilelang.cuda.language.cluster import *
+from tilelang.cuda.language.pdl import pdl_sync as pdl_sync
+from tilelang.cuda.language.pdl import pdl_trigger as pdl_trigger
+from tilelang.cuda.language.random import rng_init, rng_rand, rng_rand_float
+from tilelang.cuda.language.tcgen05 import *
+from tilelang.cuda.language.tir import *
+from tilelang.cuda.language.warpgroup import WarpSpecialize, ws
+
+from .hopper import wgmma_gemm as wgmma_mma  # noqa: F401 (TileLang's other name for it)
 
 globals().update(_dtypes.DTYPES)
 
@@ -226,3 +238,15 @@ __all__ += [
     "sub2",
 ]
 __all__ += ["__ldg", "ldg32", "ldg64", "ldg128", "ldg256", "lds32", "lds64", "lds128", "stg32", "stg64", "stg128", "stg256", "sts32", "sts64", "sts128"]  # fmt: skip
+
+# Every public name of T (the lists above name the classic surface; the star imports
+# and dtypes add the rest): TileLang's CUDA dialect, tilelang.cuda.language, lists the
+# same (tilelang/_dialects.py).
+__all__ += [
+    _name
+    for _name, _value in sorted(globals().items())
+    if _name.isidentifier()
+    and (not _name.startswith("_") or (_name.startswith("__") and not _name.endswith("__")))
+    and type(_value).__name__ != "module"
+    and _name not in __all__
+]

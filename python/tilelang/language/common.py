@@ -1,13 +1,9 @@
-"""TileLang's `tilelang.language.common`: the dialect-neutral T. tilelang has one T for
-every target (a name a target cannot lower is an error at compile time, naming it), so
-this is tilelang.language itself."""
+"""TileLang's `tilelang.language.common`: the dialect-neutral language, T's names less
+every backend's extensions (tilelang/_dialects.py). Here one T serves every target, so
+its other names are still attributes of this module."""
 
-from tilelang import language as _T
-from tilelang.language import *
+from tilelang._dialects import dialect_getattr
 
 __tilelang_dialect__ = "common"
-__all__ = list(_T.__all__)
 
-
-def __getattr__(name):
-    return getattr(_T, name)
+__getattr__ = dialect_getattr("common")

@@ -51,6 +51,13 @@ def _barriers(ctx):
     return ctx.hopper_barriers
 
 
+def _barrier_counts(ctx):
+    """The arrival counts T.alloc_barrier gave each barrier buffer of this trace."""
+    if not hasattr(ctx, "hopper_barrier_counts"):
+        ctx.hopper_barrier_counts = {}
+    return ctx.hopper_barrier_counts
+
+
 def _marker(name, args, dtype="void"):
     return _C.call_extern(dtype, "tl.hopper." + name, args)
 
@@ -99,6 +106,7 @@ def alloc_barrier(arrive_count: ExprLike) -> Expr:
     args = [first] + [_C.const(int(c), "int32") for c in counts]
     ctx.builder.evaluate(_marker("init_barriers", args))
     _barriers(ctx).add(handle.name)
+    _barrier_counts(ctx)[handle.name] = [int(to_value(c)) for c in counts]
     return wrap_buffer(handle)
 
 
@@ -226,6 +234,74 @@ def mbarrier_arrive(mbarrier: ExprLike, cta_id: ExprLike | None = None) -> None:
     ctx = _kernel(what)
     cta, _ = _cluster_rank(what, ctx, cta_id, "cta_id")
     _arrive_remote(ctx, bar, cta)
+
+
+def mbarrier_arrive_expect_tx(mbarrier: ExprLike, tx_bytes: ExprLike) -> None:
+    """T.mbarrier_expect_tx, then T.mbarrier_arrive, by the calling thread (PTX's
+    mbarrier.arrive.expect_tx): the bytes are expected before the arrival counts."""
+    mbarrier_expect_tx(mbarrier, tx_bytes)
+    mbarrier_arrive(mbarrier)
+
+
+# TVM's legacy PTX spellings of the same operations, which TileLang keeps in every
+# dialect (tilelang.language.tir.exports.SHARED_LEGACY_TIR_EXPORTS). Their barrier is
+# any mbarrier the calls above take: an element of T.alloc_barrier, or an index into
+# the kernel's T.create_list_of_mbarrier (TVM's barrier ids).
+
+
+def ptx_arrive_barrier(barrier_id: ExprLike) -> None:
+    """TVM's name for T.mbarrier_arrive."""
+    bar = _barrier("T.ptx_arrive_barrier", barrier_id)
+    _emit(builder_ctx.current("T.ptx_arrive_barrier"), _marker("arrive", [bar]))
+
+
+def ptx_arrive_barrier_expect_tx(barrier_id: ExprLike, byte_count: ExprLike) -> None:
+    """TVM's name for T.mbarrier_arrive_expect_tx."""
+    _barrier("T.ptx_arrive_barrier_expect_tx", barrier_id)
+    mbarrier_arrive_expect_tx(barrier_id, byte_count)
+
+
+def ptx_cp_async_barrier(barrier_id: ExprLike) -> None:
+    """PTX's cp.async.mbarrier.arrive: the barrier's phase does not complete before the
+    cp.async copies the calling thread issued (T.ptx_cp_async) have landed, and the call
+    is no arrival of its own. Here the thread commits and waits for those copies on the
+    spot (T.ptx_commit_group, T.ptx_wait_group(0)), so any arrival it makes afterwards
+    covers them: the same ordering, the thread waiting earlier."""
+    from .async_copy import ptx_commit_group, ptx_wait_group
+
+    _barrier("T.ptx_cp_async_barrier", barrier_id)
+    ptx_commit_group()
+    ptx_wait_group(0)
+
+
+def ptx_init_barrier_thread_count(barrier_id: ExprLike, thread_count: ExprLike) -> None:
+    """TVM's initialization of a barrier with its arrival count. Here a barrier is
+    initialized where it is made (T.alloc_barrier(count), T.create_list_of_mbarrier), so
+    this checks that `thread_count` is the count it was made with, an error otherwise."""
+    what = "T.ptx_init_barrier_thread_count"
+    ctx = _kernel(what)
+    bar = _barrier(what, barrier_id)
+    given = to_value(barrier_id)
+    listed = getattr(ctx, "mbarrier_list", None)
+    element = ctx.element_of(bar)
+    if isinstance(given, Buffer):
+        name, index = given.name, 0
+    elif element is not None:
+        name, index = element[0].name, const_int(element[1][0])
+    else:  # an index into T.create_list_of_mbarrier (which _barrier found)
+        name, index = getattr(listed, "name", ""), const_int(given)
+    count = const_int(to_value(thread_count))
+    counts = _barrier_counts(ctx).get(name)
+    if counts is None or index is None:
+        raise frontend_error(
+            f"{what}: barrier_id must name one mbarrier by a constant index, got {_describe(barrier_id)}"
+        )
+    if count is None or count != counts[index]:
+        raise frontend_error(
+            f"{what}: thread_count must be the arrival count barrier {index} was made with "
+            f"({counts[index]}, by T.alloc_barrier / T.create_list_of_mbarrier, which initialize "
+            f"it), got {_describe(to_value(thread_count))}"
+        )
 
 
 def _parity(what, parity):
@@ -421,70 +497,6 @@ def tma_store_wait(count: int = 0, read: bool = True) -> None:
     ctx.builder.evaluate(_C.call_extern(make_dtype("void"), name, []))
 
 
-# ---- warpgroups
-
-
-class ws:
-    """`with T.ws(*groups):` the body runs only on the threads of the given warpgroups
-    (warpgroup g: threads [128 g, 128 g + 128)). Inside, fragments, T.Parallel loops, tile
-    ops and T.gemm are spread over the region's threads and T.sync_threads is a barrier of
-    those threads only. The groups are consecutive and the first is a multiple of their
-    number (ws(0), ws(1), ws(2, 3) ...)."""
-
-    __tl_with__ = True
-
-    def __init__(self, *warp_group_ids: Any) -> None:
-        what = "T.ws"
-        ctx = _kernel(what)
-        ids: Any = warp_group_ids
-        if len(ids) == 1 and isinstance(ids[0], (list, tuple)):
-            ids = ids[0]  # T.ws([0, 1])
-        ids = list(ids)
-        if not ids:
-            raise frontend_error(f"{what} needs at least one warpgroup index, such as T.ws(0)")
-        for g in ids:
-            if isinstance(g, bool) or not isinstance(g, int) or g < 0:
-                raise frontend_error(
-                    f"{what} warpgroup indices must be non-negative Python ints, got {_describe(g)}"
-                )
-        ids = sorted(set(ids))
-        threads = _block_threads(ctx)
-        if ids != list(range(ids[0], ids[0] + len(ids))):
-            raise frontend_error(f"{what} warpgroups must be consecutive, got {ids}")
-        if ids[0] % len(ids) != 0:
-            raise frontend_error(
-                f"{what}: a region of {len(ids)} warpgroups must start at a multiple of {len(ids)} "
-                f"(its gemms split the warpgroups from there), got warpgroups {ids}"
-            )
-        if WARPGROUP * (ids[-1] + 1) > threads:
-            raise frontend_error(
-                f"{what}({', '.join(map(str, ids))}) needs threads up to {WARPGROUP * (ids[-1] + 1)}, but the "
-                f"kernel has {threads} (warpgroups of {WARPGROUP} threads: 0..{threads // WARPGROUP - 1})"
-            )
-        self.first = WARPGROUP * ids[0]
-        self.count = WARPGROUP * len(ids)
-
-    def __enter__(self):
-        ctx = _kernel("T.ws")
-        if WARP_GROUP_FRAME in ctx.frames:
-            raise frontend_error("T.ws regions do not nest: close the outer `with T.ws(...)` first")
-        cond = _marker("ws", [_C.const(self.first, "int32"), _C.const(self.count, "int32")], "bool")
-        ctx.builder.begin_if(cond)
-        ctx.frames.append(WARP_GROUP_FRAME)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            return False
-        ctx = builder_ctx.current("T.ws")
-        ctx.frames.pop()
-        ctx.builder.end_if()
-        return False
-
-
-WarpSpecialize = ws
-
-
 # ---- wgmma
 
 
@@ -611,34 +623,6 @@ def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
     _reg_hint("T.annotate_consumer_reg_alloc", 1, reg_count)
 
 
-# ---- thread block clusters (T.Kernel(..., cluster_dims=...))
-
-
-def _cluster_op(what, name):
-    _emit(_kernel(what), _marker(name, []))
-
-
-def cluster_arrive() -> None:
-    """The calling thread arrives on its cluster's barrier (release: its earlier memory
-    accesses are visible to the threads that pass the matching T.cluster_wait)."""
-    _cluster_op("T.cluster_arrive", "cluster_arrive")
-
-
-def cluster_arrive_relaxed() -> None:
-    """T.cluster_arrive without ordering memory: only the meeting itself."""
-    _cluster_op("T.cluster_arrive_relaxed", "cluster_arrive_relaxed")
-
-
-def cluster_wait() -> None:
-    """Waits until every thread of the cluster has arrived (T.cluster_arrive)."""
-    _cluster_op("T.cluster_wait", "cluster_wait")
-
-
-def cluster_sync() -> None:
-    """A barrier of every thread of every block in the cluster (arrive, then wait)."""
-    _cluster_op("T.cluster_sync", "cluster_sync")
-
-
 def alloc_cluster_barrier(arrive_count: ExprLike) -> Expr:
     """TileLang's mbarriers for the blocks of a cluster: T.alloc_barrier, whose
     initialization is fenced for the whole cluster (fence.mbarrier_init.release.cluster);
@@ -698,6 +682,8 @@ def copy_cluster(
         # Without a barrier the copy is synchronous (TileLang's multicast demo): a barrier
         # of the block's threads, initialized in every block of the cluster before the
         # multicast may land, then the copy, every thread arriving and waiting.
+        from tilelang.cuda.language.cluster import cluster_sync
+
         bar = alloc_barrier(_block_threads(ctx))
         cluster_sync()
         tma_copy(src, dst, bar, eviction_policy=eviction_policy, cluster_mask=cluster_mask)
@@ -766,38 +752,30 @@ def copy_cluster(
         ctx.builder.end_if()
 
 
-def block_rank_in_cluster() -> Expr:
-    """The calling block's rank in its cluster, 0 .. cluster size - 1 (x fastest)."""
-    _kernel("T.block_rank_in_cluster")
-    return _marker("block_rank_in_cluster", [], "int32")
-
-
 __all__ = [
-    "WarpSpecialize",
     "alloc_barrier",
     "alloc_cluster_barrier",
     "annotate_consumer_reg_alloc",
     "annotate_producer_reg_dealloc",
     "barrier_arrive",
     "barrier_wait",
-    "block_rank_in_cluster",
-    "cluster_arrive",
-    "cluster_arrive_relaxed",
-    "cluster_sync",
-    "cluster_wait",
     "copy_cluster",
     "cp_async_barrier_noinc",
     "create_list_of_mbarrier",
     "dec_max_nreg",
     "inc_max_nreg",
     "mbarrier_arrive",
+    "mbarrier_arrive_expect_tx",
     "mbarrier_expect_tx",
     "mbarrier_wait_parity",
+    "ptx_arrive_barrier",
+    "ptx_arrive_barrier_expect_tx",
+    "ptx_cp_async_barrier",
+    "ptx_init_barrier_thread_count",
     "set_max_nreg",
     "tma_copy",
     "tma_store_arrive",
     "tma_store_wait",
     "wait_wgmma",
     "wgmma_gemm",
-    "ws",
 ]

@@ -128,7 +128,7 @@ _FAST_MATH_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def _fast(name, what, approximates):
-    def fn(x):
+    def fn(x: ExprLike) -> Expr:
         x = to_value(x)
         if isinstance(x, _C.Expr) and x.dtype.name not in _FAST_MATH_DTYPES:
             raise TypeError(

@@ -375,14 +375,14 @@ def _integer_operand(what, name, value, bits=None):
     )
 
 
-def __ffs(value):
+def __ffs(value: ExprLike) -> Expr:
     """CUDA's __ffs / __ffsll: the 1-based position of the lowest set bit of an integer
     (64-bit values are searched whole), 0 when none is set; int32."""
     x = _integer_operand("T.__ffs", "value", value)
     return _C.call_extern("int32", "tl::find_first_set", [_C.cast(x, "uint64")])
 
 
-def __fns(mask, base, offset):
+def __fns(mask: ExprLike, base: ExprLike, offset: ExprLike) -> Expr:
     """CUDA's __fns: the position of the offset-th set bit of the 32-bit `mask`, counting
     from bit `base` up (offset > 0) or down (offset < 0); offset 0 gives `base` when that
     bit is set. 0xFFFFFFFF when there is no such bit; uint32."""
@@ -468,18 +468,6 @@ def syncthreads_or(predicate: ExprLike) -> Expr:
     return _block_vote("T.syncthreads_or", "tl::syncthreads_or", predicate)
 
 
-def pdl_trigger() -> None:
-    """Programmatic dependent launch: lets the next grid start (sm_90+). Grids launched
-    here run one after another, so this only marks the point (a no-op elsewhere)."""
-    _kernel("T.pdl_trigger").builder.evaluate(_C.call_extern("void", "tl::pdl_trigger", []))
-
-
-def pdl_sync() -> None:
-    """Programmatic dependent launch: waits until the previous grid's memory is
-    visible (sm_90+); grids launched here already run one after another."""
-    _kernel("T.pdl_sync").builder.evaluate(_C.call_extern("void", "tl::pdl_sync", []))
-
-
 # ---- warp reductions
 
 
@@ -542,8 +530,6 @@ __all__ = [
     "get_warp_idx_sync",
     "match_all_sync",
     "match_any_sync",
-    "pdl_sync",
-    "pdl_trigger",
     "shfl_down",
     "shfl_sync",
     "shfl_up",

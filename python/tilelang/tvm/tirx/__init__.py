@@ -264,5 +264,6 @@ def __getattr__(name):
 
 from . import expr as expr
 from . import op as op
+from . import script as script
 from . import stmt_functor as stmt_functor
 from . import transform as transform

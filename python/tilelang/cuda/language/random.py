@@ -14,13 +14,12 @@ sees it.
 
 from __future__ import annotations
 
+from tilelang.language import builder_ctx
+from tilelang.language.buffer import wrap_buffer
+from tilelang.language.builder_ctx import frontend_error
+from tilelang.language.dtypes import dtype as make_dtype
+from tilelang.language.math import address_of, cast
 from tilelang.types import Expr, ExprLike
-
-from . import builder_ctx
-from .buffer import wrap_buffer
-from .builder_ctx import frontend_error
-from .dtypes import dtype as make_dtype
-from .math import address_of, cast
 
 _C = builder_ctx._C
 
