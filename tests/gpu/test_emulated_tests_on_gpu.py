@@ -11,7 +11,8 @@ CUDA's documented bounds, T.atomic_addx2 / x4's previous values, the batched and
 the staged lane reductions, reducer epochs' register partials, TileLang's named-barrier
 helpers in a source kernel, cp.async from T.ptx_cp_async and T.async_copy, barriers in
 a branch on a block-wide fragment, arrivals on another block's mbarrier, the inline-PTX
-statements the emulator translates) is then what the hardware does."""
+statements the emulator translates, the legacy PTX barrier spellings' hand-off) is then
+what the hardware does."""
 
 import pathlib
 import sys
@@ -31,6 +32,7 @@ import test_ast_rewrite
 import test_async_copy
 import test_atomic_runs
 import test_copy_cluster
+import test_dialects
 import test_e8m0_rounding
 import test_fast_math_intrinsics as fast_math
 import test_float4
@@ -291,3 +293,9 @@ def test_arrivals_on_another_blocks_barrier():
 def test_inline_ptx_statements():
     # sm_90a: mul.bf16x2 is among the statements.
     test_inline_ptx.test_inline_ptx_runs_bit_exact_in_the_emulator(SM90A)
+
+
+def test_legacy_barrier_spellings_hand_off():
+    # T.ptx_cp_async_barrier / T.ptx_arrive_barrier order cp.async copies before a
+    # consumer warpgroup's reads (sm_90a).
+    test_dialects.test_legacy_barrier_spellings_order_a_handoff()
