@@ -123,3 +123,16 @@ def test_a_barrier_count_other_than_its_allocation_is_an_error():
     with pytest.raises(tilelang.TileLangError, match=r"thread_count must be the arrival count "
                        r"barrier 0 was made with \(128.*got int 64"):  # fmt: skip
         handoff_through_legacy_barrier_spellings(checked=64)
+
+
+def test_a_barrier_count_check_needs_a_constant_barrier():
+    with pytest.raises(
+        tilelang.TileLangError, match=r"barrier_id must name one mbarrier by a constant index"
+    ):
+
+        @T.prim_func
+        def dynamic(Y: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as _:
+                T.create_list_of_mbarrier(128, 128)
+                T.ptx_init_barrier_thread_count(T.get_thread_binding() % 2, 128)
+                Y[T.get_thread_binding()] = 1.0

@@ -292,7 +292,7 @@ def ptx_init_barrier_thread_count(barrier_id: ExprLike, thread_count: ExprLike) 
         name, index = getattr(listed, "name", ""), const_int(given)
     count = const_int(to_value(thread_count))
     counts = _barrier_counts(ctx).get(name)
-    if counts is None or index is None:
+    if counts is None or index is None or not 0 <= index < len(counts):
         raise frontend_error(
             f"{what}: barrier_id must name one mbarrier by a constant index, got {_describe(barrier_id)}"
         )
