@@ -90,3 +90,15 @@ def dialect_getattr(dialect: str, extra: Any = None) -> Any:
         return getattr(_language(), name)
 
     return __getattr__
+
+
+def dialect_dir(dialect: str) -> Any:
+    """A dialect module's `__dir__`: its listing and its module attributes."""
+
+    def __dir__() -> list[str]:
+        module = importlib.import_module(
+            "tilelang.language.common" if dialect == "common" else f"tilelang.{dialect}.language"
+        )
+        return sorted(set(dialect_names(dialect)) | set(vars(module)))
+
+    return __dir__

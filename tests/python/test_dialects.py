@@ -48,6 +48,7 @@ def test_a_star_import_gives_the_listing_and_other_t_names_stay_attributes():
     assert "copy" in scope and "rng_init" not in scope and "ws" not in scope
     # One T serves every target: a CUDA extension is still reachable by name.
     assert _dialect("cpu").rng_init is T.rng_init and _dialect("metal").copy is T.copy
+    assert "copy" in dir(_dialect("cpu")) and "ws" in dir(_dialect("cuda"))
     with pytest.raises(AttributeError):
         _dialect("cpu").no_such_name  # noqa: B018
 

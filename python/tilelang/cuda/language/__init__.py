@@ -5,7 +5,7 @@ CUDA-only parts: `cluster` (cluster barriers), `pdl` (programmatic dependent lau
 sm_100 and TVM's raw builtins), `intrinsics` (the warp-level emitters). Its names are
 read when first asked for, as tilelang.language imports these modules."""
 
-from tilelang._dialects import dialect_getattr
+from tilelang._dialects import dialect_dir, dialect_getattr
 
 __tilelang_dialect__ = "cuda"
 
@@ -18,3 +18,4 @@ _EMITTERS = (
 __getattr__ = dialect_getattr(
     "cuda", extra=dict.fromkeys(_EMITTERS, "tilelang.cuda.language.intrinsics")
 )
+__dir__ = dialect_dir("cuda")

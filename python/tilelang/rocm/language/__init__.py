@@ -3,7 +3,7 @@ ROCm names (tilelang/_dialects.py). tilelang has no ROCm backend, so those names
 (`T.mfma`, `T.rdna_wmma`, the matrix-core emitters, ...) are out of scope and say so
 (tilelang.rocm.language.tir and .intrinsics); T's other names are still attributes."""
 
-from tilelang._dialects import ROCM_EXTENSIONS, dialect_getattr
+from tilelang._dialects import ROCM_EXTENSIONS, dialect_dir, dialect_getattr
 from tilelang.language.tir.exports import ROCM_ONLY_TIR_EXPORTS
 
 __tilelang_dialect__ = "rocm"
@@ -16,3 +16,4 @@ __getattr__ = dialect_getattr(
         **dict.fromkeys(ROCM_EXTENSIONS - _TIR, "tilelang.rocm.language.intrinsics"),
     },
 )
+__dir__ = dialect_dir("rocm")
