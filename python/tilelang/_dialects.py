@@ -102,3 +102,15 @@ def dialect_dir(dialect: str) -> Any:
         return sorted(set(dialect_names(dialect)) | set(vars(module)))
 
     return __dir__
+
+
+def submodule_getattr(package: str, names: Any) -> Any:
+    """A package's `__getattr__` that imports its submodules `names` when first asked
+    for (`from tilelang.cpu import language`)."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return importlib.import_module(f"{package}.{name}")
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

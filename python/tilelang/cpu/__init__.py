@@ -1,12 +1,8 @@
 """TileLang's `tilelang.cpu`: its CPU dialect. `tilelang.cpu.language` is the common
 language (tilelang.language.common)."""
 
-import importlib
+from tilelang._dialects import submodule_getattr
 
 __all__ = ["language"]
 
-
-def __getattr__(name):
-    if name in __all__:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = submodule_getattr(__name__, __all__)

@@ -4,6 +4,7 @@ TileLang's passes emit them from its tile ops; here the tile ops and the warp-le
 emitter write those instructions themselves, so each name is out of scope and says
 what writes its instruction instead (docs/design/tilelang_compat.md, "Out of scope")."""
 
+from tilelang.language.tir.exports import CUDA_ONLY_TIR_EXPORTS
 from tilelang.tvm._scope import refused_name
 
 _KIND = "a raw TIR builtin of TVM's CUDA code generator"
@@ -31,42 +32,7 @@ _INSTEAD = {
 _SM100 = "tcgen05 is sm_100 (Blackwell); tilelang's CUDA targets are sm_80 to sm_90a"
 
 
-def _refused(name):
-    return refused_name(f"{__name__}.{name}", _INSTEAD.get(name, _SM100), _KIND)
+for _name in CUDA_ONLY_TIR_EXPORTS:
+    globals()[_name] = refused_name(f"{__name__}.{_name}", _INSTEAD.get(_name, _SM100), _KIND)
 
-
-mma_fill = _refused("mma_fill")
-mma_store = _refused("mma_store")
-ptx_cp_async_bulk = _refused("ptx_cp_async_bulk")
-ptx_fence_barrier_init = _refused("ptx_fence_barrier_init")
-ptx_ldmatrix = _refused("ptx_ldmatrix")
-ptx_mma = _refused("ptx_mma")
-ptx_mma_block_scale = _refused("ptx_mma_block_scale")
-ptx_mma_sp = _refused("ptx_mma_sp")
-ptx_tcgen05_mma_blockscaled_ss = _refused("ptx_tcgen05_mma_blockscaled_ss")
-ptx_tcgen05_mma_ss = _refused("ptx_tcgen05_mma_ss")
-ptx_tcgen05_mma_ts = _refused("ptx_tcgen05_mma_ts")
-ptx_wait_barrier = _refused("ptx_wait_barrier")
-ptx_wgmma_rs = _refused("ptx_wgmma_rs")
-ptx_wgmma_sp_rs = _refused("ptx_wgmma_sp_rs")
-ptx_wgmma_sp_ss = _refused("ptx_wgmma_sp_ss")
-ptx_wgmma_ss = _refused("ptx_wgmma_ss")
-
-__all__ = [
-    "mma_fill",
-    "mma_store",
-    "ptx_cp_async_bulk",
-    "ptx_fence_barrier_init",
-    "ptx_ldmatrix",
-    "ptx_mma",
-    "ptx_mma_block_scale",
-    "ptx_mma_sp",
-    "ptx_tcgen05_mma_blockscaled_ss",
-    "ptx_tcgen05_mma_ss",
-    "ptx_tcgen05_mma_ts",
-    "ptx_wait_barrier",
-    "ptx_wgmma_rs",
-    "ptx_wgmma_sp_rs",
-    "ptx_wgmma_sp_ss",
-    "ptx_wgmma_ss",
-]
+__all__ = sorted(CUDA_ONLY_TIR_EXPORTS)  # noqa: PLE0605 (the names are exports.py's)
