@@ -86,6 +86,7 @@ def no_disk_cache():
 
 
 @needs_nvrtc
+@pytest.mark.usefixtures("no_disk_cache")  # ptxas reports only when it runs
 def test_nvrtc_takes_the_upstream_flags(caplog):
     with caplog.at_level(logging.DEBUG, logger="tilelang"):
         kernel = tilelang.compile(scaled, target=SM90A, compile_flags=UPSTREAM + OTHERS)
